@@ -1,0 +1,65 @@
+"""The generic REST layer: typed operations on aiohttp with a generated OpenAPI document.
+
+It knows nothing about sign-in; the application registers its operations on an :class:`Api`.
+"""
+
+from .api import API_VERSION_HEADER, Api, Group, HealthReport
+from .errors import ErrorBody, HttpError, json_response, layer_error
+from .health import HealthCheck, Probe
+from .operation import Call, Operation, Reply
+from .params import (
+    Location,
+    Param,
+    Params,
+    Pattern,
+    Required,
+    cookie,
+    header,
+    path,
+    pattern,
+    query,
+    required,
+)
+from .security import (
+    ApiKey,
+    ApiKeyChecker,
+    BearerJWT,
+    InvalidCredential,
+    Principal,
+    TokenVerifier,
+)
+from .wire import wire_field
+
+__all__ = [
+    "API_VERSION_HEADER",
+    "Api",
+    "ApiKey",
+    "ApiKeyChecker",
+    "BearerJWT",
+    "Call",
+    "ErrorBody",
+    "Group",
+    "HealthCheck",
+    "HealthReport",
+    "HttpError",
+    "InvalidCredential",
+    "Location",
+    "Operation",
+    "Param",
+    "Params",
+    "Pattern",
+    "Principal",
+    "Probe",
+    "Reply",
+    "Required",
+    "TokenVerifier",
+    "cookie",
+    "header",
+    "json_response",
+    "layer_error",
+    "path",
+    "pattern",
+    "query",
+    "required",
+    "wire_field",
+]

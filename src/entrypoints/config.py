@@ -1,0 +1,231 @@
+"""The YAML configuration: environment substitution, strict typing, one-line errors.
+
+``${VAR}`` and ``${VAR:-default}`` are replaced from the environment before the YAML is parsed.
+Every key is typed; an unknown key, a wrong type or bad YAML raises :class:`ConfigError` with one
+line naming the key and the problem. Only ``rest``, ``otel.service.name`` and
+``otel.sdk.disabled`` are required; every other section has defaults (README, config.example.yaml).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+from typing import Literal
+
+import attrs
+import cattrs
+import yaml
+
+from authgate.entrypoints.rest.wire import describe_error, make_converter
+
+
+class ConfigError(Exception):
+    """A configuration problem, worded for one line on stderr."""
+
+
+@attrs.frozen
+class RestConfig:
+    port: int
+    host: str = "127.0.0.1"
+    max_body_bytes: int = 1 << 20
+    shutdown_timeout_seconds: float = 30.0
+
+
+@attrs.frozen
+class OtelServiceConfig:
+    name: str
+
+
+@attrs.frozen
+class OtelSdkConfig:
+    disabled: bool
+
+
+@attrs.frozen
+class OtelConfig:
+    service: OtelServiceConfig
+    sdk: OtelSdkConfig
+
+
+@attrs.frozen
+class AppConfig:
+    """The front-end application (the spec's {app_url}) and where the callback sends users."""
+
+    url: str = "http://localhost:3000"
+    callback_urls: list[str] = attrs.field(factory=list)
+    login_path: str = "/login"
+    onboarding_path: str = "/onboarding"
+    dashboard_path: str = "/dashboard"
+
+
+@attrs.frozen
+class DatabaseConfig:
+    url: str = "sqlite:///./var/authgate.db"
+    pool_min_size: int = 1
+    pool_max_size: int = 10
+    timeout_seconds: float = 5.0
+    readiness_timeout_seconds: float = 1.0
+
+
+@attrs.frozen
+class SessionConfig:
+    ttl_seconds: int = 86400
+    keys_file: str = "./var/session-keys.json"
+    generate_keys: bool = False
+    issuer: str = "authgate"
+    audience: str = "authgate"
+    cookie_secure: bool = True
+
+
+@attrs.frozen
+class StateConfig:
+    ttl_seconds: int = 600
+    require_binding_cookie: bool = True
+    store: Literal["database", "memory"] = "database"
+
+
+@attrs.frozen
+class RateLimitConfig:
+    storage: str = "memory://"
+    callback: str = "10/minute"
+    trusted_proxies: list[str] = attrs.field(factory=list)
+    fail_open: bool = False
+
+
+@attrs.frozen
+class ProviderConfig:
+    client_id: str
+    scopes: list[str]
+    client_secret: str | None = None
+    issuer: str | None = None
+    authorization_endpoint: str | None = None
+    token_endpoint: str | None = None
+    jwks_uri: str | None = None
+    userinfo_endpoint: str | None = None
+    profile_endpoint: str | None = None
+    token_endpoint_auth: Literal[
+        "client_secret_post", "client_secret_basic", "apple_client_secret_jwt"
+    ] = "client_secret_post"  # noqa: S105 - a method name, not a secret
+    id_token_algorithms: list[str] = attrs.field(factory=lambda: ["RS256", "ES256"])
+    team_id: str | None = None
+    key_id: str | None = None
+    private_key_file: str | None = None
+    response_mode: Literal["query", "form_post"] = "query"
+    pkce: bool = True
+    timeout_seconds: float = 10.0
+
+
+@attrs.frozen
+class DevConfig:
+    identity_provider: bool = False
+
+
+@attrs.frozen
+class Config:
+    rest: RestConfig
+    otel: OtelConfig
+    environment: Literal["development", "production", "test"] = "production"
+    app: AppConfig = AppConfig()
+    database: DatabaseConfig = DatabaseConfig()
+    session: SessionConfig = SessionConfig()
+    state: StateConfig = StateConfig()
+    ratelimit: RateLimitConfig = RateLimitConfig()
+    providers: dict[str, ProviderConfig] = attrs.field(factory=dict)
+    dev: DevConfig = DevConfig()
+
+
+_VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
+
+
+def substitute(text: str, env: dict[str, str] | os._Environ[str] = os.environ) -> str:
+    """Replace ``${VAR}`` / ``${VAR:-default}``; an unset variable with no default is an error."""
+
+    def replace(m: re.Match[str]) -> str:
+        name, default = m.group(1), m.group(2)
+        value = env.get(name)
+        if value is None or (value == "" and default is not None):
+            if default is None:
+                line = text.count("\n", 0, m.start()) + 1
+                raise ConfigError(f"line {line}: environment variable {name} is not set")
+            return default
+        return value
+
+    return _VAR.sub(replace, text)
+
+
+def parse(text: str, source: str = "<config>") -> Config:
+    """Parse configuration text (after environment substitution)."""
+    try:
+        data = yaml.safe_load(substitute(text))
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        where = f"line {mark.line + 1}: " if mark is not None else ""
+        problem = getattr(e, "problem", None) or str(e).splitlines()[0]
+        raise ConfigError(f"{where}invalid YAML: {problem}") from None
+    if not isinstance(data, dict):
+        raise ConfigError("the file must be a YAML mapping with at least rest and otel")
+    try:
+        config = _converter.structure(data, Config)
+    except (cattrs.BaseValidationError, TypeError, ValueError) as e:
+        raise ConfigError(_key_error(e)) from None
+    _check(config)
+    return config
+
+
+def load(path: str | Path) -> Config:
+    """Read and parse a configuration file."""
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except OSError as e:
+        raise ConfigError(f"cannot read {path}: {e.strerror or e}") from None
+    except UnicodeDecodeError:
+        raise ConfigError(f"cannot read {path}: not UTF-8 text") from None
+    return parse(text, str(path))
+
+
+_converter = make_converter()
+
+
+def _key_error(exc: BaseException) -> str:
+    first = describe_error(exc).split("; ")[0]
+    path, _, problem = first.partition(": ")
+    key = re.sub(r"\['([^']*)'\]", r".\1", path).removeprefix("$").removeprefix(".")
+    if problem.startswith("unknown field(s): "):
+        names = problem.removeprefix("unknown field(s): ").split(", ")
+        key = ".".join(filter(None, [key, names[0]]))
+        return f"{key}: unknown key"
+    if problem == "required field missing":
+        return f"{key}: required key missing"
+    return f"{key or '(top level)'}: {problem}"
+
+
+def _check(config: Config) -> None:
+    if not 0 < config.rest.port < 65536:
+        raise ConfigError("rest.port: must be between 1 and 65535")
+    if config.session.ttl_seconds <= 0:
+        raise ConfigError("session.ttl_seconds: must be positive")
+    if config.state.ttl_seconds <= 0:
+        raise ConfigError("state.ttl_seconds: must be positive")
+    if config.environment == "production" and config.dev.identity_provider:
+        raise ConfigError(
+            "dev.identity_provider: the development identity provider is refused in production"
+        )
+    for name, provider in config.providers.items():
+        if not re.fullmatch(r"[a-z][a-z0-9_-]*", name):
+            raise ConfigError(f"providers.{name}: identifiers are lower-case letters and digits")
+        if provider.issuer is None and (
+            provider.authorization_endpoint is None or provider.token_endpoint is None
+        ):
+            raise ConfigError(
+                f"providers.{name}: needs issuer (discovery) or authorization_endpoint and "
+                "token_endpoint"
+            )
+        if provider.token_endpoint_auth == "apple_client_secret_jwt":  # noqa: S105
+            for key in ("team_id", "key_id", "private_key_file"):
+                if getattr(provider, key) is None:
+                    raise ConfigError(
+                        f"providers.{name}.{key}: required for apple_client_secret_jwt"
+                    )
+        elif provider.client_secret is None:
+            raise ConfigError(f"providers.{name}.client_secret: required key missing")

@@ -1,0 +1,275 @@
+"""An API: registered operations, the built-in endpoints and the generated OpenAPI document."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable, Iterable, Mapping
+from typing import Any
+
+import attrs
+import cattrs
+from aiohttp import web
+from opentelemetry import trace
+
+from .errors import ErrorBody, HttpError, json_response
+from .health import Probe
+from .operation import Handler, Invoker, Operation
+from .params import Location, Param, header, pattern, required
+from .schema import Schema, SchemaBuilder
+from .security import SecurityScheme
+from .wire import make_converter
+
+log = logging.getLogger("authgate.rest")
+
+OPENAPI_VERSION = "3.0.3"
+
+API_VERSION_HEADER = header("API-Version", required, pattern(r"^v\d+$"))
+"""The header scheme of versioning (spec 9.3): declare it once, reuse it on operations."""
+
+
+@attrs.frozen
+class HealthReport:
+    status: str
+    checks: dict[str, dict[str, str]]
+
+
+@attrs.frozen
+class Group:
+    """Operations sharing a path prefix and leading parameters (a version, say)."""
+
+    api: Api
+    prefix: str = ""
+    params: tuple[Param, ...] = ()
+
+    def operation(
+        self, method: str, path: str, *, params: Iterable[Param] = (), **options: Any
+    ) -> Callable[[Handler], Handler]:
+        return self.api.operation(
+            method, self.prefix + path, params=(*self.params, *params), **options
+        )
+
+
+class Api:
+    """A titled, versioned set of operations served over aiohttp.
+
+    >>> api = Api("Example", "1.0.0")
+    >>> @api.operation("GET", "/users/{id}", params=[path("id", pattern(r"^\\d+$"))], response=User)
+    ... async def get_user(call: Call[None]) -> User: ...
+    """
+
+    def __init__(self, title: str, version: str, *, max_body_bytes: int = 1 << 20) -> None:
+        self.title = title
+        self.version = version
+        self.max_body_bytes = max_body_bytes
+        self.operations: list[Operation] = []
+        self.liveness = Probe()
+        self.readiness = Probe()
+        self.converter: cattrs.Converter = make_converter()
+
+    def group(self, prefix: str = "", params: Iterable[Param] = ()) -> Group:
+        """A view of this API that prefixes paths and prepends parameters."""
+        return Group(self, prefix, tuple(params))
+
+    def operation(
+        self,
+        method: str,
+        path: str,
+        *,
+        params: Iterable[Param] = (),
+        request: type | None = None,
+        response: type | None = None,
+        status: int | None = None,
+        security: Iterable[SecurityScheme] = (),
+        responses: Mapping[int, type | str] | None = None,
+        operation_id: str | None = None,
+        tags: Iterable[str] = (),
+    ) -> Callable[[Handler], Handler]:
+        """Register the decorated coroutine as an operation."""
+
+        def register(handler: Handler) -> Handler:
+            self.add(
+                Operation(
+                    method=method,
+                    path=path,
+                    handler=handler,
+                    params=tuple(params),
+                    request=request,
+                    response=response,
+                    status=status,
+                    security=tuple(security),
+                    responses=dict(responses or {}),
+                    operation_id=operation_id,
+                    tags=tuple(tags),
+                )
+            )
+            return handler
+
+        return register
+
+    def add(self, op: Operation) -> None:
+        for other in self.operations:
+            if other.method == op.method and other.path == op.path:
+                raise ValueError(f"{op.method} {op.path} is registered twice")
+        self.operations.append(op)
+
+    # -- serving ----------------------------------------------------------------------------
+
+    def app(
+        self, *, middlewares: Iterable[Any] = (), client_max_size: int | None = None
+    ) -> web.Application:
+        """A fresh aiohttp application serving the operations and the built-in endpoints.
+
+        ``middlewares`` run outside the error handling (tracing goes there).
+        """
+        app = web.Application(
+            middlewares=[*middlewares, error_middleware],
+            client_max_size=client_max_size or self.max_body_bytes,
+        )
+        document = self.openapi()
+
+        async def openapi_json(_: web.Request) -> web.StreamResponse:
+            return json_response(document)
+
+        app.router.add_get("/openapi.json", openapi_json)
+        app.router.add_get("/health/liveness", self.liveness.respond)
+        app.router.add_get("/health/readiness", self.readiness.respond)
+        for op in self.operations:
+            invoker = Invoker(op, self.converter, self.max_body_bytes)
+            app.router.add_route(op.method, op.path, invoker, name=op.name)
+        return app
+
+    # -- the OpenAPI document --------------------------------------------------------------
+
+    def openapi(self) -> dict[str, Any]:
+        """The OpenAPI 3.0 document of this API (spec 2.9)."""
+        builder = SchemaBuilder()
+        paths: dict[str, dict[str, Any]] = {}
+        schemes: dict[str, Schema] = {}
+        error = builder.ref(ErrorBody)
+        health = builder.ref(HealthReport)
+        paths["/openapi.json"] = {
+            "get": {
+                "operationId": "openapi",
+                "responses": {"200": _json_response("OpenAPI document", {"type": "object"})},
+            }
+        }
+        for probe in ("liveness", "readiness"):
+            paths[f"/health/{probe}"] = {
+                "get": {
+                    "operationId": probe,
+                    "responses": {
+                        "200": _json_response("Healthy", health),
+                        "503": _json_response("Unhealthy", health),
+                    },
+                }
+            }
+        for op in self.operations:
+            paths.setdefault(op.path, {})[op.method.lower()] = self._operation_doc(
+                op, builder, error
+            )
+            for scheme in op.security:
+                schemes[scheme.name] = scheme.openapi()
+        components: dict[str, Any] = {"schemas": dict(sorted(builder.components.items()))}
+        if schemes:
+            components["securitySchemes"] = schemes
+        return {
+            "openapi": OPENAPI_VERSION,
+            "info": {"title": self.title, "version": self.version},
+            "paths": paths,
+            "components": components,
+        }
+
+    def _operation_doc(
+        self, op: Operation, builder: SchemaBuilder, error: Schema
+    ) -> dict[str, Any]:
+        doc: dict[str, Any] = {"operationId": op.name}
+        if op.tags:
+            doc["tags"] = list(op.tags)
+        if op.params:
+            doc["parameters"] = [_param_doc(p) for p in op.params]
+        if op.request is not None:
+            doc["requestBody"] = {
+                "required": True,
+                "content": {"application/json": {"schema": builder.schema(op.request)}},
+            }
+        responses: dict[str, Any] = {}
+        status = str(op.success_status)
+        if op.response is not None:
+            responses[status] = _json_response("Success", builder.schema(op.response))
+        else:
+            responses[status] = {"description": "Success"}
+        if op.params or op.request is not None:
+            responses["400"] = _json_response("Invalid request", error)
+        if op.security:
+            doc["security"] = [{s.name: []} for s in op.security]
+            responses["401"] = _json_response("Unauthorized", error)
+            if any(getattr(s, "scopes", None) for s in op.security):
+                responses["403"] = _json_response("Forbidden", error)
+        if op.request is not None:
+            responses["413"] = _json_response("Request body too large", error)
+            responses["415"] = _json_response("Unsupported media type", error)
+        for code, kind in op.responses.items():
+            if isinstance(kind, str):
+                responses[str(code)] = {"description": kind}
+            else:
+                responses[str(code)] = _json_response(kind.__name__, builder.schema(kind))
+        responses.setdefault("500", _json_response("Internal error", error))
+        doc["responses"] = dict(sorted(responses.items()))
+        return doc
+
+
+def _json_response(description: str, schema: Schema) -> dict[str, Any]:
+    return {"description": description, "content": {"application/json": {"schema": schema}}}
+
+
+def _param_doc(p: Param) -> dict[str, Any]:
+    schema: Schema = {"type": "string"}
+    if p.location is not Location.PATH and p.pattern is not None:
+        schema["pattern"] = p.pattern
+    return {"name": p.name, "in": p.location.value, "required": p.required, "schema": schema}
+
+
+_GENERIC_500 = {"error": "internal_error", "message": "An unexpected error occurred."}
+
+
+@web.middleware
+async def error_middleware(
+    request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]
+) -> web.StreamResponse:
+    """Turns router errors and unexpected exceptions into JSON; logs the latter in full."""
+    try:
+        return await handler(request)
+    except HttpError as e:
+        return e.response()
+    except web.HTTPException as e:
+        if e.status < 400:
+            raise
+        return _http_exception_json(e)
+    except Exception:
+        log.exception(
+            "unhandled error in %s %s%s",
+            request.method,
+            request.path,
+            _trace_suffix(),
+        )
+        return json_response(_GENERIC_500, 500)
+
+
+_ROUTER_ERRORS = {
+    404: ("not_found", "no such resource"),
+    405: ("method_not_allowed", "method not allowed on this resource"),
+    413: ("payload_too_large", "request body too large"),
+}
+
+
+def _http_exception_json(e: web.HTTPException) -> web.Response:
+    code, message = _ROUTER_ERRORS.get(e.status, ("http_error", e.reason))
+    headers = {}
+    if "Allow" in e.headers:
+        headers["Allow"] = e.headers["Allow"]
+    return json_response({"error": code, "message": message}, e.status, headers)
+
+
+def _trace_suffix() -> str:
+    ctx = trace.get_current_span().get_span_context()
+    return f" (trace_id={ctx.trace_id:032x})" if ctx.is_valid else ""

@@ -1,0 +1,160 @@
+"""A registered operation and the per-request path through it.
+
+The path is: security → declared parameters → request body → the operation → its response.
+An :class:`~.errors.HttpError` raised anywhere on it becomes exactly that response.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any, Generic, TypeVar
+
+import attrs
+import cattrs
+from aiohttp import web
+
+from .errors import JSON_CONTENT_TYPE, HttpError, layer_error
+from .params import Location, Param, Params, extract
+from .security import Principal, SecurityScheme, authenticate
+from .wire import describe_error
+
+B = TypeVar("B")
+R = TypeVar("R")
+
+_PATH_PARAM = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
+
+
+@attrs.frozen(slots=True)
+class Call(Generic[B]):
+    """What an operation receives: validated parameters, the typed body and the caller."""
+
+    request: web.Request
+    params: Params
+    body: B
+    principal: Principal | None
+
+    @property
+    def path(self) -> Mapping[str, str]:
+        return self.params.path
+
+    @property
+    def query(self) -> Mapping[str, tuple[str, ...]]:
+        return self.params.query
+
+
+@attrs.frozen
+class Reply(Generic[R]):
+    """A response with its own status and headers (201, 202, …); ``body`` may be None."""
+
+    body: R | None = None
+    status: int = 200
+    headers: Mapping[str, str] = attrs.field(factory=dict)
+
+
+Handler = Callable[[Call[Any]], Awaitable[Any]]
+
+
+@attrs.frozen
+class Operation:
+    """(method, path shape, parameter declarations) plus the typed request/response."""
+
+    method: str
+    path: str
+    handler: Handler = attrs.field(eq=False)
+    params: tuple[Param, ...] = ()
+    request: type | None = None
+    response: type | None = None
+    status: int | None = None
+    security: tuple[SecurityScheme, ...] = ()
+    responses: Mapping[int, type | str] = attrs.field(factory=dict)
+    operation_id: str | None = None
+    tags: tuple[str, ...] = ()
+
+    def __attrs_post_init__(self) -> None:
+        in_path = _PATH_PARAM.findall(self.path)
+        declared = {p.name for p in self.params if p.location is Location.PATH}
+        if len(set(in_path)) != len(in_path):
+            raise ValueError(f"{self.path}: a path parameter appears twice")
+        undeclared = [n for n in in_path if n not in declared]
+        # Path segments that are not declared get a plain (unvalidated) declaration.
+        extra = tuple(Param(Location.PATH, n) for n in undeclared)
+        object.__setattr__(self, "params", extra + self.params)
+        stray = declared - set(in_path)
+        if stray:
+            raise ValueError(f"{self.path}: declared path parameter(s) not in the path: {stray}")
+        object.__setattr__(self, "method", self.method.upper())
+
+    @property
+    def success_status(self) -> int:
+        if self.status is not None:
+            return self.status
+        return 200 if self.response is not None else 204
+
+    @property
+    def name(self) -> str:
+        return self.operation_id or str(getattr(self.handler, "__name__", "operation"))
+
+
+class Invoker:
+    """The compiled request path of one operation (hooks looked up once, not per request)."""
+
+    def __init__(self, op: Operation, converter: cattrs.Converter, max_body: int) -> None:
+        self.op = op
+        self.max_body = max_body
+        self._structure: Callable[[Any, Any], Any] | None = (
+            converter.get_structure_hook(op.request) if op.request is not None else None
+        )
+        self._unstructure: Callable[[Any], Any] | None = (
+            converter.get_unstructure_hook(op.response) if op.response is not None else None
+        )
+        self._status = op.success_status
+
+    async def __call__(self, request: web.Request) -> web.StreamResponse:
+        op = self.op
+        try:
+            principal = await authenticate(request, op.security) if op.security else None
+            params = extract(request, op.params)
+            body = await self._read_body(request) if self._structure is not None else None
+            result = await op.handler(Call(request, params, body, principal))
+        except HttpError as e:
+            return e.response()
+        return self._render(result)
+
+    async def _read_body(self, request: web.Request) -> Any:
+        assert self._structure is not None
+        if request.content_length is not None and request.content_length > self.max_body:
+            raise layer_error(413, f"request body larger than {self.max_body} bytes")
+        raw = await request.read()
+        if not raw:
+            raise layer_error(400, "missing request body")
+        if not _is_json(request.content_type):
+            raise layer_error(415, "request body must be application/json")
+        try:
+            data = json.loads(raw)
+        except (ValueError, UnicodeDecodeError) as e:
+            raise layer_error(400, f"invalid JSON in request body: {e}") from None
+        try:
+            return self._structure(data, self.op.request)
+        except (cattrs.BaseValidationError, TypeError, ValueError) as e:
+            raise layer_error(400, f"invalid request body: {describe_error(e)}") from None
+
+    def _render(self, result: Any) -> web.StreamResponse:
+        if isinstance(result, web.StreamResponse):
+            return result
+        status, headers = self._status, None
+        if isinstance(result, Reply):
+            status, headers, result = result.status, result.headers, result.body
+        if result is None or self._unstructure is None:
+            return web.Response(status=status, headers=headers)
+        payload = json.dumps(self._unstructure(result), separators=(",", ":"), ensure_ascii=False)
+        return web.Response(
+            body=payload.encode(), status=status, headers=headers, content_type=JSON_CONTENT_TYPE
+        )
+
+
+def _is_json(content_type: str) -> bool:
+    return content_type == JSON_CONTENT_TYPE or (
+        content_type.startswith("application/") and content_type.endswith("+json")
+    )

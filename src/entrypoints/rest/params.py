@@ -1,0 +1,162 @@
+"""Declared parameters (path, query, header, cookie) and their validators.
+
+Each parameter carries validators that run in declaration order; the first failure answers 400
+with the spec's wording (7.3) and the operation does not run.
+"""
+
+from __future__ import annotations
+
+import enum
+import re
+from collections.abc import Mapping, Sequence
+
+import attrs
+from aiohttp import web
+
+from .errors import HttpError, layer_error
+
+
+class Location(enum.Enum):
+    PATH = "path"
+    QUERY = "query"
+    HEADER = "header"
+    COOKIE = "cookie"
+
+
+@attrs.frozen
+class Required:
+    """The parameter must be present (for a query parameter: at least once)."""
+
+
+@attrs.frozen
+class Pattern:
+    """Every present value must match the regular expression (searched, as in JSON Schema).
+
+    Anchor it with ``^…$`` to match whole values. An absent optional parameter passes.
+    """
+
+    regex: str
+    compiled: re.Pattern[str] = attrs.field(init=False, eq=False, repr=False)
+
+    def __attrs_post_init__(self) -> None:
+        object.__setattr__(self, "compiled", re.compile(self.regex))
+
+
+Validator = Required | Pattern
+
+required = Required()
+
+
+def pattern(regex: str) -> Pattern:
+    """A regular-expression validator."""
+    return Pattern(regex)
+
+
+@attrs.frozen
+class Param:
+    """A declared parameter; build it with :func:`path`, :func:`query`, :func:`header` or
+    :func:`cookie`."""
+
+    location: Location
+    name: str
+    validators: tuple[Validator, ...] = ()
+
+    @property
+    def required(self) -> bool:
+        return self.location is Location.PATH or any(
+            isinstance(v, Required) for v in self.validators
+        )
+
+    @property
+    def pattern(self) -> str | None:
+        for v in self.validators:
+            if isinstance(v, Pattern):
+                return v.regex
+        return None
+
+    def missing(self) -> HttpError:
+        return layer_error(
+            400, f"missing required request parameter in {self.location.value}: {self.name}"
+        )
+
+    def invalid(self) -> HttpError:
+        return layer_error(400, f"invalid parameter value in {self.location.value}: {self.name}")
+
+    def check(self, values: Sequence[str]) -> None:
+        """Run the validators in order over the parameter's values; raise on the first failure."""
+        for v in self.validators:
+            if isinstance(v, Required):
+                if not values:
+                    raise self.missing()
+            else:
+                for value in values:
+                    if v.compiled.search(value) is None:
+                        raise self.invalid()
+
+
+def path(name: str, *validators: Validator) -> Param:
+    """A path parameter (always required); the name must appear as ``{name}`` in the path."""
+    return Param(Location.PATH, name, validators)
+
+
+def query(name: str, *validators: Validator) -> Param:
+    """A query parameter; it may repeat, and every value is delivered in order."""
+    return Param(Location.QUERY, name, validators)
+
+
+def header(name: str, *validators: Validator) -> Param:
+    """A header parameter, matched case-insensitively by name."""
+    return Param(Location.HEADER, name, validators)
+
+
+def cookie(name: str, *validators: Validator) -> Param:
+    """A cookie parameter, read from the Cookie header by cookie name."""
+    return Param(Location.COOKIE, name, validators)
+
+
+@attrs.frozen
+class Params:
+    """The validated parameter values of one request, by location and name."""
+
+    path: Mapping[str, str]
+    query: Mapping[str, tuple[str, ...]]
+    header: Mapping[str, str]
+    cookie: Mapping[str, str]
+
+    def first(self, name: str) -> str | None:
+        """The first value of a query parameter, or None."""
+        values = self.query.get(name)
+        return values[0] if values else None
+
+
+def extract(request: web.Request, declared: Sequence[Param]) -> Params:
+    """Read and validate the declared parameters of a request, in declaration order."""
+    path_values: dict[str, str] = {}
+    query_values: dict[str, tuple[str, ...]] = {}
+    header_values: dict[str, str] = {}
+    cookie_values: dict[str, str] = {}
+    for param in declared:
+        loc = param.location
+        if loc is Location.PATH:
+            value = request.match_info.get(param.name)
+            values: tuple[str, ...] = () if value is None else (value,)
+            param.check(values)
+            if value is not None:
+                path_values[param.name] = value
+        elif loc is Location.QUERY:
+            values = tuple(request.query.getall(param.name, ()))
+            param.check(values)
+            query_values[param.name] = values
+        elif loc is Location.HEADER:
+            value = request.headers.get(param.name)
+            values = () if value is None else (value,)
+            param.check(values)
+            if value is not None:
+                header_values[param.name] = value
+        else:
+            value = request.cookies.get(param.name)
+            values = () if value is None else (value,)
+            param.check(values)
+            if value is not None:
+                cookie_values[param.name] = value
+    return Params(path_values, query_values, header_values, cookie_values)

@@ -1,0 +1,134 @@
+"""JSON Schema (OpenAPI 3.0 dialect) for attrs classes, following the spec's rules (2.9).
+
+- str → string, float → number, int → integer, bool → boolean, datetime → string/date-time;
+- list/sequence → array with items; str-keyed mapping → object with additionalProperties;
+- a nested attrs class is expanded inline (properties + required), except inside a list, where
+  the items refer to ``#/components/schemas/<TypeName>``;
+- a field is required unless it has a default or its type admits None;
+- no enum, description, length or range constraints are generated.
+"""
+
+from __future__ import annotations
+
+import collections.abc as cabc
+import datetime as dt
+import enum
+import types
+import typing
+from typing import Any
+
+import attrs
+
+from .wire import wire_name
+
+Schema = dict[str, Any]
+
+
+class SchemaBuilder:
+    """Builds schemas and collects the named component schemas they refer to."""
+
+    def __init__(self) -> None:
+        self.components: dict[str, Schema] = {}
+        self._building: set[type] = set()
+
+    def object_schema(self, cls: type) -> Schema:
+        """The inline object schema of an attrs class."""
+        hints = typing.get_type_hints(cls)
+        properties: dict[str, Schema] = {}
+        required: list[str] = []
+        for a in attrs.fields(cls):
+            name = wire_name(a)
+            tp = hints.get(a.name, a.type)
+            optional = _admits_none(tp)
+            properties[name] = self.schema(_strip_none(tp))
+            if a.default is attrs.NOTHING and not optional:
+                required.append(name)
+        schema: Schema = {"type": "object", "properties": properties}
+        if required:
+            schema["required"] = required
+        return schema
+
+    def ref(self, cls: type) -> Schema:
+        """A reference to the named component schema of an attrs class, registering it."""
+        name = cls.__name__
+        if name not in self.components and cls not in self._building:
+            self._building.add(cls)
+            try:
+                self.components[name] = self.object_schema(cls)
+            finally:
+                self._building.discard(cls)
+        return {"$ref": f"#/components/schemas/{name}"}
+
+    def schema(self, tp: Any) -> Schema:
+        """The schema of a field or body type."""
+        tp = _strip_none(tp)
+        origin = typing.get_origin(tp)
+        args = typing.get_args(tp)
+        if tp is Any:
+            return {}
+        if tp is bool:
+            return {"type": "boolean"}
+        if tp is int:
+            return {"type": "integer"}
+        if tp is float:
+            return {"type": "number"}
+        if tp is str:
+            return {"type": "string"}
+        if tp is dt.datetime:
+            return {"type": "string", "format": "date-time"}
+        if tp is dt.date:
+            return {"type": "string", "format": "date"}
+        if isinstance(tp, type) and issubclass(tp, enum.Enum):
+            return _enum_schema(tp)
+        if origin is typing.Literal:
+            return _literal_schema(args)
+        if isinstance(tp, type) and attrs.has(tp):
+            return self.object_schema(tp)
+        if origin in (dict, cabc.Mapping, cabc.MutableMapping):
+            key, value = args or (str, Any)
+            if key is not str:
+                raise TypeError(f"only string-keyed maps can be described, not {tp!r}")
+            return {"type": "object", "additionalProperties": self.schema(value)}
+        if origin in (list, tuple, set, frozenset, cabc.Sequence, cabc.MutableSequence, cabc.Set):
+            item = args[0] if args else Any
+            if isinstance(item, type) and attrs.has(item):
+                return {"type": "array", "items": self.ref(item)}
+            return {"type": "array", "items": self.schema(item)}
+        raise TypeError(f"no OpenAPI schema rule for type {tp!r}")
+
+
+def _admits_none(tp: Any) -> bool:
+    return tp is None or (_is_union(tp) and type(None) in typing.get_args(tp))
+
+
+def _strip_none(tp: Any) -> Any:
+    if _is_union(tp):
+        rest = [a for a in typing.get_args(tp) if a is not type(None)]
+        if len(rest) == 1:
+            return rest[0]
+        raise TypeError(f"unions other than X | None cannot be described: {tp!r}")
+    return tp
+
+
+def _is_union(tp: Any) -> bool:
+    return typing.get_origin(tp) in (typing.Union, types.UnionType)
+
+
+def _enum_schema(cls: type[enum.Enum]) -> Schema:
+    # The spec: no enum constraint for string-valued enumerations.
+    values = [m.value for m in cls]
+    if all(isinstance(v, str) for v in values):
+        return {"type": "string"}
+    if all(isinstance(v, int) and not isinstance(v, bool) for v in values):
+        return {"type": "integer"}
+    raise TypeError(f"enumeration {cls.__name__} mixes value types")
+
+
+def _literal_schema(values: tuple[Any, ...]) -> Schema:
+    if all(isinstance(v, str) for v in values):
+        return {"type": "string"}
+    if all(isinstance(v, bool) for v in values):
+        return {"type": "boolean"}
+    if all(isinstance(v, int) for v in values):
+        return {"type": "integer"}
+    raise TypeError(f"literal values of mixed types: {values!r}")

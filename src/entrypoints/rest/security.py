@@ -1,0 +1,154 @@
+"""Security schemes: bearer JWT and API key, each with a pluggable checker (a port).
+
+A scheme reads its credential from the request, hands it to the checker and, on success, yields
+a :class:`Principal` that the operation receives. Failures answer 401 (``unauthorized``) and the
+operation does not run; a verified token that lacks every accepted scope answers 403
+(``insufficient_scope``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Protocol
+
+import attrs
+from aiohttp import web
+
+from .errors import HttpError
+
+
+@attrs.frozen
+class Principal:
+    """The verified caller: its subject, the scheme that verified it and the token's claims."""
+
+    subject: str
+    scheme: str
+    claims: Mapping[str, Any] = attrs.field(factory=dict)
+
+    @property
+    def scopes(self) -> frozenset[str]:
+        scope = self.claims.get("scope", "")
+        if isinstance(scope, str):
+            return frozenset(scope.split())
+        if isinstance(scope, list | tuple):
+            return frozenset(str(s) for s in scope)
+        return frozenset()
+
+
+class InvalidCredential(Exception):
+    """Raised by a checker for a credential that does not verify. The text is logged, not sent."""
+
+
+class TokenVerifier(Protocol):
+    """Verifies a bearer token (a JWT) and names its subject."""
+
+    async def verify(self, token: str) -> Principal:
+        """Return the principal, or raise :class:`InvalidCredential`."""
+        ...
+
+
+class ApiKeyChecker(Protocol):
+    """Checks an API key."""
+
+    async def check(self, key: str) -> Principal:
+        """Return the principal, or raise :class:`InvalidCredential`."""
+        ...
+
+
+def unauthorized(message: str, challenge: str | None = "Bearer") -> HttpError:
+    headers = {"WWW-Authenticate": challenge} if challenge else None
+    return HttpError(401, {"error": "unauthorized", "message": message}, headers)
+
+
+@attrs.frozen
+class BearerJWT:
+    """``Authorization: Bearer <JWT>``, verified by ``verifier``.
+
+    ``scopes``: when not empty, the token must carry at least one of them (403 otherwise).
+    """
+
+    name: str
+    verifier: TokenVerifier = attrs.field(eq=False)
+    scopes: frozenset[str] = frozenset()
+
+    def with_scopes(self, *any_of: str) -> BearerJWT:
+        """The same scheme, accepting only tokens that carry at least one of ``any_of``."""
+        return attrs.evolve(self, scopes=frozenset(any_of))
+
+    def present(self, request: web.Request) -> bool:
+        return "Authorization" in request.headers
+
+    async def authenticate(self, request: web.Request) -> Principal:
+        value = request.headers.get("Authorization")
+        if value is None:
+            raise unauthorized("missing bearer token")
+        kind, _, token = value.partition(" ")
+        token = token.strip()
+        if kind.lower() != "bearer" or not token or " " in token:
+            raise unauthorized("malformed Authorization header")
+        try:
+            principal = await self.verifier.verify(token)
+        except InvalidCredential:
+            raise unauthorized(
+                "invalid or expired bearer token", 'Bearer error="invalid_token"'
+            ) from None
+        if self.scopes and not (principal.scopes & self.scopes):
+            raise HttpError(
+                403,
+                {
+                    "error": "insufficient_scope",
+                    "message": "the token lacks the required scope: one of "
+                    + ", ".join(sorted(self.scopes)),
+                },
+                {"WWW-Authenticate": 'Bearer error="insufficient_scope"'},
+            )
+        return principal
+
+    def openapi(self) -> dict[str, Any]:
+        return {"type": "http", "scheme": "bearer", "bearerFormat": "JWT"}
+
+
+@attrs.frozen
+class ApiKey:
+    """An API key in a named header (or, with ``in_cookie``, a named cookie)."""
+
+    name: str
+    key_name: str
+    checker: ApiKeyChecker = attrs.field(eq=False)
+    in_cookie: bool = False
+
+    def _read(self, request: web.Request) -> str | None:
+        if self.in_cookie:
+            return request.cookies.get(self.key_name)
+        return request.headers.get(self.key_name)
+
+    def present(self, request: web.Request) -> bool:
+        return self._read(request) is not None
+
+    async def authenticate(self, request: web.Request) -> Principal:
+        key = self._read(request)
+        where = "cookie" if self.in_cookie else "header"
+        if not key:
+            raise unauthorized(f"missing API key in {where}: {self.key_name}", None)
+        try:
+            return await self.checker.check(key)
+        except InvalidCredential:
+            raise unauthorized("invalid API key", None) from None
+
+    def openapi(self) -> dict[str, Any]:
+        return {
+            "type": "apiKey",
+            "in": "cookie" if self.in_cookie else "header",
+            "name": self.key_name,
+        }
+
+
+SecurityScheme = BearerJWT | ApiKey
+
+
+async def authenticate(request: web.Request, schemes: tuple[SecurityScheme, ...]) -> Principal:
+    """Authenticate by the first scheme whose credential is present (the first scheme if none)."""
+    for scheme in schemes:
+        if scheme.present(request):
+            return await scheme.authenticate(request)
+    return await schemes[0].authenticate(request)

@@ -1,0 +1,193 @@
+"""JSON on the wire: strict structuring of request bodies and unstructuring of responses.
+
+Strict means a JSON value is never coerced: ``"1"`` is not an int, ``true`` is not ``1``, and a
+key the type does not declare is rejected. A field may carry a different name on the wire
+(``providerId`` for ``provider_id``) through :func:`wire_field` or :func:`wire_name`.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import enum
+from typing import Any, TypeVar
+
+import attrs
+import cattrs
+from cattrs.cols import (
+    is_mapping,
+    is_sequence,
+    list_structure_factory,
+    mapping_structure_factory,
+)
+from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn, override
+
+T = TypeVar("T")
+
+WIRE_NAME = "authgate.wire_name"
+
+
+def wire_field(name: str, **kwargs: Any) -> Any:
+    """An attrs field whose JSON name is ``name`` (other arguments go to ``attrs.field``)."""
+    metadata = dict(kwargs.pop("metadata", {}))
+    metadata[WIRE_NAME] = name
+    return attrs.field(metadata=metadata, **kwargs)
+
+
+def wire_name(a: attrs.Attribute[Any]) -> str:
+    """The JSON name of an attrs field."""
+    return str(a.metadata.get(WIRE_NAME, a.name))
+
+
+def _strict_str(value: Any, _: type) -> str:
+    if not isinstance(value, str):
+        raise TypeError(f"expected a string, got {_json_kind(value)}")
+    return value
+
+
+def _strict_int(value: Any, _: type) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"expected an integer, got {_json_kind(value)}")
+    return value
+
+
+def _strict_float(value: Any, _: type) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise TypeError(f"expected a number, got {_json_kind(value)}")
+    return float(value)
+
+
+def _strict_bool(value: Any, _: type) -> bool:
+    if not isinstance(value, bool):
+        raise TypeError(f"expected a boolean, got {_json_kind(value)}")
+    return value
+
+
+def _datetime(value: Any, _: type) -> dt.datetime:
+    if not isinstance(value, str):
+        raise TypeError(f"expected a date-time string, got {_json_kind(value)}")
+    parsed = dt.datetime.fromisoformat(value)
+    if parsed.tzinfo is None:
+        raise ValueError("expected a date-time with a time zone offset")
+    return parsed
+
+
+def _json_kind(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int | float):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, list):
+        return "an array"
+    if isinstance(value, dict):
+        return "an object"
+    return type(value).__name__
+
+
+def make_converter() -> cattrs.Converter:
+    """The converter used at the HTTP edge."""
+    conv = cattrs.Converter(forbid_extra_keys=True, detailed_validation=True)
+    conv.register_structure_hook(str, _strict_str)
+    conv.register_structure_hook(int, _strict_int)
+    conv.register_structure_hook(float, _strict_float)
+    conv.register_structure_hook(bool, _strict_bool)
+    conv.register_structure_hook(dt.datetime, _datetime)
+    conv.register_unstructure_hook(dt.datetime, lambda d: d.isoformat())
+
+    def structure_enum(value: Any, cls: type[enum.Enum]) -> enum.Enum:
+        return cls(value)
+
+    conv.register_structure_hook_func(
+        lambda t: isinstance(t, type) and issubclass(t, enum.Enum), structure_enum
+    )
+
+    def attrs_structure(cls: type[Any]) -> Any:
+        overrides = {a.name: override(rename=wire_name(a)) for a in attrs.fields(cls)}
+        base = make_dict_structure_fn(
+            cls,
+            conv,
+            _cattrs_forbid_extra_keys=True,
+            **overrides,  # type: ignore[arg-type]
+        )
+
+        def structure(value: Any, _: Any) -> Any:
+            if not isinstance(value, dict):
+                raise TypeError(f"expected an object, got {_json_kind(value)}")
+            return base(value, cls)
+
+        return structure
+
+    def attrs_unstructure(cls: type[Any]) -> Any:
+        overrides = {
+            a.name: override(rename=wire_name(a), omit_if_default=a.default is None)
+            for a in attrs.fields(cls)
+        }
+        return make_dict_unstructure_fn(cls, conv, **overrides)  # type: ignore[arg-type]
+
+    def sequence_structure(t: Any) -> Any:
+        base = list_structure_factory(t, conv)
+
+        def structure(value: Any, _: Any) -> Any:
+            if not isinstance(value, list):
+                raise TypeError(f"expected an array, got {_json_kind(value)}")
+            return base(value, t)
+
+        return structure
+
+    def mapping_structure(t: Any) -> Any:
+        base = mapping_structure_factory(t, conv)
+
+        def structure(value: Any, _: Any) -> Any:
+            if not isinstance(value, dict):
+                raise TypeError(f"expected an object, got {_json_kind(value)}")
+            return base(value, t)
+
+        return structure
+
+    conv.register_structure_hook_factory(is_sequence, sequence_structure)
+    conv.register_structure_hook_factory(is_mapping, mapping_structure)
+    conv.register_structure_hook_factory(attrs.has, attrs_structure)
+    conv.register_unstructure_hook_factory(attrs.has, attrs_unstructure)
+    return conv
+
+
+def describe_error(exc: BaseException) -> str:
+    """One line naming the field path(s) of a structuring failure, e.g. ``$.user.age: …``."""
+    return "; ".join(_error_lines(exc, "$"))
+
+
+def _error_lines(exc: BaseException, path: str) -> list[str]:
+    """Walk cattrs' exception groups, naming fields by their wire names."""
+    if isinstance(exc, cattrs.ClassValidationError):
+        names = {a.name: wire_name(a) for a in attrs.fields(exc.cl)} if attrs.has(exc.cl) else {}
+        noted, other = exc.group_exceptions()
+        lines: list[str] = []
+        for inner, note in noted:
+            lines += _error_lines(inner, f"{path}.{names.get(note.name, note.name)}")
+        for inner in other:
+            lines += _error_lines(inner, path)
+        return lines
+    if isinstance(exc, cattrs.IterableValidationError):
+        inoted, iother = exc.group_exceptions()
+        lines = []
+        for inner, inote in inoted:
+            lines += _error_lines(inner, f"{path}[{inote.index!r}]")
+        for inner in iother:
+            lines += _error_lines(inner, path)
+        return lines
+    if isinstance(exc, cattrs.BaseValidationError):
+        return [line for inner in exc.exceptions for line in _error_lines(inner, path)]
+    return [f"{path}: {_describe_leaf(exc)}"]
+
+
+def _describe_leaf(exc: BaseException) -> str:
+    if isinstance(exc, KeyError):
+        return "required field missing"
+    if isinstance(exc, cattrs.ForbiddenExtraKeysError):
+        return "unknown field(s): " + ", ".join(sorted(exc.extra_fields))
+    if isinstance(exc, TypeError | ValueError) and str(exc):
+        return str(exc)
+    return "invalid value"

@@ -1,0 +1,73 @@
+"""Running the HTTP server: logging, tracing, graceful shutdown on SIGTERM/SIGINT."""
+
+from __future__ import annotations
+
+import logging
+import sys
+from collections.abc import Callable
+
+from aiohttp import web
+from aiohttp.abc import AbstractAccessLogger
+from opentelemetry import trace
+
+from authgate.entrypoints.config import Config
+from authgate.entrypoints.rest import Api
+from authgate.entrypoints.rest.tracing import make_tracer_provider, tracing_middleware
+
+log = logging.getLogger("authgate")
+
+
+class AccessLogger(AbstractAccessLogger):
+    """One line per request: method, path (never the query string: it carries codes and
+    states), status, duration. No headers, so no credentials."""
+
+    def log(self, request: web.BaseRequest, response: web.StreamResponse, time: float) -> None:
+        self.logger.info(
+            "%s %s %s %d %.1fms",
+            request.remote,
+            request.method,
+            request.path,
+            response.status,
+            time * 1000,
+        )
+
+
+def configure_logging(level: int = logging.INFO) -> None:
+    logging.basicConfig(
+        level=level,
+        stream=sys.stderr,
+        format="%(asctime)s %(levelname)s %(name)s %(message)s",
+    )
+
+
+def build_app(api: Api, config: Config) -> web.Application:
+    """The aiohttp application of an API, with tracing unless ``otel.sdk.disabled``."""
+    middlewares = []
+    if not config.otel.sdk.disabled:
+        provider = make_tracer_provider(config.otel.service.name)
+        trace.set_tracer_provider(provider)
+        middlewares.append(tracing_middleware(provider.get_tracer("authgate")))
+    return api.app(middlewares=middlewares)
+
+
+def serve(
+    app: web.Application, config: Config, on_ready: Callable[[str], None] | None = None
+) -> None:
+    """Serve until SIGINT/SIGTERM; then stop accepting and let in-flight requests finish."""
+    address = f"http://{config.rest.host}:{config.rest.port}"
+
+    def announce(*_: object) -> None:
+        log.info("authgate listening on %s (OpenAPI at %s/openapi.json)", address, address)
+        if on_ready is not None:
+            on_ready(address)
+
+    web.run_app(
+        app,
+        host=config.rest.host,
+        port=config.rest.port,
+        shutdown_timeout=config.rest.shutdown_timeout_seconds,
+        access_log_class=AccessLogger,
+        access_log=logging.getLogger("authgate.access"),
+        print=announce,
+        handle_signals=True,
+    )
