@@ -1,0 +1,1 @@
+"""The interfaces the domain needs (typing.Protocol); adapters implement them."""

@@ -1,0 +1,86 @@
+"""Accounts in memory. Each method runs without an await between its reads and writes, so it
+is atomic on the event loop, like a transaction."""
+
+from __future__ import annotations
+
+import datetime as dt
+import uuid
+
+import attrs
+
+from authgate.domain.model import Account, LinkedIdentity, ProviderIdentity, VerifiedIdentity
+from authgate.ports.accounts import IdentityTaken, LastIdentityError
+
+
+class MemoryAccounts:
+    def __init__(self) -> None:
+        self._accounts: dict[str, Account] = {}
+        self._identities: dict[ProviderIdentity, LinkedIdentity] = {}
+
+    async def find_by_identity(self, identity: ProviderIdentity) -> Account | None:
+        linked = self._identities.get(identity)
+        return self._accounts.get(linked.account_id) if linked else None
+
+    async def get(self, account_id: str) -> Account | None:
+        return self._accounts.get(account_id)
+
+    async def create_with_identity(
+        self, verified: VerifiedIdentity, now: dt.datetime
+    ) -> tuple[Account, bool]:
+        existing = self._identities.get(verified.identity)
+        if existing is not None:
+            return self._accounts[existing.account_id], False
+        account = Account(
+            id=str(uuid.uuid4()),
+            email=verified.email,
+            name=verified.name,
+            created_at=now,
+            last_login_at=None,
+        )
+        self._accounts[account.id] = account
+        self._identities[verified.identity] = LinkedIdentity(
+            account_id=account.id,
+            identity=verified.identity,
+            email=verified.email,
+            linked_at=now,
+            is_primary=True,
+        )
+        return account, True
+
+    async def link_identity(
+        self, account_id: str, verified: VerifiedIdentity, now: dt.datetime
+    ) -> None:
+        existing = self._identities.get(verified.identity)
+        if existing is not None:
+            if existing.account_id != account_id:
+                raise IdentityTaken(str(verified.identity))
+            return
+        if account_id not in self._accounts:
+            raise KeyError(account_id)
+        self._identities[verified.identity] = LinkedIdentity(
+            account_id=account_id,
+            identity=verified.identity,
+            email=verified.email,
+            linked_at=now,
+            is_primary=False,
+        )
+
+    async def unlink_identity(self, account_id: str, provider: str) -> bool:
+        mine = [i for i in self._identities.values() if i.account_id == account_id]
+        targets = [i for i in mine if i.identity.provider == provider]
+        if not targets:
+            return False
+        if len(mine) == len(targets):
+            raise LastIdentityError(account_id)
+        for target in targets:
+            del self._identities[target.identity]
+        return True
+
+    async def record_login(self, account_id: str, now: dt.datetime) -> None:
+        account = self._accounts.get(account_id)
+        if account is not None:
+            self._accounts[account_id] = attrs.evolve(account, last_login_at=now)
+
+    async def list_identities(self, account_id: str) -> list[LinkedIdentity]:
+        mine = [i for i in self._identities.values() if i.account_id == account_id]
+        return sorted(mine, key=lambda i: (i.linked_at, not i.is_primary))

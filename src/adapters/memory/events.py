@@ -1,0 +1,26 @@
+"""Sign-in events in memory (bounded)."""
+
+from __future__ import annotations
+
+import collections
+import datetime as dt
+
+from authgate.domain.model import SignInEvent
+
+
+class MemoryEvents:
+    def __init__(self, max_events: int = 10_000) -> None:
+        self._events: collections.deque[SignInEvent] = collections.deque(maxlen=max_events)
+
+    async def record(self, event: SignInEvent) -> None:
+        self._events.append(event)
+
+    async def recent(self, limit: int = 100) -> list[SignInEvent]:
+        return list(reversed(self._events))[:limit]
+
+    async def purge_before(self, cutoff: dt.datetime) -> int:
+        before = len(self._events)
+        self._events = collections.deque(
+            (e for e in self._events if e.at >= cutoff), maxlen=self._events.maxlen
+        )
+        return before - len(self._events)

@@ -1,0 +1,99 @@
+"""The domain's failures. The HTTP entrypoint maps each to a status and body in one place."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+
+class SignInError(Exception):
+    """Base of every expected sign-in failure. ``str(e)`` is safe to show to a client."""
+
+
+class InvalidProvider(SignInError):
+    def __init__(self, given: str, supported: Sequence[str]) -> None:
+        self.given = given
+        self.supported = tuple(supported)
+        super().__init__(
+            f"unsupported provider '{given}'; valid providers: {', '.join(self.supported)}"
+        )
+
+
+class MissingParameter(SignInError):
+    def __init__(self, name: str) -> None:
+        self.name = name
+        super().__init__(f"missing required parameter: {name}")
+
+
+class InvalidRequest(SignInError):
+    """A malformed request other than a missing redirect_uri (code/state absent, bad URI)."""
+
+
+class InvalidState(SignInError):
+    """The state is absent, expired, already used, for another provider or not this browser's."""
+
+    def __init__(self, detail: str) -> None:
+        self.detail = detail  # for the log only
+        super().__init__("the sign-in state is missing, expired or does not match")
+
+
+class AccessDenied(SignInError):
+    """The user (or the provider) refused the authorization."""
+
+    def __init__(self, provider_error: str, description: str | None = None) -> None:
+        self.provider_error = provider_error
+        self.description = description
+        super().__init__("the authorization was denied")
+
+
+class ProviderError(SignInError):
+    """The provider answered the authorization with an error other than a denial."""
+
+    def __init__(self, provider_error: str, description: str | None = None) -> None:
+        self.provider_error = provider_error
+        self.description = description
+        super().__init__("the provider reported an error")
+
+
+class AuthenticationFailed(SignInError):
+    """The code exchange or the verification of the provider's answer failed.
+
+    ``reason`` goes to the redirect (``token_exchange_failed``, ``invalid_id_token``, …);
+    ``detail`` only to the log.
+    """
+
+    def __init__(self, reason: str, detail: str) -> None:
+        self.reason = reason
+        self.detail = detail
+        super().__init__("authentication with the provider failed")
+
+
+class AccountNotFound(SignInError):
+    def __init__(self) -> None:
+        super().__init__("no account exists for this provider identity")
+
+
+class IdentityLinkedElsewhere(SignInError):
+    """Linking an identity that already belongs to another account."""
+
+    def __init__(self) -> None:
+        super().__init__("this provider identity is linked to another account")
+
+
+class NotAuthenticated(SignInError):
+    """An operation that needs a signed-in caller (linking) got none."""
+
+
+class LastIdentity(SignInError):
+    """Unlinking the only provider identity of an account would lock its owner out."""
+
+    def __init__(self) -> None:
+        super().__init__("the last linked provider cannot be removed")
+
+
+class IdentityNotLinked(SignInError):
+    def __init__(self, provider: str) -> None:
+        super().__init__(f"provider '{provider}' is not linked to this account")
+
+
+class ProviderUnavailable(Exception):
+    """A provider's configuration could not be loaded (discovery failed, …): an internal error."""

@@ -1,0 +1,142 @@
+"""The records of sign-in and account linking (values; no behaviour that needs I/O)."""
+
+from __future__ import annotations
+
+import datetime as dt
+import enum
+from collections.abc import Mapping
+from typing import Any
+
+import attrs
+
+
+class Intent(enum.Enum):
+    """Why a sign-in was started (ARCHITECTURE: registration vs login)."""
+
+    LOGIN = "login"
+    REGISTER = "register"
+    LINK = "link"
+
+
+@attrs.frozen
+class ProviderIdentity:
+    """A user at a provider: the account key ``{provider}:{subject}`` (spec 2.8)."""
+
+    provider: str
+    subject: str
+
+    def __str__(self) -> str:
+        return f"{self.provider}:{self.subject}"
+
+
+@attrs.frozen
+class VerifiedIdentity:
+    """What a provider vouched for after a verified code exchange."""
+
+    identity: ProviderIdentity
+    email: str | None = None
+    email_verified: bool | None = None  # None: the provider did not say
+    name: str | None = None
+    profile: Mapping[str, Any] = attrs.field(factory=dict)
+
+
+@attrs.frozen
+class Account:
+    id: str
+    email: str | None
+    name: str | None
+    created_at: dt.datetime
+    last_login_at: dt.datetime | None
+
+
+@attrs.frozen
+class LinkedIdentity:
+    """One provider identity held by an account (spec 2.2 without the wire format)."""
+
+    account_id: str
+    identity: ProviderIdentity
+    email: str | None
+    linked_at: dt.datetime
+    is_primary: bool
+
+
+@attrs.frozen
+class PendingSignIn:
+    """The server-side state of a started sign-in, taken once by its callback (spec 4.6.11)."""
+
+    state: str
+    provider: str
+    redirect_uri: str
+    intent: Intent
+    code_verifier: str | None
+    nonce: str | None
+    binding_hash: str
+    created_at: dt.datetime
+    expires_at: dt.datetime
+    return_to: str | None = None
+    account_id: str | None = None  # the caller's account, for intent=link
+
+
+@attrs.frozen
+class Authorization:
+    """The answer to a sign-in initiation (spec 2.4)."""
+
+    provider: str
+    authorization_url: str
+    client_id: str
+    scopes: tuple[str, ...]
+    response_type: str
+    state: str
+
+
+class Outcome(enum.Enum):
+    """Recorded outcomes of a callback."""
+
+    SIGNED_IN = "signed_in"
+    REGISTERED = "registered"
+    LINKED = "linked"
+    DENIED = "denied"
+    FAILED = "failed"
+    INVALID_STATE = "invalid_state"
+    ACCOUNT_NOT_FOUND = "account_not_found"
+
+
+@attrs.frozen
+class SignInEvent:
+    """An audited callback: when, who from where, with which provider, and how it ended."""
+
+    at: dt.datetime
+    provider: str
+    outcome: Outcome
+    client_address: str | None
+    user_agent: str | None
+    account_id: str | None = None
+    detail: str | None = None
+
+
+@attrs.frozen
+class ClientInfo:
+    """Where a request came from (for audit and rate limiting)."""
+
+    address: str | None
+    user_agent: str | None
+
+
+@attrs.frozen
+class SignedIn:
+    """A completed callback: the account, whether it is new, where to send the browser."""
+
+    account: Account
+    provider: str
+    first_time: bool
+    destination: str
+    session: IssuedSession
+    outcome: Outcome
+
+
+@attrs.frozen
+class IssuedSession:
+    """A session token minted by the service and when it expires."""
+
+    token: str
+    expires_at: dt.datetime

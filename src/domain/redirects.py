@@ -1,0 +1,39 @@
+"""Where the browser may be sent after sign-in: never an open redirect."""
+
+from __future__ import annotations
+
+from urllib.parse import urlsplit
+
+
+def origin(url: str) -> str:
+    parts = urlsplit(url)
+    return f"{parts.scheme.lower()}://{parts.netloc.lower()}"
+
+
+def app_url_for(app_url: str, path: str) -> str:
+    """An address on the application: its base URL joined with a path."""
+    return app_url.rstrip("/") + "/" + path.lstrip("/")
+
+
+def safe_return_to(value: str | None, app_url: str) -> str | None:
+    """The absolute destination for a requested ``return_to``, or None to ignore it.
+
+    Accepted: a path on the application (``/settings?tab=1``) or an absolute URL on the
+    application's own origin. Refused (None): other origins, scheme-relative ``//host``,
+    backslashes (``/\\host`` is ``//host`` to browsers), control characters (CR/LF header
+    injection), user-info, and anything over 2,000 characters.
+    """
+    if not value or len(value) > 2000:
+        return None
+    if "\\" in value or any(ord(c) < 0x21 or ord(c) == 0x7F for c in value):
+        return None
+    if value.startswith("/"):
+        if value.startswith("//"):
+            return None
+        return app_url_for(app_url, value)
+    parts = urlsplit(value)
+    if parts.scheme.lower() not in ("http", "https") or "@" in parts.netloc:
+        return None
+    if origin(value) != origin(app_url):
+        return None
+    return value

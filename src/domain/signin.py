@@ -1,0 +1,358 @@
+"""Sign-in with an external provider: initiation (spec 4.5) and callback (spec 4.6).
+
+The service is pure orchestration over ports; every rule of the two processing orders lives
+here, in the spec's order, and the HTTP entrypoint only translates.
+"""
+
+from __future__ import annotations
+
+import base64
+import datetime as dt
+import hashlib
+import hmac
+import logging
+import secrets
+from collections.abc import Mapping
+
+import attrs
+
+from authgate.domain import errors
+from authgate.domain.model import (
+    Account,
+    Authorization,
+    ClientInfo,
+    Intent,
+    Outcome,
+    PendingSignIn,
+    SignedIn,
+    SignInEvent,
+    VerifiedIdentity,
+)
+from authgate.domain.redirects import app_url_for, safe_return_to
+from authgate.ports.accounts import AccountRepository, IdentityTaken
+from authgate.ports.clock import Clock
+from authgate.ports.events import SignInEventLog
+from authgate.ports.identity import ExchangeFailed, IdentityProvider, VerificationFailed
+from authgate.ports.sessions import SessionTokens
+from authgate.ports.state import StateExists, StateStore
+
+log = logging.getLogger("authgate.signin")
+security_log = logging.getLogger("authgate.security")
+
+MAX_STATE_LENGTH = 512
+
+
+@attrs.frozen
+class SignInPolicy:
+    """The configurable rules of sign-in."""
+
+    app_url: str
+    callback_urls: frozenset[str]
+    state_ttl: dt.timedelta = dt.timedelta(minutes=10)
+    require_binding: bool = True
+    login_path: str = "/login"
+    onboarding_path: str = "/onboarding"
+    dashboard_path: str = "/dashboard"
+
+    def login_url(self) -> str:
+        return app_url_for(self.app_url, self.login_path)
+
+
+def binding_hash(binding: str) -> str:
+    """What is stored of the browser-binding value: its SHA-256, never the value."""
+    return hashlib.sha256(binding.encode()).hexdigest()
+
+
+def new_secret(nbytes: int = 32) -> str:
+    """A URL-safe random value (``nbytes`` of entropy: 32 bytes is 256 bits)."""
+    return secrets.token_urlsafe(nbytes)
+
+
+def pkce_challenge(verifier: str) -> str:
+    """RFC 7636 S256 code challenge of a verifier."""
+    digest = hashlib.sha256(verifier.encode("ascii")).digest()
+    return base64.urlsafe_b64encode(digest).rstrip(b"=").decode("ascii")
+
+
+class SignInService:
+    """Starts and completes sign-ins; creates, logs in and links accounts."""
+
+    def __init__(
+        self,
+        *,
+        providers: Mapping[str, IdentityProvider],
+        accounts: AccountRepository,
+        states: StateStore,
+        events: SignInEventLog,
+        sessions: SessionTokens,
+        clock: Clock,
+        policy: SignInPolicy,
+    ) -> None:
+        self.providers = dict(providers)  # insertion order = the order in error messages
+        self.accounts = accounts
+        self.states = states
+        self.events = events
+        self.sessions = sessions
+        self.clock = clock
+        self.policy = policy
+
+    def provider(self, name: str) -> IdentityProvider:
+        try:
+            return self.providers[name]
+        except KeyError:
+            raise errors.InvalidProvider(name, list(self.providers)) from None
+
+    # -- initiation (spec 4.5) --------------------------------------------------------------
+
+    async def start(
+        self,
+        provider_name: str,
+        *,
+        redirect_uri: str | None,
+        binding: str,
+        state: str | None = None,
+        return_to: str | None = None,
+        intent: Intent = Intent.LOGIN,
+        account_id: str | None = None,
+    ) -> Authorization:
+        """Store a pending sign-in and build the provider's authorization URL."""
+        provider = self.provider(provider_name)  # rule 1
+        if not redirect_uri:  # rule 2
+            raise errors.MissingParameter("redirect_uri")
+        if redirect_uri not in self.policy.callback_urls:  # rule 5
+            raise errors.InvalidRequest(
+                "redirect_uri is not an allowed callback address for this service"
+            )
+        if intent is Intent.LINK and account_id is None:
+            raise errors.NotAuthenticated("linking a provider needs a signed-in caller")
+        if state is not None and not 0 < len(state) <= MAX_STATE_LENGTH:
+            raise errors.InvalidRequest(f"state must be 1 to {MAX_STATE_LENGTH} characters")
+        state = state or new_secret()  # rule 4
+        verifier = new_secret(48) if provider.uses_pkce else None  # rule 7
+        nonce = new_secret() if provider.uses_nonce else None
+        url = await provider.authorization_url(  # rule 3: ProviderUnavailable → 500
+            state=state,
+            redirect_uri=redirect_uri,
+            code_challenge=pkce_challenge(verifier) if verifier else None,
+            nonce=nonce,
+        )
+        now = self.clock.now()
+        pending = PendingSignIn(
+            state=state,
+            provider=provider.name,
+            redirect_uri=redirect_uri,
+            intent=intent,
+            code_verifier=verifier,
+            nonce=nonce,
+            binding_hash=binding_hash(binding),
+            created_at=now,
+            expires_at=now + self.policy.state_ttl,
+            return_to=safe_return_to(return_to, self.policy.app_url),
+            account_id=account_id if intent is Intent.LINK else None,
+        )
+        try:
+            await self.states.put(pending)  # rule 11
+        except StateExists:
+            raise errors.InvalidRequest("this state value is already in use") from None
+        return Authorization(
+            provider=provider.name,
+            authorization_url=url,
+            client_id=provider.client_id,
+            scopes=provider.scopes,
+            response_type="code",
+            state=state,
+        )
+
+    # -- callback (spec 4.6) ----------------------------------------------------------------
+
+    async def complete(
+        self,
+        provider_name: str,
+        *,
+        code: str | None,
+        state: str | None,
+        binding: str | None,
+        client: ClientInfo,
+        error: str | None = None,
+        error_description: str | None = None,
+        user: str | None = None,
+    ) -> SignedIn:
+        """Complete a sign-in; raises a :class:`~authgate.domain.errors.SignInError` otherwise.
+
+        Every outcome, success or failure, is recorded as a sign-in event.
+        """
+        provider = self.provider(provider_name)  # rule 1
+        try:
+            signed_in = await self._complete(
+                provider, code, state, binding, client, error, error_description, user
+            )
+        except errors.SignInError as e:
+            await self._record(provider.name, _outcome_of(e), client, None, _detail_of(e))
+            raise
+        await self._record(provider.name, signed_in.outcome, client, signed_in.account.id, None)
+        return signed_in
+
+    async def _complete(
+        self,
+        provider: IdentityProvider,
+        code: str | None,
+        state: str | None,
+        binding: str | None,
+        client: ClientInfo,
+        error: str | None,
+        error_description: str | None,
+        user: str | None,
+    ) -> SignedIn:
+        now = self.clock.now()
+        if error is not None:  # rule 2: consume the state so it cannot be replayed
+            if state:
+                await self.states.take(state, now)
+            if error == "access_denied":
+                raise errors.AccessDenied(error, error_description)
+            raise errors.ProviderError(error, error_description)
+        if not code:  # rule 3
+            raise errors.InvalidRequest("missing required parameter: code")
+        if not state:
+            raise errors.InvalidRequest("missing required parameter: state")
+        pending = await self._take_state(provider, state, binding, now)  # rule 4
+        verified = await self._verify(provider, pending, code, user)  # rules 5-7
+        return await self._sign_in(provider, pending, verified)  # rules 8-9
+
+    async def _take_state(
+        self, provider: IdentityProvider, state: str, binding: str | None, now: dt.datetime
+    ) -> PendingSignIn:
+        pending = await self.states.take(state, now)
+        if pending is None:
+            raise errors.InvalidState("state unknown, expired or already used")
+        if pending.provider != provider.name:
+            raise errors.InvalidState(
+                f"state was issued for provider {pending.provider}, not {provider.name}"
+            )
+        if binding is None:
+            if self.policy.require_binding:
+                raise errors.InvalidState("binding cookie absent")
+        elif not hmac.compare_digest(binding_hash(binding), pending.binding_hash):
+            raise errors.InvalidState("binding cookie does not match the state")
+        return pending
+
+    async def _verify(
+        self, provider: IdentityProvider, pending: PendingSignIn, code: str, user: str | None
+    ) -> VerifiedIdentity:
+        try:
+            verified = await provider.exchange(
+                code=code,
+                redirect_uri=pending.redirect_uri,
+                code_verifier=pending.code_verifier,
+                nonce=pending.nonce,
+                user=user,
+            )
+        except ExchangeFailed as e:
+            log.warning("token exchange with %s failed: %s", provider.name, e)
+            raise errors.AuthenticationFailed("token_exchange_failed", str(e)) from None
+        except VerificationFailed as e:
+            security_log.warning(
+                "security event: %s answer failed verification: %s", provider.name, e
+            )
+            raise errors.AuthenticationFailed("invalid_id_token", str(e)) from None
+        if verified.identity.provider != provider.name or not verified.identity.subject:
+            raise errors.AuthenticationFailed("invalid_id_token", "identity without a subject")
+        if verified.email_verified is False:
+            security_log.warning(
+                "security event: %s reports email_verified=false for %s",
+                provider.name,
+                verified.identity,
+            )
+            raise errors.AuthenticationFailed("email_not_verified", "email_verified is false")
+        return verified
+
+    async def _sign_in(
+        self, provider: IdentityProvider, pending: PendingSignIn, verified: VerifiedIdentity
+    ) -> SignedIn:
+        now = self.clock.now()
+        first_time = False
+        outcome = Outcome.SIGNED_IN
+        account: Account | None
+        if pending.intent is Intent.LINK:
+            outcome = Outcome.LINKED
+            assert pending.account_id is not None
+            try:
+                await self.accounts.link_identity(pending.account_id, verified, now)
+            except IdentityTaken:
+                raise errors.IdentityLinkedElsewhere() from None
+            account = await self.accounts.get(pending.account_id)
+            if account is None:
+                raise errors.AccountNotFound()
+        else:
+            account = await self.accounts.find_by_identity(verified.identity)
+            if account is None:
+                if pending.intent is not Intent.REGISTER:
+                    raise errors.AccountNotFound()
+                account, first_time = await self.accounts.create_with_identity(verified, now)
+                outcome = Outcome.REGISTERED if first_time else Outcome.SIGNED_IN
+        await self.accounts.record_login(account.id, now)
+        session = self.sessions.issue(account.id, provider.name, now)
+        if first_time:
+            destination = app_url_for(self.policy.app_url, self.policy.onboarding_path)
+        elif pending.return_to:
+            destination = pending.return_to
+        else:
+            destination = app_url_for(self.policy.app_url, self.policy.dashboard_path)
+        log.info("sign-in: account %s via %s (new=%s)", account.id, provider.name, first_time)
+        return SignedIn(
+            account=account,
+            provider=provider.name,
+            first_time=first_time,
+            destination=destination,
+            session=session,
+            outcome=outcome,
+        )
+
+    async def _record(
+        self,
+        provider: str,
+        outcome: Outcome,
+        client: ClientInfo,
+        account_id: str | None,
+        detail: str | None,
+    ) -> None:
+        event = SignInEvent(
+            at=self.clock.now(),
+            provider=provider,
+            outcome=outcome,
+            client_address=client.address,
+            user_agent=(client.user_agent or "")[:512] or None,
+            account_id=account_id,
+            detail=detail,
+        )
+        log.info(
+            "sign-in event: provider=%s outcome=%s client=%s user_agent=%r account=%s",
+            provider,
+            outcome.value,
+            client.address,
+            event.user_agent,
+            account_id,
+        )
+        try:
+            await self.events.record(event)
+        except Exception:  # the audit trail must not turn a sign-in into a failure
+            log.exception("could not store sign-in event")
+
+
+def _outcome_of(e: errors.SignInError) -> Outcome:
+    if isinstance(e, errors.AccessDenied):
+        return Outcome.DENIED
+    if isinstance(e, errors.InvalidState):
+        return Outcome.INVALID_STATE
+    if isinstance(e, errors.AccountNotFound):
+        return Outcome.ACCOUNT_NOT_FOUND
+    return Outcome.FAILED
+
+
+def _detail_of(e: errors.SignInError) -> str:
+    if isinstance(e, errors.AuthenticationFailed):
+        return e.reason
+    if isinstance(e, errors.AccessDenied | errors.ProviderError):
+        return e.provider_error[:100]
+    if isinstance(e, errors.InvalidState):
+        return e.detail
+    return type(e).__name__

@@ -1,0 +1,54 @@
+"""Accounts and the provider identities they hold."""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Protocol
+
+from authgate.domain.model import Account, LinkedIdentity, ProviderIdentity, VerifiedIdentity
+
+
+class IdentityTaken(Exception):
+    """The identity is already held by another account."""
+
+
+class LastIdentityError(Exception):
+    """Removing the identity would leave the account with none."""
+
+
+class AccountRepository(Protocol):
+    """Every method is atomic on its own (one transaction in SQL adapters)."""
+
+    async def find_by_identity(self, identity: ProviderIdentity) -> Account | None:
+        """The account holding this provider identity, if any."""
+        ...
+
+    async def get(self, account_id: str) -> Account | None: ...
+
+    async def create_with_identity(
+        self, verified: VerifiedIdentity, now: dt.datetime
+    ) -> tuple[Account, bool]:
+        """Create an account holding ``verified`` as its primary identity, or return the account
+        that already holds it. Returns (account, created). Concurrent calls for one identity
+        create exactly one account (a unique constraint, not a check-then-insert)."""
+        ...
+
+    async def link_identity(
+        self, account_id: str, verified: VerifiedIdentity, now: dt.datetime
+    ) -> None:
+        """Attach an identity to an account. Idempotent for an identity the account already
+        holds; raises :class:`IdentityTaken` when another account holds it."""
+        ...
+
+    async def unlink_identity(self, account_id: str, provider: str) -> bool:
+        """Remove the account's identity at ``provider``. Returns False when it has none there;
+        raises :class:`LastIdentityError` instead of removing the last one."""
+        ...
+
+    async def record_login(self, account_id: str, now: dt.datetime) -> None:
+        """Set the account's last-login time."""
+        ...
+
+    async def list_identities(self, account_id: str) -> list[LinkedIdentity]:
+        """The account's identities, oldest link first."""
+        ...
