@@ -11,7 +11,7 @@ import cattrs
 from aiohttp import web
 from opentelemetry import trace
 
-from .errors import ErrorBody, HttpError, json_response
+from .errors import ErrorBody, HttpError, json_response, layer_error
 from .health import Probe
 from .operation import Handler, Invoker, Operation
 from .params import Location, Param, header, pattern, required
@@ -135,7 +135,10 @@ class Api:
         app.router.add_get("/health/readiness", self.readiness.respond)
         for op in self.operations:
             invoker = Invoker(op, self.converter, self.max_body_bytes)
-            app.router.add_route(op.method, op.path, invoker, name=op.name)
+            # The bound coroutine method, not the object: aiohttp wraps (and warns about) any
+            # handler that is not a coroutine function. No route name: a handler may serve
+            # several paths (one per version prefix) and aiohttp refuses duplicate names.
+            app.router.add_route(op.method, op.path, invoker.__call__)
         return app
 
     # -- the OpenAPI document --------------------------------------------------------------
@@ -163,10 +166,18 @@ class Api:
                     },
                 }
             }
+        used_ids = {"openapi", "liveness", "readiness"}
         for op in self.operations:
-            paths.setdefault(op.path, {})[op.method.lower()] = self._operation_doc(
-                op, builder, error
-            )
+            doc = self._operation_doc(op, builder, error)
+            # operationId must be unique; a handler registered twice gets a numbered suffix.
+            base = candidate = doc["operationId"]
+            n = 1
+            while candidate in used_ids:
+                n += 1
+                candidate = f"{base}_{n}"
+            used_ids.add(candidate)
+            doc["operationId"] = candidate
+            paths.setdefault(op.path, {})[op.method.lower()] = doc
             for scheme in op.security:
                 schemes[scheme.name] = scheme.openapi()
         components: dict[str, Any] = {"schemas": dict(sorted(builder.components.items()))}
@@ -241,6 +252,11 @@ async def error_middleware(
         return await handler(request)
     except HttpError as e:
         return e.response()
+    except web.HTTPRequestEntityTooLarge:
+        # request.read() past client_max_size (a chunked body): the same answer as a too-large
+        # Content-Length gets from the operation.
+        limit = request.client_max_size
+        return layer_error(413, f"request body larger than {limit} bytes").response()
     except web.HTTPException as e:
         if e.status < 400:
             raise
@@ -258,7 +274,6 @@ async def error_middleware(
 _ROUTER_ERRORS = {
     404: ("not_found", "no such resource"),
     405: ("method_not_allowed", "method not allowed on this resource"),
-    413: ("payload_too_large", "request body too large"),
 }
 
 
