@@ -36,14 +36,12 @@ def main(argv: list[str] | None = None) -> int:
 
 def _run(command: str, config: Config) -> int:
     if command == "openapi":
-        print(json.dumps(composition.build_api(config).openapi(), indent=2))
+        print(json.dumps(composition.document(config), indent=2))
         return 0
     configure_logging()
     if command == "migrate":
         return composition.migrate(config)
-    app = build_app(composition.build_api(config), config)
-    composition.attach(app, config)
-    serve(app, config)
+    serve(composition.create_app(config, build_app), config)
     return 0
 
 

@@ -1,13 +1,48 @@
-"""The composition root: the only module that knows every concrete adapter."""
+"""The composition root: the only module that knows every concrete adapter.
+
+``create_app`` opens the resources the configuration names (store, HTTP client, rate-limit
+store, session keys), wires them into the domain and the HTTP operations, and closes them with
+the application. ``build_api`` registers the operations on given resources, so that the OpenAPI
+document can be produced without opening anything.
+"""
 
 from __future__ import annotations
 
+import datetime as dt
+import logging
+from collections.abc import Awaitable, Callable
 from importlib.metadata import version
+from typing import Any
 
+import aiohttp
+import attrs
 from aiohttp import web
 
+from authgate.adapters.clock import SystemClock
+from authgate.adapters.memory import MemoryAccounts, MemoryEvents, MemoryStates
+from authgate.adapters.ratelimit import LimitsRateLimiter
+from authgate.adapters.sessions import (
+    JwtSessionTokens,
+    SessionKeyError,
+    ephemeral_keys,
+    load_or_create_keys,
+)
+from authgate.domain.signin import SignInPolicy, SignInService
 from authgate.entrypoints.config import Config
-from authgate.entrypoints.rest import Api
+from authgate.entrypoints.http.account import AccountOperations
+from authgate.entrypoints.http.auth import SessionVerifier
+from authgate.entrypoints.http.client import ClientAddress
+from authgate.entrypoints.http.signin import SignInOperations
+from authgate.entrypoints.rest import Api, BearerJWT, HealthCheck
+from authgate.ports.accounts import AccountRepository
+from authgate.ports.clock import Clock
+from authgate.ports.events import SignInEventLog
+from authgate.ports.identity import IdentityProvider
+from authgate.ports.ratelimit import RateLimiter
+from authgate.ports.sessions import SessionTokens
+from authgate.ports.state import StateStore
+
+log = logging.getLogger("authgate")
 
 TITLE = "authgate"
 
@@ -16,13 +51,146 @@ class StartupError(Exception):
     """The service cannot start as configured; the text is one line for stderr."""
 
 
-def build_api(config: Config) -> Api:
-    """The API with every operation of the service registered."""
-    return Api(TITLE, version("authgate"), max_body_bytes=config.rest.max_body_bytes)
+@attrs.define
+class Resources:
+    """Everything the operations need, opened for one running application."""
+
+    accounts: AccountRepository
+    states: StateStore
+    events: SignInEventLog
+    sessions: SessionTokens
+    limiter: RateLimiter
+    providers: dict[str, IdentityProvider]
+    clock: Clock = attrs.field(factory=SystemClock)
+    readiness: list[HealthCheck] = attrs.field(factory=list)
+    closers: list[Callable[[], Awaitable[Any]]] = attrs.field(factory=list)
+
+    async def close(self) -> None:
+        for close in reversed(self.closers):
+            try:
+                await close()
+            except Exception:
+                log.exception("error while closing a resource")
 
 
-def attach(app: web.Application, config: Config) -> None:
-    """Open and close the adapters' resources with the application."""
+def build_api(config: Config, resources: Resources) -> Api:
+    """The API with every operation of the service registered on ``resources``."""
+    api = Api(TITLE, version("authgate"), max_body_bytes=config.rest.max_body_bytes)
+    policy = SignInPolicy(
+        app_url=config.app.url,
+        callback_urls=frozenset(config.app.callback_urls),
+        state_ttl=dt.timedelta(seconds=config.state.ttl_seconds),
+        require_binding=config.state.require_binding_cookie,
+        login_path=config.app.login_path,
+        onboarding_path=config.app.onboarding_path,
+        dashboard_path=config.app.dashboard_path,
+    )
+    service = SignInService(
+        providers=resources.providers,
+        accounts=resources.accounts,
+        states=resources.states,
+        events=resources.events,
+        sessions=resources.sessions,
+        clock=resources.clock,
+        policy=policy,
+    )
+    verifier = SessionVerifier(resources.sessions, resources.clock)
+    bearer = BearerJWT("bearerAuth", verifier)
+    SignInOperations(
+        service, verifier, resources.limiter, ClientAddress(config.ratelimit.trusted_proxies)
+    ).register(api)
+    AccountOperations(resources.accounts, resources.sessions, bearer).register(api)
+    for check in resources.readiness:
+        api.readiness.add(check)
+    return api
+
+
+def document(config: Config) -> dict[str, Any]:
+    """The OpenAPI document, built without opening any resource."""
+    keys = ephemeral_keys()
+    resources = Resources(
+        accounts=MemoryAccounts(),
+        states=MemoryStates(),
+        events=MemoryEvents(),
+        sessions=JwtSessionTokens(
+            keys, issuer="document", audience="document", ttl=dt.timedelta(seconds=1)
+        ),
+        limiter=LimitsRateLimiter("memory://", config.ratelimit.callback, namespace="doc"),
+        providers={},
+    )
+    return build_api(config, resources).openapi()
+
+
+async def open_resources(config: Config) -> Resources:
+    """Open what the configuration names; on failure close what was opened and raise."""
+    closers: list[Callable[[], Awaitable[Any]]] = []
+    try:
+        try:
+            keys = load_or_create_keys(config.session.keys_file, config.session.generate_keys)
+        except SessionKeyError as e:
+            raise StartupError(str(e)) from None
+        sessions = JwtSessionTokens(
+            keys,
+            issuer=config.session.issuer,
+            audience=config.session.audience,
+            ttl=dt.timedelta(seconds=config.session.ttl_seconds),
+        )
+        http = aiohttp.ClientSession()
+        closers.append(http.close)
+        accounts, states, events, readiness = await _open_store(config, closers)
+        try:
+            limiter = LimitsRateLimiter(
+                config.ratelimit.storage,
+                config.ratelimit.callback,
+                namespace="authgate-callback",
+                fail_open=config.ratelimit.fail_open,
+            )
+        except ValueError as e:
+            raise StartupError(f"ratelimit: {e}") from None
+        providers = _providers(config, http)
+        return Resources(
+            accounts=accounts,
+            states=states,
+            events=events,
+            sessions=sessions,
+            limiter=limiter,
+            providers=providers,
+            readiness=readiness,
+            closers=closers,
+        )
+    except BaseException:
+        for close in reversed(closers):
+            await close()
+        raise
+
+
+async def _open_store(
+    config: Config, closers: list[Callable[[], Awaitable[Any]]]
+) -> tuple[AccountRepository, StateStore, SignInEventLog, list[HealthCheck]]:
+    url = config.database.url
+    if url.startswith("memory://"):
+        return MemoryAccounts(), MemoryStates(), MemoryEvents(), []
+    raise StartupError(f"database.url: unsupported database {url!r}")
+
+
+def _providers(config: Config, http: aiohttp.ClientSession) -> dict[str, IdentityProvider]:
+    if config.providers:
+        raise StartupError("providers: identity provider adapters are not wired yet")
+    return {}
+
+
+async def create_app(
+    config: Config, build: Callable[[Api, Config], web.Application]
+) -> web.Application:
+    """Open the resources and build the application that closes them on shutdown."""
+    resources = await open_resources(config)
+    app = build(build_api(config, resources), config)
+
+    async def close(_: web.Application) -> None:
+        await resources.close()
+
+    app.on_cleanup.append(close)
+    return app
 
 
 def migrate(config: Config) -> int:

@@ -75,7 +75,6 @@ class SessionConfig:
     generate_keys: bool = False
     issuer: str = "authgate"
     audience: str = "authgate"
-    cookie_secure: bool = True
 
 
 @attrs.frozen
@@ -90,7 +89,7 @@ class RateLimitConfig:
     storage: str = "memory://"
     callback: str = "10/minute"
     trusted_proxies: list[str] = attrs.field(factory=list)
-    fail_open: bool = False
+    fail_open: bool = True
 
 
 @attrs.frozen

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 import sys
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 
 from aiohttp import web
 from aiohttp.abc import AbstractAccessLogger
@@ -51,7 +51,9 @@ def build_app(api: Api, config: Config) -> web.Application:
 
 
 def serve(
-    app: web.Application, config: Config, on_ready: Callable[[str], None] | None = None
+    app: web.Application | Awaitable[web.Application],
+    config: Config,
+    on_ready: Callable[[str], None] | None = None,
 ) -> None:
     """Serve until SIGINT/SIGTERM; then stop accepting and let in-flight requests finish."""
     address = f"http://{config.rest.host}:{config.rest.port}"

@@ -6,7 +6,7 @@ It knows nothing about sign-in; the application registers its operations on an :
 from .api import API_VERSION_HEADER, Api, Group, HealthReport
 from .errors import ErrorBody, HttpError, json_response, layer_error
 from .health import HealthCheck, Probe
-from .operation import Call, Operation, Reply
+from .operation import Call, Cookie, Operation, Reply
 from .params import (
     Location,
     Param,
@@ -19,6 +19,7 @@ from .params import (
     pattern,
     query,
     required,
+    required_by_operation,
 )
 from .security import (
     ApiKey,
@@ -37,6 +38,7 @@ __all__ = [
     "ApiKeyChecker",
     "BearerJWT",
     "Call",
+    "Cookie",
     "ErrorBody",
     "Group",
     "HealthCheck",
@@ -61,5 +63,6 @@ __all__ = [
     "pattern",
     "query",
     "required",
+    "required_by_operation",
     "wire_field",
 ]

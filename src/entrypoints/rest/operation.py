@@ -45,12 +45,37 @@ class Call(Generic[B]):
 
 
 @attrs.frozen
+class Cookie:
+    """A ``Set-Cookie`` to send with a :class:`Reply`."""
+
+    name: str
+    value: str
+    max_age: int | None = None
+    path: str = "/"
+    secure: bool = True
+    httponly: bool = True
+    samesite: str | None = "Lax"
+
+    def set_on(self, response: web.StreamResponse) -> None:
+        response.set_cookie(
+            self.name,
+            self.value,
+            max_age=self.max_age,
+            path=self.path,
+            secure=self.secure,
+            httponly=self.httponly,
+            samesite=self.samesite,
+        )
+
+
+@attrs.frozen
 class Reply(Generic[R]):
-    """A response with its own status and headers (201, 202, …); ``body`` may be None."""
+    """A response with its own status, headers or cookies (201, 202, …); ``body`` may be None."""
 
     body: R | None = None
     status: int = 200
     headers: Mapping[str, str] = attrs.field(factory=dict)
+    cookies: tuple[Cookie, ...] = ()
 
 
 Handler = Callable[[Call[Any]], Awaitable[Any]]
@@ -143,9 +168,14 @@ class Invoker:
     def _render(self, result: Any) -> web.StreamResponse:
         if isinstance(result, web.StreamResponse):
             return result
-        status, headers = self._status, None
         if isinstance(result, Reply):
-            status, headers, result = result.status, result.headers, result.body
+            response = self._respond(result.body, result.status, result.headers)
+            for cookie in result.cookies:
+                cookie.set_on(response)
+            return response
+        return self._respond(result, self._status, None)
+
+    def _respond(self, result: Any, status: int, headers: Mapping[str, str] | None) -> web.Response:
         if result is None or self._unstructure is None:
             return web.Response(status=status, headers=headers)
         payload = json.dumps(self._unstructure(result), separators=(",", ":"), ensure_ascii=False)

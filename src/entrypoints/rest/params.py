@@ -25,7 +25,13 @@ class Location(enum.Enum):
 
 @attrs.frozen
 class Required:
-    """The parameter must be present (for a query parameter: at least once)."""
+    """The parameter must be present (for a query parameter: at least once).
+
+    ``enforced=False`` documents the parameter as required but leaves the check to the
+    operation, for contracts that fix their own order of checks and error format.
+    """
+
+    enforced: bool = True
 
 
 @attrs.frozen
@@ -45,6 +51,7 @@ class Pattern:
 Validator = Required | Pattern
 
 required = Required()
+required_by_operation = Required(enforced=False)
 
 
 def pattern(regex: str) -> Pattern:
@@ -86,7 +93,7 @@ class Param:
         """Run the validators in order over the parameter's values; raise on the first failure."""
         for v in self.validators:
             if isinstance(v, Required):
-                if not values:
+                if not values and v.enforced:
                     raise self.missing()
             else:
                 for value in values:

@@ -1,0 +1,5 @@
+"""Session tokens: JWTs the service signs with its own keys."""
+
+from .jwt import JwtSessionTokens, SessionKeyError, ephemeral_keys, load_or_create_keys
+
+__all__ = ["JwtSessionTokens", "SessionKeyError", "ephemeral_keys", "load_or_create_keys"]

@@ -1,0 +1,141 @@
+"""Session JWTs signed with the service's own keys (ES256 or EdDSA), verified by ``kid``.
+
+The key file is a private JWKS (``{"keys": [...]}``). The first key signs; every key verifies,
+so a key is rotated by putting a new one first and removing the old one once the sessions it
+signed have expired (``session.ttl_seconds``).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import uuid
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from joserfc import jwt
+from joserfc.errors import JoseError
+from joserfc.jwk import ECKey, KeySet
+
+from authgate.domain.model import IssuedSession
+from authgate.ports.sessions import InvalidSession, SessionClaims
+
+ALGORITHMS = {"EC": "ES256", "OKP": "EdDSA"}
+SCOPES = ("account:read", "account:manage")
+LEEWAY_SECONDS = 30
+
+
+class SessionKeyError(Exception):
+    """The key file is missing, unreadable or holds no usable signing key."""
+
+
+def new_signing_key() -> ECKey:
+    """A fresh ES256 signing key with a random kid."""
+    return ECKey.generate_key("P-256", parameters={"kid": uuid.uuid4().hex, "use": "sig"})
+
+
+def ephemeral_keys() -> KeySet:
+    """Keys that live as long as the process (for documents and tests, never for sessions)."""
+    return KeySet([new_signing_key()])
+
+
+def load_or_create_keys(path: str | Path, create: bool) -> KeySet:
+    """Load the private JWKS; with ``create``, write a fresh ES256 key when the file is absent."""
+    path = Path(path)
+    if not path.exists():
+        if not create:
+            raise SessionKeyError(
+                f"session key file {path} does not exist (set session.generate_keys: true "
+                "to create one on first start)"
+            )
+        key = new_signing_key()
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w") as f:
+            json.dump({"keys": [key.as_dict(private=True)]}, f)
+    try:
+        data = json.loads(path.read_text())
+        keys = KeySet.import_key_set(data)
+    except (OSError, ValueError, TypeError, KeyError, JoseError) as e:
+        raise SessionKeyError(f"session key file {path}: {e}") from None
+    if not keys.keys:
+        raise SessionKeyError(f"session key file {path}: no keys")
+    for stored in keys.keys:
+        if stored.key_type not in ALGORITHMS or not stored.is_private or not stored.kid:
+            raise SessionKeyError(
+                f"session key file {path}: every key must be a private EC (P-256) or OKP "
+                "(Ed25519) key with a kid"
+            )
+    return keys
+
+
+class JwtSessionTokens:
+    """Issues and verifies the ``session`` JWT (ARCHITECTURE: session token)."""
+
+    def __init__(self, keys: KeySet, *, issuer: str, audience: str, ttl: dt.timedelta) -> None:
+        self._keys = keys
+        self._signing = keys.keys[0]
+        self._algorithm = ALGORITHMS[self._signing.key_type]
+        self._issuer = issuer
+        self._audience = audience
+        self._ttl = ttl
+        self._jwks = {
+            "keys": [
+                {**k.as_dict(private=False), "alg": ALGORITHMS[k.key_type], "use": "sig"}
+                for k in keys.keys
+            ]
+        }
+
+    def issue(self, account_id: str, provider: str, now: dt.datetime) -> IssuedSession:
+        issued = int(now.timestamp())
+        expires = issued + int(self._ttl.total_seconds())
+        claims = {
+            "iss": self._issuer,
+            "aud": self._audience,
+            "sub": account_id,
+            "iat": issued,
+            "nbf": issued,
+            "exp": expires,
+            "jti": uuid.uuid4().hex,
+            "scope": " ".join(SCOPES),
+            "provider": provider,
+        }
+        header = {"alg": self._algorithm, "kid": self._signing.kid, "typ": "JWT"}
+        token = jwt.encode(header, claims, self._signing)
+        return IssuedSession(token, dt.datetime.fromtimestamp(expires, dt.UTC))
+
+    def verify(self, token: str, now: dt.datetime) -> SessionClaims:
+        try:
+            decoded = jwt.decode(token, self._keys, algorithms=list(ALGORITHMS.values()))
+            registry = jwt.JWTClaimsRegistry(
+                now=int(now.timestamp()),
+                leeway=LEEWAY_SECONDS,
+                iss={"essential": True, "value": self._issuer},
+                aud={"essential": True, "value": self._audience},
+                sub={"essential": True},
+                exp={"essential": True},
+                iat={"essential": True},
+            )
+            registry.validate(decoded.claims)
+        except (JoseError, ValueError, TypeError, KeyError) as e:
+            raise InvalidSession(f"{type(e).__name__}: {e}") from None
+        claims = decoded.claims
+        if decoded.header.get("kid") is None:
+            raise InvalidSession("token without kid")
+        iat = claims.get("iat")
+        if not isinstance(iat, int) or iat > now.timestamp() + LEEWAY_SECONDS:
+            raise InvalidSession("iat in the future")
+        scope = claims.get("scope", "")
+        provider = claims.get("provider")
+        return SessionClaims(
+            account_id=str(claims["sub"]),
+            provider=provider if isinstance(provider, str) else None,
+            scopes=frozenset(scope.split()) if isinstance(scope, str) else frozenset(),
+            expires_at=dt.datetime.fromtimestamp(int(claims["exp"]), dt.UTC),
+            claims=claims,
+        )
+
+    def public_jwks(self) -> Mapping[str, Any]:
+        return self._jwks

@@ -1,0 +1,1 @@
+"""The sign-in application's HTTP operations (thin: they translate to and from the domain)."""

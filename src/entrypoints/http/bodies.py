@@ -1,0 +1,62 @@
+"""Response bodies of the sign-in application, with the spec's field names (2.2 to 2.5)."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import attrs
+
+from authgate.entrypoints.rest import wire_field
+
+
+@attrs.frozen
+class ProviderDetails:
+    """Spec 2.4."""
+
+    provider: str
+    authorization_url: str = wire_field("authorizationUrl")
+    client_id: str = wire_field("clientId")
+    scopes: list[str] = wire_field("scopes")
+    response_type: str = wire_field("responseType")
+    state: str = wire_field("state")
+
+
+@attrs.frozen
+class LinkedProvider:
+    """Spec 2.2: never a provider access or refresh token."""
+
+    provider: str
+    provider_id: str = wire_field("providerId")
+    linked_at: dt.datetime = wire_field("linkedAt")
+    is_primary: bool = wire_field("isPrimary")
+
+
+@attrs.frozen
+class LinkedProviders:
+    """Spec 2.3."""
+
+    providers: list[LinkedProvider]
+
+
+@attrs.frozen
+class AppError:
+    """Spec 2.5."""
+
+    error: str
+    message: str
+
+
+@attrs.frozen
+class PublicKey:
+    kty: str
+    kid: str
+    use: str | None = None
+    alg: str | None = None
+    crv: str | None = None
+    x: str | None = None
+    y: str | None = None
+
+
+@attrs.frozen
+class Jwks:
+    keys: list[PublicKey]

@@ -1,0 +1,210 @@
+"""``GET /v1/auth/{provider}`` and ``GET|POST /v1/auth/{provider}/callback`` (spec 4.5, 4.6)."""
+
+from __future__ import annotations
+
+import logging
+import re
+
+from aiohttp import web
+
+from authgate.domain import errors
+from authgate.domain.model import ClientInfo, Intent
+from authgate.domain.signin import SignInService, new_secret
+from authgate.entrypoints.http.auth import SESSION_COOKIE, SessionVerifier
+from authgate.entrypoints.http.bodies import AppError, ProviderDetails
+from authgate.entrypoints.http.client import ClientAddress, accepts_only_json, prefers_html
+from authgate.entrypoints.http.errors import (
+    CALLBACK_HEADERS,
+    app_error,
+    callback_error,
+    initiation_error,
+)
+from authgate.entrypoints.rest import (
+    Api,
+    Call,
+    Cookie,
+    HttpError,
+    Reply,
+    path,
+    pattern,
+    query,
+    required_by_operation,
+)
+from authgate.ports.ratelimit import RateLimiter
+from authgate.ports.sessions import InvalidSession
+
+log = logging.getLogger("authgate.http")
+
+BINDING_COOKIE = "authgate_binding"
+BINDING_PATH = "/v1/auth"
+_BINDING_FORMAT = re.compile(r"^[A-Za-z0-9_-]{32,128}$")
+CALLBACK_FIELDS = ("code", "state", "error", "error_description", "user")
+
+
+class SignInOperations:
+    """Registers the sign-in operations on an API."""
+
+    def __init__(
+        self,
+        service: SignInService,
+        verifier: SessionVerifier,
+        limiter: RateLimiter,
+        client_address: ClientAddress,
+    ) -> None:
+        self.service = service
+        self.verifier = verifier
+        self.limiter = limiter
+        self.client_address = client_address
+
+    def register(self, api: Api) -> None:
+        provider = path("provider")
+        api.operation(
+            "GET",
+            "/v1/auth/{provider}",
+            params=[
+                provider,
+                query("redirect_uri", required_by_operation),
+                query("state"),
+                query("return_to"),
+                query("intent", pattern(r"^(login|register|link)$")),
+            ],
+            response=ProviderDetails,
+            responses={302: "Redirect to the provider (browsers)", 401: AppError},
+            operation_id="start_sign_in",
+            tags=("sign-in",),
+        )(self.start)
+        callback_params = [
+            provider,
+            query("code", required_by_operation),
+            query("state", required_by_operation),
+            query("error"),
+            query("error_description"),
+        ]
+        for method in ("GET", "POST"):
+            api.operation(
+                method,
+                "/v1/auth/{provider}/callback",
+                params=callback_params if method == "GET" else [provider],
+                status=302,
+                responses={
+                    302: "Signed in (session cookie set), or sent to the login page with "
+                    "error and reason",
+                    401: AppError,
+                    403: AppError,
+                    429: AppError,
+                },
+                operation_id="complete_sign_in" if method == "GET" else "complete_sign_in_form",
+                tags=("sign-in",),
+            )(self.callback)
+
+    # -- GET /v1/auth/{provider} ----------------------------------------------------------
+
+    async def start(self, call: Call[None]) -> web.StreamResponse | Reply[ProviderDetails]:
+        request = call.request
+        binding = request.cookies.get(BINDING_COOKIE, "")
+        if not _BINDING_FORMAT.match(binding):
+            binding = new_secret()
+        intent = Intent(call.params.first("intent") or "login")
+        try:
+            authorization = await self.service.start(
+                call.path["provider"],
+                redirect_uri=call.params.first("redirect_uri"),
+                binding=binding,
+                state=call.params.first("state"),
+                return_to=call.params.first("return_to"),
+                intent=intent,
+                account_id=self._caller(request) if intent is Intent.LINK else None,
+            )
+        except errors.SignInError as e:
+            raise initiation_error(e) from None
+        except errors.ProviderUnavailable as e:
+            log.error("provider %s unavailable: %s", call.path["provider"], e)
+            raise app_error(
+                500, "internal_error", "the provider's configuration could not be loaded"
+            ) from None
+        details = ProviderDetails(
+            provider=authorization.provider,
+            authorization_url=authorization.authorization_url,
+            client_id=authorization.client_id,
+            scopes=list(authorization.scopes),
+            response_type=authorization.response_type,
+            state=authorization.state,
+        )
+        binding_cookie = Cookie(
+            BINDING_COOKIE,
+            binding,
+            max_age=int(self.service.policy.state_ttl.total_seconds()),
+            path=BINDING_PATH,
+            samesite="None",  # a form_post callback is a cross-site POST: it must carry it
+        )
+        if prefers_html(request):  # a plain link in a browser goes straight to the provider
+            redirect = web.Response(
+                status=302,
+                headers={"Location": authorization.authorization_url, "Cache-Control": "no-store"},
+            )
+            binding_cookie.set_on(redirect)
+            return redirect
+        return Reply(details, headers={"Cache-Control": "no-store"}, cookies=(binding_cookie,))
+
+    def _caller(self, request: web.Request) -> str | None:
+        """The signed-in caller (bearer token or session cookie), for linking."""
+        header = request.headers.get("Authorization", "")
+        token = header[7:].strip() if header.lower().startswith("bearer ") else None
+        token = token or request.cookies.get(SESSION_COOKIE)
+        if not token:
+            return None
+        try:
+            return self.verifier.claims(token).account_id
+        except InvalidSession:
+            return None
+
+    # -- GET|POST /v1/auth/{provider}/callback --------------------------------------------
+
+    async def callback(self, call: Call[None]) -> web.StreamResponse:
+        request = call.request
+        address = self.client_address.of(request)
+        decision = await self.limiter.hit(address)
+        if not decision.allowed:
+            raise HttpError(
+                429,
+                {"error": "rate_limited", "message": "too many sign-in callbacks; retry later"},
+                {"Retry-After": str(decision.retry_after_seconds), **CALLBACK_HEADERS},
+            )
+        fields = await _callback_fields(request)
+        login_url = self.service.policy.login_url()
+        try:
+            signed_in = await self.service.complete(
+                call.path["provider"],
+                code=fields.get("code"),
+                state=fields.get("state"),
+                error=fields.get("error"),
+                error_description=fields.get("error_description"),
+                user=fields.get("user"),
+                binding=request.cookies.get(BINDING_COOKIE),
+                client=ClientInfo(address, request.headers.get("User-Agent")),
+            )
+        except errors.SignInError as e:
+            return callback_error(e, login_url, accepts_only_json(request))
+        response = web.Response(
+            status=302, headers={"Location": signed_in.destination, **CALLBACK_HEADERS}
+        )
+        session = signed_in.session
+        max_age = int((session.expires_at - self.service.clock.now()).total_seconds())
+        Cookie(SESSION_COOKIE, session.token, max_age=max(max_age, 0)).set_on(response)
+        return response
+
+
+async def _callback_fields(request: web.Request) -> dict[str, str]:
+    """The callback's fields: from the query (GET) or the form body (POST, form_post)."""
+    if request.method == "POST":
+        if request.content_type not in ("application/x-www-form-urlencoded", "multipart/form-data"):
+            raise HttpError(
+                415,
+                {"error": "invalid_request", "message": "the callback form must be form-encoded"},
+                CALLBACK_HEADERS,
+            )
+        form = await request.post()
+        source = {k: v for k, v in form.items() if isinstance(v, str)}
+    else:
+        source = {k: request.query[k] for k in request.query}
+    return {k: source[k] for k in CALLBACK_FIELDS if k in source and source[k] != ""}
