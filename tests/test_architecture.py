@@ -1,0 +1,92 @@
+"""The dependency rule of ARCHITECTURE.md, and the package list of pyproject.toml."""
+
+from __future__ import annotations
+
+import ast
+import tomllib
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+SRC = ROOT / "src"
+
+
+def _module_imports(path: Path) -> set[str]:
+    """Absolute ``authgate.*`` modules a file imports (relative imports resolved)."""
+    rel = path.relative_to(SRC).with_suffix("")
+    package = ["authgate", *rel.parts[:-1]]
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            found.update(a.name for a in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package[: len(package) - node.level + 1]
+                module = ".".join([*base, node.module] if node.module else base)
+            else:
+                module = node.module or ""
+            found.add(module)
+    return {m for m in found if m == "authgate" or m.startswith("authgate.")}
+
+
+def _files(folder: str) -> list[Path]:
+    return sorted((SRC / folder).rglob("*.py"))
+
+
+def _violations(folder: str, allowed: tuple[str, ...]) -> list[str]:
+    bad = []
+    for path in _files(folder):
+        for module in _module_imports(path):
+            if not any(module == a or module.startswith(a + ".") for a in allowed):
+                bad.append(f"{path.relative_to(ROOT)} imports {module}")
+    return bad
+
+
+def test_domain_imports_only_domain_and_ports() -> None:
+    assert _files("domain")
+    assert _violations("domain", ("authgate.domain", "authgate.ports")) == []
+
+
+def test_ports_import_only_domain() -> None:
+    assert _files("ports")
+    assert _violations("ports", ("authgate.domain", "authgate.ports")) == []
+
+
+def test_rest_layer_knows_nothing_of_sign_in() -> None:
+    assert _files("entrypoints/rest")
+    assert _violations("entrypoints/rest", ("authgate.entrypoints.rest",)) == []
+
+
+def test_adapters_do_not_import_entrypoints() -> None:
+    assert _violations("adapters", ("authgate.domain", "authgate.ports", "authgate.adapters")) == []
+
+
+def test_only_the_composition_root_and_cli_know_the_adapters() -> None:
+    bad = [
+        v
+        for v in _violations(
+            "entrypoints", ("authgate.domain", "authgate.ports", "authgate.entrypoints")
+        )
+        if not v.startswith(("src/entrypoints/composition.py", "src/entrypoints/devidp"))
+    ]
+    assert bad == []
+
+
+@pytest.mark.parametrize("probe", ["authgate.domain.signin", "authgate.adapters.memory"])
+def test_detector_sees_imports(probe: str) -> None:
+    # The checks above would pass vacuously if the import scan found nothing.
+    path = SRC / Path(*probe.split(".")[1:]).with_suffix(".py")
+    if not path.exists():
+        path = SRC / Path(*probe.split(".")[1:]) / "__init__.py"
+    assert _module_imports(path)
+
+
+def test_pyproject_lists_every_package() -> None:
+    listed = set(
+        tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"]
+    )
+    present = {
+        ".".join(["authgate", *p.parent.relative_to(SRC).parts]) for p in SRC.rglob("__init__.py")
+    }
+    assert listed == present
