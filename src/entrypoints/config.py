@@ -135,12 +135,19 @@ class Config:
 
 
 _VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
+# A YAML comment: ``#`` at the start of a line or after a blank, not inside a quoted scalar.
+_COMMENT = re.compile(r"""[^'"\n]*?(?<!\S)#""")
 
 
 def substitute(text: str, env: dict[str, str] | os._Environ[str] = os.environ) -> str:
     """Replace ``${VAR}`` / ``${VAR:-default}``; an unset variable with no default is an error."""
 
     def replace(m: re.Match[str]) -> str:
+        # A commented-out line (``# client_id: ${GOOGLE_CLIENT_ID}``) stays as it is: an unset
+        # variable there must not stop start-up.
+        line_start = text.rfind("\n", 0, m.start()) + 1
+        if _COMMENT.match(text, line_start, m.start()):
+            return m.group(0)
         name, default = m.group(1), m.group(2)
         value = env.get(name)
         if value is None or (value == "" and default is not None):
