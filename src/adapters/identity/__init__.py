@@ -1,0 +1,15 @@
+"""Identity providers: one generic OAuth 2.0 / OpenID Connect adapter, configured per provider."""
+
+from authgate.adapters.identity.provider import OAuthIdentityProvider
+from authgate.adapters.identity.settings import (
+    ALLOWED_ID_TOKEN_ALGORITHMS,
+    ProviderSettings,
+    ProviderSettingsError,
+)
+
+__all__ = [
+    "ALLOWED_ID_TOKEN_ALGORITHMS",
+    "OAuthIdentityProvider",
+    "ProviderSettings",
+    "ProviderSettingsError",
+]

@@ -1,0 +1,204 @@
+"""Verification of an OpenID Connect ID token (OIDC Core 3.1.3.7) with joserfc.
+
+The signature is checked first, with a key of the provider's key set chosen by ``kid`` and an
+algorithm from the provider's allow-list; then the claims: ``iss`` exactly, ``aud`` containing
+the client id, ``azp``, ``exp``/``iat``/``nbf`` with a small leeway, ``nonce``, ``sub``.
+Every failure raises :class:`~authgate.ports.identity.VerificationFailed` with a log-safe text
+(never the token).
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hmac
+import json
+import logging
+from collections.abc import Collection, Mapping
+from typing import Any
+
+from joserfc import jws
+from joserfc.errors import JoseError
+from joserfc.jwk import Key, KeySet
+
+from authgate.adapters.identity.jwks import KeySetCache, KeySetUnavailable
+from authgate.ports.clock import Clock
+from authgate.ports.identity import ExchangeFailed, VerificationFailed
+
+log = logging.getLogger("authgate.identity")
+
+MAX_TOKEN_LENGTH = 16 * 1024
+
+
+class IdTokenVerifier:
+    """Verifies ID tokens of one provider."""
+
+    def __init__(
+        self,
+        *,
+        keys: KeySetCache,
+        clock: Clock,
+        issuer: str,
+        client_id: str,
+        algorithms: Collection[str],
+        leeway_seconds: float = 60.0,
+    ) -> None:
+        self._keys = keys
+        self._clock = clock
+        self._issuer = issuer
+        self._client_id = client_id
+        self._algorithms = frozenset(algorithms)
+        self._leeway = leeway_seconds
+
+    async def verify(self, token: str, *, nonce: str | None) -> dict[str, Any]:
+        """The verified claims of ``token``.
+
+        Raises VerificationFailed for a token that does not verify, and ExchangeFailed when no
+        key set could be loaded at all (an outage of the provider, not an attack).
+        """
+        header = _header_of(token)
+        alg = header.get("alg")
+        if not isinstance(alg, str) or alg not in self._algorithms:
+            raise VerificationFailed(f"ID token algorithm {_short(alg)} is not allowed")
+        if "crit" in header or "b64" in header:
+            raise VerificationFailed("ID token header has unsupported critical parameters")
+        kid = header.get("kid")
+        if kid is not None and not isinstance(kid, str):
+            raise VerificationFailed("ID token kid is not a string")
+        payload = await self._verified_payload(token, alg, kid)
+        claims = _json_object(payload)
+        self._check_claims(claims, nonce)
+        return claims
+
+    async def _verified_payload(self, token: str, alg: str, kid: str | None) -> bytes:
+        try:
+            keys = await self._keys.get()
+        except KeySetUnavailable as e:
+            raise ExchangeFailed(str(e)) from None
+        key = _pick_key(keys, alg, kid)
+        if key is None:  # unknown kid: the provider may have rotated its keys
+            keys = await self._keys.refresh(keys)
+            key = _pick_key(keys, alg, kid)
+            if key is None:
+                raise VerificationFailed(f"no key in the provider's key set for kid {_short(kid)}")
+            return _verify_signature(token, key, alg)
+        try:
+            return _verify_signature(token, key, alg)
+        except VerificationFailed:
+            # A key replaced under the same kid: look once more (rate-limited).
+            fresh = await self._keys.refresh(keys)
+            fresh_key = _pick_key(fresh, alg, kid) if fresh is not keys else None
+            if fresh_key is None or fresh_key.as_dict() == key.as_dict():
+                raise
+            return _verify_signature(token, fresh_key, alg)
+
+    def _check_claims(self, claims: Mapping[str, Any], nonce: str | None) -> None:
+        iss = claims.get("iss")
+        if not isinstance(iss, str) or iss != self._issuer:
+            raise VerificationFailed(f"ID token iss {_short(iss)} is not the provider's issuer")
+        aud = claims.get("aud")
+        audiences = [aud] if isinstance(aud, str) else aud
+        if (
+            not isinstance(audiences, list)
+            or not audiences
+            or not all(isinstance(a, str) for a in audiences)
+        ):
+            raise VerificationFailed("ID token aud is missing or malformed")
+        if self._client_id not in audiences:
+            raise VerificationFailed("ID token aud does not contain the client id")
+        azp = claims.get("azp")
+        if azp is not None and azp != self._client_id:
+            raise VerificationFailed("ID token azp is not the client id")
+        if azp is None and len(audiences) > 1:
+            raise VerificationFailed("ID token has several audiences and no azp")
+        now = self._clock.now().timestamp()
+        exp = _number(claims, "exp", required=True)
+        iat = _number(claims, "iat", required=True)
+        nbf = _number(claims, "nbf", required=False)
+        assert exp is not None and iat is not None
+        if exp <= now - self._leeway:
+            raise VerificationFailed("ID token has expired")
+        if iat > now + self._leeway:
+            raise VerificationFailed("ID token iat is in the future")
+        if nbf is not None and nbf > now + self._leeway:
+            raise VerificationFailed("ID token is not valid yet (nbf)")
+        if nonce is not None:
+            got = claims.get("nonce")
+            if not isinstance(got, str):
+                raise VerificationFailed("ID token has no nonce")
+            if not hmac.compare_digest(got.encode(), nonce.encode()):
+                raise VerificationFailed("ID token nonce does not match the sign-in's")
+        sub = claims.get("sub")
+        if not isinstance(sub, str) or not sub or len(sub) > 255:
+            raise VerificationFailed("ID token sub is missing or malformed")
+
+
+def _header_of(token: str) -> dict[str, Any]:
+    if not isinstance(token, str) or not token or len(token) > MAX_TOKEN_LENGTH:
+        raise VerificationFailed("ID token is missing or too long")
+    parts = token.split(".")
+    if len(parts) != 3:
+        raise VerificationFailed("ID token is not a compact JWS (three parts)")
+    return _json_object(_b64decode(parts[0], "header"))
+
+
+def _b64decode(segment: str, what: str) -> bytes:
+    try:
+        return base64.urlsafe_b64decode(segment + "=" * (-len(segment) % 4))
+    except (binascii.Error, ValueError):
+        raise VerificationFailed(f"ID token {what} is not base64url") from None
+
+
+def _json_object(raw: bytes) -> dict[str, Any]:
+    try:
+        value = json.loads(raw)
+    except (ValueError, RecursionError):
+        raise VerificationFailed("ID token part is not JSON") from None
+    if not isinstance(value, dict):
+        raise VerificationFailed("ID token part is not a JSON object")
+    return value
+
+
+def _pick_key(keys: KeySet, alg: str, kid: str | None) -> Key | None:
+    key_types = KeySet.algorithm_keys.get(alg, [])
+    usable = [
+        key
+        for key in keys
+        if key.key_type in key_types
+        and key.get("use") in (None, "sig")
+        and key.get("alg") in (None, alg)
+    ]
+    if kid is None:  # only an unambiguous key set may omit the kid
+        return usable[0] if len(usable) == 1 else None
+    for key in usable:
+        if key.kid == kid:
+            return key
+    return None
+
+
+def _verify_signature(token: str, key: Key, alg: str) -> bytes:
+    try:
+        obj = jws.deserialize_compact(token, key, algorithms=[alg])
+    except JoseError as e:
+        raise VerificationFailed(f"ID token signature does not verify ({e.error})") from None
+    except (ValueError, TypeError):
+        raise VerificationFailed("ID token signature does not verify") from None
+    assert obj.payload is not None
+    return obj.payload
+
+
+def _number(claims: Mapping[str, Any], name: str, *, required: bool) -> float | None:
+    value = claims.get(name)
+    if value is None:
+        if required:
+            raise VerificationFailed(f"ID token has no {name}")
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise VerificationFailed(f"ID token {name} is not a number")
+    return float(value)
+
+
+def _short(value: object) -> str:
+    """A claim or header value for a log line: quoted, bounded."""
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."

@@ -1,0 +1,425 @@
+"""The identity-provider adapter: one class, configured per provider (google, facebook, apple).
+
+``authorization_url`` builds the redirect to the provider; ``exchange`` redeems the code at the
+token endpoint and turns the answer into a :class:`VerifiedIdentity` — from a verified ID token
+(OpenID Connect), or from a profile request (plain OAuth 2.0).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import logging
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
+
+import aiohttp
+import attrs
+from joserfc.errors import JoseError
+from joserfc.jwk import KeySet
+
+from authgate.adapters.identity.client_auth import ClientAuthenticator
+from authgate.adapters.identity.discovery import EndpointResolver, Endpoints
+from authgate.adapters.identity.fetch import FetchError, oauth_error_code, request_json
+from authgate.adapters.identity.id_token import IdTokenVerifier
+from authgate.adapters.identity.jwks import KeySetCache, KeySetUnavailable
+from authgate.adapters.identity.settings import ProviderSettings
+from authgate.domain.errors import ProviderUnavailable
+from authgate.domain.model import ProviderIdentity, VerifiedIdentity
+from authgate.ports.clock import Clock
+from authgate.ports.identity import ExchangeFailed, VerificationFailed
+
+if TYPE_CHECKING:
+    from authgate.ports.identity import IdentityProvider
+
+log = logging.getLogger("authgate.identity")
+
+# Claims of an ID token or userinfo answer kept as profile data (no token material, no nonce).
+PROFILE_CLAIMS = (
+    "name",
+    "given_name",
+    "family_name",
+    "picture",
+    "locale",
+    "email",
+    "email_verified",
+    "is_private_email",
+)
+PROFILE_FIELDS = ("id", "name", "first_name", "last_name", "email", "picture")
+MAX_NAME_LENGTH = 200
+
+
+@attrs.frozen
+class TokenResponse:
+    access_token: str = attrs.field(repr=False)
+    id_token: str | None = attrs.field(repr=False)
+
+
+class OAuthIdentityProvider:
+    """An :class:`~authgate.ports.identity.IdentityProvider` for one configured provider.
+
+    ``session`` is shared and owned by the caller (it closes it); ``clock`` drives every
+    time check (token lifetimes, cache ages, rate limits).
+    """
+
+    def __init__(
+        self, settings: ProviderSettings, session: aiohttp.ClientSession, clock: Clock
+    ) -> None:
+        self._settings = settings
+        self._session = session
+        self._clock = clock
+        self._endpoints = EndpointResolver(settings, session, clock)
+        self._client_auth = ClientAuthenticator(settings, clock)
+        self.key_set = KeySetCache(
+            self._fetch_key_set,
+            clock,
+            max_age_seconds=settings.jwks_max_age_seconds,
+            min_refetch_seconds=settings.jwks_min_refetch_seconds,
+            name=settings.name,
+        )
+        self._verifier: IdTokenVerifier | None = None
+        if settings.issuer is not None:
+            self._verifier = IdTokenVerifier(
+                keys=self.key_set,
+                clock=clock,
+                issuer=settings.issuer,
+                client_id=settings.client_id,
+                algorithms=settings.id_token_algorithms,
+                leeway_seconds=settings.leeway_seconds,
+            )
+
+    # -- the port's properties -------------------------------------------------------------
+
+    @property
+    def settings(self) -> ProviderSettings:
+        return self._settings
+
+    @property
+    def name(self) -> str:
+        return self._settings.name
+
+    @property
+    def client_id(self) -> str:
+        return self._settings.client_id
+
+    @property
+    def scopes(self) -> tuple[str, ...]:
+        return self._settings.scopes
+
+    @property
+    def uses_nonce(self) -> bool:
+        return self._settings.uses_id_token
+
+    @property
+    def uses_pkce(self) -> bool:
+        return self._settings.pkce
+
+    # -- initiation -------------------------------------------------------------------------
+
+    async def endpoints(self) -> Endpoints:
+        """The provider's endpoints (discovery on first use); raises ProviderUnavailable."""
+        return await self._endpoints.get()
+
+    async def authorization_url(
+        self,
+        *,
+        state: str,
+        redirect_uri: str,
+        code_challenge: str | None,
+        nonce: str | None,
+    ) -> str:
+        endpoints = await self._endpoints.get()
+        params: dict[str, str] = {
+            "client_id": self.client_id,
+            "redirect_uri": redirect_uri,
+            "response_type": "code",
+            "scope": " ".join(self.scopes),
+            "state": state,
+        }
+        if code_challenge is not None:
+            params["code_challenge"] = code_challenge
+            params["code_challenge_method"] = "S256"
+        if nonce is not None:
+            params["nonce"] = nonce
+        if self._settings.response_mode == "form_post":
+            params["response_mode"] = "form_post"
+        try:
+            return _with_query(endpoints.authorization_endpoint, params)
+        except ValueError:
+            raise ProviderUnavailable(
+                f"provider {self.name}: the authorization endpoint is not a valid URL"
+            ) from None
+
+    # -- callback ---------------------------------------------------------------------------
+
+    async def exchange(
+        self,
+        *,
+        code: str,
+        redirect_uri: str,
+        code_verifier: str | None,
+        nonce: str | None,
+        user: str | None = None,
+    ) -> VerifiedIdentity:
+        try:
+            endpoints = await self._endpoints.get()
+        except ProviderUnavailable as e:
+            raise ExchangeFailed(str(e)) from None
+        tokens = await self._redeem(endpoints, code, redirect_uri, code_verifier)
+        if self._verifier is None:
+            return await self._identity_from_profile(endpoints, tokens.access_token)
+        if tokens.id_token is None:
+            raise ExchangeFailed(f"provider {self.name}: the token answer has no id_token")
+        claims = await self._verifier.verify(tokens.id_token, nonce=nonce)
+        return await self._identity_from_claims(endpoints, claims, tokens.access_token, user)
+
+    async def verify_id_token(self, token: str, *, nonce: str | None) -> dict[str, Any]:
+        """The verified claims of an ID token of this provider (raises VerificationFailed)."""
+        if self._verifier is None:
+            raise VerificationFailed(f"provider {self.name} does not issue ID tokens")
+        return await self._verifier.verify(token, nonce=nonce)
+
+    async def _redeem(
+        self, endpoints: Endpoints, code: str, redirect_uri: str, code_verifier: str | None
+    ) -> TokenResponse:
+        credentials = self._client_auth.credentials()
+        form = {
+            "grant_type": "authorization_code",
+            "code": code,
+            "redirect_uri": redirect_uri,
+            **credentials.form,
+        }
+        if code_verifier is not None:
+            form["code_verifier"] = code_verifier
+        what = f"provider {self.name}: token endpoint"
+        try:
+            answer = await request_json(
+                self._session,
+                "POST",
+                endpoints.token_endpoint,
+                what=what,
+                timeout_seconds=self._settings.timeout_seconds,
+                max_bytes=self._settings.max_response_bytes,
+                headers=credentials.headers,
+                data=form,
+            )
+        except FetchError as e:
+            raise ExchangeFailed(str(e)) from None
+        body = answer.body
+        if not 200 <= answer.status < 300:
+            error = oauth_error_code(body)
+            detail = f" (error={error})" if error else ""
+            raise ExchangeFailed(f"{what} answered HTTP {answer.status}{detail}")
+        if not isinstance(body, dict):
+            raise ExchangeFailed(f"{what} answered a body that is not a JSON object")
+        access_token = body.get("access_token")
+        if not isinstance(access_token, str) or not access_token:
+            raise ExchangeFailed(f"{what}: the answer has no access_token")
+        token_type = body.get("token_type")
+        if token_type is not None and (
+            not isinstance(token_type, str) or token_type.lower() != "bearer"
+        ):
+            raise ExchangeFailed(f"{what}: the token type is not bearer")
+        id_token = body.get("id_token")
+        if id_token is not None and not isinstance(id_token, str):
+            raise ExchangeFailed(f"{what}: id_token is not a string")
+        return TokenResponse(access_token=access_token, id_token=id_token or None)
+
+    async def _identity_from_claims(
+        self,
+        endpoints: Endpoints,
+        claims: Mapping[str, Any],
+        access_token: str,
+        user: str | None,
+    ) -> VerifiedIdentity:
+        subject = claims["sub"]
+        profile = {k: claims[k] for k in PROFILE_CLAIMS if k in claims}
+        email = _email(claims.get("email"))
+        email_verified = _email_verified(claims.get("email_verified")) if email else None
+        name = _name(claims.get("name"))
+        if email is None and endpoints.userinfo_endpoint is not None:
+            info = await self._userinfo(endpoints.userinfo_endpoint, access_token, subject)
+            if info is not None:
+                profile.update({k: info[k] for k in PROFILE_CLAIMS if k in info})
+                email = _email(info.get("email"))
+                email_verified = _email_verified(info.get("email_verified")) if email else None
+                name = name or _name(info.get("name"))
+        if name is None and user is not None and self._settings.is_apple:
+            name = _apple_user_name(user, self.name)
+            if name is not None:
+                profile["name"] = name
+        return VerifiedIdentity(
+            identity=ProviderIdentity(self.name, subject),
+            email=email,
+            email_verified=email_verified,
+            name=name,
+            profile=profile,
+        )
+
+    async def _userinfo(
+        self, url: str, access_token: str, subject: str
+    ) -> Mapping[str, Any] | None:
+        """The userinfo claims (OIDC Core 5.3), or None when the call fails (best effort)."""
+        try:
+            answer = await request_json(
+                self._session,
+                "GET",
+                url,
+                what=f"provider {self.name}: userinfo endpoint",
+                timeout_seconds=self._settings.timeout_seconds,
+                max_bytes=self._settings.max_response_bytes,
+                headers={"Authorization": f"Bearer {access_token}"},
+            )
+        except FetchError as e:
+            log.warning("%s; continuing without the email", e)
+            return None
+        if answer.status != 200 or not isinstance(answer.body, dict):
+            log.warning(
+                "provider %s: userinfo endpoint answered HTTP %s; continuing without the email",
+                self.name,
+                answer.status,
+            )
+            return None
+        # OIDC Core 5.3.4: the userinfo sub must be the ID token's, or the answer is not used.
+        if answer.body.get("sub") != subject:
+            raise VerificationFailed(
+                f"provider {self.name}: userinfo sub differs from the ID token"
+            )
+        return answer.body
+
+    async def _identity_from_profile(
+        self, endpoints: Endpoints, access_token: str
+    ) -> VerifiedIdentity:
+        settings = self._settings
+        url = settings.profile_endpoint or endpoints.userinfo_endpoint
+        assert url is not None
+        params: dict[str, str] = {}
+        if settings.profile_endpoint is not None:
+            assert settings.client_secret is not None
+            # Graph API: proves that the call comes from the app holding the secret.
+            params["appsecret_proof"] = hmac.new(
+                settings.client_secret.encode(), access_token.encode(), hashlib.sha256
+            ).hexdigest()
+        what = f"provider {self.name}: profile endpoint"
+        try:
+            answer = await request_json(
+                self._session,
+                "GET",
+                _with_query(url, params),
+                what=what,
+                timeout_seconds=settings.timeout_seconds,
+                max_bytes=settings.max_response_bytes,
+                headers={"Authorization": f"Bearer {access_token}"},
+            )
+        except FetchError as e:
+            raise ExchangeFailed(str(e)) from None
+        body = answer.body
+        if answer.status != 200:
+            raise ExchangeFailed(f"{what} answered HTTP {answer.status}")
+        if not isinstance(body, dict):
+            raise ExchangeFailed(f"{what} answered a body that is not a JSON object")
+        subject = body.get("id", body.get("sub"))
+        if isinstance(subject, int) and not isinstance(subject, bool):
+            subject = str(subject)
+        if not isinstance(subject, str) or not subject or len(subject) > 255:
+            raise VerificationFailed(f"{what}: the answer has no usable id")
+        email = _email(body.get("email"))
+        return VerifiedIdentity(
+            identity=ProviderIdentity(self.name, subject),
+            email=email,
+            # A profile answer is not a signed statement that the address was verified.
+            email_verified=None,
+            name=_name(body.get("name")),
+            profile={k: body[k] for k in PROFILE_FIELDS if k in body},
+        )
+
+    async def _fetch_key_set(self) -> KeySet:
+        what = f"provider {self.name}: key set"
+        try:
+            endpoints = await self._endpoints.get()
+        except ProviderUnavailable as e:
+            raise KeySetUnavailable(str(e)) from None
+        if endpoints.jwks_uri is None:
+            raise KeySetUnavailable(f"{what}: no jwks_uri configured or discovered")
+        try:
+            answer = await request_json(
+                self._session,
+                "GET",
+                endpoints.jwks_uri,
+                what=what,
+                timeout_seconds=self._settings.timeout_seconds,
+                max_bytes=self._settings.max_response_bytes,
+            )
+        except FetchError as e:
+            raise KeySetUnavailable(str(e)) from None
+        if answer.status != 200:
+            raise KeySetUnavailable(f"{what} answered HTTP {answer.status}")
+        body = answer.body
+        if not isinstance(body, dict) or not isinstance(body.get("keys"), list):
+            raise KeySetUnavailable(f"{what} is not a JSON Web Key Set")
+        public = [k for k in body["keys"] if isinstance(k, dict) and not _is_private_jwk(k)]
+        try:
+            return KeySet.import_key_set({"keys": public})
+        except (JoseError, ValueError, TypeError, KeyError):
+            raise KeySetUnavailable(f"{what} holds no usable key") from None
+
+
+def _with_query(url: str, params: Mapping[str, str]) -> str:
+    """``url`` with ``params`` added to its query (replacing same-named ones), %20 for spaces."""
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        raise ValueError("not an absolute http(s) URL")
+    kept = [(k, v) for k, v in parse_qsl(parts.query, keep_blank_values=True) if k not in params]
+    query = urlencode([*kept, *params.items()], quote_via=quote)
+    return urlunsplit((parts.scheme, parts.netloc, parts.path, query, parts.fragment))
+
+
+def _is_private_jwk(jwk: Mapping[str, Any]) -> bool:
+    # A published set never holds private parts; symmetric keys ("oct") are never accepted.
+    return jwk.get("kty") == "oct" or any(p in jwk for p in ("d", "p", "q", "k"))
+
+
+def _email(value: Any) -> str | None:
+    if isinstance(value, str) and "@" in value and len(value) <= 320:
+        return value
+    return None
+
+
+def _email_verified(value: Any) -> bool | None:
+    """``email_verified``: a boolean, or (Apple) the string "true" / "false"."""
+    if value is None:
+        return None
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.lower() in ("true", "false"):
+        return value.lower() == "true"
+    raise VerificationFailed("email_verified is neither a boolean nor 'true'/'false'")
+
+
+def _name(value: Any) -> str | None:
+    if isinstance(value, str) and value.strip():
+        return value.strip()[:MAX_NAME_LENGTH]
+    return None
+
+
+def _apple_user_name(user: str, provider: str) -> str | None:
+    """The name in Apple's first-time ``user`` JSON (unsigned: used for the name only)."""
+    try:
+        data = json.loads(user)
+    except (ValueError, RecursionError):
+        log.info("provider %s: the user parameter is not JSON; ignored", provider)
+        return None
+    name = data.get("name") if isinstance(data, dict) else None
+    if not isinstance(name, dict):
+        return None
+    first, last = name.get("firstName"), name.get("lastName")
+    words = [w.strip() for w in (first, last) if isinstance(w, str) and w.strip()]
+    return _name(" ".join(words))
+
+
+if TYPE_CHECKING:
+
+    def _conforms(provider: OAuthIdentityProvider) -> IdentityProvider:
+        return provider

@@ -1,0 +1,151 @@
+"""The configuration of one identity provider, as the adapter needs it.
+
+Field names follow ``ProviderConfig`` of the YAML configuration where both have the field;
+the composition root maps one to the other (reading ``private_key_file`` into
+``private_key_pem``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Literal
+
+import attrs
+
+TokenEndpointAuth = Literal["client_secret_post", "client_secret_basic", "apple_client_secret_jwt"]
+ResponseMode = Literal["query", "form_post"]
+
+CLIENT_SECRET_POST: TokenEndpointAuth = "client_secret_post"  # noqa: S105 - a method name
+CLIENT_SECRET_BASIC: TokenEndpointAuth = "client_secret_basic"  # noqa: S105
+APPLE_CLIENT_SECRET_JWT: TokenEndpointAuth = "apple_client_secret_jwt"  # noqa: S105
+
+# Public-key signature algorithms only: never "none", never a MAC (HS*) keyed by a secret
+# that a public-key provider does not have (the HS256-with-the-RSA-public-key attack).
+ALLOWED_ID_TOKEN_ALGORITHMS = frozenset(
+    {"RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "ES512", "EdDSA"}
+)
+
+
+class ProviderSettingsError(ValueError):
+    """The provider settings are inconsistent; the text names the provider and the field."""
+
+
+def _strings(value: Iterable[str]) -> tuple[str, ...]:
+    if isinstance(value, str):  # "openid email" would otherwise become letters
+        return tuple(value.split())
+    return tuple(value)
+
+
+@attrs.frozen
+class ProviderSettings:
+    """One configured provider.
+
+    The shape follows from the fields:
+
+    * ``issuer`` set: OpenID Connect; an ID token is expected and verified, endpoints not
+      given explicitly come from ``{issuer}/.well-known/openid-configuration``;
+    * ``issuer`` unset: plain OAuth 2.0; the identity comes from ``profile_endpoint`` (called
+      with the access token as bearer and ``appsecret_proof``) or ``userinfo_endpoint``;
+    * ``token_endpoint_auth="apple_client_secret_jwt"``: the client secret is an ES256 JWT
+      minted from ``team_id``, ``key_id`` and ``private_key_pem``; the callback's first-time
+      ``user`` JSON supplies the name.
+    """
+
+    name: str
+    client_id: str
+    scopes: tuple[str, ...] = attrs.field(converter=_strings)
+    client_secret: str | None = attrs.field(default=None, repr=False)
+    issuer: str | None = None
+    authorization_endpoint: str | None = None
+    token_endpoint: str | None = None
+    jwks_uri: str | None = None
+    userinfo_endpoint: str | None = None
+    profile_endpoint: str | None = None
+    token_endpoint_auth: TokenEndpointAuth = CLIENT_SECRET_POST
+    id_token_algorithms: tuple[str, ...] = attrs.field(
+        default=("RS256", "ES256"), converter=_strings
+    )
+    team_id: str | None = None
+    key_id: str | None = None
+    private_key_pem: str | None = attrs.field(default=None, repr=False)
+    response_mode: ResponseMode = "query"
+    pkce: bool = True
+    timeout_seconds: float = 10.0
+    # -- tuning (defaults follow the spec; tests shorten them) --------------------------------
+    leeway_seconds: float = 60.0
+    """Clock skew allowed on ``exp``, ``iat`` and ``nbf``."""
+    jwks_max_age_seconds: float = 86400.0
+    """How long a fetched key set is used before it is fetched again (spec 8: 24 h)."""
+    jwks_min_refetch_seconds: float = 60.0
+    """At most one forced key-set fetch (unknown ``kid``, bad signature) per this interval."""
+    discovery_max_age_seconds: float = 86400.0
+    discovery_retry_seconds: float = 5.0
+    """After a failed discovery, callers within this interval fail at once without a fetch."""
+    client_secret_ttl_seconds: float = 300.0
+    """Lifetime of the minted Apple client-secret JWT (reused until a minute before expiry)."""
+    max_response_bytes: int = 1 << 20
+
+    def __attrs_post_init__(self) -> None:
+        problems = list(self._problems())
+        if problems:
+            raise ProviderSettingsError(f"provider {self.name!r}: {problems[0]}")
+
+    @property
+    def uses_id_token(self) -> bool:
+        """OpenID Connect: the token response carries an ID token to verify."""
+        return self.issuer is not None
+
+    @property
+    def is_apple(self) -> bool:
+        return self.token_endpoint_auth == APPLE_CLIENT_SECRET_JWT
+
+    def _problems(self) -> Iterable[str]:
+        if not self.name:
+            yield "name: must not be empty"
+        if not self.client_id:
+            yield "client_id: must not be empty"
+        if self.token_endpoint_auth not in (
+            CLIENT_SECRET_POST,
+            CLIENT_SECRET_BASIC,
+            APPLE_CLIENT_SECRET_JWT,
+        ):
+            yield f"token_endpoint_auth: unknown method {self.token_endpoint_auth!r}"
+        if self.issuer is None:
+            if self.authorization_endpoint is None or self.token_endpoint is None:
+                yield "needs issuer (discovery) or authorization_endpoint and token_endpoint"
+            if self.profile_endpoint is None and self.userinfo_endpoint is None:
+                yield "without issuer (no ID token) needs profile_endpoint or userinfo_endpoint"
+        if self.is_apple:
+            for field in ("team_id", "key_id", "private_key_pem"):
+                if not getattr(self, field):
+                    yield f"{field}: required for apple_client_secret_jwt"
+            if self.issuer is None:
+                yield "issuer: required for apple_client_secret_jwt (it is the JWT's audience)"
+        elif not self.client_secret:
+            yield "client_secret: required"
+        if self.profile_endpoint is not None and not self.client_secret:
+            yield "client_secret: required for profile_endpoint (appsecret_proof)"
+        if not self.id_token_algorithms:
+            yield "id_token_algorithms: must not be empty"
+        for alg in self.id_token_algorithms:
+            if alg not in ALLOWED_ID_TOKEN_ALGORITHMS:
+                yield (
+                    f"id_token_algorithms: {alg!r} is not allowed "
+                    f"(allowed: {', '.join(sorted(ALLOWED_ID_TOKEN_ALGORITHMS))})"
+                )
+        if self.response_mode not in ("query", "form_post"):
+            yield f"response_mode: unknown mode {self.response_mode!r}"
+        for field in (
+            "timeout_seconds",
+            "jwks_max_age_seconds",
+            "discovery_max_age_seconds",
+            "client_secret_ttl_seconds",
+            "max_response_bytes",
+        ):
+            if getattr(self, field) <= 0:
+                yield f"{field}: must be positive"
+        for field in ("leeway_seconds", "jwks_min_refetch_seconds", "discovery_retry_seconds"):
+            if getattr(self, field) < 0:
+                yield f"{field}: must not be negative"
+        if self.client_secret_ttl_seconds > 15777000:  # Apple's maximum: six months
+            yield "client_secret_ttl_seconds: at most 15777000 (six months)"
