@@ -12,6 +12,7 @@ import datetime as dt
 import logging
 from collections.abc import Awaitable, Callable
 from importlib.metadata import version
+from pathlib import Path
 from typing import Any
 
 import aiohttp
@@ -19,6 +20,11 @@ import attrs
 from aiohttp import web
 
 from authgate.adapters.clock import SystemClock
+from authgate.adapters.identity import (
+    OAuthIdentityProvider,
+    ProviderSettings,
+    ProviderSettingsError,
+)
 from authgate.adapters.memory import MemoryAccounts, MemoryEvents, MemoryStates
 from authgate.adapters.ratelimit import LimitsRateLimiter
 from authgate.adapters.sessions import (
@@ -147,7 +153,8 @@ async def open_resources(config: Config) -> Resources:
             )
         except ValueError as e:
             raise StartupError(f"ratelimit: {e}") from None
-        providers = _providers(config, http)
+        clock = SystemClock()
+        providers = _providers(config, http, clock)
         return Resources(
             accounts=accounts,
             states=states,
@@ -155,6 +162,7 @@ async def open_resources(config: Config) -> Resources:
             sessions=sessions,
             limiter=limiter,
             providers=providers,
+            clock=clock,
             readiness=readiness,
             closers=closers,
         )
@@ -173,10 +181,46 @@ async def _open_store(
     raise StartupError(f"database.url: unsupported database {url!r}")
 
 
-def _providers(config: Config, http: aiohttp.ClientSession) -> dict[str, IdentityProvider]:
-    if config.providers:
-        raise StartupError("providers: identity provider adapters are not wired yet")
-    return {}
+def _providers(
+    config: Config, http: aiohttp.ClientSession, clock: Clock
+) -> dict[str, IdentityProvider]:
+    """One adapter per configured provider, in configuration order."""
+    providers: dict[str, IdentityProvider] = {}
+    for name, p in config.providers.items():
+        pem = None
+        if p.private_key_file is not None:
+            try:
+                pem = Path(p.private_key_file).read_text()
+            except OSError as e:
+                raise StartupError(
+                    f"providers.{name}.private_key_file: cannot read {p.private_key_file}: "
+                    f"{e.strerror or e}"
+                ) from None
+        try:
+            settings = ProviderSettings(
+                name=name,
+                client_id=p.client_id,
+                scopes=tuple(p.scopes),
+                client_secret=p.client_secret,
+                issuer=p.issuer,
+                authorization_endpoint=p.authorization_endpoint,
+                token_endpoint=p.token_endpoint,
+                jwks_uri=p.jwks_uri,
+                userinfo_endpoint=p.userinfo_endpoint,
+                profile_endpoint=p.profile_endpoint,
+                token_endpoint_auth=p.token_endpoint_auth,
+                id_token_algorithms=tuple(p.id_token_algorithms),
+                team_id=p.team_id,
+                key_id=p.key_id,
+                private_key_pem=pem,
+                response_mode=p.response_mode,
+                pkce=p.pkce,
+                timeout_seconds=p.timeout_seconds,
+            )
+            providers[name] = OAuthIdentityProvider(settings, http, clock)
+        except ProviderSettingsError as e:
+            raise StartupError(f"providers.{name}: {e}") from None
+    return providers
 
 
 async def create_app(
