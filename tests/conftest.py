@@ -1,0 +1,3 @@
+"""Fixtures shared by every test folder (plugins under tests/support)."""
+
+pytest_plugins = ["tests.support.redis_server"]
