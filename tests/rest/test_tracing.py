@@ -11,6 +11,7 @@ import pytest
 import yaml
 from aiohttp import web
 from aiohttp.test_utils import TestClient
+from opentelemetry import trace as otel_trace
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
@@ -157,7 +158,7 @@ async def test_sdk_enabled_installs_the_tracing_middleware(
 ) -> None:
     # build_app sets the global provider; keep this test from leaking it into others.
     installed: list[object] = []
-    monkeypatch.setattr(server.trace, "set_tracer_provider", installed.append)
+    monkeypatch.setattr(otel_trace, "set_tracer_provider", installed.append)
     app = server.build_app(Api("Example", "1.0.0"), parse(config_text(False)))
     assert len(app.middlewares) == 2
     assert app.middlewares[-1] is error_middleware
