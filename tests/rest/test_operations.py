@@ -189,3 +189,24 @@ async def test_one_handler_under_two_version_prefixes(serve: Serve) -> None:
     client = await serve(api)
     assert await (await client.get("/v1/notes/1")).json() == {"id": 1, "text": "v1"}
     assert await (await client.get("/v2/notes/2")).json() == {"id": 2, "text": "v2"}
+
+
+async def test_reply_without_a_status_keeps_the_declared_one(serve: Serve) -> None:
+    api = Api("Example", "1.0.0")
+
+    @api.operation("POST", "/notes", request=NewNote, response=Note, status=201)
+    async def create_note(call: Call[NewNote]) -> Reply[Note]:
+        return Reply(Note(5, call.body.text), headers={"Location": "/notes/5"})
+
+    @api.operation("PUT", "/notes/{id}", request=NewNote)
+    async def put_note(call: Call[NewNote]) -> Reply[None]:
+        return Reply(headers={"ETag": '"1"'})
+
+    client = await serve(api)
+    resp = await client.post("/notes", json={"text": "hi"})
+    assert resp.status == 201
+    assert resp.headers["Location"] == "/notes/5"
+    assert await resp.json() == {"id": 5, "text": "hi"}
+    resp = await client.put("/notes/5", json={"text": "hi"})
+    assert resp.status == 204
+    assert resp.headers["ETag"] == '"1"'

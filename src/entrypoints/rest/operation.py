@@ -70,10 +70,13 @@ class Cookie:
 
 @attrs.frozen
 class Reply(Generic[R]):
-    """A response with its own status, headers or cookies (201, 202, …); ``body`` may be None."""
+    """A response with its own status, headers or cookies (201, 202, …); ``body`` may be None.
+
+    Without ``status`` the operation's own success status applies (200, 204 or its declared one).
+    """
 
     body: R | None = None
-    status: int = 200
+    status: int | None = None
     headers: Mapping[str, str] = attrs.field(factory=dict)
     cookies: tuple[Cookie, ...] = ()
 
@@ -169,7 +172,8 @@ class Invoker:
         if isinstance(result, web.StreamResponse):
             return result
         if isinstance(result, Reply):
-            response = self._respond(result.body, result.status, result.headers)
+            status = self._status if result.status is None else result.status
+            response = self._respond(result.body, status, result.headers)
             for cookie in result.cookies:
                 cookie.set_on(response)
             return response
