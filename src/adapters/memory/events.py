@@ -16,7 +16,9 @@ class MemoryEvents:
         self._events.append(event)
 
     async def recent(self, limit: int = 100) -> list[SignInEvent]:
-        return list(reversed(self._events))[:limit]
+        # By time, as the SQL adapters order them; a stable sort keeps the later-recorded
+        # first among events of the same time.
+        return sorted(reversed(self._events), key=lambda e: e.at, reverse=True)[: max(limit, 0)]
 
     async def purge_before(self, cutoff: dt.datetime) -> int:
         before = len(self._events)

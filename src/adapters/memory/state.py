@@ -14,8 +14,11 @@ class MemoryStates:
         self._max = max_entries
 
     async def put(self, pending: PendingSignIn) -> None:
-        if pending.state in self._pending:
+        existing = self._pending.get(pending.state)
+        # An expired entry no longer holds its state value (as in the SQL adapters).
+        if existing is not None and existing.expires_at > pending.created_at:
             raise StateExists(pending.state)
+        self._pending.pop(pending.state, None)
         if len(self._pending) >= self._max:
             # Bounded memory under a flood of initiations: drop the expired, then the oldest.
             await self.purge_expired(pending.created_at)

@@ -1,0 +1,190 @@
+"""Accounts and provider identities in PostgreSQL.
+
+Every method is one transaction (or one statement). Race safety comes from the primary key on
+``identities (provider, subject)``, never from a check-then-insert.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import uuid
+
+import asyncpg
+
+from authgate.domain.model import Account, LinkedIdentity, ProviderIdentity, VerifiedIdentity
+from authgate.ports.accounts import IdentityTaken, LastIdentityError
+
+from . import rows
+
+_ACCOUNT_BY_IDENTITY = """
+    SELECT a.id, a.email, a.name, a.created_at, a.last_login_at
+    FROM identities i JOIN accounts a ON a.id = i.account_id
+    WHERE i.provider = $1 AND i.subject = $2
+"""
+
+# An attempt that lost a race retries; a handful of rounds is plenty (each loser sees a winner).
+_ATTEMPTS = 5
+
+
+class _LostRace(Exception):
+    """Rolls back the attempt's transaction: another transaction holds the identity."""
+
+
+class PostgresAccounts:
+    """:class:`~authgate.ports.accounts.AccountRepository` on an asyncpg pool."""
+
+    def __init__(self, pool: asyncpg.Pool) -> None:
+        self._pool = pool
+
+    async def find_by_identity(self, identity: ProviderIdentity) -> Account | None:
+        row = await self._pool.fetchrow(_ACCOUNT_BY_IDENTITY, identity.provider, identity.subject)
+        return rows.account(row) if row is not None else None
+
+    async def get(self, account_id: str) -> Account | None:
+        key = rows.account_uuid(account_id)
+        if key is None:
+            return None
+        row = await self._pool.fetchrow(
+            "SELECT id, email, name, created_at, last_login_at FROM accounts WHERE id = $1", key
+        )
+        return rows.account(row) if row is not None else None
+
+    async def create_with_identity(
+        self, verified: VerifiedIdentity, now: dt.datetime
+    ) -> tuple[Account, bool]:
+        identity = verified.identity
+        now = rows.utc(now)
+        for _ in range(_ATTEMPTS):
+            async with self._pool.acquire() as conn:
+                try:
+                    # The account and its identity commit together or not at all: a loser of
+                    # the race rolls its account back, so no account is left without identity.
+                    async with conn.transaction():
+                        account_row = await conn.fetchrow(
+                            """
+                            INSERT INTO accounts (id, email, name, profile, created_at)
+                            VALUES ($1, $2, $3, $4::jsonb, $5)
+                            RETURNING id, email, name, created_at, last_login_at
+                            """,
+                            uuid.uuid4(),
+                            verified.email,
+                            verified.name,
+                            rows.profile_json(verified.profile),
+                            now,
+                        )
+                        assert account_row is not None
+                        # Waits for a concurrent uncommitted insert of the same key, then does
+                        # nothing if that one committed.
+                        won = await conn.fetchval(
+                            """
+                            INSERT INTO identities
+                                (provider, subject, account_id, email, linked_at, is_primary)
+                            VALUES ($1, $2, $3, $4, $5, true)
+                            ON CONFLICT (provider, subject) DO NOTHING
+                            RETURNING true
+                            """,
+                            identity.provider,
+                            identity.subject,
+                            account_row["id"],
+                            verified.email,
+                            now,
+                        )
+                        if not won:
+                            raise _LostRace
+                    return rows.account(account_row), True
+                except _LostRace:
+                    pass
+                winner = await conn.fetchrow(
+                    _ACCOUNT_BY_IDENTITY, identity.provider, identity.subject
+                )
+                if winner is not None:
+                    return rows.account(winner), False
+            # The holder vanished between the conflict and the read (unlinked): try again.
+        raise RuntimeError(f"could not create or find the account of {identity}")
+
+    async def link_identity(
+        self, account_id: str, verified: VerifiedIdentity, now: dt.datetime
+    ) -> None:
+        key = rows.account_uuid(account_id)
+        if key is None:
+            raise KeyError(account_id)
+        identity = verified.identity
+        async with self._pool.acquire() as conn:
+            for _ in range(_ATTEMPTS):
+                try:
+                    inserted = await conn.fetchval(
+                        """
+                        INSERT INTO identities
+                            (provider, subject, account_id, email, linked_at, is_primary)
+                        VALUES ($1, $2, $3, $4, $5, false)
+                        ON CONFLICT (provider, subject) DO NOTHING
+                        RETURNING true
+                        """,
+                        identity.provider,
+                        identity.subject,
+                        key,
+                        verified.email,
+                        rows.utc(now),
+                    )
+                except asyncpg.ForeignKeyViolationError:
+                    raise KeyError(account_id) from None
+                if inserted:
+                    return
+                holder = await conn.fetchval(
+                    "SELECT account_id FROM identities WHERE provider = $1 AND subject = $2",
+                    identity.provider,
+                    identity.subject,
+                )
+                if holder is not None:
+                    if holder != key:
+                        raise IdentityTaken(str(identity))
+                    return  # already this account's: idempotent
+        raise RuntimeError(f"could not link {identity}")
+
+    async def unlink_identity(self, account_id: str, provider: str) -> bool:
+        key = rows.account_uuid(account_id)
+        if key is None:
+            return False
+        async with self._pool.acquire() as conn, conn.transaction():
+            # Serialises unlinks of one account: two concurrent unlinks of its last two
+            # identities must not both see "another one remains". NO KEY UPDATE does not
+            # block inserting identities (their foreign key takes KEY SHARE).
+            exists = await conn.fetchval(
+                "SELECT true FROM accounts WHERE id = $1 FOR NO KEY UPDATE", key
+            )
+            if not exists:
+                return False
+            providers = await conn.fetch(
+                "SELECT provider FROM identities WHERE account_id = $1 FOR UPDATE", key
+            )
+            targets = [r for r in providers if r["provider"] == provider]
+            if not targets:
+                return False
+            if len(targets) == len(providers):
+                raise LastIdentityError(account_id)
+            await conn.execute(
+                "DELETE FROM identities WHERE account_id = $1 AND provider = $2", key, provider
+            )
+            return True
+
+    async def record_login(self, account_id: str, now: dt.datetime) -> None:
+        key = rows.account_uuid(account_id)
+        if key is None:
+            return
+        await self._pool.execute(
+            "UPDATE accounts SET last_login_at = $2 WHERE id = $1", key, rows.utc(now)
+        )
+
+    async def list_identities(self, account_id: str) -> list[LinkedIdentity]:
+        key = rows.account_uuid(account_id)
+        if key is None:
+            return []
+        found = await self._pool.fetch(
+            """
+            SELECT account_id, provider, subject, email, linked_at, is_primary
+            FROM identities WHERE account_id = $1
+            ORDER BY linked_at, is_primary DESC, provider, subject
+            """,
+            key,
+        )
+        return [rows.linked_identity(r) for r in found]

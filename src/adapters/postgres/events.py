@@ -1,0 +1,72 @@
+"""The sign-in event log in PostgreSQL."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import asyncpg
+
+from authgate.domain.model import SignInEvent
+
+from . import rows
+from .housekeeping import PeriodicPurge
+
+DEFAULT_RETENTION = dt.timedelta(days=90)
+DEFAULT_PURGE_INTERVAL = dt.timedelta(minutes=5)
+
+
+class PostgresEvents:
+    """:class:`~authgate.ports.events.SignInEventLog` on an asyncpg pool.
+
+    ``record`` triggers, at most once per ``purge_interval``, the removal of events older than
+    ``retention`` (relative to the recorded event's time).
+    """
+
+    def __init__(
+        self,
+        pool: asyncpg.Pool,
+        retention: dt.timedelta = DEFAULT_RETENTION,
+        purge_interval: dt.timedelta = DEFAULT_PURGE_INTERVAL,
+    ) -> None:
+        self._pool = pool
+        self._retention = retention
+        self._last_at: dt.datetime | None = None
+        self.housekeeping = PeriodicPurge("old sign-in events", self._purge, purge_interval)
+
+    async def record(self, event: SignInEvent) -> None:
+        at = rows.utc(event.at)
+        await self._pool.execute(
+            """
+            INSERT INTO sign_in_events
+                (at, provider, outcome, client_address, user_agent, account_id, detail)
+            VALUES ($1, $2, $3, $4, $5, $6, $7)
+            """,
+            at,
+            event.provider,
+            event.outcome.value,
+            event.client_address,
+            event.user_agent,
+            event.account_id,
+            event.detail,
+        )
+        self._last_at = at
+        self.housekeeping.trigger()
+
+    async def recent(self, limit: int = 100) -> list[SignInEvent]:
+        found = await self._pool.fetch(
+            """
+            SELECT at, provider, outcome, client_address, user_agent, account_id, detail
+            FROM sign_in_events ORDER BY at DESC, id DESC LIMIT $1
+            """,
+            max(limit, 0),
+        )
+        return [rows.sign_in_event(r) for r in found]
+
+    async def purge_before(self, cutoff: dt.datetime) -> int:
+        status = await self._pool.execute(
+            "DELETE FROM sign_in_events WHERE at < $1", rows.utc(cutoff)
+        )
+        return rows.affected(status)
+
+    async def _purge(self) -> int:
+        return await self.purge_before(self._last_at - self._retention) if self._last_at else 0

@@ -1,0 +1,95 @@
+"""Conversions between asyncpg records and the domain's records."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import uuid
+from collections.abc import Mapping
+from typing import Any
+
+import asyncpg
+
+from authgate.domain.model import (
+    Account,
+    Intent,
+    LinkedIdentity,
+    Outcome,
+    PendingSignIn,
+    ProviderIdentity,
+    SignInEvent,
+)
+
+
+def utc(value: dt.datetime) -> dt.datetime:
+    """An aware datetime; a naive one is taken as UTC (timestamptz would read it as UTC too)."""
+    return value if value.tzinfo is not None else value.replace(tzinfo=dt.UTC)
+
+
+def account_uuid(account_id: str) -> uuid.UUID | None:
+    """The account id as a UUID, or None for a value that cannot be an account id here."""
+    try:
+        return uuid.UUID(account_id)
+    except (ValueError, TypeError, AttributeError):
+        return None
+
+
+def profile_json(profile: Mapping[str, Any]) -> str:
+    # default=str: a provider's claim of an odd type is kept as text rather than failing.
+    return json.dumps(dict(profile), default=str, separators=(",", ":"))
+
+
+def account(row: asyncpg.Record) -> Account:
+    return Account(
+        id=str(row["id"]),
+        email=row["email"],
+        name=row["name"],
+        created_at=row["created_at"],
+        last_login_at=row["last_login_at"],
+    )
+
+
+def linked_identity(row: asyncpg.Record) -> LinkedIdentity:
+    return LinkedIdentity(
+        account_id=str(row["account_id"]),
+        identity=ProviderIdentity(row["provider"], row["subject"]),
+        email=row["email"],
+        linked_at=row["linked_at"],
+        is_primary=row["is_primary"],
+    )
+
+
+def pending_sign_in(row: asyncpg.Record) -> PendingSignIn:
+    return PendingSignIn(
+        state=row["state"],
+        provider=row["provider"],
+        redirect_uri=row["redirect_uri"],
+        intent=Intent(row["intent"]),
+        code_verifier=row["code_verifier"],
+        nonce=row["nonce"],
+        binding_hash=row["binding_hash"],
+        created_at=row["created_at"],
+        expires_at=row["expires_at"],
+        return_to=row["return_to"],
+        account_id=row["account_id"],
+    )
+
+
+def sign_in_event(row: asyncpg.Record) -> SignInEvent:
+    return SignInEvent(
+        at=row["at"],
+        provider=row["provider"],
+        outcome=Outcome(row["outcome"]),
+        client_address=row["client_address"],
+        user_agent=row["user_agent"],
+        account_id=row["account_id"],
+        detail=row["detail"],
+    )
+
+
+def affected(status: str) -> int:
+    """The row count of a command status such as ``DELETE 3``."""
+    try:
+        return int(status.rsplit(" ", 1)[-1])
+    except ValueError:
+        return 0

@@ -1,0 +1,124 @@
+"""One asyncpg pool shared by the PostgreSQL adapters, opened and closed as a unit."""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import logging
+from urllib.parse import urlsplit, urlunsplit
+
+import asyncpg
+
+from . import events, state
+from .accounts import PostgresAccounts
+from .events import PostgresEvents
+from .migrations import check_schema
+from .state import PostgresStates
+
+log = logging.getLogger("authgate.storage")
+
+
+class DatabaseUnavailable(Exception):
+    """The database cannot be reached or refused the connection (one line, no password)."""
+
+
+class PostgresStore:
+    """The accounts, state and event adapters on one pool, with readiness and shutdown.
+
+    Connection loss needs no handling by callers: an operation during an outage raises
+    (``OSError``, ``asyncpg.PostgresConnectionError``, ``asyncpg.InterfaceError`` or
+    ``TimeoutError``), and asyncpg replaces a broken connection at its next acquire, so the
+    same pool serves again once the server is back.
+    """
+
+    def __init__(
+        self,
+        pool: asyncpg.Pool,
+        *,
+        ping_timeout: float = 1.0,
+        event_retention: dt.timedelta = events.DEFAULT_RETENTION,
+        purge_interval: dt.timedelta = state.DEFAULT_PURGE_INTERVAL,
+    ) -> None:
+        self.pool = pool
+        self.accounts = PostgresAccounts(pool)
+        self.states = PostgresStates(pool, purge_interval)
+        self.events = PostgresEvents(pool, event_retention, purge_interval)
+        self._ping_timeout = ping_timeout
+
+    async def ping(self) -> None:
+        """Readiness: a round trip to the server within the ping timeout; raises otherwise."""
+        async with asyncio.timeout(self._ping_timeout), self.pool.acquire() as conn:
+            await conn.fetchval("SELECT 1")
+
+    async def housekeeping_idle(self) -> None:
+        """Wait for running background purges (tests use it to observe their effect)."""
+        await self.states.housekeeping.wait()
+        await self.events.housekeeping.wait()
+
+    async def close(self, grace: float = 10.0) -> None:
+        """Stop background purges and close the pool (forcibly after ``grace`` seconds)."""
+        await self.states.housekeeping.close()
+        await self.events.housekeeping.close()
+        try:
+            await asyncio.wait_for(self.pool.close(), grace)
+        except TimeoutError:
+            log.warning("closing the PostgreSQL pool timed out; terminating its connections")
+            self.pool.terminate()
+
+
+async def open_postgres(
+    url: str,
+    min_size: int = 1,
+    max_size: int = 10,
+    timeout: float = 5.0,  # noqa: ASYNC109 - a setting passed to the pool, not a deadline
+    *,
+    ping_timeout: float = 1.0,
+    event_retention: dt.timedelta = events.DEFAULT_RETENTION,
+    purge_interval: dt.timedelta = state.DEFAULT_PURGE_INTERVAL,
+    check: bool = True,
+) -> PostgresStore:
+    """Open a pool on ``url`` (``postgresql://user:pass@host:port/db``) and the adapters on it.
+
+    ``timeout`` bounds connecting and every command. With ``check`` (the default), refuse a
+    database whose schema is behind (:class:`~.migrations.SchemaBehind`, naming
+    ``authgate migrate --config FILE``). An unreachable server raises
+    :class:`DatabaseUnavailable`.
+    """
+    try:
+        pool = await asyncpg.create_pool(
+            url,
+            min_size=min_size,
+            max_size=max_size,
+            timeout=timeout,
+            command_timeout=timeout,
+            server_settings={"application_name": "authgate"},
+        )
+    except (OSError, TimeoutError, asyncpg.PostgresError, asyncpg.InterfaceError) as e:
+        reason = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        raise DatabaseUnavailable(f"cannot connect to PostgreSQL at {redact(url)}: {reason}") from e
+    try:
+        if check:
+            await check_schema(pool)
+    except BaseException:
+        await pool.close()
+        raise
+    return PostgresStore(
+        pool,
+        ping_timeout=ping_timeout,
+        event_retention=event_retention,
+        purge_interval=purge_interval,
+    )
+
+
+def redact(url: str) -> str:
+    """The URL without its password, for messages and logs."""
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    host = parts.hostname or ""
+    if ":" in host:
+        host = f"[{host}]"
+    netloc = f"{parts.username}:***@{host}" if parts.username else f"***@{host}"
+    if parts.port is not None:
+        netloc += f":{parts.port}"
+    return urlunsplit(parts._replace(netloc=netloc))

@@ -1,0 +1,69 @@
+"""One aiosqlite connection shared by the SQLite adapters, and the conversions they share.
+
+aiosqlite runs the connection on its own thread; an :class:`asyncio.Lock` gives each operation
+the connection to itself, so a transaction never interleaves with another coroutine's
+statements. Changes of several statements run in ``BEGIN IMMEDIATE`` (the write lock up
+front: another process on the same file waits up to ``busy_timeout`` instead of failing late).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+import aiosqlite
+
+BUSY_TIMEOUT_MS = 5000
+
+
+class Database:
+    """The connection and the lock that gives it to one operation at a time."""
+
+    def __init__(self, conn: aiosqlite.Connection) -> None:
+        self.conn = conn
+        self._lock = asyncio.Lock()
+
+    @asynccontextmanager
+    async def use(self) -> AsyncIterator[aiosqlite.Connection]:
+        """The connection, alone, for single statements (each commits on its own)."""
+        async with self._lock:
+            yield self.conn
+
+    @asynccontextmanager
+    async def transaction(self) -> AsyncIterator[aiosqlite.Connection]:
+        """The connection, alone, inside ``BEGIN IMMEDIATE`` … ``COMMIT`` (rolled back when
+        the block raises)."""
+        async with self._lock:
+            await self.conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield self.conn
+            except BaseException:
+                await self.conn.execute("ROLLBACK")
+                raise
+            await self.conn.execute("COMMIT")
+
+    async def close(self) -> None:
+        async with self._lock:
+            await self.conn.close()
+
+
+def utc(value: dt.datetime) -> dt.datetime:
+    """An aware UTC datetime (naive is taken as UTC)."""
+    if value.tzinfo is None:
+        return value.replace(tzinfo=dt.UTC)
+    return value.astimezone(dt.UTC)
+
+
+def ts(value: dt.datetime) -> str:
+    """A time as stored: UTC ISO 8601 with microseconds."""
+    return utc(value).isoformat(timespec="microseconds")
+
+
+def parse_ts(value: str) -> dt.datetime:
+    return dt.datetime.fromisoformat(value)
+
+
+def parse_opt_ts(value: str | None) -> dt.datetime | None:
+    return dt.datetime.fromisoformat(value) if value is not None else None

@@ -1,0 +1,75 @@
+"""The sign-in event log in SQLite."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+from authgate.domain.model import Outcome, SignInEvent
+
+from .db import Database, parse_ts, ts
+from .housekeeping import PeriodicPurge
+
+DEFAULT_RETENTION = dt.timedelta(days=90)
+DEFAULT_PURGE_INTERVAL = dt.timedelta(minutes=5)
+
+
+class SqliteEvents:
+    """:class:`~authgate.ports.events.SignInEventLog` in a SQLite file. ``record`` drops
+    events older than ``retention`` at most once per ``purge_interval``."""
+
+    def __init__(
+        self,
+        db: Database,
+        retention: dt.timedelta = DEFAULT_RETENTION,
+        purge_interval: dt.timedelta = DEFAULT_PURGE_INTERVAL,
+    ) -> None:
+        self._db = db
+        self._retention = retention
+        self.housekeeping = PeriodicPurge("old sign-in events", purge_interval)
+
+    async def record(self, event: SignInEvent) -> None:
+        async with self._db.use() as conn:
+            await conn.execute(
+                """
+                INSERT INTO sign_in_events
+                    (at, provider, outcome, client_address, user_agent, account_id, detail)
+                VALUES (?, ?, ?, ?, ?, ?, ?)
+                """,
+                (
+                    ts(event.at),
+                    event.provider,
+                    event.outcome.value,
+                    event.client_address,
+                    event.user_agent,
+                    event.account_id,
+                    event.detail,
+                ),
+            )
+        await self.housekeeping.maybe_run(lambda: self.purge_before(event.at - self._retention))
+
+    async def recent(self, limit: int = 100) -> list[SignInEvent]:
+        async with self._db.use() as conn:
+            rows = await conn.execute_fetchall(
+                """
+                SELECT at, provider, outcome, client_address, user_agent, account_id, detail
+                FROM sign_in_events ORDER BY at DESC, id DESC LIMIT ?
+                """,
+                (max(limit, 0),),
+            )
+        return [
+            SignInEvent(
+                at=parse_ts(r[0]),
+                provider=r[1],
+                outcome=Outcome(r[2]),
+                client_address=r[3],
+                user_agent=r[4],
+                account_id=r[5],
+                detail=r[6],
+            )
+            for r in rows
+        ]
+
+    async def purge_before(self, cutoff: dt.datetime) -> int:
+        async with self._db.use() as conn:
+            cursor = await conn.execute("DELETE FROM sign_in_events WHERE at < ?", (ts(cutoff),))
+            return cursor.rowcount

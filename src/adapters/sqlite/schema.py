@@ -1,0 +1,100 @@
+"""The SQLite schema, applied by the adapter when it opens the file (no separate migrate step).
+
+``PRAGMA user_version`` records how many of :data:`VERSIONS` are applied; each version's
+statements run in one ``BEGIN IMMEDIATE`` transaction that re-reads the version first, so two
+processes opening a new file at once apply it once. Times are ISO 8601 text in UTC with
+microseconds (``2024-05-01T12:00:00.000000+00:00``), which sorts like the times it encodes.
+"""
+
+from __future__ import annotations
+
+import aiosqlite
+
+VERSIONS: list[list[str]] = [
+    [
+        """
+        CREATE TABLE accounts (
+            id            TEXT PRIMARY KEY,
+            email         TEXT,
+            name          TEXT,
+            profile       TEXT NOT NULL DEFAULT '{}',
+            created_at    TEXT NOT NULL,
+            last_login_at TEXT
+        )
+        """,
+        # The unique constraint behind race-safe account creation (spec 2.8's account key).
+        """
+        CREATE TABLE identities (
+            provider   TEXT NOT NULL,
+            subject    TEXT NOT NULL,
+            account_id TEXT NOT NULL REFERENCES accounts (id) ON DELETE CASCADE,
+            email      TEXT,
+            linked_at  TEXT NOT NULL,
+            is_primary INTEGER NOT NULL DEFAULT 0,
+            PRIMARY KEY (provider, subject)
+        )
+        """,
+        "CREATE INDEX identities_account_idx ON identities (account_id, linked_at)",
+        """
+        CREATE TABLE sign_in_states (
+            state         TEXT PRIMARY KEY,
+            provider      TEXT NOT NULL,
+            redirect_uri  TEXT NOT NULL,
+            intent        TEXT NOT NULL,
+            code_verifier TEXT,
+            nonce         TEXT,
+            binding_hash  TEXT NOT NULL,
+            created_at    TEXT NOT NULL,
+            expires_at    TEXT NOT NULL,
+            return_to     TEXT,
+            account_id    TEXT
+        )
+        """,
+        "CREATE INDEX sign_in_states_expires_idx ON sign_in_states (expires_at)",
+        """
+        CREATE TABLE sign_in_events (
+            id             INTEGER PRIMARY KEY AUTOINCREMENT,
+            at             TEXT NOT NULL,
+            provider       TEXT NOT NULL,
+            outcome        TEXT NOT NULL,
+            client_address TEXT,
+            user_agent     TEXT,
+            account_id     TEXT,
+            detail         TEXT
+        )
+        """,
+        "CREATE INDEX sign_in_events_at_idx ON sign_in_events (at)",
+    ],
+]
+
+
+class SchemaTooNew(Exception):
+    """The file was written by a newer version of the service."""
+
+
+async def apply(conn: aiosqlite.Connection) -> list[int]:
+    """Bring the schema up to date; returns the versions applied."""
+    applied: list[int] = []
+    while True:
+        await conn.execute("BEGIN IMMEDIATE")
+        try:
+            async with conn.execute("PRAGMA user_version") as cursor:
+                row = await cursor.fetchone()
+            current = int(row[0]) if row else 0
+            if current > len(VERSIONS):
+                raise SchemaTooNew(
+                    f"the database file has schema version {current}; this version of "
+                    f"authgate knows up to {len(VERSIONS)}"
+                )
+            if current == len(VERSIONS):
+                await conn.execute("COMMIT")
+                return applied
+            for statement in VERSIONS[current]:
+                await conn.execute(statement)
+            # PRAGMA takes no bound parameter; the value is our own integer.
+            await conn.execute(f"PRAGMA user_version = {current + 1:d}")
+            await conn.execute("COMMIT")
+            applied.append(current + 1)
+        except BaseException:
+            await conn.execute("ROLLBACK")
+            raise

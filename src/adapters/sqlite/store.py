@@ -1,0 +1,91 @@
+"""The embedded store: the SQLite adapters on one file, opened and closed as a unit."""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import logging
+import os
+import sqlite3
+from pathlib import Path
+
+import aiosqlite
+
+from . import events, schema, state
+from .accounts import SqliteAccounts
+from .db import BUSY_TIMEOUT_MS, Database
+from .events import SqliteEvents
+from .state import SqliteStates
+
+log = logging.getLogger("authgate.storage")
+
+
+class SqliteUnavailable(Exception):
+    """The database file cannot be opened or initialised (one line, naming the file)."""
+
+
+class SqliteStore:
+    """The accounts, state and event adapters on one SQLite connection."""
+
+    def __init__(
+        self,
+        db: Database,
+        *,
+        path: str,
+        event_retention: dt.timedelta = events.DEFAULT_RETENTION,
+        purge_interval: dt.timedelta = state.DEFAULT_PURGE_INTERVAL,
+        ping_timeout: float = 1.0,
+    ) -> None:
+        self.path = path
+        self._db = db
+        self.accounts = SqliteAccounts(db)
+        self.states = SqliteStates(db, purge_interval)
+        self.events = SqliteEvents(db, event_retention, purge_interval)
+        self._ping_timeout = ping_timeout
+
+    async def ping(self) -> None:
+        """Readiness: the file answers a query within the ping timeout; raises otherwise."""
+        async with asyncio.timeout(self._ping_timeout), self._db.use() as conn:
+            await conn.execute_fetchall("SELECT 1")
+
+    async def close(self) -> None:
+        await self._db.close()
+
+
+async def open_sqlite(
+    path: str | os.PathLike[str],
+    *,
+    event_retention: dt.timedelta = events.DEFAULT_RETENTION,
+    purge_interval: dt.timedelta = state.DEFAULT_PURGE_INTERVAL,
+    ping_timeout: float = 1.0,
+) -> SqliteStore:
+    """Open (creating it and its parent folders on first start) the SQLite file at ``path``,
+    bring its schema up to date and return the adapters on it. ``":memory:"`` gives a
+    private in-memory database. Raises :class:`SqliteUnavailable` with a one-line reason."""
+    where = os.fspath(path)
+    try:
+        if where != ":memory:":
+            Path(where).parent.mkdir(parents=True, exist_ok=True)
+        conn = await aiosqlite.connect(where, isolation_level=None)
+    except (OSError, sqlite3.Error) as e:
+        raise SqliteUnavailable(f"cannot open the SQLite database {where}: {e}") from e
+    try:
+        await conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS:d}")
+        await conn.execute("PRAGMA journal_mode = WAL")
+        await conn.execute("PRAGMA synchronous = NORMAL")  # durable with WAL except power loss
+        await conn.execute("PRAGMA foreign_keys = ON")
+        applied = await schema.apply(conn)
+    except BaseException as e:
+        await conn.close()
+        if isinstance(e, sqlite3.Error | schema.SchemaTooNew):
+            raise SqliteUnavailable(f"cannot use the SQLite database {where}: {e}") from e
+        raise
+    if applied:
+        log.info("SQLite database %s: schema version %d applied", where, applied[-1])
+    return SqliteStore(
+        Database(conn),
+        path=where,
+        event_retention=event_retention,
+        purge_interval=purge_interval,
+        ping_timeout=ping_timeout,
+    )

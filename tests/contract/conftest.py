@@ -1,0 +1,27 @@
+"""Each contract suite runs once per adapter: the fixture ``store`` is parametrized by kind."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from tests.support.stores import KINDS, Store, open_store
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    # The PostgreSQL fixtures, unless tests/conftest.py already lists them in pytest_plugins.
+    if not config.pluginmanager.has_plugin("tests.support.postgres"):
+        config.pluginmanager.import_plugin("tests.support.postgres")
+
+
+@pytest.fixture(params=KINDS)
+async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Store]:
+    """A fresh, empty store of each kind (PostgreSQL: the run's database, tables emptied)."""
+    url = request.getfixturevalue("clean_postgres_url") if request.param == "postgres" else None
+    opened = await open_store(request.param, sqlite_path=tmp_path / "authgate.db", postgres_url=url)
+    try:
+        yield opened
+    finally:
+        await opened.close()

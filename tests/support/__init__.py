@@ -1,0 +1,1 @@
+"""Test support shared across suites (fixtures, store factories)."""

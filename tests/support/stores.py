@@ -1,0 +1,62 @@
+"""Every storage adapter behind one shape, for suites that run against each of them.
+
+``open_store(kind, ...)`` gives an object with ``.accounts``, ``.states``, ``.events``,
+``.ping()`` and ``.close()`` — the shape of :class:`~authgate.adapters.postgres.PostgresStore`
+and :class:`~authgate.adapters.sqlite.SqliteStore`; the memory adapters get a small bundle.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from pathlib import Path
+from typing import Literal, Protocol
+
+from authgate.adapters.memory import MemoryAccounts, MemoryEvents, MemoryStates
+from authgate.adapters.postgres import open_postgres
+from authgate.adapters.sqlite import open_sqlite
+from authgate.ports.accounts import AccountRepository
+from authgate.ports.events import SignInEventLog
+from authgate.ports.state import StateStore
+
+StoreKind = Literal["memory", "sqlite", "postgres"]
+KINDS: tuple[StoreKind, ...] = ("memory", "sqlite", "postgres")
+
+
+class Store(Protocol):
+    @property
+    def accounts(self) -> AccountRepository: ...
+    @property
+    def states(self) -> StateStore: ...
+    @property
+    def events(self) -> SignInEventLog: ...
+    async def ping(self) -> None: ...
+    async def close(self) -> None: ...
+
+
+class MemoryStore:
+    def __init__(self) -> None:
+        self.accounts = MemoryAccounts()
+        self.states = MemoryStates()
+        self.events = MemoryEvents()
+
+    async def ping(self) -> None:
+        return None
+
+    async def close(self) -> None:
+        return None
+
+
+async def open_store(
+    kind: StoreKind,
+    *,
+    sqlite_path: Path | None = None,
+    postgres_url: str | None = None,
+    purge_interval: dt.timedelta = dt.timedelta(minutes=5),
+) -> Store:
+    if kind == "memory":
+        return MemoryStore()
+    if kind == "sqlite":
+        assert sqlite_path is not None
+        return await open_sqlite(sqlite_path, purge_interval=purge_interval)
+    assert postgres_url is not None
+    return await open_postgres(postgres_url, 1, 10, 5.0, purge_interval=purge_interval)
