@@ -32,6 +32,10 @@ def main(argv: list[str] | None = None) -> int:
     except composition.StartupError as e:
         print(f"authgate: {e}", file=sys.stderr)
         return 2
+    except OSError as e:
+        # Typically the port is taken: one line, not a traceback.
+        print(f"authgate: cannot start: {e}", file=sys.stderr)
+        return 2
 
 
 def _run(command: str, config: Config) -> int:

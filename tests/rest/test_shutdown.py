@@ -155,3 +155,33 @@ async def read_line_containing(stream: asyncio.StreamReader, expected: str) -> s
             seen.append(line)
             if expected in line:
                 return line.strip()
+
+
+async def test_port_in_use_is_one_line_not_a_traceback(tmp_path: Path) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        config = write_config(tmp_path, port)
+        with config.open("a") as f:
+            f.write("environment: development\n")
+            f.write("database: {url: 'memory://'}\n")
+            f.write("session: {generate_keys: true}\n")
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable,
+            "-m",
+            "authgate.entrypoints.cli",
+            "serve",
+            "--config",
+            str(config),
+            cwd=tmp_path,
+            stderr=asyncio.subprocess.PIPE,
+        )
+        async with asyncio.timeout(STARTUP_SECONDS):
+            _, err = await proc.communicate()
+    assert proc.returncode == 2
+    lines = err.decode().splitlines()
+    assert "Traceback" not in err.decode()
+    assert lines[-1].startswith("authgate: cannot start: ")
+    assert "address already in use" in lines[-1]
+    assert str(port) in lines[-1]
