@@ -139,7 +139,10 @@ async def test_body_that_is_not_an_object(serve: Serve) -> None:
     }
 
 
-@pytest.mark.parametrize("raw", [b"{", b"{'name': 1}", b"\xff\xfe{", b"nul"])
+@pytest.mark.parametrize(
+    "raw",
+    [b"{", b"{'name': 1}", b"\xff\xfe{", b"nul", b'{"height": NaN}', b'{"height": -Infinity}'],
+)
 async def test_invalid_json_is_400(serve: Serve, raw: bytes) -> None:
     client, received = await person_client(serve)
     resp = await client.post("/people", data=raw, headers={"Content-Type": "application/json"})

@@ -160,7 +160,7 @@ class Invoker:
         if not _is_json(request.content_type):
             raise layer_error(415, "request body must be application/json")
         try:
-            data = json.loads(raw)
+            data = json.loads(raw, parse_constant=_not_json)
         except (ValueError, UnicodeDecodeError) as e:
             raise layer_error(400, f"invalid JSON in request body: {e}") from None
         try:
@@ -186,6 +186,11 @@ class Invoker:
         return web.Response(
             body=payload.encode(), status=status, headers=headers, content_type=JSON_CONTENT_TYPE
         )
+
+
+def _not_json(constant: str) -> Any:
+    # Python's json accepts NaN and ±Infinity; JSON (RFC 8259) does not.
+    raise ValueError(f"{constant} is not a JSON value")
 
 
 def _is_json(content_type: str) -> bool:
