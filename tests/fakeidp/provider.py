@@ -77,6 +77,7 @@ class FakeProvider:
     * ``tamper`` (:class:`Tamper`) — how the next ID tokens are forged;
     * ``claim_overrides`` — claims set (or removed with ``None``) in every ID token;
     * ``discovery_down``, ``jwks_down``, ``userinfo_down``, ``profile_down`` — answer 500;
+    * ``jwks_delay_seconds`` — the JWKS answers late (to make concurrent fetches overlap);
     * ``discovery_overrides`` — fields replaced in the discovery document;
     * ``code_ttl_seconds``, ``allowed_redirect_uris``, ``send_user_json`` (apple),
       ``proof_secret`` (facebook: checks ``appsecret_proof`` against it instead of the secret).
@@ -123,6 +124,8 @@ class FakeProvider:
         self.discovery_down = False
         self.discovery_overrides: dict[str, Any] = {}
         self.jwks_down = False
+        self.jwks_delay_seconds = 0.0
+        self.extra_jwks: list[dict[str, Any]] = []  # published after the real keys
         self.userinfo_down = False
         self.profile_down = False
         self.code_ttl_seconds = 60.0
@@ -182,17 +185,21 @@ class FakeProvider:
             return ECKey.generate_key("P-256", parameters=params, private=True)
         return _rsa_key(params)
 
-    def rotate_keys(self, *, keep_previous: bool = False) -> str:
+    def rotate_keys(self, *, keep_previous: bool = False, same_kid: bool = False) -> str:
         """Sign with a new key from now on; the JWKS publishes it (and the old one if kept).
+        ``same_kid`` gives the new key the old key's kid (a provider re-keying in place).
         Returns the new kid."""
         assert self.shape is not Shape.OAUTH, "no ID tokens, no keys"
+        old_kid = self.kid
         new = self._new_signing_key()
-        self.published = [new, *self.published] if keep_previous else [new]
+        if same_kid:
+            new = type(new).import_key(new.as_dict(private=True) | {"kid": old_kid})
+        self.published = [new, *self.published] if keep_previous and not same_kid else [new]
         self.signing_key = new
         return self.kid
 
     def jwks(self) -> dict[str, Any]:
-        return {"keys": [k.as_dict(private=False) for k in self.published]}
+        return {"keys": [*(k.as_dict(private=False) for k in self.published), *self.extra_jwks]}
 
     # -- codes and tokens -------------------------------------------------------------------
 

@@ -267,6 +267,9 @@ class FakeIdP:
         p = await self._provider(request)
         if p.shape is Shape.OAUTH:
             raise web.HTTPNotFound()
+        if p.jwks_delay_seconds:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._closing.wait(), timeout=p.jwks_delay_seconds)
         if p.jwks_down:
             return web.Response(status=500, text="jwks is down")
         return web.json_response(p.jwks())

@@ -69,6 +69,17 @@ async def test_leeway_accepts_small_skew(
         await sign_in(adapter, fake_idp)
 
 
+async def test_additional_issuers_are_accepted_exactly(
+    make_adapter: MakeAdapter, fake_idp: FakeIdP
+) -> None:
+    adapter = make_adapter("google", additional_issuers=["accounts.example"])
+    fake_idp.google.claim_overrides = {"iss": "accounts.example"}
+    assert (await sign_in(adapter, fake_idp)).identity.provider == "google"
+    fake_idp.google.claim_overrides = {"iss": "accounts.example/"}
+    with pytest.raises(VerificationFailed, match="issuer"):
+        await sign_in(adapter, fake_idp)
+
+
 async def test_exp_as_a_string_is_rejected(make_adapter: MakeAdapter, fake_idp: FakeIdP) -> None:
     fake_idp.google.claim_overrides = {"exp": "9999999999"}
     with pytest.raises(VerificationFailed, match="exp is not a number"):

@@ -40,12 +40,13 @@ class IdTokenVerifier:
         clock: Clock,
         issuer: str,
         client_id: str,
+        additional_issuers: Collection[str] = (),
         algorithms: Collection[str],
         leeway_seconds: float = 60.0,
     ) -> None:
         self._keys = keys
         self._clock = clock
-        self._issuer = issuer
+        self._issuers = frozenset({issuer, *additional_issuers})
         self._client_id = client_id
         self._algorithms = frozenset(algorithms)
         self._leeway = leeway_seconds
@@ -77,7 +78,7 @@ class IdTokenVerifier:
             raise ExchangeFailed(str(e)) from None
         key = _pick_key(keys, alg, kid)
         if key is None:  # unknown kid: the provider may have rotated its keys
-            keys = await self._keys.refresh(keys)
+            keys = await self._refresh(keys)
             key = _pick_key(keys, alg, kid)
             if key is None:
                 raise VerificationFailed(f"no key in the provider's key set for kid {_short(kid)}")
@@ -86,15 +87,21 @@ class IdTokenVerifier:
             return _verify_signature(token, key, alg)
         except VerificationFailed:
             # A key replaced under the same kid: look once more (rate-limited).
-            fresh = await self._keys.refresh(keys)
+            fresh = await self._refresh(keys)
             fresh_key = _pick_key(fresh, alg, kid) if fresh is not keys else None
             if fresh_key is None or fresh_key.as_dict() == key.as_dict():
                 raise
             return _verify_signature(token, fresh_key, alg)
 
+    async def _refresh(self, seen: KeySet) -> KeySet:
+        try:
+            return await self._keys.refresh(seen)
+        except KeySetUnavailable as e:
+            raise ExchangeFailed(str(e)) from None
+
     def _check_claims(self, claims: Mapping[str, Any], nonce: str | None) -> None:
         iss = claims.get("iss")
-        if not isinstance(iss, str) or iss != self._issuer:
+        if not isinstance(iss, str) or iss not in self._issuers:
             raise VerificationFailed(f"ID token iss {_short(iss)} is not the provider's issuer")
         aud = claims.get("aud")
         audiences = [aud] if isinstance(aud, str) else aud

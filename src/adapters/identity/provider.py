@@ -86,6 +86,7 @@ class OAuthIdentityProvider:
                 clock=clock,
                 issuer=settings.issuer,
                 client_id=settings.client_id,
+                additional_issuers=settings.additional_issuers,
                 algorithms=settings.id_token_algorithms,
                 leeway_seconds=settings.leeway_seconds,
             )

@@ -71,6 +71,9 @@ class ProviderSettings:
     response_mode: ResponseMode = "query"
     pkce: bool = True
     timeout_seconds: float = 10.0
+    additional_issuers: tuple[str, ...] = attrs.field(default=(), converter=_strings)
+    """Other exact ``iss`` values the provider uses for the same issuer (Google documents
+    ``accounts.google.com`` beside ``https://accounts.google.com``)."""
     # -- tuning (defaults follow the spec; tests shorten them) --------------------------------
     leeway_seconds: float = 60.0
     """Clock skew allowed on ``exp``, ``iat`` and ``nbf``."""

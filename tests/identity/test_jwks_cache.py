@@ -1,0 +1,288 @@
+"""The provider key set cache: 24 h, refetched on an unknown kid or a bad signature, single
+flight, rate-limited, keeping the last good set."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import json
+
+import pytest
+from joserfc.jwk import KeySet, RSAKey
+
+from authgate.adapters.identity.jwks import KeySetCache, KeySetUnavailable
+from authgate.ports.identity import ExchangeFailed, VerificationFailed
+from tests.fakeidp import FakeIdP, FakeUser, SettableClock, Tamper
+from tests.identity.conftest import MakeAdapter, sign_in
+
+DAY = 86400
+
+
+async def test_one_fetch_for_many_verifications(
+    make_adapter: MakeAdapter, fake_idp: FakeIdP
+) -> None:
+    adapter = make_adapter("google")
+    for i in range(5):
+        await sign_in(adapter, fake_idp, as_user=FakeUser(sub=f"user-{i}"))
+    nonce = "n"
+    tokens = [fake_idp.google.mint_id_token(nonce=nonce) for _ in range(20)]
+    await asyncio.gather(*(adapter.verify_id_token(t, nonce=nonce) for t in tokens))
+    assert fake_idp.google.hits["jwks"] == 1
+    assert fake_idp.google.hits["openid-configuration"] == 1
+
+
+async def test_refetched_after_24_hours(
+    make_adapter: MakeAdapter, fake_idp: FakeIdP, idp_clock: SettableClock
+) -> None:
+    adapter = make_adapter("google")
+    await sign_in(adapter, fake_idp)
+    idp_clock.advance(DAY - 10)
+    await sign_in(adapter, fake_idp)
+    assert fake_idp.google.hits["jwks"] == 1
+    idp_clock.advance(20)
+    await sign_in(adapter, fake_idp)
+    assert fake_idp.google.hits["jwks"] == 2
+
+
+@pytest.mark.parametrize("provider", ["google", "apple"])
+async def test_refetched_on_rotation(
+    make_adapter: MakeAdapter, fake_idp: FakeIdP, idp_clock: SettableClock, provider: str
+) -> None:
+    adapter = make_adapter(provider)
+    await sign_in(adapter, fake_idp)
+    fake_idp[provider].rotate_keys()
+    idp_clock.advance(61)
+    verified = await sign_in(adapter, fake_idp)
+    assert verified.identity.provider == provider
+    assert fake_idp[provider].hits["jwks"] == 2
+
+
+async def test_rotation_within_the_refetch_interval_waits_for_it(
+    make_adapter: MakeAdapter, fake_idp: FakeIdP, idp_clock: SettableClock
+) -> None:
+    adapter = make_adapter("google")
+    await sign_in(adapter, fake_idp)
+    fake_idp.google.rotate_keys()
+    with pytest.raises(VerificationFailed, match="no key"):
+        await sign_in(adapter, fake_idp)  # the set was fetched a moment ago: no refetch yet
+    assert fake_idp.google.hits["jwks"] == 1
+    idp_clock.advance(60)
+    await sign_in(adapter, fake_idp)
+    assert fake_idp.google.hits["jwks"] == 2
+
+
+async def test_refetch_interval_is_a_setting(make_adapter: MakeAdapter, fake_idp: FakeIdP) -> None:
+    adapter = make_adapter("google", jwks_min_refetch_seconds=0)
+    await sign_in(adapter, fake_idp)
+    fake_idp.google.rotate_keys()
+    await sign_in(adapter, fake_idp)
+    assert fake_idp.google.hits["jwks"] == 2
+
+
+async def test_key_replaced_under_the_same_kid_is_found_after_a_failed_signature(
+    make_adapter: MakeAdapter, fake_idp: FakeIdP, idp_clock: SettableClock
+) -> None:
+    adapter = make_adapter("google")
+    await sign_in(adapter, fake_idp)
+    old_kid = fake_idp.google.kid
+    assert fake_idp.google.rotate_keys(same_kid=True) == old_kid
+    idp_clock.advance(61)
+    await sign_in(adapter, fake_idp)
+    assert fake_idp.google.hits["jwks"] == 2
+
+
+async def test_bad_signature_refetches_once_then_fails(
+    make_adapter: MakeAdapter, fake_idp: FakeIdP, idp_clock: SettableClock
+) -> None:
+    adapter = make_adapter("google")
+    await sign_in(adapter, fake_idp)
+    idp_clock.advance(61)
+    token = fake_idp.google.mint_id_token(nonce="n", tamper=Tamper.OTHER_KEY_SAME_KID)
+    for _ in range(5):
+        with pytest.raises(VerificationFailed, match="signature"):
+            await adapter.verify_id_token(token, nonce="n")
+    assert fake_idp.google.hits["jwks"] == 2
+
+
+async def test_single_flight_under_20_concurrent_verifications_with_a_new_kid(
+    make_adapter: MakeAdapter, fake_idp: FakeIdP, idp_clock: SettableClock
+) -> None:
+    adapter = make_adapter("google")
+    await sign_in(adapter, fake_idp)
+    fake_idp.google.rotate_keys()
+    fake_idp.google.jwks_delay_seconds = 0.1  # the fetch is in flight while the others arrive
+    idp_clock.advance(61)
+    tokens = [
+        fake_idp.google.mint_id_token(FakeUser(sub=f"u{i}"), nonce=f"n{i}") for i in range(20)
+    ]
+    claims = await asyncio.gather(
+        *(adapter.verify_id_token(t, nonce=f"n{i}") for i, t in enumerate(tokens))
+    )
+    assert [c["sub"] for c in claims] == [f"u{i}" for i in range(20)]
+    assert fake_idp.google.hits["jwks"] == 2  # the first fetch and one shared refetch
+
+
+async def test_single_flight_through_concurrent_exchanges(
+    make_adapter: MakeAdapter, fake_idp: FakeIdP, idp_clock: SettableClock
+) -> None:
+    adapter = make_adapter("google", pkce=False)
+    g = fake_idp.google
+    g.jwks_delay_seconds = 0.05
+    redirect = "http://127.0.0.1/cb"
+    codes = [g.issue_code(redirect_uri=redirect, nonce=f"n{i}") for i in range(20)]
+    results = await asyncio.gather(
+        *(
+            adapter.exchange(code=c, redirect_uri=redirect, code_verifier=None, nonce=f"n{i}")
+            for i, c in enumerate(codes)
+        )
+    )
+    assert len(results) == 20
+    assert g.hits["jwks"] == 1
+    assert g.hits["openid-configuration"] == 1
+
+
+async def test_unknown_kid_flood_is_bounded(
+    make_adapter: MakeAdapter, fake_idp: FakeIdP, idp_clock: SettableClock
+) -> None:
+    adapter = make_adapter("google")
+    await sign_in(adapter, fake_idp)
+    idp_clock.advance(61)
+    flood = [fake_idp.google.mint_id_token(nonce="n", tamper=Tamper.UNKNOWN_KID) for _ in range(50)]
+    outcomes = await asyncio.gather(
+        *(adapter.verify_id_token(t, nonce="n") for t in flood), return_exceptions=True
+    )
+    assert all(isinstance(o, VerificationFailed) for o in outcomes)
+    for token in flood:  # and sequentially
+        with pytest.raises(VerificationFailed):
+            await adapter.verify_id_token(token, nonce="n")
+    assert fake_idp.google.hits["jwks"] == 2  # the first fetch, then one refetch per interval
+    idp_clock.advance(61)
+    for token in flood:
+        with pytest.raises(VerificationFailed):
+            await adapter.verify_id_token(token, nonce="n")
+    assert fake_idp.google.hits["jwks"] == 3
+
+
+async def test_last_good_set_is_kept_when_the_jwks_is_down(
+    make_adapter: MakeAdapter, fake_idp: FakeIdP, idp_clock: SettableClock
+) -> None:
+    adapter = make_adapter("google")
+    await sign_in(adapter, fake_idp)
+    fake_idp.google.jwks_down = True
+    idp_clock.advance(DAY + 1)  # the cached set is due for a refetch, which fails
+    verified = await sign_in(adapter, fake_idp)
+    assert verified.identity.provider == "google"
+    assert fake_idp.google.hits["jwks"] == 2
+    await sign_in(adapter, fake_idp)  # no new attempt within the refetch interval
+    assert fake_idp.google.hits["jwks"] == 2
+    idp_clock.advance(61)
+    fake_idp.google.rotate_keys()
+    with pytest.raises(VerificationFailed, match="no key"):  # the new key is unknowable yet
+        await sign_in(adapter, fake_idp)
+    fake_idp.google.jwks_down = False
+    idp_clock.advance(61)
+    await sign_in(adapter, fake_idp)
+
+
+async def test_no_key_set_at_all_is_an_exchange_failure(
+    make_adapter: MakeAdapter, fake_idp: FakeIdP, idp_clock: SettableClock
+) -> None:
+    adapter = make_adapter("google")
+    fake_idp.google.jwks_down = True
+    with pytest.raises(ExchangeFailed, match="key set answered HTTP 500"):
+        await sign_in(adapter, fake_idp)
+    fake_idp.google.jwks_down = False
+    with pytest.raises(ExchangeFailed, match="failed recently"):  # no hammering
+        await sign_in(adapter, fake_idp)
+    idp_clock.advance(61)
+    await sign_in(adapter, fake_idp)
+    assert fake_idp.google.hits["jwks"] == 2
+
+
+async def test_symmetric_private_and_encryption_keys_in_the_jwks_are_ignored(
+    make_adapter: MakeAdapter, fake_idp: FakeIdP
+) -> None:
+    g = fake_idp.google
+    leaked = RSAKey.generate_key(2048, parameters={"kid": "leaked"}, private=True)
+    g.extra_jwks = [
+        {"kty": "oct", "kid": "mac", "k": "c2VjcmV0LXNlY3JldC1zZWNyZXQtc2VjcmV0"},
+        leaked.as_dict(private=True),
+        {**g.jwks()["keys"][0], "kid": "for-encryption", "use": "enc"},
+        {"kty": "UNKNOWN-TYPE", "kid": "future"},
+    ]
+    adapter = make_adapter("google")
+    await sign_in(adapter, fake_idp)
+    keys = await adapter.key_set.get()
+    assert {k.kid for k in keys} == {g.kid, "for-encryption"}
+    assert all(k.key_type == "RSA" and not k.is_private for k in keys)
+    # a token naming the encryption key is not verified with it
+    token = g.mint_id_token(nonce="n")
+    head, body, signature = token.split(".")
+    header = json.loads(base64.urlsafe_b64decode(head + "=="))
+    header["kid"] = "for-encryption"
+    forged_head = base64.urlsafe_b64encode(json.dumps(header).encode()).rstrip(b"=").decode()
+    with pytest.raises(VerificationFailed):
+        await adapter.verify_id_token(f"{forged_head}.{body}.{signature}", nonce="n")
+
+
+# -- the cache alone, with a counting fetcher -------------------------------------------------
+
+
+class CountingFetcher:
+    def __init__(self, delay: float = 0.0) -> None:
+        self.calls = 0
+        self.fail = False
+        self.delay = delay
+        self.key = RSAKey.generate_key(2048, parameters={"kid": "k1"}, private=False)
+
+    async def __call__(self) -> KeySet:
+        self.calls += 1
+        await asyncio.sleep(self.delay)
+        if self.fail:
+            raise KeySetUnavailable("down")
+        return KeySet([self.key])
+
+
+async def test_cache_single_flight_on_first_use(idp_clock: SettableClock) -> None:
+    fetch = CountingFetcher(delay=0.05)
+    cache = KeySetCache(fetch, idp_clock, max_age_seconds=DAY, min_refetch_seconds=60)
+    sets = await asyncio.gather(*(cache.get() for _ in range(20)))
+    assert fetch.calls == 1
+    assert all(s is sets[0] for s in sets)
+
+
+async def test_cache_forced_refresh_is_rate_limited(idp_clock: SettableClock) -> None:
+    fetch = CountingFetcher()
+    cache = KeySetCache(fetch, idp_clock, max_age_seconds=DAY, min_refetch_seconds=60)
+    first = await cache.get()
+    assert await cache.refresh(first) is first
+    idp_clock.advance(60)
+    second = await cache.refresh(first)
+    assert second is not first
+    assert await cache.refresh(first) is second  # someone already replaced it
+    assert fetch.calls == 2
+
+
+async def test_cache_failed_refresh_keeps_the_last_good_set(idp_clock: SettableClock) -> None:
+    fetch = CountingFetcher()
+    cache = KeySetCache(fetch, idp_clock, max_age_seconds=DAY, min_refetch_seconds=60)
+    first = await cache.get()
+    fetch.fail = True
+    idp_clock.advance(DAY)
+    assert await cache.get() is first
+    assert await cache.refresh(first) is first
+    assert fetch.calls == 2
+
+
+async def test_cache_without_any_set_raises(idp_clock: SettableClock) -> None:
+    fetch = CountingFetcher()
+    fetch.fail = True
+    cache = KeySetCache(fetch, idp_clock, max_age_seconds=DAY, min_refetch_seconds=60)
+    with pytest.raises(KeySetUnavailable):
+        await cache.get()
+    with pytest.raises(KeySetUnavailable):
+        await cache.get()
+    assert fetch.calls == 1
+    fetch.fail = False
+    idp_clock.advance(61)
+    assert await cache.get()
