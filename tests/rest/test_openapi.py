@@ -390,3 +390,31 @@ def test_operation_ids_are_unique(serve: Serve) -> None:
     validate(doc)
     ids = [op["operationId"] for item in doc["paths"].values() for op in item.values()]
     assert len(ids) == len(set(ids))
+
+
+def _another_linked_provider() -> type:
+    @attrs.frozen
+    class LinkedProvider:
+        other: int
+
+    return LinkedProvider
+
+
+OtherLinkedProvider = _another_linked_provider()
+
+
+@attrs.frozen
+class Page:
+    mine: list[LinkedProvider]
+    theirs: list[OtherLinkedProvider]  # type: ignore[valid-type]
+
+
+def test_two_classes_of_one_name_are_refused() -> None:
+    api = Api("Example", "1.0.0")
+
+    @api.operation("GET", "/page", response=Page)
+    async def page(call: Call[None]) -> Page:
+        raise NotImplementedError
+
+    with pytest.raises(TypeError, match="two schemas named LinkedProvider"):
+        api.openapi()

@@ -30,6 +30,7 @@ class SchemaBuilder:
     def __init__(self) -> None:
         self.components: dict[str, Schema] = {}
         self._building: set[type] = set()
+        self._named: dict[str, type] = {}
 
     def object_schema(self, cls: type) -> Schema:
         """The inline object schema of an attrs class."""
@@ -51,6 +52,13 @@ class SchemaBuilder:
     def ref(self, cls: type) -> Schema:
         """A reference to the named component schema of an attrs class, registering it."""
         name = cls.__name__
+        owner = self._named.setdefault(name, cls)
+        if owner is not cls:
+            # Two classes, one component name: a silent $ref to the wrong schema otherwise.
+            raise TypeError(
+                f"two schemas named {name}: {owner.__module__}.{owner.__qualname__} and "
+                f"{cls.__module__}.{cls.__qualname__}"
+            )
         if name not in self.components and cls not in self._building:
             self._building.add(cls)
             try:
