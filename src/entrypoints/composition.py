@@ -8,6 +8,7 @@ document can be produced without opening anything.
 
 from __future__ import annotations
 
+import asyncio
 import datetime as dt
 import logging
 from collections.abc import Awaitable, Callable
@@ -16,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import aiohttp
+import asyncpg
 import attrs
 from aiohttp import web
 
@@ -26,6 +28,14 @@ from authgate.adapters.identity import (
     ProviderSettingsError,
 )
 from authgate.adapters.memory import MemoryAccounts, MemoryEvents, MemoryStates
+from authgate.adapters.postgres import (
+    DatabaseUnavailable,
+    MigrationsNotFound,
+    PostgresStore,
+    SchemaBehind,
+    open_postgres,
+)
+from authgate.adapters.postgres import migrate as postgres_migrate
 from authgate.adapters.ratelimit import LimitsRateLimiter
 from authgate.adapters.sessions import (
     JwtSessionTokens,
@@ -33,6 +43,7 @@ from authgate.adapters.sessions import (
     ephemeral_keys,
     load_or_create_keys,
 )
+from authgate.adapters.sqlite import SchemaTooNew, SqliteStore, SqliteUnavailable, open_sqlite
 from authgate.domain.signin import SignInPolicy, SignInService
 from authgate.entrypoints.config import Config
 from authgate.entrypoints.http.account import AccountOperations
@@ -127,8 +138,10 @@ def document(config: Config) -> dict[str, Any]:
     return build_api(config, resources).openapi()
 
 
-async def open_resources(config: Config) -> Resources:
-    """Open what the configuration names; on failure close what was opened and raise."""
+async def open_resources(config: Config, clock: Clock | None = None) -> Resources:
+    """Open what the configuration names; on failure close what was opened and raise.
+
+    ``clock`` replaces the system clock (tests move time with it)."""
     closers: list[Callable[[], Awaitable[Any]]] = []
     try:
         try:
@@ -153,7 +166,7 @@ async def open_resources(config: Config) -> Resources:
             )
         except ValueError as e:
             raise StartupError(f"ratelimit: {e}") from None
-        clock = SystemClock()
+        clock = clock or SystemClock()
         providers = _providers(config, http, clock)
         return Resources(
             accounts=accounts,
@@ -175,10 +188,43 @@ async def open_resources(config: Config) -> Resources:
 async def _open_store(
     config: Config, closers: list[Callable[[], Awaitable[Any]]]
 ) -> tuple[AccountRepository, StateStore, SignInEventLog, list[HealthCheck]]:
-    url = config.database.url
+    """The store ``database.url`` names, with its readiness check."""
+    db = config.database
+    url = db.url
+    store: PostgresStore | SqliteStore
     if url.startswith("memory://"):
         return MemoryAccounts(), MemoryStates(), MemoryEvents(), []
-    raise StartupError(f"database.url: unsupported database {url!r}")
+    if url.startswith(("postgresql://", "postgres://")):
+        try:
+            store = await open_postgres(
+                url,
+                db.pool_min_size,
+                db.pool_max_size,
+                db.timeout_seconds,
+                ping_timeout=db.readiness_timeout_seconds,
+            )
+        except (DatabaseUnavailable, SchemaBehind, MigrationsNotFound) as e:
+            raise StartupError(f"database: {e}") from None
+    elif url.startswith("sqlite:///"):
+        # sqlite:///relative/path, sqlite:////absolute/path (SQLAlchemy's convention)
+        path = url.removeprefix("sqlite:///")
+        try:
+            store = await open_sqlite(path, ping_timeout=db.readiness_timeout_seconds)
+        except (SqliteUnavailable, SchemaTooNew) as e:
+            raise StartupError(f"database: {e}") from None
+    else:
+        raise StartupError(
+            f"database.url: unsupported database {url!r} "
+            "(postgresql://…, sqlite:///path or memory://)"
+        )
+    closers.append(store.close)
+
+    async def ping() -> None:
+        await store.ping()
+
+    check = HealthCheck("database", ping, timeout=db.readiness_timeout_seconds + 0.5)
+    states: StateStore = MemoryStates() if config.state.store == "memory" else store.states
+    return store.accounts, states, store.events, [check]
 
 
 def _providers(
@@ -224,10 +270,12 @@ def _providers(
 
 
 async def create_app(
-    config: Config, build: Callable[[Api, Config], web.Application]
+    config: Config,
+    build: Callable[[Api, Config], web.Application],
+    clock: Clock | None = None,
 ) -> web.Application:
     """Open the resources and build the application that closes them on shutdown."""
-    resources = await open_resources(config)
+    resources = await open_resources(config, clock)
     app = build(build_api(config, resources), config)
 
     async def close(_: web.Application) -> None:
@@ -238,4 +286,17 @@ async def create_app(
 
 
 def migrate(config: Config) -> int:
-    raise StartupError("migrate: no database adapter is configured yet")
+    """``authgate migrate``: apply pending PostgreSQL migrations (SQLite migrates on open)."""
+    url = config.database.url
+    if not url.startswith(("postgresql://", "postgres://")):
+        print(f"authgate: nothing to migrate for {url.split(':', 1)[0]} databases")
+        return 0
+    try:
+        applied = asyncio.run(postgres_migrate(url))
+    except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError, MigrationsNotFound) as e:
+        raise StartupError(f"migrate: {e}") from None
+    if applied:
+        print(f"authgate: applied {len(applied)} migration(s): {', '.join(applied)}")
+    else:
+        print("authgate: the database schema is up to date")
+    return 0
