@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import attrs
+import pytest
 
-from authgate.entrypoints.rest import API_VERSION_HEADER, Api, Call
+from authgate.entrypoints.rest import API_VERSION_HEADER, Api, Call, header
 
 from .conftest import Serve
 
@@ -81,3 +82,15 @@ async def test_header_versioned_group(serve: Serve) -> None:
             "schema": {"type": "string", "pattern": r"^v\d+$"},
         }
     ]
+
+
+def test_a_parameter_declared_twice_is_refused() -> None:
+    api = Api("Example", "1.0.0")
+    versioned = api.group("/v1", params=[API_VERSION_HEADER])
+
+    async def greet(call: Call[None]) -> Greeting:
+        return Greeting("hi")
+
+    with pytest.raises(ValueError, match="header parameter api-version is declared twice"):
+        versioned.operation("GET", "/greetings", params=[header("api-version")])(greet)
+    assert api.operations == []

@@ -110,6 +110,15 @@ class Api:
         for other in self.operations:
             if other.method == op.method and other.path == op.path:
                 raise ValueError(f"{op.method} {op.path} is registered twice")
+        # A parameter declared twice (by a group and again by the operation, say) would make
+        # the OpenAPI document invalid; header names are case-insensitive.
+        declared: set[tuple[Location, str]] = set()
+        for p in op.params:
+            key = (p.location, p.name.lower() if p.location is Location.HEADER else p.name)
+            if key in declared:
+                where = f"{op.method} {op.path}: {p.location.value} parameter"
+                raise ValueError(f"{where} {p.name} is declared twice")
+            declared.add(key)
         self.operations.append(op)
 
     # -- serving ----------------------------------------------------------------------------
