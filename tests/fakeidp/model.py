@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import enum
 from typing import Any
+from urllib.parse import urlsplit
 
 import attrs
 
@@ -109,6 +110,12 @@ class Callback:
     method: str
     url: str
     params: dict[str, str]
+
+    @property
+    def path_qs(self) -> str:
+        """The callback's path and query, for a test client of the service (GET callbacks)."""
+        parts = urlsplit(self.url)
+        return parts.path + (f"?{parts.query}" if parts.query else "")
 
     @property
     def code(self) -> str | None:

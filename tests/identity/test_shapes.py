@@ -353,3 +353,29 @@ async def test_apple_adapter_type(make_adapter: MakeAdapter) -> None:
     adapter = make_adapter("apple")
     assert isinstance(adapter, OAuthIdentityProvider)
     assert adapter.uses_nonce
+
+
+async def test_fake_config_is_a_valid_providers_section(fake_idp: FakeIdP) -> None:
+    """``fake.config(name)`` is what the service's YAML ``providers`` section takes."""
+    from authgate.entrypoints.config import parse
+
+    providers = {name: fake_idp.config(name) for name in ("google", "facebook", "apple")}
+    text = json.dumps(
+        {
+            "rest": {"port": 8080},
+            "otel": {"service": {"name": "t"}, "sdk": {"disabled": True}},
+            "providers": providers,
+        }
+    )
+    config = parse(text)  # JSON is YAML
+    assert list(config.providers) == ["google", "facebook", "apple"]
+    apple = config.providers["apple"]
+    assert apple.private_key_file is not None
+    assert apple.private_key_file == providers["apple"]["private_key_file"]
+    assert "PRIVATE KEY" in (fake_idp.settings("apple").private_key_pem or "")  # read from it
+
+
+async def test_callback_path_qs(make_adapter: MakeAdapter, fake_idp: FakeIdP) -> None:
+    started = await start(make_adapter("google"), fake_idp)
+    assert started.callback.method == "GET"
+    assert started.callback.path_qs.startswith("/v1/auth/google/callback?x=1&code=")

@@ -40,8 +40,8 @@ class IdTokenVerifier:
         clock: Clock,
         issuer: str,
         client_id: str,
-        additional_issuers: Collection[str] = (),
         algorithms: Collection[str],
+        additional_issuers: Collection[str] = (),
         leeway_seconds: float = 60.0,
     ) -> None:
         self._keys = keys
