@@ -1,3 +1,3 @@
 """Fixtures shared by every test folder (plugins under tests/support)."""
 
-pytest_plugins = ["tests.support.redis_server"]
+pytest_plugins = ["tests.support.redis_server", "tests.support.postgres"]

@@ -3,18 +3,23 @@
 from __future__ import annotations
 
 import copy
+import logging
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
+import attrs
 import pytest
 import yaml
-from aiohttp import web
-from aiohttp.test_utils import TestClient
+from aiohttp import ClientResponse, web
+from aiohttp.test_utils import TestClient, TestServer
 
 from authgate.entrypoints import composition
 from authgate.entrypoints.config import Config, parse
-from authgate.entrypoints.server import build_app
+from authgate.entrypoints.server import AccessLogger, build_app
+from authgate.ports.clock import Clock
+from tests.fakeidp import FakeIdP, FakeUser, SettableClock
+from tests.fakeidp.fixtures import fake_idp, http_session, idp_clock  # noqa: F401
 
 APP_URL = "https://app.example.com"
 
@@ -46,17 +51,97 @@ def merge(base: dict[str, Any], overrides: dict[str, Any]) -> dict[str, Any]:
 
 
 def load_config(tmp_path: Path, overrides: dict[str, Any]) -> Config:
-    return parse(yaml.safe_dump(merge(base_config(tmp_path), overrides)))
+    # sort_keys=False: the providers' order is the order of the error messages
+    return parse(yaml.safe_dump(merge(base_config(tmp_path), overrides), sort_keys=False))
 
 
 @pytest.fixture
 def make_service(aiohttp_client: Any, tmp_path: Path) -> MakeService:
-    """``await make_service({...overrides})``: a client of the whole service."""
+    """``await make_service({...overrides}, clock=...)``: a client of the whole service."""
 
-    async def start(overrides: dict[str, Any] | None = None) -> Client:
+    async def start(overrides: dict[str, Any] | None = None, clock: Clock | None = None) -> Client:
         config = load_config(tmp_path, overrides or {})
-        app = await composition.create_app(config, build_app)
-        client: Client = await aiohttp_client(app)
+        app = await composition.create_app(config, build_app, clock)
+        # The service's own access logger, as `authgate serve` runs it (no query strings).
+        server = TestServer(app)
+        await server.start_server(
+            access_log_class=AccessLogger, access_log=logging.getLogger("authgate.access")
+        )
+        client: Client = await aiohttp_client(server)
         return client
 
     return start
+
+
+CALLBACK_URL = "https://api.example.com/v1/auth/{name}/callback"
+PROVIDERS = ("google", "facebook", "apple")
+
+
+@attrs.define
+class SignIn:
+    """Drives sign-ins through the service and the fake provider, as a browser would."""
+
+    client: Client
+    idp: FakeIdP
+    clock: SettableClock
+
+    async def start(self, provider: str = "google", **query: str) -> ClientResponse:
+        params = {"redirect_uri": CALLBACK_URL.format(name=provider), **query}
+        headers = {"Accept": "application/json"}
+        return await self.client.get(f"/v1/auth/{provider}", params=params, headers=headers)
+
+    async def begin(self, provider: str = "google", **query: str) -> tuple[dict[str, Any], str]:
+        """Start a sign-in; returns the provider details and the binding cookie's value."""
+        response = await self.start(provider, **query)
+        assert response.status == 200, await response.text()
+        binding = response.cookies["authgate_binding"].value
+        return await response.json(), binding
+
+    async def callback(
+        self,
+        provider: str,
+        params: dict[str, str],
+        *,
+        binding: str | None,
+        method: str = "GET",
+        headers: dict[str, str] | None = None,
+    ) -> ClientResponse:
+        path = f"/v1/auth/{provider}/callback"
+        sent = dict(headers or {})
+        if binding is not None:
+            sent["Cookie"] = f"authgate_binding={binding}"
+        if method == "POST":
+            return await self.client.post(path, data=params, headers=sent, allow_redirects=False)
+        return await self.client.get(path, params=params, headers=sent, allow_redirects=False)
+
+    async def complete(
+        self,
+        provider: str = "google",
+        *,
+        user: FakeUser | None = None,
+        deny: bool = False,
+        headers: dict[str, str] | None = None,
+        **query: str,
+    ) -> ClientResponse:
+        """A whole sign-in: initiation, the provider's page, the callback."""
+        details, binding = await self.begin(provider, **query)
+        back = await self.idp.authorize(details["authorizationUrl"], user=user, deny=deny)
+        return await self.callback(
+            provider, back.params, binding=binding, method=back.method, headers=headers
+        )
+
+
+@pytest.fixture
+async def signin(make_service: MakeService, fake_idp: FakeIdP, idp_clock: SettableClock) -> SignIn:  # noqa: F811
+    """The service configured with the fake's three providers, and a driver for sign-ins."""
+    client = await make_service(
+        {
+            "app": {
+                "url": APP_URL,
+                "callback_urls": [CALLBACK_URL.format(name=p) for p in PROVIDERS],
+            },
+            "providers": {p: fake_idp.config(p) for p in PROVIDERS},
+        },
+        clock=idp_clock,
+    )
+    return SignIn(client, fake_idp, idp_clock)
