@@ -46,9 +46,11 @@ from authgate.adapters.sessions import (
 from authgate.adapters.sqlite import SchemaTooNew, SqliteStore, SqliteUnavailable, open_sqlite
 from authgate.domain.signin import SignInPolicy, SignInService
 from authgate.entrypoints.config import Config
+from authgate.entrypoints import development
 from authgate.entrypoints.http.account import AccountOperations
 from authgate.entrypoints.http.auth import SessionVerifier
 from authgate.entrypoints.http.client import ClientAddress
+from authgate.entrypoints.http.lifecycle import LifecycleOperations, session_cookie_scheme
 from authgate.entrypoints.http.signin import SignInOperations
 from authgate.entrypoints.rest import Api, BearerJWT, HealthCheck
 from authgate.ports.accounts import AccountRepository
@@ -116,7 +118,11 @@ def build_api(config: Config, resources: Resources) -> Api:
     SignInOperations(
         service, verifier, resources.limiter, ClientAddress(config.ratelimit.trusted_proxies)
     ).register(api)
-    AccountOperations(resources.accounts, resources.sessions, bearer).register(api)
+    cookie = session_cookie_scheme(verifier)
+    AccountOperations(resources.accounts, resources.sessions, bearer, cookie).register(api)
+    LifecycleOperations(
+        resources.accounts, list(resources.providers), bearer, cookie, [config.app.url]
+    ).register(api)
     for check in resources.readiness:
         api.readiness.add(check)
     return api
@@ -249,6 +255,7 @@ def _providers(
                 scopes=tuple(p.scopes),
                 client_secret=p.client_secret,
                 issuer=p.issuer,
+                additional_issuers=tuple(p.additional_issuers),
                 authorization_endpoint=p.authorization_endpoint,
                 token_endpoint=p.token_endpoint,
                 jwks_uri=p.jwks_uri,
@@ -275,8 +282,10 @@ async def create_app(
     clock: Clock | None = None,
 ) -> web.Application:
     """Open the resources and build the application that closes them on shutdown."""
+    development.prepare(config)  # the dev Apple key file, before the adapter reads it
     resources = await open_resources(config, clock)
     app = build(build_api(config, resources), config)
+    development.mount(app, config)  # /docs; /demo and /dev/idp in development
 
     async def close(_: web.Application) -> None:
         await resources.close()

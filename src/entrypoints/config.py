@@ -98,6 +98,7 @@ class ProviderConfig:
     scopes: list[str]
     client_secret: str | None = None
     issuer: str | None = None
+    additional_issuers: list[str] = attrs.field(factory=list)
     authorization_endpoint: str | None = None
     token_endpoint: str | None = None
     jwks_uri: str | None = None
@@ -117,7 +118,14 @@ class ProviderConfig:
 
 @attrs.frozen
 class DevConfig:
+    """Development aids (refused in production): the built-in identity provider at /dev/idp.
+
+    ``issuer``: the dev provider's issuer; by default ``http://{rest.host}:{rest.port}/dev/idp``
+    (127.0.0.1 when the host is a wildcard address). It must end with ``/dev/idp``.
+    """
+
     identity_provider: bool = False
+    issuer: str | None = None
 
 
 @attrs.frozen
