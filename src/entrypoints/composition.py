@@ -45,8 +45,8 @@ from authgate.adapters.sessions import (
 )
 from authgate.adapters.sqlite import SchemaTooNew, SqliteStore, SqliteUnavailable, open_sqlite
 from authgate.domain.signin import SignInPolicy, SignInService
-from authgate.entrypoints.config import Config
 from authgate.entrypoints import development
+from authgate.entrypoints.config import Config
 from authgate.entrypoints.http.account import AccountOperations
 from authgate.entrypoints.http.auth import SessionVerifier
 from authgate.entrypoints.http.client import ClientAddress

@@ -1,0 +1,46 @@
+"""Static files of the demo and docs pages, and the headers they are served with."""
+
+from __future__ import annotations
+
+from importlib.resources import files
+
+from aiohttp import web
+
+CONTENT_TYPES = {
+    ".html": "text/html",
+    ".css": "text/css",
+    ".js": "text/javascript",
+    ".map": "application/json",
+    ".png": "image/png",
+}
+
+
+def read_static(name: str) -> bytes:
+    """A file of ``static/`` in this package."""
+    return (files(__package__) / "static" / name).read_bytes()
+
+
+def content_type(name: str) -> str:
+    for suffix, kind in CONTENT_TYPES.items():
+        if name.endswith(suffix):
+            return kind
+    return "application/octet-stream"
+
+
+def page_headers(csp: str) -> dict[str, str]:
+    return {
+        "Content-Security-Policy": csp,
+        "X-Frame-Options": "DENY",
+        "X-Content-Type-Options": "nosniff",
+        "Referrer-Policy": "same-origin",
+        "Cache-Control": "no-store",
+    }
+
+
+def static_response(name: str, body: bytes) -> web.Response:
+    return web.Response(
+        body=body,
+        content_type=content_type(name),
+        charset="utf-8" if not name.endswith(".png") else None,
+        headers={"X-Content-Type-Options": "nosniff", "Cache-Control": "no-cache"},
+    )

@@ -1,0 +1,80 @@
+"""``/docs``: Swagger UI over ``/openapi.json``, from the ``swagger-ui-bundle`` package's files.
+
+Nothing is fetched from elsewhere at run time: the page's script turns off Swagger UI's online
+validator, and the content security policy would block any other origin anyway.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from importlib.resources import files
+from pathlib import Path
+
+from aiohttp import web
+
+from authgate.entrypoints.demo.assets import (
+    content_type,
+    page_headers,
+    read_static,
+    static_response,
+)
+
+DOCS_PATH = "/docs"
+SWAGGER_FILES = (
+    "swagger-ui.css",
+    "swagger-ui.css.map",
+    "swagger-ui-bundle.js",
+    "swagger-ui-bundle.js.map",
+    "favicon-16x16.png",
+    "favicon-32x32.png",
+)
+# Swagger UI sets inline styles and shows data: images.
+CSP = (
+    "default-src 'none'; script-src 'self'; style-src 'self' 'unsafe-inline'; "
+    "img-src 'self' data:; connect-src 'self'; font-src 'self'; base-uri 'none'; "
+    "form-action 'self'; frame-ancestors 'none'"
+)
+
+
+def mount_docs(app: web.Application) -> None:
+    """Add ``/docs`` and its assets to ``app``."""
+    page = read_static("docs.html")
+    script = read_static("docs.js")
+    folder = swagger_ui_folder()
+
+    async def serve_page(request: web.Request) -> web.Response:
+        return web.Response(
+            body=page, content_type="text/html", charset="utf-8", headers=page_headers(CSP)
+        )
+
+    async def serve_script(request: web.Request) -> web.Response:
+        return static_response("docs.js", script)
+
+    app.router.add_get(DOCS_PATH, serve_page)
+    app.router.add_get(f"{DOCS_PATH}/", serve_page)
+    app.router.add_get(f"{DOCS_PATH}/assets/docs.js", serve_script)
+    for name in SWAGGER_FILES:
+        app.router.add_get(f"{DOCS_PATH}/assets/{name}", _file(folder / name))
+
+
+def swagger_ui_folder() -> Path:
+    """The Swagger UI distribution inside the ``swagger-ui-bundle`` package."""
+    vendor = Path(str(files("swagger_ui_bundle") / "vendor"))
+    folders = sorted(p for p in vendor.iterdir() if p.name.startswith("swagger-ui-"))
+    if not folders:
+        raise FileNotFoundError(f"no Swagger UI distribution in {vendor}")
+    return folders[-1]
+
+
+def _file(path: Path) -> Callable[[web.Request], Awaitable[web.StreamResponse]]:
+    async def serve(request: web.Request) -> web.StreamResponse:
+        return web.FileResponse(
+            path,
+            headers={
+                "Content-Type": content_type(path.name),
+                "X-Content-Type-Options": "nosniff",
+                "Cache-Control": "public, max-age=86400",
+            },
+        )
+
+    return serve

@@ -1,0 +1,96 @@
+"""``/demo``: a page to try sign-in, registration, linking, unlinking and signing out.
+
+The page is one HTML file and one script; it learns the configured providers from
+``/demo/config.json`` and calls the service's own API with the session cookie. The
+configuration's ``app.url`` points at it in development, so the callback's redirects
+(``/login``, ``/onboarding``, ``/dashboard``) land on it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+from urllib.parse import urlsplit
+
+from aiohttp import web
+
+from authgate.entrypoints.config import Config, ProviderConfig
+from authgate.entrypoints.demo.assets import page_headers, read_static, static_response
+
+DEMO_PATH = "/demo"
+CSP = (
+    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; "
+    "connect-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
+)
+
+
+def _kind(provider: ProviderConfig) -> str:
+    if provider.token_endpoint_auth == "apple_client_secret_jwt":  # noqa: S105
+        return "signed-JWT client secret, answer by form_post"
+    if provider.issuer is None:
+        return "OAuth 2.0, identity from a profile request"
+    return "OpenID Connect, ID token"
+
+
+def demo_settings(config: Config) -> dict[str, Any]:
+    """What the page needs to know: its pages and, per provider, its allowed callbacks."""
+    return {
+        "base": DEMO_PATH,
+        "pages": {
+            "login": config.app.login_path,
+            "onboarding": config.app.onboarding_path,
+            "dashboard": config.app.dashboard_path,
+        },
+        "providers": [
+            {
+                "id": name,
+                "label": name.replace("_", " ").replace("-", " ").title(),
+                "kind": _kind(provider),
+                "callbackUrls": [
+                    u for u in config.app.callback_urls if u.endswith(f"/{name}/callback")
+                ],
+            }
+            for name, provider in config.providers.items()
+        ],
+    }
+
+
+def _origin(url: str) -> str:
+    parts = urlsplit(url)
+    return f"{parts.scheme.lower()}://{parts.netloc.lower()}"
+
+
+def mount_demo(app: web.Application, config: Config) -> None:
+    """Add ``/demo``, its pages, assets and settings to ``app``."""
+    page = read_static("demo.html")
+    assets = {name: read_static(name) for name in ("demo.css", "demo.js")}
+    settings = demo_settings(config)
+    app_origin = _origin(config.app.url)
+    app_on_demo = urlsplit(config.app.url).path.rstrip("/") == DEMO_PATH
+
+    async def serve_page(request: web.Request) -> web.StreamResponse:
+        # Cookies belong to one host name: when app.url names this demo on another host
+        # (127.0.0.1 vs localhost), continue there, where the callbacks will send the browser.
+        if app_on_demo and f"{request.scheme}://{request.host}".lower() != app_origin:
+            raise web.HTTPFound(app_origin + request.rel_url.path_qs)
+        return web.Response(
+            body=page, content_type="text/html", charset="utf-8", headers=page_headers(CSP)
+        )
+
+    async def serve_settings(request: web.Request) -> web.Response:
+        return web.json_response(settings, headers={"Cache-Control": "no-store"})
+
+    app.router.add_get(DEMO_PATH, serve_page)
+    app.router.add_get(f"{DEMO_PATH}/", serve_page)
+    pages = {config.app.login_path, config.app.onboarding_path, config.app.dashboard_path}
+    for path in sorted(pages):
+        app.router.add_get(DEMO_PATH + "/" + path.strip("/"), serve_page)
+    app.router.add_get(f"{DEMO_PATH}/config.json", serve_settings)
+    for name, body in assets.items():
+        app.router.add_get(f"{DEMO_PATH}/assets/{name}", _static(name, body))
+
+
+def _static(name: str, body: bytes) -> Any:
+    async def serve(request: web.Request) -> web.Response:
+        return static_response(name, body)
+
+    return serve

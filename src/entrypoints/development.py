@@ -1,0 +1,62 @@
+"""What the service adds for people trying it: the development identity provider (``/dev/idp``,
+only with ``dev.identity_provider: true``, which the configuration refuses in production), the
+demo page (``/demo``, outside production) and the API documentation page (``/docs``).
+
+The composition root calls :func:`prepare` before it opens its resources (the development
+Apple key file must exist before the Apple adapter reads it) and :func:`mount` once the
+application is built.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from aiohttp import web
+
+from authgate.entrypoints import devidp
+from authgate.entrypoints.config import Config
+from authgate.entrypoints.demo import mount_demo, mount_docs
+
+log = logging.getLogger("authgate")
+
+
+def _startup_error(message: str) -> Exception:
+    # Imported here: the composition root imports this module.
+    from authgate.entrypoints.composition import StartupError
+
+    return StartupError(message)
+
+
+def prepare(config: Config) -> None:
+    """Create the development provider's Apple key file(s) when missing."""
+    if not config.dev.identity_provider:
+        return
+    try:
+        created = devidp.create_missing_apple_keys(config)
+    except devidp.ClientSetupError as e:
+        raise _startup_error(str(e)) from None
+    except OSError as e:
+        raise _startup_error(
+            f"dev: cannot create the development Apple key file: {e.strerror or e}"
+        ) from None
+    for path in created:
+        log.info("created a development Apple key at %s", path)
+
+
+def mount(app: web.Application, config: Config) -> None:
+    """Add the development provider, the demo page and the docs page to ``app``."""
+    mount_docs(app)
+    if config.environment != "production":
+        mount_demo(app, config)
+    if config.dev.identity_provider and config.environment != "production":
+        try:
+            provider = devidp.from_config(config)
+        except devidp.ClientSetupError as e:
+            raise _startup_error(str(e)) from None
+        provider.mount(app)
+        clients = ", ".join(c.provider for c in provider.clients.values()) or "none"
+        log.warning(
+            "development identity provider at %s (clients: %s); never use it in production",
+            provider.issuer,
+            clients,
+        )

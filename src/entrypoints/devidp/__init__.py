@@ -1,0 +1,77 @@
+"""The development identity provider: an OpenID Connect provider of the service's own, mounted
+at ``/dev/idp`` when ``dev.identity_provider`` is true (never in production).
+
+The default configuration points ``google``, ``facebook`` and ``apple`` at it, each in its real
+counterpart's shape, so a sign-in on a fresh clone exercises the real adapters end to end.
+"""
+
+from __future__ import annotations
+
+from urllib.parse import urlsplit
+
+from authgate.entrypoints.config import Config
+from authgate.entrypoints.devidp.clients import (
+    ClientSetupError,
+    DevClient,
+    clients_from_config,
+    is_dev_provider,
+)
+from authgate.entrypoints.devidp.grants import GrantStore
+from authgate.entrypoints.devidp.keys import SigningKey, ensure_apple_key_file
+from authgate.entrypoints.devidp.provider import BASE_PATH, DevIdentityProvider
+from authgate.entrypoints.devidp.users import USERS, TestUser
+
+__all__ = [
+    "BASE_PATH",
+    "USERS",
+    "ClientSetupError",
+    "DevClient",
+    "DevIdentityProvider",
+    "GrantStore",
+    "SigningKey",
+    "TestUser",
+    "create_missing_apple_keys",
+    "dev_issuer",
+    "from_config",
+]
+
+_WILDCARDS = ("", "0.0.0.0", "::", "[::]")  # noqa: S104 - compared, not bound
+
+
+def dev_issuer(config: Config) -> str:
+    """The provider's issuer: ``dev.issuer``, else ``http://{rest.host}:{rest.port}/dev/idp``."""
+    if config.dev.issuer is not None:
+        issuer = config.dev.issuer.rstrip("/")
+        parts = urlsplit(issuer)
+        if parts.scheme not in ("http", "https") or not parts.netloc or parts.path != BASE_PATH:
+            raise ClientSetupError(f"dev.issuer: must be an http(s) URL ending with {BASE_PATH}")
+        return issuer
+    host = config.rest.host
+    if host in _WILDCARDS:
+        host = "127.0.0.1"
+    elif ":" in host and not host.startswith("["):
+        host = f"[{host}]"
+    return f"http://{host}:{config.rest.port}{BASE_PATH}"
+
+
+def create_missing_apple_keys(config: Config) -> list[str]:
+    """Create the development Apple key file of every Apple-shaped provider that points at the
+    development provider and whose ``private_key_file`` does not exist yet. Returns the paths
+    created."""
+    issuer = dev_issuer(config)
+    created = []
+    for provider in config.providers.values():
+        if (
+            provider.token_endpoint_auth == "apple_client_secret_jwt"  # noqa: S105
+            and provider.private_key_file is not None
+            and is_dev_provider(provider, issuer)
+            and ensure_apple_key_file(provider.private_key_file)
+        ):
+            created.append(provider.private_key_file)
+    return created
+
+
+def from_config(config: Config) -> DevIdentityProvider:
+    """The provider with its clients read from the configuration."""
+    issuer = dev_issuer(config)
+    return DevIdentityProvider(issuer, clients_from_config(config, issuer))

@@ -1,0 +1,131 @@
+"""The clients registered at the development identity provider, read from the configuration.
+
+Every configured provider whose issuer (or authorization endpoint) lies under the development
+provider's base address is one of its clients, in the shape its configuration implies:
+
+* ``oidc`` (``google``): an issuer, a client secret; the token answer carries an ID token;
+* ``profile`` (``facebook``): no issuer, a ``profile_endpoint``; the identity comes from the
+  profile request, which must carry ``appsecret_proof``;
+* ``apple``: ``token_endpoint_auth: apple_client_secret_jwt``; the client secret is an ES256
+  JWT that the provider verifies with the public half of ``private_key_file``; the answer comes
+  back by ``form_post`` and carries the first-time ``user`` JSON.
+
+The registered redirect URIs are the configured ``app.callback_urls`` of that provider.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+import attrs
+from joserfc.errors import JoseError
+from joserfc.jwk import ECKey
+
+from authgate.entrypoints.config import Config, ProviderConfig
+
+Shape = Literal["oidc", "profile", "apple"]
+
+# Token-endpoint client authentication each shape accepts (as its real counterpart does).
+CLIENT_SECRET_POST = "client_secret_post"  # noqa: S105 - a method name
+CLIENT_SECRET_BASIC = "client_secret_basic"  # noqa: S105
+APPLE_CLIENT_SECRET_JWT = "apple_client_secret_jwt"  # noqa: S105
+AUTH_METHODS: dict[Shape, frozenset[str]] = {
+    "oidc": frozenset({CLIENT_SECRET_POST, CLIENT_SECRET_BASIC}),
+    "profile": frozenset({CLIENT_SECRET_POST}),
+    "apple": frozenset({APPLE_CLIENT_SECRET_JWT}),
+}
+
+
+class ClientSetupError(Exception):
+    """A client of the development provider cannot be set up; the text names the key."""
+
+
+@attrs.frozen
+class DevClient:
+    """One registered client."""
+
+    provider: str
+    client_id: str
+    shape: Shape
+    redirect_uris: frozenset[str]
+    client_secret: str | None = attrs.field(default=None, repr=False)
+    team_id: str | None = None
+    key_id: str | None = None
+    apple_public_key: ECKey | None = attrs.field(default=None, repr=False, eq=False)
+
+    @property
+    def auth_methods(self) -> frozenset[str]:
+        return AUTH_METHODS[self.shape]
+
+    @property
+    def issues_id_token(self) -> bool:
+        return self.shape != "profile"
+
+    @property
+    def label(self) -> str:
+        return self.provider.replace("_", " ").replace("-", " ").title()
+
+
+def is_dev_provider(provider: ProviderConfig, issuer: str) -> bool:
+    """Whether the configured provider points at the development provider."""
+    if provider.issuer is not None:
+        return provider.issuer.rstrip("/") == issuer.rstrip("/")
+    endpoint = provider.authorization_endpoint or ""
+    return endpoint.startswith(issuer.rstrip("/") + "/")
+
+
+def shape_of(provider: ProviderConfig) -> Shape:
+    if provider.token_endpoint_auth == APPLE_CLIENT_SECRET_JWT:
+        return "apple"
+    if provider.issuer is None:
+        return "profile"
+    return "oidc"
+
+
+def clients_from_config(config: Config, issuer: str) -> dict[str, DevClient]:
+    """The development provider's clients by client id."""
+    clients: dict[str, DevClient] = {}
+    for name, provider in config.providers.items():
+        if not is_dev_provider(provider, issuer):
+            continue
+        shape = shape_of(provider)
+        suffix = f"/{name}/callback"
+        redirect_uris = frozenset(u for u in config.app.callback_urls if u.endswith(suffix))
+        public_key = None
+        if shape == "apple":
+            assert provider.private_key_file is not None  # the configuration checks it
+            public_key = apple_public_key(name, provider.private_key_file)
+        if provider.client_id in clients:
+            raise ClientSetupError(
+                f"providers.{name}.client_id: another development provider client uses "
+                f"{provider.client_id!r}"
+            )
+        clients[provider.client_id] = DevClient(
+            provider=name,
+            client_id=provider.client_id,
+            shape=shape,
+            redirect_uris=redirect_uris,
+            client_secret=provider.client_secret,
+            team_id=provider.team_id,
+            key_id=provider.key_id,
+            apple_public_key=public_key,
+        )
+    return clients
+
+
+def apple_public_key(name: str, private_key_file: str) -> ECKey:
+    """The public half of the client's ES256 key, to verify its client-secret JWTs."""
+    try:
+        pem = Path(private_key_file).read_bytes()
+    except OSError as e:
+        raise ClientSetupError(
+            f"providers.{name}.private_key_file: cannot read {private_key_file}: {e.strerror or e}"
+        ) from None
+    try:
+        key = ECKey.import_key(pem)
+    except (JoseError, ValueError, TypeError):
+        raise ClientSetupError(
+            f"providers.{name}.private_key_file: not an EC private key in PEM"
+        ) from None
+    return ECKey.import_key(key.as_pem(private=False))

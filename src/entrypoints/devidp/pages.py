@@ -1,0 +1,104 @@
+"""The HTML of the development identity provider: plain, accessible, no script but one file."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from html import escape
+
+from authgate.entrypoints.devidp.users import TestUser
+
+STYLE = """\
+:root { color-scheme: light dark; font-family: system-ui, sans-serif; line-height: 1.5; }
+body { margin: 0; background: Canvas; color: CanvasText; }
+main { max-width: 36rem; margin: 2rem auto; padding: 0 1rem; }
+.badge { display: inline-block; padding: .2rem .6rem; border: 2px dashed #b35900;
+  color: #8a4500; font-weight: 600; border-radius: .3rem; }
+@media (prefers-color-scheme: dark) { .badge { color: #ffb366; border-color: #ffb366; } }
+fieldset { border: 1px solid GrayText; border-radius: .4rem; padding: 1rem; }
+ul { list-style: none; padding: 0; margin: 0; }
+li + li { margin-top: .5rem; }
+button { font: inherit; cursor: pointer; border-radius: .4rem; padding: .6rem 1rem; }
+.user { width: 100%; text-align: left; border: 1px solid #1a4d8f; background: #e8f0fb;
+  color: #0b2545; }
+.user small { display: block; color: #33475b; }
+.deny { margin-top: 1rem; border: 1px solid #8f1a1a; background: #fbe8e8; color: #5c0b0b; }
+button:focus-visible { outline: 3px solid #f5a623; outline-offset: 2px; }
+code { overflow-wrap: anywhere; }
+"""
+
+FORM_POST_SCRIPT = 'document.getElementById("form-post").submit();\n'
+
+
+def _page(title: str, body: str, base: str, script: str | None = None) -> str:
+    tail = f'<script src="{escape(script)}"></script>' if script else ""
+    return (
+        "<!doctype html>\n"
+        '<html lang="en"><head><meta charset="utf-8">'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">'
+        f"<title>{escape(title)}</title>"
+        f'<link rel="stylesheet" href="{escape(base)}/idp.css"></head>'
+        f"<body><main>{body}</main>{tail}</body></html>\n"
+    )
+
+
+def _hidden(fields: Mapping[str, str]) -> str:
+    return "".join(
+        f'<input type="hidden" name="{escape(k)}" value="{escape(v)}">' for k, v in fields.items()
+    )
+
+
+def authorization_page(
+    *,
+    base: str,
+    provider_label: str,
+    client_id: str,
+    scopes: Iterable[str],
+    redirect_uri: str,
+    request_fields: Mapping[str, str],
+    users: Iterable[TestUser],
+) -> str:
+    """The consent page: one button per test user, and a button that denies."""
+    choices = "".join(
+        f'<li><button class="user" type="submit" name="user" value="{escape(u.key)}">'
+        f"Continue as {escape(u.name)}<small>{escape(u.email)}"
+        + (f" — {escape(u.note)}" if u.note else "")
+        + "</small></button></li>"
+        for u in users
+    )
+    scope_text = ", ".join(escape(s) for s in scopes) or "(none)"
+    body = (
+        '<p class="badge">Development identity provider — no real '
+        f"{escape(provider_label)} account is used</p>"
+        f"<h1>Sign in with {escape(provider_label)}</h1>"
+        f"<p>The application <code>{escape(client_id)}</code> asks for: {scope_text}. "
+        f"After your choice you return to <code>{escape(redirect_uri)}</code>.</p>"
+        f'<form method="post" action="{escape(base)}/authorize">'
+        + _hidden(request_fields)
+        + "<fieldset><legend>Choose a test user to sign in as</legend>"
+        f"<ul>{choices}</ul></fieldset>"
+        '<button class="deny" type="submit" name="deny" value="1">Deny access</button>'
+        "</form>"
+    )
+    return _page(f"Sign in with {provider_label} (development)", body, base)
+
+
+def form_post_page(*, base: str, redirect_uri: str, fields: Mapping[str, str]) -> str:
+    """``response_mode=form_post``: the answer goes back as a POSTed form (submitted by script,
+    or by the button when scripts are off)."""
+    body = (
+        "<h1>Returning to the application…</h1>"
+        f'<form id="form-post" method="post" action="{escape(redirect_uri)}">'
+        + _hidden(fields)
+        + '<button type="submit">Continue</button></form>'
+    )
+    return _page("Returning to the application", body, base, script=f"{base}/form-post.js")
+
+
+def error_page(*, base: str, message: str) -> str:
+    """A request that cannot be answered by a redirect (unknown client or redirect URI)."""
+    body = (
+        '<p class="badge">Development identity provider</p>'
+        "<h1>This sign-in request is invalid</h1>"
+        f'<p role="alert">{escape(message)}</p>'
+    )
+    return _page("Invalid sign-in request (development)", body, base)

@@ -1,0 +1,627 @@
+"""The development OpenID Connect provider mounted under ``/dev/idp``.
+
+It stands in for Google, Facebook and Apple during development so that a newcomer can sign in
+with no credentials, while the service's real identity-provider adapters do the talking:
+discovery, the authorization page, the token endpoint (client authentication per shape, PKCE
+S256), the key set, userinfo, and a Graph-style profile endpoint that checks
+``appsecret_proof``. Nothing here is for production: the configuration refuses it there.
+
+No code, token, secret or key is ever logged.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+import hmac
+import json
+import logging
+import re
+import time
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+from urllib.parse import unquote_plus, urlencode
+
+import attrs
+from aiohttp import web
+from joserfc import jwt
+from joserfc.errors import JoseError
+
+from authgate.entrypoints.devidp.clients import (
+    CLIENT_SECRET_BASIC,
+    CLIENT_SECRET_POST,
+    DevClient,
+)
+from authgate.entrypoints.devidp.grants import CodeGrant, GrantStore, TokenGrant
+from authgate.entrypoints.devidp.keys import ID_TOKEN_ALGORITHM, SigningKey
+from authgate.entrypoints.devidp.pages import (
+    FORM_POST_SCRIPT,
+    STYLE,
+    authorization_page,
+    error_page,
+    form_post_page,
+)
+from authgate.entrypoints.devidp.users import USERS, TestUser, find_user, subject_for
+
+log = logging.getLogger("authgate.devidp")
+
+BASE_PATH = "/dev/idp"
+ID_TOKEN_TTL_SECONDS = 3600
+APPLE_MAX_SECRET_LIFETIME = 15_777_000  # six months, Apple's limit
+AUTHORIZATION_FIELDS = (
+    "client_id",
+    "redirect_uri",
+    "response_type",
+    "scope",
+    "state",
+    "nonce",
+    "code_challenge",
+    "code_challenge_method",
+    "response_mode",
+)
+PROFILE_FIELDS = ("id", "name", "email", "first_name", "last_name")
+_CODE_CHALLENGE = re.compile(r"^[A-Za-z0-9_-]{43}$")
+_CODE_VERIFIER = re.compile(r"^[A-Za-z0-9._~-]{43,128}$")
+
+# The pages: no framing (the consent page must not be clickjacked), no referrer (the callback
+# URL carries the code), scripts and styles from this origin only. No form-action: the
+# form_post answer goes to the client's redirect URI, which may be another origin.
+PAGE_HEADERS = {
+    "Content-Security-Policy": "default-src 'none'; style-src 'self'; script-src 'self'; "
+    "img-src 'self'; base-uri 'none'; frame-ancestors 'none'",
+    "X-Frame-Options": "DENY",
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "no-referrer",
+    "Cache-Control": "no-store",
+}
+TOKEN_HEADERS = {"Cache-Control": "no-store", "Pragma": "no-cache"}
+
+
+class _PageError(Exception):
+    """The request cannot be answered by a redirect to the client (RFC 6749 4.1.2.1)."""
+
+
+@attrs.frozen
+class _Return:
+    """Where and how an authorization answer goes back to the client."""
+
+    client: DevClient
+    redirect_uri: str
+    state: str | None
+    response_mode: str
+
+
+class _RedirectError(Exception):
+    """An error answered to the client at its redirect URI."""
+
+    def __init__(self, back: _Return, error: str, description: str) -> None:
+        super().__init__(error)
+        self.back = back
+        self.error = error
+        self.description = description
+
+
+@attrs.frozen
+class _Authorization:
+    back: _Return
+    scopes: tuple[str, ...]
+    nonce: str | None
+    code_challenge: str | None
+    fields: dict[str, str]
+
+
+class _TokenError(Exception):
+    def __init__(self, status: int, error: str, description: str) -> None:
+        super().__init__(error)
+        self.status = status
+        self.error = error
+        self.description = description
+
+    def response(self) -> web.Response:
+        headers = dict(TOKEN_HEADERS)
+        if self.status == 401:
+            headers["WWW-Authenticate"] = 'Basic realm="dev-idp"'
+        return web.json_response(
+            {"error": self.error, "error_description": self.description},
+            status=self.status,
+            headers=headers,
+        )
+
+
+def _scopes(value: str | None) -> tuple[str, ...]:
+    """Space- (OAuth) or comma-separated (Graph API) scopes, in order, without repeats."""
+    seen: dict[str, None] = {}
+    for s in re.split(r"[\s,]+", value or ""):
+        if s:
+            seen.setdefault(s, None)
+    return tuple(seen)
+
+
+def _single(pairs: Iterable[tuple[str, Any]], names: Iterable[str]) -> dict[str, str]:
+    """The named fields, each at most once (RFC 6749 3.1), empty values treated as absent."""
+    wanted = set(names)
+    out: dict[str, str] = {}
+    for key, value in pairs:
+        if key not in wanted or not isinstance(value, str):
+            continue
+        if key in out:
+            raise ValueError(key)
+        if value != "":
+            out[key] = value
+    return out
+
+
+def s256(verifier: str) -> str:
+    digest = hashlib.sha256(verifier.encode("ascii")).digest()
+    return base64.urlsafe_b64encode(digest).rstrip(b"=").decode("ascii")
+
+
+def appsecret_proof(client_secret: str, access_token: str) -> str:
+    return hmac.new(client_secret.encode(), access_token.encode(), hashlib.sha256).hexdigest()
+
+
+class DevIdentityProvider:
+    """The development provider: ``mount`` adds its routes under ``/dev/idp``."""
+
+    def __init__(
+        self,
+        issuer: str,
+        clients: Mapping[str, DevClient],
+        *,
+        users: Iterable[TestUser] = USERS,
+        grants: GrantStore | None = None,
+        signing_key: SigningKey | None = None,
+        now: Callable[[], float] = time.time,
+        leeway_seconds: float = 60.0,
+    ) -> None:
+        self.issuer = issuer.rstrip("/")
+        self.clients = dict(clients)
+        self.users = tuple(users)
+        self.grants = grants or GrantStore(now)
+        self.signing_key = signing_key or SigningKey()
+        self.now = now
+        self.leeway = leeway_seconds
+        self._apple_users_seen: set[tuple[str, str]] = set()
+
+    def mount(self, app: web.Application) -> None:
+        base = BASE_PATH
+        app.router.add_get(f"{base}/.well-known/openid-configuration", self.discovery)
+        app.router.add_get(f"{base}/authorize", self.authorize_page)
+        app.router.add_post(f"{base}/authorize", self.authorize_decision)
+        app.router.add_post(f"{base}/token", self.token)
+        app.router.add_get(f"{base}/jwks", self.jwks)
+        app.router.add_get(f"{base}/userinfo", self.userinfo)
+        app.router.add_post(f"{base}/userinfo", self.userinfo)
+        app.router.add_get(f"{base}/me", self.profile)
+        app.router.add_get(f"{base}/idp.css", self.stylesheet)
+        app.router.add_get(f"{base}/form-post.js", self.form_post_script)
+
+    # -- metadata ---------------------------------------------------------------------------
+
+    def metadata(self) -> dict[str, Any]:
+        """The discovery document (OpenID Connect Discovery 1.0, section 3)."""
+        i = self.issuer
+        return {
+            "issuer": i,
+            "authorization_endpoint": f"{i}/authorize",
+            "token_endpoint": f"{i}/token",
+            "jwks_uri": f"{i}/jwks",
+            "userinfo_endpoint": f"{i}/userinfo",
+            "response_types_supported": ["code"],
+            "response_modes_supported": ["query", "form_post"],
+            "grant_types_supported": ["authorization_code"],
+            "subject_types_supported": ["pairwise"],
+            "id_token_signing_alg_values_supported": [ID_TOKEN_ALGORITHM],
+            "scopes_supported": ["openid", "email", "profile", "name"],
+            "token_endpoint_auth_methods_supported": [CLIENT_SECRET_POST, CLIENT_SECRET_BASIC],
+            "code_challenge_methods_supported": ["S256"],
+            "claims_supported": [
+                "iss",
+                "aud",
+                "sub",
+                "iat",
+                "exp",
+                "auth_time",
+                "nonce",
+                "email",
+                "email_verified",
+                "name",
+                "given_name",
+                "family_name",
+            ],
+        }
+
+    async def discovery(self, request: web.Request) -> web.Response:
+        return web.json_response(self.metadata())
+
+    async def jwks(self, request: web.Request) -> web.Response:
+        return web.json_response(self.signing_key.public_jwks())
+
+    async def stylesheet(self, request: web.Request) -> web.Response:
+        return web.Response(text=STYLE, content_type="text/css")
+
+    async def form_post_script(self, request: web.Request) -> web.Response:
+        return web.Response(text=FORM_POST_SCRIPT, content_type="text/javascript")
+
+    # -- authorization ----------------------------------------------------------------------
+
+    def _validate(self, pairs: Iterable[tuple[str, Any]]) -> _Authorization:
+        """The authorization request, validated in the order of RFC 6749 4.1.2.1: client and
+        redirect URI first (a page), then the rest (an error sent to the redirect URI)."""
+        pairs = list(pairs)
+        try:
+            fields = _single(pairs, AUTHORIZATION_FIELDS)
+        except ValueError as e:
+            # Which redirect URI to trust is unclear when a field repeats: answer on the page.
+            raise _PageError(f"the parameter {e} appears more than once") from None
+        client = self.clients.get(fields.get("client_id", ""))
+        if client is None:
+            raise _PageError("unknown client_id: no such client is registered here")
+        redirect_uri = fields.get("redirect_uri")
+        if redirect_uri is None or redirect_uri not in client.redirect_uris:
+            raise _PageError("redirect_uri is not registered for this client")
+        mode = fields.get("response_mode", "query")
+        back = _Return(client, redirect_uri, fields.get("state"), mode)
+        if mode not in ("query", "form_post"):
+            back = attrs.evolve(back, response_mode="query")
+            raise _RedirectError(back, "invalid_request", "unsupported response_mode")
+        if fields.get("response_type") != "code":
+            raise _RedirectError(
+                back, "unsupported_response_type", "only response_type=code is supported"
+            )
+        scopes = _scopes(fields.get("scope"))
+        if client.shape == "oidc" and "openid" not in scopes:
+            raise _RedirectError(back, "invalid_scope", "the openid scope is required")
+        if client.shape == "apple" and {"name", "email"} & set(scopes) and mode != "form_post":
+            raise _RedirectError(
+                back,
+                "invalid_request",
+                "response_mode must be form_post when the name or email scope is requested",
+            )
+        challenge = fields.get("code_challenge")
+        if challenge is not None:
+            if fields.get("code_challenge_method") != "S256":
+                raise _RedirectError(back, "invalid_request", "code_challenge_method must be S256")
+            if not _CODE_CHALLENGE.match(challenge):
+                raise _RedirectError(back, "invalid_request", "malformed code_challenge")
+        elif "code_challenge_method" in fields:
+            raise _RedirectError(back, "invalid_request", "code_challenge is missing")
+        return _Authorization(back, scopes, fields.get("nonce"), challenge, fields)
+
+    async def authorize_page(self, request: web.Request) -> web.StreamResponse:
+        try:
+            authz = self._validate(request.query.items())
+        except _PageError as e:
+            return self._error_page(str(e))
+        except _RedirectError as e:
+            return self._answer(e.back, {"error": e.error, "error_description": e.description})
+        client = authz.back.client
+        html = authorization_page(
+            base=BASE_PATH,
+            provider_label=client.label,
+            client_id=client.client_id,
+            scopes=authz.scopes,
+            redirect_uri=authz.back.redirect_uri,
+            request_fields=authz.fields,
+            users=self.users,
+        )
+        return web.Response(text=html, content_type="text/html", headers=PAGE_HEADERS)
+
+    async def authorize_decision(self, request: web.Request) -> web.StreamResponse:
+        form = await request.post()
+        try:
+            authz = self._validate(form.items())
+        except _PageError as e:
+            return self._error_page(str(e))
+        except _RedirectError as e:
+            return self._answer(e.back, {"error": e.error, "error_description": e.description})
+        back = authz.back
+        if form.get("deny"):
+            log.info("dev idp: the user denied %s", back.client.provider)
+            return self._answer(back, self._denial(back.client))
+        user = find_user(str(form.get("user", "")))
+        if user is None or user not in self.users:
+            return self._error_page("choose one of the listed test users")
+        code = self.grants.issue_code(
+            CodeGrant(
+                client_id=back.client.client_id,
+                redirect_uri=back.redirect_uri,
+                user_key=user.key,
+                scopes=authz.scopes,
+                nonce=authz.nonce,
+                code_challenge=authz.code_challenge,
+                auth_time=int(self.now()),
+            )
+        )
+        fields = {"code": code}
+        if back.client.shape == "apple":
+            user_json = self._apple_first_time_user(back.client, user, authz.scopes)
+            if user_json is not None:
+                fields["user"] = user_json
+        log.info("dev idp: test user %s signed in to %s", user.key, back.client.provider)
+        return self._answer(back, fields)
+
+    def _denial(self, client: DevClient) -> dict[str, str]:
+        if client.shape == "apple":  # what Sign in with Apple posts when the user cancels
+            return {"error": "user_cancelled_authorize"}
+        denial = {"error": "access_denied", "error_description": "The user denied the request"}
+        if client.shape == "profile":  # the Graph API's extra fields
+            denial |= {"error_reason": "user_denied", "error_code": "200"}
+        return denial
+
+    def _apple_first_time_user(
+        self, client: DevClient, user: TestUser, scopes: tuple[str, ...]
+    ) -> str | None:
+        """Apple sends the user's name only on the first authorization of a client."""
+        seen = (client.client_id, user.key)
+        if seen in self._apple_users_seen or not ({"name", "email"} & set(scopes)):
+            return None
+        self._apple_users_seen.add(seen)
+        data: dict[str, Any] = {}
+        if "name" in scopes:
+            data["name"] = {"firstName": user.given_name, "lastName": user.family_name}
+        if "email" in scopes:
+            data["email"] = user.email
+        return json.dumps(data)
+
+    def _answer(self, back: _Return, fields: Mapping[str, str]) -> web.Response:
+        answer = dict(fields)
+        if back.state is not None:
+            answer["state"] = back.state
+        if back.response_mode == "form_post":
+            html = form_post_page(base=BASE_PATH, redirect_uri=back.redirect_uri, fields=answer)
+            return web.Response(text=html, content_type="text/html", headers=PAGE_HEADERS)
+        separator = "&" if "?" in back.redirect_uri else "?"
+        location = back.redirect_uri + separator + urlencode(answer)
+        return web.Response(
+            status=302,
+            headers={
+                "Location": location,
+                "Cache-Control": "no-store",
+                "Referrer-Policy": "no-referrer",
+            },
+        )
+
+    def _error_page(self, message: str) -> web.Response:
+        return web.Response(
+            status=400,
+            text=error_page(base=BASE_PATH, message=message),
+            content_type="text/html",
+            headers=PAGE_HEADERS,
+        )
+
+    # -- token endpoint ---------------------------------------------------------------------
+
+    async def token(self, request: web.Request) -> web.Response:
+        try:
+            return await self._token(request)
+        except _TokenError as e:
+            return e.response()
+
+    async def _token(self, request: web.Request) -> web.Response:
+        if request.content_type != "application/x-www-form-urlencoded":
+            raise _TokenError(400, "invalid_request", "the body must be form-encoded")
+        form = await request.post()
+        try:
+            fields = _single(
+                form.items(),
+                (
+                    "grant_type",
+                    "code",
+                    "redirect_uri",
+                    "client_id",
+                    "client_secret",
+                    "code_verifier",
+                ),
+            )
+        except ValueError as e:
+            raise _TokenError(400, "invalid_request", f"{e} appears more than once") from None
+        client = self._authenticate_client(request, fields)
+        if fields.get("grant_type") != "authorization_code":
+            raise _TokenError(400, "unsupported_grant_type", "only authorization_code")
+        code = fields.get("code")
+        if code is None:
+            raise _TokenError(400, "invalid_request", "code is missing")
+        grant = self.grants.take_code(code)
+        if grant is None:
+            raise _TokenError(400, "invalid_grant", "the code is unknown, expired or used")
+        if grant.client_id != client.client_id:
+            raise _TokenError(400, "invalid_grant", "the code was issued to another client")
+        if fields.get("redirect_uri") != grant.redirect_uri:
+            raise _TokenError(400, "invalid_grant", "redirect_uri differs from the request's")
+        self._check_pkce(grant, fields.get("code_verifier"))
+        user = find_user(grant.user_key)
+        assert user is not None
+        access_token = self.grants.issue_token(
+            TokenGrant(client_id=client.client_id, user_key=user.key, scopes=grant.scopes)
+        )
+        body: dict[str, Any] = {
+            "access_token": access_token,
+            "token_type": "bearer" if client.shape == "profile" else "Bearer",
+            "expires_in": int(self.grants.token_ttl),
+        }
+        if client.issues_id_token:
+            body["id_token"] = self.id_token(client, user, grant)
+            body["scope"] = " ".join(grant.scopes)
+        return web.json_response(body, headers=TOKEN_HEADERS)
+
+    def _authenticate_client(self, request: web.Request, fields: Mapping[str, str]) -> DevClient:
+        """Client authentication (RFC 6749 2.3): one method, the one the client's shape uses."""
+        header = request.headers.get("Authorization", "")
+        if header[:6].lower() == "basic ":
+            if "client_secret" in fields:
+                raise _TokenError(400, "invalid_request", "more than one client authentication")
+            try:
+                pair = base64.b64decode(header[6:].strip(), validate=True).decode()
+            except (binascii.Error, UnicodeDecodeError):
+                raise _TokenError(401, "invalid_client", "malformed Basic credentials") from None
+            raw_id, sep, raw_secret = pair.partition(":")
+            if not sep:
+                raise _TokenError(401, "invalid_client", "malformed Basic credentials")
+            client_id, secret, method = unquote_plus(raw_id), unquote_plus(raw_secret), "basic"
+            if fields.get("client_id", client_id) != client_id:
+                raise _TokenError(401, "invalid_client", "client_id differs from the credentials")
+        else:
+            client_id = fields.get("client_id", "")
+            secret = fields.get("client_secret", "")
+            method = "post"
+        client = self.clients.get(client_id)
+        if client is None or not secret:
+            raise _TokenError(401, "invalid_client", "unknown client or no client credentials")
+        if client.shape == "apple":
+            if method != "post":
+                raise _TokenError(401, "invalid_client", "the client secret must be a JWT")
+            self._verify_apple_secret(client, secret)
+            return client
+        used = CLIENT_SECRET_BASIC if method == "basic" else CLIENT_SECRET_POST
+        if used not in client.auth_methods:
+            raise _TokenError(401, "invalid_client", f"{used} is not allowed for this client")
+        assert client.client_secret is not None
+        if not hmac.compare_digest(secret.encode(), client.client_secret.encode()):
+            raise _TokenError(401, "invalid_client", "client authentication failed")
+        return client
+
+    def _verify_apple_secret(self, client: DevClient, secret: str) -> None:
+        """The ES256 client-secret JWT of Sign in with Apple: signed by the client's key (``kid``
+        = key id), ``iss`` = team id, ``sub`` = client id, ``aud`` = this issuer, unexpired, and
+        at most six months long."""
+        assert client.apple_public_key is not None
+        fail = _TokenError(401, "invalid_client", "the client secret JWT does not verify")
+        try:
+            token = jwt.decode(secret, client.apple_public_key, algorithms=["ES256"])
+        except (JoseError, ValueError, TypeError):
+            raise fail from None
+        claims = token.claims
+        if token.header.get("kid") != client.key_id:
+            raise fail
+        if claims.get("iss") != client.team_id or claims.get("sub") != client.client_id:
+            raise fail
+        aud = claims.get("aud")
+        audiences = aud if isinstance(aud, list) else [aud]
+        if self.issuer not in audiences:
+            raise fail
+        exp, iat = claims.get("exp"), claims.get("iat")
+        if not all(isinstance(v, int | float) and not isinstance(v, bool) for v in (exp, iat)):
+            raise fail
+        assert isinstance(exp, int | float) and isinstance(iat, int | float)
+        now = self.now()
+        if exp <= now - self.leeway or iat > now + self.leeway:
+            raise fail
+        if exp - iat > APPLE_MAX_SECRET_LIFETIME:
+            raise fail
+
+    def _check_pkce(self, grant: CodeGrant, verifier: str | None) -> None:
+        """RFC 7636 4.6: S256(code_verifier) must equal the code_challenge of the request."""
+        if grant.code_challenge is None:
+            if verifier is not None:
+                raise _TokenError(400, "invalid_grant", "no code_challenge was sent")
+            return
+        if verifier is None or not _CODE_VERIFIER.match(verifier):
+            raise _TokenError(400, "invalid_grant", "code_verifier is missing or malformed")
+        if not hmac.compare_digest(s256(verifier), grant.code_challenge):
+            raise _TokenError(400, "invalid_grant", "code_verifier does not match")
+
+    def id_token(self, client: DevClient, user: TestUser, grant: CodeGrant) -> str:
+        now = int(self.now())
+        claims: dict[str, Any] = {
+            "iss": self.issuer,
+            "aud": client.client_id,
+            "sub": subject_for(client.client_id, user, self._style(client)),
+            "iat": now,
+            "exp": now + ID_TOKEN_TTL_SECONDS,
+            "auth_time": grant.auth_time,
+        }
+        if grant.nonce is not None:
+            claims["nonce"] = grant.nonce
+        if client.shape == "apple":
+            if "email" in grant.scopes:
+                # Apple writes these booleans as strings.
+                claims["email"] = user.email
+                claims["email_verified"] = "true" if user.email_verified else "false"
+                claims["is_private_email"] = "false"
+            claims["nonce_supported"] = True
+        else:
+            claims["azp"] = client.client_id
+            claims |= self._standard_claims(user, grant.scopes)
+        return self.signing_key.sign(claims)
+
+    @staticmethod
+    def _style(client: DevClient) -> str:
+        return {"oidc": "google", "profile": "facebook", "apple": "apple"}[client.shape]
+
+    @staticmethod
+    def _standard_claims(user: TestUser, scopes: Iterable[str]) -> dict[str, Any]:
+        scopes = set(scopes)
+        claims: dict[str, Any] = {}
+        if "email" in scopes:
+            claims["email"] = user.email
+            claims["email_verified"] = user.email_verified
+        if "profile" in scopes:
+            claims["name"] = user.name
+            claims["given_name"] = user.given_name
+            claims["family_name"] = user.family_name
+        return claims
+
+    # -- resources: userinfo, profile ------------------------------------------------------
+
+    def _bearer(self, request: web.Request) -> tuple[str, TokenGrant] | None:
+        header = request.headers.get("Authorization", "")
+        token = header[7:].strip() if header[:7].lower() == "bearer " else ""
+        token = token or request.query.get("access_token", "")
+        grant = self.grants.token(token) if token else None
+        return (token, grant) if grant is not None else None
+
+    async def userinfo(self, request: web.Request) -> web.Response:
+        found = self._bearer(request)
+        client = self.clients.get(found[1].client_id) if found else None
+        if found is None or client is None or not client.issues_id_token:
+            return web.json_response(
+                {"error": "invalid_token", "error_description": "missing or invalid token"},
+                status=401,
+                headers={"WWW-Authenticate": 'Bearer error="invalid_token"'},
+            )
+        grant = found[1]
+        user = find_user(grant.user_key)
+        assert user is not None
+        body = {"sub": subject_for(client.client_id, user, self._style(client))}
+        body |= self._standard_claims(user, grant.scopes)
+        return web.json_response(body, headers={"Cache-Control": "no-store"})
+
+    async def profile(self, request: web.Request) -> web.Response:
+        """``/me?fields=id,name,email`` in the Graph API's manner: the access token and its
+        ``appsecret_proof`` (HMAC-SHA256 of the token keyed by the app secret) are required."""
+        found = self._bearer(request)
+        client = self.clients.get(found[1].client_id) if found else None
+        if found is None or client is None or client.shape != "profile":
+            return _graph_error(400, "Invalid OAuth access token.", "OAuthException", 190)
+        token, grant = found
+        assert client.client_secret is not None
+        proof = request.query.get("appsecret_proof", "")
+        expected = appsecret_proof(client.client_secret, token)
+        if not hmac.compare_digest(proof.encode(), expected.encode()):
+            return _graph_error(
+                400,
+                "Invalid appsecret_proof provided in the API argument",
+                "GraphMethodException",
+                100,
+            )
+        user = find_user(grant.user_key)
+        assert user is not None
+        values = {
+            "id": subject_for(client.client_id, user, "facebook"),
+            "name": user.name,
+            "first_name": user.given_name,
+            "last_name": user.family_name,
+        }
+        if "email" in grant.scopes:
+            values["email"] = user.email
+        wanted = [f for f in _scopes(request.query.get("fields", "id,name")) if f in PROFILE_FIELDS]
+        body = {f: values[f] for f in ["id", *wanted] if f in values}
+        return web.json_response(body, headers={"Cache-Control": "no-store"})
+
+
+def _graph_error(status: int, message: str, kind: str, code: int) -> web.Response:
+    return web.json_response(
+        {"error": {"message": message, "type": kind, "code": code}}, status=status
+    )
