@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 
 import pytest
+from aiohttp import web
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
@@ -109,3 +110,18 @@ async def test_http_error_from_an_operation_is_answered_as_is(
     assert await resp.json() == {"error": "teapot", "message": "short and stout"}
     # An expected outcome, not a failure: nothing logged as an error.
     assert not [r for r in caplog.records if r.levelno >= logging.ERROR]
+
+
+async def test_raised_aiohttp_error_keeps_its_headers_and_answers_json(serve: Serve) -> None:
+    api = Api("Example", "1.0.0")
+
+    @api.operation("GET", "/limited")
+    async def limited(call: Call[None]) -> None:
+        raise web.HTTPTooManyRequests(headers={"Retry-After": "30"}, text="slow down")
+
+    client = await serve(api)
+    resp = await client.get("/limited")
+    assert resp.status == 429
+    assert resp.headers["Retry-After"] == "30"
+    assert resp.content_type == "application/json"
+    assert await resp.json() == {"error": "http_error", "message": "Too Many Requests"}

@@ -77,6 +77,7 @@ class Api:
         *,
         params: Iterable[Param] = (),
         request: type | None = None,
+        form: type | None = None,
         response: type | None = None,
         status: int | None = None,
         security: Iterable[SecurityScheme] = (),
@@ -94,6 +95,7 @@ class Api:
                     handler=handler,
                     params=tuple(params),
                     request=request,
+                    form=form,
                     response=response,
                     status=status,
                     security=tuple(security),
@@ -288,10 +290,12 @@ _ROUTER_ERRORS = {
 
 def _http_exception_json(e: web.HTTPException) -> web.Response:
     code, message = _ROUTER_ERRORS.get(e.status, ("http_error", e.reason))
-    headers = {}
-    if "Allow" in e.headers:
-        headers["Allow"] = e.headers["Allow"]
+    # Keep what the exception says (Allow, Retry-After, WWW-Authenticate…), not its text body.
+    headers = {k: v for k, v in e.headers.items() if k.lower() not in _BODY_HEADERS}
     return json_response({"error": code, "message": message}, e.status, headers)
+
+
+_BODY_HEADERS = frozenset({"content-type", "content-length", "content-encoding"})
 
 
 def _trace_suffix() -> str:
