@@ -10,10 +10,10 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 from aiohttp import ClientResponse
 
-from tests.fakeidp import FakeUser
+from tests.fakeidp import FakeIdP, FakeUser, SettableClock
 from tests.fakeidp.model import Tamper, TokenMode
 
-from .conftest import APP_URL, SignIn
+from .conftest import APP_URL, CALLBACK_URL, MakeService, SignIn
 
 LOGIN = f"{APP_URL}/login"
 
@@ -354,3 +354,50 @@ async def test_no_code_token_or_secret_reaches_the_log(
     assert "sign-in event" in caplog.text
     for secret in secrets:
         assert secret not in caplog.text
+
+
+async def test_form_post_callback_without_a_body_or_with_json(signin: SignIn) -> None:
+    response = await signin.client.post("/v1/auth/apple/callback")
+    assert response.status == 400
+    assert (await response.json())["error"] == "invalid_request"
+    response = await signin.client.post("/v1/auth/apple/callback", json={"code": "a"})
+    assert response.status == 415
+
+
+async def test_the_form_post_callback_is_documented(signin: SignIn) -> None:
+    document = await (await signin.client.get("/openapi.json")).json()
+    post = document["paths"]["/v1/auth/{provider}/callback"]["post"]
+    form = post["requestBody"]["content"]["application/x-www-form-urlencoded"]["schema"]
+    assert set(form["properties"]) == {"code", "state", "error", "error_description", "user"}
+    assert post["requestBody"]["required"] is False
+    get = document["paths"]["/v1/auth/{provider}/callback"]["get"]
+    params = {p["name"]: p["required"] for p in get["parameters"]}
+    assert params == {
+        "provider": True,
+        "code": True,
+        "state": True,
+        "error": False,
+        "error_description": False,
+    }
+    assert {"302", "400", "401", "403", "429", "500"} <= set(get["responses"])
+
+
+async def test_relaxed_binding_admits_a_missing_cookie_but_never_a_wrong_one(
+    make_service: MakeService, fake_idp: FakeIdP, idp_clock: SettableClock
+) -> None:
+    client = await make_service(
+        {
+            "app": {"url": APP_URL, "callback_urls": [CALLBACK_URL.format(name="google")]},
+            "state": {"require_binding_cookie": False},
+            "providers": {"google": fake_idp.config("google")},
+        },
+        clock=idp_clock,
+    )
+    relaxed = SignIn(client, fake_idp, idp_clock)
+    details, _ = await relaxed.begin(intent="register")
+    back = await fake_idp.authorize(details["authorizationUrl"], user=FakeUser(sub="app-1"))
+    response = await relaxed.callback("google", back.params, binding=None)
+    assert session_cookie(response) is not None
+    details, _ = await relaxed.begin(intent="register")
+    back = await fake_idp.authorize(details["authorizationUrl"], user=FakeUser(sub="app-2"))
+    await assert_invalid_state(await relaxed.callback("google", back.params, binding="w" * 43))

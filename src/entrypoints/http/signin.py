@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import re
 
+import attrs
 from aiohttp import web
 
 from authgate.domain import errors
@@ -38,7 +39,20 @@ log = logging.getLogger("authgate.http")
 BINDING_COOKIE = "authgate_binding"
 BINDING_PATH = "/v1/auth"
 _BINDING_FORMAT = re.compile(r"^[A-Za-z0-9_-]{32,128}$")
-CALLBACK_FIELDS = ("code", "state", "error", "error_description", "user")
+CALLBACK_FIELDS = ("code", "state", "error", "error_description")
+
+
+@attrs.frozen
+class CallbackForm:
+    """The fields a provider posts with ``response_mode=form_post`` (Apple adds ``user``, its
+    first-time name and email as JSON; other posted fields, such as ``id_token``, are ignored:
+    the ID token is taken from the token endpoint, never from the browser)."""
+
+    code: str | None = None
+    state: str | None = None
+    error: str | None = None
+    error_description: str | None = None
+    user: str | None = None
 
 
 class SignInOperations:
@@ -85,6 +99,7 @@ class SignInOperations:
                 method,
                 "/v1/auth/{provider}/callback",
                 params=callback_params if method == "GET" else [provider],
+                form=CallbackForm if method == "POST" else None,
                 status=302,
                 responses={
                     302: "Signed in (session cookie set), or sent to the login page with "
@@ -160,7 +175,7 @@ class SignInOperations:
 
     # -- GET|POST /v1/auth/{provider}/callback --------------------------------------------
 
-    async def callback(self, call: Call[None]) -> web.StreamResponse:
+    async def callback(self, call: Call[CallbackForm | None]) -> web.StreamResponse:
         request = call.request
         address = self.client_address.of(request)
         decision = await self.limiter.hit(address)
@@ -170,7 +185,7 @@ class SignInOperations:
                 {"error": "rate_limited", "message": "too many sign-in callbacks; retry later"},
                 {"Retry-After": str(decision.retry_after_seconds), **CALLBACK_HEADERS},
             )
-        fields = await _callback_fields(request)
+        fields = _callback_fields(call)
         login_url = self.service.policy.login_url()
         try:
             signed_in = await self.service.complete(
@@ -194,17 +209,10 @@ class SignInOperations:
         return response
 
 
-async def _callback_fields(request: web.Request) -> dict[str, str]:
-    """The callback's fields: from the query (GET) or the form body (POST, form_post)."""
-    if request.method == "POST":
-        if request.content_type not in ("application/x-www-form-urlencoded", "multipart/form-data"):
-            raise HttpError(
-                415,
-                {"error": "invalid_request", "message": "the callback form must be form-encoded"},
-                CALLBACK_HEADERS,
-            )
-        form = await request.post()
-        source = {k: v for k, v in form.items() if isinstance(v, str)}
+def _callback_fields(call: Call[CallbackForm | None]) -> dict[str, str]:
+    """The callback's non-empty fields: from the form body (POST, form_post) or the query."""
+    if call.body is not None:
+        source = attrs.asdict(call.body)
     else:
-        source = {k: request.query[k] for k in request.query}
-    return {k: source[k] for k in CALLBACK_FIELDS if k in source and source[k] != ""}
+        source = {k: call.params.first(k) for k in CALLBACK_FIELDS}
+    return {k: v for k, v in source.items() if v}

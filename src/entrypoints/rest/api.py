@@ -214,20 +214,31 @@ class Api:
                 "required": True,
                 "content": {"application/json": {"schema": builder.schema(op.request)}},
             }
+        if op.form is not None:
+            form_schema = builder.schema(op.form)
+            form_schema.pop("required", None)  # every form field is optional
+            doc["requestBody"] = {
+                "required": False,
+                "content": {
+                    "application/x-www-form-urlencoded": {"schema": form_schema},
+                    "multipart/form-data": {"schema": form_schema},
+                },
+            }
+        has_body = op.request is not None or op.form is not None
         responses: dict[str, Any] = {}
         status = str(op.success_status)
         if op.response is not None:
             responses[status] = _json_response("Success", builder.schema(op.response))
         else:
             responses[status] = {"description": "Success"}
-        if op.params or op.request is not None:
+        if op.params or has_body:
             responses["400"] = _json_response("Invalid request", error)
         if op.security:
             doc["security"] = [{s.name: []} for s in op.security]
             responses["401"] = _json_response("Unauthorized", error)
             if any(getattr(s, "scopes", None) for s in op.security):
                 responses["403"] = _json_response("Forbidden", error)
-        if op.request is not None:
+        if has_body:
             responses["413"] = _json_response("Request body too large", error)
             responses["415"] = _json_response("Unsupported media type", error)
         for code, kind in op.responses.items():

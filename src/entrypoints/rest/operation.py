@@ -18,7 +18,7 @@ from aiohttp import web
 from .errors import JSON_CONTENT_TYPE, HttpError, layer_error
 from .params import Location, Param, Params, extract
 from .security import Principal, SecurityScheme, authenticate
-from .wire import describe_error
+from .wire import describe_error, wire_name
 
 B = TypeVar("B")
 R = TypeVar("R")
@@ -93,6 +93,7 @@ class Operation:
     handler: Handler = attrs.field(eq=False)
     params: tuple[Param, ...] = ()
     request: type | None = None
+    form: type | None = None
     response: type | None = None
     status: int | None = None
     security: tuple[SecurityScheme, ...] = ()
@@ -101,6 +102,10 @@ class Operation:
     tags: tuple[str, ...] = ()
 
     def __attrs_post_init__(self) -> None:
+        if self.request is not None and self.form is not None:
+            raise ValueError(f"{self.path}: a JSON body and a form body are exclusive")
+        if self.form is not None and not attrs.has(self.form):
+            raise TypeError(f"{self.path}: the form type must be an attrs class")
         in_path = _PATH_PARAM.findall(self.path)
         declared = {p.name for p in self.params if p.location is Location.PATH}
         if len(set(in_path)) != len(in_path):
@@ -138,13 +143,19 @@ class Invoker:
             converter.get_unstructure_hook(op.response) if op.response is not None else None
         )
         self._status = op.success_status
+        self._form_fields = (
+            tuple((a.name, wire_name(a)) for a in attrs.fields(op.form)) if op.form else ()
+        )
+        self._reader: Callable[[web.Request], Awaitable[Any]] | None = (
+            self._read_body if op.request is not None else self._read_form if op.form else None
+        )
 
     async def __call__(self, request: web.Request) -> web.StreamResponse:
         op = self.op
         try:
             principal = await authenticate(request, op.security) if op.security else None
             params = extract(request, op.params)
-            body = await self._read_body(request) if self._structure is not None else None
+            body = await self._reader(request) if self._reader is not None else None
             result = await op.handler(Call(request, params, body, principal))
         except HttpError as e:
             return e.response()
@@ -168,6 +179,26 @@ class Invoker:
         except (cattrs.BaseValidationError, TypeError, ValueError) as e:
             raise layer_error(400, f"invalid request body: {describe_error(e)}") from None
 
+    async def _read_form(self, request: web.Request) -> Any:
+        """A form body (``application/x-www-form-urlencoded`` or multipart) into the form
+        type: every field optional, text values only, fields it does not declare ignored
+        (providers post more than a client needs, such as Apple's ``id_token``)."""
+        assert self.op.form is not None
+        if request.content_length is not None and request.content_length > self.max_body:
+            raise layer_error(413, f"request body larger than {self.max_body} bytes")
+        values: dict[str, str] = {}
+        if request.body_exists:
+            if request.content_type not in _FORM_TYPES:
+                raise layer_error(
+                    415, "request body must be a form (" + ", ".join(_FORM_TYPES) + ")"
+                )
+            form = await request.post()
+            for name, wire in self._form_fields:
+                value = form.get(wire)
+                if isinstance(value, str):
+                    values[name] = value
+        return self.op.form(**values)
+
     def _render(self, result: Any) -> web.StreamResponse:
         if isinstance(result, web.StreamResponse):
             return result
@@ -186,6 +217,9 @@ class Invoker:
         return web.Response(
             body=payload.encode(), status=status, headers=headers, content_type=JSON_CONTENT_TYPE
         )
+
+
+_FORM_TYPES = ("application/x-www-form-urlencoded", "multipart/form-data")
 
 
 def _not_json(constant: str) -> Any:
