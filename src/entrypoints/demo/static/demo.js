@@ -74,7 +74,7 @@ class Demo {
   constructor(config) {
     this.config = config;
     this.labels = Object.fromEntries(config.providers.map((p) => [p.id, p.label]));
-    this.base = new URL(config.appUrl).pathname.replace(/\/$/, "");
+    this.base = config.base;
   }
 
   label(id) {
@@ -142,7 +142,7 @@ class Demo {
   }
 
   showSignedOut() {
-    $("title").textContent = "Sign in";
+    $("title").textContent = "Sign in or create an account";
     $("signed-in").hidden = true;
     $("signed-out").hidden = false;
     this.providerButtons($("signin-buttons"), "login", "Sign in with");

@@ -1,0 +1,102 @@
+"""A real ``authgate serve`` on a free loopback port, run from a temporary copy of the default
+configuration (SQLite and keys in a temporary directory), and headless Debian Chromium."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+CHROMIUM = Path("/usr/bin/chromium")
+ARTIFACTS = ROOT / "test-artifacts" / "browser"
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+def _wait_ready(base: str, process: subprocess.Popen[bytes], log: Path) -> None:
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise AssertionError(f"authgate serve exited early:\n{log.read_text()}")
+        try:
+            with urllib.request.urlopen(f"{base}/health/readiness", timeout=1) as answer:
+                if answer.status == 200:
+                    return
+        except (urllib.error.URLError, OSError):
+            pass
+        time.sleep(0.1)
+    raise AssertionError(f"authgate serve did not become ready:\n{log.read_text()}")
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """The base address of a running service on the default configuration."""
+    workdir = tmp_path_factory.mktemp("authgate-served")
+    shutil.copy(ROOT / "config.default.yaml", workdir / "config.yaml")
+    port = _free_port()
+    env = {**os.environ, "PORT": str(port), "OTEL_SDK_DISABLED": "true"}
+    log = workdir / "serve.log"
+    authgate = Path(sys.executable).with_name("authgate")
+    with log.open("wb") as out:
+        process = subprocess.Popen(
+            [str(authgate), "serve", "--config", "config.yaml"],
+            cwd=workdir,
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
+    base = f"http://127.0.0.1:{port}"
+    try:
+        _wait_ready(base, process, log)
+        yield base
+    finally:
+        process.send_signal(signal.SIGTERM)
+        try:
+            process.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+        # Nothing secret reaches the log (codes, tokens and cookies never do).
+        text = log.read_text()
+        assert "code=" not in text and "id_token" not in text and "session=" not in text, text
+
+
+@pytest.fixture(scope="module")
+def chromium_path() -> Path:
+    if not CHROMIUM.exists():
+        if os.environ.get("CI"):
+            pytest.fail("/usr/bin/chromium is missing: scripts/test installs Debian's chromium")
+        pytest.skip("Debian's chromium is not installed (scripts/test installs it)")
+    return CHROMIUM
+
+
+@pytest.fixture
+def artifacts() -> Path:
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    return ARTIFACTS
