@@ -144,12 +144,21 @@ class Api:
         app.router.add_get("/openapi.json", openapi_json)
         app.router.add_get("/health/liveness", self.liveness.respond)
         app.router.add_get("/health/readiness", self.readiness.respond)
+        # OpenAPI matches a concrete path before a templated one: the URL of a static path
+        # (/v1/auth/logout) is that path's resource alone, not a value of a templated sibling
+        # (/v1/auth/{provider}); its other methods answer 405 with its own Allow.
+        static: dict[str, set[str]] = {}
+        for op in self.operations:
+            if "{" not in op.path:
+                static.setdefault(op.path, set()).add(op.method.upper())
+        app[_STATIC_METHODS] = static
         for op in self.operations:
             invoker = Invoker(op, self.converter, self.max_body_bytes)
             # The bound coroutine method, not the object: aiohttp wraps (and warns about) any
             # handler that is not a coroutine function. No route name: a handler may serve
             # several paths (one per version prefix) and aiohttp refuses duplicate names.
-            app.router.add_route(op.method, op.path, invoker.__call__)
+            handler = invoker.__call__ if "{" not in op.path else _off_static(invoker, static)
+            app.router.add_route(op.method, op.path, handler)
         return app
 
     # -- the OpenAPI document --------------------------------------------------------------
@@ -263,6 +272,21 @@ def _param_doc(p: Param) -> dict[str, Any]:
 
 
 _GENERIC_500 = {"error": "internal_error", "message": "An unexpected error occurred."}
+_STATIC_METHODS = web.AppKey("authgate_static_methods", dict[str, set[str]])
+
+
+def _off_static(
+    invoker: Invoker, static: Mapping[str, set[str]]
+) -> Callable[[web.Request], Awaitable[web.StreamResponse]]:
+    """A templated operation's handler that leaves the URLs of static paths alone."""
+
+    async def handle(request: web.Request) -> web.StreamResponse:
+        allowed = static.get(request.path)
+        if allowed is not None:
+            raise web.HTTPMethodNotAllowed(request.method, allowed)
+        return await invoker(request)
+
+    return handle
 
 
 @web.middleware
@@ -282,6 +306,10 @@ async def error_middleware(
     except web.HTTPException as e:
         if e.status < 400:
             raise
+        if e.status == 405 and request.path in request.app.get(_STATIC_METHODS, {}):
+            # aiohttp's Allow joins every matching route's methods, templated siblings too
+            allowed = request.app[_STATIC_METHODS][request.path]
+            e = web.HTTPMethodNotAllowed(request.method, allowed)
         return _http_exception_json(e)
     except Exception:
         log.exception(

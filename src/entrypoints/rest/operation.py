@@ -14,6 +14,7 @@ from typing import Any, Generic, TypeVar
 import attrs
 import cattrs
 from aiohttp import web
+from aiohttp.http_exceptions import HttpProcessingError
 
 from .errors import JSON_CONTENT_TYPE, HttpError, layer_error
 from .params import Location, Param, Params, extract
@@ -192,7 +193,12 @@ class Invoker:
                 raise layer_error(
                     415, "request body must be a form (" + ", ".join(_FORM_TYPES) + ")"
                 )
-            form = await request.post()
+            try:
+                form = await request.post()
+            except (ValueError, HttpProcessingError):
+                # multipart without a boundary, a part with invalid headers, bad encoding:
+                # the client's error, not the server's
+                raise layer_error(400, "malformed form body") from None
             for name, wire in self._form_fields:
                 value = form.get(wire)
                 if isinstance(value, str):
