@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import re
 import socket
+import time
 from collections.abc import Awaitable, Callable, Mapping
 from html import unescape
 from http.cookies import SimpleCookie
@@ -122,8 +123,6 @@ class Service:
 
     def apple_secret(self, **overrides: Any) -> str:
         """A client-secret JWT as the Apple adapter mints it (fields overridable)."""
-        import time
-
         now = int(time.time())
         claims = {
             "iss": APPLE_TEAM_ID,

@@ -3,6 +3,7 @@ service's real adapters in each provider shape."""
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import hmac
 import json
@@ -265,8 +266,6 @@ async def test_google_shape_token_answer_and_id_token(service: Service) -> None:
 
 
 async def test_client_secret_basic_is_accepted_for_the_google_shape(service: Service) -> None:
-    import base64
-
     code = await code_for(service)
     basic = base64.b64encode(f"{GOOGLE}:{GOOGLE_SECRET}".encode()).decode()
     response = await redeem(
@@ -320,8 +319,6 @@ async def test_a_code_of_another_client_is_refused(service: Service) -> None:
 
 
 async def test_facebook_shape_refuses_client_secret_basic(service: Service) -> None:
-    import base64
-
     code = await code_for(service, "facebook", FACEBOOK, scope="public_profile email")
     basic = base64.b64encode(f"{FACEBOOK}:{FACEBOOK_SECRET}".encode()).decode()
     response = await redeem(
@@ -436,9 +433,7 @@ async def test_apple_client_secret_jwt_is_verified(service: Service) -> None:
     response = await redeem_apple(service, service.apple_secret())
     assert response.status == 200, await response.text()
     body = await response.json()
-    claims = json.loads(
-        __import__("base64").urlsafe_b64decode(body["id_token"].split(".")[1] + "==")
-    )
+    claims = json.loads(base64.urlsafe_b64decode(body["id_token"].split(".")[1] + "=="))
     assert claims["aud"] == APPLE_CLIENT_ID
     assert claims["email"] == "grace@example.test"
     assert claims["email_verified"] == "true"  # a string, as Apple writes it

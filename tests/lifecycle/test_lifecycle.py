@@ -340,7 +340,7 @@ async def test_operations_are_in_the_openapi_document(service: Service) -> None:
     schemes = document["components"]["securitySchemes"]
     assert schemes["sessionCookie"] == {"type": "apiKey", "in": "cookie", "name": "session"}
     assert schemes["bearerAuth"]["scheme"] == "bearer"
-    both = [{"bearerAuth": []}, {"sessionCookie": []}]
+    both: list[dict[str, list[str]]] = [{"bearerAuth": []}, {"sessionCookie": []}]
     account = document["paths"]["/v1/account"]["get"]
     assert account["security"] == both
     assert set(account["responses"]) >= {"200", "401", "403", "404"}
