@@ -62,7 +62,8 @@ class ClusterUnavailable(Exception):
     """The PostgreSQL binaries are missing or cannot run here."""
 
 
-def _free_port() -> int:
+def free_port() -> int:
+    """A loopback TCP port free at the time of the call."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
@@ -87,7 +88,7 @@ class ThrowawayCluster:
 
     def __init__(self) -> None:
         self.bindir = _bindir()
-        self.port = _free_port()
+        self.port = free_port()
         self._as: list[str] = []
         if os.geteuid() == 0:
             runuser = shutil.which("runuser")
@@ -268,11 +269,12 @@ async def empty_tables(url: str) -> None:
 
 
 async def terminate_backends(url: str) -> int:
-    """Kill every other connection to the database of ``url`` (simulates connection loss)."""
+    """Kill every other connection to the database of ``url`` (simulates connection loss);
+    returns once they are gone (their clients may not have noticed yet)."""
     conn = await asyncpg.connect(url)
     try:
         killed = await conn.fetchval(
-            "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
+            "SELECT count(pg_terminate_backend(pid, 5000)) FROM pg_stat_activity "
             "WHERE datname = current_database() AND pid <> pg_backend_pid()"
         )
         return int(killed or 0)

@@ -6,7 +6,9 @@ import asyncio
 import datetime as dt
 import logging
 import os
+import random
 import sqlite3
+import time
 from pathlib import Path
 
 import aiosqlite
@@ -25,7 +27,8 @@ class SqliteUnavailable(Exception):
 
 
 class SqliteStore:
-    """The accounts, state and event adapters on one SQLite connection."""
+    """The accounts, state and event adapters on one SQLite connection (``db``: the
+    connection and its lock, for diagnostics and tests)."""
 
     def __init__(
         self,
@@ -37,7 +40,7 @@ class SqliteStore:
         ping_timeout: float = 1.0,
     ) -> None:
         self.path = path
-        self._db = db
+        self.db = db
         self.accounts = SqliteAccounts(db)
         self.states = SqliteStates(db, purge_interval)
         self.events = SqliteEvents(db, event_retention, purge_interval)
@@ -45,11 +48,26 @@ class SqliteStore:
 
     async def ping(self) -> None:
         """Readiness: the file answers a query within the ping timeout; raises otherwise."""
-        async with asyncio.timeout(self._ping_timeout), self._db.use() as conn:
+        async with asyncio.timeout(self._ping_timeout), self.db.use() as conn:
             await conn.execute_fetchall("SELECT 1")
 
     async def close(self) -> None:
-        await self._db.close()
+        await self.db.close()
+
+
+async def _use_wal(conn: aiosqlite.Connection) -> None:
+    # Switching a new file to WAL needs an exclusive lock and SQLite answers "database is
+    # locked" at once, without its busy handler, when another process is opening the file
+    # at the same moment: retry for as long as the busy timeout. The mode then persists.
+    deadline = time.monotonic() + BUSY_TIMEOUT_MS / 1000
+    while True:
+        try:
+            await conn.execute("PRAGMA journal_mode = WAL")
+            return
+        except sqlite3.OperationalError as e:
+            if "locked" not in str(e) or time.monotonic() > deadline:
+                raise
+        await asyncio.sleep(0.005 + random.random() * 0.02)  # noqa: S311 - jitter, not a secret
 
 
 async def open_sqlite(
@@ -71,7 +89,7 @@ async def open_sqlite(
         raise SqliteUnavailable(f"cannot open the SQLite database {where}: {e}") from e
     try:
         await conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS:d}")
-        await conn.execute("PRAGMA journal_mode = WAL")
+        await _use_wal(conn)
         await conn.execute("PRAGMA synchronous = NORMAL")  # durable with WAL except power loss
         await conn.execute("PRAGMA foreign_keys = ON")
         applied = await schema.apply(conn)

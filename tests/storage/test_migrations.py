@@ -1,0 +1,148 @@
+"""The PostgreSQL schema: ordered files applied once, concurrent runs, a database behind."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import shutil
+import sys
+from pathlib import Path
+
+import asyncpg
+import pytest
+
+from authgate.adapters.postgres import SchemaBehind, check_schema, migrate, open_postgres
+from authgate.adapters.postgres.migrations import (
+    MigrationsNotFound,
+    migration_files,
+    migrations_dir,
+    pending_migrations,
+)
+
+REPO_MIGRATIONS = Path(__file__).resolve().parents[2] / "migrations"
+
+
+def _folder(tmp_path: Path, **extra: str) -> Path:
+    """A migrations folder: the repository's files plus ``extra`` (name -> SQL)."""
+    folder = tmp_path / "migrations"
+    shutil.copytree(REPO_MIGRATIONS, folder)
+    for name, sql in extra.items():
+        (folder / f"{name}.sql").write_text(sql)
+    return folder
+
+
+async def _tables(url: str) -> set[str]:
+    conn = await asyncpg.connect(url)
+    try:
+        rows = await conn.fetch("SELECT tablename FROM pg_tables WHERE schemaname = 'public'")
+        return {r["tablename"] for r in rows}
+    finally:
+        await conn.close()
+
+
+def test_the_repository_migrations_are_found_in_order() -> None:
+    assert migrations_dir() == REPO_MIGRATIONS
+    names = [p.name for p in migration_files()]
+    assert names == sorted(names)
+    assert names[0].startswith("0001_")
+
+
+async def test_migrate_applies_everything_once(empty_postgres_url: str) -> None:
+    wanted = [p.stem for p in migration_files()]
+    assert await pending_migrations(empty_postgres_url) == wanted
+    assert await migrate(empty_postgres_url) == wanted
+    assert await migrate(empty_postgres_url) == []
+    await check_schema(empty_postgres_url)
+    assert {"accounts", "identities", "sign_in_states", "sign_in_events"} <= await _tables(
+        empty_postgres_url
+    )
+
+
+async def test_concurrent_migrations_on_two_connections(empty_postgres_url: str) -> None:
+    results = await asyncio.gather(*(migrate(empty_postgres_url) for _ in range(4)))
+    assert sorted(results, key=len) == [[], [], [], [p.stem for p in migration_files()]]
+
+
+async def test_concurrent_migrations_from_two_processes(empty_postgres_url: str) -> None:
+    # `authgate migrate` started on two hosts at once: separate processes, one database.
+    script = (
+        "import asyncio, json, sys\n"
+        "from authgate.adapters.postgres import migrate\n"
+        "print(json.dumps(asyncio.run(migrate(sys.argv[1]))))\n"
+    )
+    procs = [
+        await asyncio.create_subprocess_exec(
+            sys.executable,
+            "-c",
+            script,
+            empty_postgres_url,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+        )
+        for _ in range(2)
+    ]
+    outputs = await asyncio.gather(*(p.communicate() for p in procs))
+    for proc, (_, err) in zip(procs, outputs, strict=True):
+        assert proc.returncode == 0, err.decode()
+    applied = sorted((json.loads(out) for out, _ in outputs), key=len)
+    assert applied == [[], [p.stem for p in migration_files()]]
+    await check_schema(empty_postgres_url)
+
+
+async def test_check_schema_refuses_an_empty_database(empty_postgres_url: str) -> None:
+    with pytest.raises(SchemaBehind) as caught:
+        await check_schema(empty_postgres_url)
+    assert "authgate migrate --config FILE" in str(caught.value)
+    assert caught.value.pending == [p.stem for p in migration_files()]
+
+
+async def test_check_schema_refuses_a_database_one_migration_behind(
+    empty_postgres_url: str, tmp_path: Path
+) -> None:
+    await migrate(empty_postgres_url)
+    newer = _folder(tmp_path, **{"0999_newer": "CREATE TABLE newer (id int PRIMARY KEY);"})
+    with pytest.raises(SchemaBehind, match=r"0999_newer.*authgate migrate --config FILE"):
+        await check_schema(empty_postgres_url, newer)
+    assert await migrate(empty_postgres_url, newer) == ["0999_newer"]
+    await check_schema(empty_postgres_url, newer)
+    # A database ahead of the code (a newer deployment migrated it) is accepted.
+    await check_schema(empty_postgres_url)
+
+
+async def test_open_postgres_refuses_a_database_behind(empty_postgres_url: str) -> None:
+    with pytest.raises(SchemaBehind, match="authgate migrate --config FILE"):
+        await open_postgres(empty_postgres_url, 1, 2, 5.0)
+    unchecked = await open_postgres(empty_postgres_url, 1, 2, 5.0, check=False)
+    with pytest.raises(SchemaBehind):
+        await check_schema(unchecked.pool)
+    await unchecked.close()
+
+
+async def test_a_failing_migration_leaves_no_trace(empty_postgres_url: str, tmp_path: Path) -> None:
+    broken = _folder(
+        tmp_path,
+        **{"0999_broken": "CREATE TABLE half_done (id int);\nSELECT no_such_function();"},
+    )
+    with pytest.raises(asyncpg.UndefinedFunctionError):
+        await migrate(empty_postgres_url, broken)
+    # The files before it are applied; the broken one is rolled back whole and stays pending.
+    assert "half_done" not in await _tables(empty_postgres_url)
+    assert await pending_migrations(empty_postgres_url, broken) == ["0999_broken"]
+    (broken / "0999_broken.sql").write_text("CREATE TABLE half_done (id int);")
+    assert await migrate(empty_postgres_url, broken) == ["0999_broken"]
+
+
+def test_a_missing_migrations_folder_is_a_clear_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("AUTHGATE_MIGRATIONS_DIR", str(tmp_path / "nowhere"))
+    with pytest.raises(MigrationsNotFound, match="AUTHGATE_MIGRATIONS_DIR"):
+        migrations_dir()
+    monkeypatch.setenv("AUTHGATE_MIGRATIONS_DIR", str(REPO_MIGRATIONS))
+    assert migrations_dir() == REPO_MIGRATIONS
+
+
+def test_badly_named_migration_files_are_refused(tmp_path: Path) -> None:
+    folder = _folder(tmp_path, **{"2_oops": "SELECT 1;"})
+    with pytest.raises(MigrationsNotFound, match=r"2_oops\.sql"):
+        migration_files(folder)
