@@ -17,7 +17,7 @@ from aiohttp import web
 from aiohttp.http_exceptions import HttpProcessingError
 
 from .errors import JSON_CONTENT_TYPE, HttpError, layer_error
-from .params import Location, Param, Params, extract
+from .params import Location, Param, Params, extractor
 from .security import Principal, SecurityScheme, authenticate
 from .wire import describe_error, wire_name
 
@@ -150,16 +150,24 @@ class Invoker:
         self._reader: Callable[[web.Request], Awaitable[Any]] | None = (
             self._read_body if op.request is not None else self._read_form if op.form else None
         )
+        # Looked up once: __call__ runs on every request (see docs/benchmarks.md).
+        self._handler = op.handler
+        self._security = op.security
+        self._extract = extractor(op.params)
+        self._response_type = op.response
 
     async def __call__(self, request: web.Request) -> web.StreamResponse:
-        op = self.op
         try:
-            principal = await authenticate(request, op.security) if op.security else None
-            params = extract(request, op.params)
+            principal = await authenticate(request, self._security) if self._security else None
+            params = self._extract(request)
             body = await self._reader(request) if self._reader is not None else None
-            result = await op.handler(Call(request, params, body, principal))
+            result = await self._handler(Call(request, params, body, principal))
         except HttpError as e:
             return e.response()
+        if result.__class__ is self._response_type:
+            # The common case, without _render's isinstance checks: the declared response type
+            # (so neither a StreamResponse nor a Reply) with the operation's own status.
+            return self._respond(result, self._status, None)
         return self._render(result)
 
     async def _read_body(self, request: web.Request) -> Any:
@@ -219,13 +227,17 @@ class Invoker:
     def _respond(self, result: Any, status: int, headers: Mapping[str, str] | None) -> web.Response:
         if result is None or self._unstructure is None:
             return web.Response(status=status, headers=headers)
-        payload = json.dumps(self._unstructure(result), separators=(",", ":"), ensure_ascii=False)
+        payload = _encode_json(self._unstructure(result))
         return web.Response(
             body=payload.encode(), status=status, headers=headers, content_type=JSON_CONTENT_TYPE
         )
 
 
 _FORM_TYPES = ("application/x-www-form-urlencoded", "multipart/form-data")
+
+# json.dumps with any option builds a new JSONEncoder per call; one shared encoder writes the
+# same text (compact, UTF-8 as is) without that per-response cost.
+_encode_json = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
 
 
 def _not_json(constant: str) -> Any:

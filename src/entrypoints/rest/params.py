@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import enum
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 import attrs
 from aiohttp import web
@@ -138,32 +138,63 @@ class Params:
 
 def extract(request: web.Request, declared: Sequence[Param]) -> Params:
     """Read and validate the declared parameters of a request, in declaration order."""
-    path_values: dict[str, str] = {}
-    query_values: dict[str, tuple[str, ...]] = {}
-    header_values: dict[str, str] = {}
-    cookie_values: dict[str, str] = {}
+    return extractor(declared)(request)
+
+
+Check = tuple[Callable[[str], object] | None, Callable[[], HttpError]]
+"""One validator, compiled: (regex search, or None for "required"; the error it raises)."""
+
+
+def extractor(declared: Sequence[Param]) -> Callable[[web.Request], Params]:
+    """:func:`extract` for one declaration list, compiled once per operation: it runs on every
+    request, so the validators are turned into (search, error) pairs here, not per request."""
+    plan: list[tuple[Location, str, tuple[Check, ...]]] = []
     for param in declared:
-        loc = param.location
-        if loc is Location.PATH:
-            value = request.match_info.get(param.name)
-            values: tuple[str, ...] = () if value is None else (value,)
-            param.check(values)
-            if value is not None:
-                path_values[param.name] = value
-        elif loc is Location.QUERY:
-            values = tuple(request.query.getall(param.name, ()))
-            param.check(values)
-            query_values[param.name] = values
-        elif loc is Location.HEADER:
-            value = request.headers.get(param.name)
-            values = () if value is None else (value,)
-            param.check(values)
-            if value is not None:
-                header_values[param.name] = value
-        else:
-            value = request.cookies.get(param.name)
-            values = () if value is None else (value,)
-            param.check(values)
-            if value is not None:
-                cookie_values[param.name] = value
-    return Params(path_values, query_values, header_values, cookie_values)
+        checks: list[Check] = []
+        for v in param.validators:
+            if isinstance(v, Required):
+                if v.enforced:
+                    checks.append((None, param.missing))
+            else:
+                checks.append((v.compiled.search, param.invalid))
+        plan.append((param.location, param.name, tuple(checks)))
+    steps = tuple(plan)
+    path_loc, query_loc, header_loc = Location.PATH, Location.QUERY, Location.HEADER
+
+    def extract_declared(request: web.Request) -> Params:
+        path_values: dict[str, str] = {}
+        query_values: dict[str, tuple[str, ...]] = {}
+        header_values: dict[str, str] = {}
+        cookie_values: dict[str, str] = {}
+        for loc, name, checks in steps:
+            # Values are kept before they are checked: a failed check discards them all.
+            values: tuple[str, ...]
+            if loc is path_loc:
+                value = request.match_info.get(name)
+                values = () if value is None else (value,)
+                if value is not None:
+                    path_values[name] = value
+            elif loc is query_loc:
+                values = tuple(request.query.getall(name, ()))
+                query_values[name] = values
+            elif loc is header_loc:
+                value = request.headers.get(name)
+                values = () if value is None else (value,)
+                if value is not None:
+                    header_values[name] = value
+            else:
+                value = request.cookies.get(name)
+                values = () if value is None else (value,)
+                if value is not None:
+                    cookie_values[name] = value
+            for search, error in checks:
+                if search is None:
+                    if not values:
+                        raise error()
+                else:
+                    for one in values:
+                        if search(one) is None:
+                            raise error()
+        return Params(path_values, query_values, header_values, cookie_values)
+
+    return extract_declared
