@@ -15,7 +15,7 @@ from aiohttp import web
 
 from authgate.entrypoints import devidp
 from authgate.entrypoints.config import Config
-from authgate.entrypoints.demo import mount_demo, mount_docs
+from authgate.entrypoints.demo import DEMO_PATH, mount_demo, mount_docs
 
 log = logging.getLogger("authgate")
 
@@ -48,6 +48,9 @@ def mount(app: web.Application, config: Config) -> None:
     mount_docs(app)
     if config.environment != "production":
         mount_demo(app, config)
+        # The address `authgate serve` prints leads somewhere a person can start from.
+        app.router.add_get("/", _to_demo)
+        log.info("demo page at %s%s, API documentation at /docs", _base(config), DEMO_PATH)
     if config.dev.identity_provider and config.environment != "production":
         try:
             provider = devidp.from_config(config)
@@ -60,3 +63,15 @@ def mount(app: web.Application, config: Config) -> None:
             provider.issuer,
             clients,
         )
+
+
+async def _to_demo(request: web.Request) -> web.StreamResponse:
+    raise web.HTTPFound(DEMO_PATH)
+
+
+def _base(config: Config) -> str:
+    """The service's own address, as the development provider's issuer derives it."""
+    try:
+        return devidp.dev_issuer(config).removesuffix(devidp.BASE_PATH)
+    except devidp.ClientSetupError:
+        return ""

@@ -23,6 +23,12 @@ async def test_demo_pages_are_one_html_page(make_dev_service: Any) -> None:
         assert response.headers["Cache-Control"] == "no-store"
 
 
+async def test_the_root_leads_to_the_demo(service: Service) -> None:
+    response = await service.client.get("/", allow_redirects=False)
+    assert response.status == 302
+    assert response.headers["Location"] == "/demo"
+
+
 async def test_demo_assets(service: Service) -> None:
     for name, kind in (("demo.js", "text/javascript"), ("demo.css", "text/css")):
         response = await service.client.get(f"/demo/assets/{name}")
@@ -94,5 +100,6 @@ async def test_production_has_docs_but_no_demo_and_no_dev_provider(
     )
     assert (await service.client.get("/docs")).status == 200
     assert (await service.client.get("/demo")).status == 404
+    assert (await service.client.get("/")).status == 404
     assert (await service.client.get("/demo/config.json")).status == 404
     assert (await service.client.get("/dev/idp/jwks")).status == 404
