@@ -145,3 +145,28 @@ async def test_in_memory_database(tmp_path: Path) -> None:
         assert created
     finally:
         await store.close()
+
+
+async def test_a_cancelled_operation_leaves_no_transaction_open(tmp_path: Path) -> None:
+    path = tmp_path / "a.db"
+    holder, waiter = await open_sqlite(path), await open_sqlite(path)
+    try:
+        async with holder.db.transaction():  # another process holds the write lock
+            blocked = asyncio.create_task(
+                waiter.accounts.create_with_identity(verified("google", "cancelled"), T0)
+            )
+            await asyncio.sleep(0.2)  # waiting in BEGIN IMMEDIATE (busy timeout)
+            blocked.cancel()
+            await asyncio.sleep(0.05)
+        # The other process commits; the cancelled BEGIN then succeeds on its thread.
+        with pytest.raises(asyncio.CancelledError):
+            await blocked
+        # The waiter's connection is usable and not stuck inside a transaction.
+        account, created = await waiter.accounts.create_with_identity(verified("apple", "a"), T0)
+        assert created
+        assert await holder.accounts.find_by_identity(ProviderIdentity("apple", "a")) == account
+        cancelled = ProviderIdentity("google", "cancelled")
+        assert await holder.accounts.find_by_identity(cancelled) is None
+    finally:
+        await holder.close()
+        await waiter.close()

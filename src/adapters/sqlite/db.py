@@ -9,7 +9,9 @@ front: another process on the same file waits up to ``busy_timeout`` instead of 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import datetime as dt
+import sqlite3
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
@@ -33,16 +35,20 @@ class Database:
 
     @asynccontextmanager
     async def transaction(self) -> AsyncIterator[aiosqlite.Connection]:
-        """The connection, alone, inside ``BEGIN IMMEDIATE`` … ``COMMIT`` (rolled back when
-        the block raises)."""
+        """The connection, alone, inside ``BEGIN IMMEDIATE`` … ``COMMIT``; rolled back when
+        anything fails or the task is cancelled, so no transaction is ever left open."""
         async with self._lock:
-            await self.conn.execute("BEGIN IMMEDIATE")
             try:
+                await self.conn.execute("BEGIN IMMEDIATE")
                 yield self.conn
+                await self.conn.execute("COMMIT")
             except BaseException:
-                await self.conn.execute("ROLLBACK")
+                # Statements run in order on aiosqlite's thread: a statement whose await was
+                # cancelled still runs, and this ROLLBACK runs after it. When BEGIN itself
+                # failed there is nothing to roll back.
+                with contextlib.suppress(sqlite3.Error):
+                    await self.conn.execute("ROLLBACK")
                 raise
-            await self.conn.execute("COMMIT")
 
     async def close(self) -> None:
         async with self._lock:
