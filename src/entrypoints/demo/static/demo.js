@@ -118,16 +118,20 @@ class Demo {
     }
   }
 
-  notice(text) {
+  // After an action the button that was pressed may be gone: keyboard focus moves to the
+  // message that tells what happened.
+  notice(text, focus = false) {
     const box = $("notice");
     box.textContent = text;
     box.hidden = !text;
+    if (text && focus) box.focus();
   }
 
-  problem(text, codes) {
+  problem(text, codes, focus = false) {
     $("problem").hidden = !text;
     $("problem-text").textContent = text || "";
     $("problem-codes").textContent = codes || "";
+    if (text && focus) $("problem").focus();
   }
 
   problemFromQuery(params) {
@@ -211,19 +215,20 @@ class Demo {
     const answer = await api("DELETE", `/v1/account/providers/${encodeURIComponent(provider)}`);
     if (answer.status === 200) {
       this.showProviders(answer.body.providers);
-      this.notice(`${this.label(provider)} was unlinked from your account.`);
+      this.notice(`${this.label(provider)} was unlinked from your account.`, true);
     } else if (answer.status === 409) {
       this.problem(
         `${this.label(provider)} is the only provider linked to your account. Link another ` +
           "provider before unlinking it, or you could never sign in again.",
         `error: ${answer.body && answer.body.error}`,
+        true,
       );
     } else if (answer.status === 401) {
       this.showSignedOut();
-      this.problem("Your session has ended. Please sign in again.");
+      this.problem("Your session has ended. Please sign in again.", "", true);
     } else {
       const message = (answer.body && (answer.body.message || answer.body.error)) || "";
-      this.problem(`Unlinking failed (HTTP ${answer.status}). ${message}`);
+      this.problem(`Unlinking failed (HTTP ${answer.status}). ${message}`, "", true);
     }
   }
 
@@ -234,9 +239,9 @@ class Demo {
     if (answer.status === 204) {
       history.replaceState(null, "", this.base || "/");
       this.showSignedOut();
-      this.notice("You are signed out.");
+      this.notice("You are signed out.", true);
     } else {
-      this.problem(`Signing out failed (HTTP ${answer.status}).`);
+      this.problem(`Signing out failed (HTTP ${answer.status}).`, "", true);
     }
   }
 
