@@ -11,13 +11,22 @@ from pathlib import Path
 import asyncpg
 import pytest
 
-from authgate.adapters.postgres import SchemaBehind, check_schema, migrate, open_postgres
-from authgate.adapters.postgres.migrations import (
+from authgate.adapters.postgres import (
+    DatabaseUnavailable,
+    MigrationFailed,
     MigrationsNotFound,
+    PostgresStoreError,
+    SchemaBehind,
+    check_schema,
+    migrate,
+    open_postgres,
+)
+from authgate.adapters.postgres.migrations import (
     migration_files,
     migrations_dir,
     pending_migrations,
 )
+from tests.support.postgres import free_port
 
 REPO_MIGRATIONS = Path(__file__).resolve().parents[2] / "migrations"
 
@@ -123,8 +132,9 @@ async def test_a_failing_migration_leaves_no_trace(empty_postgres_url: str, tmp_
         tmp_path,
         **{"0999_broken": "CREATE TABLE half_done (id int);\nSELECT no_such_function();"},
     )
-    with pytest.raises(asyncpg.UndefinedFunctionError):
+    with pytest.raises(MigrationFailed, match=r"0999_broken\.sql.*no_such_function") as caught:
         await migrate(empty_postgres_url, broken)
+    assert isinstance(caught.value.__cause__, asyncpg.UndefinedFunctionError)
     # The files before it are applied; the broken one is rolled back whole and stays pending.
     assert "half_done" not in await _tables(empty_postgres_url)
     assert await pending_migrations(empty_postgres_url, broken) == ["0999_broken"]
@@ -146,3 +156,14 @@ def test_badly_named_migration_files_are_refused(tmp_path: Path) -> None:
     folder = _folder(tmp_path, **{"2_oops": "SELECT 1;"})
     with pytest.raises(MigrationsNotFound, match=r"2_oops\.sql"):
         migration_files(folder)
+
+
+async def test_migrate_against_an_unreachable_server_is_a_clear_error() -> None:
+    url = f"postgresql://authgate:s3cret@127.0.0.1:{free_port()}/authgate"
+    with pytest.raises(DatabaseUnavailable) as caught:
+        await migrate(url)
+    assert isinstance(caught.value, PostgresStoreError)
+    assert isinstance(caught.value, ConnectionError)  # also caught as an OSError
+    assert "s3cret" not in str(caught.value)
+    with pytest.raises(DatabaseUnavailable):
+        await check_schema(url)

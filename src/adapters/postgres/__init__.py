@@ -5,20 +5,31 @@ Entry points: :func:`open_postgres` (the adapters on one pool), :func:`migrate` 
 """
 
 from .accounts import PostgresAccounts
+from .errors import (
+    DatabaseUnavailable,
+    MigrationFailed,
+    MigrationsNotFound,
+    PostgresStoreError,
+    SchemaBehind,
+    redact,
+)
 from .events import PostgresEvents
-from .migrations import MigrationsNotFound, SchemaBehind, check_schema, migrate
+from .migrations import check_schema, migrate
 from .state import PostgresStates
-from .store import DatabaseUnavailable, PostgresStore, open_postgres
+from .store import PostgresStore, open_postgres
 
 __all__ = [
     "DatabaseUnavailable",
+    "MigrationFailed",
     "MigrationsNotFound",
     "PostgresAccounts",
     "PostgresEvents",
     "PostgresStates",
     "PostgresStore",
+    "PostgresStoreError",
     "SchemaBehind",
     "check_schema",
     "migrate",
     "open_postgres",
+    "redact",
 ]

@@ -21,7 +21,9 @@ from pathlib import Path
 
 import asyncpg
 
-MIGRATE_COMMAND = "authgate migrate --config FILE"
+from .errors import MigrationFailed, MigrationsNotFound, SchemaBehind, unavailable
+
+CONNECT_TIMEOUT = 10.0
 
 # pg_advisory_lock key: the first 8 bytes of sha256("authgate.migrations"), as a signed bigint.
 LOCK_KEY = int.from_bytes(hashlib.sha256(b"authgate.migrations").digest()[:8], "big", signed=True)
@@ -39,19 +41,15 @@ _CREATE_LEDGER = """
 """
 
 
-class MigrationsNotFound(Exception):
-    """The folder of SQL migrations cannot be found."""
+# What a failed connection attempt raises (refused, timed out, rejected by the server).
+CONNECT_ERRORS = (OSError, TimeoutError, asyncpg.PostgresError, asyncpg.InterfaceError)
 
 
-class SchemaBehind(Exception):
-    """The database lacks migrations this version of the service needs."""
-
-    def __init__(self, pending: list[str]) -> None:
-        self.pending = pending
-        super().__init__(
-            f"the database schema is behind: {len(pending)} pending migration(s) "
-            f"({', '.join(pending)}); run `{MIGRATE_COMMAND}` first"
-        )
+async def _connect(url: str) -> asyncpg.Connection:
+    try:
+        return await asyncpg.connect(url, timeout=CONNECT_TIMEOUT)
+    except CONNECT_ERRORS as e:
+        raise unavailable(url, e) from e
 
 
 def migrations_dir(directory: str | os.PathLike[str] | None = None) -> Path:
@@ -84,9 +82,14 @@ def migration_files(directory: str | os.PathLike[str] | None = None) -> list[Pat
 
 async def migrate(url: str, directory: str | os.PathLike[str] | None = None) -> list[str]:
     """Apply the pending migrations to the database at ``url``; returns the names applied
-    (empty when the schema is current). Safe to run concurrently from several hosts."""
+    (empty when the schema is current). Safe to run concurrently from several hosts.
+
+    Raises :class:`~.errors.DatabaseUnavailable`, :class:`~.errors.MigrationsNotFound` or
+    :class:`~.errors.MigrationFailed` (all :class:`~.errors.PostgresStoreError`); a
+    connection lost midway raises asyncpg's or OSError's own error (rerun: it resumes).
+    """
     files = migration_files(directory)
-    conn = await asyncpg.connect(url)
+    conn = await _connect(url)
     try:
         # A session-level lock: held across the per-file transactions, released when the
         # connection closes (below, or when it breaks), so a crashed run never leaves it held.
@@ -98,13 +101,20 @@ async def migrate(url: str, directory: str | os.PathLike[str] | None = None) -> 
             if path.stem in done:
                 continue
             sql = path.read_text(encoding="utf-8")
-            async with conn.transaction():
-                await conn.execute(sql)  # no parameters: a multi-statement script
-                await conn.execute(
-                    "INSERT INTO schema_migrations (name, checksum) VALUES ($1, $2)",
-                    path.stem,
-                    hashlib.sha256(sql.encode()).hexdigest(),
-                )
+            try:
+                async with conn.transaction():
+                    await conn.execute(sql)  # no parameters: a multi-statement script
+                    await conn.execute(
+                        "INSERT INTO schema_migrations (name, checksum) VALUES ($1, $2)",
+                        path.stem,
+                        hashlib.sha256(sql.encode()).hexdigest(),
+                    )
+            except asyncpg.PostgresError as e:
+                first_line = str(e).strip().splitlines()[0] if str(e).strip() else ""
+                raise MigrationFailed(
+                    f"migration {path.name} failed and was rolled back: "
+                    f"{type(e).__name__}: {first_line}"
+                ) from e
             applied.append(path.stem)
         return applied
     finally:
@@ -123,7 +133,7 @@ async def pending_migrations(
     """The names of the migrations not yet applied to the database."""
     wanted = [p.stem for p in migration_files(directory)]
     if isinstance(pool_or_url, str):
-        conn = await asyncpg.connect(pool_or_url)
+        conn = await _connect(pool_or_url)
         try:
             done = await _applied(conn)
         finally:

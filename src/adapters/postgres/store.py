@@ -5,21 +5,17 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 import logging
-from urllib.parse import urlsplit, urlunsplit
 
 import asyncpg
 
 from . import events, state
 from .accounts import PostgresAccounts
+from .errors import unavailable
 from .events import PostgresEvents
-from .migrations import check_schema
+from .migrations import CONNECT_ERRORS, check_schema
 from .state import PostgresStates
 
 log = logging.getLogger("authgate.storage")
-
-
-class DatabaseUnavailable(Exception):
-    """The database cannot be reached or refused the connection (one line, no password)."""
 
 
 class PostgresStore:
@@ -82,7 +78,7 @@ async def open_postgres(
     ``timeout`` bounds connecting and every command. With ``check`` (the default), refuse a
     database whose schema is behind (:class:`~.migrations.SchemaBehind`, naming
     ``authgate migrate --config FILE``). An unreachable server raises
-    :class:`DatabaseUnavailable`.
+    :class:`~.errors.DatabaseUnavailable`. Both are :class:`~.errors.PostgresStoreError`.
     """
     try:
         pool = await asyncpg.create_pool(
@@ -93,9 +89,8 @@ async def open_postgres(
             command_timeout=timeout,
             server_settings={"application_name": "authgate"},
         )
-    except (OSError, TimeoutError, asyncpg.PostgresError, asyncpg.InterfaceError) as e:
-        reason = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-        raise DatabaseUnavailable(f"cannot connect to PostgreSQL at {redact(url)}: {reason}") from e
+    except CONNECT_ERRORS as e:
+        raise unavailable(url, e) from e
     try:
         if check:
             await check_schema(pool)
@@ -108,17 +103,3 @@ async def open_postgres(
         event_retention=event_retention,
         purge_interval=purge_interval,
     )
-
-
-def redact(url: str) -> str:
-    """The URL without its password, for messages and logs."""
-    parts = urlsplit(url)
-    if parts.password is None:
-        return url
-    host = parts.hostname or ""
-    if ":" in host:
-        host = f"[{host}]"
-    netloc = f"{parts.username}:***@{host}" if parts.username else f"***@{host}"
-    if parts.port is not None:
-        netloc += f":{parts.port}"
-    return urlunsplit(parts._replace(netloc=netloc))
