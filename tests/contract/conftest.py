@@ -1,4 +1,7 @@
-"""Each contract suite runs once per adapter: the fixture ``store`` is parametrized by kind."""
+"""Each contract suite runs once per adapter: the fixture ``store`` is parametrized by kind.
+
+The PostgreSQL fixtures come from the plugin ``tests.support.postgres`` (tests/conftest.py).
+"""
 
 from __future__ import annotations
 
@@ -8,12 +11,6 @@ from pathlib import Path
 import pytest
 
 from tests.support.stores import KINDS, Store, open_store
-
-
-def pytest_configure(config: pytest.Config) -> None:
-    # The PostgreSQL fixtures, unless tests/conftest.py already lists them in pytest_plugins.
-    if not config.pluginmanager.has_plugin("tests.support.postgres"):
-        config.pluginmanager.import_plugin("tests.support.postgres")
 
 
 @pytest.fixture(params=KINDS)
