@@ -41,6 +41,10 @@ security_log = logging.getLogger("authgate.security")
 
 MAX_STATE_LENGTH = 512
 
+# Provider error codes that mean the user said no: OAuth's own, and Sign in with Apple's
+# cancel button.
+DENIALS = frozenset({"access_denied", "user_cancelled_authorize"})
+
 
 @attrs.frozen
 class SignInPolicy:
@@ -207,7 +211,7 @@ class SignInService:
         if error is not None:  # rule 2: consume the state so it cannot be replayed
             if state:
                 await self.states.take(state, now)
-            if error == "access_denied":
+            if error in DENIALS:
                 raise errors.AccessDenied(error, error_description)
             raise errors.ProviderError(error, error_description)
         if not code:  # rule 3

@@ -119,7 +119,7 @@ def build_api(config: Config, resources: Resources) -> Api:
         service, verifier, resources.limiter, ClientAddress(config.ratelimit.trusted_proxies)
     ).register(api)
     cookie = session_cookie_scheme(verifier)
-    AccountOperations(resources.accounts, resources.sessions, bearer, cookie).register(api)
+    AccountOperations(resources.accounts, resources.sessions, bearer).register(api)
     LifecycleOperations(
         resources.accounts, list(resources.providers), bearer, cookie, [config.app.url]
     ).register(api)

@@ -116,9 +116,12 @@ async def test_account_needs_a_read_scope(service: Service) -> None:
     assert response.status == 200
 
 
-async def test_linked_providers_accepts_the_session_cookie(service: Service) -> None:
+async def test_linked_providers_takes_the_bearer_token_not_the_cookie(service: Service) -> None:
+    # Spec 4.4: GET /v1/account/providers is bearer-only; pages use GET /v1/account.
     browser = await signed_in(service, "google", "apple")
     response = await browser.request("GET", "/v1/account/providers")
+    assert response.status == 401
+    response = await service.client.get("/v1/account/providers", headers=bearer(browser.session))
     assert response.status == 200
     body = await response.json()
     assert [p["provider"] for p in body["providers"]] == ["google", "apple"]
@@ -170,7 +173,7 @@ async def test_the_last_provider_cannot_be_unlinked(service: Service) -> None:
     body = await response.json()
     assert body["error"] == "last_provider"
     assert "google" in body["message"]
-    listed = await browser.request("GET", "/v1/account/providers")
+    listed = await service.client.get("/v1/account/providers", headers=bearer(browser.session))
     assert [p["provider"] for p in (await listed.json())["providers"]] == ["google"]
 
 
@@ -265,7 +268,7 @@ async def test_unlink_by_cookie_from_another_site_is_refused(service: Service) -
         response = await browser.request("DELETE", "/v1/account/providers/facebook", headers)
         assert response.status == 403, headers
         assert (await response.json())["error"] == "cross_site_request"
-    listed = await browser.request("GET", "/v1/account/providers")
+    listed = await service.client.get("/v1/account/providers", headers=bearer(browser.session))
     assert [p["provider"] for p in (await listed.json())["providers"]] == ["google", "facebook"]
 
 
@@ -361,4 +364,4 @@ async def test_operations_are_in_the_openapi_document(service: Service) -> None:
     logout = document["paths"]["/v1/auth/logout"]["post"]
     assert "security" not in logout
     assert set(logout["responses"]) >= {"204", "403"}
-    assert document["paths"]["/v1/account/providers"]["get"]["security"] == both
+    assert document["paths"]["/v1/account/providers"]["get"]["security"] == [{"bearerAuth": []}]

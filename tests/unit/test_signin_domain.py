@@ -201,6 +201,8 @@ async def test_provider_error_consumes_state(world) -> None:
         await complete(service, state, code=None, error="access_denied")
     with pytest.raises(errors.InvalidState):
         await complete(service, state)
+    with pytest.raises(errors.AccessDenied):
+        await complete(service, await start(service), error="user_cancelled_authorize")
     with pytest.raises(errors.ProviderError):
         await complete(service, await start(service), error="server_error")
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from authgate.entrypoints.http.bodies import Jwks, LinkedProvider, LinkedProviders, PublicKey
-from authgate.entrypoints.rest import Api, ApiKey, BearerJWT, Call
+from authgate.entrypoints.rest import Api, BearerJWT, Call
 from authgate.ports.accounts import AccountRepository
 from authgate.ports.sessions import SessionTokens
 
@@ -12,26 +12,20 @@ READ_SCOPES = ("account:read", "account:manage")
 
 class AccountOperations:
     def __init__(
-        self,
-        accounts: AccountRepository,
-        sessions: SessionTokens,
-        bearer: BearerJWT,
-        cookie: ApiKey | None = None,
+        self, accounts: AccountRepository, sessions: SessionTokens, bearer: BearerJWT
     ) -> None:
         self.accounts = accounts
         self.sessions = sessions
         self.bearer = bearer
-        self.cookie = cookie  # the session cookie as a credential (browser pages)
 
     def register(self, api: Api) -> None:
-        security: list[BearerJWT | ApiKey] = [self.bearer.with_scopes(*READ_SCOPES)]
-        if self.cookie is not None:
-            security.append(self.cookie)
+        # Spec 4.4 and 2.9: the bearer JWT only (one security requirement). Browser pages,
+        # whose session cookie is HttpOnly, read the same list from GET /v1/account.
         api.operation(
             "GET",
             "/v1/account/providers",
             response=LinkedProviders,
-            security=security,
+            security=[self.bearer.with_scopes(*READ_SCOPES)],
             operation_id="list_linked_providers",
             tags=("account",),
         )(self.linked_providers)
