@@ -32,6 +32,7 @@ from authgate.adapters.postgres import (
     DatabaseUnavailable,
     MigrationsNotFound,
     PostgresStore,
+    PostgresStoreError,
     SchemaBehind,
     open_postgres,
 )
@@ -302,7 +303,7 @@ def migrate(config: Config) -> int:
         return 0
     try:
         applied = asyncio.run(postgres_migrate(url))
-    except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError, MigrationsNotFound) as e:
+    except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError, PostgresStoreError) as e:
         raise StartupError(f"migrate: {e}") from None
     if applied:
         print(f"authgate: applied {len(applied)} migration(s): {', '.join(applied)}")

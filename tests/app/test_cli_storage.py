@@ -1,0 +1,69 @@
+"""`authgate migrate` and start-up against the configured database, as an operator runs them."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import yaml
+
+from .conftest import base_config, merge
+
+
+def write_config(tmp_path: Path, database_url: str) -> Path:
+    path = tmp_path / "authgate.yaml"
+    config = merge(base_config(tmp_path), {"database": {"url": database_url}})
+    path.write_text(yaml.safe_dump(config, sort_keys=False))
+    return path
+
+
+def authgate(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "authgate.entrypoints.cli", *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+
+
+def test_migrate_applies_once_and_then_reports_up_to_date(
+    tmp_path: Path, empty_postgres_url: str
+) -> None:
+    config = str(write_config(tmp_path, empty_postgres_url))
+    first = authgate("migrate", "--config", config)
+    assert first.returncode == 0, first.stderr
+    assert "applied 1 migration(s): 0001_initial" in first.stdout
+    second = authgate("migrate", "--config", config)
+    assert second.returncode == 0, second.stderr
+    assert "the database schema is up to date" in second.stdout
+
+
+def test_serve_refuses_a_database_whose_schema_is_behind(
+    tmp_path: Path, empty_postgres_url: str
+) -> None:
+    config = str(write_config(tmp_path, empty_postgres_url))
+    result = authgate("serve", "--config", config)
+    assert result.returncode == 2
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    assert "authgate migrate --config FILE" in lines[0]
+    assert "Traceback" not in result.stderr
+
+
+def test_serve_refuses_an_unreachable_database_in_one_line(tmp_path: Path) -> None:
+    config = str(write_config(tmp_path, "postgresql://authgate:s3cret@127.0.0.1:1/authgate"))
+    result = authgate("serve", "--config", config)
+    assert result.returncode == 2
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    assert "cannot connect to PostgreSQL" in lines[0]
+    assert "s3cret" not in result.stderr
+
+
+def test_migrate_has_nothing_to_do_for_sqlite(tmp_path: Path) -> None:
+    config = str(write_config(tmp_path, f"sqlite:///{tmp_path}/a.db"))
+    result = authgate("migrate", "--config", config)
+    assert result.returncode == 0
+    assert "nothing to migrate for sqlite" in result.stdout
