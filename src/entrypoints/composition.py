@@ -209,6 +209,7 @@ async def _open_store(
                 db.pool_max_size,
                 db.timeout_seconds,
                 ping_timeout=db.readiness_timeout_seconds,
+                event_retention=dt.timedelta(days=db.event_retention_days),
             )
         except (DatabaseUnavailable, SchemaBehind, MigrationsNotFound) as e:
             raise StartupError(f"database: {e}") from None
@@ -216,7 +217,11 @@ async def _open_store(
         # sqlite:///relative/path, sqlite:////absolute/path (SQLAlchemy's convention)
         path = url.removeprefix("sqlite:///")
         try:
-            store = await open_sqlite(path, ping_timeout=db.readiness_timeout_seconds)
+            store = await open_sqlite(
+                path,
+                ping_timeout=db.readiness_timeout_seconds,
+                event_retention=dt.timedelta(days=db.event_retention_days),
+            )
         except (SqliteUnavailable, SchemaTooNew) as e:
             raise StartupError(f"database: {e}") from None
     else:

@@ -66,6 +66,7 @@ class DatabaseConfig:
     pool_max_size: int = 10
     timeout_seconds: float = 5.0
     readiness_timeout_seconds: float = 1.0
+    event_retention_days: int = 90
 
 
 @attrs.frozen
@@ -219,6 +220,8 @@ def _check(config: Config) -> None:
         raise ConfigError("rest.port: must be between 1 and 65535")
     if config.session.ttl_seconds <= 0:
         raise ConfigError("session.ttl_seconds: must be positive")
+    if config.database.event_retention_days <= 0:
+        raise ConfigError("database.event_retention_days: must be positive")
     if config.state.ttl_seconds <= 0:
         raise ConfigError("state.ttl_seconds: must be positive")
     if config.environment == "production" and config.dev.identity_provider:
