@@ -161,8 +161,10 @@ class ServiceProcess:
         stop_timeout: float = 15.0,
         taskset_cpu: int | None = None,
         port: int | None = None,
+        command: list[str] | None = None,
     ) -> None:
         self.config_file = config_file
+        self.command = command  # another server to run instead (benchmark baselines)
         # ``port`` when the file takes it from the environment (``${PORT}``)
         self.port = port or int(yaml.safe_load(config_file.read_text())["rest"]["port"])
         self.cwd = cwd or config_file.parent
@@ -199,7 +201,7 @@ class ServiceProcess:
         return self.process is not None and self.process.poll() is None
 
     async def start(self) -> ServiceProcess:
-        command = authgate_command("serve", "--config", str(self.config_file))
+        command = self.command or authgate_command("serve", "--config", str(self.config_file))
         if self.taskset_cpu is not None:
             command = ["taskset", "-c", str(self.taskset_cpu), *command]
         env = {**os.environ, **(self.env or {})}

@@ -29,6 +29,7 @@ import json
 import os
 import random
 import statistics
+import subprocess
 import sys
 import time
 from collections.abc import AsyncIterator, Iterator
@@ -42,6 +43,7 @@ import aiohttp
 import asyncpg
 import attrs
 
+from bench import profiling
 from bench.harness import (
     ServiceProcess,
     SignInDriver,
@@ -69,6 +71,7 @@ class Settings:
     admin_url: str = DEFAULT_ADMIN_URL
     database_url: str | None = None  # an already migrated database (tests)
     pin: bool = True
+    profile_to: Path | None = None  # py-spy samples of the measured period (bench/profiling)
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -268,6 +271,7 @@ async def _run(settings: Settings, folder: Path) -> dict[str, Any]:
             ]
             began = time.monotonic()
             cpu_at_start = 0.0
+            spy: subprocess.Popen[bytes] | None = None
             measured_from = began + settings.warmup
             while time.monotonic() < workload.deadline and not all(w.done() for w in workers):
                 await asyncio.sleep(1.0)
@@ -276,11 +280,17 @@ async def _run(settings: Settings, folder: Path) -> dict[str, Any]:
                     workload.recorder.measuring = True
                     cpu_at_start = service.cpu_seconds()
                     measured_from = now
+                    if settings.profile_to is not None:
+                        spy = profiling.record(
+                            service.pid, max(1, settings.seconds - 2), settings.profile_to
+                        )
                 if workload.recorder.measuring:
                     rss.append((now - measured_from, service.rss_kib()))
                 _trim_fake(fake)
             cpu = service.cpu_seconds() - cpu_at_start
             await asyncio.gather(*workers)
+            if spy is not None:
+                await asyncio.to_thread(spy.wait)
             measured = max(time.monotonic() - measured_from, 1e-9)
             alive = service.running()
     first = [kib for t, kib in rss if t <= settings.window]
@@ -288,7 +298,11 @@ async def _run(settings: Settings, folder: Path) -> dict[str, Any]:
     growth = (statistics.mean(last) / statistics.mean(first) - 1) if first and last else None
     rec = workload.recorder
     return {
-        "settings": attrs.asdict(settings, filter=lambda a, _: a.name != "admin_url"),
+        "settings": {
+            k: str(v) if isinstance(v, Path) else v
+            for k, v in attrs.asdict(settings).items()
+            if k != "admin_url"
+        },
         "database": "sqlite" if url.startswith("sqlite") else "postgres",
         "measured_seconds": round(measured, 1),
         "requests": rec.requests,

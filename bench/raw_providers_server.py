@@ -1,0 +1,63 @@
+"""The baseline of bench/providers_bench.py: a raw aiohttp + asyncpg handler.
+
+    python bench/raw_providers_server.py PORT DATABASE_URL ACCOUNT_ID
+
+``GET /v1/account/providers`` runs the same query as the PostgreSQL adapter's
+``list_identities`` for a fixed account, on a pool of the same size, and answers the same JSON;
+no authentication, no parameter handling, no validation, no error handling, no access log.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import uuid
+
+import asyncpg
+from aiohttp import web
+
+QUERY = """
+    SELECT account_id, provider, subject, email, linked_at, is_primary
+    FROM identities WHERE account_id = $1
+    ORDER BY linked_at, is_primary DESC, provider, subject
+"""
+
+
+def main(port: int, database_url: str, account_id: str) -> None:
+    key = uuid.UUID(account_id)
+
+    async def open_pool(app: web.Application) -> None:
+        app["pool"] = await asyncpg.create_pool(database_url, min_size=1, max_size=10)
+
+    async def close_pool(app: web.Application) -> None:
+        await app["pool"].close()
+
+    async def providers(request: web.Request) -> web.Response:
+        rows = await request.app["pool"].fetch(QUERY, key)
+        body = {
+            "providers": [
+                {
+                    "provider": r["provider"],
+                    "providerId": f"user:{r['provider']}:{r['subject']}",
+                    "linkedAt": r["linked_at"].isoformat(),
+                    "isPrimary": r["is_primary"],
+                }
+                for r in rows
+            ]
+        }
+        return web.Response(body=json.dumps(body).encode(), content_type="application/json")
+
+    app = web.Application()
+    app.on_startup.append(open_pool)
+    app.on_cleanup.append(close_pool)
+    app.router.add_get("/v1/account/providers", providers)
+    app.router.add_get("/health/liveness", liveness)
+    web.run_app(app, host="127.0.0.1", port=port, access_log=None, print=None)
+
+
+async def liveness(_: web.Request) -> web.Response:
+    return web.Response(text="ok")
+
+
+if __name__ == "__main__":
+    main(int(sys.argv[1]), sys.argv[2], sys.argv[3])
