@@ -485,6 +485,14 @@ def pick_cpus() -> tuple[int | None, int | None]:
     return cpus[0], cpus[1]
 
 
+def _load_average() -> str:
+    try:
+        with open("/proc/loadavg") as f:
+            return " ".join(f.read().split()[:3])
+    except OSError:
+        return "unknown"
+
+
 def run(args: argparse.Namespace) -> int:
     server_cpu, client_cpu = pick_cpus()
     if client_cpu is not None:
@@ -498,7 +506,7 @@ def run(args: argparse.Namespace) -> int:
         f"REST layer benchmark: GET {LOAD_PATH}, {args.client} client, "
         f"{args.connections} connections, "
         f"{args.rounds} round(s) x {args.duration:g} s per server (+{args.warmup:g} s warm-up); "
-        f"{pinning}",
+        f"{pinning}; load average {_load_average()}",
         flush=True,
     )
     servers = start_servers(args.servers, server_cpu)
@@ -564,6 +572,13 @@ def report(samples: dict[str, list[Sample]]) -> int:
         print(
             f"ratio {label:<28} {ratio:5.2f}  (target >= {target:.2f}: {verdict}; "
             f"by server CPU per request {by_cost:.2f})"
+        )
+    busy = [k for k, s in samples.items() if statistics.median(x.server_cpu for x in s) < 0.85]
+    if busy:
+        print(
+            f"\nWARNING: {', '.join(busy)} got less than 85 % of its core: something else was "
+            "running on the machine (or the load generator could not keep up); these figures "
+            "are not reliable"
         )
     return 1 if any(x.errors for s in samples.values() for x in s) else 0
 
