@@ -7,6 +7,7 @@ signed have expired (``session.ttl_seconds``).
 
 from __future__ import annotations
 
+import collections
 import datetime as dt
 import json
 import os
@@ -25,6 +26,8 @@ from authgate.ports.sessions import InvalidSession, SessionClaims
 ALGORITHMS = {"EC": "ES256", "OKP": "EdDSA"}
 SCOPES = ("account:read", "account:manage")
 LEEWAY_SECONDS = 30
+VERIFIED_CACHE_SIZE = 4096
+VERIFIED_CACHE_SECONDS = 60.0
 
 
 class SessionKeyError(Exception):
@@ -81,6 +84,9 @@ class JwtSessionTokens:
         self._issuer = issuer
         self._audience = audience
         self._ttl = ttl
+        self._verified: collections.OrderedDict[str, tuple[SessionClaims, float]] = (
+            collections.OrderedDict()
+        )
         self._jwks = {
             "keys": [
                 {**k.as_dict(private=False), "alg": ALGORITHMS[k.key_type], "use": "sig"}
@@ -107,6 +113,30 @@ class JwtSessionTokens:
         return IssuedSession(token, dt.datetime.fromtimestamp(expires, dt.UTC))
 
     def verify(self, token: str, now: dt.datetime) -> SessionClaims:
+        """Verify a session token; a token verified recently is answered from a bounded cache.
+
+        A client presents the same token on every request, and the ECDSA verification is the
+        largest cost of an authenticated request. The cache is keyed by the exact token (only
+        verified tokens enter it), and an entry serves for at most ``VERIFIED_CACHE_SECONDS``
+        and never past the token's ``exp``, so it changes no verdict: sessions are stateless and
+        a token that verified keeps verifying until it expires (a key removed from the key file
+        takes effect after a restart, when the cache is empty anyway)."""
+        at = now.timestamp()
+        cached = self._verified.get(token)
+        if cached is not None:
+            claims, until = cached
+            if at < until:
+                self._verified.move_to_end(token)
+                return claims
+            del self._verified[token]
+        claims = self._verify(token, now)
+        until = min(at + VERIFIED_CACHE_SECONDS, claims.expires_at.timestamp())
+        self._verified[token] = (claims, until)
+        if len(self._verified) > VERIFIED_CACHE_SIZE:
+            self._verified.popitem(last=False)
+        return claims
+
+    def _verify(self, token: str, now: dt.datetime) -> SessionClaims:
         try:
             decoded = jwt.decode(token, self._keys, algorithms=list(ALGORITHMS.values()))
             registry = jwt.JWTClaimsRegistry(

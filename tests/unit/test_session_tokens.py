@@ -1,0 +1,73 @@
+"""Session JWTs: issue, verify, and the cache of verified tokens changing no verdict."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import pytest
+
+from authgate.adapters.sessions import JwtSessionTokens, ephemeral_keys
+from authgate.adapters.sessions import jwt as session_jwt
+from authgate.ports.sessions import InvalidSession
+
+NOW = dt.datetime(2026, 6, 1, tzinfo=dt.UTC)
+
+
+def tokens(ttl_seconds: int = 3600) -> JwtSessionTokens:
+    return JwtSessionTokens(
+        ephemeral_keys(), issuer="iss", audience="aud", ttl=dt.timedelta(seconds=ttl_seconds)
+    )
+
+
+def test_a_cached_token_still_expires() -> None:
+    sessions = tokens(ttl_seconds=90)
+    token = sessions.issue("acct", "google", NOW).token
+    assert sessions.verify(token, NOW).account_id == "acct"
+    assert sessions.verify(token, NOW + dt.timedelta(seconds=30)).account_id == "acct"  # cached
+    with pytest.raises(InvalidSession):
+        sessions.verify(token, NOW + dt.timedelta(seconds=200))
+
+
+def test_a_cache_entry_lives_at_most_a_minute_then_the_token_is_verified_again(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    sessions = tokens()
+    token = sessions.issue("acct", "google", NOW).token
+    sessions.verify(token, NOW)
+    calls: list[str] = []
+    original = sessions._verify
+
+    def counting(t: str, now: dt.datetime) -> object:
+        calls.append(t)
+        return original(t, now)
+
+    monkeypatch.setattr(sessions, "_verify", counting)
+    sessions.verify(token, NOW + dt.timedelta(seconds=59))
+    assert calls == []
+    sessions.verify(token, NOW + dt.timedelta(seconds=61))
+    assert calls == [token]
+
+
+def test_a_changed_token_is_never_served_from_the_cache() -> None:
+    sessions = tokens()
+    token = sessions.issue("acct", "google", NOW).token
+    sessions.verify(token, NOW)
+    header, payload, signature = token.split(".")
+    middle = len(signature) // 2
+    changed = "A" if signature[middle] != "A" else "B"
+    forged = f"{header}.{payload}.{signature[:middle]}{changed}{signature[middle + 1 :]}"
+    with pytest.raises(InvalidSession):
+        sessions.verify(forged, NOW)
+    other = tokens().issue("acct", "google", NOW).token  # another service's key
+    with pytest.raises(InvalidSession):
+        sessions.verify(other, NOW)
+
+
+def test_the_cache_is_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(session_jwt, "VERIFIED_CACHE_SIZE", 3)
+    sessions = tokens()
+    issued = [sessions.issue(f"a{i}", "google", NOW).token for i in range(5)]
+    for token in issued:
+        sessions.verify(token, NOW)
+    assert len(sessions._verified) == 3
+    assert list(sessions._verified) == issued[2:]
