@@ -30,6 +30,7 @@ class RestConfig:
     host: str = "127.0.0.1"
     max_body_bytes: int = 1 << 20
     shutdown_timeout_seconds: float = 30.0
+    access_log: bool = True
 
 
 @attrs.frozen

@@ -69,7 +69,8 @@ def serve(
         port=config.rest.port,
         shutdown_timeout=config.rest.shutdown_timeout_seconds,
         access_log_class=AccessLogger,
-        access_log=logging.getLogger("authgate.access"),
+        # None turns access logging off (rest.access_log: false): a line costs ~40 µs of CPU.
+        access_log=logging.getLogger("authgate.access") if config.rest.access_log else None,
         print=announce,
         handle_signals=True,
     )
