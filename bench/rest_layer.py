@@ -586,7 +586,7 @@ def report(samples: dict[str, list[Sample]]) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
     parser.add_argument("--quick", action="store_true", help="a smoke run of a few seconds")
-    parser.add_argument("--rounds", type=int, help="rounds over the servers (default 6)")
+    parser.add_argument("--rounds", type=int, help="rounds over the servers (default 10)")
     parser.add_argument("--duration", type=float, help="recorded seconds per server and round")
     parser.add_argument("--warmup", type=float, help="unrecorded seconds before each recording")
     parser.add_argument("--connections", type=int, default=16, help="concurrent connections")
@@ -612,9 +612,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             serve(args.serve, args.cpu)
         return 0
     quick = args.quick
-    args.rounds = args.rounds or (2 if quick else 6)
-    args.duration = args.duration or (0.3 if quick else 3.0)
-    args.warmup = args.warmup if args.warmup is not None else (0.1 if quick else 0.5)
+    args.rounds = args.rounds or (2 if quick else 10)
+    args.duration = args.duration or (0.3 if quick else 2.0)
+    args.warmup = args.warmup if args.warmup is not None else (0.1 if quick else 0.3)
     return run(args)
 
 
