@@ -3,8 +3,10 @@
 Side by side in one run, on one PostgreSQL database holding one account with two linked
 providers:
 
-    authgate   ``authgate serve`` (tracing off): bearer JWT verification (ES256), scope check,
-               the PostgreSQL adapter's ``list_identities``, attrs/cattrs response, access log
+    authgate   ``authgate serve`` (tracing off): bearer JWT verification (ES256, then its
+               cache of verified tokens), scope check, the PostgreSQL adapter's
+               ``list_identities``, attrs/cattrs response, access log
+    authgate-nolog   the same with ``rest.access_log: false``
     raw        bench/raw_providers_server.py: the same query on a pool of the same size and the
                same JSON, with no authentication, validation, error handling or access log
 
@@ -122,6 +124,14 @@ async def run(
         account = await seed(url)
         raw_port = free_port()
         authgate = ServiceProcess(config_file, taskset_cpu=0)
+        quiet_file = write_config(
+            folder,
+            service_config(
+                folder, None, database_url=url, overrides={"rest": {"access_log": False}}
+            ),
+            "quiet.yaml",
+        )
+        quiet = ServiceProcess(quiet_file, taskset_cpu=0)
         raw = ServiceProcess(
             config_file,
             taskset_cpu=0,
@@ -134,20 +144,20 @@ async def run(
                 account,
             ],
         )
-        samples: dict[str, list[dict[str, Any]]] = {"authgate": [], "raw": []}
-        async with authgate, raw:
+        samples: dict[str, list[dict[str, Any]]] = {"authgate": [], "authgate-nolog": [], "raw": []}
+        async with authgate, quiet, raw:
             token = mint_session(folder / "session-keys.json", account)
+            bearer = {"Authorization": f"Bearer {token}"}
             requests = {
-                "authgate": request_bytes(
-                    PATH, authgate.port, {"Authorization": f"Bearer {token}"}
-                ),
+                "authgate": request_bytes(PATH, authgate.port, bearer),
+                "authgate-nolog": request_bytes(PATH, quiet.port, bearer),
                 "raw": request_bytes(PATH, raw.port),
             }
-            servers = {"authgate": authgate, "raw": raw}
+            servers = {"authgate": authgate, "authgate-nolog": quiet, "raw": raw}
             for kind in servers:  # warm both up (pools, caches)
                 await measure(servers[kind], requests[kind], warmup, connections)
             for r in range(rounds):
-                order = ("authgate", "raw") if r % 2 == 0 else ("raw", "authgate")
+                order = tuple(servers) if r % 2 == 0 else tuple(reversed(servers))
                 for kind in order:
                     samples[kind].append(
                         await measure(servers[kind], requests[kind], seconds, connections)
@@ -189,6 +199,9 @@ async def run(
     }
     ratio = median("authgate", "per_second") / median("raw", "per_second")
     report["authgate/raw"] = round(ratio, 3)
+    report["authgate-nolog/raw"] = round(
+        median("authgate-nolog", "per_second") / median("raw", "per_second"), 3
+    )
     report["target"] = TARGET
     report["met"] = ratio >= TARGET
     if profile_report is not None:
