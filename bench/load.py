@@ -12,7 +12,9 @@ file, and one ``authgate serve`` pinned to CPU 0 (this process takes CPU 1). The
 
 Every answer other than the expected one is an error. The server's resident memory (VmRSS) is
 sampled every second; growth is the mean of the last ``--window`` seconds over the first
-``--window`` seconds of the measured period (a warm-up of ``--warmup`` seconds comes first).
+``--window`` seconds of the measured period. A warm-up comes first: ``--warmup`` seconds and
+at least ``--warmup-sign-ins`` sign-ins (default: the size of the server's cache of verified
+session tokens plus 500), so that bounded caches are full before memory is compared.
 
     .venv/bin/python bench/load.py                    # the recorded run: 60 s on PostgreSQL
     .venv/bin/python bench/load.py --seconds 10 --window 3 --warmup 3    # CI-sized
@@ -43,6 +45,7 @@ import aiohttp
 import asyncpg
 import attrs
 
+from authgate.adapters.sessions import jwt as sessions_jwt
 from bench import profiling
 from bench.harness import (
     ServiceProcess,
@@ -56,12 +59,17 @@ from bench.harness import (
 from tests.fakeidp import FakeIdP, FakeUser
 
 DEFAULT_ADMIN_URL = "postgresql://postgres@127.0.0.1:5432/postgres"
+MAX_WARMUP_SECONDS = 120.0
+VERIFIED_CACHE_SIZE: int = getattr(sessions_jwt, "VERIFIED_CACHE_SIZE", 0)
 
 
 @attrs.define
 class Settings:
     seconds: float = 60.0
     warmup: float = 5.0
+    # and at least this many sign-ins first: the server's bounded caches (the verified session
+    # tokens: one entry per session used) fill during the warm-up, not the measured period
+    warmup_sign_ins: int = VERIFIED_CACHE_SIZE + 500
     window: float = 10.0
     concurrency: int = 8
     users: int = 2000
@@ -123,6 +131,7 @@ class Workload:
         self.known: list[str] = []
         self.next_user = 0
         self.deadline = 0.0
+        self.signed_in = 0
 
     def _pick_user(self) -> tuple[FakeUser, str]:
         if self.next_user < self.settings.users:
@@ -160,6 +169,7 @@ class Workload:
         self.recorder.record(f"sign_in_{intent}", done - started)
         if intent == "register":
             self.known.append(user.sub)
+        self.signed_in += 1
         return result.session
 
     async def read(self, token: str) -> None:
@@ -263,8 +273,8 @@ async def _run(settings: Settings, folder: Path) -> dict[str, Any]:
             SignInDriver(fake, connections=settings.concurrency * 2) as driver,
         ):
             workload = Workload(settings, driver, service.url)
-            total = settings.warmup + settings.seconds
-            workload.deadline = time.monotonic() + total
+            # until measuring starts: bounded by the longest warm-up, then by --seconds
+            workload.deadline = time.monotonic() + MAX_WARMUP_SECONDS + settings.seconds
             rss: list[tuple[float, int]] = []
             workers = [
                 asyncio.ensure_future(workload.worker()) for _ in range(settings.concurrency)
@@ -276,8 +286,13 @@ async def _run(settings: Settings, folder: Path) -> dict[str, Any]:
             while time.monotonic() < workload.deadline and not all(w.done() for w in workers):
                 await asyncio.sleep(1.0)
                 now = time.monotonic()
-                if not workload.recorder.measuring and now >= measured_from:
+                warm = now >= measured_from and (
+                    workload.signed_in >= settings.warmup_sign_ins
+                    or now - began >= MAX_WARMUP_SECONDS
+                )
+                if not workload.recorder.measuring and warm:
                     workload.recorder.measuring = True
+                    workload.deadline = now + settings.seconds
                     cpu_at_start = service.cpu_seconds()
                     measured_from = now
                     if settings.profile_to is not None:
@@ -292,6 +307,7 @@ async def _run(settings: Settings, folder: Path) -> dict[str, Any]:
             if spy is not None:
                 await asyncio.to_thread(spy.wait)
             measured = max(time.monotonic() - measured_from, 1e-9)
+            warmed = measured_from - began
             alive = service.running()
     first = [kib for t, kib in rss if t <= settings.window]
     last = [kib for t, kib in rss if t >= (rss[-1][0] - settings.window)] if rss else []
@@ -304,6 +320,7 @@ async def _run(settings: Settings, folder: Path) -> dict[str, Any]:
             if k != "admin_url"
         },
         "database": "sqlite" if url.startswith("sqlite") else "postgres",
+        "warmup_seconds": round(warmed, 1),
         "measured_seconds": round(measured, 1),
         "requests": rec.requests,
         "errors": rec.errors,
@@ -324,6 +341,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--seconds", type=float, default=60.0)
     parser.add_argument("--warmup", type=float, default=5.0)
+    parser.add_argument("--warmup-sign-ins", type=int, default=VERIFIED_CACHE_SIZE + 500)
     parser.add_argument("--window", type=float, default=10.0)
     parser.add_argument("--concurrency", type=int, default=8)
     parser.add_argument("--users", type=int, default=2000)
@@ -336,6 +354,7 @@ def main() -> int:
     settings = Settings(
         seconds=args.seconds,
         warmup=args.warmup,
+        warmup_sign_ins=args.warmup_sign_ins,
         window=args.window,
         concurrency=args.concurrency,
         users=args.users,

@@ -69,6 +69,7 @@ def main() -> int:
     settings = Settings(
         seconds=args.seconds,
         warmup=3.0,
+        warmup_sign_ins=0,  # no provider reads here: no session-token cache to fill
         window=min(10.0, args.seconds / 3),
         concurrency=args.concurrency,
         users=args.users,

@@ -3,7 +3,8 @@
 Complete sign-ins (registrations of new users, then logins) and authenticated provider reads
 against a real ``authgate serve`` on a fresh PostgreSQL database: no error, the process stays
 up, p50/p99 are recorded, and resident memory grows by less than 10 % between the first and the
-last 3 s of the measured period. ``scripts/prove`` runs the full 60 s
+last 3 s of the measured period, which starts once the server's bounded caches are full (about
+4,600 sign-ins of warm-up, ~25 s). ``scripts/prove`` runs the full 60 s
 (``AUTHGATE_LOAD_SECONDS``).
 """
 
@@ -36,7 +37,11 @@ async def test_sign_ins_and_reads_under_load(
     assert report["errors"] == [], report["errors"][:20]
     assert report["server_alive"]
     latency = report["latency"]
-    assert latency["sign_in_register"]["count"] > 0
+    # the warm-up (until the server's bounded caches are full) usually registers every user
+    sign_ins = sum(
+        latency.get(k, {}).get("count", 0) for k in ("sign_in_register", "sign_in_login")
+    )
+    assert sign_ins > 0
     assert latency["providers_read"]["count"] > 0
     for kind in ("initiation", "callback", "providers_read"):
         assert latency[kind]["p50_ms"] > 0 and latency[kind]["p99_ms"] >= latency[kind]["p50_ms"]
