@@ -8,6 +8,7 @@ from collections.abc import Awaitable, Callable
 
 from aiohttp import web
 from aiohttp.abc import AbstractAccessLogger
+from aiohttp.http_exceptions import HttpProcessingError
 from opentelemetry import trace
 
 from authgate.entrypoints.config import Config
@@ -32,12 +33,31 @@ class AccessLogger(AbstractAccessLogger):
         )
 
 
+class MalformedRequestFilter(logging.Filter):
+    """aiohttp logs every malformed HTTP request it refuses with 400 as an ERROR with a
+    traceback, so any client could fill the log. Such a record becomes one INFO line naming
+    the kind of error (not its text, which may quote the request's bytes)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        exc = record.exc_info[1] if record.exc_info else None
+        if isinstance(exc, HttpProcessingError):
+            remote = record.args[0] if isinstance(record.args, tuple) and record.args else "?"
+            record.msg = "malformed HTTP request from %s refused: %s"
+            record.args = (remote, type(exc).__name__)
+            record.exc_info = None
+            record.exc_text = None
+            record.levelno = logging.INFO
+            record.levelname = logging.getLevelName(logging.INFO)
+        return True
+
+
 def configure_logging(level: int = logging.INFO) -> None:
     logging.basicConfig(
         level=level,
         stream=sys.stderr,
         format="%(asctime)s %(levelname)s %(name)s %(message)s",
     )
+    logging.getLogger("aiohttp.server").addFilter(MalformedRequestFilter())
 
 
 def build_app(api: Api, config: Config) -> web.Application:
