@@ -10,16 +10,18 @@ each by its own server process pinned to the same CPU:
     raw-aiohttp      a plain aiohttp handler doing the same checks by hand, json.dumps of a dict
     fastapi          FastAPI + uvicorn, the same checks declared as Path/Query patterns
 
-A load generator of our own (aiohttp client, keep-alive connections, pinned to the other CPU)
-drives each server in turn for the same time, over several rounds whose order alternates; the
-median of the rounds is reported, with p99 latency, the servers' CPU use (a server below ~90 %
-of its core was not the bottleneck, so its figure says nothing) and the ratios against the
-targets.
+A load generator of our own (keep-alive connections on raw asyncio protocols, pinned to the
+other CPU; ``--client aiohttp`` uses aiohttp's client, which saturates its core first) drives
+each server in turn for the same time, over several rounds whose order alternates and rotates.
+The median of the rounds is reported, with p99 latency, the servers' CPU use and CPU time per
+request, and the ratios against the targets. A round in which a server had less than 90 % of
+its core measured whatever else ran on the machine and is set aside while others remain.
 
     .venv/bin/python bench/rest_layer.py            # the recorded run, about 1.5 minutes
     .venv/bin/python bench/rest_layer.py --quick    # a smoke run of a few seconds
 """
 
+# No ``from __future__ import annotations``: FastAPI reads the endpoint's annotations at run time.
 import argparse
 import asyncio
 import contextlib
