@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import signal
 import socket
 import subprocess
 import sys
 import time
 import urllib.request
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -22,12 +24,12 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def serve_and_get(tmp_path: Path, access_log: bool) -> str:
+@contextlib.contextmanager
+def serving(tmp_path: Path, rest: dict[str, object]) -> Iterator[tuple[int, list[str]]]:
+    """`authgate serve` on a free port until the block ends (then SIGTERM, exit 0 asserted);
+    yields the port and a list that receives the process's stderr when it has stopped."""
     port = free_port()
-    config = merge(
-        base_config(tmp_path),
-        {"rest": {"port": port, "host": "127.0.0.1", "access_log": access_log}},
-    )
+    config = merge(base_config(tmp_path), {"rest": {"port": port, "host": "127.0.0.1", **rest}})
     path = tmp_path / "authgate.yaml"
     path.write_text(yaml.safe_dump(config, sort_keys=False))
     process = subprocess.Popen(
@@ -35,22 +37,31 @@ def serve_and_get(tmp_path: Path, access_log: bool) -> str:
         stderr=subprocess.PIPE,
         text=True,
     )
+    stderr: list[str] = []
     try:
         deadline = time.monotonic() + 20
         while True:
             try:
-                with urllib.request.urlopen(f"http://127.0.0.1:{port}/health/liveness") as r:
-                    assert r.status == 200
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
                 break
             except OSError:
                 if time.monotonic() > deadline:
                     pytest.fail("authgate serve did not start")
                 time.sleep(0.1)
+        yield port, stderr
     finally:
         process.send_signal(signal.SIGTERM)
-        _, stderr = process.communicate(timeout=20)
+        stderr.append(process.communicate(timeout=20)[1])
     assert process.returncode == 0, stderr
-    return stderr
+
+
+def serve_and_get(tmp_path: Path, access_log: bool) -> str:
+    with (
+        serving(tmp_path, {"access_log": access_log}) as (port, stderr),
+        urllib.request.urlopen(f"http://127.0.0.1:{port}/health/liveness") as response,  # noqa: S310
+    ):
+        assert response.status == 200
+    return stderr[0]
 
 
 def test_access_log_on_by_default(tmp_path: Path) -> None:
@@ -64,31 +75,13 @@ def test_access_log_off(tmp_path: Path) -> None:
 
 
 def test_a_malformed_request_is_one_info_line_not_a_traceback(tmp_path: Path) -> None:
-    port = free_port()
-    config = merge(base_config(tmp_path), {"rest": {"port": port, "host": "127.0.0.1"}})
-    path = tmp_path / "authgate.yaml"
-    path.write_text(yaml.safe_dump(config, sort_keys=False))
-    process = subprocess.Popen(
-        [sys.executable, "-m", "authgate.entrypoints.cli", "serve", "--config", str(path)],
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        deadline = time.monotonic() + 20
-        while True:
-            try:
-                with socket.create_connection(("127.0.0.1", port), timeout=1) as s:
-                    s.sendall(b"GET /health/liveness HTTP/1.1\r\nHost: x\r\nX-Bad: a\x00b\r\n\r\n")
-                    answer = s.recv(100)
-                break
-            except OSError:
-                if time.monotonic() > deadline:
-                    pytest.fail("authgate serve did not start")
-                time.sleep(0.1)
-    finally:
-        process.send_signal(signal.SIGTERM)
-        _, stderr = process.communicate(timeout=20)
+    with (
+        serving(tmp_path, {}) as (port, stderr),
+        socket.create_connection(("127.0.0.1", port), timeout=5) as s,
+    ):
+        s.sendall(b"GET /health/liveness HTTP/1.1\r\nHost: x\r\nX-Bad: a\x00b\r\n\r\n")
+        answer = s.recv(100)
     assert b" 400 " in answer.split(b"\r\n")[0]
-    assert "malformed HTTP request from 127.0.0.1 refused: " in stderr
-    assert "Traceback" not in stderr
-    assert " ERROR " not in stderr
+    assert "malformed HTTP request from 127.0.0.1 refused: " in stderr[0]
+    assert "Traceback" not in stderr[0]
+    assert " ERROR " not in stderr[0]
