@@ -58,7 +58,7 @@ def serving(tmp_path: Path, rest: dict[str, object]) -> Iterator[tuple[int, list
 def serve_and_get(tmp_path: Path, access_log: bool) -> str:
     with (
         serving(tmp_path, {"access_log": access_log}) as (port, stderr),
-        urllib.request.urlopen(f"http://127.0.0.1:{port}/health/liveness") as response,  # noqa: S310
+        urllib.request.urlopen(f"http://127.0.0.1:{port}/health/liveness") as response,
     ):
         assert response.status == 200
     return stderr[0]
