@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import Any
 
@@ -157,7 +158,8 @@ class Api:
             # The bound coroutine method, not the object: aiohttp wraps (and warns about) any
             # handler that is not a coroutine function. No route name: a handler may serve
             # several paths (one per version prefix) and aiohttp refuses duplicate names.
-            handler = invoker.__call__ if "{" not in op.path else _off_static(invoker, static)
+            shadowed = {p: m for p, m in static.items() if _template_matches(op.path, p)}
+            handler = _off_static(invoker, shadowed) if shadowed else invoker.__call__
             app.router.add_route(op.method, op.path, handler)
         return app
 
@@ -273,6 +275,14 @@ def _param_doc(p: Param) -> dict[str, Any]:
 
 _GENERIC_500 = {"error": "internal_error", "message": "An unexpected error occurred."}
 _STATIC_METHODS = web.AppKey("authgate_static_methods", dict[str, set[str]])
+
+
+def _template_matches(template: str, path: str) -> bool:
+    """Whether a concrete path is also a value of a path template (``{x}`` = one segment)."""
+    if "{" not in template:
+        return False
+    pattern = re.sub(r"\\\{[^/]*?\\\}", "[^/]+", re.escape(template))
+    return re.fullmatch(pattern, path) is not None
 
 
 def _off_static(
