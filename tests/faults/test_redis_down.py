@@ -18,8 +18,7 @@ import pytest
 
 from bench.harness import ServiceProcess, SignInDriver, service_config, write_config
 from tests.fakeidp import FakeIdP, FakeUser
-
-from .redis_process import RedisProcess
+from tests.support.redis_server import RedisProcess
 
 LIMIT = 10  # the default: 10 callbacks per minute per client address
 
