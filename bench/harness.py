@@ -358,7 +358,7 @@ class SignInDriver:
             text = await response.text()
             if response.status != 200:
                 raise SignInError(f"initiation answered {response.status}: {text[:300]}")
-            binding = response.cookies["authgate_binding"].value
+            binding = response.cookies["__Host-authgate_binding"].value
             return await response.json(), binding
 
     async def callback(
@@ -374,7 +374,7 @@ class SignInDriver:
         assert self.http is not None
         sent = {"User-Agent": "authgate-proof", **(headers or {})}
         if binding is not None:
-            sent["Cookie"] = f"authgate_binding={binding}"
+            sent["Cookie"] = f"__Host-authgate_binding={binding}"
         url = f"{base_url}/v1/auth/{provider}/callback"
         if method == "POST":
             request = self.http.post(url, data=dict(params), headers=sent, allow_redirects=False)

@@ -95,5 +95,12 @@ class IdentityNotLinked(SignInError):
         super().__init__(f"provider '{provider}' is not linked to this account")
 
 
+class TemporarilyUnavailable(SignInError):
+    """The service cannot take a new sign-in right now (its pending sign-ins are at capacity)."""
+
+    def __init__(self) -> None:
+        super().__init__("the service cannot start a sign-in right now; retry shortly")
+
+
 class ProviderUnavailable(Exception):
     """A provider's configuration could not be loaded (discovery failed, …): an internal error."""

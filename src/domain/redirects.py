@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
-from urllib.parse import urlsplit
+import re
+from urllib.parse import quote, urlsplit
+
+MAX_RETURN_TO_LENGTH = 1024
+_NON_ASCII = re.compile(r"[^\x00-\x7f]+")
 
 
 def origin(url: str) -> str:
@@ -21,11 +25,14 @@ def safe_return_to(value: str | None, app_url: str) -> str | None:
     Accepted: a path on the application (``/settings?tab=1``) or an absolute URL on the
     application's own origin. Refused (None): other origins, scheme-relative ``//host``,
     backslashes (``/\\host`` is ``//host`` to browsers), control characters (CR/LF header
-    injection), user-info, and anything over 2,000 characters.
+    injection), user-info, and anything over :data:`MAX_RETURN_TO_LENGTH` characters (it is
+    stored with the pending sign-in). Non-ASCII characters are percent-encoded (UTF-8): the
+    result goes into a ``Location`` header, which is ASCII.
     """
-    if not value or len(value) > 2000:
+    if not value or "\\" in value or any(ord(c) < 0x21 or 0x7F <= ord(c) <= 0x9F for c in value):
         return None
-    if "\\" in value or any(ord(c) < 0x21 or ord(c) == 0x7F for c in value):
+    value = _NON_ASCII.sub(lambda m: quote(m.group(), safe="", errors="replace"), value)
+    if len(value) > MAX_RETURN_TO_LENGTH:
         return None
     if value.startswith("/"):
         if value.startswith("//"):

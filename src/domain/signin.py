@@ -7,9 +7,9 @@ here, in the spec's order, and the HTTP entrypoint only translates.
 from __future__ import annotations
 
 import base64
+import contextlib
 import datetime as dt
 import hashlib
-import hmac
 import logging
 import secrets
 from collections.abc import Mapping
@@ -29,12 +29,13 @@ from authgate.domain.model import (
     VerifiedIdentity,
 )
 from authgate.domain.redirects import app_url_for, safe_return_to
+from authgate.domain.text import has_control_characters, printable, storable
 from authgate.ports.accounts import AccountRepository, IdentityTaken
 from authgate.ports.clock import Clock
 from authgate.ports.events import SignInEventLog
 from authgate.ports.identity import ExchangeFailed, IdentityProvider, VerificationFailed
 from authgate.ports.sessions import SessionTokens
-from authgate.ports.state import StateExists, StateStore
+from authgate.ports.state import StateStore, StateStoreFull
 
 log = logging.getLogger("authgate.signin")
 security_log = logging.getLogger("authgate.security")
@@ -129,8 +130,12 @@ class SignInService:
             )
         if intent is Intent.LINK and account_id is None:
             raise errors.NotAuthenticated("linking a provider needs a signed-in caller")
-        if state is not None and not 0 < len(state) <= MAX_STATE_LENGTH:
-            raise errors.InvalidRequest(f"state must be 1 to {MAX_STATE_LENGTH} characters")
+        if state is not None and (
+            not 0 < len(state) <= MAX_STATE_LENGTH or has_control_characters(state)
+        ):
+            raise errors.InvalidRequest(
+                f"state must be 1 to {MAX_STATE_LENGTH} characters without control characters"
+            )
         state = state or new_secret()  # rule 4
         verifier = new_secret(48) if provider.uses_pkce else None  # rule 7
         nonce = new_secret() if provider.uses_nonce else None
@@ -155,9 +160,12 @@ class SignInService:
             account_id=account_id if intent is Intent.LINK else None,
         )
         try:
-            await self.states.put(pending)  # rule 11
-        except StateExists:
-            raise errors.InvalidRequest("this state value is already in use") from None
+            # rule 11; keyed by provider, state and browser: a caller's state value is echoed
+            # whoever else uses it (rule 4)
+            await self.states.put(pending)
+        except StateStoreFull as e:
+            log.error("pending sign-in refused: the state store is full (%s)", e)
+            raise errors.TemporarilyUnavailable() from None
         return Authorization(
             provider=provider.name,
             authorization_url=url,
@@ -208,9 +216,12 @@ class SignInService:
         user: str | None,
     ) -> SignedIn:
         now = self.clock.now()
-        if error is not None:  # rule 2: consume the state so it cannot be replayed
+        if error is not None:  # rule 2
             if state:
-                await self.states.take(state, now)
+                # Consume this browser's pending sign-in so it cannot be completed later; a
+                # callback from anyone else (no or another binding cookie) consumes nothing.
+                with contextlib.suppress(errors.InvalidState):
+                    await self._take_state(provider, state, binding, now)
             if error in DENIALS:
                 raise errors.AccessDenied(error, error_description)
             raise errors.ProviderError(error, error_description)
@@ -225,18 +236,17 @@ class SignInService:
     async def _take_state(
         self, provider: IdentityProvider, state: str, binding: str | None, now: dt.datetime
     ) -> PendingSignIn:
-        pending = await self.states.take(state, now)
+        """Take the pending sign-in of this provider, state and browser; a mismatch in any of
+        the three finds nothing, so a callback that would be refused consumes nothing."""
+        if binding is None and self.policy.require_binding:
+            raise errors.InvalidState("binding cookie absent")
+        browser = binding_hash(binding) if binding is not None else None
+        pending = await self.states.take(provider.name, state, browser, now)
         if pending is None:
-            raise errors.InvalidState("state unknown, expired or already used")
-        if pending.provider != provider.name:
             raise errors.InvalidState(
-                f"state was issued for provider {pending.provider}, not {provider.name}"
+                "no pending sign-in for this provider, state and browser (unknown, expired, "
+                "already used, or started elsewhere)"
             )
-        if binding is None:
-            if self.policy.require_binding:
-                raise errors.InvalidState("binding cookie absent")
-        elif not hmac.compare_digest(binding_hash(binding), pending.binding_hash):
-            raise errors.InvalidState("binding cookie does not match the state")
         return pending
 
     async def _verify(
@@ -258,8 +268,11 @@ class SignInService:
                 "security event: %s answer failed verification: %s", provider.name, e
             )
             raise errors.AuthenticationFailed("invalid_id_token", str(e)) from None
-        if verified.identity.provider != provider.name or not verified.identity.subject:
+        subject = verified.identity.subject
+        if verified.identity.provider != provider.name or not subject:
             raise errors.AuthenticationFailed("invalid_id_token", "identity without a subject")
+        if has_control_characters(subject):
+            raise errors.AuthenticationFailed("invalid_id_token", "subject has control characters")
         if verified.email_verified is False:
             security_log.warning(
                 "security event: %s reports email_verified=false for %s",
@@ -267,7 +280,14 @@ class SignInService:
                 verified.identity,
             )
             raise errors.AuthenticationFailed("email_not_verified", "email_verified is false")
-        return verified
+        # What the provider (or, for Apple's first-time name, the browser) sent, made storable
+        # and showable before any port sees it.
+        return attrs.evolve(
+            verified,
+            email=printable(verified.email, 320),
+            name=printable(verified.name, 200),
+            profile=storable(dict(verified.profile)),
+        )
 
     async def _sign_in(
         self, provider: IdentityProvider, pending: PendingSignIn, verified: VerifiedIdentity
@@ -323,16 +343,16 @@ class SignInService:
             at=self.clock.now(),
             provider=provider,
             outcome=outcome,
-            client_address=client.address,
-            user_agent=(client.user_agent or "")[:512] or None,
+            client_address=printable(client.address, 64),
+            user_agent=printable(client.user_agent, 512),
             account_id=account_id,
-            detail=detail,
+            detail=printable(detail, 200),
         )
         log.info(
             "sign-in event: provider=%s outcome=%s client=%s user_agent=%r account=%s",
             provider,
             outcome.value,
-            client.address,
+            event.client_address,
             event.user_agent,
             account_id,
         )

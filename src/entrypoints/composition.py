@@ -49,7 +49,7 @@ from authgate.domain.signin import SignInPolicy, SignInService
 from authgate.entrypoints import development
 from authgate.entrypoints.config import Config
 from authgate.entrypoints.http.account import AccountOperations
-from authgate.entrypoints.http.auth import SessionVerifier
+from authgate.entrypoints.http.auth import SameOriginGuard, SessionVerifier
 from authgate.entrypoints.http.client import ClientAddress
 from authgate.entrypoints.http.lifecycle import LifecycleOperations, session_cookie_scheme
 from authgate.entrypoints.http.signin import SignInOperations
@@ -116,13 +116,19 @@ def build_api(config: Config, resources: Resources) -> Api:
     )
     verifier = SessionVerifier(resources.sessions, resources.clock)
     bearer = BearerJWT("bearerAuth", verifier)
+    public_url = config.rest.public_url
+    guard = SameOriginGuard([public_url] if public_url else [], [config.app.url])
     SignInOperations(
-        service, verifier, resources.limiter, ClientAddress(config.ratelimit.trusted_proxies)
+        service,
+        verifier,
+        resources.limiter,
+        ClientAddress(config.ratelimit.trusted_proxies),
+        guard,
     ).register(api)
     cookie = session_cookie_scheme(verifier)
     AccountOperations(resources.accounts, resources.sessions, bearer).register(api)
     LifecycleOperations(
-        resources.accounts, list(resources.providers), bearer, cookie, [config.app.url]
+        resources.accounts, list(resources.providers), bearer, cookie, guard
     ).register(api)
     for check in resources.readiness:
         api.readiness.add(check)
@@ -199,8 +205,9 @@ async def _open_store(
     db = config.database
     url = db.url
     store: PostgresStore | SqliteStore
+    memory_states = MemoryStates(config.state.memory_max_entries)
     if url.startswith("memory://"):
-        return MemoryAccounts(), MemoryStates(), MemoryEvents(), []
+        return MemoryAccounts(), memory_states, MemoryEvents(), []
     if url.startswith(("postgresql://", "postgres://")):
         try:
             store = await open_postgres(
@@ -235,7 +242,7 @@ async def _open_store(
         await store.ping()
 
     check = HealthCheck("database", ping, timeout=db.readiness_timeout_seconds + 0.5)
-    states: StateStore = MemoryStates() if config.state.store == "memory" else store.states
+    states: StateStore = memory_states if config.state.store == "memory" else store.states
     return store.accounts, states, store.events, [check]
 
 

@@ -31,6 +31,10 @@ class RestConfig:
     max_body_bytes: int = 1 << 20
     shutdown_timeout_seconds: float = 30.0
     access_log: bool = True
+    # The service's own public address (scheme://host[:port]) as browsers see it, behind any
+    # proxy: the origin that cookie-authenticated changes must come from. Unset: the origin
+    # each request was made to (scheme and Host), right only without a TLS-terminating proxy.
+    public_url: str | None = None
 
 
 @attrs.frozen
@@ -84,6 +88,9 @@ class StateConfig:
     ttl_seconds: int = 600
     require_binding_cookie: bool = True
     store: Literal["database", "memory"] = "database"
+    # The most pending sign-ins a memory store holds; past it new initiations answer 503
+    # (live ones are never evicted). The database stores are bounded by the initiation limit.
+    memory_max_entries: int = 100_000
 
 
 @attrs.frozen
@@ -223,6 +230,8 @@ def _check(config: Config) -> None:
         raise ConfigError("session.ttl_seconds: must be positive")
     if config.database.event_retention_days <= 0:
         raise ConfigError("database.event_retention_days: must be positive")
+    if config.state.memory_max_entries <= 0:
+        raise ConfigError("state.memory_max_entries: must be positive")
     if config.state.ttl_seconds <= 0:
         raise ConfigError("state.ttl_seconds: must be positive")
     if config.environment == "production" and config.dev.identity_provider:

@@ -94,7 +94,7 @@ class SignIn:
         """Start a sign-in; returns the provider details and the binding cookie's value."""
         response = await self.start(provider, **query)
         assert response.status == 200, await response.text()
-        binding = response.cookies["authgate_binding"].value
+        binding = response.cookies["__Host-authgate_binding"].value
         return await response.json(), binding
 
     async def callback(
@@ -109,7 +109,7 @@ class SignIn:
         path = f"/v1/auth/{provider}/callback"
         sent = dict(headers or {})
         if binding is not None:
-            sent["Cookie"] = f"authgate_binding={binding}"
+            sent["Cookie"] = f"__Host-authgate_binding={binding}"
         if method == "POST":
             return await self.client.post(path, data=params, headers=sent, allow_redirects=False)
         return await self.client.get(path, params=params, headers=sent, allow_redirects=False)

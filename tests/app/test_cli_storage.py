@@ -34,7 +34,9 @@ def test_migrate_applies_once_and_then_reports_up_to_date(
     config = str(write_config(tmp_path, empty_postgres_url))
     first = authgate("migrate", "--config", config)
     assert first.returncode == 0, first.stderr
-    assert "applied 1 migration(s): 0001_initial" in first.stdout
+    files = sorted(p.stem for p in (Path(__file__).parents[2] / "migrations").glob("*.sql"))
+    assert files[0] == "0001_initial"
+    assert f"applied {len(files)} migration(s): {', '.join(files)}" in first.stdout
     second = authgate("migrate", "--config", config)
     assert second.returncode == 0, second.stderr
     assert "the database schema is up to date" in second.stdout

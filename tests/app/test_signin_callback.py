@@ -284,7 +284,7 @@ async def test_link_a_second_provider_and_refuse_one_owned_by_another_account(
             headers={**auth, "Accept": "application/json"},
         )
         assert response.status == 200
-        binding = response.cookies["authgate_binding"].value
+        binding = response.cookies["__Host-authgate_binding"].value
         details = await response.json()
         back = await signin.idp.authorize(details["authorizationUrl"], user=user)
         return await signin.callback(provider, back.params, binding=binding, method=back.method)

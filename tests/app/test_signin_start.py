@@ -124,16 +124,21 @@ async def test_browser_navigation_is_redirected_to_the_provider(signin: SignIn) 
     )
     assert response.status == 302
     assert response.headers["Location"].startswith(signin.idp.google.authorization_endpoint)
-    assert "authgate_binding" in response.cookies
+    assert "__Host-authgate_binding" in response.cookies
 
 
 async def test_binding_cookie_attributes(signin: SignIn) -> None:
     response = await signin.start()
-    header = next(h for h in response.headers.getall("Set-Cookie") if "authgate_binding=" in h)
+    header = next(
+        h for h in response.headers.getall("Set-Cookie") if "__Host-authgate_binding=" in h
+    )
     attributes = {a.strip().split("=")[0].lower() for a in header.split(";")[1:]}
     assert {"httponly", "secure", "samesite", "path", "max-age"} <= attributes
     assert "SameSite=None" in header
-    assert "Path=/v1/auth" in header
+    # __Host-: Secure, Path=/ and no Domain, or a browser refuses it; a sibling subdomain
+    # cannot plant a cookie of this name.
+    assert "Path=/;" in header + ";"
+    assert "domain" not in attributes
     assert "Max-Age=600" in header
 
 

@@ -189,12 +189,8 @@ class Browser:
     cookies: dict[str, str] = attrs.field(factory=dict)
 
     def cookie_header(self, path: str = "/") -> dict[str, str]:
-        # The binding cookie has Path=/v1/auth: send it only there, as a browser would.
-        jar = {
-            k: v
-            for k, v in self.cookies.items()
-            if k != "authgate_binding" or path.startswith("/v1/auth")
-        }
+        # Every cookie of the service has Path=/ (the binding cookie's __Host- prefix needs it).
+        jar = dict(self.cookies)
         return {"Cookie": "; ".join(f"{k}={v}" for k, v in jar.items())} if jar else {}
 
     def keep(self, response: aiohttp.ClientResponse) -> None:
@@ -226,7 +222,8 @@ class Browser:
     ) -> str:
         """Start a sign-in; the authorization URL."""
         query = urlencode({"redirect_uri": self.service.callback(provider), "intent": intent})
-        headers = {"Accept": "application/json"}
+        # As a browser on the service's own page (the demo) sends it with every request.
+        headers = {"Accept": "application/json", "Sec-Fetch-Site": "same-origin"}
         if bearer is not None:
             headers["Authorization"] = f"Bearer {bearer}"
         response = await self.request("GET", f"/v1/auth/{provider}?{query}", headers)

@@ -533,7 +533,9 @@ async def test_a_replayed_code_gets_no_session(service: Service) -> None:
     callback = decision.headers["Location"]
     assert (await browser.request("GET", callback)).status == 302
     replay = Browser(service)
-    replay.cookies = {"authgate_binding": browser.cookies.get("authgate_binding", "x" * 43)}
+    replay.cookies = {
+        "__Host-authgate_binding": browser.cookies.get("__Host-authgate_binding", "x" * 43)
+    }
     answer = await replay.request("GET", callback, {"Accept": "application/json"})
     assert answer.status == 401 and replay.session is None
 

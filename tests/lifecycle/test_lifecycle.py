@@ -296,14 +296,14 @@ async def test_bearer_wins_over_the_cookie(service: Service) -> None:
 async def test_logout_clears_the_session_and_binding_cookies(service: Service) -> None:
     browser = await signed_in(service, "google")
     await browser.start("facebook", "link")  # leaves a binding cookie behind
-    assert "authgate_binding" in browser.cookies
+    assert "__Host-authgate_binding" in browser.cookies
     response = await browser.request("POST", "/v1/auth/logout", own_origin(service))
     assert response.status == 204
     assert response.headers["Cache-Control"] == "no-store"
     set_cookies = response.headers.getall("Set-Cookie")
     session = next(c for c in set_cookies if c.startswith("session="))
-    binding = next(c for c in set_cookies if c.startswith("authgate_binding="))
-    for header, path in ((session, "Path=/;"), (binding, "Path=/v1/auth;")):
+    binding = next(c for c in set_cookies if c.startswith("__Host-authgate_binding="))
+    for header, path in ((session, "Path=/;"), (binding, "Path=/;")):
         assert "Max-Age=0" in header and "HttpOnly" in header and "Secure" in header
         assert path in header + ";"
     assert 'session="";' in session or "session=;" in session

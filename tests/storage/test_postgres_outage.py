@@ -59,7 +59,7 @@ async def _outage_and_recovery(cluster: ThrowawayCluster, url: str) -> None:
         assert await _until_it_answers(store) <= 1
         assert await store.accounts.get(account.id) == account
         await store.states.put(pending("after-outage"))
-        assert await store.states.take("after-outage", T0) is not None
+        assert await store.states.take("google", "after-outage", "b" * 64, T0) is not None
     finally:
         await store.close()
 

@@ -76,7 +76,10 @@ async def test_two_processes_on_one_file_create_one_account(tmp_path: Path) -> N
 
         await first.states.put(pending("shared-state"))
         takes = await asyncio.gather(
-            *((first if i % 2 else second).states.take("shared-state", at(1)) for i in range(20))
+            *(
+                (first if i % 2 else second).states.take("google", "shared-state", "b" * 64, at(1))
+                for i in range(20)
+            )
         )
         assert sum(t is not None for t in takes) == 1
     finally:

@@ -12,10 +12,8 @@ import asyncpg
 
 from authgate.domain.model import (
     Account,
-    Intent,
     LinkedIdentity,
     Outcome,
-    PendingSignIn,
     ProviderIdentity,
     SignInEvent,
 )
@@ -56,22 +54,6 @@ def linked_identity(row: asyncpg.Record) -> LinkedIdentity:
         email=row["email"],
         linked_at=row["linked_at"],
         is_primary=row["is_primary"],
-    )
-
-
-def pending_sign_in(row: asyncpg.Record) -> PendingSignIn:
-    return PendingSignIn(
-        state=row["state"],
-        provider=row["provider"],
-        redirect_uri=row["redirect_uri"],
-        intent=Intent(row["intent"]),
-        code_verifier=row["code_verifier"],
-        nonce=row["nonce"],
-        binding_hash=row["binding_hash"],
-        created_at=row["created_at"],
-        expires_at=row["expires_at"],
-        return_to=row["return_to"],
-        account_id=row["account_id"],
     )
 
 

@@ -6,8 +6,8 @@ import datetime as dt
 
 import asyncpg
 
-from authgate.domain.model import PendingSignIn
-from authgate.ports.state import StateExists
+from authgate.domain.model import Intent, PendingSignIn
+from authgate.ports.state import state_lookup
 
 from . import rows
 from .housekeeping import PeriodicPurge
@@ -18,7 +18,9 @@ DEFAULT_PURGE_INTERVAL = dt.timedelta(minutes=5)
 class PostgresStates:
     """:class:`~authgate.ports.state.StateStore` on an asyncpg pool.
 
-    ``put`` triggers a purge of expired rows at most once per ``purge_interval``.
+    Rows are keyed by ``(lookup, binding_hash)``: the hash of provider and state, and the hash
+    of the browser's binding cookie. ``put`` triggers a purge of expired rows at most once per
+    ``purge_interval``.
     """
 
     def __init__(
@@ -30,23 +32,21 @@ class PostgresStates:
 
     async def put(self, pending: PendingSignIn) -> None:
         created = rows.utc(pending.created_at)
-        # An expired entry does not hold its state value: it is replaced, as if purged.
-        stored = await self._pool.fetchval(
+        # The same browser starting the same provider with the same state again replaces its
+        # own earlier entry; nobody else's row can have this key.
+        await self._pool.execute(
             """
-            INSERT INTO sign_in_states AS s (state, provider, redirect_uri, intent,
-                code_verifier, nonce, binding_hash, created_at, expires_at, return_to,
-                account_id)
+            INSERT INTO sign_in_states (lookup, provider, redirect_uri, intent, code_verifier,
+                nonce, binding_hash, created_at, expires_at, return_to, account_id)
             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
-            ON CONFLICT (state) DO UPDATE SET
+            ON CONFLICT (lookup, binding_hash) DO UPDATE SET
                 provider = EXCLUDED.provider, redirect_uri = EXCLUDED.redirect_uri,
                 intent = EXCLUDED.intent, code_verifier = EXCLUDED.code_verifier,
-                nonce = EXCLUDED.nonce, binding_hash = EXCLUDED.binding_hash,
-                created_at = EXCLUDED.created_at, expires_at = EXCLUDED.expires_at,
-                return_to = EXCLUDED.return_to, account_id = EXCLUDED.account_id
-            WHERE s.expires_at <= EXCLUDED.created_at
-            RETURNING true
+                nonce = EXCLUDED.nonce, created_at = EXCLUDED.created_at,
+                expires_at = EXCLUDED.expires_at, return_to = EXCLUDED.return_to,
+                account_id = EXCLUDED.account_id
             """,
-            pending.state,
+            state_lookup(pending.provider, pending.state),
             pending.provider,
             pending.redirect_uri,
             pending.intent.value,
@@ -58,25 +58,53 @@ class PostgresStates:
             pending.return_to,
             pending.account_id,
         )
-        if not stored:
-            raise StateExists(pending.state)
         self._last_now = created
         self.housekeeping.trigger()
 
-    async def take(self, state: str, now: dt.datetime) -> PendingSignIn | None:
+    async def take(
+        self, provider: str, state: str, binding_hash: str | None, now: dt.datetime
+    ) -> PendingSignIn | None:
+        lookup = state_lookup(provider, state)
         # One statement: of concurrent takes exactly one deletes the row and gets it back.
-        # An expired row is deleted too, and not returned.
-        row = await self._pool.fetchrow(
-            """
-            DELETE FROM sign_in_states WHERE state = $1
-            RETURNING state, provider, redirect_uri, intent, code_verifier, nonce,
-                binding_hash, created_at, expires_at, return_to, account_id
-            """,
-            state,
-        )
+        if binding_hash is not None:
+            row = await self._pool.fetchrow(
+                """
+                DELETE FROM sign_in_states WHERE lookup = $1 AND binding_hash = $2
+                RETURNING provider, redirect_uri, intent, code_verifier, nonce, binding_hash,
+                    created_at, expires_at, return_to, account_id
+                """,
+                lookup,
+                binding_hash,
+            )
+        else:
+            # No binding cookie (admitted by configuration): the newest live entry of any
+            # browser; SKIP LOCKED keeps concurrent takes from sharing one row.
+            row = await self._pool.fetchrow(
+                """
+                DELETE FROM sign_in_states WHERE ctid = (
+                    SELECT ctid FROM sign_in_states WHERE lookup = $1 AND expires_at > $2
+                    ORDER BY created_at DESC LIMIT 1 FOR UPDATE SKIP LOCKED)
+                RETURNING provider, redirect_uri, intent, code_verifier, nonce, binding_hash,
+                    created_at, expires_at, return_to, account_id
+                """,
+                lookup,
+                rows.utc(now),
+            )
         if row is None or row["expires_at"] <= rows.utc(now):
             return None
-        return rows.pending_sign_in(row)
+        return PendingSignIn(
+            state=state,
+            provider=row["provider"],
+            redirect_uri=row["redirect_uri"],
+            intent=Intent(row["intent"]),
+            code_verifier=row["code_verifier"],
+            nonce=row["nonce"],
+            binding_hash=row["binding_hash"],
+            created_at=row["created_at"],
+            expires_at=row["expires_at"],
+            return_to=row["return_to"],
+            account_id=row["account_id"],
+        )
 
     async def purge_expired(self, now: dt.datetime) -> int:
         status = await self._pool.execute(

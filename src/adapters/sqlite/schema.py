@@ -65,6 +65,29 @@ VERSIONS: list[list[str]] = [
         """,
         "CREATE INDEX sign_in_events_at_idx ON sign_in_events (at)",
     ],
+    # Pending sign-ins keyed by provider, state and browser (the binding hash), and the state
+    # kept only as a hash: a caller-chosen value no longer collides with another browser's.
+    # Pending sign-ins live ten minutes; those in flight at the upgrade are dropped.
+    [
+        "DROP TABLE sign_in_states",
+        """
+        CREATE TABLE sign_in_states (
+            lookup        TEXT NOT NULL,
+            binding_hash  TEXT NOT NULL,
+            provider      TEXT NOT NULL,
+            redirect_uri  TEXT NOT NULL,
+            intent        TEXT NOT NULL,
+            code_verifier TEXT,
+            nonce         TEXT,
+            created_at    TEXT NOT NULL,
+            expires_at    TEXT NOT NULL,
+            return_to     TEXT,
+            account_id    TEXT,
+            PRIMARY KEY (lookup, binding_hash)
+        )
+        """,
+        "CREATE INDEX sign_in_states_expires_idx ON sign_in_states (expires_at)",
+    ],
 ]
 
 

@@ -25,6 +25,10 @@ def initiation_error(e: errors.SignInError) -> HttpError:
         return app_error(400, "missing_parameter", str(e))
     if isinstance(e, errors.InvalidRequest):
         return app_error(400, "invalid_request", str(e))
+    if isinstance(e, errors.TemporarilyUnavailable):
+        return HttpError(
+            503, {"error": "temporarily_unavailable", "message": str(e)}, {"Retry-After": "60"}
+        )
     if isinstance(e, errors.NotAuthenticated):
         return HttpError(
             401,

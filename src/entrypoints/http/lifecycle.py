@@ -31,17 +31,15 @@ check: a browser never adds that header on its own.
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Iterable, Sequence
-from urllib.parse import urlsplit
+from collections.abc import Sequence
 
 import attrs
-from aiohttp import web
 
 from authgate.domain.model import LinkedIdentity
-from authgate.entrypoints.http.auth import SESSION_COOKIE, SessionVerifier
+from authgate.entrypoints.http.auth import SESSION_COOKIE, SameOriginGuard, SessionVerifier
 from authgate.entrypoints.http.bodies import AppError, LinkedProvider, LinkedProviders
 from authgate.entrypoints.http.errors import app_error
-from authgate.entrypoints.http.signin import BINDING_COOKIE, BINDING_PATH
+from authgate.entrypoints.http.signin import BINDING_COOKIE, BINDING_PATH, LEGACY_BINDING_COOKIE
 from authgate.entrypoints.rest import (
     Api,
     ApiKey,
@@ -98,43 +96,6 @@ def session_cookie_scheme(verifier: SessionVerifier) -> ApiKey:
     return ApiKey(SESSION_COOKIE_SCHEME, SESSION_COOKIE, SessionCookieChecker(verifier), True)
 
 
-def _origin(url: str) -> str:
-    parts = urlsplit(url)
-    return f"{parts.scheme.lower()}://{parts.netloc.lower()}"
-
-
-class SameOriginGuard:
-    """Refuses a cookie-authenticated, state-changing request that a browser reports as coming
-    from another site (see the module's docstring for the rule)."""
-
-    def __init__(self, trusted_origins: Iterable[str] = ()) -> None:
-        self._trusted = frozenset(_origin(o) for o in trusted_origins if o)
-
-    def allows(self, request: web.Request) -> bool:
-        fetch_site = request.headers.get("Sec-Fetch-Site")
-        origin = request.headers.get("Origin")
-        if fetch_site is None and origin is None:
-            return False
-        if fetch_site is not None and fetch_site.lower() != "same-origin":
-            return False
-        if origin is not None:
-            if origin == "null":
-                return False
-            own = urlsplit(origin).netloc.lower() == request.host.lower()
-            if not own and _origin(origin) not in self._trusted:
-                return False
-        return True
-
-    def check(self, request: web.Request) -> None:
-        if not self.allows(request):
-            raise app_error(
-                403,
-                "cross_site_request",
-                "a request authenticated by the session cookie must come from this site's own "
-                "pages (Origin / Sec-Fetch-Site); other clients use the bearer token",
-            )
-
-
 def linked_provider(linked: LinkedIdentity) -> LinkedProvider:
     """Spec 2.2's record of one linked identity."""
     return LinkedProvider(
@@ -166,13 +127,13 @@ class LifecycleOperations:
         providers: Sequence[str],
         bearer: BearerJWT,
         cookie: ApiKey,
-        trusted_origins: Iterable[str] = (),
+        guard: SameOriginGuard,
     ) -> None:
         self.accounts = accounts
         self.providers = tuple(providers)
         self.bearer = bearer
         self.cookie = cookie
-        self.guard = SameOriginGuard(trusted_origins)
+        self.guard = guard
 
     def register(self, api: Api) -> None:
         api.operation(
@@ -266,10 +227,12 @@ class LifecycleOperations:
 
     async def logout(self, call: Call[None]) -> Reply[None]:
         request = call.request
-        if SESSION_COOKIE in request.cookies or BINDING_COOKIE in request.cookies:
+        legacy, legacy_path = LEGACY_BINDING_COOKIE
+        if any(c in request.cookies for c in (SESSION_COOKIE, BINDING_COOKIE, legacy)):
             self.guard.check(request)
         cleared = (
             Cookie(SESSION_COOKIE, "", max_age=0),
             Cookie(BINDING_COOKIE, "", max_age=0, path=BINDING_PATH, samesite="None"),
+            Cookie(legacy, "", max_age=0, path=legacy_path, samesite="None"),
         )
         return Reply(None, status=204, headers=NO_STORE, cookies=cleared)

@@ -11,7 +11,7 @@ from aiohttp import web
 from authgate.domain import errors
 from authgate.domain.model import ClientInfo, Intent
 from authgate.domain.signin import SignInService, new_secret
-from authgate.entrypoints.http.auth import SESSION_COOKIE, SessionVerifier
+from authgate.entrypoints.http.auth import SESSION_COOKIE, SameOriginGuard, SessionVerifier
 from authgate.entrypoints.http.bodies import AppError, ProviderDetails
 from authgate.entrypoints.http.client import ClientAddress, accepts_only_json, prefers_html
 from authgate.entrypoints.http.errors import (
@@ -36,8 +36,13 @@ from authgate.ports.sessions import InvalidSession
 
 log = logging.getLogger("authgate.http")
 
-BINDING_COOKIE = "authgate_binding"
-BINDING_PATH = "/v1/auth"
+# ``__Host-``: the browser accepts it only with Secure, Path=/ and no Domain, so a sibling
+# subdomain cannot plant or overwrite it (README, "Browser binding").
+BINDING_COOKIE = "__Host-authgate_binding"
+BINDING_PATH = "/"
+# The name before the prefix: cleared at sign-out for browsers that still hold it.
+LEGACY_BINDING_COOKIE = ("authgate_binding", "/v1/auth")
+MANAGE_SCOPE = "account:manage"
 _BINDING_FORMAT = re.compile(r"^[A-Za-z0-9_-]{32,128}$")
 CALLBACK_FIELDS = ("code", "state", "error", "error_description")
 
@@ -64,11 +69,13 @@ class SignInOperations:
         verifier: SessionVerifier,
         limiter: RateLimiter,
         client_address: ClientAddress,
+        guard: SameOriginGuard,
     ) -> None:
         self.service = service
         self.verifier = verifier
         self.limiter = limiter
         self.client_address = client_address
+        self.guard = guard
 
     def register(self, api: Api) -> None:
         provider = path("provider")
@@ -83,7 +90,12 @@ class SignInOperations:
                 query("intent", pattern(r"^(login|register|link)$")),
             ],
             response=ProviderDetails,
-            responses={302: "Redirect to the provider (browsers)", 401: AppError},
+            responses={
+                302: "Redirect to the provider (browsers)",
+                401: AppError,
+                403: AppError,
+                503: AppError,
+            },
             operation_id="start_sign_in",
             tags=("sign-in",),
         )(self.start)
@@ -119,7 +131,12 @@ class SignInOperations:
         binding = request.cookies.get(BINDING_COOKIE, "")
         if not _BINDING_FORMAT.match(binding):
             binding = new_secret()
-        intent = Intent(call.params.first("intent") or "login")
+        try:
+            intent = Intent(call.params.first("intent") or "login")
+        except ValueError:  # the declared pattern refuses it first; never a 500 regardless
+            raise app_error(
+                400, "invalid_request", "intent must be one of login, register, link"
+            ) from None
         try:
             authorization = await self.service.start(
                 call.path["provider"],
@@ -128,7 +145,7 @@ class SignInOperations:
                 state=call.params.first("state"),
                 return_to=call.params.first("return_to"),
                 intent=intent,
-                account_id=self._caller(request) if intent is Intent.LINK else None,
+                account_id=self._linking_caller(request) if intent is Intent.LINK else None,
             )
         except errors.SignInError as e:
             raise initiation_error(e) from None
@@ -161,17 +178,33 @@ class SignInOperations:
             return redirect
         return Reply(details, headers={"Cache-Control": "no-store"}, cookies=(binding_cookie,))
 
-    def _caller(self, request: web.Request) -> str | None:
-        """The signed-in caller (bearer token or session cookie), for linking."""
+    def _linking_caller(self, request: web.Request) -> str | None:
+        """The signed-in caller who may link a provider to their account, or None.
+
+        Linking changes the account, so it follows the rules of the other account changes:
+        the token needs scope ``account:manage`` (403 ``insufficient_scope``), and when the
+        session cookie is the credential (a bearer token wins when both are sent) the request
+        must pass the same-origin guard (403 ``cross_site_request``): a cross-site page must
+        not be able to start a link on a signed-in user's behalf with a top-level GET.
+        """
         header = request.headers.get("Authorization", "")
-        token = header[7:].strip() if header.lower().startswith("bearer ") else None
-        token = token or request.cookies.get(SESSION_COOKIE)
+        bearer = header[7:].strip() if header.lower().startswith("bearer ") else None
+        token = bearer or request.cookies.get(SESSION_COOKIE)
         if not token:
             return None
         try:
-            return self.verifier.claims(token).account_id
+            claims = self.verifier.claims(token)
         except InvalidSession:
             return None
+        if MANAGE_SCOPE not in claims.scopes:
+            raise app_error(
+                403,
+                "insufficient_scope",
+                f"the token lacks the required scope: one of {MANAGE_SCOPE}",
+            )
+        if not bearer:
+            self.guard.check(request)
+        return claims.account_id
 
     # -- GET|POST /v1/auth/{provider}/callback --------------------------------------------
 
