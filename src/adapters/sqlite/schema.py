@@ -65,6 +65,12 @@ VERSIONS: list[list[str]] = [
         """,
         "CREATE INDEX sign_in_events_at_idx ON sign_in_events (at)",
     ],
+    # 2: whether the provider said the email address is verified (1 only when it said true).
+    # Rows written before this version are 0: nobody recorded that they were verified.
+    [
+        "ALTER TABLE accounts ADD COLUMN email_verified INTEGER NOT NULL DEFAULT 0",
+        "ALTER TABLE identities ADD COLUMN email_verified INTEGER NOT NULL DEFAULT 0",
+    ],
 ]
 
 
