@@ -34,7 +34,7 @@ def test_migrate_applies_once_and_then_reports_up_to_date(
     config = str(write_config(tmp_path, empty_postgres_url))
     first = authgate("migrate", "--config", config)
     assert first.returncode == 0, first.stderr
-    assert "applied 1 migration(s): 0001_initial" in first.stdout
+    assert "applied 2 migration(s): 0001_initial, 0002_email_verified" in first.stdout
     second = authgate("migrate", "--config", config)
     assert second.returncode == 0, second.stderr
     assert "the database schema is up to date" in second.stdout
