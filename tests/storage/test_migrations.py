@@ -6,7 +6,6 @@ import asyncio
 import datetime as dt
 import json
 import shutil
-import subprocess
 import sys
 import uuid
 from pathlib import Path
@@ -211,15 +210,14 @@ async def test_migrate_from_0001_keeps_existing_accounts_as_unverified(
             sort_keys=False,
         )
     )
-    result = subprocess.run(
-        [sys.executable, "-m", "authgate.entrypoints.cli", "migrate", "--config", str(config)],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
+    proc = await asyncio.create_subprocess_exec(
+        *(sys.executable, "-m", "authgate.entrypoints.cli", "migrate", "--config", str(config)),
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
     )
-    assert result.returncode == 0, result.stderr
-    assert "applied 1 migration(s): 0002_email_verified" in result.stdout
+    out, err = await asyncio.wait_for(proc.communicate(), timeout=60)
+    assert proc.returncode == 0, err.decode()
+    assert "applied 1 migration(s): 0002_email_verified" in out.decode()
 
     store = await open_postgres(empty_postgres_url, 1, 2, 5.0)
     try:
