@@ -42,11 +42,15 @@ class VerifiedIdentity:
 
 @attrs.frozen
 class Account:
+    """An account: its email is the primary identity's, as that provider gave it at creation."""
+
     id: str
     email: str | None
     name: str | None
     created_at: dt.datetime
     last_login_at: dt.datetime | None
+    # True only when the provider said the address is verified (ports.accounts.email_verified_of).
+    email_verified: bool = False
 
 
 @attrs.frozen
@@ -58,6 +62,8 @@ class LinkedIdentity:
     email: str | None
     linked_at: dt.datetime
     is_primary: bool
+    # True only when the provider said the address is verified (ports.accounts.email_verified_of).
+    email_verified: bool = False
 
 
 @attrs.frozen

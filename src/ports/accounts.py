@@ -8,6 +8,14 @@ from typing import Protocol
 from authgate.domain.model import Account, LinkedIdentity, ProviderIdentity, VerifiedIdentity
 
 
+def email_verified_of(verified: VerifiedIdentity) -> bool:
+    """The ``email_verified`` flag an adapter stores for ``verified``: True only when the
+    provider gave an address and explicitly said it is verified. False and "did not say"
+    (None, e.g. a profile endpoint that does not report it) are both stored as False, so an
+    address nobody vouched for is never shown or used as a verified one."""
+    return verified.email is not None and verified.email_verified is True
+
+
 class IdentityTaken(Exception):
     """The identity is already held by another account."""
 
@@ -29,15 +37,19 @@ class AccountRepository(Protocol):
         self, verified: VerifiedIdentity, now: dt.datetime
     ) -> tuple[Account, bool]:
         """Create an account holding ``verified`` as its primary identity, or return the account
-        that already holds it. Returns (account, created). Concurrent calls for one identity
-        create exactly one account (a unique constraint, not a check-then-insert)."""
+        that already holds it. The account's email and ``email_verified`` are the identity's
+        (:func:`email_verified_of`), stored on both. Returns (account, created). Concurrent
+        calls for one identity create exactly one account (a unique constraint, not a
+        check-then-insert)."""
         ...
 
     async def link_identity(
         self, account_id: str, verified: VerifiedIdentity, now: dt.datetime
     ) -> None:
-        """Attach an identity to an account. Idempotent for an identity the account already
-        holds; raises :class:`IdentityTaken` when another account holds it."""
+        """Attach an identity to an account, with its own email and ``email_verified``
+        (:func:`email_verified_of`); the account's email stays as it is. Idempotent for an
+        identity the account already holds; raises :class:`IdentityTaken` when another account
+        holds it."""
         ...
 
     async def unlink_identity(self, account_id: str, provider: str) -> bool:

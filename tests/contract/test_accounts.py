@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 
+import attrs
 import pytest
 
 from authgate.domain.model import ProviderIdentity, VerifiedIdentity
@@ -225,3 +226,63 @@ async def test_text_is_stored_as_given(store: Store) -> None:
     assert account.name == odd
     assert await store.accounts.find_by_identity(ProviderIdentity("google", odd)) == account
     assert (await store.accounts.get(account.id)) == account
+
+
+# -- email_verified: True only when the provider said so -------------------------------------
+
+
+@pytest.mark.parametrize(("said", "stored"), [(True, True), (False, False), (None, False)])
+async def test_create_stores_whether_the_provider_verified_the_email(
+    store: Store, said: bool | None, stored: bool
+) -> None:
+    # None is a provider that did not say (the facebook shape): never stored as verified.
+    v = attrs.evolve(verified("facebook", f"ev-{said}"), email_verified=said)
+    account, _ = await store.accounts.create_with_identity(v, T0)
+    assert account.email_verified is stored
+    for read in (
+        await store.accounts.get(account.id),
+        await store.accounts.find_by_identity(v.identity),
+    ):
+        assert read is not None and read.email_verified is stored
+        assert read == account
+    [linked] = await store.accounts.list_identities(account.id)
+    assert linked.email_verified is stored
+
+
+async def test_a_verified_flag_without_an_email_is_not_stored_as_verified(store: Store) -> None:
+    v = VerifiedIdentity(identity=ProviderIdentity("google", "no-mail"), email_verified=True)
+    account, _ = await store.accounts.create_with_identity(v, T0)
+    assert (account.email, account.email_verified) == (None, False)
+    assert await store.accounts.get(account.id) == account
+    [linked] = await store.accounts.list_identities(account.id)
+    assert linked.email_verified is False
+
+
+async def test_link_keeps_each_identitys_flag_and_the_accounts_own(store: Store) -> None:
+    primary = verified("google", "g-ev", email="ann@example.com")  # verified: True
+    account, _ = await store.accounts.create_with_identity(primary, T0)
+    fb = attrs.evolve(verified("facebook", "f-ev", email="ann@fb.example"), email_verified=None)
+    apple = attrs.evolve(verified("apple", "a-ev"), email_verified=False)
+    await store.accounts.link_identity(account.id, fb, at(1))
+    await store.accounts.link_identity(account.id, apple, at(2))
+    identities = await store.accounts.list_identities(account.id)
+    assert [(i.identity.provider, i.email_verified) for i in identities] == [
+        ("google", True),
+        ("facebook", False),
+        ("apple", False),
+    ]
+    # Linking an unverified address changes neither the account's email nor its flag.
+    assert await store.accounts.get(account.id) == account
+    assert (account.email, account.email_verified) == ("ann@example.com", True)
+
+    unverified, _ = await store.accounts.create_with_identity(
+        attrs.evolve(verified("facebook", "f-first"), email_verified=None), T0
+    )
+    await store.accounts.link_identity(unverified.id, verified("google", "g-later"), at(1))
+    assert [i.email_verified for i in await store.accounts.list_identities(unverified.id)] == [
+        False,
+        True,
+    ]
+    # A verified secondary identity does not make the primary email verified.
+    again = await store.accounts.get(unverified.id)
+    assert again is not None and again.email_verified is False

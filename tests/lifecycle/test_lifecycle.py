@@ -68,9 +68,18 @@ async def test_account_by_bearer_token(service: Service) -> None:
     assert response.status == 200
     assert response.headers["Cache-Control"] == "no-store"
     body = await response.json()
-    assert set(body) == {"id", "email", "name", "createdAt", "lastSignInAt", "providers"}
+    assert set(body) == {
+        "id",
+        "email",
+        "emailVerified",
+        "name",
+        "createdAt",
+        "lastSignInAt",
+        "providers",
+    }
     assert body["id"] == claims_of(browser.session or "")["sub"]
     assert body["email"] == "ada@example.test"
+    assert body["emailVerified"] is True  # the google-shaped ID token says so
     assert body["name"] == "Ada Lovelace"
     created = dt.datetime.fromisoformat(body["createdAt"])
     last = dt.datetime.fromisoformat(body["lastSignInAt"])
@@ -82,6 +91,16 @@ async def test_account_by_bearer_token(service: Service) -> None:
     for p in body["providers"]:
         assert p["providerId"].startswith(f"user:{p['provider']}:")
         assert set(p) == {"provider", "providerId", "linkedAt", "isPrimary"}
+
+
+async def test_email_of_unknown_verification_reads_unverified(service: Service) -> None:
+    # The development provider's facebook shape answers a Graph-style profile that never says
+    # whether the address is verified; Mallory's is not verified at all.
+    for user in ("ada", "mallory"):
+        browser = await signed_in(service, "facebook", user=user)
+        body = await (await browser.request("GET", "/v1/account")).json()
+        assert body["email"] == f"{user}@example.test"
+        assert body["emailVerified"] is False
 
 
 async def test_account_by_session_cookie(service: Service) -> None:
@@ -351,12 +370,14 @@ async def test_operations_are_in_the_openapi_document(service: Service) -> None:
     assert set(schema["properties"]) == {
         "id",
         "email",
+        "emailVerified",
         "name",
         "createdAt",
         "lastSignInAt",
         "providers",
     }
-    assert set(schema["required"]) == {"id", "createdAt", "providers"}
+    assert set(schema["required"]) == {"id", "createdAt", "providers", "emailVerified"}
+    assert schema["properties"]["emailVerified"]["type"] == "boolean"
     unlink = document["paths"]["/v1/account/providers/{provider}"]["delete"]
     assert unlink["security"] == both
     assert set(unlink["responses"]) >= {"200", "400", "401", "403", "404", "409"}

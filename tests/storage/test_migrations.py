@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import asyncio
+import datetime as dt
 import json
 import shutil
 import sys
+import uuid
 from pathlib import Path
 
 import asyncpg
 import pytest
+import yaml
 
 from authgate.adapters.postgres import (
     DatabaseUnavailable,
@@ -26,6 +29,8 @@ from authgate.adapters.postgres.migrations import (
     migrations_dir,
     pending_migrations,
 )
+from authgate.domain.model import ProviderIdentity
+from tests.app.conftest import base_config, merge
 from tests.support.postgres import free_port
 
 REPO_MIGRATIONS = Path(__file__).resolve().parents[2] / "migrations"
@@ -167,3 +172,63 @@ async def test_migrate_against_an_unreachable_server_is_a_clear_error() -> None:
     assert "s3cret" not in str(caught.value)
     with pytest.raises(DatabaseUnavailable):
         await check_schema(url)
+
+
+async def test_migrate_from_0001_keeps_existing_accounts_as_unverified(
+    empty_postgres_url: str, tmp_path: Path
+) -> None:
+    # A deployment at 0001 with an account whose email nobody recorded as verified.
+    at_0001 = tmp_path / "at_0001"
+    at_0001.mkdir()
+    shutil.copy(REPO_MIGRATIONS / "0001_initial.sql", at_0001)
+    assert await migrate(empty_postgres_url, at_0001) == ["0001_initial"]
+    account_id = uuid.uuid4()
+    created = dt.datetime(2024, 5, 1, 12, tzinfo=dt.UTC)
+    conn = await asyncpg.connect(empty_postgres_url)
+    try:
+        await conn.execute(
+            "INSERT INTO accounts (id, email, name, created_at) VALUES ($1, $2, $3, $4)",
+            account_id,
+            "old@example.com",
+            "Old Timer",
+            created,
+        )
+        await conn.execute(
+            "INSERT INTO identities (provider, subject, account_id, email, linked_at, is_primary)"
+            " VALUES ('facebook', 'fb-old', $1, 'old@example.com', $2, true)",
+            account_id,
+            created,
+        )
+    finally:
+        await conn.close()
+
+    # The operator's upgrade step, as a real process.
+    config = tmp_path / "authgate.yaml"
+    config.write_text(
+        yaml.safe_dump(
+            merge(base_config(tmp_path), {"database": {"url": empty_postgres_url}}),
+            sort_keys=False,
+        )
+    )
+    proc = await asyncio.create_subprocess_exec(
+        *(sys.executable, "-m", "authgate.entrypoints.cli", "migrate", "--config", str(config)),
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    out, err = await asyncio.wait_for(proc.communicate(), timeout=60)
+    assert proc.returncode == 0, err.decode()
+    later = [p.stem for p in migration_files()][1:]
+    assert later[0] == "0002_email_verified"
+    assert f"applied {len(later)} migration(s): {', '.join(later)}" in out.decode()
+
+    store = await open_postgres(empty_postgres_url, 1, 2, 5.0)
+    try:
+        account = await store.accounts.get(str(account_id))
+        assert account is not None
+        assert (account.email, account.email_verified) == ("old@example.com", False)
+        found = await store.accounts.find_by_identity(ProviderIdentity("facebook", "fb-old"))
+        assert found == account
+        [linked] = await store.accounts.list_identities(str(account_id))
+        assert (linked.email, linked.email_verified) == ("old@example.com", False)
+    finally:
+        await store.close()

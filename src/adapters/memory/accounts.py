@@ -9,7 +9,7 @@ import uuid
 import attrs
 
 from authgate.domain.model import Account, LinkedIdentity, ProviderIdentity, VerifiedIdentity
-from authgate.ports.accounts import IdentityTaken, LastIdentityError
+from authgate.ports.accounts import IdentityTaken, LastIdentityError, email_verified_of
 
 
 class MemoryAccounts:
@@ -30,12 +30,14 @@ class MemoryAccounts:
         existing = self._identities.get(verified.identity)
         if existing is not None:
             return self._accounts[existing.account_id], False
+        email_verified = email_verified_of(verified)
         account = Account(
             id=str(uuid.uuid4()),
             email=verified.email,
             name=verified.name,
             created_at=now,
             last_login_at=None,
+            email_verified=email_verified,
         )
         self._accounts[account.id] = account
         self._identities[verified.identity] = LinkedIdentity(
@@ -44,6 +46,7 @@ class MemoryAccounts:
             email=verified.email,
             linked_at=now,
             is_primary=True,
+            email_verified=email_verified,
         )
         return account, True
 
@@ -63,6 +66,7 @@ class MemoryAccounts:
             email=verified.email,
             linked_at=now,
             is_primary=False,
+            email_verified=email_verified_of(verified),
         )
 
     async def unlink_identity(self, account_id: str, provider: str) -> bool:

@@ -12,12 +12,12 @@ import uuid
 import asyncpg
 
 from authgate.domain.model import Account, LinkedIdentity, ProviderIdentity, VerifiedIdentity
-from authgate.ports.accounts import IdentityTaken, LastIdentityError
+from authgate.ports.accounts import IdentityTaken, LastIdentityError, email_verified_of
 
 from . import rows
 
 _ACCOUNT_BY_IDENTITY = """
-    SELECT a.id, a.email, a.name, a.created_at, a.last_login_at
+    SELECT a.id, a.email, a.name, a.created_at, a.last_login_at, a.email_verified
     FROM identities i JOIN accounts a ON a.id = i.account_id
     WHERE i.provider = $1 AND i.subject = $2
 """
@@ -45,7 +45,9 @@ class PostgresAccounts:
         if key is None:
             return None
         row = await self._pool.fetchrow(
-            "SELECT id, email, name, created_at, last_login_at FROM accounts WHERE id = $1", key
+            "SELECT id, email, name, created_at, last_login_at, email_verified "
+            "FROM accounts WHERE id = $1",
+            key,
         )
         return rows.account(row) if row is not None else None
 
@@ -54,6 +56,7 @@ class PostgresAccounts:
     ) -> tuple[Account, bool]:
         identity = verified.identity
         now = rows.utc(now)
+        email_verified = email_verified_of(verified)
         for _ in range(_ATTEMPTS):
             async with self._pool.acquire() as conn:
                 try:
@@ -62,24 +65,28 @@ class PostgresAccounts:
                     async with conn.transaction():
                         account_row = await conn.fetchrow(
                             """
-                            INSERT INTO accounts (id, email, name, profile, created_at)
-                            VALUES ($1, $2, $3, $4::jsonb, $5)
-                            RETURNING id, email, name, created_at, last_login_at
+                            INSERT INTO accounts
+                                (id, email, name, profile, created_at, email_verified)
+                            VALUES ($1, $2, $3, $4::jsonb, $5, $6)
+                            RETURNING id, email, name, created_at, last_login_at, email_verified
                             """,
                             uuid.uuid4(),
                             verified.email,
                             verified.name,
                             rows.profile_json(verified.profile),
                             now,
+                            email_verified,
                         )
                         assert account_row is not None
                         # Waits for a concurrent uncommitted insert of the same key, then does
                         # nothing if that one committed.
                         won = await conn.fetchval(
                             """
-                            INSERT INTO identities
-                                (provider, subject, account_id, email, linked_at, is_primary)
-                            VALUES ($1, $2, $3, $4, $5, true)
+                            INSERT INTO identities (
+                                provider, subject, account_id, email, linked_at, is_primary,
+                                email_verified
+                            )
+                            VALUES ($1, $2, $3, $4, $5, true, $6)
                             ON CONFLICT (provider, subject) DO NOTHING
                             RETURNING true
                             """,
@@ -88,6 +95,7 @@ class PostgresAccounts:
                             account_row["id"],
                             verified.email,
                             now,
+                            email_verified,
                         )
                         if not won:
                             raise _LostRace
@@ -114,9 +122,11 @@ class PostgresAccounts:
                 try:
                     inserted = await conn.fetchval(
                         """
-                        INSERT INTO identities
-                            (provider, subject, account_id, email, linked_at, is_primary)
-                        VALUES ($1, $2, $3, $4, $5, false)
+                        INSERT INTO identities (
+                            provider, subject, account_id, email, linked_at, is_primary,
+                            email_verified
+                        )
+                        VALUES ($1, $2, $3, $4, $5, false, $6)
                         ON CONFLICT (provider, subject) DO NOTHING
                         RETURNING true
                         """,
@@ -125,6 +135,7 @@ class PostgresAccounts:
                         key,
                         verified.email,
                         rows.utc(now),
+                        email_verified_of(verified),
                     )
                 except asyncpg.ForeignKeyViolationError:
                     raise KeyError(account_id) from None
@@ -181,7 +192,7 @@ class PostgresAccounts:
             return []
         found = await self._pool.fetch(
             """
-            SELECT account_id, provider, subject, email, linked_at, is_primary
+            SELECT account_id, provider, subject, email, linked_at, is_primary, email_verified
             FROM identities WHERE account_id = $1
             ORDER BY linked_at, is_primary DESC, provider, subject
             """,

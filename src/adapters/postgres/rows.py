@@ -44,6 +44,7 @@ def account(row: asyncpg.Record) -> Account:
         name=row["name"],
         created_at=row["created_at"],
         last_login_at=row["last_login_at"],
+        email_verified=row["email_verified"],
     )
 
 
@@ -54,6 +55,7 @@ def linked_identity(row: asyncpg.Record) -> LinkedIdentity:
         email=row["email"],
         linked_at=row["linked_at"],
         is_primary=row["is_primary"],
+        email_verified=row["email_verified"],
     )
 
 

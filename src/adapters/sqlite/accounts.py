@@ -10,12 +10,12 @@ from collections.abc import Mapping
 from typing import Any
 
 from authgate.domain.model import Account, LinkedIdentity, ProviderIdentity, VerifiedIdentity
-from authgate.ports.accounts import IdentityTaken, LastIdentityError
+from authgate.ports.accounts import IdentityTaken, LastIdentityError, email_verified_of
 
 from .db import Database, parse_opt_ts, parse_ts, ts, utc
 
 _ACCOUNT_BY_IDENTITY = """
-    SELECT a.id, a.email, a.name, a.created_at, a.last_login_at
+    SELECT a.id, a.email, a.name, a.created_at, a.last_login_at, a.email_verified
     FROM identities i JOIN accounts a ON a.id = i.account_id
     WHERE i.provider = ? AND i.subject = ?
 """
@@ -28,6 +28,7 @@ def _account(row: sqlite3.Row | tuple[Any, ...]) -> Account:
         name=row[2],
         created_at=parse_ts(row[3]),
         last_login_at=parse_opt_ts(row[4]),
+        email_verified=bool(row[5]),
     )
 
 
@@ -51,7 +52,8 @@ class SqliteAccounts:
     async def get(self, account_id: str) -> Account | None:
         async with self._db.use() as conn:
             rows = await conn.execute_fetchall(
-                "SELECT id, email, name, created_at, last_login_at FROM accounts WHERE id = ?",
+                "SELECT id, email, name, created_at, last_login_at, email_verified "
+                "FROM accounts WHERE id = ?",
                 (account_id,),
             )
         return _account(next(iter(rows))) if rows else None
@@ -67,6 +69,7 @@ class SqliteAccounts:
             name=verified.name,
             created_at=now,
             last_login_at=None,
+            email_verified=email_verified_of(verified),
         )
         async with self._db.transaction() as conn:
             # BEGIN IMMEDIATE holds the file's write lock (against other processes too), so
@@ -79,23 +82,31 @@ class SqliteAccounts:
             if rows:
                 return _account(next(iter(rows))), False
             await conn.execute(
-                "INSERT INTO accounts (id, email, name, profile, created_at) "
-                "VALUES (?, ?, ?, ?, ?)",
+                "INSERT INTO accounts (id, email, name, profile, created_at, email_verified) "
+                "VALUES (?, ?, ?, ?, ?, ?)",
                 (
                     account.id,
                     verified.email,
                     verified.name,
                     _profile_json(verified.profile),
                     ts(now),
+                    account.email_verified,
                 ),
             )
             await conn.execute(
                 """
                 INSERT INTO identities
-                    (provider, subject, account_id, email, linked_at, is_primary)
-                VALUES (?, ?, ?, ?, ?, 1)
+                    (provider, subject, account_id, email, linked_at, is_primary, email_verified)
+                VALUES (?, ?, ?, ?, ?, 1, ?)
                 """,
-                (identity.provider, identity.subject, account.id, verified.email, ts(now)),
+                (
+                    identity.provider,
+                    identity.subject,
+                    account.id,
+                    verified.email,
+                    ts(now),
+                    account.email_verified,
+                ),
             )
         return account, True
 
@@ -120,10 +131,17 @@ class SqliteAccounts:
             await conn.execute(
                 """
                 INSERT INTO identities
-                    (provider, subject, account_id, email, linked_at, is_primary)
-                VALUES (?, ?, ?, ?, ?, 0)
+                    (provider, subject, account_id, email, linked_at, is_primary, email_verified)
+                VALUES (?, ?, ?, ?, ?, 0, ?)
                 """,
-                (identity.provider, identity.subject, account_id, verified.email, ts(now)),
+                (
+                    identity.provider,
+                    identity.subject,
+                    account_id,
+                    verified.email,
+                    ts(now),
+                    email_verified_of(verified),
+                ),
             )
 
     async def unlink_identity(self, account_id: str, provider: str) -> bool:
@@ -155,7 +173,7 @@ class SqliteAccounts:
         async with self._db.use() as conn:
             rows = await conn.execute_fetchall(
                 """
-                SELECT account_id, provider, subject, email, linked_at, is_primary
+                SELECT account_id, provider, subject, email, linked_at, is_primary, email_verified
                 FROM identities WHERE account_id = ?
                 ORDER BY linked_at, is_primary DESC, provider, subject
                 """,
@@ -168,6 +186,7 @@ class SqliteAccounts:
                 email=r[3],
                 linked_at=parse_ts(r[4]),
                 is_primary=bool(r[5]),
+                email_verified=bool(r[6]),
             )
             for r in rows
         ]

@@ -65,7 +65,13 @@ VERSIONS: list[list[str]] = [
         """,
         "CREATE INDEX sign_in_events_at_idx ON sign_in_events (at)",
     ],
-    # Pending sign-ins keyed by provider, state and browser (the binding hash), and the state
+    # 2: whether the provider said the email address is verified (1 only when it said true).
+    # Rows written before this version are 0: nobody recorded that they were verified.
+    [
+        "ALTER TABLE accounts ADD COLUMN email_verified INTEGER NOT NULL DEFAULT 0",
+        "ALTER TABLE identities ADD COLUMN email_verified INTEGER NOT NULL DEFAULT 0",
+    ],
+    # 3: pending sign-ins keyed by provider, state and browser (the binding hash), and the state
     # kept only as a hash: a caller-chosen value no longer collides with another browser's.
     # Pending sign-ins live ten minutes; those in flight at the upgrade are dropped.
     [

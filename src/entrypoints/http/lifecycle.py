@@ -1,7 +1,7 @@
 """The account lifecycle: the caller's account, unlinking a provider, signing out.
 
-* ``GET /v1/account``: the caller's account (id, email, name, created, last sign-in, linked
-  providers); scope ``account:read`` or ``account:manage``.
+* ``GET /v1/account``: the caller's account (id, email and whether it is verified, name,
+  created, last sign-in, linked providers); scope ``account:read`` or ``account:manage``.
 * ``DELETE /v1/account/providers/{provider}``: unlinks a provider; scope ``account:manage``;
   409 ``last_provider`` rather than removing the last one (its owner could never sign in again),
   404 ``provider_not_linked`` when the account holds no identity there. Answers the providers
@@ -65,11 +65,14 @@ NO_STORE = {"Cache-Control": "no-store"}
 
 @attrs.frozen
 class AccountDetails:
-    """The caller's account."""
+    """The caller's account. ``emailVerified`` is true only when the provider of the primary
+    identity said the email address is verified; false when it said false, did not say (the
+    facebook-shaped profile endpoint) or gave no address."""
 
     id: str
     created_at: dt.datetime = wire_field("createdAt")
     providers: list[LinkedProvider] = wire_field("providers")
+    email_verified: bool = wire_field("emailVerified")
     email: str | None = None
     name: str | None = None
     last_sign_in_at: dt.datetime | None = wire_field("lastSignInAt", default=None)
@@ -185,6 +188,8 @@ class LifecycleOperations:
         details = AccountDetails(
             id=account.id,
             email=account.email,
+            # False without an address whatever was stored: nothing to vouch for.
+            email_verified=account.email is not None and account.email_verified,
             name=account.name,
             created_at=account.created_at,
             last_sign_in_at=account.last_login_at,

@@ -159,6 +159,12 @@ class Demo {
     $("signed-in").hidden = false;
     $("account-name").textContent = account.name || "—";
     $("account-email").textContent = account.email || "—";
+    // Only an address the provider vouched for is called verified (emailVerified is false
+    // when the provider said false or did not say, as the facebook shape never does).
+    const status = $("account-email-status");
+    status.hidden = !account.email;
+    status.textContent = account.emailVerified ? "verified" : "not verified";
+    status.dataset.verified = account.emailVerified ? "true" : "false";
     $("account-id").textContent = account.id;
     $("account-created").replaceChildren(formatTime(account.createdAt));
     $("account-last-sign-in").replaceChildren(formatTime(account.lastSignInAt));
