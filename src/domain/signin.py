@@ -52,7 +52,7 @@ class SignInPolicy:
     """The configurable rules of sign-in."""
 
     app_url: str
-    callback_urls: frozenset[str]
+    callback_urls: Mapping[str, frozenset[str]]  # per provider: RFC 9207 (mix-up)
     state_ttl: dt.timedelta = dt.timedelta(minutes=10)
     require_binding: bool = True
     login_path: str = "/login"
@@ -124,9 +124,9 @@ class SignInService:
         provider = self.provider(provider_name)  # rule 1
         if not redirect_uri:  # rule 2
             raise errors.MissingParameter("redirect_uri")
-        if redirect_uri not in self.policy.callback_urls:  # rule 5
+        if redirect_uri not in self.policy.callback_urls.get(provider.name, ()):  # rule 5
             raise errors.InvalidRequest(
-                "redirect_uri is not an allowed callback address for this service"
+                f"redirect_uri is not an allowed callback address for provider {provider.name}"
             )
         if intent is Intent.LINK and account_id is None:
             raise errors.NotAuthenticated("linking a provider needs a signed-in caller")

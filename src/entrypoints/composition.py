@@ -47,7 +47,7 @@ from authgate.adapters.sessions import (
 from authgate.adapters.sqlite import SchemaTooNew, SqliteStore, SqliteUnavailable, open_sqlite
 from authgate.domain.signin import SignInPolicy, SignInService
 from authgate.entrypoints import development
-from authgate.entrypoints.config import Config
+from authgate.entrypoints.config import Config, callback_urls_of
 from authgate.entrypoints.http.account import AccountOperations
 from authgate.entrypoints.http.auth import SameOriginGuard, SessionVerifier
 from authgate.entrypoints.http.client import ClientAddress
@@ -98,7 +98,9 @@ def build_api(config: Config, resources: Resources) -> Api:
     api = Api(TITLE, version("authgate"), max_body_bytes=config.rest.max_body_bytes)
     policy = SignInPolicy(
         app_url=config.app.url,
-        callback_urls=frozenset(config.app.callback_urls),
+        callback_urls={
+            name: frozenset(callback_urls_of(config, name)) for name in resources.providers
+        },
         state_ttl=dt.timedelta(seconds=config.state.ttl_seconds),
         require_binding=config.state.require_binding_cookie,
         login_path=config.app.login_path,

@@ -12,6 +12,7 @@ import os
 import re
 from pathlib import Path
 from typing import Literal
+from urllib.parse import urlsplit
 
 import attrs
 import cattrs
@@ -120,6 +121,9 @@ class ProviderConfig:
     team_id: str | None = None
     key_id: str | None = None
     private_key_file: str | None = None
+    # The redirect_uri values this provider's callback accepts, besides those of
+    # app.callback_urls whose path ends with /{name}/callback.
+    callback_urls: list[str] = attrs.field(factory=list)
     response_mode: Literal["query", "form_post"] = "query"
     pkce: bool = True
     timeout_seconds: float = 10.0
@@ -149,6 +153,16 @@ class Config:
     ratelimit: RateLimitConfig = RateLimitConfig()
     providers: dict[str, ProviderConfig] = attrs.field(factory=dict)
     dev: DevConfig = DevConfig()
+
+
+def callback_urls_of(config: Config, provider: str) -> list[str]:
+    """The redirect_uri values accepted for ``provider`` (RFC 9207's mix-up defence needs each
+    provider's own): its ``callback_urls`` and the ``app.callback_urls`` whose path ends with
+    ``/{provider}/callback``, in configuration order."""
+    suffix = f"/{provider}/callback"
+    configured = config.providers[provider].callback_urls if provider in config.providers else []
+    shared = [u for u in config.app.callback_urls if urlsplit(u).path.endswith(suffix)]
+    return list(dict.fromkeys([*configured, *shared]))
 
 
 _VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
@@ -238,6 +252,12 @@ def _check(config: Config) -> None:
         raise ConfigError(
             "dev.identity_provider: the development identity provider is refused in production"
         )
+    for url in config.app.callback_urls:
+        if not any(urlsplit(url).path.endswith(f"/{name}/callback") for name in config.providers):
+            raise ConfigError(
+                f"app.callback_urls: {url} names no configured provider (its path must end "
+                "with /{provider}/callback); list it under providers.<name>.callback_urls"
+            )
     for name, provider in config.providers.items():
         if not re.fullmatch(r"[a-z][a-z0-9_-]*", name):
             raise ConfigError(f"providers.{name}: identifiers are lower-case letters and digits")

@@ -86,7 +86,7 @@ def world() -> tuple[SignInService, Provider, MemoryAccounts, MemoryEvents, Cloc
             ephemeral_keys(), issuer="t", audience="t", ttl=dt.timedelta(hours=24)
         ),
         clock=clock,
-        policy=SignInPolicy(app_url=APP, callback_urls=frozenset({CALLBACK})),
+        policy=SignInPolicy(app_url=APP, callback_urls={"google": frozenset({CALLBACK})}),
     )
     return service, provider, accounts, events, clock
 

@@ -13,7 +13,7 @@ from urllib.parse import urlsplit
 
 from aiohttp import web
 
-from authgate.entrypoints.config import Config, ProviderConfig
+from authgate.entrypoints.config import Config, ProviderConfig, callback_urls_of
 from authgate.entrypoints.demo.assets import page_headers, read_static, static_response
 
 DEMO_PATH = "/demo"
@@ -45,9 +45,7 @@ def demo_settings(config: Config) -> dict[str, Any]:
                 "id": name,
                 "label": name.replace("_", " ").replace("-", " ").title(),
                 "kind": _kind(provider),
-                "callbackUrls": [
-                    u for u in config.app.callback_urls if u.endswith(f"/{name}/callback")
-                ],
+                "callbackUrls": callback_urls_of(config, name),
             }
             for name, provider in config.providers.items()
         ],

@@ -10,7 +10,7 @@ provider's base address is one of its clients, in the shape its configuration im
   JWT that the provider verifies with the public half of ``private_key_file``; the answer comes
   back by ``form_post`` and carries the first-time ``user`` JSON.
 
-The registered redirect URIs are the configured ``app.callback_urls`` of that provider.
+The registered redirect URIs are the callback URLs configured for that provider.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ import attrs
 from joserfc.errors import JoseError
 from joserfc.jwk import ECKey
 
-from authgate.entrypoints.config import Config, ProviderConfig
+from authgate.entrypoints.config import Config, ProviderConfig, callback_urls_of
 
 Shape = Literal["oidc", "profile", "apple"]
 
@@ -90,8 +90,7 @@ def clients_from_config(config: Config, issuer: str) -> dict[str, DevClient]:
         if not is_dev_provider(provider, issuer):
             continue
         shape = shape_of(provider)
-        suffix = f"/{name}/callback"
-        redirect_uris = frozenset(u for u in config.app.callback_urls if u.endswith(suffix))
+        redirect_uris = frozenset(callback_urls_of(config, name))
         public_key = None
         if shape == "apple":
             assert provider.private_key_file is not None  # the configuration checks it
