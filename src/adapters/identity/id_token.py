@@ -60,7 +60,7 @@ class IdTokenVerifier:
         header = _header_of(token)
         alg = header.get("alg")
         if not isinstance(alg, str) or alg not in self._algorithms:
-            raise VerificationFailed(f"ID token algorithm {_short(alg)} is not allowed")
+            raise VerificationFailed(f"ID token algorithm {loggable(alg)} is not allowed")
         if "crit" in header or "b64" in header:
             raise VerificationFailed("ID token header has unsupported critical parameters")
         kid = header.get("kid")
@@ -78,31 +78,33 @@ class IdTokenVerifier:
             raise ExchangeFailed(str(e)) from None
         key = _pick_key(keys, alg, kid)
         if key is None:  # unknown kid: the provider may have rotated its keys
-            keys = await self._refresh(keys)
+            keys = await self._refresh(keys, kid)
             key = _pick_key(keys, alg, kid)
             if key is None:
-                raise VerificationFailed(f"no key in the provider's key set for kid {_short(kid)}")
+                raise VerificationFailed(
+                    f"no key in the provider's key set for kid {loggable(kid)}"
+                )
             return _verify_signature(token, key, alg)
         try:
             return _verify_signature(token, key, alg)
         except VerificationFailed:
             # A key replaced under the same kid: look once more (rate-limited).
-            fresh = await self._refresh(keys)
+            fresh = await self._refresh(keys, kid)
             fresh_key = _pick_key(fresh, alg, kid) if fresh is not keys else None
             if fresh_key is None or fresh_key.as_dict() == key.as_dict():
                 raise
             return _verify_signature(token, fresh_key, alg)
 
-    async def _refresh(self, seen: KeySet) -> KeySet:
+    async def _refresh(self, seen: KeySet, kid: str | None) -> KeySet:
         try:
-            return await self._keys.refresh(seen)
+            return await self._keys.refresh(seen, kid)
         except KeySetUnavailable as e:
             raise ExchangeFailed(str(e)) from None
 
     def _check_claims(self, claims: Mapping[str, Any], nonce: str | None) -> None:
         iss = claims.get("iss")
         if not isinstance(iss, str) or iss not in self._issuers:
-            raise VerificationFailed(f"ID token iss {_short(iss)} is not the provider's issuer")
+            raise VerificationFailed(f"ID token iss {loggable(iss)} is not the provider's issuer")
         aud = claims.get("aud")
         audiences = [aud] if isinstance(aud, str) else aud
         if (
@@ -205,7 +207,7 @@ def _number(claims: Mapping[str, Any], name: str, *, required: bool) -> float | 
     return float(value)
 
 
-def _short(value: object) -> str:
+def loggable(value: object) -> str:
     """A claim or header value for a log line: quoted, bounded."""
     text = repr(value)
     return text if len(text) <= 80 else text[:77] + "..."

@@ -77,6 +77,7 @@ class OAuthIdentityProvider:
             clock,
             max_age_seconds=settings.jwks_max_age_seconds,
             min_refetch_seconds=settings.jwks_min_refetch_seconds,
+            absent_kid_seconds=settings.jwks_absent_kid_seconds,
             name=settings.name,
         )
         self._verifier: IdTokenVerifier | None = None
