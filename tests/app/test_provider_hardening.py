@@ -1,7 +1,9 @@
-"""The identity adapter's hardening, end to end through the callback (issue point 2).
+"""The identity adapter's hardening, end to end through the callback (issue points 2 and 14).
 
 * a key rotation right after an on-demand key-set fetch (an unknown ``kid``) is followed once
-  the short floor between forced fetches has passed, not a minute later.
+  the short floor between forced fetches has passed, not a minute later;
+* an ID token with several audiences is refused unless every audience other than the client
+  id is configured in ``trusted_audiences`` (OIDC Core 3.1.3.7 step 3).
 """
 
 from __future__ import annotations
@@ -102,3 +104,31 @@ async def test_a_forged_kid_proved_absent_is_not_fetched_again(signin: SignIn) -
         response = await signin.complete(user=FakeUser(sub="absent-1"), intent="register")
         assert login_error(response) == INVALID_ID_TOKEN
     assert google.hits["jwks"] == 2  # the first fetch proved the kid absent
+
+
+# -- point 14: several audiences ----------------------------------------------------------------
+
+
+async def test_an_untrusted_extra_audience_is_refused_even_with_azp(signin: SignIn) -> None:
+    google = signin.idp.google
+    google.claim_overrides = {"aud": [google.client_id, "untrusted-client"]}
+    user = FakeUser(sub="aud-untrusted")
+    response = await signin.complete(user=user, intent="register")
+    assert login_error(response) == INVALID_ID_TOKEN
+    google.claim_overrides = {}
+    assert login_error(await signin.complete(user=user))["error"] == "account_not_found"
+
+
+async def test_a_configured_trusted_audience_is_accepted(
+    make_service: MakeService, fake_idp: FakeIdP, idp_clock: SettableClock
+) -> None:
+    signin = await service_with(
+        make_service, fake_idp, idp_clock, {"trusted_audiences": ["partner-client"]}
+    )
+    google = fake_idp.google
+    google.claim_overrides = {"aud": [google.client_id, "partner-client"]}
+    assert signed_in(await signin.complete(user=FakeUser(sub="aud-ok"), intent="register"))
+    # another audience beside the trusted one is still refused
+    google.claim_overrides = {"aud": [google.client_id, "partner-client", "stranger"]}
+    response = await signin.complete(user=FakeUser(sub="aud-stranger"), intent="register")
+    assert login_error(response) == INVALID_ID_TOKEN

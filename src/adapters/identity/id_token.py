@@ -2,7 +2,8 @@
 
 The signature is checked first, with a key of the provider's key set chosen by ``kid`` and an
 algorithm from the provider's allow-list; then the claims: ``iss`` exactly, ``aud`` containing
-the client id, ``azp``, ``exp``/``iat``/``nbf`` with a small leeway, ``nonce``, ``sub``.
+the client id and no other audience that is not trusted, ``azp``, ``exp``/``iat``/``nbf`` with a
+small leeway, ``nonce``, ``sub``.
 Every failure raises :class:`~authgate.ports.identity.VerificationFailed` with a log-safe text
 (never the token).
 """
@@ -42,12 +43,14 @@ class IdTokenVerifier:
         client_id: str,
         algorithms: Collection[str],
         additional_issuers: Collection[str] = (),
+        trusted_audiences: Collection[str] = (),
         leeway_seconds: float = 60.0,
     ) -> None:
         self._keys = keys
         self._clock = clock
         self._issuers = frozenset({issuer, *additional_issuers})
         self._client_id = client_id
+        self._trusted_audiences = frozenset(trusted_audiences)
         self._algorithms = frozenset(algorithms)
         self._leeway = leeway_seconds
 
@@ -120,6 +123,15 @@ class IdTokenVerifier:
             raise VerificationFailed("ID token azp is not the client id")
         if azp is None and len(audiences) > 1:
             raise VerificationFailed("ID token has several audiences and no azp")
+        # OIDC Core 3.1.3.7 step 3: a token also addressed to a party we do not trust is one
+        # that party holds and may present as well; azp naming us does not make it ours alone.
+        untrusted = [
+            a for a in audiences if a != self._client_id and a not in self._trusted_audiences
+        ]
+        if untrusted:
+            raise VerificationFailed(
+                f"ID token aud names an untrusted audience {loggable(untrusted[0])}"
+            )
         now = self._clock.now().timestamp()
         exp = _number(claims, "exp", required=True)
         iat = _number(claims, "iat", required=True)

@@ -88,6 +88,7 @@ class OAuthIdentityProvider:
                 issuer=settings.issuer,
                 client_id=settings.client_id,
                 additional_issuers=settings.additional_issuers,
+                trusted_audiences=settings.trusted_audiences,
                 algorithms=settings.id_token_algorithms,
                 leeway_seconds=settings.leeway_seconds,
             )

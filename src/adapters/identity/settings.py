@@ -74,6 +74,9 @@ class ProviderSettings:
     additional_issuers: tuple[str, ...] = attrs.field(default=(), converter=_strings)
     """Other exact ``iss`` values the provider uses for the same issuer (Google documents
     ``accounts.google.com`` beside ``https://accounts.google.com``)."""
+    trusted_audiences: tuple[str, ...] = attrs.field(default=(), converter=_strings)
+    """Audiences an ID token may name beside the client id (OIDC Core 3.1.3.7 step 3); a token
+    with any other extra audience is refused, even when its ``azp`` is the client id."""
     # -- tuning (defaults follow the spec; tests shorten them) --------------------------------
     leeway_seconds: float = 60.0
     """Clock skew allowed on ``exp``, ``iat`` and ``nbf``."""
