@@ -263,6 +263,7 @@ def _providers(
                 issuer=p.issuer,
                 additional_issuers=tuple(p.additional_issuers),
                 trusted_audiences=tuple(p.trusted_audiences),
+                require_response_iss=p.require_response_iss,
                 authorization_endpoint=p.authorization_endpoint,
                 token_endpoint=p.token_endpoint,
                 jwks_uri=p.jwks_uri,

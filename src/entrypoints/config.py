@@ -102,6 +102,7 @@ class ProviderConfig:
     issuer: str | None = None
     additional_issuers: list[str] = attrs.field(factory=list)
     trusted_audiences: list[str] = attrs.field(factory=list)
+    require_response_iss: bool = False
     authorization_endpoint: str | None = None
     token_endpoint: str | None = None
     jwks_uri: str | None = None

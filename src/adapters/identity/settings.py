@@ -77,6 +77,9 @@ class ProviderSettings:
     trusted_audiences: tuple[str, ...] = attrs.field(default=(), converter=_strings)
     """Audiences an ID token may name beside the client id (OIDC Core 3.1.3.7 step 3); a token
     with any other extra audience is refused, even when its ``azp`` is the client id."""
+    require_response_iss: bool = False
+    """RFC 9207: refuse an authorization response without ``iss`` even when the provider's
+    discovery document does not advertise ``authorization_response_iss_parameter_supported``."""
     # -- tuning (defaults follow the spec; tests shorten them) --------------------------------
     leeway_seconds: float = 60.0
     """Clock skew allowed on ``exp``, ``iat`` and ``nbf``."""
