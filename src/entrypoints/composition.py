@@ -271,6 +271,8 @@ def _providers(
                 client_secret=p.client_secret,
                 issuer=p.issuer,
                 additional_issuers=tuple(p.additional_issuers),
+                trusted_audiences=tuple(p.trusted_audiences),
+                require_response_iss=p.require_response_iss,
                 authorization_endpoint=p.authorization_endpoint,
                 token_endpoint=p.token_endpoint,
                 jwks_uri=p.jwks_uri,

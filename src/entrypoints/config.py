@@ -109,6 +109,8 @@ class ProviderConfig:
     client_secret: str | None = None
     issuer: str | None = None
     additional_issuers: list[str] = attrs.field(factory=list)
+    trusted_audiences: list[str] = attrs.field(factory=list)
+    require_response_iss: bool = False
     authorization_endpoint: str | None = None
     token_endpoint: str | None = None
     jwks_uri: str | None = None

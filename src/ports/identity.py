@@ -49,6 +49,18 @@ class IdentityProvider(Protocol):
         provider's configuration (discovery) cannot be loaded."""
         ...
 
+    async def check_response_issuer(self, iss: str | None) -> None:
+        """RFC 9207: check the ``iss`` parameter of the authorization response (``None`` when
+        absent) before the code is redeemed.
+
+        Raises :class:`VerificationFailed` when ``iss`` is given and is not exactly the
+        provider's issuer (a provider without an issuer accepts no ``iss`` at all), or when it
+        is absent although the provider promises it (its discovery document advertises
+        ``authorization_response_iss_parameter_supported``, or the configuration requires it);
+        :class:`ExchangeFailed` when the provider's configuration (discovery) cannot be loaded
+        to tell."""
+        ...
+
     async def exchange(
         self,
         *,

@@ -75,6 +75,7 @@ class FakeProvider:
     * ``deny`` — authorize answers ``error=access_denied``;
     * ``token_mode`` (:class:`TokenMode`), ``slow_seconds`` — token endpoint misbehaviour;
     * ``tamper`` (:class:`Tamper`) — how the next ID tokens are forged;
+    * ``forged_kid`` — the kid of ``Tamper.UNKNOWN_KID`` tokens (default: a new one each time);
     * ``claim_overrides`` — claims set (or removed with ``None``) in every ID token;
     * ``discovery_down``, ``jwks_down``, ``userinfo_down``, ``profile_down`` — answer 500;
     * ``jwks_delay_seconds`` — the JWKS answers late (to make concurrent fetches overlap);
@@ -120,6 +121,7 @@ class FakeProvider:
         self.token_mode = TokenMode.OK
         self.slow_seconds = 30.0
         self.tamper: Tamper | None = None
+        self.forged_kid: str | None = None
         self.claim_overrides: dict[str, Any] = {}
         self.discovery_down = False
         self.discovery_overrides: dict[str, Any] = {}
@@ -355,11 +357,10 @@ class FakeProvider:
                 return f"{signing_input}.{_b64(mac)}"
             case Tamper.UNKNOWN_KID | Tamper.OTHER_KEY_SAME_KID:
                 other = self._other_key()
-                kid = (
-                    "unknown-kid-" + secrets.token_hex(4)
-                    if tamper is Tamper.UNKNOWN_KID
-                    else (self.kid)
-                )
+                if tamper is Tamper.OTHER_KEY_SAME_KID:
+                    kid = self.kid
+                else:
+                    kid = self.forged_kid or "unknown-kid-" + secrets.token_hex(4)
                 return jwt.encode({**header, "kid": kid}, payload, other, algorithms=[self.alg])
         token = jwt.encode(header, payload, self.signing_key, algorithms=[self.alg])
         if tamper is Tamper.TAMPERED_SIGNATURE:

@@ -1,5 +1,6 @@
 """The provider key set cache: 24 h, refetched on an unknown kid or a bad signature, single
-flight, rate-limited, keeping the last good set."""
+flight, at most once per short floor (5 s by default), a kid proved absent not fetched again for
+a while, keeping the last good set."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from tests.fakeidp import FakeIdP, FakeUser, SettableClock, Tamper
 from tests.identity.conftest import MakeAdapter, sign_in
 
 DAY = 86400
+FLOOR = 5  # the default jwks_min_refetch_seconds
 
 
 async def test_one_fetch_for_many_verifications(
@@ -51,13 +53,13 @@ async def test_refetched_on_rotation(
     adapter = make_adapter(provider)
     await sign_in(adapter, fake_idp)
     fake_idp[provider].rotate_keys()
-    idp_clock.advance(61)
+    idp_clock.advance(FLOOR)
     verified = await sign_in(adapter, fake_idp)
     assert verified.identity.provider == provider
     assert fake_idp[provider].hits["jwks"] == 2
 
 
-async def test_rotation_within_the_refetch_interval_waits_for_it(
+async def test_rotation_within_the_floor_waits_for_the_floor(
     make_adapter: MakeAdapter, fake_idp: FakeIdP, idp_clock: SettableClock
 ) -> None:
     adapter = make_adapter("google")
@@ -66,9 +68,63 @@ async def test_rotation_within_the_refetch_interval_waits_for_it(
     with pytest.raises(VerificationFailed, match="no key"):
         await sign_in(adapter, fake_idp)  # the set was fetched a moment ago: no refetch yet
     assert fake_idp.google.hits["jwks"] == 1
-    idp_clock.advance(60)
+    idp_clock.advance(FLOOR - 2)  # (2 s of real time to spare on a loaded machine)
+    with pytest.raises(VerificationFailed, match="no key"):
+        await sign_in(adapter, fake_idp)
+    idp_clock.advance(2)
     await sign_in(adapter, fake_idp)
     assert fake_idp.google.hits["jwks"] == 2
+
+
+async def test_rotation_seconds_after_an_on_demand_fetch_is_followed(
+    make_adapter: MakeAdapter, fake_idp: FakeIdP, idp_clock: SettableClock
+) -> None:
+    # Issue point 2: an unknown kid made us fetch; the real rotation comes 10 s later.
+    adapter = make_adapter("google")
+    await sign_in(adapter, fake_idp)
+    idp_clock.advance(FLOOR)
+    forged = fake_idp.google.mint_id_token(nonce="n", tamper=Tamper.UNKNOWN_KID)
+    with pytest.raises(VerificationFailed, match="no key"):
+        await adapter.verify_id_token(forged, nonce="n")
+    assert fake_idp.google.hits["jwks"] == 2
+    idp_clock.advance(10)
+    fake_idp.google.rotate_keys()
+    await sign_in(adapter, fake_idp)
+    assert fake_idp.google.hits["jwks"] == 3
+
+
+async def test_a_kid_proved_absent_is_not_fetched_again_for_a_while(
+    make_adapter: MakeAdapter, fake_idp: FakeIdP, idp_clock: SettableClock
+) -> None:
+    adapter = make_adapter("google", jwks_absent_kid_seconds=300)
+    await sign_in(adapter, fake_idp)
+    fake_idp.google.forged_kid = "never-published"
+    forged = fake_idp.google.mint_id_token(nonce="n", tamper=Tamper.UNKNOWN_KID)
+    for _ in range(5):
+        idp_clock.advance(FLOOR * 4)
+        with pytest.raises(VerificationFailed, match="no key"):
+            await adapter.verify_id_token(forged, nonce="n")
+    assert fake_idp.google.hits["jwks"] == 2  # the first fetch proved it absent
+    idp_clock.advance(300)
+    with pytest.raises(VerificationFailed, match="no key"):
+        await adapter.verify_id_token(forged, nonce="n")
+    assert fake_idp.google.hits["jwks"] == 3  # remembered for a while, not for ever
+
+
+async def test_a_kid_absent_while_the_jwks_was_down_is_not_remembered(
+    make_adapter: MakeAdapter, fake_idp: FakeIdP, idp_clock: SettableClock
+) -> None:
+    adapter = make_adapter("google")
+    await sign_in(adapter, fake_idp)
+    fake_idp.google.jwks_down = True
+    fake_idp.google.rotate_keys()
+    idp_clock.advance(FLOOR)
+    with pytest.raises(VerificationFailed, match="no key"):
+        await sign_in(adapter, fake_idp)  # the fetch failed: proves nothing about the kid
+    fake_idp.google.jwks_down = False
+    idp_clock.advance(FLOOR)
+    await sign_in(adapter, fake_idp)
+    assert fake_idp.google.hits["jwks"] == 3
 
 
 async def test_refetch_interval_is_a_setting(make_adapter: MakeAdapter, fake_idp: FakeIdP) -> None:
@@ -86,7 +142,7 @@ async def test_key_replaced_under_the_same_kid_is_found_after_a_failed_signature
     await sign_in(adapter, fake_idp)
     old_kid = fake_idp.google.kid
     assert fake_idp.google.rotate_keys(same_kid=True) == old_kid
-    idp_clock.advance(61)
+    idp_clock.advance(FLOOR)
     await sign_in(adapter, fake_idp)
     assert fake_idp.google.hits["jwks"] == 2
 
@@ -96,7 +152,7 @@ async def test_bad_signature_refetches_once_then_fails(
 ) -> None:
     adapter = make_adapter("google")
     await sign_in(adapter, fake_idp)
-    idp_clock.advance(61)
+    idp_clock.advance(FLOOR)
     token = fake_idp.google.mint_id_token(nonce="n", tamper=Tamper.OTHER_KEY_SAME_KID)
     for _ in range(5):
         with pytest.raises(VerificationFailed, match="signature"):
@@ -111,7 +167,7 @@ async def test_single_flight_under_20_concurrent_verifications_with_a_new_kid(
     await sign_in(adapter, fake_idp)
     fake_idp.google.rotate_keys()
     fake_idp.google.jwks_delay_seconds = 0.1  # the fetch is in flight while the others arrive
-    idp_clock.advance(61)
+    idp_clock.advance(FLOOR)
     tokens = [
         fake_idp.google.mint_id_token(FakeUser(sub=f"u{i}"), nonce=f"n{i}") for i in range(20)
     ]
@@ -146,21 +202,33 @@ async def test_unknown_kid_flood_is_bounded(
 ) -> None:
     adapter = make_adapter("google")
     await sign_in(adapter, fake_idp)
-    idp_clock.advance(61)
-    flood = [fake_idp.google.mint_id_token(nonce="n", tamper=Tamper.UNKNOWN_KID) for _ in range(50)]
+    idp_clock.advance(FLOOR)
+
+    def flood() -> list[str]:  # every token with a kid of its own
+        return [
+            fake_idp.google.mint_id_token(nonce="n", tamper=Tamper.UNKNOWN_KID) for _ in range(50)
+        ]
+
+    first = flood()
     outcomes = await asyncio.gather(
-        *(adapter.verify_id_token(t, nonce="n") for t in flood), return_exceptions=True
+        *(adapter.verify_id_token(t, nonce="n") for t in first), return_exceptions=True
     )
     assert all(isinstance(o, VerificationFailed) for o in outcomes)
-    for token in flood:  # and sequentially
+    for token in first:  # and sequentially
         with pytest.raises(VerificationFailed):
             await adapter.verify_id_token(token, nonce="n")
-    assert fake_idp.google.hits["jwks"] == 2  # the first fetch, then one refetch per interval
-    idp_clock.advance(61)
-    for token in flood:
-        with pytest.raises(VerificationFailed):
-            await adapter.verify_id_token(token, nonce="n")
-    assert fake_idp.google.hits["jwks"] == 3
+    assert fake_idp.google.hits["jwks"] == 2  # the first fetch, then one refetch per floor
+    for _ in range(3):  # fresh kids, concurrently and sequentially: one fetch per floor
+        idp_clock.advance(FLOOR)
+        tokens = flood()
+        outcomes = await asyncio.gather(
+            *(adapter.verify_id_token(t, nonce="n") for t in tokens), return_exceptions=True
+        )
+        assert all(isinstance(o, VerificationFailed) for o in outcomes)
+        for token in flood():
+            with pytest.raises(VerificationFailed):
+                await adapter.verify_id_token(token, nonce="n")
+    assert fake_idp.google.hits["jwks"] == 5
 
 
 async def test_last_good_set_is_kept_when_the_jwks_is_down(
@@ -173,14 +241,14 @@ async def test_last_good_set_is_kept_when_the_jwks_is_down(
     verified = await sign_in(adapter, fake_idp)
     assert verified.identity.provider == "google"
     assert fake_idp.google.hits["jwks"] == 2
-    await sign_in(adapter, fake_idp)  # no new attempt within the refetch interval
+    await sign_in(adapter, fake_idp)  # no new attempt within the floor
     assert fake_idp.google.hits["jwks"] == 2
-    idp_clock.advance(61)
+    idp_clock.advance(FLOOR)
     fake_idp.google.rotate_keys()
     with pytest.raises(VerificationFailed, match="no key"):  # the new key is unknowable yet
         await sign_in(adapter, fake_idp)
     fake_idp.google.jwks_down = False
-    idp_clock.advance(61)
+    idp_clock.advance(FLOOR)
     await sign_in(adapter, fake_idp)
 
 
@@ -194,7 +262,7 @@ async def test_no_key_set_at_all_is_an_exchange_failure(
     fake_idp.google.jwks_down = False
     with pytest.raises(ExchangeFailed, match="failed recently"):  # no hammering
         await sign_in(adapter, fake_idp)
-    idp_clock.advance(61)
+    idp_clock.advance(FLOOR)
     await sign_in(adapter, fake_idp)
     assert fake_idp.google.hits["jwks"] == 2
 
@@ -286,3 +354,65 @@ async def test_cache_without_any_set_raises(idp_clock: SettableClock) -> None:
     fetch.fail = False
     idp_clock.advance(61)
     assert await cache.get()
+
+
+async def test_cache_remembers_absent_kids_in_a_bounded_set(idp_clock: SettableClock) -> None:
+    fetch = CountingFetcher()
+    cache = KeySetCache(
+        fetch,
+        idp_clock,
+        max_age_seconds=DAY,
+        min_refetch_seconds=FLOOR,
+        absent_kid_seconds=300,
+        absent_kid_limit=2,
+    )
+    keys = await cache.get()
+    for kid in ("a", "b", "c"):  # each proved absent by a fetch of its own; "a" is forgotten
+        idp_clock.advance(FLOOR)
+        keys = await cache.refresh(keys, kid)
+    assert fetch.calls == 4
+    idp_clock.advance(FLOOR)
+    for kid in ("b", "c"):
+        assert await cache.refresh(keys, kid) is keys
+    assert fetch.calls == 4
+    keys = await cache.refresh(keys, "a")
+    assert fetch.calls == 5
+
+
+async def test_cache_a_kid_published_later_is_no_longer_absent(idp_clock: SettableClock) -> None:
+    fetch = CountingFetcher()
+    cache = KeySetCache(fetch, idp_clock, max_age_seconds=DAY, min_refetch_seconds=FLOOR)
+    keys = await cache.get()
+    idp_clock.advance(FLOOR)
+    keys = await cache.refresh(keys, "k2")  # proved absent
+    assert fetch.calls == 2
+    fetch.key = RSAKey.generate_key(2048, parameters={"kid": "k2"}, private=False)
+    idp_clock.advance(DAY)  # the max-age fetch publishes k2
+    keys = await cache.get()
+    assert fetch.calls == 3 and keys.get_by_kid("k2")
+    fetch.key = RSAKey.generate_key(2048, parameters={"kid": "k3"}, private=False)
+    idp_clock.advance(FLOOR)
+    await cache.refresh(keys, "k2")  # k2 no longer remembered absent: a new fetch is allowed
+    assert fetch.calls == 4
+
+
+async def test_cache_a_fetch_already_in_flight_proves_no_kid_absent(
+    idp_clock: SettableClock,
+) -> None:
+    # A fetch that started before a token arrived may predate the rotation that signed it.
+    fetch = CountingFetcher()
+    cache = KeySetCache(fetch, idp_clock, max_age_seconds=DAY, min_refetch_seconds=FLOOR)
+    keys = await cache.get()
+    idp_clock.advance(FLOOR)
+    fetch.delay = 0.05
+    early = asyncio.create_task(cache.refresh(keys, "forged"))
+    await asyncio.sleep(0.01)  # the fetch is in flight
+    late = await cache.refresh(keys, "rotated")
+    await early
+    assert fetch.calls == 2
+    idp_clock.advance(FLOOR)
+    fetch.delay = 0
+    await cache.refresh(late, "forged")  # remembered absent: no fetch
+    assert fetch.calls == 2
+    await cache.refresh(late, "rotated")  # not proved absent: fetched once the floor passed
+    assert fetch.calls == 3

@@ -48,6 +48,10 @@ class Provider:
     ) -> str:
         return f"https://idp.example/auth?state={state}&cc={code_challenge}&nonce={nonce}"
 
+    async def check_response_issuer(self, iss: str | None) -> None:
+        if iss is not None and iss != f"https://{self.name}.example":
+            raise VerificationFailed(f"iss {iss!r} is not the provider's issuer")
+
     async def exchange(
         self,
         *,

@@ -33,6 +33,9 @@ class Endpoints:
     token_endpoint: str
     jwks_uri: str | None
     userinfo_endpoint: str | None
+    response_iss_supported: bool = False
+    """RFC 9207: the discovery document has ``authorization_response_iss_parameter_supported:
+    true`` (every authorization response carries ``iss``). False for explicit endpoints."""
 
 
 def explicit_endpoints(settings: ProviderSettings) -> Endpoints | None:
@@ -144,6 +147,9 @@ class EndpointResolver:
             token_endpoint=token,
             jwks_uri=endpoint("jwks_uri", settings.jwks_uri, True),
             userinfo_endpoint=endpoint("userinfo_endpoint", settings.userinfo_endpoint, False),
+            # Only the JSON value true advertises it (RFC 9207 3); anything else is "not said".
+            response_iss_supported=document.get("authorization_response_iss_parameter_supported")
+            is True,
         )
 
 

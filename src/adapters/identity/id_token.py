@@ -2,7 +2,8 @@
 
 The signature is checked first, with a key of the provider's key set chosen by ``kid`` and an
 algorithm from the provider's allow-list; then the claims: ``iss`` exactly, ``aud`` containing
-the client id, ``azp``, ``exp``/``iat``/``nbf`` with a small leeway, ``nonce``, ``sub``.
+the client id and no other audience that is not trusted, ``azp``, ``exp``/``iat``/``nbf`` with a
+small leeway, ``nonce``, ``sub``.
 Every failure raises :class:`~authgate.ports.identity.VerificationFailed` with a log-safe text
 (never the token).
 """
@@ -42,12 +43,14 @@ class IdTokenVerifier:
         client_id: str,
         algorithms: Collection[str],
         additional_issuers: Collection[str] = (),
+        trusted_audiences: Collection[str] = (),
         leeway_seconds: float = 60.0,
     ) -> None:
         self._keys = keys
         self._clock = clock
         self._issuers = frozenset({issuer, *additional_issuers})
         self._client_id = client_id
+        self._trusted_audiences = frozenset(trusted_audiences)
         self._algorithms = frozenset(algorithms)
         self._leeway = leeway_seconds
 
@@ -60,7 +63,7 @@ class IdTokenVerifier:
         header = _header_of(token)
         alg = header.get("alg")
         if not isinstance(alg, str) or alg not in self._algorithms:
-            raise VerificationFailed(f"ID token algorithm {_short(alg)} is not allowed")
+            raise VerificationFailed(f"ID token algorithm {loggable(alg)} is not allowed")
         if "crit" in header or "b64" in header:
             raise VerificationFailed("ID token header has unsupported critical parameters")
         kid = header.get("kid")
@@ -78,31 +81,33 @@ class IdTokenVerifier:
             raise ExchangeFailed(str(e)) from None
         key = _pick_key(keys, alg, kid)
         if key is None:  # unknown kid: the provider may have rotated its keys
-            keys = await self._refresh(keys)
+            keys = await self._refresh(keys, kid)
             key = _pick_key(keys, alg, kid)
             if key is None:
-                raise VerificationFailed(f"no key in the provider's key set for kid {_short(kid)}")
+                raise VerificationFailed(
+                    f"no key in the provider's key set for kid {loggable(kid)}"
+                )
             return _verify_signature(token, key, alg)
         try:
             return _verify_signature(token, key, alg)
         except VerificationFailed:
             # A key replaced under the same kid: look once more (rate-limited).
-            fresh = await self._refresh(keys)
+            fresh = await self._refresh(keys, kid)
             fresh_key = _pick_key(fresh, alg, kid) if fresh is not keys else None
             if fresh_key is None or fresh_key.as_dict() == key.as_dict():
                 raise
             return _verify_signature(token, fresh_key, alg)
 
-    async def _refresh(self, seen: KeySet) -> KeySet:
+    async def _refresh(self, seen: KeySet, kid: str | None) -> KeySet:
         try:
-            return await self._keys.refresh(seen)
+            return await self._keys.refresh(seen, kid)
         except KeySetUnavailable as e:
             raise ExchangeFailed(str(e)) from None
 
     def _check_claims(self, claims: Mapping[str, Any], nonce: str | None) -> None:
         iss = claims.get("iss")
         if not isinstance(iss, str) or iss not in self._issuers:
-            raise VerificationFailed(f"ID token iss {_short(iss)} is not the provider's issuer")
+            raise VerificationFailed(f"ID token iss {loggable(iss)} is not the provider's issuer")
         aud = claims.get("aud")
         audiences = [aud] if isinstance(aud, str) else aud
         if (
@@ -118,6 +123,15 @@ class IdTokenVerifier:
             raise VerificationFailed("ID token azp is not the client id")
         if azp is None and len(audiences) > 1:
             raise VerificationFailed("ID token has several audiences and no azp")
+        # OIDC Core 3.1.3.7 step 3: a token also addressed to a party we do not trust is one
+        # that party holds and may present as well; azp naming us does not make it ours alone.
+        untrusted = [
+            a for a in audiences if a != self._client_id and a not in self._trusted_audiences
+        ]
+        if untrusted:
+            raise VerificationFailed(
+                f"ID token aud names an untrusted audience {loggable(untrusted[0])}"
+            )
         now = self._clock.now().timestamp()
         exp = _number(claims, "exp", required=True)
         iat = _number(claims, "iat", required=True)
@@ -205,7 +219,7 @@ def _number(claims: Mapping[str, Any], name: str, *, required: bool) -> float | 
     return float(value)
 
 
-def _short(value: object) -> str:
+def loggable(value: object) -> str:
     """A claim or header value for a log line: quoted, bounded."""
     text = repr(value)
     return text if len(text) <= 80 else text[:77] + "..."

@@ -23,7 +23,7 @@ from joserfc.jwk import KeySet
 from authgate.adapters.identity.client_auth import ClientAuthenticator
 from authgate.adapters.identity.discovery import EndpointResolver, Endpoints
 from authgate.adapters.identity.fetch import FetchError, oauth_error_code, request_json
-from authgate.adapters.identity.id_token import IdTokenVerifier
+from authgate.adapters.identity.id_token import IdTokenVerifier, loggable
 from authgate.adapters.identity.jwks import KeySetCache, KeySetUnavailable
 from authgate.adapters.identity.settings import ProviderSettings
 from authgate.domain.errors import ProviderUnavailable
@@ -77,6 +77,7 @@ class OAuthIdentityProvider:
             clock,
             max_age_seconds=settings.jwks_max_age_seconds,
             min_refetch_seconds=settings.jwks_min_refetch_seconds,
+            absent_kid_seconds=settings.jwks_absent_kid_seconds,
             name=settings.name,
         )
         self._verifier: IdTokenVerifier | None = None
@@ -87,6 +88,7 @@ class OAuthIdentityProvider:
                 issuer=settings.issuer,
                 client_id=settings.client_id,
                 additional_issuers=settings.additional_issuers,
+                trusted_audiences=settings.trusted_audiences,
                 algorithms=settings.id_token_algorithms,
                 leeway_seconds=settings.leeway_seconds,
             )
@@ -154,6 +156,42 @@ class OAuthIdentityProvider:
             ) from None
 
     # -- callback ---------------------------------------------------------------------------
+
+    async def check_response_issuer(self, iss: str | None) -> None:
+        """RFC 9207 (mix-up defence): the authorization response's ``iss`` is this provider's.
+
+        A given ``iss`` needs no discovery: it is compared with the configured issuer, which
+        discovery has checked to be the document's. Only a missing ``iss`` asks whether the
+        provider promises to send it.
+        """
+        expected = self._settings.issuer
+        if iss is not None:
+            if expected is None:
+                raise VerificationFailed(
+                    f"provider {self.name}: the authorization response has iss {loggable(iss)} "
+                    "but this provider has no issuer (mix-up?)"
+                )
+            if iss != expected:  # exactly (RFC 9207 2.4): no normalisation
+                raise VerificationFailed(
+                    f"provider {self.name}: the authorization response iss {loggable(iss)} "
+                    "is not the provider's issuer (mix-up?)"
+                )
+            return
+        if self._settings.require_response_iss:
+            raise VerificationFailed(
+                f"provider {self.name}: the authorization response has no iss (required)"
+            )
+        if expected is None:
+            return
+        try:
+            endpoints = await self._endpoints.get()
+        except ProviderUnavailable as e:
+            raise ExchangeFailed(str(e)) from None
+        if endpoints.response_iss_supported:
+            raise VerificationFailed(
+                f"provider {self.name}: the authorization response has no iss, "
+                "which the provider's discovery document promises"
+            )
 
     async def exchange(
         self,

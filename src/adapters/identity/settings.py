@@ -74,13 +74,23 @@ class ProviderSettings:
     additional_issuers: tuple[str, ...] = attrs.field(default=(), converter=_strings)
     """Other exact ``iss`` values the provider uses for the same issuer (Google documents
     ``accounts.google.com`` beside ``https://accounts.google.com``)."""
+    trusted_audiences: tuple[str, ...] = attrs.field(default=(), converter=_strings)
+    """Audiences an ID token may name beside the client id (OIDC Core 3.1.3.7 step 3); a token
+    with any other extra audience is refused, even when its ``azp`` is the client id."""
+    require_response_iss: bool = False
+    """RFC 9207: refuse an authorization response without ``iss`` even when the provider's
+    discovery document does not advertise ``authorization_response_iss_parameter_supported``."""
     # -- tuning (defaults follow the spec; tests shorten them) --------------------------------
     leeway_seconds: float = 60.0
     """Clock skew allowed on ``exp``, ``iat`` and ``nbf``."""
     jwks_max_age_seconds: float = 86400.0
     """How long a fetched key set is used before it is fetched again (spec 8: 24 h)."""
-    jwks_min_refetch_seconds: float = 60.0
-    """At most one forced key-set fetch (unknown ``kid``, bad signature) per this interval."""
+    jwks_min_refetch_seconds: float = 5.0
+    """The floor between key-set fetch attempts: at most one forced fetch (unknown ``kid``,
+    bad signature) per this interval, so a key rotation is followed within seconds while a
+    flood of forged tokens causes at most one request to the provider per interval."""
+    jwks_absent_kid_seconds: float = 300.0
+    """A ``kid`` that a fetch proved absent from the key set triggers no fetch for this long."""
     discovery_max_age_seconds: float = 86400.0
     discovery_retry_seconds: float = 5.0
     """After a failed discovery, callers within this interval fail at once without a fetch."""
@@ -147,7 +157,12 @@ class ProviderSettings:
         ):
             if getattr(self, field) <= 0:
                 yield f"{field}: must be positive"
-        for field in ("leeway_seconds", "jwks_min_refetch_seconds", "discovery_retry_seconds"):
+        for field in (
+            "leeway_seconds",
+            "jwks_min_refetch_seconds",
+            "jwks_absent_kid_seconds",
+            "discovery_retry_seconds",
+        ):
             if getattr(self, field) < 0:
                 yield f"{field}: must not be negative"
         if self.client_secret_ttl_seconds > 15777000:  # Apple's maximum: six months
