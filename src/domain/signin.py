@@ -188,6 +188,7 @@ class SignInService:
         error: str | None = None,
         error_description: str | None = None,
         user: str | None = None,
+        iss: str | None = None,
     ) -> SignedIn:
         """Complete a sign-in; raises a :class:`~authgate.domain.errors.SignInError` otherwise.
 
@@ -196,7 +197,7 @@ class SignInService:
         provider = self.provider(provider_name)  # rule 1
         try:
             signed_in = await self._complete(
-                provider, code, state, binding, client, error, error_description, user
+                provider, code, state, binding, client, error, error_description, user, iss
             )
         except errors.SignInError as e:
             await self._record(provider.name, _outcome_of(e), client, None, _detail_of(e))
@@ -214,6 +215,7 @@ class SignInService:
         error: str | None,
         error_description: str | None,
         user: str | None,
+        iss: str | None,
     ) -> SignedIn:
         now = self.clock.now()
         if error is not None:  # rule 2
@@ -230,6 +232,7 @@ class SignInService:
         if not state:
             raise errors.InvalidRequest("missing required parameter: state")
         pending = await self._take_state(provider, state, binding, now)  # rule 4
+        await self._check_response_issuer(provider, iss)  # RFC 9207, before the code is sent
         verified = await self._verify(provider, pending, code, user)  # rules 5-7
         return await self._sign_in(provider, pending, verified)  # rules 8-9
 
@@ -248,6 +251,18 @@ class SignInService:
                 "already used, or started elsewhere)"
             )
         return pending
+
+    async def _check_response_issuer(self, provider: IdentityProvider, iss: str | None) -> None:
+        """RFC 9207: an authorization response from another provider's issuer (a mix-up
+        attack) is refused before its code reaches this provider's token endpoint."""
+        try:
+            await provider.check_response_issuer(iss)
+        except VerificationFailed as e:
+            security_log.warning("security event: %s authorization response: %s", provider.name, e)
+            raise errors.AuthenticationFailed("invalid_issuer", str(e)) from None
+        except ExchangeFailed as e:
+            log.warning("provider %s: cannot check the response issuer: %s", provider.name, e)
+            raise errors.AuthenticationFailed("token_exchange_failed", str(e)) from None
 
     async def _verify(
         self, provider: IdentityProvider, pending: PendingSignIn, code: str, user: str | None

@@ -264,3 +264,61 @@ async def test_postgres_undecodable_user_agent_is_stored_cleaned(
     assert row is not None
     assert row["outcome"] == "registered"
     assert row["user_agent"] == "agent \ufffd\ufffd"
+
+
+# -- RFC 9207: the issuer of the authorization response -------------------------------------
+
+
+@pytest.mark.parametrize("method", ["GET", "POST"])
+async def test_a_response_from_another_issuer_is_refused_before_the_code_is_redeemed(
+    signin: SignIn, fake_idp: FakeIdP, method: str
+) -> None:
+    details, binding = await signin.begin("google", intent="register")
+    back = await signin.idp.authorize(details["authorizationUrl"])
+    mixed_up = {**back.params, "iss": "https://attacker.example"}
+    response = await signin.callback("google", mixed_up, binding=binding, method=method)
+    assert response.status == 302
+    query = parse_qs(urlsplit(response.headers["Location"]).query)
+    assert query == {"error": ["authentication_failed"], "reason": ["invalid_issuer"]}
+    assert not signed_in(response)
+
+
+async def test_a_response_with_the_providers_own_issuer_signs_in(
+    signin: SignIn, fake_idp: FakeIdP
+) -> None:
+    details, binding = await signin.begin("google", intent="register")
+    back = await signin.idp.authorize(details["authorizationUrl"])
+    own = {**back.params, "iss": fake_idp.config("google")["issuer"]}
+    assert signed_in(await signin.callback("google", own, binding=binding))
+
+
+async def test_an_issuer_less_provider_accepts_no_iss(signin: SignIn, fake_idp: FakeIdP) -> None:
+    details, binding = await signin.begin("facebook", intent="register")
+    back = await signin.idp.authorize(details["authorizationUrl"])
+    google_iss = {**back.params, "iss": fake_idp.config("google")["issuer"]}
+    response = await signin.callback("facebook", google_iss, binding=binding)
+    assert "reason=invalid_issuer" in response.headers["Location"]
+
+
+async def test_a_callback_url_of_another_provider_is_refused_at_initiation(
+    signin: SignIn,
+) -> None:
+    response = await signin.client.get(
+        "/v1/auth/google",
+        params={"redirect_uri": CALLBACK_URL.format(name="facebook")},
+        headers={"Accept": "application/json"},
+    )
+    assert response.status == 400
+    body = await response.json()
+    assert body["error"] == "invalid_request"
+    assert "redirect_uri" in body["message"]
+    assert (await signin.start("facebook")).status == 200
+
+
+async def test_a_callback_url_that_names_no_provider_is_refused_at_start_up(
+    make_service: MakeService,
+) -> None:
+    from authgate.entrypoints.config import ConfigError
+
+    with pytest.raises(ConfigError, match=r"app\.callback_urls: .*names no configured provider"):
+        await make_service({"app": {"url": APP_URL, "callback_urls": ["https://x.example/cb"]}})

@@ -44,7 +44,7 @@ BINDING_PATH = "/"
 LEGACY_BINDING_COOKIE = ("authgate_binding", "/v1/auth")
 MANAGE_SCOPE = "account:manage"
 _BINDING_FORMAT = re.compile(r"^[A-Za-z0-9_-]{32,128}$")
-CALLBACK_FIELDS = ("code", "state", "error", "error_description")
+CALLBACK_FIELDS = ("code", "state", "error", "error_description", "iss")
 
 
 @attrs.frozen
@@ -58,6 +58,7 @@ class CallbackForm:
     error: str | None = None
     error_description: str | None = None
     user: str | None = None
+    iss: str | None = None  # RFC 9207
 
 
 class SignInOperations:
@@ -105,6 +106,7 @@ class SignInOperations:
             query("state", required_by_operation),
             query("error"),
             query("error_description"),
+            query("iss"),  # RFC 9207: the issuer of the authorization response
         ]
         for method in ("GET", "POST"):
             api.operation(
@@ -228,6 +230,7 @@ class SignInOperations:
                 error=fields.get("error"),
                 error_description=fields.get("error_description"),
                 user=fields.get("user"),
+                iss=fields.get("iss"),
                 binding=request.cookies.get(BINDING_COOKIE),
                 client=ClientInfo(address, request.headers.get("User-Agent")),
             )
