@@ -259,8 +259,8 @@ async def _run(settings: Settings, folder: Path) -> dict[str, Any]:
             fake,
             database_url=url,
             overrides={
-                # one client address sends every callback: the limit is not what is measured
-                "ratelimit": {"callback": "100000000/minute"},
+                # one client address sends every start and callback: the limits are not measured
+                "ratelimit": {"callback": "100000000/minute", "initiation": "100000000/minute"},
                 "database": {"pool_max_size": 10},
             },
         )

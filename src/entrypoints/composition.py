@@ -37,7 +37,7 @@ from authgate.adapters.postgres import (
     open_postgres,
 )
 from authgate.adapters.postgres import migrate as postgres_migrate
-from authgate.adapters.ratelimit import LimitsRateLimiter
+from authgate.adapters.ratelimit import NoRateLimit, RateLimitStore
 from authgate.adapters.sessions import (
     JwtSessionTokens,
     SessionKeyError,
@@ -79,7 +79,8 @@ class Resources:
     states: StateStore
     events: SignInEventLog
     sessions: SessionTokens
-    limiter: RateLimiter
+    limiter: RateLimiter  # the callback's
+    initiation_limiter: RateLimiter
     providers: dict[str, IdentityProvider]
     clock: Clock = attrs.field(factory=SystemClock)
     readiness: list[HealthCheck] = attrs.field(factory=list)
@@ -124,7 +125,8 @@ def build_api(config: Config, resources: Resources) -> Api:
         service,
         verifier,
         resources.limiter,
-        ClientAddress(config.ratelimit.trusted_proxies),
+        ClientAddress(config.ratelimit.trusted_proxies, config.ratelimit.ipv6_prefix),
+        resources.initiation_limiter,
         guard,
     ).register(api)
     cookie = session_cookie_scheme(verifier)
@@ -140,6 +142,7 @@ def build_api(config: Config, resources: Resources) -> Api:
 def document(config: Config) -> dict[str, Any]:
     """The OpenAPI document, built without opening any resource."""
     keys = ephemeral_keys()
+    callback, initiation = _limiters(config, RateLimitStore("memory://"))
     resources = Resources(
         accounts=MemoryAccounts(),
         states=MemoryStates(),
@@ -147,7 +150,8 @@ def document(config: Config) -> dict[str, Any]:
         sessions=JwtSessionTokens(
             keys, issuer="document", audience="document", ttl=dt.timedelta(seconds=1)
         ),
-        limiter=LimitsRateLimiter("memory://", config.ratelimit.callback, namespace="doc"),
+        limiter=callback,
+        initiation_limiter=initiation,
         providers={},
     )
     return build_api(config, resources).openapi()
@@ -173,14 +177,10 @@ async def open_resources(config: Config, clock: Clock | None = None) -> Resource
         closers.append(http.close)
         accounts, states, events, readiness = await _open_store(config, closers)
         try:
-            limiter = LimitsRateLimiter(
-                config.ratelimit.storage,
-                config.ratelimit.callback,
-                namespace="authgate-callback",
-                fail_open=config.ratelimit.fail_open,
-            )
+            store = RateLimitStore(config.ratelimit.storage, fail_open=config.ratelimit.fail_open)
         except ValueError as e:
             raise StartupError(f"ratelimit: {e}") from None
+        limiter, initiation_limiter = _limiters(config, store)
         clock = clock or SystemClock()
         providers = _providers(config, http, clock)
         return Resources(
@@ -189,6 +189,7 @@ async def open_resources(config: Config, clock: Clock | None = None) -> Resource
             events=events,
             sessions=sessions,
             limiter=limiter,
+            initiation_limiter=initiation_limiter,
             providers=providers,
             clock=clock,
             readiness=readiness,
@@ -198,6 +199,16 @@ async def open_resources(config: Config, clock: Clock | None = None) -> Resource
         for close in reversed(closers):
             await close()
         raise
+
+
+def _limiters(config: Config, store: RateLimitStore) -> tuple[RateLimiter, RateLimiter]:
+    """The callback's limit and the initiation's, each in its own namespace of ``store``: a
+    started sign-in does not spend the callback's budget, nor a callback the initiation's."""
+    callback = store.limiter(config.ratelimit.callback, namespace="authgate-callback")
+    initiation: RateLimiter = NoRateLimit()
+    if config.ratelimit.initiation:  # null or empty: switched off
+        initiation = store.limiter(config.ratelimit.initiation, namespace="authgate-initiation")
+    return callback, initiation
 
 
 async def _open_store(

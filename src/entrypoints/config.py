@@ -8,6 +8,7 @@ line naming the key and the problem. Only ``rest``, ``otel.service.name`` and
 
 from __future__ import annotations
 
+import ipaddress
 import os
 import re
 from pathlib import Path
@@ -17,6 +18,7 @@ from urllib.parse import urlsplit
 import attrs
 import cattrs
 import yaml
+from limits import parse_many
 
 from authgate.entrypoints.rest.wire import describe_error, make_converter
 
@@ -96,9 +98,18 @@ class StateConfig:
 
 @attrs.frozen
 class RateLimitConfig:
+    """Per-client limits (``limits`` syntax, "10/minute") in one store, memory or Redis.
+
+    ``initiation`` limits ``GET /v1/auth/{provider}``, which stores a pending sign-in each
+    time; null or empty switches it off. Clients are counted by address: IPv4 as it is, an
+    IPv4-mapped address as its IPv4 address, IPv6 by its network of ``ipv6_prefix`` bits.
+    """
+
     storage: str = "memory://"
     callback: str = "10/minute"
+    initiation: str | None = "60/minute"
     trusted_proxies: list[str] = attrs.field(factory=list)
+    ipv6_prefix: int = 64
     fail_open: bool = True
 
 
@@ -250,6 +261,7 @@ def _check(config: Config) -> None:
         raise ConfigError("state.memory_max_entries: must be positive")
     if config.state.ttl_seconds <= 0:
         raise ConfigError("state.ttl_seconds: must be positive")
+    _check_ratelimit(config.ratelimit)
     if config.environment == "production" and config.dev.identity_provider:
         raise ConfigError(
             "dev.identity_provider: the development identity provider is refused in production"
@@ -278,3 +290,29 @@ def _check(config: Config) -> None:
                     )
         elif provider.client_secret is None:
             raise ConfigError(f"providers.{name}.client_secret: required key missing")
+
+
+def _check_ratelimit(ratelimit: RateLimitConfig) -> None:
+    limits = {"callback": ratelimit.callback}
+    if ratelimit.initiation:  # null or empty: no initiation limit
+        limits["initiation"] = ratelimit.initiation
+    for key, value in limits.items():
+        try:
+            items = parse_many(value)
+        except ValueError:
+            items = []
+        # One limit, of at least one request: "0/minute" would refuse everyone, and limits
+        # would silently take only the first of "5/minute;100/hour".
+        if len(items) != 1 or items[0].amount < 1:
+            raise ConfigError(
+                f"ratelimit.{key}: {value!r} is not one rate limit such as '10/minute'"
+            )
+    if not 1 <= ratelimit.ipv6_prefix <= 128:
+        raise ConfigError("ratelimit.ipv6_prefix: must be between 1 and 128")
+    for proxy in ratelimit.trusted_proxies:
+        try:
+            ipaddress.ip_network(proxy, strict=False)
+        except ValueError:
+            raise ConfigError(
+                f"ratelimit.trusted_proxies: {proxy!r} is not an address or network"
+            ) from None

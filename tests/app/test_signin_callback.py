@@ -368,7 +368,7 @@ async def test_the_form_post_callback_is_documented(signin: SignIn) -> None:
     document = await (await signin.client.get("/openapi.json")).json()
     post = document["paths"]["/v1/auth/{provider}/callback"]["post"]
     form = post["requestBody"]["content"]["application/x-www-form-urlencoded"]["schema"]
-    assert set(form["properties"]) == {"code", "state", "error", "error_description", "user"}
+    assert set(form["properties"]) == {"code", "state", "error", "error_description", "user", "iss"}
     assert post["requestBody"]["required"] is False
     get = document["paths"]["/v1/auth/{provider}/callback"]["get"]
     params = {p["name"]: p["required"] for p in get["parameters"]}
@@ -378,6 +378,7 @@ async def test_the_form_post_callback_is_documented(signin: SignIn) -> None:
         "state": True,
         "error": False,
         "error_description": False,
+        "iss": False,
     }
     assert {"302", "400", "401", "403", "429", "500"} <= set(get["responses"])
 

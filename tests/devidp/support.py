@@ -63,7 +63,11 @@ def dev_config_data(tmp_path: Path, port: int) -> dict[str, Any]:
         },
         "database": {"url": "memory://"},
         "session": {"keys_file": str(tmp_path / "keys.json"), "generate_keys": True},
-        "ratelimit": {"storage": "memory://", "callback": "1000/minute"},
+        "ratelimit": {
+            "storage": "memory://",
+            "callback": "1000/minute",
+            "initiation": "1000/minute",
+        },
         "dev": {"identity_provider": True},
         "providers": {
             "google": {

@@ -126,7 +126,7 @@ async def test_postgres_stopped_under_load_then_back(
         database_url=url,
         overrides={
             "database": {"timeout_seconds": 2.0, "readiness_timeout_seconds": 1.0},
-            "ratelimit": {"callback": "100000/minute"},
+            "ratelimit": {"callback": "100000/minute", "initiation": "100000/minute"},
         },
     )
     config_file = write_config(tmp_path, config)

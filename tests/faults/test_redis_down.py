@@ -3,7 +3,8 @@
 Documented behaviour (README, "Rate limit"; docs/resilience.md): the limiter fails open by
 default (``ratelimit.fail_open: true``): callbacks are still served, each within the Redis
 client's timeouts, and one error line per 10 s says so in the log; with
-``ratelimit.fail_open: false`` a callback is answered 429 ``rate_limited`` instead. When Redis
+``ratelimit.fail_open: false`` a callback (and a sign-in start: the initiation limit is in the
+same store) is answered 429 ``rate_limited`` instead. When Redis
 comes back the limit holds again, without restarting the service.
 """
 
@@ -16,7 +17,13 @@ from typing import Any
 
 import pytest
 
-from bench.harness import ServiceProcess, SignInDriver, service_config, write_config
+from bench.harness import (
+    ServiceProcess,
+    SignInDriver,
+    SignInError,
+    service_config,
+    write_config,
+)
 from tests.fakeidp import FakeIdP, FakeUser
 from tests.support.redis_server import RedisProcess
 
@@ -96,8 +103,10 @@ async def test_fail_closed_answers_429(
             service.url, user=FakeUser(sub="c-0"), intent="register", headers=client
         )
         assert first.signed_in
-        redis.kill()
         details, binding = await driver.begin(service.url, "google", intent="register")
+        redis.kill()
+        with pytest.raises(SignInError, match=r'initiation answered 429: .*"rate_limited"'):
+            await driver.begin(service.url, "google", intent="register")
         back = await fake_idp.authorize(details["authorizationUrl"], user=FakeUser(sub="c-1"))
         result = await driver.callback(
             service.url, "google", back.params, binding=binding, headers=client

@@ -53,9 +53,10 @@ async def test_schemathesis_finds_nothing(
         fake_idp,
         database_url=postgres_url,
         overrides={
-            # Many callbacks per minute from one address: the fuzzer must get past the limiter
-            # to reach the code behind it (the limit itself is proven in tests/scaleout).
-            "ratelimit": {"callback": "100000/minute"},
+            # Many callbacks and starts per minute from one address: the fuzzer must get past
+            # the limiters to reach the code behind them (the limits are proven in tests/app
+            # and tests/scaleout).
+            "ratelimit": {"callback": "100000/minute", "initiation": "100000/minute"},
             "providers": {"google": {"timeout_seconds": 5}},
         },
     )

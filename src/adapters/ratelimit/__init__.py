@@ -1,5 +1,5 @@
 """Rate limiting on the ``limits`` library: memory for one instance, Redis to share."""
 
-from .limiter import LimitsRateLimiter
+from .limiter import LimitsRateLimiter, NoRateLimit, RateLimitStore
 
-__all__ = ["LimitsRateLimiter"]
+__all__ = ["LimitsRateLimiter", "NoRateLimit", "RateLimitStore"]

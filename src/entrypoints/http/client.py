@@ -8,26 +8,41 @@ from collections.abc import Iterable
 from aiohttp import web
 
 Network = ipaddress.IPv4Network | ipaddress.IPv6Network
+Address = ipaddress.IPv4Address | ipaddress.IPv6Address
+
+
+def _unmapped(
+    ip: ipaddress.IPv4Address | ipaddress.IPv6Address,
+) -> ipaddress.IPv4Address | ipaddress.IPv6Address:
+    """``::ffff:a.b.c.d`` as ``a.b.c.d``: a dual-stack socket or proxy writes IPv4 clients so."""
+    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
+        return ip.ipv4_mapped
+    return ip
 
 
 class ClientAddress:
     """The client's address: the peer, or — only when the peer is a trusted proxy — the
     right-most ``X-Forwarded-For`` entry that is not itself a trusted proxy. A client cannot
-    choose its own address by sending the header: the left-most entries are never believed."""
+    choose its own address by sending the header: the left-most entries are never believed.
 
-    def __init__(self, trusted_proxies: Iterable[str]) -> None:
+    :meth:`limit_key` is what the rate limits count by: one IPv6 client holds a whole network
+    (a /64 by default), so counting exact IPv6 addresses would give it 2^64 budgets."""
+
+    def __init__(self, trusted_proxies: Iterable[str], ipv6_prefix: int = 64) -> None:
         self._trusted: tuple[Network, ...] = tuple(
             ipaddress.ip_network(p, strict=False) for p in trusted_proxies
         )
+        self._ipv6_prefix = ipv6_prefix
 
     def _is_trusted(self, address: str) -> bool:
         try:
-            ip = ipaddress.ip_address(address.strip())
+            ip = _unmapped(ipaddress.ip_address(address.strip()))
         except ValueError:
             return False
         return any(ip in net for net in self._trusted)
 
     def of(self, request: web.Request) -> str:
+        """The client's full address, as the sign-in event records it."""
         peer = request.remote or "unknown"
         if not self._trusted or not self._is_trusted(peer):
             return peer
@@ -45,6 +60,20 @@ class ClientAddress:
                 except ValueError:
                     return peer  # garbage from a proxy: fall back to the proxy itself
         return peer
+
+    def limit_key(self, address: str) -> str:
+        """The rate-limit key of an address :meth:`of` returned: an IPv4 address as it is, an
+        IPv4-mapped IPv6 address as its IPv4 address, any other IPv6 address as its network
+        of ``ipv6_prefix`` bits (``2001:db8:1:2::/64``). Anything else (a Unix socket's
+        peer) is its own key."""
+        try:
+            ip = _unmapped(ipaddress.ip_address(address))
+        except ValueError:
+            return address
+        if isinstance(ip, ipaddress.IPv4Address):
+            return str(ip)
+        # From the integer: a scoped address (fe80::1%eth0) keys as its network, zone dropped.
+        return str(ipaddress.IPv6Network((int(ip), self._ipv6_prefix), strict=False))
 
 
 def _quality(accept: str, media: str) -> float:

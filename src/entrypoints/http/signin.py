@@ -70,12 +70,14 @@ class SignInOperations:
         verifier: SessionVerifier,
         limiter: RateLimiter,
         client_address: ClientAddress,
+        initiation_limiter: RateLimiter,
         guard: SameOriginGuard,
     ) -> None:
         self.service = service
         self.verifier = verifier
-        self.limiter = limiter
+        self.limiter = limiter  # the callback's
         self.client_address = client_address
+        self.initiation_limiter = initiation_limiter
         self.guard = guard
 
     def register(self, api: Api) -> None:
@@ -95,6 +97,7 @@ class SignInOperations:
                 302: "Redirect to the provider (browsers)",
                 401: AppError,
                 403: AppError,
+                429: AppError,
                 503: AppError,
             },
             operation_id="start_sign_in",
@@ -130,6 +133,15 @@ class SignInOperations:
 
     async def start(self, call: Call[None]) -> web.StreamResponse | Reply[ProviderDetails]:
         request = call.request
+        # Before any work: each start stores a pending sign-in (README, "Rate limits").
+        client = self.client_address.limit_key(self.client_address.of(request))
+        decision = await self.initiation_limiter.hit(client)
+        if not decision.allowed:
+            raise HttpError(
+                429,
+                {"error": "rate_limited", "message": "too many sign-ins started; retry later"},
+                {"Retry-After": str(decision.retry_after_seconds), "Cache-Control": "no-store"},
+            )
         binding = request.cookies.get(BINDING_COOKIE, "")
         if not _BINDING_FORMAT.match(binding):
             binding = new_secret()
@@ -213,7 +225,7 @@ class SignInOperations:
     async def callback(self, call: Call[CallbackForm | None]) -> web.StreamResponse:
         request = call.request
         address = self.client_address.of(request)
-        decision = await self.limiter.hit(address)
+        decision = await self.limiter.hit(self.client_address.limit_key(address))
         if not decision.allowed:
             raise HttpError(
                 429,
