@@ -14,6 +14,7 @@ from opentelemetry import trace
 
 from .errors import ErrorBody, HttpError, json_response, layer_error
 from .health import Probe
+from .logtext import log_safe
 from .operation import Handler, Invoker, Operation
 from .params import Location, Param, header, pattern, required
 from .schema import Schema, SchemaBuilder
@@ -322,10 +323,11 @@ async def error_middleware(
             e = web.HTTPMethodNotAllowed(request.method, allowed)
         return _http_exception_json(e)
     except Exception:
+        # The request's values escaped: the path is decoded and may hold a newline.
         log.exception(
             "unhandled error in %s %s%s",
-            request.method,
-            request.path,
+            log_safe(request.method),
+            log_safe(request.path),
             _trace_suffix(),
         )
         return json_response(_GENERIC_500, 500)
