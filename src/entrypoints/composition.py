@@ -35,6 +35,7 @@ from authgate.adapters.postgres import (
     PostgresStoreError,
     SchemaBehind,
     open_postgres,
+    redact,
 )
 from authgate.adapters.postgres import migrate as postgres_migrate
 from authgate.adapters.ratelimit import LimitsRateLimiter
@@ -226,7 +227,7 @@ async def _open_store(
             raise StartupError(f"database: {e}") from None
     else:
         raise StartupError(
-            f"database.url: unsupported database {url!r} "
+            f"database.url: unsupported database {redact(url)!r} "
             "(postgresql://…, sqlite:///path or memory://)"
         )
     closers.append(store.close)
