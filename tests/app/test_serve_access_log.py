@@ -12,6 +12,7 @@ import urllib.error
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -26,17 +27,25 @@ def free_port() -> int:
 
 
 @contextlib.contextmanager
-def serving(tmp_path: Path, rest: dict[str, object]) -> Iterator[tuple[int, list[str]]]:
+def serving(
+    tmp_path: Path,
+    rest: dict[str, object],
+    overrides: dict[str, Any] | None = None,
+    umask: int = -1,
+) -> Iterator[tuple[int, list[str]]]:
     """`authgate serve` on a free port until the block ends (then SIGTERM, exit 0 asserted);
-    yields the port and a list that receives the process's stderr when it has stopped."""
+    yields the port and a list that receives the process's stderr when it has stopped.
+    ``overrides`` are merged into the configuration; ``umask`` is the process's (-1: ours)."""
     port = free_port()
-    config = merge(base_config(tmp_path), {"rest": {"port": port, "host": "127.0.0.1", **rest}})
+    config = merge(base_config(tmp_path), overrides or {})
+    config = merge(config, {"rest": {"port": port, "host": "127.0.0.1", **rest}})
     path = tmp_path / "authgate.yaml"
     path.write_text(yaml.safe_dump(config, sort_keys=False))
     process = subprocess.Popen(
         [sys.executable, "-m", "authgate.entrypoints.cli", "serve", "--config", str(path)],
         stderr=subprocess.PIPE,
         text=True,
+        umask=umask,
     )
     stderr: list[str] = []
     try:

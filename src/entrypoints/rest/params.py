@@ -53,7 +53,9 @@ class Pattern:
 
 # ECMA-262's WhiteSpace and LineTerminator code points: what its \s matches (Python's \s also
 # matches U+001C-U+001F and U+0085, and misses U+FEFF).
-_ECMA_SPACE = "\\t\\n\\v\\f\\r \\u00a0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000\\ufeff"
+_ECMA_SPACE = (
+    "\\t\\n\\v\\f\\r \\u00a0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000\\ufeff"
+)
 # What ECMA-262's . matches without the s flag: anything but a LineTerminator.
 _ECMA_DOT = "[^\\n\\r\\u2028\\u2029]"
 
