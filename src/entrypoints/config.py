@@ -229,6 +229,11 @@ def _check(config: Config) -> None:
         raise ConfigError(
             "dev.identity_provider: the development identity provider is refused in production"
         )
+    if config.environment != "development" and config.dev.identity_provider:
+        raise ConfigError(
+            "dev.identity_provider: the development identity provider needs "
+            "environment: development"
+        )
     for name, provider in config.providers.items():
         if not re.fullmatch(r"[a-z][a-z0-9_-]*", name):
             raise ConfigError(f"providers.{name}: identifiers are lower-case letters and digits")

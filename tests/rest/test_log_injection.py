@@ -33,9 +33,7 @@ def one_line(record: logging.LogRecord) -> str:
     return message
 
 
-async def test_the_500_log_escapes_the_path(
-    serve: Serve, caplog: pytest.LogCaptureFixture
-) -> None:
+async def test_the_500_log_escapes_the_path(serve: Serve, caplog: pytest.LogCaptureFixture) -> None:
     client = await serve(raising_api())
     with caplog.at_level(logging.ERROR, logger="authgate.rest"):
         resp = await client.get(FORGED_PATH)

@@ -138,6 +138,10 @@ class Api:
             middlewares=[*middlewares, error_middleware],
             client_max_size=client_max_size or self.max_body_bytes,
         )
+        # aiohttp names its own and Python's exact versions in a Server header: a free lookup of
+        # known vulnerabilities for whoever scans the service. Every response the application
+        # answers (operations, router errors, files, pages added later) goes through this hook.
+        app.on_response_prepare.append(_drop_server_header)
         document = self.openapi()
 
         async def openapi_json(_: web.Request) -> web.StreamResponse:
@@ -272,6 +276,11 @@ def _param_doc(p: Param) -> dict[str, Any]:
     if p.location is not Location.PATH and p.pattern is not None:
         schema["pattern"] = p.pattern
     return {"name": p.name, "in": p.location.value, "required": p.required, "schema": schema}
+
+
+async def _drop_server_header(_: web.Request, response: web.StreamResponse) -> None:
+    # Runs after aiohttp has filled in its default headers, before they are written.
+    response.headers.popall("Server", None)
 
 
 _GENERIC_500 = {"error": "internal_error", "message": "An unexpected error occurred."}
