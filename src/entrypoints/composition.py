@@ -35,6 +35,7 @@ from authgate.adapters.postgres import (
     PostgresStoreError,
     SchemaBehind,
     open_postgres,
+    redact,
 )
 from authgate.adapters.postgres import migrate as postgres_migrate
 from authgate.adapters.ratelimit import NoRateLimit, RateLimitStore
@@ -246,7 +247,7 @@ async def _open_store(
             raise StartupError(f"database: {e}") from None
     else:
         raise StartupError(
-            f"database.url: unsupported database {url!r} "
+            f"database.url: unsupported database {redact(url)!r} "
             "(postgresql://…, sqlite:///path or memory://)"
         )
     closers.append(store.close)
@@ -311,6 +312,12 @@ async def create_app(
 ) -> web.Application:
     """Open the resources and build the application that closes them on shutdown."""
     development.prepare(config)  # the dev Apple key file, before the adapter reads it
+    if not config.state.require_binding_cookie:
+        log.warning(
+            "state.require_binding_cookie is false: callbacks without the binding cookie are "
+            "admitted, so login-CSRF protection is off (an attacker can sign a victim in to "
+            "the attacker's account)"
+        )
     resources = await open_resources(config, clock)
     app = build(build_api(config, resources), config)
     development.mount(app, config)  # /docs; /demo and /dev/idp in development

@@ -266,6 +266,11 @@ def _check(config: Config) -> None:
         raise ConfigError(
             "dev.identity_provider: the development identity provider is refused in production"
         )
+    if config.environment != "development" and config.dev.identity_provider:
+        raise ConfigError(
+            "dev.identity_provider: the development identity provider needs "
+            "environment: development"
+        )
     for url in config.app.callback_urls:
         if not any(urlsplit(url).path.endswith(f"/{name}/callback") for name in config.providers):
             raise ConfigError(

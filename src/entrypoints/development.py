@@ -1,6 +1,6 @@
 """What the service adds for people trying it: the development identity provider (``/dev/idp``,
-only with ``dev.identity_provider: true``, which the configuration refuses in production), the
-demo page (``/demo``, outside production) and the API documentation page (``/docs``).
+only with ``dev.identity_provider: true``, which the configuration refuses outside development),
+the demo page (``/demo``, in development only) and the API documentation page (``/docs``).
 
 The composition root calls :func:`prepare` before it opens its resources (the development
 Apple key file must exist before the Apple adapter reads it) and :func:`mount` once the
@@ -27,9 +27,15 @@ def _startup_error(message: str) -> Exception:
     return StartupError(message)
 
 
+def enabled(config: Config) -> bool:
+    """Whether the demo page and the development provider are served: only in development (a
+    ``test`` environment is a deployment under test, with only what production has)."""
+    return config.environment == "development"
+
+
 def prepare(config: Config) -> None:
     """Create the development provider's Apple key file(s) when missing."""
-    if not config.dev.identity_provider:
+    if not (config.dev.identity_provider and enabled(config)):
         return
     try:
         created = devidp.create_missing_apple_keys(config)
@@ -46,12 +52,12 @@ def prepare(config: Config) -> None:
 def mount(app: web.Application, config: Config) -> None:
     """Add the development provider, the demo page and the docs page to ``app``."""
     mount_docs(app)
-    if config.environment != "production":
+    if enabled(config):
         mount_demo(app, config)
         # The address `authgate serve` prints leads somewhere a person can start from.
         app.router.add_get("/", _to_demo)
         log.info("demo page at %s%s, API documentation at /docs", _base(config), DEMO_PATH)
-    if config.dev.identity_provider and config.environment != "production":
+    if config.dev.identity_provider and enabled(config):
         try:
             provider = devidp.from_config(config)
         except devidp.ClientSetupError as e:

@@ -12,7 +12,7 @@ from aiohttp.http_exceptions import HttpProcessingError
 from opentelemetry import trace
 
 from authgate.entrypoints.config import Config
-from authgate.entrypoints.rest import Api
+from authgate.entrypoints.rest import Api, log_safe
 from authgate.entrypoints.rest.tracing import make_tracer_provider, tracing_middleware
 
 log = logging.getLogger("authgate")
@@ -20,14 +20,16 @@ log = logging.getLogger("authgate")
 
 class AccessLogger(AbstractAccessLogger):
     """One line per request: method, path (never the query string: it carries codes and
-    states), status, duration. No headers, so no credentials."""
+    states), status, duration. No headers, so no credentials. The request's values are
+    :func:`log_safe`: a decoded ``%0A`` in a path cannot start a forged line."""
 
     def log(self, request: web.BaseRequest, response: web.StreamResponse, time: float) -> None:
+        remote = request.remote
         self.logger.info(
             "%s %s %s %d %.1fms",
-            request.remote,
-            request.method,
-            request.path,
+            log_safe(remote) if remote is not None else None,
+            log_safe(request.method),
+            log_safe(request.path),
             response.status,
             time * 1000,
         )

@@ -6,6 +6,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 import yaml
 
 from .conftest import base_config, merge
@@ -69,3 +70,33 @@ def test_migrate_has_nothing_to_do_for_sqlite(tmp_path: Path) -> None:
     result = authgate("migrate", "--config", config)
     assert result.returncode == 0
     assert "nothing to migrate for sqlite" in result.stdout
+
+
+@pytest.mark.parametrize("command", ["serve", "migrate"])
+@pytest.mark.parametrize(
+    "database_url",
+    [
+        "postgresql://authgate@127.0.0.1:1/authgate?password=SECRET",
+        "postgresql://authgate:SECRET@127.0.0.1:1/authgate?sslpassword=SECRET&sslmode=prefer",
+        "postgresql://authgate:SECRET@127.0.0.1:notaport/authgate",
+        "postgresql://authgate:SECRET@[::1/authgate",
+    ],
+)
+def test_no_credential_of_the_database_url_is_printed(
+    tmp_path: Path, command: str, database_url: str
+) -> None:
+    config = str(write_config(tmp_path, database_url))
+    result = authgate(command, "--config", config)
+    assert result.returncode == 2, result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    assert "cannot connect to PostgreSQL" in lines[0]
+    assert "SECRET" not in result.stderr + result.stdout
+
+
+def test_an_unsupported_database_url_is_named_without_its_password(tmp_path: Path) -> None:
+    config = str(write_config(tmp_path, "mysql://authgate:SECRET@db/authgate?token=SECRET"))
+    result = authgate("serve", "--config", config)
+    assert result.returncode == 2
+    assert "unsupported database 'mysql://authgate:***@db/authgate?token=***'" in result.stderr
+    assert "SECRET" not in result.stderr

@@ -1,4 +1,4 @@
-"""The failures of the PostgreSQL store an operator sees: one line each, never a password.
+"""The failures of the PostgreSQL store an operator sees: one line each, never a credential.
 
 Catch :class:`PostgresStoreError` at start-up and in ``authgate migrate``. Failures of single
 operations while serving (a lost connection, a timeout) are asyncpg's and OSError's own.
@@ -6,7 +6,8 @@ operations while serving (a lost connection, a timeout) are asyncpg's and OSErro
 
 from __future__ import annotations
 
-from urllib.parse import urlsplit, urlunsplit
+import re
+from urllib.parse import unquote_plus, urlsplit, urlunsplit
 
 MIGRATE_COMMAND = "authgate migrate --config FILE"
 
@@ -45,15 +46,36 @@ def unavailable(url: str, error: BaseException) -> DatabaseUnavailable:
     return DatabaseUnavailable(f"cannot connect to PostgreSQL at {redact(url)}: {reason}")
 
 
+# Query parameters that carry a credential (libpq's password, sslpassword; anything named like
+# a secret): their values are hidden wherever the URL is shown.
+_SECRET_KEY = re.compile("password|secret|token", re.IGNORECASE)
+HIDDEN = "***"
+
+
 def redact(url: str) -> str:
-    """The URL without its password, for messages and logs."""
-    parts = urlsplit(url)
-    if parts.password is None:
-        return url
-    host = parts.hostname or ""
-    if ":" in host:
-        host = f"[{host}]"
-    netloc = f"{parts.username}:***@{host}" if parts.username else f"***@{host}"
-    if parts.port is not None:
-        netloc += f":{parts.port}"
-    return urlunsplit(parts._replace(netloc=netloc))
+    """The URL with every credential hidden, for messages and logs: the user-info password
+    (``user:***@host``) and the value of every query parameter whose name contains
+    ``password``, ``secret`` or ``token`` (``?password=***``, ``?sslpassword=***``).
+
+    It never raises: a URL too malformed to take apart shows only its scheme."""
+    try:
+        parts = urlsplit(url)
+    except ValueError:  # an unbalanced IPv6 bracket: no telling where a password ends
+        scheme = url.split("://", 1)[0] if "://" in url else "?"
+        return f"{scheme}://{HIDDEN} (malformed URL)"
+    # The netloc as text, not parts.port/hostname: those raise on a malformed port, and a
+    # multi-host netloc (h1:5432,h2:5432) has no single host.
+    userinfo, at, hosts = parts.netloc.rpartition("@")
+    netloc = parts.netloc
+    if at and ":" in userinfo:
+        netloc = f"{userinfo.split(':', 1)[0]}:{HIDDEN}@{hosts}"
+    query = "&".join(_redact_pair(pair) for pair in parts.query.split("&"))
+    fragment = HIDDEN if parts.fragment else ""
+    return urlunsplit(parts._replace(netloc=netloc, query=query, fragment=fragment))
+
+
+def _redact_pair(pair: str) -> str:
+    key, eq, _ = pair.partition("=")
+    if eq and _SECRET_KEY.search(unquote_plus(key)):
+        return f"{key}={HIDDEN}"
+    return pair

@@ -41,8 +41,9 @@ _CREATE_LEDGER = """
 """
 
 
-# What a failed connection attempt raises (refused, timed out, rejected by the server).
-CONNECT_ERRORS = (OSError, TimeoutError, asyncpg.PostgresError, asyncpg.InterfaceError)
+# What a failed connection attempt raises (refused, timed out, rejected by the server, a URL
+# asyncpg cannot parse: ValueError, whose text never quotes the password).
+CONNECT_ERRORS = (OSError, TimeoutError, asyncpg.PostgresError, asyncpg.InterfaceError, ValueError)
 
 
 async def _connect(url: str) -> asyncpg.Connection:

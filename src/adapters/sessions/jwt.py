@@ -21,6 +21,7 @@ from joserfc import jwt
 from joserfc.errors import JoseError
 from joserfc.jwk import ECKey, KeySet
 
+from authgate.adapters.files import create_private_file, warn_if_exposed
 from authgate.domain.model import IssuedSession
 from authgate.ports.sessions import InvalidSession, SessionClaims
 
@@ -46,7 +47,8 @@ def ephemeral_keys() -> KeySet:
 
 
 def load_or_create_keys(path: str | Path, create: bool) -> KeySet:
-    """Load the private JWKS; with ``create``, write a fresh ES256 key when the file is absent."""
+    """Load the private JWKS; with ``create``, write a fresh ES256 key when the file is absent
+    (mode 0600, its missing folders 0700)."""
     path = Path(path)
     if not path.exists():
         if not create:
@@ -55,10 +57,16 @@ def load_or_create_keys(path: str | Path, create: bool) -> KeySet:
                 "to create one on first start)"
             )
         key = new_signing_key()
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        with os.fdopen(fd, "w") as f:
-            json.dump({"keys": [key.as_dict(private=True)]}, f)
+        # 0600 in 0700 folders the service creates; None: another process just created it.
+        try:
+            fd = create_private_file(path)
+        except OSError as e:
+            raise SessionKeyError(f"session key file {path}: {e.strerror or e}") from None
+        if fd is not None:
+            with os.fdopen(fd, "w") as f:
+                json.dump({"keys": [key.as_dict(private=True)]}, f)
+    else:
+        warn_if_exposed(path, "the session key file")
     try:
         data = json.loads(path.read_text())
         keys = KeySet.import_key_set(data)

@@ -9,9 +9,10 @@ import os
 import random
 import sqlite3
 import time
-from pathlib import Path
 
 import aiosqlite
+
+from authgate.adapters.files import create_private_file, warn_if_exposed
 
 from . import events, schema, state
 from .accounts import SqliteAccounts
@@ -77,13 +78,20 @@ async def open_sqlite(
     purge_interval: dt.timedelta = state.DEFAULT_PURGE_INTERVAL,
     ping_timeout: float = 1.0,
 ) -> SqliteStore:
-    """Open (creating it and its parent folders on first start) the SQLite file at ``path``,
-    bring its schema up to date and return the adapters on it. ``":memory:"`` gives a
+    """Open (creating it 0600 and its parent folders 0700 on first start) the SQLite file at
+    ``path``, bring its schema up to date and return the adapters on it. ``":memory:"`` gives a
     private in-memory database. Raises :class:`SqliteUnavailable` with a one-line reason."""
     where = os.fspath(path)
     try:
-        if where != ":memory:":
-            Path(where).parent.mkdir(parents=True, exist_ok=True)
+        if where not in (":memory:", ""):
+            # The file holds PKCE verifiers, nonces, emails and audit data: create it (and its
+            # folders) owner-only before SQLite opens it; SQLite gives the -wal, -shm and
+            # -journal files the database file's mode.
+            fd = create_private_file(where)
+            if fd is None:
+                warn_if_exposed(where, "the SQLite database")
+            else:
+                os.close(fd)
         conn = await aiosqlite.connect(where, isolation_level=None)
     except (OSError, sqlite3.Error) as e:
         raise SqliteUnavailable(f"cannot open the SQLite database {where}: {e}") from e

@@ -16,6 +16,8 @@ from typing import Any
 from joserfc import jwt
 from joserfc.jwk import ECKey, RSAKey
 
+from authgate.adapters.files import create_private_file
+
 ID_TOKEN_ALGORITHM = "RS256"  # noqa: S105 - an algorithm name
 
 
@@ -41,7 +43,8 @@ class SigningKey:
 
 
 def ensure_apple_key_file(path: str | Path) -> bool:
-    """Create a P-256 private key in PEM at ``path`` (mode 0600) unless the file exists.
+    """Create a P-256 private key in PEM at ``path`` (mode 0600, whatever the umask; missing
+    folders 0700) unless the file exists.
 
     Returns True when it created the file. Creation is exclusive, so two processes starting
     at once cannot overwrite each other's key.
@@ -49,11 +52,9 @@ def ensure_apple_key_file(path: str | Path) -> bool:
     target = Path(path)
     if target.exists():
         return False
-    target.parent.mkdir(parents=True, exist_ok=True)
     pem = ECKey.generate_key("P-256", private=True).as_pem(private=True)
-    try:
-        fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    except FileExistsError:
+    fd = create_private_file(target)  # its missing folders 0700
+    if fd is None:
         return False
     with os.fdopen(fd, "wb") as f:
         f.write(pem)

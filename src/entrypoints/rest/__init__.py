@@ -6,6 +6,7 @@ It knows nothing about sign-in; the application registers its operations on an :
 from .api import API_VERSION_HEADER, Api, Group, HealthReport
 from .errors import ErrorBody, HttpError, json_response, layer_error
 from .health import HealthCheck, Probe
+from .logtext import log_safe
 from .operation import Call, Cookie, Operation, Reply
 from .params import (
     Location,
@@ -59,6 +60,7 @@ __all__ = [
     "header",
     "json_response",
     "layer_error",
+    "log_safe",
     "path",
     "pattern",
     "query",

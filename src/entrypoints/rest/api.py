@@ -14,6 +14,7 @@ from opentelemetry import trace
 
 from .errors import ErrorBody, HttpError, json_response, layer_error
 from .health import Probe
+from .logtext import log_safe
 from .operation import Handler, Invoker, Operation
 from .params import Location, Param, header, pattern, required
 from .schema import Schema, SchemaBuilder
@@ -137,6 +138,10 @@ class Api:
             middlewares=[*middlewares, error_middleware],
             client_max_size=client_max_size or self.max_body_bytes,
         )
+        # aiohttp names its own and Python's exact versions in a Server header: a free lookup of
+        # known vulnerabilities for whoever scans the service. Every response the application
+        # answers (operations, router errors, files, pages added later) goes through this hook.
+        app.on_response_prepare.append(_drop_server_header)
         document = self.openapi()
 
         async def openapi_json(_: web.Request) -> web.StreamResponse:
@@ -273,6 +278,11 @@ def _param_doc(p: Param) -> dict[str, Any]:
     return {"name": p.name, "in": p.location.value, "required": p.required, "schema": schema}
 
 
+async def _drop_server_header(_: web.Request, response: web.StreamResponse) -> None:
+    # Runs after aiohttp has filled in its default headers, before they are written.
+    response.headers.popall("Server", None)
+
+
 _GENERIC_500 = {"error": "internal_error", "message": "An unexpected error occurred."}
 _STATIC_METHODS = web.AppKey("authgate_static_methods", dict[str, set[str]])
 
@@ -322,10 +332,11 @@ async def error_middleware(
             e = web.HTTPMethodNotAllowed(request.method, allowed)
         return _http_exception_json(e)
     except Exception:
+        # The request's values escaped: the path is decoded and may hold a newline.
         log.exception(
             "unhandled error in %s %s%s",
-            request.method,
-            request.path,
+            log_safe(request.method),
+            log_safe(request.path),
             _trace_suffix(),
         )
         return json_response(_GENERIC_500, 500)

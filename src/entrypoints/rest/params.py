@@ -38,14 +38,89 @@ class Required:
 class Pattern:
     """Every present value must match the regular expression (searched, as in JSON Schema).
 
-    Anchor it with ``^…$`` to match whole values. An absent optional parameter passes.
+    ``regex`` is an ECMA-262 regular expression, as OpenAPI's ``pattern`` is, and it is published
+    in the document exactly as declared; the check means what the document says (see
+    :func:`ecma_regex`). Anchor it with ``^…$`` to match whole values. An absent optional
+    parameter passes.
     """
 
     regex: str
     compiled: re.Pattern[str] = attrs.field(init=False, eq=False, repr=False)
 
     def __attrs_post_init__(self) -> None:
-        object.__setattr__(self, "compiled", re.compile(self.regex))
+        object.__setattr__(self, "compiled", ecma_regex(self.regex))
+
+
+# ECMA-262's WhiteSpace and LineTerminator code points: what its \s matches (Python's \s also
+# matches U+001C-U+001F and U+0085, and misses U+FEFF).
+_ECMA_SPACE = (
+    "\\t\\n\\v\\f\\r \\u00a0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000\\ufeff"
+)
+# What ECMA-262's . matches without the s flag: anything but a LineTerminator.
+_ECMA_DOT = "[^\\n\\r\\u2028\\u2029]"
+
+
+def ecma_regex(source: str) -> re.Pattern[str]:
+    """Compile an ECMA-262 regular expression (OpenAPI's ``pattern``) to an equivalent Python one.
+
+    Python's syntax is close but means more in places, and a validator must not admit what the
+    published pattern refuses:
+
+    * ``$`` (outside a class) matches only at the very end, not also before a final newline
+      (so ``^(a|b)$`` refuses ``"a\\n"``): it becomes ``\\Z``;
+    * ``\\d``, ``\\w``, ``\\b`` and their negations are ASCII (``re.ASCII``): ``\\d`` refuses
+      non-ASCII digits;
+    * ``\\s`` and ``\\S`` are ECMA's whitespace set; ``.`` refuses every line terminator
+      (``\\n``, ``\\r``, U+2028, U+2029);
+    * ``[]`` matches nothing and ``[^]`` any character.
+
+    Escaped characters (``\\$``) and class members (``[$]``) keep their literal meaning. A
+    construct without a faithful translation (``\\S`` inside a class) raises ValueError, at
+    declaration time rather than as a wrong answer later; so does invalid syntax (re.error).
+    """
+    out: list[str] = []
+    in_class = False
+    i, n = 0, len(source)
+    while i < n:
+        c = source[i]
+        if c == "\\" and i + 1 < n:
+            escaped = source[i + 1]
+            i += 2
+            if escaped == "s":
+                out.append(_ECMA_SPACE if in_class else f"[{_ECMA_SPACE}]")
+            elif escaped == "S":
+                if in_class:
+                    raise ValueError(f"pattern {source!r}: \\S inside a class is not supported")
+                out.append(f"[^{_ECMA_SPACE}]")
+            else:
+                out.append(c + escaped)
+            continue
+        i += 1
+        if in_class:
+            in_class = c != "]"
+            # Literal members in ECMA; Python reserves them for nested sets and set operations.
+            out.append("\\" + c if c in "[&~|" else c)
+        elif c == "[":
+            # ECMA's [] and [^] are complete classes; in Python a leading ] is a member.
+            if source.startswith("]", i):
+                out.append("(?!)")
+                i += 1
+            elif source.startswith("^]", i):
+                out.append("(?s:.)")
+                i += 2
+            else:
+                in_class = True
+                out.append(c)
+                if source.startswith("^", i):
+                    out.append("^")
+                    i += 1
+        elif c == "$":
+            out.append("\\Z")
+        elif c == ".":
+            out.append(_ECMA_DOT)
+        else:
+            out.append(c)
+    return re.compile("".join(out), re.ASCII)
 
 
 Validator = Required | Pattern
