@@ -1,4 +1,9 @@
-"""The dependency rule of ARCHITECTURE.md, and the package list of pyproject.toml."""
+"""The dependency rule, and the package list of pyproject.toml.
+
+domain <- ports <- services <- entrypoints; adapters implement ports (they know the domain and
+the ports, never services or entrypoints); only the composition root (and the development
+provider it mounts) knows the adapters; the generic REST layer knows nothing of sign-in.
+"""
 
 from __future__ import annotations
 
@@ -43,14 +48,20 @@ def _violations(folder: str, allowed: tuple[str, ...]) -> list[str]:
     return bad
 
 
-def test_domain_imports_only_domain_and_ports() -> None:
+def test_domain_imports_nothing_else_of_ours() -> None:
     assert _files("domain")
-    assert _violations("domain", ("authgate.domain", "authgate.ports")) == []
+    assert _violations("domain", ("authgate.domain",)) == []
 
 
 def test_ports_import_only_domain() -> None:
     assert _files("ports")
     assert _violations("ports", ("authgate.domain", "authgate.ports")) == []
+
+
+def test_services_import_only_domain_ports_and_services() -> None:
+    assert _files("services")
+    allowed = ("authgate.domain", "authgate.ports", "authgate.services")
+    assert _violations("services", allowed) == []
 
 
 def test_rest_layer_knows_nothing_of_sign_in() -> None:
@@ -62,18 +73,29 @@ def test_adapters_do_not_import_entrypoints() -> None:
     assert _violations("adapters", ("authgate.domain", "authgate.ports", "authgate.adapters")) == []
 
 
+def test_only_entrypoints_use_the_services() -> None:
+    users = {
+        str(path.relative_to(ROOT))
+        for path in SRC.rglob("*.py")
+        if any(m.startswith("authgate.services") for m in _module_imports(path))
+    }
+    assert users
+    assert all(u.startswith(("src/entrypoints/", "src/services/")) for u in users), users
+
+
 def test_only_the_composition_root_and_cli_know_the_adapters() -> None:
     bad = [
         v
         for v in _violations(
-            "entrypoints", ("authgate.domain", "authgate.ports", "authgate.entrypoints")
+            "entrypoints",
+            ("authgate.domain", "authgate.ports", "authgate.services", "authgate.entrypoints"),
         )
         if not v.startswith(("src/entrypoints/composition.py", "src/entrypoints/devidp"))
     ]
     assert bad == []
 
 
-@pytest.mark.parametrize("probe", ["authgate.domain.signin", "authgate.adapters.memory"])
+@pytest.mark.parametrize("probe", ["authgate.services.signin", "authgate.adapters.memory"])
 def test_detector_sees_imports(probe: str) -> None:
     # The checks above would pass vacuously if the import scan found nothing.
     path = SRC / Path(*probe.split(".")[1:]).with_suffix(".py")

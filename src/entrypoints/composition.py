@@ -27,7 +27,12 @@ from authgate.adapters.identity import (
     ProviderSettings,
     ProviderSettingsError,
 )
-from authgate.adapters.memory import MemoryAccounts, MemoryEvents, MemoryStates
+from authgate.adapters.memory import (
+    MemoryAccounts,
+    MemoryEvents,
+    MemoryStates,
+    MemoryUnitOfWork,
+)
 from authgate.adapters.postgres import (
     DatabaseUnavailable,
     MigrationsNotFound,
@@ -46,7 +51,6 @@ from authgate.adapters.sessions import (
     load_or_create_keys,
 )
 from authgate.adapters.sqlite import SchemaTooNew, SqliteStore, SqliteUnavailable, open_sqlite
-from authgate.domain.signin import SignInPolicy, SignInService
 from authgate.entrypoints import development
 from authgate.entrypoints.config import Config, callback_urls_of
 from authgate.entrypoints.http.account import AccountOperations
@@ -62,6 +66,8 @@ from authgate.ports.identity import IdentityProvider
 from authgate.ports.ratelimit import RateLimiter
 from authgate.ports.sessions import SessionTokens
 from authgate.ports.state import StateStore
+from authgate.ports.unit_of_work import UnitOfWork
+from authgate.services.signin import SignInPolicy, SignInService
 
 log = logging.getLogger("authgate")
 
@@ -79,6 +85,7 @@ class Resources:
     accounts: AccountRepository
     states: StateStore
     events: SignInEventLog
+    units: UnitOfWork
     sessions: SessionTokens
     limiter: RateLimiter  # the callback's
     initiation_limiter: RateLimiter
@@ -114,6 +121,7 @@ def build_api(config: Config, resources: Resources) -> Api:
         accounts=resources.accounts,
         states=resources.states,
         events=resources.events,
+        units=resources.units,
         sessions=resources.sessions,
         clock=resources.clock,
         policy=policy,
@@ -144,10 +152,12 @@ def document(config: Config) -> dict[str, Any]:
     """The OpenAPI document, built without opening any resource."""
     keys = ephemeral_keys()
     callback, initiation = _limiters(config, RateLimitStore("memory://"))
+    accounts, events = MemoryAccounts(), MemoryEvents()
     resources = Resources(
-        accounts=MemoryAccounts(),
+        accounts=accounts,
         states=MemoryStates(),
-        events=MemoryEvents(),
+        events=events,
+        units=MemoryUnitOfWork(accounts, events),
         sessions=JwtSessionTokens(
             keys, issuer="document", audience="document", ttl=dt.timedelta(seconds=1)
         ),
@@ -176,7 +186,7 @@ async def open_resources(config: Config, clock: Clock | None = None) -> Resource
         )
         http = aiohttp.ClientSession()
         closers.append(http.close)
-        accounts, states, events, readiness = await _open_store(config, closers)
+        accounts, states, events, units, readiness = await _open_store(config, closers)
         try:
             store = RateLimitStore(config.ratelimit.storage, fail_open=config.ratelimit.fail_open)
         except ValueError as e:
@@ -188,6 +198,7 @@ async def open_resources(config: Config, clock: Clock | None = None) -> Resource
             accounts=accounts,
             states=states,
             events=events,
+            units=units,
             sessions=sessions,
             limiter=limiter,
             initiation_limiter=initiation_limiter,
@@ -214,14 +225,15 @@ def _limiters(config: Config, store: RateLimitStore) -> tuple[RateLimiter, RateL
 
 async def _open_store(
     config: Config, closers: list[Callable[[], Awaitable[Any]]]
-) -> tuple[AccountRepository, StateStore, SignInEventLog, list[HealthCheck]]:
+) -> tuple[AccountRepository, StateStore, SignInEventLog, UnitOfWork, list[HealthCheck]]:
     """The store ``database.url`` names, with its readiness check."""
     db = config.database
     url = db.url
     store: PostgresStore | SqliteStore
     memory_states = MemoryStates(config.state.memory_max_entries)
     if url.startswith("memory://"):
-        return MemoryAccounts(), memory_states, MemoryEvents(), []
+        accounts, events = MemoryAccounts(), MemoryEvents()
+        return accounts, memory_states, events, MemoryUnitOfWork(accounts, events), []
     if url.startswith(("postgresql://", "postgres://")):
         try:
             store = await open_postgres(
@@ -257,7 +269,7 @@ async def _open_store(
 
     check = HealthCheck("database", ping, timeout=db.readiness_timeout_seconds + 0.5)
     states: StateStore = memory_states if config.state.store == "memory" else store.states
-    return store.accounts, states, store.events, [check]
+    return store.accounts, states, store.events, store.units, [check]
 
 
 def _providers(

@@ -17,10 +17,10 @@ import pytest
 from joserfc import jwt
 from joserfc.jwk import ECKey, KeySet
 
+from authgate.domain.secrets import pkce_challenge as s256
 from authgate.entrypoints.devidp import GrantStore
 from authgate.entrypoints.devidp.grants import CodeGrant
 from authgate.entrypoints.devidp.keys import ensure_apple_key_file
-from authgate.entrypoints.devidp.provider import s256
 from tests.devidp.support import (
     APPLE_CLIENT_ID,
     FACEBOOK_SECRET,

@@ -12,7 +12,7 @@ import pytest
 
 from authgate.adapters.identity import OAuthIdentityProvider
 from authgate.domain.model import VerifiedIdentity
-from authgate.domain.signin import pkce_challenge
+from authgate.domain.secrets import pkce_challenge
 from tests.fakeidp import Callback, FakeIdP, FakeUser, SettableClock
 from tests.fakeidp.fixtures import fake_idp, http_session, idp_clock  # noqa: F401
 

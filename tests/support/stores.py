@@ -1,6 +1,7 @@
 """Every storage adapter behind one shape, for suites that run against each of them.
 
 ``open_store(kind, ...)`` gives an object with ``.accounts``, ``.states``, ``.events``,
+``.units``,
 ``.ping()`` and ``.close()`` — the shape of :class:`~authgate.adapters.postgres.PostgresStore`
 and :class:`~authgate.adapters.sqlite.SqliteStore`; the memory adapters get a small bundle.
 """
@@ -11,12 +12,18 @@ import datetime as dt
 from pathlib import Path
 from typing import Literal, Protocol
 
-from authgate.adapters.memory import MemoryAccounts, MemoryEvents, MemoryStates
+from authgate.adapters.memory import (
+    MemoryAccounts,
+    MemoryEvents,
+    MemoryStates,
+    MemoryUnitOfWork,
+)
 from authgate.adapters.postgres import open_postgres
 from authgate.adapters.sqlite import open_sqlite
 from authgate.ports.accounts import AccountRepository
 from authgate.ports.events import SignInEventLog
 from authgate.ports.state import StateStore
+from authgate.ports.unit_of_work import UnitOfWork
 
 StoreKind = Literal["memory", "sqlite", "postgres"]
 KINDS: tuple[StoreKind, ...] = ("memory", "sqlite", "postgres")
@@ -29,6 +36,8 @@ class Store(Protocol):
     def states(self) -> StateStore: ...
     @property
     def events(self) -> SignInEventLog: ...
+    @property
+    def units(self) -> UnitOfWork: ...
     async def ping(self) -> None: ...
     async def close(self) -> None: ...
 
@@ -38,6 +47,7 @@ class MemoryStore:
         self.accounts = MemoryAccounts()
         self.states = MemoryStates()
         self.events = MemoryEvents()
+        self.units = MemoryUnitOfWork(self.accounts, self.events)
 
     async def ping(self) -> None:
         return None

@@ -8,13 +8,19 @@ import datetime as dt
 import attrs
 import pytest
 
-from authgate.adapters.memory import MemoryAccounts, MemoryEvents, MemoryStates
+from authgate.adapters.memory import (
+    MemoryAccounts,
+    MemoryEvents,
+    MemoryStates,
+    MemoryUnitOfWork,
+)
 from authgate.adapters.sessions import JwtSessionTokens, ephemeral_keys
 from authgate.domain import errors
 from authgate.domain.model import ClientInfo, Intent, Outcome, ProviderIdentity, VerifiedIdentity
 from authgate.domain.redirects import safe_return_to
-from authgate.domain.signin import SignInPolicy, SignInService, pkce_challenge
+from authgate.domain.secrets import pkce_challenge
 from authgate.ports.identity import ExchangeFailed, VerificationFailed
+from authgate.services.signin import SignInPolicy, SignInService
 
 APP = "https://app.example.com"
 CALLBACK = "https://api.example.com/v1/auth/google/callback"
@@ -86,6 +92,7 @@ def world() -> tuple[SignInService, Provider, MemoryAccounts, MemoryEvents, Cloc
         accounts=accounts,
         states=MemoryStates(),
         events=events,
+        units=MemoryUnitOfWork(accounts, events),
         sessions=JwtSessionTokens(
             ephemeral_keys(), issuer="t", audience="t", ttl=dt.timedelta(hours=24)
         ),

@@ -7,8 +7,6 @@ token endpoint and turns the answer into a :class:`VerifiedIdentity` — from a 
 
 from __future__ import annotations
 
-import hashlib
-import hmac
 import json
 import logging
 from collections.abc import Mapping
@@ -28,6 +26,7 @@ from authgate.adapters.identity.jwks import KeySetCache, KeySetUnavailable
 from authgate.adapters.identity.settings import ProviderSettings
 from authgate.domain.errors import ProviderUnavailable
 from authgate.domain.model import ProviderIdentity, VerifiedIdentity
+from authgate.domain.secrets import appsecret_proof
 from authgate.ports.clock import Clock
 from authgate.ports.identity import ExchangeFailed, VerificationFailed
 
@@ -338,9 +337,7 @@ class OAuthIdentityProvider:
         if settings.profile_endpoint is not None:
             assert settings.client_secret is not None
             # Graph API: proves that the call comes from the app holding the secret.
-            params["appsecret_proof"] = hmac.new(
-                settings.client_secret.encode(), access_token.encode(), hashlib.sha256
-            ).hexdigest()
+            params["appsecret_proof"] = appsecret_proof(settings.client_secret, access_token)
         what = f"provider {self.name}: profile endpoint"
         try:
             answer = await request_json(

@@ -3,5 +3,6 @@
 from .accounts import MemoryAccounts
 from .events import MemoryEvents
 from .state import MemoryStates
+from .units import MemoryUnitOfWork
 
-__all__ = ["MemoryAccounts", "MemoryEvents", "MemoryStates"]
+__all__ = ["MemoryAccounts", "MemoryEvents", "MemoryStates", "MemoryUnitOfWork"]

@@ -17,6 +17,15 @@ class MemoryAccounts:
         self._accounts: dict[str, Account] = {}
         self._identities: dict[ProviderIdentity, LinkedIdentity] = {}
 
+    def snapshot(self) -> tuple[dict[str, Account], dict[ProviderIdentity, LinkedIdentity]]:
+        """What the adapter holds (the records are immutable: shallow copies suffice)."""
+        return dict(self._accounts), dict(self._identities)
+
+    def restore(
+        self, snapshot: tuple[dict[str, Account], dict[ProviderIdentity, LinkedIdentity]]
+    ) -> None:
+        self._accounts, self._identities = snapshot
+
     async def find_by_identity(self, identity: ProviderIdentity) -> Account | None:
         linked = self._identities.get(identity)
         return self._accounts.get(linked.account_id) if linked else None

@@ -12,6 +12,12 @@ class MemoryEvents:
     def __init__(self, max_events: int = 10_000) -> None:
         self._events: collections.deque[SignInEvent] = collections.deque(maxlen=max_events)
 
+    def snapshot(self) -> list[SignInEvent]:
+        return list(self._events)
+
+    def restore(self, snapshot: list[SignInEvent]) -> None:
+        self._events = collections.deque(snapshot, maxlen=self._events.maxlen)
+
     async def record(self, event: SignInEvent) -> None:
         self._events.append(event)
 

@@ -31,20 +31,22 @@ class _LostRace(Exception):
 
 
 class PostgresAccounts:
-    """:class:`~authgate.ports.accounts.AccountRepository` on an asyncpg pool."""
+    """:class:`~authgate.ports.accounts.AccountRepository` on an asyncpg pool, or on one
+    connection inside a unit of work's transaction (its own transactions then nest as
+    savepoints, so a lost race still rolls back only its own attempt)."""
 
-    def __init__(self, pool: asyncpg.Pool) -> None:
-        self._pool = pool
+    def __init__(self, db: rows.Executor) -> None:
+        self._db = db
 
     async def find_by_identity(self, identity: ProviderIdentity) -> Account | None:
-        row = await self._pool.fetchrow(_ACCOUNT_BY_IDENTITY, identity.provider, identity.subject)
+        row = await self._db.fetchrow(_ACCOUNT_BY_IDENTITY, identity.provider, identity.subject)
         return rows.account(row) if row is not None else None
 
     async def get(self, account_id: str) -> Account | None:
         key = rows.account_uuid(account_id)
         if key is None:
             return None
-        row = await self._pool.fetchrow(
+        row = await self._db.fetchrow(
             "SELECT id, email, name, created_at, last_login_at, email_verified "
             "FROM accounts WHERE id = $1",
             key,
@@ -58,7 +60,7 @@ class PostgresAccounts:
         now = rows.utc(now)
         email_verified = email_verified_of(verified)
         for _ in range(_ATTEMPTS):
-            async with self._pool.acquire() as conn:
+            async with rows.connection(self._db) as conn:
                 try:
                     # The account and its identity commit together or not at all: a loser of
                     # the race rolls its account back, so no account is left without identity.
@@ -117,7 +119,7 @@ class PostgresAccounts:
         if key is None:
             raise KeyError(account_id)
         identity = verified.identity
-        async with self._pool.acquire() as conn:
+        async with rows.connection(self._db) as conn:
             for _ in range(_ATTEMPTS):
                 try:
                     inserted = await conn.fetchval(
@@ -156,7 +158,7 @@ class PostgresAccounts:
         key = rows.account_uuid(account_id)
         if key is None:
             return False
-        async with self._pool.acquire() as conn, conn.transaction():
+        async with rows.connection(self._db) as conn, conn.transaction():
             # Serialises unlinks of one account: two concurrent unlinks of its last two
             # identities must not both see "another one remains". NO KEY UPDATE does not
             # block inserting identities (their foreign key takes KEY SHARE).
@@ -182,7 +184,7 @@ class PostgresAccounts:
         key = rows.account_uuid(account_id)
         if key is None:
             return
-        await self._pool.execute(
+        await self._db.execute(
             "UPDATE accounts SET last_login_at = $2 WHERE id = $1", key, rows.utc(now)
         )
 
@@ -190,7 +192,7 @@ class PostgresAccounts:
         key = rows.account_uuid(account_id)
         if key is None:
             return []
-        found = await self._pool.fetch(
+        found = await self._db.fetch(
             """
             SELECT account_id, provider, subject, email, linked_at, is_primary, email_verified
             FROM identities WHERE account_id = $1

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import datetime as dt
 
 import asyncpg
@@ -28,14 +29,22 @@ class PostgresEvents:
         retention: dt.timedelta = DEFAULT_RETENTION,
         purge_interval: dt.timedelta = DEFAULT_PURGE_INTERVAL,
     ) -> None:
-        self._pool = pool
+        self._db: rows.Executor = pool
+        self._owner = self  # the pool's instance: bound copies report to it
         self._retention = retention
         self._last_at: dt.datetime | None = None
         self.housekeeping = PeriodicPurge("old sign-in events", self._purge, purge_interval)
 
+    def bound(self, conn: rows.Executor) -> PostgresEvents:
+        """The same log writing through ``conn`` (a unit of work's transaction); purges
+        still run on the pool, after the fact."""
+        bound = copy.copy(self)
+        bound._db = conn
+        return bound
+
     async def record(self, event: SignInEvent) -> None:
         at = rows.utc(event.at)
-        await self._pool.execute(
+        await self._db.execute(
             """
             INSERT INTO sign_in_events
                 (at, provider, outcome, client_address, user_agent, account_id, detail)
@@ -49,11 +58,11 @@ class PostgresEvents:
             event.account_id,
             event.detail,
         )
-        self._last_at = at
+        self._owner._last_at = at
         self.housekeeping.trigger()
 
     async def recent(self, limit: int = 100) -> list[SignInEvent]:
-        found = await self._pool.fetch(
+        found = await self._db.fetch(
             """
             SELECT at, provider, outcome, client_address, user_agent, account_id, detail
             FROM sign_in_events ORDER BY at DESC, id DESC LIMIT $1
@@ -63,7 +72,7 @@ class PostgresEvents:
         return [rows.sign_in_event(r) for r in found]
 
     async def purge_before(self, cutoff: dt.datetime) -> int:
-        status = await self._pool.execute(
+        status = await self._db.execute(
             "DELETE FROM sign_in_events WHERE at < $1", rows.utc(cutoff)
         )
         return rows.affected(status)

@@ -5,10 +5,12 @@ from __future__ import annotations
 import datetime as dt
 import json
 import uuid
-from collections.abc import Mapping
+from collections.abc import AsyncIterator, Mapping
+from contextlib import asynccontextmanager
 from typing import Any
 
 import asyncpg
+from asyncpg.pool import PoolConnectionProxy
 
 from authgate.domain.model import (
     Account,
@@ -17,6 +19,19 @@ from authgate.domain.model import (
     ProviderIdentity,
     SignInEvent,
 )
+
+# What an adapter runs its statements on: the pool, or one connection of a unit of work.
+Executor = asyncpg.Pool | asyncpg.Connection | PoolConnectionProxy
+
+
+@asynccontextmanager
+async def connection(db: Executor) -> AsyncIterator[asyncpg.Connection | PoolConnectionProxy]:
+    """One connection of ``db``: a pooled one for the block, or ``db`` itself."""
+    if isinstance(db, asyncpg.Pool):
+        async with db.acquire() as conn:
+            yield conn
+    else:
+        yield db
 
 
 def utc(value: dt.datetime) -> dt.datetime:

@@ -5,8 +5,12 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 
 import asyncpg
+
+from authgate.adapters.units import BoundRepositories
 
 from . import events, state
 from .accounts import PostgresAccounts
@@ -39,6 +43,7 @@ class PostgresStore:
         self.accounts = PostgresAccounts(pool)
         self.states = PostgresStates(pool, purge_interval)
         self.events = PostgresEvents(pool, event_retention, purge_interval)
+        self.units = PostgresUnitOfWork(pool, self.events)
         self._ping_timeout = ping_timeout
 
     async def ping(self) -> None:
@@ -103,3 +108,17 @@ async def open_postgres(
         event_retention=event_retention,
         purge_interval=purge_interval,
     )
+
+
+class PostgresUnitOfWork:
+    """:class:`~authgate.ports.unit_of_work.UnitOfWork`: one pooled connection in one
+    transaction for the block; the repositories' own transactions nest as savepoints."""
+
+    def __init__(self, pool: asyncpg.Pool, events: PostgresEvents) -> None:
+        self._pool = pool
+        self._events = events
+
+    @asynccontextmanager
+    async def begin(self) -> AsyncIterator[BoundRepositories]:
+        async with self._pool.acquire() as conn, conn.transaction():
+            yield BoundRepositories(PostgresAccounts(conn), self._events.bound(conn))

@@ -50,9 +50,46 @@ class Database:
                     await self.conn.execute("ROLLBACK")
                 raise
 
+    @asynccontextmanager
+    async def unit(self) -> AsyncIterator[Database]:
+        """A unit of work: the connection, alone, in one ``BEGIN IMMEDIATE`` transaction for
+        the whole block, handed out as a :class:`BoundDatabase` so that the adapters' own
+        ``use`` and ``transaction`` run inside it."""
+        async with self.transaction() as conn:
+            yield BoundDatabase(conn)
+
     async def close(self) -> None:
         async with self._lock:
             await self.conn.close()
+
+
+class BoundDatabase(Database):
+    """The connection inside a unit of work's open transaction: ``use`` needs no lock (the
+    unit holds it) and ``transaction`` is a savepoint, so a step that fails rolls back alone
+    and the unit decides about the rest."""
+
+    @asynccontextmanager
+    async def use(self) -> AsyncIterator[aiosqlite.Connection]:
+        yield self.conn
+
+    @asynccontextmanager
+    async def transaction(self) -> AsyncIterator[aiosqlite.Connection]:
+        await self.conn.execute("SAVEPOINT step")
+        try:
+            yield self.conn
+        except BaseException:
+            with contextlib.suppress(sqlite3.Error):
+                await self.conn.execute("ROLLBACK TO step")
+                await self.conn.execute("RELEASE step")
+            raise
+        await self.conn.execute("RELEASE step")
+
+    @asynccontextmanager
+    async def unit(self) -> AsyncIterator[Database]:
+        yield self
+
+    async def close(self) -> None:
+        raise RuntimeError("a unit of work's connection is closed with its store")
 
 
 def utc(value: dt.datetime) -> dt.datetime:

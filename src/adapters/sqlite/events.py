@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import datetime as dt
 
 from authgate.domain.model import Outcome, SignInEvent
@@ -26,6 +27,12 @@ class SqliteEvents:
         self._db = db
         self._retention = retention
         self.housekeeping = PeriodicPurge("old sign-in events", purge_interval)
+
+    def bound(self, db: Database) -> SqliteEvents:
+        """The same log writing through ``db`` (a unit of work's), sharing the purge schedule."""
+        bound = copy.copy(self)
+        bound._db = db
+        return bound
 
     async def record(self, event: SignInEvent) -> None:
         async with self._db.use() as conn:

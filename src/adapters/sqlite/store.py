@@ -9,10 +9,13 @@ import os
 import random
 import sqlite3
 import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 
 import aiosqlite
 
 from authgate.adapters.files import create_private_file, warn_if_exposed
+from authgate.adapters.units import BoundRepositories
 
 from . import events, schema, state
 from .accounts import SqliteAccounts
@@ -45,6 +48,7 @@ class SqliteStore:
         self.accounts = SqliteAccounts(db)
         self.states = SqliteStates(db, purge_interval)
         self.events = SqliteEvents(db, event_retention, purge_interval)
+        self.units = SqliteUnitOfWork(db, self.events)
         self._ping_timeout = ping_timeout
 
     async def ping(self) -> None:
@@ -54,6 +58,20 @@ class SqliteStore:
 
     async def close(self) -> None:
         await self.db.close()
+
+
+class SqliteUnitOfWork:
+    """:class:`~authgate.ports.unit_of_work.UnitOfWork`: the file's one connection in one
+    ``BEGIN IMMEDIATE`` transaction for the block."""
+
+    def __init__(self, db: Database, events: SqliteEvents) -> None:
+        self._db = db
+        self._events = events
+
+    @asynccontextmanager
+    async def begin(self) -> AsyncIterator[BoundRepositories]:
+        async with self._db.unit() as bound:
+            yield BoundRepositories(SqliteAccounts(bound), self._events.bound(bound))
 
 
 async def _use_wal(conn: aiosqlite.Connection) -> None:

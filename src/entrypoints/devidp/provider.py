@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import base64
 import binascii
-import hashlib
 import hmac
 import json
 import logging
@@ -28,6 +27,7 @@ from aiohttp import web
 from joserfc import jwt
 from joserfc.errors import JoseError
 
+from authgate.domain.secrets import appsecret_proof, pkce_challenge
 from authgate.entrypoints.devidp.clients import (
     CLIENT_SECRET_BASIC,
     CLIENT_SECRET_POST,
@@ -150,15 +150,6 @@ def _single(pairs: Iterable[tuple[str, Any]], names: Iterable[str]) -> dict[str,
         if value != "":
             out[key] = value
     return out
-
-
-def s256(verifier: str) -> str:
-    digest = hashlib.sha256(verifier.encode("ascii")).digest()
-    return base64.urlsafe_b64encode(digest).rstrip(b"=").decode("ascii")
-
-
-def appsecret_proof(client_secret: str, access_token: str) -> str:
-    return hmac.new(client_secret.encode(), access_token.encode(), hashlib.sha256).hexdigest()
 
 
 class DevIdentityProvider:
@@ -519,7 +510,7 @@ class DevIdentityProvider:
             return
         if verifier is None or not _CODE_VERIFIER.match(verifier):
             raise _TokenError(400, "invalid_grant", "code_verifier is missing or malformed")
-        if not hmac.compare_digest(s256(verifier), grant.code_challenge):
+        if not hmac.compare_digest(pkce_challenge(verifier), grant.code_challenge):
             raise _TokenError(400, "invalid_grant", "code_verifier does not match")
 
     def id_token(self, client: DevClient, user: TestUser, grant: CodeGrant) -> str:

@@ -10,7 +10,7 @@ from aiohttp import web
 
 from authgate.domain import errors
 from authgate.domain.model import ClientInfo, Intent
-from authgate.domain.signin import SignInService, new_secret
+from authgate.domain.secrets import new_secret
 from authgate.entrypoints.http.auth import SESSION_COOKIE, SameOriginGuard, SessionVerifier
 from authgate.entrypoints.http.bodies import AppError, ProviderDetails
 from authgate.entrypoints.http.client import ClientAddress, accepts_only_json, prefers_html
@@ -33,6 +33,7 @@ from authgate.entrypoints.rest import (
 )
 from authgate.ports.ratelimit import RateLimiter
 from authgate.ports.sessions import InvalidSession
+from authgate.services.signin import SignInService
 
 log = logging.getLogger("authgate.http")
 

@@ -6,12 +6,9 @@ here, in the spec's order, and the HTTP entrypoint only translates.
 
 from __future__ import annotations
 
-import base64
 import contextlib
 import datetime as dt
-import hashlib
 import logging
-import secrets
 from collections.abc import Mapping
 
 import attrs
@@ -29,6 +26,7 @@ from authgate.domain.model import (
     VerifiedIdentity,
 )
 from authgate.domain.redirects import app_url_for, safe_return_to
+from authgate.domain.secrets import binding_hash, new_secret, pkce_challenge
 from authgate.domain.text import has_control_characters, printable, storable
 from authgate.ports.accounts import AccountRepository, IdentityTaken
 from authgate.ports.clock import Clock
@@ -36,6 +34,7 @@ from authgate.ports.events import SignInEventLog
 from authgate.ports.identity import ExchangeFailed, IdentityProvider, VerificationFailed
 from authgate.ports.sessions import SessionTokens
 from authgate.ports.state import StateStore, StateStoreFull
+from authgate.ports.unit_of_work import UnitOfWork
 
 log = logging.getLogger("authgate.signin")
 security_log = logging.getLogger("authgate.security")
@@ -63,22 +62,6 @@ class SignInPolicy:
         return app_url_for(self.app_url, self.login_path)
 
 
-def binding_hash(binding: str) -> str:
-    """What is stored of the browser-binding value: its SHA-256, never the value."""
-    return hashlib.sha256(binding.encode()).hexdigest()
-
-
-def new_secret(nbytes: int = 32) -> str:
-    """A URL-safe random value (``nbytes`` of entropy: 32 bytes is 256 bits)."""
-    return secrets.token_urlsafe(nbytes)
-
-
-def pkce_challenge(verifier: str) -> str:
-    """RFC 7636 S256 code challenge of a verifier."""
-    digest = hashlib.sha256(verifier.encode("ascii")).digest()
-    return base64.urlsafe_b64encode(digest).rstrip(b"=").decode("ascii")
-
-
 class SignInService:
     """Starts and completes sign-ins; creates, logs in and links accounts."""
 
@@ -89,6 +72,7 @@ class SignInService:
         accounts: AccountRepository,
         states: StateStore,
         events: SignInEventLog,
+        units: UnitOfWork,
         sessions: SessionTokens,
         clock: Clock,
         policy: SignInPolicy,
@@ -97,6 +81,7 @@ class SignInService:
         self.accounts = accounts
         self.states = states
         self.events = events
+        self.units = units
         self.sessions = sessions
         self.clock = clock
         self.policy = policy
@@ -192,7 +177,8 @@ class SignInService:
     ) -> SignedIn:
         """Complete a sign-in; raises a :class:`~authgate.domain.errors.SignInError` otherwise.
 
-        Every outcome, success or failure, is recorded as a sign-in event.
+        Every outcome, success or failure, is recorded as a sign-in event: a success in the
+        unit of work that signs in, a failure on its own.
         """
         provider = self.provider(provider_name)  # rule 1
         try:
@@ -200,9 +186,9 @@ class SignInService:
                 provider, code, state, binding, client, error, error_description, user, iss
             )
         except errors.SignInError as e:
-            await self._record(provider.name, _outcome_of(e), client, None, _detail_of(e))
+            failed = self._event(provider.name, _outcome_of(e), client, None, _detail_of(e))
+            await self._record_failure(failed)
             raise
-        await self._record(provider.name, signed_in.outcome, client, signed_in.account.id, None)
         return signed_in
 
     async def _complete(
@@ -234,7 +220,7 @@ class SignInService:
         pending = await self._take_state(provider, state, binding, now)  # rule 4
         await self._check_response_issuer(provider, iss)  # RFC 9207, before the code is sent
         verified = await self._verify(provider, pending, code, user)  # rules 5-7
-        return await self._sign_in(provider, pending, verified)  # rules 8-9
+        return await self._sign_in(provider, pending, verified, client)  # rules 8-9
 
     async def _take_state(
         self, provider: IdentityProvider, state: str, binding: str | None, now: dt.datetime
@@ -305,30 +291,20 @@ class SignInService:
         )
 
     async def _sign_in(
-        self, provider: IdentityProvider, pending: PendingSignIn, verified: VerifiedIdentity
+        self,
+        provider: IdentityProvider,
+        pending: PendingSignIn,
+        verified: VerifiedIdentity,
+        client: ClientInfo,
     ) -> SignedIn:
         now = self.clock.now()
-        first_time = False
-        outcome = Outcome.SIGNED_IN
-        account: Account | None
-        if pending.intent is Intent.LINK:
-            outcome = Outcome.LINKED
-            assert pending.account_id is not None
-            try:
-                await self.accounts.link_identity(pending.account_id, verified, now)
-            except IdentityTaken:
-                raise errors.IdentityLinkedElsewhere() from None
-            account = await self.accounts.get(pending.account_id)
-            if account is None:
-                raise errors.AccountNotFound()
-        else:
-            account = await self.accounts.find_by_identity(verified.identity)
-            if account is None:
-                if pending.intent is not Intent.REGISTER:
-                    raise errors.AccountNotFound()
-                account, first_time = await self.accounts.create_with_identity(verified, now)
-                outcome = Outcome.REGISTERED if first_time else Outcome.SIGNED_IN
-        await self.accounts.record_login(account.id, now)
+        # One unit of work: the account or identity, the last sign-in and the audit event
+        # commit together or not at all.
+        async with self.units.begin() as tx:
+            account, outcome = await self._account_for(tx.accounts, pending, verified, now)
+            await tx.accounts.record_login(account.id, now)
+            await tx.events.record(self._event(provider.name, outcome, client, account.id, None))
+        first_time = outcome is Outcome.REGISTERED
         session = self.sessions.issue(account.id, provider.name, now)
         if first_time:
             destination = app_url_for(self.policy.app_url, self.policy.onboarding_path)
@@ -346,14 +322,43 @@ class SignInService:
             outcome=outcome,
         )
 
-    async def _record(
+    @staticmethod
+    async def _account_for(
+        accounts: AccountRepository,
+        pending: PendingSignIn,
+        verified: VerifiedIdentity,
+        now: dt.datetime,
+    ) -> tuple[Account, Outcome]:
+        """Rule 8: the account the callback signs in to (linked, found or created)."""
+        if pending.intent is Intent.LINK:
+            assert pending.account_id is not None
+            try:
+                await accounts.link_identity(pending.account_id, verified, now)
+            except IdentityTaken:
+                raise errors.IdentityLinkedElsewhere() from None
+            except KeyError:  # the caller's account was deleted meanwhile
+                raise errors.AccountNotFound() from None
+            linked_to = await accounts.get(pending.account_id)
+            if linked_to is None:
+                raise errors.AccountNotFound()
+            return linked_to, Outcome.LINKED
+        found = await accounts.find_by_identity(verified.identity)
+        if found is not None:
+            return found, Outcome.SIGNED_IN
+        if pending.intent is not Intent.REGISTER:
+            raise errors.AccountNotFound()
+        created, first_time = await accounts.create_with_identity(verified, now)
+        return created, Outcome.REGISTERED if first_time else Outcome.SIGNED_IN
+
+    def _event(
         self,
         provider: str,
         outcome: Outcome,
         client: ClientInfo,
         account_id: str | None,
         detail: str | None,
-    ) -> None:
+    ) -> SignInEvent:
+        """The audit event of a callback (logged here; stored by the caller)."""
         event = SignInEvent(
             at=self.clock.now(),
             provider=provider,
@@ -371,9 +376,12 @@ class SignInService:
             event.user_agent,
             account_id,
         )
+        return event
+
+    async def _record_failure(self, event: SignInEvent) -> None:
         try:
             await self.events.record(event)
-        except Exception:  # the audit trail must not turn a sign-in into a failure
+        except Exception:  # the audit trail must not turn a refusal into a 500
             log.exception("could not store sign-in event")
 
 

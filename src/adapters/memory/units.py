@@ -1,0 +1,35 @@
+"""A unit of work over the memory adapters (tests, and a single instance)."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+from authgate.adapters.units import BoundRepositories
+
+from .accounts import MemoryAccounts
+from .events import MemoryEvents
+
+
+class MemoryUnitOfWork:
+    """:class:`~authgate.ports.unit_of_work.UnitOfWork` on memory adapters: units run one at a
+    time, and a unit that fails puts back what the adapters held when it began. Writes made
+    outside any unit while one runs would be undone by its rollback: the services write
+    through units only."""
+
+    def __init__(self, accounts: MemoryAccounts, events: MemoryEvents) -> None:
+        self._accounts = accounts
+        self._events = events
+        self._lock = asyncio.Lock()
+
+    @asynccontextmanager
+    async def begin(self) -> AsyncIterator[BoundRepositories]:
+        async with self._lock:
+            accounts, events = self._accounts.snapshot(), self._events.snapshot()
+            try:
+                yield BoundRepositories(self._accounts, self._events)
+            except BaseException:
+                self._accounts.restore(accounts)
+                self._events.restore(events)
+                raise

@@ -1,0 +1,16 @@
+"""The repositories of one open transaction, as the unit-of-work adapters hand them out."""
+
+from __future__ import annotations
+
+import attrs
+
+from authgate.ports.accounts import AccountRepository
+from authgate.ports.events import SignInEventLog
+
+
+@attrs.frozen
+class BoundRepositories:
+    """:class:`~authgate.ports.unit_of_work.Transaction`: repositories bound to one transaction."""
+
+    accounts: AccountRepository
+    events: SignInEventLog

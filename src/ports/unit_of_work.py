@@ -1,0 +1,32 @@
+"""A unit of work: the writes of one use case commit together or not at all.
+
+``async with uow.begin() as tx:`` gives repositories bound to one transaction; leaving the
+block normally commits, an exception rolls every write of the block back. The sign-in
+callback writes the account or identity, the last sign-in time and the audit event through
+one transaction; later the session record and the outbox row join it.
+"""
+
+from __future__ import annotations
+
+from contextlib import AbstractAsyncContextManager
+from typing import Protocol
+
+from authgate.ports.accounts import AccountRepository
+from authgate.ports.events import SignInEventLog
+
+
+class Transaction(Protocol):
+    """The repositories of one open transaction."""
+
+    @property
+    def accounts(self) -> AccountRepository: ...
+
+    @property
+    def events(self) -> SignInEventLog: ...
+
+
+class UnitOfWork(Protocol):
+    def begin(self) -> AbstractAsyncContextManager[Transaction]:
+        """Open a transaction: committed when the block ends normally, rolled back when it
+        raises (or is cancelled)."""
+        ...
