@@ -6,7 +6,8 @@ from collections.abc import Sequence
 
 
 class SignInError(Exception):
-    """Base of every expected sign-in failure. ``str(e)`` is safe to show to a client."""
+    """Base of every expected failure of sign-in and of the account. ``str(e)`` is safe to
+    show to a client."""
 
 
 class InvalidProvider(SignInError):
@@ -86,13 +87,27 @@ class NotAuthenticated(SignInError):
 class LastIdentity(SignInError):
     """Unlinking the only provider identity of an account would lock its owner out."""
 
-    def __init__(self) -> None:
-        super().__init__("the last linked provider cannot be removed")
+    def __init__(self, provider: str) -> None:
+        self.provider = provider
+        super().__init__(
+            f"'{provider}' is the account's only linked provider; link another one before "
+            "removing it"
+        )
 
 
 class IdentityNotLinked(SignInError):
+    """The account holds no identity at that provider."""
+
     def __init__(self, provider: str) -> None:
+        self.provider = provider
         super().__init__(f"provider '{provider}' is not linked to this account")
+
+
+class AccountGone(SignInError):
+    """The signed-in caller's account no longer exists (deleted since the token was issued)."""
+
+    def __init__(self) -> None:
+        super().__init__("the signed-in account no longer exists")
 
 
 class TemporarilyUnavailable(SignInError):

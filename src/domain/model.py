@@ -93,6 +93,7 @@ class Authorization:
     scopes: tuple[str, ...]
     response_type: str
     state: str
+    state_max_age: int = 600  # seconds the pending sign-in (and its binding cookie) lives
 
 
 class Outcome(enum.Enum):
@@ -138,6 +139,7 @@ class SignedIn:
     destination: str
     session: IssuedSession
     outcome: Outcome
+    session_max_age: int = 0  # seconds from now until the session expires (the cookie's)
 
 
 @attrs.frozen

@@ -10,8 +10,15 @@ _NON_ASCII = re.compile(r"[^\x00-\x7f]+")
 
 
 def origin(url: str) -> str:
-    parts = urlsplit(url)
-    return f"{parts.scheme.lower()}://{parts.netloc.lower()}"
+    """``scheme://host[:port]`` of a URL or an ``Origin`` header, lower case, without user-info
+    and without the scheme's default port (browsers never send it; a configured URL may)."""
+    parts = urlsplit(url.strip())
+    scheme = parts.scheme.lower()
+    netloc = parts.netloc.lower().rpartition("@")[2]
+    default = {"http": ":80", "https": ":443"}.get(scheme)
+    if default and netloc.endswith(default):
+        netloc = netloc.removesuffix(default)
+    return f"{scheme}://{netloc}"
 
 
 def app_url_for(app_url: str, path: str) -> str:

@@ -54,9 +54,13 @@ from authgate.adapters.sqlite import SchemaTooNew, SqliteStore, SqliteUnavailabl
 from authgate.entrypoints import development
 from authgate.entrypoints.config import Config, callback_urls_of
 from authgate.entrypoints.http.account import AccountOperations
-from authgate.entrypoints.http.auth import SameOriginGuard, SessionVerifier
-from authgate.entrypoints.http.client import ClientAddress
-from authgate.entrypoints.http.lifecycle import LifecycleOperations, session_cookie_scheme
+from authgate.entrypoints.http.caller import ClientAddress
+from authgate.entrypoints.http.jwks import JwksOperations
+from authgate.entrypoints.http.session_auth import (
+    SameOriginGuard,
+    SessionVerifier,
+    session_cookie_scheme,
+)
 from authgate.entrypoints.http.signin import SignInOperations
 from authgate.entrypoints.rest import Api, BearerJWT, HealthCheck
 from authgate.ports.accounts import AccountRepository
@@ -67,6 +71,7 @@ from authgate.ports.ratelimit import RateLimiter
 from authgate.ports.sessions import SessionTokens
 from authgate.ports.state import StateStore
 from authgate.ports.unit_of_work import UnitOfWork
+from authgate.services.account import AccountService
 from authgate.services.signin import SignInPolicy, SignInService
 
 log = logging.getLogger("authgate")
@@ -138,11 +143,11 @@ def build_api(config: Config, resources: Resources) -> Api:
         resources.initiation_limiter,
         guard,
     ).register(api)
-    cookie = session_cookie_scheme(verifier)
-    AccountOperations(resources.accounts, resources.sessions, bearer).register(api)
-    LifecycleOperations(
-        resources.accounts, list(resources.providers), bearer, cookie, guard
-    ).register(api)
+    accounts = AccountService(
+        accounts=resources.accounts, units=resources.units, providers=list(resources.providers)
+    )
+    AccountOperations(accounts, bearer, session_cookie_scheme(verifier), guard).register(api)
+    JwksOperations(resources.sessions).register(api)
     for check in resources.readiness:
         api.readiness.add(check)
     return api

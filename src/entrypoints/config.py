@@ -204,7 +204,7 @@ def substitute(text: str, env: dict[str, str] | os._Environ[str] = os.environ) -
     return _VAR.sub(replace, text)
 
 
-def parse(text: str, source: str = "<config>") -> Config:
+def parse(text: str) -> Config:
     """Parse configuration text (after environment substitution)."""
     try:
         data = yaml.safe_load(substitute(text))
@@ -231,7 +231,7 @@ def load(path: str | Path) -> Config:
         raise ConfigError(f"cannot read {path}: {e.strerror or e}") from None
     except UnicodeDecodeError:
         raise ConfigError(f"cannot read {path}: not UTF-8 text") from None
-    return parse(text, str(path))
+    return parse(text)
 
 
 _converter = make_converter()

@@ -86,6 +86,10 @@ class SignInService:
         self.clock = clock
         self.policy = policy
 
+    def login_url(self) -> str:
+        """The application's login page, where failed callbacks send the browser."""
+        return self.policy.login_url()
+
     def provider(self, name: str) -> IdentityProvider:
         try:
             return self.providers[name]
@@ -158,6 +162,7 @@ class SignInService:
             scopes=provider.scopes,
             response_type="code",
             state=state,
+            state_max_age=int(self.policy.state_ttl.total_seconds()),
         )
 
     # -- callback (spec 4.6) ----------------------------------------------------------------
@@ -320,6 +325,7 @@ class SignInService:
             destination=destination,
             session=session,
             outcome=outcome,
+            session_max_age=max(int((session.expires_at - now).total_seconds()), 0),
         )
 
     @staticmethod

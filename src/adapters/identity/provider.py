@@ -95,10 +95,6 @@ class OAuthIdentityProvider:
     # -- the port's properties -------------------------------------------------------------
 
     @property
-    def settings(self) -> ProviderSettings:
-        return self._settings
-
-    @property
     def name(self) -> str:
         return self._settings.name
 
@@ -119,10 +115,6 @@ class OAuthIdentityProvider:
         return self._settings.pkce
 
     # -- initiation -------------------------------------------------------------------------
-
-    async def endpoints(self) -> Endpoints:
-        """The provider's endpoints (discovery on first use); raises ProviderUnavailable."""
-        return await self._endpoints.get()
 
     async def authorization_url(
         self,

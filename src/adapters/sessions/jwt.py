@@ -23,10 +23,11 @@ from joserfc.jwk import ECKey, KeySet
 
 from authgate.adapters.files import create_private_file, warn_if_exposed
 from authgate.domain.model import IssuedSession
+from authgate.domain.scopes import SESSION_SCOPES
 from authgate.ports.sessions import InvalidSession, SessionClaims
 
 ALGORITHMS = {"EC": "ES256", "OKP": "EdDSA"}
-SCOPES = ("account:read", "account:manage")
+SCOPES = SESSION_SCOPES
 LEEWAY_SECONDS = 30
 VERIFIED_CACHE_SIZE = 4096
 VERIFIED_CACHE_SECONDS = 60.0

@@ -1,22 +1,82 @@
-"""``GET /v1/account/providers`` (spec 4.4) and the public session keys."""
+"""The caller's account: every ``/v1/account*`` operation.
+
+* ``GET /v1/account/providers`` (spec 4.4): the caller's linked providers; the bearer JWT only
+  (spec 2.9: one security requirement), scope ``account:read`` or ``account:manage``.
+* ``GET /v1/account``: the account (id, email and whether it is verified, name, created, last
+  sign-in, linked providers); bearer or session cookie, scope ``account:read`` or
+  ``account:manage``.
+* ``DELETE /v1/account/providers/{provider}``: unlinks a provider, answers those that remain;
+  scope ``account:manage``; with the cookie, the same-origin guard.
+
+The rules (which provider may go, the last one never) are the :class:`AccountService`'s;
+failures map to HTTP in :mod:`authgate.entrypoints.http.errors`.
+"""
 
 from __future__ import annotations
 
-from authgate.entrypoints.http.bodies import Jwks, LinkedProvider, LinkedProviders, PublicKey
-from authgate.entrypoints.rest import Api, BearerJWT, Call
-from authgate.ports.accounts import AccountRepository
-from authgate.ports.sessions import SessionTokens
+from authgate.domain import errors
+from authgate.domain.model import LinkedIdentity
+from authgate.domain.scopes import ACCOUNT_MANAGE, READ_SCOPES
+from authgate.entrypoints.http.bodies import (
+    AccountDetails,
+    AppError,
+    LinkedProvider,
+    LinkedProviders,
+)
+from authgate.entrypoints.http.errors import http_error
+from authgate.entrypoints.http.session_auth import SESSION_COOKIE_SCHEME, SameOriginGuard
+from authgate.entrypoints.rest import (
+    Api,
+    ApiKey,
+    BearerJWT,
+    Call,
+    HttpError,
+    Principal,
+    Reply,
+    path,
+    pattern,
+)
+from authgate.services.account import AccountService
 
-READ_SCOPES = ("account:read", "account:manage")
+NO_STORE = {"Cache-Control": "no-store"}
+
+
+def linked_provider(linked: LinkedIdentity) -> LinkedProvider:
+    """Spec 2.2's record of one linked identity (never a provider token)."""
+    return LinkedProvider(
+        provider=linked.identity.provider,
+        provider_id=f"user:{linked.identity.provider}:{linked.identity.subject}",
+        linked_at=linked.linked_at,
+        is_primary=linked.is_primary,
+    )
+
+
+def _require_scope(principal: Principal, *any_of: str) -> None:
+    # The bearer scheme checks scopes itself; the cookie scheme (an API key) does not.
+    if not principal.scopes & set(any_of):
+        raise HttpError(
+            403,
+            {
+                "error": "insufficient_scope",
+                "message": "the token lacks the required scope: one of " + ", ".join(any_of),
+            },
+        )
 
 
 class AccountOperations:
+    """Registers the account operations on an API."""
+
     def __init__(
-        self, accounts: AccountRepository, sessions: SessionTokens, bearer: BearerJWT
+        self,
+        service: AccountService,
+        bearer: BearerJWT,
+        cookie: ApiKey,
+        guard: SameOriginGuard,
     ) -> None:
-        self.accounts = accounts
-        self.sessions = sessions
+        self.service = service
         self.bearer = bearer
+        self.cookie = cookie
+        self.guard = guard
 
     def register(self, api: Api) -> None:
         # Spec 4.4 and 2.9: the bearer JWT only (one security requirement). Browser pages,
@@ -31,39 +91,65 @@ class AccountOperations:
         )(self.linked_providers)
         api.operation(
             "GET",
-            "/.well-known/jwks.json",
-            response=Jwks,
-            operation_id="session_keys",
+            "/v1/account",
+            response=AccountDetails,
+            security=[self.bearer.with_scopes(*READ_SCOPES), self.cookie],
+            responses={404: AppError},
+            operation_id="get_account",
             tags=("account",),
-        )(self.jwks)
+        )(self.account)
+        api.operation(
+            "DELETE",
+            "/v1/account/providers/{provider}",
+            params=[path("provider", pattern(r"^[a-z][a-z0-9_-]{0,63}$"))],
+            response=LinkedProviders,
+            security=[self.bearer.with_scopes(ACCOUNT_MANAGE), self.cookie],
+            responses={403: AppError, 404: AppError, 409: AppError},
+            operation_id="unlink_provider",
+            tags=("account",),
+        )(self.unlink)
+
+    def _caller(self, call: Call[None], *scopes: str) -> str:
+        principal = call.principal
+        assert principal is not None
+        if principal.scheme == SESSION_COOKIE_SCHEME:
+            _require_scope(principal, *scopes)
+        return principal.subject
+
+    # -- GET /v1/account/providers ------------------------------------------------------------
 
     async def linked_providers(self, call: Call[None]) -> LinkedProviders:
-        assert call.principal is not None
-        linked = await self.accounts.list_identities(call.principal.subject)
-        return LinkedProviders(
-            [
-                LinkedProvider(
-                    provider=i.identity.provider,
-                    provider_id=f"user:{i.identity.provider}:{i.identity.subject}",
-                    linked_at=i.linked_at,
-                    is_primary=i.is_primary,
-                )
-                for i in linked
-            ]
-        )
+        linked = await self.service.linked_providers(self._caller(call, *READ_SCOPES))
+        return LinkedProviders([linked_provider(i) for i in linked])
 
-    async def jwks(self, call: Call[None]) -> Jwks:
-        return Jwks(
-            [
-                PublicKey(
-                    kty=k["kty"],
-                    kid=k["kid"],
-                    use=k.get("use"),
-                    alg=k.get("alg"),
-                    crv=k.get("crv"),
-                    x=k.get("x"),
-                    y=k.get("y"),
-                )
-                for k in self.sessions.public_jwks()["keys"]
-            ]
+    # -- GET /v1/account ------------------------------------------------------------------
+
+    async def account(self, call: Call[None]) -> Reply[AccountDetails]:
+        try:
+            view = await self.service.account(self._caller(call, *READ_SCOPES))
+        except errors.SignInError as e:
+            raise http_error(e) from None
+        account = view.account
+        details = AccountDetails(
+            id=account.id,
+            email=account.email,
+            email_verified=account.email_verified,
+            name=account.name,
+            created_at=account.created_at,
+            last_sign_in_at=account.last_login_at,
+            providers=[linked_provider(i) for i in view.identities],
         )
+        return Reply(details, headers=NO_STORE)
+
+    # -- DELETE /v1/account/providers/{provider} ----------------------------------------------
+
+    async def unlink(self, call: Call[None]) -> Reply[LinkedProviders]:
+        assert call.principal is not None
+        if call.principal.scheme == SESSION_COOKIE_SCHEME:
+            self.guard.check(call.request)
+        account_id = self._caller(call, ACCOUNT_MANAGE)
+        try:
+            remaining = await self.service.unlink(account_id, call.path["provider"])
+        except errors.SignInError as e:
+            raise http_error(e) from None
+        return Reply(LinkedProviders([linked_provider(i) for i in remaining]), headers=NO_STORE)

@@ -1,4 +1,5 @@
-"""Response bodies of the sign-in application, with the spec's field names (2.2 to 2.5)."""
+"""Response bodies of the sign-in application, with the spec's field names (2.2 to 2.5), and
+the account's."""
 
 from __future__ import annotations
 
@@ -36,6 +37,21 @@ class LinkedProviders:
     """Spec 2.3."""
 
     providers: list[LinkedProvider]
+
+
+@attrs.frozen
+class AccountDetails:
+    """The caller's account. ``emailVerified`` is true only when the provider of the primary
+    identity said the email address is verified; false when it said false, did not say (the
+    facebook-shaped profile endpoint) or gave no address."""
+
+    id: str
+    created_at: dt.datetime = wire_field("createdAt")
+    providers: list[LinkedProvider] = wire_field("providers")
+    email_verified: bool = wire_field("emailVerified")
+    email: str | None = None
+    name: str | None = None
+    last_sign_in_at: dt.datetime | None = wire_field("lastSignInAt", default=None)
 
 
 @attrs.frozen

@@ -1,41 +1,119 @@
-"""The one place where domain failures become HTTP answers (spec 7.1, 7.2)."""
+"""The one place where failures become HTTP answers (spec 7.1, 7.2).
+
+:data:`ANSWERS` maps every domain error to its status, code and message, and — for the
+callback, which answers a browser — to the redirect to the login page where there is one.
+JSON operations raise :func:`http_error`; the callback answers :func:`callback_answer`.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from urllib.parse import urlencode
 
+import attrs
 from aiohttp import web
 
 from authgate.domain import errors
 from authgate.entrypoints.rest import HttpError, json_response
+from authgate.ports.ratelimit import RateDecision
 
 # Callback responses carry no cacheable content and leak no URL (with its code) onward.
 CALLBACK_HEADERS = {"Cache-Control": "no-store", "Referrer-Policy": "no-referrer"}
 
 
-def app_error(status: int, code: str, message: str) -> HttpError:
-    return HttpError(status, {"error": code, "message": message})
+@attrs.frozen
+class Answer:
+    """How one kind of failure is answered.
+
+    ``message``: the body's message (None: the error's own text, which is safe to show).
+    ``redirect``: the callback's ``(error, reason)`` for the login page (reason None: the
+    error's ``reason``); a callback failure without one answers JSON.
+    ``json_first``: the callback answers JSON anyway to a client that accepts only JSON.
+    """
+
+    status: int
+    code: str
+    message: str | None = None
+    redirect: tuple[str, str | None] | None = None
+    json_first: bool = False
+    headers: Mapping[str, str] = attrs.field(factory=dict)
 
 
-def initiation_error(e: errors.SignInError) -> HttpError:
-    """Spec 4.5: the initiation answers JSON errors."""
-    if isinstance(e, errors.InvalidProvider):
-        return app_error(400, "invalid_provider", str(e))
-    if isinstance(e, errors.MissingParameter):
-        return app_error(400, "missing_parameter", str(e))
-    if isinstance(e, errors.InvalidRequest):
-        return app_error(400, "invalid_request", str(e))
-    if isinstance(e, errors.TemporarilyUnavailable):
-        return HttpError(
-            503, {"error": "temporarily_unavailable", "message": str(e)}, {"Retry-After": "60"}
-        )
-    if isinstance(e, errors.NotAuthenticated):
-        return HttpError(
-            401,
-            {"error": "unauthorized", "message": "sign in before linking another provider"},
-            {"WWW-Authenticate": "Bearer"},
-        )
+ANSWERS: Mapping[type[Exception], Answer] = {
+    errors.InvalidProvider: Answer(400, "invalid_provider"),
+    errors.MissingParameter: Answer(400, "missing_parameter"),
+    errors.InvalidRequest: Answer(400, "invalid_request"),
+    errors.InvalidState: Answer(401, "invalid_state"),
+    errors.NotAuthenticated: Answer(
+        401,
+        "unauthorized",
+        "sign in before linking another provider",
+        headers={"WWW-Authenticate": "Bearer"},
+    ),
+    errors.AccessDenied: Answer(
+        403,
+        "access_denied",
+        "the authorization was denied at the provider",
+        redirect=("access_denied", "user_denied"),
+        json_first=True,
+    ),
+    errors.ProviderError: Answer(
+        502, "provider_error", redirect=("authentication_failed", "provider_error")
+    ),
+    errors.AuthenticationFailed: Answer(
+        502, "authentication_failed", redirect=("authentication_failed", None)
+    ),
+    errors.AccountNotFound: Answer(
+        404, "account_not_found", redirect=("account_not_found", "no_account_for_provider")
+    ),
+    errors.IdentityLinkedElsewhere: Answer(
+        409,
+        "account_conflict",
+        redirect=("account_conflict", "identity_linked_to_another_account"),
+    ),
+    errors.AccountGone: Answer(404, "account_not_found"),
+    errors.IdentityNotLinked: Answer(404, "provider_not_linked"),
+    errors.LastIdentity: Answer(409, "last_provider"),
+    errors.TemporarilyUnavailable: Answer(
+        503, "temporarily_unavailable", headers={"Retry-After": "60"}
+    ),
+    errors.ProviderUnavailable: Answer(
+        500, "internal_error", "the provider's configuration could not be loaded"
+    ),
+}
+
+
+def answer_for(e: Exception) -> Answer:
+    """The answer of ``e``'s class (or its nearest listed base); unlisted errors are bugs and
+    propagate to the REST layer's 500."""
+    for kind in type(e).__mro__:
+        found = ANSWERS.get(kind)
+        if found is not None:
+            return found
     raise e
+
+
+def app_error(
+    status: int, code: str, message: str, headers: Mapping[str, str] | None = None
+) -> HttpError:
+    """An application error body (spec 2.5) as an exception the REST layer answers."""
+    return HttpError(status, {"error": code, "message": message}, dict(headers or {}))
+
+
+def http_error(e: Exception) -> HttpError:
+    """The JSON answer of a failure of a JSON operation."""
+    answer = answer_for(e)
+    return app_error(answer.status, answer.code, answer.message or str(e), answer.headers)
+
+
+def rate_limited(decision: RateDecision, message: str) -> HttpError:
+    """429 ``rate_limited`` with ``Retry-After`` (and no caching)."""
+    return app_error(
+        429,
+        "rate_limited",
+        message,
+        {"Retry-After": str(decision.retry_after_seconds), **CALLBACK_HEADERS},
+    )
 
 
 def login_redirect(login_url: str, error: str, reason: str) -> web.Response:
@@ -44,28 +122,13 @@ def login_redirect(login_url: str, error: str, reason: str) -> web.Response:
     return web.Response(status=302, headers={"Location": location, **CALLBACK_HEADERS})
 
 
-def callback_error(e: errors.SignInError, login_url: str, json_only: bool) -> web.Response:
-    """Spec 4.6 / 7.1 / 7.2: a JSON error or a redirect to the login page."""
-    if isinstance(e, errors.InvalidProvider):
-        return _json(400, "invalid_provider", str(e))
-    if isinstance(e, errors.AccessDenied):
-        if json_only:
-            return _json(403, "access_denied", "the authorization was denied at the provider")
-        return login_redirect(login_url, "access_denied", "user_denied")
-    if isinstance(e, errors.ProviderError):
-        return login_redirect(login_url, "authentication_failed", "provider_error")
-    if isinstance(e, errors.InvalidRequest):
-        return _json(400, "invalid_request", str(e))
-    if isinstance(e, errors.InvalidState):
-        return _json(401, "invalid_state", str(e))
-    if isinstance(e, errors.AuthenticationFailed):
-        return login_redirect(login_url, "authentication_failed", e.reason)
-    if isinstance(e, errors.AccountNotFound):
-        return login_redirect(login_url, "account_not_found", "no_account_for_provider")
-    if isinstance(e, errors.IdentityLinkedElsewhere):
-        return login_redirect(login_url, "account_conflict", "identity_linked_to_another_account")
-    raise e
-
-
-def _json(status: int, code: str, message: str) -> web.Response:
-    return json_response({"error": code, "message": message}, status, CALLBACK_HEADERS)
+def callback_answer(e: Exception, login_url: str, json_only: bool) -> web.Response:
+    """Spec 4.6 / 7.1 / 7.2: a redirect to the login page, or a JSON error."""
+    answer = answer_for(e)
+    if answer.redirect is not None and not (answer.json_first and json_only):
+        error, reason = answer.redirect
+        if reason is None:  # the error names its own reason (AuthenticationFailed)
+            reason = str(getattr(e, "reason", error))
+        return login_redirect(login_url, error, reason)
+    body = {"error": answer.code, "message": answer.message or str(e)}
+    return json_response(body, answer.status, {**answer.headers, **CALLBACK_HEADERS})

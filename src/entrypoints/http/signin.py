@@ -1,4 +1,11 @@
-"""``GET /v1/auth/{provider}`` and ``GET|POST /v1/auth/{provider}/callback`` (spec 4.5, 4.6)."""
+"""Signing in and out: ``GET /v1/auth/{provider}`` (spec 4.5), ``GET|POST
+/v1/auth/{provider}/callback`` (spec 4.6) and ``POST /v1/auth/logout``.
+
+Sign-out clears the ``session`` cookie and the binding cookie (and the binding cookie's
+name before it took the ``__Host-`` prefix). With a cookie present it is a cookie-
+authenticated change and passes the same-origin guard. The session JWT is stateless: a copy
+of it stays valid until it expires.
+"""
 
 from __future__ import annotations
 
@@ -10,22 +17,28 @@ from aiohttp import web
 
 from authgate.domain import errors
 from authgate.domain.model import ClientInfo, Intent
+from authgate.domain.scopes import ACCOUNT_MANAGE
 from authgate.domain.secrets import new_secret
-from authgate.entrypoints.http.auth import SESSION_COOKIE, SameOriginGuard, SessionVerifier
 from authgate.entrypoints.http.bodies import AppError, ProviderDetails
-from authgate.entrypoints.http.client import ClientAddress, accepts_only_json, prefers_html
+from authgate.entrypoints.http.caller import ClientAddress, accepts_only_json, prefers_html
 from authgate.entrypoints.http.errors import (
     CALLBACK_HEADERS,
     app_error,
-    callback_error,
-    initiation_error,
+    callback_answer,
+    http_error,
+    rate_limited,
+)
+from authgate.entrypoints.http.session_auth import (
+    SESSION_COOKIE,
+    SameOriginGuard,
+    SessionVerifier,
 )
 from authgate.entrypoints.rest import (
     Api,
     Call,
     Cookie,
-    HttpError,
     Reply,
+    log_safe,
     path,
     pattern,
     query,
@@ -43,7 +56,7 @@ BINDING_COOKIE = "__Host-authgate_binding"
 BINDING_PATH = "/"
 # The name before the prefix: cleared at sign-out for browsers that still hold it.
 LEGACY_BINDING_COOKIE = ("authgate_binding", "/v1/auth")
-MANAGE_SCOPE = "account:manage"
+NO_STORE = {"Cache-Control": "no-store"}
 _BINDING_FORMAT = re.compile(r"^[A-Za-z0-9_-]{32,128}$")
 CALLBACK_FIELDS = ("code", "state", "error", "error_description", "iss")
 
@@ -129,6 +142,17 @@ class SignInOperations:
                 operation_id="complete_sign_in" if method == "GET" else "complete_sign_in_form",
                 tags=("sign-in",),
             )(self.callback)
+        api.operation(
+            "POST",
+            "/v1/auth/logout",
+            status=204,
+            responses={
+                204: "Signed out: the session and binding cookies are cleared",
+                403: AppError,
+            },
+            operation_id="sign_out",
+            tags=("sign-in",),
+        )(self.logout)
 
     # -- GET /v1/auth/{provider} ----------------------------------------------------------
 
@@ -138,11 +162,7 @@ class SignInOperations:
         client = self.client_address.limit_key(self.client_address.of(request))
         decision = await self.initiation_limiter.hit(client)
         if not decision.allowed:
-            raise HttpError(
-                429,
-                {"error": "rate_limited", "message": "too many sign-ins started; retry later"},
-                {"Retry-After": str(decision.retry_after_seconds), "Cache-Control": "no-store"},
-            )
+            raise rate_limited(decision, "too many sign-ins started; retry later")
         binding = request.cookies.get(BINDING_COOKIE, "")
         if not _BINDING_FORMAT.match(binding):
             binding = new_secret()
@@ -163,12 +183,10 @@ class SignInOperations:
                 account_id=self._linking_caller(request) if intent is Intent.LINK else None,
             )
         except errors.SignInError as e:
-            raise initiation_error(e) from None
+            raise http_error(e) from None
         except errors.ProviderUnavailable as e:
-            log.error("provider %s unavailable: %s", call.path["provider"], e)
-            raise app_error(
-                500, "internal_error", "the provider's configuration could not be loaded"
-            ) from None
+            log.error("provider %s unavailable: %s", log_safe(call.path["provider"]), e)
+            raise http_error(e) from None
         details = ProviderDetails(
             provider=authorization.provider,
             authorization_url=authorization.authorization_url,
@@ -180,7 +198,7 @@ class SignInOperations:
         binding_cookie = Cookie(
             BINDING_COOKIE,
             binding,
-            max_age=int(self.service.policy.state_ttl.total_seconds()),
+            max_age=authorization.state_max_age,
             path=BINDING_PATH,
             samesite="None",  # a form_post callback is a cross-site POST: it must carry it
         )
@@ -191,7 +209,7 @@ class SignInOperations:
             )
             binding_cookie.set_on(redirect)
             return redirect
-        return Reply(details, headers={"Cache-Control": "no-store"}, cookies=(binding_cookie,))
+        return Reply(details, headers=NO_STORE, cookies=(binding_cookie,))
 
     def _linking_caller(self, request: web.Request) -> str | None:
         """The signed-in caller who may link a provider to their account, or None.
@@ -211,11 +229,11 @@ class SignInOperations:
             claims = self.verifier.claims(token)
         except InvalidSession:
             return None
-        if MANAGE_SCOPE not in claims.scopes:
+        if ACCOUNT_MANAGE not in claims.scopes:
             raise app_error(
                 403,
                 "insufficient_scope",
-                f"the token lacks the required scope: one of {MANAGE_SCOPE}",
+                f"the token lacks the required scope: one of {ACCOUNT_MANAGE}",
             )
         if not bearer:
             self.guard.check(request)
@@ -228,13 +246,8 @@ class SignInOperations:
         address = self.client_address.of(request)
         decision = await self.limiter.hit(self.client_address.limit_key(address))
         if not decision.allowed:
-            raise HttpError(
-                429,
-                {"error": "rate_limited", "message": "too many sign-in callbacks; retry later"},
-                {"Retry-After": str(decision.retry_after_seconds), **CALLBACK_HEADERS},
-            )
+            raise rate_limited(decision, "too many sign-in callbacks; retry later")
         fields = _callback_fields(call)
-        login_url = self.service.policy.login_url()
         try:
             signed_in = await self.service.complete(
                 call.path["provider"],
@@ -248,14 +261,28 @@ class SignInOperations:
                 client=ClientInfo(address, request.headers.get("User-Agent")),
             )
         except errors.SignInError as e:
-            return callback_error(e, login_url, accepts_only_json(request))
+            return callback_answer(e, self.service.login_url(), accepts_only_json(request))
         response = web.Response(
             status=302, headers={"Location": signed_in.destination, **CALLBACK_HEADERS}
         )
-        session = signed_in.session
-        max_age = int((session.expires_at - self.service.clock.now()).total_seconds())
-        Cookie(SESSION_COOKIE, session.token, max_age=max(max_age, 0)).set_on(response)
+        Cookie(SESSION_COOKIE, signed_in.session.token, max_age=signed_in.session_max_age).set_on(
+            response
+        )
         return response
+
+    # -- POST /v1/auth/logout ---------------------------------------------------------------
+
+    async def logout(self, call: Call[None]) -> Reply[None]:
+        request = call.request
+        legacy, legacy_path = LEGACY_BINDING_COOKIE
+        if any(c in request.cookies for c in (SESSION_COOKIE, BINDING_COOKIE, legacy)):
+            self.guard.check(request)
+        cleared = (
+            Cookie(SESSION_COOKIE, "", max_age=0),
+            Cookie(BINDING_COOKIE, "", max_age=0, path=BINDING_PATH, samesite="None"),
+            Cookie(legacy, "", max_age=0, path=legacy_path, samesite="None"),
+        )
+        return Reply(None, status=204, headers=NO_STORE, cookies=cleared)
 
 
 def _callback_fields(call: Call[CallbackForm | None]) -> dict[str, str]:

@@ -1,4 +1,5 @@
-"""Facts about the calling client: its address (behind trusted proxies) and what it accepts."""
+"""Facts about the caller of a request: its address (behind trusted proxies), the key the rate
+limits count it by, and what it accepts."""
 
 from __future__ import annotations
 

@@ -1,18 +1,31 @@
-"""Session authentication: the service's own session JWT as the bearer token of the REST
-layer, and the same-origin guard of changes authenticated by the session cookie."""
+"""Session authentication: the service's own session JWT as the bearer token and as the
+``session`` cookie, and the same-origin guard of changes authenticated by the cookie.
+
+**The session cookie as a credential.** A browser page cannot read the HttpOnly ``session``
+cookie, so it cannot send it as a bearer token. The account endpoints therefore accept, besides
+``Authorization: Bearer``, the cookie itself: the ``sessionCookie`` scheme (an API key in the
+``session`` cookie, verified exactly like the bearer token). When both are present the bearer
+token is used.
+
+**CSRF.** A browser attaches cookies to requests that other sites cause, so a request that
+changes something and is authenticated by the cookie must prove that it comes from the
+service's own pages: :class:`SameOriginGuard`. Requests authenticated by the bearer token need
+no check: a browser never adds that header on its own.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Iterable
-from urllib.parse import urlsplit
 
 from aiohttp import web
 
-from authgate.entrypoints.rest import HttpError, InvalidCredential, Principal
+from authgate.domain.redirects import origin
+from authgate.entrypoints.rest import ApiKey, HttpError, InvalidCredential, Principal
 from authgate.ports.clock import Clock
 from authgate.ports.sessions import InvalidSession, SessionClaims, SessionTokens
 
 SESSION_COOKIE = "session"
+SESSION_COOKIE_SCHEME = "sessionCookie"
 
 
 class SessionVerifier:
@@ -26,24 +39,25 @@ class SessionVerifier:
         """The session's claims; raises :class:`InvalidSession`."""
         return self._sessions.verify(token, self._clock.now())
 
-    async def verify(self, token: str) -> Principal:
+    def principal(self, token: str, scheme: str) -> Principal:
+        """The caller a token names; raises :class:`InvalidCredential`."""
         try:
             claims = self.claims(token)
         except InvalidSession as e:
             raise InvalidCredential(str(e)) from None
-        return Principal(subject=claims.account_id, scheme="bearer", claims=claims.claims)
+        return Principal(subject=claims.account_id, scheme=scheme, claims=claims.claims)
+
+    async def verify(self, token: str) -> Principal:
+        return self.principal(token, "bearer")
+
+    async def check(self, key: str) -> Principal:
+        """The :class:`~authgate.entrypoints.rest.ApiKeyChecker` of the cookie scheme."""
+        return self.principal(key, SESSION_COOKIE_SCHEME)
 
 
-def _origin(url: str) -> str:
-    """``scheme://host[:port]`` of a URL or an ``Origin`` value, lower case, without the
-    scheme's default port (browsers never send it; a configured URL may)."""
-    parts = urlsplit(url.strip())
-    scheme = parts.scheme.lower()
-    netloc = parts.netloc.lower().rpartition("@")[2]
-    default = {"http": ":80", "https": ":443"}.get(scheme)
-    if default and netloc.endswith(default):
-        netloc = netloc.removesuffix(default)
-    return f"{scheme}://{netloc}"
+def session_cookie_scheme(verifier: SessionVerifier) -> ApiKey:
+    """The ``sessionCookie`` security scheme: the ``session`` cookie as the credential."""
+    return ApiKey(SESSION_COOKIE_SCHEME, SESSION_COOKIE, verifier, True)
 
 
 class SameOriginGuard:
@@ -61,25 +75,25 @@ class SameOriginGuard:
     def __init__(
         self, own_origins: Iterable[str] = (), trusted_origins: Iterable[str] = ()
     ) -> None:
-        self._own = frozenset(_origin(o) for o in own_origins if o)
-        self._trusted = frozenset(_origin(o) for o in trusted_origins if o)
+        self._own = frozenset(origin(o) for o in own_origins if o)
+        self._trusted = frozenset(origin(o) for o in trusted_origins if o)
 
-    def _is_own(self, origin: str, request: web.Request) -> bool:
+    def _is_own(self, sent: str, request: web.Request) -> bool:
         if self._own:
-            return origin in self._own
-        return origin == _origin(f"{request.scheme}://{request.host}")
+            return sent in self._own
+        return sent == origin(f"{request.scheme}://{request.host}")
 
     def allows(self, request: web.Request) -> bool:
         fetch_site = request.headers.get("Sec-Fetch-Site")
-        origin = request.headers.get("Origin")
-        if fetch_site is None and origin is None:
+        sent = request.headers.get("Origin")
+        if fetch_site is None and sent is None:
             return False
         if fetch_site is not None and fetch_site.lower() != "same-origin":
             return False
-        if origin is not None:
-            if origin.strip() == "null":
+        if sent is not None:
+            if sent.strip() == "null":
                 return False
-            normalised = _origin(origin)
+            normalised = origin(sent)
             if not self._is_own(normalised, request) and normalised not in self._trusted:
                 return False
         return True

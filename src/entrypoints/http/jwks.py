@@ -1,0 +1,38 @@
+"""``GET /.well-known/jwks.json``: the public keys of session tokens, so that other services
+can verify sessions (docs/integration.md)."""
+
+from __future__ import annotations
+
+from authgate.entrypoints.http.bodies import Jwks, PublicKey
+from authgate.entrypoints.rest import Api, Call
+from authgate.ports.sessions import SessionTokens
+
+
+class JwksOperations:
+    def __init__(self, sessions: SessionTokens) -> None:
+        self.sessions = sessions
+
+    def register(self, api: Api) -> None:
+        api.operation(
+            "GET",
+            "/.well-known/jwks.json",
+            response=Jwks,
+            operation_id="session_keys",
+            tags=("account",),
+        )(self.jwks)
+
+    async def jwks(self, call: Call[None]) -> Jwks:
+        return Jwks(
+            [
+                PublicKey(
+                    kty=k["kty"],
+                    kid=k["kid"],
+                    use=k.get("use"),
+                    alg=k.get("alg"),
+                    crv=k.get("crv"),
+                    x=k.get("x"),
+                    y=k.get("y"),
+                )
+                for k in self.sessions.public_jwks()["keys"]
+            ]
+        )
