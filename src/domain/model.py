@@ -97,7 +97,7 @@ class Authorization:
 
 
 class Outcome(enum.Enum):
-    """Recorded outcomes of a callback."""
+    """Recorded outcomes: of a callback, and of the account changes audited like sign-ins."""
 
     SIGNED_IN = "signed_in"
     REGISTERED = "registered"
@@ -106,6 +106,12 @@ class Outcome(enum.Enum):
     FAILED = "failed"
     INVALID_STATE = "invalid_state"
     ACCOUNT_NOT_FOUND = "account_not_found"
+    REAUTHENTICATED = "reauthenticated"
+    UNLINKED = "unlinked"
+    SESSION_REVOKED = "session_revoked"
+    SIGNED_OUT = "signed_out"
+    SIGNED_OUT_EVERYWHERE = "signed_out_everywhere"
+    ACCOUNT_DELETED = "account_deleted"
 
 
 @attrs.frozen
@@ -140,6 +146,33 @@ class SignedIn:
     session: IssuedSession
     outcome: Outcome
     session_max_age: int = 0  # seconds from now until the session expires (the cookie's)
+
+
+@attrs.frozen
+class SessionRecord:
+    """What the service keeps of a session it issued: never the token itself.
+
+    ``id`` is the session's id (the token's ``sid`` claim; a renewed token keeps it).
+    ``expires_at`` is the newest token's expiry; ``absolute_expires_at`` the limit no renewal
+    passes. ``auth_time`` is when the user last authenticated at the provider (RFC 9470).
+    ``provider_session`` is the provider's own ``sid`` claim, for back-channel logout.
+    """
+
+    id: str
+    account_id: str
+    provider: str
+    created_at: dt.datetime
+    expires_at: dt.datetime
+    absolute_expires_at: dt.datetime
+    auth_time: dt.datetime
+    client_address: str | None = None
+    user_agent: str | None = None
+    provider_session: str | None = None
+    revoked_at: dt.datetime | None = None
+
+    def live(self, now: dt.datetime) -> bool:
+        """Neither revoked nor expired at ``now``."""
+        return self.revoked_at is None and now < self.expires_at
 
 
 @attrs.frozen

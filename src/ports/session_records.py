@@ -1,0 +1,61 @@
+"""The server-side record of every session the service issues (by session id, never the
+token), so that a session can be listed and ended before its token expires."""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Protocol
+
+from authgate.domain.model import SessionRecord
+
+
+class SessionRecords(Protocol):
+    """Every method is atomic on its own (one statement or transaction in SQL adapters)."""
+
+    async def add(self, record: SessionRecord) -> None:
+        """Record a newly issued session (its id is new)."""
+        ...
+
+    async def get(self, session_id: str) -> SessionRecord | None:
+        """The record, revoked or not; None for an unknown id."""
+        ...
+
+    async def is_live(self, session_id: str, now: dt.datetime) -> bool:
+        """Whether the session exists, is not revoked and has not expired: the check on every
+        authenticated request (one indexed read)."""
+        ...
+
+    async def live_for_account(self, account_id: str, now: dt.datetime) -> list[SessionRecord]:
+        """The account's live sessions, newest first."""
+        ...
+
+    async def extend(self, session_id: str, expires_at: dt.datetime, now: dt.datetime) -> bool:
+        """A renewed token's expiry (never past ``absolute_expires_at``, never earlier than the
+        current one); False when the session is not live."""
+        ...
+
+    async def revoke(self, account_id: str, session_id: str, now: dt.datetime) -> bool:
+        """End one of the account's sessions; False when it has no such live session (another
+        account's id is never revoked)."""
+        ...
+
+    async def revoke_all(
+        self,
+        account_id: str,
+        now: dt.datetime,
+        *,
+        keep: str | None = None,
+        provider: str | None = None,
+    ) -> list[str]:
+        """End the account's live sessions (all but ``keep``; only those issued through
+        ``provider`` when given); the ids ended."""
+        ...
+
+    async def for_account(self, account_id: str) -> list[SessionRecord]:
+        """Every record of the account, revoked and expired ones included, newest first (the
+        data-protection export)."""
+        ...
+
+    async def purge_expired(self, now: dt.datetime) -> int:
+        """Drop records whose sessions expired (revoked ones too, once expired)."""
+        ...
