@@ -117,5 +117,23 @@ class TemporarilyUnavailable(SignInError):
         super().__init__("the service cannot start a sign-in right now; retry shortly")
 
 
+class SessionNotFound(SignInError):
+    """The account has no live session with that id."""
+
+    def __init__(self) -> None:
+        super().__init__("no live session of this account has that id")
+
+
+class ReauthenticationRequired(SignInError):
+    """RFC 9470: the change needs a sign-in at the provider no older than ``max_age`` seconds."""
+
+    def __init__(self, max_age: int) -> None:
+        self.max_age = max_age
+        super().__init__(
+            f"this change needs a recent sign-in (within {max_age} seconds): sign in again "
+            "with intent=reauthenticate"
+        )
+
+
 class ProviderUnavailable(Exception):
     """A provider's configuration could not be loaded (discovery failed, …): an internal error."""

@@ -38,6 +38,7 @@ class VerifiedIdentity:
     email_verified: bool | None = None  # None: the provider did not say
     name: str | None = None
     profile: Mapping[str, Any] = attrs.field(factory=dict)
+    provider_session: str | None = None  # the ID token's sid (OIDC back-channel logout)
 
 
 @attrs.frozen
@@ -177,7 +178,8 @@ class SessionRecord:
 
 @attrs.frozen
 class IssuedSession:
-    """A session token minted by the service and when it expires."""
+    """A session token minted by the service, its session's id and when the token expires."""
 
     token: str
     expires_at: dt.datetime
+    session_id: str = ""

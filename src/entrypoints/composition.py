@@ -72,6 +72,7 @@ from authgate.ports.sessions import SessionTokens
 from authgate.ports.state import StateStore
 from authgate.ports.unit_of_work import UnitOfWork
 from authgate.services.account import AccountService
+from authgate.services.sessions import SessionPolicy, SessionService
 from authgate.services.signin import SignInPolicy, SignInService
 
 log = logging.getLogger("authgate")
@@ -121,30 +122,47 @@ def build_api(config: Config, resources: Resources) -> Api:
         onboarding_path=config.app.onboarding_path,
         dashboard_path=config.app.dashboard_path,
     )
+    session = config.session
+    sessions = SessionService(
+        tokens=resources.sessions,
+        records=resources.session_records,
+        channel=resources.revocations,
+        clock=resources.clock,
+        policy=SessionPolicy(
+            ttl=dt.timedelta(seconds=session.ttl_seconds),
+            absolute_max=dt.timedelta(seconds=session.absolute_max_seconds),
+            reauthenticate_after=dt.timedelta(seconds=session.reauthenticate_after_seconds),
+            live_cache=dt.timedelta(seconds=session.revocation_cache_seconds),
+        ),
+    )
     service = SignInService(
         providers=resources.providers,
         accounts=resources.accounts,
         states=resources.states,
         events=resources.events,
         units=resources.units,
-        sessions=resources.sessions,
+        sessions=sessions,
         clock=resources.clock,
         policy=policy,
     )
-    verifier = SessionVerifier(resources.sessions, resources.clock)
+    verifier = SessionVerifier(sessions)
     bearer = BearerJWT("bearerAuth", verifier)
     public_url = config.rest.public_url
     guard = SameOriginGuard([public_url] if public_url else [], [config.app.url])
     SignInOperations(
         service,
         verifier,
+        sessions,
         resources.limiter,
         ClientAddress(config.ratelimit.trusted_proxies, config.ratelimit.ipv6_prefix),
         resources.initiation_limiter,
         guard,
     ).register(api)
     accounts = AccountService(
-        accounts=resources.accounts, units=resources.units, providers=list(resources.providers)
+        accounts=resources.accounts,
+        units=resources.units,
+        sessions=sessions,
+        providers=list(resources.providers),
     )
     AccountOperations(accounts, bearer, session_cookie_scheme(verifier), guard).register(api)
     JwksOperations(resources.sessions).register(api)

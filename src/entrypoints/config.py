@@ -84,6 +84,16 @@ class SessionConfig:
     generate_keys: bool = False
     issuer: str = "authgate"
     audience: str = "authgate"
+    # The limit no renewal of a session passes, counted from the sign-in.
+    absolute_max_seconds: int = 30 * 86400
+    # RFC 9470: linking, unlinking, ending other sessions need a sign-in no older than this.
+    reauthenticate_after_seconds: int = 600
+    # How long a session found live is trusted without asking the store: the bound on how
+    # long another instance may accept a revoked session when the revocation channel is down.
+    revocation_cache_seconds: float = 5.0
+    # How instances tell each other about revocations: auto = Redis when ratelimit.storage is
+    # Redis, else PostgreSQL LISTEN/NOTIFY on a PostgreSQL database, else this process only.
+    revocation_channel: Literal["auto", "redis", "postgres", "local"] = "auto"
 
 
 @attrs.frozen
@@ -255,6 +265,12 @@ def _check(config: Config) -> None:
         raise ConfigError("rest.port: must be between 1 and 65535")
     if config.session.ttl_seconds <= 0:
         raise ConfigError("session.ttl_seconds: must be positive")
+    if config.session.absolute_max_seconds < config.session.ttl_seconds:
+        raise ConfigError("session.absolute_max_seconds: must be at least session.ttl_seconds")
+    if config.session.reauthenticate_after_seconds <= 0:
+        raise ConfigError("session.reauthenticate_after_seconds: must be positive")
+    if not 0 <= config.session.revocation_cache_seconds <= 60:
+        raise ConfigError("session.revocation_cache_seconds: must be between 0 and 60")
     if config.database.event_retention_days <= 0:
         raise ConfigError("database.event_retention_days: must be positive")
     if config.state.memory_max_entries <= 0:

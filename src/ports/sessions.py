@@ -15,11 +15,17 @@ __all__ = ["InvalidSession", "IssuedSession", "SessionClaims", "SessionTokens"]
 
 @attrs.frozen
 class SessionClaims:
+    """A verified session token. ``session_id`` is its ``sid`` (a renewed token keeps it);
+    ``auth_time`` when the user last authenticated at the provider (RFC 9470)."""
+
     account_id: str
     provider: str | None
     scopes: frozenset[str]
     expires_at: dt.datetime
     claims: Mapping[str, Any]
+    session_id: str = ""
+    issued_at: dt.datetime | None = None
+    auth_time: dt.datetime | None = None
 
 
 class InvalidSession(Exception):
@@ -27,7 +33,19 @@ class InvalidSession(Exception):
 
 
 class SessionTokens(Protocol):
-    def issue(self, account_id: str, provider: str, now: dt.datetime) -> IssuedSession: ...
+    def issue(
+        self,
+        account_id: str,
+        provider: str,
+        now: dt.datetime,
+        *,
+        session_id: str | None = None,
+        auth_time: dt.datetime | None = None,
+        expires_at: dt.datetime | None = None,
+    ) -> IssuedSession:
+        """A new token: for a new session (a fresh ``session_id``) or a renewed one (the same
+        id). ``auth_time`` defaults to ``now``; ``expires_at`` to ``now`` plus the lifetime."""
+        ...
 
     def verify(self, token: str, now: dt.datetime) -> SessionClaims:
         """Raises :class:`InvalidSession`."""

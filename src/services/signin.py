@@ -32,9 +32,9 @@ from authgate.ports.accounts import AccountRepository, IdentityTaken
 from authgate.ports.clock import Clock
 from authgate.ports.events import SignInEventLog
 from authgate.ports.identity import ExchangeFailed, IdentityProvider, VerificationFailed
-from authgate.ports.sessions import SessionTokens
 from authgate.ports.state import StateStore, StateStoreFull
 from authgate.ports.unit_of_work import UnitOfWork
+from authgate.services.sessions import SessionService
 
 log = logging.getLogger("authgate.signin")
 security_log = logging.getLogger("authgate.security")
@@ -73,7 +73,7 @@ class SignInService:
         states: StateStore,
         events: SignInEventLog,
         units: UnitOfWork,
-        sessions: SessionTokens,
+        sessions: SessionService,
         clock: Clock,
         policy: SignInPolicy,
     ) -> None:
@@ -303,14 +303,21 @@ class SignInService:
         client: ClientInfo,
     ) -> SignedIn:
         now = self.clock.now()
-        # One unit of work: the account or identity, the last sign-in and the audit event
-        # commit together or not at all.
+        # One unit of work: the account or identity, the last sign-in, the session's record and
+        # the audit event commit together or not at all.
         async with self.units.begin() as tx:
             account, outcome = await self._account_for(tx.accounts, pending, verified, now)
             await tx.accounts.record_login(account.id, now)
+            session = await self.sessions.issue(
+                tx,
+                account.id,
+                provider.name,
+                client,
+                auth_time=now,
+                provider_session=verified.provider_session,
+            )
             await tx.events.record(self._event(provider.name, outcome, client, account.id, None))
         first_time = outcome is Outcome.REGISTERED
-        session = self.sessions.issue(account.id, provider.name, now)
         if first_time:
             destination = app_url_for(self.policy.app_url, self.policy.onboarding_path)
         elif pending.return_to:

@@ -330,13 +330,14 @@ async def test_logout_clears_the_session_and_binding_cookies(service: Service) -
     assert (await browser.request("GET", "/v1/account")).status == 401
 
 
-async def test_logout_leaves_a_copied_token_valid_until_it_expires(service: Service) -> None:
-    # Stateless sessions (ARCHITECTURE): signing out forgets the cookie, it revokes nothing.
+async def test_logout_revokes_a_copied_token(service: Service) -> None:
+    # Sessions have a server-side record: signing out ends the session, not just the cookie.
     browser = await signed_in(service, "google")
     token = browser.session
     await browser.request("POST", "/v1/auth/logout", own_origin(service))
     response = await service.client.get("/v1/account", headers=bearer(token))
-    assert response.status == 200
+    assert response.status == 401
+    assert (await response.json())["error"] == "unauthorized"
 
 
 async def test_logout_without_cookies_is_harmless(service: Service) -> None:

@@ -47,6 +47,8 @@ CASES: list[tuple[Exception, int, str, tuple[str, str] | None]] = [
     (errors.AccountGone(), 404, "account_not_found", None),
     (errors.IdentityNotLinked("facebook"), 404, "provider_not_linked", None),
     (errors.LastIdentity("google"), 409, "last_provider", None),
+    (errors.SessionNotFound(), 404, "session_not_found", None),
+    (errors.ReauthenticationRequired(600), 401, "reauthentication_required", None),
     (errors.TemporarilyUnavailable(), 503, "temporarily_unavailable", None),
     (errors.ProviderUnavailable("discovery failed"), 500, "internal_error", None),
 ]

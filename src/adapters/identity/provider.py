@@ -280,12 +280,14 @@ class OAuthIdentityProvider:
             name = _apple_user_name(user, self.name)
             if name is not None:
                 profile["name"] = name
+        sid = claims.get("sid")
         return VerifiedIdentity(
             identity=ProviderIdentity(self.name, subject),
             email=email,
             email_verified=email_verified,
             name=name,
             profile=profile,
+            provider_session=sid if isinstance(sid, str) and 0 < len(sid) <= 255 else None,
         )
 
     async def _userinfo(

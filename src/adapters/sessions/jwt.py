@@ -104,9 +104,27 @@ class JwtSessionTokens:
             ]
         }
 
-    def issue(self, account_id: str, provider: str, now: dt.datetime) -> IssuedSession:
+    @property
+    def ttl(self) -> dt.timedelta:
+        """The lifetime of a token (``session.ttl_seconds``)."""
+        return self._ttl
+
+    def issue(
+        self,
+        account_id: str,
+        provider: str,
+        now: dt.datetime,
+        *,
+        session_id: str | None = None,
+        auth_time: dt.datetime | None = None,
+        expires_at: dt.datetime | None = None,
+    ) -> IssuedSession:
         issued = int(now.timestamp())
-        expires = issued + int(self._ttl.total_seconds())
+        if expires_at is None:
+            expires = issued + int(self._ttl.total_seconds())
+        else:
+            expires = int(expires_at.timestamp())
+        sid = session_id or uuid.uuid4().hex
         claims = {
             "iss": self._issuer,
             "aud": self._audience,
@@ -115,12 +133,14 @@ class JwtSessionTokens:
             "nbf": issued,
             "exp": expires,
             "jti": uuid.uuid4().hex,
+            "sid": sid,
+            "auth_time": int((auth_time or now).timestamp()),
             "scope": " ".join(SCOPES),
             "provider": provider,
         }
         header = {"alg": self._algorithm, "kid": self._signing.kid, "typ": "JWT"}
         token = jwt.encode(header, claims, self._signing)
-        return IssuedSession(token, dt.datetime.fromtimestamp(expires, dt.UTC))
+        return IssuedSession(token, dt.datetime.fromtimestamp(expires, dt.UTC), sid)
 
     def verify(self, token: str, now: dt.datetime) -> SessionClaims:
         """Verify a session token; a token verified recently is answered from a bounded cache.
@@ -175,12 +195,22 @@ class JwtSessionTokens:
             raise InvalidSession("iat in the future")
         scope = claims.get("scope", "")
         provider = claims.get("provider")
+        # A session's id is its sid; a token minted before sessions had ids is its own jti.
+        sid = claims.get("sid", claims.get("jti"))
+        if not isinstance(sid, str) or not sid:
+            raise InvalidSession("token without a session id")
+        auth_time = claims.get("auth_time", iat)
+        if not isinstance(auth_time, int) or isinstance(auth_time, bool):
+            raise InvalidSession("auth_time is not a number")
         return SessionClaims(
             account_id=str(claims["sub"]),
             provider=provider if isinstance(provider, str) else None,
             scopes=frozenset(scope.split()) if isinstance(scope, str) else frozenset(),
             expires_at=dt.datetime.fromtimestamp(int(claims["exp"]), dt.UTC),
             claims=claims,
+            session_id=sid,
+            issued_at=dt.datetime.fromtimestamp(iat, dt.UTC),
+            auth_time=dt.datetime.fromtimestamp(auth_time, dt.UTC),
         )
 
     def public_jwks(self) -> Mapping[str, Any]:

@@ -5,8 +5,13 @@
 * ``GET /v1/account``: the account (id, email and whether it is verified, name, created, last
   sign-in, linked providers); bearer or session cookie, scope ``account:read`` or
   ``account:manage``.
-* ``DELETE /v1/account/providers/{provider}``: unlinks a provider, answers those that remain;
-  scope ``account:manage``; with the cookie, the same-origin guard.
+* ``DELETE /v1/account/providers/{provider}``: unlinks a provider, answers those that remain,
+  and ends the sessions issued through it; scope ``account:manage``; with the cookie, the
+  same-origin guard; a recent sign-in (RFC 9470).
+* ``GET /v1/account/sessions``: the caller's live sessions (``current`` marks the caller's).
+* ``DELETE /v1/account/sessions/{id}``: ends one (another than the caller's own needs a recent
+  sign-in); ``DELETE /v1/account/sessions``: ends every one but the caller's ("sign out
+  everywhere else", a recent sign-in). Scope ``account:manage``; with the cookie, the guard.
 
 The rules (which provider may go, the last one never) are the :class:`AccountService`'s;
 failures map to HTTP in :mod:`authgate.entrypoints.http.errors`.
@@ -22,9 +27,16 @@ from authgate.entrypoints.http.bodies import (
     AppError,
     LinkedProvider,
     LinkedProviders,
+    SessionInfo,
+    SessionList,
 )
 from authgate.entrypoints.http.errors import http_error
-from authgate.entrypoints.http.session_auth import SESSION_COOKIE_SCHEME, SameOriginGuard
+from authgate.entrypoints.http.session_auth import (
+    SESSION_COOKIE_SCHEME,
+    SameOriginGuard,
+    auth_time_of,
+    session_id_of,
+)
 from authgate.entrypoints.rest import (
     Api,
     ApiKey,
@@ -104,10 +116,41 @@ class AccountOperations:
             params=[path("provider", pattern(r"^[a-z][a-z0-9_-]{0,63}$"))],
             response=LinkedProviders,
             security=[self.bearer.with_scopes(ACCOUNT_MANAGE), self.cookie],
-            responses={403: AppError, 404: AppError, 409: AppError},
+            responses={401: AppError, 403: AppError, 404: AppError, 409: AppError},
             operation_id="unlink_provider",
             tags=("account",),
         )(self.unlink)
+        api.operation(
+            "GET",
+            "/v1/account/sessions",
+            response=SessionList,
+            security=[self.bearer.with_scopes(*READ_SCOPES), self.cookie],
+            operation_id="list_sessions",
+            tags=("account",),
+        )(self.list_sessions)
+        api.operation(
+            "DELETE",
+            "/v1/account/sessions/{id}",
+            params=[path("id", pattern(r"^[A-Za-z0-9_-]{1,64}$"))],
+            status=204,
+            security=[self.bearer.with_scopes(ACCOUNT_MANAGE), self.cookie],
+            responses={204: "The session is ended", 401: AppError, 403: AppError, 404: AppError},
+            operation_id="end_session",
+            tags=("account",),
+        )(self.end_session)
+        api.operation(
+            "DELETE",
+            "/v1/account/sessions",
+            status=204,
+            security=[self.bearer.with_scopes(ACCOUNT_MANAGE), self.cookie],
+            responses={
+                204: "Every session but the caller's is ended",
+                401: AppError,
+                403: AppError,
+            },
+            operation_id="end_other_sessions",
+            tags=("account",),
+        )(self.end_other_sessions)
 
     def _caller(self, call: Call[None], *scopes: str) -> str:
         principal = call.principal
@@ -149,7 +192,66 @@ class AccountOperations:
             self.guard.check(call.request)
         account_id = self._caller(call, ACCOUNT_MANAGE)
         try:
-            remaining = await self.service.unlink(account_id, call.path["provider"])
+            self.service.sessions.require_recent_authentication(auth_time_of(call.principal))
+            remaining = await self.service.unlink(
+                account_id, call.path["provider"], current=session_id_of(call.principal)
+            )
         except errors.SignInError as e:
             raise http_error(e) from None
         return Reply(LinkedProviders([linked_provider(i) for i in remaining]), headers=NO_STORE)
+
+    # -- /v1/account/sessions ---------------------------------------------------------------
+
+    async def list_sessions(self, call: Call[None]) -> Reply[SessionList]:
+        account_id = self._caller(call, *READ_SCOPES)
+        assert call.principal is not None
+        current = session_id_of(call.principal)
+        live = await self.service.live_sessions(account_id)
+        listed = [
+            SessionInfo(
+                id=r.id,
+                provider=r.provider,
+                created_at=r.created_at,
+                expires_at=r.expires_at,
+                current=r.id == current,
+                user_agent=r.user_agent,
+                address=r.client_address,
+            )
+            for r in live
+        ]
+        return Reply(SessionList(listed), headers=NO_STORE)
+
+    async def end_session(self, call: Call[None]) -> Reply[None]:
+        principal = self._changing(call)
+        try:
+            await self.service.end_session(
+                principal.subject,
+                call.path["id"],
+                current=session_id_of(principal),
+                auth_time=auth_time_of(principal),
+            )
+        except errors.SignInError as e:
+            raise http_error(e) from None
+        return Reply(None, status=204, headers=NO_STORE)
+
+    async def end_other_sessions(self, call: Call[None]) -> Reply[None]:
+        principal = self._changing(call)
+        try:
+            await self.service.end_other_sessions(
+                principal.subject,
+                current=session_id_of(principal),
+                auth_time=auth_time_of(principal),
+            )
+        except errors.SignInError as e:
+            raise http_error(e) from None
+        return Reply(None, status=204, headers=NO_STORE)
+
+    def _changing(self, call: Call[None]) -> Principal:
+        """The caller of an account change: the manage scope, and the same-origin guard when
+        the cookie is the credential."""
+        principal = call.principal
+        assert principal is not None
+        if principal.scheme == SESSION_COOKIE_SCHEME:
+            self.guard.check(call.request)
+        self._caller(call, ACCOUNT_MANAGE)
+        return principal

@@ -55,6 +55,24 @@ class AccountDetails:
 
 
 @attrs.frozen
+class SessionInfo:
+    """One live session of the caller (never its token)."""
+
+    id: str
+    provider: str
+    created_at: dt.datetime = wire_field("createdAt")
+    expires_at: dt.datetime = wire_field("expiresAt")
+    current: bool = wire_field("current")
+    user_agent: str | None = wire_field("userAgent", default=None)
+    address: str | None = None
+
+
+@attrs.frozen
+class SessionList:
+    sessions: list[SessionInfo]
+
+
+@attrs.frozen
 class AppError:
     """Spec 2.5."""
 

@@ -7,7 +7,7 @@ JSON operations raise :func:`http_error`; the callback answers :func:`callback_a
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from urllib.parse import urlencode
 
 import attrs
@@ -29,6 +29,7 @@ class Answer:
     ``redirect``: the callback's ``(error, reason)`` for the login page (reason None: the
     error's ``reason``); a callback failure without one answers JSON.
     ``json_first``: the callback answers JSON anyway to a client that accepts only JSON.
+    ``headers``: fixed headers, or a function of the error for headers that carry its values.
     """
 
     status: int
@@ -36,7 +37,21 @@ class Answer:
     message: str | None = None
     redirect: tuple[str, str | None] | None = None
     json_first: bool = False
-    headers: Mapping[str, str] = attrs.field(factory=dict)
+    headers: Mapping[str, str] | Callable[[Exception], Mapping[str, str]] = attrs.field(
+        factory=dict
+    )
+
+    def headers_for(self, e: Exception) -> Mapping[str, str]:
+        return self.headers(e) if callable(self.headers) else self.headers
+
+
+def _step_up_challenge(e: Exception) -> Mapping[str, str]:
+    # RFC 9470 section 3: the resource server tells the client what authentication it needs.
+    max_age = getattr(e, "max_age", 0)
+    return {
+        "WWW-Authenticate": f'Bearer error="insufficient_user_authentication", '
+        f'error_description="A more recent authentication is required", max_age={max_age}'
+    }
 
 
 ANSWERS: Mapping[type[Exception], Answer] = {
@@ -74,6 +89,10 @@ ANSWERS: Mapping[type[Exception], Answer] = {
     errors.AccountGone: Answer(404, "account_not_found"),
     errors.IdentityNotLinked: Answer(404, "provider_not_linked"),
     errors.LastIdentity: Answer(409, "last_provider"),
+    errors.SessionNotFound: Answer(404, "session_not_found"),
+    errors.ReauthenticationRequired: Answer(
+        401, "reauthentication_required", headers=_step_up_challenge
+    ),
     errors.TemporarilyUnavailable: Answer(
         503, "temporarily_unavailable", headers={"Retry-After": "60"}
     ),
@@ -103,7 +122,7 @@ def app_error(
 def http_error(e: Exception) -> HttpError:
     """The JSON answer of a failure of a JSON operation."""
     answer = answer_for(e)
-    return app_error(answer.status, answer.code, answer.message or str(e), answer.headers)
+    return app_error(answer.status, answer.code, answer.message or str(e), answer.headers_for(e))
 
 
 def rate_limited(decision: RateDecision, message: str) -> HttpError:
@@ -131,4 +150,4 @@ def callback_answer(e: Exception, login_url: str, json_only: bool) -> web.Respon
             reason = str(getattr(e, "reason", error))
         return login_redirect(login_url, error, reason)
     body = {"error": answer.code, "message": answer.message or str(e)}
-    return json_response(body, answer.status, {**answer.headers, **CALLBACK_HEADERS})
+    return json_response(body, answer.status, {**answer.headers_for(e), **CALLBACK_HEADERS})

@@ -15,44 +15,60 @@ no check: a browser never adds that header on its own.
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Iterable
 
 from aiohttp import web
 
 from authgate.domain.redirects import origin
 from authgate.entrypoints.rest import ApiKey, HttpError, InvalidCredential, Principal
-from authgate.ports.clock import Clock
-from authgate.ports.sessions import InvalidSession, SessionClaims, SessionTokens
+from authgate.ports.sessions import InvalidSession, SessionClaims
+from authgate.services.sessions import SessionService
 
 SESSION_COOKIE = "session"
 SESSION_COOKIE_SCHEME = "sessionCookie"
 
 
 class SessionVerifier:
-    """A :class:`~authgate.entrypoints.rest.TokenVerifier` over :class:`SessionTokens`."""
+    """A :class:`~authgate.entrypoints.rest.TokenVerifier` (bearer) and
+    :class:`~authgate.entrypoints.rest.ApiKeyChecker` (cookie) over the session service: a
+    token must verify *and* its session must be live (not revoked, known)."""
 
-    def __init__(self, sessions: SessionTokens, clock: Clock) -> None:
+    def __init__(self, sessions: SessionService) -> None:
         self._sessions = sessions
-        self._clock = clock
 
-    def claims(self, token: str) -> SessionClaims:
-        """The session's claims; raises :class:`InvalidSession`."""
-        return self._sessions.verify(token, self._clock.now())
+    async def claims(self, token: str) -> SessionClaims:
+        """The live session's claims; raises :class:`InvalidSession`."""
+        return await self._sessions.verify(token)
 
-    def principal(self, token: str, scheme: str) -> Principal:
+    async def principal(self, token: str, scheme: str) -> Principal:
         """The caller a token names; raises :class:`InvalidCredential`."""
         try:
-            claims = self.claims(token)
+            claims = await self.claims(token)
         except InvalidSession as e:
             raise InvalidCredential(str(e)) from None
         return Principal(subject=claims.account_id, scheme=scheme, claims=claims.claims)
 
     async def verify(self, token: str) -> Principal:
-        return self.principal(token, "bearer")
+        return await self.principal(token, "bearer")
 
     async def check(self, key: str) -> Principal:
         """The :class:`~authgate.entrypoints.rest.ApiKeyChecker` of the cookie scheme."""
-        return self.principal(key, SESSION_COOKIE_SCHEME)
+        return await self.principal(key, SESSION_COOKIE_SCHEME)
+
+
+def session_id_of(principal: Principal) -> str:
+    """The id of the session a principal's token belongs to (``sid``; ``jti`` before ids)."""
+    sid = principal.claims.get("sid", principal.claims.get("jti"))
+    return sid if isinstance(sid, str) else ""
+
+
+def auth_time_of(principal: Principal) -> dt.datetime | None:
+    """When the principal last authenticated at the provider (``auth_time``, else ``iat``)."""
+    value = principal.claims.get("auth_time", principal.claims.get("iat"))
+    if isinstance(value, int) and not isinstance(value, bool):
+        return dt.datetime.fromtimestamp(value, dt.UTC)
+    return None
 
 
 def session_cookie_scheme(verifier: SessionVerifier) -> ApiKey:

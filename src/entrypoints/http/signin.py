@@ -46,6 +46,7 @@ from authgate.entrypoints.rest import (
 )
 from authgate.ports.ratelimit import RateLimiter
 from authgate.ports.sessions import InvalidSession
+from authgate.services.sessions import SessionService
 from authgate.services.signin import SignInService
 
 log = logging.getLogger("authgate.http")
@@ -82,6 +83,7 @@ class SignInOperations:
         self,
         service: SignInService,
         verifier: SessionVerifier,
+        sessions: SessionService,
         limiter: RateLimiter,
         client_address: ClientAddress,
         initiation_limiter: RateLimiter,
@@ -89,6 +91,7 @@ class SignInOperations:
     ) -> None:
         self.service = service
         self.verifier = verifier
+        self.sessions = sessions
         self.limiter = limiter  # the callback's
         self.client_address = client_address
         self.initiation_limiter = initiation_limiter
@@ -145,9 +148,12 @@ class SignInOperations:
         api.operation(
             "POST",
             "/v1/auth/logout",
+            params=[query("everywhere", pattern(r"^(true|false)$"))],
             status=204,
             responses={
-                204: "Signed out: the session and binding cookies are cleared",
+                204: "Signed out: the session is revoked (everywhere=true: every session of the "
+                "account) and the session and binding cookies are cleared",
+                401: AppError,
                 403: AppError,
             },
             operation_id="sign_out",
@@ -180,7 +186,7 @@ class SignInOperations:
                 state=call.params.first("state"),
                 return_to=call.params.first("return_to"),
                 intent=intent,
-                account_id=self._linking_caller(request) if intent is Intent.LINK else None,
+                account_id=await self._linking_caller(request) if intent is Intent.LINK else None,
             )
         except errors.SignInError as e:
             raise http_error(e) from None
@@ -211,14 +217,16 @@ class SignInOperations:
             return redirect
         return Reply(details, headers=NO_STORE, cookies=(binding_cookie,))
 
-    def _linking_caller(self, request: web.Request) -> str | None:
+    async def _linking_caller(self, request: web.Request) -> str | None:
         """The signed-in caller who may link a provider to their account, or None.
 
         Linking changes the account, so it follows the rules of the other account changes:
         the token needs scope ``account:manage`` (403 ``insufficient_scope``), and when the
         session cookie is the credential (a bearer token wins when both are sent) the request
         must pass the same-origin guard (403 ``cross_site_request``): a cross-site page must
-        not be able to start a link on a signed-in user's behalf with a top-level GET.
+        not be able to start a link on a signed-in user's behalf with a top-level GET. And
+        like every account change it needs a recent sign-in (RFC 9470: 401
+        ``reauthentication_required``).
         """
         header = request.headers.get("Authorization", "")
         bearer = header[7:].strip() if header.lower().startswith("bearer ") else None
@@ -226,7 +234,7 @@ class SignInOperations:
         if not token:
             return None
         try:
-            claims = self.verifier.claims(token)
+            claims = await self.verifier.claims(token)
         except InvalidSession:
             return None
         if ACCOUNT_MANAGE not in claims.scopes:
@@ -237,6 +245,10 @@ class SignInOperations:
             )
         if not bearer:
             self.guard.check(request)
+        try:
+            self.sessions.require_recent_authentication(claims.auth_time)
+        except errors.SignInError as e:
+            raise http_error(e) from None
         return claims.account_id
 
     # -- GET|POST /v1/auth/{provider}/callback --------------------------------------------
@@ -273,10 +285,23 @@ class SignInOperations:
     # -- POST /v1/auth/logout ---------------------------------------------------------------
 
     async def logout(self, call: Call[None]) -> Reply[None]:
+        """Revoke the caller's session (``everywhere=true``: every session of the account,
+        which like other revocations of other sessions needs a recent sign-in), then clear
+        the cookies. Without a valid session there is nothing to revoke: the cookies are
+        cleared all the same."""
         request = call.request
         legacy, legacy_path = LEGACY_BINDING_COOKIE
         if any(c in request.cookies for c in (SESSION_COOKIE, BINDING_COOKIE, legacy)):
             self.guard.check(request)
+        everywhere = call.params.first("everywhere") == "true"
+        header = request.headers.get("Authorization", "")
+        bearer = header[7:].strip() if header.lower().startswith("bearer ") else None
+        token = bearer or request.cookies.get(SESSION_COOKIE)
+        if token:
+            try:
+                await self.sessions.sign_out(token, everywhere=everywhere)
+            except errors.SignInError as e:
+                raise http_error(e) from None
         cleared = (
             Cookie(SESSION_COOKIE, "", max_age=0),
             Cookie(BINDING_COOKIE, "", max_age=0, path=BINDING_PATH, samesite="None"),

@@ -1,0 +1,189 @@
+"""Sessions: issued with a server-side record, verified at stateless speed, ended at will.
+
+A session token stays a self-contained JWT that other services verify with the published
+keys; authgate itself also records each session (by its id, never the token) and refuses one
+that was revoked or that it does not know. Verification stays a cache hit: a session found
+live is trusted for ``live_cache`` (a few seconds) without asking the store, and a revocation
+removes it from that cache on this instance at once and, through the revocation channel, on
+every other instance within a moment. When the channel is down, ``live_cache`` bounds how
+long another instance may still accept a revoked session.
+"""
+
+from __future__ import annotations
+
+import collections
+import datetime as dt
+import logging
+import time
+from collections.abc import Sequence
+
+import attrs
+
+from authgate.domain import errors
+from authgate.domain.model import ClientInfo, IssuedSession, SessionRecord
+from authgate.domain.text import printable
+from authgate.ports.clock import Clock
+from authgate.ports.revocations import RevocationChannel
+from authgate.ports.session_records import SessionRecords
+from authgate.ports.sessions import InvalidSession, SessionClaims, SessionTokens
+from authgate.ports.unit_of_work import Transaction
+
+log = logging.getLogger("authgate.sessions")
+
+LIVE_CACHE_SIZE = 65_536
+
+
+@attrs.frozen
+class SessionPolicy:
+    """The configurable rules of sessions (``session.*``)."""
+
+    ttl: dt.timedelta = dt.timedelta(hours=24)
+    absolute_max: dt.timedelta = dt.timedelta(days=30)
+    reauthenticate_after: dt.timedelta = dt.timedelta(minutes=10)
+    live_cache: dt.timedelta = dt.timedelta(seconds=5)
+
+
+class SessionService:
+    """Issues, verifies, lists and revokes sessions."""
+
+    def __init__(
+        self,
+        *,
+        tokens: SessionTokens,
+        records: SessionRecords,
+        channel: RevocationChannel,
+        clock: Clock,
+        policy: SessionPolicy,
+    ) -> None:
+        self.tokens = tokens
+        self.records = records
+        self.channel = channel
+        self.clock = clock
+        self.policy = policy
+        # session id -> monotonic time until which it is trusted as live without a read
+        self._live: collections.OrderedDict[str, float] = collections.OrderedDict()
+        # session id -> monotonic time until which a read that began before its revocation
+        # must not put it back into the cache
+        self._revoked: collections.OrderedDict[str, float] = collections.OrderedDict()
+        channel.subscribe(self.forget)  # revocations made by any instance
+
+    # -- issuing --------------------------------------------------------------------------
+
+    async def issue(
+        self,
+        tx: Transaction,
+        account_id: str,
+        provider: str,
+        client: ClientInfo,
+        *,
+        auth_time: dt.datetime,
+        provider_session: str | None = None,
+    ) -> IssuedSession:
+        """A new session, recorded in the caller's unit of work (with the sign-in)."""
+        now = self.clock.now()
+        issued = self.tokens.issue(account_id, provider, now, auth_time=auth_time)
+        await tx.sessions.add(
+            SessionRecord(
+                id=issued.session_id,
+                account_id=account_id,
+                provider=provider,
+                created_at=now,
+                expires_at=issued.expires_at,
+                absolute_expires_at=now + self.policy.absolute_max,
+                auth_time=auth_time,
+                client_address=printable(client.address, 64),
+                user_agent=printable(client.user_agent, 512),
+                provider_session=printable(provider_session, 255),
+            )
+        )
+        return issued
+
+    # -- verifying ------------------------------------------------------------------------
+
+    async def verify(self, token: str) -> SessionClaims:
+        """The claims of a valid, live session; :class:`InvalidSession` for a token that does
+        not verify and for a session that was revoked or is unknown."""
+        now = self.clock.now()
+        claims = self.tokens.verify(token, now)
+        if not await self._is_live(claims.session_id, now):
+            raise InvalidSession("the session was revoked or is unknown")
+        return claims
+
+    async def _is_live(self, session_id: str, now: dt.datetime) -> bool:
+        started = time.monotonic()
+        until = self._live.get(session_id)
+        if until is not None:
+            if started < until:
+                return True
+            del self._live[session_id]
+        live = await self.records.is_live(session_id, now)
+        revoked_until = self._revoked.get(session_id)
+        if live and (revoked_until is None or revoked_until < started):
+            self._live[session_id] = started + self.policy.live_cache.total_seconds()
+            if len(self._live) > LIVE_CACHE_SIZE:
+                self._live.popitem(last=False)
+        return live
+
+    def forget(self, session_ids: Sequence[str]) -> None:
+        """Drop revoked sessions from the cache (the channel calls it on every instance)."""
+        keep_until = time.monotonic() + 2 * self.policy.live_cache.total_seconds() + 1
+        for sid in session_ids:
+            self._live.pop(sid, None)
+            self._revoked[sid] = keep_until
+            self._revoked.move_to_end(sid)
+        now = time.monotonic()
+        while self._revoked:
+            oldest, until = next(iter(self._revoked.items()))
+            if until > now and len(self._revoked) <= LIVE_CACHE_SIZE:
+                break
+            del self._revoked[oldest]
+
+    def require_recent_authentication(self, auth_time: dt.datetime | None) -> None:
+        """RFC 9470: account changes need a sign-in no older than ``reauthenticate_after``;
+        :class:`~errors.ReauthenticationRequired` otherwise."""
+        max_age = self.policy.reauthenticate_after
+        if auth_time is None or self.clock.now() - auth_time > max_age:
+            raise errors.ReauthenticationRequired(int(max_age.total_seconds()))
+
+    # -- listing and ending ---------------------------------------------------------------
+
+    async def live_sessions(self, account_id: str) -> list[SessionRecord]:
+        return await self.records.live_for_account(account_id, self.clock.now())
+
+    async def revoke(self, account_id: str, session_id: str) -> bool:
+        """End one of the account's sessions; False when it has no such live session."""
+        revoked = await self.records.revoke(account_id, session_id, self.clock.now())
+        if revoked:
+            await self.announce([session_id])
+        return revoked
+
+    async def revoke_all(
+        self, account_id: str, *, keep: str | None = None, provider: str | None = None
+    ) -> list[str]:
+        """End the account's live sessions (but ``keep``; only ``provider``'s when given)."""
+        ended = await self.records.revoke_all(
+            account_id, self.clock.now(), keep=keep, provider=provider
+        )
+        await self.announce(ended)
+        return ended
+
+    async def sign_out(self, token: str, *, everywhere: bool = False) -> list[str]:
+        """End the session of ``token`` (``everywhere``: every session of its account, after
+        the RFC 9470 check). A token that does not verify ends nothing."""
+        try:
+            claims = self.tokens.verify(token, self.clock.now())
+        except InvalidSession:
+            return []
+        if everywhere:
+            self.require_recent_authentication(claims.auth_time)
+            return await self.revoke_all(claims.account_id)
+        ended = await self.revoke(claims.account_id, claims.session_id)
+        return [claims.session_id] if ended else []
+
+    async def announce(self, session_ids: Sequence[str]) -> None:
+        """After revocations committed: forget them here at once, and tell the others."""
+        if not session_ids:
+            return
+        self.forget(session_ids)
+        await self.channel.publish(session_ids)
+        log.info("sessions revoked: %d", len(session_ids))

@@ -1,0 +1,231 @@
+"""Sessions you can end, over HTTP against the service and its development provider: a
+stolen token is useless after logout, after "sign out everywhere" from another browser, after
+the unlink of its provider; account changes need a recent sign-in (RFC 9470)."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import pytest
+
+from tests.devidp.support import Browser, Service
+
+from .test_lifecycle import bearer, claims_of, own_origin, reissue, signed_in
+
+Works = tuple[int, int]
+
+
+async def status_of(service: Service, token: str | None) -> Works:
+    """What a token gets from the two protected reads (bearer): providers and account."""
+    listed = await service.client.get("/v1/account/providers", headers=bearer(token))
+    account = await service.client.get("/v1/account", headers=bearer(token))
+    return listed.status, account.status
+
+
+async def second_browser(service: Service, user: str = "ada") -> Browser:
+    """Another browser signing in to the same account (registered already) with google."""
+    browser = Browser(service)
+    answer = await browser.sign_in("google", user, intent="login")
+    assert answer.status == 302 and browser.session, answer.headers
+    return browser
+
+
+def stale(service: Service, token: str | None, seconds: int = 3600) -> str:
+    """The same session's token, its sign-in ``seconds`` ago (auth_time)."""
+    assert token is not None
+    return reissue(service, token, auth_time=int(time.time()) - seconds)
+
+
+async def test_a_session_token_is_live_until_logout_then_refused_everywhere(
+    service: Service,
+) -> None:
+    browser = await signed_in(service, "google")
+    token = browser.session
+    assert await status_of(service, token) == (200, 200)
+    out = await browser.request("POST", "/v1/auth/logout", own_origin(service))
+    assert out.status == 204
+    assert await status_of(service, token) == (401, 401)
+    # As the cookie too.
+    thief = Browser(service)
+    thief.cookies["session"] = token or ""
+    assert (await thief.request("GET", "/v1/account")).status == 401
+    body = await (await service.client.get("/v1/account", headers=bearer(token))).json()
+    assert body["error"] == "unauthorized"
+
+
+async def test_an_unknown_session_is_refused_like_an_invalid_token(service: Service) -> None:
+    browser = await signed_in(service, "google")
+    forged_sid = reissue(service, browser.session or "", sid="0" * 32)
+    assert await status_of(service, forged_sid) == (401, 401)
+
+
+async def test_sessions_are_listed_with_the_current_one_marked(service: Service) -> None:
+    first = await signed_in(service, "google")
+    second = await second_browser(service)
+    response = await second.request("GET", "/v1/account/sessions")
+    assert response.status == 200
+    assert response.headers["Cache-Control"] == "no-store"
+    listed = (await response.json())["sessions"]
+    ids = {s["id"]: s for s in listed}
+    mine = claims_of(second.session or "")["sid"]
+    theirs = claims_of(first.session or "")["sid"]
+    assert set(ids) >= {mine, theirs}
+    assert ids[mine]["current"] is True and ids[theirs]["current"] is False
+    assert set(ids[mine]) == {
+        "id",
+        "provider",
+        "createdAt",
+        "expiresAt",
+        "current",
+        "userAgent",
+        "address",
+    }
+    assert ids[mine]["provider"] == "google"
+    assert "token" not in str(listed).lower()
+
+
+async def test_ending_one_session_from_another_browser(service: Service) -> None:
+    first = await signed_in(service, "google")
+    second = await second_browser(service)
+    theirs = claims_of(first.session or "")["sid"]
+    response = await service.client.delete(
+        f"/v1/account/sessions/{theirs}", headers=bearer(second.session)
+    )
+    assert response.status == 204
+    assert await status_of(service, first.session) == (401, 401)
+    assert await status_of(service, second.session) == (200, 200)
+    again = await service.client.delete(
+        f"/v1/account/sessions/{theirs}", headers=bearer(second.session)
+    )
+    assert again.status == 404
+    assert (await again.json())["error"] == "session_not_found"
+
+
+async def test_another_accounts_session_cannot_be_ended(service: Service) -> None:
+    ada = await signed_in(service, "google")
+    grace = await signed_in(service, "google", user="grace")
+    sid = claims_of(ada.session or "")["sid"]
+    response = await service.client.delete(
+        f"/v1/account/sessions/{sid}", headers=bearer(grace.session)
+    )
+    assert response.status == 404
+    assert await status_of(service, ada.session) == (200, 200)
+
+
+async def test_sign_out_everywhere_else_keeps_only_the_caller(service: Service) -> None:
+    first = await signed_in(service, "google")
+    second = await second_browser(service)
+    third = await second_browser(service)
+    response = await second.request("DELETE", "/v1/account/sessions", own_origin(service))
+    assert response.status == 204
+    assert await status_of(service, first.session) == (401, 401)
+    assert await status_of(service, third.session) == (401, 401)
+    assert await status_of(service, second.session) == (200, 200)
+
+
+async def test_logout_everywhere_ends_every_session_including_the_caller(
+    service: Service,
+) -> None:
+    first = await signed_in(service, "google")
+    second = await second_browser(service)
+    response = await second.request("POST", "/v1/auth/logout?everywhere=true", own_origin(service))
+    assert response.status == 204
+    assert await status_of(service, first.session) == (401, 401)
+    assert second.session is None  # the cookie was cleared
+
+
+async def test_unlinking_a_provider_ends_the_sessions_issued_through_it(
+    service: Service,
+) -> None:
+    owner = await signed_in(service, "google", "facebook")
+    # A session issued through facebook, in another browser (the thief's, say).
+    through_facebook = Browser(service)
+    answer = await through_facebook.sign_in("facebook", "ada", intent="login")
+    assert answer.status == 302 and through_facebook.session
+    assert claims_of(through_facebook.session)["provider"] == "facebook"
+    google_browser = await second_browser(service)
+    response = await service.client.delete(
+        "/v1/account/providers/facebook", headers=bearer(google_browser.session)
+    )
+    assert response.status == 200
+    assert await status_of(service, through_facebook.session) == (401, 401)
+    assert await status_of(service, google_browser.session) == (200, 200)
+    del owner
+
+
+# -- RFC 9470: a recent sign-in for account changes -------------------------------------------
+
+
+def assert_step_up(response: Any, body: dict[str, Any]) -> None:
+    assert response.status == 401
+    assert body["error"] == "reauthentication_required"
+    challenge = response.headers["WWW-Authenticate"]
+    assert challenge.startswith("Bearer ")
+    assert 'error="insufficient_user_authentication"' in challenge
+    assert "max_age=600" in challenge
+
+
+async def test_an_old_sign_in_cannot_unlink_link_or_end_other_sessions(
+    service: Service,
+) -> None:
+    browser = await signed_in(service, "google", "facebook")
+    old = stale(service, browser.session)
+    unlink = await service.client.delete("/v1/account/providers/facebook", headers=bearer(old))
+    assert_step_up(unlink, await unlink.json())
+    others = await service.client.delete("/v1/account/sessions", headers=bearer(old))
+    assert_step_up(others, await others.json())
+    everywhere = await service.client.post("/v1/auth/logout?everywhere=true", headers=bearer(old))
+    assert_step_up(everywhere, await everywhere.json())
+    link = await Browser(service).request(
+        "GET",
+        "/v1/auth/apple?intent=link&redirect_uri=" + service.callback("apple"),
+        {**bearer(old), "Accept": "application/json"},
+    )
+    assert_step_up(link, await link.json())
+    # Reading stays allowed, and nothing changed.
+    listed = await service.client.get("/v1/account/providers", headers=bearer(old))
+    assert [p["provider"] for p in (await listed.json())["providers"]] == ["google", "facebook"]
+
+
+async def test_a_fresh_sign_in_restores_account_changes(service: Service) -> None:
+    browser = await signed_in(service, "google", "facebook")
+    assert (
+        await service.client.delete(
+            "/v1/account/providers/facebook", headers=bearer(stale(service, browser.session))
+        )
+    ).status == 401
+    fresh = await second_browser(service)
+    response = await service.client.delete(
+        "/v1/account/providers/facebook", headers=bearer(fresh.session)
+    )
+    assert response.status == 200
+
+
+async def test_the_session_token_carries_auth_time_and_a_session_id(service: Service) -> None:
+    browser = await signed_in(service, "google")
+    claims = claims_of(browser.session or "")
+    assert isinstance(claims["sid"], str) and claims["sid"]
+    assert abs(claims["auth_time"] - time.time()) < 120
+
+
+async def test_the_new_operations_are_in_the_openapi_document(service: Service) -> None:
+    document = await (await service.client.get("/openapi.json")).json()
+    paths = document["paths"]
+    assert "get" in paths["/v1/account/sessions"]
+    assert "delete" in paths["/v1/account/sessions"]
+    assert "delete" in paths["/v1/account/sessions/{id}"]
+    logout = paths["/v1/auth/logout"]["post"]
+    assert [p["name"] for p in logout["parameters"]] == ["everywhere"]
+    for method, path in (("delete", "/v1/account/sessions"), ("get", "/v1/account/sessions")):
+        assert paths[path][method]["security"], path
+
+
+@pytest.mark.parametrize("everywhere", ["yes", "1"])
+async def test_logout_with_a_malformed_everywhere_is_400(service: Service, everywhere: str) -> None:
+    browser = await signed_in(service, "google")
+    response = await service.client.post(
+        f"/v1/auth/logout?everywhere={everywhere}", headers=bearer(browser.session)
+    )
+    assert response.status == 400
+    assert await status_of(service, browser.session) == (200, 200)
