@@ -20,8 +20,14 @@ from .credentials import SESSION_COOKIE, Credential, credential_from
 from .policy import Refusal, authenticate
 from .verifier import Session, SessionVerifier
 
-# Where the middleware puts the verified session (None for an anonymous request when optional).
-SESSION_KEY = "authgate_session"
+# Where the middleware puts the verified session (None for an anonymous request when optional):
+# a typed request key where aiohttp has them (3.13+; a plain string key warns there), else the
+# string itself.
+SESSION_KEY: Any = (
+    web.RequestKey("authgate_session", Session | None)  # type: ignore[arg-type]
+    if hasattr(web, "RequestKey")
+    else "authgate_session"
+)
 
 Handler = Any  # aiohttp's handler type differs between versions; the middleware is typed below.
 
