@@ -86,8 +86,14 @@ class JwksCache:
             if not forced and fresh:
                 assert self._keys is not None
                 return self._keys
+            # The floor spaces on-demand fetches and retries after a failure; an expired set
+            # after a good fetch is due by its age alone (else a TTL below the floor would
+            # silently become the floor).
+            last_failed = self._keys is None or self._attempted_at != self._fetched_at
             recently = (
-                self._attempted_at is not None and now - self._attempted_at < self._min_refetch
+                (forced or last_failed)
+                and self._attempted_at is not None
+                and now - self._attempted_at < self._min_refetch
             )
             if recently:
                 if self._keys is not None:

@@ -77,3 +77,29 @@ async def test_a_rotated_key_is_followed_and_a_removed_one_dropped(authgate: Aut
         # Stateless: a verifier whose cache is still young keeps trusting the removed key
         # until its cache_ttl_seconds have passed (docs/integration.md).
         await long_cache.verify(token_a)
+
+
+async def test_the_last_good_keys_serve_while_authgate_is_down(authgate: Authgate) -> None:
+    token = await authgate.sign_in("ada")
+    verifier = SessionVerifier.for_service(
+        authgate.base,
+        issuer=ISSUER,
+        audience=AUDIENCE,
+        cache_ttl_seconds=0.5,
+        min_refetch_seconds=30,
+        timeout_seconds=2,
+    )
+    async with verifier:
+        await verifier.verify(token)
+        authgate.stop()
+        try:
+            await asyncio.sleep(0.6)
+            # The refresh fails: the last good set still verifies...
+            assert (await verifier.verify(token)).account_id == claims_of(token)["sub"]
+            assert verifier.keys.fetches == 2
+            # ...and a down authgate is not asked again on every request (the floor).
+            await asyncio.sleep(0.6)
+            await verifier.verify(token)
+            assert verifier.keys.fetches == 2
+        finally:
+            authgate.start()

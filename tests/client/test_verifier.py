@@ -166,6 +166,10 @@ async def test_unreachable_authgate() -> None:
     async with verifier:
         with pytest.raises(KeySetUnavailable):
             await verifier.verify(token)
+        # Not retried on every request: the floor applies after a failure too.
+        with pytest.raises(KeySetUnavailable, match="failed recently"):
+            await verifier.verify(token)
+        assert verifier.keys.fetches == 1
 
 
 async def test_a_passed_in_http_session_is_used_and_not_closed(authgate: Authgate) -> None:
