@@ -29,7 +29,8 @@ SESSION_KEY: Any = (
     else "authgate_session"
 )
 
-Handler = Any  # aiohttp's handler type differs between versions; the middleware is typed below.
+# aiohttp's handler type has changed between versions; Any keeps the package usable with several.
+Handler = Any
 
 
 def session_of(request: web.Request) -> Session | None:

@@ -16,11 +16,13 @@ import pytest
 import uvicorn
 from aiohttp import web
 from fastapi import Depends, FastAPI
+from joserfc import jwt
+from joserfc.jwk import ECKey
 
 from authgate.client import Session, SessionVerifier
 from authgate.client.aiohttp import SESSION_KEY, session_middleware, session_of
 from authgate.client.fastapi import require_session
-from tests.client.support import AUDIENCE, ISSUER, Authgate
+from tests.client.support import AUDIENCE, ISSUER, Authgate, claims_of
 from tests.devidp.support import free_port
 
 FOREIGN = "https://evil.example"
@@ -165,8 +167,6 @@ def token(authgate: Authgate) -> str:
 
 
 async def test_bearer_and_cookie_are_accepted(app: App, authgate: Authgate, token: str) -> None:
-    from tests.client.support import claims_of
-
     expected = {"account": claims_of(token)["sub"], "scopes": ["account:manage", "account:read"]}
     assert (await app.call("GET", "/api/me", bearer=token))[:2] == (200, expected)
     assert (await app.call("GET", "/api/me", cookie=token))[:2] == (200, expected)
@@ -233,8 +233,6 @@ async def test_cookie_changes_must_come_from_the_own_origin(app: App, token: str
 
 
 async def test_optional_sessions(app: App, authgate: Authgate, token: str) -> None:
-    from tests.client.support import claims_of
-
     expired = authgate.mint(exp=int(time.time()) - 3600)
     assert (await app.call("GET", "/public/hello"))[:2] == (200, {"account": None})
     # A cookie that no longer verifies is an anonymous visit, not an error...
@@ -257,9 +255,6 @@ async def test_unreachable_keys_are_503_not_401(request: pytest.FixtureRequest) 
     verifier = SessionVerifier.for_service(
         f"http://127.0.0.1:{free_port()}", issuer=ISSUER, audience=AUDIENCE, timeout_seconds=2
     )
-    from joserfc import jwt
-    from joserfc.jwk import ECKey
-
     key = ECKey.generate_key("P-256", parameters={"kid": "k"})
     token = jwt.encode({"alg": "ES256", "kid": "k"}, {"sub": "x"}, key)
     for serve in (serve_aiohttp, serve_fastapi):
