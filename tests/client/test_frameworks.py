@@ -251,7 +251,7 @@ async def test_optional_sessions(app: App, authgate: Authgate, token: str) -> No
     assert (status, body["error"]) == (403, "cross_site_request")
 
 
-async def test_unreachable_keys_are_503_not_401(request: pytest.FixtureRequest) -> None:
+async def test_unreachable_keys_are_503_not_401() -> None:
     verifier = SessionVerifier.for_service(
         f"http://127.0.0.1:{free_port()}", issuer=ISSUER, audience=AUDIENCE, timeout_seconds=2
     )
