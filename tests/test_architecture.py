@@ -95,6 +95,13 @@ def test_only_the_composition_root_and_cli_know_the_adapters() -> None:
     assert bad == []
 
 
+def test_the_client_package_stands_alone() -> None:
+    # authgate.client runs in other services: it may import itself only (and, outside
+    # authgate, aiohttp and joserfc; FastAPI only inside require_session).
+    assert _files("client")
+    assert _violations("client", ("authgate.client",)) == []
+
+
 @pytest.mark.parametrize("probe", ["authgate.services.signin", "authgate.adapters.memory"])
 def test_detector_sees_imports(probe: str) -> None:
     # The checks above would pass vacuously if the import scan found nothing.
