@@ -30,7 +30,6 @@ from authgate.entrypoints.rest import (
     ApiKey,
     BearerJWT,
     Call,
-    HttpError,
     Principal,
     Reply,
     path,
@@ -49,18 +48,6 @@ def linked_provider(linked: LinkedIdentity) -> LinkedProvider:
         linked_at=linked.linked_at,
         is_primary=linked.is_primary,
     )
-
-
-def _require_scope(principal: Principal, *any_of: str) -> None:
-    # The bearer scheme checks scopes itself; the cookie scheme (an API key) does not.
-    if not principal.scopes & set(any_of):
-        raise HttpError(
-            403,
-            {
-                "error": "insufficient_scope",
-                "message": "the token lacks the required scope: one of " + ", ".join(any_of),
-            },
-        )
 
 
 class AccountOperations:
@@ -93,7 +80,7 @@ class AccountOperations:
             "GET",
             "/v1/account",
             response=AccountDetails,
-            security=[self.bearer.with_scopes(*READ_SCOPES), self.cookie],
+            security=[self.bearer.with_scopes(*READ_SCOPES), self.cookie.with_scopes(*READ_SCOPES)],
             responses={404: AppError},
             operation_id="get_account",
             tags=("account",),
@@ -103,30 +90,33 @@ class AccountOperations:
             "/v1/account/providers/{provider}",
             params=[path("provider", pattern(r"^[a-z][a-z0-9_-]{0,63}$"))],
             response=LinkedProviders,
-            security=[self.bearer.with_scopes(ACCOUNT_MANAGE), self.cookie],
+            security=[
+                self.bearer.with_scopes(ACCOUNT_MANAGE),
+                self.cookie.with_scopes(ACCOUNT_MANAGE),
+            ],
             responses={403: AppError, 404: AppError, 409: AppError},
             operation_id="unlink_provider",
             tags=("account",),
         )(self.unlink)
 
-    def _caller(self, call: Call[None], *scopes: str) -> str:
-        principal = call.principal
-        assert principal is not None
-        if principal.scheme == SESSION_COOKIE_SCHEME:
-            _require_scope(principal, *scopes)
-        return principal.subject
+    @staticmethod
+    def _caller(call: Call[None]) -> Principal:
+        """The authenticated caller (the operation's security schemes checked it and its
+        scopes)."""
+        assert call.principal is not None
+        return call.principal
 
     # -- GET /v1/account/providers ------------------------------------------------------------
 
     async def linked_providers(self, call: Call[None]) -> LinkedProviders:
-        linked = await self.service.linked_providers(self._caller(call, *READ_SCOPES))
+        linked = await self.service.linked_providers(self._caller(call).subject)
         return LinkedProviders([linked_provider(i) for i in linked])
 
     # -- GET /v1/account ------------------------------------------------------------------
 
     async def account(self, call: Call[None]) -> Reply[AccountDetails]:
         try:
-            view = await self.service.account(self._caller(call, *READ_SCOPES))
+            view = await self.service.account(self._caller(call).subject)
         except errors.SignInError as e:
             raise http_error(e) from None
         account = view.account
@@ -144,12 +134,11 @@ class AccountOperations:
     # -- DELETE /v1/account/providers/{provider} ----------------------------------------------
 
     async def unlink(self, call: Call[None]) -> Reply[LinkedProviders]:
-        assert call.principal is not None
-        if call.principal.scheme == SESSION_COOKIE_SCHEME:
+        caller = self._caller(call)
+        if caller.scheme == SESSION_COOKIE_SCHEME:
             self.guard.check(call.request)
-        account_id = self._caller(call, ACCOUNT_MANAGE)
         try:
-            remaining = await self.service.unlink(account_id, call.path["provider"])
+            remaining = await self.service.unlink(caller.subject, call.path["provider"])
         except errors.SignInError as e:
             raise http_error(e) from None
         return Reply(LinkedProviders([linked_provider(i) for i in remaining]), headers=NO_STORE)
