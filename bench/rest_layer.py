@@ -108,7 +108,7 @@ def authgate_app(traced: bool) -> Any:
             def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
                 return SpanExportResult.SUCCESS
 
-        # The same wiring as authgate.entrypoints.server.build_app, with the exporter given.
+        # The same wiring as authgate.entrypoints.rest.server.build_app, with the exporter given.
         provider = make_tracer_provider("authgate-bench", exporter=DroppingExporter())
         trace.set_tracer_provider(provider)
         middlewares.append(tracing_middleware(provider.get_tracer("authgate")))

@@ -69,6 +69,39 @@ def test_rest_layer_knows_nothing_of_sign_in() -> None:
     assert _violations("entrypoints/rest", ("authgate.entrypoints.rest",)) == []
 
 
+# The REST layer's modules, lowest first: each imports only modules of the layers before its
+# own, so a request is traced downwards (server → api → operation → security/params → errors)
+# and a concern (errors, routing, health, the document) is one module.
+REST_LAYERS: tuple[tuple[str, ...], ...] = (
+    ("logtext", "wire", "routing", "tracing"),
+    ("errors", "schema"),
+    ("params", "security", "health"),
+    ("call",),
+    ("signature",),
+    ("operation",),
+    ("openapi",),
+    ("api",),
+    ("server",),
+)
+
+
+def test_rest_modules_import_only_lower_layers() -> None:
+    rank = {m: i for i, layer in enumerate(REST_LAYERS) for m in layer}
+    modules = {p.stem for p in _files("entrypoints/rest")} - {"__init__"}
+    assert modules == set(rank), "a new rest module needs a place in REST_LAYERS"
+    prefix = "authgate.entrypoints.rest."
+    bad = []
+    for path in _files("entrypoints/rest"):
+        if path.stem == "__init__":
+            continue
+        for module in _module_imports(path):
+            if module.startswith(prefix):
+                imported = module.removeprefix(prefix).split(".")[0]
+                if rank[imported] >= rank[path.stem]:
+                    bad.append(f"{path.stem} imports {imported}")
+    assert bad == []
+
+
 def test_adapters_do_not_import_entrypoints() -> None:
     assert _violations("adapters", ("authgate.domain", "authgate.ports", "authgate.adapters")) == []
 
@@ -93,6 +126,13 @@ def test_only_the_composition_root_and_cli_know_the_adapters() -> None:
         if not v.startswith(("src/entrypoints/composition.py", "src/entrypoints/devidp"))
     ]
     assert bad == []
+
+
+def test_the_client_package_stands_alone() -> None:
+    # authgate.client runs in other services: it may import itself only (and, outside
+    # authgate, aiohttp and joserfc; FastAPI only inside require_session).
+    assert _files("client")
+    assert _violations("client", ("authgate.client",)) == []
 
 
 @pytest.mark.parametrize("probe", ["authgate.services.signin", "authgate.adapters.memory"])

@@ -8,7 +8,8 @@ import sys
 
 from authgate.entrypoints import composition
 from authgate.entrypoints.config import Config, ConfigError, load
-from authgate.entrypoints.server import build_app, configure_logging, serve
+from authgate.entrypoints.rest.server import configure_logging
+from authgate.entrypoints.server import build_app, serve
 
 
 def main(argv: list[str] | None = None) -> int:

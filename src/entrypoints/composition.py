@@ -51,6 +51,7 @@ from authgate.adapters.sessions import (
     load_or_create_keys,
 )
 from authgate.adapters.sqlite import SchemaTooNew, SqliteStore, SqliteUnavailable, open_sqlite
+from authgate.domain.scopes import ACCOUNT_MANAGE
 from authgate.entrypoints import development
 from authgate.entrypoints.config import Config, callback_urls_of
 from authgate.entrypoints.http.account import AccountOperations
@@ -149,9 +150,11 @@ def build_api(config: Config, resources: Resources) -> Api:
     bearer = BearerJWT("bearerAuth", verifier)
     public_url = config.rest.public_url
     guard = SameOriginGuard([public_url] if public_url else [], [config.app.url])
+    cookie = session_cookie_scheme(verifier)
+    manage = (bearer.with_scopes(ACCOUNT_MANAGE), cookie.with_scopes(ACCOUNT_MANAGE))
     SignInOperations(
         service,
-        verifier,
+        manage,
         sessions,
         resources.limiter,
         ClientAddress(config.ratelimit.trusted_proxies, config.ratelimit.ipv6_prefix),
@@ -164,7 +167,7 @@ def build_api(config: Config, resources: Resources) -> Api:
         sessions=sessions,
         providers=list(resources.providers),
     )
-    AccountOperations(accounts, bearer, session_cookie_scheme(verifier), guard).register(api)
+    AccountOperations(accounts, bearer, cookie, guard).register(api)
     JwksOperations(resources.sessions).register(api)
     for check in resources.readiness:
         api.readiness.add(check)

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from authgate.entrypoints.rest import Api, Call
-from authgate.entrypoints.server import AccessLogger
+from authgate.entrypoints.rest.server import AccessLogger
 
 
 async def test_access_log_leaves_out_query_and_headers(

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from authgate.entrypoints.rest import Api, Call, log_safe
-from authgate.entrypoints.server import AccessLogger
+from authgate.entrypoints.rest.server import AccessLogger
 
 from .conftest import Serve
 

@@ -20,7 +20,7 @@ from opentelemetry.trace import SpanKind, StatusCode
 from authgate.entrypoints import server
 from authgate.entrypoints.config import parse
 from authgate.entrypoints.rest import Api, Call, cookie, query
-from authgate.entrypoints.rest.api import error_middleware
+from authgate.entrypoints.rest.errors import error_middleware
 from authgate.entrypoints.rest.tracing import make_tracer_provider, tracing_middleware
 
 from .conftest import Serve

@@ -42,7 +42,6 @@ from authgate.entrypoints.rest import (
     ApiKey,
     BearerJWT,
     Call,
-    HttpError,
     Principal,
     Reply,
     path,
@@ -61,18 +60,6 @@ def linked_provider(linked: LinkedIdentity) -> LinkedProvider:
         linked_at=linked.linked_at,
         is_primary=linked.is_primary,
     )
-
-
-def _require_scope(principal: Principal, *any_of: str) -> None:
-    # The bearer scheme checks scopes itself; the cookie scheme (an API key) does not.
-    if not principal.scopes & set(any_of):
-        raise HttpError(
-            403,
-            {
-                "error": "insufficient_scope",
-                "message": "the token lacks the required scope: one of " + ", ".join(any_of),
-            },
-        )
 
 
 class AccountOperations:
@@ -105,7 +92,7 @@ class AccountOperations:
             "GET",
             "/v1/account",
             response=AccountDetails,
-            security=[self.bearer.with_scopes(*READ_SCOPES), self.cookie],
+            security=[self.bearer.with_scopes(*READ_SCOPES), self.cookie.with_scopes(*READ_SCOPES)],
             responses={404: AppError},
             operation_id="get_account",
             tags=("account",),
@@ -115,7 +102,10 @@ class AccountOperations:
             "/v1/account/providers/{provider}",
             params=[path("provider", pattern(r"^[a-z][a-z0-9_-]{0,63}$"))],
             response=LinkedProviders,
-            security=[self.bearer.with_scopes(ACCOUNT_MANAGE), self.cookie],
+            security=[
+                self.bearer.with_scopes(ACCOUNT_MANAGE),
+                self.cookie.with_scopes(ACCOUNT_MANAGE),
+            ],
             responses={401: AppError, 403: AppError, 404: AppError, 409: AppError},
             operation_id="unlink_provider",
             tags=("account",),
@@ -124,7 +114,7 @@ class AccountOperations:
             "GET",
             "/v1/account/sessions",
             response=SessionList,
-            security=[self.bearer.with_scopes(*READ_SCOPES), self.cookie],
+            security=[self.bearer.with_scopes(*READ_SCOPES), self.cookie.with_scopes(*READ_SCOPES)],
             operation_id="list_sessions",
             tags=("account",),
         )(self.list_sessions)
@@ -133,7 +123,10 @@ class AccountOperations:
             "/v1/account/sessions/{id}",
             params=[path("id", pattern(r"^[A-Za-z0-9_-]{1,64}$"))],
             status=204,
-            security=[self.bearer.with_scopes(ACCOUNT_MANAGE), self.cookie],
+            security=[
+                self.bearer.with_scopes(ACCOUNT_MANAGE),
+                self.cookie.with_scopes(ACCOUNT_MANAGE),
+            ],
             responses={204: "The session is ended", 401: AppError, 403: AppError, 404: AppError},
             operation_id="end_session",
             tags=("account",),
@@ -142,7 +135,10 @@ class AccountOperations:
             "DELETE",
             "/v1/account/sessions",
             status=204,
-            security=[self.bearer.with_scopes(ACCOUNT_MANAGE), self.cookie],
+            security=[
+                self.bearer.with_scopes(ACCOUNT_MANAGE),
+                self.cookie.with_scopes(ACCOUNT_MANAGE),
+            ],
             responses={
                 204: "Every session but the caller's is ended",
                 401: AppError,
@@ -152,24 +148,24 @@ class AccountOperations:
             tags=("account",),
         )(self.end_other_sessions)
 
-    def _caller(self, call: Call[None], *scopes: str) -> str:
-        principal = call.principal
-        assert principal is not None
-        if principal.scheme == SESSION_COOKIE_SCHEME:
-            _require_scope(principal, *scopes)
-        return principal.subject
+    @staticmethod
+    def _caller(call: Call[None]) -> Principal:
+        """The authenticated caller (the operation's security schemes checked it and its
+        scopes)."""
+        assert call.principal is not None
+        return call.principal
 
     # -- GET /v1/account/providers ------------------------------------------------------------
 
     async def linked_providers(self, call: Call[None]) -> LinkedProviders:
-        linked = await self.service.linked_providers(self._caller(call, *READ_SCOPES))
+        linked = await self.service.linked_providers(self._caller(call).subject)
         return LinkedProviders([linked_provider(i) for i in linked])
 
     # -- GET /v1/account ------------------------------------------------------------------
 
     async def account(self, call: Call[None]) -> Reply[AccountDetails]:
         try:
-            view = await self.service.account(self._caller(call, *READ_SCOPES))
+            view = await self.service.account(self._caller(call).subject)
         except errors.SignInError as e:
             raise http_error(e) from None
         account = view.account
@@ -187,14 +183,13 @@ class AccountOperations:
     # -- DELETE /v1/account/providers/{provider} ----------------------------------------------
 
     async def unlink(self, call: Call[None]) -> Reply[LinkedProviders]:
-        assert call.principal is not None
-        if call.principal.scheme == SESSION_COOKIE_SCHEME:
+        caller = self._caller(call)
+        if caller.scheme == SESSION_COOKIE_SCHEME:
             self.guard.check(call.request)
-        account_id = self._caller(call, ACCOUNT_MANAGE)
         try:
-            self.service.sessions.require_recent_authentication(auth_time_of(call.principal))
+            self.service.sessions.require_recent_authentication(auth_time_of(caller))
             remaining = await self.service.unlink(
-                account_id, call.path["provider"], current=session_id_of(call.principal)
+                caller.subject, call.path["provider"], current=session_id_of(caller)
             )
         except errors.SignInError as e:
             raise http_error(e) from None
@@ -203,10 +198,9 @@ class AccountOperations:
     # -- /v1/account/sessions ---------------------------------------------------------------
 
     async def list_sessions(self, call: Call[None]) -> Reply[SessionList]:
-        account_id = self._caller(call, *READ_SCOPES)
-        assert call.principal is not None
-        current = session_id_of(call.principal)
-        live = await self.service.live_sessions(account_id)
+        caller = self._caller(call)
+        current = session_id_of(caller)
+        live = await self.service.live_sessions(caller.subject)
         listed = [
             SessionInfo(
                 id=r.id,
@@ -247,11 +241,9 @@ class AccountOperations:
         return Reply(None, status=204, headers=NO_STORE)
 
     def _changing(self, call: Call[None]) -> Principal:
-        """The caller of an account change: the manage scope, and the same-origin guard when
-        the cookie is the credential."""
-        principal = call.principal
-        assert principal is not None
+        """The caller of an account change (the schemes checked the manage scope), and the
+        same-origin guard when the cookie is the credential."""
+        principal = self._caller(call)
         if principal.scheme == SESSION_COOKIE_SCHEME:
             self.guard.check(call.request)
-        self._caller(call, ACCOUNT_MANAGE)
         return principal

@@ -17,7 +17,6 @@ from aiohttp import web
 
 from authgate.domain import errors
 from authgate.domain.model import ClientInfo, Intent
-from authgate.domain.scopes import ACCOUNT_MANAGE
 from authgate.domain.secrets import new_secret
 from authgate.entrypoints.http.bodies import AppError, ProviderDetails
 from authgate.entrypoints.http.caller import ClientAddress, accepts_only_json, prefers_html
@@ -30,8 +29,9 @@ from authgate.entrypoints.http.errors import (
 )
 from authgate.entrypoints.http.session_auth import (
     SESSION_COOKIE,
+    SESSION_COOKIE_SCHEME,
     SameOriginGuard,
-    SessionVerifier,
+    auth_time_of,
 )
 from authgate.entrypoints.rest import (
     Api,
@@ -44,8 +44,8 @@ from authgate.entrypoints.rest import (
     query,
     required_by_operation,
 )
+from authgate.entrypoints.rest.security import SecurityScheme, authenticate
 from authgate.ports.ratelimit import RateLimiter
-from authgate.ports.sessions import InvalidSession
 from authgate.services.sessions import SessionService
 from authgate.services.signin import SignInService
 
@@ -82,7 +82,7 @@ class SignInOperations:
     def __init__(
         self,
         service: SignInService,
-        verifier: SessionVerifier,
+        link_schemes: tuple[SecurityScheme, ...],
         sessions: SessionService,
         limiter: RateLimiter,
         client_address: ClientAddress,
@@ -90,7 +90,7 @@ class SignInOperations:
         guard: SameOriginGuard,
     ) -> None:
         self.service = service
-        self.verifier = verifier
+        self.link_schemes = link_schemes  # who may link: bearer, then the cookie
         self.sessions = sessions
         self.limiter = limiter  # the callback's
         self.client_address = client_address
@@ -221,35 +221,25 @@ class SignInOperations:
         """The signed-in caller who may link a provider to their account, or None.
 
         Linking changes the account, so it follows the rules of the other account changes:
-        the token needs scope ``account:manage`` (403 ``insufficient_scope``), and when the
-        session cookie is the credential (a bearer token wins when both are sent) the request
-        must pass the same-origin guard (403 ``cross_site_request``): a cross-site page must
-        not be able to start a link on a signed-in user's behalf with a top-level GET. And
-        like every account change it needs a recent sign-in (RFC 9470: 401
+        the caller is authenticated by the REST layer's schemes (bearer first, then the
+        session cookie) with scope ``account:manage`` (403 ``insufficient_scope``), and when
+        the cookie is the credential the request must pass the same-origin guard (403
+        ``cross_site_request``): a cross-site page must not be able to start a link on a
+        signed-in user's behalf with a top-level GET. A plain sign-in start looks at no
+        credential at all (a stale cookie must not stop anyone signing in again).
+        And like every account change it needs a recent sign-in (RFC 9470: 401
         ``reauthentication_required``).
         """
-        header = request.headers.get("Authorization", "")
-        bearer = header[7:].strip() if header.lower().startswith("bearer ") else None
-        token = bearer or request.cookies.get(SESSION_COOKIE)
-        if not token:
+        principal = await authenticate(request, self.link_schemes, optional=True)
+        if principal is None:
             return None
-        try:
-            claims = await self.verifier.claims(token)
-        except InvalidSession:
-            return None
-        if ACCOUNT_MANAGE not in claims.scopes:
-            raise app_error(
-                403,
-                "insufficient_scope",
-                f"the token lacks the required scope: one of {ACCOUNT_MANAGE}",
-            )
-        if not bearer:
+        if principal.scheme == SESSION_COOKIE_SCHEME:
             self.guard.check(request)
         try:
-            self.sessions.require_recent_authentication(claims.auth_time)
+            self.sessions.require_recent_authentication(auth_time_of(principal))
         except errors.SignInError as e:
             raise http_error(e) from None
-        return claims.account_id
+        return principal.subject
 
     # -- GET|POST /v1/auth/{provider}/callback --------------------------------------------
 

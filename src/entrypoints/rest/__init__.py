@@ -3,11 +3,12 @@
 It knows nothing about sign-in; the application registers its operations on an :class:`Api`.
 """
 
-from .api import API_VERSION_HEADER, Api, Group, HealthReport
-from .errors import ErrorBody, HttpError, json_response, layer_error
-from .health import HealthCheck, Probe
+from .api import API_VERSION_HEADER, Api, Group
+from .call import Call, Cookie, Reply
+from .errors import ErrorBody, HttpError, error_middleware, json_response, layer_error
+from .health import HealthCheck, HealthReport, Probe
 from .logtext import log_safe
-from .operation import Call, Cookie, Operation, Reply
+from .operation import Operation
 from .params import (
     Location,
     Param,
@@ -57,6 +58,7 @@ __all__ = [
     "Required",
     "TokenVerifier",
     "cookie",
+    "error_middleware",
     "header",
     "json_response",
     "layer_error",

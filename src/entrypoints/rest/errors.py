@@ -1,13 +1,21 @@
-"""Errors an operation (or the layer itself) answers with, and their JSON rendering."""
+"""Errors an operation (or the layer itself) answers with, their JSON rendering, and the
+middleware that turns every failure of a request (router errors included) into such JSON."""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+import logging
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 import attrs
 from aiohttp import web
+from opentelemetry import trace
+
+from .logtext import log_safe
+from .routing import static_methods
+
+log = logging.getLogger("authgate.rest")
 
 JSON_CONTENT_TYPE = "application/json"
 
@@ -57,3 +65,61 @@ class ErrorBody:
 
     error: str
     message: str | None = None
+
+
+_GENERIC_500 = {"error": "internal_error", "message": "An unexpected error occurred."}
+
+
+@web.middleware
+async def error_middleware(
+    request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]
+) -> web.StreamResponse:
+    """Turns router errors and unexpected exceptions into JSON; logs the latter in full."""
+    try:
+        return await handler(request)
+    except HttpError as e:
+        return e.response()
+    except web.HTTPRequestEntityTooLarge:
+        # request.read() past client_max_size (a chunked body): the same answer as a too-large
+        # Content-Length gets from the operation.
+        limit = request.client_max_size
+        return layer_error(413, f"request body larger than {limit} bytes").response()
+    except web.HTTPException as e:
+        if e.status < 400:
+            raise
+        if e.status == 405:
+            # aiohttp's Allow joins every matching route's methods, templated siblings too
+            allowed = static_methods(request)
+            if allowed is not None:
+                e = web.HTTPMethodNotAllowed(request.method, allowed)
+        return _http_exception_json(e)
+    except Exception:
+        # The request's values escaped: the path is decoded and may hold a newline.
+        log.exception(
+            "unhandled error in %s %s%s",
+            log_safe(request.method),
+            log_safe(request.path),
+            _trace_suffix(),
+        )
+        return json_response(_GENERIC_500, 500)
+
+
+_ROUTER_ERRORS = {
+    404: ("not_found", "no such resource"),
+    405: ("method_not_allowed", "method not allowed on this resource"),
+}
+
+
+def _http_exception_json(e: web.HTTPException) -> web.Response:
+    code, message = _ROUTER_ERRORS.get(e.status, ("http_error", e.reason))
+    # Keep what the exception says (Allow, Retry-After, WWW-Authenticate…), not its text body.
+    headers = {k: v for k, v in e.headers.items() if k.lower() not in _BODY_HEADERS}
+    return json_response({"error": code, "message": message}, e.status, headers)
+
+
+_BODY_HEADERS = frozenset({"content-type", "content-length", "content-encoding"})
+
+
+def _trace_suffix() -> str:
+    ctx = trace.get_current_span().get_span_context()
+    return f" (trace_id={ctx.trace_id:032x})" if ctx.is_valid else ""

@@ -24,6 +24,14 @@ CheckFn = Callable[[], Awaitable[bool | None]]
 
 
 @attrs.frozen
+class HealthReport:
+    """The documented body of a probe's answer: overall status and each check's status."""
+
+    status: str
+    checks: dict[str, dict[str, str]]
+
+
+@attrs.frozen
 class HealthCheck:
     """A named dependency check. ``check`` returns None/True when healthy."""
 

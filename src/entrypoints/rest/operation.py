@@ -9,80 +9,21 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Any, Generic, TypeVar
+from typing import Any
 
 import attrs
 import cattrs
 from aiohttp import web
 from aiohttp.http_exceptions import HttpProcessingError
 
+from .call import Call, Handler, Reply
 from .errors import JSON_CONTENT_TYPE, HttpError, layer_error
-from .params import Location, Param, Params, extractor
-from .security import Principal, SecurityScheme, authenticate
+from .params import Location, Param, extractor
+from .security import SecurityScheme, authenticate
+from .signature import check_handler
 from .wire import describe_error, wire_name
 
-B = TypeVar("B")
-R = TypeVar("R")
-
 _PATH_PARAM = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
-
-
-@attrs.frozen(slots=True)
-class Call(Generic[B]):
-    """What an operation receives: validated parameters, the typed body and the caller."""
-
-    request: web.Request
-    params: Params
-    body: B
-    principal: Principal | None
-
-    @property
-    def path(self) -> Mapping[str, str]:
-        return self.params.path
-
-    @property
-    def query(self) -> Mapping[str, tuple[str, ...]]:
-        return self.params.query
-
-
-@attrs.frozen
-class Cookie:
-    """A ``Set-Cookie`` to send with a :class:`Reply`."""
-
-    name: str
-    value: str
-    max_age: int | None = None
-    path: str = "/"
-    secure: bool = True
-    httponly: bool = True
-    samesite: str | None = "Lax"
-
-    def set_on(self, response: web.StreamResponse) -> None:
-        response.set_cookie(
-            self.name,
-            self.value,
-            max_age=self.max_age,
-            path=self.path,
-            secure=self.secure,
-            httponly=self.httponly,
-            samesite=self.samesite,
-        )
-
-
-@attrs.frozen
-class Reply(Generic[R]):
-    """A response with its own status, headers or cookies (201, 202, …); ``body`` may be None.
-
-    Without ``status`` the operation's own success status applies (200, 204 or its declared one).
-    """
-
-    body: R | None = None
-    status: int | None = None
-    headers: Mapping[str, str] = attrs.field(factory=dict)
-    cookies: tuple[Cookie, ...] = ()
-
-
-Handler = Callable[[Call[Any]], Awaitable[Any]]
 
 
 @attrs.frozen
@@ -98,11 +39,14 @@ class Operation:
     response: type | None = None
     status: int | None = None
     security: tuple[SecurityScheme, ...] = ()
+    security_optional: bool = False
     responses: Mapping[int, type | str] = attrs.field(factory=dict)
     operation_id: str | None = None
     tags: tuple[str, ...] = ()
 
     def __attrs_post_init__(self) -> None:
+        if self.security_optional and not self.security:
+            raise ValueError(f"{self.path}: optional security needs at least one scheme")
         if self.request is not None and self.form is not None:
             raise ValueError(f"{self.path}: a JSON body and a form body are exclusive")
         if self.form is not None and not attrs.has(self.form):
@@ -119,6 +63,15 @@ class Operation:
         if stray:
             raise ValueError(f"{self.path}: declared path parameter(s) not in the path: {stray}")
         object.__setattr__(self, "method", self.method.upper())
+
+    def check_handler(self) -> None:
+        """TypeError, naming the operation, if the handler's annotations contradict the
+        declared body or response: it would fail on its first request (a 500)."""
+        check_handler(self.handler, self.request or self.form, self.response, self.describe())
+
+    def describe(self) -> str:
+        """How errors name the operation: ``operation get_user (GET /users/{id})``."""
+        return f"operation {self.name} ({self.method} {self.path})"
 
     @property
     def success_status(self) -> int:
@@ -153,12 +106,17 @@ class Invoker:
         # Looked up once: __call__ runs on every request (see docs/benchmarks.md).
         self._handler = op.handler
         self._security = op.security
+        self._optional = op.security_optional
         self._extract = extractor(op.params)
         self._response_type = op.response
 
     async def __call__(self, request: web.Request) -> web.StreamResponse:
         try:
-            principal = await authenticate(request, self._security) if self._security else None
+            principal = (
+                await authenticate(request, self._security, self._optional)
+                if self._security
+                else None
+            )
             params = self._extract(request)
             body = await self._reader(request) if self._reader is not None else None
             result = await self._handler(Call(request, params, body, principal))

@@ -2,8 +2,16 @@
 
 A scheme reads its credential from the request, hands it to the checker and, on success, yields
 a :class:`Principal` that the operation receives. Failures answer 401 (``unauthorized``) and the
-operation does not run; a verified token that lacks every accepted scope answers 403
-(``insufficient_scope``).
+operation does not run.
+
+Every scheme may require scopes (``scheme.with_scopes("a", "b")``): a verified credential whose
+principal carries none of them answers 403 (``insufficient_scope``), whatever the scheme, so a
+session cookie declared as an :class:`ApiKey` is held to the same rule as a bearer token.
+
+An operation lists the schemes it accepts; the first whose credential is present is used. With
+``security_optional=True`` on the operation, a request carrying no credential of any listed
+scheme runs anonymously (``call.principal is None``); a credential that is present but does not
+verify (or lacks the scopes) is refused all the same.
 """
 
 from __future__ import annotations
@@ -56,15 +64,34 @@ class ApiKeyChecker(Protocol):
 
 
 def unauthorized(message: str, challenge: str | None = "Bearer") -> HttpError:
+    """A 401 ``unauthorized`` with ``message``, and the challenge when the scheme has one."""
     headers = {"WWW-Authenticate": challenge} if challenge else None
     return HttpError(401, {"error": "unauthorized", "message": message}, headers)
+
+
+def _require_scopes(
+    principal: Principal, any_of: frozenset[str], challenge: str | None
+) -> Principal:
+    """The principal, if ``any_of`` is empty or it carries one of them; 403 otherwise."""
+    if any_of and not (principal.scopes & any_of):
+        raise HttpError(
+            403,
+            {
+                "error": "insufficient_scope",
+                "message": "the token lacks the required scope: one of "
+                + ", ".join(sorted(any_of)),
+            },
+            {"WWW-Authenticate": challenge} if challenge else None,
+        )
+    return principal
 
 
 @attrs.frozen
 class BearerJWT:
     """``Authorization: Bearer <JWT>``, verified by ``verifier``.
 
-    ``scopes``: when not empty, the token must carry at least one of them (403 otherwise).
+    ``scopes``: when not empty, the token must carry at least one of them (403 otherwise, with
+    ``WWW-Authenticate: Bearer error="insufficient_scope"``).
     """
 
     name: str
@@ -92,17 +119,7 @@ class BearerJWT:
             raise unauthorized(
                 "invalid or expired bearer token", 'Bearer error="invalid_token"'
             ) from None
-        if self.scopes and not (principal.scopes & self.scopes):
-            raise HttpError(
-                403,
-                {
-                    "error": "insufficient_scope",
-                    "message": "the token lacks the required scope: one of "
-                    + ", ".join(sorted(self.scopes)),
-                },
-                {"WWW-Authenticate": 'Bearer error="insufficient_scope"'},
-            )
-        return principal
+        return _require_scopes(principal, self.scopes, 'Bearer error="insufficient_scope"')
 
     def openapi(self) -> dict[str, Any]:
         return {"type": "http", "scheme": "bearer", "bearerFormat": "JWT"}
@@ -110,12 +127,22 @@ class BearerJWT:
 
 @attrs.frozen
 class ApiKey:
-    """An API key in a named header (or, with ``in_cookie``, a named cookie)."""
+    """An API key in a named header (or, with ``in_cookie``, a named cookie: a session
+    cookie is declared this way, its checker verifying the session token).
+
+    ``scopes``: when not empty, the checker's principal must carry at least one of them
+    (403 otherwise; an API key has no HTTP challenge, so no ``WWW-Authenticate``).
+    """
 
     name: str
     key_name: str
     checker: ApiKeyChecker = attrs.field(eq=False)
     in_cookie: bool = False
+    scopes: frozenset[str] = frozenset()
+
+    def with_scopes(self, *any_of: str) -> ApiKey:
+        """The same scheme, accepting only principals that carry at least one of ``any_of``."""
+        return attrs.evolve(self, scopes=frozenset(any_of))
 
     def _read(self, request: web.Request) -> str | None:
         if self.in_cookie:
@@ -131,9 +158,10 @@ class ApiKey:
         if not key:
             raise unauthorized(f"missing API key in {where}: {self.key_name}", None)
         try:
-            return await self.checker.check(key)
+            principal = await self.checker.check(key)
         except InvalidCredential:
             raise unauthorized("invalid API key", None) from None
+        return _require_scopes(principal, self.scopes, None)
 
     def openapi(self) -> dict[str, Any]:
         return {
@@ -146,9 +174,14 @@ class ApiKey:
 SecurityScheme = BearerJWT | ApiKey
 
 
-async def authenticate(request: web.Request, schemes: tuple[SecurityScheme, ...]) -> Principal:
-    """Authenticate by the first scheme whose credential is present (the first scheme if none)."""
+async def authenticate(
+    request: web.Request, schemes: tuple[SecurityScheme, ...], optional: bool = False
+) -> Principal | None:
+    """Authenticate by the first scheme whose credential is present. With none present: None
+    when ``optional``, else the first scheme's refusal (its 401 names what is missing)."""
     for scheme in schemes:
         if scheme.present(request):
             return await scheme.authenticate(request)
+    if optional:
+        return None
     return await schemes[0].authenticate(request)

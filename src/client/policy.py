@@ -1,0 +1,97 @@
+"""The one decision both framework adapters make: which session a request has, or which
+answer refuses it. The answers are authgate's own (401 ``unauthorized`` with
+``WWW-Authenticate: Bearer``, 403 ``insufficient_scope``, 403 ``cross_site_request``)."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable, Mapping
+
+from .credentials import MalformedAuthorization, credential_from, same_origin
+from .keys import KeySetUnavailable
+from .verifier import InvalidSession, Session, SessionVerifier
+
+log = logging.getLogger("authgate.client")
+
+
+class Refusal(Exception):
+    """The answer that refuses a request: status, JSON body and headers."""
+
+    def __init__(self, status: int, body: Mapping[str, str], headers: Mapping[str, str]) -> None:
+        super().__init__(status, body.get("error"))
+        self.status = status
+        self.body = body
+        self.headers = headers
+
+
+def unauthorized(message: str, challenge: str = "Bearer") -> Refusal:
+    return Refusal(
+        401, {"error": "unauthorized", "message": message}, {"WWW-Authenticate": challenge}
+    )
+
+
+async def authenticate(
+    verifier: SessionVerifier,
+    *,
+    method: str,
+    authorization: str | None,
+    session_cookie: str | None,
+    origin: str | None,
+    fetch_site: str | None,
+    own_origins: Iterable[str],
+    required_scopes: frozenset[str],
+    optional: bool,
+) -> Session | None:
+    """The request's verified session (None: anonymous, only when ``optional``); raises
+    :class:`Refusal`.
+
+    With ``optional``, a request without a session, or whose ``session`` cookie no longer
+    verifies (expired, signed by a withdrawn key), is anonymous; a bearer token that does not
+    verify is still refused: its sender meant to authenticate."""
+    try:
+        credential = credential_from(authorization, session_cookie)
+    except MalformedAuthorization as e:
+        raise unauthorized(str(e)) from None
+    if credential is None:
+        if optional:
+            return None
+        raise unauthorized("missing session (bearer token or session cookie)")
+    try:
+        session = await verifier.verify(credential.token)
+    except InvalidSession as e:
+        log.info("session refused (%s): %s", credential.source, e.reason)
+        if optional and credential.source == "cookie":
+            return None
+        raise unauthorized("invalid or expired session", 'Bearer error="invalid_token"') from None
+    except KeySetUnavailable as e:
+        log.warning("session not verifiable: %s", e)
+        raise Refusal(
+            503,
+            {
+                "error": "temporarily_unavailable",
+                "message": "the session cannot be verified right now",
+            },
+            {"Retry-After": "5"},
+        ) from None
+    if credential.source == "cookie" and not same_origin(method, origin, fetch_site, own_origins):
+        raise Refusal(
+            403,
+            {
+                "error": "cross_site_request",
+                "message": "a request authenticated by the session cookie must come from "
+                "this site's own pages (Origin / Sec-Fetch-Site); other clients use the "
+                "bearer token",
+            },
+            {},
+        )
+    if not session.has_scopes(required_scopes):
+        raise Refusal(
+            403,
+            {
+                "error": "insufficient_scope",
+                "message": "the session lacks the required scope: "
+                + ", ".join(sorted(required_scopes)),
+            },
+            {"WWW-Authenticate": 'Bearer error="insufficient_scope"'},
+        )
+    return session

@@ -1,0 +1,209 @@
+"""Verifying authgate's session token in another service.
+
+The token is a JWT that authgate signs with its own keys (ES256 on P-256, or EdDSA on Ed25519,
+with a ``kid``) and publishes the public halves of at ``GET /.well-known/jwks.json``. Claims:
+``iss`` (``session.issuer``), ``aud`` (``session.audience``), ``sub`` (the account id), ``iat``,
+``nbf``, ``exp``, ``jti``, ``scope`` (space-separated, ``account:read account:manage``) and
+``provider`` (the provider of the sign-in).
+
+Verification is stateless: a token that verifies keeps verifying until it expires, whatever
+authgate has done since (sign-out clears the cookie, not copies of the token). Only the keys
+can be withdrawn: a key removed from authgate's key file stops verifying here once the cached
+key set is older than ``cache_ttl_seconds``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+import time
+from collections.abc import Iterable, Mapping
+from types import TracebackType
+from typing import Any
+
+import aiohttp
+from joserfc import jwt
+from joserfc.errors import JoseError
+from joserfc.jwk import KeySet
+from joserfc.jws import extract_compact
+
+from .keys import KEY_TYPES, JwksCache, KeySetUnavailable
+
+# The algorithms authgate signs sessions with; "none", HS* (a public key used as an HMAC secret)
+# and anything else are refused before any key is touched.
+ALGORITHMS = frozenset(KEY_TYPES.values())
+JWKS_PATH = "/.well-known/jwks.json"
+MAX_TOKEN_LENGTH = 8192
+
+
+class InvalidSession(Exception):
+    """The token is not a valid authgate session: malformed, badly signed, expired, for another
+    issuer or audience... ``reason`` says which; it is for logs, not for the client."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+@dataclasses.dataclass(frozen=True)
+class Session:
+    """A verified session."""
+
+    account_id: str
+    """The ``sub`` claim: authgate's account id."""
+    scopes: frozenset[str]
+    """The ``scope`` claim, split on spaces."""
+    provider: str | None
+    """The ``provider`` claim: the identity provider of the sign-in."""
+    expires_at: dt.datetime
+    """The ``exp`` claim (UTC)."""
+    claims: Mapping[str, Any]
+    """Every claim of the token."""
+
+    def has_scopes(self, required: Iterable[str]) -> bool:
+        """Whether the session carries every one of ``required``."""
+        return set(required) <= self.scopes
+
+
+class SessionVerifier:
+    """Verifies authgate session tokens against authgate's published keys.
+
+    ``jwks_url``: authgate's ``/.well-known/jwks.json`` (or use :meth:`for_service` with its
+    base URL). ``issuer`` and ``audience``: the values of authgate's ``session.issuer`` and
+    ``session.audience``. ``leeway_seconds``: tolerated clock skew for ``exp``, ``nbf`` and
+    ``iat``. ``cache_ttl_seconds``: how long a fetched key set is used before it is fetched
+    again (a key removed at authgate stops verifying after at most this long);
+    ``min_refetch_seconds``: the floor between two fetches caused by unknown ``kid`` values.
+    ``http``: an :class:`aiohttp.ClientSession` to use (the caller closes it); without one the
+    verifier creates its own on first use and closes it in :meth:`close`.
+    """
+
+    def __init__(
+        self,
+        jwks_url: str,
+        *,
+        issuer: str,
+        audience: str,
+        leeway_seconds: float = 30.0,
+        cache_ttl_seconds: float = 300.0,
+        min_refetch_seconds: float = 5.0,
+        timeout_seconds: float = 5.0,
+        http: aiohttp.ClientSession | None = None,
+    ) -> None:
+        if not issuer or not audience:
+            raise ValueError("issuer and audience must not be empty")
+        self.issuer = issuer
+        self.audience = audience
+        self._leeway = leeway_seconds
+        self._http = http
+        self._own_http = http is None
+        self.keys = JwksCache(
+            jwks_url,
+            self._client,
+            max_age_seconds=cache_ttl_seconds,
+            min_refetch_seconds=min_refetch_seconds,
+            timeout_seconds=timeout_seconds,
+        )
+
+    @classmethod
+    def for_service(cls, base_url: str, **kwargs: Any) -> SessionVerifier:
+        """A verifier for the authgate at ``base_url`` (its keys at ``/.well-known/jwks.json``)."""
+        return cls(base_url.rstrip("/") + JWKS_PATH, **kwargs)
+
+    def _client(self) -> aiohttp.ClientSession:
+        if self._http is None or (self._own_http and self._http.closed):
+            self._http = aiohttp.ClientSession()
+        return self._http
+
+    async def close(self) -> None:
+        """Close the HTTP session the verifier created (not one passed in)."""
+        if self._own_http and self._http is not None:
+            await self._http.close()
+            self._http = None
+
+    async def __aenter__(self) -> SessionVerifier:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.close()
+
+    async def verify(self, token: str) -> Session:
+        """The session ``token`` proves; raises :class:`InvalidSession` (with its ``reason``),
+        or :class:`KeySetUnavailable` when authgate's keys cannot be had at all."""
+        if len(token) > MAX_TOKEN_LENGTH:
+            raise InvalidSession("token too long")
+        if token.count(".") != 2:  # a JWS in compact form; never a JWE or a JSON serialisation
+            raise InvalidSession("not a compact JWS")
+        try:
+            header = extract_compact(token.encode("ascii")).protected
+        except (JoseError, ValueError, TypeError, UnicodeError) as e:
+            raise InvalidSession(f"malformed token: {type(e).__name__}") from None
+        alg, kid = header.get("alg"), header.get("kid")
+        if alg not in ALGORITHMS:
+            raise InvalidSession(f"algorithm {str(alg)[:20]!r} not accepted")
+        if not isinstance(kid, str) or not kid:
+            raise InvalidSession("token without kid")
+        if "crit" in header:
+            raise InvalidSession("critical header parameters are not understood")
+        keys = await self.keys.get()
+        key = _find(keys, kid)
+        if key is None:  # authgate may have put a new key first since the last fetch
+            keys = await self.keys.refresh(keys)
+            key = _find(keys, kid)
+        if key is None:
+            raise InvalidSession(f"unknown key {kid[:80]!r}")
+        if KEY_TYPES.get((key.key_type, key.get("crv"))) != alg:
+            raise InvalidSession(f"key {kid[:80]!r} does not sign {alg}")
+        try:
+            decoded = jwt.decode(token, key, algorithms=[alg])
+        except (JoseError, ValueError, TypeError, KeyError) as e:
+            raise InvalidSession(f"signature: {type(e).__name__}") from None
+        return self._check_claims(decoded.claims)
+
+    def _check_claims(self, claims: Mapping[str, Any]) -> Session:
+        now = time.time()
+        try:
+            jwt.JWTClaimsRegistry(
+                now=int(now),
+                leeway=int(self._leeway),
+                iss={"essential": True, "value": self.issuer},
+                aud={"essential": True, "value": self.audience},
+                sub={"essential": True},
+                exp={"essential": True},
+                iat={"essential": True},
+            ).validate(dict(claims))
+        except (JoseError, ValueError, TypeError, KeyError) as e:
+            raise InvalidSession(f"claims: {type(e).__name__}: {e}") from None
+        sub, exp, iat = claims["sub"], claims["exp"], claims["iat"]
+        if not isinstance(sub, str) or not sub:
+            raise InvalidSession("sub is not a non-empty string")
+        if not isinstance(exp, int) or not isinstance(iat, int):
+            raise InvalidSession("exp and iat must be integers")
+        if iat > now + self._leeway:
+            raise InvalidSession("iat in the future")
+        scope = claims.get("scope", "")
+        if not isinstance(scope, str):
+            raise InvalidSession("scope is not a string")
+        provider = claims.get("provider")
+        return Session(
+            account_id=sub,
+            scopes=frozenset(scope.split()),
+            provider=provider if isinstance(provider, str) else None,
+            expires_at=dt.datetime.fromtimestamp(exp, dt.UTC),
+            claims=dict(claims),
+        )
+
+
+def _find(keys: KeySet, kid: str) -> Any:
+    for key in keys:
+        if key.kid == kid:
+            return key
+    return None
+
+
+__all__ = ["InvalidSession", "KeySetUnavailable", "Session", "SessionVerifier"]

@@ -1,0 +1,122 @@
+"""Serving an :class:`~.api.Api`: logging, tracing, graceful shutdown on SIGTERM/SIGINT.
+
+It takes only what serving needs (:class:`ServerSettings`), not any application's
+configuration; an application maps its own settings onto it.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+from collections.abc import Awaitable, Callable
+
+import attrs
+from aiohttp import web
+from aiohttp.abc import AbstractAccessLogger
+from aiohttp.http_exceptions import HttpProcessingError
+from opentelemetry import trace
+
+from .api import Api
+from .logtext import log_safe
+from .tracing import make_tracer_provider, tracing_middleware
+
+log = logging.getLogger("authgate")
+
+
+@attrs.frozen
+class ServerSettings:
+    """Where and how to serve.
+
+    ``tracing``: a server span per request, exported as the standard ``OTEL_EXPORTER_OTLP_*``
+    variables say, under ``service_name``. ``access_log``: one line per request (about 40 µs
+    of CPU each). ``shutdown_timeout_seconds``: how long in-flight requests may finish after
+    SIGTERM/SIGINT.
+    """
+
+    port: int
+    host: str = "127.0.0.1"
+    shutdown_timeout_seconds: float = 30.0
+    access_log: bool = True
+    tracing: bool = False
+    service_name: str = "authgate"
+
+
+class AccessLogger(AbstractAccessLogger):
+    """One line per request: method, path (never the query string: it carries codes and
+    states), status, duration. No headers, so no credentials. The request's values are
+    :func:`log_safe`: a decoded ``%0A`` in a path cannot start a forged line."""
+
+    def log(self, request: web.BaseRequest, response: web.StreamResponse, time: float) -> None:
+        remote = request.remote
+        self.logger.info(
+            "%s %s %s %d %.1fms",
+            log_safe(remote) if remote is not None else None,
+            log_safe(request.method),
+            log_safe(request.path),
+            response.status,
+            time * 1000,
+        )
+
+
+class MalformedRequestFilter(logging.Filter):
+    """aiohttp logs every malformed HTTP request it refuses with 400 as an ERROR with a
+    traceback, so any client could fill the log. Such a record becomes one INFO line naming
+    the kind of error (not its text, which may quote the request's bytes)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        exc = record.exc_info[1] if record.exc_info else None
+        if isinstance(exc, HttpProcessingError):
+            remote = record.args[0] if isinstance(record.args, tuple) and record.args else "?"
+            record.msg = "malformed HTTP request from %s refused: %s"
+            record.args = (remote, type(exc).__name__)
+            record.exc_info = None
+            record.exc_text = None
+            record.levelno = logging.INFO
+            record.levelname = logging.getLevelName(logging.INFO)
+        return True
+
+
+def configure_logging(level: int = logging.INFO) -> None:
+    """Log lines to stderr, and aiohttp's malformed-request tracebacks as one INFO line."""
+    logging.basicConfig(
+        level=level,
+        stream=sys.stderr,
+        format="%(asctime)s %(levelname)s %(name)s %(message)s",
+    )
+    logging.getLogger("aiohttp.server").addFilter(MalformedRequestFilter())
+
+
+def build_app(api: Api, settings: ServerSettings) -> web.Application:
+    """The aiohttp application of an API, with tracing when ``settings.tracing``."""
+    middlewares = []
+    if settings.tracing:
+        provider = make_tracer_provider(settings.service_name)
+        trace.set_tracer_provider(provider)
+        middlewares.append(tracing_middleware(provider.get_tracer("authgate")))
+    return api.app(middlewares=middlewares)
+
+
+def serve(
+    app: web.Application | Awaitable[web.Application],
+    settings: ServerSettings,
+    on_ready: Callable[[str], None] | None = None,
+) -> None:
+    """Serve until SIGINT/SIGTERM; then stop accepting and let in-flight requests finish."""
+    address = f"http://{settings.host}:{settings.port}"
+
+    def announce(*_: object) -> None:
+        log.info("authgate listening on %s (OpenAPI at %s/openapi.json)", address, address)
+        if on_ready is not None:
+            on_ready(address)
+
+    web.run_app(
+        app,
+        host=settings.host,
+        port=settings.port,
+        shutdown_timeout=settings.shutdown_timeout_seconds,
+        access_log_class=AccessLogger,
+        # None turns access logging off (rest.access_log: false).
+        access_log=logging.getLogger("authgate.access") if settings.access_log else None,
+        print=announce,
+        handle_signals=True,
+    )
