@@ -93,8 +93,11 @@ class Browser:
                 self.cookies[morsel.key] = morsel.value
         return status, head, body
 
-    def sign_in(self, user: str = "ada") -> dict[str, Any]:
-        """Register with google at the development provider as ``user``; the account JSON."""
+    def sign_in(
+        self, user: str = "ada", app_url: str = "https://app.example.com"
+    ) -> dict[str, Any]:
+        """Register with google at the development provider as ``user`` (the service's
+        ``app.url`` is ``app_url``); the account JSON."""
         callback = f"{self.base}/v1/auth/google/callback"
         query = urlencode({"redirect_uri": callback, "intent": "register"})
         # As the demo page sends it: a same-origin request that wants JSON.
@@ -110,7 +113,7 @@ class Browser:
         assert status == 302, body
         status, head, body = self.request("GET", head["Location"])
         assert status == 302, body
-        assert head["Location"] == "https://app.example.com/onboarding", head["Location"]
+        assert head["Location"] == f"{app_url}/onboarding", head["Location"]
         assert "session" in self.cookies, head
         status, _, body = self.request("GET", "/v1/account")
         assert status == 200, body
