@@ -34,11 +34,8 @@ from authgate.adapters.memory import (
     MemoryUnitOfWork,
 )
 from authgate.adapters.postgres import (
-    DatabaseUnavailable,
-    MigrationsNotFound,
     PostgresStore,
     PostgresStoreError,
-    SchemaBehind,
     open_postgres,
     redact,
 )
@@ -270,7 +267,7 @@ async def _open_store(
                 ping_timeout=db.readiness_timeout_seconds,
                 event_retention=dt.timedelta(days=db.event_retention_days),
             )
-        except (DatabaseUnavailable, SchemaBehind, MigrationsNotFound) as e:
+        except PostgresStoreError as e:  # each is one line without a credential
             raise StartupError(f"database: {e}") from None
     elif url.startswith("sqlite:///"):
         # sqlite:///relative/path, sqlite:////absolute/path (SQLAlchemy's convention)

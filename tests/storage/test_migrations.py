@@ -5,7 +5,9 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 import json
+import os
 import shutil
+import subprocess
 import sys
 import uuid
 from pathlib import Path
@@ -16,6 +18,7 @@ import yaml
 
 from authgate.adapters.postgres import (
     DatabaseUnavailable,
+    MigrationEdited,
     MigrationFailed,
     MigrationsNotFound,
     PostgresStoreError,
@@ -33,7 +36,8 @@ from authgate.domain.model import ProviderIdentity
 from tests.app.conftest import base_config, merge
 from tests.support.postgres import free_port
 
-REPO_MIGRATIONS = Path(__file__).resolve().parents[2] / "migrations"
+# One copy of the schema: package data of `authgate` (authgate/migrations in a wheel).
+REPO_MIGRATIONS = Path(__file__).resolve().parents[2] / "src" / "migrations"
 
 
 def _folder(tmp_path: Path, **extra: str) -> Path:
@@ -232,3 +236,68 @@ async def test_migrate_from_0001_keeps_existing_accounts_as_unverified(
         assert (linked.email, linked.email_verified) == ("old@example.com", False)
     finally:
         await store.close()
+
+
+def _authgate(config: Path, command: str, migrations: Path) -> subprocess.CompletedProcess[str]:
+    """``authgate COMMAND --config CONFIG`` as an operator runs it, on the folder ``migrations``."""
+    return subprocess.run(
+        [sys.executable, "-m", "authgate.entrypoints.cli", command, "--config", str(config)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+        env={**os.environ, "AUTHGATE_MIGRATIONS_DIR": str(migrations)},
+    )
+
+
+def _config(tmp_path: Path, url: str) -> Path:
+    config = tmp_path / "authgate.yaml"
+    config.write_text(
+        yaml.safe_dump(merge(base_config(tmp_path), {"database": {"url": url}}), sort_keys=False)
+    )
+    return config
+
+
+async def test_an_edited_applied_migration_is_refused_by_migrate_and_serve(
+    empty_postgres_url: str, tmp_path: Path
+) -> None:
+    folder = _folder(tmp_path)
+    await migrate(empty_postgres_url, folder)
+    edited = folder / "0002_email_verified.sql"
+    applied_text = edited.read_text()
+    edited.write_text(applied_text + "\nCREATE INDEX later ON accounts (name);\n")
+    # A new migration beside the edit: nothing at all may be applied while the edit stands.
+    (folder / "0999_next.sql").write_text("CREATE TABLE next_one (id int PRIMARY KEY);")
+    config = _config(tmp_path, empty_postgres_url)
+
+    for command in ("migrate", "serve"):
+        result = await asyncio.to_thread(_authgate, config, command, folder)
+        assert result.returncode == 2, (command, result.stdout, result.stderr)
+        lines = result.stderr.strip().splitlines()
+        assert len(lines) == 1, result.stderr
+        assert "0002_email_verified.sql was edited after it was applied" in lines[0]
+        assert "Traceback" not in result.stderr
+    assert await pending_migrations(empty_postgres_url, folder) == ["0999_next"]
+    assert "next_one" not in await _tables(empty_postgres_url)
+    with pytest.raises(MigrationEdited) as caught:
+        await check_schema(empty_postgres_url, folder)
+    assert caught.value.file_name == "0002_email_verified.sql"
+    assert isinstance(caught.value, PostgresStoreError)
+
+    # The applied text restored: the pending migration goes through.
+    edited.write_text(applied_text)
+    result = await asyncio.to_thread(_authgate, config, "migrate", folder)
+    assert result.returncode == 0, result.stderr
+    assert "applied 1 migration(s): 0999_next" in result.stdout
+    await check_schema(empty_postgres_url, folder)
+
+
+async def test_the_checksum_compares_only_the_files_this_version_has(
+    empty_postgres_url: str, tmp_path: Path
+) -> None:
+    # A newer deployment applied 0999; this version does not have the file: nothing to compare,
+    # and the database ahead is accepted as before.
+    newer = _folder(tmp_path, **{"0999_newer": "CREATE TABLE newer (id int PRIMARY KEY);"})
+    await migrate(empty_postgres_url, newer)
+    await check_schema(empty_postgres_url)
+    assert await migrate(empty_postgres_url) == []

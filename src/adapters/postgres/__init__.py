@@ -1,12 +1,13 @@
 """PostgreSQL adapters (asyncpg): the production store of accounts, state and sign-in events.
 
 Entry points: :func:`open_postgres` (the adapters on one pool), :func:`migrate` and
-:func:`check_schema` (the schema in ``migrations/``).
+:func:`check_schema` (the schema in the package's ``migrations/`` folder).
 """
 
 from .accounts import PostgresAccounts
 from .errors import (
     DatabaseUnavailable,
+    MigrationEdited,
     MigrationFailed,
     MigrationsNotFound,
     PostgresStoreError,
@@ -20,6 +21,7 @@ from .store import PostgresStore, open_postgres
 
 __all__ = [
     "DatabaseUnavailable",
+    "MigrationEdited",
     "MigrationFailed",
     "MigrationsNotFound",
     "PostgresAccounts",

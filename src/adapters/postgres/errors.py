@@ -28,6 +28,23 @@ class MigrationFailed(PostgresStoreError):
     """A migration file failed; it was rolled back whole (the cause is chained)."""
 
 
+class MigrationEdited(PostgresStoreError):
+    """A migration file differs from the text that was applied to the database.
+
+    Applied migrations are history: a change goes in a new file. Restore the file as it was
+    applied (its checksum is the recorded one) to proceed."""
+
+    def __init__(self, file_name: str, recorded: str, actual: str) -> None:
+        self.file_name = file_name
+        self.recorded = recorded
+        self.actual = actual
+        super().__init__(
+            f"migration {file_name} was edited after it was applied (sha256 recorded "
+            f"{recorded[:12]}, file {actual[:12]}); restore the applied text and put the "
+            "change in a new migration"
+        )
+
+
 class SchemaBehind(PostgresStoreError):
     """The database lacks migrations this version of the service needs."""
 

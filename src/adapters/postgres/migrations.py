@@ -1,15 +1,18 @@
 """The PostgreSQL schema: ordered SQL files applied once each, and a check that none is pending.
 
-The files are ``migrations/NNNN_name.sql`` at the root of the source tree. They are found, in
-this order, at the ``directory`` argument, at ``$AUTHGATE_MIGRATIONS_DIR``, or beside ``src/``
-(``Path(__file__).parents[3] / "migrations"``, which holds for a source checkout and for the
-editable install made by ``scripts/bootstrap``). A non-editable install does not ship them: set
-``AUTHGATE_MIGRATIONS_DIR`` to a copy of the folder. A missing folder is a clear error.
+The files are ``NNNN_name.sql`` in the package's own ``migrations`` folder (``src/migrations``
+in the source tree, ``authgate/migrations`` in an installed wheel: one copy, shipped as package
+data). Another folder is used when given as the ``directory`` argument or as
+``$AUTHGATE_MIGRATIONS_DIR`` (in that order, before the packaged one). A missing folder is a
+clear error.
 
-Each applied file is recorded by name (without ``.sql``) in ``schema_migrations``. ``migrate``
-applies the pending files in name order, each in its own transaction together with its record,
-while holding a session-level advisory lock, so that runs started at once from several hosts
-apply every file exactly once (the later runs wait, then find nothing to do).
+Each applied file is recorded by name (without ``.sql``) with the SHA-256 of its text in
+``schema_migrations``. ``migrate`` applies the pending files in name order, each in its own
+transaction together with its record, while holding a session-level advisory lock, so that runs
+started at once from several hosts apply every file exactly once (the later runs wait, then find
+nothing to do). ``migrate`` and the start-up check refuse a database where a file that was
+applied has since been edited (:class:`~.errors.MigrationEdited`): the schema it describes is
+not the schema the database has, and re-running it is never what an edit means.
 """
 
 from __future__ import annotations
@@ -17,11 +20,18 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+from importlib.resources import files
 from pathlib import Path
 
 import asyncpg
 
-from .errors import MigrationFailed, MigrationsNotFound, SchemaBehind, unavailable
+from .errors import (
+    MigrationEdited,
+    MigrationFailed,
+    MigrationsNotFound,
+    SchemaBehind,
+    unavailable,
+)
 
 CONNECT_TIMEOUT = 10.0
 
@@ -60,13 +70,27 @@ def migrations_dir(directory: str | os.PathLike[str] | None = None) -> Path:
     elif env := os.environ.get("AUTHGATE_MIGRATIONS_DIR"):
         path = Path(env)
     else:
-        path = Path(__file__).resolve().parents[3] / "migrations"
+        path = _packaged()
     if not path.is_dir():
         raise MigrationsNotFound(
             f"migrations folder not found at {path}; "
             "set AUTHGATE_MIGRATIONS_DIR to the folder holding the NNNN_*.sql files"
         )
     return path
+
+
+def _packaged() -> Path:
+    """The ``migrations`` folder shipped inside the ``authgate`` package."""
+    resource = files("authgate") / "migrations"
+    # An installed wheel, an editable install and a checkout all hold the package on disk, so
+    # the resource is a real folder; only a zipped import would not be, and has no folder to
+    # hand to the caller (a missing folder, reported below with the way out).
+    return Path(os.fspath(resource)) if isinstance(resource, os.PathLike) else Path(str(resource))
+
+
+def checksum(sql: str) -> str:
+    """The checksum recorded for a migration's text (SHA-256, hex)."""
+    return hashlib.sha256(sql.encode()).hexdigest()
 
 
 def migration_files(directory: str | os.PathLike[str] | None = None) -> list[Path]:
@@ -85,11 +109,13 @@ async def migrate(url: str, directory: str | os.PathLike[str] | None = None) -> 
     """Apply the pending migrations to the database at ``url``; returns the names applied
     (empty when the schema is current). Safe to run concurrently from several hosts.
 
-    Raises :class:`~.errors.DatabaseUnavailable`, :class:`~.errors.MigrationsNotFound` or
+    Raises :class:`~.errors.DatabaseUnavailable`, :class:`~.errors.MigrationsNotFound`,
+    :class:`~.errors.MigrationEdited` (nothing is applied then) or
     :class:`~.errors.MigrationFailed` (all :class:`~.errors.PostgresStoreError`); a
     connection lost midway raises asyncpg's or OSError's own error (rerun: it resumes).
     """
     files = migration_files(directory)
+    texts = {path.stem: path.read_text(encoding="utf-8") for path in files}
     conn = await _connect(url)
     try:
         # A session-level lock: held across the per-file transactions, released when the
@@ -97,18 +123,19 @@ async def migrate(url: str, directory: str | os.PathLike[str] | None = None) -> 
         await conn.execute("SELECT pg_advisory_lock($1)", LOCK_KEY)
         await conn.execute(_CREATE_LEDGER)
         done = await _applied(conn)
+        _refuse_edited(files, texts, done)
         applied: list[str] = []
         for path in files:
             if path.stem in done:
                 continue
-            sql = path.read_text(encoding="utf-8")
+            sql = texts[path.stem]
             try:
                 async with conn.transaction():
                     await conn.execute(sql)  # no parameters: a multi-statement script
                     await conn.execute(
                         "INSERT INTO schema_migrations (name, checksum) VALUES ($1, $2)",
                         path.stem,
-                        hashlib.sha256(sql.encode()).hexdigest(),
+                        checksum(sql),
                     )
             except asyncpg.PostgresError as e:
                 first_line = str(e).strip().splitlines()[0] if str(e).strip() else ""
@@ -122,10 +149,34 @@ async def migrate(url: str, directory: str | os.PathLike[str] | None = None) -> 
         await conn.close()
 
 
-async def _applied(conn: _Connection) -> set[str]:
+async def _applied(conn: _Connection) -> dict[str, str]:
+    """The applied migrations: name -> recorded checksum."""
     if not await conn.fetchval("SELECT to_regclass('schema_migrations') IS NOT NULL"):
-        return set()
-    return {r["name"] for r in await conn.fetch("SELECT name FROM schema_migrations")}
+        return {}
+    rows = await conn.fetch("SELECT name, checksum FROM schema_migrations")
+    return {r["name"]: r["checksum"] for r in rows}
+
+
+async def _ledger(pool_or_url: asyncpg.Pool | str) -> dict[str, str]:
+    if isinstance(pool_or_url, str):
+        conn = await _connect(pool_or_url)
+        try:
+            return await _applied(conn)
+        finally:
+            await conn.close()
+    async with pool_or_url.acquire() as pooled:
+        return await _applied(pooled)
+
+
+def _refuse_edited(files: list[Path], texts: dict[str, str], done: dict[str, str]) -> None:
+    """Raise :class:`MigrationEdited` for the first applied file whose text changed since.
+
+    A recorded migration without a file here (a newer deployment applied it) is not compared:
+    there is nothing to compare it with, and a database ahead of the code is accepted."""
+    for path in files:
+        recorded = done.get(path.stem)
+        if recorded is not None and recorded != checksum(texts[path.stem]):
+            raise MigrationEdited(path.name, recorded, checksum(texts[path.stem]))
 
 
 async def pending_migrations(
@@ -133,23 +184,21 @@ async def pending_migrations(
 ) -> list[str]:
     """The names of the migrations not yet applied to the database."""
     wanted = [p.stem for p in migration_files(directory)]
-    if isinstance(pool_or_url, str):
-        conn = await _connect(pool_or_url)
-        try:
-            done = await _applied(conn)
-        finally:
-            await conn.close()
-    else:
-        async with pool_or_url.acquire() as pooled:
-            done = await _applied(pooled)
+    done = await _ledger(pool_or_url)
     return [name for name in wanted if name not in done]
 
 
 async def check_schema(
     pool_or_url: asyncpg.Pool | str, directory: str | os.PathLike[str] | None = None
 ) -> None:
-    """Raise :class:`SchemaBehind` (naming ``authgate migrate --config FILE``) when a migration
-    is pending. A database ahead of this version (a newer deployment migrated it) passes."""
-    pending = await pending_migrations(pool_or_url, directory)
+    """Refuse a database this version cannot serve: :class:`MigrationEdited` when an applied
+    migration's file has changed since it was applied, :class:`SchemaBehind` (naming
+    ``authgate migrate --config FILE``) when a migration is pending. A database ahead of this
+    version (a newer deployment migrated it) passes."""
+    files = migration_files(directory)
+    texts = {path.stem: path.read_text(encoding="utf-8") for path in files}
+    done = await _ledger(pool_or_url)
+    _refuse_edited(files, texts, done)
+    pending = [path.stem for path in files if path.stem not in done]
     if pending:
         raise SchemaBehind(pending)
