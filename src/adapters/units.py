@@ -6,6 +6,7 @@ import attrs
 
 from authgate.ports.accounts import AccountRepository
 from authgate.ports.events import SignInEventLog
+from authgate.ports.session_records import SessionRecords
 
 
 @attrs.frozen
@@ -14,3 +15,4 @@ class BoundRepositories:
 
     accounts: AccountRepository
     events: SignInEventLog
+    sessions: SessionRecords

@@ -30,6 +30,7 @@ from authgate.adapters.identity import (
 from authgate.adapters.memory import (
     MemoryAccounts,
     MemoryEvents,
+    MemorySessionRecords,
     MemoryStates,
     MemoryUnitOfWork,
 )
@@ -41,6 +42,11 @@ from authgate.adapters.postgres import (
 )
 from authgate.adapters.postgres import migrate as postgres_migrate
 from authgate.adapters.ratelimit import NoRateLimit, RateLimitStore
+from authgate.adapters.revocations import (
+    LocalRevocations,
+    PostgresRevocations,
+    RedisRevocations,
+)
 from authgate.adapters.sessions import (
     JwtSessionTokens,
     SessionKeyError,
@@ -66,6 +72,8 @@ from authgate.ports.clock import Clock
 from authgate.ports.events import SignInEventLog
 from authgate.ports.identity import IdentityProvider
 from authgate.ports.ratelimit import RateLimiter
+from authgate.ports.revocations import RevocationChannel
+from authgate.ports.session_records import SessionRecords
 from authgate.ports.sessions import SessionTokens
 from authgate.ports.state import StateStore
 from authgate.ports.unit_of_work import UnitOfWork
@@ -91,6 +99,8 @@ class Resources:
     events: SignInEventLog
     units: UnitOfWork
     sessions: SessionTokens
+    session_records: SessionRecords
+    revocations: RevocationChannel
     limiter: RateLimiter  # the callback's
     initiation_limiter: RateLimiter
     providers: dict[str, IdentityProvider]
@@ -104,6 +114,9 @@ class Resources:
                 await close()
             except Exception:
                 log.exception("error while closing a resource")
+
+
+RESOURCES = web.AppKey("authgate.resources", Resources)
 
 
 def build_api(config: Config, resources: Resources) -> Api:
@@ -175,12 +188,14 @@ def document(config: Config) -> dict[str, Any]:
     """The OpenAPI document, built without opening any resource."""
     keys = ephemeral_keys()
     callback, initiation = _limiters(config, RateLimitStore("memory://"))
-    accounts, events = MemoryAccounts(), MemoryEvents()
+    stores = _memory_stores(MemoryStates())
     resources = Resources(
-        accounts=accounts,
-        states=MemoryStates(),
-        events=events,
-        units=MemoryUnitOfWork(accounts, events),
+        accounts=stores.accounts,
+        states=stores.states,
+        events=stores.events,
+        units=stores.units,
+        session_records=stores.session_records,
+        revocations=LocalRevocations(),
         sessions=JwtSessionTokens(
             keys, issuer="document", audience="document", ttl=dt.timedelta(seconds=1)
         ),
@@ -209,25 +224,30 @@ async def open_resources(config: Config, clock: Clock | None = None) -> Resource
         )
         http = aiohttp.ClientSession()
         closers.append(http.close)
-        accounts, states, events, units, readiness = await _open_store(config, closers)
+        stores = await _open_store(config, closers)
         try:
             store = RateLimitStore(config.ratelimit.storage, fail_open=config.ratelimit.fail_open)
         except ValueError as e:
             raise StartupError(f"ratelimit: {e}") from None
+        revocations = _revocation_channel(config, stores.pool)
+        await revocations.start()
+        closers.append(revocations.close)
         limiter, initiation_limiter = _limiters(config, store)
         clock = clock or SystemClock()
         providers = _providers(config, http, clock)
         return Resources(
-            accounts=accounts,
-            states=states,
-            events=events,
-            units=units,
+            accounts=stores.accounts,
+            states=stores.states,
+            events=stores.events,
+            units=stores.units,
+            session_records=stores.session_records,
+            revocations=revocations,
             sessions=sessions,
             limiter=limiter,
             initiation_limiter=initiation_limiter,
             providers=providers,
             clock=clock,
-            readiness=readiness,
+            readiness=stores.readiness,
             closers=closers,
         )
     except BaseException:
@@ -246,17 +266,60 @@ def _limiters(config: Config, store: RateLimitStore) -> tuple[RateLimiter, RateL
     return callback, initiation
 
 
-async def _open_store(
-    config: Config, closers: list[Callable[[], Awaitable[Any]]]
-) -> tuple[AccountRepository, StateStore, SignInEventLog, UnitOfWork, list[HealthCheck]]:
+@attrs.frozen
+class _Stores:
+    """The repositories of the configured database, and what else comes with it."""
+
+    accounts: AccountRepository
+    states: StateStore
+    events: SignInEventLog
+    units: UnitOfWork
+    session_records: SessionRecords
+    readiness: list[HealthCheck] = attrs.field(factory=list)
+    pool: asyncpg.Pool | None = None  # PostgreSQL's, for LISTEN/NOTIFY
+
+
+def _memory_stores(states: StateStore) -> _Stores:
+    accounts, events, sessions = MemoryAccounts(), MemoryEvents(), MemorySessionRecords()
+    return _Stores(
+        accounts=accounts,
+        states=states,
+        events=events,
+        units=MemoryUnitOfWork(accounts, events, sessions),
+        session_records=sessions,
+    )
+
+
+def _revocation_channel(config: Config, pool: asyncpg.Pool | None) -> RevocationChannel:
+    """How instances tell each other about revocations (``session.revocation_channel``)."""
+    kind = config.session.revocation_channel
+    storage = config.ratelimit.storage
+    redis = storage.startswith(("redis://", "rediss://", "unix://"))
+    if kind == "auto":
+        kind = "redis" if redis else "postgres" if pool is not None else "local"
+    if kind == "redis":
+        if not redis:
+            raise StartupError(
+                "session.revocation_channel: redis needs ratelimit.storage to be a Redis URL"
+            )
+        return RedisRevocations(storage)
+    if kind == "postgres":
+        if pool is None:
+            raise StartupError(
+                "session.revocation_channel: postgres needs a PostgreSQL database.url"
+            )
+        return PostgresRevocations(pool, config.database.url)
+    return LocalRevocations()
+
+
+async def _open_store(config: Config, closers: list[Callable[[], Awaitable[Any]]]) -> _Stores:
     """The store ``database.url`` names, with its readiness check."""
     db = config.database
     url = db.url
     store: PostgresStore | SqliteStore
     memory_states = MemoryStates(config.state.memory_max_entries)
     if url.startswith("memory://"):
-        accounts, events = MemoryAccounts(), MemoryEvents()
-        return accounts, memory_states, events, MemoryUnitOfWork(accounts, events), []
+        return _memory_stores(memory_states)
     if url.startswith(("postgresql://", "postgres://")):
         try:
             store = await open_postgres(
@@ -292,7 +355,15 @@ async def _open_store(
 
     check = HealthCheck("database", ping, timeout=db.readiness_timeout_seconds + 0.5)
     states: StateStore = memory_states if config.state.store == "memory" else store.states
-    return store.accounts, states, store.events, store.units, [check]
+    return _Stores(
+        accounts=store.accounts,
+        states=states,
+        events=store.events,
+        units=store.units,
+        session_records=store.sessions,
+        readiness=[check],
+        pool=store.pool if isinstance(store, PostgresStore) else None,
+    )
 
 
 def _providers(
@@ -355,6 +426,7 @@ async def create_app(
         )
     resources = await open_resources(config, clock)
     app = build(build_api(config, resources), config)
+    app[RESOURCES] = resources  # for diagnostics and tests that look behind the HTTP API
     development.mount(app, config)  # /docs; /demo and /dev/idp in development
 
     async def close(_: web.Application) -> None:

@@ -13,6 +13,7 @@ from typing import Protocol
 
 from authgate.ports.accounts import AccountRepository
 from authgate.ports.events import SignInEventLog
+from authgate.ports.session_records import SessionRecords
 
 
 class Transaction(Protocol):
@@ -23,6 +24,9 @@ class Transaction(Protocol):
 
     @property
     def events(self) -> SignInEventLog: ...
+
+    @property
+    def sessions(self) -> SessionRecords: ...
 
 
 class UnitOfWork(Protocol):

@@ -14,8 +14,12 @@ from joserfc import jwt
 from joserfc.jwk import ECKey, KeySet
 
 from authgate.adapters.sessions import JwtSessionTokens, load_or_create_keys
+from authgate.domain.model import SessionRecord
+from authgate.entrypoints.composition import RESOURCES
 
-from .conftest import MakeService
+from .conftest import Client, MakeService
+
+SESSION_ID = "test-session-1"
 
 PATH = "/v1/account/providers"
 
@@ -38,6 +42,7 @@ def claims(**overrides: object) -> dict[str, object]:
         "iss": "authgate",
         "aud": "authgate",
         "sub": "acct-1",
+        "sid": SESSION_ID,
         "iat": now,
         "exp": now + 600,
         "scope": "account:read account:manage",
@@ -56,11 +61,30 @@ def b64(data: bytes) -> str:
     return base64.urlsafe_b64encode(data).rstrip(b"=").decode()
 
 
+async def live_session(client: Client, account_id: str = "acct-1", sid: str = SESSION_ID) -> None:
+    """A session the service recorded, as a sign-in does (tokens are accepted only for a
+    live recorded session)."""
+    now = dt.datetime.now(dt.UTC)
+    await client.app[RESOURCES].session_records.add(
+        SessionRecord(
+            id=sid,
+            account_id=account_id,
+            provider="google",
+            created_at=now,
+            expires_at=now + dt.timedelta(hours=1),
+            absolute_expires_at=now + dt.timedelta(days=30),
+            auth_time=now,
+        )
+    )
+
+
 async def test_valid_session_token_lists_nothing_for_an_account_without_links(
     make_service: MakeService, tmp_path: Path
 ) -> None:
     client = await make_service()
-    token = tokens(tmp_path).issue("acct-1", "google", dt.datetime.now(dt.UTC)).token
+    issued = tokens(tmp_path).issue("acct-1", "google", dt.datetime.now(dt.UTC))
+    await live_session(client, sid=issued.session_id)
+    token = issued.token
     response = await client.get(PATH, headers={"Authorization": f"Bearer {token}"})
     assert response.status == 200
     assert await response.json() == {"providers": []}
@@ -68,6 +92,7 @@ async def test_valid_session_token_lists_nothing_for_an_account_without_links(
 
 async def test_either_scope_is_enough(make_service: MakeService, tmp_path: Path) -> None:
     client = await make_service()
+    await live_session(client)
     for scope in ("account:read", "account:manage", "other account:read"):
         token = signed(tmp_path, claims(scope=scope))
         response = await client.get(PATH, headers={"Authorization": f"Bearer {token}"})
@@ -78,6 +103,7 @@ async def test_token_without_either_scope_is_403_insufficient_scope(
     make_service: MakeService, tmp_path: Path
 ) -> None:
     client = await make_service()
+    await live_session(client)
     token = signed(tmp_path, claims(scope="profile"))
     response = await client.get(PATH, headers={"Authorization": f"Bearer {token}"})
     assert response.status == 403

@@ -15,6 +15,7 @@ from typing import Literal, Protocol
 from authgate.adapters.memory import (
     MemoryAccounts,
     MemoryEvents,
+    MemorySessionRecords,
     MemoryStates,
     MemoryUnitOfWork,
 )
@@ -22,6 +23,7 @@ from authgate.adapters.postgres import open_postgres
 from authgate.adapters.sqlite import open_sqlite
 from authgate.ports.accounts import AccountRepository
 from authgate.ports.events import SignInEventLog
+from authgate.ports.session_records import SessionRecords
 from authgate.ports.state import StateStore
 from authgate.ports.unit_of_work import UnitOfWork
 
@@ -38,6 +40,8 @@ class Store(Protocol):
     def events(self) -> SignInEventLog: ...
     @property
     def units(self) -> UnitOfWork: ...
+    @property
+    def sessions(self) -> SessionRecords: ...
     async def ping(self) -> None: ...
     async def close(self) -> None: ...
 
@@ -47,7 +51,8 @@ class MemoryStore:
         self.accounts = MemoryAccounts()
         self.states = MemoryStates()
         self.events = MemoryEvents()
-        self.units = MemoryUnitOfWork(self.accounts, self.events)
+        self.sessions = MemorySessionRecords()
+        self.units = MemoryUnitOfWork(self.accounts, self.events, self.sessions)
 
     async def ping(self) -> None:
         return None

@@ -11,15 +11,18 @@ import pytest
 from authgate.adapters.memory import (
     MemoryAccounts,
     MemoryEvents,
+    MemorySessionRecords,
     MemoryStates,
     MemoryUnitOfWork,
 )
+from authgate.adapters.revocations import LocalRevocations
 from authgate.adapters.sessions import JwtSessionTokens, ephemeral_keys
 from authgate.domain import errors
 from authgate.domain.model import ClientInfo, Intent, Outcome, ProviderIdentity, VerifiedIdentity
 from authgate.domain.redirects import safe_return_to
 from authgate.domain.secrets import pkce_challenge
 from authgate.ports.identity import ExchangeFailed, VerificationFailed
+from authgate.services.sessions import SessionPolicy, SessionService
 from authgate.services.signin import SignInPolicy, SignInService
 
 APP = "https://app.example.com"
@@ -83,6 +86,16 @@ class Provider:
 def world() -> tuple[SignInService, Provider, MemoryAccounts, MemoryEvents, Clock]:
     provider = Provider()
     accounts, events, clock = MemoryAccounts(), MemoryEvents(), Clock()
+    records = MemorySessionRecords()
+    sessions = SessionService(
+        tokens=JwtSessionTokens(
+            ephemeral_keys(), issuer="t", audience="t", ttl=dt.timedelta(hours=24)
+        ),
+        records=records,
+        channel=LocalRevocations(),
+        clock=clock,
+        policy=SessionPolicy(),
+    )
     service = SignInService(
         providers={
             "google": provider,
@@ -92,10 +105,8 @@ def world() -> tuple[SignInService, Provider, MemoryAccounts, MemoryEvents, Cloc
         accounts=accounts,
         states=MemoryStates(),
         events=events,
-        units=MemoryUnitOfWork(accounts, events),
-        sessions=JwtSessionTokens(
-            ephemeral_keys(), issuer="t", audience="t", ttl=dt.timedelta(hours=24)
-        ),
+        units=MemoryUnitOfWork(accounts, events, records),
+        sessions=sessions,
         clock=clock,
         policy=SignInPolicy(app_url=APP, callback_urls={"google": frozenset({CALLBACK})}),
     )

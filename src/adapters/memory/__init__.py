@@ -2,7 +2,14 @@
 
 from .accounts import MemoryAccounts
 from .events import MemoryEvents
+from .sessions import MemorySessionRecords
 from .state import MemoryStates
 from .units import MemoryUnitOfWork
 
-__all__ = ["MemoryAccounts", "MemoryEvents", "MemoryStates", "MemoryUnitOfWork"]
+__all__ = [
+    "MemoryAccounts",
+    "MemoryEvents",
+    "MemorySessionRecords",
+    "MemoryStates",
+    "MemoryUnitOfWork",
+]

@@ -10,6 +10,7 @@ from authgate.adapters.units import BoundRepositories
 
 from .accounts import MemoryAccounts
 from .events import MemoryEvents
+from .sessions import MemorySessionRecords
 
 
 class MemoryUnitOfWork:
@@ -18,18 +19,23 @@ class MemoryUnitOfWork:
     outside any unit while one runs would be undone by its rollback: the services write
     through units only."""
 
-    def __init__(self, accounts: MemoryAccounts, events: MemoryEvents) -> None:
+    def __init__(
+        self, accounts: MemoryAccounts, events: MemoryEvents, sessions: MemorySessionRecords
+    ) -> None:
         self._accounts = accounts
         self._events = events
+        self._sessions = sessions
         self._lock = asyncio.Lock()
 
     @asynccontextmanager
     async def begin(self) -> AsyncIterator[BoundRepositories]:
         async with self._lock:
             accounts, events = self._accounts.snapshot(), self._events.snapshot()
+            sessions = self._sessions.snapshot()
             try:
-                yield BoundRepositories(self._accounts, self._events)
+                yield BoundRepositories(self._accounts, self._events, self._sessions)
             except BaseException:
                 self._accounts.restore(accounts)
                 self._events.restore(events)
+                self._sessions.restore(sessions)
                 raise

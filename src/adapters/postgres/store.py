@@ -17,6 +17,7 @@ from .accounts import PostgresAccounts
 from .errors import unavailable
 from .events import PostgresEvents
 from .migrations import CONNECT_ERRORS, check_schema
+from .sessions import PostgresSessionRecords
 from .state import PostgresStates
 
 log = logging.getLogger("authgate.storage")
@@ -43,7 +44,8 @@ class PostgresStore:
         self.accounts = PostgresAccounts(pool)
         self.states = PostgresStates(pool, purge_interval)
         self.events = PostgresEvents(pool, event_retention, purge_interval)
-        self.units = PostgresUnitOfWork(pool, self.events)
+        self.sessions = PostgresSessionRecords(pool, purge_interval)
+        self.units = PostgresUnitOfWork(pool, self.events, self.sessions)
         self._ping_timeout = ping_timeout
 
     async def ping(self) -> None:
@@ -55,11 +57,13 @@ class PostgresStore:
         """Wait for running background purges (tests use it to observe their effect)."""
         await self.states.housekeeping.wait()
         await self.events.housekeeping.wait()
+        await self.sessions.housekeeping.wait()
 
     async def close(self, grace: float = 10.0) -> None:
         """Stop background purges and close the pool (forcibly after ``grace`` seconds)."""
         await self.states.housekeeping.close()
         await self.events.housekeeping.close()
+        await self.sessions.housekeeping.close()
         try:
             await asyncio.wait_for(self.pool.close(), grace)
         except TimeoutError:
@@ -114,11 +118,16 @@ class PostgresUnitOfWork:
     """:class:`~authgate.ports.unit_of_work.UnitOfWork`: one pooled connection in one
     transaction for the block; the repositories' own transactions nest as savepoints."""
 
-    def __init__(self, pool: asyncpg.Pool, events: PostgresEvents) -> None:
+    def __init__(
+        self, pool: asyncpg.Pool, events: PostgresEvents, sessions: PostgresSessionRecords
+    ) -> None:
         self._pool = pool
         self._events = events
+        self._sessions = sessions
 
     @asynccontextmanager
     async def begin(self) -> AsyncIterator[BoundRepositories]:
         async with self._pool.acquire() as conn, conn.transaction():
-            yield BoundRepositories(PostgresAccounts(conn), self._events.bound(conn))
+            yield BoundRepositories(
+                PostgresAccounts(conn), self._events.bound(conn), self._sessions.bound(conn)
+            )

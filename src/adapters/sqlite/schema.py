@@ -94,6 +94,26 @@ VERSIONS: list[list[str]] = [
         """,
         "CREATE INDEX sign_in_states_expires_idx ON sign_in_states (expires_at)",
     ],
+    # 4: the server-side record of every session (never the token), as PostgreSQL's 0004.
+    [
+        """
+        CREATE TABLE sessions (
+            id                  TEXT PRIMARY KEY,
+            account_id          TEXT NOT NULL,
+            provider            TEXT NOT NULL,
+            created_at          TEXT NOT NULL,
+            expires_at          TEXT NOT NULL,
+            absolute_expires_at TEXT NOT NULL,
+            auth_time           TEXT NOT NULL,
+            client_address      TEXT,
+            user_agent          TEXT,
+            provider_session    TEXT,
+            revoked_at          TEXT
+        )
+        """,
+        "CREATE INDEX sessions_account_idx ON sessions (account_id, created_at)",
+        "CREATE INDEX sessions_expires_idx ON sessions (expires_at)",
+    ],
 ]
 
 

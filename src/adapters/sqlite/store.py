@@ -21,6 +21,7 @@ from . import events, schema, state
 from .accounts import SqliteAccounts
 from .db import BUSY_TIMEOUT_MS, Database
 from .events import SqliteEvents
+from .sessions import SqliteSessionRecords
 from .state import SqliteStates
 
 log = logging.getLogger("authgate.storage")
@@ -48,7 +49,8 @@ class SqliteStore:
         self.accounts = SqliteAccounts(db)
         self.states = SqliteStates(db, purge_interval)
         self.events = SqliteEvents(db, event_retention, purge_interval)
-        self.units = SqliteUnitOfWork(db, self.events)
+        self.sessions = SqliteSessionRecords(db, purge_interval)
+        self.units = SqliteUnitOfWork(db, self.events, self.sessions)
         self._ping_timeout = ping_timeout
 
     async def ping(self) -> None:
@@ -64,14 +66,17 @@ class SqliteUnitOfWork:
     """:class:`~authgate.ports.unit_of_work.UnitOfWork`: the file's one connection in one
     ``BEGIN IMMEDIATE`` transaction for the block."""
 
-    def __init__(self, db: Database, events: SqliteEvents) -> None:
+    def __init__(self, db: Database, events: SqliteEvents, sessions: SqliteSessionRecords) -> None:
         self._db = db
         self._events = events
+        self._sessions = sessions
 
     @asynccontextmanager
     async def begin(self) -> AsyncIterator[BoundRepositories]:
         async with self._db.unit() as bound:
-            yield BoundRepositories(SqliteAccounts(bound), self._events.bound(bound))
+            yield BoundRepositories(
+                SqliteAccounts(bound), self._events.bound(bound), self._sessions.bound(bound)
+            )
 
 
 async def _use_wal(conn: aiosqlite.Connection) -> None:

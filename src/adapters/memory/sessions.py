@@ -1,0 +1,82 @@
+"""Session records in memory (tests, and a single instance)."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import attrs
+
+from authgate.domain.model import SessionRecord
+
+
+class MemorySessionRecords:
+    """:class:`~authgate.ports.session_records.SessionRecords` in a dict. Each method runs
+    without an await between its reads and writes, so it is atomic on the event loop."""
+
+    def __init__(self) -> None:
+        self._records: dict[str, SessionRecord] = {}
+
+    def snapshot(self) -> dict[str, SessionRecord]:
+        return dict(self._records)
+
+    def restore(self, snapshot: dict[str, SessionRecord]) -> None:
+        self._records = snapshot
+
+    async def add(self, record: SessionRecord) -> None:
+        self._records[record.id] = record
+
+    async def get(self, session_id: str) -> SessionRecord | None:
+        return self._records.get(session_id)
+
+    async def is_live(self, session_id: str, now: dt.datetime) -> bool:
+        record = self._records.get(session_id)
+        return record is not None and record.live(now)
+
+    async def live_for_account(self, account_id: str, now: dt.datetime) -> list[SessionRecord]:
+        live = [r for r in self._records.values() if r.account_id == account_id and r.live(now)]
+        return sorted(live, key=lambda r: r.created_at, reverse=True)
+
+    async def extend(self, session_id: str, expires_at: dt.datetime, now: dt.datetime) -> bool:
+        record = self._records.get(session_id)
+        if record is None or not record.live(now):
+            return False
+        later = max(record.expires_at, min(expires_at, record.absolute_expires_at))
+        self._records[session_id] = attrs.evolve(record, expires_at=later)
+        return True
+
+    async def revoke(self, account_id: str, session_id: str, now: dt.datetime) -> bool:
+        record = self._records.get(session_id)
+        if record is None or record.account_id != account_id or not record.live(now):
+            return False
+        self._records[session_id] = attrs.evolve(record, revoked_at=now)
+        return True
+
+    async def revoke_all(
+        self,
+        account_id: str,
+        now: dt.datetime,
+        *,
+        keep: str | None = None,
+        provider: str | None = None,
+    ) -> list[str]:
+        ended = [
+            r.id
+            for r in self._records.values()
+            if r.account_id == account_id
+            and r.live(now)
+            and r.id != keep
+            and (provider is None or r.provider == provider)
+        ]
+        for sid in ended:
+            self._records[sid] = attrs.evolve(self._records[sid], revoked_at=now)
+        return ended
+
+    async def for_account(self, account_id: str) -> list[SessionRecord]:
+        found = [r for r in self._records.values() if r.account_id == account_id]
+        return sorted(found, key=lambda r: r.created_at, reverse=True)
+
+    async def purge_expired(self, now: dt.datetime) -> int:
+        expired = [sid for sid, r in self._records.items() if r.expires_at <= now]
+        for sid in expired:
+            del self._records[sid]
+        return len(expired)

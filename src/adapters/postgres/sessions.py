@@ -1,0 +1,162 @@
+"""Session records in PostgreSQL, shared by every instance."""
+
+from __future__ import annotations
+
+import copy
+import datetime as dt
+
+import asyncpg
+
+from authgate.domain.model import SessionRecord
+
+from . import rows
+from .housekeeping import PeriodicPurge
+
+DEFAULT_PURGE_INTERVAL = dt.timedelta(minutes=5)
+
+_SELECT = """
+    SELECT id, account_id, provider, created_at, expires_at, absolute_expires_at, auth_time,
+        client_address, user_agent, provider_session, revoked_at
+    FROM sessions
+"""
+
+
+def _record(row: asyncpg.Record) -> SessionRecord:
+    return SessionRecord(
+        id=row["id"],
+        account_id=row["account_id"],
+        provider=row["provider"],
+        created_at=row["created_at"],
+        expires_at=row["expires_at"],
+        absolute_expires_at=row["absolute_expires_at"],
+        auth_time=row["auth_time"],
+        client_address=row["client_address"],
+        user_agent=row["user_agent"],
+        provider_session=row["provider_session"],
+        revoked_at=row["revoked_at"],
+    )
+
+
+class PostgresSessionRecords:
+    """:class:`~authgate.ports.session_records.SessionRecords` on an asyncpg pool, or on one
+    connection of a unit of work (:meth:`bound`). ``add`` triggers a purge of expired
+    records at most once per ``purge_interval``."""
+
+    def __init__(
+        self, pool: asyncpg.Pool, purge_interval: dt.timedelta = DEFAULT_PURGE_INTERVAL
+    ) -> None:
+        self._db: rows.Executor = pool
+        self._owner = self
+        self._last_now: dt.datetime | None = None
+        self.housekeeping = PeriodicPurge("expired sessions", self._purge, purge_interval)
+
+    def bound(self, conn: rows.Executor) -> PostgresSessionRecords:
+        """The same records through ``conn`` (a unit of work's transaction)."""
+        bound = copy.copy(self)
+        bound._db = conn
+        return bound
+
+    async def add(self, record: SessionRecord) -> None:
+        await self._db.execute(
+            """
+            INSERT INTO sessions (id, account_id, provider, created_at, expires_at,
+                absolute_expires_at, auth_time, client_address, user_agent, provider_session,
+                revoked_at)
+            VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
+            """,
+            record.id,
+            record.account_id,
+            record.provider,
+            rows.utc(record.created_at),
+            rows.utc(record.expires_at),
+            rows.utc(record.absolute_expires_at),
+            rows.utc(record.auth_time),
+            record.client_address,
+            record.user_agent,
+            record.provider_session,
+            rows.utc(record.revoked_at) if record.revoked_at else None,
+        )
+        self._owner._last_now = rows.utc(record.created_at)
+        self.housekeeping.trigger()
+
+    async def get(self, session_id: str) -> SessionRecord | None:
+        row = await self._db.fetchrow(_SELECT + "WHERE id = $1", session_id)
+        return _record(row) if row is not None else None
+
+    async def is_live(self, session_id: str, now: dt.datetime) -> bool:
+        found = await self._db.fetchval(
+            "SELECT true FROM sessions WHERE id = $1 AND revoked_at IS NULL AND expires_at > $2",
+            session_id,
+            rows.utc(now),
+        )
+        return bool(found)
+
+    async def live_for_account(self, account_id: str, now: dt.datetime) -> list[SessionRecord]:
+        found = await self._db.fetch(
+            _SELECT + "WHERE account_id = $1 AND revoked_at IS NULL AND expires_at > $2 "
+            "ORDER BY created_at DESC, id",
+            account_id,
+            rows.utc(now),
+        )
+        return [_record(r) for r in found]
+
+    async def extend(self, session_id: str, expires_at: dt.datetime, now: dt.datetime) -> bool:
+        status = await self._db.execute(
+            """
+            UPDATE sessions SET expires_at = GREATEST(expires_at, LEAST($2, absolute_expires_at))
+            WHERE id = $1 AND revoked_at IS NULL AND expires_at > $3
+            """,
+            session_id,
+            rows.utc(expires_at),
+            rows.utc(now),
+        )
+        return rows.affected(status) == 1
+
+    async def revoke(self, account_id: str, session_id: str, now: dt.datetime) -> bool:
+        status = await self._db.execute(
+            """
+            UPDATE sessions SET revoked_at = $3
+            WHERE id = $1 AND account_id = $2 AND revoked_at IS NULL AND expires_at > $3
+            """,
+            session_id,
+            account_id,
+            rows.utc(now),
+        )
+        return rows.affected(status) == 1
+
+    async def revoke_all(
+        self,
+        account_id: str,
+        now: dt.datetime,
+        *,
+        keep: str | None = None,
+        provider: str | None = None,
+    ) -> list[str]:
+        found = await self._db.fetch(
+            """
+            UPDATE sessions SET revoked_at = $2
+            WHERE account_id = $1 AND revoked_at IS NULL AND expires_at > $2
+                AND ($3::text IS NULL OR id <> $3) AND ($4::text IS NULL OR provider = $4)
+            RETURNING id
+            """,
+            account_id,
+            rows.utc(now),
+            keep,
+            provider,
+        )
+        return [r["id"] for r in found]
+
+    async def for_account(self, account_id: str) -> list[SessionRecord]:
+        found = await self._db.fetch(
+            _SELECT + "WHERE account_id = $1 ORDER BY created_at DESC, id", account_id
+        )
+        return [_record(r) for r in found]
+
+    async def purge_expired(self, now: dt.datetime) -> int:
+        status = await self._db.execute(
+            "DELETE FROM sessions WHERE expires_at <= $1", rows.utc(now)
+        )
+        return rows.affected(status)
+
+    async def _purge(self) -> int:
+        return await self.purge_expired(self._last_now) if self._last_now else 0
