@@ -20,6 +20,7 @@ import datetime as dt
 import os
 import signal
 import socket
+import sqlite3
 import subprocess
 import sys
 import tempfile
@@ -31,6 +32,7 @@ from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 import aiohttp
+import asyncpg
 import attrs
 import yaml
 
@@ -274,21 +276,54 @@ class ServiceProcess:
         await self.stop()
 
 
-def mint_session(
+async def mint_session(
     keys_file: Path | str,
     account_id: str,
     *,
+    database_url: str,
     provider: str = "google",
     issuer: str = SESSION_ISSUER,
     audience: str = SESSION_AUDIENCE,
     ttl_seconds: int = 3600,
 ) -> str:
-    """A session token signed with the service's own key, as the callback would mint it."""
+    """A session token signed with the service's own key, and its server-side record in the
+    service's database, as the callback makes them (a token of an unrecorded session is
+    refused like a forged one)."""
     keys = load_or_create_keys(keys_file, create=False)
     tokens = JwtSessionTokens(
         keys, issuer=issuer, audience=audience, ttl=dt.timedelta(seconds=ttl_seconds)
     )
-    return tokens.issue(account_id, provider, dt.datetime.now(dt.UTC)).token
+    now = dt.datetime.now(dt.UTC)
+    issued = tokens.issue(account_id, provider, now)
+    values = (
+        issued.session_id,
+        account_id,
+        provider,
+        now,
+        issued.expires_at,
+        now + dt.timedelta(days=30),
+        now,
+    )
+    insert = (
+        "INSERT INTO sessions (id, account_id, provider, created_at, expires_at, "
+        "absolute_expires_at, auth_time) VALUES "
+    )
+    if database_url.startswith("sqlite:///"):
+        with sqlite3.connect(database_url.removeprefix("sqlite:///")) as db:
+            db.execute(
+                insert + "(?, ?, ?, ?, ?, ?, ?)",
+                tuple(
+                    v.isoformat(timespec="microseconds") if isinstance(v, dt.datetime) else v
+                    for v in values
+                ),
+            )
+    else:
+        conn = await asyncpg.connect(database_url)
+        try:
+            await conn.execute(insert + "($1, $2, $3, $4, $5, $6, $7)", *values)
+        finally:
+            await conn.close()
+    return issued.token
 
 
 @attrs.frozen

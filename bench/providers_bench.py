@@ -146,7 +146,7 @@ async def run(
         )
         samples: dict[str, list[dict[str, Any]]] = {"authgate": [], "authgate-nolog": [], "raw": []}
         async with authgate, quiet, raw:
-            token = mint_session(folder / "session-keys.json", account)
+            token = await mint_session(folder / "session-keys.json", account, database_url=url)
             bearer = {"Authorization": f"Bearer {token}"}
             requests = {
                 "authgate": request_bytes(PATH, authgate.port, bearer),

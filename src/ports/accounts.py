@@ -57,6 +57,10 @@ class AccountRepository(Protocol):
         raises :class:`LastIdentityError` instead of removing the last one."""
         ...
 
+    async def delete(self, account_id: str) -> bool:
+        """Remove the account and every identity it holds, together; False for an unknown id."""
+        ...
+
     async def record_login(self, account_id: str, now: dt.datetime) -> None:
         """Set the account's last-login time."""
         ...

@@ -15,6 +15,10 @@ class SignInEventLog(Protocol):
         """The newest events first."""
         ...
 
+    async def for_account(self, account_id: str, limit: int = 1000) -> list[SignInEvent]:
+        """The account's events, newest first."""
+        ...
+
     async def purge_before(self, cutoff: dt.datetime) -> int:
         """Drop events older than ``cutoff``; returns how many."""
         ...

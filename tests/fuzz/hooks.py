@@ -8,34 +8,39 @@ Environment (set by tests/fuzz/test_schemathesis.py):
 
     AUTHGATE_FUZZ_KEYS_FILE     the service's session.keys_file
     AUTHGATE_FUZZ_ACCOUNT       the account id the token names
+    AUTHGATE_FUZZ_DATABASE_URL  the service's database (the session's record goes there)
     AUTHGATE_FUZZ_ISSUER / AUTHGATE_FUZZ_AUDIENCE   session.issuer / session.audience
 """
 
 from __future__ import annotations
 
-import datetime as dt
+import asyncio
+import concurrent.futures
 import os
 from typing import Any
 
 import schemathesis
 
-from authgate.adapters.sessions import JwtSessionTokens, load_or_create_keys
+from bench.harness import mint_session
 
 
-@schemathesis.auth(refresh_interval=600)
+@schemathesis.auth(refresh_interval=5)
 class SessionTokenAuth:
-    """``Authorization: Bearer <session JWT>`` signed with the service's first key."""
+    """``Authorization: Bearer <session JWT>`` signed with the service's first key, for a
+    session recorded in the service's database as a sign-in records it. A new session every
+    few seconds: a case that signs out (or ends every session) ends only what it was given."""
 
     def get(self, case: Any, context: Any) -> str:
-        keys = load_or_create_keys(os.environ["AUTHGATE_FUZZ_KEYS_FILE"], create=False)
-        tokens = JwtSessionTokens(
-            keys,
+        minted = mint_session(
+            os.environ["AUTHGATE_FUZZ_KEYS_FILE"],
+            os.environ["AUTHGATE_FUZZ_ACCOUNT"],
+            database_url=os.environ["AUTHGATE_FUZZ_DATABASE_URL"],
             issuer=os.environ["AUTHGATE_FUZZ_ISSUER"],
             audience=os.environ["AUTHGATE_FUZZ_AUDIENCE"],
-            ttl=dt.timedelta(hours=1),
         )
-        account = os.environ["AUTHGATE_FUZZ_ACCOUNT"]
-        return tokens.issue(account, "google", dt.datetime.now(dt.UTC)).token
+        # The hook runs where an event loop may already run: mint on a thread of its own.
+        with concurrent.futures.ThreadPoolExecutor(1) as pool:
+            return pool.submit(asyncio.run, minted).result()
 
     def set(self, case: Any, data: str, context: Any) -> None:
         case.headers = case.headers or {}

@@ -74,6 +74,7 @@ async def test_schemathesis_finds_nothing(
             "SCHEMATHESIS_HOOKS": "tests.fuzz.hooks",
             "AUTHGATE_FUZZ_KEYS_FILE": config["session"]["keys_file"],
             "AUTHGATE_FUZZ_ACCOUNT": jwt_subject(registered.session),
+            "AUTHGATE_FUZZ_DATABASE_URL": config["database"]["url"],
             "AUTHGATE_FUZZ_ISSUER": SESSION_ISSUER,
             "AUTHGATE_FUZZ_AUDIENCE": SESSION_AUDIENCE,
             "NO_COLOR": "1",

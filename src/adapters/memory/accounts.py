@@ -78,6 +78,12 @@ class MemoryAccounts:
             email_verified=email_verified_of(verified),
         )
 
+    async def delete(self, account_id: str) -> bool:
+        if self._accounts.pop(account_id, None) is None:
+            return False
+        self._identities = {k: v for k, v in self._identities.items() if v.account_id != account_id}
+        return True
+
     async def unlink_identity(self, account_id: str, provider: str) -> bool:
         mine = [i for i in self._identities.values() if i.account_id == account_id]
         targets = [i for i in mine if i.identity.provider == provider]

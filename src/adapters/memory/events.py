@@ -26,6 +26,10 @@ class MemoryEvents:
         # first among events of the same time.
         return sorted(reversed(self._events), key=lambda e: e.at, reverse=True)[: max(limit, 0)]
 
+    async def for_account(self, account_id: str, limit: int = 1000) -> list[SignInEvent]:
+        mine = [e for e in await self.recent(len(self._events)) if e.account_id == account_id]
+        return mine[: max(limit, 0)]
+
     async def purge_before(self, cutoff: dt.datetime) -> int:
         before = len(self._events)
         self._events = collections.deque(

@@ -180,6 +180,14 @@ class PostgresAccounts:
             )
             return True
 
+    async def delete(self, account_id: str) -> bool:
+        key = rows.account_uuid(account_id)
+        if key is None:
+            return False
+        # identities go with their account (ON DELETE CASCADE)
+        status = await self._db.execute("DELETE FROM accounts WHERE id = $1", key)
+        return rows.affected(status) == 1
+
     async def record_login(self, account_id: str, now: dt.datetime) -> None:
         key = rows.account_uuid(account_id)
         if key is None:

@@ -71,6 +71,17 @@ class PostgresEvents:
         )
         return [rows.sign_in_event(r) for r in found]
 
+    async def for_account(self, account_id: str, limit: int = 1000) -> list[SignInEvent]:
+        found = await self._db.fetch(
+            """
+            SELECT at, provider, outcome, client_address, user_agent, account_id, detail
+            FROM sign_in_events WHERE account_id = $1 ORDER BY at DESC, id DESC LIMIT $2
+            """,
+            account_id,
+            max(limit, 0),
+        )
+        return [rows.sign_in_event(r) for r in found]
+
     async def purge_before(self, cutoff: dt.datetime) -> int:
         status = await self._db.execute(
             "DELETE FROM sign_in_events WHERE at < $1", rows.utc(cutoff)

@@ -144,6 +144,13 @@ class SqliteAccounts:
                 ),
             )
 
+    async def delete(self, account_id: str) -> bool:
+        async with self._db.transaction() as conn:
+            # identities go with their account (ON DELETE CASCADE, foreign keys on)
+            await conn.execute("DELETE FROM identities WHERE account_id = ?", (account_id,))
+            cursor = await conn.execute("DELETE FROM accounts WHERE id = ?", (account_id,))
+            return cursor.rowcount == 1
+
     async def unlink_identity(self, account_id: str, provider: str) -> bool:
         async with self._db.transaction() as conn:
             providers = [

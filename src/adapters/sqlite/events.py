@@ -76,6 +76,28 @@ class SqliteEvents:
             for r in rows
         ]
 
+    async def for_account(self, account_id: str, limit: int = 1000) -> list[SignInEvent]:
+        async with self._db.use() as conn:
+            rows = await conn.execute_fetchall(
+                """
+                SELECT at, provider, outcome, client_address, user_agent, account_id, detail
+                FROM sign_in_events WHERE account_id = ? ORDER BY at DESC, id DESC LIMIT ?
+                """,
+                (account_id, max(limit, 0)),
+            )
+        return [
+            SignInEvent(
+                at=parse_ts(r[0]),
+                provider=r[1],
+                outcome=Outcome(r[2]),
+                client_address=r[3],
+                user_agent=r[4],
+                account_id=r[5],
+                detail=r[6],
+            )
+            for r in rows
+        ]
+
     async def purge_before(self, cutoff: dt.datetime) -> int:
         async with self._db.use() as conn:
             cursor = await conn.execute("DELETE FROM sign_in_events WHERE at < ?", (ts(cutoff),))
