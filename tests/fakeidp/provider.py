@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import binascii
 import hashlib
@@ -74,11 +75,16 @@ class FakeProvider:
     * ``next_user`` — who signs in at authorize (unless the request has ``login_as``);
     * ``deny`` — authorize answers ``error=access_denied``;
     * ``token_mode`` (:class:`TokenMode`), ``slow_seconds`` — token endpoint misbehaviour;
+    * ``token_release`` — an :class:`asyncio.Event`: ``TokenMode.SLOW`` answers as soon as it
+      is set (at the latest after ``slow_seconds``), so a test decides how long a request is
+      in flight instead of guessing a delay;
     * ``tamper`` (:class:`Tamper`) — how the next ID tokens are forged;
     * ``forged_kid`` — the kid of ``Tamper.UNKNOWN_KID`` tokens (default: a new one each time);
     * ``claim_overrides`` — claims set (or removed with ``None``) in every ID token;
     * ``discovery_down``, ``jwks_down``, ``userinfo_down``, ``profile_down`` — answer 500;
-    * ``jwks_delay_seconds`` — the JWKS answers late (to make concurrent fetches overlap);
+    * ``jwks_delay_seconds`` — the JWKS answers late;
+    * ``jwks_release`` — an :class:`asyncio.Event`: the JWKS answers only once it is set (to make
+      concurrent fetches overlap whatever the machine's load);
     * ``discovery_overrides`` — fields replaced in the discovery document;
     * ``code_ttl_seconds``, ``allowed_redirect_uris``, ``send_user_json`` (apple),
       ``proof_secret`` (facebook: checks ``appsecret_proof`` against it instead of the secret).
@@ -120,6 +126,7 @@ class FakeProvider:
         self.deny = False
         self.token_mode = TokenMode.OK
         self.slow_seconds = 30.0
+        self.token_release: asyncio.Event | None = None
         self.tamper: Tamper | None = None
         self.forged_kid: str | None = None
         self.claim_overrides: dict[str, Any] = {}
@@ -127,6 +134,7 @@ class FakeProvider:
         self.discovery_overrides: dict[str, Any] = {}
         self.jwks_down = False
         self.jwks_delay_seconds = 0.0
+        self.jwks_release: asyncio.Event | None = None
         self.extra_jwks: list[dict[str, Any]] = []  # published after the real keys
         self.userinfo_down = False
         self.profile_down = False

@@ -14,7 +14,6 @@ Each provider lives under ``{base_url}/{name}``::
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import hmac
 import html
 import json
@@ -77,6 +76,18 @@ class FakeIdP:
         self._browser: aiohttp.ClientSession | None = None
         self._closing = asyncio.Event()
         self._tmp: tempfile.TemporaryDirectory[str] | None = None
+
+    async def _held(self, seconds: float | None, release: asyncio.Event | None = None) -> None:
+        """Waits ``seconds`` (None: no limit) or until ``release`` is set, and never past the
+        fake's closing (a held answer must not delay the test's teardown)."""
+        waits = [asyncio.ensure_future(self._closing.wait())]
+        if release is not None:
+            waits.append(asyncio.ensure_future(release.wait()))
+        try:
+            await asyncio.wait(waits, timeout=seconds, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for wait in waits:
+                wait.cancel()
 
     # -- lifecycle --------------------------------------------------------------------------
 
@@ -268,8 +279,9 @@ class FakeIdP:
         if p.shape is Shape.OAUTH:
             raise web.HTTPNotFound()
         if p.jwks_delay_seconds:
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._closing.wait(), timeout=p.jwks_delay_seconds)
+            await self._held(p.jwks_delay_seconds)
+        if p.jwks_release is not None:
+            await self._held(None, p.jwks_release)
         if p.jwks_down:
             return web.Response(status=500, text="jwks is down")
         return web.json_response(p.jwks())
@@ -343,8 +355,7 @@ class FakeIdP:
                     status=400,
                 )
             case TokenMode.SLOW:
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self._closing.wait(), timeout=p.slow_seconds)
+                await self._held(p.slow_seconds, p.token_release)
         if request.query:  # credentials never travel in the URL
             return _oauth_error("invalid_request", 400)
         if request.content_type != "application/x-www-form-urlencoded":

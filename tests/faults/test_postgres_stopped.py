@@ -35,6 +35,7 @@ from bench.harness import (
 )
 from tests.fakeidp import FakeIdP, FakeUser
 from tests.support.postgres import ThrowawayCluster
+from tests.support.waiting import eventually
 
 GENERIC_500 = {"error": "internal_error", "message": "An unexpected error occurred."}
 LOAD_SECONDS_MAX = 60.0
@@ -148,7 +149,8 @@ async def test_postgres_stopped_under_load_then_back(
         load = Load(driver, base, reader.session)
         running = asyncio.ensure_future(load.run())
         try:
-            await asyncio.sleep(1.5)
+            # The load is under way and served before the outage (not a fixed time of it).
+            await eventually(lambda: load.reads.count(200) >= 8, what="reads before the outage")
             assert not load.failures, load.failures
             await asyncio.to_thread(cluster.stop, "fast")
             down_at = time.monotonic()
@@ -177,7 +179,8 @@ async def test_postgres_stopped_under_load_then_back(
             assert during.status == 500 and during.session is None, during
             status, _, _ = await status_and_body(http, f"{base}/health/liveness")
             assert status == 200
-            await asyncio.sleep(1.0)  # the load keeps hitting the dead database
+            # the load keeps hitting the dead database
+            await eventually(lambda: load.reads.count(500) >= 8, what="reads during the outage")
             assert service.running()
 
             await asyncio.to_thread(cluster.start)
@@ -187,7 +190,9 @@ async def test_postgres_stopped_under_load_then_back(
                 return status == 200
 
             await until(ready, within=15.0)
-            await asyncio.sleep(1.0)  # the load runs against the recovered database
+            # the load runs against the recovered database
+            served = load.reads.count(200)
+            await eventually(lambda: load.reads.count(200) >= served + 8, what="reads after")
         finally:
             load.stop.set()
             with contextlib.suppress(Exception):

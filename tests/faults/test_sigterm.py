@@ -14,9 +14,10 @@ from pathlib import Path
 
 from bench.harness import ServiceProcess, SignInDriver, service_config, write_config
 from tests.fakeidp import FakeIdP, FakeUser, TokenMode
+from tests.support.waiting import eventually
 
 IN_FLIGHT = 6
-SLOW = 2.0  # the token endpoint's delay, well inside providers.google.timeout_seconds
+PROVIDER_TIMEOUT = 30  # providers.google.timeout_seconds: far beyond the test's own steps
 
 
 async def refuses_connections(port: int, within: float = 5.0) -> bool:
@@ -41,7 +42,7 @@ async def test_in_flight_sign_ins_complete_and_new_ones_are_refused(
         tmp_path,
         fake_idp,
         database_url=f"sqlite:///{db}",
-        overrides={"providers": {"google": {"timeout_seconds": 10}}},
+        overrides={"providers": {"google": {"timeout_seconds": PROVIDER_TIMEOUT}}},
     )
     service = ServiceProcess(write_config(tmp_path, config))
     async with service, SignInDriver(fake_idp) as driver:
@@ -52,24 +53,28 @@ async def test_in_flight_sign_ins_complete_and_new_ones_are_refused(
                 details["authorizationUrl"], user=FakeUser(sub=f"term-{i}")
             )
             pending.append((back, binding))
+        # The token endpoint holds its answers until the test releases them (not a fixed
+        # delay, which a loaded machine could outlast before the checks below).
+        release = fake_idp.google.token_release = asyncio.Event()
         fake_idp.google.token_mode = TokenMode.SLOW
-        fake_idp.google.slow_seconds = SLOW
+        fake_idp.google.slow_seconds = 2 * PROVIDER_TIMEOUT
         callbacks = [
             asyncio.ensure_future(
                 driver.callback(service.url, "google", back.params, binding=binding)
             )
             for back, binding in pending
         ]
-        # every callback is waiting on the provider's token endpoint
-        async with asyncio.timeout(10):
-            while fake_idp.google.hits["token"] < IN_FLIGHT:  # noqa: ASYNC110 - a counter
-                await asyncio.sleep(0.01)
+        await eventually(
+            lambda: fake_idp.google.hits["token"] >= IN_FLIGHT,
+            what="every callback waiting on the provider's token endpoint",
+        )
 
         service.signal(signal.SIGTERM)
         assert await refuses_connections(service.port)
         assert not any(c.done() for c in callbacks)
 
-        async with asyncio.timeout(SLOW + 10):
+        release.set()
+        async with asyncio.timeout(PROVIDER_TIMEOUT):
             results = await asyncio.gather(*callbacks)
         assert all(r.signed_in for r in results), results
         assert await service.wait(15) == 0

@@ -142,7 +142,10 @@ async def test_slow_token_endpoint_fails_in_bounded_time(
     began = time.monotonic()
     with pytest.raises(ExchangeFailed, match=r"did not answer within 0\.3 s"):
         await sign_in(adapter, fake_idp)
-    assert time.monotonic() - began < 2
+    # The time is the behaviour: the fake holds the answer for ``slow_seconds`` (30 s), so
+    # anything well below that proves the 0.3 s timeout cut it off; 10 s leaves a loaded
+    # machine plenty of room.
+    assert time.monotonic() - began < fake_idp.google.slow_seconds / 3
 
 
 async def test_unreachable_token_endpoint(make_adapter: MakeAdapter, fake_idp: FakeIdP) -> None:

@@ -15,6 +15,7 @@ from authgate.adapters.identity.jwks import KeySetCache, KeySetUnavailable
 from authgate.ports.identity import ExchangeFailed, VerificationFailed
 from tests.fakeidp import FakeIdP, FakeUser, SettableClock, Tamper
 from tests.identity.conftest import MakeAdapter, sign_in
+from tests.support.waiting import eventually
 
 DAY = 86400
 FLOOR = 5  # the default jwks_min_refetch_seconds
@@ -166,14 +167,18 @@ async def test_single_flight_under_20_concurrent_verifications_with_a_new_kid(
     adapter = make_adapter("google")
     await sign_in(adapter, fake_idp)
     fake_idp.google.rotate_keys()
-    fake_idp.google.jwks_delay_seconds = 0.1  # the fetch is in flight while the others arrive
+    release = fake_idp.google.jwks_release = asyncio.Event()
     idp_clock.advance(FLOOR)
     tokens = [
         fake_idp.google.mint_id_token(FakeUser(sub=f"u{i}"), nonce=f"n{i}") for i in range(20)
     ]
-    claims = await asyncio.gather(
+    verifications = asyncio.gather(
         *(adapter.verify_id_token(t, nonce=f"n{i}") for i, t in enumerate(tokens))
     )
+    # The refetch is held at the provider while the other verifications arrive behind it.
+    await eventually(lambda: fake_idp.google.hits["jwks"] >= 2, what="the refetch")
+    release.set()
+    claims = await verifications
     assert [c["sub"] for c in claims] == [f"u{i}" for i in range(20)]
     assert fake_idp.google.hits["jwks"] == 2  # the first fetch and one shared refetch
 
@@ -183,15 +188,21 @@ async def test_single_flight_through_concurrent_exchanges(
 ) -> None:
     adapter = make_adapter("google", pkce=False)
     g = fake_idp.google
-    g.jwks_delay_seconds = 0.05
+    release = g.jwks_release = asyncio.Event()
     redirect = "http://127.0.0.1/cb"
     codes = [g.issue_code(redirect_uri=redirect, nonce=f"n{i}") for i in range(20)]
-    results = await asyncio.gather(
+    exchanges = asyncio.gather(
         *(
             adapter.exchange(code=c, redirect_uri=redirect, code_verifier=None, nonce=f"n{i}")
             for i, c in enumerate(codes)
         )
     )
+    # The first key set fetch is held at the provider until every exchange has its tokens.
+    await eventually(
+        lambda: g.hits["token"] == 20 and g.hits["jwks"] >= 1, what="20 token requests"
+    )
+    release.set()
+    results = await exchanges
     assert len(results) == 20
     assert g.hits["jwks"] == 1
     assert g.hits["openid-configuration"] == 1
@@ -297,24 +308,36 @@ async def test_symmetric_private_and_encryption_keys_in_the_jwks_are_ignored(
 
 
 class CountingFetcher:
-    def __init__(self, delay: float = 0.0) -> None:
+    """Counts its fetches; with ``release`` set to an Event, a fetch is in flight (and
+    ``started`` is set) until the test sets it."""
+
+    def __init__(self) -> None:
         self.calls = 0
         self.fail = False
-        self.delay = delay
+        self.release: asyncio.Event | None = None
+        self.started = asyncio.Event()
         self.key = RSAKey.generate_key(2048, parameters={"kid": "k1"}, private=False)
 
     async def __call__(self) -> KeySet:
         self.calls += 1
-        await asyncio.sleep(self.delay)
+        self.started.set()
+        if self.release is not None:
+            await self.release.wait()
         if self.fail:
             raise KeySetUnavailable("down")
         return KeySet([self.key])
 
 
 async def test_cache_single_flight_on_first_use(idp_clock: SettableClock) -> None:
-    fetch = CountingFetcher(delay=0.05)
+    fetch = CountingFetcher()
+    fetch.release = asyncio.Event()
     cache = KeySetCache(fetch, idp_clock, max_age_seconds=DAY, min_refetch_seconds=60)
-    sets = await asyncio.gather(*(cache.get() for _ in range(20)))
+    gets = asyncio.gather(*(cache.get() for _ in range(20)))
+    # The first fetch is in flight; the 19 others reached the cache in the same turn of the
+    # event loop (each get() runs to the lock without yielding) and wait behind it.
+    await fetch.started.wait()
+    fetch.release.set()
+    sets = await gets
     assert fetch.calls == 1
     assert all(s is sets[0] for s in sets)
 
@@ -404,14 +427,17 @@ async def test_cache_a_fetch_already_in_flight_proves_no_kid_absent(
     cache = KeySetCache(fetch, idp_clock, max_age_seconds=DAY, min_refetch_seconds=FLOOR)
     keys = await cache.get()
     idp_clock.advance(FLOOR)
-    fetch.delay = 0.05
+    fetch.release, fetch.started = asyncio.Event(), asyncio.Event()
     early = asyncio.create_task(cache.refresh(keys, "forged"))
-    await asyncio.sleep(0.01)  # the fetch is in flight
-    late = await cache.refresh(keys, "rotated")
+    await fetch.started.wait()  # the fetch is in flight
+    queued = asyncio.create_task(cache.refresh(keys, "rotated"))
+    await asyncio.sleep(0)  # one turn: it notes the attempts so far and waits for the lock
+    fetch.release.set()
+    late = await queued
     await early
     assert fetch.calls == 2
     idp_clock.advance(FLOOR)
-    fetch.delay = 0
+    fetch.release = None
     await cache.refresh(late, "forged")  # remembered absent: no fetch
     assert fetch.calls == 2
     await cache.refresh(late, "rotated")  # not proved absent: fetched once the floor passed

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from typing import Any
 
@@ -10,6 +9,7 @@ import pytest
 
 from authgate.entrypoints.rest import Api, Call
 from authgate.entrypoints.rest.server import AccessLogger
+from tests.support.waiting import eventually
 
 
 async def test_access_log_leaves_out_query_and_headers(
@@ -33,11 +33,11 @@ async def test_access_log_leaves_out_query_and_headers(
             headers={"Authorization": "Bearer secrettoken", "Cookie": "session=secretcookie"},
         )
         assert resp.status == 204
-        # The line is written once the response is out; give the server a moment.
-        for _ in range(100):
-            if any(r.name == "authgate.access" for r in caplog.records):
-                break
-            await asyncio.sleep(0.01)
+        # The line is written once the response is out: wait for it, not for a fixed time.
+        await eventually(
+            lambda: any(r.name == "authgate.access" for r in caplog.records),
+            what="the access log line",
+        )
     (record,) = [r for r in caplog.records if r.name == "authgate.access"]
     message = record.getMessage()
     assert " GET /callback 204 " in message

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from typing import Any
 
@@ -10,6 +9,7 @@ import pytest
 
 from authgate.entrypoints.rest import Api, Call, log_safe
 from authgate.entrypoints.rest.server import AccessLogger
+from tests.support.waiting import eventually
 
 from .conftest import Serve
 
@@ -53,10 +53,10 @@ async def test_the_access_log_escapes_the_path(
     client = await aiohttp_client(server)
     with caplog.at_level(logging.INFO, logger="authgate.access"):
         assert (await client.get(FORGED_PATH)).status == 500
-        for _ in range(100):  # the line is written once the response is out
-            if any(r.name == "authgate.access" for r in caplog.records):
-                break
-            await asyncio.sleep(0.01)
+        await eventually(  # the line is written once the response is out
+            lambda: any(r.name == "authgate.access" for r in caplog.records),
+            what="the access log line",
+        )
     (record,) = [r for r in caplog.records if r.name == "authgate.access"]
     assert f" GET {ESCAPED_PATH} 500 " in one_line(record)
 

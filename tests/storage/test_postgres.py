@@ -14,6 +14,7 @@ from authgate.adapters.postgres import DatabaseUnavailable, PostgresStore, open_
 from authgate.adapters.postgres.housekeeping import PeriodicPurge
 from tests.support.postgres import free_port, terminate_backends
 from tests.support.records import T0, at, event, pending, verified
+from tests.support.waiting import eventually
 
 T = TypeVar("T")
 
@@ -76,7 +77,13 @@ async def test_terminated_connections_are_replaced_without_a_new_pool(
     pool = pg.pool
     # A statement in flight when its backend dies fails; idle connections die quietly.
     sleeper = asyncio.create_task(pg.pool.execute("SELECT pg_sleep(10)"))
-    await asyncio.sleep(0.2)
+    await eventually(  # the statement is running on its backend (not a fixed head start)
+        lambda: pg.pool.fetchval(
+            "SELECT count(*) > 0 FROM pg_stat_activity"
+            " WHERE state = 'active' AND query = 'SELECT pg_sleep(10)'"
+        ),
+        what="the pg_sleep statement running",
+    )
     assert await terminate_backends(clean_postgres_url) >= 2
     with pytest.raises(CONNECTION_ERRORS):
         await sleeper

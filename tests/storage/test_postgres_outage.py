@@ -52,7 +52,9 @@ async def _outage_and_recovery(cluster: ThrowawayCluster, url: str) -> None:
             started = time.monotonic()
             with pytest.raises(CONNECTION_ERRORS):
                 await operation
-            assert time.monotonic() - started < 3.0
+            # Bounded, not hung on the stopped server: the statement timeout is 2 s and the ping's
+            # 1 s; the 3 s of margin are for a loaded machine.
+            assert time.monotonic() - started < 5.0
 
         await asyncio.to_thread(cluster.start)
         # The same pool serves again: no restart, no new store.

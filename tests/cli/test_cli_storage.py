@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from .conftest import base_config, merge
+from tests.app.conftest import base_config, merge
 
 
 def write_config(tmp_path: Path, database_url: str) -> Path:
