@@ -137,6 +137,17 @@ class ClientInfo:
 
 
 @attrs.frozen
+class Caller:
+    """The signed-in caller of an account operation: whose session, from where."""
+
+    account_id: str
+    session_id: str
+    provider: str
+    auth_time: dt.datetime | None
+    client: ClientInfo
+
+
+@attrs.frozen
 class SignedIn:
     """A completed callback: the account, whether it is new, where to send the browser."""
 

@@ -137,6 +137,7 @@ def build_api(config: Config, resources: Resources) -> Api:
     sessions = SessionService(
         tokens=resources.sessions,
         records=resources.session_records,
+        units=resources.units,
         channel=resources.revocations,
         clock=resources.clock,
         policy=SessionPolicy(
@@ -162,22 +163,24 @@ def build_api(config: Config, resources: Resources) -> Api:
     guard = SameOriginGuard([public_url] if public_url else [], [config.app.url])
     cookie = session_cookie_scheme(verifier)
     manage = (bearer.with_scopes(ACCOUNT_MANAGE), cookie.with_scopes(ACCOUNT_MANAGE))
+    client_address = ClientAddress(config.ratelimit.trusted_proxies, config.ratelimit.ipv6_prefix)
     SignInOperations(
         service,
         manage,
         sessions,
         resources.limiter,
-        ClientAddress(config.ratelimit.trusted_proxies, config.ratelimit.ipv6_prefix),
+        client_address,
         resources.initiation_limiter,
         guard,
     ).register(api)
     accounts = AccountService(
         accounts=resources.accounts,
+        events=resources.events,
         units=resources.units,
         sessions=sessions,
         providers=list(resources.providers),
     )
-    AccountOperations(accounts, bearer, cookie, guard).register(api)
+    AccountOperations(accounts, bearer, cookie, guard, client_address).register(api)
     JwksOperations(resources.sessions).register(api)
     for check in resources.readiness:
         api.readiness.add(check)

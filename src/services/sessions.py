@@ -20,13 +20,14 @@ from collections.abc import Sequence
 import attrs
 
 from authgate.domain import errors
-from authgate.domain.model import ClientInfo, IssuedSession, SessionRecord
+from authgate.domain.model import ClientInfo, IssuedSession, Outcome, SessionRecord
 from authgate.domain.text import printable
 from authgate.ports.clock import Clock
 from authgate.ports.revocations import RevocationChannel
 from authgate.ports.session_records import SessionRecords
 from authgate.ports.sessions import InvalidSession, SessionClaims, SessionTokens
-from authgate.ports.unit_of_work import Transaction
+from authgate.ports.unit_of_work import Transaction, UnitOfWork
+from authgate.services.audit import audit_event
 
 log = logging.getLogger("authgate.sessions")
 
@@ -51,12 +52,14 @@ class SessionService:
         *,
         tokens: SessionTokens,
         records: SessionRecords,
+        units: UnitOfWork,
         channel: RevocationChannel,
         clock: Clock,
         policy: SessionPolicy,
     ) -> None:
         self.tokens = tokens
         self.records = records
+        self.units = units
         self.channel = channel
         self.clock = clock
         self.policy = policy
@@ -150,35 +153,61 @@ class SessionService:
     async def live_sessions(self, account_id: str) -> list[SessionRecord]:
         return await self.records.live_for_account(account_id, self.clock.now())
 
-    async def revoke(self, account_id: str, session_id: str) -> bool:
-        """End one of the account's sessions; False when it has no such live session."""
-        revoked = await self.records.revoke(account_id, session_id, self.clock.now())
+    async def revoke(
+        self, account_id: str, session_id: str, *, client: ClientInfo, provider: str
+    ) -> bool:
+        """End one of the account's sessions (audited); False when it has no such live one."""
+        now = self.clock.now()
+        async with self.units.begin() as tx:
+            revoked = await tx.sessions.revoke(account_id, session_id, now)
+            if revoked:
+                event = audit_event(now, provider, Outcome.SESSION_REVOKED, client, account_id)
+                await tx.events.record(event)
         if revoked:
             await self.announce([session_id])
         return revoked
 
     async def revoke_all(
-        self, account_id: str, *, keep: str | None = None, provider: str | None = None
+        self,
+        account_id: str,
+        *,
+        client: ClientInfo,
+        provider: str,
+        keep: str | None = None,
+        outcome: Outcome = Outcome.SIGNED_OUT_EVERYWHERE,
     ) -> list[str]:
-        """End the account's live sessions (but ``keep``; only ``provider``'s when given)."""
-        ended = await self.records.revoke_all(
-            account_id, self.clock.now(), keep=keep, provider=provider
-        )
+        """End the account's live sessions but ``keep`` (audited as ``outcome``)."""
+        now = self.clock.now()
+        async with self.units.begin() as tx:
+            ended = await tx.sessions.revoke_all(account_id, now, keep=keep)
+            detail = f"{len(ended)} sessions"
+            await tx.events.record(audit_event(now, provider, outcome, client, account_id, detail))
         await self.announce(ended)
         return ended
 
-    async def sign_out(self, token: str, *, everywhere: bool = False) -> list[str]:
+    async def sign_out(
+        self, token: str, *, client: ClientInfo, everywhere: bool = False
+    ) -> list[str]:
         """End the session of ``token`` (``everywhere``: every session of its account, after
         the RFC 9470 check). A token that does not verify ends nothing."""
         try:
             claims = self.tokens.verify(token, self.clock.now())
         except InvalidSession:
             return []
+        provider = claims.provider or ""
         if everywhere:
             self.require_recent_authentication(claims.auth_time)
-            return await self.revoke_all(claims.account_id)
-        ended = await self.revoke(claims.account_id, claims.session_id)
-        return [claims.session_id] if ended else []
+            return await self.revoke_all(claims.account_id, client=client, provider=provider)
+        now = self.clock.now()
+        async with self.units.begin() as tx:
+            ended = await tx.sessions.revoke(claims.account_id, claims.session_id, now)
+            if ended:
+                event = audit_event(now, provider, Outcome.SIGNED_OUT, client, claims.account_id)
+                await tx.events.record(event)
+        if not ended:
+            return []
+        await self.announce([claims.session_id])
+        return [claims.session_id]
 
     async def announce(self, session_ids: Sequence[str]) -> None:
         """After revocations committed: forget them here at once, and tell the others."""

@@ -34,6 +34,7 @@ from authgate.ports.events import SignInEventLog
 from authgate.ports.identity import ExchangeFailed, IdentityProvider, VerificationFailed
 from authgate.ports.state import StateStore, StateStoreFull
 from authgate.ports.unit_of_work import UnitOfWork
+from authgate.services.audit import audit_event
 from authgate.services.sessions import SessionService
 
 log = logging.getLogger("authgate.signin")
@@ -372,24 +373,7 @@ class SignInService:
         detail: str | None,
     ) -> SignInEvent:
         """The audit event of a callback (logged here; stored by the caller)."""
-        event = SignInEvent(
-            at=self.clock.now(),
-            provider=provider,
-            outcome=outcome,
-            client_address=printable(client.address, 64),
-            user_agent=printable(client.user_agent, 512),
-            account_id=account_id,
-            detail=printable(detail, 200),
-        )
-        log.info(
-            "sign-in event: provider=%s outcome=%s client=%s user_agent=%r account=%s",
-            provider,
-            outcome.value,
-            event.client_address,
-            event.user_agent,
-            account_id,
-        )
-        return event
+        return audit_event(self.clock.now(), provider, outcome, client, account_id, detail)
 
     async def _record_failure(self, event: SignInEvent) -> None:
         try:

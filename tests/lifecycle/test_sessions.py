@@ -4,16 +4,32 @@ the unlink of its provider; account changes need a recent sign-in (RFC 9470)."""
 
 from __future__ import annotations
 
+import json
 import time
+from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.devidp.support import Browser, Service
+from tests.devidp.support import Browser, Service, StartService
 
 from .test_lifecycle import bearer, claims_of, own_origin, reissue, signed_in
 
 Works = tuple[int, int]
+
+
+@pytest.fixture(params=["memory", "sqlite", "postgres"])
+async def stored(
+    request: pytest.FixtureRequest, make_dev_service: StartService, tmp_path: Path
+) -> Service:
+    """The service on each store: the same behaviour on memory, SQLite and PostgreSQL."""
+    if request.param == "memory":
+        return await make_dev_service()
+    if request.param == "sqlite":
+        url = f"sqlite:///{tmp_path / 'authgate.db'}"
+    else:
+        url = request.getfixturevalue("clean_postgres_url")
+    return await make_dev_service({"database": {"url": url}})
 
 
 async def status_of(service: Service, token: str | None) -> Works:
@@ -38,19 +54,19 @@ def stale(service: Service, token: str | None, seconds: int = 3600) -> str:
 
 
 async def test_a_session_token_is_live_until_logout_then_refused_everywhere(
-    service: Service,
+    stored: Service,
 ) -> None:
-    browser = await signed_in(service, "google")
+    browser = await signed_in(stored, "google")
     token = browser.session
-    assert await status_of(service, token) == (200, 200)
-    out = await browser.request("POST", "/v1/auth/logout", own_origin(service))
+    assert await status_of(stored, token) == (200, 200)
+    out = await browser.request("POST", "/v1/auth/logout", own_origin(stored))
     assert out.status == 204
-    assert await status_of(service, token) == (401, 401)
+    assert await status_of(stored, token) == (401, 401)
     # As the cookie too.
-    thief = Browser(service)
+    thief = Browser(stored)
     thief.cookies["session"] = token or ""
     assert (await thief.request("GET", "/v1/account")).status == 401
-    body = await (await service.client.get("/v1/account", headers=bearer(token))).json()
+    body = await (await stored.client.get("/v1/account", headers=bearer(token))).json()
     assert body["error"] == "unauthorized"
 
 
@@ -113,15 +129,15 @@ async def test_another_accounts_session_cannot_be_ended(service: Service) -> Non
     assert await status_of(service, ada.session) == (200, 200)
 
 
-async def test_sign_out_everywhere_else_keeps_only_the_caller(service: Service) -> None:
-    first = await signed_in(service, "google")
-    second = await second_browser(service)
-    third = await second_browser(service)
-    response = await second.request("DELETE", "/v1/account/sessions", own_origin(service))
+async def test_sign_out_everywhere_else_keeps_only_the_caller(stored: Service) -> None:
+    first = await signed_in(stored, "google")
+    second = await second_browser(stored)
+    third = await second_browser(stored)
+    response = await second.request("DELETE", "/v1/account/sessions", own_origin(stored))
     assert response.status == 204
-    assert await status_of(service, first.session) == (401, 401)
-    assert await status_of(service, third.session) == (401, 401)
-    assert await status_of(service, second.session) == (200, 200)
+    assert await status_of(stored, first.session) == (401, 401)
+    assert await status_of(stored, third.session) == (401, 401)
+    assert await status_of(stored, second.session) == (200, 200)
 
 
 async def test_logout_everywhere_ends_every_session_including_the_caller(
@@ -136,21 +152,21 @@ async def test_logout_everywhere_ends_every_session_including_the_caller(
 
 
 async def test_unlinking_a_provider_ends_the_sessions_issued_through_it(
-    service: Service,
+    stored: Service,
 ) -> None:
-    owner = await signed_in(service, "google", "facebook")
+    owner = await signed_in(stored, "google", "facebook")
     # A session issued through facebook, in another browser (the thief's, say).
-    through_facebook = Browser(service)
+    through_facebook = Browser(stored)
     answer = await through_facebook.sign_in("facebook", "ada", intent="login")
     assert answer.status == 302 and through_facebook.session
     assert claims_of(through_facebook.session)["provider"] == "facebook"
-    google_browser = await second_browser(service)
-    response = await service.client.delete(
+    google_browser = await second_browser(stored)
+    response = await stored.client.delete(
         "/v1/account/providers/facebook", headers=bearer(google_browser.session)
     )
     assert response.status == 200
-    assert await status_of(service, through_facebook.session) == (401, 401)
-    assert await status_of(service, google_browser.session) == (200, 200)
+    assert await status_of(stored, through_facebook.session) == (401, 401)
+    assert await status_of(stored, google_browser.session) == (200, 200)
     del owner
 
 
@@ -167,24 +183,24 @@ def assert_step_up(response: Any, body: dict[str, Any]) -> None:
 
 
 async def test_an_old_sign_in_cannot_unlink_link_or_end_other_sessions(
-    service: Service,
+    stored: Service,
 ) -> None:
-    browser = await signed_in(service, "google", "facebook")
-    old = stale(service, browser.session)
-    unlink = await service.client.delete("/v1/account/providers/facebook", headers=bearer(old))
+    browser = await signed_in(stored, "google", "facebook")
+    old = stale(stored, browser.session)
+    unlink = await stored.client.delete("/v1/account/providers/facebook", headers=bearer(old))
     assert_step_up(unlink, await unlink.json())
-    others = await service.client.delete("/v1/account/sessions", headers=bearer(old))
+    others = await stored.client.delete("/v1/account/sessions", headers=bearer(old))
     assert_step_up(others, await others.json())
-    everywhere = await service.client.post("/v1/auth/logout?everywhere=true", headers=bearer(old))
+    everywhere = await stored.client.post("/v1/auth/logout?everywhere=true", headers=bearer(old))
     assert_step_up(everywhere, await everywhere.json())
-    link = await Browser(service).request(
+    link = await Browser(stored).request(
         "GET",
-        "/v1/auth/apple?intent=link&redirect_uri=" + service.callback("apple"),
+        "/v1/auth/apple?intent=link&redirect_uri=" + stored.callback("apple"),
         {**bearer(old), "Accept": "application/json"},
     )
     assert_step_up(link, await link.json())
     # Reading stays allowed, and nothing changed.
-    listed = await service.client.get("/v1/account/providers", headers=bearer(old))
+    listed = await stored.client.get("/v1/account/providers", headers=bearer(old))
     assert [p["provider"] for p in (await listed.json())["providers"]] == ["google", "facebook"]
 
 
@@ -229,3 +245,77 @@ async def test_logout_with_a_malformed_everywhere_is_400(service: Service, every
     )
     assert response.status == 400
     assert await status_of(service, browser.session) == (200, 200)
+
+
+# -- account deletion, export, the audit trail --------------------------------------------
+
+
+async def test_deleting_the_account_ends_everything_and_the_identity_starts_afresh(
+    stored: Service,
+) -> None:
+    browser = await signed_in(stored, "google", "facebook")
+    other = await second_browser(stored)
+    account_id = claims_of(browser.session or "")["sub"]
+    old = stale(stored, browser.session)
+    refused = await stored.client.delete("/v1/account", headers=bearer(old))
+    assert_step_up(refused, await refused.json())
+    response = await browser.request("DELETE", "/v1/account", own_origin(stored))
+    assert response.status == 204
+    assert browser.session is None  # cookies cleared
+    assert await status_of(stored, other.session) == (401, 401)
+    again = Browser(stored)
+    answer = await again.sign_in("google", "ada", intent="login")
+    assert "error=account_not_found" in answer.headers["Location"]
+    answer = await again.sign_in("google", "ada", intent="register")
+    assert "/onboarding" in answer.headers["Location"]
+    assert claims_of(again.session or "")["sub"] != account_id
+
+
+async def test_export_holds_account_identities_sessions_and_events(service: Service) -> None:
+    browser = await signed_in(service, "google", "facebook")
+    await second_browser(service)
+    refused = await service.client.get(
+        "/v1/account/export", headers=bearer(stale(service, browser.session))
+    )
+    assert_step_up(refused, await refused.json())
+    response = await service.client.get("/v1/account/export", headers=bearer(browser.session))
+    assert response.status == 200
+    assert response.headers["Cache-Control"] == "no-store"
+    body = await response.json()
+    assert set(body) == {"account", "sessions", "events"}
+    assert body["account"]["email"] == "ada@example.test"
+    assert [p["provider"] for p in body["account"]["providers"]] == ["google", "facebook"]
+    assert len(body["sessions"]) >= 3
+    outcomes = [e["outcome"] for e in body["events"]]
+    assert "registered" in outcomes and "linked" in outcomes
+    text = json_text(body)
+    assert browser.session not in text and "token" not in text.lower()
+
+
+async def test_account_changes_are_audit_events(stored: Service) -> None:
+    browser = await signed_in(stored, "google", "facebook")
+    second = await second_browser(stored)
+    sid = claims_of(second.session or "")["sid"]
+    await stored.client.delete(f"/v1/account/sessions/{sid}", headers=bearer(browser.session))
+    await stored.client.delete("/v1/account/sessions", headers=bearer(browser.session))
+    await stored.client.delete(
+        "/v1/account/providers/facebook",
+        headers={**bearer(browser.session), "User-Agent": "audit-check/1.0"},
+    )
+    await browser.request("POST", "/v1/auth/logout", own_origin(stored))
+    fresh = await second_browser(stored)
+    body = await (
+        await stored.client.get("/v1/account/export", headers=bearer(fresh.session))
+    ).json()
+    events = body["events"]
+    outcomes = [e["outcome"] for e in events]
+    for expected in ("session_revoked", "signed_out_everywhere", "unlinked", "signed_out"):
+        assert expected in outcomes, outcomes
+    unlinked = next(e for e in events if e["outcome"] == "unlinked")
+    assert unlinked["provider"] == "facebook"
+    assert unlinked["userAgent"] == "audit-check/1.0"
+    assert unlinked["address"]
+
+
+def json_text(body: object) -> str:
+    return json.dumps(body)

@@ -87,11 +87,13 @@ def world() -> tuple[SignInService, Provider, MemoryAccounts, MemoryEvents, Cloc
     provider = Provider()
     accounts, events, clock = MemoryAccounts(), MemoryEvents(), Clock()
     records = MemorySessionRecords()
+    units = MemoryUnitOfWork(accounts, events, records)
     sessions = SessionService(
         tokens=JwtSessionTokens(
             ephemeral_keys(), issuer="t", audience="t", ttl=dt.timedelta(hours=24)
         ),
         records=records,
+        units=units,
         channel=LocalRevocations(),
         clock=clock,
         policy=SessionPolicy(),
@@ -105,7 +107,7 @@ def world() -> tuple[SignInService, Provider, MemoryAccounts, MemoryEvents, Cloc
         accounts=accounts,
         states=MemoryStates(),
         events=events,
-        units=MemoryUnitOfWork(accounts, events, records),
+        units=units,
         sessions=sessions,
         clock=clock,
         policy=SignInPolicy(app_url=APP, callback_urls={"google": frozenset({CALLBACK})}),

@@ -6,48 +6,58 @@
   sign-in, linked providers); bearer or session cookie, scope ``account:read`` or
   ``account:manage``.
 * ``DELETE /v1/account/providers/{provider}``: unlinks a provider, answers those that remain,
-  and ends the sessions issued through it; scope ``account:manage``; with the cookie, the
-  same-origin guard; a recent sign-in (RFC 9470).
+  and ends the sessions issued through it (but the caller's own).
 * ``GET /v1/account/sessions``: the caller's live sessions (``current`` marks the caller's).
-* ``DELETE /v1/account/sessions/{id}``: ends one (another than the caller's own needs a recent
-  sign-in); ``DELETE /v1/account/sessions``: ends every one but the caller's ("sign out
-  everywhere else", a recent sign-in). Scope ``account:manage``; with the cookie, the guard.
+* ``DELETE /v1/account/sessions/{id}``: ends one; ``DELETE /v1/account/sessions``: ends every
+  one but the caller's ("sign out everywhere else").
+* ``DELETE /v1/account``: deletes the account (identities, sessions), clears the cookies; 204.
+* ``GET /v1/account/export``: everything stored about the caller, as one document.
 
-The rules (which provider may go, the last one never) are the :class:`AccountService`'s;
-failures map to HTTP in :mod:`authgate.entrypoints.http.errors`.
+Changes take scope ``account:manage`` and, with the cookie as the credential, the same-origin
+guard. Linking, unlinking, ending *other* sessions, deleting and exporting need a recent
+sign-in (RFC 9470: 401 ``reauthentication_required``). The rules are the services'; failures
+map to HTTP in :mod:`authgate.entrypoints.http.errors`.
 """
 
 from __future__ import annotations
 
 from authgate.domain import errors
-from authgate.domain.model import LinkedIdentity
+from authgate.domain.model import Caller, ClientInfo, LinkedIdentity
 from authgate.domain.scopes import ACCOUNT_MANAGE, READ_SCOPES
 from authgate.entrypoints.http.bodies import (
     AccountDetails,
+    AccountExportBody,
     AppError,
+    AuditRecord,
     LinkedProvider,
     LinkedProviders,
     SessionInfo,
     SessionList,
+    SessionRecordExport,
 )
+from authgate.entrypoints.http.caller import ClientAddress
 from authgate.entrypoints.http.errors import http_error
 from authgate.entrypoints.http.session_auth import (
+    SESSION_COOKIE,
     SESSION_COOKIE_SCHEME,
     SameOriginGuard,
     auth_time_of,
     session_id_of,
 )
+from authgate.entrypoints.http.signin import BINDING_COOKIE, BINDING_PATH
 from authgate.entrypoints.rest import (
     Api,
     ApiKey,
     BearerJWT,
     Call,
+    Cookie,
     Principal,
     Reply,
     path,
     pattern,
 )
-from authgate.services.account import AccountService
+from authgate.entrypoints.rest.security import SecurityScheme
+from authgate.services.account import AccountService, AccountView
 
 NO_STORE = {"Cache-Control": "no-store"}
 
@@ -62,6 +72,19 @@ def linked_provider(linked: LinkedIdentity) -> LinkedProvider:
     )
 
 
+def account_details(view: AccountView) -> AccountDetails:
+    account = view.account
+    return AccountDetails(
+        id=account.id,
+        email=account.email,
+        email_verified=account.email_verified,
+        name=account.name,
+        created_at=account.created_at,
+        last_sign_in_at=account.last_login_at,
+        providers=[linked_provider(i) for i in view.identities],
+    )
+
+
 class AccountOperations:
     """Registers the account operations on an API."""
 
@@ -71,11 +94,19 @@ class AccountOperations:
         bearer: BearerJWT,
         cookie: ApiKey,
         guard: SameOriginGuard,
+        client_address: ClientAddress,
     ) -> None:
         self.service = service
-        self.bearer = bearer
-        self.cookie = cookie
         self.guard = guard
+        self.client_address = client_address
+        self.read: list[SecurityScheme] = [
+            bearer.with_scopes(*READ_SCOPES),
+            cookie.with_scopes(*READ_SCOPES),
+        ]
+        self.manage: list[SecurityScheme] = [
+            bearer.with_scopes(ACCOUNT_MANAGE),
+            cookie.with_scopes(ACCOUNT_MANAGE),
+        ]
 
     def register(self, api: Api) -> None:
         # Spec 4.4 and 2.9: the bearer JWT only (one security requirement). Browser pages,
@@ -84,7 +115,7 @@ class AccountOperations:
             "GET",
             "/v1/account/providers",
             response=LinkedProviders,
-            security=[self.bearer.with_scopes(*READ_SCOPES)],
+            security=self.read[:1],
             operation_id="list_linked_providers",
             tags=("account",),
         )(self.linked_providers)
@@ -92,7 +123,7 @@ class AccountOperations:
             "GET",
             "/v1/account",
             response=AccountDetails,
-            security=[self.bearer.with_scopes(*READ_SCOPES), self.cookie.with_scopes(*READ_SCOPES)],
+            security=self.read,
             responses={404: AppError},
             operation_id="get_account",
             tags=("account",),
@@ -102,10 +133,7 @@ class AccountOperations:
             "/v1/account/providers/{provider}",
             params=[path("provider", pattern(r"^[a-z][a-z0-9_-]{0,63}$"))],
             response=LinkedProviders,
-            security=[
-                self.bearer.with_scopes(ACCOUNT_MANAGE),
-                self.cookie.with_scopes(ACCOUNT_MANAGE),
-            ],
+            security=self.manage,
             responses={401: AppError, 403: AppError, 404: AppError, 409: AppError},
             operation_id="unlink_provider",
             tags=("account",),
@@ -114,7 +142,7 @@ class AccountOperations:
             "GET",
             "/v1/account/sessions",
             response=SessionList,
-            security=[self.bearer.with_scopes(*READ_SCOPES), self.cookie.with_scopes(*READ_SCOPES)],
+            security=self.read,
             operation_id="list_sessions",
             tags=("account",),
         )(self.list_sessions)
@@ -123,10 +151,7 @@ class AccountOperations:
             "/v1/account/sessions/{id}",
             params=[path("id", pattern(r"^[A-Za-z0-9_-]{1,64}$"))],
             status=204,
-            security=[
-                self.bearer.with_scopes(ACCOUNT_MANAGE),
-                self.cookie.with_scopes(ACCOUNT_MANAGE),
-            ],
+            security=self.manage,
             responses={204: "The session is ended", 401: AppError, 403: AppError, 404: AppError},
             operation_id="end_session",
             tags=("account",),
@@ -135,10 +160,7 @@ class AccountOperations:
             "DELETE",
             "/v1/account/sessions",
             status=204,
-            security=[
-                self.bearer.with_scopes(ACCOUNT_MANAGE),
-                self.cookie.with_scopes(ACCOUNT_MANAGE),
-            ],
+            security=self.manage,
             responses={
                 204: "Every session but the caller's is ended",
                 401: AppError,
@@ -147,60 +169,69 @@ class AccountOperations:
             operation_id="end_other_sessions",
             tags=("account",),
         )(self.end_other_sessions)
+        api.operation(
+            "DELETE",
+            "/v1/account",
+            status=204,
+            security=self.manage,
+            responses={
+                204: "The account, its identities and sessions are deleted; cookies cleared",
+                401: AppError,
+                403: AppError,
+                404: AppError,
+            },
+            operation_id="delete_account",
+            tags=("account",),
+        )(self.delete_account)
+        api.operation(
+            "GET",
+            "/v1/account/export",
+            response=AccountExportBody,
+            security=self.read,
+            responses={401: AppError, 404: AppError},
+            operation_id="export_account",
+            tags=("account",),
+        )(self.export)
 
     @staticmethod
-    def _caller(call: Call[None]) -> Principal:
-        """The authenticated caller (the operation's security schemes checked it and its
-        scopes)."""
+    def _principal(call: Call[None]) -> Principal:
+        """The authenticated caller (the operation's schemes checked it and its scopes)."""
         assert call.principal is not None
         return call.principal
 
-    # -- GET /v1/account/providers ------------------------------------------------------------
+    def _caller(self, call: Call[None], *, change: bool) -> Caller:
+        """Who calls, from where; for a change, the same-origin guard when the cookie is the
+        credential."""
+        principal = self._principal(call)
+        if change and principal.scheme == SESSION_COOKIE_SCHEME:
+            self.guard.check(call.request)
+        provider = principal.claims.get("provider")
+        request = call.request
+        return Caller(
+            account_id=principal.subject,
+            session_id=session_id_of(principal),
+            provider=provider if isinstance(provider, str) else "",
+            auth_time=auth_time_of(principal),
+            client=ClientInfo(self.client_address.of(request), request.headers.get("User-Agent")),
+        )
+
+    # -- reading ----------------------------------------------------------------------------
 
     async def linked_providers(self, call: Call[None]) -> LinkedProviders:
-        linked = await self.service.linked_providers(self._caller(call).subject)
+        linked = await self.service.linked_providers(self._principal(call).subject)
         return LinkedProviders([linked_provider(i) for i in linked])
-
-    # -- GET /v1/account ------------------------------------------------------------------
 
     async def account(self, call: Call[None]) -> Reply[AccountDetails]:
         try:
-            view = await self.service.account(self._caller(call).subject)
+            view = await self.service.account(self._principal(call).subject)
         except errors.SignInError as e:
             raise http_error(e) from None
-        account = view.account
-        details = AccountDetails(
-            id=account.id,
-            email=account.email,
-            email_verified=account.email_verified,
-            name=account.name,
-            created_at=account.created_at,
-            last_sign_in_at=account.last_login_at,
-            providers=[linked_provider(i) for i in view.identities],
-        )
-        return Reply(details, headers=NO_STORE)
-
-    # -- DELETE /v1/account/providers/{provider} ----------------------------------------------
-
-    async def unlink(self, call: Call[None]) -> Reply[LinkedProviders]:
-        caller = self._caller(call)
-        if caller.scheme == SESSION_COOKIE_SCHEME:
-            self.guard.check(call.request)
-        try:
-            self.service.sessions.require_recent_authentication(auth_time_of(caller))
-            remaining = await self.service.unlink(
-                caller.subject, call.path["provider"], current=session_id_of(caller)
-            )
-        except errors.SignInError as e:
-            raise http_error(e) from None
-        return Reply(LinkedProviders([linked_provider(i) for i in remaining]), headers=NO_STORE)
-
-    # -- /v1/account/sessions ---------------------------------------------------------------
+        return Reply(account_details(view), headers=NO_STORE)
 
     async def list_sessions(self, call: Call[None]) -> Reply[SessionList]:
-        caller = self._caller(call)
-        current = session_id_of(caller)
-        live = await self.service.live_sessions(caller.subject)
+        principal = self._principal(call)
+        current = session_id_of(principal)
+        live = await self.service.live_sessions(principal.subject)
         listed = [
             SessionInfo(
                 id=r.id,
@@ -215,35 +246,70 @@ class AccountOperations:
         ]
         return Reply(SessionList(listed), headers=NO_STORE)
 
-    async def end_session(self, call: Call[None]) -> Reply[None]:
-        principal = self._changing(call)
+    async def export(self, call: Call[None]) -> Reply[AccountExportBody]:
         try:
-            await self.service.end_session(
-                principal.subject,
-                call.path["id"],
-                current=session_id_of(principal),
-                auth_time=auth_time_of(principal),
-            )
+            exported = await self.service.export(self._caller(call, change=False))
+        except errors.SignInError as e:
+            raise http_error(e) from None
+        body = AccountExportBody(
+            account=account_details(exported.view),
+            sessions=[
+                SessionRecordExport(
+                    id=r.id,
+                    provider=r.provider,
+                    created_at=r.created_at,
+                    expires_at=r.expires_at,
+                    auth_time=r.auth_time,
+                    revoked_at=r.revoked_at,
+                    user_agent=r.user_agent,
+                    address=r.client_address,
+                )
+                for r in exported.sessions
+            ],
+            events=[
+                AuditRecord(
+                    at=e.at,
+                    provider=e.provider,
+                    outcome=e.outcome.value,
+                    address=e.client_address,
+                    user_agent=e.user_agent,
+                )
+                for e in exported.events
+            ],
+        )
+        return Reply(body, headers=NO_STORE)
+
+    # -- changing ---------------------------------------------------------------------------
+
+    async def unlink(self, call: Call[None]) -> Reply[LinkedProviders]:
+        try:
+            caller = self._caller(call, change=True)
+            remaining = await self.service.unlink(caller, call.path["provider"])
+        except errors.SignInError as e:
+            raise http_error(e) from None
+        return Reply(LinkedProviders([linked_provider(i) for i in remaining]), headers=NO_STORE)
+
+    async def end_session(self, call: Call[None]) -> Reply[None]:
+        try:
+            await self.service.end_session(self._caller(call, change=True), call.path["id"])
         except errors.SignInError as e:
             raise http_error(e) from None
         return Reply(None, status=204, headers=NO_STORE)
 
     async def end_other_sessions(self, call: Call[None]) -> Reply[None]:
-        principal = self._changing(call)
         try:
-            await self.service.end_other_sessions(
-                principal.subject,
-                current=session_id_of(principal),
-                auth_time=auth_time_of(principal),
-            )
+            await self.service.end_other_sessions(self._caller(call, change=True))
         except errors.SignInError as e:
             raise http_error(e) from None
         return Reply(None, status=204, headers=NO_STORE)
 
-    def _changing(self, call: Call[None]) -> Principal:
-        """The caller of an account change (the schemes checked the manage scope), and the
-        same-origin guard when the cookie is the credential."""
-        principal = self._caller(call)
-        if principal.scheme == SESSION_COOKIE_SCHEME:
-            self.guard.check(call.request)
-        return principal
+    async def delete_account(self, call: Call[None]) -> Reply[None]:
+        try:
+            await self.service.delete(self._caller(call, change=True))
+        except errors.SignInError as e:
+            raise http_error(e) from None
+        cleared = (
+            Cookie(SESSION_COOKIE, "", max_age=0),
+            Cookie(BINDING_COOKIE, "", max_age=0, path=BINDING_PATH, samesite="None"),
+        )
+        return Reply(None, status=204, headers=NO_STORE, cookies=cleared)

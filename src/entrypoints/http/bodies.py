@@ -73,6 +73,40 @@ class SessionList:
 
 
 @attrs.frozen
+class AuditRecord:
+    """One audited event of the account (a sign-in or an account change)."""
+
+    at: dt.datetime
+    provider: str
+    outcome: str
+    address: str | None = None
+    user_agent: str | None = wire_field("userAgent", default=None)
+
+
+@attrs.frozen
+class SessionRecordExport:
+    """One session the service recorded, revoked and expired ones included (never a token)."""
+
+    id: str
+    provider: str
+    created_at: dt.datetime = wire_field("createdAt")
+    expires_at: dt.datetime = wire_field("expiresAt")
+    auth_time: dt.datetime = wire_field("authTime")
+    revoked_at: dt.datetime | None = wire_field("revokedAt", default=None)
+    user_agent: str | None = wire_field("userAgent", default=None)
+    address: str | None = None
+
+
+@attrs.frozen
+class AccountExportBody:
+    """Everything stored about the caller: the account, its identities, sessions and events."""
+
+    account: AccountDetails
+    sessions: list[SessionRecordExport]
+    events: list[AuditRecord]
+
+
+@attrs.frozen
 class AppError:
     """Spec 2.5."""
 

@@ -289,7 +289,10 @@ class SignInOperations:
         token = bearer or request.cookies.get(SESSION_COOKIE)
         if token:
             try:
-                await self.sessions.sign_out(token, everywhere=everywhere)
+                client = ClientInfo(
+                    self.client_address.of(request), request.headers.get("User-Agent")
+                )
+                await self.sessions.sign_out(token, client=client, everywhere=everywhere)
             except errors.SignInError as e:
                 raise http_error(e) from None
         cleared = (

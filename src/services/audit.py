@@ -1,0 +1,44 @@
+"""Audit events: sign-ins and the account changes audited like them (time, client address,
+user agent, account, provider, outcome), logged and stored, never with a token."""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+
+from authgate.domain.model import ClientInfo, Outcome, SignInEvent
+from authgate.domain.text import printable
+
+log = logging.getLogger("authgate.audit")
+
+NOBODY = ClientInfo(None, None)
+
+
+def audit_event(
+    at: dt.datetime,
+    provider: str,
+    outcome: Outcome,
+    client: ClientInfo | None,
+    account_id: str | None,
+    detail: str | None = None,
+) -> SignInEvent:
+    """The event, its client-chosen text made storable, logged on one line."""
+    client = client or NOBODY
+    event = SignInEvent(
+        at=at,
+        provider=provider,
+        outcome=outcome,
+        client_address=printable(client.address, 64),
+        user_agent=printable(client.user_agent, 512),
+        account_id=account_id,
+        detail=printable(detail, 200),
+    )
+    log.info(
+        "audit event: provider=%s outcome=%s client=%s user_agent=%r account=%s",
+        provider,
+        outcome.value,
+        event.client_address,
+        event.user_agent,
+        account_id,
+    )
+    return event
