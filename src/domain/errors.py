@@ -117,6 +117,15 @@ class TemporarilyUnavailable(SignInError):
         super().__init__("the service cannot start a sign-in right now; retry shortly")
 
 
+class ReauthenticationRefused(SignInError):
+    """A re-authentication that did not prove the caller: another identity, or a provider
+    authentication older than the request (the provider did not ask again)."""
+
+    def __init__(self, reason: str) -> None:
+        self.reason = reason
+        super().__init__("the re-authentication did not confirm the signed-in user")
+
+
 class SessionNotFound(SignInError):
     """The account has no live session with that id."""
 

@@ -16,6 +16,7 @@ class Intent(enum.Enum):
     LOGIN = "login"
     REGISTER = "register"
     LINK = "link"
+    REAUTHENTICATE = "reauthenticate"  # the caller signs in again (RFC 9470 step-up)
 
 
 @attrs.frozen
@@ -39,6 +40,7 @@ class VerifiedIdentity:
     name: str | None = None
     profile: Mapping[str, Any] = attrs.field(factory=dict)
     provider_session: str | None = None  # the ID token's sid (OIDC back-channel logout)
+    auth_time: dt.datetime | None = None  # when the provider authenticated the user, if said
 
 
 @attrs.frozen
@@ -81,7 +83,7 @@ class PendingSignIn:
     created_at: dt.datetime
     expires_at: dt.datetime
     return_to: str | None = None
-    account_id: str | None = None  # the caller's account, for intent=link
+    account_id: str | None = None  # the caller's account, for intent=link or reauthenticate
 
 
 @attrs.frozen

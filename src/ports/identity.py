@@ -44,9 +44,12 @@ class IdentityProvider(Protocol):
         redirect_uri: str,
         code_challenge: str | None,
         nonce: str | None,
+        reauthenticate: bool = False,
     ) -> str:
-        """The complete authorization URL. Raises ProviderUnavailable (domain) when the
-        provider's configuration (discovery) cannot be loaded."""
+        """The complete authorization URL; with ``reauthenticate``, asking the provider to
+        authenticate the user again (OIDC ``prompt=login`` and ``max_age=0``) where it can.
+        Raises ProviderUnavailable (domain) when the provider's configuration (discovery)
+        cannot be loaded."""
         ...
 
     async def check_response_issuer(self, iss: str | None) -> None:

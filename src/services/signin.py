@@ -42,6 +42,9 @@ security_log = logging.getLogger("authgate.security")
 
 MAX_STATE_LENGTH = 512
 
+# Intents started by a signed-in caller, for the caller's own account.
+CALLER_INTENTS = frozenset({Intent.LINK, Intent.REAUTHENTICATE})
+
 # Provider error codes that mean the user said no: OAuth's own, and Sign in with Apple's
 # cancel button.
 DENIALS = frozenset({"access_denied", "user_cancelled_authorize"})
@@ -118,8 +121,16 @@ class SignInService:
             raise errors.InvalidRequest(
                 f"redirect_uri is not an allowed callback address for provider {provider.name}"
             )
-        if intent is Intent.LINK and account_id is None:
-            raise errors.NotAuthenticated("linking a provider needs a signed-in caller")
+        if intent in CALLER_INTENTS:
+            if account_id is None:
+                raise errors.NotAuthenticated(f"{intent.value} needs a signed-in caller")
+            if intent is Intent.REAUTHENTICATE and provider.name not in {
+                i.identity.provider for i in await self.accounts.list_identities(account_id)
+            }:
+                raise errors.InvalidRequest(
+                    f"provider {provider.name} is not linked to the signed-in account: "
+                    "re-authenticate with a linked one"
+                )
         if state is not None and (
             not 0 < len(state) <= MAX_STATE_LENGTH or has_control_characters(state)
         ):
@@ -134,6 +145,7 @@ class SignInService:
             redirect_uri=redirect_uri,
             code_challenge=pkce_challenge(verifier) if verifier else None,
             nonce=nonce,
+            reauthenticate=intent is Intent.REAUTHENTICATE,
         )
         now = self.clock.now()
         pending = PendingSignIn(
@@ -147,7 +159,7 @@ class SignInService:
             created_at=now,
             expires_at=now + self.policy.state_ttl,
             return_to=safe_return_to(return_to, self.policy.app_url),
-            account_id=account_id if intent is Intent.LINK else None,
+            account_id=account_id if intent in CALLER_INTENTS else None,
         )
         try:
             # rule 11; keyed by provider, state and browser: a caller's state value is echoed
@@ -344,6 +356,18 @@ class SignInService:
         now: dt.datetime,
     ) -> tuple[Account, Outcome]:
         """Rule 8: the account the callback signs in to (linked, found or created)."""
+        if pending.intent is Intent.REAUTHENTICATE:
+            assert pending.account_id is not None
+            holder = await accounts.find_by_identity(verified.identity)
+            if holder is None or holder.id != pending.account_id:
+                raise errors.ReauthenticationRefused("reauthentication_identity_mismatch")
+            # The provider said when it authenticated the user: it must be after the request
+            # (a minute of clock skew allowed), or it did not ask again.
+            if verified.auth_time is not None and verified.auth_time < pending.created_at - (
+                dt.timedelta(seconds=60)
+            ):
+                raise errors.ReauthenticationRefused("stale_provider_authentication")
+            return holder, Outcome.REAUTHENTICATED
         if pending.intent is Intent.LINK:
             assert pending.account_id is not None
             try:

@@ -319,3 +319,79 @@ async def test_account_changes_are_audit_events(stored: Service) -> None:
 
 def json_text(body: object) -> str:
     return json.dumps(body)
+
+
+# -- intent=reauthenticate ------------------------------------------------------------------
+
+
+async def reauthenticate(
+    service: Service, browser: Browser, token: str, provider: str = "google", user: str = "ada"
+) -> Any:
+    """The re-authentication flow in ``browser`` with ``token`` as the caller's session."""
+    url = await browser.start(provider, "reauthenticate", bearer=token)
+    return url, await browser.back_to_service(await browser.decide(url, user))
+
+
+async def test_reauthentication_restores_account_changes_with_a_new_session(
+    stored: Service,
+) -> None:
+    browser = await signed_in(stored, "google", "facebook")
+    old = stale(stored, browser.session)
+    assert (
+        await stored.client.delete("/v1/account/providers/facebook", headers=bearer(old))
+    ).status == 401
+    again = Browser(stored)
+    url, answer = await reauthenticate(stored, again, old)
+    # The provider is asked to authenticate the user again (OIDC).
+    assert "prompt=login" in url and "max_age=0" in url
+    assert answer.status == 302 and "error=" not in answer.headers["Location"]
+    fresh = again.session
+    assert fresh is not None and fresh != old
+    assert claims_of(fresh)["sub"] == claims_of(old)["sub"]
+    assert claims_of(fresh)["auth_time"] > claims_of(old)["auth_time"]
+    response = await stored.client.delete("/v1/account/providers/facebook", headers=bearer(fresh))
+    assert response.status == 200
+    body = await (await stored.client.get("/v1/account/export", headers=bearer(fresh))).json()
+    assert "reauthenticated" in [e["outcome"] for e in body["events"]]
+
+
+async def test_reauthentication_with_another_identity_is_refused_and_changes_nothing(
+    service: Service,
+) -> None:
+    browser = await signed_in(service, "google")
+    await signed_in(service, "google", user="grace")  # grace has an account too
+    old = stale(service, browser.session)
+    again = Browser(service)
+    _, answer = await reauthenticate(service, again, old, user="grace")
+    assert answer.status == 302
+    location = answer.headers["Location"]
+    assert "error=authentication_failed" in location
+    assert "reason=reauthentication_identity_mismatch" in location
+    assert again.session is None
+    listed = await service.client.get("/v1/account", headers=bearer(old))
+    assert (await listed.json())["email"] == "ada@example.test"
+
+
+async def test_reauthentication_needs_a_signed_in_caller_and_a_linked_provider(
+    service: Service,
+) -> None:
+    anonymous = await Browser(service).request(
+        "GET",
+        "/v1/auth/google?intent=reauthenticate&redirect_uri=" + service.callback("google"),
+        {"Accept": "application/json"},
+    )
+    assert anonymous.status == 401
+    browser = await signed_in(service, "google")
+    unlinked = await Browser(service).request(
+        "GET",
+        "/v1/auth/facebook?intent=reauthenticate&redirect_uri=" + service.callback("facebook"),
+        {**bearer(browser.session), "Accept": "application/json"},
+    )
+    assert unlinked.status == 400
+    assert (await unlinked.json())["error"] == "invalid_request"
+
+
+async def test_a_non_oidc_provider_gets_no_prompt_parameters(service: Service) -> None:
+    browser = await signed_in(service, "google", "facebook")
+    url = await Browser(service).start("facebook", "reauthenticate", bearer=browser.session)
+    assert "prompt=" not in url and "max_age=" not in url

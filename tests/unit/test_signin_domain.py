@@ -53,7 +53,13 @@ class Provider:
     exchanges: list[dict[str, str | None]] = attrs.field(factory=list)
 
     async def authorization_url(
-        self, *, state: str, redirect_uri: str, code_challenge: str | None, nonce: str | None
+        self,
+        *,
+        state: str,
+        redirect_uri: str,
+        code_challenge: str | None,
+        nonce: str | None,
+        reauthenticate: bool = False,
     ) -> str:
         return f"https://idp.example/auth?state={state}&cc={code_challenge}&nonce={nonce}"
 

@@ -7,6 +7,7 @@ token endpoint and turns the answer into a :class:`VerifiedIdentity` — from a 
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import logging
 from collections.abc import Mapping
@@ -123,6 +124,7 @@ class OAuthIdentityProvider:
         redirect_uri: str,
         code_challenge: str | None,
         nonce: str | None,
+        reauthenticate: bool = False,
     ) -> str:
         endpoints = await self._endpoints.get()
         params: dict[str, str] = {
@@ -139,6 +141,10 @@ class OAuthIdentityProvider:
             params["nonce"] = nonce
         if self._settings.response_mode == "form_post":
             params["response_mode"] = "form_post"
+        if reauthenticate and self._settings.uses_id_token:
+            # OIDC Core 3.1.2.1: authenticate again, whatever session the provider holds.
+            params["prompt"] = "login"
+            params["max_age"] = "0"
         try:
             return _with_query(endpoints.authorization_endpoint, params)
         except ValueError:
@@ -281,6 +287,7 @@ class OAuthIdentityProvider:
             if name is not None:
                 profile["name"] = name
         sid = claims.get("sid")
+        auth_time = claims.get("auth_time")
         return VerifiedIdentity(
             identity=ProviderIdentity(self.name, subject),
             email=email,
@@ -288,6 +295,11 @@ class OAuthIdentityProvider:
             name=name,
             profile=profile,
             provider_session=sid if isinstance(sid, str) and 0 < len(sid) <= 255 else None,
+            auth_time=(
+                dt.datetime.fromtimestamp(auth_time, dt.UTC)
+                if isinstance(auth_time, int | float) and not isinstance(auth_time, bool)
+                else None
+            ),
         )
 
     async def _userinfo(

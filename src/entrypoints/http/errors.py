@@ -78,6 +78,9 @@ ANSWERS: Mapping[type[Exception], Answer] = {
     errors.AuthenticationFailed: Answer(
         502, "authentication_failed", redirect=("authentication_failed", None)
     ),
+    errors.ReauthenticationRefused: Answer(
+        403, "reauthentication_refused", redirect=("authentication_failed", None)
+    ),
     errors.AccountNotFound: Answer(
         404, "account_not_found", redirect=("account_not_found", "no_account_for_provider")
     ),

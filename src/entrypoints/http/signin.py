@@ -47,7 +47,7 @@ from authgate.entrypoints.rest import (
 from authgate.entrypoints.rest.security import SecurityScheme, authenticate
 from authgate.ports.ratelimit import RateLimiter
 from authgate.services.sessions import SessionService
-from authgate.services.signin import SignInService
+from authgate.services.signin import CALLER_INTENTS, SignInService
 
 log = logging.getLogger("authgate.http")
 
@@ -107,7 +107,7 @@ class SignInOperations:
                 query("redirect_uri", required_by_operation),
                 query("state"),
                 query("return_to"),
-                query("intent", pattern(r"^(login|register|link)$")),
+                query("intent", pattern(r"^(login|register|link|reauthenticate)$")),
             ],
             response=ProviderDetails,
             responses={
@@ -176,7 +176,9 @@ class SignInOperations:
             intent = Intent(call.params.first("intent") or "login")
         except ValueError:  # the declared pattern refuses it first; never a 500 regardless
             raise app_error(
-                400, "invalid_request", "intent must be one of login, register, link"
+                400,
+                "invalid_request",
+                "intent must be one of login, register, link, reauthenticate",
             ) from None
         try:
             authorization = await self.service.start(
@@ -186,7 +188,11 @@ class SignInOperations:
                 state=call.params.first("state"),
                 return_to=call.params.first("return_to"),
                 intent=intent,
-                account_id=await self._linking_caller(request) if intent is Intent.LINK else None,
+                account_id=(
+                    await self._signed_in_caller(request, step_up=intent is Intent.LINK)
+                    if intent in CALLER_INTENTS
+                    else None
+                ),
             )
         except errors.SignInError as e:
             raise http_error(e) from None
@@ -217,7 +223,7 @@ class SignInOperations:
             return redirect
         return Reply(details, headers=NO_STORE, cookies=(binding_cookie,))
 
-    async def _linking_caller(self, request: web.Request) -> str | None:
+    async def _signed_in_caller(self, request: web.Request, *, step_up: bool) -> str | None:
         """The signed-in caller who may link a provider to their account, or None.
 
         Linking changes the account, so it follows the rules of the other account changes:
@@ -235,10 +241,11 @@ class SignInOperations:
             return None
         if principal.scheme == SESSION_COOKIE_SCHEME:
             self.guard.check(request)
-        try:
-            self.sessions.require_recent_authentication(auth_time_of(principal))
-        except errors.SignInError as e:
-            raise http_error(e) from None
+        if step_up:  # linking; re-authentication is what restores a stale sign-in
+            try:
+                self.sessions.require_recent_authentication(auth_time_of(principal))
+            except errors.SignInError as e:
+                raise http_error(e) from None
         return principal.subject
 
     # -- GET|POST /v1/auth/{provider}/callback --------------------------------------------
