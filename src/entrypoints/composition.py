@@ -60,6 +60,7 @@ from authgate.entrypoints.config import Config, callback_urls_of
 from authgate.entrypoints.http.account import AccountOperations
 from authgate.entrypoints.http.caller import ClientAddress
 from authgate.entrypoints.http.jwks import JwksOperations
+from authgate.entrypoints.http.renewal import renewal_middleware
 from authgate.entrypoints.http.session_auth import (
     SameOriginGuard,
     SessionVerifier,
@@ -119,20 +120,17 @@ class Resources:
 RESOURCES = web.AppKey("authgate.resources", Resources)
 
 
-def build_api(config: Config, resources: Resources) -> Api:
-    """The API with every operation of the service registered on ``resources``."""
-    api = Api(TITLE, version("authgate"), max_body_bytes=config.rest.max_body_bytes)
-    policy = SignInPolicy(
-        app_url=config.app.url,
-        callback_urls={
-            name: frozenset(callback_urls_of(config, name)) for name in resources.providers
-        },
-        state_ttl=dt.timedelta(seconds=config.state.ttl_seconds),
-        require_binding=config.state.require_binding_cookie,
-        login_path=config.app.login_path,
-        onboarding_path=config.app.onboarding_path,
-        dashboard_path=config.app.dashboard_path,
-    )
+@attrs.frozen
+class Services:
+    """The use-case services, built once on the resources."""
+
+    signin: SignInService
+    sessions: SessionService
+    account: AccountService
+
+
+def build_services(config: Config, resources: Resources) -> Services:
+    """One service per concept (sign-in, sessions, the account), wired on ``resources``."""
     session = config.session
     sessions = SessionService(
         tokens=resources.sessions,
@@ -145,9 +143,10 @@ def build_api(config: Config, resources: Resources) -> Api:
             absolute_max=dt.timedelta(seconds=session.absolute_max_seconds),
             reauthenticate_after=dt.timedelta(seconds=session.reauthenticate_after_seconds),
             live_cache=dt.timedelta(seconds=session.revocation_cache_seconds),
+            sliding=session.sliding,
         ),
     )
-    service = SignInService(
+    signin = SignInService(
         providers=resources.providers,
         accounts=resources.accounts,
         states=resources.states,
@@ -155,9 +154,33 @@ def build_api(config: Config, resources: Resources) -> Api:
         units=resources.units,
         sessions=sessions,
         clock=resources.clock,
-        policy=policy,
+        policy=SignInPolicy(
+            app_url=config.app.url,
+            callback_urls={
+                name: frozenset(callback_urls_of(config, name)) for name in resources.providers
+            },
+            state_ttl=dt.timedelta(seconds=config.state.ttl_seconds),
+            require_binding=config.state.require_binding_cookie,
+            login_path=config.app.login_path,
+            onboarding_path=config.app.onboarding_path,
+            dashboard_path=config.app.dashboard_path,
+        ),
     )
-    verifier = SessionVerifier(sessions)
+    account = AccountService(
+        accounts=resources.accounts,
+        events=resources.events,
+        units=resources.units,
+        sessions=sessions,
+        providers=list(resources.providers),
+    )
+    return Services(signin, sessions, account)
+
+
+def build_api(config: Config, resources: Resources, services: Services | None = None) -> Api:
+    """The API with every operation of the service registered on ``resources``."""
+    services = services or build_services(config, resources)
+    api = Api(TITLE, version("authgate"), max_body_bytes=config.rest.max_body_bytes)
+    verifier = SessionVerifier(services.sessions)
     bearer = BearerJWT("bearerAuth", verifier)
     public_url = config.rest.public_url
     guard = SameOriginGuard([public_url] if public_url else [], [config.app.url])
@@ -165,22 +188,15 @@ def build_api(config: Config, resources: Resources) -> Api:
     manage = (bearer.with_scopes(ACCOUNT_MANAGE), cookie.with_scopes(ACCOUNT_MANAGE))
     client_address = ClientAddress(config.ratelimit.trusted_proxies, config.ratelimit.ipv6_prefix)
     SignInOperations(
-        service,
+        services.signin,
         manage,
-        sessions,
+        services.sessions,
         resources.limiter,
         client_address,
         resources.initiation_limiter,
         guard,
     ).register(api)
-    accounts = AccountService(
-        accounts=resources.accounts,
-        events=resources.events,
-        units=resources.units,
-        sessions=sessions,
-        providers=list(resources.providers),
-    )
-    AccountOperations(accounts, bearer, cookie, guard, client_address).register(api)
+    AccountOperations(services.account, bearer, cookie, guard, client_address).register(api)
     JwksOperations(resources.sessions).register(api)
     for check in resources.readiness:
         api.readiness.add(check)
@@ -428,7 +444,10 @@ async def create_app(
             "the attacker's account)"
         )
     resources = await open_resources(config, clock)
-    app = build(build_api(config, resources), config)
+    services = build_services(config, resources)
+    app = build(build_api(config, resources, services), config)
+    # Innermost: renews a browser's session cookie on a successful answer (sliding sessions).
+    app.middlewares.append(renewal_middleware(services.sessions))
     app[RESOURCES] = resources  # for diagnostics and tests that look behind the HTTP API
     development.mount(app, config)  # /docs; /demo and /dev/idp in development
 

@@ -84,6 +84,9 @@ class SessionConfig:
     generate_keys: bool = False
     issuer: str = "authgate"
     audience: str = "authgate"
+    # Sliding sessions: a session used after half its lifetime gets a renewed cookie (a new
+    # token, same session), up to absolute_max_seconds since the sign-in; false: never.
+    sliding: bool = True
     # The limit no renewal of a session passes, counted from the sign-in.
     absolute_max_seconds: int = 30 * 86400
     # RFC 9470: linking, unlinking, ending other sessions need a sign-in no older than this.

@@ -42,6 +42,7 @@ class SessionPolicy:
     absolute_max: dt.timedelta = dt.timedelta(days=30)
     reauthenticate_after: dt.timedelta = dt.timedelta(minutes=10)
     live_cache: dt.timedelta = dt.timedelta(seconds=5)
+    sliding: bool = True  # a session used after half its lifetime is renewed
 
 
 class SessionService:
@@ -140,6 +141,33 @@ class SessionService:
             if until > now and len(self._revoked) <= LIVE_CACHE_SIZE:
                 break
             del self._revoked[oldest]
+
+    async def renew_if_due(self, claims: SessionClaims) -> IssuedSession | None:
+        """Sliding sessions: a session used after half its token's lifetime gets a new token
+        (same session id and auth_time, a fresh lifetime) up to the session's absolute limit
+        since the sign-in; None when not due, switched off, or at the limit. The older token
+        stays valid until it expires or the session is revoked."""
+        if not self.policy.sliding or claims.issued_at is None:
+            return None
+        now = self.clock.now()
+        if now - claims.issued_at < self.policy.ttl / 2:
+            return None
+        record = await self.records.get(claims.session_id)
+        if record is None or not record.live(now):
+            return None
+        expires = min(now + self.policy.ttl, record.absolute_expires_at)
+        if int(expires.timestamp()) <= int(claims.expires_at.timestamp()):
+            return None  # at the absolute limit (tokens count whole seconds): it ends there
+        if not await self.records.extend(claims.session_id, expires, now):
+            return None
+        return self.tokens.issue(
+            claims.account_id,
+            claims.provider or record.provider,
+            now,
+            session_id=claims.session_id,
+            auth_time=claims.auth_time,
+            expires_at=expires,
+        )
 
     def require_recent_authentication(self, auth_time: dt.datetime | None) -> None:
         """RFC 9470: account changes need a sign-in no older than ``reauthenticate_after``;

@@ -4,6 +4,7 @@ the unlink of its provider; account changes need a recent sign-in (RFC 9470)."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
 from pathlib import Path
@@ -395,3 +396,53 @@ async def test_a_non_oidc_provider_gets_no_prompt_parameters(service: Service) -
     browser = await signed_in(service, "google", "facebook")
     url = await Browser(service).start("facebook", "reauthenticate", bearer=browser.session)
     assert "prompt=" not in url and "max_age=" not in url
+
+
+# -- sliding sessions ---------------------------------------------------------------------
+
+
+def session_cookie_of(response: Any) -> str | None:
+    for header in response.headers.getall("Set-Cookie", []):
+        if header.startswith("session="):
+            return str(header)
+    return None
+
+
+async def test_a_session_used_after_half_its_lifetime_gets_a_renewed_cookie(
+    make_dev_service: StartService,
+) -> None:
+    service = await make_dev_service({"session": {"ttl_seconds": 4, "absolute_max_seconds": 60}})
+    browser = await signed_in(service, "google")
+    first = browser.session or ""
+    early = await browser.request("GET", "/v1/account")
+    assert early.status == 200 and session_cookie_of(early) is None  # not yet due
+    await asyncio.sleep(2.2)
+    later = await browser.request("GET", "/v1/account")
+    assert later.status == 200
+    header = session_cookie_of(later)
+    assert header is not None and "Max-Age=" in header
+    renewed = browser.session or ""
+    assert renewed != first
+    assert claims_of(renewed)["sid"] == claims_of(first)["sid"]
+    assert claims_of(renewed)["auth_time"] == claims_of(first)["auth_time"]
+    assert claims_of(renewed)["exp"] > claims_of(first)["exp"]
+    # The older token stays valid until it expires; both end with the session.
+    assert await status_of(service, first) == (200, 200)
+    await browser.request("POST", "/v1/auth/logout", own_origin(service))
+    assert await status_of(service, first) == (401, 401)
+    assert await status_of(service, renewed) == (401, 401)
+
+
+async def test_renewal_stops_at_the_absolute_limit_and_can_be_switched_off(
+    make_dev_service: StartService,
+) -> None:
+    capped = await make_dev_service({"session": {"ttl_seconds": 2, "absolute_max_seconds": 2}})
+    browser = await signed_in(capped, "google")
+    await asyncio.sleep(1.2)
+    response = await browser.request("GET", "/v1/account")
+    assert response.status == 200 and session_cookie_of(response) is None
+    off = await make_dev_service({"session": {"ttl_seconds": 2, "sliding": False}})
+    other = await signed_in(off, "google")
+    await asyncio.sleep(1.2)
+    response = await other.request("GET", "/v1/account")
+    assert response.status == 200 and session_cookie_of(response) is None

@@ -1,0 +1,47 @@
+"""Sliding sessions for browsers: a response to a request that carried a session cookie past
+half its lifetime carries a renewed ``session`` cookie (same session, fresh ``Max-Age``)."""
+
+from __future__ import annotations
+
+import logging
+
+from aiohttp import web
+from aiohttp.typedefs import Handler, Middleware
+
+from authgate.entrypoints.http.session_auth import SESSION_COOKIE
+from authgate.entrypoints.rest import Cookie
+from authgate.ports.sessions import InvalidSession
+from authgate.services.sessions import SessionService
+
+log = logging.getLogger("authgate.sessions")
+
+
+def renewal_middleware(sessions: SessionService) -> Middleware:
+    """The middleware; it renews only after a successful answer that does not set the session
+    cookie itself (sign-in, sign-out and account deletion do)."""
+
+    @web.middleware
+    async def renew(request: web.Request, handler: Handler) -> web.StreamResponse:
+        response = await handler(request)
+        token = request.cookies.get(SESSION_COOKIE)
+        if (
+            not token
+            or response.status >= 400
+            or SESSION_COOKIE in response.cookies
+            or response.prepared
+        ):
+            return response
+        try:
+            claims = await sessions.verify(token)
+            renewed = await sessions.renew_if_due(claims)
+        except InvalidSession:
+            return response
+        except Exception:  # renewal is a courtesy: never turn an answer into a failure
+            log.exception("session renewal failed")
+            return response
+        if renewed is not None:
+            max_age = int((renewed.expires_at - sessions.clock.now()).total_seconds())
+            Cookie(SESSION_COOKIE, renewed.token, max_age=max(max_age, 0)).set_on(response)
+        return response
+
+    return renew
