@@ -18,3 +18,6 @@ CREATE TABLE sessions (
 );
 CREATE INDEX sessions_account_idx ON sessions (account_id, created_at);
 CREATE INDEX sessions_expires_idx ON sessions (expires_at);
+
+-- The data-protection export reads one account's events.
+CREATE INDEX sign_in_events_account_idx ON sign_in_events (account_id, at);

@@ -13,6 +13,17 @@ log = logging.getLogger("authgate.audit")
 
 NOBODY = ClientInfo(None, None)
 
+# Outcomes of account changes (the others are a callback's: "sign-in events").
+ACCOUNT_CHANGES = frozenset(
+    {
+        Outcome.UNLINKED,
+        Outcome.SESSION_REVOKED,
+        Outcome.SIGNED_OUT,
+        Outcome.SIGNED_OUT_EVERYWHERE,
+        Outcome.ACCOUNT_DELETED,
+    }
+)
+
 
 def audit_event(
     at: dt.datetime,
@@ -34,7 +45,8 @@ def audit_event(
         detail=printable(detail, 200),
     )
     log.info(
-        "audit event: provider=%s outcome=%s client=%s user_agent=%r account=%s",
+        "%s event: provider=%s outcome=%s client=%s user_agent=%r account=%s",
+        "account" if outcome in ACCOUNT_CHANGES else "sign-in",
         provider,
         outcome.value,
         event.client_address,

@@ -54,13 +54,11 @@ def _wait_ready(base: str, process: subprocess.Popen[bytes], log: Path) -> None:
     raise AssertionError(f"authgate serve did not become ready:\n{log.read_text()}")
 
 
-@pytest.fixture(scope="module")
-def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """The base address of a running service on the default configuration."""
-    workdir = tmp_path_factory.mktemp("authgate-served")
+def _serve(workdir: Path, **env_vars: str) -> Iterator[str]:
+    """Run ``authgate serve`` on the default configuration in ``workdir``; its base address."""
     shutil.copy(ROOT / "config.default.yaml", workdir / "config.yaml")
     port = _free_port()
-    env = {**os.environ, "PORT": str(port), "OTEL_SDK_DISABLED": "true"}
+    env = {**os.environ, "PORT": str(port), "OTEL_SDK_DISABLED": "true", **env_vars}
     log = workdir / "serve.log"
     authgate = Path(sys.executable).with_name("authgate")
     with log.open("wb") as out:
@@ -85,6 +83,18 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         # Nothing secret reaches the log (codes, tokens and cookies never do).
         text = log.read_text()
         assert "code=" not in text and "id_token" not in text and "session=" not in text, text
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """The base address of a running service on the default configuration."""
+    yield from _serve(tmp_path_factory.mktemp("authgate-served"))
+
+
+@pytest.fixture(scope="module")
+def served_short_window(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """The same, with account changes needing a sign-in of the last 4 seconds."""
+    yield from _serve(tmp_path_factory.mktemp("authgate-step-up"), REAUTHENTICATE_AFTER="4")
 
 
 @pytest.fixture(scope="module")

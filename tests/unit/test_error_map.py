@@ -48,6 +48,12 @@ CASES: list[tuple[Exception, int, str, tuple[str, str] | None]] = [
     (errors.IdentityNotLinked("facebook"), 404, "provider_not_linked", None),
     (errors.LastIdentity("google"), 409, "last_provider", None),
     (errors.SessionNotFound(), 404, "session_not_found", None),
+    (
+        errors.ReauthenticationRefused("reauthentication_identity_mismatch"),
+        403,
+        "reauthentication_refused",
+        ("authentication_failed", "reauthentication_identity_mismatch"),
+    ),
     (errors.ReauthenticationRequired(600), 401, "reauthentication_required", None),
     (errors.TemporarilyUnavailable(), 503, "temporarily_unavailable", None),
     (errors.ProviderUnavailable("discovery failed"), 500, "internal_error", None),

@@ -113,6 +113,7 @@ VERSIONS: list[list[str]] = [
         """,
         "CREATE INDEX sessions_account_idx ON sessions (account_id, created_at)",
         "CREATE INDEX sessions_expires_idx ON sessions (expires_at)",
+        "CREATE INDEX sign_in_events_account_idx ON sign_in_events (account_id, at)",
     ],
 ]
 

@@ -127,10 +127,11 @@ class Demo {
     if (text && focus) box.focus();
   }
 
-  problem(text, codes, focus = false) {
+  problem(text, codes, focus = false, action = null) {
     $("problem").hidden = !text;
     $("problem-text").textContent = text || "";
     $("problem-codes").textContent = codes || "";
+    $("problem-action").replaceChildren(...(action ? [action] : []));
     if (text && focus) $("problem").focus();
   }
 
@@ -199,6 +200,7 @@ class Demo {
       );
     }
     const linked = new Set(providers.map((p) => p.provider));
+    this.linked = linked;
     const unlinked = (p) => !linked.has(p.id);
     this.providerButtons($("link-buttons"), "link", "Link", unlinked);
     $("link-none").hidden = this.config.providers.some(unlinked);
@@ -228,6 +230,24 @@ class Demo {
           "provider before unlinking it, or you could never sign in again.",
         `error: ${answer.body && answer.body.error}`,
         true,
+      );
+    } else if (answer.status === 401 && answer.body && answer.body.error === "reauthentication_required") {
+      // RFC 9470: the sign-in is too old for an account change; sign in again, then retry.
+      const again = this.config.providers.find(
+        (p) => p.id !== provider && this.linked.has(p.id),
+      ) || this.config.providers.find((p) => p.id === provider);
+      const next = `${this.config.pages.dashboard}?reauthenticated=${again.id}`;
+      const action = el(
+        "a",
+        { class: "button", href: this.startUrl(again, "reauthenticate", next), id: "reauthenticate" },
+        `Sign in again with ${again.label}`,
+      );
+      this.problem(
+        `For your security, unlinking ${this.label(provider)} needs a recent sign-in. ` +
+          "Sign in again, then unlink it.",
+        "error: reauthentication_required",
+        true,
+        action,
       );
     } else if (answer.status === 401) {
       this.showSignedOut();
@@ -270,6 +290,10 @@ class Demo {
       );
     } else if (params.get("linked")) {
       this.notice(`${this.label(params.get("linked"))} is now linked to your account.`);
+    } else if (params.get("reauthenticated")) {
+      this.notice(
+        `You signed in again with ${this.label(params.get("reauthenticated"))}: account changes are open for a few minutes.`,
+      );
     } else if (params.get("signed_in")) {
       this.notice(`You are signed in with ${this.label(params.get("signed_in"))}.`);
     }
