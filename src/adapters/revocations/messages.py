@@ -3,7 +3,12 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterator, Sequence
+
+from authgate.ports.revocations import OnRevoked
+
+log = logging.getLogger("authgate.sessions")
 
 CHANNEL = "authgate_session_revocations"
 MAX_PAYLOAD = 7000
@@ -26,3 +31,20 @@ def encode(session_ids: Sequence[str]) -> Iterator[str]:
 def decode(payload: str | bytes) -> list[str]:
     text = payload.decode("ascii", "replace") if isinstance(payload, bytes) else payload
     return [sid for sid in text.split(",") if sid]
+
+
+class Subscribers:
+    """The subscribers of a networked channel, each told every revocation heard."""
+
+    def __init__(self) -> None:
+        self._subscribers: list[OnRevoked] = []
+
+    def subscribe(self, on_revoked: OnRevoked) -> None:
+        self._subscribers.append(on_revoked)
+
+    def deliver(self, session_ids: list[str]) -> None:
+        for on_revoked in self._subscribers:
+            try:
+                on_revoked(session_ids)
+            except Exception:
+                log.exception("a revocation subscriber failed")

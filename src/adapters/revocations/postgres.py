@@ -12,7 +12,7 @@ import asyncpg
 
 from authgate.ports.revocations import OnRevoked
 
-from .messages import CHANNEL, decode, encode
+from .messages import CHANNEL, Subscribers, decode, encode
 
 log = logging.getLogger("authgate.sessions")
 
@@ -27,7 +27,7 @@ class PostgresRevocations:
         self._pool = pool
         self._url = url
         self._task: asyncio.Task[None] | None = None
-        self._subscribers: list[OnRevoked] = []
+        self._subscribers = Subscribers()
         self._listening = asyncio.Event()
 
     async def publish(self, session_ids: Sequence[str]) -> None:
@@ -38,14 +38,7 @@ class PostgresRevocations:
             log.warning("could not publish a session revocation (%s: %s)", type(e).__name__, e)
 
     def subscribe(self, on_revoked: OnRevoked) -> None:
-        self._subscribers.append(on_revoked)
-
-    def _deliver(self, session_ids: list[str]) -> None:
-        for on_revoked in self._subscribers:
-            try:
-                on_revoked(session_ids)
-            except Exception:
-                log.exception("a revocation subscriber failed")
+        self._subscribers.subscribe(on_revoked)
 
     async def start(self) -> None:
         self._task = asyncio.create_task(self._listen(), name="revocations-postgres")
@@ -54,7 +47,7 @@ class PostgresRevocations:
 
     async def _listen(self) -> None:
         def deliver(_conn: Any, _pid: int, _channel: str, payload: object) -> None:
-            self._deliver(decode(str(payload)))
+            self._subscribers.deliver(decode(str(payload)))
 
         while True:
             conn: asyncpg.Connection | None = None

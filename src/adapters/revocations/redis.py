@@ -11,7 +11,7 @@ import redis.asyncio as aioredis
 
 from authgate.ports.revocations import OnRevoked
 
-from .messages import CHANNEL, decode, encode
+from .messages import CHANNEL, Subscribers, decode, encode
 
 log = logging.getLogger("authgate.sessions")
 
@@ -27,7 +27,7 @@ class RedisRevocations:
             url, socket_timeout=2.0, socket_connect_timeout=1.0, health_check_interval=10
         )
         self._task: asyncio.Task[None] | None = None
-        self._subscribers: list[OnRevoked] = []
+        self._subscribers = Subscribers()
         self._subscribed = asyncio.Event()
 
     async def publish(self, session_ids: Sequence[str]) -> None:
@@ -38,14 +38,7 @@ class RedisRevocations:
             log.warning("could not publish a session revocation (%s: %s)", type(e).__name__, e)
 
     def subscribe(self, on_revoked: OnRevoked) -> None:
-        self._subscribers.append(on_revoked)
-
-    def _deliver(self, session_ids: list[str]) -> None:
-        for on_revoked in self._subscribers:
-            try:
-                on_revoked(session_ids)
-            except Exception:
-                log.exception("a revocation subscriber failed")
+        self._subscribers.subscribe(on_revoked)
 
     async def start(self) -> None:
         self._task = asyncio.create_task(self._listen(), name="revocations-redis")
@@ -65,7 +58,7 @@ class RedisRevocations:
                             ignore_subscribe_messages=True, timeout=5.0
                         )
                         if message is not None and message.get("type") == "message":
-                            self._deliver(decode(message["data"]))
+                            self._subscribers.deliver(decode(message["data"]))
             except asyncio.CancelledError:
                 raise
             except Exception as e:

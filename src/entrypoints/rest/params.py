@@ -164,17 +164,6 @@ class Param:
     def invalid(self) -> HttpError:
         return layer_error(400, f"invalid parameter value in {self.location.value}: {self.name}")
 
-    def check(self, values: Sequence[str]) -> None:
-        """Run the validators in order over the parameter's values; raise on the first failure."""
-        for v in self.validators:
-            if isinstance(v, Required):
-                if not values and v.enforced:
-                    raise self.missing()
-            else:
-                for value in values:
-                    if v.compiled.search(value) is None:
-                        raise self.invalid()
-
 
 def path(name: str, *validators: Validator) -> Param:
     """A path parameter (always required); the name must appear as ``{name}`` in the path."""
@@ -211,18 +200,14 @@ class Params:
         return values[0] if values else None
 
 
-def extract(request: web.Request, declared: Sequence[Param]) -> Params:
-    """Read and validate the declared parameters of a request, in declaration order."""
-    return extractor(declared)(request)
-
-
 Check = tuple[Callable[[str], object] | None, Callable[[], HttpError]]
 """One validator, compiled: (regex search, or None for "required"; the error it raises)."""
 
 
 def extractor(declared: Sequence[Param]) -> Callable[[web.Request], Params]:
-    """:func:`extract` for one declaration list, compiled once per operation: it runs on every
-    request, so the validators are turned into (search, error) pairs here, not per request."""
+    """Read and validate the declared parameters of a request, in declaration order: compiled
+    once per operation (it runs on every request), so the validators are turned into
+    (search, error) pairs here, not per request."""
     plan: list[tuple[Location, str, tuple[Check, ...]]] = []
     for param in declared:
         checks: list[Check] = []
