@@ -85,7 +85,7 @@ def service_config(
         "otel": {"service": {"name": "authgate-proof"}, "sdk": {"disabled": True}},
         "app": {
             "url": APP_URL,
-            "callback_urls": [CALLBACK_URL.format(name=p) for p in PROVIDERS],
+            "callback_urls": [CALLBACK_URL.format(name=p) for p in providers],
         },
         "database": {"url": database_url},
         "session": {
