@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import copy
 import datetime as dt
+from collections.abc import Sequence
+from typing import Any
 
 from authgate.domain.model import Outcome, SignInEvent
 
@@ -63,18 +65,7 @@ class SqliteEvents:
                 """,
                 (max(limit, 0),),
             )
-        return [
-            SignInEvent(
-                at=parse_ts(r[0]),
-                provider=r[1],
-                outcome=Outcome(r[2]),
-                client_address=r[3],
-                user_agent=r[4],
-                account_id=r[5],
-                detail=r[6],
-            )
-            for r in rows
-        ]
+        return [_event(r) for r in rows]
 
     async def for_account(self, account_id: str, limit: int = 1000) -> list[SignInEvent]:
         async with self._db.use() as conn:
@@ -85,20 +76,21 @@ class SqliteEvents:
                 """,
                 (account_id, max(limit, 0)),
             )
-        return [
-            SignInEvent(
-                at=parse_ts(r[0]),
-                provider=r[1],
-                outcome=Outcome(r[2]),
-                client_address=r[3],
-                user_agent=r[4],
-                account_id=r[5],
-                detail=r[6],
-            )
-            for r in rows
-        ]
+        return [_event(r) for r in rows]
 
     async def purge_before(self, cutoff: dt.datetime) -> int:
         async with self._db.use() as conn:
             cursor = await conn.execute("DELETE FROM sign_in_events WHERE at < ?", (ts(cutoff),))
             return cursor.rowcount
+
+
+def _event(r: Sequence[Any]) -> SignInEvent:
+    return SignInEvent(
+        at=parse_ts(r[0]),
+        provider=r[1],
+        outcome=Outcome(r[2]),
+        client_address=r[3],
+        user_agent=r[4],
+        account_id=r[5],
+        detail=r[6],
+    )
