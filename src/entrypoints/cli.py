@@ -1,12 +1,15 @@
-"""The ``authgate`` command: serve, migrate, openapi."""
+"""The ``authgate`` command: serve, migrate, openapi, and the operator's commands (accounts,
+sessions, keys, config; :mod:`authgate.entrypoints.operator`)."""
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 import sys
+from typing import Any
 
-from authgate.entrypoints import composition
+from authgate.entrypoints import composition, operator
 from authgate.entrypoints.config import Config, ConfigError, load
 from authgate.entrypoints.rest.server import configure_logging
 from authgate.entrypoints.server import build_app, serve
@@ -20,8 +23,8 @@ def main(argv: list[str] | None = None) -> int:
         ("migrate", "apply pending database migrations"),
         ("openapi", "print the OpenAPI document"),
     ):
-        sub = commands.add_parser(name, help=text)
-        sub.add_argument("--config", required=True, metavar="FILE", help="YAML configuration")
+        _with_config(commands.add_parser(name, help=text))
+    _operator_commands(commands)
     args = parser.parse_args(argv)
     try:
         config = load(args.config)
@@ -29,7 +32,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"authgate: configuration error in {args.config}: {e}", file=sys.stderr)
         return 2
     try:
-        return _run(args.command, config)
+        return _run(args, config)
     except composition.StartupError as e:
         print(f"authgate: {e}", file=sys.stderr)
         return 2
@@ -39,10 +42,81 @@ def main(argv: list[str] | None = None) -> int:
         return 2
 
 
-def _run(command: str, config: Config) -> int:
+def _with_config(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    parser.add_argument("--config", required=True, metavar="FILE", help="YAML configuration")
+    return parser
+
+
+def _operator_commands(commands: Any) -> None:
+    """``accounts show|delete``, ``sessions revoke``, ``keys rotate``, ``config check``: each
+    becomes the command name ``"<group> <action>"``."""
+    accounts = commands.add_parser("accounts", help="show or delete an account")
+    actions = accounts.add_subparsers(dest="action", required=True)
+    show = _with_config(
+        actions.add_parser("show", help="print an account as JSON (exit 1: no such account)")
+    )
+    show.add_argument(
+        "account", metavar="ID|PROVIDER:SUBJECT|EMAIL", help="the account id, an identity, an email"
+    )
+    delete = _with_config(
+        actions.add_parser(
+            "delete", help="delete an account, its identities and sessions (audited)"
+        )
+    )
+    delete.add_argument("account", metavar="ID", help="the account id")
+
+    sessions = commands.add_parser("sessions", help="end an account's sessions")
+    actions = sessions.add_subparsers(dest="action", required=True)
+    revoke = _with_config(
+        actions.add_parser("revoke", help="end every live session of an account (audited)")
+    )
+    revoke.add_argument("--account", required=True, metavar="ID", help="the account id")
+
+    keys = commands.add_parser("keys", help="rotate the session signing keys")
+    actions = keys.add_subparsers(dest="action", required=True)
+    rotate = _with_config(
+        actions.add_parser(
+            "rotate",
+            help="put a new signing key first in session.keys_file (the others keep verifying); "
+            "instances sign with it once restarted",
+        )
+    )
+    rotate.add_argument(
+        "--prune",
+        action="store_true",
+        help="also remove the keys that stopped signing more than session.absolute_max_seconds "
+        "ago. Not session.ttl_seconds, although no token outlives it: running instances keep "
+        "signing with the old key until they restart, which the file does not record; the "
+        "longest a session lasts is the margin that covers a late restart",
+    )
+
+    config = commands.add_parser("config", help="check the configuration")
+    actions = config.add_subparsers(dest="action", required=True)
+    _with_config(
+        actions.add_parser(
+            "check",
+            help="load the configuration, reach the database and each provider's discovery and "
+            "key set; one line per check (exit 0: all pass, 1: a check failed, 2: unusable "
+            "configuration)",
+        )
+    )
+
+
+def _run(args: argparse.Namespace, config: Config) -> int:
+    command = " ".join(filter(None, (args.command, getattr(args, "action", None))))
     if command == "openapi":
         print(json.dumps(composition.document(config), indent=2))
         return 0
+    if command == "keys rotate":
+        return operator.rotate_keys(config, args.prune)
+    if command == "accounts show":
+        return asyncio.run(operator.show_account(config, args.account))
+    if command == "accounts delete":
+        return asyncio.run(operator.delete_account(config, args.account))
+    if command == "sessions revoke":
+        return asyncio.run(operator.revoke_sessions(config, args.account))
+    if command == "config check":
+        return asyncio.run(operator.check_config(config))
     configure_logging()
     if command == "migrate":
         return composition.migrate(config)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 import logging
+import sqlite3
 from collections.abc import Awaitable, Callable
 from importlib.metadata import version
 from pathlib import Path
@@ -473,3 +474,29 @@ def migrate(config: Config) -> int:
     else:
         print("authgate: the database schema is up to date")
     return 0
+
+
+async def reach_database(config: Config) -> str:
+    """``authgate config check``: open the configured database (its schema checked as
+    ``serve`` checks it), ask it one question and close it; what was reached. Raises
+    :class:`StartupError` with one line (no credential) when it cannot."""
+    if config.database.url.startswith("memory://"):
+        return "memory (nothing is kept after the process ends)"
+    closers: list[Callable[[], Awaitable[Any]]] = []
+    try:
+        stores = await _open_store(config, closers)
+        for check in stores.readiness:
+            try:
+                await asyncio.wait_for(check.check(), check.timeout)
+            except (TimeoutError, OSError, sqlite3.Error, asyncpg.PostgresError) as e:
+                raise StartupError(f"database: does not answer: {e or type(e).__name__}") from None
+    finally:
+        for close in reversed(closers):
+            await close()
+    return redact(config.database.url).split("?", 1)[0]
+
+
+def provider_adapters(config: Config, http: aiohttp.ClientSession) -> dict[str, IdentityProvider]:
+    """The configured providers' adapters on ``http`` (``authgate config check`` reaches
+    them); :class:`StartupError` for a provider that cannot be set up."""
+    return _providers(config, http, SystemClock())

@@ -33,6 +33,12 @@ class AccountRepository(Protocol):
 
     async def get(self, account_id: str) -> Account | None: ...
 
+    async def find_by_email(self, email: str) -> list[Account]:
+        """The accounts whose email, or the email of an identity they hold, is ``email``
+        ignoring case (an operator's look-up, not a sign-in path: email addresses are not
+        identities and several accounts may share one), oldest first."""
+        ...
+
     async def create_with_identity(
         self, verified: VerifiedIdentity, now: dt.datetime
     ) -> tuple[Account, bool]:

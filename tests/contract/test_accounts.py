@@ -286,3 +286,34 @@ async def test_link_keeps_each_identitys_flag_and_the_accounts_own(store: Store)
     # A verified secondary identity does not make the primary email verified.
     again = await store.accounts.get(unverified.id)
     assert again is not None and again.email_verified is False
+
+
+async def test_find_by_email_matches_the_account_and_its_identities_ignoring_case(
+    store: Store,
+) -> None:
+    ann, _ = await store.accounts.create_with_identity(
+        verified("google", "g-ann", email="Ann@Example.com"), T0
+    )
+    await store.accounts.link_identity(
+        ann.id, verified("facebook", "f-ann", email="ann@fb.example"), at(10)
+    )
+    bob, _ = await store.accounts.create_with_identity(
+        verified("google", "g-bob", email="bob@example.com"), at(20)
+    )
+    # A second account with Ann's address (another provider, not linked): both are found.
+    other, _ = await store.accounts.create_with_identity(
+        verified("apple", "a-ann", email="ann@example.com"), at(30)
+    )
+
+    assert await store.accounts.find_by_email("ann@example.com") == [ann, other]
+    assert await store.accounts.find_by_email("ANN@FB.EXAMPLE") == [ann]
+    assert await store.accounts.find_by_email("bob@example.com") == [bob]
+    assert await store.accounts.find_by_email("nobody@example.com") == []
+
+
+async def test_find_by_email_forgets_a_deleted_account(store: Store) -> None:
+    account, _ = await store.accounts.create_with_identity(
+        verified("google", "g-del", email="gone@example.com"), T0
+    )
+    await store.accounts.delete(account.id)
+    assert await store.accounts.find_by_email("gone@example.com") == []

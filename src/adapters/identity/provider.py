@@ -20,7 +20,7 @@ from joserfc.errors import JoseError
 from joserfc.jwk import KeySet
 
 from authgate.adapters.identity.client_auth import ClientAuthenticator
-from authgate.adapters.identity.discovery import EndpointResolver, Endpoints
+from authgate.adapters.identity.discovery import EndpointResolver, Endpoints, explicit_endpoints
 from authgate.adapters.identity.fetch import FetchError, oauth_error_code, request_json
 from authgate.adapters.identity.id_token import IdTokenVerifier, loggable
 from authgate.adapters.identity.jwks import KeySetCache, KeySetUnavailable
@@ -114,6 +114,17 @@ class OAuthIdentityProvider:
     @property
     def uses_pkce(self) -> bool:
         return self._settings.pkce
+
+    @property
+    def discovers(self) -> bool:
+        """Whether the endpoints come from OpenID Connect discovery (configuration does not
+        name every one needed)."""
+        return explicit_endpoints(self._settings) is None
+
+    async def endpoints(self) -> Endpoints:
+        """The endpoints (discovered on first use; ``authgate config check`` reaches them);
+        raises ProviderUnavailable when discovery cannot be loaded."""
+        return await self._endpoints.get()
 
     # -- initiation -------------------------------------------------------------------------
 

@@ -33,6 +33,15 @@ class MemoryAccounts:
     async def get(self, account_id: str) -> Account | None:
         return self._accounts.get(account_id)
 
+    async def find_by_email(self, email: str) -> list[Account]:
+        wanted = email.lower()
+        ids = {a.id for a in self._accounts.values() if (a.email or "").lower() == wanted}
+        ids |= {
+            i.account_id for i in self._identities.values() if (i.email or "").lower() == wanted
+        }
+        found = [self._accounts[i] for i in ids if i in self._accounts]
+        return sorted(found, key=lambda a: (a.created_at, a.id))
+
     async def create_with_identity(
         self, verified: VerifiedIdentity, now: dt.datetime
     ) -> tuple[Account, bool]:

@@ -53,6 +53,20 @@ class PostgresAccounts:
         )
         return rows.account(row) if row is not None else None
 
+    async def find_by_email(self, email: str) -> list[Account]:
+        # A scan (no index on lower(email)): an operator's occasional look-up.
+        found = await self._db.fetch(
+            """
+            SELECT id, email, name, created_at, last_login_at, email_verified
+            FROM accounts
+            WHERE lower(email) = lower($1)
+               OR id IN (SELECT account_id FROM identities WHERE lower(email) = lower($1))
+            ORDER BY created_at, id
+            """,
+            email,
+        )
+        return [rows.account(r) for r in found]
+
     async def create_with_identity(
         self, verified: VerifiedIdentity, now: dt.datetime
     ) -> tuple[Account, bool]:

@@ -58,6 +58,21 @@ class SqliteAccounts:
             )
         return _account(next(iter(rows))) if rows else None
 
+    async def find_by_email(self, email: str) -> list[Account]:
+        # A scan (no index on lower(email)): an operator's occasional look-up.
+        async with self._db.use() as conn:
+            rows = await conn.execute_fetchall(
+                """
+                SELECT id, email, name, created_at, last_login_at, email_verified
+                FROM accounts
+                WHERE lower(email) = lower(?1)
+                   OR id IN (SELECT account_id FROM identities WHERE lower(email) = lower(?1))
+                ORDER BY created_at, id
+                """,
+                (email,),
+            )
+        return [_account(r) for r in rows]
+
     async def create_with_identity(
         self, verified: VerifiedIdentity, now: dt.datetime
     ) -> tuple[Account, bool]:

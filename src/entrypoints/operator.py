@@ -1,0 +1,273 @@
+"""The operator's commands: ``accounts show|delete``, ``sessions revoke``, ``keys rotate``,
+``config check``.
+
+They act on what a running service uses (its database, its session key file, its providers),
+opened from the same configuration by the composition root. Account changes go through a unit
+of work with their audit event (provider ``operator``, client ``cli``) and are then announced
+on the revocation channel, so running instances drop the ended sessions from their caches.
+
+Each command prints its result on standard output; a failure is one line on standard error and
+an exit status: 1 when the thing asked for does not exist (or a check failed), 2 when the
+configuration, the database or the key file cannot be used (as ``serve`` and ``migrate``).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import sys
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+
+from authgate.adapters.identity.jwks import KeySetUnavailable
+from authgate.adapters.identity.provider import OAuthIdentityProvider
+from authgate.adapters.sessions.jwt import (
+    SessionKeyError,
+    list_key_file,
+    prune_key_file,
+    rotate_key_file,
+)
+from authgate.domain.errors import ProviderUnavailable
+from authgate.domain.model import Account, ClientInfo, Outcome, ProviderIdentity
+from authgate.entrypoints import composition
+from authgate.entrypoints.config import Config
+from authgate.ports.identity import IdentityProvider
+from authgate.services.audit import audit_event
+
+OPERATOR = "operator"  # the audit events' provider: no identity provider was involved
+
+
+class NotFound(Exception):
+    """What the command names does not exist (exit status 1); the text is one line."""
+
+
+def _client(command: str) -> ClientInfo:
+    """The audit events' client: the command line, not an address."""
+    return ClientInfo("cli", f"authgate {command}")
+
+
+def _fail(command: str, message: str, status: int) -> int:
+    print(f"authgate: {command}: {message}", file=sys.stderr)
+    return status
+
+
+Command = Callable[[composition.Resources, composition.Services], Awaitable[int]]
+
+
+async def _with_resources(config: Config, command: Command) -> int:
+    resources = await composition.open_resources(config)
+    try:
+        return await command(resources, composition.build_services(config, resources))
+    finally:
+        await resources.close()
+
+
+# -- accounts -------------------------------------------------------------------------------
+
+
+async def _find_account(resources: composition.Resources, ref: str) -> Account:
+    """The account ``ref`` names: ``provider:subject``, an email address or an account id."""
+    if ":" in ref:
+        provider, subject = ref.split(":", 1)
+        found = await resources.accounts.find_by_identity(ProviderIdentity(provider, subject))
+        if found is None:
+            raise NotFound(f"no account holds the identity {ref}")
+        return found
+    if "@" in ref:
+        matches = await resources.accounts.find_by_email(ref)
+        if not matches:
+            raise NotFound(f"no account has the email {ref}")
+        if len(matches) > 1:
+            ids = ", ".join(a.id for a in matches)
+            raise NotFound(f"{len(matches)} accounts have the email {ref} ({ids}); show one by id")
+        return matches[0]
+    found = await resources.accounts.get(ref)
+    if found is None:
+        raise NotFound(f"no account {ref}")
+    return found
+
+
+def _time(value: dt.datetime | None) -> str | None:
+    return value.astimezone(dt.UTC).isoformat().replace("+00:00", "Z") if value else None
+
+
+async def show_account(config: Config, ref: str) -> int:
+    """``accounts show``: the account as JSON (never a token); 1 when nothing matches."""
+
+    async def command(resources: composition.Resources, _: composition.Services) -> int:
+        try:
+            account = await _find_account(resources, ref)
+        except NotFound as e:
+            return _fail("accounts show", str(e), 1)
+        identities = await resources.accounts.list_identities(account.id)
+        now = resources.clock.now()
+        live = await resources.session_records.live_for_account(account.id, now)
+        document: dict[str, Any] = {
+            "id": account.id,
+            "email": account.email,
+            "emailVerified": account.email_verified,
+            "name": account.name,
+            "createdAt": _time(account.created_at),
+            "lastSignInAt": _time(account.last_login_at),
+            "providers": [
+                {
+                    "provider": i.identity.provider,
+                    "providerId": i.identity.subject,
+                    "email": i.email,
+                    "emailVerified": i.email_verified,
+                    "linkedAt": _time(i.linked_at),
+                    "isPrimary": i.is_primary,
+                }
+                for i in identities
+            ],
+            "liveSessions": len(live),
+        }
+        print(json.dumps(document, indent=2))
+        return 0
+
+    return await _with_resources(config, command)
+
+
+async def delete_account(config: Config, account_id: str) -> int:
+    """``accounts delete``: the account, its identities and its sessions go in one transaction
+    with the audit event; then the ended sessions are announced. 1 for an unknown id."""
+    name = "accounts delete"
+
+    async def command(resources: composition.Resources, services: composition.Services) -> int:
+        now = resources.clock.now()
+        if await resources.accounts.get(account_id) is None:
+            return _fail(name, f"no account {account_id}", 1)
+        try:
+            async with resources.units.begin() as tx:
+                ended = await tx.sessions.revoke_all(account_id, now)
+                if not await tx.accounts.delete(account_id):
+                    raise NotFound(f"no account {account_id}")  # deleted meanwhile: roll back
+                await tx.events.record(
+                    audit_event(now, OPERATOR, Outcome.ACCOUNT_DELETED, _client(name), account_id)
+                )
+        except NotFound as e:
+            return _fail(name, str(e), 1)
+        await services.sessions.announce(ended)
+        print(f"authgate: deleted account {account_id} ({len(ended)} session(s) ended)")
+        return 0
+
+    return await _with_resources(config, command)
+
+
+# -- sessions -------------------------------------------------------------------------------
+
+
+async def revoke_sessions(config: Config, account_id: str) -> int:
+    """``sessions revoke --account``: end every live session of the account (audited as a
+    sign-out everywhere, announced to running instances). 1 for an unknown account."""
+    name = "sessions revoke"
+
+    async def command(resources: composition.Resources, services: composition.Services) -> int:
+        if await resources.accounts.get(account_id) is None:
+            return _fail(name, f"no account {account_id}", 1)
+        ended = await services.sessions.revoke_all(
+            account_id, client=_client(name), provider=OPERATOR
+        )
+        print(f"authgate: ended {len(ended)} session(s) of account {account_id}")
+        return 0
+
+    return await _with_resources(config, command)
+
+
+# -- keys -----------------------------------------------------------------------------------
+
+
+def rotate_keys(config: Config, prune: bool) -> int:
+    """``keys rotate [--prune]``: a new signing key first in ``session.keys_file``; with
+    ``prune``, the keys that stopped signing more than ``session.absolute_max_seconds`` ago go.
+    2 when the file cannot be read or written."""
+    path = config.session.keys_file
+    now = dt.datetime.now(dt.UTC)
+    try:
+        added = rotate_key_file(path, now)
+        print(f"authgate: added session key {added.kid}; it signs once the service restarts")
+        if prune:
+            retired_for = dt.timedelta(seconds=config.session.absolute_max_seconds)
+            for key in prune_key_file(path, now, retired_for):
+                print(f"authgate: removed session key {key.kid}")
+        kids = [k.kid for k in list_key_file(path)]
+    except SessionKeyError as e:
+        return _fail("keys rotate", str(e), 2)
+    print(f"authgate: {path} holds {len(kids)} key(s): {', '.join(kids)}")
+    return 0
+
+
+# -- config check ---------------------------------------------------------------------------
+
+
+async def check_config(config: Config) -> int:
+    """``config check``: one line per check; 0 when every check passes, 1 otherwise (the
+    configuration itself was loaded: an unusable one exits 2 before this)."""
+    print("config: ok")
+    results = [_check_keys(config), await _check_database(config)]
+    async with aiohttp.ClientSession() as http:
+        try:
+            providers = composition.provider_adapters(config, http)
+        except composition.StartupError as e:
+            print(f"providers: FAILED {e}")
+            return 1
+        for name, provider in providers.items():
+            results.append(await _check_provider(name, provider))
+    return 0 if all(results) else 1
+
+
+def _check_keys(config: Config) -> bool:
+    path = config.session.keys_file
+    try:
+        keys = list_key_file(path)
+    except SessionKeyError as e:
+        if config.session.generate_keys and not _exists(path):
+            print(f"session keys: ok ({path} is created on first start)")
+            return True
+        print(f"session keys: FAILED {e}")
+        return False
+    print(f"session keys: ok ({len(keys)} key(s), signing with {keys[0].kid})")
+    return True
+
+
+def _exists(path: str) -> bool:
+    return Path(path).exists()
+
+
+async def _check_database(config: Config) -> bool:
+    try:
+        reached = await composition.reach_database(config)
+    except composition.StartupError as e:
+        print(f"database: FAILED {str(e).removeprefix('database: ')}")
+        return False
+    print(f"database: ok ({reached})")
+    return True
+
+
+async def _check_provider(name: str, provider: IdentityProvider) -> bool:
+    """Discovery (when the configuration relies on it) and the key set, fetched now."""
+    if not isinstance(provider, OAuthIdentityProvider):
+        print(f"provider {name}: ok (not a network provider)")
+        return True
+    prefix = f"provider {name}: "
+    parts: list[str] = []
+    try:
+        endpoints = await provider.endpoints()
+    except ProviderUnavailable as e:
+        print(f"{prefix}FAILED {str(e).removeprefix(prefix)}")
+        return False
+    parts.append("discovery ok" if provider.discovers else "endpoints configured")
+    if endpoints.jwks_uri is None:
+        parts.append("no jwks (profile endpoint)")
+    else:
+        try:
+            keys = await provider.key_set.get()
+        except KeySetUnavailable as e:
+            print(f"{prefix}{parts[0]}, jwks FAILED {str(e).removeprefix(prefix)}")
+            return False
+        parts.append(f"jwks ok ({len(keys.keys)} keys)")
+    print(prefix + ", ".join(parts))
+    return True

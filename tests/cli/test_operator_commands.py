@@ -1,0 +1,360 @@
+"""The operator's commands (`authgate accounts|sessions|keys|config ...`), run as an operator
+runs them: the installed command in a process of its own, on the configured database (SQLite
+and the real PostgreSQL) and key file."""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import json
+import stat
+import subprocess
+import sys
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from authgate.adapters.sessions.jwt import JwtSessionTokens, load_or_create_keys
+from authgate.domain.model import Account, Outcome, SessionRecord
+from tests.app.conftest import base_config, merge
+from tests.fakeidp import FakeIdP
+from tests.support.records import verified
+from tests.support.stores import Store, open_store
+
+KINDS = ("sqlite", "postgres")
+
+
+def authgate(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "authgate.entrypoints.cli", *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+
+
+async def run(*args: str) -> subprocess.CompletedProcess[str]:
+    """The command, off the event loop (a fake provider of the test may have to answer it)."""
+    return await asyncio.to_thread(authgate, *args)
+
+
+def write_config(tmp_path: Path, overrides: dict[str, Any]) -> str:
+    path = tmp_path / "authgate.yaml"
+    path.write_text(yaml.safe_dump(merge(base_config(tmp_path), overrides), sort_keys=False))
+    return str(path)
+
+
+class Setup:
+    """A configuration on one database, and that database opened by the test."""
+
+    def __init__(self, config: str, store: Store) -> None:
+        self.config = config
+        self.store = store
+
+    async def sign_in(self, subject: str, email: str, sessions: int = 2) -> Account:
+        """What a sign-in leaves: an account, its identity and live sessions."""
+        now = dt.datetime.now(dt.UTC)
+        account, _ = await self.store.accounts.create_with_identity(
+            verified("google", subject, email=email, name="Ann Example"), now
+        )
+        await self.store.accounts.record_login(account.id, now)
+        for i in range(sessions):
+            await self.store.sessions.add(
+                SessionRecord(
+                    id=f"{subject}-session-{i}",
+                    account_id=account.id,
+                    provider="google",
+                    created_at=now,
+                    expires_at=now + dt.timedelta(hours=1),
+                    absolute_expires_at=now + dt.timedelta(days=30),
+                    auth_time=now,
+                )
+            )
+        stored = await self.store.accounts.get(account.id)
+        assert stored is not None
+        return stored
+
+
+@pytest.fixture(params=KINDS)
+async def setup(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Setup]:
+    if request.param == "postgres":
+        url = request.getfixturevalue("empty_postgres_url")
+        migrated = await asyncio.to_thread(
+            authgate, "migrate", "--config", write_config(tmp_path, {"database": {"url": url}})
+        )
+        assert migrated.returncode == 0, migrated.stderr
+        store = await open_store("postgres", postgres_url=url)
+    else:
+        path = tmp_path / "authgate.db"
+        url = f"sqlite:///{path}"
+        store = await open_store("sqlite", sqlite_path=path)
+    try:
+        yield Setup(write_config(tmp_path, {"database": {"url": url}}), store)
+    finally:
+        await store.close()
+
+
+# -- accounts show --------------------------------------------------------------------------
+
+
+async def test_show_finds_an_account_by_id_identity_and_email(setup: Setup) -> None:
+    account = await setup.sign_in("g-ann", "Ann@Example.com")
+    await setup.sign_in("g-bob", "bob@example.com", sessions=0)
+
+    shown = []
+    for ref in (account.id, "google:g-ann", "ann@example.com"):
+        result = await run("accounts", "show", ref, "--config", setup.config)
+        assert result.returncode == 0, result.stderr
+        shown.append(json.loads(result.stdout))
+    assert shown[0] == shown[1] == shown[2]
+    document = shown[0]
+    assert document["id"] == account.id
+    assert document["email"] == "Ann@Example.com"
+    assert document["emailVerified"] is True
+    assert document["name"] == "Ann Example"
+    assert document["createdAt"].endswith("Z")
+    assert document["lastSignInAt"] is not None
+    assert document["liveSessions"] == 2
+    [provider] = document["providers"]
+    assert provider["provider"] == "google"
+    assert provider["providerId"] == "g-ann"
+    assert provider["isPrimary"] is True
+
+
+@pytest.mark.parametrize(
+    "ref", ["00000000-0000-4000-8000-000000000000", "google:nobody", "nobody@example.com"]
+)
+async def test_show_of_nothing_exits_1_in_one_line(setup: Setup, ref: str) -> None:
+    result = await run("accounts", "show", ref, "--config", setup.config)
+    assert result.returncode == 1
+    assert result.stdout == ""
+    assert len(result.stderr.strip().splitlines()) == 1, result.stderr
+    assert result.stderr.startswith("authgate: accounts show: no account")
+
+
+async def test_show_by_an_email_of_several_accounts_names_them_and_exits_1(
+    setup: Setup,
+) -> None:
+    first = await setup.sign_in("g-1", "shared@example.com")
+    second = await setup.sign_in("g-2", "shared@example.com")
+    result = await run("accounts", "show", "shared@example.com", "--config", setup.config)
+    assert result.returncode == 1
+    [line] = result.stderr.strip().splitlines()
+    assert "2 accounts have the email shared@example.com" in line
+    assert first.id in line and second.id in line
+
+
+# -- accounts delete, sessions revoke -------------------------------------------------------
+
+
+async def test_delete_removes_the_account_and_ends_its_sessions(setup: Setup) -> None:
+    account = await setup.sign_in("g-del", "del@example.com")
+    other = await setup.sign_in("g-keep", "keep@example.com")
+
+    result = await run("accounts", "delete", account.id, "--config", setup.config)
+    assert result.returncode == 0, result.stderr
+    assert f"deleted account {account.id} (2 session(s) ended)" in result.stdout
+
+    now = dt.datetime.now(dt.UTC)
+    assert await setup.store.accounts.get(account.id) is None
+    assert await setup.store.accounts.find_by_identity(verified("google", "g-del").identity) is None
+    for i in range(2):
+        assert not await setup.store.sessions.is_live(f"g-del-session-{i}", now)
+    # Another account is untouched.
+    assert await setup.store.accounts.get(other.id) == other
+    assert await setup.store.sessions.is_live("g-keep-session-0", now)
+    # Audited like the user's own deletion, naming the operator's command.
+    [deleted] = [
+        e
+        for e in await setup.store.events.for_account(account.id)
+        if e.outcome is Outcome.ACCOUNT_DELETED
+    ]
+    assert (deleted.provider, deleted.user_agent) == ("operator", "authgate accounts delete")
+
+    again = await run("accounts", "delete", account.id, "--config", setup.config)
+    assert again.returncode == 1
+    assert again.stderr.strip() == f"authgate: accounts delete: no account {account.id}"
+
+
+async def test_sessions_revoke_ends_every_live_session_of_the_account(setup: Setup) -> None:
+    account = await setup.sign_in("g-rev", "rev@example.com", sessions=3)
+    other = await setup.sign_in("g-other", "other@example.com", sessions=1)
+
+    result = await run("sessions", "revoke", "--account", account.id, "--config", setup.config)
+    assert result.returncode == 0, result.stderr
+    assert f"ended 3 session(s) of account {account.id}" in result.stdout
+
+    now = dt.datetime.now(dt.UTC)
+    assert await setup.store.sessions.live_for_account(account.id, now) == []
+    assert len(await setup.store.sessions.live_for_account(other.id, now)) == 1
+    assert await setup.store.accounts.get(account.id) == account  # the account stays
+    outcomes = [e.outcome for e in await setup.store.events.for_account(account.id)]
+    assert Outcome.SIGNED_OUT_EVERYWHERE in outcomes
+
+    unknown = "00000000-0000-4000-8000-000000000000"
+    result = await run("sessions", "revoke", "--account", unknown, "--config", setup.config)
+    assert result.returncode == 1
+    assert result.stderr.strip() == f"authgate: sessions revoke: no account {unknown}"
+
+
+# -- keys rotate ----------------------------------------------------------------------------
+
+
+def key_file(tmp_path: Path) -> Path:
+    return tmp_path / "keys.json"
+
+
+def stored_keys(path: Path) -> list[dict[str, Any]]:
+    keys: list[dict[str, Any]] = json.loads(path.read_text())["keys"]
+    return keys
+
+
+def tokens(path: Path) -> JwtSessionTokens:
+    return JwtSessionTokens(
+        load_or_create_keys(path, create=True),
+        issuer="authgate",
+        audience="authgate",
+        ttl=dt.timedelta(hours=1),
+    )
+
+
+def test_rotate_puts_a_new_key_first_and_old_tokens_still_verify(tmp_path: Path) -> None:
+    path = key_file(tmp_path)
+    config = write_config(tmp_path, {})
+    now = dt.datetime.now(dt.UTC)
+    before = tokens(path)  # the service's first start creates the file
+    [old] = stored_keys(path)
+    issued = before.issue("account-1", "google", now)
+
+    result = authgate("keys", "rotate", "--config", config)
+    assert result.returncode == 0, result.stderr
+
+    new, kept = stored_keys(path)
+    assert kept == old  # every member kept, the private part included
+    assert new["kid"] != old["kid"] and "d" in new
+    assert abs(new["created"] - now.timestamp()) < 60
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".keys.json")]  # no temp left
+
+    after = tokens(path)
+    assert after.verify(issued.token, now).account_id == "account-1"
+    signed = after.issue("account-2", "google", now)
+    header = json.loads(_b64(signed.token.split(".")[0]))
+    assert header["kid"] == new["kid"]
+    # The published key set carries both keys and nothing but JWK members.
+    published = after.public_jwks()["keys"]
+    assert [k["kid"] for k in published] == [new["kid"], old["kid"]]
+    assert all("created" not in k and "d" not in k for k in published)
+
+
+def test_prune_removes_the_keys_retired_longer_than_the_session_limit(tmp_path: Path) -> None:
+    path = key_file(tmp_path)
+    config = write_config(tmp_path, {"session": {"absolute_max_seconds": 86400}})
+    tokens(path)
+    assert authgate("keys", "rotate", "--config", config).returncode == 0
+    second, first = stored_keys(path)
+    # The second key was added (so the first stopped signing) two days ago.
+    second["created"] -= 2 * 86400
+    path.write_text(json.dumps({"keys": [second, first]}))
+    path.chmod(0o600)
+
+    result = authgate("keys", "rotate", "--prune", "--config", config)
+    assert result.returncode == 0, result.stderr
+    assert f"removed session key {first['kid']}" in result.stdout
+    third, kept = stored_keys(path)
+    # The second key stopped signing just now: it stays, whatever its own age.
+    assert kept == second
+    assert third["kid"] not in (first["kid"], second["kid"])
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+
+    # Nothing else is old enough: a second pruning rotation removes nothing.
+    result = authgate("keys", "rotate", "--prune", "--config", config)
+    assert result.returncode == 0, result.stderr
+    assert "removed" not in result.stdout
+    assert len(stored_keys(path)) == 3
+
+
+def test_prune_keeps_a_key_whose_retirement_time_is_unknown(tmp_path: Path) -> None:
+    path = key_file(tmp_path)
+    config = write_config(tmp_path, {"session": {"absolute_max_seconds": 86400}})
+    tokens(path)
+    assert authgate("keys", "rotate", "--config", config).returncode == 0
+    second, first = stored_keys(path)
+    del second["created"]  # a key written by hand, say
+    path.write_text(json.dumps({"keys": [second, first]}))
+    path.chmod(0o600)
+
+    assert authgate("keys", "rotate", "--prune", "--config", config).returncode == 0
+    assert [k["kid"] for k in stored_keys(path)][1:] == [second["kid"], first["kid"]]
+
+
+def test_rotate_without_a_key_file_fails_in_one_line(tmp_path: Path) -> None:
+    result = authgate("keys", "rotate", "--config", write_config(tmp_path, {}))
+    assert result.returncode == 2
+    [line] = result.stderr.strip().splitlines()
+    assert line.startswith("authgate: keys rotate: session key file")
+    assert not key_file(tmp_path).exists()
+
+
+def _b64(part: str) -> bytes:
+    import base64
+
+    return base64.urlsafe_b64decode(part + "=" * (-len(part) % 4))
+
+
+# -- config check ---------------------------------------------------------------------------
+
+
+async def test_config_check_passes_with_every_provider_reachable(
+    tmp_path: Path, clean_postgres_url: str
+) -> None:
+    async with FakeIdP() as idp:
+        providers = {p: idp.config(p) for p in ("google", "facebook", "apple")}
+        config = write_config(
+            tmp_path, {"database": {"url": clean_postgres_url}, "providers": providers}
+        )
+        result = await run("config", "check", "--config", config)
+    assert result.returncode == 0, result.stdout + result.stderr
+    lines = result.stdout.strip().splitlines()
+    assert lines[0] == "config: ok"
+    assert lines[1] == f"session keys: ok ({key_file(tmp_path)} is created on first start)"
+    assert lines[2].startswith("database: ok (postgresql://")
+    assert lines[3].startswith("provider google: discovery ok, jwks ok (")
+    assert lines[4] == "provider facebook: endpoints configured, no jwks (profile endpoint)"
+    assert lines[5].startswith("provider apple: discovery ok, jwks ok (")
+    assert len(lines) == 6
+    assert not key_file(tmp_path).exists()  # a check creates nothing
+
+
+async def test_config_check_names_an_unreachable_provider_and_database(tmp_path: Path) -> None:
+    async with FakeIdP() as idp:
+        google = idp.config("google")
+    # The fake has stopped: its port answers nothing now.
+    config = write_config(
+        tmp_path,
+        {
+            "database": {"url": "postgresql://authgate:s3cret@127.0.0.1:1/authgate"},
+            "providers": {"google": {**google, "timeout_seconds": 2}},
+        },
+    )
+    result = await run("config", "check", "--config", config)
+    assert result.returncode == 1, result.stdout + result.stderr
+    lines = result.stdout.strip().splitlines()
+    assert lines[0] == "config: ok"
+    assert lines[2].startswith("database: FAILED cannot connect to PostgreSQL")
+    assert lines[3].startswith("provider google: FAILED discovery")
+    assert "s3cret" not in result.stdout + result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_config_check_of_an_unusable_configuration_exits_2(tmp_path: Path) -> None:
+    path = tmp_path / "bad.yaml"
+    path.write_text("rest: {port: 0}\n")
+    result = authgate("config", "check", "--config", str(path))
+    assert result.returncode == 2
+    assert len(result.stderr.strip().splitlines()) == 1
+    assert "configuration error" in result.stderr
