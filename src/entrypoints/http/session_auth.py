@@ -83,7 +83,8 @@ class SameOriginGuard:
     ``Origin``, when sent, must be exactly (scheme, host and port) one of the service's own
     public origins, with ``Sec-Fetch-Site`` (when sent) ``same-origin``, or a trusted origin
     (``app.allowed_origins``: the application's pages, which the browser reports as same-site
-    or cross-site); without ``Origin``, ``Sec-Fetch-Site`` must be sent and be ``same-origin``. The service's own
+    or cross-site); without ``Origin`` (a navigation), ``Sec-Fetch-Site`` must be sent and be
+    ``same-origin``, or the ``Referer`` must be on a trusted origin. The service's own
     origins are those configured (``rest.public_url``); when none is configured, the origin
     the request itself was made to (its scheme and ``Host``), which only holds without a
     TLS-terminating proxy in front — behind one, configure the public URL.
@@ -105,7 +106,13 @@ class SameOriginGuard:
         same_origin = fetch_site is None or fetch_site.lower() == "same-origin"
         sent = request.headers.get("Origin")
         if sent is None:
-            return fetch_site is not None and same_origin
+            if fetch_site is not None and same_origin:
+                return True
+            # A navigation (a GET link, such as starting to link a provider) carries no Origin;
+            # from the application on its own origin it is same-site or cross-site, and its
+            # Referer (which no page can forge, only suppress) names that origin.
+            referer = request.headers.get("Referer")
+            return referer is not None and self._trusted_referer(referer)
         if sent.strip() == "null":
             return False
         normalised = origin(sent)
@@ -114,6 +121,11 @@ class SameOriginGuard:
         # The application on its own origin: the browser reports its requests as same-site
         # (another port or sub-domain) or cross-site; the Origin it sends names it exactly.
         return normalised in self._trusted
+
+    def _trusted_referer(self, referer: str) -> bool:
+        return referer.strip().lower().startswith(("http://", "https://")) and (
+            origin(referer) in self._trusted
+        )
 
     def check(self, request: web.Request) -> None:
         """Raise 403 ``cross_site_request`` unless :meth:`allows`."""
