@@ -57,7 +57,7 @@ class _Site:
         csp = f"default-src 'self'; connect-src 'self' {api}; frame-ancestors 'none'"
 
         class Handler(BaseHTTPRequestHandler):
-            def do_GET(self) -> None:  # noqa: N802 - the standard library's name
+            def do_GET(self) -> None:
                 found = files.get(urlsplit(self.path).path)
                 if found is None:
                     self.send_error(404)
@@ -142,9 +142,12 @@ def test_the_application_on_another_origin_signs_in_reads_unlinks_and_signs_out(
     api_calls: list[tuple[str, str, str | None]] = []
     page.on(
         "request",
-        lambda r: api_calls.append((r.method, r.url, _origin(r.frame.url)))
-        if r.url.startswith(f"{service}/v1/account") or r.url.startswith(f"{service}/v1/auth/lo")
-        else None,
+        lambda r: (
+            api_calls.append((r.method, r.url, _origin(r.frame.url)))
+            if r.url.startswith(f"{service}/v1/account")
+            or r.url.startswith(f"{service}/v1/auth/lo")
+            else None
+        ),
     )
 
     page.goto(f"{APP}/demo")

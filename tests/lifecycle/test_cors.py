@@ -245,9 +245,7 @@ async def test_no_allowed_origins_no_cors(make_dev_service: StartService) -> Non
     response = await service.client.options("/v1/account", headers=preflight(APP_URL, "GET"))
     assert response.status == 405
     browser = await signed_in(service, "google", "facebook")
-    answer = await browser.request(
-        "DELETE", "/v1/account/providers/facebook", {"Origin": APP_URL}
-    )
+    answer = await browser.request("DELETE", "/v1/account/providers/facebook", {"Origin": APP_URL})
     assert answer.status == 403
     no_cors(answer.headers)
 
@@ -266,3 +264,31 @@ def test_allowed_origins_must_be_origins(value: str) -> None:
         return
     with pytest.raises(ConfigError, match=r"app\.allowed_origins"):
         to_config(data)
+
+
+# -- navigations (no Origin) ----------------------------------------------------------------
+
+
+async def test_a_link_start_navigated_from_an_allowed_origin_passes_the_guard(
+    service: Service,
+) -> None:
+    from tests.lifecycle.test_link_and_origin import linked, start_link
+
+    browser = await signed_in(service, "google")
+    # A GET navigation carries no Origin; from the application's page it is same-site, and
+    # its Referer names the application's origin.
+    refused = [
+        {"Sec-Fetch-Site": "same-site", "Referer": f"{THIRD}/demo/dashboard"},
+        {"Sec-Fetch-Site": "same-site", "Referer": "http://127.0.0.1:5173.evil.example/x"},
+        {"Sec-Fetch-Site": "same-site", "Referer": "/demo/dashboard"},
+        {"Sec-Fetch-Site": "same-site"},
+    ]
+    for headers in refused:
+        response = await start_link(browser, "facebook", headers)
+        assert response.status == 403, headers
+        assert (await response.json())["error"] == "cross_site_request"
+    response = await start_link(
+        browser, "facebook", {"Sec-Fetch-Site": "same-site", "Referer": f"{APP}/demo/dashboard"}
+    )
+    assert response.status == 200, await response.text()
+    assert await linked(service, browser) == ["google"]  # started, not yet linked

@@ -29,8 +29,6 @@ from multidict import CIMultiDict
 from .errors import layer_error
 from .routing import RouteHandler
 
-_CORS = web.RequestKey("authgate_cors", "Cors")
-
 
 def normalise_origin(value: str) -> str:
     """``scheme://host[:port]``, lower case, without the scheme's default port: the form a
@@ -53,6 +51,12 @@ def normalise_origin(value: str) -> str:
     return f"{scheme}://{netloc}"
 
 
+def _origins(values: Iterable[str]) -> frozenset[str]:
+    if isinstance(values, str):
+        raise TypeError("allowed_origins is a list of origins, not one string")
+    return frozenset(normalise_origin(v) for v in values)
+
+
 @attrs.frozen
 class Cors:
     """Which origins may call an operation from a browser, with credentials.
@@ -63,7 +67,7 @@ class Cors:
     ``max_age``: how long (seconds) a browser may reuse a preflight's answer.
     """
 
-    allowed_origins: frozenset[str] = attrs.field(converter=lambda o: _origins(o))
+    allowed_origins: frozenset[str] = attrs.field(converter=_origins)
     allow_headers: tuple[str, ...] = ("Authorization", "Content-Type")
     expose_headers: tuple[str, ...] = ()
     max_age: int = 600
@@ -129,6 +133,9 @@ class Cors:
         return answer
 
 
+_CORS = web.RequestKey("authgate_cors", Cors)
+
+
 async def add_cors_headers(request: web.Request, response: web.StreamResponse) -> None:
     """``on_response_prepare``: the CORS headers of an operation that opted into CORS."""
     cors = request.get(_CORS)
@@ -143,9 +150,3 @@ def _add_vary(headers: CIMultiDict[str], name: str) -> None:
     if name.lower() not in present and "*" not in present:
         value = headers.get("Vary")
         headers["Vary"] = f"{value}, {name}" if value else name
-
-
-def _origins(values: Iterable[str]) -> frozenset[str]:
-    if isinstance(values, str):
-        raise TypeError("allowed_origins is a list of origins, not one string")
-    return frozenset(normalise_origin(v) for v in values)
