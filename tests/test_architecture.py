@@ -75,7 +75,7 @@ def test_rest_layer_knows_nothing_of_sign_in() -> None:
 REST_LAYERS: tuple[tuple[str, ...], ...] = (
     ("logtext", "wire", "routing", "tracing"),
     ("errors", "schema"),
-    ("params", "security", "health"),
+    ("params", "security", "health", "cors"),
     ("call",),
     ("signature",),
     ("operation",),

@@ -68,7 +68,7 @@ from authgate.entrypoints.http.session_auth import (
     session_cookie_scheme,
 )
 from authgate.entrypoints.http.signin import SignInOperations
-from authgate.entrypoints.rest import Api, BearerJWT, HealthCheck
+from authgate.entrypoints.rest import Api, BearerJWT, Cors, HealthCheck
 from authgate.ports.accounts import AccountRepository
 from authgate.ports.clock import Clock
 from authgate.ports.events import SignInEventLog
@@ -184,7 +184,11 @@ def build_api(config: Config, resources: Resources, services: Services | None = 
     verifier = SessionVerifier(services.sessions)
     bearer = BearerJWT("bearerAuth", verifier)
     public_url = config.rest.public_url
-    guard = SameOriginGuard([public_url] if public_url else [], [config.app.url])
+    # The application's pages (app.allowed_origins) may read the account and make changes with
+    # the session cookie from their own origin: CORS with credentials, and the CSRF guard.
+    allowed = config.app.allowed_origins
+    guard = SameOriginGuard([public_url] if public_url else [], allowed)
+    cors = Cors(allowed, expose_headers=("WWW-Authenticate",)) if allowed else None
     cookie = session_cookie_scheme(verifier)
     manage = (bearer.with_scopes(ACCOUNT_MANAGE), cookie.with_scopes(ACCOUNT_MANAGE))
     client_address = ClientAddress(config.ratelimit.trusted_proxies, config.ratelimit.ipv6_prefix)
@@ -196,8 +200,9 @@ def build_api(config: Config, resources: Resources, services: Services | None = 
         client_address,
         resources.initiation_limiter,
         guard,
+        cors,
     ).register(api)
-    AccountOperations(services.account, bearer, cookie, guard, client_address).register(api)
+    AccountOperations(services.account, bearer, cookie, guard, client_address, cors).register(api)
     JwksOperations(resources.sessions).register(api)
     for check in resources.readiness:
         api.readiness.add(check)

@@ -20,6 +20,7 @@ import cattrs
 import yaml
 from limits import parse_many
 
+from authgate.entrypoints.rest.cors import normalise_origin
 from authgate.entrypoints.rest.wire import describe_error, make_converter
 
 
@@ -56,12 +57,30 @@ class OtelConfig:
     sdk: OtelSdkConfig
 
 
+def _origin_of(url: str) -> str:
+    """The origin of a URL as a browser names it (its path dropped); the URL itself when it
+    has none, so that the check of ``app.allowed_origins`` names it."""
+    parts = urlsplit(url.strip())
+    try:
+        return normalise_origin(f"{parts.scheme}://{parts.netloc}")
+    except ValueError:
+        return url
+
+
 @attrs.frozen
 class AppConfig:
-    """The front-end application (the spec's {app_url}) and where the callback sends users."""
+    """The front-end application (the spec's {app_url}) and where the callback sends users.
+
+    ``allowed_origins``: the origins (scheme://host[:port]) whose pages may call the account
+    operations and sign-out from a browser with the session cookie (CORS with credentials) and
+    make cookie-authenticated changes; by default the origin of ``url``; ``[]``: none.
+    """
 
     url: str = "http://localhost:3000"
     callback_urls: list[str] = attrs.field(factory=list)
+    allowed_origins: list[str] = attrs.field(
+        default=attrs.Factory(lambda app: [_origin_of(app.url)], takes_self=True)
+    )
     login_path: str = "/login"
     onboarding_path: str = "/onboarding"
     dashboard_path: str = "/dashboard"
@@ -290,6 +309,12 @@ def _check(config: Config) -> None:
             "dev.identity_provider: the development identity provider needs "
             "environment: development"
         )
+    for allowed in config.app.allowed_origins:
+        try:
+            normalise_origin(allowed)
+        except ValueError as e:
+            # "*" included: a wildcard with credentials would let every site read accounts.
+            raise ConfigError(f"app.allowed_origins: {e}") from None
     for url in config.app.callback_urls:
         if not any(urlsplit(url).path.endswith(f"/{name}/callback") for name in config.providers):
             raise ConfigError(

@@ -12,10 +12,12 @@ import sys
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
+from typing import Any
 
 import pytest
+import yaml
 
 ROOT = Path(__file__).resolve().parents[2]
 CHROMIUM = Path("/usr/bin/chromium")
@@ -54,9 +56,19 @@ def _wait_ready(base: str, process: subprocess.Popen[bytes], log: Path) -> None:
     raise AssertionError(f"authgate serve did not become ready:\n{log.read_text()}")
 
 
-def _serve(workdir: Path, **env_vars: str) -> Iterator[str]:
-    """Run ``authgate serve`` on the default configuration in ``workdir``; its base address."""
+def _serve(
+    workdir: Path, sections: Mapping[str, Mapping[str, Any]] | None = None, **env_vars: str
+) -> Iterator[str]:
+    """Run ``authgate serve`` on the default configuration in ``workdir``; its base address.
+
+    ``sections``: keys to set in the configuration's sections (``{"app": {"url": ...}}``),
+    the rest of the default configuration (its ``${...}`` included) kept as it is."""
     shutil.copy(ROOT / "config.default.yaml", workdir / "config.yaml")
+    if sections:
+        data = yaml.safe_load((workdir / "config.yaml").read_text())
+        for name, values in sections.items():
+            data[name] = {**data.get(name, {}), **values}
+        (workdir / "config.yaml").write_text(yaml.safe_dump(data, sort_keys=False))
     port = _free_port()
     env = {**os.environ, "PORT": str(port), "OTEL_SDK_DISABLED": "true", **env_vars}
     log = workdir / "serve.log"

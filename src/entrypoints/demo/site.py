@@ -1,7 +1,8 @@
 """``/demo``: a page to try sign-in, registration, linking, unlinking and signing out.
 
 The page is one HTML file and one script; it learns the configured providers from
-``/demo/config.json`` and calls the service's own API with the session cookie. The
+``/demo/config.json`` and calls the service's API with the session cookie: its own, or, with
+``apiBase`` set, the service on another origin (CORS with credentials, ``app.allowed_origins``). The
 configuration's ``app.url`` points at it in development, so the callback's redirects
 (``/login``, ``/onboarding``, ``/dashboard``) land on it.
 """
@@ -31,10 +32,13 @@ def _kind(provider: ProviderConfig) -> str:
     return "OpenID Connect, ID token"
 
 
-def demo_settings(config: Config) -> dict[str, Any]:
-    """What the page needs to know: its pages and, per provider, its allowed callbacks."""
+def demo_settings(config: Config, api_base: str = "") -> dict[str, Any]:
+    """What the page needs to know: its pages, where the API is (``apiBase``: "" for the
+    service serving the page itself, else the service's origin when the page is served as
+    the application on another origin) and, per provider, its allowed callbacks."""
     return {
         "base": DEMO_PATH,
+        "apiBase": api_base,
         "pages": {
             "login": config.app.login_path,
             "onboarding": config.app.onboarding_path,

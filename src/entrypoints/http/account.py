@@ -51,6 +51,7 @@ from authgate.entrypoints.rest import (
     BearerJWT,
     Call,
     Cookie,
+    Cors,
     Principal,
     Reply,
     path,
@@ -95,9 +96,11 @@ class AccountOperations:
         cookie: ApiKey,
         guard: SameOriginGuard,
         client_address: ClientAddress,
+        cors: Cors | None = None,
     ) -> None:
         self.service = service
         self.guard = guard
+        self.cors = cors  # the application's pages on other origins call every one of them
         self.client_address = client_address
         self.read: list[SecurityScheme] = [
             bearer.with_scopes(*READ_SCOPES),
@@ -118,6 +121,7 @@ class AccountOperations:
             security=self.read[:1],
             operation_id="list_linked_providers",
             tags=("account",),
+            cors=self.cors,
         )(self.linked_providers)
         api.operation(
             "GET",
@@ -127,6 +131,7 @@ class AccountOperations:
             responses={404: AppError},
             operation_id="get_account",
             tags=("account",),
+            cors=self.cors,
         )(self.account)
         api.operation(
             "DELETE",
@@ -137,6 +142,7 @@ class AccountOperations:
             responses={401: AppError, 403: AppError, 404: AppError, 409: AppError},
             operation_id="unlink_provider",
             tags=("account",),
+            cors=self.cors,
         )(self.unlink)
         api.operation(
             "GET",
@@ -145,6 +151,7 @@ class AccountOperations:
             security=self.read,
             operation_id="list_sessions",
             tags=("account",),
+            cors=self.cors,
         )(self.list_sessions)
         api.operation(
             "DELETE",
@@ -155,6 +162,7 @@ class AccountOperations:
             responses={204: "The session is ended", 401: AppError, 403: AppError, 404: AppError},
             operation_id="end_session",
             tags=("account",),
+            cors=self.cors,
         )(self.end_session)
         api.operation(
             "DELETE",
@@ -168,6 +176,7 @@ class AccountOperations:
             },
             operation_id="end_other_sessions",
             tags=("account",),
+            cors=self.cors,
         )(self.end_other_sessions)
         api.operation(
             "DELETE",
@@ -182,6 +191,7 @@ class AccountOperations:
             },
             operation_id="delete_account",
             tags=("account",),
+            cors=self.cors,
         )(self.delete_account)
         api.operation(
             "GET",
@@ -191,6 +201,7 @@ class AccountOperations:
             responses={401: AppError, 404: AppError},
             operation_id="export_account",
             tags=("account",),
+            cors=self.cors,
         )(self.export)
 
     @staticmethod

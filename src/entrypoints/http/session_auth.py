@@ -80,9 +80,11 @@ class SameOriginGuard:
     """Refuses a cookie-authenticated, state-changing request that a browser reports as coming
     from another site.
 
-    ``Sec-Fetch-Site``, when sent, must be ``same-origin``; ``Origin``, when sent, must be
-    exactly (scheme, host and port) one of the service's own public origins or a trusted
-    origin (the application's); at least one of the two must be present. The service's own
+    ``Origin``, when sent, must be exactly (scheme, host and port) one of the service's own
+    public origins, with ``Sec-Fetch-Site`` (when sent) ``same-origin``, or a trusted origin
+    (``app.allowed_origins``: the application's pages, which the browser reports as same-site
+    or cross-site); without ``Origin`` (a navigation), ``Sec-Fetch-Site`` must be sent and be
+    ``same-origin``, or the ``Referer`` must be on a trusted origin. The service's own
     origins are those configured (``rest.public_url``); when none is configured, the origin
     the request itself was made to (its scheme and ``Host``), which only holds without a
     TLS-terminating proxy in front — behind one, configure the public URL.
@@ -101,18 +103,29 @@ class SameOriginGuard:
 
     def allows(self, request: web.Request) -> bool:
         fetch_site = request.headers.get("Sec-Fetch-Site")
+        same_origin = fetch_site is None or fetch_site.lower() == "same-origin"
         sent = request.headers.get("Origin")
-        if fetch_site is None and sent is None:
+        if sent is None:
+            if fetch_site is not None and same_origin:
+                return True
+            # A navigation (a GET link, such as starting to link a provider) carries no Origin;
+            # from the application on its own origin it is same-site or cross-site, and its
+            # Referer (which no page can forge, only suppress) names that origin.
+            referer = request.headers.get("Referer")
+            return referer is not None and self._trusted_referer(referer)
+        if sent.strip() == "null":
             return False
-        if fetch_site is not None and fetch_site.lower() != "same-origin":
-            return False
-        if sent is not None:
-            if sent.strip() == "null":
-                return False
-            normalised = origin(sent)
-            if not self._is_own(normalised, request) and normalised not in self._trusted:
-                return False
-        return True
+        normalised = origin(sent)
+        if self._is_own(normalised, request):
+            return same_origin
+        # The application on its own origin: the browser reports its requests as same-site
+        # (another port or sub-domain) or cross-site; the Origin it sends names it exactly.
+        return normalised in self._trusted
+
+    def _trusted_referer(self, referer: str) -> bool:
+        return referer.strip().lower().startswith(("http://", "https://")) and (
+            origin(referer) in self._trusted
+        )
 
     def check(self, request: web.Request) -> None:
         """Raise 403 ``cross_site_request`` unless :meth:`allows`."""

@@ -37,6 +37,7 @@ from authgate.entrypoints.rest import (
     Api,
     Call,
     Cookie,
+    Cors,
     Reply,
     log_safe,
     path,
@@ -88,6 +89,7 @@ class SignInOperations:
         client_address: ClientAddress,
         initiation_limiter: RateLimiter,
         guard: SameOriginGuard,
+        cors: Cors | None = None,
     ) -> None:
         self.service = service
         self.link_schemes = link_schemes  # who may link: bearer, then the cookie
@@ -96,6 +98,7 @@ class SignInOperations:
         self.client_address = client_address
         self.initiation_limiter = initiation_limiter
         self.guard = guard
+        self.cors = cors  # sign-out from the application's pages on other origins
 
     def register(self, api: Api) -> None:
         provider = path("provider")
@@ -158,6 +161,7 @@ class SignInOperations:
             },
             operation_id="sign_out",
             tags=("sign-in",),
+            cors=self.cors,
         )(self.logout)
 
     # -- GET /v1/auth/{provider} ----------------------------------------------------------

@@ -5,6 +5,7 @@ It knows nothing about sign-in; the application registers its operations on an :
 
 from .api import API_VERSION_HEADER, Api, Group
 from .call import Call, Cookie, Reply
+from .cors import Cors, normalise_origin
 from .errors import ErrorBody, HttpError, error_middleware, json_response, layer_error
 from .health import HealthCheck, HealthReport, Probe
 from .logtext import log_safe
@@ -41,6 +42,7 @@ __all__ = [
     "BearerJWT",
     "Call",
     "Cookie",
+    "Cors",
     "ErrorBody",
     "Group",
     "HealthCheck",
@@ -63,6 +65,7 @@ __all__ = [
     "json_response",
     "layer_error",
     "log_safe",
+    "normalise_origin",
     "path",
     "pattern",
     "query",

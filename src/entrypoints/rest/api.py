@@ -16,6 +16,7 @@ import cattrs
 from aiohttp import web
 
 from .call import Handler
+from .cors import Cors, add_cors_headers
 from .errors import error_middleware, json_response
 from .health import Probe
 from .openapi import document
@@ -82,12 +83,14 @@ class Api:
         responses: Mapping[int, type | str] | None = None,
         operation_id: str | None = None,
         tags: Iterable[str] = (),
+        cors: Cors | None = None,
     ) -> Callable[[Handler], Handler]:
         """Register the decorated coroutine as an operation.
 
         ``security``: the accepted schemes, the first whose credential is present being used;
         without ``security_optional`` a request with none of them is refused (401), with it the
-        operation runs with ``call.principal`` None. Raises TypeError at registration when the
+        operation runs with ``call.principal`` None. ``cors``: the other origins whose pages
+        may call it from a browser (:mod:`.cors`). Raises TypeError at registration when the
         handler's annotations contradict ``request``/``form``/``response``.
         """
 
@@ -107,6 +110,7 @@ class Api:
                     responses=dict(responses or {}),
                     operation_id=operation_id,
                     tags=tuple(tags),
+                    cors=cors,
                 )
             )
             return handler
@@ -120,6 +124,10 @@ class Api:
         for other in self.operations:
             if other.method == op.method and other.path == op.path:
                 raise ValueError(f"{op.method} {op.path} is registered twice")
+            # One preflight answers for every method of a path: one CORS policy per path.
+            both = op.cors is not None and other.cors is not None
+            if other.path == op.path and both and op.cors != other.cors:
+                raise ValueError(f"{op.path}: its operations declare different CORS policies")
         # A parameter declared twice (by a group and again by the operation, say) would make
         # the OpenAPI document invalid; header names are case-insensitive.
         declared: set[tuple[Location, str]] = set()
@@ -151,6 +159,12 @@ class Api:
         # known vulnerabilities for whoever scans the service. Every response the application
         # answers (operations, router errors, files, pages added later) goes through this hook.
         app.on_response_prepare.append(_drop_server_header)
+        cors_paths: dict[str, tuple[Cors, list[str]]] = {}
+        for op in self.operations:
+            if op.cors is not None:
+                cors_paths.setdefault(op.path, (op.cors, []))[1].append(op.method)
+        if cors_paths:
+            app.on_response_prepare.append(add_cors_headers)
         openapi = self.openapi()
 
         async def openapi_json(_: web.Request) -> web.StreamResponse:
@@ -161,13 +175,13 @@ class Api:
         app.router.add_get("/health/readiness", self.readiness.respond)
         # The bound coroutine method, not the Invoker: aiohttp wraps (and warns about) any
         # handler that is not a coroutine function.
-        add_routes(
-            app,
-            (
-                (op.method, op.path, Invoker(op, self.converter, self.max_body_bytes).__call__)
-                for op in self.operations
-            ),
-        )
+        routes = []
+        for op in self.operations:
+            handler = Invoker(op, self.converter, self.max_body_bytes).__call__
+            routes.append((op.method, op.path, op.cors.wrap(handler) if op.cors else handler))
+        for path, (cors, methods) in cors_paths.items():
+            routes.append(("OPTIONS", path, cors.preflight(methods)))
+        add_routes(app, routes)
         return app
 
 

@@ -17,6 +17,7 @@ from aiohttp import web
 from aiohttp.http_exceptions import HttpProcessingError
 
 from .call import Call, Handler, Reply
+from .cors import Cors
 from .errors import JSON_CONTENT_TYPE, HttpError, layer_error
 from .params import Location, Param, extractor
 from .security import SecurityScheme, authenticate
@@ -43,6 +44,8 @@ class Operation:
     responses: Mapping[int, type | str] = attrs.field(factory=dict)
     operation_id: str | None = None
     tags: tuple[str, ...] = ()
+    # Pages of other origins may call it from a browser (not part of the OpenAPI document).
+    cors: Cors | None = None
 
     def __attrs_post_init__(self) -> None:
         if self.security_optional and not self.security:

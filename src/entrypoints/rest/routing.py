@@ -22,10 +22,14 @@ _STATIC_METHODS = web.AppKey("authgate_static_methods", dict[str, set[str]])
 
 def add_routes(app: web.Application, routes: Iterable[tuple[str, str, RouteHandler]]) -> None:
     """Add ``(method, path template, handler)`` routes; static paths take precedence."""
-    routes = list(routes)
+    # Static paths first: aiohttp tries resources in registration order, so a method a static
+    # path serves (OPTIONS included) is never caught by a templated sibling registered earlier.
+    routes = sorted(routes, key=lambda route: "{" in route[1])
     static: dict[str, set[str]] = {}
     for method, path, _ in routes:
-        if "{" not in path:
+        # OPTIONS routes only answer CORS preflights (a plain OPTIONS is refused), so OPTIONS
+        # is no method of the resource's Allow.
+        if "{" not in path and method.upper() != "OPTIONS":
             static.setdefault(path, set()).add(method.upper())
     app[_STATIC_METHODS] = static
     for method, path, handler in routes:

@@ -1,6 +1,8 @@
 // The authgate demo page: plain JavaScript, no build step, no third-party code.
-// It talks to the service's own API with the HttpOnly session cookie (the page never sees the
+// It talks to the service's API with the HttpOnly session cookie (the page never sees the
 // token): GET /v1/account, DELETE /v1/account/providers/{provider}, POST /v1/auth/logout.
+// The API is at apiBase (config.json): "" when the service serves this page itself, else the
+// service's origin, the page being the application on its own origin (app.allowed_origins).
 "use strict";
 
 // The callback's error and reason (README: "Redirect reasons"), in words.
@@ -47,10 +49,22 @@ function el(tag, attributes, ...children) {
   return node;
 }
 
-async function api(method, url) {
-  const response = await fetch(url, {
+// Where the API is, and whether the session cookie must be sent to another origin.
+let apiBase = "";
+let credentials = "same-origin";
+
+function useApi(base) {
+  apiBase = (base || "").replace(/\/+$/, "");
+  const cross = apiBase !== "" && new URL(apiBase).origin !== location.origin;
+  // Another origin answers with CORS headers naming this page's origin; the cookie goes along
+  // only with "include".
+  credentials = cross ? "include" : "same-origin";
+}
+
+async function api(method, path) {
+  const response = await fetch(apiBase + path, {
     method,
-    credentials: "same-origin",
+    credentials,
     headers: { Accept: "application/json" },
   });
   let body = null;
@@ -93,10 +107,10 @@ class Demo {
   // A link that starts a sign-in; a plain navigation, so the service answers with a redirect.
   startUrl(provider, intent, returnTo) {
     const callbacks = provider.callbackUrls;
-    const redirect =
-      callbacks.find((u) => new URL(u).origin === location.origin) || callbacks[0] || "";
+    const service = new URL(apiBase || location.origin).origin;
+    const redirect = callbacks.find((u) => new URL(u).origin === service) || callbacks[0] || "";
     const query = new URLSearchParams({ redirect_uri: redirect, intent, return_to: returnTo });
-    return `/v1/auth/${encodeURIComponent(provider.id)}?${query}`;
+    return `${apiBase}/v1/auth/${encodeURIComponent(provider.id)}?${query}`;
   }
 
   providerButtons(list, intent, verb, only) {
@@ -304,7 +318,12 @@ class Demo {
 async function main() {
   try {
     const response = await fetch("/demo/config.json", { headers: { Accept: "application/json" } });
-    const demo = new Demo(await response.json());
+    const config = await response.json();
+    useApi(config.apiBase);
+    for (const link of document.querySelectorAll("a[data-api-link]")) {
+      link.href = apiBase + link.getAttribute("href");
+    }
+    const demo = new Demo(config);
     await demo.start();
   } catch (e) {
     $("loading").textContent = `The demo could not start: ${e}`;

@@ -1,0 +1,152 @@
+"""Cross-origin resource sharing (the Fetch standard's CORS protocol) for the operations that
+opt into it.
+
+An operation registered with ``cors=Cors([...])`` may be called by pages of exactly those
+origins (scheme, host and port), with credentials (cookies, ``Authorization``):
+
+* every answer of the operation carries ``Vary: Origin`` (caches must not serve one origin's
+  answer to another), and, when the request's ``Origin`` is allowed,
+  ``Access-Control-Allow-Origin`` = that origin (never ``*``: browsers refuse a wildcard with
+  credentials, and a wildcard would hand the answer to every site) and
+  ``Access-Control-Allow-Credentials: true``; a request from any other origin gets no CORS
+  header, so the browser keeps the answer from the page;
+* ``OPTIONS`` on the operation's path answers the browser's preflight: 204 with the allowed
+  methods, headers and ``Max-Age`` for an allowed origin, 403 without CORS headers for any
+  other. An ``OPTIONS`` that is not a preflight is refused (405) as on any other path.
+
+Preflights are not operations: they are not in the OpenAPI document.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from urllib.parse import urlsplit
+
+import attrs
+from aiohttp import web
+from multidict import CIMultiDict
+
+from .errors import layer_error
+from .routing import RouteHandler
+
+
+def normalise_origin(value: str) -> str:
+    """``scheme://host[:port]``, lower case, without the scheme's default port: the form a
+    browser sends in ``Origin``. ValueError for anything that is not exactly an origin (a path,
+    query, user-info, a wildcard, a scheme other than http/https)."""
+    text = value.strip()
+    parts = urlsplit(text)
+    scheme = parts.scheme.lower()
+    if scheme not in ("http", "https") or not parts.hostname or "*" in text:
+        raise ValueError(f"{value!r} is not an origin (scheme://host[:port])")
+    if parts.username is not None or parts.path not in ("", "/") or parts.query or parts.fragment:
+        raise ValueError(f"{value!r} is not an origin (scheme://host[:port], nothing after)")
+    try:
+        port = parts.port
+    except ValueError:
+        raise ValueError(f"{value!r} has an invalid port") from None
+    netloc = parts.netloc.lower()
+    if port is not None and port == {"http": 80, "https": 443}[scheme]:
+        netloc = netloc.rpartition(":")[0]
+    return f"{scheme}://{netloc}"
+
+
+def _origins(values: Iterable[str]) -> frozenset[str]:
+    if isinstance(values, str):
+        raise TypeError("allowed_origins is a list of origins, not one string")
+    return frozenset(normalise_origin(v) for v in values)
+
+
+@attrs.frozen
+class Cors:
+    """Which origins may call an operation from a browser, with credentials.
+
+    ``allowed_origins``: exact origins (ValueError at construction for anything else, ``*``
+    included). ``allow_headers``: the request headers a page may send besides the safelisted
+    ones. ``expose_headers``: the response headers a page may read besides the safelisted ones.
+    ``max_age``: how long (seconds) a browser may reuse a preflight's answer.
+    """
+
+    allowed_origins: frozenset[str] = attrs.field(converter=_origins)
+    allow_headers: tuple[str, ...] = ("Authorization", "Content-Type")
+    expose_headers: tuple[str, ...] = ()
+    max_age: int = 600
+
+    def allows(self, sent: str | None) -> str | None:
+        """The origin to echo in ``Access-Control-Allow-Origin``, or None when not allowed."""
+        if sent is None:
+            return None
+        try:
+            normalised = normalise_origin(sent)
+        except ValueError:
+            return None  # "null" (sandboxed frames, data: URLs) and anything malformed
+        return normalised if normalised in self.allowed_origins else None
+
+    def response_headers(self, request: web.BaseRequest) -> dict[str, str]:
+        """The CORS headers of an actual (not preflight) answer to ``request``."""
+        allowed = self.allows(request.headers.get("Origin"))
+        if allowed is None:
+            return {}
+        headers = {
+            "Access-Control-Allow-Origin": allowed,
+            "Access-Control-Allow-Credentials": "true",
+        }
+        if self.expose_headers:
+            headers["Access-Control-Expose-Headers"] = ", ".join(self.expose_headers)
+        return headers
+
+    def wrap(self, handler: RouteHandler) -> RouteHandler:
+        """The operation's route handler, marking its requests for :func:`add_cors_headers`
+        (which covers every answer: successes, errors, even an unexpected 500)."""
+
+        async def handle(request: web.Request) -> web.StreamResponse:
+            request[_CORS] = self
+            return await handler(request)
+
+        return handle
+
+    def preflight(self, methods: Iterable[str]) -> RouteHandler:
+        """The ``OPTIONS`` handler of a path whose operations (``methods``) opt into CORS."""
+        allowed_methods = sorted({m.upper() for m in methods})
+        joined = ", ".join(allowed_methods)
+        allow_headers = ", ".join(self.allow_headers)
+
+        async def answer(request: web.Request) -> web.StreamResponse:
+            sent = request.headers.get("Origin")
+            if sent is None or "Access-Control-Request-Method" not in request.headers:
+                # Not a preflight: OPTIONS is not an operation of this path.
+                raise web.HTTPMethodNotAllowed(request.method, allowed_methods)
+            allowed = self.allows(sent)
+            if allowed is None:
+                error = layer_error(403, "origin not allowed", {"Vary": "Origin"})
+                return error.response()
+            headers = {
+                "Access-Control-Allow-Origin": allowed,
+                "Access-Control-Allow-Credentials": "true",
+                "Access-Control-Allow-Methods": joined,
+                "Access-Control-Allow-Headers": allow_headers,
+                "Access-Control-Max-Age": str(self.max_age),
+                "Vary": "Origin",
+            }
+            return web.Response(status=204, headers=headers)
+
+        return answer
+
+
+_CORS = web.RequestKey("authgate_cors", Cors)
+
+
+async def add_cors_headers(request: web.Request, response: web.StreamResponse) -> None:
+    """``on_response_prepare``: the CORS headers of an operation that opted into CORS."""
+    cors = request.get(_CORS)
+    if cors is None:
+        return
+    _add_vary(response.headers, "Origin")
+    response.headers.update(cors.response_headers(request))
+
+
+def _add_vary(headers: CIMultiDict[str], name: str) -> None:
+    present = [v.strip().lower() for v in headers.get("Vary", "").split(",") if v.strip()]
+    if name.lower() not in present and "*" not in present:
+        value = headers.get("Vary")
+        headers["Vary"] = f"{value}, {name}" if value else name
