@@ -35,6 +35,7 @@ from authgate.adapters.memory import (
     MemoryStates,
     MemoryUnitOfWork,
 )
+from authgate.adapters.metrics import OtelMetrics
 from authgate.adapters.postgres import (
     PostgresStore,
     PostgresStoreError,
@@ -61,6 +62,7 @@ from authgate.entrypoints.config import Config, callback_urls_of
 from authgate.entrypoints.http.account import AccountOperations
 from authgate.entrypoints.http.caller import ClientAddress
 from authgate.entrypoints.http.jwks import JwksOperations
+from authgate.entrypoints.http.metrics import metrics_middleware
 from authgate.entrypoints.http.renewal import renewal_middleware
 from authgate.entrypoints.http.session_auth import (
     SameOriginGuard,
@@ -73,6 +75,7 @@ from authgate.ports.accounts import AccountRepository
 from authgate.ports.clock import Clock
 from authgate.ports.events import SignInEventLog
 from authgate.ports.identity import IdentityProvider
+from authgate.ports.metrics import Metrics, NoMetrics
 from authgate.ports.ratelimit import RateLimiter
 from authgate.ports.revocations import RevocationChannel
 from authgate.ports.session_records import SessionRecords
@@ -107,6 +110,7 @@ class Resources:
     initiation_limiter: RateLimiter
     providers: dict[str, IdentityProvider]
     clock: Clock = attrs.field(factory=SystemClock)
+    metrics: Metrics = attrs.field(factory=NoMetrics)
     readiness: list[HealthCheck] = attrs.field(factory=list)
     closers: list[Callable[[], Awaitable[Any]]] = attrs.field(factory=list)
 
@@ -146,6 +150,7 @@ def build_services(config: Config, resources: Resources) -> Services:
             live_cache=dt.timedelta(seconds=session.revocation_cache_seconds),
             sliding=session.sliding,
         ),
+        metrics=resources.metrics,
     )
     signin = SignInService(
         providers=resources.providers,
@@ -166,6 +171,7 @@ def build_services(config: Config, resources: Resources) -> Services:
             onboarding_path=config.app.onboarding_path,
             dashboard_path=config.app.dashboard_path,
         ),
+        metrics=resources.metrics,
     )
     account = AccountService(
         accounts=resources.accounts,
@@ -259,7 +265,12 @@ async def open_resources(config: Config, clock: Clock | None = None) -> Resource
         closers.append(revocations.close)
         limiter, initiation_limiter = _limiters(config, store)
         clock = clock or SystemClock()
-        providers = _providers(config, http, clock)
+        metrics: Metrics = NoMetrics()
+        if config.metrics.enabled:
+            otel = OtelMetrics(config.otel.service.name)
+            closers.append(_shutdown(otel))
+            metrics = otel
+        providers = _providers(config, http, clock, metrics)
         return Resources(
             accounts=stores.accounts,
             states=stores.states,
@@ -272,6 +283,7 @@ async def open_resources(config: Config, clock: Clock | None = None) -> Resource
             initiation_limiter=initiation_limiter,
             providers=providers,
             clock=clock,
+            metrics=metrics,
             readiness=stores.readiness,
             closers=closers,
         )
@@ -279,6 +291,13 @@ async def open_resources(config: Config, clock: Clock | None = None) -> Resource
         for close in reversed(closers):
             await close()
         raise
+
+
+def _shutdown(metrics: OtelMetrics) -> Callable[[], Awaitable[None]]:
+    async def shutdown() -> None:
+        metrics.shutdown()
+
+    return shutdown
 
 
 def _limiters(config: Config, store: RateLimitStore) -> tuple[RateLimiter, RateLimiter]:
@@ -392,7 +411,7 @@ async def _open_store(config: Config, closers: list[Callable[[], Awaitable[Any]]
 
 
 def _providers(
-    config: Config, http: aiohttp.ClientSession, clock: Clock
+    config: Config, http: aiohttp.ClientSession, clock: Clock, metrics: Metrics | None = None
 ) -> dict[str, IdentityProvider]:
     """One adapter per configured provider, in configuration order."""
     providers: dict[str, IdentityProvider] = {}
@@ -430,7 +449,7 @@ def _providers(
                 pkce=p.pkce,
                 timeout_seconds=p.timeout_seconds,
             )
-            providers[name] = OAuthIdentityProvider(settings, http, clock)
+            providers[name] = OAuthIdentityProvider(settings, http, clock, metrics)
         except ProviderSettingsError as e:
             raise StartupError(f"providers.{name}: {e}") from None
     return providers
@@ -456,12 +475,44 @@ async def create_app(
     app.middlewares.append(renewal_middleware(services.sessions))
     app[RESOURCES] = resources  # for diagnostics and tests that look behind the HTTP API
     development.mount(app, config)  # /docs; /demo and /dev/idp in development
+    if isinstance(resources.metrics, OtelMetrics):
+        _mount_metrics(app, config, resources.metrics)
 
     async def close(_: web.Application) -> None:
         await resources.close()
 
     app.on_cleanup.append(close)
     return app
+
+
+def _mount_metrics(app: web.Application, config: Config, metrics: OtelMetrics) -> None:
+    """Request durations of every request (outermost middleware), and ``GET /metrics`` in the
+    Prometheus text format: on the main port, or alone on ``metrics.port`` of ``rest.host``.
+    Not an API operation: it is not in the OpenAPI document."""
+    app.middlewares.insert(0, metrics_middleware(metrics.http_request))
+
+    async def scrape(_: web.Request) -> web.Response:
+        return web.Response(
+            body=metrics.exposition(), headers={"Content-Type": metrics.content_type}
+        )
+
+    if config.metrics.port is None:
+        app.router.add_get("/metrics", scrape)
+        return
+    # A listener of its own, so that the scrape port can stay off the public network.
+    scrape_app = web.Application()
+    scrape_app.router.add_get("/metrics", scrape)
+    runner = web.AppRunner(scrape_app, access_log=None)
+
+    async def start(_: web.Application) -> None:
+        await runner.setup()
+        await web.TCPSite(runner, config.rest.host, config.metrics.port).start()
+
+    async def stop(_: web.Application) -> None:
+        await runner.cleanup()
+
+    app.on_startup.append(start)
+    app.on_cleanup.append(stop)
 
 
 def migrate(config: Config) -> int:

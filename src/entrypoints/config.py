@@ -57,6 +57,15 @@ class OtelConfig:
     sdk: OtelSdkConfig
 
 
+@attrs.frozen
+class MetricsConfig:
+    """``metrics.enabled``: count and serve ``GET /metrics`` (Prometheus text format);
+    ``metrics.port``: serve it on this port of ``rest.host`` instead of the main port."""
+
+    enabled: bool = True
+    port: int | None = None
+
+
 def _origin_of(url: str) -> str:
     """The origin of a URL as a browser names it (its path dropped); the URL itself when it
     has none, so that the check of ``app.allowed_origins`` names it."""
@@ -198,6 +207,7 @@ class Config:
     ratelimit: RateLimitConfig = RateLimitConfig()
     providers: dict[str, ProviderConfig] = attrs.field(factory=dict)
     dev: DevConfig = DevConfig()
+    metrics: MetricsConfig = MetricsConfig()
 
 
 def callback_urls_of(config: Config, provider: str) -> list[str]:
@@ -285,6 +295,10 @@ def _key_error(exc: BaseException) -> str:
 def _check(config: Config) -> None:
     if not 0 < config.rest.port < 65536:
         raise ConfigError("rest.port: must be between 1 and 65535")
+    if config.metrics.port is not None and not 0 < config.metrics.port < 65536:
+        raise ConfigError("metrics.port: must be between 1 and 65535")
+    if config.metrics.port == config.rest.port:
+        raise ConfigError("metrics.port: must differ from rest.port (null serves on rest.port)")
     if config.session.ttl_seconds <= 0:
         raise ConfigError("session.ttl_seconds: must be positive")
     if config.session.absolute_max_seconds < config.session.ttl_seconds:

@@ -23,6 +23,7 @@ from authgate.domain import errors
 from authgate.domain.model import ClientInfo, IssuedSession, Outcome, SessionRecord
 from authgate.domain.text import printable
 from authgate.ports.clock import Clock
+from authgate.ports.metrics import Metrics, NoMetrics
 from authgate.ports.revocations import RevocationChannel
 from authgate.ports.session_records import SessionRecords
 from authgate.ports.sessions import InvalidSession, SessionClaims, SessionTokens
@@ -57,6 +58,7 @@ class SessionService:
         channel: RevocationChannel,
         clock: Clock,
         policy: SessionPolicy,
+        metrics: Metrics | None = None,
     ) -> None:
         self.tokens = tokens
         self.records = records
@@ -64,6 +66,7 @@ class SessionService:
         self.channel = channel
         self.clock = clock
         self.policy = policy
+        self.metrics: Metrics = metrics or NoMetrics()
         # session id -> monotonic time until which it is trusted as live without a read
         self._live: collections.OrderedDict[str, float] = collections.OrderedDict()
         # session id -> monotonic time until which a read that began before its revocation
@@ -100,6 +103,7 @@ class SessionService:
                 provider_session=printable(provider_session, 255),
             )
         )
+        self.metrics.sessions_issued(provider)
         return issued
 
     # -- verifying ------------------------------------------------------------------------
@@ -243,4 +247,5 @@ class SessionService:
             return
         self.forget(session_ids)
         await self.channel.publish(session_ids)
+        self.metrics.sessions_revoked(len(session_ids))
         log.info("sessions revoked: %d", len(session_ids))

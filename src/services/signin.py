@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import logging
+import time
 from collections.abc import Mapping
 
 import attrs
@@ -32,6 +33,7 @@ from authgate.ports.accounts import AccountRepository, IdentityTaken
 from authgate.ports.clock import Clock
 from authgate.ports.events import SignInEventLog
 from authgate.ports.identity import ExchangeFailed, IdentityProvider, VerificationFailed
+from authgate.ports.metrics import Metrics, NoMetrics
 from authgate.ports.state import StateStore, StateStoreFull
 from authgate.ports.unit_of_work import UnitOfWork
 from authgate.services.audit import audit_event
@@ -80,6 +82,7 @@ class SignInService:
         sessions: SessionService,
         clock: Clock,
         policy: SignInPolicy,
+        metrics: Metrics | None = None,
     ) -> None:
         self.providers = dict(providers)  # insertion order = the order in error messages
         self.accounts = accounts
@@ -89,6 +92,7 @@ class SignInService:
         self.sessions = sessions
         self.clock = clock
         self.policy = policy
+        self.metrics: Metrics = metrics or NoMetrics()
 
     def login_url(self) -> str:
         """The application's login page, where failed callbacks send the browser."""
@@ -115,6 +119,24 @@ class SignInService:
     ) -> Authorization:
         """Store a pending sign-in and build the provider's authorization URL."""
         provider = self.provider(provider_name)  # rule 1
+        started = time.perf_counter()
+        try:
+            return await self._start(
+                provider, redirect_uri, binding, state, return_to, intent, account_id
+            )
+        finally:
+            self.metrics.initiation_duration(provider.name, time.perf_counter() - started)
+
+    async def _start(
+        self,
+        provider: IdentityProvider,
+        redirect_uri: str | None,
+        binding: str,
+        state: str | None,
+        return_to: str | None,
+        intent: Intent,
+        account_id: str | None,
+    ) -> Authorization:
         if not redirect_uri:  # rule 2
             raise errors.MissingParameter("redirect_uri")
         if redirect_uri not in self.policy.callback_urls.get(provider.name, ()):  # rule 5
@@ -199,14 +221,20 @@ class SignInService:
         unit of work that signs in, a failure on its own.
         """
         provider = self.provider(provider_name)  # rule 1
+        started = time.perf_counter()
         try:
             signed_in = await self._complete(
                 provider, code, state, binding, client, error, error_description, user, iss
             )
         except errors.SignInError as e:
-            failed = self._event(provider.name, _outcome_of(e), client, None, _detail_of(e))
+            outcome = _outcome_of(e)
+            self.metrics.sign_in(provider.name, outcome.value, _reason_of(e))
+            self.metrics.callback_duration(provider.name, time.perf_counter() - started)
+            failed = self._event(provider.name, outcome, client, None, _detail_of(e))
             await self._record_failure(failed)
             raise
+        self.metrics.sign_in(provider.name, signed_in.outcome.value, "none")
+        self.metrics.callback_duration(provider.name, time.perf_counter() - started)
         return signed_in
 
     async def _complete(
@@ -414,6 +442,18 @@ def _outcome_of(e: errors.SignInError) -> Outcome:
     if isinstance(e, errors.AccountNotFound):
         return Outcome.ACCOUNT_NOT_FOUND
     return Outcome.FAILED
+
+
+def _reason_of(e: errors.SignInError) -> str:
+    """A bounded reason code for metrics: the code's own reason, else the error's kind (never
+    the provider's error text, which the provider chooses)."""
+    if isinstance(e, errors.AuthenticationFailed | errors.ReauthenticationRefused):
+        return e.reason
+    return _snake(type(e).__name__)
+
+
+def _snake(name: str) -> str:
+    return "".join(f"_{c.lower()}" if c.isupper() else c for c in name).lstrip("_")
 
 
 def _detail_of(e: errors.SignInError) -> str:

@@ -10,7 +10,9 @@ from __future__ import annotations
 import datetime as dt
 import json
 import logging
+import time
 from collections.abc import Mapping
+from types import TracebackType
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
 
@@ -30,6 +32,7 @@ from authgate.domain.model import ProviderIdentity, VerifiedIdentity
 from authgate.domain.secrets import appsecret_proof
 from authgate.ports.clock import Clock
 from authgate.ports.identity import ExchangeFailed, VerificationFailed
+from authgate.ports.metrics import Metrics, NoMetrics, ProviderCall
 
 if TYPE_CHECKING:
     from authgate.ports.identity import IdentityProvider
@@ -65,15 +68,20 @@ class OAuthIdentityProvider:
     """
 
     def __init__(
-        self, settings: ProviderSettings, session: aiohttp.ClientSession, clock: Clock
+        self,
+        settings: ProviderSettings,
+        session: aiohttp.ClientSession,
+        clock: Clock,
+        metrics: Metrics | None = None,
     ) -> None:
         self._settings = settings
+        self._metrics: Metrics = metrics or NoMetrics()
         self._session = session
         self._clock = clock
         self._endpoints = EndpointResolver(settings, session, clock)
         self._client_auth = ClientAuthenticator(settings, clock)
         self.key_set = KeySetCache(
-            self._fetch_key_set,
+            self._timed_key_set,
             clock,
             max_age_seconds=settings.jwks_max_age_seconds,
             min_refetch_seconds=settings.jwks_min_refetch_seconds,
@@ -214,9 +222,11 @@ class OAuthIdentityProvider:
             endpoints = await self._endpoints.get()
         except ProviderUnavailable as e:
             raise ExchangeFailed(str(e)) from None
-        tokens = await self._redeem(endpoints, code, redirect_uri, code_verifier)
+        with self._timed("token"):
+            tokens = await self._redeem(endpoints, code, redirect_uri, code_verifier)
         if self._verifier is None:
-            return await self._identity_from_profile(endpoints, tokens.access_token)
+            with self._timed("userinfo"):
+                return await self._identity_from_profile(endpoints, tokens.access_token)
         if tokens.id_token is None:
             raise ExchangeFailed(f"provider {self.name}: the token answer has no id_token")
         claims = await self._verifier.verify(tokens.id_token, nonce=nonce)
@@ -287,7 +297,9 @@ class OAuthIdentityProvider:
         email_verified = _email_verified(claims.get("email_verified")) if email else None
         name = _name(claims.get("name"))
         if email is None and endpoints.userinfo_endpoint is not None:
-            info = await self._userinfo(endpoints.userinfo_endpoint, access_token, subject)
+            with self._timed("userinfo") as timed:
+                info = await self._userinfo(endpoints.userinfo_endpoint, access_token, subject)
+                timed.ok = info is not None  # a failed best-effort call answers None
             if info is not None:
                 profile.update({k: info[k] for k in PROFILE_CLAIMS if k in info})
                 email = _email(info.get("email"))
@@ -388,6 +400,13 @@ class OAuthIdentityProvider:
             profile={k: body[k] for k in PROFILE_FIELDS if k in body},
         )
 
+    async def _timed_key_set(self) -> KeySet:
+        with self._timed("jwks"):
+            return await self._fetch_key_set()
+
+    def _timed(self, call: ProviderCall) -> _Timed:
+        return _Timed(self._metrics, self.name, call)
+
     async def _fetch_key_set(self) -> KeySet:
         what = f"provider {self.name}: key set"
         try:
@@ -417,6 +436,30 @@ class OAuthIdentityProvider:
             return KeySet.import_key_set({"keys": public})
         except (JoseError, ValueError, TypeError, KeyError):
             raise KeySetUnavailable(f"{what} holds no usable key") from None
+
+
+class _Timed:
+    """Times one provider call and reports it; failed when it raises or ``ok`` is cleared."""
+
+    __slots__ = ("_call", "_metrics", "_provider", "_started", "ok")
+
+    def __init__(self, metrics: Metrics, provider: str, call: ProviderCall) -> None:
+        self._metrics, self._provider, self._call = metrics, provider, call
+        self._started = 0.0
+        self.ok = True
+
+    def __enter__(self) -> _Timed:
+        self._started = time.perf_counter()
+        return self
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        seconds = time.perf_counter() - self._started
+        self._metrics.provider_call(self._provider, self._call, seconds, self.ok and kind is None)
 
 
 def _with_query(url: str, params: Mapping[str, str]) -> str:

@@ -172,6 +172,7 @@ class SignInOperations:
         client = self.client_address.limit_key(self.client_address.of(request))
         decision = await self.initiation_limiter.hit(client)
         if not decision.allowed:
+            self.service.metrics.rate_limited("initiation")
             raise rate_limited(decision, "too many sign-ins started; retry later")
         binding = request.cookies.get(BINDING_COOKIE, "")
         if not _BINDING_FORMAT.match(binding):
@@ -259,6 +260,7 @@ class SignInOperations:
         address = self.client_address.of(request)
         decision = await self.limiter.hit(self.client_address.limit_key(address))
         if not decision.allowed:
+            self.service.metrics.rate_limited("callback")
             raise rate_limited(decision, "too many sign-in callbacks; retry later")
         fields = _callback_fields(call)
         try:

@@ -1,0 +1,146 @@
+"""``GET /metrics``: Prometheus scrapes the service's OpenTelemetry metrics (the exporter's
+registry, not a hand-written format). After sign-ins and failures the counts are right, the
+histograms counted every callback, initiation and provider call, and no label carries a
+state, a code, a token, an email or an account id."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from prometheus_client.parser import text_string_to_metric_families
+
+from tests.fakeidp import FakeIdP, FakeUser, SettableClock
+
+from .conftest import APP_URL, CALLBACK_URL, PROVIDERS, Client, MakeService, SignIn
+
+SECRET_STATE = "state-0123456789abcdef"
+SECRET_CODE = "code-0123456789abcdef"
+
+
+async def service(make_service: MakeService, fake_idp: FakeIdP, clock: SettableClock) -> SignIn:
+    client = await make_service(
+        {
+            "app": {
+                "url": APP_URL,
+                "callback_urls": [CALLBACK_URL.format(name=p) for p in PROVIDERS],
+            },
+            "ratelimit": {"initiation": "4/minute"},
+            "providers": {p: fake_idp.config(p) for p in PROVIDERS},
+        },
+        clock=clock,
+    )
+    return SignIn(client, fake_idp, clock)
+
+
+Samples = dict[str, list[tuple[dict[str, str], float]]]
+
+
+async def scrape(client: Client) -> Samples:
+    """Sample name -> (labels, value) of every sample of the scrape."""
+    response = await client.get("/metrics")
+    assert response.status == 200
+    assert response.headers["Content-Type"].startswith("text/plain")
+    samples: Samples = {}
+    for family in text_string_to_metric_families(await response.text()):
+        for sample in family.samples:
+            samples.setdefault(sample.name, []).append((dict(sample.labels), sample.value))
+    return samples
+
+
+def value(samples: Samples, name: str, **labels: Any) -> float:
+    """The one sample of ``name`` whose labels include ``labels``; 0 when there is none."""
+    found = [v for got, v in samples.get(name, []) if labels.items() <= got.items()]
+    assert len(found) <= 1, (name, labels, found)
+    return found[0] if found else 0.0
+
+
+async def test_scrape_counts_sign_ins_failures_and_rejections(
+    make_service: MakeService,
+    fake_idp: FakeIdP,
+    idp_clock: SettableClock,
+) -> None:
+    signin = await service(make_service, fake_idp, idp_clock)
+    alice = FakeUser(sub="metrics-alice-sub", email="alice.metrics@example.com")
+    bob = FakeUser(sub="metrics-bob-sub", email="bob.metrics@example.com")
+    for user in (alice, bob):
+        registered = await signin.complete(user=user, intent="register")
+        assert registered.status == 302, await registered.text()
+    unknown = FakeUser(sub="metrics-nobody-sub", email="nobody.metrics@example.com")
+    not_found = await signin.complete(user=unknown)
+    assert not_found.status == 302
+    assert "account_not_found" in not_found.headers["Location"]
+    forged = await signin.callback(
+        "google", {"code": SECRET_CODE, "state": SECRET_STATE}, binding=None
+    )
+    assert forged.status == 401  # no browser: the JSON error
+    assert (await signin.start()).status == 200  # the fourth start of the minute
+    refused = await signin.start()
+    assert refused.status == 429
+
+    samples = await scrape(signin.client)
+
+    sign_ins = "authgate_sign_ins_total"
+    assert value(samples, sign_ins, provider="google", outcome="registered", reason="none") == 2
+    assert value(samples, sign_ins, provider="google", outcome="account_not_found") == 1
+    assert value(samples, sign_ins, provider="google", outcome="account_not_found") == value(
+        samples, sign_ins, outcome="account_not_found", reason="account_not_found"
+    )
+    assert value(samples, sign_ins, provider="google", outcome="invalid_state") == 1
+    assert sum(v for _, v in samples[sign_ins]) == 4
+    assert value(samples, "authgate_callback_duration_seconds_count", provider="google") == 4
+    # Every start is timed, the refused one is not (it is refused before the service).
+    assert value(samples, "authgate_initiation_duration_seconds_count", provider="google") == 4
+    assert value(samples, "authgate_rate_limit_rejections_total", limit="initiation") == 1
+    assert value(samples, "authgate_rate_limit_rejections_total", limit="callback") == 0
+    assert value(samples, "authgate_sessions_issued_total", provider="google") == 2
+    provider_calls = "authgate_provider_request_duration_seconds_count"
+    # Three codes redeemed at the token endpoint (the forged callback reaches no provider).
+    assert value(samples, provider_calls, provider="google", call="token", outcome="ok") == 3
+    assert value(samples, provider_calls, provider="google", call="jwks", outcome="ok") == 1
+    assert value(samples, provider_calls, call="token", outcome="failed") == 0
+
+    http = "http_server_request_duration_seconds_count"
+    route = "/v1/auth/{provider}"
+    assert value(samples, http, http_route=route, http_response_status_code="200") == 4
+    assert value(samples, http, http_route=route, http_response_status_code="429") == 1
+    callbacks = value(
+        samples,
+        http,
+        http_request_method="GET",
+        http_route="/v1/auth/{provider}/callback",
+        http_response_status_code="302",
+    )
+    assert callbacks == 3
+    assert value(samples, http, http_response_status_code="401") == 1
+
+    # Nothing a user, a provider or an attacker sent is a label value.
+    accounts = [a.id for a in await accounts_of(signin)]
+    secrets = [SECRET_STATE, SECRET_CODE, "@", "metrics-", "example.com", "eyJ", *accounts]
+    for name, rows in samples.items():
+        for labels, _ in rows:
+            for label in labels.values():
+                assert not any(s in label for s in secrets), (name, labels)
+
+
+async def accounts_of(signin: SignIn) -> list[Any]:
+    from authgate.entrypoints.composition import RESOURCES
+
+    resources = signin.client.app[RESOURCES]  # type: ignore[index]
+    found = []
+    for user in ("metrics-alice-sub", "metrics-bob-sub"):
+        from authgate.domain.model import ProviderIdentity
+
+        account = await resources.accounts.find_by_identity(ProviderIdentity("google", user))
+        assert account is not None
+        found.append(account)
+    return found
+
+
+async def test_metrics_is_not_an_api_operation_and_can_be_switched_off(
+    make_service: MakeService,
+) -> None:
+    on = await make_service()
+    document = await (await on.get("/openapi.json")).json()
+    assert "/metrics" not in document["paths"]
+    off = await make_service({"metrics": {"enabled": False}})
+    assert (await off.get("/metrics")).status == 404
