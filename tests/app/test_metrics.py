@@ -5,13 +5,18 @@ state, a code, a token, an email or an account id."""
 
 from __future__ import annotations
 
+import socket
+from pathlib import Path
 from typing import Any
 
+import aiohttp
+import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from tests.fakeidp import FakeIdP, FakeUser, SettableClock
+from authgate.entrypoints.config import ConfigError
+from tests.fakeidp import FakeIdP, FakeUser, SettableClock, TokenMode
 
-from .conftest import APP_URL, CALLBACK_URL, PROVIDERS, Client, MakeService, SignIn
+from .conftest import APP_URL, CALLBACK_URL, PROVIDERS, Client, MakeService, SignIn, load_config
 
 SECRET_STATE = "state-0123456789abcdef"
 SECRET_CODE = "code-0123456789abcdef"
@@ -24,7 +29,7 @@ async def service(make_service: MakeService, fake_idp: FakeIdP, clock: SettableC
                 "url": APP_URL,
                 "callback_urls": [CALLBACK_URL.format(name=p) for p in PROVIDERS],
             },
-            "ratelimit": {"initiation": "4/minute"},
+            "ratelimit": {"initiation": "5/minute"},
             "providers": {p: fake_idp.config(p) for p in PROVIDERS},
         },
         clock=clock,
@@ -62,9 +67,15 @@ async def test_scrape_counts_sign_ins_failures_and_rejections(
     signin = await service(make_service, fake_idp, idp_clock)
     alice = FakeUser(sub="metrics-alice-sub", email="alice.metrics@example.com")
     bob = FakeUser(sub="metrics-bob-sub", email="bob.metrics@example.com")
+    tokens = []
     for user in (alice, bob):
         registered = await signin.complete(user=user, intent="register")
         assert registered.status == 302, await registered.text()
+        tokens.append(registered.cookies["session"].value)
+    out = await signin.client.post(
+        "/v1/auth/logout", headers={"Authorization": f"Bearer {tokens[0]}"}
+    )
+    assert out.status == 204
     unknown = FakeUser(sub="metrics-nobody-sub", email="nobody.metrics@example.com")
     not_found = await signin.complete(user=unknown)
     assert not_found.status == 302
@@ -73,7 +84,11 @@ async def test_scrape_counts_sign_ins_failures_and_rejections(
         "google", {"code": SECRET_CODE, "state": SECRET_STATE}, binding=None
     )
     assert forged.status == 401  # no browser: the JSON error
-    assert (await signin.start()).status == 200  # the fourth start of the minute
+    signin.idp.providers["google"].token_mode = TokenMode.DOWN
+    failed = await signin.complete(user=alice)
+    assert "token_exchange_failed" in failed.headers["Location"]
+    signin.idp.providers["google"].token_mode = TokenMode.OK
+    assert (await signin.start()).status == 200  # the fifth start of the minute
     refused = await signin.start()
     assert refused.status == 429
 
@@ -86,22 +101,28 @@ async def test_scrape_counts_sign_ins_failures_and_rejections(
         samples, sign_ins, outcome="account_not_found", reason="account_not_found"
     )
     assert value(samples, sign_ins, provider="google", outcome="invalid_state") == 1
-    assert sum(v for _, v in samples[sign_ins]) == 4
-    assert value(samples, "authgate_callback_duration_seconds_count", provider="google") == 4
+    failures = value(
+        samples, sign_ins, provider="google", outcome="failed", reason="token_exchange_failed"
+    )
+    assert failures == 1
+    assert sum(v for _, v in samples[sign_ins]) == 5
+    assert value(samples, "authgate_callback_duration_seconds_count", provider="google") == 5
     # Every start is timed, the refused one is not (it is refused before the service).
-    assert value(samples, "authgate_initiation_duration_seconds_count", provider="google") == 4
+    assert value(samples, "authgate_initiation_duration_seconds_count", provider="google") == 5
     assert value(samples, "authgate_rate_limit_rejections_total", limit="initiation") == 1
     assert value(samples, "authgate_rate_limit_rejections_total", limit="callback") == 0
     assert value(samples, "authgate_sessions_issued_total", provider="google") == 2
+    assert value(samples, "authgate_sessions_revoked_total") == 1
     provider_calls = "authgate_provider_request_duration_seconds_count"
-    # Three codes redeemed at the token endpoint (the forged callback reaches no provider).
+    # Three codes redeemed at the token endpoint, one refused by it (the forged callback
+    # reaches no provider).
     assert value(samples, provider_calls, provider="google", call="token", outcome="ok") == 3
     assert value(samples, provider_calls, provider="google", call="jwks", outcome="ok") == 1
-    assert value(samples, provider_calls, call="token", outcome="failed") == 0
+    assert value(samples, provider_calls, provider="google", call="token", outcome="failed") == 1
 
     http = "http_server_request_duration_seconds_count"
     route = "/v1/auth/{provider}"
-    assert value(samples, http, http_route=route, http_response_status_code="200") == 4
+    assert value(samples, http, http_route=route, http_response_status_code="200") == 5
     assert value(samples, http, http_route=route, http_response_status_code="429") == 1
     callbacks = value(
         samples,
@@ -110,12 +131,13 @@ async def test_scrape_counts_sign_ins_failures_and_rejections(
         http_route="/v1/auth/{provider}/callback",
         http_response_status_code="302",
     )
-    assert callbacks == 3
+    assert callbacks == 4
     assert value(samples, http, http_response_status_code="401") == 1
 
     # Nothing a user, a provider or an attacker sent is a label value.
     accounts = [a.id for a in await accounts_of(signin)]
     secrets = [SECRET_STATE, SECRET_CODE, "@", "metrics-", "example.com", "eyJ", *accounts]
+    secrets += [t[:20] for t in tokens]
     for name, rows in samples.items():
         for labels, _ in rows:
             for label in labels.values():
@@ -144,3 +166,24 @@ async def test_metrics_is_not_an_api_operation_and_can_be_switched_off(
     assert "/metrics" not in document["paths"]
     off = await make_service({"metrics": {"enabled": False}})
     assert (await off.get("/metrics")).status == 404
+
+
+async def test_metrics_port_serves_the_scrape_on_a_listener_of_its_own(
+    make_service: MakeService,
+) -> None:
+    with socket.socket() as probe:  # a free port on loopback
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    client = await make_service({"metrics": {"port": port}})
+    assert (await client.get("/v1/auth/nowhere")).status == 400
+    assert (await client.get("/metrics")).status == 404  # not on the main port
+    async with aiohttp.ClientSession() as http, http.get(f"http://127.0.0.1:{port}/metrics") as r:
+        assert r.status == 200
+        text = await r.text()
+    assert "http_server_request_duration_seconds_count{" in text
+    assert 'http_response_status_code="400"' in text
+
+
+def test_metrics_port_must_differ_from_the_main_port(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match=r"metrics\.port: must differ from rest\.port"):
+        load_config(tmp_path, {"metrics": {"port": 8080}})
