@@ -86,7 +86,8 @@ class SessionService:
         auth_time: dt.datetime,
         provider_session: str | None = None,
     ) -> IssuedSession:
-        """A new session, recorded in the caller's unit of work (with the sign-in)."""
+        """A new session, recorded in the caller's unit of work (with the sign-in); the caller
+        reports it to ``metrics`` once that unit of work has committed."""
         now = self.clock.now()
         issued = self.tokens.issue(account_id, provider, now, auth_time=auth_time)
         await tx.sessions.add(
@@ -103,7 +104,6 @@ class SessionService:
                 provider_session=printable(provider_session, 255),
             )
         )
-        self.metrics.sessions_issued(provider)
         return issued
 
     # -- verifying ------------------------------------------------------------------------

@@ -358,6 +358,8 @@ class SignInService:
                 provider_session=verified.provider_session,
             )
             await tx.events.record(self._event(provider.name, outcome, client, account.id, None))
+        # Counted once committed: a unit of work that rolls back issued no session.
+        self.metrics.sessions_issued(provider.name)
         first_time = outcome is Outcome.REGISTERED
         if first_time:
             destination = app_url_for(self.policy.app_url, self.policy.onboarding_path)

@@ -118,6 +118,8 @@ async def test_scrape_counts_sign_ins_failures_and_rejections(
     # reaches no provider).
     assert value(samples, provider_calls, provider="google", call="token", outcome="ok") == 3
     assert value(samples, provider_calls, provider="google", call="jwks", outcome="ok") == 1
+    discovered = value(samples, provider_calls, provider="google", call="discovery", outcome="ok")
+    assert discovered == 1  # cached after the first
     assert value(samples, provider_calls, provider="google", call="token", outcome="failed") == 1
 
     http = "http_server_request_duration_seconds_count"

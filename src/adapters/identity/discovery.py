@@ -19,8 +19,10 @@ import attrs
 
 from authgate.adapters.identity.fetch import FetchError, request_json
 from authgate.adapters.identity.settings import ProviderSettings
+from authgate.adapters.identity.timing import ProviderCallTimer
 from authgate.domain.errors import ProviderUnavailable
 from authgate.ports.clock import Clock
+from authgate.ports.metrics import Metrics, NoMetrics
 
 log = logging.getLogger("authgate.identity")
 
@@ -56,9 +58,14 @@ class EndpointResolver:
     """Resolves (and caches) the endpoints of one provider."""
 
     def __init__(
-        self, settings: ProviderSettings, session: aiohttp.ClientSession, clock: Clock
+        self,
+        settings: ProviderSettings,
+        session: aiohttp.ClientSession,
+        clock: Clock,
+        metrics: Metrics | None = None,
     ) -> None:
         self._settings = settings
+        self._metrics: Metrics = metrics or NoMetrics()
         self._session = session
         self._clock = clock
         self._explicit = explicit_endpoints(settings)
@@ -86,7 +93,8 @@ class EndpointResolver:
                     f"provider {self._settings.name}: discovery failed recently"
                 )
             try:
-                endpoints = await self._discover()
+                with ProviderCallTimer(self._metrics, self._settings.name, "discovery"):
+                    endpoints = await self._discover()
             except ProviderUnavailable as e:
                 self._failed_at = now
                 if self._cached is not None:

@@ -10,9 +10,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import logging
-import time
 from collections.abc import Mapping
-from types import TracebackType
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
 
@@ -27,6 +25,7 @@ from authgate.adapters.identity.fetch import FetchError, oauth_error_code, reque
 from authgate.adapters.identity.id_token import IdTokenVerifier, loggable
 from authgate.adapters.identity.jwks import KeySetCache, KeySetUnavailable
 from authgate.adapters.identity.settings import ProviderSettings
+from authgate.adapters.identity.timing import ProviderCallTimer
 from authgate.domain.errors import ProviderUnavailable
 from authgate.domain.model import ProviderIdentity, VerifiedIdentity
 from authgate.domain.secrets import appsecret_proof
@@ -78,7 +77,7 @@ class OAuthIdentityProvider:
         self._metrics: Metrics = metrics or NoMetrics()
         self._session = session
         self._clock = clock
-        self._endpoints = EndpointResolver(settings, session, clock)
+        self._endpoints = EndpointResolver(settings, session, clock, self._metrics)
         self._client_auth = ClientAuthenticator(settings, clock)
         self.key_set = KeySetCache(
             self._timed_key_set,
@@ -404,8 +403,8 @@ class OAuthIdentityProvider:
         with self._timed("jwks"):
             return await self._fetch_key_set()
 
-    def _timed(self, call: ProviderCall) -> _Timed:
-        return _Timed(self._metrics, self.name, call)
+    def _timed(self, call: ProviderCall) -> ProviderCallTimer:
+        return ProviderCallTimer(self._metrics, self.name, call)
 
     async def _fetch_key_set(self) -> KeySet:
         what = f"provider {self.name}: key set"
@@ -436,30 +435,6 @@ class OAuthIdentityProvider:
             return KeySet.import_key_set({"keys": public})
         except (JoseError, ValueError, TypeError, KeyError):
             raise KeySetUnavailable(f"{what} holds no usable key") from None
-
-
-class _Timed:
-    """Times one provider call and reports it; failed when it raises or ``ok`` is cleared."""
-
-    __slots__ = ("_call", "_metrics", "_provider", "_started", "ok")
-
-    def __init__(self, metrics: Metrics, provider: str, call: ProviderCall) -> None:
-        self._metrics, self._provider, self._call = metrics, provider, call
-        self._started = 0.0
-        self.ok = True
-
-    def __enter__(self) -> _Timed:
-        self._started = time.perf_counter()
-        return self
-
-    def __exit__(
-        self,
-        kind: type[BaseException] | None,
-        error: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        seconds = time.perf_counter() - self._started
-        self._metrics.provider_call(self._provider, self._call, seconds, self.ok and kind is None)
 
 
 def _with_query(url: str, params: Mapping[str, str]) -> str:
