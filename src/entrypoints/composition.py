@@ -295,7 +295,8 @@ async def open_resources(config: Config, clock: Clock | None = None) -> Resource
 
 def _shutdown(metrics: OtelMetrics) -> Callable[[], Awaitable[None]]:
     async def shutdown() -> None:
-        metrics.shutdown()
+        # The last OTLP export may wait on a collector that does not answer: off the loop.
+        await asyncio.to_thread(metrics.shutdown)
 
     return shutdown
 
