@@ -8,19 +8,24 @@ fail under CI, as the browser tests do without Chromium.
 
 from __future__ import annotations
 
+import contextlib
 import os
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from pathlib import Path
+from typing import Any
 
-import attrs
 import pytest
 
 from bench.harness import ServiceProcess, free_port, service_config, write_config
-from tests.interop.support import Browser, OidcProvider, install, missing_tools
-
-PROVIDER = "oidcdemo"  # authgate's name for it: lower-case letters and digits
-CLIENT_ID = "authgate-interop"
-CLIENT_SECRET = "interop-client-secret"  # exists only in the test run's provider
+from tests.interop.support import (
+    CLIENT_ID,
+    CLIENT_SECRET,
+    PROVIDER,
+    Interop,
+    OidcProvider,
+    install,
+    missing_tools,
+)
 
 
 @pytest.fixture(scope="session")
@@ -33,29 +38,19 @@ def oidc_provider_installed() -> None:
     install()
 
 
-@attrs.frozen
-class Interop:
-    authgate: ServiceProcess
-    provider: OidcProvider
-    database_url: str
-
-    @property
-    def callback_url(self) -> str:
-        return f"{self.authgate.url}/v1/auth/{PROVIDER}/callback"
-
-    def browser(self) -> Browser:
-        return Browser(self.authgate.url)
-
-
-@pytest.fixture(params=["sqlite", "postgres"])
-async def interop(
-    request: pytest.FixtureRequest, tmp_path: Path, oidc_provider_installed: None
-) -> AsyncIterator[Interop]:
-    """oidc-provider and authgate, each knowing the other's loopback address."""
+def database_url_for(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     if request.param == "postgres":
-        database_url = request.getfixturevalue("postgres_url")
-    else:
-        database_url = f"sqlite:///{tmp_path / 'authgate.db'}"
+        url: str = request.getfixturevalue("clean_postgres_url")
+        return url
+    return f"sqlite:///{tmp_path / 'authgate.db'}"
+
+
+@contextlib.asynccontextmanager
+async def running(
+    tmp_path: Path, database_url: str, provider_settings: Mapping[str, Any]
+) -> AsyncIterator[Interop]:
+    """oidc-provider and authgate, each knowing the other's loopback address; authgate's
+    provider ``oidcdemo`` has ``provider_settings`` besides its issuer and client."""
     authgate_port, provider_port = free_port(), free_port()
     authgate_url = f"http://127.0.0.1:{authgate_port}"
     callback = f"{authgate_url}/v1/auth/{PROVIDER}/callback"
@@ -74,6 +69,7 @@ async def interop(
                     "scopes": ["openid", "profile", "email"],
                     "token_endpoint_auth": "client_secret_post",
                     "id_token_algorithms": ["RS256"],
+                    **provider_settings,
                 }
             },
         },
@@ -93,4 +89,24 @@ async def interop(
         yield Interop(authgate, provider, database_url)
     log = authgate.log()
     assert "Traceback" not in log, log[-3000:]
-    assert "code=" not in log and "logout_token" not in log and "id_token=" not in log, log
+    # no code, ID token or logout token (the provider's are JWTs: "eyJ") in authgate's log
+    assert "code=" not in log and "id_token=" not in log and "eyJ" not in log, log
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+async def interop(
+    request: pytest.FixtureRequest, tmp_path: Path, oidc_provider_installed: None
+) -> AsyncIterator[Interop]:
+    """The two servers; authgate's oidcdemo provider as plain sign-in configures it."""
+    async with running(tmp_path, database_url_for(request, tmp_path), {}) as both:
+        yield both
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+async def interop_backchannel(
+    request: pytest.FixtureRequest, tmp_path: Path, oidc_provider_installed: None
+) -> AsyncIterator[Interop]:
+    """The two servers, authgate's back-channel logout receiver on for oidcdemo."""
+    settings = {"backchannel_logout": True}
+    async with running(tmp_path, database_url_for(request, tmp_path), settings) as both:
+        yield both

@@ -24,11 +24,16 @@ from urllib.parse import parse_qsl, urljoin, urlsplit
 import aiohttp
 import attrs
 
+from bench.harness import ServiceProcess
+
 HERE = Path(__file__).resolve().parent
 SERVER_DIR = HERE / "oidc_provider"
 ROOT = HERE.parents[1]
 INSTALL = ROOT / "scripts" / "interop-deps"
 BINDING_COOKIE = "__Host-authgate_binding"
+PROVIDER = "oidcdemo"  # authgate's name for it: lower-case letters and digits
+CLIENT_ID = "authgate-interop"
+CLIENT_SECRET = "interop-client-secret"  # exists only in the test run's provider
 
 
 def missing_tools() -> str | None:
@@ -94,7 +99,7 @@ class OidcProvider:
             )
         self._reader = asyncio.create_task(self._read())
         try:
-            await self.wait_for("ready", timeout=30)
+            await self.wait_for("ready", within=30)
         except BaseException:
             await self.__aexit__(None, None, None)
             raise
@@ -141,12 +146,12 @@ class OidcProvider:
     def named(self, name: str) -> list[dict[str, Any]]:
         return [e for e in self.events if e.get("event") == name]
 
-    async def wait_for(self, name: str, *, count: int = 1, timeout: float = 10) -> dict[str, Any]:  # noqa: ASYNC109
-        """The ``count``-th event called ``name``, waiting up to ``timeout`` seconds for it."""
+    async def wait_for(self, *names: str, count: int = 1, within: float = 10) -> dict[str, Any]:
+        """The ``count``-th event called one of ``names``, waiting up to ``within`` seconds."""
 
         async def seen() -> dict[str, Any]:
             while True:
-                found = self.named(name)
+                found = [e for e in self.events if e.get("event") in names]
                 if len(found) >= count:
                     return found[count - 1]
                 if self._process is not None and self._process.returncode is not None:
@@ -155,10 +160,10 @@ class OidcProvider:
                 await self._changed.wait()
 
         try:
-            return await asyncio.wait_for(seen(), timeout)
+            return await asyncio.wait_for(seen(), within)
         except TimeoutError:
             raise OidcProviderFailed(
-                f"no {name} event within {timeout} s:\n{self.log()[-3000:]}"
+                f"no {' or '.join(names)} event within {within} s:\n{self.log()[-3000:]}"
             ) from None
 
 
@@ -313,3 +318,17 @@ def button(answer: Answer, label: str) -> dict[str, str]:
 
 def query_of(url: str) -> dict[str, str]:
     return dict(parse_qsl(urlsplit(url).query, keep_blank_values=True))
+
+
+@attrs.frozen
+class Interop:
+    authgate: ServiceProcess
+    provider: OidcProvider
+    database_url: str
+
+    @property
+    def callback_url(self) -> str:
+        return f"{self.authgate.url}/v1/auth/{PROVIDER}/callback"
+
+    def browser(self) -> Browser:
+        return Browser(self.authgate.url)

@@ -14,8 +14,8 @@
 //
 // Standard output carries one JSON line per event the test reads: {"event": "ready"} once
 // listening, "grant.success" (with the session id, sid, that the ID token carries),
-// "backchannel.success" / "backchannel.error" (the logout token delivered to authgate or not).
-// Nothing secret is printed (no token, no code).
+// "backchannel.sent" (a logout token as sent, for replay tests), "backchannel.success" /
+// "backchannel.error" (authgate answered it 200/204, or not). No code or access token is printed.
 
 import { generateKeyPairSync, randomBytes } from 'node:crypto';
 import process from 'node:process';
@@ -88,8 +88,13 @@ const configuration = {
   },
   // oidc-provider refuses outgoing requests to special-use addresses (its SSRF guard), and
   // loopback is one; here authgate's back-channel receiver is on loopback on purpose.
+  // The only outgoing requests are back-channel logouts: each logout token is also printed
+  // ("backchannel.sent"), so that a test can replay the provider's real token.
   fetch(url, options) {
     const { dispatcher, ...rest } = options;
+    if (rest.body instanceof URLSearchParams && rest.body.has('logout_token')) {
+      emit('backchannel.sent', { url: String(url), logout_token: rest.body.get('logout_token') });
+    }
     return globalThis.fetch(url, rest);
   },
 };
