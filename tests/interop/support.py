@@ -31,6 +31,7 @@ SERVER_DIR = HERE / "oidc_provider"
 ROOT = HERE.parents[1]
 INSTALL = ROOT / "scripts" / "interop-deps"
 BINDING_COOKIE = "__Host-authgate_binding"
+SUBMITS_ITSELF = "document.forms[0].submit()"  # oidc-provider's auto-submitted forms
 PROVIDER = "oidcdemo"  # authgate's name for it: lower-case letters and digits
 CLIENT_ID = "authgate-interop"
 CLIENT_SECRET = "interop-client-secret"  # exists only in the test run's provider
@@ -182,6 +183,7 @@ class Browser:
     def __init__(self, authgate_url: str) -> None:
         self.authgate_url = authgate_url
         self.authgate_cookies: dict[str, str] = {}
+        self.prompts: list[str] = []  # the provider's pages in the last through_provider
         self.http = aiohttp.ClientSession(
             cookie_jar=aiohttp.CookieJar(unsafe=True),
             timeout=aiohttp.ClientTimeout(total=30),
@@ -237,10 +239,16 @@ class Browser:
         async with self.http.request(method, url, data=data, allow_redirects=False) as response:
             return await self._read(response)
 
-    async def through_provider(self, url: str, *, stop_at: str, login: str) -> Answer:
+    async def through_provider(
+        self, url: str, *, stop_at: str, login: str, cancel: bool = False
+    ) -> Answer:
         """Follows ``url`` at the provider as a person would: redirects, its login form
         (``login`` with any password), its consent form, until a redirect leaves for
-        ``stop_at``; that last answer (its Location is the address at ``stop_at``)."""
+        ``stop_at``; that last answer (its Location is the address at ``stop_at``).
+        ``cancel``: "[ Cancel ]" on the first page instead. Pages that submit themselves
+        (oidc-provider ends its session of another user so) are submitted. The pages shown,
+        by their prompt (login, consent; "?" for the others), are in ``self.prompts``."""
+        self.prompts = []
         answer = await self.provider("GET", url)
         for _ in range(20):
             if answer.location is not None:
@@ -253,11 +261,16 @@ class Browser:
                 raise AssertionError(f"the provider answered {answer.status}: {answer.text[:500]}")
             form = only_form(answer)
             fields = dict(form.fields)
-            if fields.get("prompt") == "login":
+            self.prompts.append(fields.get("prompt", "?"))
+            if cancel:
+                answer = await self.provider("GET", link(answer, "[ Cancel ]"))
+            elif fields.get("prompt") == "login":
                 fields.update(login=login, password="any password")
-            elif fields.get("prompt") != "consent":
+                answer = await self.provider("POST", form.action, data=fields)
+            elif fields.get("prompt") == "consent" or SUBMITS_ITSELF in answer.text:
+                answer = await self.provider("POST", form.action, data=fields)
+            else:
                 raise AssertionError(f"an unexpected page at the provider: {answer.text[:800]}")
-            answer = await self.provider("POST", form.action, data=fields)
         raise AssertionError("too many steps at the provider")
 
     async def sign_out_at_provider(self, end_session_endpoint: str, client_id: str) -> Answer:
@@ -314,6 +327,14 @@ def button(answer: Answer, label: str) -> dict[str, str]:
         if html.unescape(text).strip() == label:
             return attributes(tag)
     raise AssertionError(f"no button {label!r} on the page: {answer.text[:800]}")
+
+
+def link(answer: Answer, label: str) -> str:
+    """The absolute address of the link whose text is ``label``."""
+    for tag, text in re.findall(r"<a\b([^>]*)>(.*?)</a>", answer.text, re.S | re.I):
+        if html.unescape(text).strip() == label and "href" in attributes(tag):
+            return urljoin(answer.url, attributes(tag)["href"])
+    raise AssertionError(f"no link {label!r} on the page: {answer.text[:800]}")
 
 
 def query_of(url: str) -> dict[str, str]:
