@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import sqlite3
-from typing import Any
 
 import asyncpg
 import attrs
@@ -50,7 +49,7 @@ async def sign_in(interop: Interop, login: str, *, intent: str = "register") -> 
     return SignedIn(browser, session, callback.location)
 
 
-async def account(signed_in: SignedIn) -> tuple[int, Any]:
+async def account(signed_in: SignedIn) -> tuple[int, str]:
     """``GET /v1/account`` with the session cookie, as the application's page calls it."""
     answer = await signed_in.browser.authgate("GET", "/v1/account")
     return answer.status, answer.text
@@ -86,6 +85,7 @@ async def sign_in_again(interop: Interop, user: SignedIn) -> SignedIn:
     back = await browser.through_provider(
         start.location, stop_at=interop.callback_url, login="nobody-asked"
     )
+    assert browser.prompts == [], browser.prompts  # no page: the provider knew the user
     assert back.location is not None
     callback = await browser.authgate(
         "GET", f"/v1/auth/{PROVIDER}/callback", params=query_of(back.location)

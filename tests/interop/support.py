@@ -37,11 +37,20 @@ CLIENT_ID = "authgate-interop"
 CLIENT_SECRET = "interop-client-secret"  # exists only in the test run's provider
 
 
+MIN_NODE = 20  # oidc-provider 9 runs on Node.js 20 (it prefers 22)
+
+
 def missing_tools() -> str | None:
-    """Why oidc-provider cannot run here (no node or npm), or None."""
+    """Why oidc-provider cannot run here (no node or npm, or too old a node), or None."""
     for tool in ("node", "npm"):
         if shutil.which(tool) is None:
             return f"{tool} is not installed (the interop tests run oidc-provider on Node.js)"
+    version = subprocess.run(
+        ["node", "--version"], capture_output=True, text=True, timeout=30, check=False
+    ).stdout.strip()
+    major = re.match(r"v(\d+)\.", version)
+    if major is None or int(major.group(1)) < MIN_NODE:
+        return f"node {version or '?'} is older than {MIN_NODE} (oidc-provider 9 needs {MIN_NODE}+)"
     return None
 
 
