@@ -8,9 +8,9 @@ backchannel_logout: true``), on SQLite and on PostgreSQL.
   authgate before it answers the browser, and authgate answers 200 (the provider counts
   anything but 200/204 as a failed delivery). Within a second authgate refuses that session,
   by cookie and as a bearer token; another user's session at the same provider is untouched.
-* The same real token delivered again (a replay, with its one-time ``jti``) changes nothing:
-  the user, signed in again meanwhile (a new provider session, a new ``sid``), keeps the new
-  session, and authgate answers no 5xx.
+* The same real token delivered again (a replay, with its one-time ``jti``) is answered 200
+  and changes nothing: the user, signed in again meanwhile (a new provider session, a new
+  ``sid``), keeps the new session.
 """
 
 from __future__ import annotations
@@ -134,8 +134,7 @@ async def test_a_replayed_logout_token_changes_nothing(interop_backchannel: Inte
             data={"logout_token": token},
         ) as replay:
             body = await replay.text()
-            assert replay.status < 500, (replay.status, body)
-            assert replay.status in (200, 204, 400), (replay.status, body)
+            assert replay.status == 200, (replay.status, body)  # idempotent: taken, done once
 
         # the session of the new sign-in is not ended by the old token
         await asyncio.sleep(0.3)
