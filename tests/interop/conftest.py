@@ -8,6 +8,7 @@ fail under CI, as the browser tests do without Chromium.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import os
 from collections.abc import AsyncIterator, Mapping
@@ -82,10 +83,16 @@ async def running(
         client_secret=CLIENT_SECRET,
         log_path=tmp_path / "oidc-provider.log",
     )
-    async with (
-        provider,
-        ServiceProcess(write_config(tmp_path, config)) as authgate,
-    ):
+    authgate = ServiceProcess(write_config(tmp_path, config))
+    async with contextlib.AsyncExitStack() as stack:
+        stack.push_async_exit(provider)
+        stack.push_async_callback(authgate.stop)
+        # side by side (each takes seconds on a loaded machine); authgate reaches the
+        # provider only at the first sign-in
+        started = await asyncio.gather(provider.start(), authgate.start(), return_exceptions=True)
+        for outcome in started:
+            if isinstance(outcome, BaseException):
+                raise outcome
         yield Interop(authgate, provider, database_url)
     log = authgate.log()
     assert "Traceback" not in log, log[-3000:]

@@ -97,6 +97,9 @@ class OidcProvider:
         self._reader: asyncio.Task[None] | None = None
 
     async def __aenter__(self) -> OidcProvider:
+        return await self.start()
+
+    async def start(self) -> OidcProvider:
         with self.log_path.open("ab") as log:
             self._process = await asyncio.create_subprocess_exec(
                 "node",
