@@ -195,6 +195,9 @@ class ProviderConfig:
     notifications: bool = False
     notifications_path: str | None = None
     risc_configuration: str | None = None
+    # Other aud values the provider's event tokens may carry beside client_id (Apple names the
+    # primary App ID its notification endpoint is registered on).
+    event_audiences: list[str] = attrs.field(factory=list)
 
 
 @attrs.frozen

@@ -201,3 +201,17 @@ async def test_malformed_bodies_and_events_are_invalid_requests(events: Events) 
             answer = await events.client.post(PATH, json=body)
         assert answer.status == 400, body
         assert (await answer.json())["err"] == "invalid_request"
+
+
+async def test_an_audience_listed_in_event_audiences_is_accepted(
+    make_service: MakeService, fake_idp: FakeIdP, idp_clock: SettableClock, tmp_path: Path
+) -> None:
+    config = events_config(fake_idp, "memory://")
+    config["providers"]["apple"]["event_audiences"] = ["com.example.app"]
+    client = await make_service(config, clock=idp_clock)
+    events = Events(SignIn(client, fake_idp, idp_clock), fake_idp)
+    token = await events.signed_in("apple", ADA)
+    for aud, expected in (("com.example.other", 400), ("com.example.app", 200)):
+        body = apple_notification(fake_idp.apple, "consent-revoked", ADA.sub, aud=aud)
+        assert (await notify(events, body))[0] == expected
+    assert await events.status(token) == 401

@@ -123,6 +123,7 @@ async def test_show_finds_an_account_by_id_identity_and_email(setup: Setup) -> N
     assert provider["provider"] == "google"
     assert provider["providerId"] == "g-ann"
     assert provider["isPrimary"] is True
+    assert (provider["disabledReason"], provider["emailDisabled"]) == (None, False)
 
 
 @pytest.mark.parametrize(

@@ -49,7 +49,7 @@ class EventTokenVerifierAdapter:
         keys: KeySetCache,
         clock: Clock,
         issuers: Collection[str],
-        audience: str,
+        audiences: Collection[str],
         algorithms: Collection[str],
         types: Collection[str],
         max_age_seconds: float,
@@ -59,7 +59,7 @@ class EventTokenVerifierAdapter:
         self._keys = keys
         self._clock = clock
         self._issuers = frozenset(issuers)
-        self._audience = audience
+        self._audiences = frozenset(audiences)
         self._algorithms = frozenset(algorithms)
         self._types = frozenset(types)
         self._max_age = max_age_seconds
@@ -102,7 +102,9 @@ class EventTokenVerifierAdapter:
             raise EventTokenRejected(INVALID_ISSUER, f"{what} iss {loggable(iss)} is not expected")
         aud = claims.get("aud")
         audiences = [aud] if isinstance(aud, str) else aud
-        if not isinstance(audiences, list) or self._audience not in audiences:
+        if not isinstance(audiences, list) or not self._audiences.intersection(
+            a for a in audiences if isinstance(a, str)
+        ):
             raise EventTokenRejected(INVALID_AUDIENCE, f"{what} aud does not name us")
         now = self._clock.now().timestamp()
         iat = _number(claims.get("iat"))
