@@ -281,7 +281,11 @@ def build_api(config: Config, resources: Resources, services: Services | None = 
     AccountOperations(services.account, bearer, cookie, guard, client_address, cors).register(api)
     JwksOperations(resources.sessions).register(api)
     ProviderEventOperations(
-        services.provider_events, receiver_routes(config), resources.event_limiter, client_address
+        services.provider_events,
+        receiver_routes(config),
+        resources.event_limiter,
+        client_address,
+        resources.metrics,
     ).register(api)
     for check in resources.readiness:
         api.readiness.add(check)
