@@ -204,7 +204,7 @@ class ProviderConfig:
 class ProviderEventsConfig:
     """``provider_events``: how old an event token may be (its ``iat``; its ``jti`` is
     remembered as long), and what a provider's withdrawal of an account's only sign-in method
-    does (delete the account, or keep it with that identity refused)."""
+    does (delete the account, or keep it and end its sessions)."""
 
     max_age_seconds: int = 86400
     delete_account_when_last_identity: bool = True
