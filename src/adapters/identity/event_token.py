@@ -66,6 +66,11 @@ class EventTokenVerifierAdapter:
         self._leeway = leeway_seconds
         self._what = what
 
+    @property
+    def keys(self) -> KeySetCache:
+        """The key set the tokens are verified with (``authgate config check`` fetches it)."""
+        return self._keys
+
     async def verify(self, token: str) -> VerifiedEventToken:
         try:
             header = header_of(token, self._what)
