@@ -15,10 +15,9 @@ import sqlite3
 from collections.abc import Awaitable, Callable
 from importlib.metadata import version
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import aiohttp
-import asyncpg
 import attrs
 from aiohttp import web
 
@@ -35,20 +34,9 @@ from authgate.adapters.memory import (
     MemoryStates,
     MemoryUnitOfWork,
 )
-from authgate.adapters.metrics import OtelMetrics
-from authgate.adapters.postgres import (
-    PostgresStore,
-    PostgresStoreError,
-    open_postgres,
-    redact,
-)
-from authgate.adapters.postgres import migrate as postgres_migrate
+from authgate.adapters.postgres import PostgresStoreError, redact
 from authgate.adapters.ratelimit import NoRateLimit, RateLimitStore
-from authgate.adapters.revocations import (
-    LocalRevocations,
-    PostgresRevocations,
-    RedisRevocations,
-)
+from authgate.adapters.revocations import LocalRevocations
 from authgate.adapters.sessions import (
     JwtSessionTokens,
     SessionKeyError,
@@ -97,6 +85,15 @@ from authgate.services.provider_events import (
 )
 from authgate.services.sessions import SessionPolicy, SessionService
 from authgate.services.signin import SignInPolicy, SignInService
+
+# Imported where they are used, and only when the configuration asks for them: asyncpg, redis
+# and the metrics SDK cost start-up time and resident memory that the embedded default (SQLite)
+# does not need (docs/benchmarks.md, issue 13).
+if TYPE_CHECKING:
+    import asyncpg
+
+    from authgate.adapters.metrics import OtelMetrics
+    from authgate.adapters.postgres import PostgresStore
 
 log = logging.getLogger("authgate")
 
@@ -344,6 +341,8 @@ async def open_resources(config: Config, clock: Clock | None = None) -> Resource
         clock = clock or SystemClock()
         metrics: Metrics = NoMetrics()
         if config.metrics.enabled:
+            from authgate.adapters.metrics import OtelMetrics  # the metrics SDK: only when on
+
             otel = OtelMetrics(config.otel.service.name)
             closers.append(_shutdown(otel))
             metrics = otel
@@ -429,12 +428,16 @@ def _revocation_channel(config: Config, pool: asyncpg.Pool | None) -> Revocation
             raise StartupError(
                 "session.revocation_channel: redis needs ratelimit.storage to be a Redis URL"
             )
+        from authgate.adapters.revocations import RedisRevocations  # redis: only when used
+
         return RedisRevocations(storage)
     if kind == "postgres":
         if pool is None:
             raise StartupError(
                 "session.revocation_channel: postgres needs a PostgreSQL database.url"
             )
+        from authgate.adapters.revocations import PostgresRevocations  # asyncpg: only then
+
         return PostgresRevocations(pool, config.database.url)
     return LocalRevocations()
 
@@ -444,10 +447,13 @@ async def _open_store(config: Config, closers: list[Callable[[], Awaitable[Any]]
     db = config.database
     url = db.url
     store: PostgresStore | SqliteStore
+    pool: asyncpg.Pool | None = None
     memory_states = MemoryStates(config.state.memory_max_entries)
     if url.startswith("memory://"):
         return _memory_stores(memory_states)
     if url.startswith(("postgresql://", "postgres://")):
+        from authgate.adapters.postgres import open_postgres  # asyncpg: only for PostgreSQL
+
         try:
             store = await open_postgres(
                 url,
@@ -459,6 +465,7 @@ async def _open_store(config: Config, closers: list[Callable[[], Awaitable[Any]]
             )
         except PostgresStoreError as e:  # each is one line without a credential
             raise StartupError(f"database: {e}") from None
+        pool = store.pool
     elif url.startswith("sqlite:///"):
         # sqlite:///relative/path, sqlite:////absolute/path (SQLAlchemy's convention)
         path = url.removeprefix("sqlite:///")
@@ -489,7 +496,7 @@ async def _open_store(config: Config, closers: list[Callable[[], Awaitable[Any]]
         units=store.units,
         session_records=store.sessions,
         readiness=[check],
-        pool=store.pool if isinstance(store, PostgresStore) else None,
+        pool=pool,
     )
 
 
@@ -558,8 +565,11 @@ async def create_app(
     app.middlewares.append(renewal_middleware(services.sessions))
     app[RESOURCES] = resources  # for diagnostics and tests that look behind the HTTP API
     development.mount(app, config)  # /docs; /demo and /dev/idp in development
-    if isinstance(resources.metrics, OtelMetrics):
-        _mount_metrics(app, config, resources.metrics)
+    if config.metrics.enabled:
+        from authgate.adapters.metrics import OtelMetrics  # imported by open_resources then
+
+        if isinstance(resources.metrics, OtelMetrics):
+            _mount_metrics(app, config, resources.metrics)
 
     async def close(_: web.Application) -> None:
         await resources.close()
@@ -604,6 +614,10 @@ def migrate(config: Config) -> int:
     if not url.startswith(("postgresql://", "postgres://")):
         print(f"authgate: nothing to migrate for {url.split(':', 1)[0]} databases")
         return 0
+    import asyncpg  # only for PostgreSQL (the embedded default does not need it)
+
+    from authgate.adapters.postgres import migrate as postgres_migrate
+
     try:
         applied = asyncio.run(postgres_migrate(url))
     except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError, PostgresStoreError) as e:
@@ -624,10 +638,15 @@ async def reach_database(config: Config) -> str:
     closers: list[Callable[[], Awaitable[Any]]] = []
     try:
         stores = await _open_store(config, closers)
+        errors: tuple[type[Exception], ...] = (TimeoutError, OSError, sqlite3.Error)
+        if stores.pool is not None:  # PostgreSQL: _open_store has imported asyncpg
+            import asyncpg
+
+            errors = (*errors, asyncpg.PostgresError)
         for check in stores.readiness:
             try:
                 await asyncio.wait_for(check.check(), check.timeout)
-            except (TimeoutError, OSError, sqlite3.Error, asyncpg.PostgresError) as e:
+            except errors as e:
                 raise StartupError(f"database: does not answer: {e or type(e).__name__}") from None
     finally:
         for close in reversed(closers):
