@@ -6,6 +6,7 @@ import attrs
 
 from authgate.ports.accounts import AccountRepository
 from authgate.ports.events import SignInEventLog
+from authgate.ports.provider_tokens import ProviderTokenStore, RevocationOutbox
 from authgate.ports.session_records import SessionRecords
 
 
@@ -16,3 +17,5 @@ class BoundRepositories:
     accounts: AccountRepository
     events: SignInEventLog
     sessions: SessionRecords
+    provider_tokens: ProviderTokenStore
+    revocations: RevocationOutbox

@@ -2,6 +2,7 @@
 
 from .accounts import MemoryAccounts
 from .events import MemoryEvents
+from .provider_tokens import MemoryProviderTokens, MemoryRevocationOutbox
 from .sessions import MemorySessionRecords
 from .state import MemoryStates
 from .units import MemoryUnitOfWork
@@ -9,6 +10,8 @@ from .units import MemoryUnitOfWork
 __all__ = [
     "MemoryAccounts",
     "MemoryEvents",
+    "MemoryProviderTokens",
+    "MemoryRevocationOutbox",
     "MemorySessionRecords",
     "MemoryStates",
     "MemoryUnitOfWork",

@@ -10,6 +10,7 @@ from authgate.adapters.units import BoundRepositories
 
 from .accounts import MemoryAccounts
 from .events import MemoryEvents
+from .provider_tokens import MemoryProviderTokens, MemoryRevocationOutbox
 from .sessions import MemorySessionRecords
 
 
@@ -20,11 +21,18 @@ class MemoryUnitOfWork:
     through units only."""
 
     def __init__(
-        self, accounts: MemoryAccounts, events: MemoryEvents, sessions: MemorySessionRecords
+        self,
+        accounts: MemoryAccounts,
+        events: MemoryEvents,
+        sessions: MemorySessionRecords,
+        provider_tokens: MemoryProviderTokens | None = None,
+        revocations: MemoryRevocationOutbox | None = None,
     ) -> None:
         self._accounts = accounts
         self._events = events
         self._sessions = sessions
+        self.provider_tokens = provider_tokens or MemoryProviderTokens()
+        self.revocations = revocations or MemoryRevocationOutbox()
         self._lock = asyncio.Lock()
 
     @asynccontextmanager
@@ -32,10 +40,19 @@ class MemoryUnitOfWork:
         async with self._lock:
             accounts, events = self._accounts.snapshot(), self._events.snapshot()
             sessions = self._sessions.snapshot()
+            tokens, revocations = self.provider_tokens.snapshot(), self.revocations.snapshot()
             try:
-                yield BoundRepositories(self._accounts, self._events, self._sessions)
+                yield BoundRepositories(
+                    self._accounts,
+                    self._events,
+                    self._sessions,
+                    self.provider_tokens,
+                    self.revocations,
+                )
             except BaseException:
                 self._accounts.restore(accounts)
                 self._events.restore(events)
                 self._sessions.restore(sessions)
+                self.provider_tokens.restore(tokens)
+                self.revocations.restore(revocations)
                 raise

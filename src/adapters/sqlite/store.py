@@ -21,6 +21,7 @@ from . import events, schema, state
 from .accounts import SqliteAccounts
 from .db import BUSY_TIMEOUT_MS, Database
 from .events import SqliteEvents
+from .provider_tokens import SqliteProviderTokens, SqliteRevocationOutbox
 from .sessions import SqliteSessionRecords
 from .state import SqliteStates
 
@@ -50,6 +51,8 @@ class SqliteStore:
         self.states = SqliteStates(db, purge_interval)
         self.events = SqliteEvents(db, event_retention, purge_interval)
         self.sessions = SqliteSessionRecords(db, purge_interval)
+        self.provider_tokens = SqliteProviderTokens(db)
+        self.revocations = SqliteRevocationOutbox(db)
         self.units = SqliteUnitOfWork(db, self.events, self.sessions)
         self._ping_timeout = ping_timeout
 
@@ -75,7 +78,11 @@ class SqliteUnitOfWork:
     async def begin(self) -> AsyncIterator[BoundRepositories]:
         async with self._db.unit() as bound:
             yield BoundRepositories(
-                SqliteAccounts(bound), self._events.bound(bound), self._sessions.bound(bound)
+                SqliteAccounts(bound),
+                self._events.bound(bound),
+                self._sessions.bound(bound),
+                SqliteProviderTokens(bound),
+                SqliteRevocationOutbox(bound),
             )
 
 
