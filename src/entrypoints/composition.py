@@ -31,6 +31,8 @@ from authgate.adapters.identity import (
 from authgate.adapters.memory import (
     MemoryAccounts,
     MemoryEvents,
+    MemoryProviderTokens,
+    MemoryRevocationOutbox,
     MemorySessionRecords,
     MemoryStates,
     MemoryUnitOfWork,
@@ -56,6 +58,7 @@ from authgate.adapters.sessions import (
     load_or_create_keys,
 )
 from authgate.adapters.sqlite import SchemaTooNew, SqliteStore, SqliteUnavailable, open_sqlite
+from authgate.adapters.tokens import JweTokenSealer, SealingKey, SealingKeyError
 from authgate.domain.scopes import ACCOUNT_MANAGE
 from authgate.entrypoints import development
 from authgate.entrypoints.config import Config, callback_urls_of
@@ -76,6 +79,12 @@ from authgate.ports.clock import Clock
 from authgate.ports.events import SignInEventLog
 from authgate.ports.identity import IdentityProvider
 from authgate.ports.metrics import Metrics, NoMetrics
+from authgate.ports.provider_tokens import (
+    ProviderTokenStore,
+    RevocationOutbox,
+    TokenRevoker,
+    TokenSealer,
+)
 from authgate.ports.ratelimit import RateLimiter
 from authgate.ports.revocations import RevocationChannel
 from authgate.ports.session_records import SessionRecords
@@ -83,6 +92,11 @@ from authgate.ports.sessions import SessionTokens
 from authgate.ports.state import StateStore
 from authgate.ports.unit_of_work import UnitOfWork
 from authgate.services.account import AccountService
+from authgate.services.provider_tokens import (
+    ProviderTokenService,
+    RevocationPolicy,
+    RevocationWorker,
+)
 from authgate.services.sessions import SessionPolicy, SessionService
 from authgate.services.signin import SignInPolicy, SignInService
 
@@ -113,6 +127,10 @@ class Resources:
     metrics: Metrics = attrs.field(factory=NoMetrics)
     readiness: list[HealthCheck] = attrs.field(factory=list)
     closers: list[Callable[[], Awaitable[Any]]] = attrs.field(factory=list)
+    provider_tokens: ProviderTokenStore = attrs.field(factory=MemoryProviderTokens)
+    revocation_outbox: RevocationOutbox = attrs.field(factory=MemoryRevocationOutbox)
+    sealer: TokenSealer | None = None  # None: no provider_tokens.keys, no token is kept
+    revokers: dict[str, TokenRevoker] = attrs.field(factory=dict)
 
     async def close(self) -> None:
         for close in reversed(self.closers):
@@ -132,11 +150,32 @@ class Services:
     signin: SignInService
     sessions: SessionService
     account: AccountService
+    provider_tokens: ProviderTokenService
+    revocation_worker: RevocationWorker
 
 
 def build_services(config: Config, resources: Resources) -> Services:
-    """One service per concept (sign-in, sessions, the account), wired on ``resources``."""
+    """One service per concept (sign-in, sessions, the account, provider tokens), wired on
+    ``resources``. The revocation worker is built, not started (:func:`create_app` starts
+    it with the application)."""
     session = config.session
+    tokens = config.provider_tokens
+    provider_tokens = ProviderTokenService(resources.sealer)
+    worker = RevocationWorker(
+        outbox=resources.revocation_outbox,
+        units=resources.units,
+        sealer=resources.sealer,
+        revokers=resources.revokers,
+        clock=resources.clock,
+        policy=RevocationPolicy(
+            retry_initial=dt.timedelta(seconds=tokens.retry_initial_seconds),
+            retry_max=dt.timedelta(seconds=tokens.retry_max_seconds),
+            give_up_after=dt.timedelta(seconds=tokens.give_up_after_seconds),
+            lease=dt.timedelta(seconds=tokens.lease_seconds),
+            poll_seconds=tokens.poll_seconds,
+        ),
+    )
+    provider_tokens.worker = worker
     sessions = SessionService(
         tokens=resources.sessions,
         records=resources.session_records,
@@ -172,6 +211,7 @@ def build_services(config: Config, resources: Resources) -> Services:
             dashboard_path=config.app.dashboard_path,
         ),
         metrics=resources.metrics,
+        provider_tokens=provider_tokens,
     )
     account = AccountService(
         accounts=resources.accounts,
@@ -179,8 +219,9 @@ def build_services(config: Config, resources: Resources) -> Services:
         units=resources.units,
         sessions=sessions,
         providers=list(resources.providers),
+        provider_tokens=provider_tokens,
     )
-    return Services(signin, sessions, account)
+    return Services(signin, sessions, account, provider_tokens, worker)
 
 
 def build_api(config: Config, resources: Resources, services: Services | None = None) -> Api:
@@ -271,6 +312,7 @@ async def open_resources(config: Config, clock: Clock | None = None) -> Resource
             closers.append(_shutdown(otel))
             metrics = otel
         providers = _providers(config, http, clock, metrics)
+        sealer = _sealer(config)
         return Resources(
             accounts=stores.accounts,
             states=stores.states,
@@ -286,11 +328,37 @@ async def open_resources(config: Config, clock: Clock | None = None) -> Resource
             metrics=metrics,
             readiness=stores.readiness,
             closers=closers,
+            provider_tokens=stores.provider_tokens,
+            revocation_outbox=stores.revocations,
+            sealer=sealer,
+            revokers={n: p for n, p in providers.items() if isinstance(p, OAuthIdentityProvider)},
         )
     except BaseException:
         for close in reversed(closers):
             await close()
         raise
+
+
+def _sealer(config: Config) -> TokenSealer | None:
+    """The sealer of ``provider_tokens.keys`` (checked by the configuration), or None."""
+    try:
+        keys = [SealingKey.from_text(k.id, k.secret) for k in config.provider_tokens.keys]
+    except SealingKeyError as e:
+        raise StartupError(f"provider_tokens.keys: {e}") from None
+    if not keys:
+        revocable = [
+            name
+            for name, p in config.providers.items()
+            if p.revocation_endpoint is not None or p.issuer is not None
+        ]
+        if revocable:
+            log.warning(
+                "provider_tokens.keys is empty: no provider token is kept, so unlinking a "
+                "provider or deleting an account cannot revoke its token at %s",
+                ", ".join(revocable),
+            )
+        return None
+    return JweTokenSealer(keys)
 
 
 def _shutdown(metrics: OtelMetrics) -> Callable[[], Awaitable[None]]:
@@ -322,16 +390,21 @@ class _Stores:
     session_records: SessionRecords
     readiness: list[HealthCheck] = attrs.field(factory=list)
     pool: asyncpg.Pool | None = None  # PostgreSQL's, for LISTEN/NOTIFY
+    provider_tokens: ProviderTokenStore = attrs.field(factory=MemoryProviderTokens)
+    revocations: RevocationOutbox = attrs.field(factory=MemoryRevocationOutbox)
 
 
 def _memory_stores(states: StateStore) -> _Stores:
     accounts, events, sessions = MemoryAccounts(), MemoryEvents(), MemorySessionRecords()
+    units = MemoryUnitOfWork(accounts, events, sessions)
     return _Stores(
         accounts=accounts,
         states=states,
         events=events,
-        units=MemoryUnitOfWork(accounts, events, sessions),
+        units=units,
         session_records=sessions,
+        provider_tokens=units.provider_tokens,
+        revocations=units.revocations,
     )
 
 
@@ -408,6 +481,8 @@ async def _open_store(config: Config, closers: list[Callable[[], Awaitable[Any]]
         session_records=store.sessions,
         readiness=[check],
         pool=store.pool if isinstance(store, PostgresStore) else None,
+        provider_tokens=store.provider_tokens,
+        revocations=store.revocations,
     )
 
 
@@ -449,6 +524,8 @@ def _providers(
                 response_mode=p.response_mode,
                 pkce=p.pkce,
                 timeout_seconds=p.timeout_seconds,
+                revocation_endpoint=p.revocation_endpoint,
+                revocation_auth=p.revocation_auth,
             )
             providers[name] = OAuthIdentityProvider(settings, http, clock, metrics)
         except ProviderSettingsError as e:
@@ -479,9 +556,14 @@ async def create_app(
     if isinstance(resources.metrics, OtelMetrics):
         _mount_metrics(app, config, resources.metrics)
 
+    async def start_worker(_: web.Application) -> None:
+        services.revocation_worker.start()
+
     async def close(_: web.Application) -> None:
+        await services.revocation_worker.stop()
         await resources.close()
 
+    app.on_startup.append(start_worker)
     app.on_cleanup.append(close)
     return app
 

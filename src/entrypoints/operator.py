@@ -36,6 +36,7 @@ from authgate.entrypoints import composition
 from authgate.entrypoints.config import Config
 from authgate.ports.identity import IdentityProvider
 from authgate.services.audit import audit_event
+from authgate.services.provider_tokens import enqueue_token_revocations
 
 OPERATOR = "operator"  # the audit events' provider: no identity provider was involved
 
@@ -143,6 +144,8 @@ async def delete_account(config: Config, account_id: str) -> int:
         try:
             async with resources.units.begin() as tx:
                 ended = await tx.sessions.revoke_all(account_id, now)
+                # The running instances' workers revoke the provider tokens.
+                await enqueue_token_revocations(tx, account_id, now)
                 if not await tx.accounts.delete(account_id):
                     raise NotFound(f"no account {account_id}")  # deleted meanwhile: roll back
                 await tx.events.record(

@@ -19,6 +19,7 @@ from authgate.ports.accounts import AccountRepository, LastIdentityError
 from authgate.ports.events import SignInEventLog
 from authgate.ports.unit_of_work import UnitOfWork
 from authgate.services.audit import audit_event
+from authgate.services.provider_tokens import ProviderTokenService, enqueue_token_revocations
 from authgate.services.sessions import SessionService
 
 
@@ -50,7 +51,9 @@ class AccountService:
         units: UnitOfWork,
         sessions: SessionService,
         providers: Sequence[str],
+        provider_tokens: ProviderTokenService | None = None,
     ) -> None:
+        self.provider_tokens = provider_tokens or ProviderTokenService(None)
         self.accounts = accounts
         self.events = events
         self.units = units
@@ -83,6 +86,9 @@ class AccountService:
         ended: list[str] = []
         try:
             async with self.units.begin() as tx:
+                # Before the identity goes (its sealed token goes with it); rolled back with
+                # the unlink when that fails.
+                queued = await enqueue_token_revocations(tx, account_id, now, provider)
                 removed = await tx.accounts.unlink_identity(account_id, provider)
                 if removed:
                     ended = await tx.sessions.revoke_all(
@@ -94,6 +100,8 @@ class AccountService:
         except LastIdentityError:
             raise errors.LastIdentity(provider) from None
         await self.sessions.announce(ended)
+        if queued:
+            self.provider_tokens.queued()
         if not removed:
             if provider not in self.providers:
                 raise errors.InvalidProvider(provider, self.providers)
@@ -109,6 +117,7 @@ class AccountService:
         now = self.sessions.clock.now()
         async with self.units.begin() as tx:
             ended = await tx.sessions.revoke_all(caller.account_id, now)
+            queued = await enqueue_token_revocations(tx, caller.account_id, now)
             if not await tx.accounts.delete(caller.account_id):
                 raise errors.AccountGone()
             await tx.events.record(
@@ -117,6 +126,8 @@ class AccountService:
                 )
             )
         await self.sessions.announce(ended)
+        if queued:
+            self.provider_tokens.queued()
 
     async def export(self, caller: Caller) -> AccountExport:
         """Everything stored about the caller (data-protection requests); a recent sign-in."""
