@@ -130,10 +130,10 @@ async def raw_rows(database_url: str, table: str) -> list[dict[str, Any]]:
     if database_url.startswith("sqlite:///"):
         with sqlite3.connect(database_url.removeprefix("sqlite:///")) as db:
             db.row_factory = sqlite3.Row
-            return [dict(r) for r in db.execute(f"SELECT * FROM {table}")]  # noqa: S608
+            return [dict(r) for r in db.execute(f"SELECT * FROM {table}")]
     conn = await asyncpg.connect(database_url)
     try:
-        return [dict(r) for r in await conn.fetch(f"SELECT * FROM {table}")]  # noqa: S608
+        return [dict(r) for r in await conn.fetch(f"SELECT * FROM {table}")]
     finally:
         await conn.close()
 
