@@ -346,18 +346,7 @@ def _sealer(config: Config) -> TokenSealer | None:
     except SealingKeyError as e:
         raise StartupError(f"provider_tokens.keys: {e}") from None
     if not keys:
-        revocable = [
-            name
-            for name, p in config.providers.items()
-            if p.revocation_endpoint is not None or p.issuer is not None
-        ]
-        if revocable:
-            log.warning(
-                "provider_tokens.keys is empty: no provider token is kept, so unlinking a "
-                "provider or deleting an account cannot revoke its token at %s",
-                ", ".join(revocable),
-            )
-        return None
+        return None  # ProviderTokenService warns once a provider hands out a token to keep
     return JweTokenSealer(keys)
 
 

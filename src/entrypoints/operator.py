@@ -35,6 +35,7 @@ from authgate.domain.model import Account, ClientInfo, Outcome, ProviderIdentity
 from authgate.entrypoints import composition
 from authgate.entrypoints.config import Config
 from authgate.ports.identity import IdentityProvider
+from authgate.ports.provider_tokens import TokenUnreadable
 from authgate.services.audit import audit_event
 from authgate.services.provider_tokens import enqueue_token_revocations
 
@@ -201,6 +202,39 @@ def rotate_keys(config: Config, prune: bool) -> int:
         return _fail("keys rotate", str(e), 2)
     print(f"authgate: {path} holds {len(kids)} key(s): {', '.join(kids)}")
     return 0
+
+
+# -- provider tokens ------------------------------------------------------------------------
+
+
+async def rekey_provider_tokens(config: Config) -> int:
+    """``provider-tokens rekey``: re-seal every kept provider token under the first key of
+    ``provider_tokens.keys``, so that the others can be removed. 2 when no key is configured
+    or a token opens under no configured key (one of its keys was removed too early)."""
+    name = "provider-tokens rekey"
+
+    async def command(resources: composition.Resources, services: composition.Services) -> int:
+        if resources.sealer is None:
+            return _fail(name, "provider_tokens.keys is empty: nothing is sealed", 2)
+        try:
+            done = await services.provider_tokens.rekey(resources.provider_tokens)
+        except TokenUnreadable as e:
+            return _fail(name, f"a kept token cannot be opened: {e}", 2)
+        pending = await resources.revocation_outbox.pending()
+        older = sum(1 for p in pending if p.sealed.key_id != resources.sealer.seal_key_id)
+        print(
+            f"authgate: re-sealed {done} provider token(s) under key {resources.sealer.seal_key_id}"
+        )
+        if older:
+            # Outbox rows keep the key they were sealed with: they are sent (or given up)
+            # within provider_tokens.give_up_after_seconds.
+            print(
+                f"authgate: {older} pending revocation(s) still need an older key; keep it "
+                "listed until they are done"
+            )
+        return 0
+
+    return await _with_resources(config, command)
 
 
 # -- config check ---------------------------------------------------------------------------

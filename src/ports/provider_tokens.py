@@ -29,6 +29,11 @@ class TokenUnreadable(Exception):
 class TokenSealer(Protocol):
     """Encrypts provider tokens at rest (authenticated encryption bound to the identity)."""
 
+    @property
+    def seal_key_id(self) -> str:
+        """The id of the key that seals (the first configured)."""
+        ...
+
     def seal(self, token: ProviderToken, identity: ProviderIdentity) -> SealedToken:
         """Encrypt under the current (first) key."""
         ...

@@ -33,6 +33,7 @@ from authgate.domain.model import (
 )
 from authgate.ports.clock import Clock
 from authgate.ports.provider_tokens import (
+    ProviderTokenStore,
     RevocationFailed,
     RevocationOutbox,
     Revoked,
@@ -95,6 +96,7 @@ class ProviderTokenService:
     def __init__(self, sealer: TokenSealer | None) -> None:
         self.sealer = sealer
         self.worker: RevocationWorker | None = None
+        self._warned: set[str] = set()
 
     async def keep(
         self, tx: Transaction, account_id: str, verified: VerifiedIdentity, now: dt.datetime
@@ -102,12 +104,40 @@ class ProviderTokenService:
         """In the sign-in's unit of work: keep the provider's token sealed for ``account_id``
         (replacing the one kept before). Nothing without a token or without keys."""
         token = verified.provider_token
-        if token is None or self.sealer is None:
+        if token is None:
+            return
+        if self.sealer is None:
+            provider = verified.identity.provider
+            if provider not in self._warned:
+                self._warned.add(provider)
+                log.warning(
+                    "provider %s has a revocation endpoint but provider_tokens.keys is empty: "
+                    "its tokens are not kept, so unlinking it or deleting an account cannot "
+                    "revoke them at the provider",
+                    provider,
+                )
             return
         sealed = self.sealer.seal(token, verified.identity)
         await tx.provider_tokens.put(
             StoredProviderToken(account_id, verified.identity, sealed, now)
         )
+
+    async def rekey(self, store: ProviderTokenStore, batch: int = 100) -> int:
+        """Re-seal every kept token under the current (first) key, so that an older key can be
+        removed from the configuration; the number re-sealed. A token a sign-in replaced
+        meanwhile is left as the sign-in wrote it. Raises TokenUnreadable for a token no
+        configured key opens (its key was removed too early)."""
+        if self.sealer is None:
+            return 0
+        current = self.sealer.seal_key_id
+        done = 0
+        while found := await store.sealed_under_other_keys(current, batch):
+            for stored in found:
+                token = self.sealer.open(stored.sealed, stored.identity)
+                resealed = attrs.evolve(stored, sealed=self.sealer.seal(token, stored.identity))
+                if await store.replace_sealed(resealed, stored.sealed.key_id):
+                    done += 1
+        return done
 
     def queued(self) -> None:
         """Revocations were queued and committed: the worker looks at once."""

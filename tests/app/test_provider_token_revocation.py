@@ -23,11 +23,12 @@ import pytest
 from aiohttp import ClientResponse
 
 from authgate.domain.model import Outcome
+from authgate.entrypoints import operator
 from authgate.entrypoints.composition import RESOURCES
 from tests.fakeidp import FakeIdP, FakeUser, RevocationStyle, SettableClock, Shape
 from tests.support.waiting import eventually
 
-from .conftest import APP_URL, CALLBACK_URL, Client, MakeService, SignIn
+from .conftest import APP_URL, CALLBACK_URL, Client, MakeService, SignIn, load_config
 
 PROVIDERS = ("google", "apple", "corp")
 KEY_1 = {"id": "k1", "secret": secrets.token_urlsafe(32)}
@@ -290,8 +291,12 @@ async def test_a_revocation_is_given_up_after_the_maximum_age_with_an_audit_even
     assert idp.apple.revocations == []
 
 
-async def test_tokens_sealed_under_a_rotated_key_are_still_revoked(
-    make_service: MakeService, idp: FakeIdP, idp_clock: SettableClock, database_url: str
+async def test_key_rotation_old_tokens_still_revocable_and_rekey_retires_the_old_key(
+    make_service: MakeService,
+    idp: FakeIdP,
+    idp_clock: SettableClock,
+    database_url: str,
+    tmp_path: Path,
 ) -> None:
     first = SignIn(
         await make_service(overrides(idp, database_url, [KEY_1]), clock=idp_clock),
@@ -300,22 +305,36 @@ async def test_tokens_sealed_under_a_rotated_key_are_still_revoked(
     )
     token = await register(first, "google", "google-6")
     await link(first, token, "apple", "apple-6")
+    await link(first, token, "corp", "corp-6")
     [apple_refresh] = idp.apple.refresh_tokens
+    [corp_refresh] = idp["corp"].refresh_tokens
     await first.client.close()
 
     # Rotation: the new key first, the old one still listed.
-    second = SignIn(
-        await make_service(overrides(idp, database_url, [KEY_2, KEY_1]), clock=idp_clock),
+    rotated = overrides(idp, database_url, [KEY_2, KEY_1])
+    second = SignIn(await make_service(rotated, clock=idp_clock), idp, idp_clock)
+    await register(second, "corp", "corp-6b")
+    keys = sorted(
+        (r["subject"], r["key_id"]) for r in await raw_rows(database_url, "provider_tokens")
+    )
+    assert keys == [("apple-6", "k1"), ("corp-6", "k1"), ("corp-6b", "k2"), ("google-6", "k1")]
+    await unlink(second.client, token, "apple")  # sealed under the old key
+    await eventually(lambda: len(idp.apple.revocations) == 1, what="apple revocation")
+    assert idp.apple.revocations[0].token == apple_refresh
+
+    # `authgate provider-tokens rekey` re-seals the rest under k2; then k1 can go.
+    assert await operator.rekey_provider_tokens(load_config(tmp_path, rotated)) == 0
+    rows = await raw_rows(database_url, "provider_tokens")
+    assert {r["key_id"] for r in rows} == {"k2"} and len(rows) == 3
+    await second.client.close()
+    third = SignIn(
+        await make_service(overrides(idp, database_url, [KEY_2]), clock=idp_clock),
         idp,
         idp_clock,
     )
-    await register(second, "corp", "corp-6")
-    keys = {r["provider"]: r["key_id"] for r in await raw_rows(database_url, "provider_tokens")}
-    assert keys == {"google": "k1", "apple": "k1", "corp": "k2"}
-
-    await unlink(second.client, token, "apple")
-    await eventually(lambda: len(idp.apple.revocations) == 1, what="apple revocation")
-    assert idp.apple.revocations[0].token == apple_refresh
+    await unlink(third.client, token, "corp")
+    await eventually(lambda: len(idp["corp"].revocations) == 1, what="corp revocation")
+    assert idp["corp"].revocations[0].token == corp_refresh
 
 
 async def test_no_provider_token_in_responses_logs_or_the_export(

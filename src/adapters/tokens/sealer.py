@@ -72,18 +72,18 @@ class JweTokenSealer:
         if len(set(ids)) != len(ids):
             raise SealingKeyError("key ids must be unique")
         self._keys = {k.id: OctKey.import_key(k.secret) for k in keys}
-        self.current_key_id = keys[0].id
+        self._seal_key_id = keys[0].id
 
     @property
-    def key_ids(self) -> list[str]:
-        return list(self._keys)
+    def seal_key_id(self) -> str:
+        return self._seal_key_id
 
     def seal(self, token: ProviderToken, identity: ProviderIdentity) -> SealedToken:
         plaintext = json.dumps(
             {"p": identity.provider, "s": identity.subject, "h": token.hint, "t": token.value},
             separators=(",", ":"),
         ).encode()
-        kid = self.current_key_id
+        kid = self._seal_key_id
         ciphertext = jwe.encrypt_compact({**HEADER, "kid": kid}, plaintext, self._keys[kid])
         return SealedToken(kid, ciphertext)
 
