@@ -253,7 +253,17 @@ async def check_config(config: Config) -> int:
             return 1
         for name, provider in providers.items():
             results.append(await _check_provider(name, provider))
+    results.append(_check_provider_tokens(config))
     return 0 if all(results) else 1
+
+
+def _check_provider_tokens(config: Config) -> bool:
+    keys = config.provider_tokens.keys  # their form was checked with the configuration
+    if not keys:
+        print("provider tokens: none kept (provider_tokens.keys is empty; nothing is revoked)")
+    else:
+        print(f"provider tokens: ok ({len(keys)} key(s), sealing with {keys[0].id})")
+    return True
 
 
 def _check_keys(config: Config) -> bool:

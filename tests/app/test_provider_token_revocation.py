@@ -272,6 +272,26 @@ async def test_a_provider_that_is_down_gets_the_revocation_once_it_is_back(
     assert revoked_event("apple") in found
 
 
+async def test_a_token_the_provider_no_longer_knows_counts_as_revoked(
+    signin: SignIn, idp: FakeIdP
+) -> None:
+    token = await register(signin, "apple", "apple-8")
+    await link(signin, token, "google", "google-8")
+    [google_access] = idp.google.access_tokens
+    assert idp.google.revoke(google_access)  # the user revoked access at Google meanwhile
+    await unlink(signin.client, token, "google")
+    await eventually(lambda: len(idp.google.revocations) == 1, what="google revocation")
+    assert idp.google.revocations[0].known is False  # Google answered 400 invalid_token
+
+    async def audited() -> list[str | None]:
+        events = await signin.client.app[RESOURCES].events.for_account(account_of(token))
+        return [e.detail for e in events if e.outcome is Outcome.PROVIDER_TOKEN_REVOKED]
+
+    await eventually(audited, what="the revocation audited")
+    [detail] = await audited()
+    assert detail is not None and "no longer knew" in detail
+
+
 async def test_a_revocation_is_given_up_after_the_maximum_age_with_an_audit_event(
     signin: SignIn, idp: FakeIdP, idp_clock: SettableClock, database_url: str
 ) -> None:
