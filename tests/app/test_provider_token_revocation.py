@@ -385,3 +385,24 @@ async def test_no_provider_token_in_responses_logs_or_the_export(
 
 async def _empty(rows: Any) -> bool:
     return not await rows
+
+
+async def test_two_instances_on_one_database_send_each_revocation_once(
+    make_service: MakeService, idp: FakeIdP, idp_clock: SettableClock, database_url: str
+) -> None:
+    settings = overrides(idp, database_url, [KEY_1])
+    a = SignIn(await make_service(settings, clock=idp_clock), idp, idp_clock)
+    b = SignIn(await make_service(settings, clock=idp_clock), idp, idp_clock)
+    tokens = [await register(a, "apple", f"apple-9-{i}") for i in range(8)]
+    issued = set(idp.apple.refresh_tokens)
+    for i, token in enumerate(tokens):  # half on each instance; both workers poll
+        client = (a if i % 2 else b).client
+        response = await client.delete("/v1/account", headers=bearer(token))
+        assert response.status == 204, await response.text()
+    await eventually(lambda: len(idp.apple.revocations) >= len(tokens), what="all revoked")
+    await eventually(
+        lambda: _empty(raw_rows(database_url, "provider_token_revocations")), what="outbox"
+    )
+    sent = [r.token for r in idp.apple.revocations]
+    assert sorted(sent) == sorted(issued)  # each once: a second send would repeat a token
+    assert all(r.known for r in idp.apple.revocations)
