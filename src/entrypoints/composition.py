@@ -30,6 +30,8 @@ from authgate.adapters.identity import (
 from authgate.adapters.memory import (
     MemoryAccounts,
     MemoryEvents,
+    MemoryProviderTokens,
+    MemoryRevocationOutbox,
     MemorySessionRecords,
     MemoryStates,
     MemoryUnitOfWork,
@@ -44,6 +46,7 @@ from authgate.adapters.sessions import (
     load_or_create_keys,
 )
 from authgate.adapters.sqlite import SchemaTooNew, SqliteStore, SqliteUnavailable, open_sqlite
+from authgate.adapters.tokens import JweTokenSealer, SealingKey, SealingKeyError
 from authgate.domain.scopes import ACCOUNT_MANAGE
 from authgate.entrypoints import development
 from authgate.entrypoints.config import (
@@ -70,6 +73,12 @@ from authgate.ports.clock import Clock
 from authgate.ports.events import SignInEventLog
 from authgate.ports.identity import IdentityProvider
 from authgate.ports.metrics import Metrics, NoMetrics
+from authgate.ports.provider_tokens import (
+    ProviderTokenStore,
+    RevocationOutbox,
+    TokenRevoker,
+    TokenSealer,
+)
 from authgate.ports.ratelimit import RateLimiter
 from authgate.ports.revocations import RevocationChannel
 from authgate.ports.session_records import SessionRecords
@@ -82,6 +91,11 @@ from authgate.services.provider_events import (
     ProviderEventService,
     Receiver,
     Shape,
+)
+from authgate.services.provider_tokens import (
+    ProviderTokenService,
+    RevocationPolicy,
+    RevocationWorker,
 )
 from authgate.services.sessions import SessionPolicy, SessionService
 from authgate.services.signin import SignInPolicy, SignInService
@@ -123,6 +137,10 @@ class Resources:
     metrics: Metrics = attrs.field(factory=NoMetrics)
     readiness: list[HealthCheck] = attrs.field(factory=list)
     closers: list[Callable[[], Awaitable[Any]]] = attrs.field(factory=list)
+    provider_tokens: ProviderTokenStore = attrs.field(factory=MemoryProviderTokens)
+    revocation_outbox: RevocationOutbox = attrs.field(factory=MemoryRevocationOutbox)
+    sealer: TokenSealer | None = None  # None: no provider_tokens.keys, no token is kept
+    revokers: dict[str, TokenRevoker] = attrs.field(factory=dict)
 
     async def close(self) -> None:
         for close in reversed(self.closers):
@@ -143,11 +161,32 @@ class Services:
     sessions: SessionService
     account: AccountService
     provider_events: ProviderEventService
+    provider_tokens: ProviderTokenService
+    revocation_worker: RevocationWorker
 
 
 def build_services(config: Config, resources: Resources) -> Services:
-    """One service per concept (sign-in, sessions, the account), wired on ``resources``."""
+    """One service per concept (sign-in, sessions, the account, provider tokens), wired on
+    ``resources``. The revocation worker is built, not started (:func:`create_app` starts
+    it with the application)."""
     session = config.session
+    tokens = config.provider_tokens
+    provider_tokens = ProviderTokenService(resources.sealer)
+    worker = RevocationWorker(
+        outbox=resources.revocation_outbox,
+        units=resources.units,
+        sealer=resources.sealer,
+        revokers=resources.revokers,
+        clock=resources.clock,
+        policy=RevocationPolicy(
+            retry_initial=dt.timedelta(seconds=tokens.retry_initial_seconds),
+            retry_max=dt.timedelta(seconds=tokens.retry_max_seconds),
+            give_up_after=dt.timedelta(seconds=tokens.give_up_after_seconds),
+            lease=dt.timedelta(seconds=tokens.lease_seconds),
+            poll_seconds=tokens.poll_seconds,
+        ),
+    )
+    provider_tokens.worker = worker
     sessions = SessionService(
         tokens=resources.sessions,
         records=resources.session_records,
@@ -183,6 +222,7 @@ def build_services(config: Config, resources: Resources) -> Services:
             dashboard_path=config.app.dashboard_path,
         ),
         metrics=resources.metrics,
+        provider_tokens=provider_tokens,
     )
     account = AccountService(
         accounts=resources.accounts,
@@ -190,6 +230,7 @@ def build_services(config: Config, resources: Resources) -> Services:
         units=resources.units,
         sessions=sessions,
         providers=list(resources.providers),
+        provider_tokens=provider_tokens,
     )
     provider_events = ProviderEventService(
         receivers=_receivers(config, resources.providers),
@@ -204,7 +245,7 @@ def build_services(config: Config, resources: Resources) -> Services:
             )
         ),
     )
-    return Services(signin, sessions, account, provider_events)
+    return Services(signin, sessions, account, provider_events, provider_tokens, worker)
 
 
 def receiver_routes(config: Config) -> list[ReceiverRoute]:
@@ -347,6 +388,7 @@ async def open_resources(config: Config, clock: Clock | None = None) -> Resource
             closers.append(_shutdown(otel))
             metrics = otel
         providers = _providers(config, http, clock, metrics)
+        sealer = _sealer(config)
         return Resources(
             accounts=stores.accounts,
             states=stores.states,
@@ -363,11 +405,26 @@ async def open_resources(config: Config, clock: Clock | None = None) -> Resource
             metrics=metrics,
             readiness=stores.readiness,
             closers=closers,
+            provider_tokens=stores.provider_tokens,
+            revocation_outbox=stores.revocations,
+            sealer=sealer,
+            revokers={n: p for n, p in providers.items() if isinstance(p, OAuthIdentityProvider)},
         )
     except BaseException:
         for close in reversed(closers):
             await close()
         raise
+
+
+def _sealer(config: Config) -> TokenSealer | None:
+    """The sealer of ``provider_tokens.keys`` (checked by the configuration), or None."""
+    try:
+        keys = [SealingKey.from_text(k.id, k.secret) for k in config.provider_tokens.keys]
+    except SealingKeyError as e:
+        raise StartupError(f"provider_tokens.keys: {e}") from None
+    if not keys:
+        return None  # ProviderTokenService warns once a provider hands out a token to keep
+    return JweTokenSealer(keys)
 
 
 def _shutdown(metrics: OtelMetrics) -> Callable[[], Awaitable[None]]:
@@ -403,16 +460,21 @@ class _Stores:
     session_records: SessionRecords
     readiness: list[HealthCheck] = attrs.field(factory=list)
     pool: asyncpg.Pool | None = None  # PostgreSQL's, for LISTEN/NOTIFY
+    provider_tokens: ProviderTokenStore = attrs.field(factory=MemoryProviderTokens)
+    revocations: RevocationOutbox = attrs.field(factory=MemoryRevocationOutbox)
 
 
 def _memory_stores(states: StateStore) -> _Stores:
     accounts, events, sessions = MemoryAccounts(), MemoryEvents(), MemorySessionRecords()
+    units = MemoryUnitOfWork(accounts, events, sessions)
     return _Stores(
         accounts=accounts,
         states=states,
         events=events,
-        units=MemoryUnitOfWork(accounts, events, sessions),
+        units=units,
         session_records=sessions,
+        provider_tokens=units.provider_tokens,
+        revocations=units.revocations,
     )
 
 
@@ -497,6 +559,8 @@ async def _open_store(config: Config, closers: list[Callable[[], Awaitable[Any]]
         session_records=store.sessions,
         readiness=[check],
         pool=pool,
+        provider_tokens=store.provider_tokens,
+        revocations=store.revocations,
     )
 
 
@@ -538,6 +602,8 @@ def _providers(
                 response_mode=p.response_mode,
                 pkce=p.pkce,
                 timeout_seconds=p.timeout_seconds,
+                revocation_endpoint=p.revocation_endpoint,
+                revocation_auth=p.revocation_auth,
             )
             providers[name] = OAuthIdentityProvider(settings, http, clock, metrics)
         except ProviderSettingsError as e:
@@ -571,9 +637,14 @@ async def create_app(
         if isinstance(resources.metrics, OtelMetrics):
             _mount_metrics(app, config, resources.metrics)
 
+    async def start_worker(_: web.Application) -> None:
+        services.revocation_worker.start()
+
     async def close(_: web.Application) -> None:
+        await services.revocation_worker.stop()
         await resources.close()
 
+    app.on_startup.append(start_worker)
     app.on_cleanup.append(close)
     return app
 
