@@ -257,10 +257,10 @@ async def check_config(config: Config) -> int:
             return 1
         for name, provider in providers.items():
             results.append(await _check_provider(name, provider))
+        results.append(_check_provider_tokens(config))
         for route in composition.receiver_routes(config):
             if route.shape is Shape.RISC:
                 results.append(await _check_security_events(config, route.provider, providers))
-    results.append(_check_provider_tokens(config))
     return 0 if all(results) else 1
 
 
