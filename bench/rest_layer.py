@@ -1,13 +1,14 @@
 """The REST layer's overhead and its peers, measured side by side in one run (issues 2 and 13).
 
 The same endpoint -- ``GET /items/{id}?view=...`` with a regex-checked path parameter, a
-required regex-checked query parameter and a small JSON object in answer -- is served seven
+required regex-checked query parameter and a small JSON object in answer -- is served eight
 ways, each by its own server process (one process, no workers) pinned to the same CPU:
 
     authgate         an authgate operation (attrs response, cattrs), tracing disabled
     authgate-traced  the same app with the tracing middleware on an SDK TracerProvider whose
                      span processor hands spans to an exporter that drops them
     raw-aiohttp      a plain aiohttp handler doing the same checks by hand, json.dumps of a dict
+    authgate-asyncio authgate on asyncio's own loop (what rest.event_loop: asyncio serves on)
     fastapi-h11      FastAPI on uvicorn with h11 and asyncio's loop (issue 2's row)
     fastapi          FastAPI on uvicorn[standard]: httptools and uvloop
     litestar         Litestar on uvicorn[standard]
@@ -47,7 +48,7 @@ from typing import Any
 import attrs
 from peers_rest import ID_REGEX, PEERS, VIEW_REGEX, serve_peer
 
-KINDS = ("authgate", "authgate-traced", "raw-aiohttp", *PEERS)
+KINDS = ("authgate", "authgate-traced", "raw-aiohttp", "authgate-asyncio", *PEERS)
 
 # (label, numerator, denominator, target): the issues' targets (2 and 13); None: shown only.
 TARGETS: tuple[tuple[str, str, str, float | None], ...] = (
@@ -57,6 +58,7 @@ TARGETS: tuple[tuple[str, str, str, float | None], ...] = (
     ("authgate/litestar", "authgate", "litestar", 1.0),
     ("authgate/blacksheep", "authgate", "blacksheep", 1.0),
     ("authgate/fastapi-h11", "authgate", "fastapi-h11", None),
+    ("authgate/authgate-asyncio", "authgate", "authgate-asyncio", None),
 )
 
 # Requests the servers must answer identically (status and JSON body) before any load.
@@ -189,6 +191,8 @@ def serve(kind: str, cpu: int | None, loop: str) -> None:
     app = raw_aiohttp_app() if kind == "raw-aiohttp" else authgate_app(kind == "authgate-traced")
     print(port, flush=True)
     # authgate and raw aiohttp on the same loop: the one `authgate serve` would pick.
+    if kind == "authgate-asyncio":
+        loop = "asyncio"
     with asyncio.Runner(loop_factory=lambda: new_event_loop(loop)) as runner:  # type: ignore[arg-type]
         runner.run(_serve_aiohttp(app, sock))
 
