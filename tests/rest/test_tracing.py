@@ -15,7 +15,7 @@ from opentelemetry import trace as otel_trace
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.sdk.resources import SERVICE_NAME, Resource
-from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+from opentelemetry.sdk.trace import ReadableSpan, SpanLimits, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.sdk.trace.id_generator import IdGenerator
@@ -222,13 +222,16 @@ class CountingIds(IdGenerator):
         return self.n << 64 | self.n
 
 
-async def exported_by(serve: Serve, sampler: Sampler) -> ExportTraceServiceRequest:
+async def exported_by(
+    serve: Serve, sampler: Sampler, limits: SpanLimits | None = None
+) -> ExportTraceServiceRequest:
     """The OTLP request of the spans of a fixed sequence of requests, times zeroed."""
     exporter = InMemorySpanExporter()
     provider = TracerProvider(
         sampler=sampler,
         resource=Resource.create({SERVICE_NAME: "authgate-test"}),
         id_generator=CountingIds(),
+        span_limits=limits,
     )
     provider.add_span_processor(SimpleSpanProcessor(exporter))
     api = Api("Example", "1.0.0")
@@ -259,7 +262,6 @@ async def exported_by(serve: Serve, sampler: Sampler) -> ExportTraceServiceReque
     ):
         await (await client.get(path, headers=headers)).read()
     spans = exporter.get_finished_spans()
-    assert all(s.dropped_attributes == s.dropped_events == s.dropped_links == 0 for s in spans)
     request = encode_spans(spans)
     for resource_spans in request.resource_spans:
         for scope_spans in resource_spans.scope_spans:
@@ -270,12 +272,34 @@ async def exported_by(serve: Serve, sampler: Sampler) -> ExportTraceServiceReque
     return request
 
 
+SDK_ALWAYS_ON = ParentBased(StaticSampler(Decision.RECORD_AND_SAMPLE))
+"""The default sampler's decisions from other objects: every span through the SDK's start_span."""
+
+
+@pytest.mark.parametrize(
+    "limits",
+    [
+        None,
+        # Limits the recorded path does not apply itself: the SDK's span takes over.
+        SpanLimits(max_span_attributes=3),
+        SpanLimits(max_span_attribute_length=4),
+    ],
+)
+async def test_spans_export_the_same_under_limits(serve: Serve, limits: SpanLimits | None) -> None:
+    recorded = await exported_by(serve, ParentBased(ALWAYS_ON), limits)
+    assert recorded == await exported_by(serve, SDK_ALWAYS_ON, limits)
+    spans = recorded.resource_spans[0].scope_spans[0].spans
+    if limits is not None and limits.max_span_attributes == 3:
+        assert {len(s.attributes) for s in spans} == {3}
+    if limits is not None and limits.max_span_attribute_length == 4:
+        assert {a.value.string_value for a in spans[0].attributes} >= {"/use", "http"}
+
+
 async def test_recorded_spans_export_what_the_sdk_spans_would(serve: Serve) -> None:
     # The default sampler takes the recorded path; an equal ParentBased sampler whose root is
     # not the SDK's ALWAYS_ON object makes every span through the SDK's own start_span.
     recorded = await exported_by(serve, ParentBased(ALWAYS_ON))
-    by_the_sdk = await exported_by(serve, ParentBased(StaticSampler(Decision.RECORD_AND_SAMPLE)))
-    assert recorded == by_the_sdk
+    assert recorded == await exported_by(serve, SDK_ALWAYS_ON)
     (scope_spans,) = recorded.resource_spans[0].scope_spans
     assert scope_spans.scope.name == "authgate"
     # Six spans: the request whose parent is not sampled is not recorded, as the SDK decides.

@@ -195,11 +195,10 @@ class _SpanRecorder:
         tracer = self.tracer
         attributes = attributes if attributes is not None else {}
         parent: SpanContext | None = trace.get_current_span(context).get_span_context()
-        max_attributes = self.max_attributes
         if (
             not self._reproducible()
             or (parent is not None and parent.is_valid and not parent.trace_flags.sampled)
-            or (max_attributes is not None and len(attributes) > max_attributes)
+            or (self.max_attributes is not None and len(attributes) > self.max_attributes)
         ):
             # What the SDK's sampler does with a parent that is not sampled, and everything
             # else this does not reproduce: the SDK itself.
