@@ -23,6 +23,7 @@ import yaml
 from limits import parse_many
 
 from authgate.entrypoints.rest.cors import normalise_origin
+from authgate.entrypoints.rest.eventloop import EventLoop, default_event_loop, uvloop_available
 from authgate.entrypoints.rest.wire import describe_error, make_converter
 
 
@@ -41,6 +42,8 @@ class RestConfig:
     # proxy: the origin that cookie-authenticated changes must come from. Unset: the origin
     # each request was made to (scheme and Host), right only without a TLS-terminating proxy.
     public_url: str | None = None
+    # The event loop `authgate serve` runs on: uvloop when it is importable, else asyncio.
+    event_loop: EventLoop = attrs.field(factory=default_event_loop)
 
 
 @attrs.frozen
@@ -377,6 +380,10 @@ def _key_error(exc: BaseException) -> str:
 def _check(config: Config) -> None:
     if not 0 < config.rest.port < 65536:
         raise ConfigError("rest.port: must be between 1 and 65535")
+    if config.rest.event_loop == "uvloop" and not uvloop_available():
+        raise ConfigError(
+            "rest.event_loop: uvloop is not installed (pip install uvloop), or set asyncio"
+        )
     if config.metrics.port is not None and not 0 < config.metrics.port < 65536:
         raise ConfigError("metrics.port: must be between 1 and 65535")
     if config.metrics.port == config.rest.port:
