@@ -19,7 +19,9 @@ installed service, not the compilation of every module of a fresh virtual enviro
 (``first_start`` reports that start, which compiles whatever was not compiled yet).
 
     .venv/bin/python bench/startup_bench.py            # the recorded run (5 fresh + 5 warm)
-    .venv/bin/python bench/startup_bench.py --uvloop   # the same on uvloop's event loop
+    .venv/bin/python bench/startup_bench.py --event-loop asyncio   # on asyncio's own loop
+                                                       # (the default is the service's: uvloop
+                                                       # when installed, rest.event_loop)
     .venv/bin/python bench/startup_bench.py --quick    # a smoke run (1 fresh + 1 warm)
 """
 
@@ -42,19 +44,11 @@ import aiohttp
 
 from bench.harness import ROOT, ServiceProcess, authgate_command, free_port, temp_folder
 
-# ``authgate serve`` with uvloop's event loop policy set first: aiohttp's run_app then runs on
-# a uvloop loop (what a ``rest.event_loop: uvloop`` setting does), to measure what it costs.
-UVLOOP_SERVE = (
-    "import asyncio, sys, uvloop; asyncio.set_event_loop_policy(uvloop.EventLoopPolicy()); "
-    "from authgate.entrypoints.cli import main; sys.exit(main())"
-)
 
-
-async def one_start(folder: Path, settle: float, uvloop: bool = False) -> dict[str, Any]:
+async def one_start(folder: Path, settle: float) -> dict[str, Any]:
     port = free_port()
     config = folder / "config.default.yaml"
-    args = ("serve", "--config", str(config))
-    command = [sys.executable, "-c", UVLOOP_SERVE, *args] if uvloop else authgate_command(*args)
+    command = authgate_command("serve", "--config", str(config))
     # An empty PYTHONDONTWRITEBYTECODE is unset: the service caches its bytecode as usual.
     env = {"PORT": str(port), "PYTHONDONTWRITEBYTECODE": ""}
     service = ServiceProcess(config, port=port, env=env, cwd=folder, command=command)
@@ -87,9 +81,16 @@ async def one_start(folder: Path, settle: float, uvloop: bool = False) -> dict[s
     }
 
 
-def new_folder() -> Path:
+def new_folder(event_loop: str | None) -> Path:
+    """A fresh folder with the embedded default's configuration; ``event_loop`` sets
+    ``rest.event_loop`` (None: the service's default, uvloop when it is installed)."""
     folder = temp_folder("authgate-startup-")
-    shutil.copy(ROOT / "config.default.yaml", folder / "config.default.yaml")
+    text = (ROOT / "config.default.yaml").read_text()
+    if event_loop is not None:
+        commented = "  # event_loop: uvloop"
+        assert commented in text, "config.default.yaml no longer names rest.event_loop"
+        text = text.replace(commented, f"  event_loop: {event_loop}  #", 1)
+    (folder / "config.default.yaml").write_text(text)
     return folder
 
 
@@ -103,24 +104,24 @@ KEYS = (
 )
 
 
-async def run(starts: int, settle: float, uvloop: bool = False) -> dict[str, Any]:
+async def run(starts: int, settle: float, event_loop: str | None = None) -> dict[str, Any]:
     results: dict[str, list[dict[str, Any]]] = {"fresh": [], "warm": []}
-    folder = new_folder()
+    folder = new_folder(event_loop)
     try:
-        first = await one_start(folder, settle, uvloop)
+        first = await one_start(folder, settle)
     finally:
         shutil.rmtree(folder, ignore_errors=True)
     for _ in range(starts):
-        folder = new_folder()
+        folder = new_folder(event_loop)
         try:
-            results["fresh"].append(await one_start(folder, settle, uvloop))
-            results["warm"].append(await one_start(folder, settle, uvloop))
+            results["fresh"].append(await one_start(folder, settle))
+            results["warm"].append(await one_start(folder, settle))
         finally:
             shutil.rmtree(folder, ignore_errors=True)
     report: dict[str, Any] = {
         "starts": starts,
         "settle_seconds": settle,
-        "event_loop": "uvloop" if uvloop else "default",
+        "event_loop": event_loop or "default (uvloop when installed)",
         "targets": {"ready_seconds": 1.0, "idle_rss_mib": 60.0},  # issue 13, goal 4
         "first_start": {key: round(value, 3) for key, value in first.items()},
     }
@@ -134,11 +135,13 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--starts", type=int, default=5)
     parser.add_argument("--settle", type=float, default=3.0)
-    parser.add_argument("--uvloop", action="store_true", help="serve on uvloop's event loop")
+    parser.add_argument(
+        "--event-loop", choices=("uvloop", "asyncio"), help="rest.event_loop (default: unset)"
+    )
     parser.add_argument("--quick", action="store_true", help="a smoke run: 1 start, 0.2 s idle")
     args = parser.parse_args()
     starts, settle = (1, 0.2) if args.quick else (args.starts, args.settle)
-    print(json.dumps(asyncio.run(run(starts, settle, args.uvloop)), indent=2))
+    print(json.dumps(asyncio.run(run(starts, settle, args.event_loop)), indent=2))
     return 0
 
 
