@@ -9,16 +9,13 @@ endpoint from its discovery document).
 
 from __future__ import annotations
 
-import base64
 import json
 import logging
 import secrets
-import sqlite3
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
-import asyncpg
 import pytest
 from aiohttp import ClientResponse
 
@@ -29,6 +26,7 @@ from tests.fakeidp import FakeIdP, FakeUser, RevocationStyle, SettableClock, Sha
 from tests.support.waiting import eventually
 
 from .conftest import APP_URL, CALLBACK_URL, Client, MakeService, SignIn, load_config
+from .provider_tokens_support import account_of, outcomes, raw_rows, revoked_event
 
 PROVIDERS = ("google", "apple", "corp")
 KEY_1 = {"id": "k1", "secret": secrets.token_urlsafe(32)}
@@ -93,12 +91,6 @@ def session_token(response: ClientResponse) -> str:
     raise AssertionError("the callback set no session cookie")
 
 
-def account_of(token: str) -> str:
-    payload = token.split(".")[1]
-    claims = json.loads(base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4)))
-    return str(claims["sub"])
-
-
 def bearer(token: str) -> dict[str, str]:
     return {"Authorization": f"Bearer {token}"}
 
@@ -124,28 +116,6 @@ async def link(signin: SignIn, token: str, provider: str, sub: str) -> None:
 async def unlink(client: Client, token: str, provider: str) -> None:
     response = await client.delete(f"/v1/account/providers/{provider}", headers=bearer(token))
     assert response.status == 200, await response.text()
-
-
-async def raw_rows(database_url: str, table: str) -> list[dict[str, Any]]:
-    """Every row of ``table`` as the database holds it (no adapter in between)."""
-    if database_url.startswith("sqlite:///"):
-        with sqlite3.connect(database_url.removeprefix("sqlite:///")) as db:
-            db.row_factory = sqlite3.Row
-            return [dict(r) for r in db.execute(f"SELECT * FROM {table}")]
-    conn = await asyncpg.connect(database_url)
-    try:
-        return [dict(r) for r in await conn.fetch(f"SELECT * FROM {table}")]
-    finally:
-        await conn.close()
-
-
-async def outcomes(client: Client, account_id: str) -> list[tuple[str, str]]:
-    events = await client.app[RESOURCES].events.for_account(account_id)
-    return [(e.provider, e.outcome.value) for e in events]
-
-
-def revoked_event(provider: str) -> tuple[str, str]:
-    return (provider, Outcome.PROVIDER_TOKEN_REVOKED.value)
 
 
 # -- tests ----------------------------------------------------------------------------------
