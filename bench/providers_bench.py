@@ -27,6 +27,7 @@ import asyncio
 import datetime as dt
 import json
 import os
+import shutil
 import statistics
 import sys
 import time
@@ -110,6 +111,7 @@ async def run(
     connections: int,
     warmup: float,
     profile: bool = False,
+    profile_out: Path | None = None,
 ) -> dict[str, Any]:
     profile_report: dict[str, Any] | None = None
     folder = temp_folder("authgate-bench-providers-")
@@ -169,6 +171,8 @@ async def run(
                     authgate.port, requests["authgate"], connections=connections, seconds=9
                 )
                 await asyncio.to_thread(spy.wait)
+                if profile_out is not None:
+                    shutil.copyfile(folded, profile_out)
                 profile_report = {
                     "shares": profiling.shares(folded),
                     "top_self": profiling.top_functions(folded),
@@ -219,12 +223,23 @@ def main() -> int:
     parser.add_argument(
         "--profile", action="store_true", help="profile authgate with py-spy (pip install py-spy)"
     )
+    parser.add_argument(
+        "--profile-out", type=Path, help="with --profile: keep the folded stacks in this file"
+    )
     args = parser.parse_args()
     rounds, seconds, warmup = (2, 1.0, 0.5) if args.quick else (args.rounds, args.seconds, 2.0)
     started = time.monotonic()
     with pinned_to(1):
         report = asyncio.run(
-            run(args.admin_url, rounds, seconds, args.connections, warmup, args.profile)
+            run(
+                args.admin_url,
+                rounds,
+                seconds,
+                args.connections,
+                warmup,
+                args.profile or args.profile_out is not None,
+                args.profile_out,
+            )
         )
     report["wall_seconds"] = round(time.monotonic() - started, 1)
     print(json.dumps(report, indent=2))
