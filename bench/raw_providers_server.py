@@ -3,8 +3,10 @@
     python bench/raw_providers_server.py PORT DATABASE_URL ACCOUNT_ID
 
 ``GET /v1/account/providers`` runs the same query as the PostgreSQL adapter's
-``list_identities`` for a fixed account, on a pool of the same size, and answers the same JSON;
-no authentication, no parameter handling, no validation, no error handling, no access log.
+``list_identities`` for a fixed account (the same statement, prepared by asyncpg's statement
+cache as the adapter's is), on a pool of the same size, and answers the same JSON, byte for
+byte (bench/providers_bench.py checks it before measuring); no authentication, no parameter
+handling, no validation, no error handling, no access log, no metrics.
 """
 
 from __future__ import annotations
@@ -17,10 +19,14 @@ import asyncpg
 from aiohttp import web
 
 QUERY = """
-    SELECT account_id, provider, subject, email, linked_at, is_primary
-    FROM identities WHERE account_id = $1
-    ORDER BY linked_at, is_primary DESC, provider, subject
-"""
+            SELECT account_id, provider, subject, email, linked_at, is_primary, email_verified
+            FROM identities WHERE account_id = $1
+            ORDER BY linked_at, is_primary DESC, provider, subject
+            """
+
+
+# Compact and UTF-8 as is, as authgate writes JSON.
+encode = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
 
 
 def main(port: int, database_url: str, account_id: str) -> None:
@@ -45,7 +51,7 @@ def main(port: int, database_url: str, account_id: str) -> None:
                 for r in rows
             ]
         }
-        return web.Response(body=json.dumps(body).encode(), content_type="application/json")
+        return web.Response(body=encode(body).encode(), content_type="application/json")
 
     app = web.Application()
     app.on_startup.append(open_pool)
