@@ -17,6 +17,7 @@ from .accounts import PostgresAccounts
 from .errors import unavailable
 from .events import PostgresEvents
 from .migrations import CONNECT_ERRORS, check_schema
+from .seen_events import PostgresSeenEvents
 from .sessions import PostgresSessionRecords
 from .state import PostgresStates
 
@@ -129,5 +130,8 @@ class PostgresUnitOfWork:
     async def begin(self) -> AsyncIterator[BoundRepositories]:
         async with self._pool.acquire() as conn, conn.transaction():
             yield BoundRepositories(
-                PostgresAccounts(conn), self._events.bound(conn), self._sessions.bound(conn)
+                PostgresAccounts(conn),
+                self._events.bound(conn),
+                self._sessions.bound(conn),
+                PostgresSeenEvents(conn),
             )
