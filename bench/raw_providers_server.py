@@ -18,11 +18,14 @@ import uuid
 import asyncpg
 from aiohttp import web
 
-QUERY = """
-            SELECT account_id, provider, subject, email, linked_at, is_primary, email_verified
-            FROM identities WHERE account_id = $1
-            ORDER BY linked_at, is_primary DESC, provider, subject
-            """
+QUERY = (
+    """
+    SELECT account_id, provider, subject, email, linked_at, is_primary, email_verified,
+        disabled_reason, email_disabled
+    FROM identities
+"""
+    + "WHERE account_id = $1 ORDER BY linked_at, is_primary DESC, provider, subject"
+)
 
 
 # Compact and UTF-8 as is, as authgate writes JSON.
