@@ -11,6 +11,7 @@ providers:
     raw        bench/raw_providers_server.py: the same query on a pool of the same size and the
                same JSON, with no authentication, validation, error handling or access log
 
+All three run on the same event loop, ``rest.event_loop``'s default (uvloop when installed).
 Each server runs alone pinned to CPU 0 while the load generator (bench/httpload.py: keep-alive
 connections, closed loop) runs pinned to CPU 1; PostgreSQL serves both the same way. Rounds
 alternate the order; the median round is reported with p50/p99 latency and the server's CPU
@@ -44,6 +45,7 @@ if __package__ in (None, ""):  # run as a script: make the repository importable
 import aiohttp
 import asyncpg
 
+from authgate.entrypoints.rest.eventloop import default_event_loop
 from bench import profiling
 from bench.harness import (
     ServiceProcess,
@@ -136,6 +138,8 @@ async def run(
     profile_out: Path | None = None,
 ) -> dict[str, Any]:
     profile_report: dict[str, Any] | None = None
+    # the raw handler runs on authgate's loop: rest.event_loop's default (uvloop when installed)
+    loop = default_event_loop()
     folder = temp_folder("authgate-bench-providers-")
     name = f"authgate_bench_{os.getpid()}"
     admin = await asyncpg.connect(admin_url)
@@ -166,6 +170,7 @@ async def run(
                 str(raw_port),
                 url,
                 account,
+                loop,
             ],
         )
         samples: dict[str, list[dict[str, Any]]] = {"authgate": [], "authgate-nolog": [], "raw": []}
@@ -212,6 +217,7 @@ async def run(
         "rounds": rounds,
         "seconds_per_round": seconds,
         "connections": connections,
+        "event_loop": loop,
         "servers": {
             kind: {
                 key: round(median(kind, key), 2)

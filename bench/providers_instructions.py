@@ -38,6 +38,7 @@ if __package__ in (None, ""):  # run as a script: make the repository importable
 import asyncpg
 
 from authgate.adapters.sessions.jwt import load_or_create_keys
+from authgate.entrypoints.rest.eventloop import default_event_loop
 from bench.harness import (
     ServiceProcess,
     authgate_command,
@@ -125,7 +126,7 @@ async def run(admin_url: str, kinds: list[str], requests: int) -> dict[str, Any]
             overrides = SERVERS[kind]
             if overrides is None:
                 raw = Path(__file__).with_name("raw_providers_server.py")
-                command = [sys.executable, str(raw), str(port), url, account]
+                command = [sys.executable, str(raw), str(port), url, account, default_event_loop()]
                 request = request_bytes(PATH, port)
             else:
                 config = service_config(

@@ -24,6 +24,7 @@ from authgate.ports.accounts import AccountRepository, LastIdentityError
 from authgate.ports.events import SignInEventLog
 from authgate.ports.unit_of_work import Transaction, UnitOfWork
 from authgate.services.audit import audit_event
+from authgate.services.provider_tokens import ProviderTokenService, enqueue_token_revocations
 from authgate.services.sessions import SessionService
 
 
@@ -32,7 +33,7 @@ class ProviderRemoval(enum.Enum):
 
     UNLINKED = "unlinked"
     ACCOUNT_DELETED = "account_deleted"
-    DISABLED = "disabled"  # the only sign-in method, kept but refused (setting)
+    KEPT = "kept"  # the only sign-in method: kept, its sessions ended (setting)
     UNKNOWN_SUBJECT = "unknown_subject"
     REPLAYED = "replayed"
 
@@ -65,7 +66,9 @@ class AccountService:
         units: UnitOfWork,
         sessions: SessionService,
         providers: Sequence[str],
+        provider_tokens: ProviderTokenService | None = None,
     ) -> None:
+        self.provider_tokens = provider_tokens or ProviderTokenService(None)
         self.accounts = accounts
         self.events = events
         self.units = units
@@ -107,6 +110,7 @@ class AccountService:
                 raise errors.InvalidProvider(provider, self.providers)
             raise errors.IdentityNotLinked(provider)
         await self.sessions.announce(ended)
+        self.provider_tokens.queued()
         return await self.accounts.list_identities(account_id)
 
     async def delete(self, caller: Caller) -> None:
@@ -123,6 +127,7 @@ class AccountService:
             if ended is None:
                 raise errors.AccountGone()
         await self.sessions.announce(ended)
+        self.provider_tokens.queued()
 
     async def remove_identity_for_provider(
         self,
@@ -135,8 +140,8 @@ class AccountService:
     ) -> ProviderRemoval:
         """The provider says its user withdrew (Apple ``consent-revoked``, ``account-delete``):
         unlink ``identity`` and end the sessions issued through it; when it is the account's
-        only sign-in method, delete the account (``delete_when_last``) or else refuse sign-ins
-        through it and end every session. One transaction with the event's one-time ``jti``
+        only sign-in method, delete the account (``delete_when_last``) or else keep it and end
+        every session. One transaction with the event's one-time ``jti``
         and the audit event: a replayed event changes nothing."""
         now = self.sessions.clock.now()
         ended: list[str] = []
@@ -184,15 +189,24 @@ class AccountService:
                 )
                 removal = ProviderRemoval.ACCOUNT_DELETED
             else:
-                await tx.accounts.set_identity_disabled(identity, kind)
+                # Kept as it is, signed out: a later sign-in through the provider is the user
+                # consenting again (a deleted Apple Account cannot sign in at all).
                 ended = await tx.sessions.revoke_all(holder.id, now)
+                detail = f"{kind}: only sign-in method, kept"
                 await tx.events.record(
                     audit_event(
-                        now, identity.provider, Outcome.IDENTITY_DISABLED, client, holder.id, kind
+                        now,
+                        identity.provider,
+                        Outcome.PROVIDER_SIGNED_OUT,
+                        client,
+                        holder.id,
+                        detail,
                     )
                 )
-                removal = ProviderRemoval.DISABLED
+                removal = ProviderRemoval.KEPT
         await self.sessions.announce(ended)
+        if removal is not ProviderRemoval.KEPT:
+            self.provider_tokens.queued()
         return removal
 
     async def _unlink_in(
@@ -210,7 +224,10 @@ class AccountService:
         """Inside ``tx``: remove the account's identity at ``provider``, end the sessions
         issued through it (but ``keep``) and record the audit event; the sessions ended, None
         when the account holds no identity there. Raises LastIdentityError for the last one.
-        The one place of an unlink, whether the caller or the provider asked."""
+        The one place of an unlink, whether the caller or the provider asked: the provider's
+        token goes to the revocation outbox first (the identity's sealed token goes with it;
+        rolled back with the unlink when that fails)."""
+        await enqueue_token_revocations(tx, account_id, now, provider)
         if not await tx.accounts.unlink_identity(account_id, provider):
             return None
         ended = await tx.sessions.revoke_all(account_id, now, keep=keep, provider=provider)
@@ -230,8 +247,9 @@ class AccountService:
         """Inside ``tx``: end every session of the account, delete it with its identities and
         record the audit event; the sessions ended, None when there is no such account (the
         caller rolls back). The one place of a deletion, whether the caller or the provider
-        asked."""
+        asked. Every provider token it kept goes to the revocation outbox."""
         ended = await tx.sessions.revoke_all(account_id, now)
+        await enqueue_token_revocations(tx, account_id, now)
         if not await tx.accounts.delete(account_id):
             return None
         await tx.events.record(

@@ -16,6 +16,7 @@ from opentelemetry import trace
 
 from .accesslog import AccessLogger, access_logger_class, install_service_handler
 from .api import Api
+from .eventloop import EventLoop, default_event_loop, new_event_loop, running_loop_name
 from .tracing import make_tracer_provider, tracing_middleware
 
 log = logging.getLogger("authgate")
@@ -27,8 +28,9 @@ class ServerSettings:
 
     ``tracing``: a server span per request, exported as the standard ``OTEL_EXPORTER_OTLP_*``
     variables say, under ``service_name``. ``access_log``: one line per request
-    (:mod:`.accesslog`). ``shutdown_timeout_seconds``: how long in-flight requests may finish after
-    SIGTERM/SIGINT.
+    (:mod:`.accesslog`). ``shutdown_timeout_seconds``: how long in-flight requests may finish
+    after SIGTERM/SIGINT. ``event_loop``: the loop to serve on (uvloop by default when
+    importable).
     """
 
     port: int
@@ -37,6 +39,7 @@ class ServerSettings:
     access_log: bool = True
     tracing: bool = False
     service_name: str = "authgate"
+    event_loop: EventLoop = attrs.field(factory=default_event_loop)
 
 
 class MalformedRequestFilter(logging.Filter):
@@ -83,7 +86,13 @@ def serve(
     address = f"http://{settings.host}:{settings.port}"
 
     def announce(*_: object) -> None:
-        log.info("authgate listening on %s (OpenAPI at %s/openapi.json)", address, address)
+        # The loop named as it runs (run_app calls this from inside it), not as configured.
+        log.info(
+            "authgate listening on %s (OpenAPI at %s/openapi.json; event loop %s)",
+            address,
+            address,
+            running_loop_name(),
+        )
         if on_ready is not None:
             on_ready(address)
 
@@ -102,6 +111,7 @@ def serve(
             access_log=access_log,
             print=announce,
             handle_signals=True,
+            loop=new_event_loop(settings.event_loop),
         )
     finally:
         # After the graceful stop (SIGTERM/SIGINT: in-flight requests finished and logged) or
