@@ -74,7 +74,7 @@ def test_rest_layer_knows_nothing_of_sign_in() -> None:
 # and a concern (errors, routing, health, the document) is one module.
 REST_LAYERS: tuple[tuple[str, ...], ...] = (
     ("logtext", "wire", "routing", "tracing", "eventloop"),
-    ("errors", "schema"),
+    ("errors", "schema", "accesslog"),
     ("params", "security", "health", "cors"),
     ("call",),
     ("signature",),

@@ -11,13 +11,17 @@ status codes), so the cache is bounded too.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from bisect import bisect_left
+from collections.abc import Iterator, Mapping
+from types import MappingProxyType
 
 from opentelemetry.exporter.prometheus import PrometheusMetricReader
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import MetricReader, PeriodicExportingMetricReader
 from opentelemetry.sdk.resources import SERVICE_NAME, Resource
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
+from prometheus_client.core import HistogramMetricFamily
+from prometheus_client.metrics_core import Metric
 
 from authgate.ports.metrics import LimitName, ProviderCall
 
@@ -98,6 +102,14 @@ class OtelMetrics:
             explicit_bucket_boundaries_advisory=SECONDS_BUCKETS,
         )
         self._attributes: dict[tuple[object, ...], Attributes] = {}
+        # The request-duration histogram is counted here, not by the SDK, when its only reader
+        # is the Prometheus one (no OTLP): the SDK's per-measurement path (attribute cleaning
+        # and hashing, dispatch to each reader) cost ~100k instructions per request, a tenth of
+        # a whole authenticated read (docs/benchmarks.md, issue 13).
+        self._durations: RequestDurations | None = None
+        if not otlp:
+            self._durations = RequestDurations(SECONDS_BUCKETS)
+            self.registry.register(self._durations)
 
     def _bound(self, key: tuple[object, ...], build: dict[str, str | int]) -> Attributes:
         found = self._attributes.get(key)
@@ -146,6 +158,9 @@ class OtelMetrics:
         ``route`` is the matched route's template, None when no route matched."""
         # Normalised before the cache: a client's made-up method must not grow it.
         method = method if method in KNOWN_METHODS else "_OTHER"
+        if self._durations is not None:
+            self._durations.record(method, route, status, seconds)
+            return
         key = ("http", method, route, status)
         found = self._attributes.get(key)
         if found is None:
@@ -171,3 +186,59 @@ class OtelMetrics:
     def _provider_attributes(self, provider: str) -> Attributes:
         key = ("provider", provider)
         return self._attributes.get(key) or self._bound(key, {"provider": provider})
+
+
+class RequestDurations:
+    """``http.server.request.duration`` counted in plain Python and collected by the Prometheus
+    registry exactly as the OpenTelemetry Prometheus exporter writes an SDK histogram: the same
+    name, help, labels (the attributes, dots as underscores, and the ``otel_scope_*`` labels of
+    the ``authgate`` meter; a label some points lack is empty on them), buckets (the SDK's:
+    ``bounds[i-1] < value <= bounds[i]``) and sum (tests/unit/test_request_durations.py).
+
+    Recording and collecting both run on the event loop's thread (the middleware and the
+    ``/metrics`` handler), so there is no lock. Its label values are bounded like the
+    attribute cache's (known methods, route templates, status codes)."""
+
+    NAME = "http_server_request_duration"
+    HELP = "Duration of HTTP server requests"
+    # the exporter's labels of the instrumentation scope (the "authgate" meter, no version)
+    SCOPE_LABELS: Mapping[str, str] = MappingProxyType(
+        {"otel_scope_name": "authgate", "otel_scope_schema_url": "", "otel_scope_version": ""}
+    )
+
+    def __init__(self, bounds: tuple[float, ...]) -> None:
+        self._bounds = bounds
+        # (method, route, status) -> [count per bucket..., sum]
+        self._points: dict[tuple[str, str | None, int], list[float]] = {}
+
+    def record(self, method: str, route: str | None, status: int, seconds: float) -> None:
+        key = (method, route, status)
+        point = self._points.get(key)
+        if point is None:
+            point = self._points[key] = [0] * (len(self._bounds) + 2)
+        point[bisect_left(self._bounds, seconds)] += 1
+        point[-1] += seconds
+
+    def describe(self) -> list[Metric]:
+        return []  # nothing to check for duplicates when registered
+
+    def collect(self) -> Iterator[Metric]:
+        if not self._points:
+            return
+        rows = []
+        for (method, route, status), point in self._points.items():
+            labels = {"http_request_method": method, "http_response_status_code": str(status)}
+            if route is not None:
+                labels["http_route"] = route
+            rows.append((labels, point))
+        keys = sorted({key for labels, _ in rows for key in labels} | set(self.SCOPE_LABELS))
+        family = HistogramMetricFamily(self.NAME, self.HELP, labels=keys, unit="seconds")
+        for labels, point in rows:
+            values = {**self.SCOPE_LABELS, **labels}
+            buckets = []
+            total = 0
+            for bound, count in zip((*self._bounds, "+Inf"), point[:-1], strict=True):
+                total += int(count)
+                buckets.append((f"{bound}", total))
+            family.add_metric([values.get(k, "") for k in keys], buckets, sum_value=point[-1])
+        yield family

@@ -27,6 +27,7 @@ from authgate.services.sessions import SessionService
 
 SESSION_COOKIE = "session"
 SESSION_COOKIE_SCHEME = "sessionCookie"
+PRINCIPAL_CACHE_SIZE = 4096
 
 
 class SessionVerifier:
@@ -36,6 +37,10 @@ class SessionVerifier:
 
     def __init__(self, sessions: SessionService) -> None:
         self._sessions = sessions
+        # The principal of each (claims, scheme): the token cache answers the same claims
+        # object for a token it verified, so the principal (and its scopes) is built once per
+        # token, not per request. Bounded; an entry holds its claims, so ids are not reused.
+        self._principals: dict[tuple[int, str], tuple[SessionClaims, Principal]] = {}
 
     async def claims(self, token: str) -> SessionClaims:
         """The live session's claims; raises :class:`InvalidSession`."""
@@ -44,10 +49,18 @@ class SessionVerifier:
     async def principal(self, token: str, scheme: str) -> Principal:
         """The caller a token names; raises :class:`InvalidCredential`."""
         try:
-            claims = await self.claims(token)
+            claims = await self._sessions.verify(token)
         except InvalidSession as e:
             raise InvalidCredential(str(e)) from None
-        return Principal(subject=claims.account_id, scheme=scheme, claims=claims.claims)
+        key = (id(claims), scheme)
+        known = self._principals.get(key)
+        if known is not None and known[0] is claims:
+            return known[1]
+        principal = Principal(subject=claims.account_id, scheme=scheme, claims=claims.claims)
+        if len(self._principals) >= PRINCIPAL_CACHE_SIZE:
+            self._principals.clear()
+        self._principals[key] = (claims, principal)
+        return principal
 
     async def verify(self, token: str) -> Principal:
         return await self.principal(token, "bearer")

@@ -30,5 +30,9 @@ def log_safe(value: str) -> str:
     ``\\u2028``; a backslash as ``\\\\``), so that it stays on its log line and shows as text.
 
     Apply it to every request-derived value a log line carries."""
-    # Most values have nothing to escape: answer them without building a new string.
+    # Most values have nothing to escape: answer them without building a new string. For ASCII
+    # text, isprintable() is false exactly for the C0 controls and DEL; the backslash is the
+    # one other character to escape (two C-speed checks instead of a regular expression).
+    if value.isascii() and value.isprintable() and "\\" not in value:
+        return value
     return _UNSAFE.sub(_escape, value) if _UNSAFE.search(value) else value

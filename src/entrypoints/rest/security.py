@@ -16,6 +16,7 @@ verify (or lacks the scopes) is refused all the same.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from typing import Any, Protocol
 
@@ -33,7 +34,7 @@ class Principal:
     scheme: str
     claims: Mapping[str, Any] = attrs.field(factory=dict)
 
-    @property
+    @functools.cached_property  # a verifier may hand out the same principal on every request
     def scopes(self) -> frozenset[str]:
         scope = self.claims.get("scope", "")
         if isinstance(scope, str):
