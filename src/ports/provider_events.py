@@ -12,7 +12,8 @@ import attrs
 from authgate.domain.model import EventId
 
 # RFC 8935 section 2.4 (Security Event Token error codes), also answered by the Apple
-# receiver; the back-channel logout answers OAuth's ``invalid_request`` (its section 2.8).
+# receiver; the back-channel logout answers OAuth's ``invalid_request`` (its section 2.8)
+# with these beside it.
 INVALID_REQUEST = "invalid_request"
 INVALID_KEY = "invalid_key"
 INVALID_ISSUER = "invalid_issuer"

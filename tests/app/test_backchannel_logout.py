@@ -100,6 +100,9 @@ async def test_a_spoiled_logout_token_is_refused_and_ends_nothing(
 
     assert status == 400
     assert body["error"] == "invalid_request" and body["error_description"]
+    # RFC 8935's members too (issue 12: every receiver's refusal has its error body).
+    assert body["err"] in {"invalid_request", "invalid_key", "invalid_issuer", "invalid_audience"}
+    assert body["description"] == body["error_description"]
     assert logout not in str(body)
     assert headers["Cache-Control"] == "no-store"
     assert await events.status(token) == 200

@@ -2,7 +2,8 @@
 
 * ``POST /v1/providers/{name}/backchannel-logout`` (OpenID Connect Back-Channel Logout 1.0):
   a form with ``logout_token``; 200 (``Cache-Control: no-store``), or 400
-  ``{"error": "invalid_request", "error_description": …}`` (its section 2.8);
+  ``{"error": "invalid_request", "error_description": …}`` (its section 2.8) carrying the
+  RFC 8935 members ``err`` and ``description`` too, so every receiver's refusal has them;
 * ``POST /v1/providers/{name}/notifications`` for an Apple-shaped provider: JSON
   ``{"payload": "<JWT>"}``; 200, or 400 with the RFC 8935 error body;
 * the same path for any other provider: a Security Event Token (RFC 8417) pushed per RFC 8935
@@ -71,10 +72,13 @@ class AppleNotification:
 
 @attrs.frozen
 class LogoutError:
-    """Back-Channel Logout 1.0 section 2.8 (OAuth 2.0's error response)."""
+    """Back-Channel Logout 1.0 section 2.8 (OAuth 2.0's error response), with RFC 8935's
+    members beside (the refusal of every receiver carries ``err`` and ``description``)."""
 
     error: str
     error_description: str
+    err: str
+    description: str
 
 
 @attrs.frozen
@@ -213,7 +217,12 @@ def _malformed(description: str) -> EventTokenRejected:
 
 def _refusal(shape: Shape, e: EventTokenRejected) -> web.Response:
     if shape is Shape.BACKCHANNEL_LOGOUT:
-        body = {"error": INVALID_REQUEST, "error_description": e.description}
+        body = {
+            "error": INVALID_REQUEST,
+            "error_description": e.description,
+            "err": e.code,
+            "description": e.description,
+        }
     else:
         body = {"err": e.code, "description": e.description}
     return json_response(body, 400, NO_STORE)
