@@ -109,6 +109,24 @@ async def test_a_write_that_fails_at_the_end_takes_the_others_with_it(
     assert await pg.events.recent() == []
 
 
+async def test_a_registration_whose_last_write_fails_leaves_no_account(
+    pg: PostgresStore,
+) -> None:
+    other, _ = await pg.accounts.create_with_identity(verified(subject="other"), T0)
+    await pg.sessions.add(session("taken", other.id))
+    with pytest.raises(asyncpg.UniqueViolationError):
+        async with pg.units.begin() as tx:
+            account, _ = await tx.accounts.create_with_identity(verified(subject="new"), T0)
+            await tx.accounts.record_login(account.id, T0)
+            await tx.sessions.add(session("taken", account.id))  # fails at the commit
+    assert await pg.accounts.find_by_identity(verified(subject="new").identity) is None
+    assert await pg.accounts.get(account.id) is None
+    # the connection went back to the pool clean: the next unit works
+    async with pg.units.begin() as tx:
+        again, created = await tx.accounts.create_with_identity(verified(subject="new"), T0)
+    assert created and await pg.accounts.get(again.id) is not None
+
+
 async def test_a_failure_after_a_savepoint_rolls_back_every_write_of_the_unit(
     pg: PostgresStore,
 ) -> None:

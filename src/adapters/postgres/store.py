@@ -147,7 +147,7 @@ class PostgresUnitOfWork:
                 yield BoundRepositories(
                     PostgresAccounts(unit), self._events.bound(unit), self._sessions.bound(unit)
                 )
+                await unit.finish()
             except BaseException as e:
                 await unit.abort(e)
                 raise
-            await unit.finish()
