@@ -19,7 +19,7 @@ callback request. With ``--profile`` (py-spy in the venv: ``.venv/bin/pip instal
 each measured period is sampled and the server's CPU split into categories
 (bench/profiling.py).
 
-    .venv/bin/python bench/signin_bench.py --profile     # the recorded run (~80 s)
+    .venv/bin/python bench/signin_bench.py --profile     # the recorded run (~2 min)
     .venv/bin/python bench/signin_bench.py --seconds 3 --users 50   # a smoke run
 """
 

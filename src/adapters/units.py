@@ -6,6 +6,7 @@ import attrs
 
 from authgate.ports.accounts import AccountRepository
 from authgate.ports.events import SignInEventLog
+from authgate.ports.provider_events import SeenEvents
 from authgate.ports.session_records import SessionRecords
 
 
@@ -16,3 +17,4 @@ class BoundRepositories:
     accounts: AccountRepository
     events: SignInEventLog
     sessions: SessionRecords
+    seen_events: SeenEvents

@@ -144,5 +144,14 @@ class ReauthenticationRequired(SignInError):
         )
 
 
+class IdentityDisabled(SignInError):
+    """Sign-in through this provider identity is refused: its provider reported the account
+    disabled (RISC ``account-disabled``) and has not reported it enabled again."""
+
+    def __init__(self, reason: str) -> None:
+        self.reason = reason  # for the log and the audit only
+        super().__init__("sign-in through this provider account is disabled")
+
+
 class ProviderUnavailable(Exception):
     """A provider's configuration could not be loaded (discovery failed, …): an internal error."""

@@ -67,6 +67,11 @@ class LinkedIdentity:
     is_primary: bool
     # True only when the provider said the address is verified (ports.accounts.email_verified_of).
     email_verified: bool = False
+    # Set by the provider's events (issue 12): why sign-in through this identity is refused
+    # (RISC account-disabled's reason), None while it is allowed; and whether the user turned
+    # off forwarding to their address (Apple's email-disabled).
+    disabled_reason: str | None = None
+    email_disabled: bool = False
 
 
 @attrs.frozen
@@ -115,6 +120,15 @@ class Outcome(enum.Enum):
     SIGNED_OUT = "signed_out"
     SIGNED_OUT_EVERYWHERE = "signed_out_everywhere"
     ACCOUNT_DELETED = "account_deleted"
+    # What a provider told us about its user (Apple notifications, RISC, back-channel logout).
+    PROVIDER_SIGNED_OUT = "provider_signed_out"  # sessions ended by the provider's event
+    PROVIDER_UNLINKED = "provider_unlinked"  # the provider's identity removed by its event
+    IDENTITY_DISABLED = "identity_disabled"
+    IDENTITY_ENABLED = "identity_enabled"
+    EMAIL_DISABLED = "email_disabled"
+    EMAIL_ENABLED = "email_enabled"
+    PROVIDER_EVENT = "provider_event"  # received and audited; nothing to change
+    PROVIDER_EVENT_REJECTED = "provider_event_rejected"  # the token did not verify
 
 
 @attrs.frozen
@@ -187,6 +201,16 @@ class SessionRecord:
     def live(self, now: dt.datetime) -> bool:
         """Neither revoked nor expired at ``now``."""
         return self.revoked_at is None and now < self.expires_at
+
+
+@attrs.frozen
+class EventId:
+    """A provider event's one-time identity: its issuer's ``jti``, remembered until
+    ``expires_at`` (past it, the event's ``iat`` is too old to be accepted anyway)."""
+
+    issuer: str
+    jti: str
+    expires_at: dt.datetime
 
 
 @attrs.frozen

@@ -58,11 +58,17 @@ from authgate.adapters.sessions import (
 from authgate.adapters.sqlite import SchemaTooNew, SqliteStore, SqliteUnavailable, open_sqlite
 from authgate.domain.scopes import ACCOUNT_MANAGE
 from authgate.entrypoints import development
-from authgate.entrypoints.config import Config, callback_urls_of
+from authgate.entrypoints.config import (
+    Config,
+    backchannel_logout_path_of,
+    callback_urls_of,
+    notifications_path_of,
+)
 from authgate.entrypoints.http.account import AccountOperations
 from authgate.entrypoints.http.caller import ClientAddress
 from authgate.entrypoints.http.jwks import JwksOperations
 from authgate.entrypoints.http.metrics import metrics_middleware
+from authgate.entrypoints.http.provider_events import ProviderEventOperations, ReceiverRoute
 from authgate.entrypoints.http.renewal import renewal_middleware
 from authgate.entrypoints.http.session_auth import (
     SameOriginGuard,
@@ -83,6 +89,12 @@ from authgate.ports.sessions import SessionTokens
 from authgate.ports.state import StateStore
 from authgate.ports.unit_of_work import UnitOfWork
 from authgate.services.account import AccountService
+from authgate.services.provider_events import (
+    ProviderEventPolicy,
+    ProviderEventService,
+    Receiver,
+    Shape,
+)
 from authgate.services.sessions import SessionPolicy, SessionService
 from authgate.services.signin import SignInPolicy, SignInService
 
@@ -109,6 +121,7 @@ class Resources:
     limiter: RateLimiter  # the callback's
     initiation_limiter: RateLimiter
     providers: dict[str, IdentityProvider]
+    event_limiter: RateLimiter = attrs.field(factory=NoRateLimit)  # the event receivers'
     clock: Clock = attrs.field(factory=SystemClock)
     metrics: Metrics = attrs.field(factory=NoMetrics)
     readiness: list[HealthCheck] = attrs.field(factory=list)
@@ -132,6 +145,7 @@ class Services:
     signin: SignInService
     sessions: SessionService
     account: AccountService
+    provider_events: ProviderEventService
 
 
 def build_services(config: Config, resources: Resources) -> Services:
@@ -180,7 +194,58 @@ def build_services(config: Config, resources: Resources) -> Services:
         sessions=sessions,
         providers=list(resources.providers),
     )
-    return Services(signin, sessions, account)
+    provider_events = ProviderEventService(
+        receivers=_receivers(config, resources.providers),
+        units=resources.units,
+        events=resources.events,
+        sessions=sessions,
+        account=account,
+        clock=resources.clock,
+        policy=ProviderEventPolicy(
+            delete_account_when_last_identity=(
+                config.provider_events.delete_account_when_last_identity
+            )
+        ),
+    )
+    return Services(signin, sessions, account, provider_events)
+
+
+def receiver_routes(config: Config) -> list[ReceiverRoute]:
+    """Every enabled event receiver, from the configuration alone: back-channel logout where
+    asked; notifications in the provider's shape (Apple's for an apple_client_secret_jwt
+    provider, Security Event Tokens for any other)."""
+    routes = []
+    for name, p in config.providers.items():
+        if p.backchannel_logout:
+            path = backchannel_logout_path_of(name, p)
+            routes.append(ReceiverRoute(name, Shape.BACKCHANNEL_LOGOUT, path))
+        if p.notifications:
+            apple = p.token_endpoint_auth == "apple_client_secret_jwt"  # noqa: S105
+            shape = Shape.APPLE if apple else Shape.RISC
+            routes.append(ReceiverRoute(name, shape, notifications_path_of(name, p)))
+    return routes
+
+
+def _receivers(config: Config, providers: dict[str, IdentityProvider]) -> list[Receiver]:
+    """The verifier of each route, on its provider adapter's key sets (none when the
+    adapters are not open: the OpenAPI document is built without them)."""
+    max_age = config.provider_events.max_age_seconds
+    receivers = []
+    for route in receiver_routes(config):
+        adapter = providers.get(route.provider)
+        if not isinstance(adapter, OAuthIdentityProvider):
+            continue
+        if route.shape is Shape.BACKCHANNEL_LOGOUT:
+            verifier = adapter.logout_token_verifier(max_age_seconds=max_age)
+        elif route.shape is Shape.APPLE:
+            verifier = adapter.apple_notification_verifier(max_age_seconds=max_age)
+        else:
+            verifier = adapter.security_event_verifier(
+                max_age_seconds=max_age,
+                configuration_url=config.providers[route.provider].risc_configuration,
+            )
+        receivers.append(Receiver(route.provider, route.shape, verifier, adapter.event_issuers()))
+    return receivers
 
 
 def build_api(config: Config, resources: Resources, services: Services | None = None) -> Api:
@@ -210,6 +275,9 @@ def build_api(config: Config, resources: Resources, services: Services | None = 
     ).register(api)
     AccountOperations(services.account, bearer, cookie, guard, client_address, cors).register(api)
     JwksOperations(resources.sessions).register(api)
+    ProviderEventOperations(
+        services.provider_events, receiver_routes(config), resources.event_limiter, client_address
+    ).register(api)
     for check in resources.readiness:
         api.readiness.add(check)
     return api
@@ -218,7 +286,7 @@ def build_api(config: Config, resources: Resources, services: Services | None = 
 def document(config: Config) -> dict[str, Any]:
     """The OpenAPI document, built without opening any resource."""
     keys = ephemeral_keys()
-    callback, initiation = _limiters(config, RateLimitStore("memory://"))
+    callback, initiation, _ = _limiters(config, RateLimitStore("memory://"))
     stores = _memory_stores(MemoryStates())
     resources = Resources(
         accounts=stores.accounts,
@@ -263,7 +331,7 @@ async def open_resources(config: Config, clock: Clock | None = None) -> Resource
         revocations = _revocation_channel(config, stores.pool)
         await revocations.start()
         closers.append(revocations.close)
-        limiter, initiation_limiter = _limiters(config, store)
+        limiter, initiation_limiter, event_limiter = _limiters(config, store)
         clock = clock or SystemClock()
         metrics: Metrics = NoMetrics()
         if config.metrics.enabled:
@@ -282,6 +350,7 @@ async def open_resources(config: Config, clock: Clock | None = None) -> Resource
             limiter=limiter,
             initiation_limiter=initiation_limiter,
             providers=providers,
+            event_limiter=event_limiter,
             clock=clock,
             metrics=metrics,
             readiness=stores.readiness,
@@ -301,14 +370,18 @@ def _shutdown(metrics: OtelMetrics) -> Callable[[], Awaitable[None]]:
     return shutdown
 
 
-def _limiters(config: Config, store: RateLimitStore) -> tuple[RateLimiter, RateLimiter]:
-    """The callback's limit and the initiation's, each in its own namespace of ``store``: a
-    started sign-in does not spend the callback's budget, nor a callback the initiation's."""
+def _limiters(
+    config: Config, store: RateLimitStore
+) -> tuple[RateLimiter, RateLimiter, RateLimiter]:
+    """The callback's limit, the initiation's and the event receivers', each in its own
+    namespace of ``store``: a started sign-in does not spend the callback's budget, nor a
+    callback the initiation's, nor a provider's events either."""
     callback = store.limiter(config.ratelimit.callback, namespace="authgate-callback")
     initiation: RateLimiter = NoRateLimit()
     if config.ratelimit.initiation:  # null or empty: switched off
         initiation = store.limiter(config.ratelimit.initiation, namespace="authgate-initiation")
-    return callback, initiation
+    events = store.limiter(config.ratelimit.provider_events, namespace="authgate-events")
+    return callback, initiation, events
 
 
 @attrs.frozen

@@ -148,6 +148,9 @@ class RateLimitConfig:
 
     storage: str = "memory://"
     callback: str = "10/minute"
+    # The providers' event receivers (back-channel logout, Apple notifications, RISC), per
+    # client address like the callback, in a budget of their own.
+    provider_events: str = "60/minute"
     initiation: str | None = "60/minute"
     trusted_proxies: list[str] = attrs.field(factory=list)
     ipv6_prefix: int = 64
@@ -181,6 +184,27 @@ class ProviderConfig:
     response_mode: Literal["query", "form_post"] = "query"
     pkce: bool = True
     timeout_seconds: float = 10.0
+    # Provider events (README, "Provider events"). OpenID Connect Back-Channel Logout 1.0 at
+    # backchannel_logout_path (default /v1/providers/{name}/backchannel-logout).
+    backchannel_logout: bool = False
+    backchannel_logout_path: str | None = None
+    # The provider's pushed events at notifications_path (default
+    # /v1/providers/{name}/notifications): Sign in with Apple notifications for an
+    # apple_client_secret_jwt provider, else Security Event Tokens (RISC) whose keys come from
+    # risc_configuration (default {issuer}/.well-known/risc-configuration).
+    notifications: bool = False
+    notifications_path: str | None = None
+    risc_configuration: str | None = None
+
+
+@attrs.frozen
+class ProviderEventsConfig:
+    """``provider_events``: how old an event token may be (its ``iat``; its ``jti`` is
+    remembered as long), and what a provider's withdrawal of an account's only sign-in method
+    does (delete the account, or keep it with that identity refused)."""
+
+    max_age_seconds: int = 86400
+    delete_account_when_last_identity: bool = True
 
 
 @attrs.frozen
@@ -206,6 +230,7 @@ class Config:
     state: StateConfig = StateConfig()
     ratelimit: RateLimitConfig = RateLimitConfig()
     providers: dict[str, ProviderConfig] = attrs.field(factory=dict)
+    provider_events: ProviderEventsConfig = ProviderEventsConfig()
     dev: DevConfig = DevConfig()
     metrics: MetricsConfig = MetricsConfig()
 
@@ -218,6 +243,27 @@ def callback_urls_of(config: Config, provider: str) -> list[str]:
     configured = config.providers[provider].callback_urls if provider in config.providers else []
     shared = [u for u in config.app.callback_urls if urlsplit(u).path.endswith(suffix)]
     return list(dict.fromkeys([*configured, *shared]))
+
+
+def backchannel_logout_path_of(name: str, provider: ProviderConfig) -> str:
+    """Where the provider's back-channel logout tokens are received."""
+    return provider.backchannel_logout_path or f"/v1/providers/{name}/backchannel-logout"
+
+
+def notifications_path_of(name: str, provider: ProviderConfig) -> str:
+    """Where the provider's pushed events (Apple notifications, RISC) are received."""
+    return provider.notifications_path or f"/v1/providers/{name}/notifications"
+
+
+def receiver_paths(config: Config) -> list[tuple[str, str]]:
+    """(provider, path) of every enabled event receiver, in configuration order."""
+    paths = []
+    for name, p in config.providers.items():
+        if p.backchannel_logout:
+            paths.append((name, backchannel_logout_path_of(name, p)))
+        if p.notifications:
+            paths.append((name, notifications_path_of(name, p)))
+    return paths
 
 
 _VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
@@ -353,10 +399,32 @@ def _check(config: Config) -> None:
                     )
         elif provider.client_secret is None:
             raise ConfigError(f"providers.{name}.client_secret: required key missing")
+        for key in ("backchannel_logout", "notifications"):
+            if getattr(provider, key) and provider.issuer is None:
+                raise ConfigError(
+                    f"providers.{name}.{key}: needs issuer (the provider's signed event tokens "
+                    "are verified with its issuer and keys)"
+                )
+    _check_receivers(config)
+
+
+def _check_receivers(config: Config) -> None:
+    if config.provider_events.max_age_seconds <= 0:
+        raise ConfigError("provider_events.max_age_seconds: must be positive")
+    seen: set[str] = set()
+    for name, path in receiver_paths(config):
+        if not re.fullmatch(r"(/[A-Za-z0-9._~-]+)+", path):
+            raise ConfigError(
+                f"providers.{name}: receiver path {path!r} must be an absolute path of plain "
+                "segments"
+            )
+        if path in seen or path.startswith(("/v1/auth/", "/v1/account", "/health/", "/dev/")):
+            raise ConfigError(f"providers.{name}: receiver path {path} is already in use")
+        seen.add(path)
 
 
 def _check_ratelimit(ratelimit: RateLimitConfig) -> None:
-    limits = {"callback": ratelimit.callback}
+    limits = {"callback": ratelimit.callback, "provider_events": ratelimit.provider_events}
     if ratelimit.initiation:  # null or empty: no initiation limit
         limits["initiation"] = ratelimit.initiation
     for key, value in limits.items():

@@ -74,3 +74,17 @@ class AccountRepository(Protocol):
     async def list_identities(self, account_id: str) -> list[LinkedIdentity]:
         """The account's identities, oldest link first."""
         ...
+
+    async def get_identity(self, identity: ProviderIdentity) -> LinkedIdentity | None:
+        """The linked identity (with its provider-reported state), if an account holds it."""
+        ...
+
+    async def set_identity_disabled(self, identity: ProviderIdentity, reason: str | None) -> bool:
+        """Refuse sign-ins through ``identity`` (``reason``: why, as the provider said), or
+        allow them again (None). False when no account holds it."""
+        ...
+
+    async def set_identity_email_disabled(self, identity: ProviderIdentity, disabled: bool) -> bool:
+        """Record whether the user turned off mail forwarding to the identity's address (Apple
+        email-disabled / email-enabled). False when no account holds it."""
+        ...

@@ -51,6 +51,19 @@ class SessionRecords(Protocol):
         ``provider`` when given); the ids ended."""
         ...
 
+    async def revoke_provider_session(
+        self,
+        provider: str,
+        provider_session: str,
+        now: dt.datetime,
+        *,
+        account_id: str | None = None,
+    ) -> list[tuple[str, str]]:
+        """End the live sessions signed in through ``provider`` whose provider session (the ID
+        token's ``sid``) is ``provider_session`` (only the account's when given): the
+        (account id, session id) pairs ended. Back-channel logout."""
+        ...
+
     async def for_account(self, account_id: str) -> list[SessionRecord]:
         """Every record of the account, revoked and expired ones included, newest first (the
         data-protection export)."""

@@ -13,6 +13,7 @@ from typing import Protocol
 
 from authgate.ports.accounts import AccountRepository
 from authgate.ports.events import SignInEventLog
+from authgate.ports.provider_events import SeenEvents
 from authgate.ports.session_records import SessionRecords
 
 
@@ -27,6 +28,12 @@ class Transaction(Protocol):
 
     @property
     def sessions(self) -> SessionRecords: ...
+
+    @property
+    def seen_events(self) -> SeenEvents:
+        """Provider events already acted on (one-time ``jti``), in the same transaction as
+        what the event changes: a failed change leaves the event to be delivered again."""
+        ...
 
 
 class UnitOfWork(Protocol):

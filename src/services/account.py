@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import datetime as dt
+import enum
 from collections.abc import Sequence
 
 import attrs
@@ -10,16 +12,29 @@ from authgate.domain import errors
 from authgate.domain.model import (
     Account,
     Caller,
+    ClientInfo,
+    EventId,
     LinkedIdentity,
     Outcome,
+    ProviderIdentity,
     SessionRecord,
     SignInEvent,
 )
 from authgate.ports.accounts import AccountRepository, LastIdentityError
 from authgate.ports.events import SignInEventLog
-from authgate.ports.unit_of_work import UnitOfWork
+from authgate.ports.unit_of_work import Transaction, UnitOfWork
 from authgate.services.audit import audit_event
 from authgate.services.sessions import SessionService
+
+
+class ProviderRemoval(enum.Enum):
+    """What a provider's withdrawal of its user did."""
+
+    UNLINKED = "unlinked"
+    ACCOUNT_DELETED = "account_deleted"
+    DISABLED = "disabled"  # the only sign-in method, kept but refused (setting)
+    UNKNOWN_SUBJECT = "unknown_subject"
+    REPLAYED = "replayed"
 
 
 @attrs.frozen
@@ -80,24 +95,18 @@ class AccountService:
         self.sessions.require_recent_authentication(caller.auth_time)
         account_id = caller.account_id
         now = self.sessions.clock.now()
-        ended: list[str] = []
         try:
             async with self.units.begin() as tx:
-                removed = await tx.accounts.unlink_identity(account_id, provider)
-                if removed:
-                    ended = await tx.sessions.revoke_all(
-                        account_id, now, keep=caller.session_id, provider=provider
-                    )
-                    await tx.events.record(
-                        audit_event(now, provider, Outcome.UNLINKED, caller.client, account_id)
-                    )
+                ended = await self._unlink_in(
+                    tx, account_id, provider, now, caller.client, keep=caller.session_id
+                )
         except LastIdentityError:
             raise errors.LastIdentity(provider) from None
-        await self.sessions.announce(ended)
-        if not removed:
+        if ended is None:
             if provider not in self.providers:
                 raise errors.InvalidProvider(provider, self.providers)
             raise errors.IdentityNotLinked(provider)
+        await self.sessions.announce(ended)
         return await self.accounts.list_identities(account_id)
 
     async def delete(self, caller: Caller) -> None:
@@ -108,15 +117,127 @@ class AccountService:
         self.sessions.require_recent_authentication(caller.auth_time)
         now = self.sessions.clock.now()
         async with self.units.begin() as tx:
-            ended = await tx.sessions.revoke_all(caller.account_id, now)
-            if not await tx.accounts.delete(caller.account_id):
-                raise errors.AccountGone()
-            await tx.events.record(
-                audit_event(
-                    now, caller.provider, Outcome.ACCOUNT_DELETED, caller.client, caller.account_id
-                )
+            ended = await self._delete_in(
+                tx, caller.account_id, caller.provider, now, caller.client
             )
+            if ended is None:
+                raise errors.AccountGone()
         await self.sessions.announce(ended)
+
+    async def remove_identity_for_provider(
+        self,
+        identity: ProviderIdentity,
+        event: EventId,
+        *,
+        kind: str,
+        delete_when_last: bool,
+        client: ClientInfo | None = None,
+    ) -> ProviderRemoval:
+        """The provider says its user withdrew (Apple ``consent-revoked``, ``account-delete``):
+        unlink ``identity`` and end the sessions issued through it; when it is the account's
+        only sign-in method, delete the account (``delete_when_last``) or else refuse sign-ins
+        through it and end every session. One transaction with the event's one-time ``jti``
+        and the audit event: a replayed event changes nothing."""
+        now = self.sessions.clock.now()
+        ended: list[str] = []
+        async with self.units.begin() as tx:
+            if not await tx.seen_events.first_sight(event, now):
+                return ProviderRemoval.REPLAYED
+            holder = await tx.accounts.find_by_identity(identity)
+            if holder is None:
+                await tx.events.record(
+                    audit_event(
+                        now,
+                        identity.provider,
+                        Outcome.PROVIDER_EVENT,
+                        client,
+                        None,
+                        f"{kind}: unknown subject",
+                    )
+                )
+                return ProviderRemoval.UNKNOWN_SUBJECT
+            others = [
+                i
+                for i in await tx.accounts.list_identities(holder.id)
+                if i.identity.provider != identity.provider
+            ]
+            if others:
+                ended = (
+                    await self._unlink_in(
+                        tx,
+                        holder.id,
+                        identity.provider,
+                        now,
+                        client,
+                        outcome=Outcome.PROVIDER_UNLINKED,
+                        detail=kind,
+                    )
+                    or []
+                )
+                removal = ProviderRemoval.UNLINKED
+            elif delete_when_last:
+                ended = (
+                    await self._delete_in(
+                        tx, holder.id, identity.provider, now, client, detail=kind
+                    )
+                    or []
+                )
+                removal = ProviderRemoval.ACCOUNT_DELETED
+            else:
+                await tx.accounts.set_identity_disabled(identity, kind)
+                ended = await tx.sessions.revoke_all(holder.id, now)
+                await tx.events.record(
+                    audit_event(
+                        now, identity.provider, Outcome.IDENTITY_DISABLED, client, holder.id, kind
+                    )
+                )
+                removal = ProviderRemoval.DISABLED
+        await self.sessions.announce(ended)
+        return removal
+
+    async def _unlink_in(
+        self,
+        tx: Transaction,
+        account_id: str,
+        provider: str,
+        now: dt.datetime,
+        client: ClientInfo | None,
+        *,
+        keep: str | None = None,
+        outcome: Outcome = Outcome.UNLINKED,
+        detail: str | None = None,
+    ) -> list[str] | None:
+        """Inside ``tx``: remove the account's identity at ``provider``, end the sessions
+        issued through it (but ``keep``) and record the audit event; the sessions ended, None
+        when the account holds no identity there. Raises LastIdentityError for the last one.
+        The one place of an unlink, whether the caller or the provider asked."""
+        if not await tx.accounts.unlink_identity(account_id, provider):
+            return None
+        ended = await tx.sessions.revoke_all(account_id, now, keep=keep, provider=provider)
+        await tx.events.record(audit_event(now, provider, outcome, client, account_id, detail))
+        return ended
+
+    async def _delete_in(
+        self,
+        tx: Transaction,
+        account_id: str,
+        provider: str,
+        now: dt.datetime,
+        client: ClientInfo | None,
+        *,
+        detail: str | None = None,
+    ) -> list[str] | None:
+        """Inside ``tx``: end every session of the account, delete it with its identities and
+        record the audit event; the sessions ended, None when there is no such account (the
+        caller rolls back). The one place of a deletion, whether the caller or the provider
+        asked."""
+        ended = await tx.sessions.revoke_all(account_id, now)
+        if not await tx.accounts.delete(account_id):
+            return None
+        await tx.events.record(
+            audit_event(now, provider, Outcome.ACCOUNT_DELETED, client, account_id, detail)
+        )
+        return ended
 
     async def export(self, caller: Caller) -> AccountExport:
         """Everything stored about the caller (data-protection requests); a recent sign-in."""

@@ -347,6 +347,15 @@ class SignInService:
         # One unit of work: the account or identity, the last sign-in, the session's record and
         # the audit event commit together or not at all.
         async with self.units.begin() as tx:
+            # The provider reported this account disabled (RISC): refused until it is enabled.
+            linked = await tx.accounts.get_identity(verified.identity)
+            if linked is not None and linked.disabled_reason is not None:
+                security_log.warning(
+                    "security event: sign-in through disabled identity %s refused (%s)",
+                    verified.identity,
+                    linked.disabled_reason,
+                )
+                raise errors.IdentityDisabled(linked.disabled_reason)
             account, outcome = await self._account_for(tx.accounts, pending, verified, now)
             await tx.accounts.record_login(account.id, now)
             session = await self.sessions.issue(

@@ -146,3 +146,73 @@ async def signin(make_service: MakeService, fake_idp: FakeIdP, idp_clock: Settab
         clock=idp_clock,
     )
     return SignIn(client, fake_idp, idp_clock)
+
+
+# -- provider events (issue 12) ---------------------------------------------------------------
+
+STORES = ("memory", "sqlite", "postgres")
+
+
+@attrs.define
+class Events:
+    """The service with every event receiver on (google: back-channel logout and RISC; apple:
+    notifications) on one store, and a driver for sign-ins."""
+
+    signin: SignIn
+    idp: FakeIdP
+
+    @property
+    def client(self) -> Client:
+        return self.signin.client
+
+    async def signed_in(self, provider: str = "google", user: FakeUser | None = None) -> str:
+        """A registered user's session token (a whole sign-in through the fake)."""
+        answer = await self.signin.complete(provider, user=user, intent="register")
+        assert answer.status == 302, answer.headers
+        return answer.cookies["session"].value
+
+    async def status(self, token: str) -> int:
+        """What the session token gets from GET /v1/account (200 live, 401 ended)."""
+        answer = await self.client.get("/v1/account", headers={"Authorization": f"Bearer {token}"})
+        return answer.status
+
+    async def audit(self) -> list[Any]:
+        return await self.client.app[composition.RESOURCES].events.recent(1000)
+
+
+def events_config(
+    fake: FakeIdP, database_url: str, extra: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    providers = {p: fake.config(p) for p in PROVIDERS}
+    providers["google"] |= {"backchannel_logout": True, "notifications": True}
+    providers["apple"] |= {"notifications": True}
+    return merge(
+        {
+            "app": {
+                "url": APP_URL,
+                "callback_urls": [CALLBACK_URL.format(name=p) for p in PROVIDERS],
+            },
+            "providers": providers,
+            "database": {"url": database_url},
+        },
+        extra or {},
+    )
+
+
+@pytest.fixture(params=STORES)
+async def events(
+    request: pytest.FixtureRequest,
+    make_service: MakeService,
+    fake_idp: FakeIdP,  # noqa: F811
+    idp_clock: SettableClock,  # noqa: F811
+    tmp_path: Path,
+) -> Events:
+    """:class:`Events` on memory, SQLite and PostgreSQL."""
+    if request.param == "memory":
+        url = "memory://"
+    elif request.param == "sqlite":
+        url = f"sqlite:///{tmp_path / 'authgate.db'}"
+    else:
+        url = request.getfixturevalue("clean_postgres_url")
+    client = await make_service(events_config(fake_idp, url), clock=idp_clock)
+    return Events(SignIn(client, fake_idp, idp_clock), fake_idp)

@@ -148,6 +148,8 @@ class FakeProvider:
         self.codes: dict[str, IssuedCode] = {}
         self.access_tokens: dict[str, FakeUser] = {}
         self.client_secret_claims: list[dict[str, Any]] = []
+        self.last_sid: str | None = None  # the sid of the newest ID token (OIDC shape)
+        self.sids: dict[str, list[str]] = {}  # sub -> the sids of its ID tokens, oldest first
         self._authorized_subs: set[str] = set()
 
     # -- addresses --------------------------------------------------------------------------
@@ -284,6 +286,9 @@ class FakeProvider:
         }
         if self.shape is Shape.OIDC:
             claims["azp"] = self.client_id
+            # The provider's session (OIDC Back-Channel Logout): one per issued ID token.
+            claims["sid"] = self.last_sid = f"{self.name}-sid-{secrets.token_hex(6)}"
+            self.sids.setdefault(user.sub, []).append(self.last_sid)
         if nonce is not None:
             claims["nonce"] = nonce
         if user.email is not None:

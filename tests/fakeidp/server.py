@@ -97,6 +97,7 @@ class FakeIdP:
         app.router.add_get("/{p}/authorize", self._authorize)
         app.router.add_post("/{p}/token", self._token)
         app.router.add_get("/{p}/jwks", self._jwks)
+        app.router.add_get("/{p}/.well-known/risc-configuration", self._risc_configuration)
         app.router.add_get("/{p}/userinfo", self._userinfo)
         app.router.add_get("/{p}/me", self._profile)
         self._runner = web.AppRunner(app, shutdown_timeout=1.0, access_log=None)
@@ -273,6 +274,22 @@ class FakeIdP:
             document["response_modes_supported"] = ["query", "fragment", "form_post"]
         document.update(p.discovery_overrides)
         return web.json_response(document)
+
+    async def _risc_configuration(self, request: web.Request) -> web.Response:
+        """The transmitter configuration of Cross-Account Protection (as Google's, its issuer
+        with a trailing slash), naming the provider's key set."""
+        p = await self._provider(request)
+        if p.shape is not Shape.OIDC:
+            raise web.HTTPNotFound()
+        return web.json_response(
+            {
+                "issuer": p.issuer + "/",
+                "jwks_uri": p.jwks_uri,
+                "delivery_methods_supported": [
+                    "https://schemas.openid.net/secevent/risc/delivery-method/push"
+                ],
+            }
+        )
 
     async def _jwks(self, request: web.Request) -> web.Response:
         p = await self._provider(request)

@@ -15,6 +15,7 @@ from typing import Literal, Protocol
 from authgate.adapters.memory import (
     MemoryAccounts,
     MemoryEvents,
+    MemorySeenEvents,
     MemorySessionRecords,
     MemoryStates,
     MemoryUnitOfWork,
@@ -52,7 +53,7 @@ class MemoryStore:
         self.states = MemoryStates()
         self.events = MemoryEvents()
         self.sessions = MemorySessionRecords()
-        self.units = MemoryUnitOfWork(self.accounts, self.events, self.sessions)
+        self.units = MemoryUnitOfWork(self.accounts, self.events, self.sessions, MemorySeenEvents())
 
     async def ping(self) -> None:
         return None

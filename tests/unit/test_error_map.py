@@ -21,6 +21,12 @@ CASES: list[tuple[Exception, int, str, tuple[str, str] | None]] = [
     (errors.NotAuthenticated("x"), 401, "unauthorized", None),
     (errors.AccessDenied("access_denied"), 403, "access_denied", ("access_denied", "user_denied")),
     (
+        errors.IdentityDisabled("hijacking"),
+        403,
+        "access_denied",
+        ("access_denied", "identity_disabled"),
+    ),
+    (
         errors.ProviderError("server_error"),
         502,
         "provider_error",

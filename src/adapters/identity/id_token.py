@@ -60,7 +60,7 @@ class IdTokenVerifier:
         Raises VerificationFailed for a token that does not verify, and ExchangeFailed when no
         key set could be loaded at all (an outage of the provider, not an attack).
         """
-        header = _header_of(token)
+        header = header_of(token)
         alg = header.get("alg")
         if not isinstance(alg, str) or alg not in self._algorithms:
             raise VerificationFailed(f"ID token algorithm {loggable(alg)} is not allowed")
@@ -70,39 +70,12 @@ class IdTokenVerifier:
         if kid is not None and not isinstance(kid, str):
             raise VerificationFailed("ID token kid is not a string")
         payload = await self._verified_payload(token, alg, kid)
-        claims = _json_object(payload)
+        claims = json_object(payload)
         self._check_claims(claims, nonce)
         return claims
 
     async def _verified_payload(self, token: str, alg: str, kid: str | None) -> bytes:
-        try:
-            keys = await self._keys.get()
-        except KeySetUnavailable as e:
-            raise ExchangeFailed(str(e)) from None
-        key = _pick_key(keys, alg, kid)
-        if key is None:  # unknown kid: the provider may have rotated its keys
-            keys = await self._refresh(keys, kid)
-            key = _pick_key(keys, alg, kid)
-            if key is None:
-                raise VerificationFailed(
-                    f"no key in the provider's key set for kid {loggable(kid)}"
-                )
-            return _verify_signature(token, key, alg)
-        try:
-            return _verify_signature(token, key, alg)
-        except VerificationFailed:
-            # A key replaced under the same kid: look once more (rate-limited).
-            fresh = await self._refresh(keys, kid)
-            fresh_key = _pick_key(fresh, alg, kid) if fresh is not keys else None
-            if fresh_key is None or fresh_key.as_dict() == key.as_dict():
-                raise
-            return _verify_signature(token, fresh_key, alg)
-
-    async def _refresh(self, seen: KeySet, kid: str | None) -> KeySet:
-        try:
-            return await self._keys.refresh(seen, kid)
-        except KeySetUnavailable as e:
-            raise ExchangeFailed(str(e)) from None
+        return await verified_payload(self._keys, token, alg, kid)
 
     def _check_claims(self, claims: Mapping[str, Any], nonce: str | None) -> None:
         iss = claims.get("iss")
@@ -154,29 +127,68 @@ class IdTokenVerifier:
             raise VerificationFailed("ID token sub is missing or malformed")
 
 
-def _header_of(token: str) -> dict[str, Any]:
+async def verified_payload(
+    keys: KeySetCache, token: str, alg: str, kid: str | None, what: str = "ID token"
+) -> bytes:
+    """The payload of ``token`` once its signature verifies with a key of ``keys`` chosen by
+    ``kid`` and ``alg``; an unknown ``kid``, or a signature that fails with the cached key,
+    fetches the key set again (rate-limited by the cache). Raises VerificationFailed, or
+    ExchangeFailed when no key set can be loaded at all. Shared by ID tokens and the
+    providers' event tokens (one key-set cache per provider)."""
+    try:
+        current = await keys.get()
+    except KeySetUnavailable as e:
+        raise ExchangeFailed(str(e)) from None
+    key = _pick_key(current, alg, kid)
+    if key is None:  # unknown kid: the provider may have rotated its keys
+        current = await _refresh(keys, current, kid)
+        key = _pick_key(current, alg, kid)
+        if key is None:
+            raise VerificationFailed(f"no key in the provider's key set for kid {loggable(kid)}")
+        return _verify_signature(token, key, alg, what)
+    try:
+        return _verify_signature(token, key, alg, what)
+    except VerificationFailed:
+        # A key replaced under the same kid: look once more (rate-limited).
+        fresh = await _refresh(keys, current, kid)
+        fresh_key = _pick_key(fresh, alg, kid) if fresh is not current else None
+        if fresh_key is None or fresh_key.as_dict() == key.as_dict():
+            raise
+        return _verify_signature(token, fresh_key, alg, what)
+
+
+async def _refresh(keys: KeySetCache, seen: KeySet, kid: str | None) -> KeySet:
+    try:
+        return await keys.refresh(seen, kid)
+    except KeySetUnavailable as e:
+        raise ExchangeFailed(str(e)) from None
+
+
+def header_of(token: str, what: str = "ID token") -> dict[str, Any]:
+    """The JOSE header of a compact JWS (VerificationFailed when it is not one)."""
     if not isinstance(token, str) or not token or len(token) > MAX_TOKEN_LENGTH:
-        raise VerificationFailed("ID token is missing or too long")
+        raise VerificationFailed(f"{what} is missing or too long")
     parts = token.split(".")
     if len(parts) != 3:
-        raise VerificationFailed("ID token is not a compact JWS (three parts)")
-    return _json_object(_b64decode(parts[0], "header"))
+        raise VerificationFailed(f"{what} is not a compact JWS (three parts)")
+    return json_object(_b64decode(parts[0], "header", what), what)
 
 
-def _b64decode(segment: str, what: str) -> bytes:
+def _b64decode(segment: str, part: str, what: str = "ID token") -> bytes:
     try:
         return base64.urlsafe_b64decode(segment + "=" * (-len(segment) % 4))
     except (binascii.Error, ValueError):
-        raise VerificationFailed(f"ID token {what} is not base64url") from None
+        raise VerificationFailed(f"{what} {part} is not base64url") from None
 
 
-def _json_object(raw: bytes) -> dict[str, Any]:
+def json_object(raw: bytes, what: str = "ID token") -> dict[str, Any]:
+    """``raw`` as a JSON object (VerificationFailed otherwise)."""
     try:
         value = json.loads(raw)
     except (ValueError, RecursionError):
-        raise VerificationFailed("ID token part is not JSON") from None
+        raise VerificationFailed(f"{what} part is not JSON") from None
     if not isinstance(value, dict):
-        raise VerificationFailed("ID token part is not a JSON object")
+        raise VerificationFailed(f"{what} part is not a JSON object")
     return value
 
 
@@ -197,13 +209,13 @@ def _pick_key(keys: KeySet, alg: str, kid: str | None) -> Key | None:
     return None
 
 
-def _verify_signature(token: str, key: Key, alg: str) -> bytes:
+def _verify_signature(token: str, key: Key, alg: str, what: str = "ID token") -> bytes:
     try:
         obj = jws.deserialize_compact(token, key, algorithms=[alg])
     except JoseError as e:
-        raise VerificationFailed(f"ID token signature does not verify ({e.error})") from None
+        raise VerificationFailed(f"{what} signature does not verify ({e.error})") from None
     except (ValueError, TypeError):
-        raise VerificationFailed("ID token signature does not verify") from None
+        raise VerificationFailed(f"{what} signature does not verify") from None
     assert obj.payload is not None
     return obj.payload
 

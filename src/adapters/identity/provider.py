@@ -21,6 +21,12 @@ from joserfc.jwk import KeySet
 
 from authgate.adapters.identity.client_auth import ClientAuthenticator
 from authgate.adapters.identity.discovery import EndpointResolver, Endpoints, explicit_endpoints
+from authgate.adapters.identity.event_token import (
+    APPLE_TYPES,
+    LOGOUT_TYPES,
+    SECEVENT_TYPES,
+    EventTokenVerifierAdapter,
+)
 from authgate.adapters.identity.fetch import FetchError, oauth_error_code, request_json
 from authgate.adapters.identity.id_token import IdTokenVerifier, loggable
 from authgate.adapters.identity.jwks import KeySetCache, KeySetUnavailable
@@ -237,6 +243,82 @@ class OAuthIdentityProvider:
             raise VerificationFailed(f"provider {self.name} does not issue ID tokens")
         return await self._verifier.verify(token, nonce=nonce)
 
+    # -- provider events (issue 12) ---------------------------------------------------------
+
+    def event_issuers(self) -> tuple[str, ...]:
+        """The ``iss`` values of this provider's event tokens: its issuer as configured, with
+        and without a trailing slash (Google's RISC tokens end with one), and the others it
+        uses."""
+        issuer = self._settings.issuer
+        if issuer is None:
+            raise ValueError(f"provider {self.name} has no issuer: it sends no event tokens")
+        base = issuer.rstrip("/")
+        return tuple(dict.fromkeys([issuer, base, base + "/", *self._settings.additional_issuers]))
+
+    def logout_token_verifier(self, *, max_age_seconds: float) -> EventTokenVerifierAdapter:
+        """Back-channel logout tokens, on the key set of the ID tokens."""
+        return self._event_verifier(self.key_set, LOGOUT_TYPES, max_age_seconds, "logout token")
+
+    def apple_notification_verifier(self, *, max_age_seconds: float) -> EventTokenVerifierAdapter:
+        """Sign in with Apple notifications, on the key set of the ID tokens."""
+        return self._event_verifier(self.key_set, APPLE_TYPES, max_age_seconds, "notification")
+
+    def security_event_verifier(
+        self, *, max_age_seconds: float, configuration_url: str | None = None
+    ) -> EventTokenVerifierAdapter:
+        """Security Event Tokens (RISC), on the key set named by the transmitter's
+        configuration document (default ``{issuer}/.well-known/risc-configuration``)."""
+        issuer = self.event_issuers()[0]
+        url = configuration_url or f"{issuer.rstrip('/')}/.well-known/risc-configuration"
+        keys = KeySetCache(
+            lambda: self._fetch_security_event_keys(url),
+            self._clock,
+            max_age_seconds=self._settings.jwks_max_age_seconds,
+            min_refetch_seconds=self._settings.jwks_min_refetch_seconds,
+            absent_kid_seconds=self._settings.jwks_absent_kid_seconds,
+            name=f"{self.name} (security events)",
+        )
+        return self._event_verifier(keys, SECEVENT_TYPES, max_age_seconds, "security event token")
+
+    def _event_verifier(
+        self, keys: KeySetCache, types: frozenset[str], max_age: float, what: str
+    ) -> EventTokenVerifierAdapter:
+        return EventTokenVerifierAdapter(
+            keys=keys,
+            clock=self._clock,
+            issuers=self.event_issuers(),
+            audience=self.client_id,
+            algorithms=self._settings.id_token_algorithms,
+            types=types,
+            max_age_seconds=max_age,
+            leeway_seconds=self._settings.leeway_seconds,
+            what=f"{self.name} {what}",
+        )
+
+    async def _fetch_security_event_keys(self, configuration_url: str) -> KeySet:
+        what = f"provider {self.name}: security event configuration"
+        try:
+            answer = await request_json(
+                self._session,
+                "GET",
+                configuration_url,
+                what=what,
+                timeout_seconds=self._settings.timeout_seconds,
+                max_bytes=self._settings.max_response_bytes,
+            )
+        except FetchError as e:
+            raise KeySetUnavailable(str(e)) from None
+        body = answer.body
+        if answer.status != 200 or not isinstance(body, dict):
+            raise KeySetUnavailable(f"{what} answered HTTP {answer.status} without a document")
+        issuer = body.get("issuer")
+        if not isinstance(issuer, str) or issuer not in self.event_issuers():
+            raise KeySetUnavailable(f"{what} names issuer {loggable(issuer)}, not the provider's")
+        jwks_uri = body.get("jwks_uri")
+        if not isinstance(jwks_uri, str) or not jwks_uri.startswith(("https://", "http://")):
+            raise KeySetUnavailable(f"{what} has no jwks_uri")
+        return await self._fetch_jwks(jwks_uri)
+
     async def _redeem(
         self, endpoints: Endpoints, code: str, redirect_uri: str, code_verifier: str | None
     ) -> TokenResponse:
@@ -414,11 +496,15 @@ class OAuthIdentityProvider:
             raise KeySetUnavailable(str(e)) from None
         if endpoints.jwks_uri is None:
             raise KeySetUnavailable(f"{what}: no jwks_uri configured or discovered")
+        return await self._fetch_jwks(endpoints.jwks_uri)
+
+    async def _fetch_jwks(self, jwks_uri: str) -> KeySet:
+        what = f"provider {self.name}: key set"
         try:
             answer = await request_json(
                 self._session,
                 "GET",
-                endpoints.jwks_uri,
+                jwks_uri,
                 what=what,
                 timeout_seconds=self._settings.timeout_seconds,
                 max_bytes=self._settings.max_response_bytes,

@@ -2,6 +2,7 @@
 
 from .accounts import MemoryAccounts
 from .events import MemoryEvents
+from .seen_events import MemorySeenEvents
 from .sessions import MemorySessionRecords
 from .state import MemoryStates
 from .units import MemoryUnitOfWork
@@ -9,6 +10,7 @@ from .units import MemoryUnitOfWork
 __all__ = [
     "MemoryAccounts",
     "MemoryEvents",
+    "MemorySeenEvents",
     "MemorySessionRecords",
     "MemoryStates",
     "MemoryUnitOfWork",

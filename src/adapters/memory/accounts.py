@@ -112,3 +112,20 @@ class MemoryAccounts:
     async def list_identities(self, account_id: str) -> list[LinkedIdentity]:
         mine = [i for i in self._identities.values() if i.account_id == account_id]
         return sorted(mine, key=lambda i: (i.linked_at, not i.is_primary))
+
+    async def get_identity(self, identity: ProviderIdentity) -> LinkedIdentity | None:
+        return self._identities.get(identity)
+
+    async def set_identity_disabled(self, identity: ProviderIdentity, reason: str | None) -> bool:
+        linked = self._identities.get(identity)
+        if linked is None:
+            return False
+        self._identities[identity] = attrs.evolve(linked, disabled_reason=reason)
+        return True
+
+    async def set_identity_email_disabled(self, identity: ProviderIdentity, disabled: bool) -> bool:
+        linked = self._identities.get(identity)
+        if linked is None:
+            return False
+        self._identities[identity] = attrs.evolve(linked, email_disabled=disabled)
+        return True

@@ -71,6 +71,26 @@ class MemorySessionRecords:
             self._records[sid] = attrs.evolve(self._records[sid], revoked_at=now)
         return ended
 
+    async def revoke_provider_session(
+        self,
+        provider: str,
+        provider_session: str,
+        now: dt.datetime,
+        *,
+        account_id: str | None = None,
+    ) -> list[tuple[str, str]]:
+        ended = [
+            (r.account_id, r.id)
+            for r in self._records.values()
+            if r.provider == provider
+            and r.provider_session == provider_session
+            and (account_id is None or r.account_id == account_id)
+            and r.live(now)
+        ]
+        for _, sid in ended:
+            self._records[sid] = attrs.evolve(self._records[sid], revoked_at=now)
+        return ended
+
     async def for_account(self, account_id: str) -> list[SessionRecord]:
         found = [r for r in self._records.values() if r.account_id == account_id]
         return sorted(found, key=lambda r: r.created_at, reverse=True)

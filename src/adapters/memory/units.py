@@ -10,6 +10,7 @@ from authgate.adapters.units import BoundRepositories
 
 from .accounts import MemoryAccounts
 from .events import MemoryEvents
+from .seen_events import MemorySeenEvents
 from .sessions import MemorySessionRecords
 
 
@@ -20,22 +21,30 @@ class MemoryUnitOfWork:
     through units only."""
 
     def __init__(
-        self, accounts: MemoryAccounts, events: MemoryEvents, sessions: MemorySessionRecords
+        self,
+        accounts: MemoryAccounts,
+        events: MemoryEvents,
+        sessions: MemorySessionRecords,
+        seen_events: MemorySeenEvents | None = None,
     ) -> None:
         self._accounts = accounts
         self._events = events
         self._sessions = sessions
+        self.seen_events = seen_events or MemorySeenEvents()
         self._lock = asyncio.Lock()
 
     @asynccontextmanager
     async def begin(self) -> AsyncIterator[BoundRepositories]:
         async with self._lock:
             accounts, events = self._accounts.snapshot(), self._events.snapshot()
-            sessions = self._sessions.snapshot()
+            sessions, seen = self._sessions.snapshot(), self.seen_events.snapshot()
             try:
-                yield BoundRepositories(self._accounts, self._events, self._sessions)
+                yield BoundRepositories(
+                    self._accounts, self._events, self._sessions, self.seen_events
+                )
             except BaseException:
                 self._accounts.restore(accounts)
                 self._events.restore(events)
                 self._sessions.restore(sessions)
+                self.seen_events.restore(seen)
                 raise

@@ -211,11 +211,42 @@ class PostgresAccounts:
         if key is None:
             return []
         found = await self._db.fetch(
-            """
-            SELECT account_id, provider, subject, email, linked_at, is_primary, email_verified
-            FROM identities WHERE account_id = $1
-            ORDER BY linked_at, is_primary DESC, provider, subject
-            """,
+            _IDENTITY_SELECT
+            + "WHERE account_id = $1 ORDER BY linked_at, is_primary DESC, provider, subject",
             key,
         )
         return [rows.linked_identity(r) for r in found]
+
+    async def get_identity(self, identity: ProviderIdentity) -> LinkedIdentity | None:
+        row = await rows.read_row(
+            self._db,
+            _IDENTITY_SELECT + "WHERE provider = $1 AND subject = $2",
+            identity.provider,
+            identity.subject,
+        )
+        return rows.linked_identity(row) if row is not None else None
+
+    async def set_identity_disabled(self, identity: ProviderIdentity, reason: str | None) -> bool:
+        status = await self._db.execute(
+            "UPDATE identities SET disabled_reason = $3 WHERE provider = $1 AND subject = $2",
+            identity.provider,
+            identity.subject,
+            reason,
+        )
+        return rows.affected(status) == 1
+
+    async def set_identity_email_disabled(self, identity: ProviderIdentity, disabled: bool) -> bool:
+        status = await self._db.execute(
+            "UPDATE identities SET email_disabled = $3 WHERE provider = $1 AND subject = $2",
+            identity.provider,
+            identity.subject,
+            disabled,
+        )
+        return rows.affected(status) == 1
+
+
+_IDENTITY_SELECT = """
+    SELECT account_id, provider, subject, email, linked_at, is_primary, email_verified,
+        disabled_reason, email_disabled
+    FROM identities
+"""

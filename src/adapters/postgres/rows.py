@@ -103,6 +103,8 @@ def linked_identity(row: asyncpg.Record) -> LinkedIdentity:
         linked_at=row["linked_at"],
         is_primary=row["is_primary"],
         email_verified=row["email_verified"],
+        disabled_reason=row["disabled_reason"],
+        email_disabled=row["email_disabled"],
     )
 
 

@@ -147,6 +147,29 @@ class PostgresSessionRecords:
         )
         return [r["id"] for r in found]
 
+    async def revoke_provider_session(
+        self,
+        provider: str,
+        provider_session: str,
+        now: dt.datetime,
+        *,
+        account_id: str | None = None,
+    ) -> list[tuple[str, str]]:
+        found = await self._db.fetch(
+            """
+            UPDATE sessions SET revoked_at = $3
+            WHERE provider = $1 AND provider_session = $2
+                AND ($4::text IS NULL OR account_id = $4)
+                AND revoked_at IS NULL AND expires_at > $3
+            RETURNING account_id, id
+            """,
+            provider,
+            provider_session,
+            rows.utc(now),
+            account_id,
+        )
+        return [(r["account_id"], r["id"]) for r in found]
+
     async def for_account(self, account_id: str) -> list[SessionRecord]:
         found = await self._db.fetch(
             _SELECT + "WHERE account_id = $1 ORDER BY created_at DESC, id", account_id

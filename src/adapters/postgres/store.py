@@ -17,6 +17,7 @@ from .accounts import PostgresAccounts
 from .errors import unavailable
 from .events import PostgresEvents
 from .migrations import CONNECT_ERRORS, check_schema
+from .seen_events import PostgresSeenEvents
 from .sessions import PostgresSessionRecords
 from .state import PostgresStates
 from .unit import UnitConnection
@@ -145,7 +146,10 @@ class PostgresUnitOfWork:
             unit = UnitConnection(conn)
             try:
                 yield BoundRepositories(
-                    PostgresAccounts(unit), self._events.bound(unit), self._sessions.bound(unit)
+                    PostgresAccounts(unit),
+                    self._events.bound(unit),
+                    self._sessions.bound(unit),
+                    PostgresSeenEvents(unit),
                 )
                 await unit.finish()
             except BaseException as e:

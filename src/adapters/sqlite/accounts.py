@@ -194,21 +194,54 @@ class SqliteAccounts:
     async def list_identities(self, account_id: str) -> list[LinkedIdentity]:
         async with self._db.use() as conn:
             rows = await conn.execute_fetchall(
-                """
-                SELECT account_id, provider, subject, email, linked_at, is_primary, email_verified
-                FROM identities WHERE account_id = ?
-                ORDER BY linked_at, is_primary DESC, provider, subject
-                """,
+                _IDENTITY_SELECT + "WHERE account_id = ? "
+                "ORDER BY linked_at, is_primary DESC, provider, subject",
                 (account_id,),
             )
-        return [
-            LinkedIdentity(
-                account_id=r[0],
-                identity=ProviderIdentity(r[1], r[2]),
-                email=r[3],
-                linked_at=parse_ts(r[4]),
-                is_primary=bool(r[5]),
-                email_verified=bool(r[6]),
+        return [_linked(r) for r in rows]
+
+    async def get_identity(self, identity: ProviderIdentity) -> LinkedIdentity | None:
+        async with self._db.use() as conn:
+            rows = list(
+                await conn.execute_fetchall(
+                    _IDENTITY_SELECT + "WHERE provider = ? AND subject = ?",
+                    (identity.provider, identity.subject),
+                )
             )
-            for r in rows
-        ]
+        return _linked(rows[0]) if rows else None
+
+    async def set_identity_disabled(self, identity: ProviderIdentity, reason: str | None) -> bool:
+        async with self._db.use() as conn:
+            cursor = await conn.execute(
+                "UPDATE identities SET disabled_reason = ? WHERE provider = ? AND subject = ?",
+                (reason, identity.provider, identity.subject),
+            )
+            return cursor.rowcount == 1
+
+    async def set_identity_email_disabled(self, identity: ProviderIdentity, disabled: bool) -> bool:
+        async with self._db.use() as conn:
+            cursor = await conn.execute(
+                "UPDATE identities SET email_disabled = ? WHERE provider = ? AND subject = ?",
+                (int(disabled), identity.provider, identity.subject),
+            )
+            return cursor.rowcount == 1
+
+
+_IDENTITY_SELECT = """
+    SELECT account_id, provider, subject, email, linked_at, is_primary, email_verified,
+        disabled_reason, email_disabled
+    FROM identities
+"""
+
+
+def _linked(r: sqlite3.Row | tuple[Any, ...]) -> LinkedIdentity:
+    return LinkedIdentity(
+        account_id=r[0],
+        identity=ProviderIdentity(r[1], r[2]),
+        email=r[3],
+        linked_at=parse_ts(r[4]),
+        is_primary=bool(r[5]),
+        email_verified=bool(r[6]),
+        disabled_reason=r[7],
+        email_disabled=bool(r[8]),
+    )

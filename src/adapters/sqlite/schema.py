@@ -115,6 +115,24 @@ VERSIONS: list[list[str]] = [
         "CREATE INDEX sessions_expires_idx ON sessions (expires_at)",
         "CREATE INDEX sign_in_events_account_idx ON sign_in_events (account_id, at)",
     ],
+    # 5: provider events, as PostgreSQL's 0005: the one-time jti store, the identity's
+    # provider-reported state, and finding the sessions of a provider's sid.
+    [
+        """
+        CREATE TABLE provider_event_ids (
+            issuer     TEXT NOT NULL,
+            jti        TEXT NOT NULL,
+            seen_at    TEXT NOT NULL,
+            expires_at TEXT NOT NULL,
+            PRIMARY KEY (issuer, jti)
+        )
+        """,
+        "CREATE INDEX provider_event_ids_expires_idx ON provider_event_ids (expires_at)",
+        "ALTER TABLE identities ADD COLUMN disabled_reason TEXT",
+        "ALTER TABLE identities ADD COLUMN email_disabled INTEGER NOT NULL DEFAULT 0",
+        "CREATE INDEX sessions_provider_session_idx ON sessions (provider, provider_session) "
+        "WHERE provider_session IS NOT NULL",
+    ],
 ]
 
 

@@ -142,6 +142,26 @@ class SqliteSessionRecords:
             )
         return [r[0] for r in rows]
 
+    async def revoke_provider_session(
+        self,
+        provider: str,
+        provider_session: str,
+        now: dt.datetime,
+        *,
+        account_id: str | None = None,
+    ) -> list[tuple[str, str]]:
+        async with self._db.use() as conn:
+            rows = await conn.execute_fetchall(
+                """
+                UPDATE sessions SET revoked_at = ?
+                WHERE provider = ? AND provider_session = ? AND (? IS NULL OR account_id = ?)
+                    AND revoked_at IS NULL AND expires_at > ?
+                RETURNING account_id, id
+                """,
+                (ts(now), provider, provider_session, account_id, account_id, ts(now)),
+            )
+        return [(r[0], r[1]) for r in rows]
+
     async def for_account(self, account_id: str) -> list[SessionRecord]:
         async with self._db.use() as conn:
             rows = await conn.execute_fetchall(

@@ -21,6 +21,7 @@ from . import events, schema, state
 from .accounts import SqliteAccounts
 from .db import BUSY_TIMEOUT_MS, Database
 from .events import SqliteEvents
+from .seen_events import SqliteSeenEvents
 from .sessions import SqliteSessionRecords
 from .state import SqliteStates
 
@@ -75,7 +76,10 @@ class SqliteUnitOfWork:
     async def begin(self) -> AsyncIterator[BoundRepositories]:
         async with self._db.unit() as bound:
             yield BoundRepositories(
-                SqliteAccounts(bound), self._events.bound(bound), self._sessions.bound(bound)
+                SqliteAccounts(bound),
+                self._events.bound(bound),
+                self._sessions.bound(bound),
+                SqliteSeenEvents(bound),
             )
 
 

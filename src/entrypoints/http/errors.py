@@ -78,6 +78,15 @@ ANSWERS: Mapping[type[Exception], Answer] = {
     errors.AuthenticationFailed: Answer(
         502, "authentication_failed", redirect=("authentication_failed", None)
     ),
+    # The provider reported the account disabled (RISC account-disabled): the spec's
+    # access_denied, with its own reason (README, "Provider events").
+    errors.IdentityDisabled: Answer(
+        403,
+        "access_denied",
+        "sign-in through this provider account is disabled",
+        redirect=("access_denied", "identity_disabled"),
+        json_first=True,
+    ),
     errors.ReauthenticationRefused: Answer(
         403, "reauthentication_refused", redirect=("authentication_failed", None)
     ),

@@ -84,13 +84,16 @@ class Api:
         operation_id: str | None = None,
         tags: Iterable[str] = (),
         cors: Cors | None = None,
+        raw_body: Mapping[str, type | None] | None = None,
     ) -> Callable[[Handler], Handler]:
         """Register the decorated coroutine as an operation.
 
         ``security``: the accepted schemes, the first whose credential is present being used;
         without ``security_optional`` a request with none of them is refused (401), with it the
         operation runs with ``call.principal`` None. ``cors``: the other origins whose pages
-        may call it from a browser (:mod:`.cors`). Raises TypeError at registration when the
+        may call it from a browser (:mod:`.cors`). ``raw_body``: the operation reads its body
+        itself (``call.body`` is its bytes); maps each documented media type to the type of
+        its schema (None: a string). Raises TypeError at registration when the
         handler's annotations contradict ``request``/``form``/``response``.
         """
 
@@ -111,6 +114,7 @@ class Api:
                     operation_id=operation_id,
                     tags=tuple(tags),
                     cors=cors,
+                    raw_body=raw_body,
                 )
             )
             return handler

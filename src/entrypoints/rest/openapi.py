@@ -89,6 +89,14 @@ def _operation_doc(op: Operation, builder: SchemaBuilder, error: Schema) -> dict
                 "multipart/form-data": {"schema": form_schema},
             },
         }
+    if op.raw_body is not None:
+        doc["requestBody"] = {
+            "required": True,
+            "content": {
+                media: {"schema": builder.schema(kind) if kind else {"type": "string"}}
+                for media, kind in op.raw_body.items()
+            },
+        }
     has_body = op.request is not None or op.form is not None
     responses: dict[str, Any] = {}
     status = str(op.success_status)
@@ -98,6 +106,8 @@ def _operation_doc(op: Operation, builder: SchemaBuilder, error: Schema) -> dict
         responses[status] = {"description": "Success"}
     if op.params or has_body:
         responses["400"] = _json_response("Invalid request", error)
+    if op.raw_body is not None:
+        responses["413"] = _json_response("Request body too large", error)
     if op.security:
         doc["security"] = [{s.name: []} for s in op.security]
         if op.security_optional:

@@ -46,12 +46,16 @@ class Operation:
     tags: tuple[str, ...] = ()
     # Pages of other origins may call it from a browser (not part of the OpenAPI document).
     cors: Cors | None = None
+    # A body the operation reads itself (``call.body`` is its bytes, at most the API's body
+    # limit; no content type is enforced): the media types documented, each with the attrs
+    # type of its schema or None for a plain string (a JWT, say).
+    raw_body: Mapping[str, type | None] | None = None
 
     def __attrs_post_init__(self) -> None:
         if self.security_optional and not self.security:
             raise ValueError(f"{self.path}: optional security needs at least one scheme")
-        if self.request is not None and self.form is not None:
-            raise ValueError(f"{self.path}: a JSON body and a form body are exclusive")
+        if sum(x is not None for x in (self.request, self.form, self.raw_body)) > 1:
+            raise ValueError(f"{self.path}: a JSON, a form and a raw body are exclusive")
         if self.form is not None and not attrs.has(self.form):
             raise TypeError(f"{self.path}: the form type must be an attrs class")
         in_path = _PATH_PARAM.findall(self.path)
@@ -70,7 +74,8 @@ class Operation:
     def check_handler(self) -> None:
         """TypeError, naming the operation, if the handler's annotations contradict the
         declared body or response: it would fail on its first request (a 500)."""
-        check_handler(self.handler, self.request or self.form, self.response, self.describe())
+        body = bytes if self.raw_body is not None else self.request or self.form
+        check_handler(self.handler, body, self.response, self.describe())
 
     def describe(self) -> str:
         """How errors name the operation: ``operation get_user (GET /users/{id})``."""
@@ -104,7 +109,13 @@ class Invoker:
             tuple((a.name, wire_name(a)) for a in attrs.fields(op.form)) if op.form else ()
         )
         self._reader: Callable[[web.Request], Awaitable[Any]] | None = (
-            self._read_body if op.request is not None else self._read_form if op.form else None
+            self._read_body
+            if op.request is not None
+            else self._read_form
+            if op.form
+            else self._read_raw
+            if op.raw_body is not None
+            else None
         )
         # Looked up once: __call__ runs on every request (see docs/benchmarks.md).
         self._handler = op.handler
@@ -148,6 +159,12 @@ class Invoker:
             return self._structure(data, self.op.request)
         except (cattrs.BaseValidationError, TypeError, ValueError) as e:
             raise layer_error(400, f"invalid request body: {describe_error(e)}") from None
+
+    async def _read_raw(self, request: web.Request) -> bytes:
+        """The body's bytes, for an operation that reads its own format."""
+        if request.content_length is not None and request.content_length > self.max_body:
+            raise layer_error(413, f"request body larger than {self.max_body} bytes")
+        return await request.read()
 
     async def _read_form(self, request: web.Request) -> Any:
         """A form body (``application/x-www-form-urlencoded`` or multipart) into the form

@@ -1,0 +1,131 @@
+"""Verification of the signed event tokens that providers push (issue 12): OpenID Connect
+logout tokens, Sign in with Apple notifications and Security Event Tokens (RFC 8417).
+
+One verifier per provider and shape, on the same key-set cache as the provider's ID tokens
+(or, for RISC, the key set named by the issuer's configuration document): the signature with
+an allowed public-key algorithm, then ``iss`` exactly, ``aud`` containing ours, ``iat``
+neither in the future nor older than ``max_age``, ``exp`` when present, ``jti`` present, and
+the JOSE ``typ`` when given must be one the shape uses. Every failure raises
+:class:`~authgate.ports.provider_events.EventTokenRejected` with its RFC 8935 code and a
+log-safe text (never the token).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Collection
+from typing import Any
+
+from authgate.adapters.identity.id_token import header_of, json_object, loggable, verified_payload
+from authgate.adapters.identity.jwks import KeySetCache
+from authgate.domain.model import EventId
+from authgate.ports.clock import Clock
+from authgate.ports.identity import ExchangeFailed, VerificationFailed
+from authgate.ports.provider_events import (
+    INVALID_AUDIENCE,
+    INVALID_ISSUER,
+    INVALID_KEY,
+    INVALID_REQUEST,
+    EventTokenRejected,
+    EventTokenUnavailable,
+    VerifiedEventToken,
+)
+
+MAX_JTI_LENGTH = 255
+
+# The JOSE "typ" each shape may carry (compared case-insensitively, "application/" optional,
+# RFC 7515 4.1.9); absent is accepted for all.
+LOGOUT_TYPES = frozenset({"jwt", "logout+jwt"})  # Back-Channel Logout 1.0 section 2.4
+SECEVENT_TYPES = frozenset({"jwt", "secevent+jwt"})  # RFC 8417 section 2.3
+APPLE_TYPES = frozenset({"jwt"})
+
+
+class EventTokenVerifierAdapter:
+    """:class:`~authgate.ports.provider_events.EventTokenVerifier` for one provider."""
+
+    def __init__(
+        self,
+        *,
+        keys: KeySetCache,
+        clock: Clock,
+        issuers: Collection[str],
+        audience: str,
+        algorithms: Collection[str],
+        types: Collection[str],
+        max_age_seconds: float,
+        leeway_seconds: float = 60.0,
+        what: str = "event token",
+    ) -> None:
+        self._keys = keys
+        self._clock = clock
+        self._issuers = frozenset(issuers)
+        self._audience = audience
+        self._algorithms = frozenset(algorithms)
+        self._types = frozenset(types)
+        self._max_age = max_age_seconds
+        self._leeway = leeway_seconds
+        self._what = what
+
+    async def verify(self, token: str) -> VerifiedEventToken:
+        try:
+            header = header_of(token, self._what)
+        except VerificationFailed as e:
+            raise EventTokenRejected(INVALID_REQUEST, str(e)) from None
+        alg = header.get("alg")
+        if not isinstance(alg, str) or alg not in self._algorithms:
+            raise EventTokenRejected(
+                INVALID_KEY, f"{self._what} algorithm {loggable(alg)} is not allowed"
+            )
+        if "crit" in header or "b64" in header:
+            raise EventTokenRejected(INVALID_REQUEST, f"{self._what} has critical parameters")
+        typ = header.get("typ")
+        if typ is not None and (
+            not isinstance(typ, str) or typ.lower().removeprefix("application/") not in self._types
+        ):
+            raise EventTokenRejected(INVALID_REQUEST, f"{self._what} typ {loggable(typ)}")
+        kid = header.get("kid")
+        if kid is not None and not isinstance(kid, str):
+            raise EventTokenRejected(INVALID_REQUEST, f"{self._what} kid is not a string")
+        try:
+            payload = await verified_payload(self._keys, token, alg, kid, self._what)
+            claims = json_object(payload, self._what)
+        except VerificationFailed as e:
+            raise EventTokenRejected(INVALID_KEY, str(e)) from None
+        except ExchangeFailed as e:
+            raise EventTokenUnavailable(str(e)) from None
+        return VerifiedEventToken(claims, self._check(claims))
+
+    def _check(self, claims: dict[str, Any]) -> EventId:
+        what = self._what
+        iss = claims.get("iss")
+        if not isinstance(iss, str) or iss not in self._issuers:
+            raise EventTokenRejected(INVALID_ISSUER, f"{what} iss {loggable(iss)} is not expected")
+        aud = claims.get("aud")
+        audiences = [aud] if isinstance(aud, str) else aud
+        if not isinstance(audiences, list) or self._audience not in audiences:
+            raise EventTokenRejected(INVALID_AUDIENCE, f"{what} aud does not name us")
+        now = self._clock.now().timestamp()
+        iat = _number(claims.get("iat"))
+        if iat is None:
+            raise EventTokenRejected(INVALID_REQUEST, f"{what} has no numeric iat")
+        if iat > now + self._leeway:
+            raise EventTokenRejected(INVALID_REQUEST, f"{what} iat is in the future")
+        if iat < now - self._max_age - self._leeway:
+            raise EventTokenRejected(INVALID_REQUEST, f"{what} iat is too old")
+        exp = _number(claims.get("exp"))
+        if "exp" in claims and exp is None:
+            raise EventTokenRejected(INVALID_REQUEST, f"{what} exp is not a number")
+        if exp is not None and exp <= now - self._leeway:
+            raise EventTokenRejected(INVALID_REQUEST, f"{what} has expired")
+        jti = claims.get("jti")
+        if not isinstance(jti, str) or not jti or len(jti) > MAX_JTI_LENGTH:
+            raise EventTokenRejected(INVALID_REQUEST, f"{what} has no usable jti")
+        # Remembered for as long as an event with this iat is accepted at all.
+        until = dt.datetime.fromtimestamp(iat + self._max_age + 2 * self._leeway, dt.UTC)
+        return EventId(issuer=iss, jti=jti, expires_at=until)
+
+
+def _number(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return float(value)

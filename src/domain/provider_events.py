@@ -1,0 +1,190 @@
+"""What identity providers tell us about their users, read from a verified event token.
+
+Three shapes (issue 12), each parsed by one small function into :class:`ProviderEvent` values
+whose :class:`Action` the service carries out:
+
+* OpenID Connect Back-Channel Logout 1.0 (:func:`logout_event`): a logout token naming the
+  provider's ``sid`` and/or ``sub``;
+* Sign in with Apple server-to-server notifications (:func:`apple_event`): the ``events``
+  claim is a JSON *string* holding ``type``, ``sub``, ``email``, ``is_private_email`` and
+  ``event_time``;
+* Security Event Tokens of Google's Cross-Account Protection (RISC, RFC 8417) (:func:`risc_events`):
+  ``events`` maps event-type URIs to their payloads, the user as an ``iss_sub`` subject.
+
+Pure: the signature, ``iss``, ``aud``, ``iat`` and ``jti`` were checked before (adapters).
+"""
+
+from __future__ import annotations
+
+import enum
+import json
+from collections.abc import Collection, Mapping
+from typing import Any
+
+import attrs
+
+BACKCHANNEL_LOGOUT = "http://schemas.openid.net/event/backchannel-logout"
+RISC_EVENT_TYPE = "https://schemas.openid.net/secevent/risc/event-type/"
+MAX_SUBJECT_LENGTH = 255
+
+
+class MalformedEvent(ValueError):
+    """The token verified but its event is not what its shape defines (RFC 8935
+    ``invalid_request``). The text is log-safe and may be returned to the provider."""
+
+
+class Action(enum.Enum):
+    """What the service does about an event."""
+
+    END_SESSIONS = "end_sessions"
+    REMOVE_IDENTITY = "remove_identity"  # unlink it, or delete the account (a setting)
+    DISABLE_IDENTITY = "disable_identity"  # revoke every session, refuse its sign-ins
+    ENABLE_IDENTITY = "enable_identity"
+    EMAIL_DISABLED = "email_disabled"
+    EMAIL_ENABLED = "email_enabled"
+    NOTHING = "nothing"  # audited and logged only
+
+
+@attrs.frozen
+class ProviderEvent:
+    """One event about one user of the provider.
+
+    ``kind`` is the event's bounded name for the audit trail (``backchannel-logout``,
+    ``consent-revoked``, ``sessions-revoked``, ``unknown``...). ``subject`` is the user's
+    ``sub`` at the provider (None: a logout by ``sid`` alone, or RISC ``verification``).
+    ``provider_session`` is the logout token's ``sid``. ``every_provider``: END_SESSIONS ends
+    every session of the account, not only those signed in through this provider.
+    """
+
+    kind: str
+    action: Action
+    subject: str | None = None
+    provider_session: str | None = None
+    reason: str | None = None
+    every_provider: bool = False
+
+
+# -- OpenID Connect Back-Channel Logout 1.0, section 2.4 and 2.6 ------------------------------
+
+
+def logout_event(claims: Mapping[str, Any]) -> ProviderEvent:
+    """The logout of a verified logout token: ``events`` holds the back-channel logout
+    member (a JSON object), ``sid`` and/or ``sub`` are present, ``nonce`` is absent."""
+    events = claims.get("events")
+    if not isinstance(events, Mapping) or not isinstance(events.get(BACKCHANNEL_LOGOUT), Mapping):
+        raise MalformedEvent(f"logout token events claim has no {BACKCHANNEL_LOGOUT} object")
+    if "nonce" in claims:
+        raise MalformedEvent("logout token carries a nonce (an ID token?)")
+    sub = _optional_text(claims, "sub")
+    sid = _optional_text(claims, "sid")
+    if sub is None and sid is None:
+        raise MalformedEvent("logout token has neither sub nor sid")
+    return ProviderEvent("backchannel-logout", Action.END_SESSIONS, sub, sid)
+
+
+# -- Sign in with Apple server-to-server notifications ----------------------------------------
+
+APPLE_ACTIONS: Mapping[str, Action] = {
+    "consent-revoked": Action.REMOVE_IDENTITY,
+    "account-delete": Action.REMOVE_IDENTITY,
+    "account-deleted": Action.REMOVE_IDENTITY,  # the spelling of some of Apple's pages
+    "email-disabled": Action.EMAIL_DISABLED,
+    "email-enabled": Action.EMAIL_ENABLED,
+}
+
+
+def apple_event(claims: Mapping[str, Any]) -> ProviderEvent:
+    """The event of a verified Apple notification; an unknown ``type`` is Action.NOTHING."""
+    raw = claims.get("events")
+    if isinstance(raw, str):  # what Apple sends: the event object as a JSON string
+        try:
+            event = json.loads(raw)
+        except (ValueError, RecursionError):
+            raise MalformedEvent("notification events claim is not JSON") from None
+    else:
+        event = raw
+    if not isinstance(event, Mapping):
+        raise MalformedEvent("notification events claim is not a JSON object")
+    kind = event.get("type")
+    if not isinstance(kind, str) or not kind:
+        raise MalformedEvent("notification event has no type")
+    sub = _optional_text(event, "sub")
+    if sub is None:
+        raise MalformedEvent("notification event has no sub")
+    action = APPLE_ACTIONS.get(kind)
+    if action is None:
+        return ProviderEvent("unknown", Action.NOTHING, sub)
+    return ProviderEvent(kind, action, sub)
+
+
+# -- RISC (Google Cross-Account Protection) ---------------------------------------------------
+
+RISC_ACTIONS: Mapping[str, Action] = {
+    "sessions-revoked": Action.END_SESSIONS,
+    "tokens-revoked": Action.END_SESSIONS,
+    "account-disabled": Action.DISABLE_IDENTITY,
+    "account-enabled": Action.ENABLE_IDENTITY,
+    "account-credential-change-required": Action.NOTHING,
+    "verification": Action.NOTHING,
+}
+MAX_REASON_LENGTH = 64
+
+
+def risc_events(claims: Mapping[str, Any], issuers: Collection[str]) -> list[ProviderEvent]:
+    """The events of a verified Security Event Token (RFC 8417 section 2.2: ``events`` maps
+    event-type URIs to JSON objects). The subject (``iss_sub``, RFC 9493; Google writes
+    ``subject_type: iss-sub`` and its issuer with a trailing slash) must name one of
+    ``issuers``; an event without a usable subject acts on nobody. Unknown types are
+    Action.NOTHING, never an error."""
+    events = claims.get("events")
+    if not isinstance(events, Mapping) or not events:
+        raise MalformedEvent("security event token has no events object")
+    found: list[ProviderEvent] = []
+    for uri, payload in events.items():
+        if not isinstance(payload, Mapping):
+            raise MalformedEvent("security event payload is not a JSON object")
+        name = uri.removeprefix(RISC_EVENT_TYPE) if uri.startswith(RISC_EVENT_TYPE) else None
+        action = RISC_ACTIONS.get(name) if name is not None else None
+        if name is None or action is None:
+            found.append(ProviderEvent("unknown", Action.NOTHING))
+            continue
+        subject = _risc_subject(payload.get("subject", claims.get("sub_id")), issuers)
+        reason = payload.get("reason")
+        if action is Action.DISABLE_IDENTITY:
+            reason = reason[:MAX_REASON_LENGTH] if isinstance(reason, str) and reason else None
+        else:
+            reason = None
+        found.append(
+            ProviderEvent(
+                name,
+                action if subject is not None or action is Action.NOTHING else Action.NOTHING,
+                subject,
+                reason=reason,
+                every_provider=True,
+            )
+        )
+    return found
+
+
+def _risc_subject(subject: Any, issuers: Collection[str]) -> str | None:
+    if not isinstance(subject, Mapping):
+        return None
+    kind = subject.get("subject_type", subject.get("format"))
+    if kind not in ("iss_sub", "iss-sub"):
+        return None
+    iss = subject.get("iss")
+    wanted = {i.rstrip("/") for i in issuers}
+    if not isinstance(iss, str) or iss.rstrip("/") not in wanted:
+        return None
+    return _optional_text(subject, "sub")
+
+
+def _optional_text(values: Mapping[str, Any], name: str) -> str | None:
+    value = values.get(name)
+    if value is None:
+        return None
+    if not isinstance(value, str) or not value or len(value) > MAX_SUBJECT_LENGTH:
+        raise MalformedEvent(f"{name} is not a string of 1 to {MAX_SUBJECT_LENGTH} characters")
+    if any(ord(c) < 32 or ord(c) == 127 for c in value):
+        raise MalformedEvent(f"{name} has control characters")
+    return value

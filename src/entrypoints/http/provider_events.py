@@ -1,0 +1,215 @@
+"""The providers' event receivers (issue 12), one operation per configured provider and shape:
+
+* ``POST /v1/providers/{name}/backchannel-logout`` (OpenID Connect Back-Channel Logout 1.0):
+  a form with ``logout_token``; 200 (``Cache-Control: no-store``), or 400
+  ``{"error": "invalid_request", "error_description": …}`` (its section 2.8);
+* ``POST /v1/providers/{name}/notifications`` for an Apple-shaped provider: JSON
+  ``{"payload": "<JWT>"}``; 200, or 400 with the RFC 8935 error body;
+* the same path for any other provider: a Security Event Token (RFC 8417) pushed per RFC 8935
+  (the raw JWT, ``application/secevent+jwt``); 202, or 400
+  ``{"err": "<code>", "description": …}``.
+
+None is behind session authentication (the token is the proof); each is rate-limited per
+client like the callback; the token is never logged. A provider whose keys cannot be loaded
+gets 503 with ``Retry-After`` (its delivery is retried).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Awaitable, Callable
+from urllib.parse import parse_qs
+
+import attrs
+from aiohttp import web
+
+from authgate.domain.model import ClientInfo
+from authgate.entrypoints.http.bodies import AppError
+from authgate.entrypoints.http.caller import ClientAddress
+from authgate.entrypoints.http.errors import app_error, rate_limited
+from authgate.entrypoints.rest import Api, Call, json_response
+from authgate.ports.provider_events import (
+    INVALID_REQUEST,
+    EventTokenRejected,
+    EventTokenUnavailable,
+)
+from authgate.ports.ratelimit import RateLimiter
+from authgate.services.provider_events import ProviderEventService, Shape
+
+log = logging.getLogger("authgate.http")
+
+NO_STORE = {"Cache-Control": "no-store"}
+FORM = "application/x-www-form-urlencoded"
+SECEVENT = "application/secevent+jwt"
+MAX_TOKEN_CHARACTERS = 16 * 1024
+
+
+@attrs.frozen
+class ReceiverRoute:
+    """Where one provider's receiver of one shape listens."""
+
+    provider: str
+    shape: Shape
+    path: str
+
+
+@attrs.frozen
+class LogoutRequest:
+    """Back-Channel Logout 1.0 section 2.5: the form the provider posts."""
+
+    logout_token: str
+
+
+@attrs.frozen
+class AppleNotification:
+    """A Sign in with Apple server-to-server notification: the signed event as ``payload``."""
+
+    payload: str
+
+
+@attrs.frozen
+class LogoutError:
+    """Back-Channel Logout 1.0 section 2.8 (OAuth 2.0's error response)."""
+
+    error: str
+    error_description: str
+
+
+@attrs.frozen
+class SecurityEventError:
+    """RFC 8935 section 2.3: why a Security Event Token was refused (its 2.4 codes)."""
+
+    err: str
+    description: str
+
+
+SUCCESS = {Shape.BACKCHANNEL_LOGOUT: 200, Shape.APPLE: 200, Shape.RISC: 202}
+BODIES: dict[Shape, dict[str, type | None]] = {
+    Shape.BACKCHANNEL_LOGOUT: {FORM: LogoutRequest},
+    Shape.APPLE: {"application/json": AppleNotification},
+    Shape.RISC: {SECEVENT: None},
+}
+DESCRIPTIONS = {
+    Shape.BACKCHANNEL_LOGOUT: "OpenID Connect Back-Channel Logout 1.0: the provider's logout "
+    "token ends the sessions of its sid and/or sub",
+    Shape.APPLE: "Sign in with Apple server-to-server notification",
+    Shape.RISC: "Security Event Token (RFC 8417) pushed per RFC 8935 (Cross-Account Protection)",
+}
+
+Handler = Callable[[Call[bytes]], Awaitable[web.StreamResponse]]
+
+
+class ProviderEventOperations:
+    """Registers one receiver operation per route."""
+
+    def __init__(
+        self,
+        service: ProviderEventService,
+        routes: list[ReceiverRoute],
+        limiter: RateLimiter,
+        client_address: ClientAddress,
+    ) -> None:
+        self.service = service
+        self.routes = routes
+        self.limiter = limiter
+        self.client_address = client_address
+
+    def register(self, api: Api) -> None:
+        for route in self.routes:
+            refusal: type = (
+                LogoutError if route.shape is Shape.BACKCHANNEL_LOGOUT else SecurityEventError
+            )
+            api.operation(
+                "POST",
+                route.path,
+                raw_body=BODIES[route.shape],
+                status=SUCCESS[route.shape],
+                responses={
+                    SUCCESS[route.shape]: DESCRIPTIONS[route.shape],
+                    400: refusal,
+                    429: AppError,
+                    503: AppError,
+                },
+                operation_id=f"receive_{route.shape.value}_{route.provider}",
+                tags=("provider-events",),
+            )(self._handler(route))
+
+    def _handler(self, route: ReceiverRoute) -> Handler:
+        async def receive(call: Call[bytes]) -> web.StreamResponse:
+            return await self._receive(route, call)
+
+        receive.__name__ = f"receive_{route.shape.value}_{route.provider}"
+        return receive
+
+    async def _receive(self, route: ReceiverRoute, call: Call[bytes]) -> web.StreamResponse:
+        request = call.request
+        address = self.client_address.of(request)
+        decision = await self.limiter.hit(self.client_address.limit_key(address))
+        if not decision.allowed:
+            raise rate_limited(decision, "too many provider events; retry later")
+        client = ClientInfo(address, request.headers.get("User-Agent"))
+        try:
+            token = _token_of(route.shape, call.body, request.content_type)
+        except EventTokenRejected as e:
+            await self.service.refused(route.provider, route.shape, e, client)
+            return _refusal(route.shape, e)
+        try:
+            await self.service.receive(route.provider, route.shape, token, client)
+        except EventTokenRejected as e:
+            return _refusal(route.shape, e)
+        except EventTokenUnavailable as e:
+            log.error("provider %s: cannot verify its events now: %s", route.provider, e)
+            raise app_error(
+                503,
+                "temporarily_unavailable",
+                "the provider's keys cannot be loaded; retry later",
+                {"Retry-After": "60", **NO_STORE},
+            ) from None
+        return web.Response(status=SUCCESS[route.shape], headers=NO_STORE)
+
+
+def _token_of(shape: Shape, body: bytes, content_type: str) -> str:
+    """The event token out of the shape's body; EventTokenRejected(invalid_request) when the
+    body is not that shape's."""
+    try:
+        text = body.decode("utf-8")
+    except UnicodeDecodeError:
+        raise _malformed("the body is not UTF-8 text") from None
+    if shape is Shape.BACKCHANNEL_LOGOUT:
+        if content_type != FORM:
+            raise _malformed(f"the body must be {FORM}")
+        try:
+            fields = parse_qs(text, strict_parsing=bool(text), max_num_fields=16)
+        except ValueError:
+            raise _malformed("the body is not a form") from None
+        tokens = fields.get("logout_token", [])
+        if len(tokens) != 1:
+            raise _malformed("the form must carry exactly one logout_token")
+        token = tokens[0]
+    elif shape is Shape.APPLE:
+        try:
+            data = json.loads(text)
+        except (ValueError, RecursionError):
+            raise _malformed("the body is not JSON") from None
+        payload = data.get("payload") if isinstance(data, dict) else None
+        if not isinstance(payload, str):
+            raise _malformed("the body has no payload string")
+        token = payload
+    else:
+        token = text.strip()
+    if not token or len(token) > MAX_TOKEN_CHARACTERS:
+        raise _malformed("the event token is missing or too long")
+    return token
+
+
+def _malformed(description: str) -> EventTokenRejected:
+    return EventTokenRejected(INVALID_REQUEST, description)
+
+
+def _refusal(shape: Shape, e: EventTokenRejected) -> web.Response:
+    if shape is Shape.BACKCHANNEL_LOGOUT:
+        body = {"error": INVALID_REQUEST, "error_description": e.description}
+    else:
+        body = {"err": e.code, "description": e.description}
+    return json_response(body, 400, NO_STORE)

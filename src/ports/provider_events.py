@@ -1,0 +1,60 @@
+"""Provider events (issue 12): verifying the providers' signed event tokens, and remembering
+which events were seen so that a replayed one changes nothing twice."""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Mapping
+from typing import Any, Protocol
+
+import attrs
+
+from authgate.domain.model import EventId
+
+# RFC 8935 section 2.4 (Security Event Token error codes), also answered by the Apple
+# receiver; the back-channel logout answers OAuth's ``invalid_request`` (its section 2.8).
+INVALID_REQUEST = "invalid_request"
+INVALID_KEY = "invalid_key"
+INVALID_ISSUER = "invalid_issuer"
+INVALID_AUDIENCE = "invalid_audience"
+
+
+class EventTokenRejected(Exception):
+    """The event token does not verify. ``code`` is the RFC 8935 error code; the text is a
+    log-safe description (never the token) that may be returned to the provider."""
+
+    def __init__(self, code: str, description: str) -> None:
+        self.code = code
+        self.description = description
+        super().__init__(description)
+
+
+class EventTokenUnavailable(Exception):
+    """The provider's key set (or its configuration document) cannot be loaded at all: an
+    outage, not a bad token; the provider should retry later."""
+
+
+@attrs.frozen
+class VerifiedEventToken:
+    """A verified event token: its claims, and the one-time identity of its event."""
+
+    claims: Mapping[str, Any]
+    event_id: EventId
+
+
+class EventTokenVerifier(Protocol):
+    """Verifies one provider's event tokens: signature (the provider's key set), ``iss``,
+    ``aud``, ``iat`` recent and not in the future, ``exp`` when present, ``jti`` present."""
+
+    async def verify(self, token: str) -> VerifiedEventToken:
+        """Raises :class:`EventTokenRejected` or :class:`EventTokenUnavailable`."""
+        ...
+
+
+class SeenEvents(Protocol):
+    """The one-time ``jti`` store of provider events."""
+
+    async def first_sight(self, event: EventId, now: dt.datetime) -> bool:
+        """Remember ``event`` until its ``expires_at``; False when it is remembered already
+        (a replay). Records that expired are dropped on the way."""
+        ...
