@@ -14,7 +14,7 @@ TESTS = Path(__file__).parent
 # minutes. Marked here by folder, not by a `pytestmark` per module, so a test added to one of
 # them cannot be left unmarked. `scripts/test --quick` leaves them out; `scripts/test` (CI) runs
 # everything.
-SLOW_FOLDERS = ("load", "fuzz", "faults", "scaleout", "browser", "bench")
+SLOW_FOLDERS = ("load", "fuzz", "faults", "scaleout", "browser", "bench", "interop")
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

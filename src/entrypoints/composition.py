@@ -235,14 +235,19 @@ def _receivers(config: Config, providers: dict[str, IdentityProvider]) -> list[R
         adapter = providers.get(route.provider)
         if not isinstance(adapter, OAuthIdentityProvider):
             continue
+        settings = config.providers[route.provider]
+        audiences = settings.event_audiences
         if route.shape is Shape.BACKCHANNEL_LOGOUT:
-            verifier = adapter.logout_token_verifier(max_age_seconds=max_age)
+            verifier = adapter.logout_token_verifier(max_age_seconds=max_age, audiences=audiences)
         elif route.shape is Shape.APPLE:
-            verifier = adapter.apple_notification_verifier(max_age_seconds=max_age)
+            verifier = adapter.apple_notification_verifier(
+                max_age_seconds=max_age, audiences=audiences
+            )
         else:
             verifier = adapter.security_event_verifier(
                 max_age_seconds=max_age,
-                configuration_url=config.providers[route.provider].risc_configuration,
+                configuration_url=settings.risc_configuration,
+                audiences=audiences,
             )
         receivers.append(Receiver(route.provider, route.shape, verifier, adapter.event_issuers()))
     return receivers
@@ -276,7 +281,11 @@ def build_api(config: Config, resources: Resources, services: Services | None = 
     AccountOperations(services.account, bearer, cookie, guard, client_address, cors).register(api)
     JwksOperations(resources.sessions).register(api)
     ProviderEventOperations(
-        services.provider_events, receiver_routes(config), resources.event_limiter, client_address
+        services.provider_events,
+        receiver_routes(config),
+        resources.event_limiter,
+        client_address,
+        resources.metrics,
     ).register(api)
     for check in resources.readiness:
         api.readiness.add(check)

@@ -195,13 +195,16 @@ class ProviderConfig:
     notifications: bool = False
     notifications_path: str | None = None
     risc_configuration: str | None = None
+    # Other aud values the provider's event tokens may carry beside client_id (Apple names the
+    # primary App ID its notification endpoint is registered on).
+    event_audiences: list[str] = attrs.field(factory=list)
 
 
 @attrs.frozen
 class ProviderEventsConfig:
     """``provider_events``: how old an event token may be (its ``iat``; its ``jti`` is
     remembered as long), and what a provider's withdrawal of an account's only sign-in method
-    does (delete the account, or keep it with that identity refused)."""
+    does (delete the account, or keep it and end its sessions)."""
 
     max_age_seconds: int = 86400
     delete_account_when_last_identity: bool = True

@@ -36,6 +36,7 @@ from authgate.entrypoints import composition
 from authgate.entrypoints.config import Config
 from authgate.ports.identity import IdentityProvider
 from authgate.services.audit import audit_event
+from authgate.services.provider_events import Shape
 
 OPERATOR = "operator"  # the audit events' provider: no identity provider was involved
 
@@ -120,6 +121,9 @@ async def show_account(config: Config, ref: str) -> int:
                     "emailVerified": i.email_verified,
                     "linkedAt": _time(i.linked_at),
                     "isPrimary": i.is_primary,
+                    # What the provider's events said (README, "Provider events").
+                    "disabledReason": i.disabled_reason,
+                    "emailDisabled": i.email_disabled,
                 }
                 for i in identities
             ],
@@ -216,7 +220,32 @@ async def check_config(config: Config) -> int:
             return 1
         for name, provider in providers.items():
             results.append(await _check_provider(name, provider))
+        for route in composition.receiver_routes(config):
+            if route.shape is Shape.RISC:
+                results.append(await _check_security_events(config, route.provider, providers))
     return 0 if all(results) else 1
+
+
+async def _check_security_events(
+    config: Config, name: str, providers: dict[str, IdentityProvider]
+) -> bool:
+    """The RISC receiver's key set, through the transmitter's configuration document."""
+    provider = providers[name]
+    prefix = f"provider {name} security events: "
+    if not isinstance(provider, OAuthIdentityProvider):
+        print(f"{prefix}ok (not a network provider)")
+        return True
+    verifier = provider.security_event_verifier(
+        max_age_seconds=config.provider_events.max_age_seconds,
+        configuration_url=config.providers[name].risc_configuration,
+    )
+    try:
+        keys = await verifier.keys.get()
+    except KeySetUnavailable as e:
+        print(f"{prefix}FAILED {e}")
+        return False
+    print(f"{prefix}ok ({len(keys.keys)} keys)")
+    return True
 
 
 def _check_keys(config: Config) -> bool:

@@ -32,7 +32,7 @@ class ProviderRemoval(enum.Enum):
 
     UNLINKED = "unlinked"
     ACCOUNT_DELETED = "account_deleted"
-    DISABLED = "disabled"  # the only sign-in method, kept but refused (setting)
+    KEPT = "kept"  # the only sign-in method: kept, its sessions ended (setting)
     UNKNOWN_SUBJECT = "unknown_subject"
     REPLAYED = "replayed"
 
@@ -135,8 +135,8 @@ class AccountService:
     ) -> ProviderRemoval:
         """The provider says its user withdrew (Apple ``consent-revoked``, ``account-delete``):
         unlink ``identity`` and end the sessions issued through it; when it is the account's
-        only sign-in method, delete the account (``delete_when_last``) or else refuse sign-ins
-        through it and end every session. One transaction with the event's one-time ``jti``
+        only sign-in method, delete the account (``delete_when_last``) or else keep it and end
+        every session. One transaction with the event's one-time ``jti``
         and the audit event: a replayed event changes nothing."""
         now = self.sessions.clock.now()
         ended: list[str] = []
@@ -184,14 +184,21 @@ class AccountService:
                 )
                 removal = ProviderRemoval.ACCOUNT_DELETED
             else:
-                await tx.accounts.set_identity_disabled(identity, kind)
+                # Kept as it is, signed out: a later sign-in through the provider is the user
+                # consenting again (a deleted Apple Account cannot sign in at all).
                 ended = await tx.sessions.revoke_all(holder.id, now)
+                detail = f"{kind}: only sign-in method, kept"
                 await tx.events.record(
                     audit_event(
-                        now, identity.provider, Outcome.IDENTITY_DISABLED, client, holder.id, kind
+                        now,
+                        identity.provider,
+                        Outcome.PROVIDER_SIGNED_OUT,
+                        client,
+                        holder.id,
+                        detail,
                     )
                 )
-                removal = ProviderRemoval.DISABLED
+                removal = ProviderRemoval.KEPT
         await self.sessions.announce(ended)
         return removal
 

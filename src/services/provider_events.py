@@ -66,7 +66,7 @@ class Receiver:
 @attrs.frozen
 class ProviderEventPolicy:
     """``provider_events.*``: when a provider withdraws the account's only sign-in method,
-    delete the account (True) or keep it with that identity refused (False)."""
+    delete the account (True) or keep it and end its sessions (False)."""
 
     delete_account_when_last_identity: bool = True
 

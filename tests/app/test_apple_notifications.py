@@ -87,7 +87,7 @@ async def test_account_delete_of_the_only_sign_in_method_deletes_the_account(
     assert "error=account_not_found" in again.headers["Location"]
 
 
-async def test_with_deletion_switched_off_the_only_identity_is_kept_but_refused(
+async def test_with_deletion_switched_off_the_only_identity_is_kept_and_signed_out(
     make_service: MakeService, fake_idp: FakeIdP, idp_clock: SettableClock, tmp_path: Path
 ) -> None:
     config = events_config(
@@ -98,16 +98,20 @@ async def test_with_deletion_switched_off_the_only_identity_is_kept_but_refused(
     client = await make_service(config, clock=idp_clock)
     events = Events(SignIn(client, fake_idp, idp_clock), fake_idp)
     token = await events.signed_in("apple", ADA)
+    kept = await identity(events, ADA.sub)
 
     status, _ = await notify(events, apple_notification(fake_idp.apple, "consent-revoked", ADA.sub))
 
     assert status == 200
     assert await events.status(token) == 401
-    kept = await identity(events, ADA.sub)
-    assert kept is not None and kept.disabled_reason == "consent-revoked"
+    assert await identity(events, ADA.sub) == kept
+    # Signing in with Apple again (consenting again) reaches the same account.
     again = await events.signin.complete("apple", user=ADA, intent="login")
-    assert "error=access_denied" in again.headers["Location"]
-    assert "reason=identity_disabled" in again.headers["Location"]
+    assert again.status == 302 and "session" in again.cookies
+    answer = await client.get(
+        "/v1/account", headers={"Authorization": f"Bearer {again.cookies['session'].value}"}
+    )
+    assert (await answer.json())["id"] == kept.account_id
 
 
 async def test_email_forwarding_changes_are_recorded_on_the_identity(events: Events) -> None:
@@ -201,3 +205,17 @@ async def test_malformed_bodies_and_events_are_invalid_requests(events: Events) 
             answer = await events.client.post(PATH, json=body)
         assert answer.status == 400, body
         assert (await answer.json())["err"] == "invalid_request"
+
+
+async def test_an_audience_listed_in_event_audiences_is_accepted(
+    make_service: MakeService, fake_idp: FakeIdP, idp_clock: SettableClock, tmp_path: Path
+) -> None:
+    config = events_config(fake_idp, "memory://")
+    config["providers"]["apple"]["event_audiences"] = ["com.example.app"]
+    client = await make_service(config, clock=idp_clock)
+    events = Events(SignIn(client, fake_idp, idp_clock), fake_idp)
+    token = await events.signed_in("apple", ADA)
+    for aud, expected in (("com.example.other", 400), ("com.example.app", 200)):
+        body = apple_notification(fake_idp.apple, "consent-revoked", ADA.sub, aud=aud)
+        assert (await notify(events, body))[0] == expected
+    assert await events.status(token) == 401

@@ -123,6 +123,7 @@ async def test_show_finds_an_account_by_id_identity_and_email(setup: Setup) -> N
     assert provider["provider"] == "google"
     assert provider["providerId"] == "g-ann"
     assert provider["isPrimary"] is True
+    assert (provider["disabledReason"], provider["emailDisabled"]) == (None, False)
 
 
 @pytest.mark.parametrize(
@@ -328,6 +329,23 @@ async def test_config_check_passes_with_every_provider_reachable(
     assert lines[5].startswith("provider apple: discovery ok, jwks ok (")
     assert len(lines) == 6
     assert not key_file(tmp_path).exists()  # a check creates nothing
+
+
+async def test_config_check_fetches_the_keys_of_security_events(tmp_path: Path) -> None:
+    async with FakeIdP() as idp:
+        google = idp.config("google") | {"notifications": True}
+        config = write_config(tmp_path, {"providers": {"google": google}})
+        result = await run("config", "check", "--config", config)
+        assert result.returncode == 0, result.stdout + result.stderr
+        assert (
+            result.stdout.strip()
+            .splitlines()[-1]
+            .startswith("provider google security events: ok (")
+        )
+        idp.google.jwks_down = True
+        failed = await run("config", "check", "--config", config)
+    assert failed.returncode == 1
+    assert "provider google security events: FAILED" in failed.stdout
 
 
 async def test_config_check_names_an_unreachable_provider_and_database(tmp_path: Path) -> None:

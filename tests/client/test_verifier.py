@@ -8,6 +8,7 @@ import hashlib
 import hmac
 import json
 import time
+from collections.abc import Callable
 
 import aiohttp
 import pytest
@@ -72,20 +73,22 @@ async def test_a_tampered_token_is_refused(authgate: Authgate) -> None:
 @pytest.mark.parametrize(
     ("claims", "reason"),
     [
-        ({"exp": int(time.time()) - 120}, "expired"),
-        ({"nbf": int(time.time()) + 600}, "not yet valid"),
-        ({"iat": int(time.time()) + 600, "nbf": None}, "issued in the future"),
-        ({"iss": "https://evil.example"}, "iss"),
-        ({"aud": "another-service"}, "aud"),
-        ({"sub": None}, "sub"),
-        ({"exp": None}, "exp"),
+        # Times relative to when the test runs (not when it was collected: a long run would
+        # reach "600 s ahead" before this test does).
+        (lambda now: {"exp": now - 120}, "expired"),
+        (lambda now: {"nbf": now + 600}, "not yet valid"),
+        (lambda now: {"iat": now + 600, "nbf": None}, "issued in the future"),
+        (lambda now: {"iss": "https://evil.example"}, "iss"),
+        (lambda now: {"aud": "another-service"}, "aud"),
+        (lambda now: {"sub": None}, "sub"),
+        (lambda now: {"exp": None}, "exp"),
     ],
 )
 async def test_claims_are_checked(
-    authgate: Authgate, claims: dict[str, object], reason: str
+    authgate: Authgate, claims: Callable[[int], dict[str, object]], reason: str
 ) -> None:
     # Signed with authgate's own key: only the claims are wrong.
-    token = authgate.mint(**claims)
+    token = authgate.mint(**claims(int(time.time())))
     async with verifier_for(authgate) as verifier:
         assert (await verifier.verify(authgate.mint())).account_id == "acc-minted"
         with pytest.raises(InvalidSession, match=reason):

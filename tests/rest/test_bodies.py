@@ -235,3 +235,49 @@ async def test_configured_limit(serve: Serve) -> None:
         assert resp.status == 413
         assert await resp.json() == {"error": "request body larger than 200 bytes"}
     assert len(received) == 1
+
+
+# -- raw bodies: an operation that reads its own format ---------------------------------------
+
+
+@attrs.frozen
+class Envelope:
+    payload: str
+
+
+async def test_a_raw_body_reaches_the_operation_as_bytes_and_is_documented(
+    serve: Serve,
+) -> None:
+    api = Api("Example", "1.0.0", max_body_bytes=64)
+    received: list[bytes] = []
+
+    @api.operation(
+        "POST",
+        "/events",
+        raw_body={"application/secevent+jwt": None, "application/json": Envelope},
+        status=202,
+    )
+    async def receive(call: Call[bytes]) -> None:
+        received.append(call.body)
+
+    client = await serve(api)
+    sent = b"a.b.c \xff not checked by the layer"
+    answer = await client.post("/events", data=sent, headers={"Content-Type": "text/plain"})
+    assert answer.status == 202
+    assert received == [sent]
+    too_big = await client.post("/events", data=b"x" * 65)
+    assert too_big.status == 413
+
+    operation = api.openapi()["paths"]["/events"]["post"]
+    content = operation["requestBody"]["content"]
+    assert content["application/secevent+jwt"]["schema"] == {"type": "string"}
+    assert content["application/json"]["schema"]["properties"] == {"payload": {"type": "string"}}
+    assert {"202", "413"} <= set(operation["responses"])
+
+
+def test_a_raw_body_excludes_the_declared_ones() -> None:
+    api = Api("Example", "1.0.0")
+    with pytest.raises(ValueError, match="exclusive"):
+
+        @api.operation("POST", "/both", request=Envelope, raw_body={"text/plain": None})
+        async def both(call: Call[Envelope]) -> None: ...

@@ -49,7 +49,7 @@ class EventTokenVerifierAdapter:
         keys: KeySetCache,
         clock: Clock,
         issuers: Collection[str],
-        audience: str,
+        audiences: Collection[str],
         algorithms: Collection[str],
         types: Collection[str],
         max_age_seconds: float,
@@ -59,12 +59,17 @@ class EventTokenVerifierAdapter:
         self._keys = keys
         self._clock = clock
         self._issuers = frozenset(issuers)
-        self._audience = audience
+        self._audiences = frozenset(audiences)
         self._algorithms = frozenset(algorithms)
         self._types = frozenset(types)
         self._max_age = max_age_seconds
         self._leeway = leeway_seconds
         self._what = what
+
+    @property
+    def keys(self) -> KeySetCache:
+        """The key set the tokens are verified with (``authgate config check`` fetches it)."""
+        return self._keys
 
     async def verify(self, token: str) -> VerifiedEventToken:
         try:
@@ -102,7 +107,9 @@ class EventTokenVerifierAdapter:
             raise EventTokenRejected(INVALID_ISSUER, f"{what} iss {loggable(iss)} is not expected")
         aud = claims.get("aud")
         audiences = [aud] if isinstance(aud, str) else aud
-        if not isinstance(audiences, list) or self._audience not in audiences:
+        if not isinstance(audiences, list) or not self._audiences.intersection(
+            a for a in audiences if isinstance(a, str)
+        ):
             raise EventTokenRejected(INVALID_AUDIENCE, f"{what} aud does not name us")
         now = self._clock.now().timestamp()
         iat = _number(claims.get("iat"))

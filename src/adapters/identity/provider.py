@@ -10,7 +10,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import logging
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
 
@@ -255,16 +255,29 @@ class OAuthIdentityProvider:
         base = issuer.rstrip("/")
         return tuple(dict.fromkeys([issuer, base, base + "/", *self._settings.additional_issuers]))
 
-    def logout_token_verifier(self, *, max_age_seconds: float) -> EventTokenVerifierAdapter:
-        """Back-channel logout tokens, on the key set of the ID tokens."""
-        return self._event_verifier(self.key_set, LOGOUT_TYPES, max_age_seconds, "logout token")
+    def logout_token_verifier(
+        self, *, max_age_seconds: float, audiences: Collection[str] = ()
+    ) -> EventTokenVerifierAdapter:
+        """Back-channel logout tokens, on the key set of the ID tokens. ``audiences``: other
+        ``aud`` values accepted beside the client id."""
+        return self._event_verifier(
+            self.key_set, LOGOUT_TYPES, max_age_seconds, "logout token", audiences
+        )
 
-    def apple_notification_verifier(self, *, max_age_seconds: float) -> EventTokenVerifierAdapter:
+    def apple_notification_verifier(
+        self, *, max_age_seconds: float, audiences: Collection[str] = ()
+    ) -> EventTokenVerifierAdapter:
         """Sign in with Apple notifications, on the key set of the ID tokens."""
-        return self._event_verifier(self.key_set, APPLE_TYPES, max_age_seconds, "notification")
+        return self._event_verifier(
+            self.key_set, APPLE_TYPES, max_age_seconds, "notification", audiences
+        )
 
     def security_event_verifier(
-        self, *, max_age_seconds: float, configuration_url: str | None = None
+        self,
+        *,
+        max_age_seconds: float,
+        configuration_url: str | None = None,
+        audiences: Collection[str] = (),
     ) -> EventTokenVerifierAdapter:
         """Security Event Tokens (RISC), on the key set named by the transmitter's
         configuration document (default ``{issuer}/.well-known/risc-configuration``)."""
@@ -278,16 +291,23 @@ class OAuthIdentityProvider:
             absent_kid_seconds=self._settings.jwks_absent_kid_seconds,
             name=f"{self.name} (security events)",
         )
-        return self._event_verifier(keys, SECEVENT_TYPES, max_age_seconds, "security event token")
+        return self._event_verifier(
+            keys, SECEVENT_TYPES, max_age_seconds, "security event token", audiences
+        )
 
     def _event_verifier(
-        self, keys: KeySetCache, types: frozenset[str], max_age: float, what: str
+        self,
+        keys: KeySetCache,
+        types: frozenset[str],
+        max_age: float,
+        what: str,
+        audiences: Collection[str],
     ) -> EventTokenVerifierAdapter:
         return EventTokenVerifierAdapter(
             keys=keys,
             clock=self._clock,
             issuers=self.event_issuers(),
-            audience=self.client_id,
+            audiences=(self.client_id, *audiences),
             algorithms=self._settings.id_token_algorithms,
             types=types,
             max_age_seconds=max_age,

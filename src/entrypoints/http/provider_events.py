@@ -29,6 +29,7 @@ from authgate.entrypoints.http.bodies import AppError
 from authgate.entrypoints.http.caller import ClientAddress
 from authgate.entrypoints.http.errors import app_error, rate_limited
 from authgate.entrypoints.rest import Api, Call, json_response
+from authgate.ports.metrics import Metrics, NoMetrics
 from authgate.ports.provider_events import (
     INVALID_REQUEST,
     EventTokenRejected,
@@ -109,11 +110,13 @@ class ProviderEventOperations:
         routes: list[ReceiverRoute],
         limiter: RateLimiter,
         client_address: ClientAddress,
+        metrics: Metrics | None = None,
     ) -> None:
         self.service = service
         self.routes = routes
         self.limiter = limiter
         self.client_address = client_address
+        self.metrics: Metrics = metrics or NoMetrics()
 
     def register(self, api: Api) -> None:
         for route in self.routes:
@@ -147,6 +150,7 @@ class ProviderEventOperations:
         address = self.client_address.of(request)
         decision = await self.limiter.hit(self.client_address.limit_key(address))
         if not decision.allowed:
+            self.metrics.rate_limited("provider_events")
             raise rate_limited(decision, "too many provider events; retry later")
         client = ClientInfo(address, request.headers.get("User-Agent"))
         try:
