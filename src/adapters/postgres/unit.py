@@ -12,8 +12,9 @@ A sign-in's unit of work used to cost a round trip per statement plus ``BEGIN`` 
   what it would have seen in a transaction (READ COMMITTED: each statement its own snapshot;
   a plain ``SELECT`` takes no lock).
 
-So a login is two round trips (the account's read, the writes), a registration five (the
-read, ``BEGIN``, the account with its identity, the writes, ``COMMIT``). A statement run
+So a login's unit is three round trips (two reads: the identity's state and the account;
+the writes), a registration's six (the reads, ``BEGIN``, the account with its identity, the
+writes, ``COMMIT``). A statement run
 after waiting writes sees them (they are sent first), and a write whose statement already
 waits is sent after the others, so no row is changed twice by one statement.
 """
