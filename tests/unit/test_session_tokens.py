@@ -87,6 +87,7 @@ def _issued_with(key: object, algorithm: str) -> tuple[str, str]:
     return issued.token, jwt.encode(header, claims, keys.keys[0], algorithms=[algorithm])
 
 
+@pytest.mark.filterwarnings("ignore:EdDSA is deprecated")  # joserfc's, on its own side
 @pytest.mark.parametrize("curve", ["Ed25519", "Ed448"])
 def test_eddsa_session_tokens_are_joserfcs_byte_for_byte(curve: str) -> None:
     from joserfc.jwk import OKPKey
