@@ -1,14 +1,21 @@
-"""The REST layer's overhead, measured side by side in one run (issue 2, "Performance").
+"""The REST layer's overhead and its peers, measured side by side in one run (issues 2 and 13).
 
 The same endpoint -- ``GET /items/{id}?view=...`` with a regex-checked path parameter, a
-required regex-checked query parameter and a small JSON object in answer -- is served four ways,
-each by its own server process pinned to the same CPU:
+required regex-checked query parameter and a small JSON object in answer -- is served eight
+ways, each by its own server process (one process, no workers) pinned to the same CPU:
 
     authgate         an authgate operation (attrs response, cattrs), tracing disabled
     authgate-traced  the same app with the tracing middleware on an SDK TracerProvider whose
                      span processor hands spans to an exporter that drops them
     raw-aiohttp      a plain aiohttp handler doing the same checks by hand, json.dumps of a dict
-    fastapi          FastAPI + uvicorn, the same checks declared as Path/Query patterns
+    authgate-asyncio authgate on asyncio's own loop (what rest.event_loop: asyncio serves on)
+    fastapi-h11      FastAPI on uvicorn with h11 and asyncio's loop (issue 2's row)
+    fastapi          FastAPI on uvicorn[standard]: httptools and uvloop
+    litestar         Litestar on uvicorn[standard]
+    blacksheep       BlackSheep on uvicorn[standard]
+
+The peers are in ``bench/peers_rest.py``. authgate and raw aiohttp run on the loop
+``authgate serve`` picks by default (uvloop when installed; ``--loop`` to choose).
 
 A load generator of our own (keep-alive connections on raw asyncio protocols, pinned to the
 other CPU; ``--client aiohttp`` uses aiohttp's client, which saturates its core first) drives
@@ -17,7 +24,7 @@ The median of the rounds is reported, with p99 latency, the servers' CPU use and
 request, and the ratios against the targets. A round in which a server had less than 90 % of
 its core measured whatever else ran on the machine and is set aside while others remain.
 
-    .venv/bin/python bench/rest_layer.py            # the recorded run, about 1.5 minutes
+    .venv/bin/python bench/rest_layer.py            # the recorded run, about 3 minutes
     .venv/bin/python bench/rest_layer.py --quick    # a smoke run of a few seconds
 """
 
@@ -39,17 +46,19 @@ from collections.abc import Sequence
 from typing import Any
 
 import attrs
+from peers_rest import ID_REGEX, PEERS, VIEW_REGEX, serve_peer
 
-KINDS = ("authgate", "authgate-traced", "raw-aiohttp", "fastapi")
+KINDS = ("authgate", "authgate-traced", "raw-aiohttp", "authgate-asyncio", *PEERS)
 
-ID_REGEX = r"^\d{1,10}$"
-VIEW_REGEX = r"^(brief|full)$"
-
-# (label, numerator, denominator, target): the issue's targets.
-TARGETS = (
+# (label, numerator, denominator, target): the issues' targets (2 and 13); None: shown only.
+TARGETS: tuple[tuple[str, str, str, float | None], ...] = (
     ("authgate/raw-aiohttp", "authgate", "raw-aiohttp", 0.85),
-    ("authgate-traced/raw-aiohttp", "authgate-traced", "raw-aiohttp", 0.5),
+    ("authgate-traced/raw-aiohttp", "authgate-traced", "raw-aiohttp", 0.6),
     ("authgate/fastapi", "authgate", "fastapi", 1.5),
+    ("authgate/litestar", "authgate", "litestar", 1.0),
+    ("authgate/blacksheep", "authgate", "blacksheep", 1.0),
+    ("authgate/fastapi-h11", "authgate", "fastapi-h11", None),
+    ("authgate/authgate-asyncio", "authgate", "authgate-asyncio", None),
 )
 
 # Requests the servers must answer identically (status and JSON body) before any load.
@@ -152,48 +161,10 @@ def raw_aiohttp_app() -> Any:
     return app
 
 
-def fastapi_app() -> Any:
-    from typing import Annotated
-
-    from fastapi import FastAPI, Path, Query, Request
-    from fastapi.exceptions import RequestValidationError
-    from fastapi.responses import JSONResponse
-    from pydantic import BaseModel, StringConstraints
-
-    class ItemModel(BaseModel):
-        id: str
-        name: str
-        view: str
-        price_cents: int
-        tags: list[str]
-
-    app = FastAPI(openapi_url=None, docs_url=None, redoc_url=None)
-
-    @app.exception_handler(RequestValidationError)
-    async def as_400(_: Request, exc: RequestValidationError) -> JSONResponse:
-        # The same wording as the other three (spec 7.3) instead of FastAPI's 422 detail list.
-        first = exc.errors()[0]
-        where, name = first["loc"][0], first["loc"][1]
-        text = "missing required request parameter" if first["type"] == "missing" else None
-        text = text or "invalid parameter value"
-        return JSONResponse({"error": f"{text} in {where}: {name}"}, status_code=400)
-
-    View = Annotated[str, StringConstraints(pattern=VIEW_REGEX)]
-
-    @app.get("/items/{id}", response_model=ItemModel)
-    async def get_item(
-        id: Annotated[str, Path(pattern=ID_REGEX)],
-        view: Annotated[list[View], Query()],
-    ) -> ItemModel:
-        return ItemModel(id=id, name=f"item {id}", view=view[0], price_cents=1999, tags=["a", "b"])
-
-    return app
-
-
 # -- a server process ----------------------------------------------------------------------
 
 
-def serve(kind: str, cpu: int | None) -> None:
+def serve(kind: str, cpu: int | None, loop: str) -> None:
     """Child mode: serve ``kind`` on a loopback port, print the port, run until stdin closes."""
     if cpu is not None:
         os.sched_setaffinity(0, {cpu})
@@ -211,17 +182,19 @@ def serve(kind: str, cpu: int | None) -> None:
 
     threading.Thread(target=watch_parent, daemon=True).start()
     port = sock.getsockname()[1]
-    if kind == "fastapi":
-        import uvicorn
-
-        config = uvicorn.Config(fastapi_app(), log_level="warning", access_log=False)
-        server = uvicorn.Server(config)
+    if kind in PEERS:
         print(port, flush=True)
-        asyncio.run(server.serve(sockets=[sock]))
+        serve_peer(kind, sock)
         return
+    from authgate.entrypoints.rest.eventloop import new_event_loop
+
     app = raw_aiohttp_app() if kind == "raw-aiohttp" else authgate_app(kind == "authgate-traced")
     print(port, flush=True)
-    asyncio.run(_serve_aiohttp(app, sock))
+    # authgate and raw aiohttp on the same loop: the one `authgate serve` would pick.
+    if kind == "authgate-asyncio":
+        loop = "asyncio"
+    with asyncio.Runner(loop_factory=lambda: new_event_loop(loop)) as runner:  # type: ignore[arg-type]
+        runner.run(_serve_aiohttp(app, sock))
 
 
 async def _serve_aiohttp(app: Any, sock: socket.socket) -> None:
@@ -254,10 +227,10 @@ class Server:
         return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def start_servers(kinds: Sequence[str], cpu: int | None) -> list[Server]:
+def start_servers(kinds: Sequence[str], cpu: int | None, loop: str) -> list[Server]:
     procs = []
     for kind in kinds:
-        args = [sys.executable, os.path.abspath(__file__), "--serve", kind]
+        args = [sys.executable, os.path.abspath(__file__), "--serve", kind, "--loop", loop]
         if cpu is not None:
             args += ["--cpu", str(cpu)]
         procs.append(
@@ -508,10 +481,11 @@ def run(args: argparse.Namespace) -> int:
         f"REST layer benchmark: GET {LOAD_PATH}, {args.client} client, "
         f"{args.connections} connections, "
         f"{args.rounds} round(s) x {args.duration:g} s per server (+{args.warmup:g} s warm-up); "
-        f"{pinning}; load average {_load_average()}",
+        f"{pinning}; authgate and raw-aiohttp on the {args.loop} loop; "
+        f"load average {_load_average()}",
         flush=True,
     )
-    servers = start_servers(args.servers, server_cpu)
+    servers = start_servers(args.servers, server_cpu, args.loop)
     try:
         asyncio.run(check_equivalence(servers))
         print(f"equivalence: all {len(servers)} servers answer the {len(PROBES)} probes alike")
@@ -583,10 +557,13 @@ def report(samples: dict[str, list[Sample]]) -> int:
             continue
         ratio = rps[num] / rps[den] if rps[den] else 0.0
         by_cost = cost[den] / cost[num] if cost[num] else 0.0
-        verdict = "met" if ratio >= target else "MISSED"
+        verdict = (
+            "no target"
+            if target is None
+            else f"target >= {target:.2f}: {'met' if ratio >= target else 'MISSED'}"
+        )
         print(
-            f"ratio {label:<28} {ratio:5.2f}  (target >= {target:.2f}: {verdict}; "
-            f"by server CPU per request {by_cost:.2f})"
+            f"ratio {label:<28} {ratio:5.2f}  ({verdict}; by server CPU per request {by_cost:.2f})"
         )
     print(
         f"\n(rounds: those in which the server had at least {FULL_CORE:.0%} of its core; "
@@ -622,12 +599,22 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="comma-separated subset of " + ",".join(KINDS) + " (for investigation)",
     )
     parser.add_argument("-v", "--verbose", action="store_true", help="print every round")
+    parser.add_argument(
+        "--loop",
+        choices=("uvloop", "asyncio"),
+        help="event loop of authgate and raw-aiohttp (default: authgate's own default, uvloop "
+        "when installed); the peers run on the loop of their stack",
+    )
     parser.add_argument("--serve", choices=KINDS, help=argparse.SUPPRESS)
     parser.add_argument("--cpu", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    if args.loop is None:
+        from authgate.entrypoints.rest.eventloop import default_event_loop
+
+        args.loop = default_event_loop()
     if args.serve:
         with contextlib.suppress(KeyboardInterrupt):
-            serve(args.serve, args.cpu)
+            serve(args.serve, args.cpu, args.loop)
         return 0
     quick = args.quick
     args.rounds = args.rounds or (2 if quick else 10)

@@ -73,7 +73,7 @@ def test_rest_layer_knows_nothing_of_sign_in() -> None:
 # own, so a request is traced downwards (server → api → operation → security/params → errors)
 # and a concern (errors, routing, health, the document) is one module.
 REST_LAYERS: tuple[tuple[str, ...], ...] = (
-    ("logtext", "wire", "routing", "tracing"),
+    ("logtext", "wire", "routing", "tracing", "eventloop"),
     ("errors", "schema"),
     ("params", "security", "health", "cors"),
     ("call",),

@@ -7,6 +7,7 @@ import attrs
 from authgate.ports.accounts import AccountRepository
 from authgate.ports.events import SignInEventLog
 from authgate.ports.provider_events import SeenEvents
+from authgate.ports.provider_tokens import ProviderTokenStore, RevocationOutbox
 from authgate.ports.session_records import SessionRecords
 
 
@@ -18,3 +19,5 @@ class BoundRepositories:
     events: SignInEventLog
     sessions: SessionRecords
     seen_events: SeenEvents
+    provider_tokens: ProviderTokenStore
+    revocations: RevocationOutbox

@@ -41,6 +41,53 @@ class VerifiedIdentity:
     profile: Mapping[str, Any] = attrs.field(factory=dict)
     provider_session: str | None = None  # the ID token's sid (OIDC back-channel logout)
     auth_time: dt.datetime | None = None  # when the provider authenticated the user, if said
+    # The provider's token to revoke when the identity goes (kept encrypted, never shown);
+    # only for a provider with a revocation endpoint.
+    provider_token: ProviderToken | None = attrs.field(default=None, repr=False)
+
+
+@attrs.frozen
+class ProviderToken:
+    """A token the provider issued to this service for a user, as its revocation endpoint
+    takes it: the value (never logged, never shown) and RFC 7009's ``token_type_hint``
+    (``refresh_token`` or ``access_token``)."""
+
+    value: str = attrs.field(repr=False)
+    hint: str
+
+
+@attrs.frozen
+class SealedToken:
+    """A provider token encrypted at rest, with the id of the key that encrypted it."""
+
+    key_id: str
+    ciphertext: str = attrs.field(repr=False)
+
+
+@attrs.frozen
+class StoredProviderToken:
+    """The sealed token kept for one identity of an account (one per account and provider)."""
+
+    account_id: str
+    identity: ProviderIdentity
+    sealed: SealedToken
+    updated_at: dt.datetime
+
+
+@attrs.frozen
+class PendingRevocation:
+    """An outbox row: a provider token to revoke once the change that dropped it committed.
+
+    ``attempts`` made so far; ``next_attempt_at`` when it is due again; ``created_at`` starts
+    the clock of the maximum age after which it is given up."""
+
+    id: str
+    account_id: str
+    identity: ProviderIdentity
+    sealed: SealedToken
+    created_at: dt.datetime
+    next_attempt_at: dt.datetime
+    attempts: int = 0
 
 
 @attrs.frozen
@@ -129,6 +176,8 @@ class Outcome(enum.Enum):
     EMAIL_ENABLED = "email_enabled"
     PROVIDER_EVENT = "provider_event"  # received and audited; nothing to change
     PROVIDER_EVENT_REJECTED = "provider_event_rejected"  # the token did not verify
+    PROVIDER_TOKEN_REVOKED = "provider_token_revoked"  # noqa: S105 - an outcome name
+    PROVIDER_TOKEN_REVOCATION_FAILED = "provider_token_revocation_failed"  # noqa: S105
 
 
 @attrs.frozen

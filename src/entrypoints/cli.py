@@ -1,5 +1,5 @@
 """The ``authgate`` command: serve, migrate, openapi, and the operator's commands (accounts,
-sessions, keys, config; :mod:`authgate.entrypoints.operator`)."""
+sessions, keys, provider-tokens, config; :mod:`authgate.entrypoints.operator`)."""
 
 from __future__ import annotations
 
@@ -90,6 +90,16 @@ def _operator_commands(commands: Any) -> None:
         "longest a session lasts is the margin that covers a late restart",
     )
 
+    tokens = commands.add_parser("provider-tokens", help="the provider tokens kept for revocation")
+    actions = tokens.add_subparsers(dest="action", required=True)
+    _with_config(
+        actions.add_parser(
+            "rekey",
+            help="re-seal every kept provider token under the first key of "
+            "provider_tokens.keys, so that the older keys can be removed",
+        )
+    )
+
     config = commands.add_parser("config", help="check the configuration")
     actions = config.add_subparsers(dest="action", required=True)
     _with_config(
@@ -115,6 +125,8 @@ def _run(args: argparse.Namespace, config: Config) -> int:
         return asyncio.run(operator.delete_account(config, args.account))
     if command == "sessions revoke":
         return asyncio.run(operator.revoke_sessions(config, args.account))
+    if command == "provider-tokens rekey":
+        return asyncio.run(operator.rekey_provider_tokens(config))
     if command == "config check":
         return asyncio.run(operator.check_config(config))
     configure_logging()

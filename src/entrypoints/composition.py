@@ -15,10 +15,9 @@ import sqlite3
 from collections.abc import Awaitable, Callable
 from importlib.metadata import version
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import aiohttp
-import asyncpg
 import attrs
 from aiohttp import web
 
@@ -31,24 +30,15 @@ from authgate.adapters.identity import (
 from authgate.adapters.memory import (
     MemoryAccounts,
     MemoryEvents,
+    MemoryProviderTokens,
+    MemoryRevocationOutbox,
     MemorySessionRecords,
     MemoryStates,
     MemoryUnitOfWork,
 )
-from authgate.adapters.metrics import OtelMetrics
-from authgate.adapters.postgres import (
-    PostgresStore,
-    PostgresStoreError,
-    open_postgres,
-    redact,
-)
-from authgate.adapters.postgres import migrate as postgres_migrate
+from authgate.adapters.postgres import PostgresStoreError, redact
 from authgate.adapters.ratelimit import NoRateLimit, RateLimitStore
-from authgate.adapters.revocations import (
-    LocalRevocations,
-    PostgresRevocations,
-    RedisRevocations,
-)
+from authgate.adapters.revocations import LocalRevocations
 from authgate.adapters.sessions import (
     JwtSessionTokens,
     SessionKeyError,
@@ -56,6 +46,7 @@ from authgate.adapters.sessions import (
     load_or_create_keys,
 )
 from authgate.adapters.sqlite import SchemaTooNew, SqliteStore, SqliteUnavailable, open_sqlite
+from authgate.adapters.tokens import JweTokenSealer, SealingKey, SealingKeyError
 from authgate.domain.scopes import ACCOUNT_MANAGE
 from authgate.entrypoints import development
 from authgate.entrypoints.config import (
@@ -82,6 +73,12 @@ from authgate.ports.clock import Clock
 from authgate.ports.events import SignInEventLog
 from authgate.ports.identity import IdentityProvider
 from authgate.ports.metrics import Metrics, NoMetrics
+from authgate.ports.provider_tokens import (
+    ProviderTokenStore,
+    RevocationOutbox,
+    TokenRevoker,
+    TokenSealer,
+)
 from authgate.ports.ratelimit import RateLimiter
 from authgate.ports.revocations import RevocationChannel
 from authgate.ports.session_records import SessionRecords
@@ -95,8 +92,22 @@ from authgate.services.provider_events import (
     Receiver,
     Shape,
 )
+from authgate.services.provider_tokens import (
+    ProviderTokenService,
+    RevocationPolicy,
+    RevocationWorker,
+)
 from authgate.services.sessions import SessionPolicy, SessionService
 from authgate.services.signin import SignInPolicy, SignInService
+
+# Imported where they are used, and only when the configuration asks for them: asyncpg, redis
+# and the metrics SDK cost start-up time and resident memory that the embedded default (SQLite)
+# does not need (docs/benchmarks.md, issue 13).
+if TYPE_CHECKING:
+    import asyncpg
+
+    from authgate.adapters.metrics import OtelMetrics
+    from authgate.adapters.postgres import PostgresStore
 
 log = logging.getLogger("authgate")
 
@@ -126,6 +137,10 @@ class Resources:
     metrics: Metrics = attrs.field(factory=NoMetrics)
     readiness: list[HealthCheck] = attrs.field(factory=list)
     closers: list[Callable[[], Awaitable[Any]]] = attrs.field(factory=list)
+    provider_tokens: ProviderTokenStore = attrs.field(factory=MemoryProviderTokens)
+    revocation_outbox: RevocationOutbox = attrs.field(factory=MemoryRevocationOutbox)
+    sealer: TokenSealer | None = None  # None: no provider_tokens.keys, no token is kept
+    revokers: dict[str, TokenRevoker] = attrs.field(factory=dict)
 
     async def close(self) -> None:
         for close in reversed(self.closers):
@@ -146,11 +161,32 @@ class Services:
     sessions: SessionService
     account: AccountService
     provider_events: ProviderEventService
+    provider_tokens: ProviderTokenService
+    revocation_worker: RevocationWorker
 
 
 def build_services(config: Config, resources: Resources) -> Services:
-    """One service per concept (sign-in, sessions, the account), wired on ``resources``."""
+    """One service per concept (sign-in, sessions, the account, provider tokens), wired on
+    ``resources``. The revocation worker is built, not started (:func:`create_app` starts
+    it with the application)."""
     session = config.session
+    tokens = config.provider_tokens
+    provider_tokens = ProviderTokenService(resources.sealer)
+    worker = RevocationWorker(
+        outbox=resources.revocation_outbox,
+        units=resources.units,
+        sealer=resources.sealer,
+        revokers=resources.revokers,
+        clock=resources.clock,
+        policy=RevocationPolicy(
+            retry_initial=dt.timedelta(seconds=tokens.retry_initial_seconds),
+            retry_max=dt.timedelta(seconds=tokens.retry_max_seconds),
+            give_up_after=dt.timedelta(seconds=tokens.give_up_after_seconds),
+            lease=dt.timedelta(seconds=tokens.lease_seconds),
+            poll_seconds=tokens.poll_seconds,
+        ),
+    )
+    provider_tokens.worker = worker
     sessions = SessionService(
         tokens=resources.sessions,
         records=resources.session_records,
@@ -186,6 +222,7 @@ def build_services(config: Config, resources: Resources) -> Services:
             dashboard_path=config.app.dashboard_path,
         ),
         metrics=resources.metrics,
+        provider_tokens=provider_tokens,
     )
     account = AccountService(
         accounts=resources.accounts,
@@ -193,6 +230,7 @@ def build_services(config: Config, resources: Resources) -> Services:
         units=resources.units,
         sessions=sessions,
         providers=list(resources.providers),
+        provider_tokens=provider_tokens,
     )
     provider_events = ProviderEventService(
         receivers=_receivers(config, resources.providers),
@@ -207,7 +245,7 @@ def build_services(config: Config, resources: Resources) -> Services:
             )
         ),
     )
-    return Services(signin, sessions, account, provider_events)
+    return Services(signin, sessions, account, provider_events, provider_tokens, worker)
 
 
 def receiver_routes(config: Config) -> list[ReceiverRoute]:
@@ -344,10 +382,13 @@ async def open_resources(config: Config, clock: Clock | None = None) -> Resource
         clock = clock or SystemClock()
         metrics: Metrics = NoMetrics()
         if config.metrics.enabled:
+            from authgate.adapters.metrics import OtelMetrics  # the metrics SDK: only when on
+
             otel = OtelMetrics(config.otel.service.name)
             closers.append(_shutdown(otel))
             metrics = otel
         providers = _providers(config, http, clock, metrics)
+        sealer = _sealer(config)
         return Resources(
             accounts=stores.accounts,
             states=stores.states,
@@ -364,11 +405,26 @@ async def open_resources(config: Config, clock: Clock | None = None) -> Resource
             metrics=metrics,
             readiness=stores.readiness,
             closers=closers,
+            provider_tokens=stores.provider_tokens,
+            revocation_outbox=stores.revocations,
+            sealer=sealer,
+            revokers={n: p for n, p in providers.items() if isinstance(p, OAuthIdentityProvider)},
         )
     except BaseException:
         for close in reversed(closers):
             await close()
         raise
+
+
+def _sealer(config: Config) -> TokenSealer | None:
+    """The sealer of ``provider_tokens.keys`` (checked by the configuration), or None."""
+    try:
+        keys = [SealingKey.from_text(k.id, k.secret) for k in config.provider_tokens.keys]
+    except SealingKeyError as e:
+        raise StartupError(f"provider_tokens.keys: {e}") from None
+    if not keys:
+        return None  # ProviderTokenService warns once a provider hands out a token to keep
+    return JweTokenSealer(keys)
 
 
 def _shutdown(metrics: OtelMetrics) -> Callable[[], Awaitable[None]]:
@@ -404,16 +460,21 @@ class _Stores:
     session_records: SessionRecords
     readiness: list[HealthCheck] = attrs.field(factory=list)
     pool: asyncpg.Pool | None = None  # PostgreSQL's, for LISTEN/NOTIFY
+    provider_tokens: ProviderTokenStore = attrs.field(factory=MemoryProviderTokens)
+    revocations: RevocationOutbox = attrs.field(factory=MemoryRevocationOutbox)
 
 
 def _memory_stores(states: StateStore) -> _Stores:
     accounts, events, sessions = MemoryAccounts(), MemoryEvents(), MemorySessionRecords()
+    units = MemoryUnitOfWork(accounts, events, sessions)
     return _Stores(
         accounts=accounts,
         states=states,
         events=events,
-        units=MemoryUnitOfWork(accounts, events, sessions),
+        units=units,
         session_records=sessions,
+        provider_tokens=units.provider_tokens,
+        revocations=units.revocations,
     )
 
 
@@ -429,12 +490,16 @@ def _revocation_channel(config: Config, pool: asyncpg.Pool | None) -> Revocation
             raise StartupError(
                 "session.revocation_channel: redis needs ratelimit.storage to be a Redis URL"
             )
+        from authgate.adapters.revocations import RedisRevocations  # redis: only when used
+
         return RedisRevocations(storage)
     if kind == "postgres":
         if pool is None:
             raise StartupError(
                 "session.revocation_channel: postgres needs a PostgreSQL database.url"
             )
+        from authgate.adapters.revocations import PostgresRevocations  # asyncpg: only then
+
         return PostgresRevocations(pool, config.database.url)
     return LocalRevocations()
 
@@ -444,10 +509,13 @@ async def _open_store(config: Config, closers: list[Callable[[], Awaitable[Any]]
     db = config.database
     url = db.url
     store: PostgresStore | SqliteStore
+    pool: asyncpg.Pool | None = None
     memory_states = MemoryStates(config.state.memory_max_entries)
     if url.startswith("memory://"):
         return _memory_stores(memory_states)
     if url.startswith(("postgresql://", "postgres://")):
+        from authgate.adapters.postgres import open_postgres  # asyncpg: only for PostgreSQL
+
         try:
             store = await open_postgres(
                 url,
@@ -459,6 +527,7 @@ async def _open_store(config: Config, closers: list[Callable[[], Awaitable[Any]]
             )
         except PostgresStoreError as e:  # each is one line without a credential
             raise StartupError(f"database: {e}") from None
+        pool = store.pool
     elif url.startswith("sqlite:///"):
         # sqlite:///relative/path, sqlite:////absolute/path (SQLAlchemy's convention)
         path = url.removeprefix("sqlite:///")
@@ -489,7 +558,9 @@ async def _open_store(config: Config, closers: list[Callable[[], Awaitable[Any]]
         units=store.units,
         session_records=store.sessions,
         readiness=[check],
-        pool=store.pool if isinstance(store, PostgresStore) else None,
+        pool=pool,
+        provider_tokens=store.provider_tokens,
+        revocations=store.revocations,
     )
 
 
@@ -531,6 +602,8 @@ def _providers(
                 response_mode=p.response_mode,
                 pkce=p.pkce,
                 timeout_seconds=p.timeout_seconds,
+                revocation_endpoint=p.revocation_endpoint,
+                revocation_auth=p.revocation_auth,
             )
             providers[name] = OAuthIdentityProvider(settings, http, clock, metrics)
         except ProviderSettingsError as e:
@@ -558,12 +631,20 @@ async def create_app(
     app.middlewares.append(renewal_middleware(services.sessions))
     app[RESOURCES] = resources  # for diagnostics and tests that look behind the HTTP API
     development.mount(app, config)  # /docs; /demo and /dev/idp in development
-    if isinstance(resources.metrics, OtelMetrics):
-        _mount_metrics(app, config, resources.metrics)
+    if config.metrics.enabled:
+        from authgate.adapters.metrics import OtelMetrics  # imported by open_resources then
+
+        if isinstance(resources.metrics, OtelMetrics):
+            _mount_metrics(app, config, resources.metrics)
+
+    async def start_worker(_: web.Application) -> None:
+        services.revocation_worker.start()
 
     async def close(_: web.Application) -> None:
+        await services.revocation_worker.stop()
         await resources.close()
 
+    app.on_startup.append(start_worker)
     app.on_cleanup.append(close)
     return app
 
@@ -604,6 +685,10 @@ def migrate(config: Config) -> int:
     if not url.startswith(("postgresql://", "postgres://")):
         print(f"authgate: nothing to migrate for {url.split(':', 1)[0]} databases")
         return 0
+    import asyncpg  # only for PostgreSQL (the embedded default does not need it)
+
+    from authgate.adapters.postgres import migrate as postgres_migrate
+
     try:
         applied = asyncio.run(postgres_migrate(url))
     except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError, PostgresStoreError) as e:
@@ -624,10 +709,15 @@ async def reach_database(config: Config) -> str:
     closers: list[Callable[[], Awaitable[Any]]] = []
     try:
         stores = await _open_store(config, closers)
+        errors: tuple[type[Exception], ...] = (TimeoutError, OSError, sqlite3.Error)
+        if stores.pool is not None:  # PostgreSQL: _open_store has imported asyncpg
+            import asyncpg
+
+            errors = (*errors, asyncpg.PostgresError)
         for check in stores.readiness:
             try:
                 await asyncio.wait_for(check.check(), check.timeout)
-            except (TimeoutError, OSError, sqlite3.Error, asyncpg.PostgresError) as e:
+            except errors as e:
                 raise StartupError(f"database: does not answer: {e or type(e).__name__}") from None
     finally:
         for close in reversed(closers):

@@ -8,6 +8,8 @@ line naming the key and the problem. Only ``rest``, ``otel.service.name`` and
 
 from __future__ import annotations
 
+import base64
+import binascii
 import ipaddress
 import os
 import re
@@ -21,6 +23,7 @@ import yaml
 from limits import parse_many
 
 from authgate.entrypoints.rest.cors import normalise_origin
+from authgate.entrypoints.rest.eventloop import EventLoop, default_event_loop, uvloop_available
 from authgate.entrypoints.rest.wire import describe_error, make_converter
 
 
@@ -39,6 +42,8 @@ class RestConfig:
     # proxy: the origin that cookie-authenticated changes must come from. Unset: the origin
     # each request was made to (scheme and Host), right only without a TLS-terminating proxy.
     public_url: str | None = None
+    # The event loop `authgate serve` runs on: uvloop when it is importable, else asyncio.
+    event_loop: EventLoop = attrs.field(factory=default_event_loop)
 
 
 @attrs.frozen
@@ -158,6 +163,32 @@ class RateLimitConfig:
 
 
 @attrs.frozen
+class ProviderTokenKeyConfig:
+    """A key that seals provider tokens at rest: its id (stored with each sealed token) and
+    32 random bytes in base64url."""
+
+    id: str
+    secret: str = attrs.field(repr=False)
+
+
+@attrs.frozen
+class ProviderTokensConfig:
+    """Provider tokens kept (sealed) for revocation, and the revocation worker.
+
+    ``keys``: the first seals, every one opens (rotation: a new key first, the old one kept
+    until ``authgate provider-tokens rekey`` re-sealed its tokens). No keys: no token is kept
+    and nothing can be revoked at the providers (a warning at start-up when a provider has a
+    revocation endpoint)."""
+
+    keys: list[ProviderTokenKeyConfig] = attrs.field(factory=list)
+    retry_initial_seconds: float = 10.0
+    retry_max_seconds: float = 3600.0
+    give_up_after_seconds: float = 7 * 86400.0
+    lease_seconds: float = 60.0
+    poll_seconds: float = 5.0
+
+
+@attrs.frozen
 class ProviderConfig:
     client_id: str
     scopes: list[str]
@@ -198,6 +229,10 @@ class ProviderConfig:
     # Other aud values the provider's event tokens may carry beside client_id (Apple names the
     # primary App ID its notification endpoint is registered on).
     event_audiences: list[str] = attrs.field(factory=list)
+    # RFC 7009: where tokens are revoked (unset: the discovery document's, if any), and whether
+    # the request authenticates the client as at the token endpoint (unset: not for Google).
+    revocation_endpoint: str | None = None
+    revocation_auth: Literal["client", "none"] | None = None
 
 
 @attrs.frozen
@@ -234,6 +269,7 @@ class Config:
     ratelimit: RateLimitConfig = RateLimitConfig()
     providers: dict[str, ProviderConfig] = attrs.field(factory=dict)
     provider_events: ProviderEventsConfig = ProviderEventsConfig()
+    provider_tokens: ProviderTokensConfig = ProviderTokensConfig()
     dev: DevConfig = DevConfig()
     metrics: MetricsConfig = MetricsConfig()
 
@@ -344,6 +380,10 @@ def _key_error(exc: BaseException) -> str:
 def _check(config: Config) -> None:
     if not 0 < config.rest.port < 65536:
         raise ConfigError("rest.port: must be between 1 and 65535")
+    if config.rest.event_loop == "uvloop" and not uvloop_available():
+        raise ConfigError(
+            "rest.event_loop: uvloop is not installed (pip install uvloop), or set asyncio"
+        )
     if config.metrics.port is not None and not 0 < config.metrics.port < 65536:
         raise ConfigError("metrics.port: must be between 1 and 65535")
     if config.metrics.port == config.rest.port:
@@ -363,6 +403,7 @@ def _check(config: Config) -> None:
     if config.state.ttl_seconds <= 0:
         raise ConfigError("state.ttl_seconds: must be positive")
     _check_ratelimit(config.ratelimit)
+    _check_provider_tokens(config.provider_tokens)
     if config.environment == "production" and config.dev.identity_provider:
         raise ConfigError(
             "dev.identity_provider: the development identity provider is refused in production"
@@ -424,6 +465,44 @@ def _check_receivers(config: Config) -> None:
         if path in seen or path.startswith(("/v1/auth/", "/v1/account", "/health/", "/dev/")):
             raise ConfigError(f"providers.{name}: receiver path {path} is already in use")
         seen.add(path)
+
+
+def _check_provider_tokens(tokens: ProviderTokensConfig) -> None:
+    for key in tokens.keys:
+        if not key.id or len(key.id) > 64 or not key.id.isprintable():
+            raise ConfigError(f"provider_tokens.keys: id {key.id!r}: 1 to 64 characters")
+        if _key_bytes(key.secret) != 32:
+            # The secret itself is never repeated in a message.
+            raise ConfigError(
+                f"provider_tokens.keys: key {key.id}: the secret must be 32 random bytes in "
+                "base64 (python3 -c 'import secrets; print(secrets.token_urlsafe(32))')"
+            )
+    ids = [k.id for k in tokens.keys]
+    if len(set(ids)) != len(ids):
+        raise ConfigError("provider_tokens.keys: key ids must be unique")
+    for setting in ("retry_initial_seconds", "retry_max_seconds", "give_up_after_seconds"):
+        if getattr(tokens, setting) <= 0:
+            raise ConfigError(f"provider_tokens.{setting}: must be positive")
+    if tokens.retry_max_seconds < tokens.retry_initial_seconds:
+        raise ConfigError(
+            "provider_tokens.retry_max_seconds: must be at least retry_initial_seconds"
+        )
+    if not 0 < tokens.poll_seconds <= 3600:
+        raise ConfigError("provider_tokens.poll_seconds: must be between 0 and 3600")
+    if tokens.lease_seconds < 5:
+        # Longer than a revocation request may take (providers' timeout_seconds).
+        raise ConfigError("provider_tokens.lease_seconds: must be at least 5")
+
+
+def _key_bytes(secret: str) -> int:
+    """How many bytes a base64 (or base64url) secret holds; 0 when it is not base64."""
+    text = secret.strip()
+    for decode in (base64.urlsafe_b64decode, base64.standard_b64decode):
+        try:
+            return len(decode(text + "=" * (-len(text) % 4)))
+        except (binascii.Error, ValueError):
+            continue
+    return 0
 
 
 def _check_ratelimit(ratelimit: RateLimitConfig) -> None:

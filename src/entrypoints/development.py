@@ -13,7 +13,6 @@ import logging
 
 from aiohttp import web
 
-from authgate.entrypoints import devidp
 from authgate.entrypoints.config import Config
 from authgate.entrypoints.demo import DEMO_PATH, mount_demo, mount_docs
 
@@ -37,6 +36,8 @@ def prepare(config: Config) -> None:
     """Create the development provider's Apple key file(s) when missing."""
     if not (config.dev.identity_provider and enabled(config)):
         return
+    from authgate.entrypoints import devidp  # development only: not imported in production
+
     try:
         created = devidp.create_missing_apple_keys(config)
     except devidp.ClientSetupError as e:
@@ -58,6 +59,8 @@ def mount(app: web.Application, config: Config) -> None:
         app.router.add_get("/", _to_demo)
         log.info("demo page at %s%s, API documentation at /docs", _base(config), DEMO_PATH)
     if config.dev.identity_provider and enabled(config):
+        from authgate.entrypoints import devidp  # development only: not imported in production
+
         try:
             provider = devidp.from_config(config)
         except devidp.ClientSetupError as e:
@@ -77,6 +80,8 @@ async def _to_demo(request: web.Request) -> web.StreamResponse:
 
 def _base(config: Config) -> str:
     """The service's own address, as the development provider's issuer derives it."""
+    from authgate.entrypoints import devidp  # development only: not imported in production
+
     try:
         return devidp.dev_issuer(config).removesuffix(devidp.BASE_PATH)
     except devidp.ClientSetupError:

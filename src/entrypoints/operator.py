@@ -35,8 +35,10 @@ from authgate.domain.model import Account, ClientInfo, Outcome, ProviderIdentity
 from authgate.entrypoints import composition
 from authgate.entrypoints.config import Config
 from authgate.ports.identity import IdentityProvider
+from authgate.ports.provider_tokens import TokenUnreadable
 from authgate.services.audit import audit_event
 from authgate.services.provider_events import Shape
+from authgate.services.provider_tokens import enqueue_token_revocations
 
 OPERATOR = "operator"  # the audit events' provider: no identity provider was involved
 
@@ -147,6 +149,8 @@ async def delete_account(config: Config, account_id: str) -> int:
         try:
             async with resources.units.begin() as tx:
                 ended = await tx.sessions.revoke_all(account_id, now)
+                # The running instances' workers revoke the provider tokens.
+                await enqueue_token_revocations(tx, account_id, now)
                 if not await tx.accounts.delete(account_id):
                     raise NotFound(f"no account {account_id}")  # deleted meanwhile: roll back
                 await tx.events.record(
@@ -204,6 +208,39 @@ def rotate_keys(config: Config, prune: bool) -> int:
     return 0
 
 
+# -- provider tokens ------------------------------------------------------------------------
+
+
+async def rekey_provider_tokens(config: Config) -> int:
+    """``provider-tokens rekey``: re-seal every kept provider token under the first key of
+    ``provider_tokens.keys``, so that the others can be removed. 2 when no key is configured
+    or a token opens under no configured key (one of its keys was removed too early)."""
+    name = "provider-tokens rekey"
+
+    async def command(resources: composition.Resources, services: composition.Services) -> int:
+        if resources.sealer is None:
+            return _fail(name, "provider_tokens.keys is empty: nothing is sealed", 2)
+        try:
+            done = await services.provider_tokens.rekey(resources.provider_tokens)
+        except TokenUnreadable as e:
+            return _fail(name, f"a kept token cannot be opened: {e}", 2)
+        pending = await resources.revocation_outbox.pending()
+        older = sum(1 for p in pending if p.sealed.key_id != resources.sealer.seal_key_id)
+        print(
+            f"authgate: re-sealed {done} provider token(s) under key {resources.sealer.seal_key_id}"
+        )
+        if older:
+            # Outbox rows keep the key they were sealed with: they are sent (or given up)
+            # within provider_tokens.give_up_after_seconds.
+            print(
+                f"authgate: {older} pending revocation(s) still need an older key; keep it "
+                "listed until they are done"
+            )
+        return 0
+
+    return await _with_resources(config, command)
+
+
 # -- config check ---------------------------------------------------------------------------
 
 
@@ -220,6 +257,7 @@ async def check_config(config: Config) -> int:
             return 1
         for name, provider in providers.items():
             results.append(await _check_provider(name, provider))
+        results.append(_check_provider_tokens(config))
         for route in composition.receiver_routes(config):
             if route.shape is Shape.RISC:
                 results.append(await _check_security_events(config, route.provider, providers))
@@ -245,6 +283,15 @@ async def _check_security_events(
         print(f"{prefix}FAILED {e}")
         return False
     print(f"{prefix}ok ({len(keys.keys)} keys)")
+    return True
+
+
+def _check_provider_tokens(config: Config) -> bool:
+    keys = config.provider_tokens.keys  # their form was checked with the configuration
+    if not keys:
+        print("provider tokens: none kept (provider_tokens.keys is empty; nothing is revoked)")
+    else:
+        print(f"provider tokens: ok ({len(keys)} key(s), sealing with {keys[0].id})")
     return True
 
 

@@ -20,6 +20,7 @@ def server_settings(config: Config) -> rest_server.ServerSettings:
         access_log=config.rest.access_log,
         tracing=not config.otel.sdk.disabled,
         service_name=config.otel.service.name,
+        event_loop=config.rest.event_loop,
     )
 
 

@@ -3,7 +3,8 @@
 ``async with uow.begin() as tx:`` gives repositories bound to one transaction; leaving the
 block normally commits, an exception rolls every write of the block back. The sign-in
 callback writes the account or identity, the last sign-in time and the audit event through
-one transaction; later the session record and the outbox row join it.
+one transaction, with the session record and the sealed provider token; unlinking and
+deleting write the revocation outbox row in the transaction of the change.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from typing import Protocol
 from authgate.ports.accounts import AccountRepository
 from authgate.ports.events import SignInEventLog
 from authgate.ports.provider_events import SeenEvents
+from authgate.ports.provider_tokens import ProviderTokenStore, RevocationOutbox
 from authgate.ports.session_records import SessionRecords
 
 
@@ -33,6 +35,17 @@ class Transaction(Protocol):
     def seen_events(self) -> SeenEvents:
         """Provider events already acted on (one-time ``jti``), in the same transaction as
         what the event changes: a failed change leaves the event to be delivered again."""
+        ...
+
+    @property
+    def provider_tokens(self) -> ProviderTokenStore:
+        """Sealed provider tokens, per account and provider."""
+        ...
+
+    @property
+    def revocations(self) -> RevocationOutbox:
+        """The outbox of provider-token revocations, written with the change that drops a
+        token and processed after it committed."""
         ...
 
 

@@ -24,6 +24,7 @@ from authgate.ports.accounts import AccountRepository, LastIdentityError
 from authgate.ports.events import SignInEventLog
 from authgate.ports.unit_of_work import Transaction, UnitOfWork
 from authgate.services.audit import audit_event
+from authgate.services.provider_tokens import ProviderTokenService, enqueue_token_revocations
 from authgate.services.sessions import SessionService
 
 
@@ -65,7 +66,9 @@ class AccountService:
         units: UnitOfWork,
         sessions: SessionService,
         providers: Sequence[str],
+        provider_tokens: ProviderTokenService | None = None,
     ) -> None:
+        self.provider_tokens = provider_tokens or ProviderTokenService(None)
         self.accounts = accounts
         self.events = events
         self.units = units
@@ -107,6 +110,7 @@ class AccountService:
                 raise errors.InvalidProvider(provider, self.providers)
             raise errors.IdentityNotLinked(provider)
         await self.sessions.announce(ended)
+        self.provider_tokens.queued()
         return await self.accounts.list_identities(account_id)
 
     async def delete(self, caller: Caller) -> None:
@@ -123,6 +127,7 @@ class AccountService:
             if ended is None:
                 raise errors.AccountGone()
         await self.sessions.announce(ended)
+        self.provider_tokens.queued()
 
     async def remove_identity_for_provider(
         self,
@@ -200,6 +205,8 @@ class AccountService:
                 )
                 removal = ProviderRemoval.KEPT
         await self.sessions.announce(ended)
+        if removal is not ProviderRemoval.KEPT:
+            self.provider_tokens.queued()
         return removal
 
     async def _unlink_in(
@@ -217,7 +224,10 @@ class AccountService:
         """Inside ``tx``: remove the account's identity at ``provider``, end the sessions
         issued through it (but ``keep``) and record the audit event; the sessions ended, None
         when the account holds no identity there. Raises LastIdentityError for the last one.
-        The one place of an unlink, whether the caller or the provider asked."""
+        The one place of an unlink, whether the caller or the provider asked: the provider's
+        token goes to the revocation outbox first (the identity's sealed token goes with it;
+        rolled back with the unlink when that fails)."""
+        await enqueue_token_revocations(tx, account_id, now, provider)
         if not await tx.accounts.unlink_identity(account_id, provider):
             return None
         ended = await tx.sessions.revoke_all(account_id, now, keep=keep, provider=provider)
@@ -237,8 +247,9 @@ class AccountService:
         """Inside ``tx``: end every session of the account, delete it with its identities and
         record the audit event; the sessions ended, None when there is no such account (the
         caller rolls back). The one place of a deletion, whether the caller or the provider
-        asked."""
+        asked. Every provider token it kept goes to the revocation outbox."""
         ended = await tx.sessions.revoke_all(account_id, now)
+        await enqueue_token_revocations(tx, account_id, now)
         if not await tx.accounts.delete(account_id):
             return None
         await tx.events.record(

@@ -21,6 +21,8 @@ ACCOUNT_CHANGES = frozenset(
         Outcome.SIGNED_OUT,
         Outcome.SIGNED_OUT_EVERYWHERE,
         Outcome.ACCOUNT_DELETED,
+        Outcome.PROVIDER_TOKEN_REVOKED,
+        Outcome.PROVIDER_TOKEN_REVOCATION_FAILED,
     }
 )
 

@@ -38,6 +38,7 @@ from authgate.ports.provider_events import (
 from authgate.ports.unit_of_work import Transaction, UnitOfWork
 from authgate.services.account import AccountService, ProviderRemoval
 from authgate.services.audit import audit_event
+from authgate.services.provider_tokens import enqueue_token_revocations
 from authgate.services.sessions import SessionService
 
 log = logging.getLogger("authgate.provider_events")
@@ -76,6 +77,14 @@ class Received(enum.Enum):
 
     APPLIED = "applied"
     REPLAYED = "replayed"  # the jti was seen already: nothing done again
+
+
+@attrs.frozen
+class Applied:
+    """What carrying out one event did inside its transaction."""
+
+    ended: list[str] = attrs.field(factory=list)  # the sessions ended
+    queued: int = 0  # provider-token revocations queued
 
 
 class ProviderEventService:
@@ -128,13 +137,18 @@ class ProviderEventService:
             return Received.REPLAYED if done is ProviderRemoval.REPLAYED else Received.APPLIED
         now = self.clock.now()
         ended: list[str] = []
+        queued = 0
         async with self.units.begin() as tx:
             if not await tx.seen_events.first_sight(verified.event_id, now):
                 log.info("provider event: %s %s: replayed jti, nothing done", provider, kinds)
                 return Received.REPLAYED
             for event in events:
-                ended += await self._apply(tx, provider, event, client, now)
+                applied = await self._apply(tx, provider, event, client, now)
+                ended += applied.ended
+                queued += applied.queued
         await self.sessions.announce(ended)
+        if queued:
+            self.account.provider_tokens.queued()
         log.info("provider event: %s %s: %d sessions ended", provider, kinds, len(ended))
         return Received.APPLIED
 
@@ -162,8 +176,9 @@ class ProviderEventService:
         event: ProviderEvent,
         client: ClientInfo,
         now: dt.datetime,
-    ) -> list[str]:
-        """Carry out one event inside ``tx``; the sessions it ended."""
+    ) -> Applied:
+        """Carry out one event inside ``tx``; the sessions it ended and the revocations of
+        provider tokens it queued."""
 
         async def audit(outcome: Outcome, account_id: str | None, detail: str) -> None:
             await tx.events.record(audit_event(now, provider, outcome, client, account_id, detail))
@@ -173,7 +188,7 @@ class ProviderEventService:
         if event.action is Action.END_SESSIONS and event.provider_session is not None:
             if identity is not None and holder is None:
                 await audit(Outcome.PROVIDER_EVENT, None, f"{event.kind}: unknown subject")
-                return []
+                return Applied()
             pairs = await tx.sessions.revoke_provider_session(
                 provider, event.provider_session, now, account_id=holder.id if holder else None
             )
@@ -182,20 +197,27 @@ class ProviderEventService:
                 await audit(Outcome.PROVIDER_SIGNED_OUT, account_id, f"{event.kind}: {count}")
             if not pairs:
                 await audit(Outcome.PROVIDER_EVENT, None, f"{event.kind}: no live session")
-            return [sid for _, sid in pairs]
+            return Applied([sid for _, sid in pairs])
         if event.action is Action.NOTHING:
             if event.kind == "unknown":
                 log.info("provider event: %s sent an event type we do not act on", provider)
             await audit(Outcome.PROVIDER_EVENT, holder.id if holder else None, event.kind)
-            return []
+            return Applied()
         if identity is None or holder is None:
             await audit(Outcome.PROVIDER_EVENT, None, f"{event.kind}: unknown subject")
-            return []
+            return Applied()
         if event.action is Action.END_SESSIONS:
             only = None if event.every_provider else provider
             ended = await tx.sessions.revoke_all(holder.id, now, provider=only)
-            await audit(Outcome.PROVIDER_SIGNED_OUT, holder.id, f"{event.kind}: {len(ended)}")
-            return ended
+            detail = f"{event.kind}: {len(ended)}"
+            # tokens-revoked: the provider revoked the tokens it issued to us; the one kept
+            # for revocation is useless now, so it is dropped, not sent back.
+            if event.kind == "tokens-revoked" and await tx.provider_tokens.take(
+                holder.id, provider
+            ):
+                detail += "; kept token dropped"
+            await audit(Outcome.PROVIDER_SIGNED_OUT, holder.id, detail)
+            return Applied(ended)
         if event.action is Action.DISABLE_IDENTITY:
             reason = event.reason or "unspecified"
             await tx.accounts.set_identity_disabled(identity, reason)
@@ -203,21 +225,27 @@ class ProviderEventService:
             # used. Other reasons: the sessions this provider vouched for.
             only = None if reason == "hijacking" else provider
             ended = await tx.sessions.revoke_all(holder.id, now, provider=only)
+            # Hijacking: the kept token may be the attacker's grant; it is revoked at the
+            # provider (at least once; "no longer known" counts as revoked), a new one is kept
+            # at the next sign-in once the identity is enabled again.
+            queued = 0
+            if reason == "hijacking":
+                queued = await enqueue_token_revocations(tx, holder.id, now, provider)
             await audit(Outcome.IDENTITY_DISABLED, holder.id, f"{event.kind}: {reason}")
-            return ended
+            return Applied(ended, queued)
         if event.action is Action.ENABLE_IDENTITY:
             await tx.accounts.set_identity_disabled(identity, None)
             await audit(Outcome.IDENTITY_ENABLED, holder.id, event.kind)
-            return []
+            return Applied()
         if event.action in (Action.EMAIL_DISABLED, Action.EMAIL_ENABLED):
             disabled = event.action is Action.EMAIL_DISABLED
             await tx.accounts.set_identity_email_disabled(identity, disabled)
             outcome = Outcome.EMAIL_DISABLED if disabled else Outcome.EMAIL_ENABLED
             await audit(outcome, holder.id, event.kind)
-            return []
+            return Applied()
         # REMOVE_IDENTITY arrives alone in a token and goes through the account service.
         await audit(Outcome.PROVIDER_EVENT, holder.id, event.kind)
-        return []
+        return Applied()
 
     async def _record(self, event: SignInEvent) -> None:
         try:

@@ -37,6 +37,7 @@ from authgate.ports.metrics import Metrics, NoMetrics
 from authgate.ports.state import StateStore, StateStoreFull
 from authgate.ports.unit_of_work import UnitOfWork
 from authgate.services.audit import audit_event
+from authgate.services.provider_tokens import ProviderTokenService
 from authgate.services.sessions import SessionService
 
 log = logging.getLogger("authgate.signin")
@@ -83,7 +84,9 @@ class SignInService:
         clock: Clock,
         policy: SignInPolicy,
         metrics: Metrics | None = None,
+        provider_tokens: ProviderTokenService | None = None,
     ) -> None:
+        self.provider_tokens = provider_tokens or ProviderTokenService(None)
         self.providers = dict(providers)  # insertion order = the order in error messages
         self.accounts = accounts
         self.states = states
@@ -366,6 +369,7 @@ class SignInService:
                 auth_time=now,
                 provider_session=verified.provider_session,
             )
+            await self.provider_tokens.keep(tx, account.id, verified, now)
             await tx.events.record(self._event(provider.name, outcome, client, account.id, None))
         # Counted once committed: a unit of work that rolls back issued no session.
         self.metrics.sessions_issued(provider.name)

@@ -1,7 +1,8 @@
 """The REST layer benchmark's harness runs end to end (a smoke test, not a timed assertion).
 
-``bench/rest_layer.py --quick`` starts its four servers, checks that they answer alike, drives
-each briefly and prints its table and ratios. The figures of a few tenths of a second are noise;
+``bench/rest_layer.py --quick`` starts its eight servers (authgate on both loops, traced, raw
+aiohttp and the peers on their production stacks), checks that they answer alike, drives each
+briefly and prints its table and ratios. The figures of a few tenths of a second are noise;
 only that the run completes and reports is asserted here.
 """
 
@@ -25,8 +26,23 @@ def test_quick_run_completes_and_prints_the_ratios() -> None:
     )
     assert run.returncode == 0, run.stdout + run.stderr
     out = run.stdout
-    assert "equivalence: all 4 servers answer the 6 probes alike" in out
-    for server in ("authgate", "authgate-traced", "raw-aiohttp", "fastapi"):
+    assert "equivalence: all 8 servers answer the 6 probes alike" in out
+    for server in (
+        "authgate",
+        "authgate-traced",
+        "raw-aiohttp",
+        "authgate-asyncio",
+        "fastapi-h11",
+        "fastapi",
+        "litestar",
+        "blacksheep",
+    ):
         assert re.search(rf"^{server} +\d+ ", out, re.MULTILINE), out
-    for ratio in ("authgate/raw-aiohttp", "authgate-traced/raw-aiohttp", "authgate/fastapi"):
+    for ratio in (
+        "authgate/raw-aiohttp",
+        "authgate-traced/raw-aiohttp",
+        "authgate/fastapi",
+        "authgate/litestar",
+        "authgate/blacksheep",
+    ):
         assert re.search(rf"^ratio {ratio} +\d+\.\d\d +\(target >= ", out, re.MULTILINE), out

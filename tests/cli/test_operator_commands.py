@@ -327,7 +327,10 @@ async def test_config_check_passes_with_every_provider_reachable(
     assert lines[3].startswith("provider google: discovery ok, jwks ok (")
     assert lines[4] == "provider facebook: endpoints configured, no jwks (profile endpoint)"
     assert lines[5].startswith("provider apple: discovery ok, jwks ok (")
-    assert len(lines) == 6
+    assert lines[6] == (
+        "provider tokens: none kept (provider_tokens.keys is empty; nothing is revoked)"
+    )
+    assert len(lines) == 7
     assert not key_file(tmp_path).exists()  # a check creates nothing
 
 

@@ -138,6 +138,26 @@ class Callback:
         return {"method": self.method, "url": self.url, "params": dict(self.params)}
 
 
+class RevocationStyle(enum.Enum):
+    """How the fake's revocation endpoint (``POST /{name}/revoke``) wants to be called."""
+
+    APPLE = "apple"  # client_id + client-secret JWT + token + token_type_hint; 400 otherwise
+    GOOGLE = "google"  # the token alone; 400 invalid_token for a token it does not know
+    RFC7009 = "rfc7009"  # client authentication as at the token endpoint; 200 for any token
+
+
+@attrs.frozen
+class ReceivedRevocation:
+    """A revocation request the fake accepted: the token, the hint, and whether the token was
+    one it had issued (and still knew)."""
+
+    token: str
+    hint: str | None
+    known: bool
+    form_keys: frozenset[str]
+    authorization: str | None
+
+
 class AuthorizeRefused(Exception):
     """The fake refused the authorize request outright (no redirect), like a provider's
     error page: unknown client, missing redirect_uri, …"""

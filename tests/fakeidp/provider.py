@@ -23,7 +23,9 @@ from joserfc.jwk import ECKey, Key, RSAKey
 from tests.fakeidp.model import (
     FakeUser,
     IssuedCode,
+    ReceivedRevocation,
     RecordedRequest,
+    RevocationStyle,
     Shape,
     Tamper,
     TokenMode,
@@ -87,7 +89,11 @@ class FakeProvider:
       concurrent fetches overlap whatever the machine's load);
     * ``discovery_overrides`` — fields replaced in the discovery document;
     * ``code_ttl_seconds``, ``allowed_redirect_uris``, ``send_user_json`` (apple),
-      ``proof_secret`` (facebook: checks ``appsecret_proof`` against it instead of the secret).
+      ``proof_secret`` (facebook: checks ``appsecret_proof`` against it instead of the secret);
+    * ``issue_refresh_tokens`` — the token answer carries a refresh token (default: apple);
+    * ``revocation_style`` (:class:`RevocationStyle`), ``advertise_revocation`` (discovery names
+      ``revocation_endpoint``), ``revocation_down`` (the endpoint answers 503);
+      ``revocations`` records what it accepted (:class:`ReceivedRevocation`).
     """
 
     def __init__(
@@ -142,6 +148,14 @@ class FakeProvider:
         self.allowed_redirect_uris: set[str] | None = None
         self.send_user_json = True
         self.proof_secret: str | None = None  # the secret appsecret_proof is checked against
+        self.issue_refresh_tokens = shape is Shape.APPLE
+        self.revocation_style = (
+            RevocationStyle.APPLE if shape is Shape.APPLE else RevocationStyle.RFC7009
+        )
+        self.advertise_revocation = shape is not Shape.OAUTH
+        self.revocation_down = False
+        self.refresh_tokens: dict[str, FakeUser] = {}
+        self.revocations: list[ReceivedRevocation] = []
         # observations
         self.hits: Counter[str] = Counter()
         self.requests: list[RecordedRequest] = []
@@ -177,6 +191,10 @@ class FakeProvider:
     @property
     def profile_endpoint(self) -> str:
         return f"{self.issuer}/me?fields=id,name,email"
+
+    @property
+    def revocation_endpoint(self) -> str:
+        return f"{self.issuer}/revoke"
 
     @property
     def kid(self) -> str:
@@ -274,6 +292,22 @@ class FakeProvider:
         token = secrets.token_urlsafe(32)
         self.access_tokens[token] = user
         return token
+
+    def new_refresh_token(self, user: FakeUser) -> str:
+        token = "rt-" + secrets.token_urlsafe(32)
+        self.refresh_tokens[token] = user
+        return token
+
+    def revoke(self, token: str) -> bool:
+        """Forget ``token`` (and, for a refresh token, the grant's access tokens); whether it
+        was known."""
+        user = self.refresh_tokens.pop(token, None)
+        if user is not None:
+            for access, holder in list(self.access_tokens.items()):
+                if holder == user:
+                    del self.access_tokens[access]
+            return True
+        return self.access_tokens.pop(token, None) is not None
 
     def claims_for(self, user: FakeUser, nonce: str | None) -> dict[str, Any]:
         now = int(self._now())

@@ -9,6 +9,8 @@ Each provider lives under ``{base_url}/{name}``::
     GET  /{name}/jwks                               (OIDC and apple shapes)
     GET  /{name}/userinfo                           (OIDC shape)
     GET  /{name}/me                                 (OAuth shape; checks appsecret_proof)
+    POST /{name}/revoke                             token revocation, Apple-, Google- or
+                                                    RFC 7009-style (``revocation_style``)
 """
 
 from __future__ import annotations
@@ -34,7 +36,9 @@ from tests.fakeidp.model import (
     AuthorizeRefused,
     Callback,
     FakeUser,
+    ReceivedRevocation,
     RecordedRequest,
+    RevocationStyle,
     Shape,
     TokenMode,
 )
@@ -100,6 +104,7 @@ class FakeIdP:
         app.router.add_get("/{p}/.well-known/risc-configuration", self._risc_configuration)
         app.router.add_get("/{p}/userinfo", self._userinfo)
         app.router.add_get("/{p}/me", self._profile)
+        app.router.add_post("/{p}/revoke", self._revoke)
         self._runner = web.AppRunner(app, shutdown_timeout=1.0, access_log=None)
         await self._runner.setup()
         site = web.TCPSite(self._runner, "127.0.0.1", 0)
@@ -268,6 +273,8 @@ class FakeIdP:
             "token_endpoint_auth_methods_supported": [p.token_endpoint_auth],
             "code_challenge_methods_supported": ["S256"],
         }
+        if p.advertise_revocation:
+            document["revocation_endpoint"] = p.revocation_endpoint
         if p.shape is Shape.OIDC:
             document["userinfo_endpoint"] = p.userinfo_endpoint
         else:
@@ -393,6 +400,8 @@ class FakeIdP:
         }
         if p.shape is not Shape.OAUTH:
             body["id_token"] = p.mint_id_token(issued.user, nonce=issued.nonce, tamper=p.tamper)
+        if p.issue_refresh_tokens:
+            body["refresh_token"] = p.new_refresh_token(issued.user)
         match p.token_mode:
             case TokenMode.NO_ACCESS_TOKEN:
                 del body["access_token"]
@@ -401,6 +410,49 @@ class FakeIdP:
             case TokenMode.NOT_BEARER:
                 body["token_type"] = "mac"
         return web.json_response(body, headers={"Cache-Control": "no-store"})
+
+    async def _revoke(self, request: web.Request) -> web.Response:
+        p = await self._provider(request)
+        form = p.requests[-1].form
+        authorization = request.headers.get("Authorization")
+        if p.revocation_down:
+            return web.Response(status=503, text="revocation is down")
+        if request.query or request.content_type != "application/x-www-form-urlencoded":
+            return _oauth_error("invalid_request", 400)
+        token = form.get("token")
+        if not token:
+            return _oauth_error("invalid_request", 400)
+        match p.revocation_style:
+            case RevocationStyle.APPLE:
+                # Apple: client_id, client_secret (the ES256 JWT), token, token_type_hint.
+                if form.get("token_type_hint") not in ("refresh_token", "access_token"):
+                    return _oauth_error("invalid_request", 400)
+                try:
+                    p.authenticate_client(form, authorization)
+                except ClientAuthError:
+                    return _oauth_error("invalid_client", 400)
+            case RevocationStyle.GOOGLE:
+                # Google: the token alone; no client credentials.
+                if set(form) - {"token"} or authorization:
+                    return _oauth_error("invalid_request", 400)
+            case RevocationStyle.RFC7009:
+                try:
+                    p.authenticate_client(form, authorization)
+                except ClientAuthError:
+                    return _oauth_error("invalid_client", 401)
+        known = p.revoke(token)
+        p.revocations.append(
+            ReceivedRevocation(
+                token=token,
+                hint=form.get("token_type_hint"),
+                known=known,
+                form_keys=frozenset(form),
+                authorization=authorization,
+            )
+        )
+        if not known and p.revocation_style is RevocationStyle.GOOGLE:
+            return _oauth_error("invalid_token", 400)
+        return web.Response(status=200)
 
     def _bearer_user(self, p: FakeProvider, request: web.Request) -> tuple[str, FakeUser] | None:
         auth = request.headers.get("Authorization", "")

@@ -12,16 +12,31 @@ import yaml
 from aiohttp import web
 from aiohttp.test_utils import TestClient
 from opentelemetry import trace as otel_trace
-from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+from opentelemetry.sdk.resources import SERVICE_NAME, Resource
+from opentelemetry.sdk.trace import ReadableSpan, SpanLimits, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
-from opentelemetry.trace import SpanKind, StatusCode
+from opentelemetry.sdk.trace.id_generator import IdGenerator
+from opentelemetry.sdk.trace.sampling import (
+    ALWAYS_ON,
+    Decision,
+    ParentBased,
+    Sampler,
+    StaticSampler,
+)
+from opentelemetry.trace import SpanKind, Status, StatusCode
 
 from authgate.entrypoints import server
 from authgate.entrypoints.config import parse
 from authgate.entrypoints.rest import Api, Call, cookie, query
 from authgate.entrypoints.rest.errors import error_middleware
-from authgate.entrypoints.rest.tracing import make_tracer_provider, tracing_middleware
+from authgate.entrypoints.rest.tracing import (
+    _SpanRecorder,
+    make_tracer_provider,
+    tracing_middleware,
+)
 
 from .conftest import Serve
 
@@ -187,3 +202,119 @@ async def test_otlp_export_when_the_standard_variables_are_set(
     provider.shutdown()
     assert flushed
     assert received == [("/v1/traces", "application/x-protobuf")]
+
+
+# -- the recorded span: what the SDK's span would export, at a fraction of its cost -------------
+
+
+class CountingIds(IdGenerator):
+    """Deterministic ids, so that two providers given the same requests make the same spans."""
+
+    def __init__(self) -> None:
+        self.n = 0
+
+    def generate_span_id(self) -> int:
+        self.n += 1
+        return self.n
+
+    def generate_trace_id(self) -> int:
+        self.n += 1
+        return self.n << 64 | self.n
+
+
+async def exported_by(
+    serve: Serve, sampler: Sampler, limits: SpanLimits | None = None
+) -> ExportTraceServiceRequest:
+    """The OTLP request of the spans of a fixed sequence of requests, times zeroed."""
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider(
+        sampler=sampler,
+        resource=Resource.create({SERVICE_NAME: "authgate-test"}),
+        id_generator=CountingIds(),
+        span_limits=limits,
+    )
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    api = Api("Example", "1.0.0")
+
+    @api.operation("GET", "/users/{id}", params=[query("note")], response=User)
+    async def get_user(call: Call[None]) -> User:
+        if call.path["id"] == "0":
+            raise RuntimeError("boom")
+        if call.query.get("note"):
+            # A handler's own use of the server span: an attribute, an event, a status.
+            span = otel_trace.get_current_span()
+            span.set_attribute("app.note", call.query["note"][0])
+            span.add_event("looked up", {"app.count": 2})
+            span.set_status(Status(StatusCode.OK))
+        return User(call.path["id"])
+
+    client = await serve(api, middlewares=[tracing_middleware(provider.get_tracer("authgate"))])
+    sampled = {"traceparent": f"00-{TRACE_ID}-{PARENT_ID}-01", "tracestate": "vendor=value"}
+    not_sampled = {"traceparent": f"00-{TRACE_ID}-{PARENT_ID}-00"}
+    for path, headers in (
+        ("/users/42?note=secret", {}),
+        ("/users/42", {}),
+        ("/users/42", sampled),
+        ("/users/42", not_sampled),
+        ("/users/0", {}),
+        ("/nowhere", {}),
+        ("/users/7?note=hello", sampled),
+    ):
+        await (await client.get(path, headers=headers)).read()
+    spans = exporter.get_finished_spans()
+    request = encode_spans(spans)
+    for resource_spans in request.resource_spans:
+        for scope_spans in resource_spans.scope_spans:
+            for span in scope_spans.spans:
+                span.start_time_unix_nano = span.end_time_unix_nano = 0
+                for event in span.events:
+                    event.time_unix_nano = 0
+    return request
+
+
+SDK_ALWAYS_ON = ParentBased(StaticSampler(Decision.RECORD_AND_SAMPLE))
+"""The default sampler's decisions from other objects: every span through the SDK's start_span."""
+
+
+@pytest.mark.parametrize(
+    "limits",
+    [
+        None,
+        # Limits the recorded path does not apply itself: the SDK's span takes over.
+        SpanLimits(max_span_attributes=3),
+        SpanLimits(max_span_attribute_length=4),
+    ],
+)
+async def test_spans_export_the_same_under_limits(serve: Serve, limits: SpanLimits | None) -> None:
+    recorded = await exported_by(serve, ParentBased(ALWAYS_ON), limits)
+    assert recorded == await exported_by(serve, SDK_ALWAYS_ON, limits)
+    spans = recorded.resource_spans[0].scope_spans[0].spans
+    if limits is not None and limits.max_span_attributes == 3:
+        assert {len(s.attributes) for s in spans} == {3}
+    if limits is not None and limits.max_span_attribute_length == 4:
+        assert {a.value.string_value for a in spans[0].attributes} >= {"/use", "http"}
+
+
+async def test_recorded_spans_export_what_the_sdk_spans_would(serve: Serve) -> None:
+    # The default sampler takes the recorded path; an equal ParentBased sampler whose root is
+    # not the SDK's ALWAYS_ON object makes every span through the SDK's own start_span.
+    recorded = await exported_by(serve, ParentBased(ALWAYS_ON))
+    assert recorded == await exported_by(serve, SDK_ALWAYS_ON)
+    (scope_spans,) = recorded.resource_spans[0].scope_spans
+    assert scope_spans.scope.name == "authgate"
+    # Six spans: the request whose parent is not sampled is not recorded, as the SDK decides.
+    names = [s.name for s in scope_spans.spans]
+    assert names == ["GET /users/{id}"] * 4 + ["GET", "GET /users/{id}"]
+    annotated = scope_spans.spans[-1]
+    assert {a.key for a in annotated.attributes} >= {"app.note", "http.response.status_code"}
+    assert [e.name for e in annotated.events] == ["looked up"]
+    assert annotated.trace_state == "vendor=value"
+
+
+def test_the_service_tracer_takes_the_recorded_path() -> None:
+    provider = make_tracer_provider("authgate-test", exporter=InMemorySpanExporter())
+    try:
+        assert _SpanRecorder.of(provider.get_tracer("authgate")) is not None
+        assert _SpanRecorder.of(otel_trace.NoOpTracer()) is None
+    finally:
+        provider.shutdown()

@@ -24,6 +24,7 @@ from authgate.adapters.postgres import open_postgres
 from authgate.adapters.sqlite import open_sqlite
 from authgate.ports.accounts import AccountRepository
 from authgate.ports.events import SignInEventLog
+from authgate.ports.provider_tokens import ProviderTokenStore, RevocationOutbox
 from authgate.ports.session_records import SessionRecords
 from authgate.ports.state import StateStore
 from authgate.ports.unit_of_work import UnitOfWork
@@ -43,6 +44,10 @@ class Store(Protocol):
     def units(self) -> UnitOfWork: ...
     @property
     def sessions(self) -> SessionRecords: ...
+    @property
+    def provider_tokens(self) -> ProviderTokenStore: ...
+    @property
+    def revocations(self) -> RevocationOutbox: ...
     async def ping(self) -> None: ...
     async def close(self) -> None: ...
 
@@ -54,6 +59,8 @@ class MemoryStore:
         self.events = MemoryEvents()
         self.sessions = MemorySessionRecords()
         self.units = MemoryUnitOfWork(self.accounts, self.events, self.sessions, MemorySeenEvents())
+        self.provider_tokens = self.units.provider_tokens
+        self.revocations = self.units.revocations
 
     async def ping(self) -> None:
         return None

@@ -35,6 +35,8 @@ class Endpoints:
     token_endpoint: str
     jwks_uri: str | None
     userinfo_endpoint: str | None
+    revocation_endpoint: str | None = None
+    """RFC 7009 (configured, or the discovery document's): where tokens are revoked."""
     response_iss_supported: bool = False
     """RFC 9207: the discovery document has ``authorization_response_iss_parameter_supported:
     true`` (every authorization response carries ``iss``). False for explicit endpoints."""
@@ -51,6 +53,7 @@ def explicit_endpoints(settings: ProviderSettings) -> Endpoints | None:
         token_endpoint=settings.token_endpoint,
         jwks_uri=settings.jwks_uri,
         userinfo_endpoint=settings.userinfo_endpoint,
+        revocation_endpoint=settings.revocation_endpoint,
     )
 
 
@@ -155,6 +158,9 @@ class EndpointResolver:
             token_endpoint=token,
             jwks_uri=endpoint("jwks_uri", settings.jwks_uri, True),
             userinfo_endpoint=endpoint("userinfo_endpoint", settings.userinfo_endpoint, False),
+            revocation_endpoint=endpoint(
+                "revocation_endpoint", settings.revocation_endpoint, False
+            ),
             # Only the JSON value true advertises it (RFC 9207 3); anything else is "not said".
             response_iss_supported=document.get("authorization_response_iss_parameter_supported")
             is True,

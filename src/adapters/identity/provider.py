@@ -33,11 +33,12 @@ from authgate.adapters.identity.jwks import KeySetCache, KeySetUnavailable
 from authgate.adapters.identity.settings import ProviderSettings
 from authgate.adapters.identity.timing import ProviderCallTimer
 from authgate.domain.errors import ProviderUnavailable
-from authgate.domain.model import ProviderIdentity, VerifiedIdentity
+from authgate.domain.model import ProviderIdentity, ProviderToken, VerifiedIdentity
 from authgate.domain.secrets import appsecret_proof
 from authgate.ports.clock import Clock
 from authgate.ports.identity import ExchangeFailed, VerificationFailed
 from authgate.ports.metrics import Metrics, NoMetrics, ProviderCall
+from authgate.ports.provider_tokens import RevocationFailed, Revoked
 
 if TYPE_CHECKING:
     from authgate.ports.identity import IdentityProvider
@@ -63,6 +64,15 @@ MAX_NAME_LENGTH = 200
 class TokenResponse:
     access_token: str = attrs.field(repr=False)
     id_token: str | None = attrs.field(repr=False)
+    refresh_token: str | None = attrs.field(default=None, repr=False)
+
+    def to_revoke(self) -> ProviderToken:
+        """The token that ends the grant at the provider's revocation endpoint: the refresh
+        token when one was issued (revoking it ends the grant, RFC 7009 2.1), else the
+        access token."""
+        if self.refresh_token:
+            return ProviderToken(self.refresh_token, "refresh_token")
+        return ProviderToken(self.access_token, "access_token")
 
 
 class OAuthIdentityProvider:
@@ -231,11 +241,18 @@ class OAuthIdentityProvider:
             tokens = await self._redeem(endpoints, code, redirect_uri, code_verifier)
         if self._verifier is None:
             with self._timed("userinfo"):
-                return await self._identity_from_profile(endpoints, tokens.access_token)
-        if tokens.id_token is None:
-            raise ExchangeFailed(f"provider {self.name}: the token answer has no id_token")
-        claims = await self._verifier.verify(tokens.id_token, nonce=nonce)
-        return await self._identity_from_claims(endpoints, claims, tokens.access_token, user)
+                verified = await self._identity_from_profile(endpoints, tokens.access_token)
+        else:
+            if tokens.id_token is None:
+                raise ExchangeFailed(f"provider {self.name}: the token answer has no id_token")
+            claims = await self._verifier.verify(tokens.id_token, nonce=nonce)
+            verified = await self._identity_from_claims(
+                endpoints, claims, tokens.access_token, user
+            )
+        if endpoints.revocation_endpoint is None:
+            return verified
+        # Kept (sealed) to be revoked when the identity is unlinked or the account deleted.
+        return attrs.evolve(verified, provider_token=tokens.to_revoke())
 
     async def verify_id_token(self, token: str, *, nonce: str | None) -> dict[str, Any]:
         """The verified claims of an ID token of this provider (raises VerificationFailed)."""
@@ -383,7 +400,52 @@ class OAuthIdentityProvider:
         id_token = body.get("id_token")
         if id_token is not None and not isinstance(id_token, str):
             raise ExchangeFailed(f"{what}: id_token is not a string")
-        return TokenResponse(access_token=access_token, id_token=id_token or None)
+        refresh_token = body.get("refresh_token")
+        return TokenResponse(
+            access_token=access_token,
+            id_token=id_token or None,
+            refresh_token=refresh_token if isinstance(refresh_token, str) else None,
+        )
+
+    # -- revocation (RFC 7009; Apple's /auth/revoke; Google's revoke) -----------------------
+
+    async def revoke(self, token: ProviderToken) -> Revoked:
+        """Revoke ``token`` at the provider's revocation endpoint; raises RevocationFailed."""
+        what = f"provider {self.name}: revocation endpoint"
+        try:
+            endpoints = await self._endpoints.get()
+        except ProviderUnavailable as e:
+            raise RevocationFailed(str(e)) from None
+        if endpoints.revocation_endpoint is None:
+            raise RevocationFailed(f"{what}: none configured or discovered")
+        form = {"token": token.value}
+        headers: dict[str, str] = {}
+        if self._settings.revocation_authenticates:
+            credentials = self._client_auth.credentials()
+            form |= {"token_type_hint": token.hint, **credentials.form}
+            headers = credentials.headers
+        try:
+            answer = await request_json(
+                self._session,
+                "POST",
+                endpoints.revocation_endpoint,
+                what=what,
+                timeout_seconds=self._settings.timeout_seconds,
+                max_bytes=self._settings.max_response_bytes,
+                headers=headers,
+                data=form,
+            )
+        except FetchError as e:
+            raise RevocationFailed(str(e)) from None
+        if 200 <= answer.status < 300:
+            return Revoked.REVOKED
+        error = oauth_error_code(answer.body)
+        # Google answers 400 invalid_token for a token it no longer knows (expired, revoked
+        # already); RFC 7009 2.2 answers 200 for it. Either way there is nothing to revoke.
+        if answer.status == 400 and error in ("invalid_token", "invalid_grant"):
+            return Revoked.ALREADY_INVALID
+        detail = f" (error={error})" if error else ""
+        raise RevocationFailed(f"{what} answered HTTP {answer.status}{detail}")
 
     async def _identity_from_claims(
         self,

@@ -14,6 +14,10 @@ import attrs
 
 TokenEndpointAuth = Literal["client_secret_post", "client_secret_basic", "apple_client_secret_jwt"]
 ResponseMode = Literal["query", "form_post"]
+RevocationAuth = Literal["client", "none"]
+
+# Google's revocation endpoint takes the token alone (no client authentication).
+GOOGLE_ISSUERS = frozenset({"https://accounts.google.com", "accounts.google.com"})
 
 CLIENT_SECRET_POST: TokenEndpointAuth = "client_secret_post"  # noqa: S105 - a method name
 CLIENT_SECRET_BASIC: TokenEndpointAuth = "client_secret_basic"  # noqa: S105
@@ -77,6 +81,14 @@ class ProviderSettings:
     trusted_audiences: tuple[str, ...] = attrs.field(default=(), converter=_strings)
     """Audiences an ID token may name beside the client id (OIDC Core 3.1.3.7 step 3); a token
     with any other extra audience is refused, even when its ``azp`` is the client id."""
+    revocation_endpoint: str | None = None
+    """Where the provider's tokens are revoked (RFC 7009; Apple's ``/auth/revoke``, Google's
+    ``revoke``); unset: the discovery document's ``revocation_endpoint``, if any. A provider
+    with neither keeps no token."""
+    revocation_auth: RevocationAuth | None = None
+    """How a revocation request authenticates the client: ``client`` as at the token endpoint
+    (RFC 7009 2.1; Apple's client-secret JWT), ``none`` the token alone (Google); unset:
+    ``none`` for Google's issuer, ``client`` otherwise."""
     require_response_iss: bool = False
     """RFC 9207: refuse an authorization response without ``iss`` even when the provider's
     discovery document does not advertise ``authorization_response_iss_parameter_supported``."""
@@ -107,6 +119,13 @@ class ProviderSettings:
     def uses_id_token(self) -> bool:
         """OpenID Connect: the token response carries an ID token to verify."""
         return self.issuer is not None
+
+    @property
+    def revocation_authenticates(self) -> bool:
+        """Whether a revocation request carries the client's authentication."""
+        if self.revocation_auth is not None:
+            return self.revocation_auth == "client"
+        return self.issuer not in GOOGLE_ISSUERS
 
     @property
     def is_apple(self) -> bool:
@@ -146,6 +165,8 @@ class ProviderSettings:
                     f"id_token_algorithms: {alg!r} is not allowed "
                     f"(allowed: {', '.join(sorted(ALLOWED_ID_TOKEN_ALGORITHMS))})"
                 )
+        if self.revocation_auth not in (None, "client", "none"):
+            yield f"revocation_auth: unknown method {self.revocation_auth!r}"
         if self.response_mode not in ("query", "form_post"):
             yield f"response_mode: unknown mode {self.response_mode!r}"
         for field in (

@@ -2,6 +2,7 @@
 
 from .accounts import MemoryAccounts
 from .events import MemoryEvents
+from .provider_tokens import MemoryProviderTokens, MemoryRevocationOutbox
 from .seen_events import MemorySeenEvents
 from .sessions import MemorySessionRecords
 from .state import MemoryStates
@@ -10,6 +11,8 @@ from .units import MemoryUnitOfWork
 __all__ = [
     "MemoryAccounts",
     "MemoryEvents",
+    "MemoryProviderTokens",
+    "MemoryRevocationOutbox",
     "MemorySeenEvents",
     "MemorySessionRecords",
     "MemoryStates",

@@ -10,6 +10,7 @@ from authgate.adapters.units import BoundRepositories
 
 from .accounts import MemoryAccounts
 from .events import MemoryEvents
+from .provider_tokens import MemoryProviderTokens, MemoryRevocationOutbox
 from .seen_events import MemorySeenEvents
 from .sessions import MemorySessionRecords
 
@@ -26,11 +27,15 @@ class MemoryUnitOfWork:
         events: MemoryEvents,
         sessions: MemorySessionRecords,
         seen_events: MemorySeenEvents | None = None,
+        provider_tokens: MemoryProviderTokens | None = None,
+        revocations: MemoryRevocationOutbox | None = None,
     ) -> None:
         self._accounts = accounts
         self._events = events
         self._sessions = sessions
         self.seen_events = seen_events or MemorySeenEvents()
+        self.provider_tokens = provider_tokens or MemoryProviderTokens()
+        self.revocations = revocations or MemoryRevocationOutbox()
         self._lock = asyncio.Lock()
 
     @asynccontextmanager
@@ -38,13 +43,21 @@ class MemoryUnitOfWork:
         async with self._lock:
             accounts, events = self._accounts.snapshot(), self._events.snapshot()
             sessions, seen = self._sessions.snapshot(), self.seen_events.snapshot()
+            tokens, revocations = self.provider_tokens.snapshot(), self.revocations.snapshot()
             try:
                 yield BoundRepositories(
-                    self._accounts, self._events, self._sessions, self.seen_events
+                    self._accounts,
+                    self._events,
+                    self._sessions,
+                    self.seen_events,
+                    self.provider_tokens,
+                    self.revocations,
                 )
             except BaseException:
                 self._accounts.restore(accounts)
                 self._events.restore(events)
                 self._sessions.restore(sessions)
                 self.seen_events.restore(seen)
+                self.provider_tokens.restore(tokens)
+                self.revocations.restore(revocations)
                 raise

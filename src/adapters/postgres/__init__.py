@@ -2,9 +2,16 @@
 
 Entry points: :func:`open_postgres` (the adapters on one pool), :func:`migrate` and
 :func:`check_schema` (the schema in the package's ``migrations/`` folder).
+
+Only :mod:`.errors` (no asyncpg) is imported with the package; the rest on first use (PEP 562),
+so that a deployment on SQLite can name :func:`redact` without loading asyncpg.
 """
 
-from .accounts import PostgresAccounts
+from __future__ import annotations
+
+from importlib import import_module
+from typing import TYPE_CHECKING
+
 from .errors import (
     DatabaseUnavailable,
     MigrationEdited,
@@ -14,10 +21,13 @@ from .errors import (
     SchemaBehind,
     redact,
 )
-from .events import PostgresEvents
-from .migrations import check_schema, migrate
-from .state import PostgresStates
-from .store import PostgresStore, open_postgres
+
+if TYPE_CHECKING:
+    from .accounts import PostgresAccounts
+    from .events import PostgresEvents
+    from .migrations import check_schema, migrate
+    from .state import PostgresStates
+    from .store import PostgresStore, open_postgres
 
 __all__ = [
     "DatabaseUnavailable",
@@ -35,3 +45,19 @@ __all__ = [
     "open_postgres",
     "redact",
 ]
+
+_LAZY = {
+    "PostgresAccounts": ".accounts",
+    "PostgresEvents": ".events",
+    "PostgresStates": ".state",
+    "PostgresStore": ".store",
+    "open_postgres": ".store",
+    "check_schema": ".migrations",
+    "migrate": ".migrations",
+}
+
+
+def __getattr__(name: str) -> object:
+    if name not in _LAZY:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(import_module(_LAZY[name], __name__), name)

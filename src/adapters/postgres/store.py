@@ -17,6 +17,7 @@ from .accounts import PostgresAccounts
 from .errors import unavailable
 from .events import PostgresEvents
 from .migrations import CONNECT_ERRORS, check_schema
+from .provider_tokens import PostgresProviderTokens, PostgresRevocationOutbox
 from .seen_events import PostgresSeenEvents
 from .sessions import PostgresSessionRecords
 from .state import PostgresStates
@@ -47,6 +48,8 @@ class PostgresStore:
         self.states = PostgresStates(pool, purge_interval)
         self.events = PostgresEvents(pool, event_retention, purge_interval)
         self.sessions = PostgresSessionRecords(pool, purge_interval)
+        self.provider_tokens = PostgresProviderTokens(pool)
+        self.revocations = PostgresRevocationOutbox(pool)
         self.units = PostgresUnitOfWork(pool, self.events, self.sessions)
         self._ping_timeout = ping_timeout
 
@@ -150,6 +153,8 @@ class PostgresUnitOfWork:
                     self._events.bound(unit),
                     self._sessions.bound(unit),
                     PostgresSeenEvents(unit),
+                    PostgresProviderTokens(unit),
+                    PostgresRevocationOutbox(unit),
                 )
                 await unit.finish()
             except BaseException as e:

@@ -133,6 +133,42 @@ VERSIONS: list[list[str]] = [
         "CREATE INDEX sessions_provider_session_idx ON sessions (provider, provider_session) "
         "WHERE provider_session IS NOT NULL",
     ],
+    # 6: provider tokens kept sealed for revocation, and the revocation outbox, as
+    # PostgreSQL's 0006.
+    [
+        """
+        CREATE TABLE provider_tokens (
+            account_id TEXT NOT NULL,
+            provider   TEXT NOT NULL,
+            subject    TEXT NOT NULL,
+            key_id     TEXT NOT NULL,
+            ciphertext TEXT NOT NULL,
+            updated_at TEXT NOT NULL,
+            PRIMARY KEY (account_id, provider),
+            FOREIGN KEY (provider, subject) REFERENCES identities (provider, subject)
+                ON DELETE CASCADE
+        )
+        """,
+        "CREATE INDEX provider_tokens_identity_idx ON provider_tokens (provider, subject)",
+        "CREATE INDEX provider_tokens_key_idx ON provider_tokens (key_id)",
+        """
+        CREATE TABLE provider_token_revocations (
+            id              TEXT PRIMARY KEY,
+            account_id      TEXT NOT NULL,
+            provider        TEXT NOT NULL,
+            subject         TEXT NOT NULL,
+            key_id          TEXT NOT NULL,
+            ciphertext      TEXT NOT NULL,
+            created_at      TEXT NOT NULL,
+            attempts        INTEGER NOT NULL DEFAULT 0,
+            next_attempt_at TEXT NOT NULL,
+            leased_until    TEXT,
+            last_error      TEXT
+        )
+        """,
+        "CREATE INDEX provider_token_revocations_due_idx "
+        "ON provider_token_revocations (next_attempt_at)",
+    ],
 ]
 
 

@@ -21,6 +21,7 @@ from . import events, schema, state
 from .accounts import SqliteAccounts
 from .db import BUSY_TIMEOUT_MS, Database
 from .events import SqliteEvents
+from .provider_tokens import SqliteProviderTokens, SqliteRevocationOutbox
 from .seen_events import SqliteSeenEvents
 from .sessions import SqliteSessionRecords
 from .state import SqliteStates
@@ -51,6 +52,8 @@ class SqliteStore:
         self.states = SqliteStates(db, purge_interval)
         self.events = SqliteEvents(db, event_retention, purge_interval)
         self.sessions = SqliteSessionRecords(db, purge_interval)
+        self.provider_tokens = SqliteProviderTokens(db)
+        self.revocations = SqliteRevocationOutbox(db)
         self.units = SqliteUnitOfWork(db, self.events, self.sessions)
         self._ping_timeout = ping_timeout
 
@@ -80,6 +83,8 @@ class SqliteUnitOfWork:
                 self._events.bound(bound),
                 self._sessions.bound(bound),
                 SqliteSeenEvents(bound),
+                SqliteProviderTokens(bound),
+                SqliteRevocationOutbox(bound),
             )
 
 

@@ -7,19 +7,46 @@ credentials.
 
 The contrib aiohttp-server instrumentation was measured to halve throughput even with the SDK
 off; this middleware costs one span and a handful of attributes (see docs/benchmarks.md).
+
+The span itself: the SDK's ``Tracer.start_span`` and ``Span`` cost about ten times the rest of
+the middleware (issue 13, docs/benchmarks.md): a sampler call chain, a lock, attribute
+validation into a ``BoundedAttributes`` and two ``BoundedList`` per span, for attributes we make
+ourselves (valid strings and an int) and events and links a server span never has. When the
+tracer is an SDK tracer configured the way this reproduces exactly -- every root span sampled
+(``ParentBased(ALWAYS_ON)``, the default), no attribute length limit, span processors that only
+act at the end (the batch and simple processors) -- :class:`_SpanRecorder` makes the span
+context as the SDK does and hands the span processors the same ``ReadableSpan`` the SDK would:
+same name, ids, flags, trace state, parent, kind, attributes, status, times, resource and scope.
+Anything else (another sampler or processor, a parent that is not sampled, a disabled tracer)
+goes through ``Tracer.start_span`` unchanged; and a handler that uses the current span for more
+than its context (an event, a link, an attribute of its own) turns it into the SDK's span from
+then on.
 """
 
 from __future__ import annotations
 
+import logging
 import os
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
+from time import time_ns
+from types import TracebackType
 
 from aiohttp import web
 from opentelemetry import context, propagate, trace
+from opentelemetry.context import Context
+from opentelemetry.sdk import trace as sdk_trace
 from opentelemetry.sdk.resources import SERVICE_NAME, Resource
-from opentelemetry.sdk.trace import TracerProvider
-from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter
-from opentelemetry.trace import SpanKind, Status, StatusCode
+from opentelemetry.sdk.trace import ReadableSpan, SynchronousMultiSpanProcessor, TracerProvider
+from opentelemetry.sdk.trace.export import (
+    BatchSpanProcessor,
+    SimpleSpanProcessor,
+    SpanExporter,
+)
+from opentelemetry.sdk.trace.sampling import ALWAYS_ON, ParentBased
+from opentelemetry.trace import SpanContext, SpanKind, Status, StatusCode, TraceFlags
+from opentelemetry.util import types
+
+log = logging.getLogger(__name__)
 
 Middleware = Callable[
     [web.Request, Callable[[web.Request], Awaitable[web.StreamResponse]]],
@@ -41,8 +68,9 @@ def make_tracer_provider(service_name: str, exporter: SpanExporter | None = None
 
 def tracing_middleware(tracer: trace.Tracer) -> Middleware:
     """A middleware that wraps every request in a server span."""
+    recorder = _SpanRecorder.of(tracer)
+    start_span = recorder.start_span if recorder is not None else tracer.start_span
     extract = propagate.extract
-    start_span = tracer.start_span
     attach, detach = context.attach, context.detach
     with_span = trace.set_span_in_context
     server = SpanKind.SERVER
@@ -54,7 +82,7 @@ def tracing_middleware(tracer: trace.Tracer) -> Middleware:
         resource = request.match_info.route.resource
         route = resource.canonical if resource is not None else None
         method = request.method
-        attributes: dict[str, str] = {
+        attributes: dict[str, types.AttributeValue] = {
             "http.request.method": method,
             "url.path": request.path,
             "url.scheme": request.scheme,
@@ -94,3 +122,287 @@ def _record_status(span: trace.Span, status: int) -> None:
     span.set_attribute("http.response.status_code", status)
     if status >= 500:
         span.set_status(Status(StatusCode.ERROR))
+
+
+# -- the SDK's span, without what a server span does not use ------------------------------------
+
+_END_ONLY_PROCESSORS = (BatchSpanProcessor, SimpleSpanProcessor)
+"""Span processors whose ``on_start`` and ``_on_ending`` do nothing: they see a span only as the
+``ReadableSpan`` given to ``on_end``."""
+
+_SAMPLED = TraceFlags(TraceFlags.SAMPLED)
+_SAMPLED_RANDOM = TraceFlags(TraceFlags.SAMPLED | TraceFlags.RANDOM_TRACE_ID)
+_PLAIN_VALUE = (str, int, float, bool)
+
+
+class _SpanRecorder:
+    """Starts spans of an SDK tracer as its ``start_span`` would, for the configuration it
+    reproduces (see the module's text); :meth:`of` says whether a tracer has it."""
+
+    def __init__(self, tracer: sdk_trace.Tracer, processor: SynchronousMultiSpanProcessor) -> None:
+        self.tracer = tracer
+        self.processor = processor
+        self.checked: tuple[object, ...] | None = None
+        self.max_attributes: int | None = None
+
+    @classmethod
+    def of(cls, tracer: trace.Tracer) -> _SpanRecorder | None:
+        if not isinstance(tracer, sdk_trace.Tracer):
+            return None
+        sampler = tracer.sampler
+        if not (
+            isinstance(sampler, ParentBased)
+            and getattr(sampler, "_root", None) is ALWAYS_ON
+            and getattr(sampler, "_remote_parent_sampled", None) is ALWAYS_ON
+            and getattr(sampler, "_local_parent_sampled", None) is ALWAYS_ON
+        ):
+            return None
+        # The SDK's own span metrics (OTEL_PYTHON_SDK_INTERNAL_METRICS_ENABLED) count in
+        # start_span; with them on, every span goes through it.
+        if type(getattr(tracer, "_tracer_metrics", None)).__name__ != "NoOpTracerMetrics":
+            return None
+        processor = tracer.span_processor
+        if type(processor) is not SynchronousMultiSpanProcessor:
+            return None
+        return cls(tracer, processor)
+
+    def _reproducible(self) -> bool:
+        """Whether the tracer is (still) as :meth:`of` found it: enabled, span processors that
+        act only at the end, no attribute length limit. Processors may be added at any time."""
+        tracer = self.tracer
+        if not tracer._is_enabled():
+            return False
+        processors: tuple[object, ...] = self.processor._span_processors
+        if processors is not self.checked:
+            limits = tracer._span_limits
+            self.max_attributes = limits.max_span_attributes
+            ok = limits.max_span_attribute_length is None and all(
+                type(p) in _END_ONLY_PROCESSORS for p in processors
+            )
+            self.checked = processors if ok else None
+            return ok
+        return True
+
+    def start_span(
+        self,
+        name: str,
+        context: Context | None = None,
+        kind: SpanKind = SpanKind.INTERNAL,
+        attributes: dict[str, types.AttributeValue] | None = None,
+        record_exception: bool = True,
+        set_status_on_exception: bool = True,
+    ) -> trace.Span:
+        tracer = self.tracer
+        attributes = attributes if attributes is not None else {}
+        parent: SpanContext | None = trace.get_current_span(context).get_span_context()
+        if (
+            not self._reproducible()
+            or (parent is not None and parent.is_valid and not parent.trace_flags.sampled)
+            or (self.max_attributes is not None and len(attributes) > self.max_attributes)
+        ):
+            # What the SDK's sampler does with a parent that is not sampled, and everything
+            # else this does not reproduce: the SDK itself.
+            return tracer.start_span(
+                name,
+                context=context,
+                kind=kind,
+                attributes=attributes,
+                record_exception=record_exception,
+                set_status_on_exception=set_status_on_exception,
+            )
+        ids = tracer.id_generator
+        if parent is None or not parent.is_valid:
+            parent = None
+            trace_id = ids.generate_trace_id()
+            random = ids.is_trace_id_random()
+            state = None
+        else:
+            trace_id = parent.trace_id
+            random = parent.trace_flags.random_trace_id
+            state = parent.trace_state
+        span_context = SpanContext(
+            trace_id,
+            ids.generate_span_id(),
+            is_remote=False,
+            trace_flags=_SAMPLED_RANDOM if random else _SAMPLED,
+            trace_state=state,
+        )
+        return _RecordedSpan(
+            self,
+            name,
+            span_context,
+            parent,
+            kind,
+            attributes,
+            context,
+            record_exception,
+            set_status_on_exception,
+        )
+
+
+class _RecordedSpan(trace.Span):
+    """A sampled span that records what a server span has (attributes, a status) and, at its
+    end, gives the span processors the ``ReadableSpan`` the SDK's span would. Any other use
+    makes it the SDK's span (:meth:`_sdk`), which then does everything."""
+
+    def __init__(
+        self,
+        recorder: _SpanRecorder,
+        name: str,
+        span_context: SpanContext,
+        parent: SpanContext | None,
+        kind: SpanKind,
+        attributes: dict[str, types.AttributeValue],
+        parent_context: Context | None,
+        record_exception: bool,
+        set_status_on_exception: bool,
+    ) -> None:
+        self._recorder = recorder
+        self._name = name
+        self._context = span_context
+        self._parent = parent
+        self._kind = kind
+        self._attributes = attributes
+        self._parent_context = parent_context
+        self._record_exception = record_exception
+        self._set_status_on_exception = set_status_on_exception
+        self._status = Status(StatusCode.UNSET)
+        self._start_time = time_ns()
+        self._end_time: int | None = None
+        self._sdk_span: sdk_trace.Span | None = None
+
+    def get_span_context(self) -> SpanContext:
+        return self._context
+
+    def is_recording(self) -> bool:
+        if self._sdk_span is not None:
+            return self._sdk_span.is_recording()
+        return self._end_time is None
+
+    def set_attribute(self, key: str, value: types.AttributeValue) -> None:
+        attributes = self._attributes
+        limit = self._recorder.max_attributes
+        if (
+            self._sdk_span is None
+            and self._end_time is None
+            and type(key) is str
+            and key
+            and type(value) in _PLAIN_VALUE
+            and key not in attributes
+            and (limit is None or len(attributes) < limit)
+        ):
+            # What BoundedAttributes keeps of a plain value without a length limit: the value.
+            attributes[key] = value
+        else:
+            self._sdk().set_attribute(key, value)
+
+    def set_attributes(self, attributes: Mapping[str, types.AttributeValue]) -> None:
+        self._sdk().set_attributes(attributes)
+
+    def set_status(self, status: Status | StatusCode, description: str | None = None) -> None:
+        if (
+            self._sdk_span is None
+            and self._end_time is None
+            and isinstance(status, Status)
+            and description is None
+        ):
+            # The SDK's rule: an OK status stays, an UNSET one changes nothing.
+            if self._status.status_code is not StatusCode.OK and (
+                status.status_code is not StatusCode.UNSET
+            ):
+                self._status = status
+        else:
+            self._sdk().set_status(status, description)
+
+    def end(self, end_time: int | None = None) -> None:
+        if self._sdk_span is not None:
+            self._sdk_span.end(end_time)
+            return
+        if self._end_time is not None:
+            log.warning("Calling end() on an ended span.")
+            return
+        self._end_time = end_time if end_time is not None else time_ns()
+        tracer = self._recorder.tracer
+        self._recorder.processor.on_end(
+            ReadableSpan(
+                name=self._name,
+                context=self._context,
+                parent=self._parent,
+                resource=tracer.resource,
+                attributes=self._attributes,
+                kind=self._kind,
+                status=self._status,
+                start_time=self._start_time,
+                end_time=self._end_time,
+                instrumentation_info=tracer.instrumentation_info,
+                instrumentation_scope=tracer._instrumentation_scope,
+            )
+        )
+
+    def add_event(
+        self,
+        name: str,
+        attributes: types.Attributes = None,
+        timestamp: int | None = None,
+    ) -> None:
+        self._sdk().add_event(name, attributes, timestamp)
+
+    def add_link(self, context: SpanContext, attributes: types.Attributes = None) -> None:
+        self._sdk().add_link(context, attributes)
+
+    def update_name(self, name: str) -> None:
+        self._sdk().update_name(name)
+
+    def record_exception(
+        self,
+        exception: BaseException,
+        attributes: types.Attributes = None,
+        timestamp: int | None = None,
+        escaped: bool = False,
+    ) -> None:
+        self._sdk().record_exception(exception, attributes, timestamp, escaped)
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc_val: BaseException | None,
+        exc_tb: TracebackType | None,
+    ) -> None:
+        if exc_val is not None and self.is_recording():
+            # The SDK span's own handling of an exception that ends it.
+            self._sdk().__exit__(exc_type, exc_val, exc_tb)
+            return
+        super().__exit__(exc_type, exc_val, exc_tb)
+
+    def _sdk(self) -> sdk_trace.Span:
+        """The SDK's span with this one's context, start time, attributes and status: from now
+        on it records everything, and its end is this span's end."""
+        if self._sdk_span is None:
+            tracer = self._recorder.tracer
+            span = sdk_trace._Span(
+                name=self._name,
+                context=self._context,
+                parent=self._parent,
+                sampler=tracer.sampler,
+                resource=tracer.resource,
+                attributes=self._attributes,
+                span_processor=self._recorder.processor,
+                kind=self._kind,
+                links=(),
+                instrumentation_info=tracer.instrumentation_info,
+                record_exception=self._record_exception,
+                set_status_on_exception=self._set_status_on_exception,
+                limits=tracer._span_limits,
+                instrumentation_scope=tracer._instrumentation_scope,
+            )
+            # start() gives the processors on_start (a no-op for the ones allowed here).
+            span.start(start_time=self._start_time, parent_context=self._parent_context)
+            if self._status.status_code is not StatusCode.UNSET:
+                span.set_status(self._status)
+            if self._end_time is not None:
+                span._end_time = self._end_time
+            self._sdk_span = span
+        return self._sdk_span
+
+    def __repr__(self) -> str:
+        return f'_RecordedSpan(name="{self._name}", context={self._context})'
