@@ -72,3 +72,36 @@ def test_the_cache_is_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
         sessions.verify(token, NOW)
     assert len(sessions._verified) == 3
     assert list(sessions._verified) == [hashlib.sha256(t.encode()).digest() for t in issued[2:]]
+
+
+def _issued_with(key: object, algorithm: str) -> tuple[str, str]:
+    """A token from the service's signer and one from joserfc for the same claims."""
+    from joserfc import jwt
+    from joserfc.jwk import KeySet
+
+    keys = KeySet([key])  # type: ignore[list-item]
+    service = JwtSessionTokens(keys, issuer="iss", audience="aud", ttl=dt.timedelta(hours=1))
+    issued = service.issue("acc-1", "google", NOW, session_id="sid-1")
+    claims = jwt.decode(issued.token, keys, algorithms=[algorithm]).claims
+    header = {"alg": algorithm, "kid": keys.keys[0].kid, "typ": "JWT"}
+    return issued.token, jwt.encode(header, claims, keys.keys[0], algorithms=[algorithm])
+
+
+@pytest.mark.filterwarnings("ignore:EdDSA is deprecated")  # joserfc's, on its own side
+@pytest.mark.parametrize("curve", ["Ed25519", "Ed448"])
+def test_eddsa_session_tokens_are_joserfcs_byte_for_byte(curve: str) -> None:
+    from joserfc.jwk import OKPKey
+
+    ours, joserfcs = _issued_with(OKPKey.generate_key(curve, parameters={"kid": "k"}), "EdDSA")
+    assert ours == joserfcs  # EdDSA signatures are deterministic
+
+
+def test_es256_session_tokens_have_joserfcs_header_and_payload_and_verify() -> None:
+    from joserfc import jws
+    from joserfc.jwk import ECKey
+
+    key = ECKey.generate_key("P-256", parameters={"kid": "k"})
+    ours, joserfcs = _issued_with(key, "ES256")
+    assert ours.rsplit(".", 1)[0] == joserfcs.rsplit(".", 1)[0]
+    assert len(ours.rsplit(".", 1)[1]) == 86  # r || s, 64 bytes in base64url
+    assert jws.deserialize_compact(ours, key, algorithms=["ES256"]).payload is not None

@@ -22,31 +22,52 @@ _ACCOUNT_BY_IDENTITY = """
     WHERE i.provider = $1 AND i.subject = $2
 """
 
+# One statement, one round trip: the account and its primary identity. The identity's insert
+# waits for a concurrent uncommitted insert of the same key, then does nothing if that one
+# committed: ``won`` is false and the account must go. (The foreign key is checked at the end
+# of the statement, when the account is there.)
+_CREATE_WITH_IDENTITY = """
+    WITH account AS (
+        INSERT INTO accounts (id, email, name, profile, created_at, email_verified)
+        VALUES ($1, $2, $3, $4::jsonb, $5, $6)
+        RETURNING id, email, name, created_at, last_login_at, email_verified
+    ), identity AS (
+        INSERT INTO identities (
+            provider, subject, account_id, email, linked_at, is_primary, email_verified
+        )
+        SELECT $7, $8, id, email, created_at, true, email_verified FROM account
+        ON CONFLICT (provider, subject) DO NOTHING
+        RETURNING true
+    )
+    SELECT id, email, name, created_at, last_login_at, email_verified,
+        EXISTS (SELECT FROM identity) AS won
+    FROM account
+"""
+
 # An attempt that lost a race retries; a handful of rounds is plenty (each loser sees a winner).
 _ATTEMPTS = 5
 
 
-class _LostRace(Exception):
-    """Rolls back the attempt's transaction: another transaction holds the identity."""
-
-
 class PostgresAccounts:
-    """:class:`~authgate.ports.accounts.AccountRepository` on an asyncpg pool, or on one
-    connection inside a unit of work's transaction (its own transactions then nest as
-    savepoints, so a lost race still rolls back only its own attempt)."""
+    """:class:`~authgate.ports.accounts.AccountRepository` on an asyncpg pool, or on the
+    connection of a unit of work (:class:`~.unit.UnitConnection`: its transactions then nest
+    as savepoints, and a lost race deletes only its own attempt's account)."""
 
     def __init__(self, db: rows.Executor) -> None:
         self._db = db
 
     async def find_by_identity(self, identity: ProviderIdentity) -> Account | None:
-        row = await self._db.fetchrow(_ACCOUNT_BY_IDENTITY, identity.provider, identity.subject)
+        row = await rows.read_row(
+            self._db, _ACCOUNT_BY_IDENTITY, identity.provider, identity.subject
+        )
         return rows.account(row) if row is not None else None
 
     async def get(self, account_id: str) -> Account | None:
         key = rows.account_uuid(account_id)
         if key is None:
             return None
-        row = await self._db.fetchrow(
+        row = await rows.read_row(
+            self._db,
             "SELECT id, email, name, created_at, last_login_at, email_verified "
             "FROM accounts WHERE id = $1",
             key,
@@ -72,52 +93,27 @@ class PostgresAccounts:
     ) -> tuple[Account, bool]:
         identity = verified.identity
         now = rows.utc(now)
-        email_verified = email_verified_of(verified)
         for _ in range(_ATTEMPTS):
             async with rows.connection(self._db) as conn:
-                try:
-                    # The account and its identity commit together or not at all: a loser of
-                    # the race rolls its account back, so no account is left without identity.
-                    async with conn.transaction():
-                        account_row = await conn.fetchrow(
-                            """
-                            INSERT INTO accounts
-                                (id, email, name, profile, created_at, email_verified)
-                            VALUES ($1, $2, $3, $4::jsonb, $5, $6)
-                            RETURNING id, email, name, created_at, last_login_at, email_verified
-                            """,
-                            uuid.uuid4(),
-                            verified.email,
-                            verified.name,
-                            rows.profile_json(verified.profile),
-                            now,
-                            email_verified,
-                        )
-                        assert account_row is not None
-                        # Waits for a concurrent uncommitted insert of the same key, then does
-                        # nothing if that one committed.
-                        won = await conn.fetchval(
-                            """
-                            INSERT INTO identities (
-                                provider, subject, account_id, email, linked_at, is_primary,
-                                email_verified
-                            )
-                            VALUES ($1, $2, $3, $4, $5, true, $6)
-                            ON CONFLICT (provider, subject) DO NOTHING
-                            RETURNING true
-                            """,
-                            identity.provider,
-                            identity.subject,
-                            account_row["id"],
-                            verified.email,
-                            now,
-                            email_verified,
-                        )
-                        if not won:
-                            raise _LostRace
-                    return rows.account(account_row), True
-                except _LostRace:
-                    pass
+                # The account and its identity commit together or not at all: a loser of the
+                # race deletes its account in the same transaction, so no account is ever
+                # seen without its identity.
+                async with rows.atomic(conn):
+                    created = await conn.fetchrow(
+                        _CREATE_WITH_IDENTITY,
+                        uuid.uuid4(),
+                        verified.email,
+                        verified.name,
+                        rows.profile_json(verified.profile),
+                        now,
+                        email_verified_of(verified),
+                        identity.provider,
+                        identity.subject,
+                    )
+                    assert created is not None
+                    if created["won"]:
+                        return rows.account(created), True
+                    await conn.execute("DELETE FROM accounts WHERE id = $1", created["id"])
                 winner = await conn.fetchrow(
                     _ACCOUNT_BY_IDENTITY, identity.provider, identity.subject
                 )
@@ -206,8 +202,8 @@ class PostgresAccounts:
         key = rows.account_uuid(account_id)
         if key is None:
             return
-        await self._db.execute(
-            "UPDATE accounts SET last_login_at = $2 WHERE id = $1", key, rows.utc(now)
+        await rows.write(
+            self._db, "UPDATE accounts SET last_login_at = $2 WHERE id = $1", key, rows.utc(now)
         )
 
     async def list_identities(self, account_id: str) -> list[LinkedIdentity]:
@@ -222,7 +218,8 @@ class PostgresAccounts:
         return [rows.linked_identity(r) for r in found]
 
     async def get_identity(self, identity: ProviderIdentity) -> LinkedIdentity | None:
-        row = await self._db.fetchrow(
+        row = await rows.read_row(
+            self._db,
             _IDENTITY_SELECT + "WHERE provider = $1 AND subject = $2",
             identity.provider,
             identity.subject,

@@ -44,7 +44,8 @@ class PostgresEvents:
 
     async def record(self, event: SignInEvent) -> None:
         at = rows.utc(event.at)
-        await self._db.execute(
+        await rows.write(
+            self._db,
             """
             INSERT INTO sign_in_events
                 (at, provider, outcome, client_address, user_agent, account_id, detail)

@@ -65,7 +65,9 @@ class PostgresProviderTokens:
         return bound
 
     async def put(self, stored: StoredProviderToken) -> None:
-        await self._db.execute(
+        # In a sign-in's unit of work it is sent with the unit's other writes (.unit).
+        await rows.write(
+            self._db,
             """
             INSERT INTO provider_tokens (account_id, provider, subject, key_id, ciphertext,
                 updated_at)

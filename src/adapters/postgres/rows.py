@@ -20,18 +20,50 @@ from authgate.domain.model import (
     SignInEvent,
 )
 
+from .unit import UnitConnection
+
 # What an adapter runs its statements on: the pool, or one connection of a unit of work.
-Executor = asyncpg.Pool | asyncpg.Connection | PoolConnectionProxy
+Executor = asyncpg.Pool | asyncpg.Connection | PoolConnectionProxy | UnitConnection
+Connection = asyncpg.Connection | PoolConnectionProxy | UnitConnection
 
 
 @asynccontextmanager
-async def connection(db: Executor) -> AsyncIterator[asyncpg.Connection | PoolConnectionProxy]:
+async def connection(db: Executor) -> AsyncIterator[Connection]:
     """One connection of ``db``: a pooled one for the block, or ``db`` itself."""
     if isinstance(db, asyncpg.Pool):
         async with db.acquire() as conn:
             yield conn
     else:
         yield db
+
+
+@asynccontextmanager
+async def atomic(conn: Connection) -> AsyncIterator[None]:
+    """The block in one transaction: the unit of work's own in a unit (no savepoint: a
+    failure fails the unit), else a transaction of its own."""
+    if isinstance(conn, UnitConnection):
+        async with conn.atomic():
+            yield
+    else:
+        async with conn.transaction():
+            yield
+
+
+async def write(db: Executor, query: str, *args: object) -> None:
+    """A write whose outcome is not read: in a unit of work it is sent with the unit's other
+    such writes (:class:`~.unit.UnitConnection`), else now."""
+    if isinstance(db, UnitConnection):
+        await db.write(query, *args)
+    else:
+        await db.execute(query, *args)
+
+
+async def read_row(db: Executor, query: str, *args: object) -> asyncpg.Record | None:
+    """One row of a plain SELECT; a unit of work that has not written yet needs no
+    transaction for it (:meth:`~.unit.UnitConnection.read_row`)."""
+    if isinstance(db, UnitConnection):
+        return await db.read_row(query, *args)
+    return await db.fetchrow(query, *args)
 
 
 def utc(value: dt.datetime) -> dt.datetime:

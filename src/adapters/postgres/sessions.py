@@ -57,7 +57,8 @@ class PostgresSessionRecords:
         return bound
 
     async def add(self, record: SessionRecord) -> None:
-        await self._db.execute(
+        await rows.write(
+            self._db,
             """
             INSERT INTO sessions (id, account_id, provider, created_at, expires_at,
                 absolute_expires_at, auth_time, client_address, user_agent, provider_session,

@@ -21,6 +21,7 @@ from .provider_tokens import PostgresProviderTokens, PostgresRevocationOutbox
 from .seen_events import PostgresSeenEvents
 from .sessions import PostgresSessionRecords
 from .state import PostgresStates
+from .unit import UnitConnection
 
 log = logging.getLogger("authgate.storage")
 
@@ -101,6 +102,7 @@ async def open_postgres(
             timeout=timeout,
             command_timeout=timeout,
             server_settings={"application_name": "authgate"},
+            reset=_keep_session,
         )
     except CONNECT_ERRORS as e:
         raise unavailable(url, e) from e
@@ -118,9 +120,21 @@ async def open_postgres(
     )
 
 
+async def _keep_session(_conn: asyncpg.Connection) -> None:
+    """The pool's reset of a released connection, without a round trip.
+
+    asyncpg's default sends ``SELECT pg_advisory_unlock_all(); CLOSE ALL; UNLISTEN *; RESET
+    ALL`` at every release: one more round trip for every statement run on the pool (a third
+    of a sign-in's). The pool's connections never take advisory locks, open cursors, listen
+    or change settings (migrations and LISTEN use connections of their own), so there is
+    nothing to undo; asyncpg still rolls back a transaction left open before this is called.
+    """
+
+
 class PostgresUnitOfWork:
     """:class:`~authgate.ports.unit_of_work.UnitOfWork`: one pooled connection in one
-    transaction for the block; the repositories' own transactions nest as savepoints."""
+    transaction for the block (begun when first needed, its result-less writes sent together:
+    :mod:`.unit`); the repositories' own transactions nest as savepoints."""
 
     def __init__(
         self, pool: asyncpg.Pool, events: PostgresEvents, sessions: PostgresSessionRecords
@@ -131,12 +145,18 @@ class PostgresUnitOfWork:
 
     @asynccontextmanager
     async def begin(self) -> AsyncIterator[BoundRepositories]:
-        async with self._pool.acquire() as conn, conn.transaction():
-            yield BoundRepositories(
-                PostgresAccounts(conn),
-                self._events.bound(conn),
-                self._sessions.bound(conn),
-                PostgresSeenEvents(conn),
-                PostgresProviderTokens(conn),
-                PostgresRevocationOutbox(conn),
-            )
+        async with self._pool.acquire() as conn:
+            unit = UnitConnection(conn)
+            try:
+                yield BoundRepositories(
+                    PostgresAccounts(unit),
+                    self._events.bound(unit),
+                    self._sessions.bound(unit),
+                    PostgresSeenEvents(unit),
+                    PostgresProviderTokens(unit),
+                    PostgresRevocationOutbox(unit),
+                )
+                await unit.finish()
+            except BaseException as e:
+                await unit.abort(e)
+                raise

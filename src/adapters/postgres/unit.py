@@ -1,0 +1,135 @@
+"""The connection of one unit of work: few round trips, the same all-or-nothing.
+
+A sign-in's unit of work used to cost a round trip per statement plus ``BEGIN`` and
+``COMMIT``: seven for a login. :class:`UnitConnection` keeps the guarantee with fewer:
+
+* its writes whose result nobody reads (the last sign-in time, the session's record, the
+  audit event: :meth:`UnitConnection.write`) wait, and go to the server together as one
+  statement (data-modifying ``WITH`` clauses), before the next statement or at the end;
+* its transaction begins at the first statement that needs one (any statement but a
+  :meth:`~UnitConnection.read_row` before every write). A unit that only reads and then
+  writes needs none: its one combined write is atomic by itself, and a read before it sees
+  what it would have seen in a transaction (READ COMMITTED: each statement its own snapshot;
+  a plain ``SELECT`` takes no lock).
+
+So a login's unit is three round trips (two reads: the identity's state and the account;
+the writes), a registration's six (the reads, ``BEGIN``, the account with its identity, the
+writes, ``COMMIT``). A statement run
+after waiting writes sees them (they are sent first), and a write whose statement already
+waits is sent after the others, so no row is changed twice by one statement.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+from collections.abc import AsyncIterator, Sequence
+from typing import Any
+
+import asyncpg
+from asyncpg.pool import PoolConnectionProxy
+
+_PARAMETER = re.compile(r"\$(\d+)")
+
+
+class UnitConnection:
+    """A pooled connection of one unit of work (see the module's text). The unit of work
+    calls :meth:`finish` when its block ends normally and :meth:`abort` when it raises."""
+
+    def __init__(self, conn: PoolConnectionProxy[Any]) -> None:
+        self._conn = conn
+        self._transaction: contextlib.AsyncExitStack | None = None
+        self._waiting: list[tuple[str, Sequence[object]]] = []
+
+    # -- statements ----------------------------------------------------------------------
+
+    async def write(self, query: str, *args: object) -> None:
+        """A write whose outcome nobody reads: sent with the unit's other waiting writes.
+        ``query`` is one INSERT, UPDATE or DELETE without a ``WITH`` of its own."""
+        if any(waiting == query for waiting, _ in self._waiting):
+            await self._ready()  # the same statement twice: the first goes first
+        self._waiting.append((query, args))
+
+    async def read_row(self, query: str, *args: object) -> asyncpg.Record | None:
+        """A read (a plain SELECT): outside the transaction while the unit has written
+        nothing, else in it, after the waiting writes."""
+        if self._transaction is None and not self._waiting:
+            return await self._conn.fetchrow(query, *args)
+        return await self.fetchrow(query, *args)
+
+    async def fetchrow(self, query: str, *args: object) -> asyncpg.Record | None:
+        return await (await self._ready()).fetchrow(query, *args)
+
+    async def fetchval(self, query: str, *args: object) -> Any:
+        return await (await self._ready()).fetchval(query, *args)
+
+    async def fetch(self, query: str, *args: object) -> list[asyncpg.Record]:
+        return await (await self._ready()).fetch(query, *args)
+
+    async def execute(self, query: str, *args: object) -> str:
+        return await (await self._ready()).execute(query, *args)
+
+    @contextlib.asynccontextmanager
+    async def transaction(self) -> AsyncIterator[None]:
+        """A savepoint in the unit's transaction: the block's writes roll back alone."""
+        conn = await self._ready()
+        async with conn.transaction():
+            yield
+
+    @contextlib.asynccontextmanager
+    async def atomic(self) -> AsyncIterator[None]:
+        """The block in the unit's transaction (no savepoint: a failure fails the unit)."""
+        await self._ready()
+        yield
+
+    # -- the end of the unit -------------------------------------------------------------
+
+    async def finish(self) -> None:
+        """Send the waiting writes and commit."""
+        if self._transaction is None:
+            if self._waiting:  # one statement: atomic without a transaction
+                await self._send_waiting()
+            return
+        await self._send_waiting()
+        transaction, self._transaction = self._transaction, None
+        await transaction.aclose()  # COMMIT
+
+    async def abort(self, error: BaseException) -> None:
+        """Drop the waiting writes and roll back what was sent."""
+        self._waiting.clear()
+        transaction, self._transaction = self._transaction, None
+        if transaction is not None:
+            await transaction.__aexit__(type(error), error, error.__traceback__)  # ROLLBACK
+
+    async def _ready(self) -> PoolConnectionProxy[Any]:
+        """The connection in the unit's transaction, the waiting writes sent."""
+        if self._transaction is None:
+            stack = contextlib.AsyncExitStack()
+            await stack.enter_async_context(self._conn.transaction())  # BEGIN
+            self._transaction = stack
+        await self._send_waiting()
+        return self._conn
+
+    async def _send_waiting(self) -> None:
+        if self._waiting:
+            query, args = _combined(self._waiting)
+            self._waiting.clear()  # sent or failed: never twice
+            await self._conn.execute(query, *args)
+
+
+def _combined(writes: Sequence[tuple[str, Sequence[object]]]) -> tuple[str, list[object]]:
+    """One statement for ``writes``: each but the last a data-modifying WITH clause, their
+    parameters renumbered. All of them run, in one snapshot, or none does."""
+    clauses: list[str] = []
+    args: list[object] = []
+    for query, values in writes:
+        clauses.append(_renumbered(query.strip(), len(args)))
+        args.extend(values)
+    *first, last = clauses
+    if first:
+        last = "WITH " + ", ".join(f"w{i} AS ({q})" for i, q in enumerate(first)) + " " + last
+    return last, args
+
+
+def _renumbered(query: str, offset: int) -> str:
+    return _PARAMETER.sub(lambda m: f"${int(m.group(1)) + offset}", query)

@@ -1,0 +1,174 @@
+"""PostgreSQL's unit of work sends few statements and keeps all-or-nothing.
+
+A sign-in's unit reads the account, then writes the last sign-in time, the session's record and
+the audit event. The adapter sends those writes together as one statement and begins a
+transaction only when a unit needs one (adapters/postgres/unit.py). These tests count the
+statements the server receives (asyncpg's query logger on the pool's only connection) and
+check that a failure anywhere still leaves nothing of the unit behind.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+import asyncpg
+import pytest
+from asyncpg.connection import LoggedQuery
+
+from authgate.adapters.postgres import PostgresStore, open_postgres
+from authgate.domain.model import Outcome, SessionRecord
+from tests.support.records import T0, at, event, verified
+
+
+@pytest.fixture
+async def pg(clean_postgres_url: str) -> AsyncIterator[PostgresStore]:
+    store = await open_postgres(clean_postgres_url, 1, 1, 5.0)
+    try:
+        yield store
+    finally:
+        await store.close()
+
+
+@pytest.fixture
+async def sent(pg: PostgresStore) -> list[str]:
+    """The statements sent on the pool's one connection from now on."""
+    statements: list[str] = []
+
+    def log(query: LoggedQuery) -> None:
+        statements.append(" ".join(query.query.split()))
+
+    async with pg.pool.acquire() as conn:
+        conn.add_query_logger(log)
+    return statements
+
+
+def session(sid: str, account_id: str) -> SessionRecord:
+    return SessionRecord(
+        id=sid,
+        account_id=account_id,
+        provider="google",
+        created_at=T0,
+        expires_at=at(3600),
+        absolute_expires_at=at(86400),
+        auth_time=T0,
+        client_address="127.0.0.1",
+        user_agent="tests",
+    )
+
+
+async def test_a_login_is_two_statements_without_begin_or_commit(
+    pg: PostgresStore, sent: list[str]
+) -> None:
+    account, _ = await pg.accounts.create_with_identity(verified(subject="known"), T0)
+    sent.clear()
+    async with pg.units.begin() as tx:
+        found = await tx.accounts.find_by_identity(verified(subject="known").identity)
+        assert found is not None
+        await tx.accounts.record_login(found.id, at(5))
+        await tx.sessions.add(session("s-1", found.id))
+        await tx.events.record(event(5, Outcome.SIGNED_IN, account_id=found.id))
+    assert len(sent) == 2, sent
+    assert sent[0].startswith("SELECT")
+    assert sent[1].startswith("WITH w0 AS (UPDATE accounts"), sent[1]
+    assert not any(s.startswith(("BEGIN", "COMMIT", "SAVEPOINT")) for s in sent)
+    stored = await pg.accounts.get(account.id)
+    assert stored is not None and stored.last_login_at == at(5)
+    assert await pg.sessions.get("s-1") is not None
+    assert [e.account_id for e in await pg.events.recent()] == [account.id]
+
+
+async def test_a_registration_is_one_transaction_of_three_statements(
+    pg: PostgresStore, sent: list[str]
+) -> None:
+    async with pg.units.begin() as tx:
+        assert await tx.accounts.find_by_identity(verified(subject="new").identity) is None
+        account, created = await tx.accounts.create_with_identity(verified(subject="new"), T0)
+        await tx.accounts.record_login(account.id, T0)
+        await tx.sessions.add(session("s-new", account.id))
+        await tx.events.record(event(0, Outcome.REGISTERED, account_id=account.id))
+    assert created
+    kinds = [s.split()[0] for s in sent]
+    assert kinds == ["SELECT", "BEGIN;", "WITH", "WITH", "COMMIT;"], sent
+    assert [i.identity.subject for i in await pg.accounts.list_identities(account.id)] == ["new"]
+    stored = await pg.accounts.get(account.id)
+    assert stored is not None and stored.last_login_at == T0
+
+
+async def test_a_write_that_fails_at_the_end_takes_the_others_with_it(
+    pg: PostgresStore,
+) -> None:
+    account, _ = await pg.accounts.create_with_identity(verified(subject="u"), T0)
+    await pg.sessions.add(session("taken", account.id))
+    with pytest.raises(asyncpg.UniqueViolationError):
+        async with pg.units.begin() as tx:
+            await tx.accounts.record_login(account.id, at(9))
+            await tx.events.record(event(9, Outcome.SIGNED_IN, account_id=account.id))
+            await tx.sessions.add(session("taken", account.id))  # its id is taken
+    stored = await pg.accounts.get(account.id)
+    assert stored is not None and stored.last_login_at is None
+    assert await pg.events.recent() == []
+
+
+async def test_a_registration_whose_last_write_fails_leaves_no_account(
+    pg: PostgresStore,
+) -> None:
+    other, _ = await pg.accounts.create_with_identity(verified(subject="other"), T0)
+    await pg.sessions.add(session("taken", other.id))
+    with pytest.raises(asyncpg.UniqueViolationError):
+        async with pg.units.begin() as tx:
+            account, _ = await tx.accounts.create_with_identity(verified(subject="new"), T0)
+            await tx.accounts.record_login(account.id, T0)
+            await tx.sessions.add(session("taken", account.id))  # fails at the commit
+    assert await pg.accounts.find_by_identity(verified(subject="new").identity) is None
+    assert await pg.accounts.get(account.id) is None
+    # the connection went back to the pool clean: the next unit works
+    async with pg.units.begin() as tx:
+        again, created = await tx.accounts.create_with_identity(verified(subject="new"), T0)
+    assert created and await pg.accounts.get(again.id) is not None
+
+
+async def test_a_failure_after_a_savepoint_rolls_back_every_write_of_the_unit(
+    pg: PostgresStore,
+) -> None:
+    account, _ = await pg.accounts.create_with_identity(verified(subject="u"), T0)
+    await pg.sessions.add(session("taken", account.id))
+    with pytest.raises(asyncpg.UniqueViolationError):
+        async with pg.units.begin() as tx:
+            await tx.accounts.record_login(account.id, at(9))
+            await tx.accounts.link_identity(account.id, verified("facebook", "fb-1"), at(9))
+            await tx.sessions.add(session("taken", account.id))
+    stored = await pg.accounts.get(account.id)
+    assert stored is not None and stored.last_login_at is None
+    assert len(await pg.accounts.list_identities(account.id)) == 1
+
+
+async def test_a_statement_after_waiting_writes_sees_them(pg: PostgresStore) -> None:
+    account, _ = await pg.accounts.create_with_identity(verified(subject="u"), T0)
+    async with pg.units.begin() as tx:
+        await tx.sessions.add(session("s-2", account.id))
+        await tx.accounts.record_login(account.id, at(1))
+        found = await tx.sessions.get("s-2")
+        assert found is not None and found.account_id == account.id
+        again = await tx.accounts.get(account.id)
+        assert again is not None and again.last_login_at == at(1)
+        # the same statement twice in one unit: in the order written, the last one stays
+        await tx.accounts.record_login(account.id, at(2))
+        await tx.accounts.record_login(account.id, at(3))
+    stored = await pg.accounts.get(account.id)
+    assert stored is not None and stored.last_login_at == at(3)
+
+
+async def test_a_unit_that_raises_before_its_end_writes_nothing(pg: PostgresStore) -> None:
+    account, _ = await pg.accounts.create_with_identity(verified(subject="u"), T0)
+
+    class Boom(Exception):
+        pass
+
+    with pytest.raises(Boom):
+        async with pg.units.begin() as tx:
+            await tx.accounts.record_login(account.id, at(1))
+            await tx.events.record(event(1, Outcome.SIGNED_IN, account_id=account.id))
+            raise Boom
+    stored = await pg.accounts.get(account.id)
+    assert stored is not None and stored.last_login_at is None
+    assert await pg.events.recent() == []
