@@ -27,7 +27,12 @@ from authgate.adapters.identity.event_token import (
     SECEVENT_TYPES,
     EventTokenVerifierAdapter,
 )
-from authgate.adapters.identity.fetch import FetchError, oauth_error_code, request_json
+from authgate.adapters.identity.fetch import (
+    FetchError,
+    JsonResponse,
+    oauth_error_code,
+    request_json,
+)
 from authgate.adapters.identity.id_token import IdTokenVerifier, loggable
 from authgate.adapters.identity.jwks import KeySetCache, KeySetUnavailable
 from authgate.adapters.identity.settings import ProviderSettings
@@ -334,17 +339,7 @@ class OAuthIdentityProvider:
 
     async def _fetch_security_event_keys(self, configuration_url: str) -> KeySet:
         what = f"provider {self.name}: security event configuration"
-        try:
-            answer = await request_json(
-                self._session,
-                "GET",
-                configuration_url,
-                what=what,
-                timeout_seconds=self._settings.timeout_seconds,
-                max_bytes=self._settings.max_response_bytes,
-            )
-        except FetchError as e:
-            raise KeySetUnavailable(str(e)) from None
+        answer = await self._get_for_keys(configuration_url, what)
         body = answer.body
         if answer.status != 200 or not isinstance(body, dict):
             raise KeySetUnavailable(f"{what} answered HTTP {answer.status} without a document")
@@ -580,19 +575,23 @@ class OAuthIdentityProvider:
             raise KeySetUnavailable(f"{what}: no jwks_uri configured or discovered")
         return await self._fetch_jwks(endpoints.jwks_uri)
 
-    async def _fetch_jwks(self, jwks_uri: str) -> KeySet:
-        what = f"provider {self.name}: key set"
+    async def _get_for_keys(self, url: str, what: str) -> JsonResponse:
+        """GET a JSON document on the way to a key set; KeySetUnavailable when it fails."""
         try:
-            answer = await request_json(
+            return await request_json(
                 self._session,
                 "GET",
-                jwks_uri,
+                url,
                 what=what,
                 timeout_seconds=self._settings.timeout_seconds,
                 max_bytes=self._settings.max_response_bytes,
             )
         except FetchError as e:
             raise KeySetUnavailable(str(e)) from None
+
+    async def _fetch_jwks(self, jwks_uri: str) -> KeySet:
+        what = f"provider {self.name}: key set"
+        answer = await self._get_for_keys(jwks_uri, what)
         if answer.status != 200:
             raise KeySetUnavailable(f"{what} answered HTTP {answer.status}")
         body = answer.body
