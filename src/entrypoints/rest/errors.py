@@ -7,6 +7,7 @@ import json
 import logging
 import time
 from collections.abc import Awaitable, Callable, Mapping
+from json.encoder import c_make_encoder, encode_basestring  # type: ignore[attr-defined]
 from typing import Any
 
 import attrs
@@ -22,12 +23,35 @@ log = logging.getLogger("authgate.rest")
 JSON_CONTENT_TYPE = "application/json"
 
 
+def _compact_json() -> Callable[[Any], str]:
+    """``json.dumps(value, separators=(",", ":"), ensure_ascii=False)``, the same text, with
+    the C encoder made once instead of a ``JSONEncoder`` and a C encoder per call (issue 13,
+    docs/benchmarks.md). Without the circular-reference check: a body unstructured from attrs
+    values is a tree (a cycle would still fail, as a RecursionError: a 500 either way)."""
+    encoder = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False)
+    if c_make_encoder is None:  # pragma: no cover - CPython always has _json
+        return encoder.encode
+    encode_chunks = c_make_encoder(
+        None, encoder.default, encode_basestring, None, ":", ",", False, False, True
+    )
+
+    def text(value: Any) -> str:
+        if isinstance(value, str):
+            return encode_basestring(value)
+        return "".join(encode_chunks(value, 0))
+
+    return text
+
+
+json_text = _compact_json()
+
+
 def json_response(
     body: Any, status: int = 200, headers: Mapping[str, str] | None = None
 ) -> web.Response:
     """A JSON response from an already-unstructured body (dicts, lists, scalars)."""
     return web.Response(
-        body=json.dumps(body, separators=(",", ":"), ensure_ascii=False).encode(),
+        body=json_text(body).encode(),
         status=status,
         content_type=JSON_CONTENT_TYPE,
         headers=headers,
