@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import json
 import uuid
 from collections.abc import AsyncIterator, Mapping
@@ -74,9 +75,16 @@ def utc(value: dt.datetime) -> dt.datetime:
 def account_uuid(account_id: str) -> uuid.UUID | None:
     """The account id as a UUID, or None for a value that cannot be an account id here."""
     try:
-        return uuid.UUID(account_id)
+        return _parsed_uuid(account_id)
     except (ValueError, TypeError, AttributeError):
         return None
+
+
+# uuid.UUID parses in Python (~2 µs); a caller sends the same account id on every request
+# (issue 13, docs/benchmarks.md). UUIDs are immutable; failures are not cached.
+@functools.lru_cache(maxsize=4096)
+def _parsed_uuid(account_id: str) -> uuid.UUID:
+    return uuid.UUID(account_id)
 
 
 def profile_json(profile: Mapping[str, Any]) -> str:

@@ -4,6 +4,7 @@ half its lifetime carries a renewed ``session`` cookie (same session, fresh ``Ma
 from __future__ import annotations
 
 import logging
+from collections.abc import Awaitable, Callable
 
 from aiohttp import web
 from aiohttp.typedefs import Handler, Middleware
@@ -19,29 +20,50 @@ log = logging.getLogger("authgate.sessions")
 def renewal_middleware(sessions: SessionService) -> Middleware:
     """The middleware; it renews only after a successful answer that does not set the session
     cookie itself (sign-in, sign-out and account deletion do)."""
+    after = renewal_hook(sessions)
 
     @web.middleware
     async def renew(request: web.Request, handler: Handler) -> web.StreamResponse:
         response = await handler(request)
-        token = request.cookies.get(SESSION_COOKIE)
+        pending = after(request, response)
+        if pending is not None:
+            await pending
+        return response
+
+    return renew
+
+
+def renewal_hook(
+    sessions: SessionService,
+) -> Callable[[web.Request, web.StreamResponse], Awaitable[None] | None]:
+    """The same as an ``after`` hook of :func:`~authgate.entrypoints.rest.error_middleware_with`:
+    nothing to await (None) unless the request carried a session cookie and the answer is a
+    success that does not set it."""
+
+    def due(request: web.Request, response: web.StreamResponse) -> Awaitable[None] | None:
+        if SESSION_COOKIE not in request.cookies:
+            return None
+        token = request.cookies[SESSION_COOKIE]
         if (
             not token
             or response.status >= 400
             or SESSION_COOKIE in response.cookies
             or response.prepared
         ):
-            return response
+            return None
+        return renew(token, response)
+
+    async def renew(token: str, response: web.StreamResponse) -> None:
         try:
             claims = await sessions.verify(token)
             renewed = await sessions.renew_if_due(claims)
         except InvalidSession:
-            return response
+            return
         except Exception:  # renewal is a courtesy: never turn an answer into a failure
             log.exception("session renewal failed")
-            return response
+            return
         if renewed is not None:
             max_age = int((renewed.expires_at - sessions.clock.now()).total_seconds())
             Cookie(SESSION_COOKIE, renewed.token, max_age=max(max_age, 0)).set_on(response)
-        return response
 
-    return renew
+    return due

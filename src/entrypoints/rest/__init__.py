@@ -6,7 +6,14 @@ It knows nothing about sign-in; the application registers its operations on an :
 from .api import API_VERSION_HEADER, Api, Group
 from .call import Call, Cookie, Reply
 from .cors import Cors, normalise_origin
-from .errors import ErrorBody, HttpError, error_middleware, json_response, layer_error
+from .errors import (
+    ErrorBody,
+    HttpError,
+    error_middleware,
+    error_middleware_with,
+    json_response,
+    layer_error,
+)
 from .health import HealthCheck, HealthReport, Probe
 from .logtext import log_safe
 from .operation import Operation
@@ -61,6 +68,7 @@ __all__ = [
     "TokenVerifier",
     "cookie",
     "error_middleware",
+    "error_middleware_with",
     "header",
     "json_response",
     "layer_error",

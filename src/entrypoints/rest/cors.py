@@ -96,7 +96,7 @@ class Cors:
         return headers
 
     def wrap(self, handler: RouteHandler) -> RouteHandler:
-        """The operation's route handler, marking its requests for :func:`add_cors_headers`
+        """The operation's route handler, marking its requests for :func:`add_cors`
         (which covers every answer: successes, errors, even an unexpected 500)."""
 
         async def handle(request: web.Request) -> web.StreamResponse:
@@ -136,8 +136,8 @@ class Cors:
 _CORS = web.RequestKey("authgate_cors", Cors)
 
 
-async def add_cors_headers(request: web.Request, response: web.StreamResponse) -> None:
-    """``on_response_prepare``: the CORS headers of an operation that opted into CORS."""
+def add_cors(request: web.Request, response: web.StreamResponse) -> None:
+    """The CORS headers of an operation that opted into CORS, on a response being prepared."""
     cors = request.get(_CORS)
     if cors is None:
         return

@@ -18,7 +18,7 @@ from aiohttp.http_exceptions import HttpProcessingError
 
 from .call import Call, Handler, Reply
 from .cors import Cors
-from .errors import JSON_CONTENT_TYPE, HttpError, layer_error
+from .errors import JSON_CONTENT_TYPE, HttpError, json_text, layer_error
 from .params import Location, Param, extractor
 from .security import SecurityScheme, authenticate
 from .signature import check_handler
@@ -213,9 +213,9 @@ class Invoker:
 
 _FORM_TYPES = ("application/x-www-form-urlencoded", "multipart/form-data")
 
-# json.dumps with any option builds a new JSONEncoder per call; one shared encoder writes the
-# same text (compact, UTF-8 as is) without that per-response cost.
-_encode_json = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
+# json.dumps with any option builds a new JSONEncoder per call; the shared one writes the same
+# text (compact, UTF-8 as is) without that per-response cost.
+_encode_json = json_text
 
 
 def _not_json(constant: str) -> Any:
