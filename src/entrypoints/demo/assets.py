@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
-from importlib.resources import files
+from pathlib import Path
 
 from aiohttp import web
+
+# The folder beside this module, not importlib.resources: that would load zipfile, and the
+# readers of every package kind, into the service for three small files (docs/benchmarks.md).
+STATIC = Path(__file__).resolve().parent / "static"
 
 CONTENT_TYPES = {
     ".html": "text/html",
@@ -17,7 +21,7 @@ CONTENT_TYPES = {
 
 def read_static(name: str) -> bytes:
     """A file of ``static/`` in this package."""
-    return (files(__package__) / "static" / name).read_bytes()
+    return (STATIC / name).read_bytes()
 
 
 def content_type(name: str) -> str:

@@ -7,7 +7,7 @@ validator, and the content security policy would block any other origin anyway.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from importlib.resources import files
+from importlib.util import find_spec
 from pathlib import Path
 
 from aiohttp import web
@@ -58,8 +58,12 @@ def mount_docs(app: web.Application) -> None:
 
 
 def swagger_ui_folder() -> Path:
-    """The Swagger UI distribution inside the ``swagger-ui-bundle`` package."""
-    vendor = Path(str(files("swagger_ui_bundle") / "vendor"))
+    """The Swagger UI distribution inside the ``swagger-ui-bundle`` package (found, not
+    imported: its ``__init__`` loads importlib.resources, which the service does not need)."""
+    spec = find_spec("swagger_ui_bundle")
+    if spec is None or not spec.submodule_search_locations:
+        raise FileNotFoundError("the swagger-ui-bundle package is not installed")
+    vendor = Path(next(iter(spec.submodule_search_locations))) / "vendor"
     folders = sorted(p for p in vendor.iterdir() if p.name.startswith("swagger-ui-"))
     if not folders:
         raise FileNotFoundError(f"no Swagger UI distribution in {vendor}")
