@@ -13,7 +13,6 @@ import datetime as dt
 import logging
 import sqlite3
 from collections.abc import Awaitable, Callable
-from importlib.metadata import version
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -21,6 +20,7 @@ import aiohttp
 import attrs
 from aiohttp import web
 
+from authgate import __version__
 from authgate.adapters.clock import SystemClock
 from authgate.adapters.identity import (
     OAuthIdentityProvider,
@@ -301,7 +301,7 @@ def _receivers(config: Config, providers: dict[str, IdentityProvider]) -> list[R
 def build_api(config: Config, resources: Resources, services: Services | None = None) -> Api:
     """The API with every operation of the service registered on ``resources``."""
     services = services or build_services(config, resources)
-    api = Api(TITLE, version("authgate"), max_body_bytes=config.rest.max_body_bytes)
+    api = Api(TITLE, __version__, max_body_bytes=config.rest.max_body_bytes)
     verifier = SessionVerifier(services.sessions)
     bearer = BearerJWT("bearerAuth", verifier)
     public_url = config.rest.public_url
