@@ -9,6 +9,8 @@ import json
 import sys
 from typing import Any
 
+# First of ours: it steers how aiohttp's dependencies load (see the module).
+import authgate.entrypoints.footprint as footprint
 from authgate.entrypoints import composition, operator
 from authgate.entrypoints.config import Config, ConfigError, load
 from authgate.entrypoints.rest.server import configure_logging
@@ -26,6 +28,11 @@ def main(argv: list[str] | None = None) -> int:
         _with_config(commands.add_parser(name, help=text))
     _operator_commands(commands)
     args = parser.parse_args(argv)
+    if args.command == "serve":
+        # Idle memory (issue 13): what the imports left is freed before anything else is
+        # allocated, so that the configuration and the application reuse that memory.
+        footprint.defer_aiohttp_ca_certificates()
+        footprint.drop_import_leftovers()
     try:
         config = load(args.config)
     except ConfigError as e:
@@ -132,7 +139,13 @@ def _run(args: argparse.Namespace, config: Config) -> int:
     configure_logging()
     if command == "migrate":
         return composition.migrate(config)
-    serve(composition.create_app(config, build_app), config)
+    if footprint.providers_use_tls(config):
+        footprint.load_deferred_ca_certificates()  # now, not in the loop at first connection
+    serve(
+        composition.create_app(config, build_app),
+        config,
+        on_ready=lambda _: footprint.return_free_memory(),
+    )
     return 0
 
 
