@@ -33,6 +33,7 @@ def main(argv: list[str] | None = None) -> int:
         # allocated, so that the configuration and the application reuse that memory.
         footprint.defer_aiohttp_ca_certificates()
         footprint.drop_import_leftovers()
+        footprint.share_one_malloc_arena()  # before the SQLite and libuv threads start
     try:
         config = load(args.config)
     except ConfigError as e:

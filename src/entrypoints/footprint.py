@@ -2,10 +2,16 @@
 not need (issue 13, goal 4: ``authgate serve`` on the embedded default idles within 60 MiB;
 docs/benchmarks.md has the measurements).
 
-Importing this module prefers frozenlist's pure-Python build (``FROZENLIST_NO_EXTENSIONS``,
-frozenlist's documented switch), so it must be imported before aiohttp: the C++ build loads
-libstdc++ into the process (about 1 MiB resident) for aiohttp's middleware and signal lists,
-which are frozen at start-up and only iterated afterwards. An operator's own setting is kept.
+Importing this module steers two imports, so it must come before aiohttp and PyYAML:
+
+- frozenlist's pure-Python build (``FROZENLIST_NO_EXTENSIONS``, frozenlist's documented switch;
+  an operator's own setting is kept): the C++ build loads libstdc++ into the process (about
+  1 MiB resident) for aiohttp's middleware and signal lists, which are frozen at start-up and
+  only iterated afterwards.
+- PyYAML without its libyaml binding (``yaml._yaml``, an optional extension PyYAML does
+  without when it cannot be imported: ``yaml.__with_libyaml__`` is then False): the service
+  reads its configuration with ``yaml.safe_load``, PyYAML's pure-Python loader, and never uses
+  the C one (about 0.35 MiB resident). Only when PyYAML is not imported yet.
 
 - :func:`defer_aiohttp_ca_certificates`: aiohttp builds its two default TLS client contexts
   when it is imported, each loading the system's CA certificates (about 1.6 MiB resident
@@ -16,6 +22,9 @@ which are frozen at start-up and only iterated afterwards. An operator's own set
   generate in :mod:`linecache`, for debuggers (about 0.6 MiB for the service's classes).
   Dropped after the imports, before the application is built, the freed memory is reused by
   what start-up allocates next instead of staying resident beside it.
+- :func:`share_one_malloc_arena`: glibc gives each thread that allocates an arena of its own;
+  the service's threads (SQLite's, libuv's resolver pool) allocate little, and share the main
+  one (about 0.35 MiB resident).
 - :func:`return_free_memory`: once serving, the garbage of start-up is collected and the
   C heap's free pages go back to the system (``malloc_trim``, glibc only).
 """
@@ -29,11 +38,14 @@ import logging
 import os
 import socket
 import ssl
+import sys
 import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 os.environ.setdefault("FROZENLIST_NO_EXTENSIONS", "1")
+if "yaml" not in sys.modules:
+    sys.modules.setdefault("yaml._yaml", None)  # type: ignore[arg-type]  # import -> ImportError
 
 if TYPE_CHECKING:
     from authgate.entrypoints.config import Config
@@ -182,6 +194,19 @@ def drop_import_leftovers() -> None:
     the garbage, so that the application built next reuses that memory."""
     linecache.clearcache()
     gc.collect()
+
+
+M_ARENA_MAX = -8  # glibc's mallopt parameter
+
+
+def share_one_malloc_arena() -> bool:
+    """Have every thread allocate from glibc's main arena (``mallopt(M_ARENA_MAX, 1)``);
+    before any thread starts. False, and nothing changed, where the C library is not glibc."""
+    try:
+        mallopt = ctypes.CDLL("libc.so.6").mallopt
+    except (OSError, AttributeError):
+        return False
+    return bool(mallopt(M_ARENA_MAX, 1))
 
 
 def return_free_memory() -> None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 import ipaddress
+import os
 import ssl
 import subprocess
 import sys
@@ -258,15 +259,18 @@ def test_tls_providers_are_recognised() -> None:
         assert footprint.providers_use_tls(changed), field
 
 
-def test_the_command_loads_frozenlists_pure_python_build() -> None:
-    """The service's command line loads no C++ runtime for frozenlist (about 1 MiB)."""
+def test_the_command_loads_neither_libstdcxx_nor_libyaml() -> None:
+    """The service's command line loads frozenlist's and PyYAML's pure-Python builds: no C++
+    runtime (about 1 MiB) and no libyaml binding; YAML still parses; one malloc arena."""
     probe = (
-        "import authgate.entrypoints.cli, frozenlist, pathlib\n"
+        "import authgate.entrypoints.cli, frozenlist, yaml, pathlib\n"
+        "from authgate.entrypoints import footprint\n"
         "maps = pathlib.Path('/proc/self/maps').read_text()\n"
-        "print(frozenlist.FrozenList.__module__, 'libstdc++' in maps)\n"
+        "print(frozenlist.FrozenList.__module__, 'libstdc++' in maps, yaml.__with_libyaml__,\n"
+        "      yaml.safe_load('a: [1, 2]') == {'a': [1, 2]}, footprint.share_one_malloc_arena())\n"
     )
-    env = {k: v for k, v in __import__("os").environ.items() if k != "FROZENLIST_NO_EXTENSIONS"}
+    env = {k: v for k, v in os.environ.items() if k != "FROZENLIST_NO_EXTENSIONS"}
     done = subprocess.run(
         [sys.executable, "-c", probe], capture_output=True, text=True, env=env, check=True
     )
-    assert done.stdout.split() == ["frozenlist", "False"]
+    assert done.stdout.split() == ["frozenlist", "False", "False", "True", "True"]
