@@ -11,7 +11,7 @@ from typing import Any
 
 # First of ours: it steers how aiohttp's dependencies load (see the module).
 import authgate.entrypoints.footprint as footprint
-from authgate.entrypoints import composition, operator
+from authgate.entrypoints import composition
 from authgate.entrypoints.config import Config, ConfigError, load
 from authgate.entrypoints.rest.server import configure_logging
 from authgate.entrypoints.server import build_app, serve
@@ -125,6 +125,26 @@ def _run(args: argparse.Namespace, config: Config) -> int:
     if command == "openapi":
         print(json.dumps(composition.document(config), indent=2))
         return 0
+    if command not in ("serve", "migrate"):
+        return _operate(command, args, config)
+    configure_logging()
+    if command == "migrate":
+        return composition.migrate(config)
+    if footprint.providers_use_tls(config):
+        footprint.load_deferred_ca_certificates()  # now, not in the loop at first connection
+    serve(
+        composition.create_app(config, build_app),
+        config,
+        on_ready=lambda _: footprint.return_free_memory(),
+    )
+    return 0
+
+
+def _operate(command: str, args: argparse.Namespace, config: Config) -> int:
+    """One of the operator's commands; their module is not loaded by the server (it brings
+    the provider events' modules, which the server loads only when a receiver is on)."""
+    from authgate.entrypoints import operator
+
     if command == "keys rotate":
         return operator.rotate_keys(config, args.prune)
     if command == "accounts show":
@@ -137,17 +157,7 @@ def _run(args: argparse.Namespace, config: Config) -> int:
         return asyncio.run(operator.rekey_provider_tokens(config))
     if command == "config check":
         return asyncio.run(operator.check_config(config))
-    configure_logging()
-    if command == "migrate":
-        return composition.migrate(config)
-    if footprint.providers_use_tls(config):
-        footprint.load_deferred_ca_certificates()  # now, not in the loop at first connection
-    serve(
-        composition.create_app(config, build_app),
-        config,
-        on_ready=lambda _: footprint.return_free_memory(),
-    )
-    return 0
+    raise AssertionError(f"no such command: {command}")
 
 
 if __name__ == "__main__":

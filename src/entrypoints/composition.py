@@ -59,7 +59,6 @@ from authgate.entrypoints.http.account import AccountOperations
 from authgate.entrypoints.http.caller import ClientAddress
 from authgate.entrypoints.http.jwks import JwksOperations
 from authgate.entrypoints.http.metrics import RecordRequest, metrics_middleware
-from authgate.entrypoints.http.provider_events import ProviderEventOperations, ReceiverRoute
 from authgate.entrypoints.http.renewal import renewal_hook, renewal_middleware
 from authgate.entrypoints.http.session_auth import (
     SameOriginGuard,
@@ -93,12 +92,6 @@ from authgate.ports.sessions import SessionTokens
 from authgate.ports.state import StateStore
 from authgate.ports.unit_of_work import UnitOfWork
 from authgate.services.account import AccountService
-from authgate.services.provider_events import (
-    ProviderEventPolicy,
-    ProviderEventService,
-    Receiver,
-    Shape,
-)
 from authgate.services.provider_tokens import (
     ProviderTokenService,
     RevocationPolicy,
@@ -115,6 +108,8 @@ if TYPE_CHECKING:
 
     from authgate.adapters.metrics import OtelMetrics
     from authgate.adapters.postgres import PostgresStore
+    from authgate.entrypoints.http.provider_events import ReceiverRoute
+    from authgate.services.provider_events import ProviderEventService, Receiver
 
 log = logging.getLogger("authgate")
 
@@ -167,7 +162,7 @@ class Services:
     signin: SignInService
     sessions: SessionService
     account: AccountService
-    provider_events: ProviderEventService
+    provider_events: ProviderEventService | None  # None: no event receiver is configured
     provider_tokens: ProviderTokenService
     revocation_worker: RevocationWorker
 
@@ -239,19 +234,24 @@ def build_services(config: Config, resources: Resources) -> Services:
         providers=list(resources.providers),
         provider_tokens=provider_tokens,
     )
-    provider_events = ProviderEventService(
-        receivers=_receivers(config, resources.providers),
-        units=resources.units,
-        events=resources.events,
-        sessions=sessions,
-        account=account,
-        clock=resources.clock,
-        policy=ProviderEventPolicy(
-            delete_account_when_last_identity=(
-                config.provider_events.delete_account_when_last_identity
-            )
-        ),
-    )
+    provider_events = None
+    if receiver_routes(config):
+        # Provider events are off unless a receiver is configured: their modules only then.
+        from authgate.services.provider_events import ProviderEventPolicy, ProviderEventService
+
+        provider_events = ProviderEventService(
+            receivers=_receivers(config, resources.providers),
+            units=resources.units,
+            events=resources.events,
+            sessions=sessions,
+            account=account,
+            clock=resources.clock,
+            policy=ProviderEventPolicy(
+                delete_account_when_last_identity=(
+                    config.provider_events.delete_account_when_last_identity
+                )
+            ),
+        )
     return Services(signin, sessions, account, provider_events, provider_tokens, worker)
 
 
@@ -259,6 +259,11 @@ def receiver_routes(config: Config) -> list[ReceiverRoute]:
     """Every enabled event receiver, from the configuration alone: back-channel logout where
     asked; notifications in the provider's shape (Apple's for an apple_client_secret_jwt
     provider, Security Event Tokens for any other)."""
+    if not any(p.backchannel_logout or p.notifications for p in config.providers.values()):
+        return []  # without importing the receivers' modules
+    from authgate.entrypoints.http.provider_events import ReceiverRoute
+    from authgate.services.provider_events import Shape
+
     routes = []
     for name, p in config.providers.items():
         if p.backchannel_logout:
@@ -274,6 +279,8 @@ def receiver_routes(config: Config) -> list[ReceiverRoute]:
 def _receivers(config: Config, providers: dict[str, IdentityProvider]) -> list[Receiver]:
     """The verifier of each route, on its provider adapter's key sets (none when the
     adapters are not open: the OpenAPI document is built without them)."""
+    from authgate.services.provider_events import Receiver, Shape
+
     max_age = config.provider_events.max_age_seconds
     receivers = []
     for route in receiver_routes(config):
@@ -325,13 +332,18 @@ def build_api(config: Config, resources: Resources, services: Services | None = 
     ).register(api)
     AccountOperations(services.account, bearer, cookie, guard, client_address, cors).register(api)
     JwksOperations(resources.sessions).register(api)
-    ProviderEventOperations(
-        services.provider_events,
-        receiver_routes(config),
-        resources.event_limiter,
-        client_address,
-        resources.metrics,
-    ).register(api)
+    routes = receiver_routes(config)
+    if routes:
+        from authgate.entrypoints.http.provider_events import ProviderEventOperations
+
+        assert services.provider_events is not None  # built when a route is configured
+        ProviderEventOperations(
+            services.provider_events,
+            routes,
+            resources.event_limiter,
+            client_address,
+            resources.metrics,
+        ).register(api)
     for check in resources.readiness:
         api.readiness.add(check)
     return api
