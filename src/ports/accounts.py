@@ -79,6 +79,13 @@ class AccountRepository(Protocol):
         """The linked identity (with its provider-reported state), if an account holds it."""
         ...
 
+    async def find_with_identity(
+        self, identity: ProviderIdentity
+    ) -> tuple[LinkedIdentity, Account] | None:
+        """:meth:`get_identity` and :meth:`find_by_identity` together, read at once (one
+        statement in SQL adapters: what a sign-in reads before it writes)."""
+        ...
+
     async def set_identity_disabled(self, identity: ProviderIdentity, reason: str | None) -> bool:
         """Refuse sign-ins through ``identity`` (``reason``: why, as the provider said), or
         allow them again (None). False when no account holds it."""

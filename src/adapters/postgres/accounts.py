@@ -226,6 +226,24 @@ class PostgresAccounts:
         )
         return rows.linked_identity(row) if row is not None else None
 
+    async def find_with_identity(
+        self, identity: ProviderIdentity
+    ) -> tuple[LinkedIdentity, Account] | None:
+        row = await rows.read_row(self._db, _WITH_IDENTITY, identity.provider, identity.subject)
+        if row is None:
+            return None
+        linked = LinkedIdentity(
+            account_id=str(row["account_id"]),
+            identity=ProviderIdentity(row["provider"], row["subject"]),
+            email=row["identity_email"],
+            linked_at=row["linked_at"],
+            is_primary=row["is_primary"],
+            email_verified=row["identity_email_verified"],
+            disabled_reason=row["disabled_reason"],
+            email_disabled=row["email_disabled"],
+        )
+        return linked, rows.account(row)
+
     async def set_identity_disabled(self, identity: ProviderIdentity, reason: str | None) -> bool:
         status = await self._db.execute(
             "UPDATE identities SET disabled_reason = $3 WHERE provider = $1 AND subject = $2",
@@ -244,6 +262,15 @@ class PostgresAccounts:
         )
         return rows.affected(status) == 1
 
+
+# The identity and its account in one row (the identity's own email columns renamed).
+_WITH_IDENTITY = """
+    SELECT i.account_id, i.provider, i.subject, i.email AS identity_email, i.linked_at,
+        i.is_primary, i.email_verified AS identity_email_verified, i.disabled_reason,
+        i.email_disabled, a.id, a.email, a.name, a.created_at, a.last_login_at, a.email_verified
+    FROM identities i JOIN accounts a ON a.id = i.account_id
+    WHERE i.provider = $1 AND i.subject = $2
+"""
 
 _IDENTITY_SELECT = """
     SELECT account_id, provider, subject, email, linked_at, is_primary, email_verified,
