@@ -382,7 +382,6 @@ class SignInService:
             destination = pending.return_to
         else:
             destination = app_url_for(self.policy.app_url, self.policy.dashboard_path)
-        log.info("sign-in: account %s via %s (new=%s)", account.id, provider.name, first_time)
         return SignedIn(
             account=account,
             provider=provider.name,
