@@ -99,16 +99,25 @@ async def phase(name: str, args: argparse.Namespace, folder: Path) -> dict[str, 
 
 def _without_entry_frames(folded: Path) -> Path:
     """The samples without the frames every stack starts with (the CLI, ``serve`` and the
-    event loop's run_forever): ``serve`` lives in entrypoints/rest/, so with it every
-    sample the other rules miss (the event loop, socket reads) would count as REST layer."""
+    event loop's run_forever, or aiohttp's run_app under uvloop, whose loop is C code without
+    frames of its own): ``serve`` lives in entrypoints/rest/, so with it every sample the
+    other rules miss (the event loop, socket reads) would count as REST layer. A sample of the
+    loop itself (uvloop's C code: polling, socket reads and writes) is left as the frame
+    ``event loop (asyncio/uvloop)``."""
     lines = []
     for line in folded.read_text().splitlines():
         stack, _, count = line.rpartition(" ")
         frames = stack.split(";")
         cut = next(
-            (i + 1 for i, f in enumerate(frames) if f.startswith("BaseEventLoop.run_forever")), 0
+            (
+                i + 1
+                for i, f in reversed(list(enumerate(frames)))
+                if f.startswith(("BaseEventLoop.run_forever", "run_app (aiohttp/web.py"))
+            ),
+            0,
         )
-        lines.append(";".join(frames[cut:]) + " " + count)
+        rest = frames[cut:] or ["event loop (asyncio/uvloop)"]
+        lines.append(";".join(rest) + " " + count)
     trimmed = folded.with_suffix(".trimmed.folded")
     trimmed.write_text("\n".join(lines) + "\n")
     return trimmed
