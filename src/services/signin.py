@@ -29,7 +29,7 @@ from authgate.domain.model import (
 from authgate.domain.redirects import app_url_for, safe_return_to
 from authgate.domain.secrets import binding_hash, new_secret, pkce_challenge
 from authgate.domain.text import has_control_characters, printable, storable
-from authgate.ports.accounts import AccountRepository, IdentityTaken
+from authgate.ports.accounts import AccountRepository, IdentityRace, IdentityTaken
 from authgate.ports.clock import Clock
 from authgate.ports.events import SignInEventLog
 from authgate.ports.identity import ExchangeFailed, IdentityProvider, VerificationFailed
@@ -340,6 +340,20 @@ class SignInService:
         )
 
     async def _sign_in(
+        self,
+        provider: IdentityProvider,
+        pending: PendingSignIn,
+        verified: VerifiedIdentity,
+        client: ClientInfo,
+    ) -> SignedIn:
+        try:
+            return await self._sign_in_once(provider, pending, verified, client)
+        except IdentityRace:
+            # A concurrent first sign-in of the same identity created its account first; this
+            # unit wrote nothing. Once more: it now finds that account and signs in to it.
+            return await self._sign_in_once(provider, pending, verified, client)
+
+    async def _sign_in_once(
         self,
         provider: IdentityProvider,
         pending: PendingSignIn,
