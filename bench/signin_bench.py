@@ -15,7 +15,7 @@ Two phases, each on a fresh database and server, so that each kind is measured a
 "Per server CPU second" is sign-ins per second of the server's own CPU time (user + system,
 /proc/PID/stat; PostgreSQL's not counted), so it does not depend on whether the load generator
 kept the server's core busy. The callback's latency (p50/p99) is the browser's view of the
-callback request. With ``--profile`` (py-spy in the venv: ``.venv/bin/pip install py-spy``),
+callback request. With ``--profile`` (py-spy, in the dev lock: ``scripts/bootstrap dev``),
 each measured period is sampled and the server's CPU split into categories
 (bench/profiling.py).
 
@@ -134,7 +134,7 @@ def main() -> int:
     parser.add_argument("--profile", action="store_true")
     args = parser.parse_args()
     if args.profile and not profiling.available():
-        print("py-spy is not installed: .venv/bin/pip install py-spy", file=sys.stderr)
+        print("py-spy is not installed: scripts/bootstrap dev", file=sys.stderr)
         return 2
     folder = temp_folder("authgate-bench-signin-")
     out: dict[str, Any] = {"database": args.database, "target_per_server_cpu_second": TARGET}
