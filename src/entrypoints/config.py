@@ -21,7 +21,7 @@ import attrs
 import cattrs
 import yaml
 
-from authgate.adapters.ratelimit.window import parse_many
+from authgate.domain.rates import parse_many
 from authgate.entrypoints.rest.cors import normalise_origin
 from authgate.entrypoints.rest.eventloop import EventLoop, default_event_loop, uvloop_available
 from authgate.entrypoints.rest.wire import describe_error, make_converter

@@ -12,7 +12,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from authgate.adapters.ratelimit import RateLimitStore
-from authgate.adapters.ratelimit.window import MovingWindow, Rate, parse, parse_many
+from authgate.adapters.ratelimit.window import MovingWindow
+from authgate.domain.rates import Rate, parse, parse_many
 
 NOTATIONS = [
     "10/minute",

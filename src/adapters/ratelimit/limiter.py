@@ -16,7 +16,8 @@ import math
 import time
 from typing import TYPE_CHECKING
 
-from authgate.adapters.ratelimit.window import MovingWindow, Rate, parse
+from authgate.adapters.ratelimit.window import MovingWindow
+from authgate.domain.rates import Rate, parse
 from authgate.ports.ratelimit import RateDecision
 
 if TYPE_CHECKING:
