@@ -119,8 +119,9 @@ with warnings.catch_warnings():
         """An :class:`aiohttp.web.Application` that answers every failure as JSON and never
         sends ``Server``, without a middleware or a signal (see the module's documentation).
 
-        Use it as any application (routes added later, files, pages are covered too); build it
-        through :meth:`~.api.Api.app`.
+        Use it as any application (routes added later, files, pages are covered too), served
+        as the root one (aiohttp calls the root's ``_handle``); build it through
+        :meth:`~.api.Api.app`. Middlewares appended to it later run inside the error handling.
         """
 
         ATTRS = web.Application.ATTRS | frozenset(
