@@ -5,24 +5,24 @@ Two things must happen to every request the application answers, whatever route 
 serves it: an exception, a router error (404, 405) or an aiohttp error (413) becomes the
 contract's JSON answer (:mod:`.errors`), and no answer names the server software in a
 ``Server`` header (aiohttp adds ``Server: Python/3.x aiohttp/3.x`` to each). aiohttp's public
-means for them, a middleware and an ``on_response_prepare`` receiver, cost about a tenth of the
-server's CPU per request on the REST benchmark (issue 13, docs/benchmarks.md): as soon as an
-application has any middleware, aiohttp wraps every handler in one of its own
+means for them, a middleware and an ``on_response_prepare`` receiver, cost about 8 % of the
+instructions of a request on the REST benchmark (issue 13, bench/rest_instructions.py): as
+soon as an application has any middleware, aiohttp wraps every handler in one of its own
 (``_fix_request_current_app``) besides ours, and builds or looks up the chain per request; a
 signal is two coroutines more per response. :class:`RestApplication` does the same work in the
 two places aiohttp already passes through once per request:
 
 * its ``_handle`` (what aiohttp's server calls with each request: routing, then the handler)
-  runs inside the error handling, as the innermost middleware did: the same function
-  (:func:`~.errors.error_middleware`, or :func:`~.errors.error_middleware_with` after
-  :func:`install_request_hooks`), called with aiohttp's own ``_handle`` as the handler;
+  runs inside the error handling, as the innermost middleware did: the middleware's own code
+  (:func:`~.errors.error_handler`, with the hooks of :func:`install_request_hooks` folded in),
+  with aiohttp's own ``_handle`` as the handler;
 * its requests are of a subclass whose ``_prepare_hook`` (what every response, including
   aiohttp's own and those a handler prepares itself, awaits between filling in its default
   headers and writing them) drops ``Server`` and, for the operations that opted into CORS, adds
   the CORS headers, then lets ``on_response_prepare`` receivers run if anyone added some.
 
 Both are aiohttp internals (``Application._handle``, ``Application._make_request`` and its
-``_cls`` parameter, ``Request._prepare_hook``), stable through aiohttp 3 but not public: when
+``_cls`` parameter, ``Request._prepare_hook``), long-standing but not public: when
 they are not as expected (:data:`FAST_PATH` False), :meth:`Api.app` builds a plain application
 with the error middleware and a signal receiver instead, with the same answers. The tests
 assert both the answers and that the fast path is in use.
@@ -48,7 +48,7 @@ from .errors import AfterSuccess, RecordRequest, error_handler, error_middleware
 
 def _internals_as_expected() -> bool:
     """Whether the aiohttp internals :class:`RestApplication` relies on are there, as they are
-    in aiohttp 3.8 to 3.14."""
+    in aiohttp 3.14 (the locked version)."""
     make_request = getattr(web.Application, "_make_request", None)
     try:
         parameters = list(inspect.signature(make_request).parameters)  # type: ignore[arg-type]
