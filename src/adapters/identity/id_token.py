@@ -190,8 +190,8 @@ def header_of(token: str, what: str = "ID token") -> dict[str, Any]:
     if known is not None:  # a provider signs every token of a key with the same header
         return dict(known)
     header = json_object(_b64decode(segment, "header", what), what)
-    if all(isinstance(value, str) for value in header.values()):  # a copy is then a deep copy
-        _remember(_DECODED_HEADERS, segment, dict(header))
+    if len(segment) <= _MAX_HEADER and all(isinstance(v, str) for v in header.values()):
+        _remember(_DECODED_HEADERS, segment, dict(header))  # (a copy of str values is deep)
     return header
 
 
