@@ -10,7 +10,7 @@ import ipaddress
 import ssl
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
-from urllib.parse import parse_qsl, urlencode
+from urllib.parse import parse_qsl, quote, urlencode
 
 import aiohttp
 import pytest
@@ -26,6 +26,7 @@ from authgate.adapters.identity.fetch import (
     FetchError,
     form_encode,
     provider_session,
+    query_encode,
     request_json,
 )
 
@@ -124,8 +125,21 @@ async def streamed(
         max_size=6,
     )
 )
-def test_the_form_is_urlencodes(data: dict[str, str]) -> None:
+def test_the_form_is_what_urlencode_gives(data: dict[str, str]) -> None:
     assert form_encode(data) == urlencode(data)
+
+
+@given(
+    st.lists(
+        st.tuples(
+            st.text(max_size=20),
+            st.text(max_size=40) | st.sampled_from(["openid email profile", "a+b/c?d=e&f"]),
+        ),
+        max_size=8,
+    )
+)
+def test_the_query_is_what_urlencode_with_quote_gives(pairs: list[tuple[str, str]]) -> None:
+    assert query_encode(pairs) == urlencode(pairs, quote_via=quote)
 
 
 async def test_the_form_arrives_as_sent(

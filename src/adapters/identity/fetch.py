@@ -15,23 +15,21 @@ from __future__ import annotations
 import functools
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
-from urllib.parse import quote_plus
+from urllib.parse import quote, quote_plus
 
 import aiohttp
 import attrs
 
 FORM = "application/x-www-form-urlencoded"
 
-# quote_plus of an ASCII text, character by character: urllib.parse's always-safe characters
-# stay, a space becomes "+", every other character %XX (upper-case hex).
+# quote / quote_plus (safe="") of an ASCII text, character by character: urllib.parse's
+# always-safe characters stay, every other character becomes %XX (upper-case hex), except a
+# space, "+" for quote_plus.
 _NOT_ALWAYS_SAFE = re.compile(r"[^A-Za-z0-9_.~-]")
-_QUOTE_PLUS = {
-    chr(c): "+" if c == ord(" ") else f"%{c:02X}"
-    for c in range(128)
-    if _NOT_ALWAYS_SAFE.fullmatch(chr(c))
-}
+_QUOTE = {chr(c): f"%{c:02X}" for c in range(128) if _NOT_ALWAYS_SAFE.fullmatch(chr(c))}
+_QUOTE_PLUS = {**_QUOTE, " ": "+"}
 
 
 def provider_session() -> aiohttp.ClientSession:
@@ -112,17 +110,33 @@ def _timeout(seconds: float) -> aiohttp.ClientTimeout:
 def form_encode(data: Mapping[str, str]) -> str:
     """``urllib.parse.urlencode(data)`` (quote_plus, UTF-8), byte for byte, replacing only the
     ASCII characters that need it instead of urllib's quoting of every character."""
-    return "&".join(f"{_quoted(name)}={_quoted(value)}" for name, value in data.items())
+    return "&".join(f"{_quoted_plus(name)}={_quoted_plus(value)}" for name, value in data.items())
+
+
+def query_encode(pairs: Iterable[tuple[str, str]]) -> str:
+    """``urllib.parse.urlencode(pairs, quote_via=quote)`` (a space as %20), byte for byte, the
+    same way as :func:`form_encode`."""
+    return "&".join(f"{_quoted(name)}={_quoted(value)}" for name, value in pairs)
+
+
+def _quoted_plus(text: str) -> str:
+    if not text.isascii():
+        return quote_plus(text)
+    return _NOT_ALWAYS_SAFE.sub(_quote_plus_match, text)
 
 
 def _quoted(text: str) -> str:
     if not text.isascii():
-        return quote_plus(text)
+        return quote(text, safe="")
     return _NOT_ALWAYS_SAFE.sub(_quote_match, text)
 
 
-def _quote_match(match: re.Match[str]) -> str:
+def _quote_plus_match(match: re.Match[str]) -> str:
     return _QUOTE_PLUS[match.group()]
+
+
+def _quote_match(match: re.Match[str]) -> str:
+    return _QUOTE[match.group()]
 
 
 async def _read_bounded(response: aiohttp.ClientResponse, max_bytes: int, what: str) -> bytes:
@@ -170,5 +184,6 @@ __all__ = [
     "form_encode",
     "oauth_error_code",
     "provider_session",
+    "query_encode",
     "request_json",
 ]
