@@ -27,6 +27,7 @@ from authgate.adapters.identity import (
     ProviderSettings,
     ProviderSettingsError,
 )
+from authgate.adapters.identity.fetch import provider_session
 from authgate.adapters.memory import (
     MemoryAccounts,
     MemoryEvents,
@@ -376,7 +377,7 @@ async def open_resources(config: Config, clock: Clock | None = None) -> Resource
             audience=config.session.audience,
             ttl=dt.timedelta(seconds=config.session.ttl_seconds),
         )
-        http = aiohttp.ClientSession()
+        http = provider_session()
         closers.append(http.close)
         stores = await _open_store(config, closers)
         try:
