@@ -1,7 +1,7 @@
 """Where a server's CPU time goes: py-spy samples, folded into the issue's categories.
 
-py-spy is a measurement tool, not a project dependency: ``.venv/bin/pip install py-spy`` first
-(:func:`available` says whether it is there). It samples the server's on-CPU Python stacks
+py-spy is a measurement tool in the dev lock's bench extra (``scripts/bootstrap dev`` installs
+it; :func:`available` says whether it is there). It samples the server's on-CPU Python stacks
 (idle time is not sampled); each stack is put in the category of the most specific subsystem
 on it, so that a database call made from an operation counts as database, not as the
 operation:
@@ -58,7 +58,7 @@ def record(pid: int, seconds: float, out: Path, rate: int = 200) -> subprocess.P
     """Start sampling ``pid`` for ``seconds`` into ``out`` (folded stacks); wait on the result."""
     binary = py_spy()
     if binary is None:
-        raise RuntimeError("py-spy is not installed (.venv/bin/pip install py-spy)")
+        raise RuntimeError("py-spy is not installed (scripts/bootstrap dev)")
     command = [binary, "record", "-p", str(pid), "-d", str(int(seconds)), "-r", str(rate)]
     return subprocess.Popen(
         [*command, "-f", "raw", "-o", str(out)],

@@ -256,7 +256,9 @@ def main() -> int:
     parser.add_argument("--connections", type=int, default=16)
     parser.add_argument("--quick", action="store_true", help="2 rounds of 1 s")
     parser.add_argument(
-        "--profile", action="store_true", help="profile authgate with py-spy (pip install py-spy)"
+        "--profile",
+        action="store_true",
+        help="profile authgate with py-spy (in the dev lock: scripts/bootstrap dev)",
     )
     parser.add_argument(
         "--profile-out", type=Path, help="with --profile: keep the folded stacks in this file"

@@ -15,7 +15,7 @@ Two phases, each on a fresh database and server, so that each kind is measured a
 "Per server CPU second" is sign-ins per second of the server's own CPU time (user + system,
 /proc/PID/stat; PostgreSQL's not counted), so it does not depend on whether the load generator
 kept the server's core busy. The callback's latency (p50/p99) is the browser's view of the
-callback request. With ``--profile`` (py-spy in the venv: ``.venv/bin/pip install py-spy``),
+callback request. With ``--profile`` (py-spy, in the dev lock: ``scripts/bootstrap dev``),
 each measured period is sampled and the server's CPU split into categories
 (bench/profiling.py).
 
@@ -99,16 +99,25 @@ async def phase(name: str, args: argparse.Namespace, folder: Path) -> dict[str, 
 
 def _without_entry_frames(folded: Path) -> Path:
     """The samples without the frames every stack starts with (the CLI, ``serve`` and the
-    event loop's run_forever): ``serve`` lives in entrypoints/rest/, so with it every
-    sample the other rules miss (the event loop, socket reads) would count as REST layer."""
+    event loop's run_forever, or aiohttp's run_app under uvloop, whose loop is C code without
+    frames of its own): ``serve`` lives in entrypoints/rest/, so with it every sample the
+    other rules miss (the event loop, socket reads) would count as REST layer. A sample of the
+    loop itself (uvloop's C code: polling, socket reads and writes) is left as the frame
+    ``event loop (asyncio/uvloop)``."""
     lines = []
     for line in folded.read_text().splitlines():
         stack, _, count = line.rpartition(" ")
         frames = stack.split(";")
         cut = next(
-            (i + 1 for i, f in enumerate(frames) if f.startswith("BaseEventLoop.run_forever")), 0
+            (
+                i + 1
+                for i, f in reversed(list(enumerate(frames)))
+                if f.startswith(("BaseEventLoop.run_forever", "run_app (aiohttp/web.py"))
+            ),
+            0,
         )
-        lines.append(";".join(frames[cut:]) + " " + count)
+        rest = frames[cut:] or ["event loop (asyncio/uvloop)"]
+        lines.append(";".join(rest) + " " + count)
     trimmed = folded.with_suffix(".trimmed.folded")
     trimmed.write_text("\n".join(lines) + "\n")
     return trimmed
@@ -125,7 +134,7 @@ def main() -> int:
     parser.add_argument("--profile", action="store_true")
     args = parser.parse_args()
     if args.profile and not profiling.available():
-        print("py-spy is not installed: .venv/bin/pip install py-spy", file=sys.stderr)
+        print("py-spy is not installed: scripts/bootstrap dev", file=sys.stderr)
         return 2
     folder = temp_folder("authgate-bench-signin-")
     out: dict[str, Any] = {"database": args.database, "target_per_server_cpu_second": TARGET}

@@ -27,6 +27,7 @@ from authgate.adapters.identity import (
     ProviderSettings,
     ProviderSettingsError,
 )
+from authgate.adapters.identity.fetch import provider_session
 from authgate.adapters.memory import (
     MemoryAccounts,
     MemoryEvents,
@@ -73,6 +74,7 @@ from authgate.entrypoints.rest import (
     HealthCheck,
     error_middleware,
     error_middleware_with,
+    install_request_hooks,
 )
 from authgate.ports.accounts import AccountRepository
 from authgate.ports.clock import Clock
@@ -387,7 +389,7 @@ async def open_resources(config: Config, clock: Clock | None = None) -> Resource
             audience=config.session.audience,
             ttl=dt.timedelta(seconds=config.session.ttl_seconds),
         )
-        http = aiohttp.ClientSession()
+        http = provider_session()
         closers.append(http.close)
         stores = await _open_store(config, closers)
         try:
@@ -647,11 +649,14 @@ async def create_app(
     services = build_services(config, resources)
     app = build(build_api(config, resources, services), config)
     # Renews a browser's session cookie on a successful answer (sliding sessions), and with
-    # metrics on, each request's duration: folded into the error middleware (one coroutine
-    # frame per request instead of three, docs/benchmarks.md) when that is the only one.
+    # metrics on, each request's duration: folded into the error handling (one coroutine
+    # frame per request instead of three, docs/benchmarks.md) when that is the only one: the
+    # Api's application's own, or its middleware.
     record = _request_recorder(config, resources)
     renew = renewal_hook(services.sessions)
-    if list(app.middlewares) == [error_middleware]:
+    if install_request_hooks(app, after=renew, record=record):
+        pass  # the Api's application: in its own error handling, without a middleware
+    elif list(app.middlewares) == [error_middleware]:
         app.middlewares[0] = error_middleware_with(after=renew, record=record)
     else:
         if app.middlewares and app.middlewares[-1] is error_middleware:

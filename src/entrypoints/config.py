@@ -20,8 +20,8 @@ from urllib.parse import urlsplit
 import attrs
 import cattrs
 import yaml
-from limits import parse_many
 
+from authgate.domain.rates import parse_many
 from authgate.entrypoints.rest.cors import normalise_origin
 from authgate.entrypoints.rest.eventloop import EventLoop, default_event_loop, uvloop_available
 from authgate.entrypoints.rest.wire import describe_error, make_converter

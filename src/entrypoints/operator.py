@@ -20,8 +20,7 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
-import aiohttp
-
+from authgate.adapters.identity.fetch import provider_session
 from authgate.adapters.identity.jwks import KeySetUnavailable
 from authgate.adapters.identity.provider import OAuthIdentityProvider
 from authgate.adapters.sessions.jwt import (
@@ -249,7 +248,7 @@ async def check_config(config: Config) -> int:
     configuration itself was loaded: an unusable one exits 2 before this)."""
     print("config: ok")
     results = [_check_keys(config), await _check_database(config)]
-    async with aiohttp.ClientSession() as http:
+    async with provider_session() as http:
         try:
             providers = composition.provider_adapters(config, http)
         except composition.StartupError as e:

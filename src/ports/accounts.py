@@ -20,6 +20,12 @@ class IdentityTaken(Exception):
     """The identity is already held by another account."""
 
 
+class IdentityRace(Exception):
+    """A unit of work created an account for an identity that another unit created first
+    (a concurrent first sign-in). Raised when the unit ends, which then wrote nothing: run
+    it again, and it finds the other unit's account."""
+
+
 class LastIdentityError(Exception):
     """Removing the identity would leave the account with none."""
 
@@ -46,7 +52,13 @@ class AccountRepository(Protocol):
         that already holds it. The account's email and ``email_verified`` are the identity's
         (:func:`email_verified_of`), stored on both. Returns (account, created). Concurrent
         calls for one identity create exactly one account (a unique constraint, not a
-        check-then-insert)."""
+        check-then-insert).
+
+        In a unit of work an adapter may instead send the creation with the unit's other writes
+        when the unit ends (one round trip instead of a transaction of its own): it then
+        returns the new account as created, and the unit raises :class:`IdentityRace` when
+        it ends if the identity was taken, so a unit looks the identity up first
+        (:meth:`find_with_identity`) and runs again on :class:`IdentityRace`."""
         ...
 
     async def link_identity(
@@ -77,6 +89,13 @@ class AccountRepository(Protocol):
 
     async def get_identity(self, identity: ProviderIdentity) -> LinkedIdentity | None:
         """The linked identity (with its provider-reported state), if an account holds it."""
+        ...
+
+    async def find_with_identity(
+        self, identity: ProviderIdentity
+    ) -> tuple[LinkedIdentity, Account] | None:
+        """:meth:`get_identity` and :meth:`find_by_identity` together, read at once (one
+        statement in SQL adapters: what a sign-in reads before it writes)."""
         ...
 
     async def set_identity_disabled(self, identity: ProviderIdentity, reason: str | None) -> bool:

@@ -29,7 +29,7 @@ from authgate.domain.model import (
 from authgate.domain.redirects import app_url_for, safe_return_to
 from authgate.domain.secrets import binding_hash, new_secret, pkce_challenge
 from authgate.domain.text import has_control_characters, printable, storable
-from authgate.ports.accounts import AccountRepository, IdentityTaken
+from authgate.ports.accounts import AccountRepository, IdentityRace, IdentityTaken
 from authgate.ports.clock import Clock
 from authgate.ports.events import SignInEventLog
 from authgate.ports.identity import ExchangeFailed, IdentityProvider, VerificationFailed
@@ -346,20 +346,36 @@ class SignInService:
         verified: VerifiedIdentity,
         client: ClientInfo,
     ) -> SignedIn:
+        try:
+            return await self._sign_in_once(provider, pending, verified, client)
+        except IdentityRace:
+            # A concurrent first sign-in of the same identity created its account first; this
+            # unit wrote nothing. Once more: it now finds that account and signs in to it.
+            return await self._sign_in_once(provider, pending, verified, client)
+
+    async def _sign_in_once(
+        self,
+        provider: IdentityProvider,
+        pending: PendingSignIn,
+        verified: VerifiedIdentity,
+        client: ClientInfo,
+    ) -> SignedIn:
         now = self.clock.now()
         # One unit of work: the account or identity, the last sign-in, the session's record and
         # the audit event commit together or not at all.
         async with self.units.begin() as tx:
             # The provider reported this account disabled (RISC): refused until it is enabled.
-            linked = await tx.accounts.get_identity(verified.identity)
-            if linked is not None and linked.disabled_reason is not None:
+            # One read for the identity's state and its account (None: nobody holds it).
+            found = await tx.accounts.find_with_identity(verified.identity)
+            if found is not None and found[0].disabled_reason is not None:
                 security_log.warning(
                     "security event: sign-in through disabled identity %s refused (%s)",
                     verified.identity,
-                    linked.disabled_reason,
+                    found[0].disabled_reason,
                 )
-                raise errors.IdentityDisabled(linked.disabled_reason)
-            account, outcome = await self._account_for(tx.accounts, pending, verified, now)
+                raise errors.IdentityDisabled(found[0].disabled_reason)
+            holder = found[1] if found is not None else None
+            account, outcome = await self._account_for(tx.accounts, pending, verified, holder, now)
             await tx.accounts.record_login(account.id, now)
             session = await self.sessions.issue(
                 tx,
@@ -380,7 +396,6 @@ class SignInService:
             destination = pending.return_to
         else:
             destination = app_url_for(self.policy.app_url, self.policy.dashboard_path)
-        log.info("sign-in: account %s via %s (new=%s)", account.id, provider.name, first_time)
         return SignedIn(
             account=account,
             provider=provider.name,
@@ -396,12 +411,13 @@ class SignInService:
         accounts: AccountRepository,
         pending: PendingSignIn,
         verified: VerifiedIdentity,
+        holder: Account | None,
         now: dt.datetime,
     ) -> tuple[Account, Outcome]:
-        """Rule 8: the account the callback signs in to (linked, found or created)."""
+        """Rule 8: the account the callback signs in to (linked, found or created);
+        ``holder`` is the account that held the identity when the unit of work read it."""
         if pending.intent is Intent.REAUTHENTICATE:
             assert pending.account_id is not None
-            holder = await accounts.find_by_identity(verified.identity)
             if holder is None or holder.id != pending.account_id:
                 raise errors.ReauthenticationRefused("reauthentication_identity_mismatch")
             # The provider said when it authenticated the user: it must be after the request
@@ -423,9 +439,8 @@ class SignInService:
             if linked_to is None:
                 raise errors.AccountNotFound()
             return linked_to, Outcome.LINKED
-        found = await accounts.find_by_identity(verified.identity)
-        if found is not None:
-            return found, Outcome.SIGNED_IN
+        if holder is not None:
+            return holder, Outcome.SIGNED_IN
         if pending.intent is not Intent.REGISTER:
             raise errors.AccountNotFound()
         created, first_time = await accounts.create_with_identity(verified, now)

@@ -317,3 +317,32 @@ async def test_find_by_email_forgets_a_deleted_account(store: Store) -> None:
     )
     await store.accounts.delete(account.id)
     assert await store.accounts.find_by_email("gone@example.com") == []
+
+
+async def test_find_with_identity_reads_the_identity_and_its_account_at_once(store: Store) -> None:
+    first = verified("google", "g-1", email="ann@example.com", name="Ann")
+    account, _ = await store.accounts.create_with_identity(first, T0)
+    second = attrs.evolve(
+        verified("facebook", "f-1", email="other@example.com"), email_verified=False
+    )
+    await store.accounts.link_identity(account.id, second, at(60))
+    await store.accounts.record_login(account.id, at(120))
+    await store.accounts.set_identity_disabled(second.identity, "hijacking")
+
+    found = await store.accounts.find_with_identity(second.identity)
+    assert found is not None
+    linked, holder = found
+    # the identity's own email and state, the account's own
+    assert linked == await store.accounts.get_identity(second.identity)
+    assert (linked.email, linked.email_verified, linked.disabled_reason) == (
+        "other@example.com",
+        False,
+        "hijacking",
+    )
+    assert holder == await store.accounts.find_by_identity(second.identity)
+    assert (holder.id, holder.email, holder.last_login_at) == (
+        account.id,
+        "ann@example.com",
+        at(120),
+    )
+    assert await store.accounts.find_with_identity(ProviderIdentity("google", "nobody")) is None

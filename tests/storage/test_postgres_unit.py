@@ -17,6 +17,7 @@ from asyncpg.connection import LoggedQuery
 
 from authgate.adapters.postgres import PostgresStore, open_postgres
 from authgate.domain.model import Outcome, SessionRecord
+from authgate.ports.accounts import IdentityRace
 from tests.support.records import T0, at, event, verified
 
 
@@ -77,21 +78,49 @@ async def test_a_login_is_two_statements_without_begin_or_commit(
     assert [e.account_id for e in await pg.events.recent()] == [account.id]
 
 
-async def test_a_registration_is_one_transaction_of_three_statements(
+async def test_a_registration_is_two_statements_without_begin_or_commit(
     pg: PostgresStore, sent: list[str]
 ) -> None:
+    # The new account and its identity wait with the other writes: one combined statement.
     async with pg.units.begin() as tx:
-        assert await tx.accounts.find_by_identity(verified(subject="new").identity) is None
+        assert await tx.accounts.find_with_identity(verified(subject="new").identity) is None
         account, created = await tx.accounts.create_with_identity(verified(subject="new"), T0)
-        await tx.accounts.record_login(account.id, T0)
+        await tx.accounts.record_login(account.id, at(1))
         await tx.sessions.add(session("s-new", account.id))
         await tx.events.record(event(0, Outcome.REGISTERED, account_id=account.id))
     assert created
     kinds = [s.split()[0] for s in sent]
-    assert kinds == ["SELECT", "BEGIN;", "WITH", "WITH", "COMMIT;"], sent
+    assert kinds == ["SELECT", "WITH"], sent
+    assert sent[1].startswith("WITH w0 AS (INSERT INTO accounts"), sent[1]
+    assert "UPDATE accounts" not in sent[1]  # the insert carries the last sign-in time
     assert [i.identity.subject for i in await pg.accounts.list_identities(account.id)] == ["new"]
     stored = await pg.accounts.get(account.id)
-    assert stored is not None and stored.last_login_at == T0
+    assert stored is not None and stored.last_login_at == at(1)
+    assert await pg.sessions.get("s-new") is not None
+
+
+async def test_a_registration_that_lost_the_race_writes_nothing_and_says_so(
+    pg: PostgresStore, clean_postgres_url: str
+) -> None:
+    # Another instance created the identity between this unit's look-up and its writes.
+    other = await open_postgres(clean_postgres_url, 1, 1, 5.0)
+    with pytest.raises(IdentityRace):
+        async with pg.units.begin() as tx:
+            assert await tx.accounts.find_with_identity(verified(subject="race").identity) is None
+            winner, _ = await other.accounts.create_with_identity(verified(subject="race"), T0)
+            account, created = await tx.accounts.create_with_identity(verified(subject="race"), T0)
+            await tx.accounts.record_login(account.id, at(1))
+            await tx.sessions.add(session("s-race", account.id))
+            await tx.events.record(event(1, Outcome.REGISTERED, account_id=account.id))
+    assert created and account.id != winner.id
+    assert await pg.accounts.get(account.id) is None
+    assert await pg.sessions.get("s-race") is None
+    assert await pg.events.recent() == []
+    # the connection went back to the pool clean: the next unit works
+    async with pg.units.begin() as tx:
+        found = await tx.accounts.find_with_identity(verified(subject="race").identity)
+    assert found is not None and found[1].id == winner.id
+    await other.close()
 
 
 async def test_a_write_that_fails_at_the_end_takes_the_others_with_it(

@@ -66,3 +66,64 @@ def test_nothing_is_exposed_before_a_request() -> None:
     metrics = OtelMetrics("authgate-test", otlp=False)
     assert "http_server_request_duration" not in metrics.exposition().decode()
     metrics.shutdown()
+
+
+def _every_measurement(metrics: OtelMetrics) -> None:
+    for method, route, status, seconds in REQUESTS:
+        metrics.http_request(method, route, status, seconds)
+    for provider, outcome, reason in [
+        ("google", "signed_in", "none"),
+        ("google", "signed_in", "none"),
+        ("apple", "failed", "invalid_state"),
+        ("facebook", "registered", "none"),
+    ]:
+        metrics.sign_in(provider, outcome, reason)
+    for provider, seconds in [("google", 0.004), ("google", 0.011), ("apple", 3.0)]:
+        metrics.callback_duration(provider, seconds)
+        metrics.initiation_duration(provider, seconds / 10)
+        metrics.sessions_issued(provider)
+    metrics.provider_call("google", "token", 0.02, True)
+    metrics.provider_call("google", "token", 12.0, False)
+    metrics.provider_call("facebook", "profile", 0.1, True)
+    metrics.rate_limited("callback")
+    metrics.rate_limited("callback")
+    metrics.rate_limited("initiation")
+    metrics.sessions_revoked(3)
+    metrics.sessions_revoked(1)
+
+
+def test_every_instrument_is_exposed_as_the_sdk_exports_it() -> None:
+    ours, sdk = OtelMetrics("t", otlp=False), OtelMetrics("t", otlp=False, plain=False)
+    _every_measurement(ours)
+    _every_measurement(sdk)
+    text, expected = ours.exposition().decode(), sdk.exposition().decode()
+    ours.shutdown()
+    sdk.shutdown()
+    for family in (
+        "authgate_sign_ins_total",
+        "authgate_callback_duration_seconds",
+        "authgate_initiation_duration_seconds",
+        "authgate_provider_request_duration_seconds",
+        "authgate_rate_limit_rejections_total",
+        "authgate_sessions_issued_total",
+        "authgate_sessions_revoked_total",
+        "http_server_request_duration_seconds",
+    ):
+        assert f"# TYPE {family} " in expected
+    # Family by family, byte for byte (the SDK lists families in the order of their first
+    # measurement, the registry ours in registration order: Prometheus reads either).
+    assert _families(text) == _families(expected)
+
+
+def _families(exposition: str) -> dict[str, str]:
+    blocks = ["# HELP " + b for b in exposition.split("# HELP ")[1:]]
+    return {block.split(" ", 3)[2]: block for block in blocks}
+
+
+def test_the_plain_instruments_are_not_in_the_sdk() -> None:
+    metrics = OtelMetrics("t", otlp=False)
+    metrics.sign_in("google", "signed_in", "none")
+    assert metrics.provider.get_meter("authgate") is not None
+    text = metrics.exposition().decode()
+    metrics.shutdown()
+    assert text.count("authgate_sign_ins_total{") == 1

@@ -2,19 +2,45 @@
 
 Failure texts name what was called and what went wrong, never a URL's query, a body, a code,
 a token or a secret: they end up in logs.
+
+A call to the token endpoint is made once per sign-in, so what ``request_json`` does around
+aiohttp is kept small: the timeout object is shared per duration, the form is encoded with one
+regular-expression pass per value instead of urllib's quoting of every character, and a body
+that arrived with the headers (the usual small JSON answer) is taken at once instead of through
+a read loop.
 """
 
 from __future__ import annotations
 
+import functools
 import json
-from collections.abc import Mapping
+import re
+from collections.abc import Iterable, Mapping
 from typing import Any
-from urllib.parse import urlencode
+from urllib.parse import quote, quote_plus
 
 import aiohttp
 import attrs
 
 FORM = "application/x-www-form-urlencoded"
+
+# quote / quote_plus (safe="") of an ASCII text, character by character: urllib.parse's
+# always-safe characters stay, every other character becomes %XX (upper-case hex), except a
+# space, "+" for quote_plus.
+_NOT_ALWAYS_SAFE = re.compile(r"[^A-Za-z0-9_.~-]")
+_QUOTE = {chr(c): f"%{c:02X}" for c in range(128) if _NOT_ALWAYS_SAFE.fullmatch(chr(c))}
+_QUOTE_PLUS = {**_QUOTE, " ": "+"}
+
+
+def provider_session() -> aiohttp.ClientSession:
+    """The HTTP client session for the providers' endpoints (the caller closes it).
+
+    aiohttp's defaults otherwise: certificates verified, connections kept alive (per host, for
+    the JWKS, token and userinfo endpoints), no environment proxy. No cookie jar: no provider
+    endpoint the service calls needs cookies, and a jar shared by every sign-in would send one
+    user's provider cookies with the next user's token request (and filter them per call).
+    """
+    return aiohttp.ClientSession(cookie_jar=aiohttp.DummyCookieJar())
 
 
 class FetchError(Exception):
@@ -45,13 +71,13 @@ async def request_json(
     status is not checked here (an OAuth error answer is JSON with a 4xx status); a body that
     is not JSON gives ``body=None``.
     """
-    timeout = aiohttp.ClientTimeout(total=timeout_seconds)
-    sent = {"Accept": "application/json", **(headers or {})}
+    timeout = _timeout(timeout_seconds)
+    sent = {"Accept": "application/json", **headers} if headers else _ACCEPT_JSON.copy()
     body: bytes | None = None
     if data is not None:
         # The bytes and type aiohttp's FormData would send, without building its multipart
         # writer and payload look-ups on every call (a token request per sign-in).
-        body = urlencode(data).encode()
+        body = form_encode(data).encode()
         sent.setdefault("Content-Type", FORM)
     try:
         async with session.request(
@@ -72,9 +98,56 @@ async def request_json(
     return JsonResponse(status=status, body=_parse(raw))
 
 
+_ACCEPT_JSON = {"Accept": "application/json"}
+
+
+@functools.lru_cache(maxsize=16)
+def _timeout(seconds: float) -> aiohttp.ClientTimeout:
+    """The (immutable) timeout of a call, one per duration: providers share a few durations."""
+    return aiohttp.ClientTimeout(total=seconds)
+
+
+def form_encode(data: Mapping[str, str]) -> str:
+    """``urllib.parse.urlencode(data)`` (quote_plus, UTF-8), byte for byte, replacing only the
+    ASCII characters that need it instead of urllib's quoting of every character."""
+    return "&".join(f"{_quoted_plus(name)}={_quoted_plus(value)}" for name, value in data.items())
+
+
+def query_encode(pairs: Iterable[tuple[str, str]]) -> str:
+    """``urllib.parse.urlencode(pairs, quote_via=quote)`` (a space as %20), byte for byte, the
+    same way as :func:`form_encode`."""
+    return "&".join(f"{_quoted(name)}={_quoted(value)}" for name, value in pairs)
+
+
+def _quoted_plus(text: str) -> str:
+    if not text.isascii():
+        return quote_plus(text)
+    return _NOT_ALWAYS_SAFE.sub(_quote_plus_match, text)
+
+
+def _quoted(text: str) -> str:
+    if not text.isascii():
+        return quote(text, safe="")
+    return _NOT_ALWAYS_SAFE.sub(_quote_match, text)
+
+
+def _quote_plus_match(match: re.Match[str]) -> str:
+    return _QUOTE_PLUS[match.group()]
+
+
+def _quote_match(match: re.Match[str]) -> str:
+    return _QUOTE[match.group()]
+
+
 async def _read_bounded(response: aiohttp.ClientResponse, max_bytes: int, what: str) -> bytes:
     if response.content_length is not None and response.content_length > max_bytes:
         raise FetchError(f"{what} answered more than {max_bytes} bytes")
+    content = response.content
+    if content.is_eof():  # the whole body came with the headers: no read loop
+        raw = content.read_nowait()
+        if len(raw) > max_bytes:
+            raise FetchError(f"{what} answered more than {max_bytes} bytes")
+        return raw
     chunks: list[bytes] = []
     size = 0
     async for chunk in response.content.iter_any():
@@ -105,4 +178,12 @@ def _is_code(text: str) -> bool:
     return all(c.isascii() and (c.isalnum() or c in "_-.") for c in text)
 
 
-__all__ = ["FetchError", "JsonResponse", "oauth_error_code", "request_json"]
+__all__ = [
+    "FetchError",
+    "JsonResponse",
+    "form_encode",
+    "oauth_error_code",
+    "provider_session",
+    "query_encode",
+    "request_json",
+]

@@ -116,6 +116,13 @@ class MemoryAccounts:
     async def get_identity(self, identity: ProviderIdentity) -> LinkedIdentity | None:
         return self._identities.get(identity)
 
+    async def find_with_identity(
+        self, identity: ProviderIdentity
+    ) -> tuple[LinkedIdentity, Account] | None:
+        linked = self._identities.get(identity)
+        account = self._accounts.get(linked.account_id) if linked else None
+        return (linked, account) if linked is not None and account is not None else None
+
     async def set_identity_disabled(self, identity: ProviderIdentity, reason: str | None) -> bool:
         linked = self._identities.get(identity)
         if linked is None:

@@ -14,13 +14,15 @@ import os
 from bisect import bisect_left
 from collections.abc import Iterator, Mapping
 from types import MappingProxyType
+from typing import Protocol
 
 from opentelemetry.exporter.prometheus import PrometheusMetricReader
+from opentelemetry.metrics import Counter, Histogram, Meter
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import MetricReader, PeriodicExportingMetricReader
 from opentelemetry.sdk.resources import SERVICE_NAME, Resource
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
-from prometheus_client.core import HistogramMetricFamily
+from prometheus_client.core import CounterMetricFamily, HistogramMetricFamily
 from prometheus_client.metrics_core import Metric
 
 from authgate.ports.metrics import LimitName, ProviderCall
@@ -38,11 +40,24 @@ Attributes = Mapping[str, str | int]
 
 
 class OtelMetrics:
-    """Counters and histograms of the service; :meth:`exposition` is the Prometheus text."""
+    """Counters and histograms of the service; :meth:`exposition` is the Prometheus text.
+
+    With Prometheus as the only reader (no OTLP exporter), every instrument is counted here in
+    plain Python (:class:`PlainCounter`, :class:`PlainHistogram`) and collected by the
+    Prometheus registry exactly as the SDK's exporter would write it, byte for byte
+    (tests/unit/test_request_durations.py): the SDK's per-measurement path (attribute cleaning
+    and hashing, dispatch to each reader) cost ~100k instructions per measurement, and a
+    sign-in makes five (docs/benchmarks.md, issue 13). With OTLP configured the SDK records
+    everything, for both readers."""
 
     content_type = CONTENT_TYPE_LATEST
 
-    def __init__(self, service_name: str, *, otlp: bool | None = None) -> None:
+    def __init__(
+        self, service_name: str, *, otlp: bool | None = None, plain: bool | None = None
+    ) -> None:
+        """``otlp``: add the OTLP exporter (None: when its standard environment variables are
+        set); ``plain``: count in plain Python (None: when Prometheus is the only reader;
+        False makes the SDK count, as the exporter's reference in the tests)."""
         self.registry = CollectorRegistry(auto_describe=True)
         readers: list[MetricReader] = [
             PrometheusMetricReader(disable_target_info=True, registry=self.registry)
@@ -61,117 +76,78 @@ class OtelMetrics:
         self.provider = MeterProvider(
             metric_readers=readers, resource=Resource.create({SERVICE_NAME: service_name})
         )
-        meter = self.provider.get_meter("authgate")
-
-        self._sign_ins = meter.create_counter(
-            "authgate.sign_ins", unit="{sign_in}", description="Completed callbacks by outcome"
+        # The instruments in the order the SDK exporter lists them (creation order).
+        if plain and otlp:
+            raise ValueError("an OTLP exporter reads only what the SDK counts")
+        plain = not otlp if plain is None else plain
+        meter = _PlainMeter(self) if plain else _SdkMeter(self.provider.get_meter("authgate"))
+        self._sign_ins = meter.counter(
+            "authgate.sign_ins",
+            "{sign_in}",
+            "Completed callbacks by outcome",
+            ("provider", "outcome", "reason"),
         )
-        self._callback = meter.create_histogram(
-            "authgate.callback.duration",
-            unit="s",
-            description="Duration of sign-in callbacks",
-            explicit_bucket_boundaries_advisory=SECONDS_BUCKETS,
+        self._callback = meter.histogram(
+            "authgate.callback.duration", "Duration of sign-in callbacks", ("provider",)
         )
-        self._initiation = meter.create_histogram(
-            "authgate.initiation.duration",
-            unit="s",
-            description="Duration of sign-in initiations",
-            explicit_bucket_boundaries_advisory=SECONDS_BUCKETS,
+        self._initiation = meter.histogram(
+            "authgate.initiation.duration", "Duration of sign-in initiations", ("provider",)
         )
-        self._provider = meter.create_histogram(
+        self._provider = meter.histogram(
             "authgate.provider.request.duration",
-            unit="s",
-            description="Duration of calls to identity providers by call and outcome",
-            explicit_bucket_boundaries_advisory=SECONDS_BUCKETS,
+            "Duration of calls to identity providers by call and outcome",
+            ("provider", "call", "outcome"),
         )
-        self._rate_limited = meter.create_counter(
+        self._rate_limited = meter.counter(
             "authgate.rate_limit.rejections",
-            unit="{request}",
-            description="Requests refused by a rate limit",
+            "{request}",
+            "Requests refused by a rate limit",
+            ("limit",),
         )
-        self._issued = meter.create_counter(
-            "authgate.sessions.issued", unit="{session}", description="Sessions issued"
+        self._issued = meter.counter(
+            "authgate.sessions.issued", "{session}", "Sessions issued", ("provider",)
         )
-        self._revoked = meter.create_counter(
-            "authgate.sessions.revoked", unit="{session}", description="Sessions revoked"
+        self._revoked = meter.counter(
+            "authgate.sessions.revoked", "{session}", "Sessions revoked", ()
         )
-        self._http = meter.create_histogram(
+        self._http = meter.histogram(
             "http.server.request.duration",
-            unit="s",
-            description="Duration of HTTP server requests",
-            explicit_bucket_boundaries_advisory=SECONDS_BUCKETS,
+            "Duration of HTTP server requests",
+            ("http.request.method", "http.route", "http.response.status_code"),
         )
-        self._attributes: dict[tuple[object, ...], Attributes] = {}
-        # The request-duration histogram is counted here, not by the SDK, when its only reader
-        # is the Prometheus one (no OTLP): the SDK's per-measurement path (attribute cleaning
-        # and hashing, dispatch to each reader) cost ~100k instructions per request, a tenth of
-        # a whole authenticated read (docs/benchmarks.md, issue 13).
-        self._durations: RequestDurations | None = None
-        if not otlp:
-            self._durations = RequestDurations(SECONDS_BUCKETS)
-            self.registry.register(self._durations)
-
-    def _bound(self, key: tuple[object, ...], build: dict[str, str | int]) -> Attributes:
-        found = self._attributes.get(key)
-        if found is None:
-            found = self._attributes[key] = build
-        return found
 
     # -- the port ---------------------------------------------------------------------------
 
     def sign_in(self, provider: str, outcome: str, reason: str) -> None:
-        key = ("sign_in", provider, outcome, reason)
-        found = self._attributes.get(key)
-        if found is None:
-            found = self._bound(key, {"provider": provider, "outcome": outcome, "reason": reason})
-        self._sign_ins.add(1, found)
+        self._sign_ins.add(1, (provider, outcome, reason))
 
     def callback_duration(self, provider: str, seconds: float) -> None:
-        self._callback.record(seconds, self._provider_attributes(provider))
+        self._callback.record(seconds, (provider,))
 
     def initiation_duration(self, provider: str, seconds: float) -> None:
-        self._initiation.record(seconds, self._provider_attributes(provider))
+        self._initiation.record(seconds, (provider,))
 
     def rate_limited(self, limit: LimitName) -> None:
-        key = ("limit", limit)
-        found = self._attributes.get(key) or self._bound(key, {"limit": limit})
-        self._rate_limited.add(1, found)
+        self._rate_limited.add(1, (limit,))
 
     def sessions_issued(self, provider: str) -> None:
-        self._issued.add(1, self._provider_attributes(provider))
+        self._issued.add(1, (provider,))
 
     def sessions_revoked(self, count: int) -> None:
-        self._revoked.add(count)
+        self._revoked.add(count, ())
 
     def provider_call(self, provider: str, call: ProviderCall, seconds: float, ok: bool) -> None:
-        key = ("call", provider, call, ok)
-        found = self._attributes.get(key)
-        if found is None:
-            outcome = "ok" if ok else "failed"
-            found = self._bound(key, {"provider": provider, "call": call, "outcome": outcome})
-        self._provider.record(seconds, found)
+        self._provider.record(seconds, (provider, call, "ok" if ok else "failed"))
 
     # -- HTTP server ------------------------------------------------------------------------
 
     def http_request(self, method: str, route: str | None, status: int, seconds: float) -> None:
         """One served request (the semantic conventions' ``http.server.request.duration``);
-        ``route`` is the matched route's template, None when no route matched."""
-        # Normalised before the cache: a client's made-up method must not grow it.
+        ``route`` is the matched route's template, None when no route matched (the point then
+        has no ``http.route``)."""
+        # Normalised before counting: a client's made-up method must not add label values.
         method = method if method in KNOWN_METHODS else "_OTHER"
-        if self._durations is not None:
-            self._durations.record(method, route, status, seconds)
-            return
-        key = ("http", method, route, status)
-        found = self._attributes.get(key)
-        if found is None:
-            attributes: dict[str, str | int] = {
-                "http.request.method": method,
-                "http.response.status_code": status,
-            }
-            if route is not None:
-                attributes["http.route"] = route
-            found = self._bound(key, attributes)
-        self._http.record(seconds, found)
+        self._http.record(seconds, (method, route, status))
 
     # -- reading and ending -----------------------------------------------------------------
 
@@ -183,62 +159,160 @@ class OtelMetrics:
         """Flush the OTLP exporter (when there is one) and stop the readers."""
         self.provider.shutdown()
 
-    def _provider_attributes(self, provider: str) -> Attributes:
-        key = ("provider", provider)
-        return self._attributes.get(key) or self._bound(key, {"provider": provider})
+
+# A point's label values, in the instrument's label order; None: the point lacks that label.
+LabelValues = tuple[str | int | None, ...]
 
 
-class RequestDurations:
-    """``http.server.request.duration`` counted in plain Python and collected by the Prometheus
-    registry exactly as the OpenTelemetry Prometheus exporter writes an SDK histogram: the same
-    name, help, labels (the attributes, dots as underscores, and the ``otel_scope_*`` labels of
-    the ``authgate`` meter; a label some points lack is empty on them), buckets (the SDK's:
-    ``bounds[i-1] < value <= bounds[i]``) and sum (tests/unit/test_request_durations.py).
+class _Counter(Protocol):
+    def add(self, amount: float, values: LabelValues) -> None: ...
 
-    Recording and collecting both run on the event loop's thread (the middleware and the
-    ``/metrics`` handler), so there is no lock. Its label values are bounded like the
-    attribute cache's (known methods, route templates, status codes)."""
 
-    NAME = "http_server_request_duration"
-    HELP = "Duration of HTTP server requests"
-    # the exporter's labels of the instrumentation scope (the "authgate" meter, no version)
-    SCOPE_LABELS: Mapping[str, str] = MappingProxyType(
-        {"otel_scope_name": "authgate", "otel_scope_schema_url": "", "otel_scope_version": ""}
-    )
+class _Histogram(Protocol):
+    def record(self, value: float, values: LabelValues) -> None: ...
 
-    def __init__(self, bounds: tuple[float, ...]) -> None:
-        self._bounds = bounds
-        # (method, route, status) -> [count per bucket..., sum]
-        self._points: dict[tuple[str, str | None, int], list[float]] = {}
 
-    def record(self, method: str, route: str | None, status: int, seconds: float) -> None:
-        key = (method, route, status)
-        point = self._points.get(key)
-        if point is None:
-            point = self._points[key] = [0] * (len(self._bounds) + 2)
-        point[bisect_left(self._bounds, seconds)] += 1
-        point[-1] += seconds
+class _SdkMeter:
+    """The instruments on the OpenTelemetry SDK (an OTLP exporter reads them too)."""
+
+    def __init__(self, meter: Meter) -> None:
+        self._meter = meter
+
+    def counter(self, name: str, unit: str, description: str, labels: tuple[str, ...]) -> _Counter:
+        return _SdkInstrument(
+            self._meter.create_counter(name, unit=unit, description=description), labels
+        )
+
+    def histogram(self, name: str, description: str, labels: tuple[str, ...]) -> _Histogram:
+        instrument = self._meter.create_histogram(
+            name,
+            unit="s",
+            description=description,
+            explicit_bucket_boundaries_advisory=SECONDS_BUCKETS,
+        )
+        return _SdkInstrument(instrument, labels)
+
+
+class _SdkInstrument:
+    """An SDK counter or histogram fed label values; the attribute dicts are built once per
+    combination and reused (every label value is bounded, so the cache is too)."""
+
+    def __init__(self, instrument: Counter | Histogram, labels: tuple[str, ...]) -> None:
+        self._measure = instrument.add if isinstance(instrument, Counter) else instrument.record
+        self._labels = labels
+        self._attributes: dict[LabelValues, Attributes] = {}
+
+    def _bound(self, values: LabelValues) -> Attributes:
+        found = self._attributes.get(values)
+        if found is None:
+            found = self._attributes[values] = {
+                k: v for k, v in zip(self._labels, values, strict=True) if v is not None
+            }
+        return found
+
+    def add(self, amount: float, values: LabelValues) -> None:
+        self._measure(amount, self._bound(values))
+
+    def record(self, value: float, values: LabelValues) -> None:
+        self._measure(value, self._bound(values))
+
+
+class _PlainMeter:
+    """The instruments counted in plain Python, registered on the metrics' registry."""
+
+    def __init__(self, metrics: OtelMetrics) -> None:
+        self._registry = metrics.registry
+
+    def counter(
+        self, name: str, unit: str, description: str, labels: tuple[str, ...]
+    ) -> PlainCounter:
+        counter = PlainCounter(name, description, labels)
+        self._registry.register(counter)
+        return counter
+
+    def histogram(self, name: str, description: str, labels: tuple[str, ...]) -> PlainHistogram:
+        histogram = PlainHistogram(name, description, labels, SECONDS_BUCKETS)
+        self._registry.register(histogram)
+        return histogram
+
+
+# the exporter's labels of the instrumentation scope (the "authgate" meter, no version)
+SCOPE_LABELS: Mapping[str, str] = MappingProxyType(
+    {"otel_scope_name": "authgate", "otel_scope_schema_url": "", "otel_scope_version": ""}
+)
+
+
+class _Plain:
+    """What the plain instruments share: the exporter's name and label sanitising, and the
+    label set of a family (the union of the points' labels and the scope's; a label some
+    points lack is empty on them, as the exporter writes it)."""
+
+    def __init__(self, name: str, description: str, labels: tuple[str, ...]) -> None:
+        self.name = name.replace(".", "_")
+        self.description = description
+        self.labels = tuple(label.replace(".", "_") for label in labels)
 
     def describe(self) -> list[Metric]:
         return []  # nothing to check for duplicates when registered
 
+    def _rows(self, points: Iterator[LabelValues]) -> tuple[list[str], list[list[str]]]:
+        present = [
+            {k: str(v) for k, v in zip(self.labels, values, strict=True) if v is not None}
+            for values in points
+        ]
+        keys = sorted({key for labels in present for key in labels} | set(SCOPE_LABELS))
+        return keys, [[{**SCOPE_LABELS, **labels}.get(k, "") for k in keys] for labels in present]
+
+
+class PlainCounter(_Plain):
+    """A monotonic counter (``<name>_total``), counted on the event loop's thread: no lock."""
+
+    def __init__(self, name: str, description: str, labels: tuple[str, ...]) -> None:
+        super().__init__(name, description, labels)
+        self._points: dict[LabelValues, float] = {}
+
+    def add(self, amount: float, values: LabelValues) -> None:
+        self._points[values] = self._points.get(values, 0.0) + amount
+
     def collect(self) -> Iterator[Metric]:
         if not self._points:
             return
-        rows = []
-        for (method, route, status), point in self._points.items():
-            labels = {"http_request_method": method, "http_response_status_code": str(status)}
-            if route is not None:
-                labels["http_route"] = route
-            rows.append((labels, point))
-        keys = sorted({key for labels, _ in rows for key in labels} | set(self.SCOPE_LABELS))
-        family = HistogramMetricFamily(self.NAME, self.HELP, labels=keys, unit="seconds")
-        for labels, point in rows:
-            values = {**self.SCOPE_LABELS, **labels}
+        keys, rows = self._rows(iter(self._points))
+        family = CounterMetricFamily(self.name, self.description, labels=keys)
+        for row, total in zip(rows, self._points.values(), strict=True):
+            family.add_metric(row, total)
+        yield family
+
+
+class PlainHistogram(_Plain):
+    """A histogram in seconds with the SDK's buckets (``bounds[i-1] < value <= bounds[i]``)
+    and sum, recorded and collected on the event loop's thread: no lock."""
+
+    def __init__(
+        self, name: str, description: str, labels: tuple[str, ...], bounds: tuple[float, ...]
+    ) -> None:
+        super().__init__(name, description, labels)
+        self._bounds = bounds
+        # label values -> [count per bucket..., sum]
+        self._points: dict[LabelValues, list[float]] = {}
+
+    def record(self, value: float, values: LabelValues) -> None:
+        point = self._points.get(values)
+        if point is None:
+            point = self._points[values] = [0] * (len(self._bounds) + 2)
+        point[bisect_left(self._bounds, value)] += 1
+        point[-1] += value
+
+    def collect(self) -> Iterator[Metric]:
+        if not self._points:
+            return
+        keys, rows = self._rows(iter(self._points))
+        family = HistogramMetricFamily(self.name, self.description, labels=keys, unit="seconds")
+        for row, point in zip(rows, self._points.values(), strict=True):
             buckets = []
             total = 0
             for bound, count in zip((*self._bounds, "+Inf"), point[:-1], strict=True):
                 total += int(count)
                 buckets.append((f"{bound}", total))
-            family.add_metric([values.get(k, "") for k in keys], buckets, sum_value=point[-1])
+            family.add_metric(row, buckets, sum_value=point[-1])
         yield family

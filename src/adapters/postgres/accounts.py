@@ -15,6 +15,7 @@ from authgate.domain.model import Account, LinkedIdentity, ProviderIdentity, Ver
 from authgate.ports.accounts import IdentityTaken, LastIdentityError, email_verified_of
 
 from . import rows
+from .unit import UnitConnection
 
 _ACCOUNT_BY_IDENTITY = """
     SELECT a.id, a.email, a.name, a.created_at, a.last_login_at, a.email_verified
@@ -44,6 +45,19 @@ _CREATE_WITH_IDENTITY = """
     FROM account
 """
 
+# A unit of work's creation (_create_in_unit): two of its waiting writes.
+_INSERT_ACCOUNT = """
+    INSERT INTO accounts (id, email, name, profile, created_at, email_verified, last_login_at)
+    VALUES ($1, $2, $3, $4::jsonb, $5, $6, $7)
+"""
+_INSERT_PRIMARY_IDENTITY = """
+    INSERT INTO identities (
+        provider, subject, account_id, email, linked_at, is_primary, email_verified
+    )
+    VALUES ($1, $2, $3, $4, $5, true, $6)
+"""
+IDENTITY_KEY = "identities_pkey"  # what a lost race of _INSERT_PRIMARY_IDENTITY violates
+
 # An attempt that lost a race retries; a handful of rounds is plenty (each loser sees a winner).
 _ATTEMPTS = 5
 
@@ -55,6 +69,13 @@ class PostgresAccounts:
 
     def __init__(self, db: rows.Executor) -> None:
         self._db = db
+        # accounts created in this unit of work whose insert may still wait: their arguments
+        self._waiting_accounts: dict[uuid.UUID, list[object]] = {}
+
+    @property
+    def created_in_unit(self) -> bool:
+        """Whether this unit of work's repository sent (or holds) an account creation."""
+        return bool(self._waiting_accounts)
 
     async def find_by_identity(self, identity: ProviderIdentity) -> Account | None:
         row = await rows.read_row(
@@ -93,6 +114,8 @@ class PostgresAccounts:
     ) -> tuple[Account, bool]:
         identity = verified.identity
         now = rows.utc(now)
+        if isinstance(self._db, UnitConnection):
+            return await self._create_in_unit(self._db, verified, now)
         for _ in range(_ATTEMPTS):
             async with rows.connection(self._db) as conn:
                 # The account and its identity commit together or not at all: a loser of the
@@ -121,6 +144,48 @@ class PostgresAccounts:
                     return rows.account(winner), False
             # The holder vanished between the conflict and the read (unlinked): try again.
         raise RuntimeError(f"could not create or find the account of {identity}")
+
+    async def _create_in_unit(
+        self, unit: UnitConnection, verified: VerifiedIdentity, now: dt.datetime
+    ) -> tuple[Account, bool]:
+        """The account and its primary identity as two of the unit's waiting writes, sent in
+        its one combined statement (no BEGIN or COMMIT of their own). The identity's plain
+        INSERT waits for a concurrent uncommitted insert of the same key and fails if that
+        one committed: the whole statement, and so the whole unit, then writes nothing, and
+        the unit of work raises IdentityRace. (The foreign key is checked at the end of the
+        statement, when the account is there.)"""
+        key = uuid.uuid4()
+        email_verified = email_verified_of(verified)
+        identity = verified.identity
+        account_args: list[object] = [
+            key,
+            verified.email,
+            verified.name,
+            rows.profile_json(verified.profile),
+            now,
+            email_verified,
+            None,  # last_login_at: record_login sets it here while the insert waits
+        ]
+        await unit.write_amendable(_INSERT_ACCOUNT, account_args)
+        await unit.write(
+            _INSERT_PRIMARY_IDENTITY,
+            identity.provider,
+            identity.subject,
+            key,
+            verified.email,
+            now,
+            email_verified,
+        )
+        self._waiting_accounts[key] = account_args
+        account = Account(
+            id=str(key),
+            email=verified.email,
+            name=verified.name,
+            created_at=now,
+            last_login_at=None,
+            email_verified=email_verified,
+        )
+        return account, True
 
     async def link_identity(
         self, account_id: str, verified: VerifiedIdentity, now: dt.datetime
@@ -202,6 +267,16 @@ class PostgresAccounts:
         key = rows.account_uuid(account_id)
         if key is None:
             return
+        waiting = self._waiting_accounts.get(key)
+        if (
+            waiting is not None
+            and isinstance(self._db, UnitConnection)
+            and self._db.is_waiting(waiting)
+        ):
+            # Its insert has not been sent: an UPDATE in the same statement would not see the
+            # row (one snapshot), so the insert carries the time.
+            waiting[6] = rows.utc(now)
+            return
         await rows.write(
             self._db, "UPDATE accounts SET last_login_at = $2 WHERE id = $1", key, rows.utc(now)
         )
@@ -226,6 +301,24 @@ class PostgresAccounts:
         )
         return rows.linked_identity(row) if row is not None else None
 
+    async def find_with_identity(
+        self, identity: ProviderIdentity
+    ) -> tuple[LinkedIdentity, Account] | None:
+        row = await rows.read_row(self._db, _WITH_IDENTITY, identity.provider, identity.subject)
+        if row is None:
+            return None
+        linked = LinkedIdentity(
+            account_id=str(row["account_id"]),
+            identity=ProviderIdentity(row["provider"], row["subject"]),
+            email=row["identity_email"],
+            linked_at=row["linked_at"],
+            is_primary=row["is_primary"],
+            email_verified=row["identity_email_verified"],
+            disabled_reason=row["disabled_reason"],
+            email_disabled=row["email_disabled"],
+        )
+        return linked, rows.account(row)
+
     async def set_identity_disabled(self, identity: ProviderIdentity, reason: str | None) -> bool:
         status = await self._db.execute(
             "UPDATE identities SET disabled_reason = $3 WHERE provider = $1 AND subject = $2",
@@ -244,6 +337,15 @@ class PostgresAccounts:
         )
         return rows.affected(status) == 1
 
+
+# The identity and its account in one row (the identity's own email columns renamed).
+_WITH_IDENTITY = """
+    SELECT i.account_id, i.provider, i.subject, i.email AS identity_email, i.linked_at,
+        i.is_primary, i.email_verified AS identity_email_verified, i.disabled_reason,
+        i.email_disabled, a.id, a.email, a.name, a.created_at, a.last_login_at, a.email_verified
+    FROM identities i JOIN accounts a ON a.id = i.account_id
+    WHERE i.provider = $1 AND i.subject = $2
+"""
 
 _IDENTITY_SELECT = """
     SELECT account_id, provider, subject, email, linked_at, is_primary, email_verified,

@@ -11,9 +11,10 @@ from contextlib import asynccontextmanager
 import asyncpg
 
 from authgate.adapters.units import BoundRepositories
+from authgate.ports.accounts import IdentityRace
 
 from . import events, state
-from .accounts import PostgresAccounts
+from .accounts import IDENTITY_KEY, PostgresAccounts
 from .errors import unavailable
 from .events import PostgresEvents
 from .migrations import CONNECT_ERRORS, check_schema
@@ -147,9 +148,10 @@ class PostgresUnitOfWork:
     async def begin(self) -> AsyncIterator[BoundRepositories]:
         async with self._pool.acquire() as conn:
             unit = UnitConnection(conn)
+            accounts = PostgresAccounts(unit)
             try:
                 yield BoundRepositories(
-                    PostgresAccounts(unit),
+                    accounts,
                     self._events.bound(unit),
                     self._sessions.bound(unit),
                     PostgresSeenEvents(unit),
@@ -159,4 +161,10 @@ class PostgresUnitOfWork:
                 await unit.finish()
             except BaseException as e:
                 await unit.abort(e)
+                if (
+                    isinstance(e, asyncpg.UniqueViolationError)
+                    and e.constraint_name == IDENTITY_KEY
+                    and accounts.created_in_unit
+                ):
+                    raise IdentityRace(str(e)) from e
                 raise

@@ -12,9 +12,11 @@ A sign-in's unit of work used to cost a round trip per statement plus ``BEGIN`` 
   what it would have seen in a transaction (READ COMMITTED: each statement its own snapshot;
   a plain ``SELECT`` takes no lock).
 
-So a login's unit is three round trips (two reads: the identity's state and the account;
-the writes), a registration's six (the reads, ``BEGIN``, the account with its identity, the
-writes, ``COMMIT``). A statement run
+So a login's unit is two round trips (the identity's state with its account, then the
+writes), and so is a registration's: its new account and identity wait with the other writes
+(:meth:`~.accounts.PostgresAccounts.create_with_identity`), and a concurrent registration of
+the same identity makes the whole statement fail on the identity's primary key, so the unit
+wrote nothing and is run again (``IdentityRace``). A statement run
 after waiting writes sees them (they are sent first), and a write whose statement already
 waits is sent after the others, so no row is changed twice by one statement.
 """
@@ -49,6 +51,17 @@ class UnitConnection:
         if any(waiting == query for waiting, _ in self._waiting):
             await self._ready()  # the same statement twice: the first goes first
         self._waiting.append((query, args))
+
+    async def write_amendable(self, query: str, args: list[object]) -> None:
+        """:meth:`write`, with arguments the caller may still change while the write waits
+        (:meth:`is_waiting`)."""
+        if any(waiting == query for waiting, _ in self._waiting):
+            await self._ready()
+        self._waiting.append((query, args))
+
+    def is_waiting(self, args: Sequence[object]) -> bool:
+        """Whether the write of ``args`` (:meth:`write_amendable`) has not been sent yet."""
+        return any(waiting is args for _, waiting in self._waiting)
 
     async def read_row(self, query: str, *args: object) -> asyncpg.Record | None:
         """A read (a plain SELECT): outside the transaction while the unit has written

@@ -1,5 +1,5 @@
-"""Rate limiting on the ``limits`` library: memory for one instance, Redis to share."""
+"""Rate limiting: in this process's memory for one instance, Redis (``limits``) to share."""
 
-from .limiter import LimitsRateLimiter, NoRateLimit, RateLimitStore
+from .limiter import LimitsRateLimiter, MemoryRateLimiter, NoRateLimit, RateLimitStore
 
-__all__ = ["LimitsRateLimiter", "NoRateLimit", "RateLimitStore"]
+__all__ = ["LimitsRateLimiter", "MemoryRateLimiter", "NoRateLimit", "RateLimitStore"]

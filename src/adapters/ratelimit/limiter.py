@@ -1,11 +1,12 @@
 """Moving-window limits ("10 per minute" means at most 10 in any 60 seconds) in one store.
 
-``limits``' ``hit`` tests and counts in one atomic step (a Lua script on Redis), so concurrent
-requests cannot all slip through as they do with test-then-hit. Several limits (the callback's,
-the initiation's) share one :class:`RateLimitStore`, each in its own namespace: one Redis
-connection pool, one fail-open policy. When the store is unreachable every limit fails open or
-closed as configured, and the log says so once per 10 seconds for the store, not once per
-limit or per request.
+Every hit tests and counts in one atomic step, so concurrent requests cannot all slip through as
+they do with test-then-hit: on Redis through ``limits``' Lua scripts (imported only then), in
+memory through :class:`~authgate.adapters.ratelimit.window.MovingWindow`. Several limits (the
+callback's, the initiation's) share one :class:`RateLimitStore`, each in its own namespace: one
+Redis connection pool, one fail-open policy. When the store is unreachable every limit fails
+open or closed as configured, and the log says so once per 10 seconds for the store, not once
+per limit or per request.
 """
 
 from __future__ import annotations
@@ -13,12 +14,16 @@ from __future__ import annotations
 import logging
 import math
 import time
+from typing import TYPE_CHECKING
 
-from limits import RateLimitItem, parse
-from limits.aio.storage import MemoryStorage, RedisStorage, Storage
-from limits.aio.strategies import MovingWindowRateLimiter
-
+from authgate.adapters.ratelimit.window import MovingWindow
+from authgate.domain.rates import Rate, parse
 from authgate.ports.ratelimit import RateDecision
+
+if TYPE_CHECKING:
+    from limits import RateLimitItem
+    from limits.aio.storage import Storage
+    from limits.aio.strategies import MovingWindowRateLimiter
 
 log = logging.getLogger("authgate.ratelimit")
 
@@ -28,17 +33,29 @@ class RateLimitStore:
     is unreachable (``fail_open``)."""
 
     def __init__(self, url: str, *, fail_open: bool = True) -> None:
-        self._storage = _storage(url)
-        self._strategy = MovingWindowRateLimiter(self._storage)
+        self._memory: MovingWindow | None = None
+        self._strategy: MovingWindowRateLimiter | None = None
+        if url.startswith("memory://"):
+            self._memory = MovingWindow()
+        else:
+            from limits.aio.strategies import MovingWindowRateLimiter
+
+            self._strategy = MovingWindowRateLimiter(_redis_storage(url))
         self._fail_open = fail_open
         self._last_failure_log = 0.0
 
-    def limiter(self, limit: str, *, namespace: str) -> LimitsRateLimiter:
+    def limiter(self, limit: str, *, namespace: str) -> LimitsRateLimiter | MemoryRateLimiter:
         """A limit (``"10/minute"``) counted in this store under its own ``namespace``."""
-        return LimitsRateLimiter(self, parse(limit), namespace)
+        rate = parse(limit)
+        if self._memory is not None:
+            return MemoryRateLimiter(self._memory, rate, namespace)
+        from limits import parse as limits_parse
+
+        return LimitsRateLimiter(self, limits_parse(rate.text()), namespace)
 
     async def hit(self, item: RateLimitItem, namespace: str, key: str) -> RateDecision:
         """Count one request for ``key`` against ``item`` in ``namespace``."""
+        assert self._strategy is not None  # a Redis store: memory limits count in MovingWindow
         try:
             if await self._strategy.hit(item, namespace, key):
                 return RateDecision(True)
@@ -80,6 +97,23 @@ class LimitsRateLimiter:
         return await self._store.hit(self._item, self._namespace, key)
 
 
+class MemoryRateLimiter:
+    """One limit in a ``memory://`` store: counted in this process, never unreachable."""
+
+    def __init__(self, window: MovingWindow, rate: Rate, namespace: str) -> None:
+        self._window = window
+        self._rate = rate
+        self._prefix = namespace + "/"
+
+    @property
+    def rate(self) -> Rate:
+        return self._rate
+
+    async def hit(self, key: str) -> RateDecision:
+        """Count one request for ``key``; refused with the seconds until one is allowed."""
+        return self._window.hit(self._rate, self._prefix + key)
+
+
 class NoRateLimit:
     """A limit switched off (``ratelimit.initiation: null``): every request is allowed."""
 
@@ -88,10 +122,10 @@ class NoRateLimit:
         return RateDecision(True)
 
 
-def _storage(url: str) -> Storage:
-    if url.startswith("memory://"):
-        return MemoryStorage()
+def _redis_storage(url: str) -> Storage:
     if url.startswith(("redis://", "rediss://", "unix://")):
+        from limits.aio.storage import RedisStorage
+
         # redis-py rather than limits' default coredis: one Redis client in the dependency set.
         return RedisStorage(
             "async+" + url,

@@ -210,6 +210,18 @@ class SqliteAccounts:
             )
         return _linked(rows[0]) if rows else None
 
+    async def find_with_identity(
+        self, identity: ProviderIdentity
+    ) -> tuple[LinkedIdentity, Account] | None:
+        async with self._db.use() as conn:
+            rows = list(
+                await conn.execute_fetchall(_WITH_IDENTITY, (identity.provider, identity.subject))
+            )
+        if not rows:
+            return None
+        row = tuple(rows[0])
+        return _linked(row[:9]), _account(row[9:])
+
     async def set_identity_disabled(self, identity: ProviderIdentity, reason: str | None) -> bool:
         async with self._db.use() as conn:
             cursor = await conn.execute(
@@ -231,6 +243,16 @@ _IDENTITY_SELECT = """
     SELECT account_id, provider, subject, email, linked_at, is_primary, email_verified,
         disabled_reason, email_disabled
     FROM identities
+"""
+
+
+# The identity (as _IDENTITY_SELECT) and its account (as _ACCOUNT_BY_IDENTITY) in one row.
+_WITH_IDENTITY = """
+    SELECT i.account_id, i.provider, i.subject, i.email, i.linked_at, i.is_primary,
+        i.email_verified, i.disabled_reason, i.email_disabled,
+        a.id, a.email, a.name, a.created_at, a.last_login_at, a.email_verified
+    FROM identities i JOIN accounts a ON a.id = i.account_id
+    WHERE i.provider = ? AND i.subject = ?
 """
 
 

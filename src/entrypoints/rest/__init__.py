@@ -4,6 +4,7 @@ It knows nothing about sign-in; the application registers its operations on an :
 """
 
 from .api import API_VERSION_HEADER, Api, Group
+from .application import RestApplication, install_request_hooks
 from .call import Call, Cookie, Reply
 from .cors import Cors, normalise_origin
 from .errors import (
@@ -65,11 +66,13 @@ __all__ = [
     "Probe",
     "Reply",
     "Required",
+    "RestApplication",
     "TokenVerifier",
     "cookie",
     "error_middleware",
     "error_middleware_with",
     "header",
+    "install_request_hooks",
     "json_response",
     "layer_error",
     "log_safe",

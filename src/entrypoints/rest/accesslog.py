@@ -14,9 +14,12 @@ It is written one of two ways, chosen once when serving starts (:func:`access_lo
   installs on stderr) and nowhere else, unchanged by any filter or other format. The line is
   formatted here, character for character as ``logging`` would format it, without a
   ``LogRecord``, and kept in a buffer that is written in one piece: ``FLUSH_SECONDS`` after its
-  first line, once it holds ``MAX_PENDING_LINES``, before any other record the same handler
-  writes (so the log keeps its order), and when serving stops (SIGTERM or SIGINT included).
-  A line costs a few microseconds instead of the ~40 of a record through ``logging``.
+  first line, once it holds ``MAX_PENDING_LINES``, before any WARNING or worse record the same
+  handler writes (so the log keeps its order), and when serving stops (SIGTERM or SIGINT
+  included). A line costs a few microseconds instead of the ~40 of a record through
+  ``logging``. The handler's other INFO records logged on the event loop (a sign-in's audit
+  line, say) join the same batch, formatted by the handler, instead of costing a write each;
+  warnings, errors and records of other threads are written at once.
 * **Through logging** (:class:`AccessLogger`), whenever the logging configuration is anything
   else (an application that embeds the server and sends ``authgate.access`` to a file, a
   collector or another format): a record per request, as before, so that configuration applies.
@@ -61,6 +64,13 @@ def install_service_handler(level: int = logging.INFO) -> None:
     handler.setFormatter(formatter)
     logging.basicConfig(level=level, handlers=[handler])
     _service = (handler, formatter)
+    # LOG_FORMAT shows no thread, process or source location: not gathered for every record
+    # (the logging HOWTO's "Optimization"; an application that configures logging itself,
+    # and so may show them, returned above).
+    logging.logThreads = False
+    logging.logProcesses = False
+    logging.logMultiprocessing = False
+    logging._srcfile = None
 
 
 def access_message(request: web.BaseRequest, response: web.StreamResponse, seconds: float) -> str:
@@ -108,6 +118,7 @@ class BufferedAccessLog:
         self._pending: list[str] = []
         self._lock = threading.Lock()
         self._timer: asyncio.TimerHandle | None = None
+        self._closed = False
         self._second = -1
         self._stamp = ""
         self._failed = False
@@ -122,21 +133,41 @@ class BufferedAccessLog:
             self._stamp = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(now))
             self._second = second
         # LogRecord.msecs and Formatter.default_msec_format: ",%03d" of the truncated ms
-        line = f"{self._stamp},{int((now - second) * 1000):03d}{self._level_and_name}{message}\n"
+        self._add(
+            f"{self._stamp},{int((now - second) * 1000):03d}{self._level_and_name}{message}\n",
+            asyncio.get_running_loop(),
+        )
+
+    def _add(self, line: str, loop: asyncio.AbstractEventLoop) -> None:
         with self._lock:
             self._pending.append(line)
             pending = len(self._pending)
         if pending >= self._max_pending:
             self.flush()
         elif self._timer is None:
-            self._timer = asyncio.get_running_loop().call_later(self._flush_seconds, self._due)
+            self._timer = loop.call_later(self._flush_seconds, self._due)
 
     def _due(self) -> None:
         self._timer = None
         self.flush()
 
     def _before_other_record(self, record: logging.LogRecord) -> bool:
-        # A filter of the handler: the lines before another record are written before it.
+        # A filter of the handler. An INFO (or DEBUG) record logged on the event loop joins the
+        # batch, formatted by the handler as it would have written it (a sign-in's audit line
+        # then costs no write of its own); any other record, and every record once the writer
+        # is closed, is written at once after the lines before it.
+        if record.levelno < logging.WARNING and not self._closed:
+            try:
+                loop = asyncio.get_running_loop()
+            except RuntimeError:  # another thread: written at once
+                loop = None
+            if loop is not None:
+                try:
+                    line = self._handler.format(record) + self._handler.terminator
+                except Exception:
+                    return True  # the handler reports its own formatting failures
+                self._add(line, loop)
+                return False  # written with the batch
         self.flush()
         return True
 
@@ -167,6 +198,7 @@ class BufferedAccessLog:
 
     def close(self) -> None:
         """Write what is pending and stop; later lines are written at once (none are expected)."""
+        self._closed = True
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None

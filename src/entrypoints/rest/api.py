@@ -15,6 +15,7 @@ import attrs
 import cattrs
 from aiohttp import web
 
+from .application import FAST_PATH, RestApplication
 from .call import Handler
 from .cors import Cors, add_cors
 from .errors import error_middleware, json_response
@@ -153,23 +154,33 @@ class Api:
     ) -> web.Application:
         """A fresh aiohttp application serving the operations and the built-in endpoints.
 
-        ``middlewares`` run outside the error handling (tracing goes there).
+        ``middlewares`` run outside the error handling (tracing goes there). No answer of
+        the application carries a ``Server`` header, and every failure (an exception, a router
+        error, routes added later included) is answered as JSON (:mod:`.application`).
         """
-        app = web.Application(
-            middlewares=[*middlewares, error_middleware],
-            client_max_size=client_max_size or self.max_body_bytes,
-        )
-        # aiohttp names its own and Python's exact versions in a Server header: a free lookup of
-        # known vulnerabilities for whoever scans the service. Every response the application
-        # answers (operations, router errors, files, pages added later) goes through this hook.
         cors_paths: dict[str, tuple[Cors, list[str]]] = {}
         for op in self.operations:
             if op.cors is not None:
                 cors_paths.setdefault(op.path, (op.cors, []))[1].append(op.method)
-        # One hook, not two: each costs a coroutine per response (docs/benchmarks.md).
-        app.on_response_prepare.append(
-            _drop_server_header_add_cors if cors_paths else _drop_server_header
-        )
+        max_size = client_max_size or self.max_body_bytes
+        app: web.Application
+        if FAST_PATH:
+            # The error handling and the Server header in the two places aiohttp passes through
+            # once per request anyway, not as a middleware and a signal (.application).
+            app = RestApplication(
+                middlewares=tuple(middlewares), cors=bool(cors_paths), client_max_size=max_size
+            )
+        else:  # an aiohttp whose internals differ (tests force it too): the public means
+            app = web.Application(
+                middlewares=[*middlewares, error_middleware], client_max_size=max_size
+            )
+            # aiohttp names its own and Python's exact versions in a Server header: a free
+            # lookup of known vulnerabilities for whoever scans the service. Every response the
+            # application answers (operations, router errors, files, pages added later) goes
+            # through this hook; one hook, not two: each costs a coroutine per response.
+            app.on_response_prepare.append(
+                _drop_server_header_add_cors if cors_paths else _drop_server_header
+            )
         openapi = self.openapi()
 
         async def openapi_json(_: web.Request) -> web.StreamResponse:

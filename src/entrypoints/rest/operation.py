@@ -136,10 +136,16 @@ class Invoker:
             result = await self._handler(Call(request, params, body, principal))
         except HttpError as e:
             return e.response()
-        if result.__class__ is self._response_type:
-            # The common case, without _render's isinstance checks: the declared response type
-            # (so neither a StreamResponse nor a Reply) with the operation's own status.
-            return self._respond(result, self._status, None)
+        unstructure = self._unstructure
+        if result.__class__ is self._response_type and unstructure is not None:
+            # The common case, inline (without _render's isinstance checks and _respond's call):
+            # a value of the declared response type (so neither a StreamResponse nor a Reply)
+            # with the operation's own status.
+            return web.Response(
+                body=_encode_json(unstructure(result)).encode(),
+                status=self._status,
+                content_type=JSON_CONTENT_TYPE,
+            )
         return self._render(result)
 
     async def _read_body(self, request: web.Request) -> Any:
