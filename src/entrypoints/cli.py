@@ -34,11 +34,17 @@ def main(argv: list[str] | None = None) -> int:
         footprint.defer_aiohttp_ca_certificates()
         footprint.drop_import_leftovers()
         footprint.share_one_malloc_arena()  # before the SQLite and libuv threads start
+    yaml_before = "yaml" in sys.modules
     try:
         config = load(args.config)
     except ConfigError as e:
         print(f"authgate: configuration error in {args.config}: {e}", file=sys.stderr)
         return 2
+    if args.command == "serve" and not yaml_before:
+        # PyYAML read the configuration and is not needed again: its memory goes to the
+        # application built next (only when it was loaded for the configuration).
+        footprint.forget_package("yaml")
+        footprint.drop_import_leftovers()
     try:
         return _run(args, config)
     except composition.StartupError as e:

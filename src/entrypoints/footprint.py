@@ -18,6 +18,9 @@ Importing this module steers two imports, so it must come before aiohttp and PyY
   together). The service makes TLS connections only to providers at ``https://`` addresses
   (none in the embedded default); the contexts put in their place have the same settings and
   load the certificates just before their first TLS connection.
+- :func:`forget_package`: PyYAML, loaded to read the configuration (and imported by
+  :mod:`authgate.entrypoints.config` only when it reads one), is removed from ``sys.modules``
+  once it has (about 0.7 MiB).
 - :func:`drop_import_leftovers`: attrs and cattrs keep the source text of every method they
   generate in :mod:`linecache`, for debuggers (about 0.6 MiB for the service's classes).
   Dropped after the imports, before the application is built, the freed memory is reused by
@@ -186,6 +189,16 @@ def load_deferred_ca_certificates() -> None:
         context = getattr(connector, name, None)
         if isinstance(context, DeferredCAContext):
             context.load_deferred()
+
+
+def forget_package(name: str) -> int:
+    """Remove a package and its submodules from ``sys.modules`` (how many): once nothing else
+    refers to them, the garbage collector frees them, and a later import loads them afresh.
+    For a package only start-up used (PyYAML, for the configuration)."""
+    names = [m for m in sys.modules if m == name or m.startswith(name + ".")]
+    for module in names:
+        del sys.modules[module]
+    return len(names)
 
 
 def drop_import_leftovers() -> None:

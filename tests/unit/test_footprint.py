@@ -270,6 +270,30 @@ def test_tls_providers_are_recognised() -> None:
         assert footprint.providers_use_tls(changed), field
 
 
+def test_a_forgotten_package_is_loaded_afresh(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    package = tmp_path / "forgettable"
+    package.mkdir()
+    (package / "__init__.py").write_text("from . import part\n")
+    (package / "part.py").write_text("VALUE = 1\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    first = __import__("forgettable")
+    assert footprint.forget_package("forgettable") == 2
+    assert not any(m.startswith("forgettable") for m in sys.modules)
+    again = __import__("forgettable")
+    assert again is not first and again.part.VALUE == 1
+    footprint.forget_package("forgettable")
+
+
+def test_the_configuration_is_read_after_pyyaml_was_forgotten(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    for name in [m for m in sys.modules if m == "yaml" or m.startswith("yaml.")]:
+        monkeypatch.delitem(sys.modules, name)  # as forget_package, restored after the test
+    assert _default_config().rest.host == "127.0.0.1"
+
+
 def test_the_command_loads_neither_libstdcxx_nor_libyaml() -> None:
     """The service's command line loads frozenlist's and PyYAML's pure-Python builds: no C++
     runtime (about 1 MiB) and no libyaml binding; YAML still parses; one malloc arena."""
