@@ -28,11 +28,11 @@ def main(argv: list[str] | None = None) -> int:
         _with_config(commands.add_parser(name, help=text))
     _operator_commands(commands)
     args = parser.parse_args(argv)
-    if args.command == "serve":
+    serving = args.command == "serve"
+    if serving:
         # Idle memory (issue 13): what the imports left is freed before anything else is
         # allocated, so that the configuration and the application reuse that memory.
         footprint.defer_aiohttp_ca_certificates()
-        footprint.drop_import_leftovers()
         footprint.share_one_malloc_arena()  # before the SQLite and libuv threads start
     yaml_before = "yaml" in sys.modules
     try:
@@ -40,11 +40,10 @@ def main(argv: list[str] | None = None) -> int:
     except ConfigError as e:
         print(f"authgate: configuration error in {args.config}: {e}", file=sys.stderr)
         return 2
-    if args.command == "serve" and not yaml_before:
-        # PyYAML read the configuration and is not needed again: its memory goes to the
-        # application built next (only when it was loaded for the configuration).
-        footprint.forget_package("yaml")
-        footprint.drop_import_leftovers()
+    if serving:
+        if not yaml_before:  # PyYAML was loaded for the configuration alone
+            footprint.forget_package("yaml")
+        footprint.drop_import_leftovers()  # before the application is built
     try:
         return _run(args, config)
     except composition.StartupError as e:
