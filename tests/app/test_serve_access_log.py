@@ -272,3 +272,15 @@ def serving_streamed(tmp_path: Path, read: bool = True) -> Iterator[tuple[int, l
         if read:
             reader.join(timeout=20)
     assert process.returncode == 0, "".join(lines)
+
+
+def test_durations_are_not_whole_milliseconds_on_uvloop(tmp_path: Path) -> None:
+    # uvloop's loop.time() (what aiohttp measures with) moves in whole milliseconds: a line's
+    # duration comes from the service's own clock, so fast answers are not all "0.0ms".
+    with serving(tmp_path, {"event_loop": "uvloop"}) as (port, stderr):
+        get_many(port, 30)
+    lines = access_lines(stderr[0])
+    assert len(lines) == 30
+    durations = [float(line.rsplit(" ", 1)[1].removesuffix("ms")) for line in lines]
+    assert all(0 <= d < 1000 for d in durations), durations
+    assert any(d != int(d) for d in durations), durations

@@ -38,6 +38,7 @@ from typing import ClassVar, TextIO
 from aiohttp import web
 from aiohttp.abc import AbstractAccessLogger
 
+from .errors import REQUEST_STARTED
 from .logtext import log_safe
 
 LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s %(message)s"
@@ -75,7 +76,12 @@ def install_service_handler(level: int = logging.INFO) -> None:
 
 def access_message(request: web.BaseRequest, response: web.StreamResponse, seconds: float) -> str:
     """The message of a request's line: ``REMOTE METHOD PATH STATUS DURATIONms``, the request's
-    values :func:`log_safe`."""
+    values :func:`log_safe`. The duration is measured from when the error handling began with
+    the request (``time.perf_counter``), else (a request aiohttp refused before that) it is
+    aiohttp's ``seconds``, which under uvloop counts whole milliseconds."""
+    started = request.get(REQUEST_STARTED)
+    if started is not None:
+        seconds = time.perf_counter() - started
     remote = request.remote
     return (
         f"{log_safe(remote) if remote is not None else None} {log_safe(request.method)} "

@@ -23,6 +23,12 @@ log = logging.getLogger("authgate.rest")
 JSON_CONTENT_TYPE = "application/json"
 
 
+REQUEST_STARTED = web.RequestKey("authgate.rest.started", float)
+"""The request's key for when the error handling began with it (``time.perf_counter``): the
+access log's duration. aiohttp's own measures ``loop.time()``, which uvloop keeps in whole
+milliseconds per loop iteration."""
+
+
 def _compact_json() -> Callable[[Any], str]:
     """``json.dumps(value, separators=(",", ":"), ensure_ascii=False)``, the same text, with
     the C encoder made once instead of a ``JSONEncoder`` and a C encoder per call (issue 13,
@@ -133,12 +139,14 @@ def error_middleware_with(
     ``handler``: the handler when the middleware is called with the request alone, as an
     application's own dispatch is (see :func:`error_handler`)."""
     dispatch: Dispatch = handler if handler is not None else _no_handler
+    clock = time.perf_counter
     if record is None:
 
         @web.middleware
         async def handle_and_after(
             request: web.Request, handler: Dispatch = dispatch
         ) -> web.StreamResponse:
+            request[REQUEST_STARTED] = clock()
             try:
                 response = await handler(request)
             except Exception as e:
@@ -151,11 +159,9 @@ def error_middleware_with(
 
         return handle_and_after
 
-    clock = time.perf_counter
-
     @web.middleware
     async def handle(request: web.Request, handler: Dispatch = dispatch) -> web.StreamResponse:
-        started = clock()
+        started = request[REQUEST_STARTED] = clock()
         status = 500  # an exception that is not an HTTP answer ends as a 500
         try:
             try:
