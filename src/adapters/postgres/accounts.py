@@ -307,17 +307,7 @@ class PostgresAccounts:
         row = await rows.read_row(self._db, _WITH_IDENTITY, identity.provider, identity.subject)
         if row is None:
             return None
-        linked = LinkedIdentity(
-            account_id=str(row["account_id"]),
-            identity=ProviderIdentity(row["provider"], row["subject"]),
-            email=row["identity_email"],
-            linked_at=row["linked_at"],
-            is_primary=row["is_primary"],
-            email_verified=row["identity_email_verified"],
-            disabled_reason=row["disabled_reason"],
-            email_disabled=row["email_disabled"],
-        )
-        return linked, rows.account(row)
+        return rows.linked_identity(row, own="identity_"), rows.account(row)
 
     async def set_identity_disabled(self, identity: ProviderIdentity, reason: str | None) -> bool:
         status = await self._db.execute(

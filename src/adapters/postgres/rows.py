@@ -103,14 +103,16 @@ def account(row: asyncpg.Record) -> Account:
     )
 
 
-def linked_identity(row: asyncpg.Record) -> LinkedIdentity:
+def linked_identity(row: asyncpg.Record, *, own: str = "") -> LinkedIdentity:
+    """``own``: the prefix of the identity's ``email`` and ``email_verified`` columns in a row
+    that joins the account's (whose columns of those names are the account's)."""
     return LinkedIdentity(
         account_id=str(row["account_id"]),
         identity=ProviderIdentity(row["provider"], row["subject"]),
-        email=row["email"],
+        email=row[own + "email"],
         linked_at=row["linked_at"],
         is_primary=row["is_primary"],
-        email_verified=row["email_verified"],
+        email_verified=row[own + "email_verified"],
         disabled_reason=row["disabled_reason"],
         email_disabled=row["email_disabled"],
     )
