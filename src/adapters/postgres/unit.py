@@ -48,15 +48,13 @@ class UnitConnection:
     async def write(self, query: str, *args: object) -> None:
         """A write whose outcome nobody reads: sent with the unit's other waiting writes.
         ``query`` is one INSERT, UPDATE or DELETE without a ``WITH`` of its own."""
+        await self.write_amendable(query, args)
+
+    async def write_amendable(self, query: str, args: Sequence[object]) -> None:
+        """:meth:`write`, with arguments (a list) the caller may still change while the write
+        waits (:meth:`is_waiting`)."""
         if any(waiting == query for waiting, _ in self._waiting):
             await self._ready()  # the same statement twice: the first goes first
-        self._waiting.append((query, args))
-
-    async def write_amendable(self, query: str, args: list[object]) -> None:
-        """:meth:`write`, with arguments the caller may still change while the write waits
-        (:meth:`is_waiting`)."""
-        if any(waiting == query for waiting, _ in self._waiting):
-            await self._ready()
         self._waiting.append((query, args))
 
     def is_waiting(self, args: Sequence[object]) -> bool:
