@@ -38,8 +38,7 @@ from typing import ClassVar, TextIO
 from aiohttp import web
 from aiohttp.abc import AbstractAccessLogger
 
-from .errors import REQUEST_STARTED
-from .logtext import log_safe
+from .logtext import REQUEST_STARTED, log_safe
 
 LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s %(message)s"
 """The service's log format (``asctime`` with its default ``YYYY-MM-DD HH:MM:SS,mmm``)."""

@@ -15,18 +15,12 @@ from aiohttp import web
 from aiohttp.typedefs import Middleware
 from opentelemetry import trace
 
-from .logtext import log_safe
+from .logtext import REQUEST_STARTED, log_safe
 from .routing import static_methods
 
 log = logging.getLogger("authgate.rest")
 
 JSON_CONTENT_TYPE = "application/json"
-
-
-REQUEST_STARTED = web.RequestKey("authgate.rest.started", float)
-"""The request's key for when the error handling began with it (``time.perf_counter``): the
-access log's duration. aiohttp's own measures ``loop.time()``, which uvloop keeps in whole
-milliseconds per loop iteration."""
 
 
 def _compact_json() -> Callable[[Any], str]:

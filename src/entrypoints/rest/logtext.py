@@ -1,4 +1,5 @@
-"""Request values as they may appear in a log line: control characters escaped.
+"""Request values as they may appear in a log line: control characters escaped; and the
+request's start as the access log measures it.
 
 A decoded path, a header or a parameter can carry any character. Written to a log as is, a
 newline (``%0A`` in a path) forges a whole line, a carriage return or an ANSI sequence
@@ -8,6 +9,13 @@ newline (``%0A`` in a path) forges a whole line, a carriage return or an ANSI se
 from __future__ import annotations
 
 import re
+
+from aiohttp import web
+
+REQUEST_STARTED = web.RequestKey("authgate.rest.started", float)
+"""The request's key for when the error handling began with it (``time.perf_counter``): the
+access log's duration. aiohttp's own measures ``loop.time()``, which uvloop keeps in whole
+milliseconds per loop iteration."""
 
 # C0 controls, DEL, C1 controls, the Unicode line and paragraph separators, lone surrogates
 # (undecodable bytes kept by surrogateescape, which a UTF-8 log stream cannot encode) and the
