@@ -25,9 +25,7 @@ import argparse
 import asyncio
 import json
 import os
-import re
 import shutil
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -39,6 +37,7 @@ import asyncpg
 
 from authgate.adapters.sessions.jwt import load_or_create_keys
 from authgate.entrypoints.rest.eventloop import default_event_loop
+from bench.callgrind import VALGRIND, instructions_per_request
 from bench.harness import (
     ServiceProcess,
     authgate_command,
@@ -62,49 +61,21 @@ SERVERS: dict[str, dict[str, Any] | None] = {
 }
 
 
-def control(*args: str) -> None:
-    subprocess.run(["callgrind_control", *args], capture_output=True, check=False)
-
-
-def written(path: Path) -> bool:
-    return path.exists() and path.stat().st_size > 0
-
-
-def total_instructions(dump: Path) -> int:
-    found = re.search(r"^(?:summary|totals): (\d+)", dump.read_text(), re.MULTILINE)
-    if found is None:
-        raise RuntimeError(f"no instruction total in {dump}")
-    return int(found.group(1))
-
-
 async def count(
     folder: Path, kind: str, command: list[str], request: bytes, port: int, requests: int
 ) -> dict[str, Any]:
     out = folder / f"{kind}.callgrind"
-    valgrind = ["valgrind", "--tool=callgrind", "--instr-atstart=no"]
     server = ServiceProcess(
         folder / "config.yaml",
         port=port,
-        command=[*valgrind, f"--callgrind-out-file={out}.%p", *command],
+        command=[*VALGRIND, f"--callgrind-out-file={out}.%p", *command],
         start_timeout=900,
         stop_timeout=120,
     )
     async with server:
         # warm up uninstrumented: pools, caches, the first statement's preparation
         await closed_loop(port, request, connections=4, seconds=120, max_requests=100)
-        control("-i", "on", str(server.pid))
-        control("-z", str(server.pid))
-        result = await closed_loop(port, request, connections=4, seconds=900, max_requests=requests)
-        control("-d", str(server.pid))
-        if result.errors:
-            raise RuntimeError(f"{kind}: {result.errors} errors, first: {result.first_error}")
-        dump = Path(f"{out}.{server.pid}.1")
-        for _ in range(100):
-            if written(dump):
-                break
-            await asyncio.sleep(0.2)
-        instructions = total_instructions(dump)
-    return {"requests": result.count, "instructions_per_request": instructions // result.count}
+        return await instructions_per_request(kind, server.pid, out, port, request, requests)
 
 
 async def run(admin_url: str, kinds: list[str], requests: int) -> dict[str, Any]:

@@ -27,7 +27,6 @@ import argparse
 import asyncio
 import json
 import os
-import re
 import shutil
 import subprocess
 import sys
@@ -38,6 +37,7 @@ from typing import Any
 if __package__ in (None, ""):  # run as a script: make the repository importable
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from bench.callgrind import VALGRIND, instructions_per_request
 from bench.httpload import closed_loop, request_bytes
 
 REST_LAYER = Path(__file__).with_name("rest_layer.py")
@@ -55,27 +55,10 @@ KINDS = (
 REFERENCE = "raw-aiohttp"
 
 
-def control(*args: str) -> None:
-    subprocess.run(["callgrind_control", *args], capture_output=True, check=False)
-
-
-def written(path: Path) -> bool:
-    return path.exists() and path.stat().st_size > 0
-
-
-def total_instructions(dump: Path) -> int:
-    found = re.search(r"^(?:summary|totals): (\d+)", dump.read_text(), re.MULTILINE)
-    if found is None:
-        raise RuntimeError(f"no instruction total in {dump}")
-    return int(found.group(1))
-
-
 async def count(folder: Path, kind: str, loop: str, requests: int) -> dict[str, Any]:
     out = folder / f"{kind}.callgrind"
     command = [
-        "valgrind",
-        "--tool=callgrind",
-        "--instr-atstart=no",
+        *VALGRIND,
         f"--callgrind-out-file={out}.%p",
         sys.executable,
         str(REST_LAYER),
@@ -104,19 +87,7 @@ async def count(folder: Path, kind: str, loop: str, requests: int) -> dict[str, 
         request = request_bytes(LOAD_PATH, port)
         # warm up uninstrumented: first-call caches, the allocator's arenas
         await closed_loop(port, request, connections=4, seconds=300, max_requests=200)
-        pid = str(proc.pid)
-        control("-i", "on", pid)
-        control("-z", pid)
-        result = await closed_loop(port, request, connections=4, seconds=900, max_requests=requests)
-        control("-d", pid)
-        if result.errors:
-            raise RuntimeError(f"{kind}: {result.errors} errors, first: {result.first_error}")
-        dump = Path(f"{out}.{proc.pid}.1")
-        for _ in range(150):
-            if written(dump):
-                break
-            await asyncio.sleep(0.2)
-        instructions = total_instructions(dump)
+        return await instructions_per_request(kind, proc.pid, out, port, request, requests)
     finally:
         if proc.returncode is None:
             proc.terminate()
@@ -125,7 +96,6 @@ async def count(folder: Path, kind: str, loop: str, requests: int) -> dict[str, 
             except TimeoutError:
                 proc.kill()
                 await proc.wait()
-    return {"requests": result.count, "instructions_per_request": instructions // result.count}
 
 
 async def run(kinds: list[str], loop: str, requests: int) -> dict[str, Any]:
