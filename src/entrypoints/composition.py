@@ -106,10 +106,9 @@ from authgate.services.signin import SignInPolicy, SignInService
 # and the metrics SDK cost start-up time and resident memory that the embedded default (SQLite)
 # does not need (docs/benchmarks.md, issue 13).
 if TYPE_CHECKING:
-    import asyncpg
-
     from authgate.adapters.metrics import OtelMetrics
     from authgate.adapters.postgres import PostgresStore
+    from authgate.adapters.postgres.pool import Pool
     from authgate.entrypoints.http.provider_events import ReceiverRoute
     from authgate.services.provider_events import ProviderEventService, Receiver
 
@@ -480,7 +479,7 @@ class _Stores:
     units: UnitOfWork
     session_records: SessionRecords
     readiness: list[HealthCheck] = attrs.field(factory=list)
-    pool: asyncpg.Pool | None = None  # PostgreSQL's, for LISTEN/NOTIFY
+    pool: Pool | None = None  # PostgreSQL's, for LISTEN/NOTIFY
     provider_tokens: ProviderTokenStore = attrs.field(factory=MemoryProviderTokens)
     revocations: RevocationOutbox = attrs.field(factory=MemoryRevocationOutbox)
 
@@ -499,7 +498,7 @@ def _memory_stores(states: StateStore) -> _Stores:
     )
 
 
-def _revocation_channel(config: Config, pool: asyncpg.Pool | None) -> RevocationChannel:
+def _revocation_channel(config: Config, pool: Pool | None) -> RevocationChannel:
     """How instances tell each other about revocations (``session.revocation_channel``)."""
     kind = config.session.revocation_channel
     storage = config.ratelimit.storage
@@ -530,7 +529,7 @@ async def _open_store(config: Config, closers: list[Callable[[], Awaitable[Any]]
     db = config.database
     url = db.url
     store: PostgresStore | SqliteStore
-    pool: asyncpg.Pool | None = None
+    pool: Pool | None = None
     memory_states = MemoryStates(config.state.memory_max_entries)
     if url.startswith("memory://"):
         return _memory_stores(memory_states)

@@ -5,19 +5,18 @@ from __future__ import annotations
 import copy
 import datetime as dt
 
-import asyncpg
-
 from authgate.domain.model import SignInEvent
 
 from . import rows
 from .housekeeping import PeriodicPurge
+from .pool import Pool
 
 DEFAULT_RETENTION = dt.timedelta(days=90)
 DEFAULT_PURGE_INTERVAL = dt.timedelta(minutes=5)
 
 
 class PostgresEvents:
-    """:class:`~authgate.ports.events.SignInEventLog` on an asyncpg pool.
+    """:class:`~authgate.ports.events.SignInEventLog` on the adapters' connection pool.
 
     ``record`` triggers, at most once per ``purge_interval``, the removal of events older than
     ``retention`` (relative to the recorded event's time).
@@ -25,7 +24,7 @@ class PostgresEvents:
 
     def __init__(
         self,
-        pool: asyncpg.Pool,
+        pool: Pool,
         retention: dt.timedelta = DEFAULT_RETENTION,
         purge_interval: dt.timedelta = DEFAULT_PURGE_INTERVAL,
     ) -> None:

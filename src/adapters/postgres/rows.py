@@ -11,7 +11,6 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 import asyncpg
-from asyncpg.pool import PoolConnectionProxy
 
 from authgate.domain.model import (
     Account,
@@ -21,17 +20,18 @@ from authgate.domain.model import (
     SignInEvent,
 )
 
+from .pool import Pool
 from .unit import UnitConnection
 
 # What an adapter runs its statements on: the pool, or one connection of a unit of work.
-Executor = asyncpg.Pool | asyncpg.Connection | PoolConnectionProxy | UnitConnection
-Connection = asyncpg.Connection | PoolConnectionProxy | UnitConnection
+Executor = Pool | asyncpg.Connection | UnitConnection
+Connection = asyncpg.Connection | UnitConnection
 
 
 @asynccontextmanager
 async def connection(db: Executor) -> AsyncIterator[Connection]:
     """One connection of ``db``: a pooled one for the block, or ``db`` itself."""
-    if isinstance(db, asyncpg.Pool):
+    if isinstance(db, Pool):
         async with db.acquire() as conn:
             yield conn
     else:

@@ -11,6 +11,7 @@ from authgate.domain.model import SessionRecord
 
 from . import rows
 from .housekeeping import PeriodicPurge
+from .pool import Pool
 
 DEFAULT_PURGE_INTERVAL = dt.timedelta(minutes=5)
 
@@ -42,9 +43,7 @@ class PostgresSessionRecords:
     connection of a unit of work (:meth:`bound`). ``add`` triggers a purge of expired
     records at most once per ``purge_interval``."""
 
-    def __init__(
-        self, pool: asyncpg.Pool, purge_interval: dt.timedelta = DEFAULT_PURGE_INTERVAL
-    ) -> None:
+    def __init__(self, pool: Pool, purge_interval: dt.timedelta = DEFAULT_PURGE_INTERVAL) -> None:
         self._db: rows.Executor = pool
         self._owner = self
         self._last_now: dt.datetime | None = None

@@ -4,28 +4,25 @@ from __future__ import annotations
 
 import datetime as dt
 
-import asyncpg
-
 from authgate.domain.model import Intent, PendingSignIn
 from authgate.ports.state import state_lookup
 
 from . import rows
 from .housekeeping import PeriodicPurge
+from .pool import Pool
 
 DEFAULT_PURGE_INTERVAL = dt.timedelta(minutes=5)
 
 
 class PostgresStates:
-    """:class:`~authgate.ports.state.StateStore` on an asyncpg pool.
+    """:class:`~authgate.ports.state.StateStore` on the adapters' connection pool.
 
     Rows are keyed by ``(lookup, binding_hash)``: the hash of provider and state, and the hash
     of the browser's binding cookie. ``put`` triggers a purge of expired rows at most once per
     ``purge_interval``.
     """
 
-    def __init__(
-        self, pool: asyncpg.Pool, purge_interval: dt.timedelta = DEFAULT_PURGE_INTERVAL
-    ) -> None:
+    def __init__(self, pool: Pool, purge_interval: dt.timedelta = DEFAULT_PURGE_INTERVAL) -> None:
         self._pool = pool
         self._last_now: dt.datetime | None = None
         self.housekeeping = PeriodicPurge("expired sign-in states", self._purge, purge_interval)

@@ -1,4 +1,5 @@
-"""One asyncpg pool shared by the PostgreSQL adapters, opened and closed as a unit."""
+"""One connection pool (:mod:`.pool`) shared by the PostgreSQL adapters, opened and closed as
+a unit."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from .accounts import IDENTITY_KEY, PostgresAccounts
 from .errors import unavailable
 from .events import PostgresEvents
 from .migrations import CONNECT_ERRORS, check_schema
+from .pool import Pool, open_pool
 from .provider_tokens import PostgresProviderTokens, PostgresRevocationOutbox
 from .seen_events import PostgresSeenEvents
 from .sessions import PostgresSessionRecords
@@ -32,13 +34,13 @@ class PostgresStore:
 
     Connection loss needs no handling by callers: an operation during an outage raises
     (``OSError``, ``asyncpg.PostgresConnectionError``, ``asyncpg.InterfaceError`` or
-    ``TimeoutError``), and asyncpg replaces a broken connection at its next acquire, so the
+    ``TimeoutError``), and the pool replaces a broken connection at its next lease, so the
     same pool serves again once the server is back.
     """
 
     def __init__(
         self,
-        pool: asyncpg.Pool,
+        pool: Pool,
         *,
         ping_timeout: float = 1.0,
         event_retention: dt.timedelta = events.DEFAULT_RETENTION,
@@ -96,14 +98,12 @@ async def open_postgres(
     :class:`~.errors.DatabaseUnavailable`. Both are :class:`~.errors.PostgresStoreError`.
     """
     try:
-        pool = await asyncpg.create_pool(
+        pool = await open_pool(
             url,
             min_size=min_size,
             max_size=max_size,
             timeout=timeout,
-            command_timeout=timeout,
             server_settings={"application_name": "authgate"},
-            reset=_keep_session,
         )
     except CONNECT_ERRORS as e:
         raise unavailable(url, e) from e
@@ -121,24 +121,13 @@ async def open_postgres(
     )
 
 
-async def _keep_session(_conn: asyncpg.Connection) -> None:
-    """The pool's reset of a released connection, without a round trip.
-
-    asyncpg's default sends ``SELECT pg_advisory_unlock_all(); CLOSE ALL; UNLISTEN *; RESET
-    ALL`` at every release: one more round trip for every statement run on the pool (a third
-    of a sign-in's). The pool's connections never take advisory locks, open cursors, listen
-    or change settings (migrations and LISTEN use connections of their own), so there is
-    nothing to undo; asyncpg still rolls back a transaction left open before this is called.
-    """
-
-
 class PostgresUnitOfWork:
     """:class:`~authgate.ports.unit_of_work.UnitOfWork`: one pooled connection in one
     transaction for the block (begun when first needed, its result-less writes sent together:
     :mod:`.unit`); the repositories' own transactions nest as savepoints."""
 
     def __init__(
-        self, pool: asyncpg.Pool, events: PostgresEvents, sessions: PostgresSessionRecords
+        self, pool: Pool, events: PostgresEvents, sessions: PostgresSessionRecords
     ) -> None:
         self._pool = pool
         self._events = events

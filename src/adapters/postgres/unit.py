@@ -29,7 +29,6 @@ from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
 import asyncpg
-from asyncpg.pool import PoolConnectionProxy
 
 _PARAMETER = re.compile(r"\$(\d+)")
 
@@ -38,7 +37,7 @@ class UnitConnection:
     """A pooled connection of one unit of work (see the module's text). The unit of work
     calls :meth:`finish` when its block ends normally and :meth:`abort` when it raises."""
 
-    def __init__(self, conn: PoolConnectionProxy[Any]) -> None:
+    def __init__(self, conn: asyncpg.Connection) -> None:
         self._conn = conn
         self._transaction: contextlib.AsyncExitStack | None = None
         self._waiting: list[tuple[str, Sequence[object]]] = []
@@ -112,7 +111,7 @@ class UnitConnection:
         if transaction is not None:
             await transaction.__aexit__(type(error), error, error.__traceback__)  # ROLLBACK
 
-    async def _ready(self) -> PoolConnectionProxy[Any]:
+    async def _ready(self) -> asyncpg.Connection:
         """The connection in the unit's transaction, the waiting writes sent."""
         if self._transaction is None:
             stack = contextlib.AsyncExitStack()
