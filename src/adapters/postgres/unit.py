@@ -130,15 +130,35 @@ class UnitConnection:
 def _combined(writes: Sequence[tuple[str, Sequence[object]]]) -> tuple[str, list[object]]:
     """One statement for ``writes``: each but the last a data-modifying WITH clause, their
     parameters renumbered. All of them run, in one snapshot, or none does."""
-    clauses: list[str] = []
     args: list[object] = []
-    for query, values in writes:
-        clauses.append(_renumbered(query.strip(), len(args)))
+    for _, values in writes:
         args.extend(values)
+    shape = tuple((query, len(values)) for query, values in writes)
+    text = _COMBINED.get(shape)
+    if text is None:
+        text = _combined_text(shape)
+        if len(_COMBINED) >= _COMBINED_MAX:  # a few shapes in practice; never unbounded
+            _COMBINED.clear()
+        _COMBINED[shape] = text
+    return text, args
+
+
+# The combined text of each sequence of writes seen, by (query, argument count): a sign-in
+# combines the same few sequences again and again.
+_COMBINED: dict[tuple[tuple[str, int], ...], str] = {}
+_COMBINED_MAX = 256
+
+
+def _combined_text(shape: Sequence[tuple[str, int]]) -> str:
+    clauses: list[str] = []
+    offset = 0
+    for query, count in shape:
+        clauses.append(_renumbered(query.strip(), offset))
+        offset += count
     *first, last = clauses
     if first:
         last = "WITH " + ", ".join(f"w{i} AS ({q})" for i, q in enumerate(first)) + " " + last
-    return last, args
+    return last
 
 
 def _renumbered(query: str, offset: int) -> str:
