@@ -59,6 +59,7 @@ from bench.harness import (
 from tests.fakeidp import FakeIdP, FakeUser
 
 DEFAULT_ADMIN_URL = "postgresql://postgres@127.0.0.1:5432/postgres"
+RAW_SIGNIN_SERVER = Path(__file__).resolve().parent / "raw_signin_server.py"
 MAX_WARMUP_SECONDS = 120.0
 VERIFIED_CACHE_SIZE: int = getattr(sessions_jwt, "VERIFIED_CACHE_SIZE", 0)
 
@@ -80,6 +81,25 @@ class Settings:
     database_url: str | None = None  # an already migrated database (tests)
     pin: bool = True
     profile_to: Path | None = None  # py-spy samples of the measured period (bench/profiling)
+    # "authgate", or "raw": bench/raw_signin_server.py on the same config (sign-ins only)
+    server: str = "authgate"
+
+
+def cpu_split(pid: int) -> tuple[float, float]:
+    """User and system CPU seconds a process has used so far (/proc/PID/stat fields 14, 15)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    ticks = os.sysconf("SC_CLK_TCK")
+    return int(fields[11]) / ticks, int(fields[12]) / ticks
+
+
+async def table_rows(url: str) -> dict[str, int]:
+    """How many rows a sign-in's tables hold (what the server wrote, checked per sign-in)."""
+    conn = await asyncpg.connect(url)
+    try:
+        tables = ("accounts", "identities", "sessions", "sign_in_events", "sign_in_states")
+        return {t: int(await conn.fetchval(f"SELECT count(*) FROM {t}")) for t in tables}
+    finally:
+        await conn.close()
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -268,8 +288,11 @@ async def _run(settings: Settings, folder: Path) -> dict[str, Any]:
         if fresh:
             await asyncio.to_thread(migrate, config_file)
         pin = 0 if settings.pin and (os.cpu_count() or 1) > 1 else None
+        command = None
+        if settings.server == "raw":
+            command = [sys.executable, str(RAW_SIGNIN_SERVER), "--config", str(config_file)]
         async with (
-            ServiceProcess(config_file, taskset_cpu=pin) as service,
+            ServiceProcess(config_file, taskset_cpu=pin, command=command) as service,
             SignInDriver(fake, connections=settings.concurrency * 2) as driver,
         ):
             workload = Workload(settings, driver, service.url)
@@ -281,6 +304,7 @@ async def _run(settings: Settings, folder: Path) -> dict[str, Any]:
             ]
             began = time.monotonic()
             cpu_at_start = 0.0
+            split_at_start = (0.0, 0.0)
             spy: subprocess.Popen[bytes] | None = None
             measured_from = began + settings.warmup
             while time.monotonic() < workload.deadline and not all(w.done() for w in workers):
@@ -294,6 +318,7 @@ async def _run(settings: Settings, folder: Path) -> dict[str, Any]:
                     workload.recorder.measuring = True
                     workload.deadline = now + settings.seconds
                     cpu_at_start = service.cpu_seconds()
+                    split_at_start = cpu_split(service.pid)
                     measured_from = now
                     if settings.profile_to is not None:
                         spy = profiling.record(
@@ -303,12 +328,18 @@ async def _run(settings: Settings, folder: Path) -> dict[str, Any]:
                     rss.append((now - measured_from, service.rss_kib()))
                 _trim_fake(fake)
             cpu = service.cpu_seconds() - cpu_at_start
+            (user_end, system_end), (user_start, system_start) = (
+                cpu_split(service.pid),
+                split_at_start,
+            )
+            user, system = user_end - user_start, system_end - system_start
             await asyncio.gather(*workers)
             if spy is not None:
                 await asyncio.to_thread(spy.wait)
             measured = max(time.monotonic() - measured_from, 1e-9)
             warmed = measured_from - began
             alive = service.running()
+        written = await table_rows(url) if url.startswith("postgres") else None
     first = [kib for t, kib in rss if t <= settings.window]
     last = [kib for t, kib in rss if t >= (rss[-1][0] - settings.window)] if rss else []
     growth = (statistics.mean(last) / statistics.mean(first) - 1) if first and last else None
@@ -328,7 +359,12 @@ async def _run(settings: Settings, folder: Path) -> dict[str, Any]:
         "server_alive": alive,
         "server_cpu_seconds": round(cpu, 2),
         "server_cpu_share": round(cpu / measured, 3),
+        "server_cpu_user_seconds": round(user, 2),
+        "server_cpu_system_seconds": round(system, 2),
+        "server": settings.server,
+        "table_rows": written,
         "latency": rec.summary(measured),
+        "completed": dict(rec.counts),  # warm-up included
         "users_registered": len(workload.known),
         "rss_kib_first_window": round(statistics.mean(first)) if first else None,
         "rss_kib_last_window": round(statistics.mean(last)) if last else None,

@@ -12,6 +12,16 @@ Two phases, each on a fresh database and server, so that each kind is measured a
 * logins: ``--users`` users register during the warm-up, then every measured sign-in is a
   login of one of them (``intent=login``) at random.
 
+The raw floor: each phase runs twice, on a fresh database each time with the same settings
+and pinning, first against authgate, then against bench/raw_signin_server.py (a hand-written
+aiohttp + asyncpg server doing the same protocol work per sign-in with no framework; its
+docstring lists what it skips). Each phase reports both servers and the ratio authgate/raw of
+sign-ins per server CPU second, so a figure measured on this shared machine (whose speed
+varies within a day) comes with the floor measured in the same run (``--no-raw``: authgate
+alone). After each run the rows written are counted: one session and one event per sign-in,
+one account and one identity per registration, no pending sign-in left; a mismatch is an
+error.
+
 "Per server CPU second" is sign-ins per second of the server's own CPU time (user + system,
 /proc/PID/stat; PostgreSQL's not counted), so it does not depend on whether the load generator
 kept the server's core busy. The callback's latency (p50/p99) is the browser's view of the
@@ -21,6 +31,7 @@ each measured period is sampled and the server's CPU split into categories
 
     .venv/bin/python bench/signin_bench.py --profile     # the recorded run (~2 min)
     .venv/bin/python bench/signin_bench.py --seconds 3 --users 50   # a smoke run
+    .venv/bin/python bench/signin_bench.py --seconds 15             # with the raw floor
 """
 
 from __future__ import annotations
@@ -45,16 +56,40 @@ PHASES = ("registrations", "logins")
 EVERYONE_NEW = 10**9
 
 
+def written_mismatches(report: dict[str, Any]) -> list[str]:
+    """What the server's rows say it did not write (PostgreSQL; empty when all is there)."""
+    rows = report.get("table_rows")
+    if rows is None:
+        return []
+    done = report["completed"]
+    registered = done.get("sign_in_register", 0)
+    signed_in = registered + done.get("sign_in_login", 0)
+    expected = {
+        "accounts": registered,
+        "identities": registered,
+        "sessions": signed_in,
+        "sign_in_events": signed_in,
+        "sign_in_states": 0,
+    }
+    return [
+        f"{table}: {rows[table]} rows, expected {n}"
+        for table, n in expected.items()
+        if rows[table] != n
+    ]
+
+
 def summarize(report: dict[str, Any], kind: str) -> dict[str, Any]:
     """One phase's figures: sign-ins of ``kind`` per server CPU second, the latencies."""
     latency = report["latency"]
+    mismatches = written_mismatches(report)
     measured = latency.get(f"sign_in_{kind}", {"count": 0})
     count = int(measured["count"])
     seconds = report["measured_seconds"]
     cpu = report["server_cpu_seconds"]
     callback = latency.get("callback", {})
     return {
-        "errors": report["error_count"],
+        "errors": report["error_count"] + len(mismatches),
+        "error_samples": (mismatches + report["errors"])[:5],
         "sign_ins": count,
         "other_sign_ins": sum(
             latency[k]["count"] for k in ("sign_in_register", "sign_in_login") if k in latency
@@ -63,6 +98,8 @@ def summarize(report: dict[str, Any], kind: str) -> dict[str, Any]:
         "sign_ins_per_second": round(count / seconds, 1),
         "server_cpu_seconds": cpu,
         "server_cpu_share": report["server_cpu_share"],
+        "server_cpu_user_seconds": report["server_cpu_user_seconds"],
+        "server_cpu_system_seconds": report["server_cpu_system_seconds"],
         "sign_ins_per_server_cpu_second": round(count / cpu, 1) if cpu else None,
         "callback_p50_ms": callback.get("p50_ms"),
         "callback_p99_ms": callback.get("p99_ms"),
@@ -72,9 +109,12 @@ def summarize(report: dict[str, Any], kind: str) -> dict[str, Any]:
     }
 
 
-async def phase(name: str, args: argparse.Namespace, folder: Path) -> dict[str, Any]:
+async def phase(
+    name: str, args: argparse.Namespace, folder: Path, server: str = "authgate"
+) -> dict[str, Any]:
     registering = name == "registrations"
     folded = folder / f"{name}.folded"
+    profile = args.profile and server == "authgate"
     settings = Settings(
         seconds=args.seconds,
         warmup=3.0,
@@ -86,15 +126,28 @@ async def phase(name: str, args: argparse.Namespace, folder: Path) -> dict[str, 
         reads=0,
         database=args.database,
         admin_url=args.admin_url,
-        profile_to=folded if args.profile else None,
+        profile_to=folded if profile else None,
+        server=server,
     )
-    report = await run(settings, folder / name)
+    run_folder = folder / name if server == "authgate" else folder / f"{name}-{server}"
+    run_folder.mkdir(exist_ok=True)
+    report = await run(settings, run_folder)
     out = summarize(report, "register" if registering else "login")
-    if args.profile:
+    if profile:
         trimmed = _without_entry_frames(folded)
         out["server_cpu_by_category"] = profiling.shares(trimmed)
         out["top_self"] = profiling.top_functions(trimmed, 15)
     return out
+
+
+def with_raw_floor(authgate: dict[str, Any], raw: dict[str, Any]) -> dict[str, Any]:
+    """authgate's phase with the raw floor's figures and the ratio authgate/raw."""
+    ours, floor = authgate["sign_ins_per_server_cpu_second"], raw["sign_ins_per_server_cpu_second"]
+    return {
+        **authgate,
+        "raw": raw,
+        "ratio_to_raw": round(ours / floor, 3) if ours and floor else None,
+    }
 
 
 def _without_entry_frames(folded: Path) -> Path:
@@ -131,26 +184,49 @@ def main() -> int:
     parser.add_argument("--database", choices=("postgres", "sqlite"), default="postgres")
     parser.add_argument("--admin-url", default=DEFAULT_ADMIN_URL)
     parser.add_argument("--phase", choices=PHASES, action="append", help="default: both")
-    parser.add_argument("--profile", action="store_true")
+    parser.add_argument("--profile", action="store_true", help="authgate's runs only")
+    parser.add_argument("--no-raw", action="store_true", help="skip the raw floor")
     args = parser.parse_args()
     if args.profile and not profiling.available():
         print("py-spy is not installed: scripts/bootstrap dev", file=sys.stderr)
         return 2
     folder = temp_folder("authgate-bench-signin-")
     out: dict[str, Any] = {"database": args.database, "target_per_server_cpu_second": TARGET}
-    for name in args.phase or PHASES:
-        (folder / name).mkdir()
+    phases = args.phase or PHASES
+    for name in phases:
         out[name] = asyncio.run(phase(name, args, folder))
+        if not args.no_raw:
+            raw = asyncio.run(phase(name, args, folder, server="raw"))
+            out[name] = with_raw_floor(out[name], raw)
     print(json.dumps(out, indent=2))
-    for name in args.phase or PHASES:
-        rate = out[name]["sign_ins_per_server_cpu_second"]
-        p50, p99 = out[name]["callback_p50_ms"], out[name]["callback_p99_ms"]
+    for name in phases:
+        ours = out[name]
         print(
-            f"{name:14} {rate} per server CPU second (target {TARGET:g}), "
-            f"callback p50 {p50} ms p99 {p99} ms, errors {out[name]['errors']}",
+            f"{name:14} {ours['sign_ins_per_server_cpu_second']} per server CPU second "
+            f"(target {TARGET:g}), callback p50 {ours['callback_p50_ms']} ms "
+            f"p99 {ours['callback_p99_ms']} ms, errors {ours['errors']}, {_cpu_text(ours)}",
             file=sys.stderr,
         )
-    return 0 if all(out[n]["errors"] == 0 for n in args.phase or PHASES) else 1
+        if "raw" in ours:
+            raw = ours["raw"]
+            print(
+                f"{'  raw floor':14} {raw['sign_ins_per_server_cpu_second']} per server CPU "
+                f"second, callback p50 {raw['callback_p50_ms']} ms p99 {raw['callback_p99_ms']} "
+                f"ms, errors {raw['errors']}, {_cpu_text(raw)}; "
+                f"authgate/raw {ours['ratio_to_raw']}",
+                file=sys.stderr,
+            )
+    failed = [
+        n for n in phases if out[n]["errors"] or ("raw" in out[n] and out[n]["raw"]["errors"])
+    ]
+    return 1 if failed else 0
+
+
+def _cpu_text(phase: dict[str, Any]) -> str:
+    return (
+        f"server CPU {phase['server_cpu_seconds']} s (user {phase['server_cpu_user_seconds']}, "
+        f"sys {phase['server_cpu_system_seconds']})"
+    )
 
 
 if __name__ == "__main__":
