@@ -401,6 +401,10 @@ def _check(config: Config) -> None:
         raise ConfigError("session.revocation_cache_seconds: must be between 0 and 60")
     if config.database.event_retention_days <= 0:
         raise ConfigError("database.event_retention_days: must be positive")
+    if config.database.pool_max_size < 1:
+        raise ConfigError("database.pool_max_size: must be at least 1")
+    if not 0 <= config.database.pool_min_size <= config.database.pool_max_size:
+        raise ConfigError("database.pool_min_size: must be between 0 and database.pool_max_size")
     if config.state.memory_max_entries <= 0:
         raise ConfigError("state.memory_max_entries: must be positive")
     if config.state.ttl_seconds <= 0:

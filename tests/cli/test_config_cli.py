@@ -60,6 +60,14 @@ BAD: dict[str, tuple[bytes | None, str]] = {
         GOOD.replace("port: 8080", "port: 70000").encode(),
         "rest.port: must be between 1 and 65535",
     ),
+    "pool-sizes": (
+        (GOOD + "database:\n  pool_min_size: 5\n  pool_max_size: 2\n").encode(),
+        "database.pool_min_size: must be between 0 and database.pool_max_size",
+    ),
+    "pool-empty": (
+        (GOOD + "database:\n  pool_max_size: 0\n").encode(),
+        "database.pool_max_size: must be at least 1",
+    ),
     "not-a-mapping": (b"- rest\n", "the file must be a YAML mapping with at least rest and otel"),
 }
 
