@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable, Iterator
+from contextvars import Token
 from typing import Any
 
 import attrs
@@ -13,8 +14,10 @@ from aiohttp import web
 from aiohttp.test_utils import TestClient
 from multidict import CIMultiDict, CIMultiDictProxy
 from opentelemetry import baggage, propagate
+from opentelemetry import context as otel_context
 from opentelemetry import trace as otel_trace
 from opentelemetry.context import Context
+from opentelemetry.context.contextvars_context import ContextVarsRuntimeContext
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.propagators.composite import CompositePropagator
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
@@ -645,3 +648,54 @@ async def test_request_hooks_fold_into_a_traced_application_inside_its_span(
     assert current == [ok.context.span_id]
     assert [s.name for s in (ok, failed, missing)] == ["GET /users/{id}", "GET /users/{id}", "GET"]
     assert failed.status.status_code is StatusCode.ERROR
+
+
+class OtherRuntimeContext(ContextVarsRuntimeContext):
+    """A runtime context that is not OpenTelemetry's own (as OTEL_PYTHON_CONTEXT may name)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.attached: list[int] = []  # the span ids of the contexts attached
+
+    def attach(self, context: Context) -> Token[Context]:
+        self.attached.append(otel_trace.get_current_span(context).get_span_context().span_id)
+        return super().attach(context)
+
+
+@pytest.mark.parametrize("runtime", ["own", "other"])
+async def test_the_span_is_current_while_the_handler_runs_and_only_then(
+    serve: Serve, exporter: InMemorySpanExporter, runtime: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # With OpenTelemetry's own runtime context, its ContextVar is set directly; with another,
+    # attach and detach are asked.
+    other = OtherRuntimeContext()
+    if runtime == "other":
+        monkeypatch.setattr(otel_context, "_RUNTIME_CONTEXT", other)
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    tracer = provider.get_tracer("test")
+    api = Api("Example", "1.0.0")
+    seen: list[tuple[int, int]] = []
+
+    @api.operation("GET", "/users/{id}", response=User)
+    async def get_user(call: Call[None]) -> User:
+        with tracer.start_as_current_span("child") as child:
+            seen.append((child.parent.span_id if child.parent else 0, 0))
+        seen.append((otel_trace.get_current_span().get_span_context().span_id, 1))
+        return User(call.path["id"])
+
+    client = await serve(api, tracer=tracer)
+    before = otel_context.get_current()
+    assert (await client.get("/users/1")).status == 200
+    assert (await client.get("/users/2")).status == 200
+    assert otel_context.get_current() == before
+    child1, server1, child2, server2 = exporter.get_finished_spans()
+    assert seen == [
+        (server1.context.span_id, 0),
+        (server1.context.span_id, 1),
+        (server2.context.span_id, 0),
+        (server2.context.span_id, 1),
+    ]
+    assert child1.parent == server1.context and child2.parent == server2.context
+    attached = {server1.context.span_id, server2.context.span_id} & set(other.attached)
+    assert len(attached) == (2 if runtime == "other" else 0)

@@ -30,6 +30,7 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Awaitable, Callable, Mapping
+from contextvars import ContextVar
 from time import time_ns
 from types import TracebackType
 
@@ -39,6 +40,7 @@ from aiohttp.web_urldispatcher import UrlMappingMatchInfo
 from opentelemetry import context, propagate, trace
 from opentelemetry.baggage.propagation import W3CBaggagePropagator
 from opentelemetry.context import Context
+from opentelemetry.context.contextvars_context import ContextVarsRuntimeContext
 from opentelemetry.propagators.composite import CompositePropagator
 from opentelemetry.sdk import trace as sdk_trace
 from opentelemetry.sdk.resources import SERVICE_NAME, Resource
@@ -50,6 +52,7 @@ from opentelemetry.sdk.trace.export import (
 )
 from opentelemetry.sdk.trace.sampling import ALWAYS_ON, ParentBased
 from opentelemetry.trace import SpanContext, SpanKind, Status, StatusCode, TraceFlags
+from opentelemetry.trace.propagation import _SPAN_KEY
 from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 from opentelemetry.util import types
 
@@ -150,6 +153,8 @@ def traced_dispatch(dispatch: Dispatch, tracer: trace.Tracer) -> Dispatch:
     with_span = trace.set_span_in_context
     server = SpanKind.SERVER
     error = Status(StatusCode.ERROR)
+    runtime = context._RUNTIME_CONTEXT
+    runtime_var = _context_var(runtime)
 
     async def trace_request(request: web.Request) -> web.StreamResponse:
         method = request.method
@@ -168,7 +173,15 @@ def traced_dispatch(dispatch: Dispatch, tracer: trace.Tracer) -> Dispatch:
         )
         # An attribute of the request (its class declares it), read once by routed.
         request._rest_span = span
-        token = attach(with_span(span))
+        # attach(set_span_in_context(span)): with OpenTelemetry's own runtime context (the
+        # default), the same new Context set in its ContextVar, without eight Python calls.
+        var = runtime_var if context._RUNTIME_CONTEXT is runtime else None
+        if var is not None:
+            values = var.get().copy()
+            values[_SPAN_KEY] = span
+            token = var.set(Context(values))
+        else:
+            token = attach(with_span(span))
         status = 0  # none: an exception that is not an HTTP answer escaped
         try:
             response = await dispatch(request)
@@ -178,7 +191,13 @@ def traced_dispatch(dispatch: Dispatch, tracer: trace.Tracer) -> Dispatch:
             status = e.status
             raise
         finally:
-            detach(token)
+            if var is not None:
+                try:  # what detach does
+                    var.reset(token)
+                except Exception:
+                    _context_log.exception("Failed to detach context")
+            else:
+                detach(token)
             if request._rest_span is not None:  # type: ignore[attr-defined]
                 routed(request, request._match_info)
             if status:
@@ -190,6 +209,19 @@ def traced_dispatch(dispatch: Dispatch, tracer: trace.Tracer) -> Dispatch:
             span.end()
 
     return trace_request
+
+
+_context_log = logging.getLogger(context.__name__)  # where detach logs
+
+
+def _context_var(runtime: object) -> ContextVar[Context] | None:
+    """The ContextVar of OpenTelemetry's own runtime context (``OTEL_PYTHON_CONTEXT`` unset or
+    ``contextvars_context``): ``get_current``, ``attach`` and ``detach`` are its ``get``,
+    ``set`` and ``reset``. None for another runtime context."""
+    if type(runtime) is not ContextVarsRuntimeContext:
+        return None
+    var = getattr(runtime, "_current_context", None)
+    return var if isinstance(var, ContextVar) else None
 
 
 SPAN_ATTRIBUTE = "_rest_span"
@@ -257,6 +289,12 @@ def _record_status(span: trace.Span, status: int) -> None:
 
 
 # -- the SDK's span, without what a server span does not use ------------------------------------
+
+
+def _current_span_value() -> object:
+    """The span of the current context (or whatever is there under its key)."""
+    return context.get_current().get(_SPAN_KEY)
+
 
 _END_ONLY_PROCESSORS = (BatchSpanProcessor, SimpleSpanProcessor)
 """Span processors whose ``on_start`` and ``_on_ending`` do nothing: they see a span only as the
@@ -326,7 +364,10 @@ class _SpanRecorder:
     ) -> trace.Span:
         tracer = self.tracer
         attributes = attributes if attributes is not None else {}
-        parent: SpanContext | None = trace.get_current_span(context).get_span_context()
+        # trace.get_current_span(context).get_span_context(), two Python calls fewer: a
+        # context without a span has the invalid span's context, as good as none here.
+        current = context.get(_SPAN_KEY) if context is not None else _current_span_value()
+        parent = current.get_span_context() if isinstance(current, trace.Span) else None
         if (
             not self._reproducible()
             or (parent is not None and parent.is_valid and not parent.trace_flags.sampled)
