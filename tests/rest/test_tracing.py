@@ -23,7 +23,7 @@ from opentelemetry.propagators.composite import CompositePropagator
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.sdk.resources import SERVICE_NAME, Resource
 from opentelemetry.sdk.trace import ReadableSpan, SpanLimits, TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export import BatchSpanProcessor, SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.sdk.trace.id_generator import IdGenerator
 from opentelemetry.sdk.trace.sampling import (
@@ -699,3 +699,43 @@ async def test_the_span_is_current_while_the_handler_runs_and_only_then(
     assert child1.parent == server1.context and child2.parent == server2.context
     attached = {server1.context.span_id, server2.context.span_id} & set(other.attached)
     assert len(attached) == (2 if runtime == "other" else 0)
+
+
+def path_of(span: ReadableSpan) -> object:
+    return (span.attributes or {}).get("url.path")
+
+
+@pytest.mark.parametrize("wiring", ["folded", "middleware"])
+async def test_batch_and_later_processors_get_every_span(
+    serve: Serve, wiring: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The service's processor (a batch one) gets the spans through its queue; a processor
+    # added while the application serves gets the spans that end from then on.
+    batched, later = InMemorySpanExporter(), InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(BatchSpanProcessor(batched))
+    api = Api("Example", "1.0.0")
+
+    @api.operation("GET", "/users/{id}", response=User)
+    async def get_user(call: Call[None]) -> User:
+        if call.path["id"] == "2":
+            provider.add_span_processor(SimpleSpanProcessor(later))
+        return User(call.path["id"])
+
+    client = await serve_traced(serve, api, provider.get_tracer("test"), wiring, monkeypatch)
+    try:
+        for i in (1, 2, 3):
+            assert (await client.get(f"/users/{i}")).status == 200
+        assert await asyncio.to_thread(provider.force_flush, 5000)
+    finally:
+        provider.shutdown()
+    assert [path_of(s) for s in batched.get_finished_spans()] == [
+        "/users/1",
+        "/users/2",
+        "/users/3",
+    ]
+    # The span of the request that added it ended after: it has it too.
+    assert [path_of(s) for s in later.get_finished_spans()] == [
+        "/users/2",
+        "/users/3",
+    ]

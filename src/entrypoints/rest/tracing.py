@@ -296,6 +296,18 @@ def _current_span_value() -> object:
     return context.get_current().get(_SPAN_KEY)
 
 
+def _on_end_of(
+    processor: BatchSpanProcessor | SimpleSpanProcessor,
+) -> Callable[[ReadableSpan], object]:
+    """``processor.on_end`` for a sampled span: the batch processor's is its queue's ``emit``
+    (after checking the span is sampled), the simple one's itself."""
+    batch = getattr(processor, "_batch_processor", None)
+    emit = getattr(batch, "emit", None)
+    if type(processor) is BatchSpanProcessor and callable(emit):
+        return emit  # type: ignore[no-any-return]
+    return processor.on_end
+
+
 _END_ONLY_PROCESSORS = (BatchSpanProcessor, SimpleSpanProcessor)
 """Span processors whose ``on_start`` and ``_on_ending`` do nothing: they see a span only as the
 ``ReadableSpan`` given to ``on_end``."""
@@ -314,6 +326,8 @@ class _SpanRecorder:
         self.processor = processor
         self.checked: tuple[object, ...] | None = None
         self.max_attributes: int | None = None
+        # What each of the checked processors' on_end amounts to for a sampled span.
+        self.on_ends: tuple[Callable[[ReadableSpan], object], ...] = ()
 
     @classmethod
     def of(cls, tracer: trace.Tracer) -> _SpanRecorder | None:
@@ -350,6 +364,8 @@ class _SpanRecorder:
                 type(p) in _END_ONLY_PROCESSORS for p in processors
             )
             self.checked = processors if ok else None
+            if ok:
+                self.on_ends = tuple(_on_end_of(p) for p in processors)  # type: ignore[arg-type]
             return ok
         return True
 
@@ -495,22 +511,29 @@ class _RecordedSpan(trace.Span):
             log.warning("Calling end() on an ended span.")
             return
         self._end_time = end_time if end_time is not None else time_ns()
-        tracer = self._recorder.tracer
-        self._recorder.processor.on_end(
-            ReadableSpan(
-                name=self._name,
-                context=self._context,
-                parent=self._parent,
-                resource=tracer.resource,
-                attributes=self._attributes,
-                kind=self._kind,
-                status=self._status,
-                start_time=self._start_time,
-                end_time=self._end_time,
-                instrumentation_info=tracer.instrumentation_info,
-                instrumentation_scope=tracer._instrumentation_scope,
-            )
+        recorder = self._recorder
+        tracer = recorder.tracer
+        readable = ReadableSpan(
+            name=self._name,
+            context=self._context,
+            parent=self._parent,
+            resource=tracer.resource,
+            attributes=self._attributes,
+            kind=self._kind,
+            status=self._status,
+            start_time=self._start_time,
+            end_time=self._end_time,
+            instrumentation_info=tracer.instrumentation_info,
+            instrumentation_scope=tracer._instrumentation_scope,
         )
+        processor = recorder.processor
+        if processor._span_processors is recorder.checked:
+            # The processors as checked (none added since): their on_end without the calls
+            # in between (the span is sampled, as every recorded one is).
+            for on_end in recorder.on_ends:
+                on_end(readable)
+        else:
+            processor.on_end(readable)
 
     def add_event(
         self,
