@@ -5,8 +5,9 @@ required regex-checked query parameter and a small JSON object in answer -- is s
 ways, each by its own server process (one process, no workers) pinned to the same CPU:
 
     authgate         an authgate operation (attrs response, cattrs), tracing disabled
-    authgate-traced  the same app with the tracing middleware on an SDK TracerProvider whose
-                     span processor hands spans to an exporter that drops them
+    authgate-traced  the same app traced as `authgate serve` traces it (Api.app's tracer) by an
+                     SDK TracerProvider whose span processor hands spans to an exporter that
+                     drops them
     raw-aiohttp      a plain aiohttp handler doing the same checks by hand, json.dumps of a dict
     authgate-asyncio authgate on asyncio's own loop (what rest.event_loop: asyncio serves on)
     fastapi-h11      FastAPI on uvicorn with h11 and asyncio's loop (issue 2's row)
@@ -95,7 +96,7 @@ def authgate_app(traced: bool) -> Any:
     from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 
     from authgate.entrypoints.rest import Api, Call, path, pattern, query, required
-    from authgate.entrypoints.rest.tracing import make_tracer_provider, tracing_middleware
+    from authgate.entrypoints.rest.tracing import make_tracer_provider
 
     api = Api("bench", "1.0.0")
 
@@ -108,7 +109,7 @@ def authgate_app(traced: bool) -> Any:
     async def get_item(call: Call[None]) -> Item:
         return _item(call.path["id"], call.query["view"][0])
 
-    middlewares = []
+    tracer = None
     if traced:
 
         class DroppingExporter(SpanExporter):
@@ -120,8 +121,8 @@ def authgate_app(traced: bool) -> Any:
         # The same wiring as authgate.entrypoints.rest.server.build_app, with the exporter given.
         provider = make_tracer_provider("authgate-bench", exporter=DroppingExporter())
         trace.set_tracer_provider(provider)
-        middlewares.append(tracing_middleware(provider.get_tracer("authgate")))
-    return api.app(middlewares=middlewares)
+        tracer = provider.get_tracer("authgate")
+    return api.app(tracer=tracer)
 
 
 def raw_aiohttp_app() -> Any:

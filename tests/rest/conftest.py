@@ -16,13 +16,14 @@ Serve = Callable[..., Awaitable[TestClient[web.Request, web.Application]]]
 
 @pytest.fixture
 def serve(aiohttp_client: Any) -> Serve:
-    """``await serve(api)``: a test client talking HTTP to ``api.app()``."""
+    """``await serve(api)``: a test client talking HTTP to ``api.app()`` (given the
+    ``middlewares`` and ``tracer``, if any)."""
 
     async def start(
-        api: Api, *, middlewares: Iterable[Any] = ()
+        api: Api, *, middlewares: Iterable[Any] = (), tracer: Any = None
     ) -> TestClient[web.Request, web.Application]:
         client: TestClient[web.Request, web.Application] = await aiohttp_client(
-            api.app(middlewares=middlewares)
+            api.app(middlewares=middlewares, tracer=tracer)
         )
         return client
 

@@ -78,15 +78,18 @@ async def test_exception_is_500_generic_with_detail_in_the_log(
     assert "hunter2" in str(record.exc_info[1])
 
 
+@pytest.mark.parametrize("folded", [True, False], ids=["folded", "middleware"])
 async def test_trace_id_of_a_500_goes_to_the_log_not_the_body(
-    serve: Serve, caplog: pytest.LogCaptureFixture
+    serve: Serve, caplog: pytest.LogCaptureFixture, folded: bool
 ) -> None:
     exporter = InMemorySpanExporter()
     provider = TracerProvider()
     provider.add_span_processor(SimpleSpanProcessor(exporter))
-    client = await serve(
-        failing_api(), middlewares=[tracing_middleware(provider.get_tracer("test"))]
-    )
+    tracer = provider.get_tracer("test")
+    if folded:  # the span in the application's own dispatch, as `authgate serve` has it
+        client = await serve(failing_api(), tracer=tracer)
+    else:
+        client = await serve(failing_api(), middlewares=[tracing_middleware(tracer)])
     with caplog.at_level(logging.ERROR, logger="authgate.rest"):
         resp = await client.get("/boom/7")
     assert resp.status == 500

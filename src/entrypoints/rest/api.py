@@ -14,6 +14,7 @@ from typing import Any
 import attrs
 import cattrs
 from aiohttp import web
+from opentelemetry import trace
 
 from .application import FAST_PATH, RestApplication
 from .call import Handler
@@ -25,6 +26,7 @@ from .operation import Invoker, Operation
 from .params import Location, Param, header, pattern, required
 from .routing import add_routes
 from .security import SecurityScheme
+from .tracing import tracing_middleware
 from .wire import make_converter
 
 API_VERSION_HEADER = header("API-Version", required, pattern(r"^v\d+$"))
@@ -150,13 +152,20 @@ class Api:
         return document(self.title, self.version, self.operations)
 
     def app(
-        self, *, middlewares: Iterable[Any] = (), client_max_size: int | None = None
+        self,
+        *,
+        middlewares: Iterable[Any] = (),
+        client_max_size: int | None = None,
+        tracer: trace.Tracer | None = None,
     ) -> web.Application:
         """A fresh aiohttp application serving the operations and the built-in endpoints.
 
-        ``middlewares`` run outside the error handling (tracing goes there). No answer of
-        the application carries a ``Server`` header, and every failure (an exception, a router
-        error, routes added later included) is answered as JSON (:mod:`.application`).
+        ``middlewares`` run outside the error handling. ``tracer``: a server span around each
+        request (:mod:`.tracing`), outside the error handling and any ``middlewares``; without
+        ``middlewares``, in the application's own dispatch rather than as a middleware. No
+        answer of the application carries a ``Server`` header, and every failure (an
+        exception, a router error, routes added later included) is answered as JSON
+        (:mod:`.application`).
         """
         cors_paths: dict[str, tuple[Cors, list[str]]] = {}
         for op in self.operations:
@@ -168,11 +177,15 @@ class Api:
             # The error handling and the Server header in the two places aiohttp passes through
             # once per request anyway, not as a middleware and a signal (.application).
             app = RestApplication(
-                middlewares=tuple(middlewares), cors=bool(cors_paths), client_max_size=max_size
+                middlewares=tuple(middlewares),
+                cors=bool(cors_paths),
+                client_max_size=max_size,
+                tracer=tracer,
             )
         else:  # an aiohttp whose internals differ (tests force it too): the public means
+            tracing = [tracing_middleware(tracer)] if tracer is not None else []
             app = web.Application(
-                middlewares=[*middlewares, error_middleware], client_max_size=max_size
+                middlewares=[*tracing, *middlewares, error_middleware], client_max_size=max_size
             )
             # aiohttp names its own and Python's exact versions in a Server header: a free
             # lookup of known vulnerabilities for whoever scans the service. Every response the

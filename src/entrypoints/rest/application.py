@@ -15,21 +15,27 @@ two places aiohttp already passes through once per request:
 * its ``_handle`` (what aiohttp's server calls with each request: routing, then the handler)
   runs inside the error handling, as the innermost middleware did: the middleware's own code
   (:func:`~.errors.error_handler`, with the hooks of :func:`install_request_hooks` folded in),
-  with aiohttp's own ``_handle`` as the handler;
+  with aiohttp's own ``_handle`` as the handler; with a tracer, that runs inside the server
+  span (:func:`~.tracing.traced_dispatch`), as under the tracing middleware: the span records
+  the final status, the error handling's answer included, and gets its name and route as
+  aiohttp's routing sets the request's ``_match_info`` (a descriptor of its class), before the
+  handler runs, as the middleware had them;
 * its requests are of a subclass whose ``_prepare_hook`` (what every response, including
   aiohttp's own and those a handler prepares itself, awaits between filling in its default
   headers and writing them) drops ``Server`` and, for the operations that opted into CORS, adds
   the CORS headers, then lets ``on_response_prepare`` receivers run if anyone added some.
 
 Both are aiohttp internals (``Application._handle``, ``Application._make_request`` and its
-``_cls`` parameter, ``Request._prepare_hook``), long-standing but not public: when
-they are not as expected (:data:`FAST_PATH` False), :meth:`Api.app` builds a plain application
-with the error middleware and a signal receiver instead, with the same answers. The tests
-assert both the answers and that the fast path is in use.
+``_cls`` parameter, ``Request._prepare_hook``, ``Request._match_info``), long-standing but not
+public: when they are not as expected (:data:`FAST_PATH` False), :meth:`Api.app` builds a plain
+application with the error middleware, a signal receiver and the tracing middleware instead,
+with the same answers and spans. The tests assert both the answers and that the fast path is in
+use.
 
-Middlewares given to :meth:`Api.app` (tracing) run outside the error handling, as they always
-have: the application then keeps the error middleware as the innermost one, and only the
-``Server`` header takes the fast path.
+Middlewares given to :meth:`Api.app` run outside the error handling, as they always have: the
+application then keeps the error middleware as the innermost one (and the tracing middleware,
+:func:`~.tracing.tracing_middleware`, outermost when there is a tracer), and only the ``Server``
+header takes the fast path.
 """
 
 from __future__ import annotations
@@ -41,9 +47,12 @@ from types import FunctionType, MethodType
 
 from aiohttp import web
 from aiohttp.typedefs import Middleware
+from aiohttp.web_urldispatcher import UrlMappingMatchInfo
+from opentelemetry import trace
 
 from .cors import add_cors
 from .errors import AfterSuccess, RecordRequest, error_handler, error_middleware
+from .tracing import SPAN_ATTRIBUTE, routed, traced_dispatch, tracing_middleware
 
 
 def _internals_as_expected() -> bool:
@@ -72,9 +81,14 @@ _SERVER = "Server"
 class _Request(web.Request):
     """A request whose answers, every one, leave without ``Server``."""
 
+    ATTRS = web.Request.ATTRS | frozenset({SPAN_ATTRIBUTE, "_rest_match_info"})
+
     # Set per application on a subclass (_request_class), read per response.
     _rest_cors = False  # add the CORS headers of an operation that opted into CORS
     _rest_signals = True  # on_response_prepare receivers to run
+    # Per request, of a traced application's: its server span until routed, its match info.
+    _rest_span = None
+    _rest_match_info: UrlMappingMatchInfo | None = None
 
     async def _prepare_hook(self, response: web.StreamResponse) -> None:
         # Called by aiohttp after it filled in the default headers, before writing them.
@@ -85,15 +99,37 @@ class _Request(web.Request):
             await super()._prepare_hook(response)
 
 
-_REQUEST_CLASSES: dict[tuple[bool, bool], type[_Request]] = {}
+class _MatchInfo:
+    """The ``_match_info`` of a traced application's requests, which aiohttp's ``_handle`` sets
+    once it has routed the request, before the handler: the request's server span gets its
+    name and route then (:func:`~.tracing.routed`), as the tracing middleware had them."""
+
+    def __get__(self, request: _Request | None, owner: object = None) -> object:
+        if request is None:
+            return self
+        return request._rest_match_info
+
+    def __set__(self, request: _Request, match_info: UrlMappingMatchInfo) -> None:
+        request._rest_match_info = match_info
+        routed(request, match_info)
 
 
-def _request_class(cors: bool, signals: bool) -> type[_Request]:
-    found = _REQUEST_CLASSES.get((cors, signals))
+_REQUEST_CLASSES: dict[tuple[bool, bool, bool], type[_Request]] = {}
+
+
+def _request_class(cors: bool, signals: bool, traced: bool = False) -> type[_Request]:
+    found = _REQUEST_CLASSES.get((cors, signals, traced))
     if found is None:
-        attributes = {"_rest_cors": cors, "_rest_signals": signals, "__module__": __name__}
-        found = type(f"Request_{int(cors)}{int(signals)}", (_Request,), attributes)
-        _REQUEST_CLASSES[(cors, signals)] = found
+        attributes: dict[str, object] = {
+            "_rest_cors": cors,
+            "_rest_signals": signals,
+            "__module__": __name__,
+        }
+        if traced:
+            attributes["_match_info"] = _MatchInfo()
+        name = f"Request_{int(cors)}{int(signals)}{int(traced)}"
+        found = type(name, (_Request,), attributes)
+        _REQUEST_CLASSES[(cors, signals, traced)] = found
     return found
 
 
@@ -122,18 +158,29 @@ with warnings.catch_warnings():
         Use it as any application (routes added later, files, pages are covered too), served
         as the root one (aiohttp calls the root's ``_handle``); build it through
         :meth:`~.api.Api.app`. Middlewares appended to it later run inside the error handling.
+        With ``tracer`` (and no ``middlewares``), every request is in a server span, outside
+        the error handling, again without a middleware.
         """
 
         ATTRS = web.Application.ATTRS | frozenset(
-            {"_rest_guarded", "_rest_after", "_rest_record", "_rest_cors"}
+            {"_rest_guarded", "_rest_after", "_rest_record", "_rest_cors", "_rest_tracer"}
             | {"_handle", "_make_request"}
         )
 
         def __init__(
-            self, *, middlewares: tuple[Middleware, ...], cors: bool, client_max_size: int
+            self,
+            *,
+            middlewares: tuple[Middleware, ...],
+            cors: bool,
+            client_max_size: int,
+            tracer: trace.Tracer | None = None,
         ) -> None:
-            # With middlewares of the caller's (tracing), the error handling stays the
-            # innermost middleware so that they see its answers, as they always have.
+            # With middlewares of the caller's, the error handling stays the innermost
+            # middleware so that they see its answers, as they always have; tracing, the
+            # outermost one.
+            if middlewares and tracer is not None:
+                middlewares = (tracing_middleware(tracer), *middlewares)
+                tracer = None
             super().__init__(
                 middlewares=(*middlewares, error_middleware) if middlewares else (),
                 client_max_size=client_max_size,
@@ -142,6 +189,7 @@ with warnings.catch_warnings():
             self._rest_after: AfterSuccess | None = None
             self._rest_record: RecordRequest | None = None
             self._rest_cors = cors
+            self._rest_tracer = tracer
 
         def set_hooks(
             self, *, after: AfterSuccess | None = None, record: RecordRequest | None = None
@@ -164,16 +212,20 @@ with warnings.catch_warnings():
             # Bound as attributes, not overriding methods: a method calling aiohttp's would be
             # one Python call more per request for each (about 1 % of its instructions).
             if self._rest_guarded:
-                self._handle = error_handler(  # type: ignore[method-assign,assignment]
+                handle = error_handler(
                     super()._handle, after=self._rest_after, record=self._rest_record
                 )
+                if self._rest_tracer is not None:
+                    handle = traced_dispatch(handle, self._rest_tracer)
+                self._handle = handle  # type: ignore[method-assign,assignment]
             # on_response_prepare is frozen now: its receivers (of this application or of a
             # sub-application) are known once for all.
             signals = bool(self.on_response_prepare) or any(
                 isinstance(r, web.PrefixedSubAppResource) for r in self.router.resources()
             )
+            traced = self._rest_guarded and self._rest_tracer is not None
             self._make_request = _request_factory(  # type: ignore[method-assign]
-                self, _request_class(self._rest_cors, signals)
+                self, _request_class(self._rest_cors, signals, traced)
             )
 
 

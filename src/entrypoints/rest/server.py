@@ -17,7 +17,7 @@ from opentelemetry import trace
 from .accesslog import AccessLogger, access_logger_class, install_service_handler
 from .api import Api
 from .eventloop import EventLoop, default_event_loop, new_event_loop, running_loop_name
-from .tracing import make_tracer_provider, tracing_middleware
+from .tracing import make_tracer_provider
 
 log = logging.getLogger("authgate")
 
@@ -68,13 +68,14 @@ def configure_logging(level: int = logging.INFO) -> None:
 
 
 def build_app(api: Api, settings: ServerSettings) -> web.Application:
-    """The aiohttp application of an API, with tracing when ``settings.tracing``."""
-    middlewares = []
+    """The aiohttp application of an API, with tracing when ``settings.tracing`` (in the
+    application's own dispatch, not a middleware: :meth:`Api.app`)."""
+    tracer = None
     if settings.tracing:
         provider = make_tracer_provider(settings.service_name)
         trace.set_tracer_provider(provider)
-        middlewares.append(tracing_middleware(provider.get_tracer("authgate")))
-    return api.app(middlewares=middlewares)
+        tracer = provider.get_tracer("authgate")
+    return api.app(tracer=tracer)
 
 
 def serve(

@@ -1,4 +1,6 @@
-"""Per-request OpenTelemetry server spans, by a lean middleware of our own.
+"""Per-request OpenTelemetry server spans, by lean code of our own: folded into the
+application's own dispatch (:func:`traced_dispatch`, what :meth:`~.api.Api.app` does with a
+``tracer``), or a middleware (:func:`tracing_middleware`) where it cannot be.
 
 One span per request named ``METHOD /route/{template}`` (the matched route's shape, never the
 concrete path), the W3C ``traceparent`` of the caller honoured, the status and route recorded.
@@ -6,10 +8,10 @@ The query string, headers, cookies and bodies are never recorded: they carry cod
 credentials.
 
 The contrib aiohttp-server instrumentation was measured to halve throughput even with the SDK
-off; this middleware costs one span and a handful of attributes (see docs/benchmarks.md).
+off; this costs one span and a handful of attributes (see docs/benchmarks.md).
 
 The span itself: the SDK's ``Tracer.start_span`` and ``Span`` cost about ten times the rest of
-the middleware (issue 13, docs/benchmarks.md): a sampler call chain, a lock, attribute
+the tracing code (issue 13, docs/benchmarks.md): a sampler call chain, a lock, attribute
 validation into a ``BoundedAttributes`` and two ``BoundedList`` per span, for attributes we make
 ourselves (valid strings and an int) and events and links a server span never has. When the
 tracer is an SDK tracer configured the way this reproduces exactly -- every root span sampled
@@ -28,12 +30,18 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Awaitable, Callable, Mapping
+from contextvars import ContextVar
 from time import time_ns
 from types import TracebackType
 
 from aiohttp import web
+from aiohttp.typedefs import Middleware
+from aiohttp.web_urldispatcher import UrlMappingMatchInfo
 from opentelemetry import context, propagate, trace
+from opentelemetry.baggage.propagation import W3CBaggagePropagator
 from opentelemetry.context import Context
+from opentelemetry.context.contextvars_context import ContextVarsRuntimeContext
+from opentelemetry.propagators.composite import CompositePropagator
 from opentelemetry.sdk import trace as sdk_trace
 from opentelemetry.sdk.resources import SERVICE_NAME, Resource
 from opentelemetry.sdk.trace import ReadableSpan, SynchronousMultiSpanProcessor, TracerProvider
@@ -44,14 +52,11 @@ from opentelemetry.sdk.trace.export import (
 )
 from opentelemetry.sdk.trace.sampling import ALWAYS_ON, ParentBased
 from opentelemetry.trace import SpanContext, SpanKind, Status, StatusCode, TraceFlags
+from opentelemetry.trace.propagation import _SPAN_KEY
+from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 from opentelemetry.util import types
 
 log = logging.getLogger(__name__)
-
-Middleware = Callable[
-    [web.Request, Callable[[web.Request], Awaitable[web.StreamResponse]]],
-    Awaitable[web.StreamResponse],
-]
 
 
 def make_tracer_provider(service_name: str, exporter: SpanExporter | None = None) -> TracerProvider:
@@ -67,10 +72,14 @@ def make_tracer_provider(service_name: str, exporter: SpanExporter | None = None
 
 
 def tracing_middleware(tracer: trace.Tracer) -> Middleware:
-    """A middleware that wraps every request in a server span."""
+    """A middleware that wraps every request in a server span.
+
+    What :meth:`~.api.Api.app` uses when it cannot fold the span into the application's own
+    dispatch (:func:`traced_dispatch`): other middlewares given, or aiohttp's internals not as
+    expected. The span starts after the routing, with its name and route."""
     recorder = _SpanRecorder.of(tracer)
     start_span = recorder.start_span if recorder is not None else tracer.start_span
-    extract = propagate.extract
+    extract = _extractor()
     attach, detach = context.attach, context.detach
     with_span = trace.set_span_in_context
     server = SpanKind.SERVER
@@ -118,6 +127,161 @@ def tracing_middleware(tracer: trace.Tracer) -> Middleware:
     return trace_request
 
 
+Dispatch = Callable[[web.Request], Awaitable[web.StreamResponse]]
+
+
+def traced_dispatch(dispatch: Dispatch, tracer: trace.Tracer) -> Dispatch:
+    """``dispatch`` (an application's routing, error handling and handlers) inside a server
+    span: the span of :func:`tracing_middleware`, without a middleware (issue 13: a middleware
+    costs aiohttp's whole middleware machinery per request, :mod:`.application`).
+
+    The span wraps the routing too, so it starts before the route is known: named by the method
+    alone, with the method, path and scheme. The application's request hands the route to
+    :func:`routed` as soon as aiohttp's routing has it, before any handler runs: the span is
+    then renamed ``METHOD /route/{template}`` and given ``http.route`` (when a route matched;
+    should that hand-over not happen, at the end, from the request's match). What the span
+    processors and exporters see is the middleware's span: the same name, attributes in the
+    same order (a handler's own after the route), status, kind, parent and context. Only a
+    sampler of one's own (not the default ``ParentBased(ALWAYS_ON)``, whose spans are recorded
+    here) sees a difference: it is asked at the start, with the method alone as the name and no
+    ``http.route`` among the attributes; the SDK's span it samples is then renamed and given
+    the route (``update_name``, ``set_attribute``) as the recorded one is."""
+    recorder = _SpanRecorder.of(tracer)
+    start_span = recorder.start_span if recorder is not None else tracer.start_span
+    extract = _extractor()
+    attach, detach = context.attach, context.detach
+    with_span = trace.set_span_in_context
+    server = SpanKind.SERVER
+    error = Status(StatusCode.ERROR)
+    runtime = context._RUNTIME_CONTEXT
+    runtime_var = _context_var(runtime)
+
+    async def trace_request(request: web.Request) -> web.StreamResponse:
+        method = request.method
+        attributes: dict[str, types.AttributeValue] = {
+            "http.request.method": method,
+            "url.path": request.path,
+            "url.scheme": request.scheme,
+        }
+        span = start_span(
+            method,
+            context=extract(request.headers),
+            kind=server,
+            attributes=attributes,
+            record_exception=False,
+            set_status_on_exception=False,
+        )
+        # An attribute of the request (its class declares it), read once by routed.
+        request._rest_span = span
+        # attach(set_span_in_context(span)): with OpenTelemetry's own runtime context (the
+        # default), the same new Context set in its ContextVar, without eight Python calls.
+        var = runtime_var if context._RUNTIME_CONTEXT is runtime else None
+        if var is not None:
+            values = var.get().copy()
+            values[_SPAN_KEY] = span
+            token = var.set(Context(values))
+        else:
+            token = attach(with_span(span))
+        status = 0  # none: an exception that is not an HTTP answer escaped
+        try:
+            response = await dispatch(request)
+            status = response.status
+            return response
+        except web.HTTPException as e:
+            status = e.status
+            raise
+        finally:
+            if var is not None:
+                try:  # what detach does
+                    var.reset(token)
+                except Exception:
+                    _context_log.exception("Failed to detach context")
+            else:
+                detach(token)
+            if request._rest_span is not None:  # type: ignore[attr-defined]
+                routed(request, request._match_info)
+            if status:
+                span.set_attribute("http.response.status_code", status)
+                if status >= 500:
+                    span.set_status(error)
+            else:
+                span.set_status(error)
+            span.end()
+
+    return trace_request
+
+
+_context_log = logging.getLogger(context.__name__)  # where detach logs
+
+
+def _context_var(runtime: object) -> ContextVar[Context] | None:
+    """The ContextVar of OpenTelemetry's own runtime context (``OTEL_PYTHON_CONTEXT`` unset or
+    ``contextvars_context``): ``get_current``, ``attach`` and ``detach`` are its ``get``,
+    ``set`` and ``reset``. None for another runtime context."""
+    if type(runtime) is not ContextVarsRuntimeContext:
+        return None
+    var = getattr(runtime, "_current_context", None)
+    return var if isinstance(var, ContextVar) else None
+
+
+SPAN_ATTRIBUTE = "_rest_span"
+"""The attribute of a request :func:`traced_dispatch` keeps its server span in until
+:func:`routed` names it (None then): the class of the requests it handles declares it, None by
+default (and among its ``ATTRS``, which aiohttp's debug mode checks)."""
+
+
+def routed(request: web.Request, match_info: UrlMappingMatchInfo | None) -> None:
+    """What a request of a traced application calls once aiohttp's routing has matched it (or
+    not): its server span (:func:`traced_dispatch`) gets its name and route."""
+    span: trace.Span | None = request._rest_span  # type: ignore[attr-defined]
+    if span is not None:
+        request._rest_span = None
+        resource = match_info.route.resource if match_info is not None else None
+        if resource is not None:
+            route = resource.canonical
+            span.update_name(f"{request.method} {route}")
+            span.set_attribute("http.route", route)
+
+
+def _extractor() -> Callable[[Mapping[str, str]], Context]:
+    """``propagate.extract``: the caller's context from a request's headers, as the global
+    propagator reads it. With the default propagator (W3C trace context, then baggage) and
+    neither a ``traceparent`` nor a ``baggage`` header, the answer is known without asking it
+    (an empty context, what its trace-context part starts from); any other propagator (set
+    with ``OTEL_PROPAGATORS`` or ``propagate.set_global_textmap``), or either header present,
+    and it is asked."""
+    extract = propagate.extract
+    get_global_textmap = propagate.get_global_textmap
+    checked: list[object] = [None, False]  # the propagator last seen, whether it is the default
+
+    def extract_context(headers: Mapping[str, str]) -> Context:
+        propagator = get_global_textmap()
+        if propagator is not checked[0]:
+            checked[:] = [propagator, _is_default_propagator(propagator)]
+        if checked[1] and _TRACEPARENT not in headers and _BAGGAGE not in headers:
+            return Context()
+        return extract(headers)
+
+    return extract_context
+
+
+_TRACEPARENT = "traceparent"
+_BAGGAGE = "baggage"
+
+
+def _is_default_propagator(propagator: object) -> bool:
+    """Whether ``propagator`` is the default one, or trace context alone: what reads nothing
+    but ``traceparent`` (then ``tracestate``) and ``baggage`` and, with neither, returns a new
+    empty context."""
+    parts = getattr(propagator, "_propagators", None)
+    return (
+        type(propagator) is CompositePropagator
+        and isinstance(parts, list | tuple)
+        and [type(p) for p in parts]
+        in ([TraceContextTextMapPropagator, W3CBaggagePropagator], [TraceContextTextMapPropagator])
+    )
+
+
 def _record_status(span: trace.Span, status: int) -> None:
     span.set_attribute("http.response.status_code", status)
     if status >= 500:
@@ -125,6 +289,24 @@ def _record_status(span: trace.Span, status: int) -> None:
 
 
 # -- the SDK's span, without what a server span does not use ------------------------------------
+
+
+def _current_span_value() -> object:
+    """The span of the current context (or whatever is there under its key)."""
+    return context.get_current().get(_SPAN_KEY)
+
+
+def _on_end_of(
+    processor: BatchSpanProcessor | SimpleSpanProcessor,
+) -> Callable[[ReadableSpan], object]:
+    """``processor.on_end`` for a sampled span: the batch processor's is its queue's ``emit``
+    (after checking the span is sampled), the simple one's itself."""
+    batch = getattr(processor, "_batch_processor", None)
+    emit = getattr(batch, "emit", None)
+    if type(processor) is BatchSpanProcessor and callable(emit):
+        return emit  # type: ignore[no-any-return]
+    return processor.on_end
+
 
 _END_ONLY_PROCESSORS = (BatchSpanProcessor, SimpleSpanProcessor)
 """Span processors whose ``on_start`` and ``_on_ending`` do nothing: they see a span only as the
@@ -144,6 +326,8 @@ class _SpanRecorder:
         self.processor = processor
         self.checked: tuple[object, ...] | None = None
         self.max_attributes: int | None = None
+        # What each of the checked processors' on_end amounts to for a sampled span.
+        self.on_ends: tuple[Callable[[ReadableSpan], object], ...] = ()
 
     @classmethod
     def of(cls, tracer: trace.Tracer) -> _SpanRecorder | None:
@@ -180,6 +364,8 @@ class _SpanRecorder:
                 type(p) in _END_ONLY_PROCESSORS for p in processors
             )
             self.checked = processors if ok else None
+            if ok:
+                self.on_ends = tuple(_on_end_of(p) for p in processors)  # type: ignore[arg-type]
             return ok
         return True
 
@@ -194,7 +380,10 @@ class _SpanRecorder:
     ) -> trace.Span:
         tracer = self.tracer
         attributes = attributes if attributes is not None else {}
-        parent: SpanContext | None = trace.get_current_span(context).get_span_context()
+        # trace.get_current_span(context).get_span_context(), two Python calls fewer: a
+        # context without a span has the invalid span's context, as good as none here.
+        current = context.get(_SPAN_KEY) if context is not None else _current_span_value()
+        parent = current.get_span_context() if isinstance(current, trace.Span) else None
         if (
             not self._reproducible()
             or (parent is not None and parent.is_valid and not parent.trace_flags.sampled)
@@ -322,22 +511,29 @@ class _RecordedSpan(trace.Span):
             log.warning("Calling end() on an ended span.")
             return
         self._end_time = end_time if end_time is not None else time_ns()
-        tracer = self._recorder.tracer
-        self._recorder.processor.on_end(
-            ReadableSpan(
-                name=self._name,
-                context=self._context,
-                parent=self._parent,
-                resource=tracer.resource,
-                attributes=self._attributes,
-                kind=self._kind,
-                status=self._status,
-                start_time=self._start_time,
-                end_time=self._end_time,
-                instrumentation_info=tracer.instrumentation_info,
-                instrumentation_scope=tracer._instrumentation_scope,
-            )
+        recorder = self._recorder
+        tracer = recorder.tracer
+        readable = ReadableSpan(
+            name=self._name,
+            context=self._context,
+            parent=self._parent,
+            resource=tracer.resource,
+            attributes=self._attributes,
+            kind=self._kind,
+            status=self._status,
+            start_time=self._start_time,
+            end_time=self._end_time,
+            instrumentation_info=tracer.instrumentation_info,
+            instrumentation_scope=tracer._instrumentation_scope,
         )
+        processor = recorder.processor
+        if processor._span_processors is recorder.checked:
+            # The processors as checked (none added since): their on_end without the calls
+            # in between (the span is sampled, as every recorded one is).
+            for on_end in recorder.on_ends:
+                on_end(readable)
+        else:
+            processor.on_end(readable)
 
     def add_event(
         self,
@@ -351,7 +547,10 @@ class _RecordedSpan(trace.Span):
         self._sdk().add_link(context, attributes)
 
     def update_name(self, name: str) -> None:
-        self._sdk().update_name(name)
+        if self._sdk_span is None and self._end_time is None:
+            self._name = name  # what the SDK's span does (its processors see it at the end)
+        else:
+            self._sdk().update_name(name)
 
     def record_exception(
         self,
