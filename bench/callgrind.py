@@ -41,10 +41,16 @@ async def instructions_per_request(
     control("-d", str(pid))
     if result.errors:
         raise RuntimeError(f"{kind}: {result.errors} errors, first: {result.first_error}")
+    instructions = await dumped_instructions(out, pid)
+    return {"requests": result.count, "instructions_per_request": instructions // result.count}
+
+
+async def dumped_instructions(out: Path, pid: int, wait_seconds: float = 60.0) -> int:
+    """The instruction total of the first dump (``{out}.{pid}.1``) of ``callgrind_control -d``,
+    once valgrind has written it."""
     dump = Path(f"{out}.{pid}.1")
-    for _ in range(150):
+    for _ in range(int(wait_seconds / 0.2)):
         if written(dump):
             break
         await asyncio.sleep(0.2)
-    instructions = total_instructions(dump)
-    return {"requests": result.count, "instructions_per_request": instructions // result.count}
+    return total_instructions(dump)

@@ -37,7 +37,7 @@ from typing import Any
 if __package__ in (None, ""):  # run as a script: make the repository importable
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.callgrind import VALGRIND, control, total_instructions, written
+from bench.callgrind import VALGRIND, control, dumped_instructions
 from bench.harness import (
     ServiceProcess,
     SignInDriver,
@@ -114,12 +114,8 @@ async def count(
                 k: workload.recorder.counts.get(k, 0) - before.get(k, 0)
                 for k in ("sign_in_register", "sign_in_login")
             }
-            dump = Path(f"{out}.{server.pid}.1")
-            for _ in range(300):
-                if written(dump):
-                    break
-                await asyncio.sleep(0.2)
-            instructions = total_instructions(dump)
+            instructions = await dumped_instructions(out, server.pid)
+            dump = f"{out}.{server.pid}.1"
     if keep:
         print(f"{kind} {phase}: {dump}", file=sys.stderr)
     else:
