@@ -193,3 +193,25 @@ async def test_close_waits_for_leases_then_refuses_new_ones(
     await asyncio.wait_for(asyncio.gather(holder, closing), 5)
     assert pool.get_size() == 0
     assert await _backends(empty_postgres_url) == 0
+
+
+async def test_a_lease_waiting_when_the_pool_closes_is_refused(empty_postgres_url: str) -> None:
+    pool = Pool(_connect(empty_postgres_url), min_size=0, max_size=1)
+    released = asyncio.Event()
+
+    async def hold() -> None:
+        async with pool.acquire():
+            await released.wait()
+
+    holder = asyncio.create_task(hold())
+    await asyncio.sleep(0.05)
+    waiter = asyncio.create_task(pool.fetchval("SELECT 1"))  # waits for the one place
+    await asyncio.sleep(0.01)
+    closing = asyncio.create_task(pool.close())
+    await asyncio.sleep(0.01)
+    released.set()
+    await asyncio.wait_for(asyncio.gather(holder, closing), 5)
+    with pytest.raises(asyncpg.InterfaceError):
+        await waiter
+    assert pool.get_size() == 0
+    assert await _backends(empty_postgres_url) == 0

@@ -83,6 +83,8 @@ class Pool:
             raise asyncpg.InterfaceError("the connection pool is closing")
         await self._permits.acquire()
         try:
+            if self._closing:  # it began closing while this lease waited its turn
+                raise asyncpg.InterfaceError("the connection pool is closing")
             idle = self._idle
             while idle:
                 conn = idle.pop()[0]
