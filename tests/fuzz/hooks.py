@@ -14,14 +14,38 @@ Environment (set by tests/fuzz/test_schemathesis.py):
 
 from __future__ import annotations
 
+import ast
 import asyncio
 import concurrent.futures
+import functools
 import os
+import threading
 from typing import Any
 
 import schemathesis
 
 from bench.harness import mint_session
+
+
+def _one_parse_at_a_time() -> None:
+    """CPython 3.11 keeps the recursion depth of the AST converter in interpreter-wide state,
+    so two threads in ``ast.parse`` at once can fail with ``SystemError: AST constructor
+    recursion depth mismatch`` (python/cpython#106905). Schemathesis' two workers reach it
+    when hypothesis describes a lambda of a strategy (it parses the lambda's source): seen
+    once in a CI run whose 1,179 cases had all passed. The lock, in this tool's process only,
+    leaves one parse at a time."""
+    parse = ast.parse
+    lock = threading.Lock()
+
+    @functools.wraps(parse)
+    def parse_alone(*args: Any, **kwargs: Any) -> Any:
+        with lock:
+            return parse(*args, **kwargs)
+
+    ast.parse = parse_alone
+
+
+_one_parse_at_a_time()
 
 
 @schemathesis.auth(refresh_interval=5)
