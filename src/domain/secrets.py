@@ -5,12 +5,24 @@ from __future__ import annotations
 import base64
 import hashlib
 import hmac
-import secrets
+import os
 
 
 def new_secret(nbytes: int = 32) -> str:
-    """A URL-safe random value (``nbytes`` of entropy: 32 bytes is 256 bits)."""
-    return secrets.token_urlsafe(nbytes)
+    """A URL-safe random value (``nbytes`` of entropy: 32 bytes is 256 bits).
+
+    What ``secrets.token_urlsafe`` returns, from the same source (``os.urandom``), without its
+    three Python calls in between: a sign-in draws four of these."""
+    return base64.urlsafe_b64encode(os.urandom(nbytes)).rstrip(b"=").decode("ascii")
+
+
+def random_uuid_hex() -> str:
+    """``uuid.uuid4().hex``: 122 random bits from ``os.urandom`` with the version (4) and
+    variant (RFC 4122) bits set, as 32 hex digits, without building a ``UUID``."""
+    raw = bytearray(os.urandom(16))
+    raw[6] = (raw[6] & 0x0F) | 0x40
+    raw[8] = (raw[8] & 0x3F) | 0x80
+    return raw.hex()
 
 
 def pkce_challenge(verifier: str) -> str:

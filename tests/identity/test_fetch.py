@@ -22,6 +22,7 @@ from cryptography.x509.oid import NameOID
 from hypothesis import given
 from hypothesis import strategies as st
 
+from authgate.adapters.identity import fetch
 from authgate.adapters.identity.fetch import (
     FetchError,
     form_encode,
@@ -140,6 +141,20 @@ def test_the_form_is_what_urlencode_gives(data: dict[str, str]) -> None:
 )
 def test_the_query_is_what_urlencode_with_quote_gives(pairs: list[tuple[str, str]]) -> None:
     assert query_encode(pairs) == urlencode(pairs, quote_via=quote)
+
+
+def test_quoted_values_are_remembered_within_a_bound() -> None:
+    # The same configured value (a redirect URI) is quoted once and taken again; values a
+    # caller chose cannot grow the table without bound, and each is still quoted right.
+    redirect = "https://app.example/v1/auth/google/callback"
+    first = form_encode({"redirect_uri": redirect})
+    assert form_encode({"redirect_uri": redirect}) == first == urlencode({"redirect_uri": redirect})
+    for i in range(1000):
+        value = f"a b/{i}"
+        assert form_encode({"v": value}) == urlencode({"v": value})
+        assert query_encode([("v", value)]) == urlencode([("v", value)], quote_via=quote)
+    assert len(fetch._QUOTED_PLUS) <= fetch._CACHED_MAX
+    assert len(fetch._QUOTED) <= fetch._CACHED_MAX
 
 
 async def test_the_form_arrives_as_sent(

@@ -292,3 +292,21 @@ def test_open_redirects_are_ignored(value: str) -> None:
 def test_same_origin_return_to_is_kept() -> None:
     assert safe_return_to("/a?b=1", APP) == f"{APP}/a?b=1"
     assert safe_return_to(f"{APP}/x", APP) == f"{APP}/x"
+
+
+def test_random_values_have_the_standard_forms() -> None:
+    import re
+    import uuid
+
+    from authgate.domain.secrets import new_secret, random_uuid_hex
+
+    values = {random_uuid_hex() for _ in range(200)}
+    assert len(values) == 200
+    for value in values:
+        assert uuid.UUID(hex=value).version == 4
+        assert uuid.UUID(hex=value).variant == uuid.RFC_4122
+        assert uuid.UUID(hex=value).hex == value
+    secrets_ = {new_secret() for _ in range(200)}
+    assert len(secrets_) == 200
+    assert all(re.fullmatch(r"[A-Za-z0-9_-]{43}", s) for s in secrets_)
+    assert re.fullmatch(r"[A-Za-z0-9_-]{22}", new_secret(16))

@@ -4,8 +4,9 @@ Failure texts name what was called and what went wrong, never a URL's query, a b
 a token or a secret: they end up in logs.
 
 A call to the token endpoint is made once per sign-in, so what ``request_json`` does around
-aiohttp is kept small: the timeout object is shared per duration, the form is encoded with one
-regular-expression pass per value instead of urllib's quoting of every character, and a body
+aiohttp is kept small: the timeout object is shared per duration, the form is encoded without
+urllib's quoting of every character (a value with nothing to quote is taken as it is, one that
+needs quoting is quoted once by ``str.translate`` and remembered), and a body
 that arrived with the headers (the usual small JSON answer) is taken at once instead of through
 a read loop.
 """
@@ -122,21 +123,39 @@ def query_encode(pairs: Iterable[tuple[str, str]]) -> str:
 def _quoted_plus(text: str) -> str:
     if not text.isascii():
         return quote_plus(text)
-    return _NOT_ALWAYS_SAFE.sub(_quote_plus_match, text)
+    if _NOT_ALWAYS_SAFE.search(text) is None:  # a code, a state, a verifier: as it is
+        return text
+    return _cached(_QUOTED_PLUS, text, _QUOTE_PLUS_TABLE)
 
 
 def _quoted(text: str) -> str:
     if not text.isascii():
         return quote(text, safe="")
-    return _NOT_ALWAYS_SAFE.sub(_quote_match, text)
+    if _NOT_ALWAYS_SAFE.search(text) is None:
+        return text
+    return _cached(_QUOTED, text, _QUOTE_TABLE)
 
 
-def _quote_plus_match(match: re.Match[str]) -> str:
-    return _QUOTE_PLUS[match.group()]
+# What needs quoting is mostly configuration (the redirect URI, the scopes, a client id), the
+# same on every sign-in: quoted once (str.translate), kept in a small table that is emptied
+# when full, so values a caller chose cannot grow it.
+_QUOTE_TABLE = {ord(c): q for c, q in _QUOTE.items()}
+_QUOTE_PLUS_TABLE = {ord(c): q for c, q in _QUOTE_PLUS.items()}
+_QUOTED: dict[str, str] = {}
+_QUOTED_PLUS: dict[str, str] = {}
+_CACHED_MAX = 256
+_CACHED_LENGTH = 2048
 
 
-def _quote_match(match: re.Match[str]) -> str:
-    return _QUOTE[match.group()]
+def _cached(cache: dict[str, str], text: str, table: dict[int, str]) -> str:
+    quoted = cache.get(text)
+    if quoted is None:
+        quoted = text.translate(table)
+        if len(text) <= _CACHED_LENGTH:
+            if len(cache) >= _CACHED_MAX:
+                cache.clear()
+            cache[text] = quoted
+    return quoted
 
 
 async def _read_bounded(response: aiohttp.ClientResponse, max_bytes: int, what: str) -> bytes:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import copy
 import datetime as dt
 
 from authgate.domain.model import SignInEvent
@@ -37,7 +36,7 @@ class PostgresEvents:
     def bound(self, conn: rows.Executor) -> PostgresEvents:
         """The same log writing through ``conn`` (a unit of work's transaction); purges
         still run on the pool, after the fact."""
-        bound = copy.copy(self)
+        bound = rows.shallow_copy(self)
         bound._db = conn
         return bound
 

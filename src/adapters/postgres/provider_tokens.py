@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import copy
 import datetime as dt
 
 import asyncpg
@@ -60,7 +59,7 @@ class PostgresProviderTokens:
         self._db = db
 
     def bound(self, conn: rows.Executor) -> PostgresProviderTokens:
-        bound = copy.copy(self)
+        bound = rows.shallow_copy(self)
         bound._db = conn
         return bound
 
@@ -130,7 +129,7 @@ class PostgresRevocationOutbox:
         self._db = db
 
     def bound(self, conn: rows.Executor) -> PostgresRevocationOutbox:
-        bound = copy.copy(self)
+        bound = rows.shallow_copy(self)
         bound._db = conn
         return bound
 

@@ -8,7 +8,7 @@ import json
 import uuid
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
-from typing import Any
+from typing import Any, TypeVar
 
 import asyncpg
 
@@ -136,3 +136,14 @@ def affected(status: str) -> int:
         return int(status.rsplit(" ", 1)[-1])
     except ValueError:
         return 0
+
+
+_T = TypeVar("_T")
+
+
+def shallow_copy(obj: _T) -> _T:
+    """``copy.copy`` of a plain object (its ``__dict__`` shared out), without ``copy``'s
+    ``__reduce_ex__`` round: a repository bound to a unit of work is made per sign-in."""
+    copied: _T = object.__new__(type(obj))
+    copied.__dict__.update(obj.__dict__)
+    return copied

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import copy
 import datetime as dt
 
 import asyncpg
@@ -51,7 +50,7 @@ class PostgresSessionRecords:
 
     def bound(self, conn: rows.Executor) -> PostgresSessionRecords:
         """The same records through ``conn`` (a unit of work's transaction)."""
-        bound = copy.copy(self)
+        bound = rows.shallow_copy(self)
         bound._db = conn
         return bound
 

@@ -36,6 +36,7 @@ from joserfc.jwk import ECKey, Key, KeySet, OKPKey
 from authgate.adapters.files import create_private_file, warn_if_exposed
 from authgate.domain.model import IssuedSession
 from authgate.domain.scopes import SESSION_SCOPES
+from authgate.domain.secrets import random_uuid_hex
 from authgate.ports.sessions import InvalidSession, SessionClaims
 
 ALGORITHMS = {"EC": "ES256", "OKP": "EdDSA"}
@@ -283,7 +284,7 @@ class JwtSessionTokens:
             expires = issued + int(self._ttl.total_seconds())
         else:
             expires = int(expires_at.timestamp())
-        sid = session_id or uuid.uuid4().hex
+        sid = session_id or random_uuid_hex()
         claims = {
             "iss": self._issuer,
             "aud": self._audience,
@@ -291,7 +292,7 @@ class JwtSessionTokens:
             "iat": issued,
             "nbf": issued,
             "exp": expires,
-            "jti": uuid.uuid4().hex,
+            "jti": random_uuid_hex(),
             "sid": sid,
             "auth_time": int((auth_time or now).timestamp()),
             "scope": " ".join(SCOPES),

@@ -21,6 +21,9 @@ def _unmapped(
     return ip
 
 
+_KEYS_KEPT = 4096
+
+
 class ClientAddress:
     """The client's address: the peer, or — only when the peer is a trusted proxy — the
     right-most ``X-Forwarded-For`` entry that is not itself a trusted proxy. A client cannot
@@ -34,6 +37,10 @@ class ClientAddress:
             ipaddress.ip_network(p, strict=False) for p in trusted_proxies
         )
         self._ipv6_prefix = ipv6_prefix
+        # limit_key's answers: the same few clients (a proxy, a busy network) call again and
+        # again, and parsing an address costs more than the rest of the key. Bounded: emptied
+        # when full.
+        self._keys: dict[str, str] = {}
 
     def _is_trusted(self, address: str) -> bool:
         try:
@@ -67,6 +74,15 @@ class ClientAddress:
         IPv4-mapped IPv6 address as its IPv4 address, any other IPv6 address as its network
         of ``ipv6_prefix`` bits (``2001:db8:1:2::/64``). Anything else (a Unix socket's
         peer) is its own key."""
+        key = self._keys.get(address)
+        if key is None:
+            key = self._limit_key(address)
+            if len(self._keys) >= _KEYS_KEPT:
+                self._keys.clear()
+            self._keys[address] = key
+        return key
+
+    def _limit_key(self, address: str) -> str:
         try:
             ip = _unmapped(ipaddress.ip_address(address))
         except ValueError:

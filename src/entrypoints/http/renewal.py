@@ -11,6 +11,7 @@ from aiohttp.typedefs import Handler, Middleware
 
 from authgate.entrypoints.http.session_auth import SESSION_COOKIE
 from authgate.entrypoints.rest import Cookie
+from authgate.entrypoints.rest.call import sets_cookie
 from authgate.ports.sessions import InvalidSession
 from authgate.services.sessions import SessionService
 
@@ -47,7 +48,7 @@ def renewal_hook(
         if (
             not token
             or response.status >= 400
-            or SESSION_COOKIE in response.cookies
+            or sets_cookie(response, SESSION_COOKIE)
             or response.prepared
         ):
             return None
