@@ -7,8 +7,9 @@ from collections.abc import Awaitable, Callable
 from aiohttp import web
 
 from authgate.entrypoints.config import Config
-from authgate.entrypoints.rest import Api
+from authgate.entrypoints.rest import Api, accesslog
 from authgate.entrypoints.rest import server as rest_server
+from authgate.services import audit
 
 
 def server_settings(config: Config) -> rest_server.ServerSettings:
@@ -34,5 +35,12 @@ def serve(
     config: Config,
     on_ready: Callable[[str], None] | None = None,
 ) -> None:
-    """Serve until SIGINT/SIGTERM, as ``rest.*`` says; in-flight requests may finish."""
-    rest_server.serve(app, server_settings(config), on_ready)
+    """Serve until SIGINT/SIGTERM, as ``rest.*`` says; in-flight requests may finish.
+
+    The audit line of each sign-in joins the access log's direct writer while that applies
+    (the audit logger ends at the service's own handler, as the access logger does)."""
+    audit.write_lines_with(accesslog.write_info)
+    try:
+        rest_server.serve(app, server_settings(config), on_ready)
+    finally:
+        audit.write_lines_with(None)

@@ -5,11 +5,26 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
+from collections.abc import Callable
 
 from authgate.domain.model import ClientInfo, Outcome, SignInEvent
 from authgate.domain.text import printable
 
 log = logging.getLogger("authgate.audit")
+
+_LINE = "%s event: provider=%s outcome=%s client=%s user_agent=%r account=%s"
+
+# Set while serving (entrypoints/server.py): writes a formatted INFO line of a logger exactly as
+# logging would, and says True, when that logger's lines end at the service's own handler;
+# False and nothing written otherwise. A sign-in's audit line then costs no LogRecord.
+_direct: Callable[[logging.Logger, str], bool] | None = None
+
+
+def write_lines_with(writer: Callable[[logging.Logger, str], bool] | None) -> None:
+    """Write the audit lines with ``writer`` when it can (None: always through logging)."""
+    global _direct
+    _direct = writer
+
 
 NOBODY = ClientInfo(None, None)
 
@@ -46,8 +61,7 @@ def audit_event(
         account_id=account_id,
         detail=printable(detail, 200),
     )
-    log.info(
-        "%s event: provider=%s outcome=%s client=%s user_agent=%r account=%s",
+    args = (
         "account" if outcome in ACCOUNT_CHANGES else "sign-in",
         provider,
         outcome.value,
@@ -55,4 +69,7 @@ def audit_event(
         event.user_agent,
         account_id,
     )
+    direct = _direct
+    if direct is None or not direct(log, _LINE % args):
+        log.info(_LINE, *args)
     return event

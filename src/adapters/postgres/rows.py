@@ -89,7 +89,11 @@ def _parsed_uuid(account_id: str) -> uuid.UUID:
 
 def profile_json(profile: Mapping[str, Any]) -> str:
     # default=str: a provider's claim of an odd type is kept as text rather than failing.
-    return json.dumps(dict(profile), default=str, separators=(",", ":"))
+    return _PROFILE_JSON(dict(profile))
+
+
+# json.dumps(..., default=str, separators=(",", ":")), its encoder made once.
+_PROFILE_JSON = json.JSONEncoder(default=str, separators=(",", ":")).encode
 
 
 def account(row: asyncpg.Record) -> Account:

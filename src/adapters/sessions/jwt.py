@@ -193,6 +193,11 @@ def _write_key_file(path: Path, keys: list[dict[str, Any]]) -> None:
         os.close(dir_fd)
 
 
+# json.dumps(claims, ensure_ascii=False, separators=(",", ":")) without a JSONEncoder made per
+# token (json.dumps makes one whenever an argument is not its default).
+_CLAIMS_JSON = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
+
+
 def _b64url(data: bytes) -> bytes:
     return base64.urlsafe_b64encode(data).rstrip(b"=")
 
@@ -223,7 +228,7 @@ class CompactSigner:
         self._header = _b64url(json.dumps(header, separators=(",", ":")).encode()) + b"."
 
     def encode(self, claims: Mapping[str, Any]) -> str:
-        payload = json.dumps(claims, ensure_ascii=False, separators=(",", ":")).encode()
+        payload = _CLAIMS_JSON(claims).encode()
         signing_input = self._header + _b64url(payload)
         return (signing_input + b"." + _b64url(self._sign(signing_input))).decode("ascii")
 

@@ -33,6 +33,7 @@ import logging
 import sys
 import threading
 import time
+from collections.abc import Callable
 from typing import ClassVar, TextIO
 
 from aiohttp import web
@@ -151,10 +152,34 @@ class BufferedAccessLog:
         self._stamp = ""
         self._failed = False
         self.lost = 0  # lines a failing stream did not take
+        # write_info's loggers: their " INFO name " part, or "" when their lines go elsewhere
+        self._others: dict[str, str] = {}
         handler.addFilter(self._before_other_record)
 
     def write(self, message: str) -> None:
         """Add a line (on the event loop's thread)."""
+        self._write(self._level_and_name, message, asyncio.get_running_loop())
+
+    def write_info(self, logger: logging.Logger, message: str) -> bool:
+        """Add an INFO line of another logger, ``message`` already formatted, when that
+        logger's INFO records would reach this writer's handler and no other (see
+        :func:`direct_handler`) and the caller runs on the event loop: the line ``logging``
+        would write, without a ``LogRecord``. False (nothing written) otherwise: the caller
+        logs the record itself."""
+        level_and_name = self._others.get(logger.name)
+        if level_and_name is None:
+            reaches = direct_handler(logger, own=self._before_other_record) is self._handler
+            level_and_name = self._others[logger.name] = f" INFO {logger.name} " if reaches else ""
+        if not level_and_name or self._closed:
+            return False
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:  # another thread
+            return False
+        self._write(level_and_name, message, loop)
+        return True
+
+    def _write(self, level_and_name: str, message: str, loop: asyncio.AbstractEventLoop) -> None:
         now = time.time()
         second = int(now)
         if second != self._second:  # logging.Formatter.formatTime, once a second
@@ -162,8 +187,7 @@ class BufferedAccessLog:
             self._second = second
         # LogRecord.msecs and Formatter.default_msec_format: ",%03d" of the truncated ms
         self._add(
-            f"{self._stamp},{int((now - second) * 1000):03d}{self._level_and_name}{message}\n",
-            asyncio.get_running_loop(),
+            f"{self._stamp},{int((now - second) * 1000):03d}{level_and_name}{message}\n", loop
         )
 
     def _add(self, line: str, loop: asyncio.AbstractEventLoop) -> None:
@@ -233,6 +257,9 @@ class BufferedAccessLog:
         self._handler.removeFilter(self._before_other_record)
         self.flush()
         self._max_pending = 1
+        global _active
+        if _active is self:
+            _active = None
 
 
 class _BufferedAccessLogger(AbstractAccessLogger):
@@ -244,10 +271,13 @@ class _BufferedAccessLogger(AbstractAccessLogger):
         self.sink.write(access_message(request, response, time))
 
 
-def direct_handler(logger: logging.Logger) -> logging.StreamHandler[TextIO] | None:
+def direct_handler(
+    logger: logging.Logger, own: Callable[[logging.LogRecord], bool] | None = None
+) -> logging.StreamHandler[TextIO] | None:
     """The service's own handler, when the INFO records of ``logger`` would reach it and no
-    other handler, through no filter, in its format: then a line written directly to its
-    stream is exactly what ``logging`` would write. None otherwise."""
+    other handler, through no filter (but ``own``, the direct writer's), in its format: then a
+    line written directly to its stream is exactly what ``logging`` would write. None
+    otherwise."""
     if _service is None or not logger.isEnabledFor(logging.INFO):
         return None
     handler, formatter = _service
@@ -260,11 +290,24 @@ def direct_handler(logger: logging.Logger) -> logging.StreamHandler[TextIO] | No
         if not current.propagate:
             break
         current = current.parent
-    if reached != [handler] or handler.filters or handler.formatter is not formatter:
+    filters = [f for f in handler.filters if f != own]
+    if reached != [handler] or filters or handler.formatter is not formatter:
         return None
     if handler.level > logging.INFO or formatter.converter is not time.localtime:
         return None
     return handler
+
+
+_active: BufferedAccessLog | None = None
+
+
+def write_info(logger: logging.Logger, message: str) -> bool:
+    """Write ``message`` (formatted) as an INFO line of ``logger`` through the serving direct
+    writer (:meth:`BufferedAccessLog.write_info`); False when there is none or it does not
+    apply, and the caller logs the record through ``logging``. An application's own lines
+    logged on every request (the sign-in's audit line) are then as cheap as an access line."""
+    sink = _active
+    return sink is not None and sink.write_info(logger, message)
 
 
 def access_logger_class(
@@ -276,7 +319,8 @@ def access_logger_class(
     handler = direct_handler(logger)
     if handler is None:
         return AccessLogger, None
-    sink = BufferedAccessLog(handler, logger.name)
+    global _active
+    sink = _active = BufferedAccessLog(handler, logger.name)
 
     class Direct(_BufferedAccessLogger):
         pass

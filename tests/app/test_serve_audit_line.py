@@ -1,0 +1,49 @@
+"""The audit line of a sign-in, as `authgate serve` writes it to stderr.
+
+While serving with the service's own log handler, a sign-in's audit line is written by the
+access log's direct writer (issue 13: no LogRecord per sign-in). It must be the line logging
+would write, character for character, in its place among the access lines, with the control
+characters of a user agent chosen by the client replaced.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from bench.harness import ServiceProcess, SignInDriver, service_config, write_config
+from tests.fakeidp import FakeIdP, FakeUser
+
+STAMP = r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}"
+
+
+async def test_a_sign_ins_audit_line_is_what_logging_writes(
+    tmp_path: Path, fake_idp: FakeIdP
+) -> None:
+    config = write_config(tmp_path, service_config(tmp_path, fake_idp))
+    agent = "Tester/1.0\t\x85'quoted'"  # (aiohttp's client itself refuses CR, LF, ESC)
+    async with ServiceProcess(config) as service, SignInDriver(fake_idp) as driver:
+        done = await driver.complete(
+            service.url,
+            user=FakeUser(sub="audited"),
+            intent="register",
+            headers={"User-Agent": agent},
+        )
+        assert done.signed_in, done
+    log = service.log()
+    lines = [line for line in log.splitlines() if " authgate.audit " in line]
+    assert len(lines) == 1, log
+    expected = (
+        rf"{STAMP} INFO authgate\.audit sign-in event: provider=google outcome=registered "
+        r"client=127\.0\.0\.1 "
+        + re.escape("user_agent=\"Tester/1.0\ufffd\ufffd'quoted'\"")
+        + r" account=[0-9a-f-]{36}"
+    )
+    assert re.fullmatch(expected, lines[0]), lines[0]
+    # In order: after the initiation's access line, before the callback's.
+    order = [
+        line.split(" ", 4)[3]
+        for line in log.splitlines()
+        if " authgate.access " in line or " authgate.audit " in line
+    ]
+    assert order[-3:] == ["authgate.access", "authgate.audit", "authgate.access"], log
