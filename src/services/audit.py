@@ -49,8 +49,11 @@ def audit_event(
     client: ClientInfo | None,
     account_id: str | None,
     detail: str | None = None,
+    *,
+    logged: bool = True,
 ) -> SignInEvent:
-    """The event, its client-chosen text made storable, logged on one line."""
+    """The event, its client-chosen text made storable, logged on one line (unless not
+    ``logged``: the caller logs it with :func:`log_event` once it is stored)."""
     client = client or NOBODY
     event = SignInEvent(
         at=at,
@@ -61,15 +64,21 @@ def audit_event(
         account_id=account_id,
         detail=printable(detail, 200),
     )
+    if logged:
+        log_event(event)
+    return event
+
+
+def log_event(event: SignInEvent) -> None:
+    """The event's line in the log."""
     args = (
-        "account" if outcome in ACCOUNT_CHANGES else "sign-in",
-        provider,
-        outcome.value,
+        "account" if event.outcome in ACCOUNT_CHANGES else "sign-in",
+        event.provider,
+        event.outcome.value,
         event.client_address,
         event.user_agent,
-        account_id,
+        event.account_id,
     )
     direct = _direct
     if direct is None or not direct(log, _LINE % args):
         log.info(_LINE, *args)
-    return event

@@ -36,7 +36,7 @@ from authgate.ports.identity import ExchangeFailed, IdentityProvider, Verificati
 from authgate.ports.metrics import Metrics, NoMetrics
 from authgate.ports.state import StateStore, StateStoreFull
 from authgate.ports.unit_of_work import UnitOfWork
-from authgate.services.audit import audit_event
+from authgate.services.audit import audit_event, log_event
 from authgate.services.provider_tokens import ProviderTokenService
 from authgate.services.sessions import SessionService
 
@@ -347,11 +347,13 @@ class SignInService:
         client: ClientInfo,
     ) -> SignedIn:
         try:
-            return await self._sign_in_once(provider, pending, verified, client)
+            return await self._sign_in_once(provider, pending, verified, client, look_up=False)
         except IdentityRace:
-            # A concurrent first sign-in of the same identity created its account first; this
-            # unit wrote nothing. Once more: it now finds that account and signs in to it.
-            return await self._sign_in_once(provider, pending, verified, client)
+            # The identity was taken: by a concurrent first sign-in of the same identity, or
+            # (a registration that did not look it up) it already had an account. This unit
+            # wrote nothing. Once more, looking it up: it signs in to that account, or is
+            # refused as any sign-in through it would be (a disabled identity).
+            return await self._sign_in_once(provider, pending, verified, client, look_up=True)
 
     async def _sign_in_once(
         self,
@@ -359,22 +361,33 @@ class SignInService:
         pending: PendingSignIn,
         verified: VerifiedIdentity,
         client: ClientInfo,
+        *,
+        look_up: bool,
     ) -> SignedIn:
         now = self.clock.now()
         # One unit of work: the account or identity, the last sign-in, the session's record and
         # the audit event commit together or not at all.
         async with self.units.begin() as tx:
-            # The provider reported this account disabled (RISC): refused until it is enabled.
-            # One read for the identity's state and its account (None: nobody holds it).
-            found = await tx.accounts.find_with_identity(verified.identity)
-            if found is not None and found[0].disabled_reason is not None:
-                security_log.warning(
-                    "security event: sign-in through disabled identity %s refused (%s)",
-                    verified.identity,
-                    found[0].disabled_reason,
-                )
-                raise errors.IdentityDisabled(found[0].disabled_reason)
-            holder = found[1] if found is not None else None
+            holder: Account | None = None
+            if (
+                look_up
+                or pending.intent is not Intent.REGISTER
+                or not tx.accounts.create_fails_when_taken
+            ):
+                # The provider reported this account disabled (RISC): refused until enabled.
+                # One read for the identity's state and its account (None: nobody holds it).
+                found = await tx.accounts.find_with_identity(verified.identity)
+                if found is not None and found[0].disabled_reason is not None:
+                    security_log.warning(
+                        "security event: sign-in through disabled identity %s refused (%s)",
+                        verified.identity,
+                        found[0].disabled_reason,
+                    )
+                    raise errors.IdentityDisabled(found[0].disabled_reason)
+                holder = found[1] if found is not None else None
+            # else a registration, which is mostly a new identity: its account is created
+            # without the look-up (one statement fewer); when the identity has an account the
+            # unit fails with IdentityRace, writing nothing, and runs again with the look-up.
             account, outcome = await self._account_for(tx.accounts, pending, verified, holder, now)
             await tx.accounts.record_login(account.id, now)
             session = await self.sessions.issue(
@@ -386,8 +399,11 @@ class SignInService:
                 provider_session=verified.provider_session,
             )
             await self.provider_tokens.keep(tx, account.id, verified, now)
-            await tx.events.record(self._event(provider.name, outcome, client, account.id, None))
-        # Counted once committed: a unit of work that rolls back issued no session.
+            event = self._event(provider.name, outcome, client, account.id, None, logged=False)
+            await tx.events.record(event)
+        # Logged and counted once committed: a unit of work that fails (a registration whose
+        # identity was taken runs again) signed nobody in and issued no session.
+        log_event(event)
         self.metrics.sessions_issued(provider.name)
         first_time = outcome is Outcome.REGISTERED
         if first_time:
@@ -453,9 +469,14 @@ class SignInService:
         client: ClientInfo,
         account_id: str | None,
         detail: str | None,
+        *,
+        logged: bool = True,
     ) -> SignInEvent:
-        """The audit event of a callback (logged here; stored by the caller)."""
-        return audit_event(self.clock.now(), provider, outcome, client, account_id, detail)
+        """The audit event of a callback (logged here unless not ``logged``; stored by the
+        caller)."""
+        return audit_event(
+            self.clock.now(), provider, outcome, client, account_id, detail, logged=logged
+        )
 
     async def _record_failure(self, event: SignInEvent) -> None:
         try:
