@@ -32,6 +32,7 @@ each measured period is sampled and the server's CPU split into categories
     .venv/bin/python bench/signin_bench.py --profile     # the recorded run (~2 min)
     .venv/bin/python bench/signin_bench.py --seconds 3 --users 50   # a smoke run
     .venv/bin/python bench/signin_bench.py --seconds 15             # with the raw floor
+    .venv/bin/python bench/signin_bench.py --seconds 10 --rounds 3  # alternating, medians
 """
 
 from __future__ import annotations
@@ -140,6 +141,43 @@ async def phase(
     return out
 
 
+def alternating(name: str, args: argparse.Namespace, folder: Path) -> dict[str, Any]:
+    """``args.rounds`` runs of each server, alternating (authgate first in even rounds, the raw
+    floor first in odd ones), each on a fresh database and server: the machine's speed drifts
+    over minutes here, and this spreads the drift over both. The phase's figures are
+    authgate's median run with the floor's median run, the ratio the median of the rounds'."""
+    runs: dict[str, list[dict[str, Any]]] = {"authgate": [], "raw": []}
+    for number in range(args.rounds):
+        order = ("authgate", "raw") if number % 2 == 0 else ("raw", "authgate")
+        for server in order:
+            sub = folder / f"round-{number}"
+            sub.mkdir(exist_ok=True)
+            runs[server].append(asyncio.run(phase(name, args, sub, server=server)))
+    ratios = sorted(
+        round(a["sign_ins_per_server_cpu_second"] / r["sign_ins_per_server_cpu_second"], 3)
+        for a, r in zip(runs["authgate"], runs["raw"], strict=True)
+        if a["sign_ins_per_server_cpu_second"] and r["sign_ins_per_server_cpu_second"]
+    )
+    merged = with_raw_floor(_median_run(runs["authgate"]), _median_run(runs["raw"]))
+    merged["errors"] = sum(run["errors"] for run in runs["authgate"])
+    merged["raw"]["errors"] = sum(run["errors"] for run in runs["raw"])
+    merged["ratio_to_raw"] = ratios[len(ratios) // 2] if ratios else None
+    merged["rounds"] = [
+        {
+            "authgate": a["sign_ins_per_server_cpu_second"],
+            "raw": r["sign_ins_per_server_cpu_second"],
+        }
+        for a, r in zip(runs["authgate"], runs["raw"], strict=True)
+    ]
+    merged["round_ratios"] = ratios
+    return merged
+
+
+def _median_run(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    ranked = sorted(runs, key=lambda run: run["sign_ins_per_server_cpu_second"] or 0.0)
+    return dict(ranked[len(ranked) // 2])
+
+
 def with_raw_floor(authgate: dict[str, Any], raw: dict[str, Any]) -> dict[str, Any]:
     """authgate's phase with the raw floor's figures and the ratio authgate/raw."""
     ours, floor = authgate["sign_ins_per_server_cpu_second"], raw["sign_ins_per_server_cpu_second"]
@@ -186,7 +224,16 @@ def main() -> int:
     parser.add_argument("--phase", choices=PHASES, action="append", help="default: both")
     parser.add_argument("--profile", action="store_true", help="authgate's runs only")
     parser.add_argument("--no-raw", action="store_true", help="skip the raw floor")
+    parser.add_argument(
+        "--rounds",
+        type=int,
+        default=1,
+        help="runs per server and phase, authgate and the raw floor alternating (the order "
+        "swapped every round); the medians are reported",
+    )
     args = parser.parse_args()
+    if args.rounds < 1 or (args.rounds > 1 and (args.no_raw or args.profile)):
+        parser.error("--rounds takes a positive number, and more than one needs the raw floor")
     if args.profile and not profiling.available():
         print("py-spy is not installed: scripts/bootstrap dev", file=sys.stderr)
         return 2
@@ -194,6 +241,9 @@ def main() -> int:
     out: dict[str, Any] = {"database": args.database, "target_per_server_cpu_second": TARGET}
     phases = args.phase or PHASES
     for name in phases:
+        if args.rounds > 1:
+            out[name] = alternating(name, args, folder)
+            continue
         out[name] = asyncio.run(phase(name, args, folder))
         if not args.no_raw:
             raw = asyncio.run(phase(name, args, folder, server="raw"))
@@ -207,6 +257,13 @@ def main() -> int:
             f"p99 {ours['callback_p99_ms']} ms, errors {ours['errors']}, {_cpu_text(ours)}",
             file=sys.stderr,
         )
+        if "rounds" in ours:
+            print(
+                f"{'  rounds':14} authgate/raw per server CPU second: "
+                + ", ".join(f"{r['authgate']}/{r['raw']}" for r in ours["rounds"])
+                + f"; ratios {ours['round_ratios']} (median {ours['ratio_to_raw']})",
+                file=sys.stderr,
+            )
         if "raw" in ours:
             raw = ours["raw"]
             print(

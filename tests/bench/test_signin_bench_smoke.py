@@ -49,3 +49,25 @@ def test_a_short_run_measures_registrations_and_logins_apart(
         assert report[name]["ratio_to_raw"] > 0
     assert "per server CPU second (target 800)" in run.stderr
     assert run.stderr.count("raw floor") == 2 and "authgate/raw" in run.stderr
+
+
+def test_alternating_rounds_report_medians_and_every_rounds_ratio(
+    postgres_server: PostgresServer,
+) -> None:
+    # --rounds: authgate and the floor alternate, each round on a fresh database and server.
+    command = [sys.executable, str(BENCH), "--seconds", "1", "--users", "20", "--rounds", "2"]
+    run = subprocess.run(
+        [*command, "--phase", "registrations", "--admin-url", postgres_server.admin_url],
+        capture_output=True,
+        text=True,
+        timeout=240,
+        check=False,
+    )
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    phase = json.loads(run.stdout)["registrations"]
+    assert len(phase["rounds"]) == 2 and len(phase["round_ratios"]) == 2
+    assert phase["errors"] == 0 and phase["raw"]["errors"] == 0
+    figures = sorted(r["authgate"] for r in phase["rounds"])
+    assert phase["sign_ins_per_server_cpu_second"] in figures
+    assert phase["ratio_to_raw"] in phase["round_ratios"]
+    assert "rounds" in run.stderr and "median" in run.stderr
