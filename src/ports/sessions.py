@@ -47,6 +47,11 @@ class SessionTokens(Protocol):
         id). ``auth_time`` defaults to ``now``; ``expires_at`` to ``now`` plus the lifetime."""
         ...
 
+    def expiry(self, now: dt.datetime) -> dt.datetime:
+        """When a token issued at ``now`` without an ``expires_at`` expires (what
+        :meth:`issue` puts in it)."""
+        ...
+
     def verify(self, token: str, now: dt.datetime) -> SessionClaims:
         """Raises :class:`InvalidSession`."""
         ...

@@ -21,6 +21,7 @@ import attrs
 
 from authgate.domain import errors
 from authgate.domain.model import ClientInfo, IssuedSession, Outcome, SessionRecord
+from authgate.domain.secrets import random_uuid_hex
 from authgate.domain.text import printable
 from authgate.ports.clock import Clock
 from authgate.ports.metrics import Metrics, NoMetrics
@@ -88,23 +89,51 @@ class SessionService:
     ) -> IssuedSession:
         """A new session, recorded in the caller's unit of work (with the sign-in); the caller
         reports it to ``metrics`` once that unit of work has committed."""
-        now = self.clock.now()
-        issued = self.tokens.issue(account_id, provider, now, auth_time=auth_time)
-        await tx.sessions.add(
-            SessionRecord(
-                id=issued.session_id,
-                account_id=account_id,
-                provider=provider,
-                created_at=now,
-                expires_at=issued.expires_at,
-                absolute_expires_at=now + self.policy.absolute_max,
-                auth_time=auth_time,
-                client_address=printable(client.address, 64),
-                user_agent=printable(client.user_agent, 512),
-                provider_session=printable(provider_session, 255),
-            )
+        record = self.draft(
+            provider,
+            client,
+            auth_time=auth_time,
+            provider_session=provider_session,
+            account_id=account_id,
         )
-        return issued
+        await tx.sessions.add(record)
+        return self.sign(record)
+
+    def draft(
+        self,
+        provider: str,
+        client: ClientInfo,
+        *,
+        auth_time: dt.datetime,
+        provider_session: str | None = None,
+        account_id: str = "",
+    ) -> SessionRecord:
+        """The record of a new session; without ``account_id`` for a login, whose unit of work
+        writes it for the account it finds before :meth:`sign` makes the token."""
+        now = self.clock.now()
+        return SessionRecord(
+            id=random_uuid_hex(),
+            account_id=account_id,
+            provider=provider,
+            created_at=now,
+            expires_at=self.tokens.expiry(now),
+            absolute_expires_at=now + self.policy.absolute_max,
+            auth_time=auth_time,
+            client_address=printable(client.address, 64),
+            user_agent=printable(client.user_agent, 512),
+            provider_session=printable(provider_session, 255),
+        )
+
+    def sign(self, record: SessionRecord) -> IssuedSession:
+        """The session token of ``record`` (its id, account, times)."""
+        return self.tokens.issue(
+            record.account_id,
+            record.provider,
+            record.created_at,
+            session_id=record.id,
+            auth_time=record.auth_time,
+            expires_at=record.expires_at,
+        )
 
     # -- verifying ------------------------------------------------------------------------
 

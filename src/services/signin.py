@@ -20,6 +20,8 @@ from authgate.domain.model import (
     Authorization,
     ClientInfo,
     Intent,
+    IssuedSession,
+    LinkedIdentity,
     Outcome,
     PendingSignIn,
     SignedIn,
@@ -35,7 +37,7 @@ from authgate.ports.events import SignInEventLog
 from authgate.ports.identity import ExchangeFailed, IdentityProvider, VerificationFailed
 from authgate.ports.metrics import Metrics, NoMetrics
 from authgate.ports.state import StateStore, StateStoreFull
-from authgate.ports.unit_of_work import UnitOfWork
+from authgate.ports.unit_of_work import HolderWrites, UnitOfWork
 from authgate.services.audit import audit_event, log_event
 from authgate.services.provider_tokens import ProviderTokenService
 from authgate.services.sessions import SessionService
@@ -346,6 +348,8 @@ class SignInService:
         verified: VerifiedIdentity,
         client: ClientInfo,
     ) -> SignedIn:
+        if pending.intent is Intent.LOGIN:
+            return await self._log_in(provider, pending, verified, client)
         try:
             return await self._sign_in_once(provider, pending, verified, client, look_up=False)
         except IdentityRace:
@@ -377,14 +381,9 @@ class SignInService:
                 # The provider reported this account disabled (RISC): refused until enabled.
                 # One read for the identity's state and its account (None: nobody holds it).
                 found = await tx.accounts.find_with_identity(verified.identity)
-                if found is not None and found[0].disabled_reason is not None:
-                    security_log.warning(
-                        "security event: sign-in through disabled identity %s refused (%s)",
-                        verified.identity,
-                        found[0].disabled_reason,
-                    )
-                    raise errors.IdentityDisabled(found[0].disabled_reason)
-                holder = found[1] if found is not None else None
+                if found is not None:
+                    _refuse_disabled(verified, found[0])
+                    holder = found[1]
             # else a registration, which is mostly a new identity: its account is created
             # without the look-up (one statement fewer); when the identity has an account the
             # unit fails with IdentityRace, writing nothing, and runs again with the look-up.
@@ -405,6 +404,46 @@ class SignInService:
         # identity was taken runs again) signed nobody in and issued no session.
         log_event(event)
         self.metrics.sessions_issued(provider.name)
+        return self._signed_in(provider, pending, account, outcome, session, now)
+
+    async def _log_in(
+        self,
+        provider: IdentityProvider,
+        pending: PendingSignIn,
+        verified: VerifiedIdentity,
+        client: ClientInfo,
+    ) -> SignedIn:
+        """A login (``intent=login``): the identity's look-up and the writes for the account
+        holding it in one step of one unit of work (``sign_in_to_holder``: one statement on
+        PostgreSQL instead of a read and a write); the session token is signed once the
+        account is known. Nobody holding the identity, or a disabled one, writes nothing."""
+        now = self.clock.now()
+        draft = self.sessions.draft(
+            provider.name, client, auth_time=now, provider_session=verified.provider_session
+        )
+        event = self._event(provider.name, Outcome.SIGNED_IN, client, None, None, logged=False)
+        writes = HolderWrites(draft, event, self.provider_tokens.sealed(verified, now))
+        async with self.units.begin() as tx:
+            found = await tx.sign_in_to_holder(verified.identity, now, writes)
+            if found is None:
+                raise errors.AccountNotFound()
+            _refuse_disabled(verified, found[0])
+        account = found[1]
+        session = self.sessions.sign(attrs.evolve(draft, account_id=account.id))
+        log_event(attrs.evolve(event, account_id=account.id))
+        self.metrics.sessions_issued(provider.name)
+        return self._signed_in(provider, pending, account, Outcome.SIGNED_IN, session, now)
+
+    def _signed_in(
+        self,
+        provider: IdentityProvider,
+        pending: PendingSignIn,
+        account: Account,
+        outcome: Outcome,
+        session: IssuedSession,
+        now: dt.datetime,
+    ) -> SignedIn:
+        """Rule 9: where the browser goes after a committed sign-in, with its session."""
         first_time = outcome is Outcome.REGISTERED
         if first_time:
             destination = app_url_for(self.policy.app_url, self.policy.onboarding_path)
@@ -515,3 +554,14 @@ def _detail_of(e: errors.SignInError) -> str:
     if isinstance(e, errors.InvalidState):
         return e.detail
     return type(e).__name__
+
+
+def _refuse_disabled(verified: VerifiedIdentity, identity: LinkedIdentity) -> None:
+    """The provider reported this identity disabled (RISC): refused until it is enabled."""
+    if identity.disabled_reason is not None:
+        security_log.warning(
+            "security event: sign-in through disabled identity %s refused (%s)",
+            verified.identity,
+            identity.disabled_reason,
+        )
+        raise errors.IdentityDisabled(identity.disabled_reason)

@@ -27,7 +27,7 @@ _ACCOUNT_BY_IDENTITY = """
 # waits for a concurrent uncommitted insert of the same key, then does nothing if that one
 # committed: ``won`` is false and the account must go. (The foreign key is checked at the end
 # of the statement, when the account is there.)
-_CREATE_WITH_IDENTITY = """
+_CREATEWITH_IDENTITY = """
     WITH account AS (
         INSERT INTO accounts (id, email, name, profile, created_at, email_verified)
         VALUES ($1, $2, $3, $4::jsonb, $5, $6)
@@ -129,7 +129,7 @@ class PostgresAccounts:
                 # seen without its identity.
                 async with rows.atomic(conn):
                     created = await conn.fetchrow(
-                        _CREATE_WITH_IDENTITY,
+                        _CREATEWITH_IDENTITY,
                         uuid.uuid4(),
                         verified.email,
                         verified.name,
@@ -310,7 +310,7 @@ class PostgresAccounts:
     async def find_with_identity(
         self, identity: ProviderIdentity
     ) -> tuple[LinkedIdentity, Account] | None:
-        row = await rows.read_row(self._db, _WITH_IDENTITY, identity.provider, identity.subject)
+        row = await rows.read_row(self._db, WITH_IDENTITY, identity.provider, identity.subject)
         if row is None:
             return None
         return rows.linked_identity(row, own="identity_"), rows.account(row)
@@ -335,7 +335,7 @@ class PostgresAccounts:
 
 
 # The identity and its account in one row (the identity's own email columns renamed).
-_WITH_IDENTITY = """
+WITH_IDENTITY = """
     SELECT i.account_id, i.provider, i.subject, i.email AS identity_email, i.linked_at,
         i.is_primary, i.email_verified AS identity_email_verified, i.disabled_reason,
         i.email_disabled, a.id, a.email, a.name, a.created_at, a.last_login_at, a.email_verified

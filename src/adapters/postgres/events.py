@@ -57,7 +57,12 @@ class PostgresEvents:
             event.account_id,
             event.detail,
         )
-        self._owner._last_at = at
+        self.written(at)
+
+    def written(self, at: dt.datetime) -> None:
+        """After an event was written (here or in a statement of its unit of work's): the
+        purge of old events, when due."""
+        self._owner._last_at = rows.utc(at)
         self.housekeeping.trigger()
 
     async def recent(self, limit: int = 100) -> list[SignInEvent]:

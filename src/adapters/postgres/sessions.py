@@ -75,7 +75,12 @@ class PostgresSessionRecords:
             record.provider_session,
             rows.utc(record.revoked_at) if record.revoked_at else None,
         )
-        self._owner._last_now = rows.utc(record.created_at)
+        self.written(record.created_at)
+
+    def written(self, created_at: dt.datetime) -> None:
+        """After a record was written (here or in a statement of its unit of work's): the
+        purge of expired records, when due."""
+        self._owner._last_now = rows.utc(created_at)
         self.housekeeping.trigger()
 
     async def get(self, session_id: str) -> SessionRecord | None:

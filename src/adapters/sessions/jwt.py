@@ -285,10 +285,7 @@ class JwtSessionTokens:
         expires_at: dt.datetime | None = None,
     ) -> IssuedSession:
         issued = int(now.timestamp())
-        if expires_at is None:
-            expires = issued + int(self._ttl.total_seconds())
-        else:
-            expires = int(expires_at.timestamp())
+        expires = int((expires_at or self.expiry(now)).timestamp())
         sid = session_id or random_uuid_hex()
         claims = {
             "iss": self._issuer,
@@ -309,6 +306,11 @@ class JwtSessionTokens:
             header = {"alg": self._algorithm, "kid": self._signing.kid, "typ": "JWT"}
             token = jwt.encode(header, claims, self._signing)
         return IssuedSession(token, dt.datetime.fromtimestamp(expires, dt.UTC), sid)
+
+    def expiry(self, now: dt.datetime) -> dt.datetime:
+        return dt.datetime.fromtimestamp(
+            int(now.timestamp()) + int(self._ttl.total_seconds()), dt.UTC
+        )
 
     def verify(self, token: str, now: dt.datetime) -> SessionClaims:
         """Verify a session token; a token verified recently is answered from a bounded cache.
