@@ -5,35 +5,12 @@ asyncpg's query logger, as tests/storage/test_postgres_unit.py counts a unit's s
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
 
 import pytest
-from asyncpg.connection import LoggedQuery
 
-from authgate.adapters.postgres import PostgresStore, open_postgres
+from authgate.adapters.postgres import PostgresStore
 from tests.contract.test_sign_in_to_holder import writes
 from tests.support.records import T0, at, verified
-
-
-@pytest.fixture
-async def pg(clean_postgres_url: str) -> AsyncIterator[PostgresStore]:
-    store = await open_postgres(clean_postgres_url, 1, 1, 5.0)
-    try:
-        yield store
-    finally:
-        await store.close()
-
-
-@pytest.fixture
-async def sent(pg: PostgresStore) -> list[str]:
-    statements: list[str] = []
-
-    def log(query: LoggedQuery) -> None:
-        statements.append(" ".join(query.query.split()))
-
-    async with pg.pool.acquire() as conn:
-        conn.add_query_logger(log)
-    return statements
 
 
 @pytest.mark.parametrize("sealed", [False, True])

@@ -10,38 +10,14 @@ check that a failure anywhere still leaves nothing of the unit behind.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
 
 import asyncpg
 import pytest
-from asyncpg.connection import LoggedQuery
 
 from authgate.adapters.postgres import PostgresStore, open_postgres
 from authgate.domain.model import Outcome, SessionRecord
 from authgate.ports.accounts import IdentityRace
 from tests.support.records import T0, at, event, verified
-
-
-@pytest.fixture
-async def pg(clean_postgres_url: str) -> AsyncIterator[PostgresStore]:
-    store = await open_postgres(clean_postgres_url, 1, 1, 5.0)
-    try:
-        yield store
-    finally:
-        await store.close()
-
-
-@pytest.fixture
-async def sent(pg: PostgresStore) -> list[str]:
-    """The statements sent on the pool's one connection from now on."""
-    statements: list[str] = []
-
-    def log(query: LoggedQuery) -> None:
-        statements.append(" ".join(query.query.split()))
-
-    async with pg.pool.acquire() as conn:
-        conn.add_query_logger(log)
-    return statements
 
 
 def session(sid: str, account_id: str) -> SessionRecord:

@@ -22,7 +22,7 @@ from authgate.ports.unit_of_work import HolderWrites
 from . import rows
 from .accounts import WITH_IDENTITY
 from .events import PostgresEvents
-from .sessions import PostgresSessionRecords
+from .sessions import PostgresSessionRecords, record_values
 from .unit import UnitConnection
 
 _HELD = """,
@@ -73,20 +73,14 @@ class PostgresBoundRepositories(BoundRepositories):
         if not unit.is_untouched():  # not the unit's first: the repositories, in order
             return await super().sign_in_to_holder(identity, now, writes)
         session, event, token = writes.session, writes.event, writes.token
+        # The session's values but its account_id (the statement's own, from the look-up).
+        session_id, _, *session_rest = record_values(session)
         args: list[object] = [
             identity.provider,
             identity.subject,
             rows.utc(now),
-            session.id,
-            session.provider,
-            rows.utc(session.created_at),
-            rows.utc(session.expires_at),
-            rows.utc(session.absolute_expires_at),
-            rows.utc(session.auth_time),
-            session.client_address,
-            session.user_agent,
-            session.provider_session,
-            rows.utc(session.revoked_at) if session.revoked_at else None,
+            session_id,
+            *session_rest,
             rows.utc(event.at),
             event.provider,
             event.outcome.value,

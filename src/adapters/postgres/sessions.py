@@ -37,6 +37,25 @@ def _record(row: asyncpg.Record) -> SessionRecord:
     )
 
 
+def record_values(record: SessionRecord) -> list[object]:
+    """The values of a ``sessions`` row, in its columns' order (id, account_id, provider,
+    created_at, expires_at, absolute_expires_at, auth_time, client_address, user_agent,
+    provider_session, revoked_at)."""
+    return [
+        record.id,
+        record.account_id,
+        record.provider,
+        rows.utc(record.created_at),
+        rows.utc(record.expires_at),
+        rows.utc(record.absolute_expires_at),
+        rows.utc(record.auth_time),
+        record.client_address,
+        record.user_agent,
+        record.provider_session,
+        rows.utc(record.revoked_at) if record.revoked_at else None,
+    ]
+
+
 class PostgresSessionRecords:
     """:class:`~authgate.ports.session_records.SessionRecords` on an asyncpg pool, or on one
     connection of a unit of work (:meth:`bound`). ``add`` triggers a purge of expired
@@ -63,17 +82,7 @@ class PostgresSessionRecords:
                 revoked_at)
             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
             """,
-            record.id,
-            record.account_id,
-            record.provider,
-            rows.utc(record.created_at),
-            rows.utc(record.expires_at),
-            rows.utc(record.absolute_expires_at),
-            rows.utc(record.auth_time),
-            record.client_address,
-            record.user_agent,
-            record.provider_session,
-            rows.utc(record.revoked_at) if record.revoked_at else None,
+            *record_values(record),
         )
         self.written(record.created_at)
 
