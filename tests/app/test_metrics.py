@@ -1,5 +1,6 @@
-"""``GET /metrics``: Prometheus scrapes the service's OpenTelemetry metrics (the exporter's
-registry, not a hand-written format). After sign-ins and failures the counts are right, the
+"""``GET /metrics``: Prometheus scrapes the service's OpenTelemetry metrics (read here with
+prometheus_client's own parser; tests/unit/test_request_durations.py holds the text to the SDK
+exporter's, byte for byte). After sign-ins and failures the counts are right, the
 histograms counted every callback, initiation and provider call, and no label carries a
 state, a code, a token, an email or an account id."""
 

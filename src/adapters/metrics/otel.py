@@ -1,31 +1,36 @@
-"""The :class:`~authgate.ports.metrics.Metrics` port on the OpenTelemetry SDK.
+"""The :class:`~authgate.ports.metrics.Metrics` port, exposed in the Prometheus text format.
 
-One ``MeterProvider`` per application with a Prometheus reader on a registry of its own (so two
-applications in one process, as in tests, never share counts) and, when the standard
-``OTEL_EXPORTER_OTLP_ENDPOINT`` or ``OTEL_EXPORTER_OTLP_METRICS_ENDPOINT`` is set, a periodic
-OTLP/HTTP exporter. Attribute dicts are built once per label combination and reused: every
-label value is bounded (configured provider names, outcome and reason codes, route templates,
-status codes), so the cache is bounded too.
+By default (no OTLP exporter configured) every instrument is counted in plain Python and
+written in the Prometheus text format here, exactly as the OpenTelemetry SDK's Prometheus
+exporter writes the same measurements (tests/unit/test_request_durations.py compares them
+byte for byte): neither the metrics SDK nor ``prometheus_client`` is imported, which keeps
+about 1.6 MiB and 60 modules out of every process (docs/benchmarks.md, issue 13).
+
+When the standard ``OTEL_EXPORTER_OTLP_ENDPOINT`` or ``OTEL_EXPORTER_OTLP_METRICS_ENDPOINT`` is
+set, the SDK counts instead: one ``MeterProvider`` per application with a Prometheus reader on a
+registry of its own (so two applications in one process, as in tests, never share counts) and a
+periodic OTLP/HTTP exporter. Attribute dicts are built once per label combination and reused:
+every label value is bounded (configured provider names, outcome and reason codes, route
+templates, status codes), so the cache is bounded too.
 """
 
 from __future__ import annotations
 
+import math
 import os
 from bisect import bisect_left
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from types import MappingProxyType
-from typing import Protocol
-
-from opentelemetry.exporter.prometheus import PrometheusMetricReader
-from opentelemetry.metrics import Counter, Histogram, Meter
-from opentelemetry.sdk.metrics import MeterProvider
-from opentelemetry.sdk.metrics.export import MetricReader, PeriodicExportingMetricReader
-from opentelemetry.sdk.resources import SERVICE_NAME, Resource
-from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
-from prometheus_client.core import CounterMetricFamily, HistogramMetricFamily
-from prometheus_client.metrics_core import Metric
+from typing import TYPE_CHECKING, Protocol
 
 from authgate.ports.metrics import LimitName, ProviderCall
+
+if TYPE_CHECKING:
+    from opentelemetry.metrics import Meter
+    from opentelemetry.sdk.metrics import MeterProvider
+
+# prometheus_client's CONTENT_TYPE_LATEST (prometheus-client 0.26), what /metrics has always sent
+CONTENT_TYPE = "text/plain; version=1.0.0; charset=utf-8"
 
 # Seconds: a sign-in's own work is milliseconds, a provider round trip up to its timeout.
 SECONDS_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
@@ -43,14 +48,14 @@ class OtelMetrics:
     """Counters and histograms of the service; :meth:`exposition` is the Prometheus text.
 
     With Prometheus as the only reader (no OTLP exporter), every instrument is counted here in
-    plain Python (:class:`PlainCounter`, :class:`PlainHistogram`) and collected by the
-    Prometheus registry exactly as the SDK's exporter would write it, byte for byte
-    (tests/unit/test_request_durations.py): the SDK's per-measurement path (attribute cleaning
-    and hashing, dispatch to each reader) cost ~100k instructions per measurement, and a
-    sign-in makes five (docs/benchmarks.md, issue 13). With OTLP configured the SDK records
-    everything, for both readers."""
+    plain Python (:class:`PlainCounter`, :class:`PlainHistogram`) and written exactly as the
+    SDK's exporter would write it, byte for byte (tests/unit/test_request_durations.py): the
+    SDK's per-measurement path (attribute cleaning and hashing, dispatch to each reader) cost
+    ~100k instructions per measurement, and a sign-in makes five (docs/benchmarks.md, issue
+    13). With OTLP configured the SDK records everything, for both readers."""
 
-    content_type = CONTENT_TYPE_LATEST
+    # prometheus_client's CONTENT_TYPE_LATEST, which this text is (a test keeps them equal).
+    content_type = CONTENT_TYPE
 
     def __init__(
         self, service_name: str, *, otlp: bool | None = None, plain: bool | None = None
@@ -58,29 +63,23 @@ class OtelMetrics:
         """``otlp``: add the OTLP exporter (None: when its standard environment variables are
         set); ``plain``: count in plain Python (None: when Prometheus is the only reader;
         False makes the SDK count, as the exporter's reference in the tests)."""
-        self.registry = CollectorRegistry(auto_describe=True)
-        readers: list[MetricReader] = [
-            PrometheusMetricReader(disable_target_info=True, registry=self.registry)
-        ]
         if otlp is None:
             otlp = bool(
                 os.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT")
                 or os.environ.get("OTEL_EXPORTER_OTLP_METRICS_ENDPOINT")
             )
-        if otlp:
-            from opentelemetry.exporter.otlp.proto.http.metric_exporter import (
-                OTLPMetricExporter,
-            )
-
-            readers.append(PeriodicExportingMetricReader(OTLPMetricExporter()))
-        self.provider = MeterProvider(
-            metric_readers=readers, resource=Resource.create({SERVICE_NAME: service_name})
-        )
-        # The instruments in the order the SDK exporter lists them (creation order).
         if plain and otlp:
             raise ValueError("an OTLP exporter reads only what the SDK counts")
         plain = not otlp if plain is None else plain
-        meter = _PlainMeter(self) if plain else _SdkMeter(self.provider.get_meter("authgate"))
+        # The SDK, when it counts: its provider and what writes its Prometheus text.
+        self.provider: MeterProvider | None = None
+        self._sdk_text: Callable[[], bytes] | None = None
+        meter: _PlainMeter | _SdkMeter
+        if plain:
+            meter = self._plain = _PlainMeter()
+        else:
+            meter = self._sdk(service_name, otlp)
+        # The instruments in the order the SDK exporter lists them (creation order).
         self._sign_ins = meter.counter(
             "authgate.sign_ins",
             "{sign_in}",
@@ -115,6 +114,29 @@ class OtelMetrics:
             "Duration of HTTP server requests",
             ("http.request.method", "http.route", "http.response.status_code"),
         )
+
+    def _sdk(self, service_name: str, otlp: bool) -> _SdkMeter:
+        from opentelemetry.exporter.prometheus import PrometheusMetricReader
+        from opentelemetry.sdk.metrics import MeterProvider
+        from opentelemetry.sdk.metrics.export import MetricReader, PeriodicExportingMetricReader
+        from opentelemetry.sdk.resources import SERVICE_NAME, Resource
+        from prometheus_client import CollectorRegistry, generate_latest
+
+        registry = CollectorRegistry(auto_describe=True)
+        readers: list[MetricReader] = [
+            PrometheusMetricReader(disable_target_info=True, registry=registry)
+        ]
+        if otlp:
+            from opentelemetry.exporter.otlp.proto.http.metric_exporter import (
+                OTLPMetricExporter,
+            )
+
+            readers.append(PeriodicExportingMetricReader(OTLPMetricExporter()))
+        self.provider = MeterProvider(
+            metric_readers=readers, resource=Resource.create({SERVICE_NAME: service_name})
+        )
+        self._sdk_text = lambda: generate_latest(registry)
+        return _SdkMeter(self.provider.get_meter("authgate"))
 
     # -- the port ---------------------------------------------------------------------------
 
@@ -153,11 +175,14 @@ class OtelMetrics:
 
     def exposition(self) -> bytes:
         """The current values in the Prometheus text format."""
-        return generate_latest(self.registry)
+        if self._sdk_text is not None:
+            return self._sdk_text()
+        return "".join(self._plain.text()).encode()
 
     def shutdown(self) -> None:
         """Flush the OTLP exporter (when there is one) and stop the readers."""
-        self.provider.shutdown()
+        if self.provider is not None:
+            self.provider.shutdown()
 
 
 # A point's label values, in the instrument's label order; None: the point lacks that label.
@@ -179,26 +204,27 @@ class _SdkMeter:
         self._meter = meter
 
     def counter(self, name: str, unit: str, description: str, labels: tuple[str, ...]) -> _Counter:
-        return _SdkInstrument(
-            self._meter.create_counter(name, unit=unit, description=description), labels
-        )
+        counter = self._meter.create_counter(name, unit=unit, description=description)
+        return _SdkInstrument(counter.add, labels)
 
     def histogram(self, name: str, description: str, labels: tuple[str, ...]) -> _Histogram:
-        instrument = self._meter.create_histogram(
+        histogram = self._meter.create_histogram(
             name,
             unit="s",
             description=description,
             explicit_bucket_boundaries_advisory=SECONDS_BUCKETS,
         )
-        return _SdkInstrument(instrument, labels)
+        return _SdkInstrument(histogram.record, labels)
 
 
 class _SdkInstrument:
     """An SDK counter or histogram fed label values; the attribute dicts are built once per
     combination and reused (every label value is bounded, so the cache is too)."""
 
-    def __init__(self, instrument: Counter | Histogram, labels: tuple[str, ...]) -> None:
-        self._measure = instrument.add if isinstance(instrument, Counter) else instrument.record
+    def __init__(
+        self, measure: Callable[[float, Attributes], None], labels: tuple[str, ...]
+    ) -> None:
+        self._measure = measure
         self._labels = labels
         self._attributes: dict[LabelValues, Attributes] = {}
 
@@ -218,22 +244,27 @@ class _SdkInstrument:
 
 
 class _PlainMeter:
-    """The instruments counted in plain Python, registered on the metrics' registry."""
+    """The instruments counted in plain Python, written in creation order (the order a
+    Prometheus registry collects them in)."""
 
-    def __init__(self, metrics: OtelMetrics) -> None:
-        self._registry = metrics.registry
+    def __init__(self) -> None:
+        self._instruments: list[PlainCounter | PlainHistogram] = []
 
     def counter(
         self, name: str, unit: str, description: str, labels: tuple[str, ...]
     ) -> PlainCounter:
         counter = PlainCounter(name, description, labels)
-        self._registry.register(counter)
+        self._instruments.append(counter)
         return counter
 
     def histogram(self, name: str, description: str, labels: tuple[str, ...]) -> PlainHistogram:
         histogram = PlainHistogram(name, description, labels, SECONDS_BUCKETS)
-        self._registry.register(histogram)
+        self._instruments.append(histogram)
         return histogram
+
+    def text(self) -> Iterable[str]:
+        for instrument in self._instruments:
+            yield from instrument.text()
 
 
 # the exporter's labels of the instrumentation scope (the "authgate" meter, no version)
@@ -242,30 +273,62 @@ SCOPE_LABELS: Mapping[str, str] = MappingProxyType(
 )
 
 
+def go_float(value: float) -> str:
+    """A sample value or bucket bound as Prometheus writes it (Go's float formatting:
+    ``+Inf``, ``NaN``, an exponent from 1e+06 up, Python's shortest repr otherwise)."""
+    if value == math.inf:
+        return "+Inf"
+    if value == -math.inf:
+        return "-Inf"
+    if math.isnan(value):
+        return "NaN"
+    text = repr(float(value))
+    dot = text.find(".")
+    if value > 0 and dot > 6:
+        mantissa = f"{text[0]}.{text[1:dot]}{text[dot + 1 :]}".rstrip("0.")
+        return f"{mantissa}e+{dot - 1:02d}"
+    return text
+
+
+def _label_value(value: str) -> str:
+    return value.replace("\\", r"\\").replace("\n", r"\n").replace('"', r"\"")
+
+
 class _Plain:
-    """What the plain instruments share: the exporter's name and label sanitising, and the
-    label set of a family (the union of the points' labels and the scope's; a label some
-    points lack is empty on them, as the exporter writes it)."""
+    """What the plain instruments share: the exporter's name and label sanitising, the label
+    set of a family (the union of the points' labels and the scope's; a label some points lack
+    is empty on them, as the exporter writes it), and the family's header lines."""
+
+    kind = ""
 
     def __init__(self, name: str, description: str, labels: tuple[str, ...]) -> None:
         self.name = name.replace(".", "_")
         self.description = description
         self.labels = tuple(label.replace(".", "_") for label in labels)
 
-    def describe(self) -> list[Metric]:
-        return []  # nothing to check for duplicates when registered
-
-    def _rows(self, points: Iterator[LabelValues]) -> tuple[list[str], list[list[str]]]:
+    def _rows(self, points: Iterable[LabelValues]) -> list[dict[str, str]]:
         present = [
             {k: str(v) for k, v in zip(self.labels, values, strict=True) if v is not None}
             for values in points
         ]
-        keys = sorted({key for labels in present for key in labels} | set(SCOPE_LABELS))
-        return keys, [[{**SCOPE_LABELS, **labels}.get(k, "") for k in keys] for labels in present]
+        keys = {key for labels in present for key in labels} | set(SCOPE_LABELS)
+        return [{k: {**SCOPE_LABELS, **labels}.get(k, "") for k in keys} for labels in present]
+
+    def _header(self, family: str) -> str:
+        help_text = self.description.replace("\\", r"\\").replace("\n", r"\n")
+        return f"# HELP {family} {help_text}\n# TYPE {family} {self.kind}\n"
+
+
+def _sample(name: str, labels: Mapping[str, str], value: float) -> str:
+    """One sample line: the labels sorted by name, as prometheus_client writes them."""
+    pairs = ",".join(f'{k}="{_label_value(v)}"' for k, v in sorted(labels.items()))
+    return f"{name}{{{pairs}}} {go_float(value)}\n"
 
 
 class PlainCounter(_Plain):
     """A monotonic counter (``<name>_total``), counted on the event loop's thread: no lock."""
+
+    kind = "counter"
 
     def __init__(self, name: str, description: str, labels: tuple[str, ...]) -> None:
         super().__init__(name, description, labels)
@@ -274,25 +337,28 @@ class PlainCounter(_Plain):
     def add(self, amount: float, values: LabelValues) -> None:
         self._points[values] = self._points.get(values, 0.0) + amount
 
-    def collect(self) -> Iterator[Metric]:
+    def text(self) -> Iterable[str]:
         if not self._points:
             return
-        keys, rows = self._rows(iter(self._points))
-        family = CounterMetricFamily(self.name, self.description, labels=keys)
-        for row, total in zip(rows, self._points.values(), strict=True):
-            family.add_metric(row, total)
-        yield family
+        family = f"{self.name}_total"
+        yield self._header(family)
+        for labels, total in zip(self._rows(self._points), self._points.values(), strict=True):
+            yield _sample(family, labels, total)
 
 
 class PlainHistogram(_Plain):
     """A histogram in seconds with the SDK's buckets (``bounds[i-1] < value <= bounds[i]``)
     and sum, recorded and collected on the event loop's thread: no lock."""
 
+    kind = "histogram"
+
     def __init__(
         self, name: str, description: str, labels: tuple[str, ...], bounds: tuple[float, ...]
     ) -> None:
         super().__init__(name, description, labels)
         self._bounds = bounds
+        # the bucket labels as the exporter writes them (str of the bound, then +Inf)
+        self._les = (*(f"{bound}" for bound in bounds), "+Inf")
         # label values -> [count per bucket..., sum]
         self._points: dict[LabelValues, list[float]] = {}
 
@@ -303,16 +369,16 @@ class PlainHistogram(_Plain):
         point[bisect_left(self._bounds, value)] += 1
         point[-1] += value
 
-    def collect(self) -> Iterator[Metric]:
+    def text(self) -> Iterable[str]:
         if not self._points:
             return
-        keys, rows = self._rows(iter(self._points))
-        family = HistogramMetricFamily(self.name, self.description, labels=keys, unit="seconds")
-        for row, point in zip(rows, self._points.values(), strict=True):
-            buckets = []
+        family = f"{self.name}_seconds"
+        yield self._header(family)
+        bucket = f"{family}_bucket"
+        for labels, point in zip(self._rows(self._points), self._points.values(), strict=True):
             total = 0
-            for bound, count in zip((*self._bounds, "+Inf"), point[:-1], strict=True):
+            for le, count in zip(self._les, point[:-1], strict=True):
                 total += int(count)
-                buckets.append((f"{bound}", total))
-            family.add_metric(row, buckets, sum_value=point[-1])
-        yield family
+                yield _sample(bucket, {**labels, "le": le}, total)
+            yield _sample(f"{family}_count", labels, total)
+            yield _sample(f"{family}_sum", labels, point[-1])
