@@ -54,7 +54,6 @@ class OtelMetrics:
     ~100k instructions per measurement, and a sign-in makes five (docs/benchmarks.md, issue
     13). With OTLP configured the SDK records everything, for both readers."""
 
-    # prometheus_client's CONTENT_TYPE_LATEST, which this text is (a test keeps them equal).
     content_type = CONTENT_TYPE
 
     def __init__(
@@ -71,12 +70,11 @@ class OtelMetrics:
         if plain and otlp:
             raise ValueError("an OTLP exporter reads only what the SDK counts")
         plain = not otlp if plain is None else plain
-        # The SDK, when it counts: its provider and what writes its Prometheus text.
-        self.provider: MeterProvider | None = None
-        self._sdk_text: Callable[[], bytes] | None = None
+        self.provider: MeterProvider | None = None  # the SDK's, when it counts
         meter: _PlainMeter | _SdkMeter
         if plain:
-            meter = self._plain = _PlainMeter()
+            meter = _PlainMeter()
+            self._text: Callable[[], bytes] = meter.text
         else:
             meter = self._sdk(service_name, otlp)
         # The instruments in the order the SDK exporter lists them (creation order).
@@ -135,7 +133,7 @@ class OtelMetrics:
         self.provider = MeterProvider(
             metric_readers=readers, resource=Resource.create({SERVICE_NAME: service_name})
         )
-        self._sdk_text = lambda: generate_latest(registry)
+        self._text = lambda: generate_latest(registry)
         return _SdkMeter(self.provider.get_meter("authgate"))
 
     # -- the port ---------------------------------------------------------------------------
@@ -175,9 +173,7 @@ class OtelMetrics:
 
     def exposition(self) -> bytes:
         """The current values in the Prometheus text format."""
-        if self._sdk_text is not None:
-            return self._sdk_text()
-        return "".join(self._plain.text()).encode()
+        return self._text()
 
     def shutdown(self) -> None:
         """Flush the OTLP exporter (when there is one) and stop the readers."""
@@ -262,9 +258,8 @@ class _PlainMeter:
         self._instruments.append(histogram)
         return histogram
 
-    def text(self) -> Iterable[str]:
-        for instrument in self._instruments:
-            yield from instrument.text()
+    def text(self) -> bytes:
+        return "".join(line for i in self._instruments for line in i.text()).encode()
 
 
 # the exporter's labels of the instrumentation scope (the "authgate" meter, no version)
