@@ -9,8 +9,6 @@ import json
 import sys
 from typing import Any
 
-# First of ours: it steers how aiohttp's dependencies load (see the module).
-import authgate.entrypoints.footprint as footprint
 from authgate.entrypoints import composition
 from authgate.entrypoints.config import Config, ConfigError, load
 from authgate.entrypoints.rest.server import configure_logging
@@ -28,22 +26,11 @@ def main(argv: list[str] | None = None) -> int:
         _with_config(commands.add_parser(name, help=text))
     _operator_commands(commands)
     args = parser.parse_args(argv)
-    serving = args.command == "serve"
-    if serving:
-        # Idle memory (issue 13): what the imports left is freed before anything else is
-        # allocated, so that the configuration and the application reuse that memory.
-        footprint.defer_aiohttp_ca_certificates()
-        footprint.share_one_malloc_arena()  # before the SQLite and libuv threads start
-    yaml_before = "yaml" in sys.modules
     try:
         config = load(args.config)
     except ConfigError as e:
         print(f"authgate: configuration error in {args.config}: {e}", file=sys.stderr)
         return 2
-    if serving:
-        if not yaml_before:  # PyYAML was loaded for the configuration alone
-            footprint.forget_package("yaml")
-        footprint.drop_import_leftovers()  # before the application is built
     try:
         return _run(args, config)
     except composition.StartupError as e:
@@ -135,13 +122,7 @@ def _run(args: argparse.Namespace, config: Config) -> int:
     configure_logging()
     if command == "migrate":
         return composition.migrate(config)
-    if footprint.providers_use_tls(config):
-        footprint.load_deferred_ca_certificates()  # now, not in the loop at first connection
-    serve(
-        composition.create_app(config, build_app),
-        config,
-        on_ready=lambda _: footprint.return_free_memory(),
-    )
+    serve(composition.create_app(config, build_app), config)
     return 0
 
 

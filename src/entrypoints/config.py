@@ -19,6 +19,7 @@ from urllib.parse import urlsplit
 
 import attrs
 import cattrs
+import yaml
 
 from authgate.domain.rates import parse_many
 from authgate.entrypoints.rest.cors import normalise_origin
@@ -332,10 +333,6 @@ def substitute(text: str, env: dict[str, str] | os._Environ[str] = os.environ) -
 
 def parse(text: str) -> Config:
     """Parse configuration text (after environment substitution)."""
-    # Imported here: `authgate serve` forgets PyYAML once the configuration is read
-    # (authgate.entrypoints.footprint), and a later parse imports it afresh.
-    import yaml
-
     try:
         data = yaml.safe_load(substitute(text))
     except yaml.YAMLError as e:

@@ -7,7 +7,6 @@ import json
 import logging
 import time
 from collections.abc import Awaitable, Callable, Mapping
-from json.encoder import c_make_encoder, encode_basestring  # type: ignore[attr-defined]
 from typing import Any, cast
 
 import attrs
@@ -23,27 +22,8 @@ log = logging.getLogger("authgate.rest")
 JSON_CONTENT_TYPE = "application/json"
 
 
-def _compact_json() -> Callable[[Any], str]:
-    """``json.dumps(value, separators=(",", ":"), ensure_ascii=False)``, the same text, with
-    the C encoder made once instead of a ``JSONEncoder`` and a C encoder per call (issue 13,
-    docs/benchmarks.md). Without the circular-reference check: a body unstructured from attrs
-    values is a tree (a cycle would still fail, as a RecursionError: a 500 either way)."""
-    encoder = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False)
-    if c_make_encoder is None:  # pragma: no cover - CPython always has _json
-        return encoder.encode
-    encode_chunks = c_make_encoder(
-        None, encoder.default, encode_basestring, None, ":", ",", False, False, True
-    )
-
-    def text(value: Any) -> str:
-        if isinstance(value, str):
-            return encode_basestring(value)
-        return "".join(encode_chunks(value, 0))
-
-    return text
-
-
-json_text = _compact_json()
+# One encoder for every body: compact, UTF-8 as it is (no \u escapes of non-ASCII text).
+json_text: Callable[[Any], str] = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
 
 
 def json_response(
