@@ -92,6 +92,34 @@ def cpu_split(pid: int) -> tuple[float, float]:
     return int(fields[11]) / ticks, int(fields[12]) / ticks
 
 
+async def backend_cpu(url: str) -> dict[int, float]:
+    """CPU seconds (user + system) used so far by each PostgreSQL backend connected to the
+    run's database, by process id (PostgreSQL on this machine: /proc). A server's statements
+    cost CPU there too, so a sign-in's figure counts them beside the server's own."""
+    conn = await asyncpg.connect(url)
+    try:
+        pids = await conn.fetch(
+            "SELECT pid FROM pg_stat_activity WHERE datname = current_database() "
+            "AND pid <> pg_backend_pid()"
+        )
+    finally:
+        await conn.close()
+    used: dict[int, float] = {}
+    for row in pids:
+        try:
+            user, system = cpu_split(int(row["pid"]))
+        except (OSError, ValueError, IndexError):  # gone meanwhile, or not on this machine
+            continue
+        used[int(row["pid"])] = user + system
+    return used
+
+
+def backend_cpu_between(before: dict[int, float], after: dict[int, float]) -> float:
+    """The backends' CPU seconds between two readings (a backend that appeared meanwhile
+    counts whole; one that left is lost, which the runs avoid: their pools keep connections)."""
+    return sum(seconds - before.get(pid, 0.0) for pid, seconds in after.items())
+
+
 async def table_rows(url: str) -> dict[str, int]:
     """How many rows a sign-in's tables hold (what the server wrote, checked per sign-in)."""
     conn = await asyncpg.connect(url)
@@ -305,6 +333,8 @@ async def _run(settings: Settings, folder: Path) -> dict[str, Any]:
             began = time.monotonic()
             cpu_at_start = 0.0
             split_at_start = (0.0, 0.0)
+            on_postgres = url.startswith("postgres")
+            backends_at_start: dict[int, float] = {}
             spy: subprocess.Popen[bytes] | None = None
             measured_from = began + settings.warmup
             while time.monotonic() < workload.deadline and not all(w.done() for w in workers):
@@ -319,6 +349,8 @@ async def _run(settings: Settings, folder: Path) -> dict[str, Any]:
                     workload.deadline = now + settings.seconds
                     cpu_at_start = service.cpu_seconds()
                     split_at_start = cpu_split(service.pid)
+                    if on_postgres:
+                        backends_at_start = await backend_cpu(url)
                     measured_from = now
                     if settings.profile_to is not None:
                         spy = profiling.record(
@@ -328,6 +360,11 @@ async def _run(settings: Settings, folder: Path) -> dict[str, Any]:
                     rss.append((now - measured_from, service.rss_kib()))
                 _trim_fake(fake)
             cpu = service.cpu_seconds() - cpu_at_start
+            database_cpu = (
+                backend_cpu_between(backends_at_start, await backend_cpu(url))
+                if on_postgres and workload.recorder.measuring
+                else None
+            )
             (user_end, system_end), (user_start, system_start) = (
                 cpu_split(service.pid),
                 split_at_start,
@@ -361,6 +398,8 @@ async def _run(settings: Settings, folder: Path) -> dict[str, Any]:
         "server_cpu_share": round(cpu / measured, 3),
         "server_cpu_user_seconds": round(user, 2),
         "server_cpu_system_seconds": round(system, 2),
+        # PostgreSQL's backends serving the run's database, over the same period (None: SQLite)
+        "database_cpu_seconds": round(database_cpu, 2) if database_cpu is not None else None,
         "server": settings.server,
         "table_rows": written,
         "latency": rec.summary(measured),

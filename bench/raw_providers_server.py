@@ -4,7 +4,8 @@
 
 ``GET /v1/account/providers`` runs the same query as the PostgreSQL adapter's
 ``list_identities`` for a fixed account (the same statement, prepared by asyncpg's statement
-cache as the adapter's is), on a pool of the same size, and answers the same JSON, byte for
+cache as the adapter's is), on asyncpg's pool of the same size without its reset query (as
+authgate's pool), and answers the same JSON, byte for
 byte (bench/providers_bench.py checks it before measuring); no authentication, no parameter
 handling, no validation, no error handling, no access log, no metrics. It runs on the event
 loop named (bench/providers_bench.py names authgate's own, ``rest.event_loop``'s default:
@@ -43,11 +44,20 @@ def new_event_loop(name: str) -> asyncio.AbstractEventLoop:
     return asyncio.new_event_loop()
 
 
+async def _no_reset(_conn: asyncpg.Connection) -> None:
+    """No reset statement when a connection goes back to the pool."""
+
+
 def main(port: int, database_url: str, account_id: str, loop: str = "asyncio") -> None:
     key = uuid.UUID(account_id)
 
     async def open_pool(app: web.Application) -> None:
-        app["pool"] = await asyncpg.create_pool(database_url, min_size=1, max_size=10)
+        # asyncpg's pool with its reset query at release switched off, as authgate's own pool
+        # has none (nothing to undo after a read): otherwise the baseline pays a round trip
+        # per request that authgate does not.
+        app["pool"] = await asyncpg.create_pool(
+            database_url, min_size=1, max_size=10, reset=_no_reset
+        )
 
     async def close_pool(app: web.Application) -> None:
         await app["pool"].close()

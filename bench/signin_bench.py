@@ -1,4 +1,5 @@
-"""Complete sign-ins per second of server CPU (issue 5, bench 2; issue 13, goal 3).
+"""Complete sign-ins per CPU second, the server's and PostgreSQL's, against a hand-written floor
+measured in the same run (target: authgate at least 0.95 of the floor).
 
 Drives only complete sign-ins (initiation, the fake provider's authorize step, the callback:
 token request, ID token verification against the cached JWKS, account write or last-login
@@ -22,12 +23,14 @@ alone). After each run the rows written are counted: one session and one event p
 one account and one identity per registration, no pending sign-in left; a mismatch is an
 error.
 
-"Per server CPU second" is sign-ins per second of the server's own CPU time (user + system,
-/proc/PID/stat; PostgreSQL's not counted), so it does not depend on whether the load generator
-kept the server's core busy. The callback's latency (p50/p99) is the browser's view of the
-callback request. With ``--profile`` (py-spy, in the dev lock: ``scripts/bootstrap dev``),
-each measured period is sampled and the server's CPU split into categories
-(bench/profiling.py).
+"Per CPU second" is sign-ins per second of the CPU time (user + system, /proc/PID/stat) of the
+server and of the PostgreSQL backends serving the run's database, over the measured period: a
+server that moves work into its statements does not look cheaper for it, and the figure does
+not depend on whether the load generator kept the server's core busy. "Per server CPU second"
+(the server's own CPU alone) is reported beside it. The callback's latency (p50/p99) is the
+browser's view of the callback request. With ``--profile`` (py-spy, in the dev lock:
+``scripts/bootstrap dev``), each measured period is sampled and the server's CPU split into
+categories (bench/profiling.py).
 
     .venv/bin/python bench/signin_bench.py --profile     # the recorded run (~2 min)
     .venv/bin/python bench/signin_bench.py --seconds 3 --users 50   # a smoke run
@@ -51,7 +54,8 @@ from bench import profiling
 from bench.harness import temp_folder
 from bench.load import DEFAULT_ADMIN_URL, Settings, run
 
-TARGET = 800.0  # issue 13: complete sign-ins per server CPU second, each kind
+# authgate's sign-ins per CPU second (server and PostgreSQL) over the raw floor's, each kind
+RATIO_TARGET = 0.95
 PHASES = ("registrations", "logins")
 # A registration run's user count: never reached, so every sign-in registers.
 EVERYONE_NEW = 10**9
@@ -87,6 +91,8 @@ def summarize(report: dict[str, Any], kind: str) -> dict[str, Any]:
     count = int(measured["count"])
     seconds = report["measured_seconds"]
     cpu = report["server_cpu_seconds"]
+    database_cpu = report.get("database_cpu_seconds")
+    total_cpu = cpu + database_cpu if database_cpu is not None else None
     callback = latency.get("callback", {})
     return {
         "errors": report["error_count"] + len(mismatches),
@@ -102,6 +108,11 @@ def summarize(report: dict[str, Any], kind: str) -> dict[str, Any]:
         "server_cpu_user_seconds": report["server_cpu_user_seconds"],
         "server_cpu_system_seconds": report["server_cpu_system_seconds"],
         "sign_ins_per_server_cpu_second": round(count / cpu, 1) if cpu else None,
+        "database_cpu_seconds": database_cpu,
+        # the headline: the server's and PostgreSQL's CPU together (server alone on SQLite)
+        "sign_ins_per_cpu_second": (
+            round(count / total_cpu, 1) if total_cpu else (round(count / cpu, 1) if cpu else None)
+        ),
         "callback_p50_ms": callback.get("p50_ms"),
         "callback_p99_ms": callback.get("p99_ms"),
         "latency": {
@@ -154,19 +165,16 @@ def alternating(name: str, args: argparse.Namespace, folder: Path) -> dict[str, 
             sub.mkdir(exist_ok=True)
             runs[server].append(asyncio.run(phase(name, args, sub, server=server)))
     ratios = sorted(
-        round(a["sign_ins_per_server_cpu_second"] / r["sign_ins_per_server_cpu_second"], 3)
+        round(a["sign_ins_per_cpu_second"] / r["sign_ins_per_cpu_second"], 3)
         for a, r in zip(runs["authgate"], runs["raw"], strict=True)
-        if a["sign_ins_per_server_cpu_second"] and r["sign_ins_per_server_cpu_second"]
+        if a["sign_ins_per_cpu_second"] and r["sign_ins_per_cpu_second"]
     )
     merged = with_raw_floor(_median_run(runs["authgate"]), _median_run(runs["raw"]))
     merged["errors"] = sum(run["errors"] for run in runs["authgate"])
     merged["raw"]["errors"] = sum(run["errors"] for run in runs["raw"])
     merged["ratio_to_raw"] = ratios[len(ratios) // 2] if ratios else None
     merged["rounds"] = [
-        {
-            "authgate": a["sign_ins_per_server_cpu_second"],
-            "raw": r["sign_ins_per_server_cpu_second"],
-        }
+        {"authgate": a["sign_ins_per_cpu_second"], "raw": r["sign_ins_per_cpu_second"]}
         for a, r in zip(runs["authgate"], runs["raw"], strict=True)
     ]
     merged["round_ratios"] = ratios
@@ -174,17 +182,23 @@ def alternating(name: str, args: argparse.Namespace, folder: Path) -> dict[str, 
 
 
 def _median_run(runs: list[dict[str, Any]]) -> dict[str, Any]:
-    ranked = sorted(runs, key=lambda run: run["sign_ins_per_server_cpu_second"] or 0.0)
+    ranked = sorted(runs, key=lambda run: run["sign_ins_per_cpu_second"] or 0.0)
     return dict(ranked[len(ranked) // 2])
 
 
 def with_raw_floor(authgate: dict[str, Any], raw: dict[str, Any]) -> dict[str, Any]:
-    """authgate's phase with the raw floor's figures and the ratio authgate/raw."""
-    ours, floor = authgate["sign_ins_per_server_cpu_second"], raw["sign_ins_per_server_cpu_second"]
+    """authgate's phase with the raw floor's figures and the ratios authgate/raw (per CPU
+    second of the server and PostgreSQL, the headline, and of the server alone)."""
+    ours, floor = authgate["sign_ins_per_cpu_second"], raw["sign_ins_per_cpu_second"]
+    ours_alone = authgate["sign_ins_per_server_cpu_second"]
+    floor_alone = raw["sign_ins_per_server_cpu_second"]
     return {
         **authgate,
         "raw": raw,
         "ratio_to_raw": round(ours / floor, 3) if ours and floor else None,
+        "ratio_to_raw_server_cpu": (
+            round(ours_alone / floor_alone, 3) if ours_alone and floor_alone else None
+        ),
     }
 
 
@@ -238,7 +252,7 @@ def main() -> int:
         print("py-spy is not installed: scripts/bootstrap dev", file=sys.stderr)
         return 2
     folder = temp_folder("authgate-bench-signin-")
-    out: dict[str, Any] = {"database": args.database, "target_per_server_cpu_second": TARGET}
+    out: dict[str, Any] = {"database": args.database, "target_ratio_to_raw": RATIO_TARGET}
     phases = args.phase or PHASES
     for name in phases:
         if args.rounds > 1:
@@ -252,14 +266,15 @@ def main() -> int:
     for name in phases:
         ours = out[name]
         print(
-            f"{name:14} {ours['sign_ins_per_server_cpu_second']} per server CPU second "
-            f"(target {TARGET:g}), callback p50 {ours['callback_p50_ms']} ms "
+            f"{name:14} {ours['sign_ins_per_cpu_second']} per CPU second (server and "
+            f"PostgreSQL; server alone {ours['sign_ins_per_server_cpu_second']}), "
+            f"callback p50 {ours['callback_p50_ms']} ms "
             f"p99 {ours['callback_p99_ms']} ms, errors {ours['errors']}, {_cpu_text(ours)}",
             file=sys.stderr,
         )
         if "rounds" in ours:
             print(
-                f"{'  rounds':14} authgate/raw per server CPU second: "
+                f"{'  rounds':14} authgate/raw per CPU second: "
                 + ", ".join(f"{r['authgate']}/{r['raw']}" for r in ours["rounds"])
                 + f"; ratios {ours['round_ratios']} (median {ours['ratio_to_raw']})",
                 file=sys.stderr,
@@ -267,10 +282,11 @@ def main() -> int:
         if "raw" in ours:
             raw = ours["raw"]
             print(
-                f"{'  raw floor':14} {raw['sign_ins_per_server_cpu_second']} per server CPU "
-                f"second, callback p50 {raw['callback_p50_ms']} ms p99 {raw['callback_p99_ms']} "
-                f"ms, errors {raw['errors']}, {_cpu_text(raw)}; "
-                f"authgate/raw {ours['ratio_to_raw']}",
+                f"{'  raw floor':14} {raw['sign_ins_per_cpu_second']} per CPU second (server "
+                f"alone {raw['sign_ins_per_server_cpu_second']}), callback p50 "
+                f"{raw['callback_p50_ms']} ms p99 {raw['callback_p99_ms']} ms, errors "
+                f"{raw['errors']}, {_cpu_text(raw)}; authgate/raw {ours['ratio_to_raw']} "
+                f"(target {RATIO_TARGET:g}; server alone {ours.get('ratio_to_raw_server_cpu')})",
                 file=sys.stderr,
             )
     failed = [
@@ -282,7 +298,8 @@ def main() -> int:
 def _cpu_text(phase: dict[str, Any]) -> str:
     return (
         f"server CPU {phase['server_cpu_seconds']} s (user {phase['server_cpu_user_seconds']}, "
-        f"sys {phase['server_cpu_system_seconds']})"
+        f"sys {phase['server_cpu_system_seconds']}), PostgreSQL CPU "
+        f"{phase['database_cpu_seconds']} s"
     )
 
 
