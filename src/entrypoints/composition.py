@@ -103,10 +103,10 @@ from authgate.services.sessions import SessionPolicy, SessionService
 from authgate.services.signin import SignInPolicy, SignInService
 
 # Imported where they are used, and only when the configuration asks for them: asyncpg, redis
-# and the metrics SDK cost start-up time and resident memory that the embedded default (SQLite)
+# and the metrics libraries cost start-up time and resident memory that the embedded default (SQLite)
 # does not need (docs/benchmarks.md, issue 13).
 if TYPE_CHECKING:
-    from authgate.adapters.metrics import OtelMetrics
+    from authgate.adapters.metrics import ServiceMetrics
     from authgate.adapters.postgres import PostgresStore
     from authgate.adapters.postgres.pool import Pool
     from authgate.entrypoints.http.provider_events import ReceiverRoute
@@ -402,11 +402,11 @@ async def open_resources(config: Config, clock: Clock | None = None) -> Resource
         clock = clock or SystemClock()
         metrics: Metrics = NoMetrics()
         if config.metrics.enabled:
-            from authgate.adapters.metrics import OtelMetrics  # the metrics SDK: only when on
+            from authgate.adapters.metrics import ServiceMetrics  # prometheus_client: only when on
 
-            otel = OtelMetrics(config.otel.service.name)
-            closers.append(_shutdown(otel))
-            metrics = otel
+            counted = ServiceMetrics(config.otel.service.name)
+            closers.append(_shutdown(counted))
+            metrics = counted
         providers = _providers(config, http, clock, metrics)
         sealer = _sealer(config)
         return Resources(
@@ -447,7 +447,7 @@ def _sealer(config: Config) -> TokenSealer | None:
     return JweTokenSealer(keys)
 
 
-def _shutdown(metrics: OtelMetrics) -> Callable[[], Awaitable[None]]:
+def _shutdown(metrics: ServiceMetrics) -> Callable[[], Awaitable[None]]:
     async def shutdown() -> None:
         # The last OTLP export may wait on a collector that does not answer: off the loop.
         await asyncio.to_thread(metrics.shutdown)
@@ -667,9 +667,9 @@ async def create_app(
     app[RESOURCES] = resources  # for diagnostics and tests that look behind the HTTP API
     development.mount(app, config)  # /docs; /demo and /dev/idp in development
     if config.metrics.enabled:
-        from authgate.adapters.metrics import OtelMetrics  # imported by open_resources then
+        from authgate.adapters.metrics import ServiceMetrics  # imported by open_resources then
 
-        if isinstance(resources.metrics, OtelMetrics):
+        if isinstance(resources.metrics, ServiceMetrics):
             _mount_metrics(app, config, resources.metrics)
 
     async def start_worker(_: web.Application) -> None:
@@ -687,14 +687,14 @@ async def create_app(
 def _request_recorder(config: Config, resources: Resources) -> RecordRequest | None:
     """What records each request's duration for metrics, when metrics are on."""
     if config.metrics.enabled:
-        from authgate.adapters.metrics import OtelMetrics  # imported by open_resources then
+        from authgate.adapters.metrics import ServiceMetrics  # imported by open_resources then
 
-        if isinstance(resources.metrics, OtelMetrics):
+        if isinstance(resources.metrics, ServiceMetrics):
             return resources.metrics.http_request
     return None
 
 
-def _mount_metrics(app: web.Application, config: Config, metrics: OtelMetrics) -> None:
+def _mount_metrics(app: web.Application, config: Config, metrics: ServiceMetrics) -> None:
     """``GET /metrics`` in the Prometheus text format: on the main port, or alone on
     ``metrics.port`` of ``rest.host`` (the request durations are recorded by the middleware
     create_app installs). Not an API operation: it is not in the OpenAPI document."""

@@ -1,5 +1,6 @@
-"""Metrics on the OpenTelemetry SDK: scraped by Prometheus, exported by OTLP when configured."""
+"""The service's metrics: counted in plain Python, written for Prometheus by prometheus_client,
+exported by OTLP when configured."""
 
-from .otel import OtelMetrics
+from .prometheus import ServiceMetrics
 
-__all__ = ["OtelMetrics"]
+__all__ = ["ServiceMetrics"]
