@@ -103,8 +103,8 @@ from authgate.services.sessions import SessionPolicy, SessionService
 from authgate.services.signin import SignInPolicy, SignInService
 
 # Imported where they are used, and only when the configuration asks for them: asyncpg, redis
-# and the metrics libraries cost start-up time and resident memory that the embedded default (SQLite)
-# does not need (docs/benchmarks.md, issue 13).
+# and the metrics libraries cost start-up time and resident memory that the embedded default
+# (SQLite) does not need (docs/benchmarks.md).
 if TYPE_CHECKING:
     from authgate.adapters.metrics import ServiceMetrics
     from authgate.adapters.postgres import PostgresStore
