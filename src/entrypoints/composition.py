@@ -423,7 +423,7 @@ async def open_resources(config: Config, clock: Clock | None = None) -> Resource
             event_limiter=event_limiter,
             clock=clock,
             metrics=metrics,
-            readiness=stores.readiness,
+            readiness=[*stores.readiness, *_redis_readiness(config, store)],
             closers=closers,
             provider_tokens=stores.provider_tokens,
             revocation_outbox=stores.revocations,
@@ -434,6 +434,15 @@ async def open_resources(config: Config, clock: Clock | None = None) -> Resource
         for close in reversed(closers):
             await close()
         raise
+
+
+def _redis_readiness(config: Config, store: RateLimitStore) -> list[HealthCheck]:
+    """Readiness names Redis where it is configured (the rate limits' store, and the
+    revocation channel with it). It fails readiness only when the limits fail closed: with
+    ``ratelimit.fail_open`` the service serves without Redis, degraded (the body says so)."""
+    if config.ratelimit.storage.startswith("memory://"):
+        return []
+    return [HealthCheck("redis", store.ping, timeout=1.5, required=not store.fail_open)]
 
 
 def _sealer(config: Config) -> TokenSealer | None:
@@ -742,6 +751,24 @@ def migrate(config: Config) -> int:
     else:
         print("authgate: the database schema is up to date")
     return 0
+
+
+async def reach_redis(config: Config) -> str | None:
+    """``authgate config check``: ping the Redis the configuration names (None: none is
+    configured); what was reached. Raises :class:`StartupError` with one line naming the
+    address (without a password) when it cannot."""
+    url = config.ratelimit.storage
+    if url.startswith("memory://"):
+        return None
+    where = redact(url).split("?", 1)[0]
+    try:
+        store = RateLimitStore(url, fail_open=config.ratelimit.fail_open)
+        await asyncio.wait_for(store.ping(), 3.0)
+    except ValueError as e:
+        raise StartupError(f"ratelimit: {e}") from None
+    except Exception as e:
+        raise StartupError(f"{where} does not answer ({type(e).__name__}: {e})") from None
+    return where
 
 
 async def reach_database(config: Config) -> str:

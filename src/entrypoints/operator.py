@@ -247,7 +247,7 @@ async def check_config(config: Config) -> int:
     """``config check``: one line per check; 0 when every check passes, 1 otherwise (the
     configuration itself was loaded: an unusable one exits 2 before this)."""
     print("config: ok")
-    results = [_check_keys(config), await _check_database(config)]
+    results = [_check_keys(config), await _check_database(config), await _check_redis(config)]
     async with provider_session() as http:
         try:
             providers = composition.provider_adapters(config, http)
@@ -319,6 +319,18 @@ async def _check_database(config: Config) -> bool:
         print(f"database: FAILED {str(e).removeprefix('database: ')}")
         return False
     print(f"database: ok ({reached})")
+    return True
+
+
+async def _check_redis(config: Config) -> bool:
+    """Redis, where the rate limits (and the revocation channel with them) are kept."""
+    try:
+        reached = await composition.reach_redis(config)
+    except composition.StartupError as e:
+        print(f"redis: FAILED {e}")
+        return False
+    if reached is not None:
+        print(f"redis: ok ({reached})")
     return True
 
 

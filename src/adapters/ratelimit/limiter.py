@@ -5,8 +5,8 @@ they do with test-then-hit: on Redis through ``limits``' Lua scripts (imported o
 memory through :class:`~authgate.adapters.ratelimit.window.MovingWindow`. Several limits (the
 callback's, the initiation's) share one :class:`RateLimitStore`, each in its own namespace: one
 Redis connection pool, one fail-open policy. When the store is unreachable every limit fails
-open or closed as configured, and the log says so once per 10 seconds for the store, not once
-per limit or per request.
+open or closed as configured, and the log says so once when the store becomes unreachable and
+once when it answers again, not once per limit or per request.
 """
 
 from __future__ import annotations
@@ -42,7 +42,20 @@ class RateLimitStore:
 
             self._strategy = MovingWindowRateLimiter(_redis_storage(url))
         self._fail_open = fail_open
-        self._last_failure_log = 0.0
+        self._unreachable = False  # since the last failure, until a hit succeeds
+
+    @property
+    def fail_open(self) -> bool:
+        """Whether requests are allowed while the store is unreachable."""
+        return self._fail_open
+
+    async def ping(self) -> None:
+        """Reach the store once (readiness, ``authgate config check``); raises when it cannot
+        be reached. A memory store is always there."""
+        if self._strategy is None:
+            return
+        if not await self._strategy.storage.check():
+            raise ConnectionError("the rate-limit store (Redis) does not answer")
 
     def limiter(self, limit: str, *, namespace: str) -> LimitsRateLimiter | MemoryRateLimiter:
         """A limit (``"10/minute"``) counted in this store under its own ``namespace``."""
@@ -58,19 +71,23 @@ class RateLimitStore:
         assert self._strategy is not None  # a Redis store: memory limits count in MovingWindow
         try:
             if await self._strategy.hit(item, namespace, key):
-                return RateDecision(True)
-            stats = await self._strategy.get_window_stats(item, namespace, key)
+                decision = RateDecision(True)
+            else:
+                stats = await self._strategy.get_window_stats(item, namespace, key)
+                decision = RateDecision(False, max(1, math.ceil(stats.reset_time - time.time())))
         except Exception as e:
             self._log_failure(e)
             if self._fail_open:
                 return RateDecision(True)
             return RateDecision(False, 1)
-        return RateDecision(False, max(1, math.ceil(stats.reset_time - time.time())))
+        if self._unreachable:
+            self._unreachable = False
+            log.warning("rate-limit store reachable again: requests are limited again")
+        return decision
 
     def _log_failure(self, e: Exception) -> None:
-        now = time.monotonic()
-        if now - self._last_failure_log > 10:  # one line per 10 s, not one per request
-            self._last_failure_log = now
+        if not self._unreachable:  # one line per outage, not one per request
+            self._unreachable = True
             log.error(
                 "rate-limit store unreachable (%s: %s); failing %s",
                 type(e).__name__,

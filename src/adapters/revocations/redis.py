@@ -15,7 +15,10 @@ from .messages import CHANNEL, Subscribers, decode, encode
 
 log = logging.getLogger("authgate.sessions")
 
-RETRY_SECONDS = 1.0
+# After a lost connection: the first retry at once plus this, doubling up to the cap, so an
+# outage costs Redis (and the log) little while a short blip is followed within a second.
+RETRY_FIRST_SECONDS = 0.5
+RETRY_MAX_SECONDS = 30.0
 
 
 class RedisRevocations:
@@ -48,11 +51,17 @@ class RedisRevocations:
             await asyncio.wait_for(self._subscribed.wait(), 2.0)
 
     async def _listen(self) -> None:
+        delay = RETRY_FIRST_SECONDS
+        lost = False  # logged once per outage, and its end once
         while True:
             try:
                 async with self._redis.pubsub() as pubsub:
                     await pubsub.subscribe(CHANNEL)
                     self._subscribed.set()
+                    delay = RETRY_FIRST_SECONDS
+                    if lost:
+                        lost = False
+                        log.warning("session revocation channel (Redis) back")
                     while True:
                         message = await pubsub.get_message(
                             ignore_subscribe_messages=True, timeout=5.0
@@ -63,12 +72,18 @@ class RedisRevocations:
                 raise
             except Exception as e:
                 self._subscribed.clear()
-                log.warning(
-                    "session revocation channel (Redis) lost (%s: %s); retrying",
-                    type(e).__name__,
-                    e,
-                )
-                await asyncio.sleep(RETRY_SECONDS)
+                if not lost:
+                    lost = True
+                    log.warning(
+                        "session revocation channel (Redis) lost (%s: %s); retrying every %g s "
+                        "at most (other instances' revocations reach this one within "
+                        "session.revocation_cache_seconds meanwhile)",
+                        type(e).__name__,
+                        e,
+                        RETRY_MAX_SECONDS,
+                    )
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, RETRY_MAX_SECONDS)
 
     async def close(self) -> None:
         if self._task is not None:

@@ -1,9 +1,14 @@
 """Liveness and readiness probes made of named checks, each bounded by a timeout.
 
 A probe with no checks answers 200. A check fails when it raises, returns False or does not
-finish within its timeout (a hung dependency must not hang the probe); any failure answers 503.
-Checks run concurrently. The body names each check and its result:
+finish within its timeout (a hung dependency must not hang the probe); a failure of a required
+check answers 503, one of a check that is not required (a dependency the service runs without,
+degraded) is reported but answers 200 with the status ``degraded``. Checks run concurrently.
+The body names each check and its result:
 ``{"status": "ok", "checks": {"database": {"status": "ok"}}}``.
+
+Probes are asked every few seconds: a check that starts failing is logged once, with why, and
+once more when it passes again, not at every probe.
 """
 
 from __future__ import annotations
@@ -31,13 +36,17 @@ class HealthReport:
     checks: dict[str, dict[str, str]]
 
 
-@attrs.frozen
+@attrs.define
 class HealthCheck:
     """A named dependency check. ``check`` returns None/True when healthy."""
 
     name: str
     check: CheckFn = attrs.field(eq=False)
     timeout: float = 2.0
+    # False: a failure is reported in the body without making the probe answer 503
+    required: bool = True
+    # whether the last run failed (for logging the changes only)
+    failing: bool = attrs.field(default=False, eq=False, init=False)
 
 
 @attrs.define
@@ -52,9 +61,11 @@ class Probe:
 
     async def run(self) -> tuple[bool, dict[str, Any]]:
         results = await asyncio.gather(*(_run_check(c) for c in self.checks))
-        healthy = all(ok for ok, _ in results)
+        checked = list(zip(self.checks, results, strict=True))
+        healthy = all(ok for c, (ok, _) in checked if c.required)
+        complete = all(ok for ok, _ in results)
         body = {
-            "status": "ok" if healthy else "unavailable",
+            "status": "ok" if complete else "degraded" if healthy else "unavailable",
             "checks": {c.name: detail for c, (_, detail) in zip(self.checks, results, strict=True)},
         }
         return healthy, body
@@ -71,11 +82,21 @@ async def _run_check(check: HealthCheck) -> tuple[bool, dict[str, str]]:
         async with asyncio.timeout(check.timeout):
             result = await check.check()
     except TimeoutError:
-        log.warning("health check %s timed out after %.1fs", check.name, check.timeout)
+        _failed(check, f"timed out after {check.timeout:.1f}s")
         return False, {"status": "timeout"}
-    except Exception:
-        log.warning("health check %s failed", check.name, exc_info=True)
+    except Exception as e:
+        _failed(check, f"{type(e).__name__}: {e}")
         return False, {"status": "failed"}
     if result is False:
+        _failed(check, "reported a failure")
         return False, {"status": "failed"}
+    if check.failing:
+        check.failing = False
+        log.warning("health check %s passes again", check.name)
     return True, {"status": "ok"}
+
+
+def _failed(check: HealthCheck, why: str) -> None:
+    if not check.failing:
+        check.failing = True
+        log.warning("health check %s failed (%s)", check.name, why)
