@@ -112,6 +112,7 @@ async def test_claim_respects_the_limit(store: Store) -> None:
         await store.revocations.add(pending(f"r-{i}", due=at(i)))
     assert [p.id for p in await store.revocations.claim(at(9), LEASE, 2)] == ["r-0", "r-1"]
     assert [p.id for p in await store.revocations.claim(at(9), LEASE, 2)] == ["r-2", "r-3"]
+    assert [p.id for p in await store.revocations.claim(at(9), LEASE, 2)] == ["r-4"]
 
 
 async def test_retry_unleases_and_reschedules_and_complete_removes(store: Store) -> None:
@@ -129,6 +130,7 @@ async def test_concurrent_claims_never_share_a_row(store: Store) -> None:
     for i in range(20):
         await store.revocations.add(pending(f"r-{i:02d}"))
     batches = await asyncio.gather(*(store.revocations.claim(at(1), LEASE, 3) for _ in range(10)))
+    assert all(len(batch) <= 3 for batch in batches)
     ids = [p.id for batch in batches for p in batch]
     assert len(ids) == len(set(ids)) == 20
 

@@ -139,9 +139,10 @@ async def test_expired_states_and_old_events_are_purged_by_traffic(pg: PostgresS
 async def test_a_purge_runs_at_most_once_per_interval_and_never_fails_its_trigger() -> None:
     runs: list[int] = []
 
-    async def job() -> int:
+    async def job() -> AsyncIterator[int]:
         runs.append(1)
         raise ConnectionResetError("database down")
+        yield 0  # an async generator, as the purges are
 
     purge = PeriodicPurge("things", job, dt.timedelta(minutes=5))
     purge.trigger()

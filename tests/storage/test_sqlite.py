@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from authgate.adapters.sqlite import SqliteStore, SqliteUnavailable, open_sqlite
+from authgate.adapters.sqlite.housekeeping import PURGE_BATCH
 from authgate.adapters.sqlite.schema import VERSIONS
 from authgate.domain.model import ProviderIdentity
 from tests.support.records import T0, at, event, pending, verified
@@ -121,6 +122,34 @@ async def test_purges_wait_for_their_interval(tmp_path: Path) -> None:
         await store.states.put(pending("second", created=T0 + dt.timedelta(hours=1)))
         # The first put ran the purge (nothing was expired then); the second is too soon.
         assert await _count(store, "sign_in_states") == 2
+    finally:
+        await store.close()
+
+
+async def test_a_large_purge_lets_other_operations_run_between_its_batches(
+    tmp_path: Path,
+) -> None:
+    """A purge holds the connection (and the file's write lock) one batch at a time: an
+    operation that arrives while it runs goes before the rest of the backlog."""
+    backlog = 10 * PURGE_BATCH
+    store = await open_sqlite(tmp_path / "a.db")
+    try:
+        async with store.db.use() as conn:
+            await conn.execute(
+                """
+                WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < ?)
+                INSERT INTO sign_in_states (lookup, binding_hash, provider, redirect_uri,
+                    intent, created_at, expires_at)
+                SELECT 'old-' || i, 'b', 'google', 'https://cb.example', 'login', ?, ? FROM n
+                """,
+                (backlog, T0.isoformat(), T0.isoformat()),
+            )
+        purge = asyncio.create_task(store.states.purge_expired(at(1)))
+        await asyncio.sleep(0)  # the purge has the connection
+        assert await store.states.take("google", "other", "b" * 64, at(1)) is None
+        assert not purge.done()
+        assert await purge == backlog
+        assert await _count(store, "sign_in_states") == 0
     finally:
         await store.close()
 

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import AsyncIterator
 
 from authgate.domain.model import SignInEvent
 
 from . import rows
-from .housekeeping import PeriodicPurge
+from .housekeeping import PeriodicPurge, delete_batches, total
 from .pool import Pool
 
 DEFAULT_RETENTION = dt.timedelta(days=90)
@@ -87,10 +88,12 @@ class PostgresEvents:
         return [rows.sign_in_event(r) for r in found]
 
     async def purge_before(self, cutoff: dt.datetime) -> int:
-        status = await self._db.execute(
-            "DELETE FROM sign_in_events WHERE at < $1", rows.utc(cutoff)
-        )
-        return rows.affected(status)
+        return await total(self._older(cutoff))
 
-    async def _purge(self) -> int:
-        return await self.purge_before(self._last_at - self._retention) if self._last_at else 0
+    def _older(self, cutoff: dt.datetime) -> AsyncIterator[int]:
+        return delete_batches(self._db, "sign_in_events", cutoff)
+
+    async def _purge(self) -> AsyncIterator[int]:
+        if self._last_at is not None:
+            async for deleted in self._older(self._last_at - self._retention):
+                yield deleted

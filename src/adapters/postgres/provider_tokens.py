@@ -122,8 +122,8 @@ class PostgresProviderTokens:
 
 class PostgresRevocationOutbox:
     """:class:`~authgate.ports.provider_tokens.RevocationOutbox` on a pool, or on one
-    connection of a unit of work: a claim locks the due rows ``FOR UPDATE SKIP LOCKED`` and
-    leases them in one statement, so concurrent instances claim disjoint rows."""
+    connection of a unit of work: a claim locks at most ``limit`` due rows ``FOR UPDATE SKIP
+    LOCKED`` and leases them in one statement, so concurrent instances claim disjoint rows."""
 
     def __init__(self, db: rows.Executor) -> None:
         self._db = db
@@ -150,15 +150,23 @@ class PostgresRevocationOutbox:
     async def claim(
         self, now: dt.datetime, lease: dt.timedelta, limit: int
     ) -> list[PendingRevocation]:
+        # Bounded by construction, whatever the plan: a MATERIALIZED WITH query runs once per
+        # statement and its rows are kept; a plan that re-scans it (a nested loop re-scans
+        # its inner side for every outer row) re-reads those rows. A sub-select in FROM or
+        # IN is re-run instead, and each re-run skips the rows this statement has already
+        # updated and locks the next ones: a claim of 2 leased 5. So at most $3 distinct ids,
+        # each matching one row by the primary key. MATERIALIZED, as a single-use WITH query
+        # may otherwise be folded into the statement as that very sub-select.
         found = await self._db.fetch(
             """
-            UPDATE provider_token_revocations AS r SET leased_until = $2
-            FROM (
+            WITH due AS MATERIALIZED (
                 SELECT id FROM provider_token_revocations
                 WHERE next_attempt_at <= $1 AND (leased_until IS NULL OR leased_until <= $1)
                 ORDER BY next_attempt_at, id LIMIT $3
                 FOR UPDATE SKIP LOCKED
-            ) AS due
+            )
+            UPDATE provider_token_revocations AS r SET leased_until = $2
+            FROM due
             WHERE r.id = due.id
             RETURNING r.id, r.account_id, r.provider, r.subject, r.key_id, r.ciphertext,
                 r.created_at, r.next_attempt_at, r.attempts

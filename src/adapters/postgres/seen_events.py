@@ -7,20 +7,20 @@ import datetime as dt
 from authgate.domain.model import EventId
 
 from . import rows
+from .housekeeping import delete_batch
 
 
 class PostgresSeenEvents:
     """:class:`~authgate.ports.provider_events.SeenEvents` on a pool or a unit of work's
     connection. The primary key makes two instances receiving one event at once act once.
-    Events are few: expired rows are dropped at each insert (an indexed range)."""
+    Events are few: each insert drops expired rows on the way, one bounded batch (it runs in
+    the event's transaction; as every insert removes up to a batch, a backlog cannot grow)."""
 
     def __init__(self, db: rows.Executor) -> None:
         self._db = db
 
     async def first_sight(self, event: EventId, now: dt.datetime) -> bool:
-        await self._db.execute(
-            "DELETE FROM provider_event_ids WHERE expires_at <= $1", rows.utc(now)
-        )
+        await delete_batch(self._db, "provider_event_ids", now)
         inserted = await self._db.fetchval(
             """
             INSERT INTO provider_event_ids (issuer, jti, seen_at, expires_at)

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import AsyncIterator
 
 import asyncpg
 
 from authgate.domain.model import SessionRecord
 
 from . import rows
-from .housekeeping import PeriodicPurge
+from .housekeeping import PeriodicPurge, delete_batches, total
 from .pool import Pool
 
 DEFAULT_PURGE_INTERVAL = dt.timedelta(minutes=5)
@@ -189,10 +190,12 @@ class PostgresSessionRecords:
         return [_record(r) for r in found]
 
     async def purge_expired(self, now: dt.datetime) -> int:
-        status = await self._db.execute(
-            "DELETE FROM sessions WHERE expires_at <= $1", rows.utc(now)
-        )
-        return rows.affected(status)
+        return await total(self._expired(now))
 
-    async def _purge(self) -> int:
-        return await self.purge_expired(self._last_now) if self._last_now else 0
+    def _expired(self, now: dt.datetime) -> AsyncIterator[int]:
+        return delete_batches(self._db, "sessions", now)
+
+    async def _purge(self) -> AsyncIterator[int]:
+        if self._last_now is not None:
+            async for deleted in self._expired(self._last_now):
+                yield deleted

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import AsyncIterator
 
 from authgate.domain.model import Intent, PendingSignIn
 from authgate.ports.state import state_lookup
 
 from . import rows
-from .housekeeping import PeriodicPurge
+from .housekeeping import PeriodicPurge, delete_batches, total
 from .pool import Pool
 
 DEFAULT_PURGE_INTERVAL = dt.timedelta(minutes=5)
@@ -104,11 +105,13 @@ class PostgresStates:
         )
 
     async def purge_expired(self, now: dt.datetime) -> int:
-        status = await self._pool.execute(
-            "DELETE FROM sign_in_states WHERE expires_at <= $1", rows.utc(now)
-        )
-        return rows.affected(status)
+        return await total(self._expired(now))
 
-    async def _purge(self) -> int:
+    def _expired(self, now: dt.datetime) -> AsyncIterator[int]:
+        return delete_batches(self._pool, "sign_in_states", now)
+
+    async def _purge(self) -> AsyncIterator[int]:
         # "now" as the service's clock last told us (so a test clock is honoured).
-        return await self.purge_expired(self._last_now) if self._last_now else 0
+        if self._last_now is not None:
+            async for deleted in self._expired(self._last_now):
+                yield deleted

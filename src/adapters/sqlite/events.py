@@ -10,7 +10,7 @@ from typing import Any
 from authgate.domain.model import Outcome, SignInEvent
 
 from .db import Database, parse_ts, ts
-from .housekeeping import PeriodicPurge
+from .housekeeping import PeriodicPurge, delete_batches
 
 DEFAULT_RETENTION = dt.timedelta(days=90)
 DEFAULT_PURGE_INTERVAL = dt.timedelta(minutes=5)
@@ -79,9 +79,7 @@ class SqliteEvents:
         return [_event(r) for r in rows]
 
     async def purge_before(self, cutoff: dt.datetime) -> int:
-        async with self._db.use() as conn:
-            cursor = await conn.execute("DELETE FROM sign_in_events WHERE at < ?", (ts(cutoff),))
-            return cursor.rowcount
+        return await delete_batches(self._db, "sign_in_events", cutoff)
 
 
 def _event(r: Sequence[Any]) -> SignInEvent:

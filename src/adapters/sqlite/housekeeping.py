@@ -1,6 +1,11 @@
 """Clean-up without a cron for the embedded store: traffic triggers it at most once per
 interval. A local DELETE on an indexed column is cheap, so it runs inline, after the operation
-that triggered it has committed; a failure is logged and never fails that operation."""
+that triggered it has committed; a failure is logged and never fails that operation.
+
+It deletes in batches of at most :data:`PURGE_BATCH` rows, each its own statement with the
+connection given back in between: one DELETE of a large backlog would hold the file's write
+lock (other processes wait, up to their busy timeout) and this process's connection until done.
+"""
 
 from __future__ import annotations
 
@@ -8,8 +13,55 @@ import datetime as dt
 import logging
 import time
 from collections.abc import Awaitable, Callable
+from typing import Literal
+
+import aiosqlite
+
+from .db import Database, ts
 
 log = logging.getLogger("authgate.storage")
+
+PURGE_BATCH = 1_000
+"""Rows one purge statement deletes at most (a few milliseconds)."""
+
+Purged = Literal["sign_in_states", "sessions", "provider_event_ids", "sign_in_events"]
+
+# What a purge removes from each table: rows expired at, or older than, the bound (the first
+# parameter), the oldest first through the column's index. SQLite evaluates an uncorrelated IN
+# sub-select once, before deleting: at most the second parameter's rows per statement.
+_BATCH_DELETES: dict[Purged, str] = {
+    "sign_in_states": "DELETE FROM sign_in_states WHERE rowid IN (SELECT rowid FROM "
+    "sign_in_states WHERE expires_at <= ?1 ORDER BY expires_at LIMIT ?2)",
+    "sessions": "DELETE FROM sessions WHERE rowid IN (SELECT rowid FROM sessions "
+    "WHERE expires_at <= ?1 ORDER BY expires_at LIMIT ?2)",
+    "provider_event_ids": "DELETE FROM provider_event_ids WHERE rowid IN (SELECT rowid FROM "
+    "provider_event_ids WHERE expires_at <= ?1 ORDER BY expires_at LIMIT ?2)",
+    "sign_in_events": "DELETE FROM sign_in_events WHERE rowid IN (SELECT rowid FROM "
+    "sign_in_events WHERE at < ?1 ORDER BY at LIMIT ?2)",
+}
+
+
+async def delete_batch(
+    conn: aiosqlite.Connection, table: Purged, bound: dt.datetime, batch: int = PURGE_BATCH
+) -> int:
+    """Delete at most ``batch`` of the rows of ``table`` expired at ``bound`` (sign-in
+    events: older than ``bound``), the oldest first; the number deleted."""
+    cursor = await conn.execute(_BATCH_DELETES[table], (ts(bound), batch))
+    return cursor.rowcount
+
+
+async def delete_batches(
+    db: Database, table: Purged, bound: dt.datetime, batch: int = PURGE_BATCH
+) -> int:
+    """:func:`delete_batch` until a batch deletes fewer than ``batch`` rows, the connection
+    given back between batches (other operations queued for it run in between); the total."""
+    removed = 0
+    while True:
+        async with db.use() as conn:
+            deleted = await delete_batch(conn, table, bound, batch)
+        removed += deleted
+        if deleted < batch:
+            return removed
 
 
 class PeriodicPurge:

@@ -145,6 +145,8 @@ class SqliteRevocationOutbox:
     async def claim(
         self, now: dt.datetime, lease: dt.timedelta, limit: int
     ) -> list[PendingRevocation]:
+        # At most ``limit`` rows: SQLite evaluates an uncorrelated IN sub-select once (into a
+        # transient index) before updating, and one writer at a time has the file.
         async with self._db.use() as conn:
             rows = await conn.execute_fetchall(
                 """

@@ -9,7 +9,7 @@ from typing import Any
 from authgate.domain.model import SessionRecord
 
 from .db import Database, parse_opt_ts, parse_ts, ts
-from .housekeeping import PeriodicPurge
+from .housekeeping import PeriodicPurge, delete_batches
 
 DEFAULT_PURGE_INTERVAL = dt.timedelta(minutes=5)
 
@@ -170,6 +170,4 @@ class SqliteSessionRecords:
         return [_record(r) for r in rows]
 
     async def purge_expired(self, now: dt.datetime) -> int:
-        async with self._db.use() as conn:
-            cursor = await conn.execute("DELETE FROM sessions WHERE expires_at <= ?", (ts(now),))
-            return cursor.rowcount
+        return await delete_batches(self._db, "sessions", now)

@@ -10,7 +10,7 @@ from authgate.domain.model import Intent, PendingSignIn
 from authgate.ports.state import state_lookup
 
 from .db import Database, parse_ts, ts, utc
-from .housekeeping import PeriodicPurge
+from .housekeeping import PeriodicPurge, delete_batches
 
 DEFAULT_PURGE_INTERVAL = dt.timedelta(minutes=5)
 
@@ -81,11 +81,7 @@ class SqliteStates:
         return pending if pending.expires_at > utc(now) else None
 
     async def purge_expired(self, now: dt.datetime) -> int:
-        async with self._db.use() as conn:
-            cursor = await conn.execute(
-                "DELETE FROM sign_in_states WHERE expires_at <= ?", (ts(now),)
-            )
-            return cursor.rowcount
+        return await delete_batches(self._db, "sign_in_states", now)
 
 
 def _pending(state: str, r: Sequence[Any]) -> PendingSignIn:
