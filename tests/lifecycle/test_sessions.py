@@ -445,3 +445,66 @@ async def test_renewal_stops_at_the_absolute_limit_and_can_be_switched_off(
     for browser in (at_limit, never):
         response = await browser.request("GET", "/v1/account")
         assert response.status == 200 and session_cookie_of(response) is None
+
+
+def due_for_renewal(service: Service, token: str | None) -> str:
+    """The same session's token, issued long enough ago that its renewal is due now."""
+    assert token is not None
+    ttl = service.config.session.ttl_seconds
+    issued = int(time.time()) - ttl * 3 // 4
+    return reissue(service, token, iat=issued, nbf=issued, exp=issued + ttl)
+
+
+async def test_only_answers_that_authenticate_by_the_cookie_renew_it(
+    make_dev_service: StartService,
+) -> None:
+    # /metrics on the main listener too, so that its answer is one of those checked.
+    service = await make_dev_service({"metrics": {"port": None}})
+    browser = await signed_in(service, "google", "facebook")
+    due = due_for_renewal(service, browser.session)
+    public = (
+        "/.well-known/jwks.json",
+        "/openapi.json",
+        "/metrics",
+        "/health/liveness",
+        "/health/readiness",
+        "/demo",
+        f"/v1/auth/google?redirect_uri={service.callback('google')}",  # a plain sign-in start
+    )
+    for path in public:
+        browser.cookies["session"] = due
+        response = await browser.request("GET", path, {"Accept": "application/json"})
+        assert response.status < 400, (path, response.status)
+        assert session_cookie_of(response) is None, path
+    # The bearer token is the credential: the cookie beside it was not used, nor renewed.
+    browser.cookies["session"] = due
+    response = await browser.request("GET", "/v1/account", bearer(due))
+    assert response.status == 200 and session_cookie_of(response) is None
+    # An account answer authenticated by the cookie renews it.
+    response = await browser.request("GET", "/v1/account/sessions")
+    assert response.status == 200 and session_cookie_of(response) is not None
+    assert browser.session != due
+    # So does a sign-in start that acts for the signed-in caller (re-authentication).
+    browser.cookies["session"] = due
+    query = f"redirect_uri={service.callback('facebook')}&intent=reauthenticate"
+    headers = {"Accept": "application/json", "Sec-Fetch-Site": "same-origin"}
+    response = await browser.request("GET", f"/v1/auth/facebook?{query}", headers)
+    assert response.status == 200, await response.text()
+    assert session_cookie_of(response) is not None
+
+
+async def test_public_documents_say_how_long_they_may_be_cached(
+    make_dev_service: StartService,
+) -> None:
+    service = await make_dev_service({"metrics": {"port": None}})
+    expected = {
+        "/.well-known/jwks.json": "public, max-age=60",
+        "/openapi.json": "no-cache",
+        "/metrics": "no-store",
+        "/health/liveness": "no-store",
+        "/health/readiness": "no-store",
+    }
+    for path, caching in expected.items():
+        response = await service.client.get(path)
+        assert response.status == 200, path
+        assert response.headers.get("Cache-Control") == caching, path
