@@ -49,6 +49,7 @@ from authgate.adapters.sessions import (
 )
 from authgate.adapters.sqlite import SchemaTooNew, SqliteStore, SqliteUnavailable, open_sqlite
 from authgate.adapters.tokens import JweTokenSealer, SealingKey, SealingKeyError
+from authgate.domain.redirects import origin
 from authgate.domain.scopes import ACCOUNT_MANAGE
 from authgate.entrypoints import development
 from authgate.entrypoints.config import (
@@ -316,9 +317,11 @@ def build_api(config: Config, resources: Resources, services: Services | None = 
     public_url = config.rest.public_url
     # The application's pages (app.allowed_origins) may read the account and make changes with
     # the session cookie from their own origin: CORS with credentials, and the CSRF guard.
+    # Pages of any other origin are refused, also when no origin is allowed.
     allowed = config.app.allowed_origins
-    guard = SameOriginGuard([public_url] if public_url else [], allowed)
-    cors = Cors(allowed, expose_headers=("WWW-Authenticate",)) if allowed else None
+    own = [origin(public_url)] if public_url else []
+    guard = SameOriginGuard(own, allowed)
+    cors = Cors(allowed, expose_headers=("WWW-Authenticate",), own_origins=own)
     cookie = session_cookie_scheme(verifier)
     manage = (bearer.with_scopes(ACCOUNT_MANAGE), cookie.with_scopes(ACCOUNT_MANAGE))
     client_address = ClientAddress(config.ratelimit.trusted_proxies, config.ratelimit.ipv6_prefix)

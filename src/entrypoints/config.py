@@ -430,6 +430,11 @@ def _check(config: Config) -> None:
             "dev.identity_provider: the development identity provider needs "
             "environment: development"
         )
+    if config.rest.public_url is not None:
+        try:  # its origin is the one the service's own pages call from
+            normalise_origin(_origin_of(config.rest.public_url))
+        except ValueError as e:
+            raise ConfigError(f"rest.public_url: {e}") from None
     for allowed in config.app.allowed_origins:
         try:
             normalise_origin(allowed)
