@@ -152,6 +152,66 @@ async def test_logout_everywhere_ends_every_session_including_the_caller(
     assert second.session is None  # the cookie was cleared
 
 
+def cleared_cookies(response: Any) -> set[str]:
+    """The names of the cookies ``response`` clears (``Max-Age=0``)."""
+    return {
+        h.partition("=")[0] for h in response.headers.getall("Set-Cookie", []) if "Max-Age=0" in h
+    }
+
+
+async def test_an_ended_session_cannot_sign_out_everywhere(stored: Service) -> None:
+    stolen = await signed_in(stored, "google")
+    owner = await second_browser(stored)
+    copy = stolen.session
+    # The owner ends the stolen session from their own browser.
+    sid = claims_of(copy or "")["sid"]
+    ended = await owner.request("DELETE", f"/v1/account/sessions/{sid}", own_origin(stored))
+    assert ended.status == 204
+    # Its copy, still within its signature's lifetime, signs nothing out: by bearer, by cookie.
+    response = await stored.client.post("/v1/auth/logout?everywhere=true", headers=bearer(copy))
+    assert response.status == 401
+    body = await response.json()
+    assert body["error"] == "unauthorized" and "nothing was signed out" in body["message"]
+    assert response.headers["WWW-Authenticate"] == 'Bearer error="invalid_token"'
+    response = await stolen.request("POST", "/v1/auth/logout?everywhere=true", own_origin(stored))
+    assert response.status == 401
+    # The browser is left with nothing it could still use.
+    assert {"session", "__Host-authgate_binding"} <= cleared_cookies(response)
+    assert stolen.session is None
+    assert await status_of(stored, owner.session) == (200, 200)
+    # Nor without any session at all.
+    response = await stored.client.post("/v1/auth/logout?everywhere=true")
+    assert response.status == 401
+    assert response.headers["WWW-Authenticate"] == "Bearer"
+    assert await status_of(stored, owner.session) == (200, 200)
+
+
+async def test_a_plain_sign_out_with_an_ended_session_ends_nothing_and_clears_the_cookies(
+    service: Service,
+) -> None:
+    first = await signed_in(service, "google")
+    other = await second_browser(service)
+    copy = first.session or ""
+    out = await first.request("POST", "/v1/auth/logout", own_origin(service))
+    assert out.status == 204
+    before = await events_of(service, other)
+    # The ended session's token again, as a browser still holding it would send it: what it
+    # asks (signed out) holds already, so 204 and the cookies cleared, nothing else ended.
+    first.cookies["session"] = copy
+    response = await first.request("POST", "/v1/auth/logout", own_origin(service))
+    assert response.status == 204
+    assert "session" in cleared_cookies(response)
+    assert await status_of(service, other.session) == (200, 200)
+    assert await events_of(service, other) == before  # no second sign-out recorded
+
+
+async def events_of(service: Service, browser: Browser) -> list[Any]:
+    exported = await service.client.get("/v1/account/export", headers=bearer(browser.session))
+    assert exported.status == 200, await exported.text()
+    events: list[Any] = (await exported.json())["events"]
+    return events
+
+
 async def test_unlinking_a_provider_ends_the_sessions_issued_through_it(
     stored: Service,
 ) -> None:
