@@ -333,6 +333,21 @@ def test_allowed_origins_must_be_origins(value: str) -> None:
         to_config(data)
 
 
+@pytest.mark.parametrize(
+    "value", ["api.example.com", "ftp://api.example.com", "https://*.example.com"]
+)
+def test_public_url_must_name_an_origin(value: str) -> None:
+    # Its origin is the service's own, which other-origin refusals and the guard compare with.
+    data = {
+        "rest": {"port": 8080, "public_url": value},
+        "otel": {"service": {"name": "x"}, "sdk": {"disabled": True}},
+    }
+    with pytest.raises(ConfigError, match=r"rest\.public_url"):
+        to_config(data)
+    data["rest"]["public_url"] = "https://api.example.com/auth/"  # a path: its origin counts
+    assert to_config(data).rest.public_url == "https://api.example.com/auth/"
+
+
 # -- navigations (no Origin) ----------------------------------------------------------------
 
 
