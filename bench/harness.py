@@ -83,6 +83,8 @@ def service_config(
         "environment": "test",
         "rest": {"port": port or free_port(), "host": "127.0.0.1", "shutdown_timeout_seconds": 30},
         "otel": {"service": {"name": "authgate-proof"}, "sdk": {"disabled": True}},
+        # Instances side by side would collide on the default scrape port (9464).
+        "metrics": {"port": free_port()},
         "app": {
             "url": APP_URL,
             "callback_urls": [CALLBACK_URL.format(name=p) for p in providers],

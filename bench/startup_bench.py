@@ -50,7 +50,8 @@ async def one_start(folder: Path, settle: float) -> dict[str, Any]:
     config = folder / "config.default.yaml"
     command = authgate_command("serve", "--config", str(config))
     # An empty PYTHONDONTWRITEBYTECODE is unset: the service caches its bytecode as usual.
-    env = {"PORT": str(port), "PYTHONDONTWRITEBYTECODE": ""}
+    # METRICS_PORT: the default 9464 may be taken by another instance on this machine.
+    env = {"PORT": str(port), "METRICS_PORT": str(free_port()), "PYTHONDONTWRITEBYTECODE": ""}
     service = ServiceProcess(config, port=port, env=env, cwd=folder, command=command)
     async with service, aiohttp.ClientSession() as http:
         live = service.startup_seconds

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 import logging
+import os
 import sqlite3
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -48,6 +49,7 @@ from authgate.adapters.sessions import (
 )
 from authgate.adapters.sqlite import SchemaTooNew, SqliteStore, SqliteUnavailable, open_sqlite
 from authgate.adapters.tokens import JweTokenSealer, SealingKey, SealingKeyError
+from authgate.domain.redirects import origin
 from authgate.domain.scopes import ACCOUNT_MANAGE
 from authgate.entrypoints import development
 from authgate.entrypoints.config import (
@@ -315,9 +317,11 @@ def build_api(config: Config, resources: Resources, services: Services | None = 
     public_url = config.rest.public_url
     # The application's pages (app.allowed_origins) may read the account and make changes with
     # the session cookie from their own origin: CORS with credentials, and the CSRF guard.
+    # Pages of any other origin are refused, also when no origin is allowed.
     allowed = config.app.allowed_origins
-    guard = SameOriginGuard([public_url] if public_url else [], allowed)
-    cors = Cors(allowed, expose_headers=("WWW-Authenticate",)) if allowed else None
+    own = [origin(public_url)] if public_url else []
+    guard = SameOriginGuard(own, allowed)
+    cors = Cors(allowed, expose_headers=("WWW-Authenticate",), own_origins=own)
     cookie = session_cookie_scheme(verifier)
     manage = (bearer.with_scopes(ACCOUNT_MANAGE), cookie.with_scopes(ACCOUNT_MANAGE))
     client_address = ClientAddress(config.ratelimit.trusted_proxies, config.ratelimit.ipv6_prefix)
@@ -679,7 +683,11 @@ async def create_app(
         from authgate.adapters.metrics import ServiceMetrics  # imported by open_resources then
 
         if isinstance(resources.metrics, ServiceMetrics):
-            _mount_metrics(app, config, resources.metrics)
+            try:
+                await _mount_metrics(app, config, resources.metrics)
+            except BaseException:
+                await resources.close()  # the application that would close them never runs
+                raise
 
     async def start_worker(_: web.Application) -> None:
         services.revocation_worker.start()
@@ -703,32 +711,46 @@ def _request_recorder(config: Config, resources: Resources) -> RecordRequest | N
     return None
 
 
-def _mount_metrics(app: web.Application, config: Config, metrics: ServiceMetrics) -> None:
-    """``GET /metrics`` in the Prometheus text format: on the main port, or alone on
-    ``metrics.port`` of ``rest.host`` (the request durations are recorded by the middleware
-    create_app installs). Not an API operation: it is not in the OpenAPI document."""
+async def _mount_metrics(app: web.Application, config: Config, metrics: ServiceMetrics) -> None:
+    """``GET /metrics`` in the Prometheus text format: alone on ``metrics.host``:
+    ``metrics.port`` (loopback by default: the API's port does not serve it), or on the main
+    listener when ``metrics.port`` is null (the request durations are recorded by the hook
+    create_app installs). Not an API operation: it is not in the OpenAPI document.
+
+    A listener of its own is bound now, not as the application starts: a taken port is then
+    a :class:`StartupError` of one line (aiohttp cleans nothing up after a failed start)."""
 
     async def scrape(_: web.Request) -> web.Response:
+        # A snapshot of this moment: no cache may keep it (and no session cookie rides on it).
         return web.Response(
-            body=metrics.exposition(), headers={"Content-Type": metrics.content_type}
+            body=metrics.exposition(),
+            headers={"Content-Type": metrics.content_type, "Cache-Control": "no-store"},
         )
 
-    if config.metrics.port is None:
+    port = config.metrics.port
+    if port is None:
         app.router.add_get("/metrics", scrape)
         return
-    # A listener of its own, so that the scrape port can stay off the public network.
+    host = config.metrics.host
+    # A listener of its own, so that the scrape port stays off the public network.
     scrape_app = web.Application()
     scrape_app.router.add_get("/metrics", scrape)
-    runner = web.AppRunner(scrape_app, access_log=None)
-
-    async def start(_: web.Application) -> None:
-        await runner.setup()
-        await web.TCPSite(runner, config.rest.host, config.metrics.port).start()
+    runner = web.AppRunner(scrape_app, access_log=None, handle_signals=False)
+    await runner.setup()
+    try:
+        await web.TCPSite(runner, host, port).start()
+    except OSError as e:
+        await runner.cleanup()
+        # Typically another instance (or exporter) on this machine holds the port.
+        reason = os.strerror(e.errno) if e.errno else str(e)
+        raise StartupError(
+            f"metrics.port: cannot listen on {host}:{port}: {reason} (choose another "
+            "metrics.port, or metrics.enabled: false)"
+        ) from None
 
     async def stop(_: web.Application) -> None:
         await runner.cleanup()
 
-    app.on_startup.append(start)
     app.on_cleanup.append(stop)
 
 

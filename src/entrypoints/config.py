@@ -64,11 +64,17 @@ class OtelConfig:
 
 @attrs.frozen
 class MetricsConfig:
-    """``metrics.enabled``: count and serve ``GET /metrics`` (Prometheus text format);
-    ``metrics.port``: serve it on this port of ``rest.host`` instead of the main port."""
+    """``metrics.enabled``: count and serve ``GET /metrics`` (Prometheus text format).
+
+    Where: a listener of its own on ``metrics.host``:``metrics.port`` (loopback, 9464 — the
+    OpenTelemetry Prometheus exporter's port — by default), never where the API is unless asked:
+    the counts tell an outsider how many people sign in, fail and from which providers.
+    ``metrics.port: null`` serves it on the main listener (``rest.port``), for a deployment
+    whose proxy keeps ``/metrics`` from the public."""
 
     enabled: bool = True
-    port: int | None = None
+    host: str = "127.0.0.1"
+    port: int | None = 9464
 
 
 def _origin_of(url: str) -> str:
@@ -387,7 +393,11 @@ def _check(config: Config) -> None:
     if config.metrics.port is not None and not 0 < config.metrics.port < 65536:
         raise ConfigError("metrics.port: must be between 1 and 65535")
     if config.metrics.port == config.rest.port:
-        raise ConfigError("metrics.port: must differ from rest.port (null serves on rest.port)")
+        raise ConfigError(
+            "metrics.port: must differ from rest.port (null serves /metrics on rest.port)"
+        )
+    if config.metrics.port is not None and not config.metrics.host.strip():
+        raise ConfigError("metrics.host: must be an address to listen on (default 127.0.0.1)")
     if config.session.ttl_seconds <= 0:
         raise ConfigError("session.ttl_seconds: must be positive")
     if config.session.absolute_max_seconds < config.session.ttl_seconds:
@@ -417,6 +427,11 @@ def _check(config: Config) -> None:
             "dev.identity_provider: the development identity provider needs "
             "environment: development"
         )
+    if config.rest.public_url is not None:
+        try:  # its origin is the one the service's own pages call from
+            normalise_origin(_origin_of(config.rest.public_url))
+        except ValueError as e:
+            raise ConfigError(f"rest.public_url: {e}") from None
     for allowed in config.app.allowed_origins:
         try:
             normalise_origin(allowed)

@@ -254,11 +254,10 @@ class SessionService:
         self, token: str, *, client: ClientInfo, everywhere: bool = False
     ) -> list[str]:
         """End the session of ``token`` (``everywhere``: every session of its account, after
-        the RFC 9470 check). A token that does not verify ends nothing."""
-        try:
-            claims = self.tokens.verify(token, self.clock.now())
-        except InvalidSession:
-            return []
+        the RFC 9470 check). Only a live session signs anything out: :class:`InvalidSession`,
+        nothing ended, for a token that does not verify or whose session has ended already
+        (a copy of a revoked token must not end the sessions that followed it)."""
+        claims = await self.verify(token)
         provider = claims.provider or ""
         if everywhere:
             self.require_recent_authentication(claims.auth_time)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import logging
+import socket
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -28,11 +29,21 @@ Client = TestClient[web.Request, web.Application]
 MakeService = Callable[..., Awaitable[Client]]
 
 
+def free_port() -> int:
+    """A loopback TCP port free at the time of the call."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
 def base_config(tmp_path: Path) -> dict[str, Any]:
     return {
         "environment": "test",
         "rest": {"port": 8080},
         "otel": {"service": {"name": "authgate-test"}, "sdk": {"disabled": True}},
+        # The scrape listener of its own, as by default, on a port of its own: services of
+        # parallel runs on one machine would collide on the default 9464.
+        "metrics": {"port": free_port()},
         "app": {"url": APP_URL, "callback_urls": []},
         "database": {"url": "memory://"},
         "session": {"keys_file": str(tmp_path / "keys.json"), "generate_keys": True},

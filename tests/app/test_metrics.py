@@ -7,17 +7,33 @@ state, a code, a token, an email or an account id."""
 from __future__ import annotations
 
 import socket
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
 import aiohttp
 import pytest
+import yaml
 from prometheus_client.parser import text_string_to_metric_families
 
-from authgate.entrypoints.config import ConfigError
+from authgate.entrypoints import composition
+from authgate.entrypoints.config import ConfigError, parse
+from authgate.entrypoints.server import build_app
 from tests.fakeidp import FakeIdP, FakeUser, SettableClock, TokenMode
 
-from .conftest import APP_URL, CALLBACK_URL, PROVIDERS, Client, MakeService, SignIn, load_config
+from .conftest import (
+    APP_URL,
+    CALLBACK_URL,
+    PROVIDERS,
+    Client,
+    MakeService,
+    SignIn,
+    base_config,
+    free_port,
+    load_config,
+    merge,
+)
 
 SECRET_STATE = "state-0123456789abcdef"
 SECRET_CODE = "code-0123456789abcdef"
@@ -32,6 +48,8 @@ async def service(make_service: MakeService, fake_idp: FakeIdP, clock: SettableC
             },
             "ratelimit": {"initiation": "5/minute"},
             "providers": {p: fake_idp.config(p) for p in PROVIDERS},
+            # Served on the main listener, as asked explicitly, so that the client scrapes it.
+            "metrics": {"port": None},
         },
         clock=clock,
     )
@@ -190,3 +208,71 @@ async def test_metrics_port_serves_the_scrape_on_a_listener_of_its_own(
 def test_metrics_port_must_differ_from_the_main_port(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match=r"metrics\.port: must differ from rest\.port"):
         load_config(tmp_path, {"metrics": {"port": 8080}})
+
+
+DEFAULT_SCRAPE = ("127.0.0.1", 9464)
+
+
+def port_is_free(address: tuple[str, int]) -> bool:
+    with socket.socket() as probe:
+        try:
+            probe.bind(address)
+        except OSError:
+            return False
+    return True
+
+
+async def test_by_default_metrics_are_on_loopback_9464_and_not_on_the_api_port(
+    aiohttp_client: Any, tmp_path: Path
+) -> None:
+    data = base_config(tmp_path)
+    del data["metrics"]  # nothing said about metrics: the defaults
+    config = parse(yaml.safe_dump(data, sort_keys=False))
+    assert config.metrics.enabled
+    assert (config.metrics.host, config.metrics.port) == DEFAULT_SCRAPE
+    if not port_is_free(DEFAULT_SCRAPE):
+        pytest.skip("127.0.0.1:9464 is taken on this machine (another exporter or instance)")
+    client = await aiohttp_client(await composition.create_app(config, build_app))
+    answer = await client.get("/metrics")
+    assert answer.status == 404  # the API's port: whoever reaches the API cannot read them
+    assert "http_server_request" not in await answer.text()
+    async with aiohttp.ClientSession() as http, http.get("http://127.0.0.1:9464/metrics") as r:
+        assert r.status == 200
+        assert r.headers["Cache-Control"] == "no-store"
+        assert 'http_route="/metrics"' not in await r.text()  # the API saw only its 404
+
+
+async def test_metrics_host_names_the_scrape_listener(make_service: MakeService) -> None:
+    port = free_port()
+    await make_service({"metrics": {"host": "127.0.0.2", "port": port}})
+    async with aiohttp.ClientSession() as http:
+        async with http.get(f"http://127.0.0.2:{port}/metrics") as r:
+            assert r.status == 200
+        with pytest.raises(aiohttp.ClientConnectionError):
+            await http.get(f"http://127.0.0.1:{port}/metrics")
+
+
+def test_a_taken_metrics_port_stops_start_up_with_one_line(tmp_path: Path) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        data = merge(
+            base_config(tmp_path),
+            {"rest": {"port": free_port(), "host": "127.0.0.1"}, "metrics": {"port": port}},
+        )
+        path = tmp_path / "authgate.yaml"
+        path.write_text(yaml.safe_dump(data, sort_keys=False))
+        done = subprocess.run(
+            [sys.executable, "-m", "authgate.entrypoints.cli", "serve", "--config", str(path)],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.count("\n") == 1 and "Traceback" not in done.stderr, done.stderr
+    assert done.stderr.startswith(f"authgate: metrics.port: cannot listen on 127.0.0.1:{port}: "), (
+        done.stderr
+    )
+    assert "metrics.enabled: false" in done.stderr

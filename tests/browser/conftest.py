@@ -70,7 +70,13 @@ def _serve(
             data[name] = {**data.get(name, {}), **values}
         (workdir / "config.yaml").write_text(yaml.safe_dump(data, sort_keys=False))
     port = _free_port()
-    env = {**os.environ, "PORT": str(port), "OTEL_SDK_DISABLED": "true", **env_vars}
+    env = {
+        **os.environ,
+        "PORT": str(port),
+        "METRICS_PORT": str(_free_port()),  # not the default 9464: parallel runs would collide
+        "OTEL_SDK_DISABLED": "true",
+        **env_vars,
+    }
     log = workdir / "serve.log"
     authgate = Path(sys.executable).with_name("authgate")
     with log.open("wb") as out:

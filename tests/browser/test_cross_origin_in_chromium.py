@@ -205,8 +205,9 @@ def test_the_application_on_another_origin_signs_in_reads_unlinks_and_signs_out(
         }""",
         service,
     )
-    # The read is answered without CORS headers, so the browser keeps it from the page; the
-    # DELETE's preflight is refused, so it is never sent; the logout is refused by the guard.
+    # The read and the logout carry the cookie from a third origin: refused (403, without CORS
+    # headers, so the browser keeps even that from the page); the DELETE's preflight is
+    # refused, so it is never sent.
     assert outcome == ["GET refused", "DELETE refused", "POST refused"], outcome
     # The browser says why (its console), for each of the three.
     blocked = [e for e in third_watch.errors if "blocked by CORS policy" in e]

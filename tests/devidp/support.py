@@ -53,6 +53,8 @@ def dev_config_data(tmp_path: Path, port: int) -> dict[str, Any]:
         "environment": "development",
         "rest": {"port": port, "host": "127.0.0.1"},
         "otel": {"service": {"name": "authgate-test"}, "sdk": {"disabled": True}},
+        # parallel runs would collide on the default scrape port (9464)
+        "metrics": {"port": free_port()},
         "app": {
             "url": APP_URL,
             "callback_urls": [

@@ -15,6 +15,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit
 
+from tests.support.postgres import free_port
+
 PROVIDERS = ("google", "facebook", "apple")
 
 
@@ -28,6 +30,7 @@ def dev_config(
         "environment": "development",
         "rest": {"port": port, "host": host},
         "otel": {"service": {"name": "authgate-install-test"}, "sdk": {"disabled": True}},
+        "metrics": {"port": free_port()},  # parallel runs would collide on the default 9464
         "app": {
             "url": "https://app.example.com",
             "callback_urls": [f"{base}/v1/auth/google/callback"],

@@ -144,17 +144,79 @@ async def test_errors_carry_the_cors_headers_too(service: Service) -> None:
     assert varies_on_origin(response.headers)
 
 
-async def test_another_origin_gets_no_cors_headers(service: Service) -> None:
-    browser = await signed_in(service, "google")
-    for origin in (THIRD, "null", "*"):
-        response = await browser.request("GET", "/v1/account", {"Origin": origin})
-        # A read is answered (a browser keeps it from the page without the CORS headers).
-        assert response.status == 200
-        no_cors(response.headers)
+FOREIGN = (THIRD, "null", "*", "http://127.0.0.1:5173.evil.example", "https://127.0.0.1:5173")
+
+
+async def test_a_request_with_the_cookie_from_another_origin_is_refused_before_it_runs(
+    service: Service,
+) -> None:
+    browser = await signed_in(service, "google", "facebook")
+    sessions = await sessions_of(service, browser)
+    operations = [
+        ("GET", "/v1/account"),
+        ("GET", "/v1/account/sessions"),
+        ("GET", "/v1/account/export"),
+        ("DELETE", "/v1/account/providers/facebook"),
+        ("DELETE", "/v1/account/sessions/some-session"),
+        ("DELETE", "/v1/account/sessions"),
+        ("DELETE", "/v1/account"),
+        ("POST", "/v1/auth/logout"),
+        ("POST", "/v1/auth/logout?everywhere=true"),
+    ]
+    for origin in FOREIGN:
+        for method, path in operations:
+            # A "simple" GET or POST with credentials needs no preflight: it reaches the
+            # service, the browser attaching the SameSite=Lax cookie (same site, other origin).
+            response = await browser.request(method, path, {"Origin": origin})
+            assert response.status == 403, (origin, method, path)
+            body = await response.json()
+            assert body["error"] == "origin_not_allowed", (origin, path)
+            assert body["message"]
+            no_cors(response.headers)
+            assert varies_on_origin(response.headers)
+            assert session_cookie_set(response) is False, path
+    # Nothing ran: the same sessions live, both providers linked, the account there.
+    assert await sessions_of(service, browser) == sessions
+    listed = await service.client.get("/v1/account/providers", headers=bearer(browser.session))
+    assert [p["provider"] for p in (await listed.json())["providers"]] == ["google", "facebook"]
+    # The same cookie from the service's own pages (no Origin, or its own) and the allowed one.
+    for headers in ({}, {"Origin": service.base}, {"Origin": APP}):
+        response = await browser.request("GET", "/v1/account", headers)
+        assert response.status == 200, headers
         assert varies_on_origin(response.headers)
-    same_origin = await browser.request("GET", "/v1/account")
-    no_cors(same_origin.headers)
-    assert varies_on_origin(same_origin.headers)
+        if headers.get("Origin") != APP:
+            no_cors(response.headers)
+
+
+async def sessions_of(service: Service, browser: Any) -> list[dict[str, Any]]:
+    listed = await service.client.get("/v1/account/sessions", headers=bearer(browser.session))
+    sessions: list[dict[str, Any]] = (await listed.json())["sessions"]
+    return sessions
+
+
+def session_cookie_set(response: Any) -> bool:
+    return any(h.startswith("session=") for h in response.headers.getall("Set-Cookie", []))
+
+
+async def test_a_bearer_request_from_another_origin_is_no_browser_page_and_is_answered(
+    service: Service,
+) -> None:
+    # A page cannot send Authorization to another origin without a preflight, which a
+    # disallowed origin fails: with a foreign Origin and no cookie, the client is no browser
+    # page (a tool, a proxy), and the bearer token is its own credential.
+    browser = await signed_in(service, "google")
+    for origin in FOREIGN:
+        response = await service.client.get(
+            "/v1/account", headers={**bearer(browser.session), "Origin": origin}
+        )
+        assert response.status == 200, origin
+        no_cors(response.headers)
+    # With the browser's cookies beside it, the request is a page's: refused.
+    response = await browser.request(
+        "GET", "/v1/account", {**bearer(browser.session), "Origin": THIRD}
+    )
+    assert response.status == 403
+    assert (await response.json())["error"] == "origin_not_allowed"
 
 
 async def test_never_a_wildcard(service: Service) -> None:
@@ -193,19 +255,20 @@ async def test_unlink_by_cookie_from_an_allowed_application_origin(service: Serv
 
 async def test_unlink_by_cookie_from_a_third_origin_is_refused(service: Service) -> None:
     browser = await signed_in(service, "google", "facebook")
-    for headers in (
-        {"Origin": THIRD, "Sec-Fetch-Site": "same-site"},
-        {"Origin": THIRD},
-        {"Origin": "http://127.0.0.1:5173.evil.example"},
+    for headers, refusal in (
+        ({"Origin": THIRD, "Sec-Fetch-Site": "same-site"}, "origin_not_allowed"),
+        ({"Origin": THIRD}, "origin_not_allowed"),
+        ({"Origin": "http://127.0.0.1:5173.evil.example"}, "origin_not_allowed"),
         # the default app.url is no longer trusted once allowed_origins are configured
-        {"Origin": APP_URL, "Sec-Fetch-Site": "cross-site"},
-        {"Sec-Fetch-Site": "same-site"},  # no Origin: only the service's own pages
+        ({"Origin": APP_URL, "Sec-Fetch-Site": "cross-site"}, "origin_not_allowed"),
+        # no Origin: only the service's own pages
+        ({"Sec-Fetch-Site": "same-site"}, "cross_site_request"),
         # the service's own origin is same-origin, never reported otherwise by a browser
-        {"Origin": service.base, "Sec-Fetch-Site": "same-site"},
+        ({"Origin": service.base, "Sec-Fetch-Site": "same-site"}, "cross_site_request"),
     ):
         response = await browser.request("DELETE", "/v1/account/providers/facebook", headers)
         assert response.status == 403, headers
-        assert (await response.json())["error"] == "cross_site_request"
+        assert (await response.json())["error"] == refusal, headers
     listed = await service.client.get("/v1/account/providers", headers=bearer(browser.session))
     assert [p["provider"] for p in (await listed.json())["providers"]] == ["google", "facebook"]
 
@@ -243,11 +306,15 @@ async def test_the_default_is_the_origin_of_app_url(make_dev_service: StartServi
 async def test_no_allowed_origins_no_cors(make_dev_service: StartService) -> None:
     service = await make_dev_service({"app": {"allowed_origins": []}})
     response = await service.client.options("/v1/account", headers=preflight(APP_URL, "GET"))
-    assert response.status == 405
+    assert response.status == 403  # no origin may: every preflight is refused
+    no_cors(response.headers)
     browser = await signed_in(service, "google", "facebook")
-    answer = await browser.request("DELETE", "/v1/account/providers/facebook", {"Origin": APP_URL})
-    assert answer.status == 403
-    no_cors(answer.headers)
+    for method, path in (("GET", "/v1/account"), ("DELETE", "/v1/account/providers/facebook")):
+        answer = await browser.request(method, path, {"Origin": APP_URL})
+        assert answer.status == 403
+        assert (await answer.json())["error"] == "origin_not_allowed"
+        no_cors(answer.headers)
+    assert (await browser.request("GET", "/v1/account", {"Origin": service.base})).status == 200
 
 
 @pytest.mark.parametrize(
@@ -264,6 +331,21 @@ def test_allowed_origins_must_be_origins(value: str) -> None:
         return
     with pytest.raises(ConfigError, match=r"app\.allowed_origins"):
         to_config(data)
+
+
+@pytest.mark.parametrize(
+    "value", ["api.example.com", "ftp://api.example.com", "https://*.example.com"]
+)
+def test_public_url_must_name_an_origin(value: str) -> None:
+    # Its origin is the service's own, which other-origin refusals and the guard compare with.
+    data = {
+        "rest": {"port": 8080, "public_url": value},
+        "otel": {"service": {"name": "x"}, "sdk": {"disabled": True}},
+    }
+    with pytest.raises(ConfigError, match=r"rest\.public_url"):
+        to_config(data)
+    data["rest"]["public_url"] = "https://api.example.com/auth/"  # a path: its origin counts
+    assert to_config(data).rest.public_url == "https://api.example.com/auth/"
 
 
 # -- navigations (no Origin) ----------------------------------------------------------------

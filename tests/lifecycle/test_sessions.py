@@ -152,6 +152,66 @@ async def test_logout_everywhere_ends_every_session_including_the_caller(
     assert second.session is None  # the cookie was cleared
 
 
+def cleared_cookies(response: Any) -> set[str]:
+    """The names of the cookies ``response`` clears (``Max-Age=0``)."""
+    return {
+        h.partition("=")[0] for h in response.headers.getall("Set-Cookie", []) if "Max-Age=0" in h
+    }
+
+
+async def test_an_ended_session_cannot_sign_out_everywhere(stored: Service) -> None:
+    stolen = await signed_in(stored, "google")
+    owner = await second_browser(stored)
+    copy = stolen.session
+    # The owner ends the stolen session from their own browser.
+    sid = claims_of(copy or "")["sid"]
+    ended = await owner.request("DELETE", f"/v1/account/sessions/{sid}", own_origin(stored))
+    assert ended.status == 204
+    # Its copy, still within its signature's lifetime, signs nothing out: by bearer, by cookie.
+    response = await stored.client.post("/v1/auth/logout?everywhere=true", headers=bearer(copy))
+    assert response.status == 401
+    body = await response.json()
+    assert body["error"] == "unauthorized" and "nothing was signed out" in body["message"]
+    assert response.headers["WWW-Authenticate"] == 'Bearer error="invalid_token"'
+    response = await stolen.request("POST", "/v1/auth/logout?everywhere=true", own_origin(stored))
+    assert response.status == 401
+    # The browser is left with nothing it could still use.
+    assert {"session", "__Host-authgate_binding"} <= cleared_cookies(response)
+    assert stolen.session is None
+    assert await status_of(stored, owner.session) == (200, 200)
+    # Nor without any session at all.
+    response = await stored.client.post("/v1/auth/logout?everywhere=true")
+    assert response.status == 401
+    assert response.headers["WWW-Authenticate"] == "Bearer"
+    assert await status_of(stored, owner.session) == (200, 200)
+
+
+async def test_a_plain_sign_out_with_an_ended_session_ends_nothing_and_clears_the_cookies(
+    service: Service,
+) -> None:
+    first = await signed_in(service, "google")
+    other = await second_browser(service)
+    copy = first.session or ""
+    out = await first.request("POST", "/v1/auth/logout", own_origin(service))
+    assert out.status == 204
+    before = await events_of(service, other)
+    # The ended session's token again, as a browser still holding it would send it: what it
+    # asks (signed out) holds already, so 204 and the cookies cleared, nothing else ended.
+    first.cookies["session"] = copy
+    response = await first.request("POST", "/v1/auth/logout", own_origin(service))
+    assert response.status == 204
+    assert "session" in cleared_cookies(response)
+    assert await status_of(service, other.session) == (200, 200)
+    assert await events_of(service, other) == before  # no second sign-out recorded
+
+
+async def events_of(service: Service, browser: Browser) -> list[Any]:
+    exported = await service.client.get("/v1/account/export", headers=bearer(browser.session))
+    assert exported.status == 200, await exported.text()
+    events: list[Any] = (await exported.json())["events"]
+    return events
+
+
 async def test_unlinking_a_provider_ends_the_sessions_issued_through_it(
     stored: Service,
 ) -> None:
@@ -445,3 +505,66 @@ async def test_renewal_stops_at_the_absolute_limit_and_can_be_switched_off(
     for browser in (at_limit, never):
         response = await browser.request("GET", "/v1/account")
         assert response.status == 200 and session_cookie_of(response) is None
+
+
+def due_for_renewal(service: Service, token: str | None) -> str:
+    """The same session's token, issued long enough ago that its renewal is due now."""
+    assert token is not None
+    ttl = service.config.session.ttl_seconds
+    issued = int(time.time()) - ttl * 3 // 4
+    return reissue(service, token, iat=issued, nbf=issued, exp=issued + ttl)
+
+
+async def test_only_answers_that_authenticate_by_the_cookie_renew_it(
+    make_dev_service: StartService,
+) -> None:
+    # /metrics on the main listener too, so that its answer is one of those checked.
+    service = await make_dev_service({"metrics": {"port": None}})
+    browser = await signed_in(service, "google", "facebook")
+    due = due_for_renewal(service, browser.session)
+    public = (
+        "/.well-known/jwks.json",
+        "/openapi.json",
+        "/metrics",
+        "/health/liveness",
+        "/health/readiness",
+        "/demo",
+        f"/v1/auth/google?redirect_uri={service.callback('google')}",  # a plain sign-in start
+    )
+    for path in public:
+        browser.cookies["session"] = due
+        response = await browser.request("GET", path, {"Accept": "application/json"})
+        assert response.status < 400, (path, response.status)
+        assert session_cookie_of(response) is None, path
+    # The bearer token is the credential: the cookie beside it was not used, nor renewed.
+    browser.cookies["session"] = due
+    response = await browser.request("GET", "/v1/account", bearer(due))
+    assert response.status == 200 and session_cookie_of(response) is None
+    # An account answer authenticated by the cookie renews it.
+    response = await browser.request("GET", "/v1/account/sessions")
+    assert response.status == 200 and session_cookie_of(response) is not None
+    assert browser.session != due
+    # So does a sign-in start that acts for the signed-in caller (re-authentication).
+    browser.cookies["session"] = due
+    query = f"redirect_uri={service.callback('facebook')}&intent=reauthenticate"
+    headers = {"Accept": "application/json", "Sec-Fetch-Site": "same-origin"}
+    response = await browser.request("GET", f"/v1/auth/facebook?{query}", headers)
+    assert response.status == 200, await response.text()
+    assert session_cookie_of(response) is not None
+
+
+async def test_public_documents_say_how_long_they_may_be_cached(
+    make_dev_service: StartService,
+) -> None:
+    service = await make_dev_service({"metrics": {"port": None}})
+    expected = {
+        "/.well-known/jwks.json": "public, max-age=60",
+        "/openapi.json": "no-cache",
+        "/metrics": "no-store",
+        "/health/liveness": "no-store",
+        "/health/readiness": "no-store",
+    }
+    for path, caching in expected.items():
+        response = await service.client.get(path)
+        assert response.status == 200, path
+        assert response.headers.get("Cache-Control") == caching, path

@@ -31,6 +31,8 @@ def write_config(folder: Path, port: int) -> Path:
             {
                 "rest": {"port": port, "host": "127.0.0.1", "shutdown_timeout_seconds": 10},
                 "otel": {"service": {"name": "authgate-test"}, "sdk": {"disabled": True}},
+                # parallel runs would collide on the default scrape port (9464)
+                "metrics": {"port": free_port()},
             }
         )
     )

@@ -4,8 +4,13 @@ can verify sessions (docs/integration.md)."""
 from __future__ import annotations
 
 from authgate.entrypoints.http.bodies import Jwks, PublicKey
-from authgate.entrypoints.rest import Api, Call
+from authgate.entrypoints.rest import Api, Call, Reply
 from authgate.ports.sessions import SessionTokens
+
+# Public, the same for everyone, and cacheable, but briefly: a rotated key is published by the
+# same restart that starts signing with it, and a shared cache (a CDN) cannot tell that a token
+# names a key it lacks, as a verifier does before it fetches again (docs/integration.md).
+KEY_SET_CACHING = {"Cache-Control": "public, max-age=60"}
 
 
 class JwksOperations:
@@ -21,8 +26,8 @@ class JwksOperations:
             tags=("account",),
         )(self.jwks)
 
-    async def jwks(self, call: Call[None]) -> Jwks:
-        return Jwks(
+    async def jwks(self, call: Call[None]) -> Reply[Jwks]:
+        keys = Jwks(
             [
                 PublicKey(
                     kty=k["kty"],
@@ -36,3 +41,4 @@ class JwksOperations:
                 for k in self.sessions.public_jwks()["keys"]
             ]
         )
+        return Reply(keys, headers=KEY_SET_CACHING)

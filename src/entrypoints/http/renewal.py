@@ -1,5 +1,11 @@
-"""Sliding sessions for browsers: a response to a request that carried a session cookie past
-half its lifetime carries a renewed ``session`` cookie (same session, fresh ``Max-Age``)."""
+"""Sliding sessions for browsers: the answer of an operation that authenticated the caller by a
+``session`` cookie past half its lifetime carries a renewed cookie (same session, fresh
+``Max-Age``).
+
+Only those answers: the account operations and the sign-in starts that act for a signed-in
+caller (link, re-authentication). A public document (the key set, the OpenAPI document,
+health, metrics, the demo's pages) never carries a session cookie, whatever the browser sent:
+a shared cache could otherwise keep one browser's session and hand it to the next."""
 
 from __future__ import annotations
 
@@ -9,8 +15,8 @@ from collections.abc import Awaitable, Callable
 from aiohttp import web
 from aiohttp.typedefs import Handler, Middleware
 
-from authgate.entrypoints.http.session_auth import SESSION_COOKIE
-from authgate.entrypoints.rest import Cookie
+from authgate.entrypoints.http.session_auth import SESSION_COOKIE, SESSION_COOKIE_SCHEME
+from authgate.entrypoints.rest import AUTHENTICATED, Cookie
 from authgate.entrypoints.rest.call import sets_cookie
 from authgate.ports.sessions import InvalidSession
 from authgate.services.sessions import SessionService
@@ -38,12 +44,15 @@ def renewal_hook(
     sessions: SessionService,
 ) -> Callable[[web.Request, web.StreamResponse], Awaitable[None] | None]:
     """The same as an ``after`` hook of :func:`~authgate.entrypoints.rest.error_middleware_with`:
-    nothing to await (None) unless the request carried a session cookie and the answer is a
-    success that does not set it."""
+    nothing to await (None) unless the operation authenticated the caller by the session
+    cookie and the answer is a success that does not set it."""
 
     def due(request: web.Request, response: web.StreamResponse) -> Awaitable[None] | None:
         if SESSION_COOKIE not in request.cookies:
-            return None
+            return None  # the common case first: no cookie at all
+        principal = request.get(AUTHENTICATED)
+        if principal is None or principal.scheme != SESSION_COOKIE_SCHEME:
+            return None  # a public answer, or the bearer token was the credential
         token = request.cookies[SESSION_COOKIE]
         if (
             not token

@@ -47,6 +47,7 @@ from authgate.entrypoints.rest import (
 )
 from authgate.entrypoints.rest.security import SecurityScheme, authenticate
 from authgate.ports.ratelimit import RateLimiter
+from authgate.ports.sessions import InvalidSession
 from authgate.services.sessions import SessionService
 from authgate.services.signin import CALLER_INTENTS, SignInService
 
@@ -287,11 +288,17 @@ class SignInOperations:
 
     # -- POST /v1/auth/logout ---------------------------------------------------------------
 
-    async def logout(self, call: Call[None]) -> Reply[None]:
+    async def logout(self, call: Call[None]) -> web.StreamResponse | Reply[None]:
         """Revoke the caller's session (``everywhere=true``: every session of the account,
         which like other revocations of other sessions needs a recent sign-in), then clear
-        the cookies. Without a valid session there is nothing to revoke: the cookies are
-        cleared all the same."""
+        the cookies.
+
+        Only a live session signs anything out. Without one (no token, or one that expired,
+        was revoked or never verified) a plain sign-out has nothing left to end and answers
+        204, its purpose achieved (as RFC 7009 answers the revocation of an invalid token);
+        ``everywhere=true`` answers 401 ``unauthorized``, nothing signed out: a copy of an
+        ended session must not end the sessions that followed it. The cookies are cleared
+        either way: the browser holds nothing it can still use."""
         request = call.request
         legacy, legacy_path = LEGACY_BINDING_COOKIE
         if any(c in request.cookies for c in (SESSION_COOKIE, BINDING_COOKIE, legacy)):
@@ -300,19 +307,35 @@ class SignInOperations:
         header = request.headers.get("Authorization", "")
         bearer = header[7:].strip() if header.lower().startswith("bearer ") else None
         token = bearer or request.cookies.get(SESSION_COOKIE)
-        if token:
-            try:
-                client = ClientInfo(
-                    self.client_address.of(request), request.headers.get("User-Agent")
-                )
-                await self.sessions.sign_out(token, client=client, everywhere=everywhere)
-            except errors.SignInError as e:
-                raise http_error(e) from None
         cleared = (
             Cookie(SESSION_COOKIE, "", max_age=0),
             Cookie(BINDING_COOKIE, "", max_age=0, path=BINDING_PATH, samesite="None"),
             Cookie(legacy, "", max_age=0, path=legacy_path, samesite="None"),
         )
+        live = False
+        if token:
+            client = ClientInfo(self.client_address.of(request), request.headers.get("User-Agent"))
+            try:
+                await self.sessions.sign_out(token, client=client, everywhere=everywhere)
+                live = True
+            except InvalidSession:
+                pass
+            except errors.SignInError as e:  # everywhere without a recent sign-in
+                raise http_error(e) from None
+        if everywhere and not live:
+            refusal = app_error(
+                401,
+                "unauthorized",
+                "signing out everywhere needs a live session; this one has ended (expired, "
+                "revoked or unknown) or none was sent: nothing was signed out",
+                {
+                    "WWW-Authenticate": 'Bearer error="invalid_token"' if token else "Bearer",
+                    **NO_STORE,
+                },
+            ).response()
+            for cookie in cleared:
+                cookie.set_on(refusal)
+            return refusal
         return Reply(None, status=204, headers=NO_STORE, cookies=cleared)
 
 

@@ -33,6 +33,7 @@ from .params import (
     required_by_operation,
 )
 from .security import (
+    AUTHENTICATED,
     ApiKey,
     ApiKeyChecker,
     BearerJWT,
@@ -44,6 +45,7 @@ from .wire import wire_field
 
 __all__ = [
     "API_VERSION_HEADER",
+    "AUTHENTICATED",
     "Api",
     "ApiKey",
     "ApiKeyChecker",

@@ -197,7 +197,8 @@ class Api:
         openapi = self.openapi()
 
         async def openapi_json(_: web.Request) -> web.StreamResponse:
-            return json_response(openapi)
+            # Public, but it changes with each release and configuration: always ask again.
+            return json_response(openapi, headers=_REVALIDATE)
 
         app.router.add_get("/openapi.json", openapi_json)
         app.router.add_get("/health/liveness", self.liveness.respond)
@@ -212,6 +213,9 @@ class Api:
             routes.append(("OPTIONS", path, cors.preflight(methods)))
         add_routes(app, routes)
         return app
+
+
+_REVALIDATE = {"Cache-Control": "no-cache"}
 
 
 async def _drop_server_header(_: web.Request, response: web.StreamResponse) -> None:

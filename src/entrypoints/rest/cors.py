@@ -8,8 +8,16 @@ origins (scheme, host and port), with credentials (cookies, ``Authorization``):
   answer to another), and, when the request's ``Origin`` is allowed,
   ``Access-Control-Allow-Origin`` = that origin (never ``*``: browsers refuse a wildcard with
   credentials, and a wildcard would hand the answer to every site) and
-  ``Access-Control-Allow-Credentials: true``; a request from any other origin gets no CORS
-  header, so the browser keeps the answer from the page;
+  ``Access-Control-Allow-Credentials: true``;
+* a credentialed request (it carries cookies) whose ``Origin`` is neither allowed nor the
+  service's own (``own_origins``; when none is configured, the origin the request was made to)
+  is refused, 403 ``origin_not_allowed`` without CORS headers, before the operation runs:
+  without CORS headers the browser would keep the answer from the page, but the operation
+  would still have run with a cookie the browser attached on another origin's behalf (a
+  "simple" GET or POST needs no preflight). A request without cookies is not refused: a page
+  can send ``Authorization`` to another origin only after a preflight, which a disallowed
+  origin fails, so such a request with a foreign ``Origin`` comes from a client that is no
+  browser page (and one without any credential is refused by the operation's security);
 * ``OPTIONS`` on the operation's path answers the browser's preflight: 204 with the allowed
   methods, headers and ``Max-Age`` for an allowed origin, 403 without CORS headers for any
   other. An ``OPTIONS`` that is not a preflight is refused (405) as on any other path.
@@ -23,10 +31,10 @@ from collections.abc import Iterable
 from urllib.parse import urlsplit
 
 import attrs
-from aiohttp import web
+from aiohttp import hdrs, web
 from multidict import CIMultiDict
 
-from .errors import layer_error
+from .errors import HttpError, layer_error
 from .routing import RouteHandler
 
 
@@ -71,6 +79,9 @@ class Cors:
     allow_headers: tuple[str, ...] = ("Authorization", "Content-Type")
     expose_headers: tuple[str, ...] = ()
     max_age: int = 600
+    # The service's own public origins (its pages call it same-origin, without CORS); empty:
+    # the origin each request was made to (its scheme and Host).
+    own_origins: frozenset[str] = attrs.field(converter=_origins, factory=frozenset)
 
     def allows(self, sent: str | None) -> str | None:
         """The origin to echo in ``Access-Control-Allow-Origin``, or None when not allowed."""
@@ -81,6 +92,27 @@ class Cors:
         except ValueError:
             return None  # "null" (sandboxed frames, data: URLs) and anything malformed
         return normalised if normalised in self.allowed_origins else None
+
+    def refuses(self, request: web.BaseRequest) -> bool:
+        """Whether ``request`` carries the browser's credentials (cookies) for a page of an
+        origin that may not call the operation: its ``Origin`` is neither allowed nor the
+        service's own (``null`` and malformed values included). A request without ``Origin``
+        (not from another origin's page) or without cookies is not."""
+        sent = request.headers.get("Origin")
+        if sent is None or hdrs.COOKIE not in request.headers:
+            return False
+        try:
+            normalised = normalise_origin(sent)
+        except ValueError:
+            return True
+        if normalised in self.allowed_origins or normalised in self.own_origins:
+            return False
+        if self.own_origins:
+            return True
+        try:
+            return normalised != normalise_origin(f"{request.scheme}://{request.host}")
+        except ValueError:
+            return True
 
     def response_headers(self, request: web.BaseRequest) -> dict[str, str]:
         """The CORS headers of an actual (not preflight) answer to ``request``."""
@@ -96,11 +128,14 @@ class Cors:
         return headers
 
     def wrap(self, handler: RouteHandler) -> RouteHandler:
-        """The operation's route handler, marking its requests for :func:`add_cors`
-        (which covers every answer: successes, errors, even an unexpected 500)."""
+        """The operation's route handler, refusing other origins' requests (:meth:`refuses`)
+        and marking its requests for :func:`add_cors` (which covers every answer: successes,
+        errors, even an unexpected 500)."""
 
         async def handle(request: web.Request) -> web.StreamResponse:
             request[_CORS] = self
+            if self.refuses(request):
+                raise HttpError(403, _REFUSED)
             return await handler(request)
 
         return handle
@@ -134,6 +169,11 @@ class Cors:
 
 
 _CORS = web.RequestKey("authgate_cors", Cors)
+_REFUSED = {
+    "error": "origin_not_allowed",
+    "message": "this operation may be called from a browser only by pages of the service's "
+    "own origin or of the configured allowed origins",
+}
 
 
 def add_cors(request: web.Request, response: web.StreamResponse) -> None:

@@ -174,15 +174,23 @@ class ApiKey:
 
 SecurityScheme = BearerJWT | ApiKey
 
+AUTHENTICATED = web.RequestKey("authgate_principal", Principal)
+"""The principal a request was authenticated as, by :func:`authenticate` (absent when it was
+not): what runs after the operation (a session cookie's renewal) knows which credential the
+operation accepted, not merely which ones the request carried."""
+
 
 async def authenticate(
     request: web.Request, schemes: tuple[SecurityScheme, ...], optional: bool = False
 ) -> Principal | None:
-    """Authenticate by the first scheme whose credential is present. With none present: None
-    when ``optional``, else the first scheme's refusal (its 401 names what is missing)."""
+    """Authenticate by the first scheme whose credential is present (and record the principal
+    on the request, :data:`AUTHENTICATED`). With none present: None when ``optional``, else the
+    first scheme's refusal (its 401 names what is missing)."""
     for scheme in schemes:
         if scheme.present(request):
-            return await scheme.authenticate(request)
+            principal = await scheme.authenticate(request)
+            request[AUTHENTICATED] = principal
+            return principal
     if optional:
         return None
     return await schemes[0].authenticate(request)
