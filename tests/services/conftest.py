@@ -119,13 +119,18 @@ def session_keys() -> KeySet:
 
 
 @pytest.fixture
-def session_policy() -> SessionPolicy:
+def sliding() -> bool:
+    return True
+
+
+@pytest.fixture
+def session_policy(sliding: bool) -> SessionPolicy:
     return SessionPolicy(
         ttl=dt.timedelta(hours=1),
         absolute_max=dt.timedelta(hours=3),
         reauthenticate_after=dt.timedelta(minutes=10),
         live_cache=dt.timedelta(seconds=5),
-        sliding=True,
+        sliding=sliding,
     )
 
 
@@ -158,6 +163,26 @@ def event_policy() -> ProviderEventPolicy:
 # -- the services, wired as the composition root wires them ----------------------------------
 
 
+def session_service(
+    store: MemoryStore,
+    keys: KeySet,
+    policy: SessionPolicy,
+    channel: LocalRevocations,
+    clock: FixedClock,
+) -> SessionService:
+    tokens = JwtSessionTokens(
+        keys, issuer="https://auth.example.com", audience="app", ttl=policy.ttl
+    )
+    return SessionService(
+        tokens=tokens,
+        records=store.sessions,
+        units=store.units,
+        channel=channel,
+        clock=clock,
+        policy=policy,
+    )
+
+
 @pytest.fixture
 def sessions(
     store: MemoryStore,
@@ -166,17 +191,20 @@ def sessions(
     channel: LocalRevocations,
     clock: FixedClock,
 ) -> SessionService:
-    tokens = JwtSessionTokens(
-        session_keys, issuer="https://auth.example.com", audience="app", ttl=session_policy.ttl
-    )
-    return SessionService(
-        tokens=tokens,
-        records=store.sessions,
-        units=store.units,
-        channel=channel,
-        clock=clock,
-        policy=session_policy,
-    )
+    return session_service(store, session_keys, session_policy, channel, clock)
+
+
+@pytest.fixture
+def other_instance_sessions(
+    store: MemoryStore,
+    session_keys: KeySet,
+    session_policy: SessionPolicy,
+    channel: LocalRevocations,
+    clock: FixedClock,
+) -> SessionService:
+    """The session service of a second instance: the same store and revocation channel, its
+    own cache of sessions found live."""
+    return session_service(store, session_keys, session_policy, channel, clock)
 
 
 @pytest.fixture
