@@ -3,6 +3,7 @@ intent, the refusals, and what every outcome leaves behind (an audit event, a se
 
 from __future__ import annotations
 
+import asyncio
 import datetime as dt
 
 import attrs
@@ -388,3 +389,13 @@ async def test_reauthenticate_through_a_disabled_identity_is_refused(
     await store.accounts.set_identity_disabled(ALICE.identity, "hijacking")
     with pytest.raises(errors.IdentityDisabled):
         await flow.sign_in(ALICE, intent=Intent.REAUTHENTICATE, caller=alice)
+
+
+async def test_concurrent_first_sign_ins_of_one_identity_create_one_account(
+    flow: SignIns, store: MemoryStore
+) -> None:
+    started = [await flow.start(intent=Intent.REGISTER) for _ in range(10)]
+    done = await asyncio.gather(*(flow.complete(s, ALICE) for s in started))
+    assert len({d.account.id for d in done}) == 1
+    assert [d.outcome for d in done].count(Outcome.REGISTERED) == 1
+    assert len(store.accounts.snapshot()[0]) == 1
