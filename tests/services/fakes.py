@@ -1,0 +1,158 @@
+"""In-process stand-ins for the ports that leave the process: a clock tests move, identity
+providers that hand out prepared identities, a provider's event tokens and its revocation
+endpoint. Each implements its port's Protocol and records what the services asked of it."""
+
+from __future__ import annotations
+
+import datetime as dt
+import itertools
+from collections.abc import Mapping
+from typing import Any
+
+import attrs
+
+from authgate.domain.model import EventId, ProviderToken, VerifiedIdentity
+from authgate.ports.identity import ExchangeFailed, VerificationFailed
+from authgate.ports.provider_events import (
+    INVALID_KEY,
+    INVALID_REQUEST,
+    EventTokenRejected,
+    VerifiedEventToken,
+)
+from authgate.ports.provider_tokens import RevocationFailed, Revoked
+
+# Whole seconds: session tokens count whole seconds, so times compare exactly.
+START = dt.datetime(2026, 3, 2, 9, 0, 0, tzinfo=dt.UTC)
+
+_counter = itertools.count(1)
+
+
+@attrs.define
+class FixedClock:
+    """``authgate.ports.clock.Clock`` that stands still until a test moves it."""
+
+    at: dt.datetime = START
+
+    def now(self) -> dt.datetime:
+        return self.at
+
+    def advance(self, seconds: float = 0, **delta: float) -> None:
+        self.at += dt.timedelta(seconds=seconds, **delta)
+
+
+@attrs.define
+class FakeProvider:
+    """``authgate.ports.identity.IdentityProvider``: each code a test prepared with
+    :meth:`code_for` redeems once for its identity. The identity's ``auth_time`` is the clock's
+    time of the exchange unless the test gave one (a provider that just asked the user)."""
+
+    name: str
+    clock: FixedClock
+    uses_nonce: bool = True
+    uses_pkce: bool = True
+    scopes: tuple[str, ...] = ("openid", "email", "profile")
+    fail: Exception | None = None  # raised by the next exchanges while set
+    codes: dict[str, VerifiedIdentity] = attrs.field(factory=dict)
+    authorizations: list[dict[str, Any]] = attrs.field(factory=list)
+    exchanges: list[dict[str, Any]] = attrs.field(factory=list)
+
+    @property
+    def client_id(self) -> str:
+        return f"client-{self.name}"
+
+    @property
+    def issuer(self) -> str:
+        return f"https://{self.name}.idp.example"
+
+    def code_for(self, verified: VerifiedIdentity) -> str:
+        code = f"code-{self.name}-{next(_counter)}"
+        self.codes[code] = verified
+        return code
+
+    async def authorization_url(
+        self,
+        *,
+        state: str,
+        redirect_uri: str,
+        code_challenge: str | None,
+        nonce: str | None,
+        reauthenticate: bool = False,
+    ) -> str:
+        self.authorizations.append(
+            {
+                "state": state,
+                "redirect_uri": redirect_uri,
+                "code_challenge": code_challenge,
+                "nonce": nonce,
+                "reauthenticate": reauthenticate,
+            }
+        )
+        return f"{self.issuer}/authorize?state={state}"
+
+    async def check_response_issuer(self, iss: str | None) -> None:
+        if iss is not None and iss != self.issuer:
+            raise VerificationFailed(f"iss {iss!r} is not the provider's issuer")
+
+    async def exchange(
+        self,
+        *,
+        code: str,
+        redirect_uri: str,
+        code_verifier: str | None,
+        nonce: str | None,
+        user: str | None = None,
+    ) -> VerifiedIdentity:
+        self.exchanges.append(
+            {"code": code, "redirect_uri": redirect_uri, "verifier": code_verifier, "nonce": nonce}
+        )
+        if self.fail is not None:
+            raise self.fail
+        verified = self.codes.pop(code, None)
+        if verified is None:
+            raise ExchangeFailed("invalid_grant: unknown or used code")
+        if verified.auth_time is None:
+            verified = attrs.evolve(verified, auth_time=self.clock.now())
+        return verified
+
+
+@attrs.define
+class FakeEventVerifier:
+    """``authgate.ports.provider_events.EventTokenVerifier`` of one provider: a token is
+    whatever :meth:`token_for` handed out for some claims; anything else does not verify."""
+
+    issuer: str
+    clock: FixedClock
+    tokens: dict[str, Mapping[str, Any]] = attrs.field(factory=dict)
+
+    def token_for(self, claims: Mapping[str, Any]) -> str:
+        token = f"event-token-{next(_counter)}"
+        self.tokens[token] = claims
+        return token
+
+    async def verify(self, token: str) -> VerifiedEventToken:
+        claims = self.tokens.get(token)
+        if claims is None:
+            raise EventTokenRejected(INVALID_KEY, "the signature does not verify")
+        jti = claims.get("jti")
+        if not isinstance(jti, str):
+            raise EventTokenRejected(INVALID_REQUEST, "jti is missing")
+        expires = self.clock.now() + dt.timedelta(hours=1)
+        return VerifiedEventToken(claims, EventId(self.issuer, jti, expires))
+
+
+@attrs.define
+class FakeRevoker:
+    """``authgate.ports.provider_tokens.TokenRevoker``: answers each call with the next of
+    ``answers`` (a :class:`Revoked` or a :class:`RevocationFailed` to raise), then
+    ``Revoked.REVOKED``; records every token it was sent."""
+
+    name: str
+    answers: list[Revoked | RevocationFailed] = attrs.field(factory=list)
+    received: list[ProviderToken] = attrs.field(factory=list)
+
+    async def revoke(self, token: ProviderToken) -> Revoked:
+        self.received.append(token)
+        answer = self.answers.pop(0) if self.answers else Revoked.REVOKED
+        if isinstance(answer, RevocationFailed):
+            raise answer
+        return answer
