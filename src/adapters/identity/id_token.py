@@ -36,7 +36,7 @@ from joserfc.errors import BadSignatureError, JoseError
 from joserfc.jwk import ECKey, Key, KeySet, RSAKey
 from joserfc.util import urlsafe_b64decode
 
-from authgate.adapters.identity.jwks import KeySetCache, KeySetUnavailable
+from authgate.adapters.identity.jwks import KeySetCache, KeySetUnavailable, Lookup
 from authgate.ports.clock import Clock
 from authgate.ports.identity import ExchangeFailed, VerificationFailed
 
@@ -142,38 +142,61 @@ class IdTokenVerifier:
 
 
 async def verified_payload(
-    keys: KeySetCache, token: str, alg: str, kid: str | None, what: str = "ID token"
+    keys: KeySetCache,
+    token: str,
+    alg: str,
+    kid: str | None,
+    what: str = "ID token",
+    *,
+    wait: bool = True,
 ) -> bytes:
     """The payload of ``token`` once its signature verifies with a key of ``keys`` chosen by
     ``kid`` and ``alg``; an unknown ``kid``, or a signature that fails with the cached key,
-    fetches the key set again (rate-limited by the cache). Raises VerificationFailed, or
-    ExchangeFailed when no key set can be loaded at all. Shared by ID tokens and the
-    providers' event tokens (one key-set cache per provider)."""
+    fetches the key set again (``wait``: for the cache's floor when it blocks the fetch; see
+    :class:`KeySetCache`). Shared by ID tokens and the providers' event tokens.
+
+    Raises VerificationFailed when the token does not verify with the provider's keys as a
+    fetch made for it found them (or with a cached key, for a bad signature the provider's
+    current keys cannot explain), and ExchangeFailed when they could not be looked at: no key
+    set at all, or an unknown ``kid`` that no fetch made for this token has looked for (the
+    fetch failed, or was not allowed yet: "retry later", not "bad token").
+    """
     try:
-        current = await keys.get()
+        lookup = await keys.current(wait=wait)
     except KeySetUnavailable as e:
         raise ExchangeFailed(str(e)) from None
-    key = _pick_key(current, alg, kid)
+    key = _pick_key(lookup.keys, alg, kid)
     if key is None:  # unknown kid: the provider may have rotated its keys
-        current = await _refresh(keys, current, kid)
-        key = _pick_key(current, alg, kid)
+        if not lookup.fresh:
+            lookup = await _refresh(keys, kid, wait)
+            key = _pick_key(lookup.keys, alg, kid)
         if key is None:
-            raise VerificationFailed(f"no key in the provider's key set for kid {loggable(kid)}")
+            # A fetch made for this very token proved it absent, or the kid names a key that
+            # is not for this use or algorithm.
+            if lookup.fresh or any(k.kid == kid for k in lookup.keys):
+                raise VerificationFailed(
+                    f"no key in the provider's key set for kid {loggable(kid)}"
+                )
+            raise ExchangeFailed(
+                f"{what}: the provider's key set could not be refreshed for kid {loggable(kid)}"
+            )
         return _verify_signature(token, key, alg, what)
     try:
         return _verify_signature(token, key, alg, what)
     except VerificationFailed:
-        # A key replaced under the same kid: look once more (rate-limited).
-        fresh = await _refresh(keys, current, kid)
-        fresh_key = _pick_key(fresh, alg, kid) if fresh is not current else None
+        if lookup.fresh:
+            raise
+        # A key replaced under the same kid: look once more.
+        fresh = await _refresh(keys, None, wait)
+        fresh_key = _pick_key(fresh.keys, alg, kid) if fresh.fresh else None
         if fresh_key is None or fresh_key.as_dict() == key.as_dict():
             raise
         return _verify_signature(token, fresh_key, alg, what)
 
 
-async def _refresh(keys: KeySetCache, seen: KeySet, kid: str | None) -> KeySet:
+async def _refresh(keys: KeySetCache, kid: str | None, wait: bool) -> Lookup:
     try:
-        return await keys.refresh(seen, kid)
+        return await keys.refresh(kid, wait=wait)
     except KeySetUnavailable as e:
         raise ExchangeFailed(str(e)) from None
 
