@@ -4,10 +4,9 @@ Two measurements that do not depend on the machine's other load as much as a thr
 (each figure is the best of several repeats, and both variants run in the same process):
 
 * ``id-token``: µs per signature check of a real ID token of the fake provider (RS256 as
-  google signs, ES256 as apple signs), joserfc's ``deserialize_compact`` (the reference,
-  ``_joserfc_payload``) vs the verification the adapter uses (``_verify_signature``, the fast
-  path); and the whole ``IdTokenVerifier.verify`` (header, key choice, signature, claims) with
-  each.
+  google signs, ES256 as apple signs) by the adapter's ``_verify_signature`` (joserfc's
+  ``deserialize_compact``), and the whole ``IdTokenVerifier.verify`` (header, key choice,
+  signature, claims).
 * ``token-request``: CPU µs of this process per ``request_json`` POST to a token endpoint
   served by another process (the fake's answer), on the session the service builds
   (``provider_session``) and on a default ``aiohttp.ClientSession``; the server's CPU is not
@@ -27,7 +26,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import datetime as dt
 import importlib.util
 import json
@@ -39,7 +37,7 @@ import sys
 import tempfile
 import time
 import timeit
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -63,17 +61,6 @@ class _Clock:
 
 def best_us(call: Callable[[], Any], number: int, repeat: int = 7) -> float:
     return min(timeit.repeat(call, number=number, repeat=repeat)) / number * 1e6
-
-
-@contextlib.contextmanager
-def joserfc_only() -> Iterator[None]:
-    """The adapter as it was: every signature check through joserfc."""
-    fast = id_token._verify_signature
-    id_token._verify_signature = id_token._joserfc_payload
-    try:
-        yield
-    finally:
-        id_token._verify_signature = fast
 
 
 def id_token_figures(number: int) -> dict[str, Any]:
@@ -109,20 +96,12 @@ def id_token_figures(number: int) -> dict[str, Any]:
                 return
             raise AssertionError("verify suspended")
 
-        assert id_token._verify_signature(token, key, provider.alg) == (
-            id_token._joserfc_payload(token, key, provider.alg)
-        )
         row = {
             "signature_joserfc_us": best_us(
-                lambda t=token, k=key, a=provider.alg: id_token._joserfc_payload(t, k, a), number
-            ),
-            "signature_fast_us": best_us(
                 lambda t=token, k=key, a=provider.alg: id_token._verify_signature(t, k, a), number
             ),
+            "verify_joserfc_us": best_us(verify, number),
         }
-        with joserfc_only():
-            row["verify_joserfc_us"] = best_us(verify, number)
-        row["verify_fast_us"] = best_us(verify, number)
         loop.close()
         out[name] = {k: round(v, 1) for k, v in row.items()}
     return out
@@ -135,7 +114,7 @@ def loop(variant: str, fixture: str, count: int) -> None:
     alg, kid, token = data["alg"], data["kid"], data["token"]
     key = id_token._pick_key(KeySet.import_key_set(data["jwks"]), alg, kid)
     assert key is not None
-    check = id_token._joserfc_payload if variant == "joserfc" else id_token._verify_signature
+    check = id_token._verify_signature  # joserfc's: the only variant left
     for _ in range(count):
         check(token, key, alg)
 
@@ -161,7 +140,7 @@ def instructions() -> dict[str, Any]:
                     }
                 )
             )
-            for variant in ("joserfc", "fast"):
+            for variant in ("joserfc",):
                 counts = []
                 for count in (200, 1200):
                     result = subprocess.run(

@@ -9,7 +9,8 @@ whose :class:`Action` the service carries out:
   claim is a JSON *string* holding ``type``, ``sub``, ``email``, ``is_private_email`` and
   ``event_time``;
 * Security Event Tokens of Google's Cross-Account Protection (RISC, RFC 8417) (:func:`risc_events`):
-  ``events`` maps event-type URIs to their payloads, the user as an ``iss_sub`` subject.
+  ``events`` maps event-type URIs (RISC's and the OAuth event types) to their payloads, the
+  user as an ``iss_sub`` subject (a token-revoked event names a token instead).
 
 Pure: the signature, ``iss``, ``aud``, ``iat`` and ``jti`` were checked before (adapters).
 """
@@ -25,6 +26,7 @@ import attrs
 
 BACKCHANNEL_LOGOUT = "http://schemas.openid.net/event/backchannel-logout"
 RISC_EVENT_TYPE = "https://schemas.openid.net/secevent/risc/event-type/"
+OAUTH_EVENT_TYPE = "https://schemas.openid.net/secevent/oauth/event-type/"
 MAX_SUBJECT_LENGTH = 255
 
 
@@ -42,6 +44,7 @@ class Action(enum.Enum):
     ENABLE_IDENTITY = "enable_identity"
     EMAIL_DISABLED = "email_disabled"
     EMAIL_ENABLED = "email_enabled"
+    REVIEW = "review"  # audited and logged as a warning for an operator to follow up
     NOTHING = "nothing"  # audited and logged only
 
 
@@ -119,14 +122,25 @@ def apple_event(claims: Mapping[str, Any]) -> ProviderEvent:
 
 # -- RISC (Google Cross-Account Protection) ---------------------------------------------------
 
+# Every event type of Google's Cross-Account Protection, by URI (the token events live in the
+# OAuth namespace, the others in RISC's), with what its documentation asks of a receiver:
+# sessions-revoked: end the open sessions; tokens-revoked: for sign-in, end the open sessions,
+# and delete the OAuth tokens kept; token-revoked: delete the refresh token it names if kept;
+# account-disabled: hijacking, re-secure (end the sessions), no reason, disable sign-in through
+# Google, bulk-account, look into the user's activity; account-enabled: enable sign-in again;
+# account-credential-change-required: watch for suspicious activity; verification: log it.
 RISC_ACTIONS: Mapping[str, Action] = {
-    "sessions-revoked": Action.END_SESSIONS,
-    "tokens-revoked": Action.END_SESSIONS,
-    "account-disabled": Action.DISABLE_IDENTITY,
-    "account-enabled": Action.ENABLE_IDENTITY,
-    "account-credential-change-required": Action.NOTHING,
-    "verification": Action.NOTHING,
+    RISC_EVENT_TYPE + "sessions-revoked": Action.END_SESSIONS,
+    OAUTH_EVENT_TYPE + "tokens-revoked": Action.END_SESSIONS,
+    OAUTH_EVENT_TYPE + "token-revoked": Action.NOTHING,  # names a token, not a user
+    RISC_EVENT_TYPE + "account-disabled": Action.DISABLE_IDENTITY,
+    RISC_EVENT_TYPE + "account-enabled": Action.ENABLE_IDENTITY,
+    RISC_EVENT_TYPE + "account-credential-change-required": Action.REVIEW,
+    RISC_EVENT_TYPE + "verification": Action.NOTHING,
 }
+# account-disabled reasons that do not disable sign-in: Google disabled the account for bulk
+# (abusive) creation, which says nothing about who holds our sessions.
+REVIEW_REASONS = frozenset({"bulk-account"})
 MAX_REASON_LENGTH = 64
 
 
@@ -143,27 +157,35 @@ def risc_events(claims: Mapping[str, Any], issuers: Collection[str]) -> list[Pro
     for uri, payload in events.items():
         if not isinstance(payload, Mapping):
             raise MalformedEvent("security event payload is not a JSON object")
-        name = uri.removeprefix(RISC_EVENT_TYPE) if uri.startswith(RISC_EVENT_TYPE) else None
-        action = RISC_ACTIONS.get(name) if name is not None else None
-        if name is None or action is None:
+        action = RISC_ACTIONS.get(uri)
+        if action is None:
             found.append(ProviderEvent("unknown", Action.NOTHING))
             continue
-        subject = _risc_subject(payload.get("subject", claims.get("sub_id")), issuers)
+        name = uri.rsplit("/", 1)[-1]
+        raw_subject = payload.get("subject", claims.get("sub_id"))
+        subject = _risc_subject(raw_subject, issuers)
         reason = payload.get("reason")
         if action is Action.DISABLE_IDENTITY:
             reason = reason[:MAX_REASON_LENGTH] if isinstance(reason, str) and reason else None
+            if reason in REVIEW_REASONS:
+                action = Action.REVIEW
+        elif name == "token-revoked":
+            reason = _token_kind(raw_subject)
         else:
             reason = None
-        found.append(
-            ProviderEvent(
-                name,
-                action if subject is not None or action is Action.NOTHING else Action.NOTHING,
-                subject,
-                reason=reason,
-                every_provider=True,
-            )
-        )
+        if subject is None and action not in (Action.NOTHING, Action.REVIEW):
+            action = Action.NOTHING
+        found.append(ProviderEvent(name, action, subject, reason=reason, every_provider=True))
     return found
+
+
+def _token_kind(subject: Any) -> str | None:
+    """The kind of token a token-revoked event names (its ``token_type``, e.g.
+    ``refresh_token``), from its ``oauth_token`` subject."""
+    if not isinstance(subject, Mapping) or subject.get("subject_type") != "oauth_token":
+        return None
+    kind = subject.get("token_type")
+    return kind[:MAX_REASON_LENGTH] if isinstance(kind, str) and kind.isprintable() else None
 
 
 def _risc_subject(subject: Any, issuers: Collection[str]) -> str | None:

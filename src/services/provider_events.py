@@ -198,10 +198,19 @@ class ProviderEventService:
             if not pairs:
                 await audit(Outcome.PROVIDER_EVENT, None, f"{event.kind}: no live session")
             return Applied([sid for _, sid in pairs])
-        if event.action is Action.NOTHING:
+        if event.action in (Action.NOTHING, Action.REVIEW):
             if event.kind == "unknown":
                 log.info("provider event: %s sent an event type we do not act on", provider)
-            await audit(Outcome.PROVIDER_EVENT, holder.id if holder else None, event.kind)
+            what = f"{event.kind}: {event.reason}" if event.reason else event.kind
+            reviewed = holder.id if holder else None
+            if event.action is Action.REVIEW:  # the provider asks us to look into the account
+                security_log.warning(
+                    "security event: %s %s for account %s: to review",
+                    provider,
+                    what,
+                    reviewed or "(unknown subject)",
+                )
+            await audit(Outcome.PROVIDER_EVENT, reviewed, what)
             return Applied()
         if identity is None or holder is None:
             await audit(Outcome.PROVIDER_EVENT, None, f"{event.kind}: unknown subject")

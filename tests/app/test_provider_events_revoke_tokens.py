@@ -217,7 +217,11 @@ async def test_risc_tokens_revoked_drops_the_kept_google_token_without_revoking_
     google = await ada_with_google_and_apple(events)
     assert await kept(database_url) == [("apple", ADA_APPLE.sub), ("google", ADA_GOOGLE.sub)]
 
-    token = security_event(google_fake, "tokens-revoked", ADA_GOOGLE.sub)
+    token = security_event(
+        google_fake,
+        "https://schemas.openid.net/secevent/oauth/event-type/tokens-revoked",
+        ADA_GOOGLE.sub,
+    )
     assert await push(events, token) == (202, None)
 
     assert await events.status(google) == 401

@@ -21,6 +21,9 @@ PATH = "/v1/providers/google/notifications"
 ADA = FakeUser(sub="ada-google-1", email="ada@example.com", name="Ada Lovelace")
 ADA_APPLE = FakeUser(sub="000123.apple-ada.0456", email="ada@privaterelay.appleid.com")
 SECEVENT = {"Content-Type": "application/secevent+jwt"}
+# Google's token events are OAuth event types, not RISC's.
+TOKENS_REVOKED = "https://schemas.openid.net/secevent/oauth/event-type/tokens-revoked"
+TOKEN_REVOKED = "https://schemas.openid.net/secevent/oauth/event-type/token-revoked"
 
 
 async def push(events: Events, token: str) -> tuple[int, Any]:
@@ -35,7 +38,7 @@ def outcomes(audit: list[Any]) -> list[Outcome]:
     return [e.outcome for e in audit if e.provider == "google"]
 
 
-@pytest.mark.parametrize("event_type", ["sessions-revoked", "tokens-revoked"])
+@pytest.mark.parametrize("event_type", ["sessions-revoked", TOKENS_REVOKED])
 async def test_revoked_sessions_end_every_session_of_the_account(
     events: Events, event_type: str
 ) -> None:
@@ -83,16 +86,64 @@ async def test_a_hijacked_account_loses_every_session_and_cannot_sign_in_until_e
     assert Outcome.IDENTITY_DISABLED in seen and Outcome.IDENTITY_ENABLED in seen
 
 
-async def test_another_disabling_reason_ends_the_providers_sessions_and_refuses_it(
+async def test_disabling_without_a_reason_ends_the_providers_sessions_and_refuses_it(
     events: Events,
 ) -> None:
     google = await events.signed_in("google", ADA)
     apple = await link_apple(events, google, ADA_APPLE)
-    token = security_event(events.idp.google, "account-disabled", ADA.sub, reason="bulk-account")
+    token = security_event(events.idp.google, "account-disabled", ADA.sub)
     assert (await push(events, token))[0] == 202
     assert [await events.status(t) for t in (google, apple)] == [401, 200]
     refused = await events.signin.complete("google", user=ADA)
     assert "reason=identity_disabled" in refused.headers["Location"]
+    details = [e.detail for e in await events.audit() if e.outcome is Outcome.IDENTITY_DISABLED]
+    assert details == ["account-disabled: unspecified"]
+
+
+async def test_an_account_disabled_for_bulk_creation_is_flagged_for_review_only(
+    events: Events, caplog: pytest.LogCaptureFixture
+) -> None:
+    # Google asks to look into the user's activity: it says nothing about who holds our
+    # sessions, and the Google account cannot sign in anyway.
+    google = await events.signed_in("google", ADA)
+    token = security_event(events.idp.google, "account-disabled", ADA.sub, reason="bulk-account")
+    with caplog.at_level(logging.WARNING, logger="authgate.security"):
+        assert (await push(events, token))[0] == 202
+    assert await events.status(google) == 200
+    assert "account-disabled: bulk-account" in caplog.text and "to review" in caplog.text
+    details = [e.detail for e in await events.audit() if e.outcome is Outcome.PROVIDER_EVENT]
+    assert details == ["account-disabled: bulk-account"]
+    assert Outcome.IDENTITY_DISABLED not in outcomes(await events.audit())
+
+
+async def test_a_revoked_refresh_token_is_recognised_and_changes_no_session(
+    events: Events,
+) -> None:
+    # token-revoked names a token, not a user: a Google refresh token, which authgate never
+    # holds (it asks Google for no offline access; the token it keeps is the access token).
+    google = await events.signed_in("google", ADA)
+    subject = {
+        "subject_type": "oauth_token",
+        "token_type": "refresh_token",
+        "token_identifier_alg": "prefix",
+        "token": "1//0gAbCdEfGhIjK",
+    }
+    token = security_event(events.idp.google, TOKEN_REVOKED, None, subject=subject)
+    assert await push(events, token) == (202, None)
+    assert await events.status(google) == 200
+    details = [e.detail for e in await events.audit() if e.outcome is Outcome.PROVIDER_EVENT]
+    assert details == ["token-revoked: refresh_token"]
+
+
+async def test_tokens_revoked_in_the_risc_namespace_is_not_a_google_event(
+    events: Events,
+) -> None:
+    google = await events.signed_in("google", ADA)
+    token = security_event(events.idp.google, "tokens-revoked", ADA.sub)  # RISC's namespace
+    assert await push(events, token) == (202, None)
+    assert await events.status(google) == 200
+    details = [e.detail for e in await events.audit() if e.outcome is Outcome.PROVIDER_EVENT]
+    assert details == ["unknown"]
 
 
 @pytest.mark.parametrize(

@@ -36,9 +36,11 @@ def sign_event(
     *,
     typ: str = "JWT",
     fault: EventFault | None = None,
+    kid: str | None = None,
 ) -> str:
     """``claims`` with iss, aud, iat and a fresh jti filled in (unless given), spoiled per
-    ``fault``, signed by ``p``'s signing key."""
+    ``fault``, signed by ``p``'s signing key; with ``kid``, by a key the provider does not
+    publish, under that kid (a forgery, or a key the provider has not published yet)."""
     assert p.signing_key is not None, "this provider has no signing key"
     now = int(p._now())
     payload: dict[str, Any] = {
@@ -65,6 +67,9 @@ def sign_event(
         head = _b64json({"alg": "none", "typ": typ})
         return f"{head}.{_b64json(payload)}."
     key = p._other_key() if fault is EventFault.WRONG_SIGNATURE else p.signing_key
+    if kid is not None:
+        header["kid"] = kid
+        key = p._other_key()
     return jwt.encode(header, payload, key, algorithms=[p.alg])
 
 
@@ -74,16 +79,19 @@ def logout_token(
     sub: str | None = None,
     sid: str | None = None,
     fault: EventFault | None = None,
+    kid: str | None = None,
     **claims: Any,
 ) -> str:
-    """A Back-Channel Logout 1.0 logout token (``typ: logout+jwt``)."""
+    """A Back-Channel Logout 1.0 logout token (``typ: logout+jwt``); a claim given as None is
+    left out."""
     body: dict[str, Any] = {"events": {BACKCHANNEL_LOGOUT: {}}, "exp": int(p._now()) + 120}
     if sub is not None:
         body["sub"] = sub
     if sid is not None:
         body["sid"] = sid
     body.update(claims)
-    return sign_event(p, body, typ="logout+jwt", fault=fault)
+    body = {k: v for k, v in body.items() if v is not None}
+    return sign_event(p, body, typ="logout+jwt", fault=fault, kid=kid)
 
 
 def apple_notification(
@@ -93,6 +101,7 @@ def apple_notification(
     *,
     fault: EventFault | None = None,
     email: str | None = "alice@privaterelay.appleid.com",
+    kid: str | None = None,
     **claims: Any,
 ) -> dict[str, str]:
     """The JSON body Apple posts: ``{"payload": <JWT>}``, its ``events`` claim a JSON string."""
@@ -102,7 +111,7 @@ def apple_notification(
         event["email"] = email
         event["is_private_email"] = "true"
     body = {"events": json.dumps(event), "exp": now + 86400, **claims}
-    return {"payload": sign_event(p, body, fault=fault)}
+    return {"payload": sign_event(p, body, fault=fault, kid=kid)}
 
 
 def security_event(
@@ -114,9 +123,13 @@ def security_event(
     reason: str | None = None,
     state: str | None = None,
     subject_type: str = "iss-sub",
+    kid: str | None = None,
+    subject: dict[str, Any] | None = None,
+    **claims: Any,
 ) -> str:
     """A RISC Security Event Token as Google sends it: its issuer with a trailing slash, the
-    subject ``{"subject_type": "iss-sub", "iss": …, "sub": …}`` inside the event."""
+    subject ``{"subject_type": "iss-sub", "iss": …, "sub": …}`` inside the event (or
+    ``subject`` as given); ``event_type`` a RISC name or a whole URI."""
     payload: dict[str, Any] = {}
     if sub is not None:
         payload["subject"] = {"subject_type": subject_type, "iss": p.issuer + "/", "sub": sub}
@@ -124,9 +137,11 @@ def security_event(
         payload["reason"] = reason
     if state is not None:
         payload["state"] = state
+    if subject is not None:
+        payload["subject"] = subject
     uri = event_type if "://" in event_type else RISC + event_type
-    claims = {"iss": p.issuer + "/", "events": {uri: payload}}
-    return sign_event(p, claims, typ="secevent+jwt", fault=fault)
+    body = {"iss": p.issuer + "/", "events": {uri: payload}, **claims}
+    return sign_event(p, body, typ="secevent+jwt", fault=fault, kid=kid)
 
 
 def _b64json(value: Any) -> str:

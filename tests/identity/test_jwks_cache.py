@@ -7,18 +7,26 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
+import secrets
 
 import pytest
 from joserfc.jwk import KeySet, RSAKey
 
-from authgate.adapters.identity.jwks import KeySetCache, KeySetUnavailable
+from authgate.adapters.identity.jwks import KeySetCache, KeySetUnavailable, Lookup
 from authgate.ports.identity import ExchangeFailed, VerificationFailed
+from authgate.ports.provider_events import EventTokenRejected, EventTokenUnavailable
 from tests.fakeidp import FakeIdP, FakeUser, SettableClock, Tamper
+from tests.fakeidp.events import EventFault, logout_token
 from tests.identity.conftest import MakeAdapter, sign_in
 from tests.support.waiting import eventually
 
 DAY = 86400
 FLOOR = 5  # the default jwks_min_refetch_seconds
+
+
+def forged_logout_token(fake: FakeIdP, kid: str | None = None) -> str:
+    """A logout token signed by a key google does not publish (a new kid unless given)."""
+    return logout_token(fake.google, sub="x", kid=kid or f"forged-{secrets.token_hex(4)}")
 
 
 async def test_one_fetch_for_many_verifications(
@@ -63,17 +71,29 @@ async def test_refetched_on_rotation(
 async def test_rotation_within_the_floor_waits_for_the_floor(
     make_adapter: MakeAdapter, fake_idp: FakeIdP, idp_clock: SettableClock
 ) -> None:
+    # A genuine ID token never fails because a fetch happened a moment ago: its verification
+    # waits for the floor, then fetches.
     adapter = make_adapter("google")
     await sign_in(adapter, fake_idp)
     fake_idp.google.rotate_keys()
-    with pytest.raises(VerificationFailed, match="no key"):
-        await sign_in(adapter, fake_idp)  # the set was fetched a moment ago: no refetch yet
-    assert fake_idp.google.hits["jwks"] == 1
-    idp_clock.advance(FLOOR - 2)  # (2 s of real time to spare on a loaded machine)
-    with pytest.raises(VerificationFailed, match="no key"):
-        await sign_in(adapter, fake_idp)
-    idp_clock.advance(2)
+    signing_in = asyncio.create_task(sign_in(adapter, fake_idp))
+    await asyncio.sleep(0.3)
+    assert not signing_in.done() and fake_idp.google.hits["jwks"] == 1  # waiting, not failed
+    idp_clock.advance(FLOOR)
+    verified = await signing_in
+    assert verified.identity.provider == "google"
+    assert fake_idp.google.hits["jwks"] == 2
+
+
+async def test_the_wait_for_the_floor_is_bounded_by_the_floor(
+    make_adapter: MakeAdapter, fake_idp: FakeIdP
+) -> None:
+    adapter = make_adapter("google", jwks_min_refetch_seconds=0.5)
     await sign_in(adapter, fake_idp)
+    fake_idp.google.rotate_keys()
+    started = asyncio.get_running_loop().time()
+    await sign_in(adapter, fake_idp)  # the clock is not moved: real time passes the floor
+    assert asyncio.get_running_loop().time() - started < 5
     assert fake_idp.google.hits["jwks"] == 2
 
 
@@ -94,21 +114,40 @@ async def test_rotation_seconds_after_an_on_demand_fetch_is_followed(
     assert fake_idp.google.hits["jwks"] == 3
 
 
-async def test_a_kid_proved_absent_is_not_fetched_again_for_a_while(
+async def test_an_id_token_kid_is_looked_for_by_a_fetch_of_its_own(
     make_adapter: MakeAdapter, fake_idp: FakeIdP, idp_clock: SettableClock
 ) -> None:
+    # An ID token comes from the token endpoint: an earlier fetch that did not find its kid
+    # proves nothing about it (the provider may have published it since).
     adapter = make_adapter("google", jwks_absent_kid_seconds=300)
     await sign_in(adapter, fake_idp)
     fake_idp.google.forged_kid = "never-published"
     forged = fake_idp.google.mint_id_token(nonce="n", tamper=Tamper.UNKNOWN_KID)
-    for _ in range(5):
-        idp_clock.advance(FLOOR * 4)
+    for _ in range(3):
+        idp_clock.advance(FLOOR)
         with pytest.raises(VerificationFailed, match="no key"):
             await adapter.verify_id_token(forged, nonce="n")
-    assert fake_idp.google.hits["jwks"] == 2  # the first fetch proved it absent
+    assert fake_idp.google.hits["jwks"] == 4
+
+
+async def test_an_event_kid_proved_absent_is_not_fetched_again_for_a_while(
+    make_adapter: MakeAdapter, fake_idp: FakeIdP, idp_clock: SettableClock
+) -> None:
+    adapter = make_adapter("google", jwks_absent_kid_seconds=300)
+    verifier = adapter.logout_token_verifier(max_age_seconds=DAY)
+    await verifier.keys.get()
+    forged = forged_logout_token(fake_idp, "never-published")
+    idp_clock.advance(FLOOR)
+    with pytest.raises(EventTokenRejected, match="no key"):  # proved absent for this token
+        await verifier.verify(forged)
+    for _ in range(5):
+        idp_clock.advance(FLOOR * 4)
+        with pytest.raises(EventTokenUnavailable):  # remembered: no fetch, retry later
+            await verifier.verify(forged)
+    assert fake_idp.google.hits["jwks"] == 2
     idp_clock.advance(300)
-    with pytest.raises(VerificationFailed, match="no key"):
-        await adapter.verify_id_token(forged, nonce="n")
+    with pytest.raises(EventTokenRejected, match="no key"):
+        await verifier.verify(forged)
     assert fake_idp.google.hits["jwks"] == 3  # remembered for a while, not for ever
 
 
@@ -120,8 +159,8 @@ async def test_a_kid_absent_while_the_jwks_was_down_is_not_remembered(
     fake_idp.google.jwks_down = True
     fake_idp.google.rotate_keys()
     idp_clock.advance(FLOOR)
-    with pytest.raises(VerificationFailed, match="no key"):
-        await sign_in(adapter, fake_idp)  # the fetch failed: proves nothing about the kid
+    with pytest.raises(ExchangeFailed, match="could not be refreshed"):
+        await sign_in(adapter, fake_idp)  # the fetch failed: an outage, not a bad token
     fake_idp.google.jwks_down = False
     idp_clock.advance(FLOOR)
     await sign_in(adapter, fake_idp)
@@ -148,17 +187,24 @@ async def test_key_replaced_under_the_same_kid_is_found_after_a_failed_signature
     assert fake_idp.google.hits["jwks"] == 2
 
 
-async def test_bad_signature_refetches_once_then_fails(
+async def test_bad_signature_refetches_then_fails(
     make_adapter: MakeAdapter, fake_idp: FakeIdP, idp_clock: SettableClock
 ) -> None:
     adapter = make_adapter("google")
     await sign_in(adapter, fake_idp)
-    idp_clock.advance(FLOOR)
     token = fake_idp.google.mint_id_token(nonce="n", tamper=Tamper.OTHER_KEY_SAME_KID)
-    for _ in range(5):
+    for _ in range(3):  # an ID token: a fetch of its own each time, once the floor passed
+        idp_clock.advance(FLOOR)
         with pytest.raises(VerificationFailed, match="signature"):
             await adapter.verify_id_token(token, nonce="n")
-    assert fake_idp.google.hits["jwks"] == 2
+    assert fake_idp.google.hits["jwks"] == 4
+    # An event token: at most one fetch per floor, then refused with the cached key.
+    verifier = adapter.logout_token_verifier(max_age_seconds=DAY)
+    forged = logout_token(fake_idp.google, sub="x", fault=EventFault.WRONG_SIGNATURE)
+    for _ in range(5):
+        with pytest.raises(EventTokenRejected, match="signature"):
+            await verifier.verify(forged)
+    assert verifier.keys.fetches == 1
 
 
 async def test_single_flight_under_20_concurrent_verifications_with_a_new_kid(
@@ -208,38 +254,40 @@ async def test_single_flight_through_concurrent_exchanges(
     assert g.hits["openid-configuration"] == 1
 
 
-async def test_unknown_kid_flood_is_bounded(
+async def test_unknown_kid_flood_of_event_tokens_is_bounded(
     make_adapter: MakeAdapter, fake_idp: FakeIdP, idp_clock: SettableClock
 ) -> None:
     adapter = make_adapter("google")
-    await sign_in(adapter, fake_idp)
+    verifier = adapter.logout_token_verifier(max_age_seconds=DAY)
+    await verifier.keys.get()
     idp_clock.advance(FLOOR)
 
     def flood() -> list[str]:  # every token with a kid of its own
-        return [
-            fake_idp.google.mint_id_token(nonce="n", tamper=Tamper.UNKNOWN_KID) for _ in range(50)
-        ]
+        return [forged_logout_token(fake_idp) for _ in range(50)]
 
+    refused = (EventTokenRejected, EventTokenUnavailable)
     first = flood()
-    outcomes = await asyncio.gather(
-        *(adapter.verify_id_token(t, nonce="n") for t in first), return_exceptions=True
-    )
-    assert all(isinstance(o, VerificationFailed) for o in outcomes)
+    outcomes = await asyncio.gather(*(verifier.verify(t) for t in first), return_exceptions=True)
+    assert all(isinstance(o, refused) for o in outcomes)
     for token in first:  # and sequentially
-        with pytest.raises(VerificationFailed):
-            await adapter.verify_id_token(token, nonce="n")
+        with pytest.raises(refused):
+            await verifier.verify(token)
     assert fake_idp.google.hits["jwks"] == 2  # the first fetch, then one refetch per floor
     for _ in range(3):  # fresh kids, concurrently and sequentially: one fetch per floor
         idp_clock.advance(FLOOR)
         tokens = flood()
         outcomes = await asyncio.gather(
-            *(adapter.verify_id_token(t, nonce="n") for t in tokens), return_exceptions=True
+            *(verifier.verify(t) for t in tokens), return_exceptions=True
         )
-        assert all(isinstance(o, VerificationFailed) for o in outcomes)
+        assert all(isinstance(o, refused) for o in outcomes)
         for token in flood():
-            with pytest.raises(VerificationFailed):
-                await adapter.verify_id_token(token, nonce="n")
+            with pytest.raises(refused):
+                await verifier.verify(token)
     assert fake_idp.google.hits["jwks"] == 5
+    # The sign-ins' own budget was not spent: a rotation is followed at once.
+    fake_idp.google.rotate_keys()
+    await sign_in(adapter, fake_idp)
+    assert adapter.key_set.fetches == 1
 
 
 async def test_last_good_set_is_kept_when_the_jwks_is_down(
@@ -256,7 +304,7 @@ async def test_last_good_set_is_kept_when_the_jwks_is_down(
     assert fake_idp.google.hits["jwks"] == 2
     idp_clock.advance(FLOOR)
     fake_idp.google.rotate_keys()
-    with pytest.raises(VerificationFailed, match="no key"):  # the new key is unknowable yet
+    with pytest.raises(ExchangeFailed, match="could not be refreshed"):  # unknowable yet
         await sign_in(adapter, fake_idp)
     fake_idp.google.jwks_down = False
     idp_clock.advance(FLOOR)
@@ -271,10 +319,12 @@ async def test_no_key_set_at_all_is_an_exchange_failure(
     with pytest.raises(ExchangeFailed, match="key set answered HTTP 500"):
         await sign_in(adapter, fake_idp)
     fake_idp.google.jwks_down = False
-    with pytest.raises(ExchangeFailed, match="failed recently"):  # no hammering
-        await sign_in(adapter, fake_idp)
+    # The next sign-in waits for the floor (no hammering), then fetches.
+    signing_in = asyncio.create_task(sign_in(adapter, fake_idp))
+    await asyncio.sleep(0.3)
+    assert fake_idp.google.hits["jwks"] == 1
     idp_clock.advance(FLOOR)
-    await sign_in(adapter, fake_idp)
+    await signing_in
     assert fake_idp.google.hits["jwks"] == 2
 
 
@@ -345,13 +395,32 @@ async def test_cache_single_flight_on_first_use(idp_clock: SettableClock) -> Non
 async def test_cache_forced_refresh_is_rate_limited(idp_clock: SettableClock) -> None:
     fetch = CountingFetcher()
     cache = KeySetCache(fetch, idp_clock, max_age_seconds=DAY, min_refetch_seconds=60)
-    first = await cache.get()
-    assert await cache.refresh(first) is first
+    first = await cache.current()
+    assert first.fresh
+    assert await cache.refresh("k2") == Lookup(first.keys, fresh=False)  # within the floor
     idp_clock.advance(60)
-    second = await cache.refresh(first)
-    assert second is not first
-    assert await cache.refresh(first) is second  # someone already replaced it
+    second = await cache.refresh("k2")
+    assert second.fresh and second.keys is not first.keys
     assert fetch.calls == 2
+
+
+async def test_cache_a_waiting_refresh_fetches_once_the_floor_has_passed(
+    idp_clock: SettableClock,
+) -> None:
+    fetch = CountingFetcher()
+    naps: list[float] = []
+
+    async def sleep(seconds: float) -> None:  # the floor passes on the clock as we wait
+        naps.append(seconds)
+        idp_clock.advance(seconds)
+        await asyncio.sleep(0)
+
+    cache = KeySetCache(fetch, idp_clock, max_age_seconds=DAY, min_refetch_seconds=2, sleep=sleep)
+    await cache.get()
+    waits = await asyncio.gather(*(cache.refresh("k2", wait=True) for _ in range(10)))
+    assert fetch.calls == 2  # one shared fetch after the wait
+    assert all(w.fresh for w in waits)
+    assert 1.9 <= sum(naps) <= 2.1
 
 
 async def test_cache_failed_refresh_keeps_the_last_good_set(idp_clock: SettableClock) -> None:
@@ -361,7 +430,7 @@ async def test_cache_failed_refresh_keeps_the_last_good_set(idp_clock: SettableC
     fetch.fail = True
     idp_clock.advance(DAY)
     assert await cache.get() is first
-    assert await cache.refresh(first) is first
+    assert await cache.refresh("k2") == Lookup(first, fresh=False)
     assert fetch.calls == 2
 
 
@@ -389,25 +458,28 @@ async def test_cache_remembers_absent_kids_in_a_bounded_set(idp_clock: SettableC
         absent_kid_seconds=300,
         absent_kid_limit=2,
     )
-    keys = await cache.get()
+    await cache.get()
     for kid in ("a", "b", "c"):  # each proved absent by a fetch of its own; "a" is forgotten
         idp_clock.advance(FLOOR)
-        keys = await cache.refresh(keys, kid)
+        assert (await cache.refresh(kid)).fresh
     assert fetch.calls == 4
     idp_clock.advance(FLOOR)
     for kid in ("b", "c"):
-        assert await cache.refresh(keys, kid) is keys
+        assert not (await cache.refresh(kid)).fresh
     assert fetch.calls == 4
-    keys = await cache.refresh(keys, "a")
+    assert (await cache.refresh("a")).fresh
     assert fetch.calls == 5
+    idp_clock.advance(FLOOR)
+    assert (await cache.refresh("b", wait=True)).fresh  # an ID token looks for itself
+    assert fetch.calls == 6
 
 
 async def test_cache_a_kid_published_later_is_no_longer_absent(idp_clock: SettableClock) -> None:
     fetch = CountingFetcher()
     cache = KeySetCache(fetch, idp_clock, max_age_seconds=DAY, min_refetch_seconds=FLOOR)
-    keys = await cache.get()
+    await cache.get()
     idp_clock.advance(FLOOR)
-    keys = await cache.refresh(keys, "k2")  # proved absent
+    await cache.refresh("k2")  # proved absent
     assert fetch.calls == 2
     fetch.key = RSAKey.generate_key(2048, parameters={"kid": "k2"}, private=False)
     idp_clock.advance(DAY)  # the max-age fetch publishes k2
@@ -415,8 +487,14 @@ async def test_cache_a_kid_published_later_is_no_longer_absent(idp_clock: Settab
     assert fetch.calls == 3 and keys.get_by_kid("k2")
     fetch.key = RSAKey.generate_key(2048, parameters={"kid": "k3"}, private=False)
     idp_clock.advance(FLOOR)
-    await cache.refresh(keys, "k2")  # k2 no longer remembered absent: a new fetch is allowed
-    assert fetch.calls == 4
+    await cache.refresh("k2", wait=False)  # k2 is in the set: nothing to fetch
+    assert fetch.calls == 3
+    await cache.refresh("k4")
+    keys = await cache.get()
+    assert fetch.calls == 4 and not any(k.kid == "k2" for k in keys)
+    idp_clock.advance(FLOOR)
+    await cache.refresh("k2")  # k2 no longer remembered absent: a new fetch is allowed
+    assert fetch.calls == 5
 
 
 async def test_cache_a_fetch_already_in_flight_proves_no_kid_absent(
@@ -425,20 +503,20 @@ async def test_cache_a_fetch_already_in_flight_proves_no_kid_absent(
     # A fetch that started before a token arrived may predate the rotation that signed it.
     fetch = CountingFetcher()
     cache = KeySetCache(fetch, idp_clock, max_age_seconds=DAY, min_refetch_seconds=FLOOR)
-    keys = await cache.get()
+    await cache.get()
     idp_clock.advance(FLOOR)
     fetch.release, fetch.started = asyncio.Event(), asyncio.Event()
-    early = asyncio.create_task(cache.refresh(keys, "forged"))
+    early = asyncio.create_task(cache.refresh("forged"))
     await fetch.started.wait()  # the fetch is in flight
-    queued = asyncio.create_task(cache.refresh(keys, "rotated"))
+    queued = asyncio.create_task(cache.refresh("rotated"))
     await asyncio.sleep(0)  # one turn: it notes the attempts so far and waits for the lock
     fetch.release.set()
-    late = await queued
-    await early
+    assert not (await queued).fresh  # within the floor: not fetched for it
+    assert (await early).fresh
     assert fetch.calls == 2
     idp_clock.advance(FLOOR)
     fetch.release = None
-    await cache.refresh(late, "forged")  # remembered absent: no fetch
+    await cache.refresh("forged")  # remembered absent: no fetch
     assert fetch.calls == 2
-    await cache.refresh(late, "rotated")  # not proved absent: fetched once the floor passed
+    await cache.refresh("rotated")  # not proved absent: fetched once the floor passed
     assert fetch.calls == 3

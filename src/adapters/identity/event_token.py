@@ -1,13 +1,18 @@
 """Verification of the signed event tokens that providers push (issue 12): OpenID Connect
 logout tokens, Sign in with Apple notifications and Security Event Tokens (RFC 8417).
 
-One verifier per provider and shape, on the same key-set cache as the provider's ID tokens
-(or, for RISC, the key set named by the issuer's configuration document): the signature with
-an allowed public-key algorithm, then ``iss`` exactly, ``aud`` containing ours, ``iat``
-neither in the future nor older than ``max_age``, ``exp`` when present, ``jti`` present, and
-the JOSE ``typ`` when given must be one the shape uses. Every failure raises
+One verifier per provider and shape, on a key-set cache of the provider's events (the keys of
+its ID tokens, or, for RISC, the key set named by the issuer's configuration document; never the
+ID tokens' cache itself, so that forged tokens posted here cannot spend the sign-ins' fetch
+budget): the signature with an allowed public-key algorithm, then ``iss`` exactly, ``aud`` as
+for ID tokens (OIDC Core 3.1.3.7 step 3, which Back-Channel Logout 1.0 section 2.6 applies to
+logout tokens: ours, and no audience we do not trust), ``iat`` neither in the future nor older
+than ``max_age``, ``exp`` (required where the shape requires it), ``jti`` present, and the JOSE
+``typ`` when given must be one the shape uses. Every failure raises
 :class:`~authgate.ports.provider_events.EventTokenRejected` with its RFC 8935 code and a
-log-safe text (never the token).
+log-safe text (never the token); a key that could not be looked up for the token raises
+:class:`~authgate.ports.provider_events.EventTokenUnavailable` (the provider retries: RFC 8935
+makes a 400 final, and a delivery refused for a key we could not fetch would be lost).
 """
 
 from __future__ import annotations
@@ -51,6 +56,8 @@ class EventTokenVerifierAdapter:
         issuers: Collection[str],
         audiences: Collection[str],
         algorithms: Collection[str],
+        trusted_audiences: Collection[str] = (),
+        require_exp: bool = False,
         types: Collection[str],
         max_age_seconds: float,
         leeway_seconds: float = 60.0,
@@ -60,6 +67,8 @@ class EventTokenVerifierAdapter:
         self._clock = clock
         self._issuers = frozenset(issuers)
         self._audiences = frozenset(audiences)
+        self._trusted = frozenset(trusted_audiences)
+        self._require_exp = require_exp
         self._algorithms = frozenset(algorithms)
         self._types = frozenset(types)
         self._max_age = max_age_seconds
@@ -92,7 +101,7 @@ class EventTokenVerifierAdapter:
         if kid is not None and not isinstance(kid, str):
             raise EventTokenRejected(INVALID_REQUEST, f"{self._what} kid is not a string")
         try:
-            payload = await verified_payload(self._keys, token, alg, kid, self._what)
+            payload = await verified_payload(self._keys, token, alg, kid, self._what, wait=False)
             claims = json_object(payload, self._what)
         except VerificationFailed as e:
             raise EventTokenRejected(INVALID_KEY, str(e)) from None
@@ -107,10 +116,21 @@ class EventTokenVerifierAdapter:
             raise EventTokenRejected(INVALID_ISSUER, f"{what} iss {loggable(iss)} is not expected")
         aud = claims.get("aud")
         audiences = [aud] if isinstance(aud, str) else aud
-        if not isinstance(audiences, list) or not self._audiences.intersection(
-            a for a in audiences if isinstance(a, str)
+        if (
+            not isinstance(audiences, list)
+            or not audiences
+            or not all(isinstance(a, str) for a in audiences)
         ):
+            raise EventTokenRejected(INVALID_AUDIENCE, f"{what} aud is missing or malformed")
+        if not self._audiences.intersection(audiences):
             raise EventTokenRejected(INVALID_AUDIENCE, f"{what} aud does not name us")
+        # As for ID tokens: a token also addressed to a party we do not trust is one that party
+        # holds and may replay to us.
+        untrusted = [a for a in audiences if a not in self._audiences and a not in self._trusted]
+        if untrusted:
+            raise EventTokenRejected(
+                INVALID_AUDIENCE, f"{what} aud names an untrusted audience {loggable(untrusted[0])}"
+            )
         now = self._clock.now().timestamp()
         iat = _number(claims.get("iat"))
         if iat is None:
@@ -120,6 +140,8 @@ class EventTokenVerifierAdapter:
         if iat < now - self._max_age - self._leeway:
             raise EventTokenRejected(INVALID_REQUEST, f"{what} iat is too old")
         exp = _number(claims.get("exp"))
+        if self._require_exp and "exp" not in claims:
+            raise EventTokenRejected(INVALID_REQUEST, f"{what} has no exp")
         if "exp" in claims and exp is None:
             raise EventTokenRejected(INVALID_REQUEST, f"{what} exp is not a number")
         if exp is not None and exp <= now - self._leeway:

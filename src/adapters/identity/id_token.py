@@ -7,14 +7,8 @@ small leeway, ``nonce``, ``sub``.
 Every failure raises :class:`~authgate.ports.identity.VerificationFailed` with a log-safe text
 (never the token).
 
-The signature of the common token (RS*, PS*, ES* with a plain header: ``alg`` and string
-members such as ``kid`` and ``typ``) is checked by :func:`_fast_payload` directly with
-``cryptography`` on the key objects joserfc already imported, applying joserfc's own rules
-(sizes, strict base64url, header members, key use/alg/ops, curve, r||s length); joserfc's
-registry, header checks and key guessing cost more than the RSA verification itself, once per
-sign-in. Whatever that path does not cover, it leaves to joserfc (:func:`_joserfc_payload`),
-which then decides exactly as before; a signature that does not verify is refused with the
-text joserfc would give it.
+The signature is checked by joserfc (``deserialize_compact`` with the one algorithm the header
+names, on the key chosen for it), for ID tokens and the providers' event tokens alike.
 """
 
 from __future__ import annotations
@@ -25,18 +19,13 @@ import hmac
 import json
 import logging
 from collections.abc import Collection, Mapping
-from typing import Any, Final
+from typing import Any
 
-from cryptography.exceptions import InvalidSignature
-from cryptography.hazmat.primitives import hashes
-from cryptography.hazmat.primitives.asymmetric import ec, padding, rsa
-from cryptography.hazmat.primitives.asymmetric.utils import encode_dss_signature
 from joserfc import jws
-from joserfc.errors import BadSignatureError, JoseError
-from joserfc.jwk import ECKey, Key, KeySet, RSAKey
-from joserfc.util import urlsafe_b64decode
+from joserfc.errors import JoseError
+from joserfc.jwk import Key, KeySet
 
-from authgate.adapters.identity.jwks import KeySetCache, KeySetUnavailable
+from authgate.adapters.identity.jwks import KeySetCache, KeySetUnavailable, Lookup
 from authgate.ports.clock import Clock
 from authgate.ports.identity import ExchangeFailed, VerificationFailed
 
@@ -142,38 +131,61 @@ class IdTokenVerifier:
 
 
 async def verified_payload(
-    keys: KeySetCache, token: str, alg: str, kid: str | None, what: str = "ID token"
+    keys: KeySetCache,
+    token: str,
+    alg: str,
+    kid: str | None,
+    what: str = "ID token",
+    *,
+    wait: bool = True,
 ) -> bytes:
     """The payload of ``token`` once its signature verifies with a key of ``keys`` chosen by
     ``kid`` and ``alg``; an unknown ``kid``, or a signature that fails with the cached key,
-    fetches the key set again (rate-limited by the cache). Raises VerificationFailed, or
-    ExchangeFailed when no key set can be loaded at all. Shared by ID tokens and the
-    providers' event tokens (one key-set cache per provider)."""
+    fetches the key set again (``wait``: for the cache's floor when it blocks the fetch; see
+    :class:`KeySetCache`). Shared by ID tokens and the providers' event tokens.
+
+    Raises VerificationFailed when the token does not verify with the provider's keys as a
+    fetch made for it found them (or with a cached key, for a bad signature the provider's
+    current keys cannot explain), and ExchangeFailed when they could not be looked at: no key
+    set at all, or an unknown ``kid`` that no fetch made for this token has looked for (the
+    fetch failed, or was not allowed yet: "retry later", not "bad token").
+    """
     try:
-        current = await keys.get()
+        lookup = await keys.current(wait=wait)
     except KeySetUnavailable as e:
         raise ExchangeFailed(str(e)) from None
-    key = _pick_key(current, alg, kid)
+    key = _pick_key(lookup.keys, alg, kid)
     if key is None:  # unknown kid: the provider may have rotated its keys
-        current = await _refresh(keys, current, kid)
-        key = _pick_key(current, alg, kid)
+        if not lookup.fresh:
+            lookup = await _refresh(keys, kid, wait)
+            key = _pick_key(lookup.keys, alg, kid)
         if key is None:
-            raise VerificationFailed(f"no key in the provider's key set for kid {loggable(kid)}")
+            # A fetch made for this very token proved it absent, or the kid names a key that
+            # is not for this use or algorithm.
+            if lookup.fresh or any(k.kid == kid for k in lookup.keys):
+                raise VerificationFailed(
+                    f"no key in the provider's key set for kid {loggable(kid)}"
+                )
+            raise ExchangeFailed(
+                f"{what}: the provider's key set could not be refreshed for kid {loggable(kid)}"
+            )
         return _verify_signature(token, key, alg, what)
     try:
         return _verify_signature(token, key, alg, what)
     except VerificationFailed:
-        # A key replaced under the same kid: look once more (rate-limited).
-        fresh = await _refresh(keys, current, kid)
-        fresh_key = _pick_key(fresh, alg, kid) if fresh is not current else None
+        if lookup.fresh:
+            raise
+        # A key replaced under the same kid: look once more.
+        fresh = await _refresh(keys, None, wait)
+        fresh_key = _pick_key(fresh.keys, alg, kid) if fresh.fresh else None
         if fresh_key is None or fresh_key.as_dict() == key.as_dict():
             raise
         return _verify_signature(token, fresh_key, alg, what)
 
 
-async def _refresh(keys: KeySetCache, seen: KeySet, kid: str | None) -> KeySet:
+async def _refresh(keys: KeySetCache, kid: str | None, wait: bool) -> Lookup:
     try:
-        return await keys.refresh(seen, kid)
+        return await keys.refresh(kid, wait=wait)
     except KeySetUnavailable as e:
         raise ExchangeFailed(str(e)) from None
 
@@ -185,14 +197,7 @@ def header_of(token: str, what: str = "ID token") -> dict[str, Any]:
     parts = token.split(".")
     if len(parts) != 3:
         raise VerificationFailed(f"{what} is not a compact JWS (three parts)")
-    segment = parts[0]
-    known = _DECODED_HEADERS.get(segment)
-    if known is not None:  # a provider signs every token of a key with the same header
-        return dict(known)
-    header = json_object(_b64decode(segment, "header", what), what)
-    if len(segment) <= _MAX_HEADER and all(isinstance(v, str) for v in header.values()):
-        _remember(_DECODED_HEADERS, segment, dict(header))  # (a copy of str values is deep)
-    return header
+    return json_object(_b64decode(parts[0], "header", what), what)
 
 
 def _b64decode(segment: str, part: str, what: str = "ID token") -> bytes:
@@ -231,15 +236,8 @@ def _pick_key(keys: KeySet, alg: str, kid: str | None) -> Key | None:
 
 
 def _verify_signature(token: str, key: Key, alg: str, what: str = "ID token") -> bytes:
-    """The payload of ``token`` once its signature verifies with ``key`` and ``alg``."""
-    payload = _fast_payload(token, key, alg, what)
-    if payload is None:  # not a case the fast path covers: joserfc decides
-        return _joserfc_payload(token, key, alg, what)
-    return payload
-
-
-def _joserfc_payload(token: str, key: Key, alg: str, what: str = "ID token") -> bytes:
-    """joserfc's verification of the compact JWS (the reference for :func:`_fast_payload`)."""
+    """The payload of ``token`` once its signature verifies with ``key`` and ``alg``
+    (joserfc's verification of the compact JWS)."""
     try:
         obj = jws.deserialize_compact(token, key, algorithms=[alg])
     except JoseError as e:
@@ -248,177 +246,6 @@ def _joserfc_payload(token: str, key: Key, alg: str, what: str = "ID token") -> 
         raise VerificationFailed(f"{what} signature does not verify") from None
     assert obj.payload is not None
     return obj.payload
-
-
-# -- the fast path -------------------------------------------------------------------------------
-
-# joserfc's limits (JWSRegistry, the registry deserialize_compact builds for one algorithm).
-_MAX_HEADER: Final = jws.JWSRegistry.max_header_length
-_MAX_PAYLOAD: Final = jws.JWSRegistry.max_payload_length
-_MAX_SIGNATURE: Final = jws.JWSRegistry.max_signature_length
-_MAX_COMPACT: Final = _MAX_HEADER + _MAX_PAYLOAD + _MAX_SIGNATURE
-
-# Header members the fast path accepts: registered JWS members whose only rule (in joserfc's
-# header registry) is "a string". Any other member (crit, b64, jku, jwk, x5u, x5c, unknown ones)
-# goes to joserfc, which refuses or accepts it as before.
-_PLAIN_MEMBERS: Final = frozenset({"alg", "kid", "typ", "cty", "x5t", "x5t#S256"})
-
-# joserfc's bad-signature text: what _joserfc_payload raises when only the signature is wrong.
-_BAD_SIGNATURE: Final = BadSignatureError.error
-
-_MEMO_SIZE = 64  # distinct headers remembered (a provider has a few keys, hence a few headers)
-
-
-class _RsaAlgorithm:
-    """RS256/384/512 (PKCS#1 v1.5) and PS256/384/512 (PSS, salt of the hash's size), as
-    joserfc's RSAAlgorithm and RSAPSSAlgorithm."""
-
-    def __init__(self, name: str, pss: bool, hash_type: type[hashes.HashAlgorithm]) -> None:
-        self.name = name
-        self.hash = hash_type()
-        self.padding: padding.AsymmetricPadding = (
-            padding.PSS(mgf=padding.MGF1(hash_type()), salt_length=hash_type().digest_size)
-            if pss
-            else padding.PKCS1v15()
-        )
-
-    def public_key(self, key: Key) -> rsa.RSAPublicKey | None:
-        if not isinstance(key, RSAKey):
-            return None
-        public = key.public_key
-        return public if isinstance(public, rsa.RSAPublicKey) else None
-
-    def verify(self, public: Any, signature: bytes, signed: bytes) -> None:
-        assert isinstance(public, rsa.RSAPublicKey)
-        public.verify(signature, signed, self.padding, self.hash)
-
-
-class _EcAlgorithm:
-    """ES256/384/512 on P-256/384/521, the signature as r||s of the curve's size, as joserfc's
-    ESAlgorithm."""
-
-    def __init__(self, name: str, curve: str, hash_type: type[hashes.HashAlgorithm]) -> None:
-        self.name = name
-        self.curve = curve  # cryptography's name of the curve
-        self.ecdsa = ec.ECDSA(hash_type())
-
-    def public_key(self, key: Key) -> ec.EllipticCurvePublicKey | None:
-        if not isinstance(key, ECKey):
-            return None
-        public = key.public_key
-        if not isinstance(public, ec.EllipticCurvePublicKey) or public.curve.name != self.curve:
-            return None
-        return public
-
-    def verify(self, public: Any, signature: bytes, signed: bytes) -> None:
-        assert isinstance(public, ec.EllipticCurvePublicKey)
-        size = (public.curve.key_size + 7) // 8
-        if len(signature) != 2 * size:
-            raise InvalidSignature
-        r = int.from_bytes(signature[:size], "big")
-        s = int.from_bytes(signature[size:], "big")
-        public.verify(encode_dss_signature(r, s), signed, self.ecdsa)
-
-
-_FAST_ALGORITHMS: Final[dict[str, _RsaAlgorithm | _EcAlgorithm]] = {
-    a.name: a
-    for a in (
-        _RsaAlgorithm("RS256", False, hashes.SHA256),
-        _RsaAlgorithm("RS384", False, hashes.SHA384),
-        _RsaAlgorithm("RS512", False, hashes.SHA512),
-        _RsaAlgorithm("PS256", True, hashes.SHA256),
-        _RsaAlgorithm("PS384", True, hashes.SHA384),
-        _RsaAlgorithm("PS512", True, hashes.SHA512),
-        _EcAlgorithm("ES256", "secp256r1", hashes.SHA256),
-        _EcAlgorithm("ES384", "secp384r1", hashes.SHA384),
-        _EcAlgorithm("ES512", "secp521r1", hashes.SHA512),
-    )
-}
-
-# Header segments (base64url) the fast path has accepted, with their "alg"; and the decoded
-# headers of header_of. Pure functions of the segment, so remembering them changes no outcome.
-_PLAIN_HEADERS: dict[bytes, str] = {}
-_DECODED_HEADERS: dict[str, dict[str, Any]] = {}
-
-
-def _remember(memo: dict[Any, Any], segment: Any, value: Any) -> None:
-    if len(memo) >= _MEMO_SIZE:  # bounded whatever the headers sent
-        memo.clear()
-    memo[segment] = value
-
-
-def _fast_payload(token: str, key: Key, alg: str, what: str) -> bytes | None:
-    """The payload of ``token`` when its signature verifies with ``key`` and ``alg``; None
-    when joserfc has to decide (a case not covered here). Raises VerificationFailed with
-    joserfc's text when every check joserfc makes before the signature passes and the signature
-    does not verify: joserfc would refuse the token the same way.
-
-    Covered: a compact JWS within joserfc's size limits, ASCII, three strict base64url parts
-    (joserfc's decoder), a header of :data:`_PLAIN_MEMBERS` with string values whose ``alg`` is
-    ``alg``, an RSA or EC algorithm of :data:`_FAST_ALGORITHMS`, and a key of its type and curve
-    whose ``use`` (when set) is ``sig``, whose ``alg`` (when set) is ``alg``, without ``key_ops``.
-    """
-    algorithm = _FAST_ALGORITHMS.get(alg)
-    if algorithm is None or len(token) > _MAX_COMPACT or not token.isascii():
-        return None
-    parts = token.encode("ascii").split(b".")
-    if len(parts) != 3:
-        return None
-    head, body, signature = parts
-    if (
-        not head
-        or len(head) > _MAX_HEADER
-        or len(body) > _MAX_PAYLOAD
-        or len(signature) > _MAX_SIGNATURE
-        or _plain_header_alg(head) != alg
-    ):
-        return None
-    use, designed_alg = key.get("use"), key.get("alg")
-    if (use and use != "sig") or (designed_alg and designed_alg != alg):
-        return None
-    if key.get("key_ops") is not None:
-        return None
-    public = algorithm.public_key(key)
-    if public is None:
-        return None
-    try:
-        payload = urlsafe_b64decode(body)
-    except (TypeError, ValueError):
-        return None
-    try:
-        signature_bytes = urlsafe_b64decode(signature)
-    except (TypeError, ValueError):  # joserfc: "the signature does not verify"
-        raise VerificationFailed(f"{what} signature does not verify ({_BAD_SIGNATURE})") from None
-    try:
-        algorithm.verify(public, signature_bytes, head + b"." + body)
-    except InvalidSignature:
-        raise VerificationFailed(f"{what} signature does not verify ({_BAD_SIGNATURE})") from None
-    except (TypeError, ValueError):
-        return None
-    return payload
-
-
-def _plain_header_alg(segment: bytes) -> str | None:
-    """The ``alg`` of a header segment the fast path covers (strict base64url of a JSON
-    object of :data:`_PLAIN_MEMBERS` with string values, ``alg`` among them), else None."""
-    alg = _PLAIN_HEADERS.get(segment)
-    if alg is not None:
-        return alg
-    try:
-        header = json.loads(urlsafe_b64decode(segment))
-    except (TypeError, ValueError, RecursionError):
-        return None
-    if (
-        not isinstance(header, dict)
-        or not header.keys() <= _PLAIN_MEMBERS
-        or not all(isinstance(value, str) for value in header.values())
-    ):
-        return None
-    alg = header.get("alg")
-    if not isinstance(alg, str):
-        return None
-    _remember(_PLAIN_HEADERS, segment, alg)
-    return alg
 
 
 def _number(claims: Mapping[str, Any], name: str, *, required: bool) -> float | None:

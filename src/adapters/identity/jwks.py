@@ -2,15 +2,24 @@
 
 * used for ``max_age`` (spec 8: 24 hours) after a successful fetch, then fetched again;
 * fetched again *on demand* (an unknown ``kid``, a signature that does not verify, spec 8:
-  "refreshed when signature validation fails"). Only the provider's token endpoint, over TLS,
-  hands us ID tokens, so an unknown ``kid`` is a key rotation far more often than an attack:
-  it is followed as soon as the short ``min_refetch`` floor since the last attempt has passed;
-* a ``kid`` that a fetch has just proved absent is remembered for ``absent_kid_seconds``
-  (at most ``absent_kid_limit`` of them) and triggers no fetch in that time;
+  "refreshed when signature validation fails"), at most once per short ``min_refetch`` floor
+  since the last attempt;
 * single flight: concurrent callers needing a fetch share one request.
 
-Together these bound the requests a flood of forged tokens can cause: one per floor,
-whatever the number of tokens or of distinct ``kid`` values.
+What a caller does when the floor blocks its fetch is its own choice (``wait``):
+
+* ID tokens come only from the provider's token endpoint, over TLS: an unknown ``kid`` there is
+  a rotation, never an attack. Such a caller *waits* for the floor (at most ``min_refetch``,
+  holding the single flight so that the callers behind it share the fetch), then fetches: a
+  genuine token never fails because a fetch happened a moment ago;
+* event tokens are posted by anyone to public receivers. Such a caller does not wait and gets
+  the cached set marked not fresh (its receiver answers "retry later"); a ``kid`` that a fetch
+  has just proved absent is remembered for ``absent_kid_seconds`` (at most
+  ``absent_kid_limit`` of them) and triggers no fetch in that time. A flood of forged tokens
+  therefore costs the provider one request per floor, whatever their number or ``kid`` values.
+
+Each path has a cache of its own (see the provider adapter), so that forged event tokens spend
+only the events' budget and can neither delay nor fail a sign-in.
 
 The last good set is kept when a fetch fails.
 """
@@ -23,6 +32,7 @@ import logging
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable
 
+import attrs
 from joserfc.jwk import KeySet
 
 from authgate.ports.clock import Clock
@@ -30,16 +40,28 @@ from authgate.ports.clock import Clock
 log = logging.getLogger("authgate.identity")
 
 FetchKeySet = Callable[[], Awaitable[KeySet]]
+Sleep = Callable[[float], Awaitable[None]]
 
 ABSENT_KID_LIMIT = 256
+WAIT_STEP_SECONDS = 0.25  # a waiting caller looks at the clock this often
 
 
 class KeySetUnavailable(Exception):
     """No key set could be loaded at all; the text is safe to log."""
 
 
+@attrs.frozen
+class Lookup:
+    """A key set handed to a caller. ``fresh``: a fetch that began after the caller asked
+    succeeded, so the set is the provider's as of now (a ``kid`` missing from it is missing
+    at the provider, not only in our cache)."""
+
+    keys: KeySet
+    fresh: bool
+
+
 class KeySetCache:
-    """The cached key set of one provider."""
+    """The cached key set of one provider (for one kind of token)."""
 
     def __init__(
         self,
@@ -51,6 +73,7 @@ class KeySetCache:
         absent_kid_seconds: float = 300.0,
         absent_kid_limit: int = ABSENT_KID_LIMIT,
         name: str = "provider",
+        sleep: Sleep = asyncio.sleep,
     ) -> None:
         self._fetch = fetch
         self._clock = clock
@@ -59,10 +82,10 @@ class KeySetCache:
         self._absent_ttl = absent_kid_seconds
         self._absent_limit = absent_kid_limit
         self._name = name
+        self._sleep = sleep
         self._keys: KeySet | None = None
         self._fetched_at: dt.datetime | None = None
         self._attempted_at: dt.datetime | None = None
-        self._generation = 0  # incremented after every fetch attempt
         self._succeeded_attempt = 0  # the number (``fetches``) of the last successful attempt
         # kid -> when a successful fetch showed it is not in the set; oldest first.
         self._absent: OrderedDict[str, dt.datetime] = OrderedDict()
@@ -71,33 +94,81 @@ class KeySetCache:
 
     async def get(self) -> KeySet:
         """The current key set, fetched when there is none yet or it is older than max age."""
+        return (await self.current()).keys
+
+    async def current(self, *, wait: bool = False) -> Lookup:
+        """The current key set; fetched (fresh) when there is none yet or it is older than
+        max age. Raises KeySetUnavailable when there is none and none can be fetched (at once,
+        or after the floor with ``wait``)."""
         if self._keys is not None and not self._expired():
-            return self._keys
-        return await self._refresh(forced=False)
+            return Lookup(self._keys, fresh=False)
+        asked = self.fetches
+        async with self._lock:
+            done = self._attempted_since(asked)
+            if done is not None:
+                return done
+            if self._keys is not None and not self._expired():
+                return Lookup(self._keys, fresh=False)
+            if self._floor_remaining() > 0:
+                if self._keys is not None:  # a refetch at max age failed a moment ago
+                    return Lookup(self._keys, fresh=False)
+                if not wait:
+                    raise KeySetUnavailable(f"provider {self._name}: key set fetch failed recently")
+                await self._wait_for_floor()
+            return await self._fetch_now()
 
-    async def refresh(self, seen: KeySet, kid: str | None = None) -> KeySet:
-        """A fresher key set than ``seen`` when allowed (the on-demand fetch for ``kid``).
+    async def refresh(self, kid: str | None = None, *, wait: bool = False) -> Lookup:
+        """A key set fetched for the caller's token (the on-demand fetch for ``kid``, or for a
+        signature that failed when ``kid`` is None).
 
-        Returns the cached set without fetching when another caller already replaced ``seen``,
-        when ``kid`` was proved absent less than ``absent_kid_seconds`` ago, when the last
-        attempt is more recent than ``min_refetch``, or when the fetch fails.
+        Without fetching, it returns the cached set, not fresh: when it already holds ``kid``
+        (another caller's fetch brought it), when the fetch fails, and, without ``wait``, when
+        ``kid`` was proved absent less than ``absent_kid_seconds`` ago or the last attempt is
+        more recent than ``min_refetch``. With ``wait`` the floor is waited for instead.
         """
-        if self._keys is not seen and self._keys is not None:
-            return self._keys
-        if kid is not None and self._known_absent(kid):
+        keys = self._keys
+        if kid is not None and keys is not None and _has_kid(keys, kid):
+            return Lookup(keys, fresh=False)
+        if not wait and kid is not None and keys is not None and self._known_absent(kid):
             log.info(
                 "provider %s: key set refetch skipped (kid %.80r absent from the last fetch)",
                 self._name,
                 kid,
             )
-            return seen
-        asked_after = self.fetches
-        keys = await self._refresh(forced=True)
+            return Lookup(keys, fresh=False)
+        asked = self.fetches
+        async with self._lock:
+            if kid is not None and self._keys is not None and _has_kid(self._keys, kid):
+                return Lookup(self._keys, fresh=False)  # the fetch we waited behind brought it
+            lookup = self._attempted_since(asked)
+            if lookup is None:
+                if self._floor_remaining() > 0:
+                    if not wait:
+                        if self._keys is None:
+                            raise KeySetUnavailable(
+                                f"provider {self._name}: key set fetch failed recently"
+                            )
+                        log.info("provider %s: key set refetch skipped (rate limit)", self._name)
+                        return Lookup(self._keys, fresh=False)
+                    await self._wait_for_floor()
+                lookup = await self._fetch_now()
         # Proved absent only by a fetch that started after this token arrived: one already in
         # flight may predate a rotation whose new key signed the token.
-        if kid is not None and self._succeeded_attempt > asked_after and not _has_kid(keys, kid):
+        if kid is not None and lookup.fresh and not _has_kid(lookup.keys, kid):
             self._remember_absent(kid)
-        return keys
+        return lookup
+
+    def _attempted_since(self, asked: int) -> Lookup | None:
+        """What an attempt that began after the caller asked (attempt number > ``asked``)
+        gave, or None when there was none: fresh when the last one succeeded."""
+        if self.fetches <= asked:
+            return None
+        if self._succeeded_attempt > asked:
+            assert self._keys is not None
+            return Lookup(self._keys, fresh=self._succeeded_attempt == self.fetches)
+        if self._keys is None:
+            raise KeySetUnavailable(f"provider {self._name}: key set unavailable")
+        return Lookup(self._keys, fresh=False)
 
     def _expired(self) -> bool:
         assert self._fetched_at is not None
@@ -105,6 +176,22 @@ class KeySetCache:
 
     def _seconds_since(self, then: dt.datetime) -> float:
         return (self._clock.now() - then).total_seconds()
+
+    def _floor_remaining(self) -> float:
+        if self._attempted_at is None:
+            return 0.0
+        return self._min_refetch - self._seconds_since(self._attempted_at)
+
+    async def _wait_for_floor(self) -> None:
+        """Wait (holding the single flight) until the floor has passed on the clock; bounded
+        by the floor in real time whatever the clock does."""
+        remaining = self._floor_remaining()
+        log.info("provider %s: key set refetch in %.1f s (rate limit)", self._name, remaining)
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + remaining
+        while remaining > 0 and loop.time() < deadline:
+            await self._sleep(min(remaining, WAIT_STEP_SECONDS, deadline - loop.time()))
+            remaining = self._floor_remaining()
 
     def _known_absent(self, kid: str) -> bool:
         proved_at = self._absent.get(kid)
@@ -122,46 +209,24 @@ class KeySetCache:
         while len(self._absent) > self._absent_limit:  # bounded: forget the oldest
             self._absent.popitem(last=False)
 
-    async def _refresh(self, *, forced: bool) -> KeySet:
-        generation = self._generation
-        async with self._lock:
-            if self._generation != generation:  # fetched (or tried) while we waited
-                if self._keys is not None:
-                    return self._keys
-                raise KeySetUnavailable(f"provider {self._name}: key set unavailable")
-            if not forced and self._keys is not None and not self._expired():
-                return self._keys
-            recently = self._attempted_at is not None and (
-                self._seconds_since(self._attempted_at) < self._min_refetch
-            )
-            if recently and self._keys is not None:
-                if forced:
-                    log.info("provider %s: key set refetch skipped (rate limit)", self._name)
-                return self._keys
-            if recently and not forced and self._keys is None:
-                raise KeySetUnavailable(f"provider {self._name}: key set fetch failed recently")
-            return await self._fetch_now()
-
-    async def _fetch_now(self) -> KeySet:
+    async def _fetch_now(self) -> Lookup:
         self._attempted_at = self._clock.now()
         self.fetches += 1
         attempt = self.fetches
         try:
             keys = await self._fetch()
         except KeySetUnavailable as e:
-            self._generation += 1
             if self._keys is not None:
                 log.warning("%s; keeping the last good key set", e)
-                return self._keys
+                return Lookup(self._keys, fresh=False)
             raise
-        self._generation += 1
         self._succeeded_attempt = attempt
         self._keys, self._fetched_at = keys, self._attempted_at
         for key in keys:  # a kid published now is no longer absent
             if key.kid is not None:
                 self._absent.pop(key.kid, None)
         log.info("provider %s: key set fetched (%d keys)", self._name, len(keys.keys))
-        return keys
+        return Lookup(keys, fresh=True)
 
 
 def _has_kid(keys: KeySet, kid: str) -> bool:

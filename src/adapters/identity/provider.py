@@ -109,6 +109,17 @@ class OAuthIdentityProvider:
             absent_kid_seconds=settings.jwks_absent_kid_seconds,
             name=settings.name,
         )
+        # The keys of pushed event tokens (logout tokens, Apple notifications): the same
+        # key set, in a cache of its own, so that forged tokens posted to the public receivers
+        # spend their own fetch budget and never the sign-ins'.
+        self.event_key_set = KeySetCache(
+            self._timed_key_set,
+            clock,
+            max_age_seconds=settings.jwks_max_age_seconds,
+            min_refetch_seconds=settings.jwks_min_refetch_seconds,
+            absent_kid_seconds=settings.jwks_absent_kid_seconds,
+            name=f"{settings.name} (events)",
+        )
         self._verifier: IdTokenVerifier | None = None
         if settings.issuer is not None:
             self._verifier = IdTokenVerifier(
@@ -281,18 +292,25 @@ class OAuthIdentityProvider:
     def logout_token_verifier(
         self, *, max_age_seconds: float, audiences: Collection[str] = ()
     ) -> EventTokenVerifierAdapter:
-        """Back-channel logout tokens, on the key set of the ID tokens. ``audiences``: other
-        ``aud`` values accepted beside the client id."""
+        """Back-channel logout tokens, on the key set of the ID tokens (the events' cache).
+        ``audiences``: other ``aud`` values accepted as ours beside the client id. ``exp`` is
+        required (Back-Channel Logout 1.0, errata set 1)."""
         return self._event_verifier(
-            self.key_set, LOGOUT_TYPES, max_age_seconds, "logout token", audiences
+            self.event_key_set,
+            LOGOUT_TYPES,
+            max_age_seconds,
+            "logout token",
+            audiences,
+            require_exp=True,
         )
 
     def apple_notification_verifier(
         self, *, max_age_seconds: float, audiences: Collection[str] = ()
     ) -> EventTokenVerifierAdapter:
-        """Sign in with Apple notifications, on the key set of the ID tokens."""
+        """Sign in with Apple notifications, on the key set of the ID tokens (the events'
+        cache)."""
         return self._event_verifier(
-            self.key_set, APPLE_TYPES, max_age_seconds, "notification", audiences
+            self.event_key_set, APPLE_TYPES, max_age_seconds, "notification", audiences
         )
 
     def security_event_verifier(
@@ -325,12 +343,16 @@ class OAuthIdentityProvider:
         max_age: float,
         what: str,
         audiences: Collection[str],
+        *,
+        require_exp: bool = False,
     ) -> EventTokenVerifierAdapter:
         return EventTokenVerifierAdapter(
             keys=keys,
             clock=self._clock,
             issuers=self.event_issuers(),
             audiences=(self.client_id, *audiences),
+            trusted_audiences=self._settings.trusted_audiences,
+            require_exp=require_exp,
             algorithms=self._settings.id_token_algorithms,
             types=types,
             max_age_seconds=max_age,

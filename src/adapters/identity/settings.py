@@ -99,8 +99,9 @@ class ProviderSettings:
     """How long a fetched key set is used before it is fetched again (spec 8: 24 h)."""
     jwks_min_refetch_seconds: float = 5.0
     """The floor between key-set fetch attempts: at most one forced fetch (unknown ``kid``,
-    bad signature) per this interval, so a key rotation is followed within seconds while a
-    flood of forged tokens causes at most one request to the provider per interval."""
+    bad signature) per this interval and per cache (ID tokens; pushed event tokens). An ID
+    token waits for it rather than failing; an event token is answered "retry later"; a flood
+    of forged event tokens causes at most one request to the provider per interval."""
     jwks_absent_kid_seconds: float = 300.0
     """A ``kid`` that a fetch proved absent from the key set triggers no fetch for this long."""
     discovery_max_age_seconds: float = 86400.0

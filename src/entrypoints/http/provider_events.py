@@ -11,8 +11,9 @@
   ``{"err": "<code>", "description": …}``.
 
 None is behind session authentication (the token is the proof); each is rate-limited per
-client like the callback; the token is never logged. A provider whose keys cannot be loaded
-gets 503 with ``Retry-After`` (its delivery is retried).
+client like the callback; the token is never logged. A provider whose keys cannot be loaded,
+or whose token names a ``kid`` that no fetch made for it has looked for yet, gets 503 with
+``Retry-After`` (its delivery is retried: RFC 8935 makes a 400 final).
 """
 
 from __future__ import annotations
