@@ -32,7 +32,7 @@ from authgate.domain.model import (
     SignedIn,
     VerifiedIdentity,
 )
-from authgate.domain.provider_events import BACKCHANNEL_LOGOUT, RISC_EVENT_TYPE
+from authgate.domain.provider_events import BACKCHANNEL_LOGOUT, OAUTH_EVENT_TYPE, RISC_EVENT_TYPE
 from authgate.services.account import AccountService
 from authgate.services.provider_events import (
     ProviderEventPolicy,
@@ -429,7 +429,11 @@ class Deliveries:
         }
         if reason is not None:
             payload["reason"] = reason
-        claims = {"jti": jti or new_jti(), "events": {RISC_EVENT_TYPE + kind: payload}}
+        # the OAuth event types Google sends in that namespace, the others in RISC's
+        namespace = (
+            OAUTH_EVENT_TYPE if kind in ("tokens-revoked", "token-revoked") else (RISC_EVENT_TYPE)
+        )
+        claims = {"jti": jti or new_jti(), "events": {namespace + kind: payload}}
         return await self.send("google", Shape.RISC, claims)
 
     async def logout(

@@ -112,11 +112,11 @@ async def test_account_disabled_for_hijacking_refuses_sign_ins_until_enabled(
     assert (await flow.sign_in(ALICE)).outcome is Outcome.SIGNED_IN
 
 
-async def test_account_disabled_for_another_reason_ends_that_providers_sessions(
+async def test_account_disabled_without_a_reason_ends_that_providers_sessions(
     flow: SignIns, deliver: Deliveries, sessions: SessionService, store: MemoryStore
 ) -> None:
     alice = await alice_signed_in(flow)
-    await deliver.risc("account-disabled", "alice", reason="bulk-account")
+    await deliver.risc("account-disabled", "alice")
     assert not await live(sessions, alice.google)
     assert await live(sessions, alice.apple)
     assert await store.revocations.pending() == []

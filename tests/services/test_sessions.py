@@ -181,8 +181,11 @@ async def test_sign_out_ends_the_tokens_own_session_only(
     await assert_refused(sessions, mine.token)
     await sessions.verify(other.token)
     assert (await store.events.recent(1))[0].outcome is Outcome.SIGNED_OUT
-    assert await sessions.sign_out(mine.token, client=CLIENT) == []  # ended already
-    assert await sessions.sign_out("not-a-token", client=CLIENT) == []
+    # only a live session signs anything out: an ended one, or no token, is refused
+    with pytest.raises(InvalidSession):
+        await sessions.sign_out(mine.token, client=CLIENT)
+    with pytest.raises(InvalidSession):
+        await sessions.sign_out("not-a-token", client=CLIENT)
 
 
 async def test_sign_out_everywhere_needs_a_recent_authentication(
