@@ -58,6 +58,10 @@ def test_an_old_session_signs_in_again_before_unlinking(
     page.get_by_role("button", name="Unlink Facebook").click()
     expect(notice).to_have_text("Facebook was unlinked from your account.")
     assert steps.linked_providers() == ["google"]
+    # The sessions signed in through Facebook ended with it, and the list shows so.
+    sessions = page.locator("#sessions li")
+    expect(sessions.first).to_contain_text("This device")
+    expect(sessions.filter(has_text="Signed in with Facebook")).to_have_count(0)
     steps.shot("step-up-done")
 
 

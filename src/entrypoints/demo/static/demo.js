@@ -470,6 +470,8 @@ class Demo {
     const answer = await api("DELETE", `/v1/account/providers/${encodeURIComponent(provider)}`);
     if (answer.status === 200) {
       this.showProviders(answer.body.providers);
+      // Unlinking ended the sessions signed in through that provider (but this one).
+      await this.refreshSessions();
       this.notice(`${this.label(provider)} was unlinked from your account.`, true);
     } else if (answer.status === 409) {
       this.problem(
