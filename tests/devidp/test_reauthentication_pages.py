@@ -42,19 +42,20 @@ async def test_the_provider_page_says_it_is_a_re_authentication(
     assert _heading(page) == f"Sign in with {label}"
 
 
-async def test_the_facebook_dialogs_reauthenticate_flag_is_shown_too(service: Service) -> None:
-    query = urlencode(
-        {
-            "client_id": "authgate-dev-facebook",
-            "redirect_uri": service.callback("facebook"),
-            "response_type": "code",
-            "scope": "public_profile,email",
-            "state": "s",
-            "auth_type": "reauthenticate",
-        }
-    )
-    page = await (await service.client.get(f"/dev/idp/authorize?{query}")).text()
+async def test_the_facebook_shape_is_asked_with_auth_type_reauthenticate(service: Service) -> None:
+    browser = Browser(service)
+    await browser.sign_in("facebook", "ada")
+    # The Facebook Login dialog's way to ask again; no OpenID Connect parameters.
+    url = await browser.start("facebook", "reauthenticate")
+    sent = parse_qs(urlsplit(url).query)
+    assert sent["auth_type"] == ["reauthenticate"]
+    assert "prompt" not in sent and "max_age" not in sent
+    page = await (await browser.request("GET", url)).text()
     assert _heading(page) == CONFIRM
+    assert "sign in to Facebook again" in page
+    # A plain sign-in does not carry it.
+    url = await browser.start("facebook", "login")
+    assert "auth_type" not in parse_qs(urlsplit(url).query)
 
 
 @pytest.mark.parametrize(
