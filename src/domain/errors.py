@@ -81,7 +81,12 @@ class IdentityLinkedElsewhere(SignInError):
 
 
 class NotAuthenticated(SignInError):
-    """An operation that needs a signed-in caller (linking) got none."""
+    """An operation that needs a signed-in caller (linking, re-authenticating) got none;
+    ``intent`` says which, so the answer can tell the person what to do first."""
+
+    def __init__(self, message: str, intent: str = "link") -> None:
+        self.intent = intent
+        super().__init__(message)
 
 
 class LastIdentity(SignInError):

@@ -150,7 +150,9 @@ class SignInService:
             )
         if intent in CALLER_INTENTS:
             if account_id is None:
-                raise errors.NotAuthenticated(f"{intent.value} needs a signed-in caller")
+                raise errors.NotAuthenticated(
+                    f"{intent.value} needs a signed-in caller", intent.value
+                )
             if intent is Intent.REAUTHENTICATE and provider.name not in {
                 i.identity.provider for i in await self.accounts.list_identities(account_id)
             }:

@@ -128,3 +128,16 @@ def chromium_path() -> Path:
 def artifacts() -> Path:
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     return ARTIFACTS
+
+
+@pytest.fixture
+def browser(chromium_path: Path) -> Iterator[Any]:
+    """Headless Chromium, for tests that need several devices (one context each)."""
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        launched = p.chromium.launch(executable_path=str(chromium_path), args=CHROMIUM_ARGS)
+        try:
+            yield launched
+        finally:
+            launched.close()

@@ -30,7 +30,11 @@ async def test_the_root_leads_to_the_demo(service: Service) -> None:
 
 
 async def test_demo_assets(service: Service) -> None:
-    for name, kind in (("demo.js", "text/javascript"), ("demo.css", "text/css")):
+    for name, kind in (
+        ("demo.js", "text/javascript"),
+        ("demo.css", "text/css"),
+        ("favicon.svg", "image/svg+xml"),
+    ):
         response = await service.client.get(f"/demo/assets/{name}")
         assert response.status == 200
         assert response.content_type == kind

@@ -196,6 +196,9 @@ class OAuthIdentityProvider:
             # OIDC Core 3.1.2.1: authenticate again, whatever session the provider holds.
             params["prompt"] = "login"
             params["max_age"] = "0"
+        elif reauthenticate and self._settings.profile_endpoint is not None:
+            # The Graph API shape: the Facebook Login dialog's own way to ask again.
+            params["auth_type"] = "reauthenticate"
         try:
             return _with_query(endpoints.authorization_endpoint, params)
         except ValueError:

@@ -16,6 +16,7 @@ CONTENT_TYPES = {
     ".js": "text/javascript",
     ".map": "application/json",
     ".png": "image/png",
+    ".svg": "image/svg+xml",
 }
 
 

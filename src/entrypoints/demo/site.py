@@ -64,7 +64,7 @@ def _origin(url: str) -> str:
 def mount_demo(app: web.Application, config: Config) -> None:
     """Add ``/demo``, its pages, assets and settings to ``app``."""
     page = read_static("demo.html")
-    assets = {name: read_static(name) for name in ("demo.css", "demo.js")}
+    assets = {name: read_static(name) for name in ("demo.css", "demo.js", "favicon.svg")}
     settings = demo_settings(config)
     app_origin = _origin(config.app.url)
     app_on_demo = urlsplit(config.app.url).path.rstrip("/") == DEMO_PATH
@@ -89,6 +89,9 @@ def mount_demo(app: web.Application, config: Config) -> None:
     app.router.add_get(f"{DEMO_PATH}/config.json", serve_settings)
     for name, body in assets.items():
         app.router.add_get(f"{DEMO_PATH}/assets/{name}", _static(name, body))
+    # Pages without an icon of their own (the development provider's) get the browser's
+    # default request for one answered, not a 404 in the console.
+    app.router.add_get("/favicon.ico", _static("favicon.svg", assets["favicon.svg"]))
 
 
 def _static(name: str, body: bytes) -> Any:

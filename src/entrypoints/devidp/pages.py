@@ -24,6 +24,9 @@ button { font: inherit; cursor: pointer; border-radius: .4rem; padding: .6rem 1r
 .deny { margin-top: 1rem; border: 1px solid #8f1a1a; background: #fbe8e8; color: #5c0b0b; }
 button:focus-visible { outline: 3px solid #f5a623; outline-offset: 2px; }
 code { overflow-wrap: anywhere; }
+h1 .why { display: block; font-size: 1rem; font-weight: 600; color: #8a4500; }
+@media (prefers-color-scheme: dark) { h1 .why { color: #ffb366; } }
+.reauth { border-left: 6px solid #b35900; padding: .25rem .75rem; }
 """
 
 FORM_POST_SCRIPT = 'document.getElementById("form-post").submit();\n'
@@ -56,8 +59,12 @@ def authorization_page(
     redirect_uri: str,
     request_fields: Mapping[str, str],
     users: Iterable[TestUser],
+    reauthentication: bool = False,
 ) -> str:
-    """The consent page: one button per test user, and a button that denies."""
+    """The consent page: one button per test user, and a button that denies.
+
+    ``reauthentication``: the application asked the user to authenticate again (step-up before
+    an account change), so the page says so instead of looking like a first sign-in."""
     choices = "".join(
         f'<li><button class="user" type="submit" name="user" value="{escape(u.key)}">'
         f"Continue as {escape(u.name)}<small>{escape(u.email)}"
@@ -66,20 +73,34 @@ def authorization_page(
         for u in users
     )
     scope_text = ", ".join(escape(s) for s in scopes) or "(none)"
+    label = escape(provider_label)
+    if reauthentication:
+        heading = (
+            "<h1>Confirm it&#39;s you "
+            '<span class="why">(re-authentication requested by the application)</span></h1>'
+            f'<p class="reauth">The application asks you to sign in to {label} again before '
+            "it lets you change your account. Choose the same user you are signed in as: "
+            "another one is refused.</p>"
+        )
+        legend = "Choose the test user you are signed in as"
+    else:
+        heading = f"<h1>Sign in with {label}</h1>"
+        legend = "Choose a test user to sign in as"
     body = (
         '<p class="badge">Development identity provider — no real '
-        f"{escape(provider_label)} account is used</p>"
-        f"<h1>Sign in with {escape(provider_label)}</h1>"
-        f"<p>The application <code>{escape(client_id)}</code> asks for: {scope_text}. "
+        f"{label} account is used</p>"
+        + heading
+        + f"<p>The application <code>{escape(client_id)}</code> asks for: {scope_text}. "
         f"After your choice you return to <code>{escape(redirect_uri)}</code>.</p>"
         f'<form method="post" action="{escape(base)}/authorize">'
         + _hidden(request_fields)
-        + "<fieldset><legend>Choose a test user to sign in as</legend>"
+        + f"<fieldset><legend>{legend}</legend>"
         f"<ul>{choices}</ul></fieldset>"
         '<button class="deny" type="submit" name="deny" value="1">Deny access</button>'
         "</form>"
     )
-    return _page(f"Sign in with {provider_label} (development)", body, base)
+    title = "Confirm it's you" if reauthentication else "Sign in"
+    return _page(f"{title} with {provider_label} (development)", body, base)
 
 
 def form_post_page(*, base: str, redirect_uri: str, fields: Mapping[str, str]) -> str:

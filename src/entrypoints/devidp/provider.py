@@ -152,6 +152,17 @@ def _single(pairs: Iterable[tuple[str, Any]], names: Iterable[str]) -> dict[str,
     return out
 
 
+def _asks_to_reauthenticate(query: Mapping[str, str]) -> bool:
+    """Whether the client asks the user to authenticate again: OpenID Connect's ``prompt=login``
+    or ``max_age=0`` (Core 3.1.2.1), or the Facebook Login dialog's ``auth_type=reauthenticate``."""
+    prompts = query.get("prompt", "").split()
+    return (
+        "login" in prompts
+        or query.get("max_age") == "0"
+        or query.get("auth_type") == "reauthenticate"
+    )
+
+
 class DevIdentityProvider:
     """The development provider: ``mount`` adds its routes under ``/dev/idp``."""
 
@@ -296,6 +307,7 @@ class DevIdentityProvider:
             redirect_uri=authz.back.redirect_uri,
             request_fields=authz.fields,
             users=self.users,
+            reauthentication=_asks_to_reauthenticate(request.query),
         )
         return web.Response(text=html, content_type="text/html", headers=PAGE_HEADERS)
 

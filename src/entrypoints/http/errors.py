@@ -25,7 +25,8 @@ CALLBACK_HEADERS = {"Cache-Control": "no-store", "Referrer-Policy": "no-referrer
 class Answer:
     """How one kind of failure is answered.
 
-    ``message``: the body's message (None: the error's own text, which is safe to show).
+    ``message``: the body's message (None: the error's own text, which is safe to show), or a
+    function of the error for a message that depends on its values.
     ``redirect``: the callback's ``(error, reason)`` for the login page (reason None: the
     error's ``reason``); a callback failure without one answers JSON.
     ``json_first``: the callback answers JSON anyway to a client that accepts only JSON.
@@ -34,7 +35,7 @@ class Answer:
 
     status: int
     code: str
-    message: str | None = None
+    message: str | Callable[[Exception], str] | None = None
     redirect: tuple[str, str | None] | None = None
     json_first: bool = False
     headers: Mapping[str, str] | Callable[[Exception], Mapping[str, str]] = attrs.field(
@@ -43,6 +44,11 @@ class Answer:
 
     def headers_for(self, e: Exception) -> Mapping[str, str]:
         return self.headers(e) if callable(self.headers) else self.headers
+
+    def message_for(self, e: Exception) -> str:
+        if callable(self.message):
+            return self.message(e)
+        return self.message or str(e)
 
 
 def _step_up_challenge(e: Exception) -> Mapping[str, str]:
@@ -54,6 +60,17 @@ def _step_up_challenge(e: Exception) -> Mapping[str, str]:
     }
 
 
+# What a signed-out caller must do first, per intent that needs a signed-in one.
+_SIGN_IN_FIRST = {
+    "link": "sign in before linking another provider",
+    "reauthenticate": "sign in before re-authenticating",
+}
+
+
+def _sign_in_first(e: Exception) -> str:
+    return _SIGN_IN_FIRST.get(getattr(e, "intent", "link"), "sign in first")
+
+
 ANSWERS: Mapping[type[Exception], Answer] = {
     errors.InvalidProvider: Answer(400, "invalid_provider"),
     errors.MissingParameter: Answer(400, "missing_parameter"),
@@ -62,7 +79,7 @@ ANSWERS: Mapping[type[Exception], Answer] = {
     errors.NotAuthenticated: Answer(
         401,
         "unauthorized",
-        "sign in before linking another provider",
+        _sign_in_first,
         headers={"WWW-Authenticate": "Bearer"},
     ),
     errors.AccessDenied: Answer(
@@ -134,7 +151,7 @@ def app_error(
 def http_error(e: Exception) -> HttpError:
     """The JSON answer of a failure of a JSON operation."""
     answer = answer_for(e)
-    return app_error(answer.status, answer.code, answer.message or str(e), answer.headers_for(e))
+    return app_error(answer.status, answer.code, answer.message_for(e), answer.headers_for(e))
 
 
 def rate_limited(decision: RateDecision, message: str) -> HttpError:
@@ -161,5 +178,5 @@ def callback_answer(e: Exception, login_url: str, json_only: bool) -> web.Respon
         if reason is None:  # the error names its own reason (AuthenticationFailed)
             reason = str(getattr(e, "reason", error))
         return login_redirect(login_url, error, reason)
-    body = {"error": answer.code, "message": answer.message or str(e)}
+    body = {"error": answer.code, "message": answer.message_for(e)}
     return json_response(body, answer.status, {**answer.headers_for(e), **CALLBACK_HEADERS})

@@ -1,6 +1,7 @@
 // The authgate demo page: plain JavaScript, no build step, no third-party code.
 // It talks to the service's API with the HttpOnly session cookie (the page never sees the
-// token): GET /v1/account, DELETE /v1/account/providers/{provider}, POST /v1/auth/logout.
+// token): GET /v1/account, DELETE /v1/account/providers/{provider}, GET and DELETE
+// /v1/account/sessions[/{id}], POST /v1/auth/logout.
 // The API is at apiBase (config.json): "" when the service serves this page itself, else the
 // service's origin, the page being the application on its own origin (app.allowed_origins).
 "use strict";
@@ -27,6 +28,16 @@ const REASONS = {
     "That provider identity already belongs to another account, so it cannot be linked to " +
     "this one.",
 };
+// The re-authentication's refusals name the provider the page sent the user to.
+const STEP_UP_REASONS = {
+  "authentication_failed/reauthentication_identity_mismatch": (provider) =>
+    `You re-authenticated as a different account at ${provider || "the provider"} than the ` +
+    "one you are signed in with, so nothing changed. Sign in again as the account you use here.",
+  "authentication_failed/stale_provider_authentication": (provider) =>
+    `${provider || "The provider"} did not ask you to sign in again: its sign-in was older ` +
+    "than the request, so it does not prove you are still here. Nothing changed; please try " +
+    "again.",
+};
 const ERRORS = {
   access_denied: "The request was denied at the provider.",
   account_not_found: "No account exists for that provider identity.",
@@ -37,6 +48,32 @@ const ERRORS = {
 };
 
 const $ = (id) => document.getElementById(id);
+
+// What the page remembers between loads. The session cookie is HttpOnly, so the page cannot
+// see it: "signed-in" (this origin's localStorage, shared by its tabs) records that the last
+// answer about the account was a signed-in one. Without it the page knows it is signed out and
+// asks nothing (no failing request on every signed-out load); with it, a 401 means the session
+// was ended elsewhere, not that the person never signed in. "step-up" (this tab) keeps the
+// provider a re-authentication was sent to and the window the API named, for the return.
+const SIGNED_IN = "authgate-demo.signed-in";
+const STEP_UP = "authgate-demo.step-up";
+
+function remembered(storage, key) {
+  try {
+    return storage.getItem(key);
+  } catch (_) {
+    return null; // storage turned off: the page behaves as if it remembered nothing
+  }
+}
+
+function remember(storage, key, value) {
+  try {
+    if (value === null) storage.removeItem(key);
+    else storage.setItem(key, value);
+  } catch (_) {
+    // storage turned off
+  }
+}
 
 function el(tag, attributes, ...children) {
   const node = document.createElement(tag);
@@ -75,7 +112,54 @@ async function api(method, path) {
       body = null;
     }
   }
-  return { status: response.status, body };
+  return { status: response.status, body, headers: response.headers };
+}
+
+// RFC 9470: the step-up challenge's max_age, the window of a fresh sign-in, in seconds.
+function maxAgeOf(answer) {
+  const challenge = answer.headers.get("WWW-Authenticate") || "";
+  const found = /(?:^|[\s,])max_age="?(\d+)"?/.exec(challenge);
+  return found ? Number(found[1]) : null;
+}
+
+function duration(seconds) {
+  if (seconds < 120) return `${seconds} second${seconds === 1 ? "" : "s"}`;
+  const minutes = Math.round(seconds / 60);
+  if (minutes < 120) return `${minutes} minutes`;
+  return `${Math.round(minutes / 60)} hours`;
+}
+
+// A provider identity ("user:google:1234…") may break only after a colon, never inside the
+// provider's own id.
+function identity(text) {
+  const node = el("code", { class: "identity" });
+  const parts = String(text).split(":");
+  parts.forEach((part, i) => {
+    node.append(document.createTextNode(i < parts.length - 1 ? `${part}:` : part));
+    if (i < parts.length - 1) node.append(el("wbr"));
+  });
+  return node;
+}
+
+// The session's device in words, from the user agent of its sign-in.
+function device(userAgent) {
+  if (!userAgent) return "Unknown device";
+  const ua = userAgent;
+  const browser =
+    (/Edg\//.test(ua) && "Edge") ||
+    (/Firefox\//.test(ua) && "Firefox") ||
+    (/HeadlessChrome\//.test(ua) && "Headless Chrome") ||
+    (/(Chrome|CriOS)\//.test(ua) && "Chrome") ||
+    (/Safari\//.test(ua) && "Safari") ||
+    "A browser";
+  const system =
+    (/iPhone|iPad/.test(ua) && "iOS") ||
+    (/Android/.test(ua) && "Android") ||
+    (/Windows/.test(ua) && "Windows") ||
+    (/Mac OS X|Macintosh/.test(ua) && "macOS") ||
+    (/Linux|X11/.test(ua) && "Linux") ||
+    "";
+  return system ? `${browser} on ${system}` : browser;
 }
 
 function formatTime(iso) {
@@ -141,8 +225,9 @@ class Demo {
     if (text && focus) box.focus();
   }
 
-  problem(text, codes, focus = false, action = null) {
+  problem(text, codes, focus = false, action = null, heading = "That did not work") {
     $("problem").hidden = !text;
+    $("problem-heading").textContent = heading;
     $("problem-text").textContent = text || "";
     $("problem-codes").textContent = codes || "";
     $("problem-action").replaceChildren(...(action ? [action] : []));
@@ -153,11 +238,75 @@ class Demo {
     const error = params.get("error");
     if (!error) return;
     const reason = params.get("reason") || "";
+    const stepUp = STEP_UP_REASONS[`${error}/${reason}`];
     const text =
+      (stepUp && stepUp(this.label(this.stepUp().provider || ""))) ||
       REASONS[`${error}/${reason}`] ||
       ERRORS[error] ||
       "The sign-in did not complete.";
     this.problem(text, `error: ${error}${reason ? `, reason: ${reason}` : ""}`);
+  }
+
+  // The re-authentication this tab started: { provider, maxAge }.
+  stepUp() {
+    try {
+      return JSON.parse(remembered(sessionStorage, STEP_UP) || "{}") || {};
+    } catch (_) {
+      return {};
+    }
+  }
+
+  // A change refused for an old sign-in (401 reauthentication_required): offer to sign in
+  // again, with a linked provider (not ``avoid``, the one about to be unlinked, when another
+  // is linked), and remember the window the API named for the notice on return.
+  offerStepUp(answer, what, avoid = null) {
+    const linked = this.config.providers.filter((p) => this.linked && this.linked.has(p.id));
+    const again =
+      linked.find((p) => p.id === this.signedInWith && p.id !== avoid) ||
+      linked.find((p) => p.id !== avoid) ||
+      linked[0] ||
+      this.config.providers[0];
+    remember(sessionStorage, STEP_UP, JSON.stringify({ provider: again.id, maxAge: maxAgeOf(answer) }));
+    const next = `${this.config.pages.dashboard}?reauthenticated=${again.id}`;
+    const action = el(
+      "a",
+      { class: "button", href: this.startUrl(again, "reauthenticate", next), id: "reauthenticate" },
+      `Sign in again with ${again.label}`,
+    );
+    this.problem(
+      `For your security, ${what} needs a recent sign-in. Sign in again, then try once more.`,
+      "error: reauthentication_required",
+      true,
+      action,
+    );
+  }
+
+  // The API refused the session cookie: the session ended since the page last knew it live.
+  sessionEnded() {
+    remember(localStorage, SIGNED_IN, null);
+    this.showSignedOut();
+    this.notice("");
+    this.problem(
+      "Your session was ended — signed out elsewhere or revoked. Sign in again.",
+      "error: unauthorized",
+      true,
+      null,
+      "You are signed out",
+    );
+  }
+
+  // Any other failure of a change, in words.
+  failed(what, answer) {
+    if (answer.status === 401 && answer.body && answer.body.error === "reauthentication_required") {
+      return false;
+    }
+    if (answer.status === 401) {
+      this.sessionEnded();
+      return true;
+    }
+    const message = (answer.body && (answer.body.message || answer.body.error)) || "";
+    this.problem(`${what} failed (HTTP ${answer.status}). ${message}`, "", true);
+    return true;
   }
 
   showSignedOut() {
@@ -206,7 +355,7 @@ class Demo {
           "tr",
           { "data-provider": p.provider },
           el("th", { scope: "row" }, this.label(p.provider)),
-          el("td", {}, el("code", {}, p.providerId)),
+          el("td", {}, identity(p.providerId)),
           el("td", {}, formatTime(p.linkedAt)),
           el("td", {}, p.isPrimary ? "yes" : "no"),
           el("td", {}, unlink),
@@ -224,11 +373,95 @@ class Demo {
     const me = await api("GET", "/v1/account");
     $("loading").hidden = true;
     if (me.status === 200) {
+      remember(localStorage, SIGNED_IN, "1");
       this.showAccount(me.body);
+      await this.refreshSessions();
       return me.body;
+    }
+    if (me.status === 401 && remembered(localStorage, SIGNED_IN)) {
+      this.sessionEnded();
+      return null;
     }
     this.showSignedOut();
     return null;
+  }
+
+  async refreshSessions() {
+    const answer = await api("GET", "/v1/account/sessions");
+    if (answer.status === 200) {
+      this.showSessions(answer.body.sessions);
+    } else if (answer.status === 401) {
+      this.sessionEnded();
+    }
+  }
+
+  showSessions(sessions) {
+    const list = $("sessions");
+    list.replaceChildren();
+    // This device first, then the newest.
+    const ordered = [...sessions].sort(
+      (a, b) => b.current - a.current || b.createdAt.localeCompare(a.createdAt),
+    );
+    for (const s of ordered) {
+      if (s.current) this.signedInWith = s.provider;
+      const what = el(
+        "p",
+        { class: "device" },
+        el("strong", { title: s.userAgent || "" }, device(s.userAgent)),
+        s.address ? ` · ${s.address}` : "",
+        " ",
+        s.current ? el("span", { class: "tag current" }, "This device") : "",
+      );
+      const when = el(
+        "p",
+        { class: "hint" },
+        `Signed in with ${this.label(s.provider)} `,
+        formatTime(s.createdAt),
+        " · ends ",
+        formatTime(s.expiresAt),
+      );
+      const item = el("li", { "data-session": s.id, "data-current": String(s.current) }, what, when);
+      if (!s.current) {
+        const end = el(
+          "button",
+          { type: "button", class: "secondary", "aria-label": `End the session of ${device(s.userAgent)}` },
+          "End",
+        );
+        end.addEventListener("click", () => this.endSession(s));
+        item.append(end);
+      }
+      list.append(item);
+    }
+    $("end-other-sessions").hidden = !sessions.some((s) => !s.current);
+  }
+
+  async endSession(session) {
+    this.notice("");
+    this.problem("");
+    const answer = await api("DELETE", `/v1/account/sessions/${encodeURIComponent(session.id)}`);
+    if (answer.status === 204 || answer.status === 404) {
+      await this.refreshSessions();
+      this.notice(
+        answer.status === 204
+          ? `The session of ${device(session.userAgent)} was ended.`
+          : "That session had already ended.",
+        true,
+      );
+    } else if (!this.failed("Ending the session", answer)) {
+      this.offerStepUp(answer, "ending another device's session");
+    }
+  }
+
+  async endOtherSessions() {
+    this.notice("");
+    this.problem("");
+    const answer = await api("DELETE", "/v1/account/sessions");
+    if (answer.status === 204) {
+      await this.refreshSessions();
+      this.notice("You are signed out everywhere else; this device stays signed in.", true);
+    } else if (!this.failed("Signing out everywhere else", answer)) {
+      this.offerStepUp(answer, "signing out everywhere else");
+    }
   }
 
   async unlink(provider) {
@@ -237,6 +470,8 @@ class Demo {
     const answer = await api("DELETE", `/v1/account/providers/${encodeURIComponent(provider)}`);
     if (answer.status === 200) {
       this.showProviders(answer.body.providers);
+      // Unlinking ended the sessions signed in through that provider (but this one).
+      await this.refreshSessions();
       this.notice(`${this.label(provider)} was unlinked from your account.`, true);
     } else if (answer.status === 409) {
       this.problem(
@@ -245,30 +480,9 @@ class Demo {
         `error: ${answer.body && answer.body.error}`,
         true,
       );
-    } else if (answer.status === 401 && answer.body && answer.body.error === "reauthentication_required") {
+    } else if (!this.failed("Unlinking", answer)) {
       // RFC 9470: the sign-in is too old for an account change; sign in again, then retry.
-      const again = this.config.providers.find(
-        (p) => p.id !== provider && this.linked.has(p.id),
-      ) || this.config.providers.find((p) => p.id === provider);
-      const next = `${this.config.pages.dashboard}?reauthenticated=${again.id}`;
-      const action = el(
-        "a",
-        { class: "button", href: this.startUrl(again, "reauthenticate", next), id: "reauthenticate" },
-        `Sign in again with ${again.label}`,
-      );
-      this.problem(
-        `For your security, unlinking ${this.label(provider)} needs a recent sign-in. ` +
-          "Sign in again, then unlink it.",
-        "error: reauthentication_required",
-        true,
-        action,
-      );
-    } else if (answer.status === 401) {
-      this.showSignedOut();
-      this.problem("Your session has ended. Please sign in again.", "", true);
-    } else {
-      const message = (answer.body && (answer.body.message || answer.body.error)) || "";
-      this.problem(`Unlinking failed (HTTP ${answer.status}). ${message}`, "", true);
+      this.offerStepUp(answer, `unlinking ${this.label(provider)}`, provider);
     }
   }
 
@@ -277,6 +491,7 @@ class Demo {
     this.problem("");
     const answer = await api("POST", "/v1/auth/logout");
     if (answer.status === 204) {
+      remember(localStorage, SIGNED_IN, null);
       history.replaceState(null, "", this.base || "/");
       this.showSignedOut();
       this.notice("You are signed out.", true);
@@ -290,11 +505,18 @@ class Demo {
     const page = this.page();
     if (page === "login") this.problemFromQuery(params);
     $("sign-out").addEventListener("click", () => this.signOut());
+    $("end-other-sessions").addEventListener("click", () => this.endOtherSessions());
+    // The callback lands on the dashboard or onboarding page with a new session; elsewhere,
+    // a page that remembers no sign-in knows it is signed out and does not ask.
+    const landing = page === "dashboard" || page === "onboarding";
+    if (!landing && !remembered(localStorage, SIGNED_IN)) {
+      $("loading").hidden = true;
+      this.showSignedOut();
+      return;
+    }
     const account = await this.refresh();
     if (!account) {
-      if (page === "dashboard" || page === "onboarding") {
-        this.notice("You are not signed in.");
-      }
+      if (landing && $("problem").hidden) this.notice("You are not signed in.");
       return;
     }
     const primary = account.providers.find((p) => p.isPrimary);
@@ -305,13 +527,17 @@ class Demo {
     } else if (params.get("linked")) {
       this.notice(`${this.label(params.get("linked"))} is now linked to your account.`);
     } else if (params.get("reauthenticated")) {
+      // The window is the one the API named in its step-up challenge (max_age).
+      const maxAge = this.stepUp().maxAge;
+      const open = maxAge ? `for ${duration(maxAge)}` : "for a short while";
       this.notice(
-        `You signed in again with ${this.label(params.get("reauthenticated"))}: account changes are open for a few minutes.`,
+        `You signed in again with ${this.label(params.get("reauthenticated"))}: account changes are open ${open}.`,
       );
     } else if (params.get("signed_in")) {
       this.notice(`You are signed in with ${this.label(params.get("signed_in"))}.`);
     }
     if (page !== "login") history.replaceState(null, "", location.pathname);
+    if (page !== "login") remember(sessionStorage, STEP_UP, null);
   }
 }
 
