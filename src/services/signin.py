@@ -37,7 +37,7 @@ from authgate.ports.events import SignInEventLog
 from authgate.ports.identity import ExchangeFailed, IdentityProvider, VerificationFailed
 from authgate.ports.metrics import Metrics, NoMetrics
 from authgate.ports.state import StateStore, StateStoreFull
-from authgate.ports.unit_of_work import HolderWrites, UnitOfWork
+from authgate.ports.unit_of_work import UnitOfWork
 from authgate.services.audit import audit_event, log_event
 from authgate.services.provider_tokens import ProviderTokenService
 from authgate.services.sessions import SessionService
@@ -348,16 +348,12 @@ class SignInService:
         verified: VerifiedIdentity,
         client: ClientInfo,
     ) -> SignedIn:
-        if pending.intent is Intent.LOGIN:
-            return await self._log_in(provider, pending, verified, client)
         try:
-            return await self._sign_in_once(provider, pending, verified, client, look_up=False)
+            return await self._sign_in_once(provider, pending, verified, client)
         except IdentityRace:
-            # The identity was taken: by a concurrent first sign-in of the same identity, or
-            # (a registration that did not look it up) it already had an account. This unit
-            # wrote nothing. Once more, looking it up: it signs in to that account, or is
-            # refused as any sign-in through it would be (a disabled identity).
-            return await self._sign_in_once(provider, pending, verified, client, look_up=True)
+            # A concurrent first sign-in of the same identity created its account first; this
+            # unit wrote nothing. Once more: the look-up now finds that account.
+            return await self._sign_in_once(provider, pending, verified, client)
 
     async def _sign_in_once(
         self,
@@ -365,28 +361,19 @@ class SignInService:
         pending: PendingSignIn,
         verified: VerifiedIdentity,
         client: ClientInfo,
-        *,
-        look_up: bool,
     ) -> SignedIn:
+        """The callback's one account step: look the identity up, refuse a disabled one, find,
+        create or link the account (rule 8) and write what a sign-in writes, in one unit of
+        work: the account or identity, the last sign-in, the session's record, the sealed
+        provider token and the audit event commit together or not at all."""
         now = self.clock.now()
-        # One unit of work: the account or identity, the last sign-in, the session's record and
-        # the audit event commit together or not at all.
         async with self.units.begin() as tx:
+            # One read for the identity's state and its account (None: nobody holds it).
+            found = await tx.accounts.find_with_identity(verified.identity)
             holder: Account | None = None
-            if (
-                look_up
-                or pending.intent is not Intent.REGISTER
-                or not tx.accounts.create_fails_when_taken
-            ):
-                # The provider reported this account disabled (RISC): refused until enabled.
-                # One read for the identity's state and its account (None: nobody holds it).
-                found = await tx.accounts.find_with_identity(verified.identity)
-                if found is not None:
-                    _refuse_disabled(verified, found[0])
-                    holder = found[1]
-            # else a registration, which is mostly a new identity: its account is created
-            # without the look-up (one statement fewer); when the identity has an account the
-            # unit fails with IdentityRace, writing nothing, and runs again with the look-up.
+            if found is not None:
+                _refuse_disabled(verified, found[0])
+                holder = found[1]
             account, outcome = await self._account_for(tx.accounts, pending, verified, holder, now)
             await tx.accounts.record_login(account.id, now)
             session = await self.sessions.issue(
@@ -400,39 +387,11 @@ class SignInService:
             await self.provider_tokens.keep(tx, account.id, verified, now)
             event = self._event(provider.name, outcome, client, account.id, None, logged=False)
             await tx.events.record(event)
-        # Logged and counted once committed: a unit of work that fails (a registration whose
-        # identity was taken runs again) signed nobody in and issued no session.
+        # Logged and counted once committed: a unit of work that fails (one that lost the race
+        # for a new identity runs again) signed nobody in and issued no session.
         log_event(event)
         self.metrics.sessions_issued(provider.name)
         return self._signed_in(provider, pending, account, outcome, session, now)
-
-    async def _log_in(
-        self,
-        provider: IdentityProvider,
-        pending: PendingSignIn,
-        verified: VerifiedIdentity,
-        client: ClientInfo,
-    ) -> SignedIn:
-        """A login (``intent=login``): the identity's look-up and the writes for the account
-        holding it in one step of one unit of work (``sign_in_to_holder``: one statement on
-        PostgreSQL instead of a read and a write); the session token is signed once the
-        account is known. Nobody holding the identity, or a disabled one, writes nothing."""
-        now = self.clock.now()
-        draft = self.sessions.draft(
-            provider.name, client, auth_time=now, provider_session=verified.provider_session
-        )
-        event = self._event(provider.name, Outcome.SIGNED_IN, client, None, None, logged=False)
-        writes = HolderWrites(draft, event, self.provider_tokens.sealed(verified, now))
-        async with self.units.begin() as tx:
-            found = await tx.sign_in_to_holder(verified.identity, now, writes)
-            if found is None:
-                raise errors.AccountNotFound()
-            _refuse_disabled(verified, found[0])
-        account = found[1]
-        session = self.sessions.sign(attrs.evolve(draft, account_id=account.id))
-        log_event(attrs.evolve(event, account_id=account.id))
-        self.metrics.sessions_issued(provider.name)
-        return self._signed_in(provider, pending, account, Outcome.SIGNED_IN, session, now)
 
     def _signed_in(
         self,
