@@ -16,6 +16,7 @@ import attrs
 
 from authgate.domain import errors
 from authgate.domain.model import (
+    UNPROVEN_AUTH_TIME,
     Account,
     Authorization,
     ClientInfo,
@@ -46,6 +47,10 @@ log = logging.getLogger("authgate.signin")
 security_log = logging.getLogger("authgate.security")
 
 MAX_STATE_LENGTH = 512
+
+# How much earlier than the re-authentication request the provider's login may say it was
+# (the two clocks differ).
+REAUTHENTICATION_SKEW = dt.timedelta(seconds=60)
 
 # Intents started by a signed-in caller, for the caller's own account.
 CALLER_INTENTS = frozenset({Intent.LINK, Intent.REAUTHENTICATE})
@@ -374,14 +379,17 @@ class SignInService:
             if found is not None:
                 _refuse_disabled(verified, found[0])
                 holder = found[1]
-            account, outcome = await self._account_for(tx.accounts, pending, verified, holder, now)
+            authenticated_at = _authenticated_at(provider, pending, verified, now)
+            account, outcome = await self._account_for(
+                tx.accounts, pending, verified, holder, authenticated_at, now
+            )
             await tx.accounts.record_login(account.id, now)
             session = await self.sessions.issue(
                 tx,
                 account.id,
                 provider.name,
                 client,
-                auth_time=now,
+                auth_time=authenticated_at,
                 provider_session=verified.provider_session,
             )
             await self.provider_tokens.keep(tx, account.id, verified, now)
@@ -426,6 +434,7 @@ class SignInService:
         pending: PendingSignIn,
         verified: VerifiedIdentity,
         holder: Account | None,
+        authenticated_at: dt.datetime,
         now: dt.datetime,
     ) -> tuple[Account, Outcome]:
         """Rule 8: the account the callback signs in to (linked, found or created);
@@ -434,11 +443,9 @@ class SignInService:
             assert pending.account_id is not None
             if holder is None or holder.id != pending.account_id:
                 raise errors.ReauthenticationRefused("reauthentication_identity_mismatch")
-            # The provider said when it authenticated the user: it must be after the request
-            # (a minute of clock skew allowed), or it did not ask again.
-            if verified.auth_time is not None and verified.auth_time < pending.created_at - (
-                dt.timedelta(seconds=60)
-            ):
+            # The provider must prove a login after the request (a minute of clock skew
+            # allowed), or it did not ask again.
+            if authenticated_at < pending.created_at - REAUTHENTICATION_SKEW:
                 raise errors.ReauthenticationRefused("stale_provider_authentication")
             return holder, Outcome.REAUTHENTICATED
         if pending.intent is Intent.LINK:
@@ -513,6 +520,26 @@ def _detail_of(e: errors.SignInError) -> str:
     if isinstance(e, errors.InvalidState):
         return e.detail
     return type(e).__name__
+
+
+def _authenticated_at(
+    provider: IdentityProvider, pending: PendingSignIn, verified: VerifiedIdentity, now: dt.datetime
+) -> dt.datetime:
+    """When the user last authenticated at the provider, as far as this sign-in proves it:
+    the session's ``auth_time``, which is never later than what the provider says.
+
+    * The provider's ``auth_time`` when it gives one (never after now).
+    * Else, for a re-authentication at a provider that can force a login
+      (:attr:`~authgate.ports.identity.IdentityProvider.forces_login`), the moment of the
+      request: the provider asked for the password again after it.
+    * Else nothing is proved (an ordinary sign-in may have passed through the provider's own
+      long-lived session): :data:`~authgate.domain.model.UNPROVEN_AUTH_TIME`.
+    """
+    if verified.auth_time is not None:
+        return min(verified.auth_time, now)
+    if pending.intent is Intent.REAUTHENTICATE and provider.forces_login:
+        return pending.created_at
+    return UNPROVEN_AUTH_TIME
 
 
 def _refuse_disabled(verified: VerifiedIdentity, identity: LinkedIdentity) -> None:

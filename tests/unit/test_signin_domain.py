@@ -47,6 +47,7 @@ class Provider:
     scopes: tuple[str, ...] = ("openid", "profile", "email")
     uses_nonce: bool = True
     uses_pkce: bool = True
+    forces_login: bool = True
     subject: str = "sub-1"
     email_verified: bool | None = True
     fail: Exception | None = None
