@@ -136,6 +136,9 @@ class PendingSignIn:
     expires_at: dt.datetime
     return_to: str | None = None
     account_id: str | None = None  # the caller's account, for intent=link or reauthenticate
+    # The caller's session that started it (link, reauthenticate): the callback completes only
+    # while that session is live, so ending it cancels what it started.
+    session_id: str | None = None
 
 
 @attrs.frozen

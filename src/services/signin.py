@@ -25,6 +25,7 @@ from authgate.domain.model import (
     LinkedIdentity,
     Outcome,
     PendingSignIn,
+    SessionRecord,
     SignedIn,
     SignInEvent,
     VerifiedIdentity,
@@ -38,7 +39,7 @@ from authgate.ports.events import SignInEventLog
 from authgate.ports.identity import ExchangeFailed, IdentityProvider, VerificationFailed
 from authgate.ports.metrics import Metrics, NoMetrics
 from authgate.ports.state import StateStore, StateStoreFull
-from authgate.ports.unit_of_work import UnitOfWork
+from authgate.ports.unit_of_work import Transaction, UnitOfWork
 from authgate.services.audit import audit_event, log_event
 from authgate.services.provider_tokens import ProviderTokenService
 from authgate.services.sessions import SessionService
@@ -126,13 +127,17 @@ class SignInService:
         return_to: str | None = None,
         intent: Intent = Intent.LOGIN,
         account_id: str | None = None,
+        session_id: str | None = None,
     ) -> Authorization:
-        """Store a pending sign-in and build the provider's authorization URL."""
+        """Store a pending sign-in and build the provider's authorization URL. A link or a
+        re-authentication is for the signed-in caller's ``account_id``, started by its
+        session ``session_id``."""
         provider = self.provider(provider_name)  # rule 1
         started = time.perf_counter()
+        caller = (account_id, session_id) if account_id and session_id else None
         try:
             return await self._start(
-                provider, redirect_uri, binding, state, return_to, intent, account_id
+                provider, redirect_uri, binding, state, return_to, intent, caller
             )
         finally:
             self.metrics.initiation_duration(provider.name, time.perf_counter() - started)
@@ -145,7 +150,7 @@ class SignInService:
         state: str | None,
         return_to: str | None,
         intent: Intent,
-        account_id: str | None,
+        caller: tuple[str, str] | None,
     ) -> Authorization:
         if not redirect_uri:  # rule 2
             raise errors.MissingParameter("redirect_uri")
@@ -154,10 +159,10 @@ class SignInService:
                 f"redirect_uri is not an allowed callback address for provider {provider.name}"
             )
         if intent in CALLER_INTENTS:
-            if account_id is None:
+            if caller is None:
                 raise errors.NotAuthenticated(f"{intent.value} needs a signed-in caller")
             if intent is Intent.REAUTHENTICATE and provider.name not in {
-                i.identity.provider for i in await self.accounts.list_identities(account_id)
+                i.identity.provider for i in await self.accounts.list_identities(caller[0])
             }:
                 raise errors.InvalidRequest(
                     f"provider {provider.name} is not linked to the signed-in account: "
@@ -191,7 +196,8 @@ class SignInService:
             created_at=now,
             expires_at=now + self.policy.state_ttl,
             return_to=safe_return_to(return_to, self.policy.app_url),
-            account_id=account_id if intent in CALLER_INTENTS else None,
+            account_id=caller[0] if caller and intent in CALLER_INTENTS else None,
+            session_id=caller[1] if caller and intent in CALLER_INTENTS else None,
         )
         try:
             # rule 11; keyed by provider, state and browser: a caller's state value is echoed
@@ -380,9 +386,18 @@ class SignInService:
                 _refuse_disabled(verified, found[0])
                 holder = found[1]
             authenticated_at = _authenticated_at(provider, pending, verified, now)
+            started_by = (
+                await self._starting_session(tx, pending, now)
+                if pending.intent in CALLER_INTENTS
+                else None
+            )
             account, outcome = await self._account_for(
                 tx.accounts, pending, verified, holder, authenticated_at, now
             )
+            if started_by is not None:
+                # The caller proved a login to start it: the new session keeps that proof
+                # when this provider proves none later.
+                authenticated_at = max(authenticated_at, started_by.auth_time)
             await tx.accounts.record_login(account.id, now)
             session = await self.sessions.issue(
                 tx,
@@ -400,6 +415,28 @@ class SignInService:
         log_event(event)
         self.metrics.sessions_issued(provider.name)
         return self._signed_in(provider, pending, account, outcome, session, now)
+
+    async def _starting_session(
+        self, tx: Transaction, pending: PendingSignIn, now: dt.datetime
+    ) -> SessionRecord:
+        """The caller's session that started a link or re-authentication. Its callback
+        completes only while that session is live (not revoked, not expired: signing out
+        cancels what the session started) and, for a link, an account change, while its sign-in
+        is recent enough (RFC 9470). Otherwise nothing changes."""
+        record = await tx.sessions.get(pending.session_id) if pending.session_id else None
+        if record is None or record.account_id != pending.account_id or not record.live(now):
+            raise errors.AuthenticationFailed(
+                "session_ended", f"the session that started this {pending.intent.value} ended"
+            )
+        if pending.intent is Intent.LINK:
+            try:
+                self.sessions.require_recent_authentication(record.auth_time)
+            except errors.ReauthenticationRequired:
+                raise errors.AuthenticationFailed(
+                    "reauthentication_required",
+                    "the sign-in of the session that started this link is no longer recent",
+                ) from None
+        return record
 
     def _signed_in(
         self,
