@@ -136,6 +136,9 @@ class PendingSignIn:
     expires_at: dt.datetime
     return_to: str | None = None
     account_id: str | None = None  # the caller's account, for intent=link or reauthenticate
+    # The caller's session that started it (link, reauthenticate): the callback completes only
+    # while that session is live, so ending it cancels what it started.
+    session_id: str | None = None
 
 
 @attrs.frozen
@@ -225,13 +228,21 @@ class SignedIn:
     session_max_age: int = 0  # seconds from now until the session expires (the cookie's)
 
 
+# A session's ``auth_time`` when its sign-in proved no login time (an ordinary sign-in through
+# a provider that does not say when its user authenticated, who may have passed through the
+# provider's own long-lived session): as early as a time can be, so that no change needing a
+# recent sign-in (RFC 9470) accepts it, here or at a service reading the token's claim.
+UNPROVEN_AUTH_TIME = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
+
+
 @attrs.frozen
 class SessionRecord:
     """What the service keeps of a session it issued: never the token itself.
 
     ``id`` is the session's id (the token's ``sid`` claim; a renewed token keeps it).
     ``expires_at`` is the newest token's expiry; ``absolute_expires_at`` the limit no renewal
-    passes. ``auth_time`` is when the user last authenticated at the provider (RFC 9470).
+    passes. ``auth_time`` is when the user last authenticated at the provider (RFC 9470), as
+    the provider proved it (:data:`UNPROVEN_AUTH_TIME` when it proved nothing).
     ``provider_session`` is the provider's own ``sid`` claim, for back-channel logout.
     """
 

@@ -61,14 +61,6 @@ class AccountRepository(Protocol):
         (:meth:`find_with_identity`) and runs again on :class:`IdentityRace`."""
         ...
 
-    @property
-    def create_fails_when_taken(self) -> bool:
-        """True when :meth:`create_with_identity` here (a unit of work's waiting creation)
-        never returns an account that already holds the identity: the unit then raises
-        :class:`IdentityRace` when it ends and wrote nothing. A registration may then create
-        at once and look the identity up only when it runs again."""
-        ...
-
     async def link_identity(
         self, account_id: str, verified: VerifiedIdentity, now: dt.datetime
     ) -> None:

@@ -37,6 +37,13 @@ class IdentityProvider(Protocol):
     @property
     def uses_pkce(self) -> bool: ...
 
+    @property
+    def forces_login(self) -> bool:
+        """Whether :meth:`authorization_url` with ``reauthenticate`` makes the provider
+        authenticate the user again whatever session it holds, so that its answer proves a
+        login after the request even without an ``auth_time``."""
+        ...
+
     async def authorization_url(
         self,
         *,
@@ -47,7 +54,8 @@ class IdentityProvider(Protocol):
         reauthenticate: bool = False,
     ) -> str:
         """The complete authorization URL; with ``reauthenticate``, asking the provider to
-        authenticate the user again (OIDC ``prompt=login`` and ``max_age=0``) where it can.
+        authenticate the user again (OIDC ``prompt=login`` and ``max_age=0``, the Graph API's
+        ``auth_type=reauthenticate``) where it can.
         Raises ProviderUnavailable (domain) when the provider's configuration (discovery)
         cannot be loaded."""
         ...

@@ -9,20 +9,9 @@ deleting write the revocation outbox row in the transaction of the change.
 
 from __future__ import annotations
 
-import datetime as dt
 from contextlib import AbstractAsyncContextManager
 from typing import Protocol
 
-import attrs
-
-from authgate.domain.model import (
-    Account,
-    LinkedIdentity,
-    ProviderIdentity,
-    SessionRecord,
-    SignInEvent,
-    StoredProviderToken,
-)
 from authgate.ports.accounts import AccountRepository
 from authgate.ports.events import SignInEventLog
 from authgate.ports.provider_events import SeenEvents
@@ -30,31 +19,8 @@ from authgate.ports.provider_tokens import ProviderTokenStore, RevocationOutbox
 from authgate.ports.session_records import SessionRecords
 
 
-@attrs.frozen
-class HolderWrites:
-    """What a login writes for the account holding its identity, before it knows which: the
-    session's record, the audit event and the sealed provider token to keep (or None), each
-    with an ``account_id`` that :meth:`Transaction.sign_in_to_holder` replaces."""
-
-    session: SessionRecord
-    event: SignInEvent
-    token: StoredProviderToken | None = None
-
-
 class Transaction(Protocol):
     """The repositories of one open transaction."""
-
-    async def sign_in_to_holder(
-        self, identity: ProviderIdentity, now: dt.datetime, writes: HolderWrites
-    ) -> tuple[LinkedIdentity, Account] | None:
-        """A login's reads and writes together: the identity and its account
-        (:meth:`~AccountRepository.find_with_identity`) and, only when an account holds the
-        identity and it is not disabled, the account's last sign-in (``now``) and ``writes``
-        for that account. Returns what the look-up found, the account as it was before; None
-        (nobody holds it) or a disabled identity wrote nothing. It is the unit's last write:
-        on PostgreSQL, as the unit's first, it is one statement that commits by itself, and
-        the unit refuses any statement after it."""
-        ...
 
     @property
     def accounts(self) -> AccountRepository: ...

@@ -103,15 +103,15 @@ class ProviderTokenService:
     ) -> None:
         """In the sign-in's unit of work: keep the provider's token sealed for ``account_id``
         (replacing the one kept before). Nothing without a token or without keys."""
-        stored = self.sealed(verified, now, account_id)
+        stored = self._sealed(verified, now, account_id)
         if stored is not None:
             await tx.provider_tokens.put(stored)
 
-    def sealed(
-        self, verified: VerifiedIdentity, now: dt.datetime, account_id: str = ""
+    def _sealed(
+        self, verified: VerifiedIdentity, now: dt.datetime, account_id: str
     ) -> StoredProviderToken | None:
-        """The provider's token sealed to be kept for ``account_id`` (empty: the account a
-        login's unit of work finds); None without a token or without keys."""
+        """The provider's token sealed to be kept for ``account_id``; None without a token or
+        without keys."""
         token = verified.provider_token
         if token is None:
             return None

@@ -89,29 +89,8 @@ class SessionService:
     ) -> IssuedSession:
         """A new session, recorded in the caller's unit of work (with the sign-in); the caller
         reports it to ``metrics`` once that unit of work has committed."""
-        record = self.draft(
-            provider,
-            client,
-            auth_time=auth_time,
-            provider_session=provider_session,
-            account_id=account_id,
-        )
-        await tx.sessions.add(record)
-        return self.sign(record)
-
-    def draft(
-        self,
-        provider: str,
-        client: ClientInfo,
-        *,
-        auth_time: dt.datetime,
-        provider_session: str | None = None,
-        account_id: str = "",
-    ) -> SessionRecord:
-        """The record of a new session; without ``account_id`` for a login, whose unit of work
-        writes it for the account it finds before :meth:`sign` makes the token."""
         now = self.clock.now()
-        return SessionRecord(
+        record = SessionRecord(
             id=random_uuid_hex(),
             account_id=account_id,
             provider=provider,
@@ -123,9 +102,7 @@ class SessionService:
             user_agent=printable(client.user_agent, 512),
             provider_session=printable(provider_session, 255),
         )
-
-    def sign(self, record: SessionRecord) -> IssuedSession:
-        """The session token of ``record`` (its id, account, times)."""
+        await tx.sessions.add(record)
         return self.tokens.issue(
             record.account_id,
             record.provider,

@@ -16,6 +16,7 @@ import attrs
 
 from authgate.domain import errors
 from authgate.domain.model import (
+    UNPROVEN_AUTH_TIME,
     Account,
     Authorization,
     ClientInfo,
@@ -24,6 +25,7 @@ from authgate.domain.model import (
     LinkedIdentity,
     Outcome,
     PendingSignIn,
+    SessionRecord,
     SignedIn,
     SignInEvent,
     VerifiedIdentity,
@@ -37,7 +39,7 @@ from authgate.ports.events import SignInEventLog
 from authgate.ports.identity import ExchangeFailed, IdentityProvider, VerificationFailed
 from authgate.ports.metrics import Metrics, NoMetrics
 from authgate.ports.state import StateStore, StateStoreFull
-from authgate.ports.unit_of_work import HolderWrites, UnitOfWork
+from authgate.ports.unit_of_work import Transaction, UnitOfWork
 from authgate.services.audit import audit_event, log_event
 from authgate.services.provider_tokens import ProviderTokenService
 from authgate.services.sessions import SessionService
@@ -46,6 +48,10 @@ log = logging.getLogger("authgate.signin")
 security_log = logging.getLogger("authgate.security")
 
 MAX_STATE_LENGTH = 512
+
+# How much earlier than the re-authentication request the provider's login may say it was
+# (the two clocks differ).
+REAUTHENTICATION_SKEW = dt.timedelta(seconds=60)
 
 # Intents started by a signed-in caller, for the caller's own account.
 CALLER_INTENTS = frozenset({Intent.LINK, Intent.REAUTHENTICATE})
@@ -121,13 +127,17 @@ class SignInService:
         return_to: str | None = None,
         intent: Intent = Intent.LOGIN,
         account_id: str | None = None,
+        session_id: str | None = None,
     ) -> Authorization:
-        """Store a pending sign-in and build the provider's authorization URL."""
+        """Store a pending sign-in and build the provider's authorization URL. A link or a
+        re-authentication is for the signed-in caller's ``account_id``, started by its
+        session ``session_id``."""
         provider = self.provider(provider_name)  # rule 1
         started = time.perf_counter()
+        caller = (account_id, session_id) if account_id and session_id else None
         try:
             return await self._start(
-                provider, redirect_uri, binding, state, return_to, intent, account_id
+                provider, redirect_uri, binding, state, return_to, intent, caller
             )
         finally:
             self.metrics.initiation_duration(provider.name, time.perf_counter() - started)
@@ -140,7 +150,7 @@ class SignInService:
         state: str | None,
         return_to: str | None,
         intent: Intent,
-        account_id: str | None,
+        caller: tuple[str, str] | None,
     ) -> Authorization:
         if not redirect_uri:  # rule 2
             raise errors.MissingParameter("redirect_uri")
@@ -149,12 +159,12 @@ class SignInService:
                 f"redirect_uri is not an allowed callback address for provider {provider.name}"
             )
         if intent in CALLER_INTENTS:
-            if account_id is None:
+            if caller is None:
                 raise errors.NotAuthenticated(
                     f"{intent.value} needs a signed-in caller", intent.value
                 )
             if intent is Intent.REAUTHENTICATE and provider.name not in {
-                i.identity.provider for i in await self.accounts.list_identities(account_id)
+                i.identity.provider for i in await self.accounts.list_identities(caller[0])
             }:
                 raise errors.InvalidRequest(
                     f"provider {provider.name} is not linked to the signed-in account: "
@@ -188,7 +198,8 @@ class SignInService:
             created_at=now,
             expires_at=now + self.policy.state_ttl,
             return_to=safe_return_to(return_to, self.policy.app_url),
-            account_id=account_id if intent in CALLER_INTENTS else None,
+            account_id=caller[0] if caller and intent in CALLER_INTENTS else None,
+            session_id=caller[1] if caller and intent in CALLER_INTENTS else None,
         )
         try:
             # rule 11; keyed by provider, state and browser: a caller's state value is echoed
@@ -350,16 +361,12 @@ class SignInService:
         verified: VerifiedIdentity,
         client: ClientInfo,
     ) -> SignedIn:
-        if pending.intent is Intent.LOGIN:
-            return await self._log_in(provider, pending, verified, client)
         try:
-            return await self._sign_in_once(provider, pending, verified, client, look_up=False)
+            return await self._sign_in_once(provider, pending, verified, client)
         except IdentityRace:
-            # The identity was taken: by a concurrent first sign-in of the same identity, or
-            # (a registration that did not look it up) it already had an account. This unit
-            # wrote nothing. Once more, looking it up: it signs in to that account, or is
-            # refused as any sign-in through it would be (a disabled identity).
-            return await self._sign_in_once(provider, pending, verified, client, look_up=True)
+            # A concurrent first sign-in of the same identity created its account first; this
+            # unit wrote nothing. Once more: the look-up now finds that account.
+            return await self._sign_in_once(provider, pending, verified, client)
 
     async def _sign_in_once(
         self,
@@ -367,74 +374,71 @@ class SignInService:
         pending: PendingSignIn,
         verified: VerifiedIdentity,
         client: ClientInfo,
-        *,
-        look_up: bool,
     ) -> SignedIn:
+        """The callback's one account step: look the identity up, refuse a disabled one, find,
+        create or link the account (rule 8) and write what a sign-in writes, in one unit of
+        work: the account or identity, the last sign-in, the session's record, the sealed
+        provider token and the audit event commit together or not at all."""
         now = self.clock.now()
-        # One unit of work: the account or identity, the last sign-in, the session's record and
-        # the audit event commit together or not at all.
         async with self.units.begin() as tx:
+            # One read for the identity's state and its account (None: nobody holds it).
+            found = await tx.accounts.find_with_identity(verified.identity)
             holder: Account | None = None
-            if (
-                look_up
-                or pending.intent is not Intent.REGISTER
-                or not tx.accounts.create_fails_when_taken
-            ):
-                # The provider reported this account disabled (RISC): refused until enabled.
-                # One read for the identity's state and its account (None: nobody holds it).
-                found = await tx.accounts.find_with_identity(verified.identity)
-                if found is not None:
-                    _refuse_disabled(verified, found[0])
-                    holder = found[1]
-            # else a registration, which is mostly a new identity: its account is created
-            # without the look-up (one statement fewer); when the identity has an account the
-            # unit fails with IdentityRace, writing nothing, and runs again with the look-up.
-            account, outcome = await self._account_for(tx.accounts, pending, verified, holder, now)
+            if found is not None:
+                _refuse_disabled(verified, found[0])
+                holder = found[1]
+            authenticated_at = _authenticated_at(provider, pending, verified, now)
+            started_by = (
+                await self._starting_session(tx, pending, now)
+                if pending.intent in CALLER_INTENTS
+                else None
+            )
+            account, outcome = await self._account_for(
+                tx.accounts, pending, verified, holder, authenticated_at, now
+            )
+            if started_by is not None:
+                # The caller proved a login to start it: the new session keeps that proof
+                # when this provider proves none later.
+                authenticated_at = max(authenticated_at, started_by.auth_time)
             await tx.accounts.record_login(account.id, now)
             session = await self.sessions.issue(
                 tx,
                 account.id,
                 provider.name,
                 client,
-                auth_time=now,
+                auth_time=authenticated_at,
                 provider_session=verified.provider_session,
             )
             await self.provider_tokens.keep(tx, account.id, verified, now)
             event = self._event(provider.name, outcome, client, account.id, None, logged=False)
             await tx.events.record(event)
-        # Logged and counted once committed: a unit of work that fails (a registration whose
-        # identity was taken runs again) signed nobody in and issued no session.
+        # Logged and counted once committed: a unit of work that fails (one that lost the race
+        # for a new identity runs again) signed nobody in and issued no session.
         log_event(event)
         self.metrics.sessions_issued(provider.name)
         return self._signed_in(provider, pending, account, outcome, session, now)
 
-    async def _log_in(
-        self,
-        provider: IdentityProvider,
-        pending: PendingSignIn,
-        verified: VerifiedIdentity,
-        client: ClientInfo,
-    ) -> SignedIn:
-        """A login (``intent=login``): the identity's look-up and the writes for the account
-        holding it in one step of one unit of work (``sign_in_to_holder``: one statement on
-        PostgreSQL instead of a read and a write); the session token is signed once the
-        account is known. Nobody holding the identity, or a disabled one, writes nothing."""
-        now = self.clock.now()
-        draft = self.sessions.draft(
-            provider.name, client, auth_time=now, provider_session=verified.provider_session
-        )
-        event = self._event(provider.name, Outcome.SIGNED_IN, client, None, None, logged=False)
-        writes = HolderWrites(draft, event, self.provider_tokens.sealed(verified, now))
-        async with self.units.begin() as tx:
-            found = await tx.sign_in_to_holder(verified.identity, now, writes)
-            if found is None:
-                raise errors.AccountNotFound()
-            _refuse_disabled(verified, found[0])
-        account = found[1]
-        session = self.sessions.sign(attrs.evolve(draft, account_id=account.id))
-        log_event(attrs.evolve(event, account_id=account.id))
-        self.metrics.sessions_issued(provider.name)
-        return self._signed_in(provider, pending, account, Outcome.SIGNED_IN, session, now)
+    async def _starting_session(
+        self, tx: Transaction, pending: PendingSignIn, now: dt.datetime
+    ) -> SessionRecord:
+        """The caller's session that started a link or re-authentication. Its callback
+        completes only while that session is live (not revoked, not expired: signing out
+        cancels what the session started) and, for a link, an account change, while its sign-in
+        is recent enough (RFC 9470). Otherwise nothing changes."""
+        record = await tx.sessions.get(pending.session_id) if pending.session_id else None
+        if record is None or record.account_id != pending.account_id or not record.live(now):
+            raise errors.AuthenticationFailed(
+                "session_ended", f"the session that started this {pending.intent.value} ended"
+            )
+        if pending.intent is Intent.LINK:
+            try:
+                self.sessions.require_recent_authentication(record.auth_time)
+            except errors.ReauthenticationRequired:
+                raise errors.AuthenticationFailed(
+                    "reauthentication_required",
+                    "the sign-in of the session that started this link is no longer recent",
+                ) from None
+        return record
 
     def _signed_in(
         self,
@@ -469,6 +473,7 @@ class SignInService:
         pending: PendingSignIn,
         verified: VerifiedIdentity,
         holder: Account | None,
+        authenticated_at: dt.datetime,
         now: dt.datetime,
     ) -> tuple[Account, Outcome]:
         """Rule 8: the account the callback signs in to (linked, found or created);
@@ -477,11 +482,9 @@ class SignInService:
             assert pending.account_id is not None
             if holder is None or holder.id != pending.account_id:
                 raise errors.ReauthenticationRefused("reauthentication_identity_mismatch")
-            # The provider said when it authenticated the user: it must be after the request
-            # (a minute of clock skew allowed), or it did not ask again.
-            if verified.auth_time is not None and verified.auth_time < pending.created_at - (
-                dt.timedelta(seconds=60)
-            ):
+            # The provider must prove a login after the request (a minute of clock skew
+            # allowed), or it did not ask again.
+            if authenticated_at < pending.created_at - REAUTHENTICATION_SKEW:
                 raise errors.ReauthenticationRefused("stale_provider_authentication")
             return holder, Outcome.REAUTHENTICATED
         if pending.intent is Intent.LINK:
@@ -556,6 +559,26 @@ def _detail_of(e: errors.SignInError) -> str:
     if isinstance(e, errors.InvalidState):
         return e.detail
     return type(e).__name__
+
+
+def _authenticated_at(
+    provider: IdentityProvider, pending: PendingSignIn, verified: VerifiedIdentity, now: dt.datetime
+) -> dt.datetime:
+    """When the user last authenticated at the provider, as far as this sign-in proves it:
+    the session's ``auth_time``, which is never later than what the provider says.
+
+    * The provider's ``auth_time`` when it gives one (never after now).
+    * Else, for a re-authentication at a provider that can force a login
+      (:attr:`~authgate.ports.identity.IdentityProvider.forces_login`), the moment of the
+      request: the provider asked for the password again after it.
+    * Else nothing is proved (an ordinary sign-in may have passed through the provider's own
+      long-lived session): :data:`~authgate.domain.model.UNPROVEN_AUTH_TIME`.
+    """
+    if verified.auth_time is not None:
+        return min(verified.auth_time, now)
+    if pending.intent is Intent.REAUTHENTICATE and provider.forces_login:
+        return pending.created_at
+    return UNPROVEN_AUTH_TIME
 
 
 def _refuse_disabled(verified: VerifiedIdentity, identity: LinkedIdentity) -> None:

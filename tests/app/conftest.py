@@ -97,14 +97,22 @@ class SignIn:
     idp: FakeIdP
     clock: SettableClock
 
-    async def start(self, provider: str = "google", **query: str) -> ClientResponse:
+    async def start(
+        self, provider: str = "google", *, bearer: str | None = None, **query: str
+    ) -> ClientResponse:
+        """``GET /v1/auth/{provider}``; ``bearer``: the signed-in caller's session token (for
+        ``intent=link`` and ``intent=reauthenticate``)."""
         params = {"redirect_uri": CALLBACK_URL.format(name=provider), **query}
         headers = {"Accept": "application/json"}
+        if bearer is not None:
+            headers["Authorization"] = f"Bearer {bearer}"
         return await self.client.get(f"/v1/auth/{provider}", params=params, headers=headers)
 
-    async def begin(self, provider: str = "google", **query: str) -> tuple[dict[str, Any], str]:
+    async def begin(
+        self, provider: str = "google", *, bearer: str | None = None, **query: str
+    ) -> tuple[dict[str, Any], str]:
         """Start a sign-in; returns the provider details and the binding cookie's value."""
-        response = await self.start(provider, **query)
+        response = await self.start(provider, bearer=bearer, **query)
         assert response.status == 200, await response.text()
         binding = response.cookies["__Host-authgate_binding"].value
         return await response.json(), binding
@@ -133,14 +141,22 @@ class SignIn:
         user: FakeUser | None = None,
         deny: bool = False,
         headers: dict[str, str] | None = None,
+        bearer: str | None = None,
         **query: str,
     ) -> ClientResponse:
         """A whole sign-in: initiation, the provider's page, the callback."""
-        details, binding = await self.begin(provider, **query)
+        details, binding = await self.begin(provider, bearer=bearer, **query)
         back = await self.idp.authorize(details["authorizationUrl"], user=user, deny=deny)
         return await self.callback(
             provider, back.params, binding=binding, method=back.method, headers=headers
         )
+
+
+def session_of(response: ClientResponse) -> str:
+    """The session token a successful callback set (its redirect carries no error)."""
+    assert response.status == 302, response.status
+    assert "error=" not in response.headers["Location"], response.headers["Location"]
+    return response.cookies["session"].value
 
 
 @pytest.fixture

@@ -104,7 +104,12 @@ async def test_no_email_is_not_verified(signin_on: SignIn) -> None:
 async def test_linking_a_verified_provider_does_not_verify_the_accounts_email(
     signin_on: SignIn,
 ) -> None:
-    token = await register(signin_on, "facebook", FakeUser(sub="fb-first", email="a@fb.example"))
+    first = FakeUser(sub="fb-first", email="a@fb.example")
+    registered = await register(signin_on, "facebook", first)
+    # A facebook sign-in proves no login time: linking needs a re-authentication first.
+    token = session_token(
+        await signin_on.complete("facebook", user=first, bearer=registered, intent="reauthenticate")
+    )
     auth = {"Authorization": f"Bearer {token}"}
     response = await signin_on.client.get(
         "/v1/auth/google",

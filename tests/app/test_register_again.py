@@ -1,9 +1,7 @@
 """A registration (``intent=register``) of an identity that already has an account.
 
-On PostgreSQL a registration creates the account without looking the identity up first (one
-statement fewer per sign-up, issue 13); when the identity turns out to be taken, that unit of
-work writes nothing and the sign-in runs again with the look-up. Whatever the store, the user
-must end up signed in to the account they have, audited once, or refused exactly as any
+The callback's one account step looks the identity up first, whatever the intent: the user
+ends up signed in to the account they have, audited once, or is refused exactly as any
 sign-in through a disabled identity is. On memory, SQLite and PostgreSQL.
 """
 
@@ -50,7 +48,7 @@ async def test_registering_again_signs_in_to_the_same_account_audited_once(
     stored = [e for e in await events.audit() if e.provider == "google"]
     assert sorted(e.outcome.value for e in stored) == ["registered", "signed_in"]
     lines = audit_lines(caplog)
-    assert len(lines) == 2, lines  # no line for the unit of work that found the identity taken
+    assert len(lines) == 2, lines  # one line per sign-in
     assert "outcome=registered" in lines[0] and "outcome=signed_in" in lines[1]
 
 

@@ -35,13 +35,16 @@ async def test_put_then_take_returns_the_pending_sign_in(store: Store) -> None:
         intent=Intent.LINK,
         return_to="https://app.example.com/settings?tab=providers",
         account_id="5b0e2b8c-4b7e-4f51-9d1b-1a3c1d2e3f40",
+        session_id="9f86d081884c7d659a2feaa0c55ad015",  # the session that started the link
     )
     await store.states.put(stored)
     assert await take(store, stored, at(1)) == stored
 
 
 async def test_optional_fields_round_trip_as_none(store: Store) -> None:
-    stored = pending("s-2", code_verifier=None, nonce=None, return_to=None, account_id=None)
+    stored = pending(
+        "s-2", code_verifier=None, nonce=None, return_to=None, account_id=None, session_id=None
+    )
     await store.states.put(stored)
     assert await take(store, stored, at(1)) == stored
 

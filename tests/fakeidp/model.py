@@ -86,6 +86,7 @@ class IssuedCode:
     scope: str
     expires_at: float
     used: bool = False
+    auth_time: float | None = None  # when the user last logged in at the provider
 
 
 @attrs.frozen

@@ -91,6 +91,12 @@ class FakeProvider:
     * ``code_ttl_seconds``, ``allowed_redirect_uris``, ``send_user_json`` (apple),
       ``proof_secret`` (facebook: checks ``appsecret_proof`` against it instead of the secret);
     * ``issue_refresh_tokens`` — the token answer carries a refresh token (default: apple);
+    * ``login_at`` — when the user last logged in at the provider (its own session, a Unix
+      time; default None: every authorize is a login). An authorize that forces a login
+      (``prompt=login``, a ``max_age`` shorter than the session's age, facebook's
+      ``auth_type=reauthenticate``) starts the session again at that moment;
+      ``send_auth_time`` — whether ID tokens carry that time as ``auth_time`` (default: the
+      shapes with ID tokens); ``forced_logins`` counts the forced authorizes;
     * ``revocation_style`` (:class:`RevocationStyle`), ``advertise_revocation`` (discovery names
       ``revocation_endpoint``), ``revocation_down`` (the endpoint answers 503);
       ``revocations`` records what it accepted (:class:`ReceivedRevocation`).
@@ -149,6 +155,9 @@ class FakeProvider:
         self.send_user_json = True
         self.proof_secret: str | None = None  # the secret appsecret_proof is checked against
         self.issue_refresh_tokens = shape is Shape.APPLE
+        self.login_at: float | None = None
+        self.send_auth_time = shape is not Shape.OAUTH
+        self.forced_logins = 0
         self.revocation_style = (
             RevocationStyle.APPLE if shape is Shape.APPLE else RevocationStyle.RFC7009
         )
@@ -242,6 +251,7 @@ class FakeProvider:
         code_challenge: str | None = None,
         client_id: str | None = None,
         scope: str = "",
+        auth_time: float | None = None,
     ) -> str:
         """An authorization code as authorize would issue it (tests may skip the browser)."""
         code = secrets.token_urlsafe(24)
@@ -254,8 +264,27 @@ class FakeProvider:
             code_challenge=code_challenge,
             scope=scope,
             expires_at=self._now() + self.code_ttl_seconds,
+            auth_time=auth_time,
         )
         return code
+
+    def log_in(self, query: dict[str, str]) -> float:
+        """The authorize step's login: when the user authenticated, as ``auth_time`` says. A
+        request that forces a login starts the provider's session again now; any other is
+        answered from the session the provider holds (``login_at``)."""
+        now = self._now()
+        if self.login_at is None:
+            return now
+        max_age = query.get("max_age", "")
+        forced = (
+            "login" in query.get("prompt", "").split()
+            or (max_age.isdigit() and now - self.login_at > int(max_age))
+            or query.get("auth_type") == "reauthenticate"
+        )
+        if forced:
+            self.forced_logins += 1
+            self.login_at = now
+        return self.login_at
 
     def first_authorization(self, sub: str) -> bool:
         """Whether this is the user's first authorization (Apple sends ``user`` only then)."""
@@ -309,7 +338,9 @@ class FakeProvider:
             return True
         return self.access_tokens.pop(token, None) is not None
 
-    def claims_for(self, user: FakeUser, nonce: str | None) -> dict[str, Any]:
+    def claims_for(
+        self, user: FakeUser, nonce: str | None, auth_time: float | None = None
+    ) -> dict[str, Any]:
         now = int(self._now())
         claims: dict[str, Any] = {
             "iss": self.issuer,
@@ -336,8 +367,11 @@ class FakeProvider:
                 )
         if self.shape is Shape.OIDC and user.name is not None:
             claims["name"] = user.name
+        if self.shape is not Shape.OAUTH and self.send_auth_time:
+            claims["auth_time"] = int(
+                auth_time if auth_time is not None else (self.login_at or now)
+            )
         if self.shape is Shape.APPLE:
-            claims["auth_time"] = now
             claims["nonce_supported"] = True
         return claims
 
@@ -348,11 +382,13 @@ class FakeProvider:
         nonce: str | None = None,
         tamper: Tamper | None = None,
         claims: dict[str, Any] | None = None,
+        auth_time: float | None = None,
     ) -> str:
         """An ID token for ``user`` as the token endpoint would return it, forged per
-        ``tamper`` and with ``claims`` (then ``claim_overrides``) applied (None removes)."""
+        ``tamper`` and with ``claims`` (then ``claim_overrides``) applied (None removes);
+        ``auth_time`` when the user logged in (default: ``login_at``, else now)."""
         assert self.signing_key is not None, "this provider issues no ID tokens"
-        payload = self.claims_for(user or self.next_user, nonce)
+        payload = self.claims_for(user or self.next_user, nonce, auth_time)
         now = int(self._now())
         match tamper:
             case Tamper.WRONG_ISS:

@@ -347,6 +347,7 @@ class FakeIdP:
             nonce=q.get("nonce"),
             code_challenge=challenge,
             scope=q.get("scope", ""),
+            auth_time=p.log_in(dict(q)),
         )
         params = {"code": code}
         if p.shape is Shape.APPLE and p.first_authorization(user.sub) and p.send_user_json:
@@ -399,7 +400,9 @@ class FakeIdP:
             "scope": issued.scope,
         }
         if p.shape is not Shape.OAUTH:
-            body["id_token"] = p.mint_id_token(issued.user, nonce=issued.nonce, tamper=p.tamper)
+            body["id_token"] = p.mint_id_token(
+                issued.user, nonce=issued.nonce, tamper=p.tamper, auth_time=issued.auth_time
+            )
         if p.issue_refresh_tokens:
             body["refresh_token"] = p.new_refresh_token(issued.user)
         match p.token_mode:

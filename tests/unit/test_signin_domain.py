@@ -47,8 +47,10 @@ class Provider:
     scopes: tuple[str, ...] = ("openid", "profile", "email")
     uses_nonce: bool = True
     uses_pkce: bool = True
+    forces_login: bool = True
     subject: str = "sub-1"
     email_verified: bool | None = True
+    auth_time: dt.datetime | None = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)  # a fresh login
     fail: Exception | None = None
     exchanges: list[dict[str, str | None]] = attrs.field(factory=list)
 
@@ -85,6 +87,7 @@ class Provider:
             ProviderIdentity(self.name, self.subject),
             email="a@example.com",
             email_verified=self.email_verified,
+            auth_time=self.auth_time,
         )
 
 
@@ -253,13 +256,25 @@ async def test_link_needs_caller_and_refuses_identity_of_another_account(world) 
     bob = await complete(service, await start(service, intent=Intent.REGISTER))
     provider.subject = "alice-2"
     linked = await complete(
-        service, await start(service, intent=Intent.LINK, account_id=alice.account.id)
+        service,
+        await start(
+            service,
+            intent=Intent.LINK,
+            account_id=alice.account.id,
+            session_id=alice.session.session_id,
+        ),
     )
     assert linked.outcome is Outcome.LINKED and linked.account.id == alice.account.id
     provider.subject = "bob"
     with pytest.raises(errors.IdentityLinkedElsewhere):
         await complete(
-            service, await start(service, intent=Intent.LINK, account_id=alice.account.id)
+            service,
+            await start(
+                service,
+                intent=Intent.LINK,
+                account_id=alice.account.id,
+                session_id=alice.session.session_id,
+            ),
         )
     assert [i.identity.subject for i in await accounts.list_identities(bob.account.id)] == ["bob"]
 

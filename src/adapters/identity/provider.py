@@ -156,6 +156,17 @@ class OAuthIdentityProvider:
         return self._settings.pkce
 
     @property
+    def forces_login(self) -> bool:
+        """OpenID Connect's ``prompt=login`` with ``max_age=0`` and the Graph API's
+        ``auth_type=reauthenticate`` make the provider ask for the password again whatever
+        session it holds; Apple documents no such parameter (its ``auth_time`` alone tells),
+        nor does a plain OAuth 2.0 provider."""
+        settings = self._settings
+        if settings.uses_id_token:
+            return not settings.is_apple
+        return settings.profile_endpoint is not None
+
+    @property
     def discovers(self) -> bool:
         """Whether the endpoints come from OpenID Connect discovery (configuration does not
         name every one needed)."""
@@ -197,7 +208,7 @@ class OAuthIdentityProvider:
             params["prompt"] = "login"
             params["max_age"] = "0"
         elif reauthenticate and self._settings.profile_endpoint is not None:
-            # The Graph API shape: the Facebook Login dialog's own way to ask again.
+            # Facebook Login: ask for the password again, even with a facebook session.
             params["auth_type"] = "reauthenticate"
         try:
             return _with_query(endpoints.authorization_endpoint, params)
@@ -494,7 +505,6 @@ class OAuthIdentityProvider:
             if name is not None:
                 profile["name"] = name
         sid = claims.get("sid")
-        auth_time = claims.get("auth_time")
         return VerifiedIdentity(
             identity=ProviderIdentity(self.name, subject),
             email=email,
@@ -502,11 +512,7 @@ class OAuthIdentityProvider:
             name=name,
             profile=profile,
             provider_session=sid if isinstance(sid, str) and 0 < len(sid) <= 255 else None,
-            auth_time=(
-                dt.datetime.fromtimestamp(auth_time, dt.UTC)
-                if isinstance(auth_time, int | float) and not isinstance(auth_time, bool)
-                else None
-            ),
+            auth_time=_auth_time(claims.get("auth_time")),
         )
 
     async def _userinfo(
@@ -660,6 +666,17 @@ def _email_verified(value: Any) -> bool | None:
     if isinstance(value, str) and value.lower() in ("true", "false"):
         return value.lower() == "true"
     raise VerificationFailed("email_verified is neither a boolean nor 'true'/'false'")
+
+
+def _auth_time(value: Any) -> dt.datetime | None:
+    """The ``auth_time`` claim (seconds since the epoch); None when absent or not a time, so
+    that it proves nothing rather than failing the sign-in."""
+    if not isinstance(value, int | float) or isinstance(value, bool):
+        return None
+    try:
+        return dt.datetime.fromtimestamp(value, dt.UTC)
+    except (OverflowError, ValueError, OSError):  # infinite, NaN, or beyond the calendar
+        return None
 
 
 def _name(value: Any) -> str | None:

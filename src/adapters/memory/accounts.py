@@ -42,10 +42,6 @@ class MemoryAccounts:
         found = [self._accounts[i] for i in ids if i in self._accounts]
         return sorted(found, key=lambda a: (a.created_at, a.id))
 
-    @property
-    def create_fails_when_taken(self) -> bool:
-        return False  # create_with_identity returns the account that holds the identity
-
     async def create_with_identity(
         self, verified: VerifiedIdentity, now: dt.datetime
     ) -> tuple[Account, bool]:

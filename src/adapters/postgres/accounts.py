@@ -73,12 +73,6 @@ class PostgresAccounts:
         self._waiting_accounts: dict[uuid.UUID, list[object]] = {}
 
     @property
-    def create_fails_when_taken(self) -> bool:
-        """In a unit of work the creation waits for the unit's combined write, which fails on
-        the identity's primary key when it is taken (``IdentityRace``)."""
-        return isinstance(self._db, UnitConnection)
-
-    @property
     def created_in_unit(self) -> bool:
         """Whether this unit of work's repository sent (or holds) an account creation."""
         return bool(self._waiting_accounts)

@@ -35,14 +35,14 @@ class PostgresStates:
         await self._pool.execute(
             """
             INSERT INTO sign_in_states (lookup, provider, redirect_uri, intent, code_verifier,
-                nonce, binding_hash, created_at, expires_at, return_to, account_id)
-            VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
+                nonce, binding_hash, created_at, expires_at, return_to, account_id, session_id)
+            VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
             ON CONFLICT (lookup, binding_hash) DO UPDATE SET
                 provider = EXCLUDED.provider, redirect_uri = EXCLUDED.redirect_uri,
                 intent = EXCLUDED.intent, code_verifier = EXCLUDED.code_verifier,
                 nonce = EXCLUDED.nonce, created_at = EXCLUDED.created_at,
                 expires_at = EXCLUDED.expires_at, return_to = EXCLUDED.return_to,
-                account_id = EXCLUDED.account_id
+                account_id = EXCLUDED.account_id, session_id = EXCLUDED.session_id
             """,
             state_lookup(pending.provider, pending.state),
             pending.provider,
@@ -55,6 +55,7 @@ class PostgresStates:
             rows.utc(pending.expires_at),
             pending.return_to,
             pending.account_id,
+            pending.session_id,
         )
         self._last_now = created
         self.housekeeping.trigger()
@@ -69,7 +70,7 @@ class PostgresStates:
                 """
                 DELETE FROM sign_in_states WHERE lookup = $1 AND binding_hash = $2
                 RETURNING provider, redirect_uri, intent, code_verifier, nonce, binding_hash,
-                    created_at, expires_at, return_to, account_id
+                    created_at, expires_at, return_to, account_id, session_id
                 """,
                 lookup,
                 binding_hash,
@@ -83,7 +84,7 @@ class PostgresStates:
                     SELECT ctid FROM sign_in_states WHERE lookup = $1 AND expires_at > $2
                     ORDER BY created_at DESC LIMIT 1 FOR UPDATE SKIP LOCKED)
                 RETURNING provider, redirect_uri, intent, code_verifier, nonce, binding_hash,
-                    created_at, expires_at, return_to, account_id
+                    created_at, expires_at, return_to, account_id, session_id
                 """,
                 lookup,
                 rows.utc(now),
@@ -102,6 +103,7 @@ class PostgresStates:
             expires_at=row["expires_at"],
             return_to=row["return_to"],
             account_id=row["account_id"],
+            session_id=row["session_id"],
         )
 
     async def purge_expired(self, now: dt.datetime) -> int:

@@ -11,13 +11,13 @@ from contextlib import asynccontextmanager
 
 import asyncpg
 
+from authgate.adapters.units import BoundRepositories
 from authgate.ports.accounts import IdentityRace
 
 from . import events, state
 from .accounts import IDENTITY_KEY, PostgresAccounts
 from .errors import unavailable
 from .events import PostgresEvents
-from .login import PostgresBoundRepositories
 from .migrations import CONNECT_ERRORS, check_schema
 from .pool import Pool, open_pool
 from .provider_tokens import PostgresProviderTokens, PostgresRevocationOutbox
@@ -134,19 +134,18 @@ class PostgresUnitOfWork:
         self._sessions = sessions
 
     @asynccontextmanager
-    async def begin(self) -> AsyncIterator[PostgresBoundRepositories]:
+    async def begin(self) -> AsyncIterator[BoundRepositories]:
         async with self._pool.acquire() as conn:
             unit = UnitConnection(conn)
             accounts = PostgresAccounts(unit)
             try:
-                yield PostgresBoundRepositories(
+                yield BoundRepositories(
                     accounts,
                     self._events.bound(unit),
                     self._sessions.bound(unit),
                     PostgresSeenEvents(unit),
                     PostgresProviderTokens(unit),
                     PostgresRevocationOutbox(unit),
-                    unit,
                 )
                 await unit.finish()
             except BaseException as e:

@@ -41,7 +41,6 @@ class UnitConnection:
         self._conn = conn
         self._transaction: contextlib.AsyncExitStack | None = None
         self._waiting: list[tuple[str, Sequence[object]]] = []
-        self._alone = False  # statement_alone was sent: the unit's last statement
 
     # -- statements ----------------------------------------------------------------------
 
@@ -53,7 +52,6 @@ class UnitConnection:
     async def write_amendable(self, query: str, args: Sequence[object]) -> None:
         """:meth:`write`, with arguments (a list) the caller may still change while the write
         waits (:meth:`is_waiting`)."""
-        self._not_after_alone()
         if any(waiting == query for waiting, _ in self._waiting):
             await self._ready()  # the same statement twice: the first goes first
         self._waiting.append((query, args))
@@ -65,24 +63,9 @@ class UnitConnection:
     async def read_row(self, query: str, *args: object) -> asyncpg.Record | None:
         """A read (a plain SELECT): outside the transaction while the unit has written
         nothing, else in it, after the waiting writes."""
-        self._not_after_alone()
         if self._transaction is None and not self._waiting:
             return await self._conn.fetchrow(query, *args)
         return await self.fetchrow(query, *args)
-
-    def is_untouched(self) -> bool:
-        """Whether the unit has sent nothing in a transaction and holds no waiting write."""
-        return self._transaction is None and not self._waiting
-
-    async def statement_alone(self, query: str, args: Sequence[object]) -> asyncpg.Record | None:
-        """One statement on its own, atomic by itself (it may write, through data-modifying
-        ``WITH`` clauses), committed when it returns: only while the unit :meth:`is_untouched`,
-        and as the unit's last statement (a later one is refused: it could not be rolled back
-        with this one)."""
-        if not self.is_untouched():
-            raise RuntimeError("statement_alone after the unit has sent or held writes")
-        self._alone = True
-        return await self._conn.fetchrow(query, *args)
 
     async def fetchrow(self, query: str, *args: object) -> asyncpg.Record | None:
         return await (await self._ready()).fetchrow(query, *args)
@@ -130,17 +113,12 @@ class UnitConnection:
 
     async def _ready(self) -> asyncpg.Connection:
         """The connection in the unit's transaction, the waiting writes sent."""
-        self._not_after_alone()
         if self._transaction is None:
             stack = contextlib.AsyncExitStack()
             await stack.enter_async_context(self._conn.transaction())  # BEGIN
             self._transaction = stack
         await self._send_waiting()
         return self._conn
-
-    def _not_after_alone(self) -> None:
-        if self._alone:
-            raise RuntimeError("a unit of work's statement after its statement_alone")
 
     async def _send_waiting(self) -> None:
         if self._waiting:

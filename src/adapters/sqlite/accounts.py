@@ -73,10 +73,6 @@ class SqliteAccounts:
             )
         return [_account(r) for r in rows]
 
-    @property
-    def create_fails_when_taken(self) -> bool:
-        return False  # create_with_identity returns the account that holds the identity
-
     async def create_with_identity(
         self, verified: VerifiedIdentity, now: dt.datetime
     ) -> tuple[Account, bool]:

@@ -169,6 +169,8 @@ VERSIONS: list[list[str]] = [
         "CREATE INDEX provider_token_revocations_due_idx "
         "ON provider_token_revocations (next_attempt_at)",
     ],
+    # 7: the session that started a pending link or re-authentication, as PostgreSQL's 0007.
+    ["ALTER TABLE sign_in_states ADD COLUMN session_id TEXT"],
 ]
 
 

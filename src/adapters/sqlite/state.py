@@ -31,8 +31,8 @@ class SqliteStates:
                 """
                 INSERT OR REPLACE INTO sign_in_states (lookup, provider, redirect_uri, intent,
                     code_verifier, nonce, binding_hash, created_at, expires_at, return_to,
-                    account_id)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                    account_id, session_id)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                 """,
                 (
                     state_lookup(pending.provider, pending.state),
@@ -46,6 +46,7 @@ class SqliteStates:
                     ts(pending.expires_at),
                     pending.return_to,
                     pending.account_id,
+                    pending.session_id,
                 ),
             )
         await self.housekeeping.maybe_run(lambda: self.purge_expired(pending.created_at))
@@ -60,7 +61,7 @@ class SqliteStates:
                 found = await conn.execute_fetchall(
                     "DELETE FROM sign_in_states WHERE lookup = ? AND binding_hash = ? "
                     "RETURNING provider, redirect_uri, intent, code_verifier, nonce, binding_hash, "
-                    "created_at, expires_at, return_to, account_id",
+                    "created_at, expires_at, return_to, account_id, session_id",
                     (lookup, binding_hash),
                 )
             else:  # no binding cookie, admitted by configuration: the newest live entry
@@ -70,7 +71,7 @@ class SqliteStates:
                         SELECT rowid FROM sign_in_states WHERE lookup = ? AND expires_at > ?
                         ORDER BY created_at DESC LIMIT 1)
                     RETURNING provider, redirect_uri, intent, code_verifier, nonce, binding_hash,
-                    created_at, expires_at, return_to, account_id
+                    created_at, expires_at, return_to, account_id, session_id
                     """,
                     (lookup, ts(now)),
                 )
@@ -97,4 +98,5 @@ def _pending(state: str, r: Sequence[Any]) -> PendingSignIn:
         expires_at=parse_ts(r[7]),
         return_to=r[8],
         account_id=r[9],
+        session_id=r[10],
     )

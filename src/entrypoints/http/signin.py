@@ -32,6 +32,7 @@ from authgate.entrypoints.http.session_auth import (
     SESSION_COOKIE_SCHEME,
     SameOriginGuard,
     auth_time_of,
+    session_id_of,
 )
 from authgate.entrypoints.rest import (
     Api,
@@ -187,6 +188,11 @@ class SignInOperations:
                 "intent must be one of login, register, link, reauthenticate",
             ) from None
         try:
+            caller = (
+                await self._signed_in_caller(request, step_up=intent is Intent.LINK)
+                if intent in CALLER_INTENTS
+                else None
+            )
             authorization = await self.service.start(
                 call.path["provider"],
                 redirect_uri=call.params.first("redirect_uri"),
@@ -194,11 +200,8 @@ class SignInOperations:
                 state=call.params.first("state"),
                 return_to=call.params.first("return_to"),
                 intent=intent,
-                account_id=(
-                    await self._signed_in_caller(request, step_up=intent is Intent.LINK)
-                    if intent in CALLER_INTENTS
-                    else None
-                ),
+                account_id=caller[0] if caller else None,
+                session_id=caller[1] if caller else None,
             )
         except errors.SignInError as e:
             raise http_error(e) from None
@@ -229,8 +232,11 @@ class SignInOperations:
             return redirect
         return Reply(details, headers=NO_STORE, cookies=(binding_cookie,))
 
-    async def _signed_in_caller(self, request: web.Request, *, step_up: bool) -> str | None:
-        """The signed-in caller who may link a provider to their account, or None.
+    async def _signed_in_caller(
+        self, request: web.Request, *, step_up: bool
+    ) -> tuple[str, str] | None:
+        """The signed-in caller who may link a provider to their account (its account and
+        session ids), or None.
 
         Linking changes the account, so it follows the rules of the other account changes:
         the caller is authenticated by the REST layer's schemes (bearer first, then the
@@ -252,7 +258,7 @@ class SignInOperations:
                 self.sessions.require_recent_authentication(auth_time_of(principal))
             except errors.SignInError as e:
                 raise http_error(e) from None
-        return principal.subject
+        return principal.subject, session_id_of(principal)
 
     # -- GET|POST /v1/auth/{provider}/callback --------------------------------------------
 
