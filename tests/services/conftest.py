@@ -340,6 +340,7 @@ class SignIns:
             return_to=return_to,
             intent=intent,
             account_id=caller.account_id if caller is not None else None,
+            session_id=caller.session_id if caller is not None else None,
         )
 
     async def complete(
