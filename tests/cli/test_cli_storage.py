@@ -35,7 +35,7 @@ def test_migrate_applies_once_and_then_reports_up_to_date(
     config = str(write_config(tmp_path, empty_postgres_url))
     first = authgate("migrate", "--config", config)
     assert first.returncode == 0, first.stderr
-    files = sorted(p.stem for p in (Path(__file__).parents[2] / "src" / "migrations").glob("*.sql"))
+    files = sorted(p.stem for p in (Path(__file__).parents[2] / "migrations").glob("*.sql"))
     assert files[0] == "0001_initial"
     assert f"applied {len(files)} migration(s): {', '.join(files)}" in first.stdout
     second = authgate("migrate", "--config", config)
