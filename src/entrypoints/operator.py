@@ -15,11 +15,18 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import os
+import socket
 import sys
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
+import aiohttp
+import attrs
+
+from authgate.adapters.identity.discovery import WELL_KNOWN
 from authgate.adapters.identity.fetch import provider_session
 from authgate.adapters.identity.jwks import KeySetUnavailable
 from authgate.adapters.identity.provider import OAuthIdentityProvider
@@ -31,8 +38,8 @@ from authgate.adapters.sessions.jwt import (
 )
 from authgate.domain.errors import ProviderUnavailable
 from authgate.domain.model import Account, ClientInfo, Outcome, ProviderIdentity
-from authgate.entrypoints import composition
-from authgate.entrypoints.config import Config
+from authgate.entrypoints import composition, development
+from authgate.entrypoints.config import Config, ProviderConfig
 from authgate.ports.identity import IdentityProvider
 from authgate.ports.provider_tokens import TokenUnreadable
 from authgate.services.audit import audit_event
@@ -245,22 +252,65 @@ async def rekey_provider_tokens(config: Config) -> int:
 
 async def check_config(config: Config) -> int:
     """``config check``: one line per check; 0 when every check passes, 1 otherwise (the
-    configuration itself was loaded: an unusable one exits 2 before this)."""
+    configuration itself was loaded: an unusable one exits 2 before this).
+
+    A provider that the service's own development identity provider serves is reported as
+    such, not fetched: it answers only once the service runs. Each failure names the URL it
+    fetched (without its query) and why it failed."""
     print("config: ok")
     results = [_check_keys(config), await _check_database(config)]
+    served = _served_here(config)
+    if served is None:
+        results.append(False)
+        served = {}
+    providers: dict[str, IdentityProvider] = {}
     async with provider_session() as http:
-        try:
-            providers = composition.provider_adapters(config, http)
-        except composition.StartupError as e:
-            print(f"providers: FAILED {e}")
-            return 1
-        for name, provider in providers.items():
-            results.append(await _check_provider(name, provider))
+        for name, settings in config.providers.items():
+            if name in served:
+                print(
+                    f"provider {name}: served by this service (development identity provider "
+                    f"at {served[name]})"
+                )
+                continue
+            try:
+                # One at a time, so that one provider's unusable setting fails only its line.
+                only = attrs.evolve(config, providers={name: settings})
+                providers[name] = composition.provider_adapters(only, http)[name]
+            except composition.StartupError as e:
+                print(f"provider {name}: FAILED {e}")
+                results.append(False)
+                continue
+            results.append(await _check_provider(name, providers[name], settings))
         results.append(_check_provider_tokens(config))
         for route in composition.receiver_routes(config):
-            if route.shape is Shape.RISC:
+            if route.shape is not Shape.RISC:
+                continue
+            if route.provider in served:
+                print(f"provider {route.provider} security events: served by this service")
+            elif route.provider in providers:
                 results.append(await _check_security_events(config, route.provider, providers))
     return 0 if all(results) else 1
+
+
+def _served_here(config: Config) -> dict[str, str] | None:
+    """The providers the development identity provider of this service serves: name -> its
+    issuer (empty when it is off); None, after a failure line, when its issuer is unusable."""
+    if not (config.dev.identity_provider and development.enabled(config)):
+        return {}
+    # Development only: not imported otherwise.
+    from authgate.entrypoints import devidp
+    from authgate.entrypoints.devidp.clients import is_dev_provider
+
+    try:
+        issuer = devidp.dev_issuer(config)
+    except devidp.ClientSetupError as e:
+        print(f"development identity provider: FAILED {e}")
+        return None
+    return {
+        name: issuer
+        for name, provider in config.providers.items()
+        if is_dev_provider(provider, issuer)
+    }
 
 
 async def _check_security_events(
@@ -272,14 +322,18 @@ async def _check_security_events(
     if not isinstance(provider, OAuthIdentityProvider):
         print(f"{prefix}ok (not a network provider)")
         return True
+    configured = config.providers[name].risc_configuration
     verifier = provider.security_event_verifier(
         max_age_seconds=config.provider_events.max_age_seconds,
-        configuration_url=config.providers[name].risc_configuration,
+        configuration_url=configured,
     )
     try:
         keys = await verifier.keys.get()
     except KeySetUnavailable as e:
-        print(f"{prefix}FAILED {e}")
+        issuer = config.providers[name].issuer or ""
+        url = configured or f"{issuer.rstrip('/')}/.well-known/risc-configuration"
+        reason = _failure(e, f"provider {name}: ")
+        print(f"{prefix}FAILED {reason} (configuration document {_shown(url)})")
         return False
     print(f"{prefix}ok ({len(keys.keys)} keys)")
     return True
@@ -322,7 +376,7 @@ async def _check_database(config: Config) -> bool:
     return True
 
 
-async def _check_provider(name: str, provider: IdentityProvider) -> bool:
+async def _check_provider(name: str, provider: IdentityProvider, settings: ProviderConfig) -> bool:
     """Discovery (when the configuration relies on it) and the key set, fetched now."""
     if not isinstance(provider, OAuthIdentityProvider):
         print(f"provider {name}: ok (not a network provider)")
@@ -332,7 +386,8 @@ async def _check_provider(name: str, provider: IdentityProvider) -> bool:
     try:
         endpoints = await provider.endpoints()
     except ProviderUnavailable as e:
-        print(f"{prefix}FAILED {str(e).removeprefix(prefix)}")
+        url = (settings.issuer or "").rstrip("/") + WELL_KNOWN
+        print(f"{prefix}FAILED {_failure(e, prefix, 'discovery', url)}")
         return False
     parts.append("discovery ok" if provider.discovers else "endpoints configured")
     if endpoints.jwks_uri is None:
@@ -341,8 +396,50 @@ async def _check_provider(name: str, provider: IdentityProvider) -> bool:
         try:
             keys = await provider.key_set.get()
         except KeySetUnavailable as e:
-            print(f"{prefix}{parts[0]}, jwks FAILED {str(e).removeprefix(prefix)}")
+            failure = _failure(e, prefix, "key set", endpoints.jwks_uri)
+            print(f"{prefix}{parts[0]}, jwks FAILED {failure}")
             return False
         parts.append(f"jwks ok ({len(keys.keys)} keys)")
     print(prefix + ", ".join(parts))
     return True
+
+
+def _failure(error: Exception, prefix: str, step: str = "", url: str = "") -> str:
+    """The adapter's one-line failure without the provider's name, with the URL fetched (no
+    query, no user-info) after the step it names, and the system's reason for a connection
+    that failed: ``discovery at http://…/.well-known/openid-configuration: could not be
+    reached (ClientConnectorError: connection refused)``."""
+    text = str(error).removeprefix(prefix)
+    why = _connection_failure(error)
+    if why and text.endswith(")"):
+        text = f"{text[:-1]}: {why})"
+    if step and url and text.startswith(step):
+        text = f"{step} at {_shown(url)}: {text[len(step) :].lstrip(' :')}"
+    return text
+
+
+def _connection_failure(error: BaseException) -> str | None:
+    """Why a connection failed (``connection refused``, ``name or service not known``), from
+    the client error the adapter's own error replaced (its ``__context__``): the adapter keeps
+    its texts short for the logs, a person checking a configuration wants the reason."""
+    seen: BaseException | None = error.__context__
+    for _ in range(8):  # a short chain: the adapter's error, its fetch error, the client's
+        if seen is None:
+            return None
+        if isinstance(seen, aiohttp.ClientConnectorError):
+            os_error = seen.os_error
+            if not isinstance(os_error, socket.gaierror) and os_error.errno:
+                return os.strerror(os_error.errno).lower()
+            return str(os_error.strerror or os_error).lower()
+        seen = seen.__context__
+    return None
+
+
+def _shown(url: str) -> str:
+    """``url`` as a failure line shows it: without user-info, query or fragment."""
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return "(an unparsable URL)"
+    host = parts.netloc.rpartition("@")[2]
+    return urlunsplit((parts.scheme, host, parts.path, "", ""))

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 import json
+import os
 import stat
 import subprocess
 import sys
@@ -27,13 +28,20 @@ from tests.support.stores import Store, open_store
 KINDS = ("sqlite", "postgres")
 
 
-def authgate(*args: str) -> subprocess.CompletedProcess[str]:
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def authgate(
+    *args: str, cwd: Path | None = None, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "authgate.entrypoints.cli", *args],
         capture_output=True,
         text=True,
         timeout=60,
         check=False,
+        cwd=cwd,
+        env={**os.environ, **(env or {})},
     )
 
 
@@ -367,9 +375,53 @@ async def test_config_check_names_an_unreachable_provider_and_database(tmp_path:
     lines = result.stdout.strip().splitlines()
     assert lines[0] == "config: ok"
     assert lines[2].startswith("database: FAILED cannot connect to PostgreSQL")
-    assert lines[3].startswith("provider google: FAILED discovery")
+    # The URL fetched, and why it failed, as the system said it.
+    discovery = f"{google['issuer']}/.well-known/openid-configuration"
+    assert lines[3] == (
+        f"provider google: FAILED discovery at {discovery}: could not be reached "
+        "(ClientConnectorError: connection refused)"
+    )
     assert "s3cret" not in result.stdout + result.stderr
     assert "Traceback" not in result.stderr
+
+
+async def test_config_check_names_the_key_set_that_failed(tmp_path: Path) -> None:
+    async with FakeIdP() as idp:
+        google = idp.config("google")
+        idp.google.jwks_down = True
+        config = write_config(tmp_path, {"providers": {"google": google}})
+        result = await run("config", "check", "--config", config)
+    assert result.returncode == 1, result.stdout + result.stderr
+    [line] = [x for x in result.stdout.splitlines() if x.startswith("provider google")]
+    assert line == (
+        f"provider google: discovery ok, jwks FAILED key set at {idp.google.jwks_uri}: "
+        "answered HTTP 500"
+    )
+
+
+def test_config_check_of_the_default_configuration_passes_before_the_service_runs(
+    tmp_path: Path,
+) -> None:
+    """The configuration `scripts/run` uses, on a fresh clone, with nothing started yet: the
+    providers that the development identity provider serves are the service's own."""
+    result = authgate(
+        "config",
+        "check",
+        "--config",
+        str(ROOT / "config.default.yaml"),
+        cwd=tmp_path,
+        env={"PORT": "8080"},
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    lines = result.stdout.strip().splitlines()
+    assert "database: ok (sqlite:///./var/authgate.db)" in lines
+    for name in ("google", "facebook", "apple"):
+        assert (
+            f"provider {name}: served by this service (development identity provider at "
+            "http://127.0.0.1:8080/dev/idp)"
+        ) in lines
+    assert not [line for line in lines if "FAILED" in line]
+    assert result.stderr == ""
 
 
 def test_config_check_of_an_unusable_configuration_exits_2(tmp_path: Path) -> None:
