@@ -60,6 +60,15 @@ def _with_config(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
     return parser
 
 
+# How every command that takes an account names it: its id, one of its identities (as the API's
+# providerId shows it, or without the "user:"), or an email address that only it has.
+ACCOUNT = "ID|user:PROVIDER:SUBJECT|PROVIDER:SUBJECT|EMAIL"
+ACCOUNT_HELP = (
+    "the account id, an identity (the API's providerId user:PROVIDER:SUBJECT, or "
+    "PROVIDER:SUBJECT) or an email address"
+)
+
+
 def _operator_commands(commands: Any) -> None:
     """``accounts show|delete``, ``sessions revoke``, ``keys rotate``, ``config check``: each
     becomes the command name ``"<group> <action>"``."""
@@ -68,22 +77,20 @@ def _operator_commands(commands: Any) -> None:
     show = _with_config(
         actions.add_parser("show", help="print an account as JSON (exit 1: no such account)")
     )
-    show.add_argument(
-        "account", metavar="ID|PROVIDER:SUBJECT|EMAIL", help="the account id, an identity, an email"
-    )
+    show.add_argument("account", metavar=ACCOUNT, help=ACCOUNT_HELP)
     delete = _with_config(
         actions.add_parser(
             "delete", help="delete an account, its identities and sessions (audited)"
         )
     )
-    delete.add_argument("account", metavar="ID", help="the account id")
+    delete.add_argument("account", metavar=ACCOUNT, help=ACCOUNT_HELP)
 
     sessions = commands.add_parser("sessions", help="end an account's sessions")
     actions = sessions.add_subparsers(dest="action", required=True)
     revoke = _with_config(
         actions.add_parser("revoke", help="end every live session of an account (audited)")
     )
-    revoke.add_argument("--account", required=True, metavar="ID", help="the account id")
+    revoke.add_argument("--account", required=True, metavar=ACCOUNT, help=ACCOUNT_HELP)
 
     keys = commands.add_parser("keys", help="rotate the session signing keys")
     actions = keys.add_subparsers(dest="action", required=True)

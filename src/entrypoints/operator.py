@@ -78,12 +78,13 @@ async def _with_resources(config: Config, command: Command) -> int:
 
 
 async def _find_account(resources: composition.Resources, ref: str) -> Account:
-    """The account ``ref`` names: ``provider:subject``, an email address or an account id."""
-    if ":" in ref:
-        provider, subject = ref.split(":", 1)
-        found = await resources.accounts.find_by_identity(ProviderIdentity(provider, subject))
+    """The account ``ref`` names: an identity (the API's ``providerId``,
+    ``user:provider:subject``, or ``provider:subject``), an email address or an account id."""
+    identity = ProviderIdentity.parse(ref)
+    if identity is not None:
+        found = await resources.accounts.find_by_identity(identity)
         if found is None:
-            raise NotFound(f"no account holds the identity {ref}")
+            raise NotFound(f"no account holds the identity {identity.provider_id}")
         return found
     if "@" in ref:
         matches = await resources.accounts.find_by_email(ref)
@@ -124,7 +125,7 @@ async def show_account(config: Config, ref: str) -> int:
             "providers": [
                 {
                     "provider": i.identity.provider,
-                    "providerId": i.identity.subject,
+                    "providerId": i.identity.provider_id,  # as the API shows it
                     "email": i.email,
                     "emailVerified": i.email_verified,
                     "linkedAt": _time(i.linked_at),
@@ -143,15 +144,18 @@ async def show_account(config: Config, ref: str) -> int:
     return await _with_resources(config, command)
 
 
-async def delete_account(config: Config, account_id: str) -> int:
-    """``accounts delete``: the account, its identities and its sessions go in one transaction
-    with the audit event; then the ended sessions are announced. 1 for an unknown id."""
+async def delete_account(config: Config, ref: str) -> int:
+    """``accounts delete``: the account (named as ``accounts show`` takes it), its identities
+    and its sessions go in one transaction with the audit event; then the ended sessions are
+    announced. 1 when nothing matches."""
     name = "accounts delete"
 
     async def command(resources: composition.Resources, services: composition.Services) -> int:
         now = resources.clock.now()
-        if await resources.accounts.get(account_id) is None:
-            return _fail(name, f"no account {account_id}", 1)
+        try:
+            account_id = (await _find_account(resources, ref)).id
+        except NotFound as e:
+            return _fail(name, str(e), 1)
         try:
             async with resources.units.begin() as tx:
                 ended = await tx.sessions.revoke_all(account_id, now)
@@ -174,14 +178,17 @@ async def delete_account(config: Config, account_id: str) -> int:
 # -- sessions -------------------------------------------------------------------------------
 
 
-async def revoke_sessions(config: Config, account_id: str) -> int:
-    """``sessions revoke --account``: end every live session of the account (audited as a
-    sign-out everywhere, announced to running instances). 1 for an unknown account."""
+async def revoke_sessions(config: Config, ref: str) -> int:
+    """``sessions revoke --account``: end every live session of the account (named as
+    ``accounts show`` takes it; audited as a sign-out everywhere, announced to running
+    instances). 1 when nothing matches."""
     name = "sessions revoke"
 
     async def command(resources: composition.Resources, services: composition.Services) -> int:
-        if await resources.accounts.get(account_id) is None:
-            return _fail(name, f"no account {account_id}", 1)
+        try:
+            account_id = (await _find_account(resources, ref)).id
+        except NotFound as e:
+            return _fail(name, str(e), 1)
         ended = await services.sessions.revoke_all(
             account_id, client=_client(name), provider=OPERATOR
         )

@@ -114,11 +114,12 @@ async def test_show_finds_an_account_by_id_identity_and_email(setup: Setup) -> N
     await setup.sign_in("g-bob", "bob@example.com", sessions=0)
 
     shown = []
-    for ref in (account.id, "google:g-ann", "ann@example.com"):
+    # The API's providerId names it as well as the shorter PROVIDER:SUBJECT.
+    for ref in (account.id, "user:google:g-ann", "google:g-ann", "ann@example.com"):
         result = await run("accounts", "show", ref, "--config", setup.config)
         assert result.returncode == 0, result.stderr
         shown.append(json.loads(result.stdout))
-    assert shown[0] == shown[1] == shown[2]
+    assert shown[0] == shown[1] == shown[2] == shown[3]
     document = shown[0]
     assert document["id"] == account.id
     assert document["email"] == "Ann@Example.com"
@@ -129,13 +130,19 @@ async def test_show_finds_an_account_by_id_identity_and_email(setup: Setup) -> N
     assert document["liveSessions"] == 2
     [provider] = document["providers"]
     assert provider["provider"] == "google"
-    assert provider["providerId"] == "g-ann"
+    assert provider["providerId"] == "user:google:g-ann"  # as GET /v1/account/providers says
     assert provider["isPrimary"] is True
     assert (provider["disabledReason"], provider["emailDisabled"]) == (None, False)
 
 
 @pytest.mark.parametrize(
-    "ref", ["00000000-0000-4000-8000-000000000000", "google:nobody", "nobody@example.com"]
+    "ref",
+    [
+        "00000000-0000-4000-8000-000000000000",
+        "google:nobody",
+        "user:google:nobody",
+        "nobody@example.com",
+    ],
 )
 async def test_show_of_nothing_exits_1_in_one_line(setup: Setup, ref: str) -> None:
     result = await run("accounts", "show", ref, "--config", setup.config)
@@ -208,6 +215,30 @@ async def test_sessions_revoke_ends_every_live_session_of_the_account(setup: Set
     result = await run("sessions", "revoke", "--account", unknown, "--config", setup.config)
     assert result.returncode == 1
     assert result.stderr.strip() == f"authgate: sessions revoke: no account {unknown}"
+
+
+async def test_every_command_that_takes_an_account_takes_its_provider_id(setup: Setup) -> None:
+    """The identifier the API and the demo show (providerId) names the account to each
+    command; a subject holding colons stays whole."""
+    revoked = await setup.sign_in("g:with:colons", "rev2@example.com", sessions=2)
+    result = await run(
+        "sessions", "revoke", "--account", "user:google:g:with:colons", "--config", setup.config
+    )
+    assert result.returncode == 0, result.stderr
+    assert f"ended 2 session(s) of account {revoked.id}" in result.stdout
+
+    deleted = await setup.sign_in("g-gone", "gone@example.com", sessions=1)
+    result = await run("accounts", "delete", "user:google:g-gone", "--config", setup.config)
+    assert result.returncode == 0, result.stderr
+    assert f"deleted account {deleted.id} (1 session(s) ended)" in result.stdout
+    assert await setup.store.accounts.get(deleted.id) is None
+    assert await setup.store.accounts.get(revoked.id) == revoked
+
+    again = await run("accounts", "delete", "user:google:g-gone", "--config", setup.config)
+    assert again.returncode == 1
+    assert again.stderr.strip() == (
+        "authgate: accounts delete: no account holds the identity user:google:g-gone"
+    )
 
 
 # -- keys rotate ----------------------------------------------------------------------------
