@@ -71,7 +71,7 @@ ACCOUNT_HELP = (
 
 
 def _operator_commands(commands: Any) -> None:
-    """``accounts show|delete``, ``sessions revoke``, ``keys rotate``, ``config check``: each
+    """``accounts show|delete``, ``sessions revoke``, ``keys rotate|prune``, ``config check``: each
     becomes the command name ``"<group> <action>"``."""
     accounts = commands.add_parser("accounts", help="show or delete an account")
     actions = accounts.add_subparsers(dest="action", required=True)
@@ -93,22 +93,23 @@ def _operator_commands(commands: Any) -> None:
     )
     revoke.add_argument("--account", required=True, metavar=ACCOUNT, help=ACCOUNT_HELP)
 
-    keys = commands.add_parser("keys", help="rotate the session signing keys")
+    keys = commands.add_parser("keys", help="rotate and prune the session signing keys")
     actions = keys.add_subparsers(dest="action", required=True)
-    rotate = _with_config(
+    _with_config(
         actions.add_parser(
             "rotate",
             help="put a new signing key first in session.keys_file (the others keep verifying); "
-            "instances sign with it once restarted",
+            "instances sign with it once restarted. Removes nothing (see keys prune)",
         )
     )
-    rotate.add_argument(
-        "--prune",
-        action="store_true",
-        help="also remove the keys that stopped signing more than session.absolute_max_seconds "
-        "ago. Not session.ttl_seconds, although no token outlives it: running instances keep "
-        "signing with the old key until they restart, which the file does not record; the "
-        "longest a session lasts is the margin that covers a late restart",
+    _with_config(
+        actions.add_parser(
+            "prune",
+            help="remove the keys that stopped signing more than session.absolute_max_seconds "
+            "ago; adds nothing. Not session.ttl_seconds, although no token outlives it: running "
+            "instances keep signing with the old key until they restart, which the file does not "
+            "record; the longest a session lasts is the margin that covers a late restart",
+        )
     )
 
     tokens = commands.add_parser("provider-tokens", help="the provider tokens kept for revocation")
@@ -171,7 +172,9 @@ def _operate(command: str, args: argparse.Namespace, config: Config) -> int:
     from authgate.entrypoints import operator
 
     if command == "keys rotate":
-        return operator.rotate_keys(config, args.prune)
+        return operator.rotate_keys(config)
+    if command == "keys prune":
+        return operator.prune_keys(config)
     if command == "accounts show":
         return asyncio.run(operator.show_account(config, args.account))
     if command == "accounts delete":

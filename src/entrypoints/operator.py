@@ -1,5 +1,5 @@
-"""The operator's commands: ``accounts show|delete``, ``sessions revoke``, ``keys rotate``,
-``config check``.
+"""The operator's commands: ``accounts show|delete``, ``sessions revoke``, ``keys rotate|prune``,
+``provider-tokens rekey``, ``config check``.
 
 They act on what a running service uses (its database, its session key file, its providers),
 opened from the same configuration by the composition root. Account changes go through a unit
@@ -201,22 +201,38 @@ async def revoke_sessions(config: Config, ref: str) -> int:
 # -- keys -----------------------------------------------------------------------------------
 
 
-def rotate_keys(config: Config, prune: bool) -> int:
-    """``keys rotate [--prune]``: a new signing key first in ``session.keys_file``; with
-    ``prune``, the keys that stopped signing more than ``session.absolute_max_seconds`` ago go.
+def rotate_keys(config: Config) -> int:
+    """``keys rotate``: a new signing key first in ``session.keys_file``; nothing is removed.
     2 when the file cannot be read or written."""
     path = config.session.keys_file
-    now = dt.datetime.now(dt.UTC)
     try:
-        added = rotate_key_file(path, now)
+        added = rotate_key_file(path, dt.datetime.now(dt.UTC))
         print(f"authgate: added session key {added.kid}; it signs once the service restarts")
-        if prune:
-            retired_for = dt.timedelta(seconds=config.session.absolute_max_seconds)
-            for key in prune_key_file(path, now, retired_for):
-                print(f"authgate: removed session key {key.kid}")
         kids = [k.kid for k in list_key_file(path)]
     except SessionKeyError as e:
         return _fail("keys rotate", str(e), 2)
+    print(f"authgate: {path} holds {len(kids)} key(s): {', '.join(kids)}")
+    return 0
+
+
+def prune_keys(config: Config) -> int:
+    """``keys prune``: the keys that stopped signing more than ``session.absolute_max_seconds``
+    ago go (the margin: instances sign with the old key until they restart, which the file
+    does not record); nothing is added. 2 when the file cannot be read or written."""
+    path = config.session.keys_file
+    retired_for = dt.timedelta(seconds=config.session.absolute_max_seconds)
+    try:
+        removed = prune_key_file(path, dt.datetime.now(dt.UTC), retired_for)
+        kids = [k.kid for k in list_key_file(path)]
+    except SessionKeyError as e:
+        return _fail("keys prune", str(e), 2)
+    for key in removed:
+        print(f"authgate: removed session key {key.kid}")
+    if not removed:
+        print(
+            "authgate: no session key stopped signing more than session.absolute_max_seconds "
+            f"({config.session.absolute_max_seconds} s) ago; nothing removed"
+        )
     print(f"authgate: {path} holds {len(kids)} key(s): {', '.join(kids)}")
     return 0
 

@@ -302,20 +302,41 @@ def test_prune_removes_the_keys_retired_longer_than_the_session_limit(tmp_path: 
     path.write_text(json.dumps({"keys": [second, first]}))
     path.chmod(0o600)
 
-    result = authgate("keys", "rotate", "--prune", "--config", config)
+    result = authgate("keys", "prune", "--config", config)
     assert result.returncode == 0, result.stderr
     assert f"removed session key {first['kid']}" in result.stdout
-    third, kept = stored_keys(path)
-    # The second key stopped signing just now: it stays, whatever its own age.
-    assert kept == second
-    assert third["kid"] not in (first["kid"], second["kid"])
+    # Pruning adds no key: the signing key stays the one that signs.
+    assert stored_keys(path) == [second]
     assert stat.S_IMODE(path.stat().st_mode) == 0o600
 
-    # Nothing else is old enough: a second pruning rotation removes nothing.
-    result = authgate("keys", "rotate", "--prune", "--config", config)
+    assert authgate("keys", "rotate", "--config", config).returncode == 0
+    third, kept = stored_keys(path)
+    # The second key stopped signing just now: it stays, whatever its own age.
+    result = authgate("keys", "prune", "--config", config)
     assert result.returncode == 0, result.stderr
-    assert "removed" not in result.stdout
-    assert len(stored_keys(path)) == 3
+    assert "nothing removed" in result.stdout
+    assert stored_keys(path) == [third, kept] and kept == second
+
+
+def test_rotate_removes_nothing_and_prune_alone_removes(tmp_path: Path) -> None:
+    """Each verb does one thing: rotating adds a key whatever the ages of the others, and
+    ``--prune`` is no longer a way of also removing (an unknown option, exit 2, no change)."""
+    path = key_file(tmp_path)
+    config = write_config(tmp_path, {"session": {"absolute_max_seconds": 86400}})
+    tokens(path)
+    assert authgate("keys", "rotate", "--config", config).returncode == 0
+    second, first = stored_keys(path)
+    second["created"] -= 2 * 86400
+    path.write_text(json.dumps({"keys": [second, first]}))
+    path.chmod(0o600)
+
+    assert authgate("keys", "rotate", "--config", config).returncode == 0
+    assert [k["kid"] for k in stored_keys(path)][1:] == [second["kid"], first["kid"]]
+    before = path.read_text()
+    refused = authgate("keys", "rotate", "--prune", "--config", config)
+    assert refused.returncode == 2
+    assert "unrecognized arguments: --prune" in refused.stderr
+    assert path.read_text() == before
 
 
 def test_prune_keeps_a_key_whose_retirement_time_is_unknown(tmp_path: Path) -> None:
@@ -328,15 +349,16 @@ def test_prune_keeps_a_key_whose_retirement_time_is_unknown(tmp_path: Path) -> N
     path.write_text(json.dumps({"keys": [second, first]}))
     path.chmod(0o600)
 
-    assert authgate("keys", "rotate", "--prune", "--config", config).returncode == 0
-    assert [k["kid"] for k in stored_keys(path)][1:] == [second["kid"], first["kid"]]
+    assert authgate("keys", "prune", "--config", config).returncode == 0
+    assert [k["kid"] for k in stored_keys(path)] == [second["kid"], first["kid"]]
 
 
-def test_rotate_without_a_key_file_fails_in_one_line(tmp_path: Path) -> None:
-    result = authgate("keys", "rotate", "--config", write_config(tmp_path, {}))
+@pytest.mark.parametrize("verb", ["rotate", "prune"])
+def test_rotate_or_prune_without_a_key_file_fails_in_one_line(tmp_path: Path, verb: str) -> None:
+    result = authgate("keys", verb, "--config", write_config(tmp_path, {}))
     assert result.returncode == 2
     [line] = result.stderr.strip().splitlines()
-    assert line.startswith("authgate: keys rotate: session key file")
+    assert line.startswith(f"authgate: keys {verb}: session key file")
     assert not key_file(tmp_path).exists()
 
 
