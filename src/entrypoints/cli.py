@@ -7,8 +7,11 @@ import argparse
 import asyncio
 import gc
 import json
+import os
+import select
+import signal
 import sys
-from typing import Any
+from typing import Any, NoReturn
 
 # First of ours: it steers how aiohttp's dependencies load (see the module).
 import authgate.entrypoints.footprint as footprint
@@ -46,7 +49,13 @@ def main(argv: list[str] | None = None) -> int:
             footprint.forget_package("yaml")
         footprint.drop_import_leftovers()  # before the application is built
     try:
-        return _run(args, config)
+        status = _run(args, config)
+        sys.stdout.flush()  # a reader that went away shows here when the output was short
+        return status
+    except BrokenPipeError:
+        if not _stdout_closed():
+            raise  # another pipe, a socket: not the reader of our output
+        _end_as_a_closed_pipe_does()
     except composition.StartupError as e:
         print(f"authgate: {e}", file=sys.stderr)
         return 2
@@ -54,6 +63,28 @@ def main(argv: list[str] | None = None) -> int:
         # Typically the port is taken: one line, not a traceback.
         print(f"authgate: cannot start: {e}", file=sys.stderr)
         return 2
+
+
+def _stdout_closed() -> bool:
+    """Whether standard output is a pipe whose reader has gone (``authgate openapi | head``)."""
+    try:
+        fd = sys.stdout.fileno()
+    except (OSError, ValueError):
+        return False
+    poll = select.poll()
+    poll.register(fd, select.POLLOUT)
+    return any(events & select.POLLERR for _, events in poll.poll(0))
+
+
+def _end_as_a_closed_pipe_does() -> NoReturn:
+    """End quietly, as other commands do when the reader of their output goes away: by
+    SIGPIPE, which a shell reports as status 141 (Python ignores the signal and raises
+    BrokenPipeError instead). What the command opened was closed as the error passed by."""
+    # Nothing more reaches the reader, and the interpreter's last flush must not complain.
+    os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+    os.kill(os.getpid(), signal.SIGPIPE)
+    raise SystemExit(128 + signal.SIGPIPE)  # where the signal cannot end the process
 
 
 def _with_config(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
