@@ -29,6 +29,26 @@ class ProviderIdentity:
     def __str__(self) -> str:
         return f"{self.provider}:{self.subject}"
 
+    @property
+    def provider_id(self) -> str:
+        """How the API, the demo and the operator's commands name it: ``providerId``,
+        ``user:{provider}:{subject}`` (spec 2.2)."""
+        return f"{PROVIDER_ID_PREFIX}{self.provider}:{self.subject}"
+
+    @classmethod
+    def parse(cls, text: str) -> ProviderIdentity | None:
+        """The identity written as a ``providerId`` (``user:PROVIDER:SUBJECT``) or as
+        ``PROVIDER:SUBJECT``; None for text that is neither. The ``providerId`` form is read
+        first: a subject may hold colons, a provider name does not."""
+        body = text.removeprefix(PROVIDER_ID_PREFIX) if text.count(":") >= 2 else text
+        provider, colon, subject = body.partition(":")
+        if not (colon and provider and subject):
+            return None
+        return cls(provider, subject)
+
+
+PROVIDER_ID_PREFIX = "user:"
+
 
 @attrs.frozen
 class VerifiedIdentity:

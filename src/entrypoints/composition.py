@@ -376,12 +376,20 @@ def document(config: Config) -> dict[str, Any]:
     return build_api(config, resources).openapi()
 
 
-async def open_resources(config: Config, clock: Clock | None = None) -> Resources:
+async def open_resources(
+    config: Config,
+    clock: Clock | None = None,
+    prepare: Callable[[Config], None] | None = None,
+) -> Resources:
     """Open what the configuration names; on failure close what was opened and raise.
 
-    ``clock`` replaces the system clock (tests move time with it)."""
+    The database comes first: a database this version cannot serve (a schema behind) is
+    refused before any file is made. ``prepare`` makes what the providers' adapters read
+    (the development Apple key), after that. ``clock`` replaces the system clock (tests move
+    time with it)."""
     closers: list[Callable[[], Awaitable[Any]]] = []
     try:
+        stores = await _open_store(config, closers)
         try:
             keys = load_or_create_keys(config.session.keys_file, config.session.generate_keys)
         except SessionKeyError as e:
@@ -392,9 +400,10 @@ async def open_resources(config: Config, clock: Clock | None = None) -> Resource
             audience=config.session.audience,
             ttl=dt.timedelta(seconds=config.session.ttl_seconds),
         )
+        if prepare is not None:
+            prepare(config)
         http = provider_session()
         closers.append(http.close)
-        stores = await _open_store(config, closers)
         try:
             store = RateLimitStore(config.ratelimit.storage, fail_open=config.ratelimit.fail_open)
         except ValueError as e:
@@ -650,14 +659,14 @@ async def create_app(
     clock: Clock | None = None,
 ) -> web.Application:
     """Open the resources and build the application that closes them on shutdown."""
-    development.prepare(config)  # the dev Apple key file, before the adapter reads it
     if not config.state.require_binding_cookie:
         log.warning(
             "state.require_binding_cookie is false: callbacks without the binding cookie are "
             "admitted, so login-CSRF protection is off (an attacker can sign a victim in to "
             "the attacker's account)"
         )
-    resources = await open_resources(config, clock)
+    # The dev Apple key file, before the adapter reads it (once the database was accepted).
+    resources = await open_resources(config, clock, prepare=development.prepare)
     services = build_services(config, resources)
     app = build(build_api(config, resources, services), config)
     # Renews a browser's session cookie on a successful answer (sliding sessions), and with

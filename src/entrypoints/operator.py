@@ -1,5 +1,5 @@
-"""The operator's commands: ``accounts show|delete``, ``sessions revoke``, ``keys rotate``,
-``config check``.
+"""The operator's commands: ``accounts show|delete``, ``sessions revoke``, ``keys rotate|prune``,
+``provider-tokens rekey``, ``config check``.
 
 They act on what a running service uses (its database, its session key file, its providers),
 opened from the same configuration by the composition root. Account changes go through a unit
@@ -15,11 +15,18 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import os
+import socket
 import sys
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
+import aiohttp
+import attrs
+
+from authgate.adapters.identity.discovery import WELL_KNOWN
 from authgate.adapters.identity.fetch import provider_session
 from authgate.adapters.identity.jwks import KeySetUnavailable
 from authgate.adapters.identity.provider import OAuthIdentityProvider
@@ -31,8 +38,8 @@ from authgate.adapters.sessions.jwt import (
 )
 from authgate.domain.errors import ProviderUnavailable
 from authgate.domain.model import Account, ClientInfo, Outcome, ProviderIdentity
-from authgate.entrypoints import composition
-from authgate.entrypoints.config import Config
+from authgate.entrypoints import composition, development
+from authgate.entrypoints.config import Config, ProviderConfig
 from authgate.ports.identity import IdentityProvider
 from authgate.ports.provider_tokens import TokenUnreadable
 from authgate.services.audit import audit_event
@@ -71,12 +78,13 @@ async def _with_resources(config: Config, command: Command) -> int:
 
 
 async def _find_account(resources: composition.Resources, ref: str) -> Account:
-    """The account ``ref`` names: ``provider:subject``, an email address or an account id."""
-    if ":" in ref:
-        provider, subject = ref.split(":", 1)
-        found = await resources.accounts.find_by_identity(ProviderIdentity(provider, subject))
+    """The account ``ref`` names: an identity (the API's ``providerId``,
+    ``user:provider:subject``, or ``provider:subject``), an email address or an account id."""
+    identity = ProviderIdentity.parse(ref)
+    if identity is not None:
+        found = await resources.accounts.find_by_identity(identity)
         if found is None:
-            raise NotFound(f"no account holds the identity {ref}")
+            raise NotFound(f"no account holds the identity {identity.provider_id}")
         return found
     if "@" in ref:
         matches = await resources.accounts.find_by_email(ref)
@@ -117,7 +125,7 @@ async def show_account(config: Config, ref: str) -> int:
             "providers": [
                 {
                     "provider": i.identity.provider,
-                    "providerId": i.identity.subject,
+                    "providerId": i.identity.provider_id,  # as the API shows it
                     "email": i.email,
                     "emailVerified": i.email_verified,
                     "linkedAt": _time(i.linked_at),
@@ -136,15 +144,18 @@ async def show_account(config: Config, ref: str) -> int:
     return await _with_resources(config, command)
 
 
-async def delete_account(config: Config, account_id: str) -> int:
-    """``accounts delete``: the account, its identities and its sessions go in one transaction
-    with the audit event; then the ended sessions are announced. 1 for an unknown id."""
+async def delete_account(config: Config, ref: str) -> int:
+    """``accounts delete``: the account (named as ``accounts show`` takes it), its identities
+    and its sessions go in one transaction with the audit event; then the ended sessions are
+    announced. 1 when nothing matches."""
     name = "accounts delete"
 
     async def command(resources: composition.Resources, services: composition.Services) -> int:
         now = resources.clock.now()
-        if await resources.accounts.get(account_id) is None:
-            return _fail(name, f"no account {account_id}", 1)
+        try:
+            account_id = (await _find_account(resources, ref)).id
+        except NotFound as e:
+            return _fail(name, str(e), 1)
         try:
             async with resources.units.begin() as tx:
                 ended = await tx.sessions.revoke_all(account_id, now)
@@ -167,14 +178,17 @@ async def delete_account(config: Config, account_id: str) -> int:
 # -- sessions -------------------------------------------------------------------------------
 
 
-async def revoke_sessions(config: Config, account_id: str) -> int:
-    """``sessions revoke --account``: end every live session of the account (audited as a
-    sign-out everywhere, announced to running instances). 1 for an unknown account."""
+async def revoke_sessions(config: Config, ref: str) -> int:
+    """``sessions revoke --account``: end every live session of the account (named as
+    ``accounts show`` takes it; audited as a sign-out everywhere, announced to running
+    instances). 1 when nothing matches."""
     name = "sessions revoke"
 
     async def command(resources: composition.Resources, services: composition.Services) -> int:
-        if await resources.accounts.get(account_id) is None:
-            return _fail(name, f"no account {account_id}", 1)
+        try:
+            account_id = (await _find_account(resources, ref)).id
+        except NotFound as e:
+            return _fail(name, str(e), 1)
         ended = await services.sessions.revoke_all(
             account_id, client=_client(name), provider=OPERATOR
         )
@@ -187,22 +201,38 @@ async def revoke_sessions(config: Config, account_id: str) -> int:
 # -- keys -----------------------------------------------------------------------------------
 
 
-def rotate_keys(config: Config, prune: bool) -> int:
-    """``keys rotate [--prune]``: a new signing key first in ``session.keys_file``; with
-    ``prune``, the keys that stopped signing more than ``session.absolute_max_seconds`` ago go.
+def rotate_keys(config: Config) -> int:
+    """``keys rotate``: a new signing key first in ``session.keys_file``; nothing is removed.
     2 when the file cannot be read or written."""
     path = config.session.keys_file
-    now = dt.datetime.now(dt.UTC)
     try:
-        added = rotate_key_file(path, now)
+        added = rotate_key_file(path, dt.datetime.now(dt.UTC))
         print(f"authgate: added session key {added.kid}; it signs once the service restarts")
-        if prune:
-            retired_for = dt.timedelta(seconds=config.session.absolute_max_seconds)
-            for key in prune_key_file(path, now, retired_for):
-                print(f"authgate: removed session key {key.kid}")
         kids = [k.kid for k in list_key_file(path)]
     except SessionKeyError as e:
         return _fail("keys rotate", str(e), 2)
+    print(f"authgate: {path} holds {len(kids)} key(s): {', '.join(kids)}")
+    return 0
+
+
+def prune_keys(config: Config) -> int:
+    """``keys prune``: the keys that stopped signing more than ``session.absolute_max_seconds``
+    ago go (the margin: instances sign with the old key until they restart, which the file
+    does not record); nothing is added. 2 when the file cannot be read or written."""
+    path = config.session.keys_file
+    retired_for = dt.timedelta(seconds=config.session.absolute_max_seconds)
+    try:
+        removed = prune_key_file(path, dt.datetime.now(dt.UTC), retired_for)
+        kids = [k.kid for k in list_key_file(path)]
+    except SessionKeyError as e:
+        return _fail("keys prune", str(e), 2)
+    for key in removed:
+        print(f"authgate: removed session key {key.kid}")
+    if not removed:
+        print(
+            "authgate: no session key stopped signing more than session.absolute_max_seconds "
+            f"({config.session.absolute_max_seconds} s) ago; nothing removed"
+        )
     print(f"authgate: {path} holds {len(kids)} key(s): {', '.join(kids)}")
     return 0
 
@@ -245,22 +275,65 @@ async def rekey_provider_tokens(config: Config) -> int:
 
 async def check_config(config: Config) -> int:
     """``config check``: one line per check; 0 when every check passes, 1 otherwise (the
-    configuration itself was loaded: an unusable one exits 2 before this)."""
+    configuration itself was loaded: an unusable one exits 2 before this).
+
+    A provider that the service's own development identity provider serves is reported as
+    such, not fetched: it answers only once the service runs. Each failure names the URL it
+    fetched (without its query) and why it failed."""
     print("config: ok")
     results = [_check_keys(config), await _check_database(config), await _check_redis(config)]
+    served = _served_here(config)
+    if served is None:
+        results.append(False)
+        served = {}
+    providers: dict[str, IdentityProvider] = {}
     async with provider_session() as http:
-        try:
-            providers = composition.provider_adapters(config, http)
-        except composition.StartupError as e:
-            print(f"providers: FAILED {e}")
-            return 1
-        for name, provider in providers.items():
-            results.append(await _check_provider(name, provider))
+        for name, settings in config.providers.items():
+            if name in served:
+                print(
+                    f"provider {name}: served by this service (development identity provider "
+                    f"at {served[name]})"
+                )
+                continue
+            try:
+                # One at a time, so that one provider's unusable setting fails only its line.
+                only = attrs.evolve(config, providers={name: settings})
+                providers[name] = composition.provider_adapters(only, http)[name]
+            except composition.StartupError as e:
+                print(f"provider {name}: FAILED {e}")
+                results.append(False)
+                continue
+            results.append(await _check_provider(name, providers[name], settings))
         results.append(_check_provider_tokens(config))
         for route in composition.receiver_routes(config):
-            if route.shape is Shape.RISC:
+            if route.shape is not Shape.RISC:
+                continue
+            if route.provider in served:
+                print(f"provider {route.provider} security events: served by this service")
+            elif route.provider in providers:
                 results.append(await _check_security_events(config, route.provider, providers))
     return 0 if all(results) else 1
+
+
+def _served_here(config: Config) -> dict[str, str] | None:
+    """The providers the development identity provider of this service serves: name -> its
+    issuer (empty when it is off); None, after a failure line, when its issuer is unusable."""
+    if not (config.dev.identity_provider and development.enabled(config)):
+        return {}
+    # Development only: not imported otherwise.
+    from authgate.entrypoints import devidp
+    from authgate.entrypoints.devidp.clients import is_dev_provider
+
+    try:
+        issuer = devidp.dev_issuer(config)
+    except devidp.ClientSetupError as e:
+        print(f"development identity provider: FAILED {e}")
+        return None
+    return {
+        name: issuer
+        for name, provider in config.providers.items()
+        if is_dev_provider(provider, issuer)
+    }
 
 
 async def _check_security_events(
@@ -272,14 +345,18 @@ async def _check_security_events(
     if not isinstance(provider, OAuthIdentityProvider):
         print(f"{prefix}ok (not a network provider)")
         return True
+    configured = config.providers[name].risc_configuration
     verifier = provider.security_event_verifier(
         max_age_seconds=config.provider_events.max_age_seconds,
-        configuration_url=config.providers[name].risc_configuration,
+        configuration_url=configured,
     )
     try:
         keys = await verifier.keys.get()
     except KeySetUnavailable as e:
-        print(f"{prefix}FAILED {e}")
+        issuer = config.providers[name].issuer or ""
+        url = configured or f"{issuer.rstrip('/')}/.well-known/risc-configuration"
+        reason = _failure(e, f"provider {name}: ")
+        print(f"{prefix}FAILED {reason} (configuration document {_shown(url)})")
         return False
     print(f"{prefix}ok ({len(keys.keys)} keys)")
     return True
@@ -334,7 +411,7 @@ async def _check_redis(config: Config) -> bool:
     return True
 
 
-async def _check_provider(name: str, provider: IdentityProvider) -> bool:
+async def _check_provider(name: str, provider: IdentityProvider, settings: ProviderConfig) -> bool:
     """Discovery (when the configuration relies on it) and the key set, fetched now."""
     if not isinstance(provider, OAuthIdentityProvider):
         print(f"provider {name}: ok (not a network provider)")
@@ -344,7 +421,8 @@ async def _check_provider(name: str, provider: IdentityProvider) -> bool:
     try:
         endpoints = await provider.endpoints()
     except ProviderUnavailable as e:
-        print(f"{prefix}FAILED {str(e).removeprefix(prefix)}")
+        url = (settings.issuer or "").rstrip("/") + WELL_KNOWN
+        print(f"{prefix}FAILED {_failure(e, prefix, 'discovery', url)}")
         return False
     parts.append("discovery ok" if provider.discovers else "endpoints configured")
     if endpoints.jwks_uri is None:
@@ -353,8 +431,50 @@ async def _check_provider(name: str, provider: IdentityProvider) -> bool:
         try:
             keys = await provider.key_set.get()
         except KeySetUnavailable as e:
-            print(f"{prefix}{parts[0]}, jwks FAILED {str(e).removeprefix(prefix)}")
+            failure = _failure(e, prefix, "key set", endpoints.jwks_uri)
+            print(f"{prefix}{parts[0]}, jwks FAILED {failure}")
             return False
         parts.append(f"jwks ok ({len(keys.keys)} keys)")
     print(prefix + ", ".join(parts))
     return True
+
+
+def _failure(error: Exception, prefix: str, step: str = "", url: str = "") -> str:
+    """The adapter's one-line failure without the provider's name, with the URL fetched (no
+    query, no user-info) after the step it names, and the system's reason for a connection
+    that failed: ``discovery at http://…/.well-known/openid-configuration: could not be
+    reached (ClientConnectorError: connection refused)``."""
+    text = str(error).removeprefix(prefix)
+    why = _connection_failure(error)
+    if why and text.endswith(")"):
+        text = f"{text[:-1]}: {why})"
+    if step and url and text.startswith(step):
+        text = f"{step} at {_shown(url)}: {text[len(step) :].lstrip(' :')}"
+    return text
+
+
+def _connection_failure(error: BaseException) -> str | None:
+    """Why a connection failed (``connection refused``, ``name or service not known``), from
+    the client error the adapter's own error replaced (its ``__context__``): the adapter keeps
+    its texts short for the logs, a person checking a configuration wants the reason."""
+    seen: BaseException | None = error.__context__
+    for _ in range(8):  # a short chain: the adapter's error, its fetch error, the client's
+        if seen is None:
+            return None
+        if isinstance(seen, aiohttp.ClientConnectorError):
+            os_error = seen.os_error
+            if not isinstance(os_error, socket.gaierror) and os_error.errno:
+                return os.strerror(os_error.errno).lower()
+            return str(os_error.strerror or os_error).lower()
+        seen = seen.__context__
+    return None
+
+
+def _shown(url: str) -> str:
+    """``url`` as a failure line shows it: without user-info, query or fragment."""
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return "(an unparsable URL)"
+    host = parts.netloc.rpartition("@")[2]
+    return urlunsplit((parts.scheme, host, parts.path, "", ""))

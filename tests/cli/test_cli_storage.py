@@ -10,6 +10,8 @@ import pytest
 import yaml
 
 from tests.app.conftest import base_config, merge
+from tests.install.support import dev_config
+from tests.support.postgres import free_port
 
 
 def write_config(tmp_path: Path, database_url: str) -> Path:
@@ -35,7 +37,7 @@ def test_migrate_applies_once_and_then_reports_up_to_date(
     config = str(write_config(tmp_path, empty_postgres_url))
     first = authgate("migrate", "--config", config)
     assert first.returncode == 0, first.stderr
-    files = sorted(p.stem for p in (Path(__file__).parents[2] / "src" / "migrations").glob("*.sql"))
+    files = sorted(p.stem for p in (Path(__file__).parents[2] / "migrations").glob("*.sql"))
     assert files[0] == "0001_initial"
     assert f"applied {len(files)} migration(s): {', '.join(files)}" in first.stdout
     second = authgate("migrate", "--config", config)
@@ -46,13 +48,30 @@ def test_migrate_applies_once_and_then_reports_up_to_date(
 def test_serve_refuses_a_database_whose_schema_is_behind(
     tmp_path: Path, empty_postgres_url: str
 ) -> None:
-    config = str(write_config(tmp_path, empty_postgres_url))
-    result = authgate("serve", "--config", config)
+    """Refused before anything is made: no session key file, no development Apple key (both
+    would otherwise be created at the first start)."""
+    workdir = tmp_path / "work"
+    workdir.mkdir()
+    config = dev_config(free_port(), empty_postgres_url, workdir)
+    config["providers"]["apple"] = {
+        "issuer": config["providers"]["google"]["issuer"],
+        "client_id": "dev.authgate.services",
+        "token_endpoint_auth": "apple_client_secret_jwt",
+        "team_id": "DEVTEAM001",
+        "key_id": "DEVKEY0001",
+        "private_key_file": str(workdir / "var" / "dev-apple-key.pem"),
+        "response_mode": "form_post",
+        "scopes": ["name", "email"],
+    }
+    path = tmp_path / "authgate.yaml"
+    path.write_text(yaml.safe_dump(config, sort_keys=False))
+    result = authgate("serve", "--config", str(path))
     assert result.returncode == 2
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1, result.stderr
     assert "authgate migrate --config FILE" in lines[0]
     assert "Traceback" not in result.stderr
+    assert list(workdir.rglob("*")) == []
 
 
 def test_serve_refuses_an_unreachable_database_in_one_line(tmp_path: Path) -> None:

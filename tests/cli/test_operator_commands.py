@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 import json
+import os
 import stat
 import subprocess
 import sys
@@ -27,13 +28,20 @@ from tests.support.stores import Store, open_store
 KINDS = ("sqlite", "postgres")
 
 
-def authgate(*args: str) -> subprocess.CompletedProcess[str]:
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def authgate(
+    *args: str, cwd: Path | None = None, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "authgate.entrypoints.cli", *args],
         capture_output=True,
         text=True,
         timeout=60,
         check=False,
+        cwd=cwd,
+        env={**os.environ, **(env or {})},
     )
 
 
@@ -106,11 +114,12 @@ async def test_show_finds_an_account_by_id_identity_and_email(setup: Setup) -> N
     await setup.sign_in("g-bob", "bob@example.com", sessions=0)
 
     shown = []
-    for ref in (account.id, "google:g-ann", "ann@example.com"):
+    # The API's providerId names it as well as the shorter PROVIDER:SUBJECT.
+    for ref in (account.id, "user:google:g-ann", "google:g-ann", "ann@example.com"):
         result = await run("accounts", "show", ref, "--config", setup.config)
         assert result.returncode == 0, result.stderr
         shown.append(json.loads(result.stdout))
-    assert shown[0] == shown[1] == shown[2]
+    assert shown[0] == shown[1] == shown[2] == shown[3]
     document = shown[0]
     assert document["id"] == account.id
     assert document["email"] == "Ann@Example.com"
@@ -121,13 +130,19 @@ async def test_show_finds_an_account_by_id_identity_and_email(setup: Setup) -> N
     assert document["liveSessions"] == 2
     [provider] = document["providers"]
     assert provider["provider"] == "google"
-    assert provider["providerId"] == "g-ann"
+    assert provider["providerId"] == "user:google:g-ann"  # as GET /v1/account/providers says
     assert provider["isPrimary"] is True
     assert (provider["disabledReason"], provider["emailDisabled"]) == (None, False)
 
 
 @pytest.mark.parametrize(
-    "ref", ["00000000-0000-4000-8000-000000000000", "google:nobody", "nobody@example.com"]
+    "ref",
+    [
+        "00000000-0000-4000-8000-000000000000",
+        "google:nobody",
+        "user:google:nobody",
+        "nobody@example.com",
+    ],
 )
 async def test_show_of_nothing_exits_1_in_one_line(setup: Setup, ref: str) -> None:
     result = await run("accounts", "show", ref, "--config", setup.config)
@@ -202,6 +217,30 @@ async def test_sessions_revoke_ends_every_live_session_of_the_account(setup: Set
     assert result.stderr.strip() == f"authgate: sessions revoke: no account {unknown}"
 
 
+async def test_every_command_that_takes_an_account_takes_its_provider_id(setup: Setup) -> None:
+    """The identifier the API and the demo show (providerId) names the account to each
+    command; a subject holding colons stays whole."""
+    revoked = await setup.sign_in("g:with:colons", "rev2@example.com", sessions=2)
+    result = await run(
+        "sessions", "revoke", "--account", "user:google:g:with:colons", "--config", setup.config
+    )
+    assert result.returncode == 0, result.stderr
+    assert f"ended 2 session(s) of account {revoked.id}" in result.stdout
+
+    deleted = await setup.sign_in("g-gone", "gone@example.com", sessions=1)
+    result = await run("accounts", "delete", "user:google:g-gone", "--config", setup.config)
+    assert result.returncode == 0, result.stderr
+    assert f"deleted account {deleted.id} (1 session(s) ended)" in result.stdout
+    assert await setup.store.accounts.get(deleted.id) is None
+    assert await setup.store.accounts.get(revoked.id) == revoked
+
+    again = await run("accounts", "delete", "user:google:g-gone", "--config", setup.config)
+    assert again.returncode == 1
+    assert again.stderr.strip() == (
+        "authgate: accounts delete: no account holds the identity user:google:g-gone"
+    )
+
+
 # -- keys rotate ----------------------------------------------------------------------------
 
 
@@ -263,20 +302,41 @@ def test_prune_removes_the_keys_retired_longer_than_the_session_limit(tmp_path: 
     path.write_text(json.dumps({"keys": [second, first]}))
     path.chmod(0o600)
 
-    result = authgate("keys", "rotate", "--prune", "--config", config)
+    result = authgate("keys", "prune", "--config", config)
     assert result.returncode == 0, result.stderr
     assert f"removed session key {first['kid']}" in result.stdout
-    third, kept = stored_keys(path)
-    # The second key stopped signing just now: it stays, whatever its own age.
-    assert kept == second
-    assert third["kid"] not in (first["kid"], second["kid"])
+    # Pruning adds no key: the signing key stays the one that signs.
+    assert stored_keys(path) == [second]
     assert stat.S_IMODE(path.stat().st_mode) == 0o600
 
-    # Nothing else is old enough: a second pruning rotation removes nothing.
-    result = authgate("keys", "rotate", "--prune", "--config", config)
+    assert authgate("keys", "rotate", "--config", config).returncode == 0
+    third, kept = stored_keys(path)
+    # The second key stopped signing just now: it stays, whatever its own age.
+    result = authgate("keys", "prune", "--config", config)
     assert result.returncode == 0, result.stderr
-    assert "removed" not in result.stdout
-    assert len(stored_keys(path)) == 3
+    assert "nothing removed" in result.stdout
+    assert stored_keys(path) == [third, kept] and kept == second
+
+
+def test_rotate_removes_nothing_and_prune_alone_removes(tmp_path: Path) -> None:
+    """Each verb does one thing: rotating adds a key whatever the ages of the others, and
+    ``--prune`` is no longer a way of also removing (an unknown option, exit 2, no change)."""
+    path = key_file(tmp_path)
+    config = write_config(tmp_path, {"session": {"absolute_max_seconds": 86400}})
+    tokens(path)
+    assert authgate("keys", "rotate", "--config", config).returncode == 0
+    second, first = stored_keys(path)
+    second["created"] -= 2 * 86400
+    path.write_text(json.dumps({"keys": [second, first]}))
+    path.chmod(0o600)
+
+    assert authgate("keys", "rotate", "--config", config).returncode == 0
+    assert [k["kid"] for k in stored_keys(path)][1:] == [second["kid"], first["kid"]]
+    before = path.read_text()
+    refused = authgate("keys", "rotate", "--prune", "--config", config)
+    assert refused.returncode == 2
+    assert "unrecognized arguments: --prune" in refused.stderr
+    assert path.read_text() == before
 
 
 def test_prune_keeps_a_key_whose_retirement_time_is_unknown(tmp_path: Path) -> None:
@@ -289,15 +349,16 @@ def test_prune_keeps_a_key_whose_retirement_time_is_unknown(tmp_path: Path) -> N
     path.write_text(json.dumps({"keys": [second, first]}))
     path.chmod(0o600)
 
-    assert authgate("keys", "rotate", "--prune", "--config", config).returncode == 0
-    assert [k["kid"] for k in stored_keys(path)][1:] == [second["kid"], first["kid"]]
+    assert authgate("keys", "prune", "--config", config).returncode == 0
+    assert [k["kid"] for k in stored_keys(path)] == [second["kid"], first["kid"]]
 
 
-def test_rotate_without_a_key_file_fails_in_one_line(tmp_path: Path) -> None:
-    result = authgate("keys", "rotate", "--config", write_config(tmp_path, {}))
+@pytest.mark.parametrize("verb", ["rotate", "prune"])
+def test_rotate_or_prune_without_a_key_file_fails_in_one_line(tmp_path: Path, verb: str) -> None:
+    result = authgate("keys", verb, "--config", write_config(tmp_path, {}))
     assert result.returncode == 2
     [line] = result.stderr.strip().splitlines()
-    assert line.startswith("authgate: keys rotate: session key file")
+    assert line.startswith(f"authgate: keys {verb}: session key file")
     assert not key_file(tmp_path).exists()
 
 
@@ -367,9 +428,53 @@ async def test_config_check_names_an_unreachable_provider_and_database(tmp_path:
     lines = result.stdout.strip().splitlines()
     assert lines[0] == "config: ok"
     assert lines[2].startswith("database: FAILED cannot connect to PostgreSQL")
-    assert lines[3].startswith("provider google: FAILED discovery")
+    # The URL fetched, and why it failed, as the system said it.
+    discovery = f"{google['issuer']}/.well-known/openid-configuration"
+    assert lines[3] == (
+        f"provider google: FAILED discovery at {discovery}: could not be reached "
+        "(ClientConnectorError: connection refused)"
+    )
     assert "s3cret" not in result.stdout + result.stderr
     assert "Traceback" not in result.stderr
+
+
+async def test_config_check_names_the_key_set_that_failed(tmp_path: Path) -> None:
+    async with FakeIdP() as idp:
+        google = idp.config("google")
+        idp.google.jwks_down = True
+        config = write_config(tmp_path, {"providers": {"google": google}})
+        result = await run("config", "check", "--config", config)
+    assert result.returncode == 1, result.stdout + result.stderr
+    [line] = [x for x in result.stdout.splitlines() if x.startswith("provider google")]
+    assert line == (
+        f"provider google: discovery ok, jwks FAILED key set at {idp.google.jwks_uri}: "
+        "answered HTTP 500"
+    )
+
+
+def test_config_check_of_the_default_configuration_passes_before_the_service_runs(
+    tmp_path: Path,
+) -> None:
+    """The configuration `scripts/run` uses, on a fresh clone, with nothing started yet: the
+    providers that the development identity provider serves are the service's own."""
+    result = authgate(
+        "config",
+        "check",
+        "--config",
+        str(ROOT / "config.default.yaml"),
+        cwd=tmp_path,
+        env={"PORT": "8080"},
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    lines = result.stdout.strip().splitlines()
+    assert "database: ok (sqlite:///./var/authgate.db)" in lines
+    for name in ("google", "facebook", "apple"):
+        assert (
+            f"provider {name}: served by this service (development identity provider at "
+            "http://127.0.0.1:8080/dev/idp)"
+        ) in lines
+    assert not [line for line in lines if "FAILED" in line]
+    assert result.stderr == ""
 
 
 def test_config_check_of_an_unusable_configuration_exits_2(tmp_path: Path) -> None:

@@ -141,7 +141,7 @@ def test_the_image_migrates_serves_as_non_root_and_signs_in(
     # compose.yaml's one-shot `migrate`.
     config = "/etc/authgate/authgate.yaml"
     migrated = engine("run", "--rm", *options, image, "migrate", "--config", config)
-    names = sorted(p.stem for p in (ROOT / "src" / "migrations").glob("*.sql"))
+    names = sorted(p.stem for p in (ROOT / "migrations").glob("*.sql"))
     assert f"applied {len(names)} migration(s): {', '.join(names)}" in migrated.stdout
 
     engine("run", "--detach", "--name", container_name, *options, image)

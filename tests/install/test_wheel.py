@@ -8,6 +8,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tarfile
 import zipfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -21,11 +22,16 @@ from tests.support.postgres import free_port, run_sync
 from .support import Browser, dev_config, run, wait_ready
 
 ROOT = Path(__file__).resolve().parents[2]
-# Files the service reads at run time besides its modules (swagger-ui comes from its package).
+# The PostgreSQL schema, at the top of the tree (not under src/).
+MIGRATIONS = sorted((ROOT / "migrations").glob("*.sql"))
+# Files the service reads at run time besides its modules (swagger-ui comes from its package),
+# as the wheel holds them: the migrations are mapped into the package.
 ASSETS = sorted(
-    f"authgate/{p.relative_to(ROOT / 'src').as_posix()}"
-    for pattern in ("migrations/*.sql", "entrypoints/demo/static/*")
-    for p in (ROOT / "src").glob(pattern)
+    [f"authgate/migrations/{p.name}" for p in MIGRATIONS]
+    + [
+        f"authgate/{p.relative_to(ROOT / 'src').as_posix()}"
+        for p in (ROOT / "src").glob("entrypoints/demo/static/*")
+    ]
 )
 
 # What a checkout holds that a fresh clone does not.
@@ -64,6 +70,14 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     # `uv build` makes the sdist, then the wheel from the unpacked sdist: both must carry
     # everything.
     run(*uv, "build", "--quiet", "--out-dir", str(tmp / "dist"), str(source))
+    [sdist] = (tmp / "dist").glob("authgate-*.tar.gz")
+    with tarfile.open(sdist) as archive:
+        in_sdist = {name.split("/", 1)[1] for name in archive.getnames() if "/" in name}
+    # The sdist is the source tree: the migrations where a checkout has them.
+    assert (
+        MIGRATIONS and [p.name for p in MIGRATIONS if f"migrations/{p.name}" not in in_sdist] == []
+    )
+    assert not [name for name in in_sdist if name.startswith("src/migrations")]
     [wheel] = (tmp / "dist").glob("authgate-*.whl")
     names = set(zipfile.ZipFile(wheel).namelist())
     assert ASSETS and [a for a in ASSETS if a not in names] == []
@@ -119,7 +133,7 @@ def test_the_installed_wheel_migrates_serves_and_signs_in(
     authgate = str(installed / "authgate")
 
     migrated = run(authgate, "migrate", "--config", config.name, cwd=elsewhere, env=env)
-    applied = sorted(p.stem for p in (ROOT / "src" / "migrations").glob("*.sql"))
+    applied = [p.stem for p in MIGRATIONS]
     assert f"applied {len(applied)} migration(s): {', '.join(applied)}" in migrated.stdout
 
     log = elsewhere / "serve.log"

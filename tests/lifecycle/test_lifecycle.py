@@ -58,7 +58,11 @@ def own_origin(service: Service) -> dict[str, str]:
 async def test_account_without_credentials_is_401(service: Service) -> None:
     response = await service.client.get("/v1/account")
     assert response.status == 401
-    assert (await response.json())["error"] == "unauthorized"
+    # What a person needs to do, naming both credentials the operation takes.
+    assert await response.json() == {
+        "error": "unauthorized",
+        "message": "sign in first: no bearer token or session cookie",
+    }
     assert response.headers["WWW-Authenticate"].startswith("Bearer")
 
 

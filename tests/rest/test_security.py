@@ -115,7 +115,10 @@ async def test_missing_authorization_is_401_and_the_operation_does_not_run(
     resp = await client.get("/me?q=1")
     assert resp.status == 401
     assert resp.headers["WWW-Authenticate"] == "Bearer"
-    assert await resp.json() == {"error": "unauthorized", "message": "missing bearer token"}
+    assert await resp.json() == {
+        "error": "unauthorized",
+        "message": "sign in first: no bearer token",
+    }
     assert runs == []
     assert verifier.seen == []
 
@@ -199,7 +202,7 @@ async def test_api_key_in_a_header(serve: Serve, verifier: FakeVerifier) -> None
     assert resp.status == 401
     assert await resp.json() == {
         "error": "unauthorized",
-        "message": "missing API key in header: X-API-Key",
+        "message": "sign in first: no X-API-Key header",
     }
     resp = await client.get("/service", headers={"X-API-Key": "wrong"})
     assert resp.status == 401
@@ -217,7 +220,7 @@ async def test_api_key_in_a_cookie(serve: Serve, verifier: FakeVerifier) -> None
     assert resp.status == 401
     assert await resp.json() == {
         "error": "unauthorized",
-        "message": "missing API key in cookie: api_key",
+        "message": "sign in first: no api_key cookie",
     }
     resp = await client.get("/cookie", headers={"Cookie": "api_key=nope"})
     assert resp.status == 401

@@ -109,7 +109,7 @@ async def test_a_cookie_scheme_checks_its_scopes(client: Client) -> None:
     assert resp.status == 401  # not optional: a missing cookie is refused
     assert await resp.json() == {
         "error": "unauthorized",
-        "message": "missing API key in cookie: session",
+        "message": "sign in first: no session cookie",
     }
 
 

@@ -36,8 +36,8 @@ from authgate.domain.model import ProviderIdentity
 from tests.app.conftest import base_config, merge
 from tests.support.postgres import free_port
 
-# One copy of the schema: package data of `authgate` (authgate/migrations in a wheel).
-REPO_MIGRATIONS = Path(__file__).resolve().parents[2] / "src" / "migrations"
+# One copy of the schema, at the top of the tree (mapped into a wheel as authgate/migrations).
+REPO_MIGRATIONS = Path(__file__).resolve().parents[2] / "migrations"
 
 
 def _folder(tmp_path: Path, **extra: str) -> Path:

@@ -88,6 +88,11 @@ def redact(url: str) -> str:
         netloc = f"{userinfo.split(':', 1)[0]}:{HIDDEN}@{hosts}"
     query = "&".join(_redact_pair(pair) for pair in parts.query.split("&"))
     fragment = HIDDEN if parts.fragment else ""
+    if parts.scheme and not netloc and url.startswith(f"{parts.scheme}://"):
+        # An empty authority, as written: urlunsplit drops it for a scheme it does not know
+        # (sqlite:///./x.db would read sqlite:/./x.db).
+        shown = f"{parts.scheme}://{parts.path}"
+        return shown + (f"?{query}" if query else "") + (f"#{fragment}" if fragment else "")
     return urlunsplit(parts._replace(netloc=netloc, query=query, fragment=fragment))
 
 

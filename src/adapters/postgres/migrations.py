@@ -1,9 +1,10 @@
 """The PostgreSQL schema: ordered SQL files applied once each, and a check that none is pending.
 
-The files are ``NNNN_name.sql`` in the package's own ``migrations`` folder (``src/migrations``
-in the source tree, ``authgate/migrations`` in an installed wheel: one copy, shipped as package
-data). Another folder is used when given as the ``directory`` argument or as
-``$AUTHGATE_MIGRATIONS_DIR`` (in that order, before the packaged one). A missing folder is a
+The files are ``NNNN_name.sql`` in one folder: ``migrations/`` at the top of the source tree,
+which the build maps into the package as ``authgate/migrations`` (package data of the wheel and
+the sdist). An installed package reads its own copy; a source checkout (an editable install, a
+``PYTHONPATH``) reads the tree's. Another folder is used when given as the ``directory``
+argument or as ``$AUTHGATE_MIGRATIONS_DIR`` (in that order, before those). A missing folder is a
 clear error.
 
 Each applied file is recorded by name (without ``.sql``) with the SHA-256 of its text in
@@ -71,7 +72,7 @@ def migrations_dir(directory: str | os.PathLike[str] | None = None) -> Path:
     elif env := os.environ.get("AUTHGATE_MIGRATIONS_DIR"):
         path = Path(env)
     else:
-        path = _packaged()
+        path = _shipped()
     if not path.is_dir():
         raise MigrationsNotFound(
             f"migrations folder not found at {path}; "
@@ -80,12 +81,22 @@ def migrations_dir(directory: str | os.PathLike[str] | None = None) -> Path:
     return path
 
 
+def _shipped() -> Path:
+    """The ``migrations`` folder installed inside the ``authgate`` package, else the one at the
+    top of the source tree this module is in (``src/adapters/postgres/`` -> ``migrations/``).
+    When neither exists, the installed location is named in the error."""
+    packaged = _packaged()
+    if packaged.is_dir():
+        return packaged
+    checkout = Path(__file__).resolve().parents[3] / "migrations"
+    return checkout if checkout.is_dir() else packaged
+
+
 def _packaged() -> Path:
-    """The ``migrations`` folder shipped inside the ``authgate`` package."""
     resource = files("authgate") / "migrations"
     # An installed wheel, an editable install and a checkout all hold the package on disk, so
     # the resource is a real folder; only a zipped import would not be, and has no folder to
-    # hand to the caller (a missing folder, reported below with the way out).
+    # hand to the caller (a missing folder, reported by the caller with the way out).
     return Path(os.fspath(resource)) if isinstance(resource, os.PathLike) else Path(str(resource))
 
 

@@ -67,7 +67,7 @@ def linked_provider(linked: LinkedIdentity) -> LinkedProvider:
     """Spec 2.2's record of one linked identity (never a provider token)."""
     return LinkedProvider(
         provider=linked.identity.provider,
-        provider_id=f"user:{linked.identity.provider}:{linked.identity.subject}",
+        provider_id=linked.identity.provider_id,
         linked_at=linked.linked_at,
         is_primary=linked.is_primary,
     )

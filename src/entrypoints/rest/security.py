@@ -103,13 +103,16 @@ class BearerJWT:
         """The same scheme, accepting only tokens that carry at least one of ``any_of``."""
         return attrs.evolve(self, scopes=frozenset(any_of))
 
+    credential = "bearer token"  # what a 401 for a request without one names
+    challenge = "Bearer"
+
     def present(self, request: web.Request) -> bool:
         return "Authorization" in request.headers
 
     async def authenticate(self, request: web.Request) -> Principal:
         value = request.headers.get("Authorization")
         if value is None:
-            raise unauthorized("missing bearer token")
+            raise missing_credential((self,))
         kind, _, token = value.partition(" ")
         token = token.strip()
         if kind.lower() != "bearer" or not token or " " in token:
@@ -145,6 +148,13 @@ class ApiKey:
         """The same scheme, accepting only principals that carry at least one of ``any_of``."""
         return attrs.evolve(self, scopes=frozenset(any_of))
 
+    challenge = None  # an API key has no HTTP authentication scheme
+
+    @property
+    def credential(self) -> str:
+        """What a 401 for a request without the key names: ``session cookie``."""
+        return f"{self.key_name} {'cookie' if self.in_cookie else 'header'}"
+
     def _read(self, request: web.Request) -> str | None:
         if self.in_cookie:
             return request.cookies.get(self.key_name)
@@ -155,9 +165,8 @@ class ApiKey:
 
     async def authenticate(self, request: web.Request) -> Principal:
         key = self._read(request)
-        where = "cookie" if self.in_cookie else "header"
         if not key:
-            raise unauthorized(f"missing API key in {where}: {self.key_name}", None)
+            raise missing_credential((self,))
         try:
             principal = await self.checker.check(key)
         except InvalidCredential:
@@ -184,8 +193,8 @@ async def authenticate(
     request: web.Request, schemes: tuple[SecurityScheme, ...], optional: bool = False
 ) -> Principal | None:
     """Authenticate by the first scheme whose credential is present (and record the principal
-    on the request, :data:`AUTHENTICATED`). With none present: None when ``optional``, else the
-    first scheme's refusal (its 401 names what is missing)."""
+    on the request, :data:`AUTHENTICATED`). With none present: None when ``optional``, else a
+    401 naming every credential the operation accepts."""
     for scheme in schemes:
         if scheme.present(request):
             principal = await scheme.authenticate(request)
@@ -193,4 +202,13 @@ async def authenticate(
             return principal
     if optional:
         return None
-    return await schemes[0].authenticate(request)
+    raise missing_credential(schemes)
+
+
+def missing_credential(schemes: tuple[SecurityScheme, ...]) -> HttpError:
+    """The 401 of a request that carries none of the credentials ``schemes`` accept: what a
+    person needs to do, and what each credential is (``sign in first: no session cookie or
+    bearer token``), with the challenge of the first scheme that has one."""
+    wanted = " or ".join(scheme.credential for scheme in schemes)
+    challenge = next((s.challenge for s in schemes if s.challenge is not None), None)
+    return unauthorized(f"sign in first: no {wanted}", challenge)

@@ -7,6 +7,8 @@ configuration; an application maps its own settings onto it.
 from __future__ import annotations
 
 import logging
+import signal
+import time
 from collections.abc import Awaitable, Callable
 
 import attrs
@@ -83,8 +85,31 @@ def serve(
     settings: ServerSettings,
     on_ready: Callable[[str], None] | None = None,
 ) -> None:
-    """Serve until SIGINT/SIGTERM; then stop accepting and let in-flight requests finish."""
+    """Serve until SIGINT/SIGTERM; then stop accepting and let in-flight requests finish.
+
+    The signal and the end of the stop are logged, one line each (an operator sees that the
+    service heard the signal, and how long the stop took)."""
     address = f"http://{settings.host}:{settings.port}"
+    loop = new_event_loop(settings.event_loop)
+    stopping: list[float] = []
+
+    def stop(signum: signal.Signals) -> None:
+        if not stopping:
+            stopping.append(time.monotonic())
+            log.info(
+                "authgate stopping (%s): no new connections; requests in flight may finish "
+                "within %g s",
+                signum.name,
+                settings.shutdown_timeout_seconds,
+            )
+        else:  # as aiohttp's own handler: a second signal ends the graceful stop
+            log.warning("authgate stopping at once (%s again)", signum.name)
+        raise web.GracefulExit()
+
+    # Our handlers instead of aiohttp's (handle_signals=False below), which do the same but
+    # say nothing; run_app removes them when it closes the loop.
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(signum, stop, signum)
 
     def announce(*_: object) -> None:
         # The loop named as it runs (run_app calls this from inside it), not as configured.
@@ -111,9 +136,11 @@ def serve(
             access_log_class=logger_class,
             access_log=access_log,
             print=announce,
-            handle_signals=True,
-            loop=new_event_loop(settings.event_loop),
+            handle_signals=False,
+            loop=loop,
         )
+        if stopping:
+            log.info("authgate stopped in %.3f s", time.monotonic() - stopping[0])
     finally:
         # After the graceful stop (SIGTERM/SIGINT: in-flight requests finished and logged) or
         # a failure: the lines still in the buffer.
