@@ -1,4 +1,4 @@
-"""A load generator of our own against a real ``authgate serve`` (issue 5, "Load and memory").
+"""A load generator of our own against a real ``authgate serve``.
 
 Loopback only; bounded in time (``--seconds``) and in count (``--max-requests``); stops by
 itself. It starts the fake identity provider in this process, a fresh PostgreSQL database

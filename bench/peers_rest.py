@@ -7,7 +7,7 @@ first ``view``), and a bad parameter answers 400 ``{"error": "<what> in <where>:
 wording of the service's contract (spec 7.3), instead of each framework's own error body.
 
     fastapi-h11   FastAPI on uvicorn with the pure-Python h11 parser and asyncio's loop (the
-                  stack issue 2 measured, kept for continuity)
+                  stack first measured, kept for continuity)
     fastapi       FastAPI on uvicorn[standard]: httptools parser, uvloop
     litestar      Litestar on uvicorn[standard] (what ``litestar run`` starts)
     blacksheep    BlackSheep on uvicorn[standard] (the server its documentation deploys with)

@@ -1,4 +1,4 @@
-"""``GET /v1/account/providers`` of authgate vs a raw aiohttp + asyncpg handler (issues 5, 10, 13).
+"""``GET /v1/account/providers`` of authgate vs a raw aiohttp + asyncpg handler.
 
 Side by side in one run, on one PostgreSQL database holding one account with two linked
 providers:
@@ -17,8 +17,8 @@ connections, closed loop) runs pinned to CPU 1; PostgreSQL serves both the same 
 alternate the order; the median round is reported with p50/p99 latency and the server's CPU
 share (a server well under 100 % of its core was not the bottleneck), and the server's CPU
 time per request (``cpu_us``; "by CPU" compares those, which a busy machine skews less than
-throughput). Before measuring, the three must answer the read with the same bytes. Target
-(issues 10 and 13): authgate/raw >= 0.8 with the access log on (the default).
+throughput). Before measuring, the three must answer the read with the same bytes. Target:
+authgate/raw >= 0.8 with the access log on (the default).
 
     .venv/bin/python bench/providers_bench.py            # the recorded run (~1 minute)
     .venv/bin/python bench/providers_bench.py --quick    # a smoke run

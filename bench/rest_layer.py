@@ -1,4 +1,4 @@
-"""The REST layer's overhead and its peers, measured side by side in one run (issues 2 and 13).
+"""The REST layer's overhead and its peers, measured side by side in one run.
 
 The same endpoint -- ``GET /items/{id}?view=...`` with a regex-checked path parameter, a
 required regex-checked query parameter and a small JSON object in answer -- is served eight
@@ -10,7 +10,7 @@ ways, each by its own server process (one process, no workers) pinned to the sam
                      drops them
     raw-aiohttp      a plain aiohttp handler doing the same checks by hand, json.dumps of a dict
     authgate-asyncio authgate on asyncio's own loop (what rest.event_loop: asyncio serves on)
-    fastapi-h11      FastAPI on uvicorn with h11 and asyncio's loop (issue 2's row)
+    fastapi-h11      FastAPI on uvicorn with h11 and asyncio's loop (the first stack measured)
     fastapi          FastAPI on uvicorn[standard]: httptools and uvloop
     litestar         Litestar on uvicorn[standard]
     blacksheep       BlackSheep on uvicorn[standard]

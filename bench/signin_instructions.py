@@ -1,4 +1,4 @@
-"""Instructions per complete sign-in: authgate vs the raw floor, under callgrind (issue 13).
+"""Instructions per complete sign-in: authgate vs the raw floor, under callgrind.
 
 bench/signin_bench.py measures sign-ins per second of server CPU, but this machine's speed
 moves by up to 2.7x within a day and its two cores are shared, so one run against the next

@@ -134,7 +134,7 @@ class LinkedIdentity:
     is_primary: bool
     # True only when the provider said the address is verified (ports.accounts.email_verified_of).
     email_verified: bool = False
-    # Set by the provider's events (issue 12): why sign-in through this identity is refused
+    # Set by the provider's events: why sign-in through this identity is refused
     # (RISC account-disabled's reason), None while it is allowed; and whether the user turned
     # off forwarding to their address (Apple's email-disabled).
     disabled_reason: str | None = None

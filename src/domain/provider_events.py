@@ -1,6 +1,6 @@
 """What identity providers tell us about their users, read from a verified event token.
 
-Three shapes (issue 12), each parsed by one small function into :class:`ProviderEvent` values
+Three shapes, each parsed by one small function into :class:`ProviderEvent` values
 whose :class:`Action` the service carries out:
 
 * OpenID Connect Back-Channel Logout 1.0 (:func:`logout_event`): a logout token naming the

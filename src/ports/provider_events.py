@@ -1,4 +1,4 @@
-"""Provider events (issue 12): verifying the providers' signed event tokens, and remembering
+"""Provider events: verifying the providers' signed event tokens, and remembering
 which events were seen so that a replayed one changes nothing twice."""
 
 from __future__ import annotations

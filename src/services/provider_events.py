@@ -1,4 +1,4 @@
-"""Provider events (issue 12): acting on what the identity providers say about their users.
+"""Provider events: acting on what the identity providers say about their users.
 
 One path for every receiver: the provider's token is verified (signature against its key
 set, ``iss``, ``aud``, ``iat``, ``jti``: the adapter behind

@@ -175,7 +175,7 @@ async def signin(make_service: MakeService, fake_idp: FakeIdP, idp_clock: Settab
     return SignIn(client, fake_idp, idp_clock)
 
 
-# -- provider events (issue 12) ---------------------------------------------------------------
+# -- provider events ---------------------------------------------------------------
 
 STORES = ("memory", "sqlite", "postgres")
 

@@ -1,4 +1,4 @@
-"""Helpers of the provider-token tests (issue 12): reading what the database holds, and the
+"""Helpers of the provider-token tests: reading what the database holds, and the
 revocation outcomes in an account's audit trail."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Sign in with Apple server-to-server notifications (issue 12): ``{"payload": <JWT>}`` signed by
+"""Sign in with Apple server-to-server notifications: ``{"payload": <JWT>}`` signed by
 the fake Apple with its own key; consent-revoked and account-delete unlink the identity (or
 delete the account when it was the only sign-in method) and end its sessions; email-disabled /
 email-enabled are recorded on the identity. Every fault is a 400 with the RFC 8935 error body

@@ -1,4 +1,4 @@
-"""OpenID Connect Back-Channel Logout 1.0 (issue 12): the provider's logout token, signed by
+"""OpenID Connect Back-Channel Logout 1.0: the provider's logout token, signed by
 the fake provider with its own key, ends the sessions of its sid and/or sub; every fault is a
 400 ``invalid_request`` that changes nothing. On memory, SQLite and PostgreSQL."""
 
@@ -100,7 +100,7 @@ async def test_a_spoiled_logout_token_is_refused_and_ends_nothing(
 
     assert status == 400
     assert body["error"] == "invalid_request" and body["error_description"]
-    # RFC 8935's members too (issue 12: every receiver's refusal has its error body).
+    # RFC 8935's members too (every receiver's refusal has its error body).
     assert body["err"] in {"invalid_request", "invalid_key", "invalid_issuer", "invalid_audience"}
     assert body["description"] == body["error_description"]
     assert logout not in str(body)

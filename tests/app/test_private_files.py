@@ -1,4 +1,4 @@
-"""The files where the service keeps secrets are owner-only (issue 16), whatever the umask:
+"""The files where the service keeps secrets are owner-only, whatever the umask:
 the folders it creates 0700, the SQLite database (and its -wal/-shm), the session keys and the
 development Apple key 0600."""
 

@@ -1,4 +1,4 @@
-"""The provider-event settings (issue 12): what the configuration accepts and refuses, and
+"""The provider-event settings: what the configuration accepts and refuses, and
 the receivers' own rate limit."""
 
 from __future__ import annotations

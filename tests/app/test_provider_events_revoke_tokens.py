@@ -1,4 +1,4 @@
-"""Provider events meet kept provider tokens (issue 12): what a provider says about its user
+"""Provider events meet kept provider tokens: what a provider says about its user
 decides what becomes of the token authgate kept for revocation. Apple's ``consent-revoked`` /
 ``account-delete`` unlink (or delete the account) and so revoke the kept Apple token at Apple's
 ``/auth/revoke`` through the outbox; RISC ``tokens-revoked`` drops the kept Google token without

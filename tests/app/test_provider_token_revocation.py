@@ -1,4 +1,4 @@
-"""Provider tokens (issue 12): kept sealed at sign-in, revoked at the provider after an unlink
+"""Provider tokens: kept sealed at sign-in, revoked at the provider after an unlink
 or an account deletion, with retries, over HTTP on SQLite and PostgreSQL.
 
 Three fake providers, one per revocation shape: ``apple`` (Apple's ``/auth/revoke``: the

@@ -1,6 +1,6 @@
 """Security Event Tokens of Google's Cross-Account Protection (RISC; RFC 8417, pushed per RFC
 8935), signed by the fake Google with its own key, the key set named by its RISC
-configuration document (issue 12). 202 on success, 400 ``{"err", "description"}`` for a bad
+configuration document. 202 on success, 400 ``{"err", "description"}`` for a bad
 token, unknown events accepted. On memory, SQLite and PostgreSQL."""
 
 from __future__ import annotations

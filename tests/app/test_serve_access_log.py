@@ -119,7 +119,7 @@ def test_a_path_cannot_forge_an_access_log_line(tmp_path: Path) -> None:
     assert "\x1b" not in stderr[0]
 
 
-# The access log of `authgate serve` is written to stderr in batches (issue 13): these tests
+# The access log of `authgate serve` is written to stderr in batches: these tests
 # hold it to the content, the order and the completeness of a line per request.
 
 LINE = re.compile(

@@ -1,7 +1,7 @@
 """The audit line of a sign-in, as `authgate serve` writes it to stderr.
 
 While serving with the service's own log handler, a sign-in's audit line is written by the
-access log's direct writer (issue 13: no LogRecord per sign-in). It must be the line logging
+access log's direct writer (no LogRecord per sign-in). It must be the line logging
 would write, character for character, in its place among the access lines, with the control
 characters of a user agent chosen by the client replaced.
 """

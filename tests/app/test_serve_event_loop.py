@@ -1,4 +1,4 @@
-"""`rest.event_loop` chooses the loop a real `authgate serve` runs on (issue 13): uvloop by
+"""`rest.event_loop` chooses the loop a real `authgate serve` runs on: uvloop by
 default when it is importable, asyncio otherwise or when asked; asking for uvloop where it cannot
 be imported is a configuration error, from `authgate config check` and at start-up.
 

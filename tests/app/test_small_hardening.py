@@ -1,4 +1,4 @@
-"""Smaller hardening (issue 18): no Server header, the demo and the development provider only
+"""Smaller hardening: no Server header, the demo and the development provider only
 in development, and a warning when login-CSRF protection is switched off."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The storage that provider events need (issue 12), run against every adapter (fixture
+"""The storage that provider events need, run against every adapter (fixture
 ``store``): the one-time jti store inside a unit of work, the identity's provider-reported
 state, and ending the sessions of a provider's sid."""
 

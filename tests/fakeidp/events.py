@@ -1,5 +1,5 @@
-"""Event tokens signed by a fake provider with its own published key, as providers push them
-(issue 12): OpenID Connect logout tokens, Sign in with Apple notifications and Security Event
+"""Event tokens signed by a fake provider with its own published key, as providers push them:
+OpenID Connect logout tokens, Sign in with Apple notifications and Security Event
 Tokens (RISC, RFC 8417), each optionally spoiled by an :class:`EventFault`."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""PostgreSQL stops under load and comes back, under a real ``authgate serve`` (issue 5).
+"""PostgreSQL stops under load and comes back, under a real ``authgate serve``.
 
 On a throwaway cluster of this test's own (never the shared server), migrated with
 ``authgate migrate``:

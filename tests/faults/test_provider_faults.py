@@ -1,4 +1,4 @@
-"""The provider misbehaves; a real ``authgate serve`` (SQLite) keeps its promises (issue 5).
+"""The provider misbehaves; a real ``authgate serve`` (SQLite) keeps its promises.
 
 * token endpoint down (500), slower than ``providers.google.timeout_seconds``, or answering
   garbage: the callback redirects with ``authentication_failed`` / ``token_exchange_failed``

@@ -1,4 +1,4 @@
-"""A provider-token revocation survives a crash of ``authgate serve`` (issue 12).
+"""A provider-token revocation survives a crash of ``authgate serve``.
 
 The account is deleted while Apple's revocation endpoint is down; the outbox row written with
 the deletion is tried and kept; the process is killed (SIGKILL: no orderly shutdown); the

@@ -1,4 +1,4 @@
-"""Schemathesis against the running service's own ``/openapi.json`` (issue 5, "Fuzzing").
+"""Schemathesis against the running service's own ``/openapi.json``.
 
 A real ``authgate serve`` on a free loopback port, on the run's migrated PostgreSQL database,
 configured with the fake identity provider's three providers. Schemathesis (its CLI, in a

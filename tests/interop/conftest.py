@@ -1,5 +1,5 @@
 """oidc-provider from the npm registry on loopback, and a real ``authgate serve`` configured with
-it by discovery (issue 12, interop).
+it by discovery.
 
 oidc-provider is installed by ``scripts/interop-deps`` (``scripts/test`` runs it; so does the
 first fixture here when node_modules is missing). Without Node.js and npm the tests skip, and

@@ -1,5 +1,5 @@
-"""OpenID Connect Back-Channel Logout 1.0 with a provider no one here wrote (issue 12,
-receiver 3): oidc-provider's real logout tokens against authgate's receiver
+"""OpenID Connect Back-Channel Logout 1.0 with a provider no one here wrote:
+oidc-provider's real logout tokens against authgate's receiver
 (``POST /v1/providers/oidcdemo/backchannel-logout``, on by ``providers.oidcdemo.
 backchannel_logout: true``), on SQLite and on PostgreSQL.
 

@@ -1,4 +1,4 @@
-"""Interop with an OpenID provider no one here wrote (issue 12): oidc-provider, the certified
+"""Interop with an OpenID provider no one here wrote: oidc-provider, the certified
 implementation from the npm registry, on loopback, and a real ``authgate serve`` that knows it
 only by its issuer (discovery), on SQLite and on PostgreSQL.
 

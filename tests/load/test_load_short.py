@@ -1,4 +1,4 @@
-"""The load run, CI-sized (issue 5, "Load and memory"): ``bench/load.py`` for 10 s.
+"""The load run, CI-sized: ``bench/load.py`` for 10 s.
 
 Complete sign-ins (registrations of new users, then logins) and authenticated provider reads
 against a real ``authgate serve`` on a fresh PostgreSQL database: no error, the process stays

@@ -1,4 +1,4 @@
-"""Request bodies: strict JSON structuring, content types and the size limit (issue 2, item 4)."""
+"""Request bodies: strict JSON structuring, content types and the size limit."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Unknown paths, wrong methods and failing operations answer JSON (issue 2, item 5)."""
+"""Unknown paths, wrong methods and failing operations answer JSON."""
 
 from __future__ import annotations
 

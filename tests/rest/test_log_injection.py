@@ -1,4 +1,4 @@
-"""Request values in log lines are escaped: a decoded ``%0A`` cannot forge a line (issue 5)."""
+"""Request values in log lines are escaped: a decoded ``%0A`` cannot forge a line."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""No response of an Api's application names the server software (issue 18): aiohttp's default
+"""No response of an Api's application names the server software: aiohttp's default
 ``Server: Python/3.x aiohttp/3.x`` is removed from every kind of answer."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """SIGTERM and SIGINT shut the server down gracefully: the in-flight request finishes, new
-connections are refused, the process exits 0 (issue 2, item 10)."""
+connections are refused, the process exits 0."""
 
 from __future__ import annotations
 

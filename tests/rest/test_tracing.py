@@ -1,4 +1,4 @@
-"""Tracing: one server span per request, W3C traceparent, no secrets recorded (issue 2, item 9)."""
+"""Tracing: one server span per request, W3C traceparent, no secrets recorded."""
 
 from __future__ import annotations
 

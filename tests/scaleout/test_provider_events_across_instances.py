@@ -1,5 +1,5 @@
-"""Provider events across two ``authgate serve`` instances on one PostgreSQL and one Redis
-(issue 12): a user signed in on both, the provider pushes its event to one instance, and both
+"""Provider events across two ``authgate serve`` instances on one PostgreSQL and one Redis:
+a user signed in on both, the provider pushes its event to one instance, and both
 refuse the user's session within a second (the revocation channel)."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """Two ``authgate serve`` instances behind one address: one PostgreSQL database (migrated with
-``authgate migrate``), one Redis, one session key file (issue 5, "Scale-out").
+``authgate migrate``), one Redis, one session key file.
 
 * a sign-in started on one instance completes on the other (the state is in PostgreSQL,
   ``state.store: database``), and each accepts the other's session tokens;

@@ -1,4 +1,4 @@
-"""Every credential form of a PostgreSQL URL is hidden in what the service prints (issue 11)."""
+"""Every credential form of a PostgreSQL URL is hidden in what the service prints."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""ClientAddress.limit_key remembers its answers (issue 13) without changing them."""
+"""ClientAddress.limit_key remembers its answers without changing them."""
 
 from __future__ import annotations
 

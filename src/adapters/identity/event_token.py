@@ -1,4 +1,4 @@
-"""Verification of the signed event tokens that providers push (issue 12): OpenID Connect
+"""Verification of the signed event tokens that providers push: OpenID Connect
 logout tokens, Sign in with Apple notifications and Security Event Tokens (RFC 8417).
 
 One verifier per provider and shape, on a key-set cache of the provider's events (the keys of

@@ -291,7 +291,7 @@ class OAuthIdentityProvider:
             raise VerificationFailed(f"provider {self.name} does not issue ID tokens")
         return await self._verifier.verify(token, nonce=nonce)
 
-    # -- provider events (issue 12) ---------------------------------------------------------
+    # -- provider events ---------------------------------------------------------
 
     def event_issuers(self) -> tuple[str, ...]:
         """The ``iss`` values of this provider's event tokens: its issuer as configured, with

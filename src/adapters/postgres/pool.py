@@ -1,7 +1,7 @@
 """The connections of the PostgreSQL adapters: asyncpg connections, leased without ceremony.
 
 asyncpg's own ``Pool`` was measured to cost about 45 µs of CPU per acquire and release on
-the benchmark machine (issue 13, docs/benchmarks.md), as much as the statement run on the
+the benchmark machine (docs/benchmarks.md), as much as the statement run on the
 connection: each release runs in a task of its own (``asyncio.shield``), arms and later
 cancels a timer for the idle-connection lifetime, and every call goes through a proxy
 object. A sign-in leases three times. :class:`Pool` keeps what the adapters rely on and

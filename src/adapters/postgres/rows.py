@@ -81,7 +81,7 @@ def account_uuid(account_id: str) -> uuid.UUID | None:
 
 
 # uuid.UUID parses in Python (~2 µs); a caller sends the same account id on every request
-# (issue 13, docs/benchmarks.md). UUIDs are immutable; failures are not cached.
+# (docs/benchmarks.md). UUIDs are immutable; failures are not cached.
 @functools.lru_cache(maxsize=4096)
 def _parsed_uuid(account_id: str) -> uuid.UUID:
     return uuid.UUID(account_id)
