@@ -16,8 +16,12 @@ class SessionRecords(Protocol):
         """Record a newly issued session (its id is new)."""
         ...
 
-    async def get(self, session_id: str) -> SessionRecord | None:
-        """The record, revoked or not; None for an unknown id."""
+    async def get(self, session_id: str, *, for_change: bool = False) -> SessionRecord | None:
+        """The record, revoked or not; None for an unknown id.
+
+        ``for_change``: the caller's unit of work goes on to change something that holds only
+        while this session lives (a link it started): the record stays locked until the unit
+        ends, so a revocation running meanwhile waits for the unit, or the unit sees it."""
         ...
 
     async def is_live(self, session_id: str, now: dt.datetime) -> bool:

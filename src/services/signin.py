@@ -425,7 +425,11 @@ class SignInService:
         completes only while that session is live (not revoked, not expired: signing out
         cancels what the session started) and, for a link, an account change, while its sign-in
         is recent enough (RFC 9470). Otherwise nothing changes."""
-        record = await tx.sessions.get(pending.session_id) if pending.session_id else None
+        record = (
+            await tx.sessions.get(pending.session_id, for_change=True)
+            if pending.session_id
+            else None
+        )
         if record is None or record.account_id != pending.account_id or not record.live(now):
             raise errors.AuthenticationFailed(
                 "session_ended", f"the session that started this {pending.intent.value} ended"

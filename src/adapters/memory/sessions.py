@@ -25,7 +25,8 @@ class MemorySessionRecords:
     async def add(self, record: SessionRecord) -> None:
         self._records[record.id] = record
 
-    async def get(self, session_id: str) -> SessionRecord | None:
+    async def get(self, session_id: str, *, for_change: bool = False) -> SessionRecord | None:
+        # for_change needs nothing more: memory units of work run one at a time.
         return self._records.get(session_id)
 
     async def is_live(self, session_id: str, now: dt.datetime) -> bool:

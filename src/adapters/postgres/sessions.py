@@ -93,8 +93,12 @@ class PostgresSessionRecords:
         self._owner._last_now = rows.utc(created_at)
         self.housekeeping.trigger()
 
-    async def get(self, session_id: str) -> SessionRecord | None:
-        row = await self._db.fetchrow(_SELECT + "WHERE id = $1", session_id)
+    async def get(self, session_id: str, *, for_change: bool = False) -> SessionRecord | None:
+        # FOR SHARE: READ COMMITTED reads the newest committed version of a row a concurrent
+        # revocation is changing once it commits, and a revocation that comes later waits for
+        # this unit; a plain read would let a sign-out commit between the check and the change.
+        lock = " FOR SHARE" if for_change else ""
+        row = await self._db.fetchrow(_SELECT + "WHERE id = $1" + lock, session_id)
         return _record(row) if row is not None else None
 
     async def is_live(self, session_id: str, now: dt.datetime) -> bool:

@@ -78,7 +78,8 @@ class SqliteSessionRecords:
             )
         await self.housekeeping.maybe_run(lambda: self.purge_expired(record.created_at))
 
-    async def get(self, session_id: str) -> SessionRecord | None:
+    async def get(self, session_id: str, *, for_change: bool = False) -> SessionRecord | None:
+        # for_change needs nothing more: a unit of work holds SQLite's write lock throughout.
         async with self._db.use() as conn:
             rows = list(await conn.execute_fetchall(_SELECT + "WHERE id = ?", (session_id,)))
         return _record(rows[0]) if rows else None
