@@ -137,8 +137,9 @@ class SignInOperations:
                 ),
                 query(
                     "return_to",
-                    description="Where the application's page sends the browser after "
-                    "signing in: a path on the application's own origin.",
+                    description="Where the browser goes after signing in: a path on the "
+                    "application (/settings) or an address on its origin; anything else is "
+                    "ignored (the application's URL is used).",
                 ),
                 query(
                     "intent",
