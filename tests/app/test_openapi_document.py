@@ -28,6 +28,15 @@ async def service_document(
     return client, document
 
 
+def keys(node: Any) -> set[str]:
+    """Every key anywhere in a JSON tree."""
+    if isinstance(node, dict):
+        return set(node).union(*(keys(v) for v in node.values()))
+    if isinstance(node, list):
+        return set().union(*(keys(v) for v in node))
+    return set()
+
+
 def operations(document: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
     return [
         (f"{method.upper()} {path}", op)
@@ -120,7 +129,7 @@ async def test_the_documented_examples_do_not_narrow_what_is_accepted(
     idp_clock: SettableClock,  # noqa: F811
 ) -> None:
     client, document = await service_document(make_service, fake_idp, idp_clock)
-    assert not [k for k in str(document).split("'") if k == "enum"]
+    assert "enum" not in keys(document)
     answer = await client.get(
         "/v1/auth/nowhere", params={"redirect_uri": "http://127.0.0.1/cb"}, allow_redirects=False
     )

@@ -147,10 +147,6 @@ class Param:
     description: str | None = attrs.field(default=None, eq=False, kw_only=True)
     examples: tuple[str, ...] = attrs.field(default=(), eq=False, kw_only=True)
 
-    def documented(self, description: str, examples: Sequence[str] = ()) -> Param:
-        """This parameter with a description and example values (validation unchanged)."""
-        return attrs.evolve(self, description=description, examples=tuple(examples))
-
     @property
     def required(self) -> bool:
         return self.location is Location.PATH or any(
