@@ -418,3 +418,68 @@ def test_two_classes_of_one_name_are_refused() -> None:
 
     with pytest.raises(TypeError, match="two schemas named LinkedProvider"):
         api.openapi()
+
+
+def test_documentation_is_carried_to_operations_parameters_and_responses() -> None:
+    api = Api("Example", "1.0.0")
+    api.describe_tag("things", "Things and their parts.")
+    kind = query(
+        "kind", required, pattern(r"^(a|b)$"), description="Which kind.", examples=["a", "b"]
+    )
+
+    @api.operation(
+        "GET",
+        "/things/{id}",
+        params=[path("id", description="A thing's id.", examples=["42"]), kind],
+        response=NewProfile,
+        responses={404: "No such thing"},
+        tags=["things"],
+        summary="Get a thing",
+        description="The thing of this id.",
+        examples={404: {"not_found": {"error": "not_found", "message": "no thing 7"}}},
+    )
+    async def get_thing(call: Call[None]) -> NewProfile:
+        raise NotImplementedError
+
+    doc = api.openapi()
+    validate(doc)
+    assert doc["tags"] == [
+        {"name": "things", "description": "Things and their parts."},
+        {"name": "service", "description": doc["tags"][1]["description"]},
+    ]
+    op = doc["paths"]["/things/{id}"]["get"]
+    assert (op["summary"], op["description"], op["tags"]) == (
+        "Get a thing",
+        "The thing of this id.",
+        ["things"],
+    )
+    by_name = {p["name"]: p for p in op["parameters"]}
+    assert by_name["id"] == {
+        "name": "id",
+        "in": "path",
+        "required": True,
+        "schema": {"type": "string"},
+        "description": "A thing's id.",
+        "example": "42",
+    }
+    assert by_name["kind"]["examples"] == {"a": {"value": "a"}, "b": {"value": "b"}}
+    assert by_name["kind"]["schema"] == {"type": "string", "pattern": "^(a|b)$"}
+    # The layer's own 400s for the declared parameter, as its validators answer them.
+    bad = op["responses"]["400"]
+    assert bad["content"]["application/json"]["examples"] == {
+        "missing query parameter kind": {
+            "value": {"error": "missing required request parameter in query: kind"}
+        },
+        "invalid query parameter kind": {
+            "value": {"error": "invalid parameter value in query: kind"}
+        },
+    }
+    missing = op["responses"]["404"]
+    assert missing["description"] == "Not Found: not_found"
+    assert missing["content"]["application/json"]["examples"]["not_found"]["value"] == {
+        "error": "not_found",
+        "message": "no thing 7",
+    }
+    # The built-in endpoints are summarised and grouped too.
+    assert doc["paths"]["/health/readiness"]["get"]["tags"] == ["service"]
+    assert doc["paths"]["/openapi.json"]["get"]["summary"]

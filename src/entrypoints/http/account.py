@@ -24,6 +24,7 @@ from __future__ import annotations
 from authgate.domain import errors
 from authgate.domain.model import Caller, ClientInfo, LinkedIdentity
 from authgate.domain.scopes import ACCOUNT_MANAGE, READ_SCOPES
+from authgate.entrypoints.http import docs
 from authgate.entrypoints.http.bodies import (
     AccountDetails,
     AccountExportBody,
@@ -36,6 +37,7 @@ from authgate.entrypoints.http.bodies import (
     SessionRecordExport,
 )
 from authgate.entrypoints.http.caller import ClientAddress
+from authgate.entrypoints.http.docs import describe_tags
 from authgate.entrypoints.http.errors import http_error
 from authgate.entrypoints.http.session_auth import (
     SESSION_COOKIE,
@@ -112,6 +114,12 @@ class AccountOperations:
         ]
 
     def register(self, api: Api) -> None:
+        describe_tags(api, docs.ACCOUNT)
+        configured = list(self.service.providers)  # the configuration's, at registration
+        example_provider = configured[0] if configured else "google"
+        bad_provider = docs.unknown_provider(configured)
+        read_scope = docs.insufficient_scope(*READ_SCOPES)
+        manage_scope = docs.insufficient_scope(ACCOUNT_MANAGE)
         # Spec 4.4 and 2.9: the bearer JWT only (one security requirement). Browser pages,
         # whose session cookie is HttpOnly, read the same list from GET /v1/account.
         api.operation(
@@ -120,7 +128,11 @@ class AccountOperations:
             response=LinkedProviders,
             security=self.read[:1],
             operation_id="list_linked_providers",
-            tags=("account",),
+            tags=(docs.ACCOUNT,),
+            summary="List linked providers",
+            description="The identity providers linked to the caller's account (bearer token only; "
+            "scope account:read or account:manage).",
+            examples=docs.error_examples(docs.NO_CREDENTIAL, docs.BAD_TOKEN, read_scope),
             cors=self.cors,
         )(self.linked_providers)
         api.operation(
@@ -130,18 +142,45 @@ class AccountOperations:
             security=self.read,
             responses={404: AppError},
             operation_id="get_account",
-            tags=("account",),
+            tags=(docs.ACCOUNT,),
+            summary="Get the account",
+            description="The caller's account: id, email and whether it is verified, name, when it "
+            "was created and last signed in, and its linked providers.",
+            examples=docs.error_examples(docs.NO_CREDENTIAL, read_scope, errors.AccountGone()),
             cors=self.cors,
         )(self.account)
         api.operation(
             "DELETE",
             "/v1/account/providers/{provider}",
-            params=[path("provider", pattern(r"^[a-z][a-z0-9_-]{0,63}$"))],
+            params=[
+                path(
+                    "provider",
+                    pattern(r"^[a-z][a-z0-9_-]{0,63}$"),
+                    description="A linked provider of the caller: one of the configured "
+                    + ", ".join(configured)
+                    + ".",
+                    examples=configured,
+                )
+            ],
             response=LinkedProviders,
             security=self.manage,
             responses={401: AppError, 403: AppError, 404: AppError, 409: AppError},
             operation_id="unlink_provider",
-            tags=("account",),
+            tags=(docs.ACCOUNT,),
+            summary="Unlink a provider",
+            description="Unlinks a provider from the caller's account and answers the providers "
+            "that remain; the sessions signed in through it end (but the caller's own). The last "
+            "provider cannot be unlinked. Needs a recent sign-in.",
+            examples=docs.error_examples(
+                bad_provider,
+                docs.NO_CREDENTIAL,
+                docs.STEP_UP,
+                manage_scope,
+                docs.CROSS_SITE,
+                errors.IdentityNotLinked(example_provider),
+                errors.AccountGone(),
+                errors.LastIdentity(example_provider),
+            ),
             cors=self.cors,
         )(self.unlink)
         api.operation(
@@ -150,18 +189,38 @@ class AccountOperations:
             response=SessionList,
             security=self.read,
             operation_id="list_sessions",
-            tags=("account",),
+            tags=(docs.ACCOUNT,),
+            summary="List sessions",
+            description="The caller's live sessions; current marks the caller's own.",
+            examples=docs.error_examples(docs.NO_CREDENTIAL, read_scope),
             cors=self.cors,
         )(self.list_sessions)
         api.operation(
             "DELETE",
             "/v1/account/sessions/{id}",
-            params=[path("id", pattern(r"^[A-Za-z0-9_-]{1,64}$"))],
+            params=[
+                path(
+                    "id",
+                    pattern(r"^[A-Za-z0-9_-]{1,64}$"),
+                    description="The id of one of the caller's sessions, as GET "
+                    "/v1/account/sessions lists it.",
+                )
+            ],
             status=204,
             security=self.manage,
             responses={204: "The session is ended", 401: AppError, 403: AppError, 404: AppError},
             operation_id="end_session",
-            tags=("account",),
+            tags=(docs.ACCOUNT,),
+            summary="End a session",
+            description="Ends one of the caller's sessions (sign a device out). Ending another "
+            "session needs a recent sign-in.",
+            examples=docs.error_examples(
+                docs.NO_CREDENTIAL,
+                docs.STEP_UP,
+                manage_scope,
+                docs.CROSS_SITE,
+                errors.SessionNotFound(),
+            ),
             cors=self.cors,
         )(self.end_session)
         api.operation(
@@ -175,7 +234,13 @@ class AccountOperations:
                 403: AppError,
             },
             operation_id="end_other_sessions",
-            tags=("account",),
+            tags=(docs.ACCOUNT,),
+            summary="End every other session",
+            description="Ends every session of the account but the caller's (sign out everywhere "
+            "else). Needs a recent sign-in.",
+            examples=docs.error_examples(
+                docs.NO_CREDENTIAL, docs.STEP_UP, manage_scope, docs.CROSS_SITE
+            ),
             cors=self.cors,
         )(self.end_other_sessions)
         api.operation(
@@ -190,7 +255,17 @@ class AccountOperations:
                 404: AppError,
             },
             operation_id="delete_account",
-            tags=("account",),
+            tags=(docs.ACCOUNT,),
+            summary="Delete the account",
+            description="Deletes the account with its identities and sessions and clears the "
+            "cookies. Needs a recent sign-in.",
+            examples=docs.error_examples(
+                docs.NO_CREDENTIAL,
+                docs.STEP_UP,
+                manage_scope,
+                docs.CROSS_SITE,
+                errors.AccountGone(),
+            ),
             cors=self.cors,
         )(self.delete_account)
         api.operation(
@@ -200,7 +275,13 @@ class AccountOperations:
             security=self.read,
             responses={401: AppError, 404: AppError},
             operation_id="export_account",
-            tags=("account",),
+            tags=(docs.ACCOUNT,),
+            summary="Export the account",
+            description="Everything stored about the caller (account, identities, sessions, audit "
+            "records) as one document. Needs a recent sign-in.",
+            examples=docs.error_examples(
+                docs.NO_CREDENTIAL, docs.STEP_UP, read_scope, errors.AccountGone()
+            ),
             cors=self.cors,
         )(self.export)
 

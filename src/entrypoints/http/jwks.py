@@ -3,6 +3,7 @@ can verify sessions (docs/integration.md)."""
 
 from __future__ import annotations
 
+from authgate.entrypoints.http import docs
 from authgate.entrypoints.http.bodies import Jwks, PublicKey
 from authgate.entrypoints.rest import Api, Call, Reply
 from authgate.ports.sessions import SessionTokens
@@ -18,12 +19,16 @@ class JwksOperations:
         self.sessions = sessions
 
     def register(self, api: Api) -> None:
+        docs.describe_tags(api, docs.ACCOUNT)
         api.operation(
             "GET",
             "/.well-known/jwks.json",
             response=Jwks,
             operation_id="session_keys",
-            tags=("account",),
+            tags=(docs.ACCOUNT,),
+            summary="Session token keys (JWKS)",
+            description="The public keys that verify the service's session tokens, for "
+            "other services (a JSON Web Key Set; cacheable for a minute).",
         )(self.jwks)
 
     async def jwks(self, call: Call[None]) -> Reply[Jwks]:

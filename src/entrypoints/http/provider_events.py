@@ -21,12 +21,14 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Awaitable, Callable
+from typing import Any
 from urllib.parse import parse_qs
 
 import attrs
 from aiohttp import web
 
 from authgate.domain.model import ClientInfo
+from authgate.entrypoints.http import docs
 from authgate.entrypoints.http.bodies import AppError
 from authgate.entrypoints.http.caller import ClientAddress
 from authgate.entrypoints.http.errors import app_error, rate_limited
@@ -46,6 +48,13 @@ NO_STORE = {"Cache-Control": "no-store"}
 FORM = "application/x-www-form-urlencoded"
 SECEVENT = "application/secevent+jwt"
 MAX_TOKEN_CHARACTERS = 16 * 1024
+_TOO_MANY = "too many provider events; retry later"
+_UNAVAILABLE = app_error(
+    503,
+    "temporarily_unavailable",
+    "the provider's keys cannot be loaded; retry later",
+    {"Retry-After": "60", **NO_STORE},
+)
 
 
 @attrs.frozen
@@ -124,6 +133,7 @@ class ProviderEventOperations:
         self.metrics: Metrics = metrics or NoMetrics()
 
     def register(self, api: Api) -> None:
+        docs.describe_tags(api, docs.PROVIDER_EVENTS)
         for route in self.routes:
             refusal: type = (
                 LogoutError if route.shape is Shape.BACKCHANNEL_LOGOUT else SecurityEventError
@@ -140,7 +150,11 @@ class ProviderEventOperations:
                     503: AppError,
                 },
                 operation_id=f"receive_{route.shape.value}_{route.provider}",
-                tags=("provider-events",),
+                tags=(docs.PROVIDER_EVENTS,),
+                summary=f"{SUMMARIES[route.shape]} from {route.provider}",
+                description=f"{DESCRIPTIONS[route.shape]}, from provider {route.provider}. "
+                "The token is the proof (no session authentication); rate-limited per client.",
+                examples=_examples(route.shape),
             )(self._handler(route))
 
     def _handler(self, route: ReceiverRoute) -> Handler:
@@ -156,7 +170,7 @@ class ProviderEventOperations:
         decision = await self.limiter.hit(self.client_address.limit_key(address))
         if not decision.allowed:
             self.metrics.rate_limited("provider_events")
-            raise rate_limited(decision, "too many provider events; retry later")
+            raise rate_limited(decision, _TOO_MANY)
         client = ClientInfo(address, request.headers.get("User-Agent"))
         try:
             token = _token_of(route.shape, call.body, request.content_type)
@@ -169,12 +183,7 @@ class ProviderEventOperations:
             return _refusal(route.shape, e)
         except EventTokenUnavailable as e:
             log.error("provider %s: cannot verify its events now: %s", route.provider, e)
-            raise app_error(
-                503,
-                "temporarily_unavailable",
-                "the provider's keys cannot be loaded; retry later",
-                {"Retry-After": "60", **NO_STORE},
-            ) from None
+            raise _UNAVAILABLE from None
         return web.Response(status=SUCCESS[route.shape], headers=NO_STORE)
 
 
@@ -217,13 +226,33 @@ def _malformed(description: str) -> EventTokenRejected:
 
 
 def _refusal(shape: Shape, e: EventTokenRejected) -> web.Response:
+    return json_response(_refusal_body(shape, e), 400, NO_STORE)
+
+
+def _refusal_body(shape: Shape, e: EventTokenRejected) -> dict[str, str]:
     if shape is Shape.BACKCHANNEL_LOGOUT:
-        body = {
+        return {
             "error": INVALID_REQUEST,
             "error_description": e.description,
             "err": e.code,
             "description": e.description,
         }
-    else:
-        body = {"err": e.code, "description": e.description}
-    return json_response(body, 400, NO_STORE)
+    return {"err": e.code, "description": e.description}
+
+
+# What the document says of each receiver, by shape: a summary and a description.
+SUMMARIES = {
+    Shape.BACKCHANNEL_LOGOUT: "Receive a back-channel logout",
+    Shape.APPLE: "Receive an Apple server-to-server notification",
+    Shape.RISC: "Receive a RISC security event",
+}
+
+
+def _examples(shape: Shape) -> dict[int, dict[str, dict[str, Any]]]:
+    """Example refusals of a receiver, as it answers them."""
+    malformed = _malformed("the event token is missing or too long")
+    return {
+        400: {malformed.code: _refusal_body(shape, malformed)},
+        429: {"rate_limited": {"error": "rate_limited", "message": _TOO_MANY}},
+        503: {"temporarily_unavailable": _UNAVAILABLE.body},
+    }

@@ -18,8 +18,10 @@ from aiohttp import web
 from authgate.domain import errors
 from authgate.domain.model import ClientInfo, Intent
 from authgate.domain.secrets import new_secret
+from authgate.entrypoints.http import docs
 from authgate.entrypoints.http.bodies import AppError, ProviderDetails
 from authgate.entrypoints.http.caller import ClientAddress, accepts_only_json, prefers_html
+from authgate.entrypoints.http.docs import describe_tags
 from authgate.entrypoints.http.errors import (
     CALLBACK_HEADERS,
     app_error,
@@ -50,7 +52,7 @@ from authgate.entrypoints.rest.security import SecurityScheme, authenticate
 from authgate.ports.ratelimit import RateLimiter
 from authgate.ports.sessions import InvalidSession
 from authgate.services.sessions import SessionService
-from authgate.services.signin import CALLER_INTENTS, SignInService
+from authgate.services.signin import CALLER_INTENTS, MAX_STATE_LENGTH, SignInService
 
 log = logging.getLogger("authgate.http")
 
@@ -63,6 +65,10 @@ LEGACY_BINDING_COOKIE = ("authgate_binding", "/v1/auth")
 NO_STORE = {"Cache-Control": "no-store"}
 _BINDING_FORMAT = re.compile(r"^[A-Za-z0-9_-]{32,128}$")
 CALLBACK_FIELDS = ("code", "state", "error", "error_description", "iss")
+EVERYWHERE_NEEDS_A_SESSION = (
+    "signing out everywhere needs a live session; this one has ended (expired, revoked or "
+    "unknown) or none was sent: nothing was signed out"
+)
 
 
 @attrs.frozen
@@ -103,17 +109,70 @@ class SignInOperations:
         self.cors = cors  # sign-out from the application's pages on other origins
 
     def register(self, api: Api) -> None:
-        provider = path("provider")
+        configured = list(self.service.providers)  # the configuration's, at registration
+        intents = [i.value for i in Intent]
+        describe_tags(api, docs.SIGN_IN)
+        # Examples, not an enum: an unknown name must still answer 400 invalid_provider.
+        provider = path(
+            "provider",
+            description="A configured identity provider: " + ", ".join(configured) + ".",
+            examples=configured,
+        )
+        bad_provider = docs.unknown_provider(configured)
         api.operation(
             "GET",
             "/v1/auth/{provider}",
             params=[
                 provider,
-                query("redirect_uri", required_by_operation),
-                query("state"),
-                query("return_to"),
-                query("intent", pattern(r"^(login|register|link|reauthenticate)$")),
+                query(
+                    "redirect_uri",
+                    required_by_operation,
+                    description="Required. The provider's callback address: one of the "
+                    "callback URLs configured for this provider (app.callback_urls).",
+                ),
+                query(
+                    "state",
+                    description=f"Optional client state (1 to {MAX_STATE_LENGTH} characters, "
+                    "no control characters), sent to the provider; generated when absent.",
+                ),
+                query(
+                    "return_to",
+                    description="Where the browser goes after signing in: a path on the "
+                    "application (/settings) or an address on its origin; anything else is "
+                    "ignored (the application's URL is used).",
+                ),
+                query(
+                    "intent",
+                    pattern(r"^(login|register|link|reauthenticate)$"),
+                    description="Why the sign-in starts: "
+                    + ", ".join(intents)
+                    + " (default login). link and reauthenticate need a signed-in caller "
+                    "(bearer token or session cookie with scope account:manage).",
+                    examples=intents,
+                ),
             ],
+            summary="Start signing in with a provider",
+            description="Stores a pending sign-in (state, PKCE verifier, nonce, bound to this "
+            "browser by a cookie) and answers the provider's authorization URL as JSON; a "
+            "browser that asks for HTML is redirected there (302). With intent=link the "
+            "provider is linked to the signed-in account; with intent=reauthenticate the "
+            "caller signs in again (a recent sign-in for sensitive changes).",
+            examples=docs.error_examples(
+                bad_provider,
+                errors.MissingParameter("redirect_uri"),
+                errors.InvalidRequest(
+                    f"redirect_uri is not an allowed callback address for provider "
+                    f"{configured[0] if configured else 'google'}"
+                ),
+                errors.NotAuthenticated("link needs a signed-in caller", "link"),
+                docs.STEP_UP,
+                docs.BAD_TOKEN,
+                docs.insufficient_scope("account:manage"),
+                docs.CROSS_SITE,
+                docs.rate_limited_example("too many sign-ins started; retry later"),
+                errors.TemporarilyUnavailable(),
+                errors.ProviderUnavailable("discovery failed"),
+            ),
             response=ProviderDetails,
             responses={
                 302: "Redirect to the provider (browsers)",
@@ -123,16 +182,45 @@ class SignInOperations:
                 503: AppError,
             },
             operation_id="start_sign_in",
-            tags=("sign-in",),
+            tags=(docs.SIGN_IN,),
         )(self.start)
         callback_params = [
             provider,
-            query("code", required_by_operation),
-            query("state", required_by_operation),
-            query("error"),
-            query("error_description"),
-            query("iss"),  # RFC 9207: the issuer of the authorization response
+            query(
+                "code",
+                required_by_operation,
+                description="The authorization code the provider issued (absent with error).",
+            ),
+            query(
+                "state",
+                required_by_operation,
+                description="The state of the pending sign-in, as the provider returns it.",
+            ),
+            query(
+                "error",
+                description="The provider's error code, when it did not authorize "
+                "(access_denied: the user declined).",
+            ),
+            query("error_description", description="The provider's text for its error."),
+            # RFC 9207: the issuer of the authorization response
+            query(
+                "iss",
+                description="The issuer of the authorization response (RFC 9207); checked "
+                "against the provider's when present.",
+            ),
         ]
+        callback_errors = docs.error_examples(
+            bad_provider,
+            errors.InvalidRequest("missing required parameter: code"),
+            errors.InvalidState("no pending sign-in for this provider, state and browser"),
+            errors.AccessDenied("access_denied"),
+            errors.IdentityDisabled("account-disabled"),
+            errors.ReauthenticationRefused("reauthentication_identity_mismatch"),
+            errors.AccountNotFound(),
+            errors.IdentityLinkedElsewhere(),
+            docs.rate_limited_example("too many sign-in callbacks; retry later"),
+            errors.ProviderError("server_error", "the provider failed"),
+        )
         for method in ("GET", "POST"):
             api.operation(
                 method,
@@ -148,12 +236,35 @@ class SignInOperations:
                     429: AppError,
                 },
                 operation_id="complete_sign_in" if method == "GET" else "complete_sign_in_form",
-                tags=("sign-in",),
+                tags=(docs.SIGN_IN,),
+                summary="Complete signing in (the provider's redirect)"
+                if method == "GET"
+                else "Complete signing in (the provider's form post)",
+                description="The provider sends the browser here with a code and the state. "
+                "The pending sign-in of this provider, state and browser is taken, the code "
+                "exchanged and the ID token verified; the session cookie is set and the "
+                "browser redirected to the application (302). A failure redirects to the "
+                "application's login page with error and reason; a client that accepts only "
+                "JSON gets the JSON error instead."
+                + (
+                    ""
+                    if method == "GET"
+                    else " This form (response_mode=form_post) is how Apple answers."
+                ),
+                examples=callback_errors,
             )(self.callback)
         api.operation(
             "POST",
             "/v1/auth/logout",
-            params=[query("everywhere", pattern(r"^(true|false)$"))],
+            params=[
+                query(
+                    "everywhere",
+                    pattern(r"^(true|false)$"),
+                    description="true: end every session of the account (needs a recent "
+                    "sign-in); false or absent: only this one.",
+                    examples=["false", "true"],
+                )
+            ],
             status=204,
             responses={
                 204: "Signed out: the session is revoked (everywhere=true: every session of the "
@@ -162,7 +273,16 @@ class SignInOperations:
                 403: AppError,
             },
             operation_id="sign_out",
-            tags=("sign-in",),
+            tags=(docs.SIGN_IN,),
+            summary="Sign out",
+            description="Revokes the caller's session (bearer token or session cookie) and "
+            "clears the session and binding cookies. Without a live session a plain sign-out "
+            "answers 204 (nothing is left to end); everywhere=true answers 401 then.",
+            examples=docs.error_examples(
+                app_error(401, "unauthorized", EVERYWHERE_NEEDS_A_SESSION),
+                docs.STEP_UP,
+                docs.CROSS_SITE,
+            ),
             cors=self.cors,
         )(self.logout)
 
@@ -332,8 +452,7 @@ class SignInOperations:
             refusal = app_error(
                 401,
                 "unauthorized",
-                "signing out everywhere needs a live session; this one has ended (expired, "
-                "revoked or unknown) or none was sent: nothing was signed out",
+                EVERYWHERE_NEEDS_A_SESSION,
                 {
                     "WWW-Authenticate": 'Bearer error="invalid_token"' if token else "Bearer",
                     **NO_STORE,

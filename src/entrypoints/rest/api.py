@@ -66,6 +66,8 @@ class Api:
         self.liveness = Probe()
         self.readiness = Probe()
         self.converter: cattrs.Converter = make_converter()
+        # The document's top-level tag list: name -> description, in declaration order.
+        self.tags: dict[str, str] = {}
 
     def group(self, prefix: str = "", params: Iterable[Param] = ()) -> Group:
         """A view of this API that prefixes paths and prepends parameters."""
@@ -88,6 +90,9 @@ class Api:
         tags: Iterable[str] = (),
         cors: Cors | None = None,
         raw_body: Mapping[str, type | None] | None = None,
+        summary: str | None = None,
+        description: str | None = None,
+        examples: Mapping[int, Mapping[str, Mapping[str, Any]]] | None = None,
     ) -> Callable[[Handler], Handler]:
         """Register the decorated coroutine as an operation.
 
@@ -96,7 +101,8 @@ class Api:
         operation runs with ``call.principal`` None. ``cors``: the other origins whose pages
         may call it from a browser (:mod:`.cors`). ``raw_body``: the operation reads its body
         itself (``call.body`` is its bytes); maps each documented media type to the type of
-        its schema (None: a string). Raises TypeError at registration when the
+        its schema (None: a string). ``summary``, ``description`` and ``examples`` (example
+        error bodies by status, then by name) document it. Raises TypeError at registration when the
         handler's annotations contradict ``request``/``form``/``response``.
         """
 
@@ -118,6 +124,9 @@ class Api:
                     tags=tuple(tags),
                     cors=cors,
                     raw_body=raw_body,
+                    summary=summary,
+                    description=description,
+                    examples={k: dict(v) for k, v in (examples or {}).items()},
                 )
             )
             return handler
@@ -147,9 +156,13 @@ class Api:
         op.check_handler()
         self.operations.append(op)
 
+    def describe_tag(self, name: str, description: str) -> None:
+        """Describe a tag of operations (the document's top-level ``tags``, /docs' groups)."""
+        self.tags[name] = description
+
     def openapi(self) -> dict[str, Any]:
         """The OpenAPI 3.0 document of this API (spec 2.9)."""
-        return document(self.title, self.version, self.operations)
+        return document(self.title, self.version, self.operations, self.tags)
 
     def app(
         self,

@@ -4,11 +4,20 @@ Every operation is documented from its declaration alone: parameters, request bo
 success response, the errors the layer itself may answer (400, 401/403, 413/415, 500) and its
 declared extra responses. An operation whose security is optional lists the empty requirement
 ``{}`` after its schemes (OpenAPI 3.0's "anonymous allowed").
+
+What the declaration says for people (summary, description, tags, parameter descriptions and
+examples, example error bodies) is carried into the operation, its parameters and its
+responses, never into the schemas: spec 2.9 generates no descriptions and no enums for types,
+and a parameter's examples must not narrow what it accepts (an unknown value still gets the
+operation's own answer). Each error response is named by its status and the error codes of
+its examples; a 400 lists, besides the operation's own, what the layer answers for each
+declared parameter (its missing and invalid bodies, as the validators raise them).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
+from http import HTTPStatus
 from typing import Any
 
 from .errors import ErrorBody
@@ -20,8 +29,29 @@ from .schema import Schema, SchemaBuilder
 OPENAPI_VERSION = "3.0.3"
 
 
-def document(title: str, version: str, operations: Iterable[Operation]) -> dict[str, Any]:
-    """The OpenAPI 3.0 document of an API with these operations (spec 2.9)."""
+SERVICE_TAG = "service"
+_BUILT_IN_TAGS = {SERVICE_TAG: "The service itself: its health probes and this document."}
+_PROBES = {
+    "liveness": (
+        "Liveness probe",
+        "200 while the process serves requests; its checks are the process's own.",
+    ),
+    "readiness": (
+        "Readiness probe",
+        "200 when every dependency (the database, a configured Redis, ...) answers; 503 "
+        "naming the failing checks otherwise.",
+    ),
+}
+
+
+def document(
+    title: str,
+    version: str,
+    operations: Iterable[Operation],
+    tags: Mapping[str, str] | None = None,
+) -> dict[str, Any]:
+    """The OpenAPI 3.0 document of an API with these operations (spec 2.9); ``tags``
+    describes the tags the operations use (the top-level ``tags``, in this order)."""
     builder = SchemaBuilder()
     paths: dict[str, dict[str, Any]] = {}
     schemes: dict[str, Schema] = {}
@@ -30,19 +60,26 @@ def document(title: str, version: str, operations: Iterable[Operation]) -> dict[
     paths["/openapi.json"] = {
         "get": {
             "operationId": "openapi",
+            "summary": "This OpenAPI document",
+            "description": "The OpenAPI 3.0 document of every operation of this API.",
+            "tags": [SERVICE_TAG],
             "responses": {"200": _json_response("OpenAPI document", {"type": "object"})},
         }
     }
-    for probe in ("liveness", "readiness"):
+    for probe, (summary, description) in _PROBES.items():
         paths[f"/health/{probe}"] = {
             "get": {
                 "operationId": probe,
+                "summary": summary,
+                "description": description,
+                "tags": [SERVICE_TAG],
                 "responses": {
                     "200": _json_response("Healthy", health),
                     "503": _json_response("Unhealthy", health),
                 },
             }
         }
+    used_tags: dict[str, None] = {}
     used_ids = {"openapi", "liveness", "readiness"}
     for op in operations:
         doc = _operation_doc(op, builder, error)
@@ -55,14 +92,20 @@ def document(title: str, version: str, operations: Iterable[Operation]) -> dict[
         used_ids.add(candidate)
         doc["operationId"] = candidate
         paths.setdefault(op.path, {})[op.method.lower()] = doc
+        used_tags.update(dict.fromkeys(op.tags))
         for scheme in op.security:
             schemes[scheme.name] = scheme.openapi()
     components: dict[str, Any] = {"schemas": dict(sorted(builder.components.items()))}
     if schemes:
         components["securitySchemes"] = schemes
+    described = {**(tags or {}), **_BUILT_IN_TAGS}
+    # Described tags in their declared order, then any tag an operation uses undescribed.
+    tag_list = [{"name": n, "description": d} for n, d in described.items()]
+    tag_list += [{"name": n} for n in used_tags if n not in described]
     return {
         "openapi": OPENAPI_VERSION,
         "info": {"title": title, "version": version},
+        "tags": tag_list,
         "paths": paths,
         "components": components,
     }
@@ -70,6 +113,10 @@ def document(title: str, version: str, operations: Iterable[Operation]) -> dict[
 
 def _operation_doc(op: Operation, builder: SchemaBuilder, error: Schema) -> dict[str, Any]:
     doc: dict[str, Any] = {"operationId": op.name}
+    if op.summary:
+        doc["summary"] = op.summary
+    if op.description:
+        doc["description"] = op.description
     if op.tags:
         doc["tags"] = list(op.tags)
     if op.params:
@@ -122,10 +169,43 @@ def _operation_doc(op: Operation, builder: SchemaBuilder, error: Schema) -> dict
         if isinstance(kind, str):
             responses[str(code)] = {"description": kind}
         else:
-            responses[str(code)] = _json_response(kind.__name__, builder.schema(kind))
+            responses[str(code)] = _json_response(_phrase(code), builder.schema(kind))
     responses.setdefault("500", _json_response("Internal error", error))
+    examples = {code: dict(named) for code, named in op.examples.items()}
+    parameter_errors = _parameter_errors(op.params)
+    if parameter_errors:
+        examples[400] = {**examples.get(400, {}), **parameter_errors}
+    for code, named in examples.items():
+        if not named:
+            continue
+        response = responses.get(str(code))
+        if response is None or "content" not in response:
+            # An error the declaration names only by example: the layer's error body.
+            response = responses[str(code)] = _json_response(_phrase(code), error)
+        response["description"] = f"{_phrase(code)}: {', '.join(named)}"
+        media = response["content"]["application/json"]
+        media["examples"] = {name: {"value": body} for name, body in named.items()}
     doc["responses"] = dict(sorted(responses.items()))
     return doc
+
+
+def _phrase(status: int) -> str:
+    try:
+        return HTTPStatus(status).phrase
+    except ValueError:
+        return f"Status {status}"
+
+
+def _parameter_errors(params: Iterable[Param]) -> dict[str, dict[str, Any]]:
+    """The layer's own 400 bodies for these declared parameters, by example name: built by
+    the same methods the validators raise, so the document cannot drift from the answers."""
+    found: dict[str, dict[str, Any]] = {}
+    for p in params:
+        if p.required_enforced and p.location is not Location.PATH:
+            found[f"missing {p.location.value} parameter {p.name}"] = p.missing().body
+        if p.pattern is not None:
+            found[f"invalid {p.location.value} parameter {p.name}"] = p.invalid().body
+    return found
 
 
 def _json_response(description: str, schema: Schema) -> dict[str, Any]:
@@ -136,4 +216,16 @@ def _param_doc(p: Param) -> dict[str, Any]:
     schema: Schema = {"type": "string"}
     if p.location is not Location.PATH and p.pattern is not None:
         schema["pattern"] = p.pattern
-    return {"name": p.name, "in": p.location.value, "required": p.required, "schema": schema}
+    doc: dict[str, Any] = {
+        "name": p.name,
+        "in": p.location.value,
+        "required": p.required,
+        "schema": schema,
+    }
+    if p.description:
+        doc["description"] = p.description
+    if len(p.examples) == 1:
+        doc["example"] = p.examples[0]
+    elif p.examples:
+        doc["examples"] = {value: {"value": value} for value in p.examples}
+    return doc

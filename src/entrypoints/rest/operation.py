@@ -44,6 +44,11 @@ class Operation:
     responses: Mapping[int, type | str] = attrs.field(factory=dict)
     operation_id: str | None = None
     tags: tuple[str, ...] = ()
+    # Documentation only (the OpenAPI document and /docs): a one-line summary, a longer
+    # description, and example error bodies by status and name (the codes it can answer).
+    summary: str | None = None
+    description: str | None = None
+    examples: Mapping[int, Mapping[str, Mapping[str, Any]]] = attrs.field(factory=dict)
     # Pages of other origins may call it from a browser (not part of the OpenAPI document).
     cors: Cors | None = None
     # A body the operation reads itself (``call.body`` is its bytes, at most the API's body

@@ -142,12 +142,21 @@ class Param:
     location: Location
     name: str
     validators: tuple[Validator, ...] = ()
+    # Documentation only (the OpenAPI document and /docs): what the parameter means, and values
+    # to try. Examples are never an enum: they must not change what the operation answers.
+    description: str | None = attrs.field(default=None, eq=False, kw_only=True)
+    examples: tuple[str, ...] = attrs.field(default=(), eq=False, kw_only=True)
 
     @property
     def required(self) -> bool:
         return self.location is Location.PATH or any(
             isinstance(v, Required) for v in self.validators
         )
+
+    @property
+    def required_enforced(self) -> bool:
+        """Whether the layer itself answers 400 when the parameter is missing."""
+        return any(isinstance(v, Required) and v.enforced for v in self.validators)
 
     @property
     def pattern(self) -> str | None:
@@ -165,24 +174,50 @@ class Param:
         return layer_error(400, f"invalid parameter value in {self.location.value}: {self.name}")
 
 
-def path(name: str, *validators: Validator) -> Param:
+def path(
+    name: str,
+    *validators: Validator,
+    description: str | None = None,
+    examples: Sequence[str] = (),
+) -> Param:
     """A path parameter (always required); the name must appear as ``{name}`` in the path."""
-    return Param(Location.PATH, name, validators)
+    return Param(Location.PATH, name, validators, description=description, examples=tuple(examples))
 
 
-def query(name: str, *validators: Validator) -> Param:
+def query(
+    name: str,
+    *validators: Validator,
+    description: str | None = None,
+    examples: Sequence[str] = (),
+) -> Param:
     """A query parameter; it may repeat, and every value is delivered in order."""
-    return Param(Location.QUERY, name, validators)
+    return Param(
+        Location.QUERY, name, validators, description=description, examples=tuple(examples)
+    )
 
 
-def header(name: str, *validators: Validator) -> Param:
+def header(
+    name: str,
+    *validators: Validator,
+    description: str | None = None,
+    examples: Sequence[str] = (),
+) -> Param:
     """A header parameter, matched case-insensitively by name."""
-    return Param(Location.HEADER, name, validators)
+    return Param(
+        Location.HEADER, name, validators, description=description, examples=tuple(examples)
+    )
 
 
-def cookie(name: str, *validators: Validator) -> Param:
+def cookie(
+    name: str,
+    *validators: Validator,
+    description: str | None = None,
+    examples: Sequence[str] = (),
+) -> Param:
     """A cookie parameter, read from the Cookie header by cookie name."""
-    return Param(Location.COOKIE, name, validators)
+    return Param(
+        Location.COOKIE, name, validators, description=description, examples=tuple(examples)
+    )
 
 
 # Not frozen, though read-only by intent: one is made per request, and attrs' frozen __init__
