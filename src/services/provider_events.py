@@ -22,6 +22,7 @@ from authgate.domain.model import ClientInfo, Outcome, ProviderIdentity, SignInE
 from authgate.domain.provider_events import (
     Action,
     Audit,
+    Decision,
     Ending,
     KeptToken,
     MalformedEvent,
@@ -188,23 +189,16 @@ class ProviderEventService:
         holder = await tx.accounts.find_by_identity(identity) if identity else None
         if decision.unrecognised:
             log.info("provider event: %s sent an event type we do not act on", provider)
-        if identity is None or holder is None:
-            if decision.needs_account:
-                await self._audit(tx, now, provider, client, [decision.unknown_subject()])
-                return Applied()
-            account_id = None
-        else:
-            account_id = holder.id
-            if decision.disable_identity is not None or decision.enable_identity:
-                await tx.accounts.set_identity_disabled(identity, decision.disable_identity)
-            if decision.email_disabled is not None:
-                await tx.accounts.set_identity_email_disabled(identity, decision.email_disabled)
-        ended = await _end_sessions(tx, provider, decision.ending, event, account_id, now)
-        dropped, queued = False, 0
-        if account_id is not None and decision.kept_token is KeptToken.DROP:
-            dropped = bool(await tx.provider_tokens.take(account_id, provider))
-        if account_id is not None and decision.kept_token is KeptToken.REVOKE:
-            queued = await enqueue_token_revocations(tx, account_id, now, provider)
+        if decision.needs_account and holder is None:
+            await self._audit(tx, now, provider, client, [decision.unknown_subject()])
+            return Applied()
+        account_id = holder.id if holder else None
+        if identity is not None and holder is not None:
+            await _change_identity(tx, identity, decision)
+        ended = await _end_sessions(
+            tx, provider, decision.ending, event.provider_session, account_id, now
+        )
+        dropped, queued = await _kept_token(tx, decision.kept_token, account_id, provider, now)
         if decision.review:
             security_log.warning(
                 "security event: %s %s for account %s: to review",
@@ -237,19 +231,39 @@ class ProviderEventService:
             log.exception("could not store a provider event's audit event")
 
 
+async def _change_identity(tx: Transaction, identity: ProviderIdentity, decision: Decision) -> None:
+    """Disable or enable the identity's sign-ins, turn its relay email off or on."""
+    if decision.disable_identity is not None or decision.enable_identity:
+        await tx.accounts.set_identity_disabled(identity, decision.disable_identity)
+    if decision.email_disabled is not None:
+        await tx.accounts.set_identity_email_disabled(identity, decision.email_disabled)
+
+
+async def _kept_token(
+    tx: Transaction, kept: KeptToken, account_id: str | None, provider: str, now: dt.datetime
+) -> tuple[bool, int]:
+    """Drop the provider's kept token, or queue its revocation: whether one was dropped, and
+    how many revocations were queued."""
+    if account_id is None or kept is KeptToken.KEEP:
+        return False, 0
+    if kept is KeptToken.DROP:
+        return bool(await tx.provider_tokens.take(account_id, provider)), 0
+    return False, await enqueue_token_revocations(tx, account_id, now, provider)
+
+
 async def _end_sessions(
     tx: Transaction,
     provider: str,
     ending: Ending,
-    event: ProviderEvent,
+    provider_session: str | None,
     account_id: str | None,
     now: dt.datetime,
 ) -> dict[str, list[str]]:
     """End the sessions ``ending`` names; the sessions ended by account (the holder's
     included, even when none was)."""
-    if ending is Ending.PROVIDER_SESSION and event.provider_session is not None:
+    if ending is Ending.PROVIDER_SESSION and provider_session is not None:
         pairs = await tx.sessions.revoke_provider_session(
-            provider, event.provider_session, now, account_id=account_id
+            provider, provider_session, now, account_id=account_id
         )
         ended: dict[str, list[str]] = {}
         for holder, sid in pairs:
