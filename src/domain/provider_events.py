@@ -1,7 +1,8 @@
 """What identity providers tell us about their users, read from a verified event token.
 
-Three shapes, each parsed by one small function into :class:`ProviderEvent` values
-whose :class:`Action` the service carries out:
+Three shapes, each parsed by one small function into :class:`ProviderEvent` values;
+:func:`decide` says what each means for the account (a :class:`Decision`), which the service
+carries out:
 
 * OpenID Connect Back-Channel Logout 1.0 (:func:`logout_event`): a logout token naming the
   provider's ``sid`` and/or ``sub``;
@@ -24,10 +25,13 @@ from typing import Any
 
 import attrs
 
+from authgate.domain.model import Outcome
+
 BACKCHANNEL_LOGOUT = "http://schemas.openid.net/event/backchannel-logout"
 RISC_EVENT_TYPE = "https://schemas.openid.net/secevent/risc/event-type/"
 OAUTH_EVENT_TYPE = "https://schemas.openid.net/secevent/oauth/event-type/"
 MAX_SUBJECT_LENGTH = 255
+UNKNOWN = "unknown"  # the kind of an event type we do not act on
 
 
 class MalformedEvent(ValueError):
@@ -116,7 +120,7 @@ def apple_event(claims: Mapping[str, Any]) -> ProviderEvent:
         raise MalformedEvent("notification event has no sub")
     action = APPLE_ACTIONS.get(kind)
     if action is None:
-        return ProviderEvent("unknown", Action.NOTHING, sub)
+        return ProviderEvent(UNKNOWN, Action.NOTHING, sub)
     return ProviderEvent(kind, action, sub)
 
 
@@ -159,7 +163,7 @@ def risc_events(claims: Mapping[str, Any], issuers: Collection[str]) -> list[Pro
             raise MalformedEvent("security event payload is not a JSON object")
         action = RISC_ACTIONS.get(uri)
         if action is None:
-            found.append(ProviderEvent("unknown", Action.NOTHING))
+            found.append(ProviderEvent(UNKNOWN, Action.NOTHING))
             continue
         name = uri.rsplit("/", 1)[-1]
         raw_subject = payload.get("subject", claims.get("sub_id"))
@@ -199,6 +203,146 @@ def _risc_subject(subject: Any, issuers: Collection[str]) -> str | None:
     if not isinstance(iss, str) or iss.rstrip("/") not in wanted:
         return None
     return _optional_text(subject, "sub")
+
+
+# -- What an event means ----------------------------------------------------------------------
+
+
+class Ending(enum.Enum):
+    """Which sessions of the account an event ends."""
+
+    NONE = "none"
+    THIS_PROVIDER = "this_provider"  # those signed in through the event's provider
+    EVERY_PROVIDER = "every_provider"  # all of the account's, whatever the provider
+    PROVIDER_SESSION = "provider_session"  # those of the provider session it names (``sid``)
+
+
+class KeptToken(enum.Enum):
+    """What becomes of the provider's token kept for the account (for revocation)."""
+
+    KEEP = "keep"
+    DROP = "drop"  # the provider revoked it already: sending it back is useless
+    REVOKE = "revoke"  # it may be an attacker's grant: queue its revocation at the provider
+
+
+@attrs.frozen
+class Audit:
+    """One audit event to record: its outcome, the account it concerns, and its detail."""
+
+    outcome: Outcome
+    account_id: str | None
+    detail: str
+
+
+@attrs.frozen
+class Decision:
+    """What one event means, carried out in one transaction without knowing event kinds.
+
+    ``needs_account``: it acts on the account holding the identity it names; without one it
+    changes nothing and is audited as an unknown subject. ``disable_identity`` refuses the
+    identity's sign-ins for that reason; ``enable_identity`` allows them again;
+    ``email_disabled`` turns the provider's relay email off (True) or on (False).
+    ``outcome``/``detail`` is the audit event; with ``counted`` it is recorded per account
+    whose sessions ended, the detail followed by how many. ``review``: logged as a security
+    warning for an operator to follow up. ``unrecognised``: a type we do not act on.
+    """
+
+    kind: str
+    outcome: Outcome
+    detail: str
+    needs_account: bool = True
+    ending: Ending = Ending.NONE
+    disable_identity: str | None = None
+    enable_identity: bool = False
+    email_disabled: bool | None = None
+    kept_token: KeptToken = KeptToken.KEEP
+    counted: bool = False
+    review: bool = False
+    unrecognised: bool = False
+
+    def unknown_subject(self) -> Audit:
+        """The audit of an event naming nobody we know: nothing was changed."""
+        return Audit(Outcome.PROVIDER_EVENT, None, f"{self.kind}: unknown subject")
+
+    def audits(
+        self, account_id: str | None, ended: Mapping[str, int], token_dropped: bool = False
+    ) -> list[Audit]:
+        """The audit events once carried out for ``account_id`` (None: nobody known):
+        ``ended`` counts the sessions ended by account; ``token_dropped``: a kept token was
+        dropped."""
+        if not self.counted:
+            return [Audit(self.outcome, account_id, self.detail)]
+        if not ended:
+            return [Audit(Outcome.PROVIDER_EVENT, None, f"{self.detail}: no live session")]
+        dropped = "; kept token dropped" if token_dropped else ""
+        return [
+            Audit(self.outcome, holder, f"{self.detail}: {count}{dropped}")
+            for holder, count in sorted(ended.items())
+        ]
+
+
+# Google disabled the account because it may have been taken over: whoever holds a session may
+# be the attacker, whatever provider it was signed in with, and the kept token may be the
+# attacker's grant.
+HIJACKING = "hijacking"
+# The provider revoked the OAuth tokens it issued to us: the one kept is useless now.
+TOKENS_REVOKED = "tokens-revoked"
+
+
+def decide(event: ProviderEvent) -> Decision:
+    """What ``event`` means for the account holding the identity it names."""
+    kind = event.kind
+    action = event.action
+    if action is Action.END_SESSIONS and event.provider_session is not None:
+        # A logout by sid ends that provider session; with a sub, only if it is the holder's.
+        return Decision(
+            kind,
+            Outcome.PROVIDER_SIGNED_OUT,
+            kind,
+            needs_account=event.subject is not None,
+            ending=Ending.PROVIDER_SESSION,
+            counted=True,
+        )
+    if action is Action.END_SESSIONS:
+        return Decision(
+            kind,
+            Outcome.PROVIDER_SIGNED_OUT,
+            kind,
+            ending=Ending.EVERY_PROVIDER if event.every_provider else Ending.THIS_PROVIDER,
+            kept_token=KeptToken.DROP if kind == TOKENS_REVOKED else KeptToken.KEEP,
+            counted=True,
+        )
+    if action in (Action.NOTHING, Action.REVIEW):
+        return Decision(
+            kind,
+            Outcome.PROVIDER_EVENT,
+            f"{kind}: {event.reason}" if event.reason else kind,
+            needs_account=False,
+            review=action is Action.REVIEW,
+            unrecognised=kind == UNKNOWN,
+        )
+    if action is Action.DISABLE_IDENTITY:
+        # Other reasons: only the sessions this provider vouched for. The kept token of a
+        # hijacked identity is revoked at the provider; a new one is kept at the next sign-in
+        # once the identity is enabled again.
+        reason = event.reason or "unspecified"
+        hijacked = reason == HIJACKING
+        return Decision(
+            kind,
+            Outcome.IDENTITY_DISABLED,
+            f"{kind}: {reason}",
+            ending=Ending.EVERY_PROVIDER if hijacked else Ending.THIS_PROVIDER,
+            disable_identity=reason,
+            kept_token=KeptToken.REVOKE if hijacked else KeptToken.KEEP,
+        )
+    if action is Action.ENABLE_IDENTITY:
+        return Decision(kind, Outcome.IDENTITY_ENABLED, kind, enable_identity=True)
+    if action is Action.EMAIL_DISABLED:
+        return Decision(kind, Outcome.EMAIL_DISABLED, kind, email_disabled=True)
+    if action is Action.EMAIL_ENABLED:
+        return Decision(kind, Outcome.EMAIL_ENABLED, kind, email_disabled=False)
+    # REMOVE_IDENTITY arrives alone in a token and goes through the account service.
+    return Decision(kind, Outcome.PROVIDER_EVENT, kind)
 
 
 def _optional_text(values: Mapping[str, Any], name: str) -> str | None:

@@ -21,9 +21,14 @@ import attrs
 from authgate.domain.model import ClientInfo, Outcome, ProviderIdentity, SignInEvent
 from authgate.domain.provider_events import (
     Action,
+    Audit,
+    Decision,
+    Ending,
+    KeptToken,
     MalformedEvent,
     ProviderEvent,
     apple_event,
+    decide,
     logout_event,
     risc_events,
 )
@@ -177,90 +182,97 @@ class ProviderEventService:
         client: ClientInfo,
         now: dt.datetime,
     ) -> Applied:
-        """Carry out one event inside ``tx``; the sessions it ended and the revocations of
-        provider tokens it queued."""
-
-        async def audit(outcome: Outcome, account_id: str | None, detail: str) -> None:
-            await tx.events.record(audit_event(now, provider, outcome, client, account_id, detail))
-
+        """Carry out what ``event`` means (:func:`decide`) inside ``tx``; the sessions it
+        ended and the revocations of provider tokens it queued."""
+        decision = decide(event)
         identity = ProviderIdentity(provider, event.subject) if event.subject else None
         holder = await tx.accounts.find_by_identity(identity) if identity else None
-        if event.action is Action.END_SESSIONS and event.provider_session is not None:
-            if identity is not None and holder is None:
-                await audit(Outcome.PROVIDER_EVENT, None, f"{event.kind}: unknown subject")
-                return Applied()
-            pairs = await tx.sessions.revoke_provider_session(
-                provider, event.provider_session, now, account_id=holder.id if holder else None
+        if decision.unrecognised:
+            log.info("provider event: %s sent an event type we do not act on", provider)
+        if decision.needs_account and holder is None:
+            await self._audit(tx, now, provider, client, [decision.unknown_subject()])
+            return Applied()
+        account_id = holder.id if holder else None
+        if identity is not None and holder is not None:
+            await _change_identity(tx, identity, decision)
+        ended = await _end_sessions(
+            tx, provider, decision.ending, event.provider_session, account_id, now
+        )
+        dropped, queued = await _kept_token(tx, decision.kept_token, account_id, provider, now)
+        if decision.review:
+            security_log.warning(
+                "security event: %s %s for account %s: to review",
+                provider,
+                decision.detail,
+                account_id or "(unknown subject)",
             )
-            for account_id in sorted({a for a, _ in pairs}):
-                count = sum(1 for a, _ in pairs if a == account_id)
-                await audit(Outcome.PROVIDER_SIGNED_OUT, account_id, f"{event.kind}: {count}")
-            if not pairs:
-                await audit(Outcome.PROVIDER_EVENT, None, f"{event.kind}: no live session")
-            return Applied([sid for _, sid in pairs])
-        if event.action in (Action.NOTHING, Action.REVIEW):
-            if event.kind == "unknown":
-                log.info("provider event: %s sent an event type we do not act on", provider)
-            what = f"{event.kind}: {event.reason}" if event.reason else event.kind
-            reviewed = holder.id if holder else None
-            if event.action is Action.REVIEW:  # the provider asks us to look into the account
-                security_log.warning(
-                    "security event: %s %s for account %s: to review",
-                    provider,
-                    what,
-                    reviewed or "(unknown subject)",
-                )
-            await audit(Outcome.PROVIDER_EVENT, reviewed, what)
-            return Applied()
-        if identity is None or holder is None:
-            await audit(Outcome.PROVIDER_EVENT, None, f"{event.kind}: unknown subject")
-            return Applied()
-        if event.action is Action.END_SESSIONS:
-            only = None if event.every_provider else provider
-            ended = await tx.sessions.revoke_all(holder.id, now, provider=only)
-            detail = f"{event.kind}: {len(ended)}"
-            # tokens-revoked: the provider revoked the tokens it issued to us; the one kept
-            # for revocation is useless now, so it is dropped, not sent back.
-            if event.kind == "tokens-revoked" and await tx.provider_tokens.take(
-                holder.id, provider
-            ):
-                detail += "; kept token dropped"
-            await audit(Outcome.PROVIDER_SIGNED_OUT, holder.id, detail)
-            return Applied(ended)
-        if event.action is Action.DISABLE_IDENTITY:
-            reason = event.reason or "unspecified"
-            await tx.accounts.set_identity_disabled(identity, reason)
-            # Hijacking: whoever holds a session may be the attacker, whatever the provider
-            # used. Other reasons: the sessions this provider vouched for.
-            only = None if reason == "hijacking" else provider
-            ended = await tx.sessions.revoke_all(holder.id, now, provider=only)
-            # Hijacking: the kept token may be the attacker's grant; it is revoked at the
-            # provider (at least once; "no longer known" counts as revoked), a new one is kept
-            # at the next sign-in once the identity is enabled again.
-            queued = 0
-            if reason == "hijacking":
-                queued = await enqueue_token_revocations(tx, holder.id, now, provider)
-            await audit(Outcome.IDENTITY_DISABLED, holder.id, f"{event.kind}: {reason}")
-            return Applied(ended, queued)
-        if event.action is Action.ENABLE_IDENTITY:
-            await tx.accounts.set_identity_disabled(identity, None)
-            await audit(Outcome.IDENTITY_ENABLED, holder.id, event.kind)
-            return Applied()
-        if event.action in (Action.EMAIL_DISABLED, Action.EMAIL_ENABLED):
-            disabled = event.action is Action.EMAIL_DISABLED
-            await tx.accounts.set_identity_email_disabled(identity, disabled)
-            outcome = Outcome.EMAIL_DISABLED if disabled else Outcome.EMAIL_ENABLED
-            await audit(outcome, holder.id, event.kind)
-            return Applied()
-        # REMOVE_IDENTITY arrives alone in a token and goes through the account service.
-        await audit(Outcome.PROVIDER_EVENT, holder.id, event.kind)
-        return Applied()
+        counts = {a: len(sids) for a, sids in ended.items()}
+        audits = decision.audits(account_id, counts, dropped)
+        await self._audit(tx, now, provider, client, audits)
+        return Applied([sid for sids in ended.values() for sid in sids], queued)
+
+    async def _audit(
+        self,
+        tx: Transaction,
+        now: dt.datetime,
+        provider: str,
+        client: ClientInfo,
+        audits: Collection[Audit],
+    ) -> None:
+        for a in audits:
+            await tx.events.record(
+                audit_event(now, provider, a.outcome, client, a.account_id, a.detail)
+            )
 
     async def _record(self, event: SignInEvent) -> None:
         try:
             await self.events.record(event)
         except Exception:  # the audit trail must not turn a refusal into a 500
             log.exception("could not store a provider event's audit event")
+
+
+async def _change_identity(tx: Transaction, identity: ProviderIdentity, decision: Decision) -> None:
+    """Disable or enable the identity's sign-ins, turn its relay email off or on."""
+    if decision.disable_identity is not None or decision.enable_identity:
+        await tx.accounts.set_identity_disabled(identity, decision.disable_identity)
+    if decision.email_disabled is not None:
+        await tx.accounts.set_identity_email_disabled(identity, decision.email_disabled)
+
+
+async def _kept_token(
+    tx: Transaction, kept: KeptToken, account_id: str | None, provider: str, now: dt.datetime
+) -> tuple[bool, int]:
+    """Drop the provider's kept token, or queue its revocation: whether one was dropped, and
+    how many revocations were queued."""
+    if account_id is None or kept is KeptToken.KEEP:
+        return False, 0
+    if kept is KeptToken.DROP:
+        return bool(await tx.provider_tokens.take(account_id, provider)), 0
+    return False, await enqueue_token_revocations(tx, account_id, now, provider)
+
+
+async def _end_sessions(
+    tx: Transaction,
+    provider: str,
+    ending: Ending,
+    provider_session: str | None,
+    account_id: str | None,
+    now: dt.datetime,
+) -> dict[str, list[str]]:
+    """End the sessions ``ending`` names; the sessions ended by account (the holder's
+    included, even when none was)."""
+    if ending is Ending.PROVIDER_SESSION and provider_session is not None:
+        pairs = await tx.sessions.revoke_provider_session(
+            provider, provider_session, now, account_id=account_id
+        )
+        ended: dict[str, list[str]] = {}
+        for holder, sid in pairs:
+            ended.setdefault(holder, []).append(sid)
+        return ended
+    if ending is Ending.NONE or account_id is None:
+        return {}
+    only = None if ending is Ending.EVERY_PROVIDER else provider
+    return {account_id: await tx.sessions.revoke_all(account_id, now, provider=only)}
 
 
 def _parse(receiver: Receiver, verified: VerifiedEventToken) -> list[ProviderEvent]:
