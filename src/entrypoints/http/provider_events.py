@@ -19,7 +19,6 @@ or whose token names a ``kid`` that no fetch made for it has looked for yet, get
 from __future__ import annotations
 
 import json
-import logging
 from collections.abc import Awaitable, Callable
 from urllib.parse import parse_qs
 
@@ -29,18 +28,15 @@ from aiohttp import web
 from authgate.domain.model import ClientInfo
 from authgate.entrypoints.http.bodies import AppError
 from authgate.entrypoints.http.caller import ClientAddress
-from authgate.entrypoints.http.errors import app_error, rate_limited
-from authgate.entrypoints.rest import Api, Call, json_response
+from authgate.entrypoints.http.errors import OIDC_LOGOUT, rate_limited
+from authgate.entrypoints.rest import Api, Call
 from authgate.ports.metrics import Metrics, NoMetrics
 from authgate.ports.provider_events import (
     INVALID_REQUEST,
     EventTokenRejected,
-    EventTokenUnavailable,
 )
 from authgate.ports.ratelimit import RateLimiter
 from authgate.services.provider_events import ProviderEventService, Shape
-
-log = logging.getLogger("authgate.http")
 
 NO_STORE = {"Cache-Control": "no-store"}
 FORM = "application/x-www-form-urlencoded"
@@ -158,23 +154,15 @@ class ProviderEventOperations:
             self.metrics.rate_limited("provider_events")
             raise rate_limited(decision, "too many provider events; retry later")
         client = ClientInfo(address, request.headers.get("User-Agent"))
+        # Its refusals are answered by the error map (http.errors), in this receiver's shape.
+        request[OIDC_LOGOUT] = route.shape is Shape.BACKCHANNEL_LOGOUT
         try:
             token = _token_of(route.shape, call.body, request.content_type)
         except EventTokenRejected as e:
+            # A body that is not this receiver's never reaches the service: audit it here.
             await self.service.refused(route.provider, route.shape, e, client)
-            return _refusal(route.shape, e)
-        try:
-            await self.service.receive(route.provider, route.shape, token, client)
-        except EventTokenRejected as e:
-            return _refusal(route.shape, e)
-        except EventTokenUnavailable as e:
-            log.error("provider %s: cannot verify its events now: %s", route.provider, e)
-            raise app_error(
-                503,
-                "temporarily_unavailable",
-                "the provider's keys cannot be loaded; retry later",
-                {"Retry-After": "60", **NO_STORE},
-            ) from None
+            raise
+        await self.service.receive(route.provider, route.shape, token, client)
         return web.Response(status=SUCCESS[route.shape], headers=NO_STORE)
 
 
@@ -214,16 +202,3 @@ def _token_of(shape: Shape, body: bytes, content_type: str) -> str:
 
 def _malformed(description: str) -> EventTokenRejected:
     return EventTokenRejected(INVALID_REQUEST, description)
-
-
-def _refusal(shape: Shape, e: EventTokenRejected) -> web.Response:
-    if shape is Shape.BACKCHANNEL_LOGOUT:
-        body = {
-            "error": INVALID_REQUEST,
-            "error_description": e.description,
-            "err": e.code,
-            "description": e.description,
-        }
-    else:
-        body = {"err": e.code, "description": e.description}
-    return json_response(body, 400, NO_STORE)

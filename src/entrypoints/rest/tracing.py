@@ -30,17 +30,14 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Awaitable, Callable, Mapping
-from contextvars import ContextVar
 from time import time_ns
 from types import TracebackType
 
 from aiohttp import web
 from aiohttp.typedefs import Middleware
-from aiohttp.web_urldispatcher import UrlMappingMatchInfo
 from opentelemetry import context, propagate, trace
 from opentelemetry.baggage.propagation import W3CBaggagePropagator
 from opentelemetry.context import Context
-from opentelemetry.context.contextvars_context import ContextVarsRuntimeContext
 from opentelemetry.propagators.composite import CompositePropagator
 from opentelemetry.sdk import trace as sdk_trace
 from opentelemetry.sdk.resources import SERVICE_NAME, Resource
@@ -125,122 +122,6 @@ def tracing_middleware(tracer: trace.Tracer) -> Middleware:
             span.end()
 
     return trace_request
-
-
-Dispatch = Callable[[web.Request], Awaitable[web.StreamResponse]]
-
-
-def traced_dispatch(dispatch: Dispatch, tracer: trace.Tracer) -> Dispatch:
-    """``dispatch`` (an application's routing, error handling and handlers) inside a server
-    span: the span of :func:`tracing_middleware`, without a middleware (issue 13: a middleware
-    costs aiohttp's whole middleware machinery per request, :mod:`.application`).
-
-    The span wraps the routing too, so it starts before the route is known: named by the method
-    alone, with the method, path and scheme. The application's request hands the route to
-    :func:`routed` as soon as aiohttp's routing has it, before any handler runs: the span is
-    then renamed ``METHOD /route/{template}`` and given ``http.route`` (when a route matched;
-    should that hand-over not happen, at the end, from the request's match). What the span
-    processors and exporters see is the middleware's span: the same name, attributes in the
-    same order (a handler's own after the route), status, kind, parent and context. Only a
-    sampler of one's own (not the default ``ParentBased(ALWAYS_ON)``, whose spans are recorded
-    here) sees a difference: it is asked at the start, with the method alone as the name and no
-    ``http.route`` among the attributes; the SDK's span it samples is then renamed and given
-    the route (``update_name``, ``set_attribute``) as the recorded one is."""
-    recorder = _SpanRecorder.of(tracer)
-    start_span = recorder.start_span if recorder is not None else tracer.start_span
-    extract = _extractor()
-    attach, detach = context.attach, context.detach
-    with_span = trace.set_span_in_context
-    server = SpanKind.SERVER
-    error = Status(StatusCode.ERROR)
-    runtime = context._RUNTIME_CONTEXT
-    runtime_var = _context_var(runtime)
-
-    async def trace_request(request: web.Request) -> web.StreamResponse:
-        method = request.method
-        attributes: dict[str, types.AttributeValue] = {
-            "http.request.method": method,
-            "url.path": request.path,
-            "url.scheme": request.scheme,
-        }
-        span = start_span(
-            method,
-            context=extract(request.headers),
-            kind=server,
-            attributes=attributes,
-            record_exception=False,
-            set_status_on_exception=False,
-        )
-        # An attribute of the request (its class declares it), read once by routed.
-        request._rest_span = span
-        # attach(set_span_in_context(span)): with OpenTelemetry's own runtime context (the
-        # default), the same new Context set in its ContextVar, without eight Python calls.
-        var = runtime_var if context._RUNTIME_CONTEXT is runtime else None
-        if var is not None:
-            values = var.get().copy()
-            values[_SPAN_KEY] = span
-            token = var.set(Context(values))
-        else:
-            token = attach(with_span(span))
-        status = 0  # none: an exception that is not an HTTP answer escaped
-        try:
-            response = await dispatch(request)
-            status = response.status
-            return response
-        except web.HTTPException as e:
-            status = e.status
-            raise
-        finally:
-            if var is not None:
-                try:  # what detach does
-                    var.reset(token)
-                except Exception:
-                    _context_log.exception("Failed to detach context")
-            else:
-                detach(token)
-            if request._rest_span is not None:  # type: ignore[attr-defined]
-                routed(request, request._match_info)
-            if status:
-                span.set_attribute("http.response.status_code", status)
-                if status >= 500:
-                    span.set_status(error)
-            else:
-                span.set_status(error)
-            span.end()
-
-    return trace_request
-
-
-_context_log = logging.getLogger(context.__name__)  # where detach logs
-
-
-def _context_var(runtime: object) -> ContextVar[Context] | None:
-    """The ContextVar of OpenTelemetry's own runtime context (``OTEL_PYTHON_CONTEXT`` unset or
-    ``contextvars_context``): ``get_current``, ``attach`` and ``detach`` are its ``get``,
-    ``set`` and ``reset``. None for another runtime context."""
-    if type(runtime) is not ContextVarsRuntimeContext:
-        return None
-    var = getattr(runtime, "_current_context", None)
-    return var if isinstance(var, ContextVar) else None
-
-
-SPAN_ATTRIBUTE = "_rest_span"
-"""The attribute of a request :func:`traced_dispatch` keeps its server span in until
-:func:`routed` names it (None then): the class of the requests it handles declares it, None by
-default (and among its ``ATTRS``, which aiohttp's debug mode checks)."""
-
-
-def routed(request: web.Request, match_info: UrlMappingMatchInfo | None) -> None:
-    """What a request of a traced application calls once aiohttp's routing has matched it (or
-    not): its server span (:func:`traced_dispatch`) gets its name and route."""
-    span: trace.Span | None = request._rest_span  # type: ignore[attr-defined]
-    if span is not None:
-        request._rest_span = None
-        resource = match_info.route.resource if match_info is not None else None
-        if resource is not None:
-            route = resource.canonical
-            span.update_name(f"{request.method} {route}")
-            span.set_attribute("http.route", route)
 
 
 def _extractor() -> Callable[[Mapping[str, str]], Context]:
