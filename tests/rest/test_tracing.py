@@ -45,9 +45,11 @@ from authgate.entrypoints.rest import (
     path,
     pattern,
     query,
+    tracing,
 )
 from authgate.entrypoints.rest.tracing import (
     _extractor,
+    _RecordedSpan,
     _SpanRecorder,
     make_tracer_provider,
     tracing_middleware,
@@ -64,6 +66,18 @@ PARENT_ID = "00f067aa0ba902b7"
 @attrs.frozen
 class User:
     id: str
+
+
+@pytest.fixture(autouse=True, params=["checked", "check-failed"])
+def private_names(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Every test here twice: with the start-up check of the private names the lean span uses
+    as it finds the installed API and SDK, and with that check forced to fail (the SDK's own
+    span for every request): the same spans exported, the same answers."""
+    outcome: str = request.param
+    if outcome == "check-failed":
+        monkeypatch.setattr(tracing, "_missing_private_names", lambda tracer: "a forced mismatch")
+        monkeypatch.setattr(tracing, "_fallback_logged", False)
+    return outcome
 
 
 @pytest.fixture
@@ -505,13 +519,53 @@ async def test_spans_of_the_service_s_wiring(serve: Serve, monkeypatch: pytest.M
     assert spans[12].parent_span_id == b"" and spans[11].parent_span_id == b""
 
 
-def test_the_service_tracer_takes_the_recorded_path() -> None:
+def test_the_service_tracer_takes_the_recorded_path_when_the_check_passes(
+    private_names: str,
+) -> None:
     provider = make_tracer_provider("authgate-test", exporter=InMemorySpanExporter())
     try:
-        assert _SpanRecorder.of(provider.get_tracer("authgate")) is not None
+        recorder = _SpanRecorder.of(provider.get_tracer("authgate"))
+        assert (recorder is not None) == (private_names == "checked")
         assert _SpanRecorder.of(otel_trace.NoOpTracer()) is None
     finally:
         provider.shutdown()
+
+
+@pytest.mark.parametrize("private_names", ["checked"], indirect=True)
+def test_the_installed_sdk_has_every_private_name_the_lean_span_uses() -> None:
+    # Should an upgrade within the pinned minor versions change one, this says which.
+    provider = TracerProvider()
+    assert tracing._missing_private_names(provider.get_tracer("authgate")) is None
+
+
+@pytest.mark.parametrize("private_names", ["checked"], indirect=True)
+async def test_a_missing_private_name_means_the_sdk_span_logged_once(
+    serve: Serve, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    # As an API release without the context key the lean span reads would be: found when the
+    # application is built, not by a request.
+    monkeypatch.setattr(tracing, "_SPAN_KEY", "")
+    monkeypatch.setattr(tracing, "_fallback_logged", False)
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    api = Api("Example", "1.0.0")
+    kinds: list[type] = []
+
+    @api.operation("GET", "/users/{id}", response=User)
+    async def get_user(call: Call[None]) -> User:
+        kinds.append(type(otel_trace.get_current_span()))
+        return User(call.path["id"])
+
+    with caplog.at_level("WARNING", logger=tracing.__name__):
+        clients = [await serve(api, tracer=provider.get_tracer("test")) for _ in range(2)]
+        for client in clients:
+            assert (await client.get("/users/42")).status == 200
+    warnings = [r.getMessage() for r in caplog.records if r.name == tracing.__name__]
+    assert len(warnings) == 1
+    assert "_SPAN_KEY" in warnings[0]
+    assert kinds and not any(issubclass(k, _RecordedSpan) for k in kinds)
+    assert [s.name for s in exporter.get_finished_spans()] == ["GET /users/{id}"] * 2
 
 
 # -- the caller's context: propagate.extract, without asking the propagator when it is known --

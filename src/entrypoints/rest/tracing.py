@@ -1,6 +1,5 @@
-"""Per-request OpenTelemetry server spans, by lean code of our own: folded into the
-application's own dispatch (:func:`traced_dispatch`, what :meth:`~.api.Api.app` does with a
-``tracer``), or a middleware (:func:`tracing_middleware`) where it cannot be.
+"""Per-request OpenTelemetry server spans: one middleware (:func:`tracing_middleware`), the
+outermost of an :meth:`~.api.Api.app` application given a ``tracer``.
 
 One span per request named ``METHOD /route/{template}`` (the matched route's shape, never the
 concrete path), the W3C ``traceparent`` of the caller honoured, the status and route recorded.
@@ -11,10 +10,12 @@ The contrib aiohttp-server instrumentation was measured to halve throughput even
 off; this costs one span and a handful of attributes (see docs/benchmarks.md).
 
 The span itself: the SDK's ``Tracer.start_span`` and ``Span`` cost about ten times the rest of
-the tracing code (issue 13, docs/benchmarks.md): a sampler call chain, a lock, attribute
-validation into a ``BoundedAttributes`` and two ``BoundedList`` per span, for attributes we make
-ourselves (valid strings and an int) and events and links a server span never has. When the
-tracer is an SDK tracer configured the way this reproduces exactly -- every root span sampled
+the tracing code: a sampler call chain, a lock, attribute validation into a
+``BoundedAttributes`` and two ``BoundedList`` per span, for attributes we make ourselves (valid
+strings and an int) and events and links a server span never has. Measured with
+bench/rest_instructions.py, a traced request costs 1.4 times the instructions with the SDK's
+span that it costs with :class:`_RecordedSpan`, which is why this one exists. When the tracer
+is an SDK tracer configured the way this reproduces exactly -- every root span sampled
 (``ParentBased(ALWAYS_ON)``, the default), no attribute length limit, span processors that only
 act at the end (the batch and simple processors) -- :class:`_SpanRecorder` makes the span
 context as the SDK does and hands the span processors the same ``ReadableSpan`` the SDK would:
@@ -23,10 +24,16 @@ Anything else (another sampler or processor, a parent that is not sampled, a dis
 goes through ``Tracer.start_span`` unchanged; and a handler that uses the current span for more
 than its context (an event, a link, an attribute of its own) turns it into the SDK's span from
 then on.
+
+It uses private names of the OpenTelemetry API and SDK, whose minor versions pyproject.toml
+pins. Every one is checked once, when the middleware is built (:func:`_missing_private_names`):
+should one differ, every span is the SDK's own (a warning says so, once), never a failing
+request. The tests run with the check passing and forced to fail, with the same exports.
 """
 
 from __future__ import annotations
 
+import inspect
 import logging
 import os
 from collections.abc import Awaitable, Callable, Mapping
@@ -49,7 +56,7 @@ from opentelemetry.sdk.trace.export import (
 )
 from opentelemetry.sdk.trace.sampling import ALWAYS_ON, ParentBased
 from opentelemetry.trace import SpanContext, SpanKind, Status, StatusCode, TraceFlags
-from opentelemetry.trace.propagation import _SPAN_KEY
+from opentelemetry.trace import propagation as _propagation
 from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 from opentelemetry.util import types
 
@@ -69,11 +76,10 @@ def make_tracer_provider(service_name: str, exporter: SpanExporter | None = None
 
 
 def tracing_middleware(tracer: trace.Tracer) -> Middleware:
-    """A middleware that wraps every request in a server span.
-
-    What :meth:`~.api.Api.app` uses when it cannot fold the span into the application's own
-    dispatch (:func:`traced_dispatch`): other middlewares given, or aiohttp's internals not as
-    expected. The span starts after the routing, with its name and route."""
+    """A middleware that wraps every request in a server span (the outermost one of an
+    :meth:`~.api.Api.app` application given a tracer). The span starts after aiohttp's routing,
+    with its name and route, and records the final status, the error handling's answer
+    included. The private names the lean span needs are checked here, once."""
     recorder = _SpanRecorder.of(tracer)
     start_span = recorder.start_span if recorder is not None else tracer.start_span
     extract = _extractor()
@@ -193,8 +199,93 @@ _END_ONLY_PROCESSORS = (BatchSpanProcessor, SimpleSpanProcessor)
 """Span processors whose ``on_start`` and ``_on_ending`` do nothing: they see a span only as the
 ``ReadableSpan`` given to ``on_end``."""
 
+# The context key of the current span: private to the API (what get_current_span reads).
+_SPAN_KEY: str = getattr(_propagation, "_SPAN_KEY", "")
 _SAMPLED = TraceFlags(TraceFlags.SAMPLED)
-_SAMPLED_RANDOM = TraceFlags(TraceFlags.SAMPLED | TraceFlags.RANDOM_TRACE_ID)
+_SAMPLED_RANDOM = TraceFlags(TraceFlags.SAMPLED | getattr(TraceFlags, "RANDOM_TRACE_ID", 0))
+
+_READABLE_SPAN_PARAMETERS = {
+    "name",
+    "context",
+    "parent",
+    "resource",
+    "attributes",
+    "kind",
+    "status",
+    "start_time",
+    "end_time",
+    "instrumentation_info",
+    "instrumentation_scope",
+}
+_SDK_SPAN_PARAMETERS = _READABLE_SPAN_PARAMETERS - {"status", "start_time", "end_time"} | {
+    "sampler",
+    "span_processor",
+    "links",
+    "record_exception",
+    "set_status_on_exception",
+    "limits",
+}
+
+
+def _parameters(function: object) -> set[str]:
+    try:
+        return set(inspect.signature(function).parameters)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return set()
+
+
+def _missing_private_names(tracer: sdk_trace.Tracer) -> str | None:
+    """The first name the recorded span uses that the installed API and SDK do not have as it
+    expects (their pinned minor versions have them all), or None. Checked once, when the
+    tracing middleware is built: a mismatch means the SDK's own span for every request, never
+    a failing request."""
+    processor = tracer.span_processor
+    limits = getattr(tracer, "_span_limits", None)
+    ids = tracer.id_generator
+    sdk_span = getattr(sdk_trace, "_Span", None)
+    checks: tuple[tuple[str, bool], ...] = (
+        ("opentelemetry.trace.propagation._SPAN_KEY", bool(_SPAN_KEY)),
+        ("TraceFlags.RANDOM_TRACE_ID", hasattr(TraceFlags, "RANDOM_TRACE_ID")),
+        ("SpanContext.trace_flags.random_trace_id", hasattr(TraceFlags, "random_trace_id")),
+        ("IdGenerator.is_trace_id_random", callable(getattr(ids, "is_trace_id_random", None))),
+        ("Tracer._is_enabled", callable(getattr(tracer, "_is_enabled", None))),
+        ("Tracer._instrumentation_scope", hasattr(tracer, "_instrumentation_scope")),
+        ("Tracer.instrumentation_info", hasattr(tracer, "instrumentation_info")),
+        (
+            "Tracer._span_limits",
+            hasattr(limits, "max_span_attributes") and hasattr(limits, "max_span_attribute_length"),
+        ),
+        (
+            "SynchronousMultiSpanProcessor._span_processors",
+            isinstance(getattr(processor, "_span_processors", None), tuple),
+        ),
+        ("ReadableSpan()", _parameters(ReadableSpan) >= _READABLE_SPAN_PARAMETERS),
+        (
+            "opentelemetry.sdk.trace._Span()",
+            _parameters(getattr(sdk_span, "__init__", None)) >= _SDK_SPAN_PARAMETERS
+            and _parameters(getattr(sdk_span, "start", None)) >= {"start_time", "parent_context"},
+        ),
+    )
+    for name, present in checks:
+        if not present:
+            return name
+    return None
+
+
+_fallback_logged = False
+
+
+def _fall_back(reason: str) -> None:
+    global _fallback_logged
+    if not _fallback_logged:
+        _fallback_logged = True
+        log.warning(
+            "server spans are the OpenTelemetry SDK's own (slower): the installed SDK does not "
+            "have %s as the lean span expects",
+            reason,
+        )
+
+
 _PLAIN_VALUE = (str, int, float, bool)
 
 
@@ -228,6 +319,10 @@ class _SpanRecorder:
             return None
         processor = tracer.span_processor
         if type(processor) is not SynchronousMultiSpanProcessor:
+            return None
+        missing = _missing_private_names(tracer)
+        if missing is not None:
+            _fall_back(missing)
             return None
         return cls(tracer, processor)
 
