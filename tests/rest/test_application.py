@@ -113,7 +113,10 @@ async def test_a_chunked_body_past_the_limit_is_413_json(aiohttp_client: Any) ->
 
     response = await client.post("/raw", data=chunks(), headers={"Content-Type": "text/plain"})
     assert response.status == 413
-    assert await response.json() == {"error": "request body larger than 64 bytes"}
+    assert await response.json() == {
+        "error": "payload_too_large",
+        "message": "request body larger than 64 bytes",
+    }
     assert "Server" not in response.headers
 
 

@@ -182,7 +182,7 @@ def _failure_answer(
 
 def too_large(limit: int) -> HttpError:
     """413: a body past the operation's (or the application's) limit."""
-    return layer_error(413, f"request body larger than {limit} bytes")
+    return service_error(413, "payload_too_large", f"request body larger than {limit} bytes")
 
 
 _ROUTER_ERRORS = {
