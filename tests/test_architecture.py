@@ -76,7 +76,7 @@ REST_LAYERS: tuple[tuple[str, ...], ...] = (
     ("logtext", "wire", "routing", "tracing", "eventloop"),
     ("errors", "schema", "accesslog"),
     ("params", "security", "health", "cors"),
-    ("call", "application"),
+    ("call",),
     ("signature",),
     ("operation",),
     ("openapi",),

@@ -60,9 +60,9 @@ from authgate.entrypoints.config import (
 )
 from authgate.entrypoints.http.account import AccountOperations
 from authgate.entrypoints.http.caller import ClientAddress
+from authgate.entrypoints.http.errors import answer_error
 from authgate.entrypoints.http.jwks import JwksOperations
-from authgate.entrypoints.http.metrics import RecordRequest, metrics_middleware
-from authgate.entrypoints.http.renewal import renewal_hook, renewal_middleware
+from authgate.entrypoints.http.renewal import renewal_hook
 from authgate.entrypoints.http.session_auth import (
     SameOriginGuard,
     SessionVerifier,
@@ -74,9 +74,7 @@ from authgate.entrypoints.rest import (
     BearerJWT,
     Cors,
     HealthCheck,
-    error_middleware,
-    error_middleware_with,
-    install_request_hooks,
+    RecordRequest,
 )
 from authgate.ports.accounts import AccountRepository
 from authgate.ports.clock import Clock
@@ -312,6 +310,8 @@ def build_api(config: Config, resources: Resources, services: Services | None = 
     """The API with every operation of the service registered on ``resources``."""
     services = services or build_services(config, resources)
     api = Api(TITLE, __version__, max_body_bytes=config.rest.max_body_bytes)
+    # Operations let domain errors propagate; this one map answers them.
+    api.on_exception(answer_error)
     verifier = SessionVerifier(services.sessions)
     bearer = BearerJWT("bearerAuth", verifier)
     public_url = config.rest.public_url
@@ -668,24 +668,14 @@ async def create_app(
     # The dev Apple key file, before the adapter reads it (once the database was accepted).
     resources = await open_resources(config, clock, prepare=development.prepare)
     services = build_services(config, resources)
-    app = build(build_api(config, resources, services), config)
+    api = build_api(config, resources, services)
     # Renews a browser's session cookie on a successful answer (sliding sessions), and with
-    # metrics on, each request's duration: folded into the error handling (one coroutine
-    # frame per request instead of three, docs/benchmarks.md) when that is the only one: the
-    # Api's application's own, or its middleware.
+    # metrics on, records each request's duration: the API's hooks, in its error handling.
+    api.after_response(renewal_hook(services.sessions))
     record = _request_recorder(config, resources)
-    renew = renewal_hook(services.sessions)
-    if install_request_hooks(app, after=renew, record=record):
-        pass  # the Api's application: in its own error handling, without a middleware
-    elif list(app.middlewares) == [error_middleware]:
-        app.middlewares[0] = error_middleware_with(after=renew, record=record)
-    else:
-        if app.middlewares and app.middlewares[-1] is error_middleware:
-            app.middlewares[-1] = error_middleware_with(after=renew)
-        else:  # a build of its own: renewal innermost, as before
-            app.middlewares.append(renewal_middleware(services.sessions))
-        if record is not None:  # outermost
-            app.middlewares.insert(0, metrics_middleware(record))
+    if record is not None:
+        api.record_requests(record)
+    app = build(api, config)
     app[RESOURCES] = resources  # for diagnostics and tests that look behind the HTTP API
     development.mount(app, config)  # /docs; /demo and /dev/idp in development
     if config.metrics.enabled:

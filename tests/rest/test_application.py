@@ -1,14 +1,11 @@
-"""The application an Api serves on (rest.application): every failure answered as JSON and no
-``Server`` header, the same on the fast path (error handling and header removal inside aiohttp's
-own per-request steps, no middleware, no signal) and on the public one it falls back to when
-aiohttp's internals are not as expected; and the fast path is the one taken with the installed
-aiohttp."""
+"""The application an Api serves on: a plain aiohttp application (its public middleware and
+signal, no subclass, no internals), every failure answered as JSON, no ``Server`` header, and
+the Api's hooks (an exception handler, after each successful answer, each request recorded)."""
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -20,12 +17,9 @@ from authgate.entrypoints.rest import (
     Call,
     Cors,
     HttpError,
-    RestApplication,
-    install_request_hooks,
+    json_response,
     path,
 )
-from authgate.entrypoints.rest import api as api_module
-from authgate.entrypoints.rest.application import FAST_PATH
 
 SITE = "https://app.example"
 
@@ -41,21 +35,14 @@ def make_api() -> Api:
             raise web.HTTPFound("/elsewhere")
         if call.path["id"] == "teapot":
             raise HttpError(418, {"error": "teapot"})
+        if call.path["id"] == "domain":
+            raise LookupError("no such thing")
 
     @api.operation("POST", "/raw", raw_body={"text/plain": None})
     async def raw(call: Call[bytes]) -> None:
         return None
 
     return api
-
-
-@pytest.fixture(params=["fast", "public"])
-def fast(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[bool]:
-    """Both ways of building the application: the fast path, and the public means (a
-    middleware and an ``on_response_prepare`` receiver) used when aiohttp's internals differ."""
-    on = request.param == "fast"
-    monkeypatch.setattr(api_module, "FAST_PATH", on)
-    yield on
 
 
 Client = TestClient[web.Request, web.Application]
@@ -66,21 +53,19 @@ async def start(aiohttp_client: Any, app: web.Application) -> Client:
     return client
 
 
-def test_the_installed_aiohttp_takes_the_fast_path() -> None:
-    # Should an aiohttp upgrade change the internals the fast path uses, this fails (and the
-    # service falls back to the public means, about a tenth slower per request).
-    assert FAST_PATH
+def test_the_application_is_aiohttp_s_own_with_public_means() -> None:
+    # No subclass of aiohttp's Application and no replaced internals: the error handling is a
+    # middleware, the Server header goes in an on_response_prepare receiver.
     app = make_api().app()
-    assert isinstance(app, RestApplication)
-    assert list(app.middlewares) == []
-    assert len(app.on_response_prepare) == 0
+    assert type(app) is web.Application
+    assert len(app.middlewares) == 1
+    assert len(app.on_response_prepare) == 1
 
 
 async def test_every_kind_of_answer_is_json_without_server(
-    aiohttp_client: Any, fast: bool, caplog: pytest.LogCaptureFixture
+    aiohttp_client: Any, caplog: pytest.LogCaptureFixture
 ) -> None:
     app = make_api().app()
-    assert isinstance(app, RestApplication) is fast
 
     async def page(request: web.Request) -> web.StreamResponse:
         if "fail" in request.query:
@@ -119,7 +104,7 @@ async def test_every_kind_of_answer_is_json_without_server(
     assert len([r for r in caplog.records if r.name == "authgate.rest"]) == 2  # the two 500s
 
 
-async def test_a_chunked_body_past_the_limit_is_413_json(aiohttp_client: Any, fast: bool) -> None:
+async def test_a_chunked_body_past_the_limit_is_413_json(aiohttp_client: Any) -> None:
     client = await start(aiohttp_client, make_api().app())
 
     async def chunks() -> Any:
@@ -128,11 +113,14 @@ async def test_a_chunked_body_past_the_limit_is_413_json(aiohttp_client: Any, fa
 
     response = await client.post("/raw", data=chunks(), headers={"Content-Type": "text/plain"})
     assert response.status == 413
-    assert await response.json() == {"error": "request body larger than 64 bytes"}
+    assert await response.json() == {
+        "error": "payload_too_large",
+        "message": "request body larger than 64 bytes",
+    }
     assert "Server" not in response.headers
 
 
-async def test_cors_headers_on_successes_and_failures(aiohttp_client: Any, fast: bool) -> None:
+async def test_cors_headers_on_successes_and_failures(aiohttp_client: Any) -> None:
     client = await start(aiohttp_client, make_api().app())
     for where, status in [("/things/1", 204), ("/things/boom", 500)]:
         response = await client.get(where, headers={"Origin": SITE})
@@ -143,7 +131,7 @@ async def test_cors_headers_on_successes_and_failures(aiohttp_client: Any, fast:
 
 
 async def test_receivers_added_to_on_response_prepare_still_run(
-    aiohttp_client: Any, fast: bool
+    aiohttp_client: Any,
 ) -> None:
     app = make_api().app()
 
@@ -158,45 +146,72 @@ async def test_receivers_added_to_on_response_prepare_still_run(
         assert "Server" not in response.headers
 
 
-async def test_hooks_fold_into_the_error_handling(aiohttp_client: Any) -> None:
-    app = make_api().app()
+async def test_the_api_hooks_run_in_the_error_handling(
+    aiohttp_client: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    api = make_api()
     recorded: list[tuple[str, str | None, int]] = []
     after: list[int] = []
 
+    @api.record_requests
     def record(method: str, route: str | None, status: int, seconds: float) -> None:
         recorded.append((method, route, status))
 
+    @api.after_response
     def after_success(request: web.Request, response: web.StreamResponse) -> None:
         after.append(response.status)
 
-    assert install_request_hooks(app, after=after_success, record=record)
-    client = await start(aiohttp_client, app)
-    for where in ("/things/1", "/things/boom", "/things/away", "/nowhere"):
-        await client.get(where, allow_redirects=False)
+    @api.on_exception
+    def answer(request: web.Request, e: Exception) -> web.StreamResponse | None:
+        # The application's errors answered in one place; anything else stays a failure.
+        if isinstance(e, LookupError):
+            return json_response({"error": "not_here", "message": str(e)}, 404)
+        return None
+
+    client = await start(aiohttp_client, api.app())
+    with caplog.at_level(logging.ERROR, logger="authgate.rest"):
+        statuses = []
+        for where in ("/things/1", "/things/boom", "/things/away", "/nowhere", "/things/domain"):
+            response = await client.get(where, allow_redirects=False)
+            statuses.append(response.status)
+        assert await response.json() == {"error": "not_here", "message": "no such thing"}
+    assert statuses == [204, 500, 302, 404, 404]
     assert recorded == [
         ("GET", "/things/{id}", 204),
         ("GET", "/things/{id}", 500),
         ("GET", "/things/{id}", 302),
         ("GET", None, 404),
+        ("GET", "/things/{id}", 404),
     ]
     assert after == [204]  # only answers the handler returned
-    with pytest.raises(RuntimeError, match="frozen"):
-        install_request_hooks(app, record=record)
+    # The unexpected failure is logged; the answered domain error is not.
+    assert len([r for r in caplog.records if r.name == "authgate.rest"]) == 1
 
 
-def test_hooks_are_left_to_the_caller_where_the_error_handling_is_a_middleware() -> None:
-    # Middlewares of the caller's (tracing) run outside the error handling: a middleware too.
+async def test_hooks_see_the_answers_of_the_caller_s_middlewares_errors(
+    aiohttp_client: Any,
+) -> None:
+    # Middlewares given to Api.app run outside the error handling and its hooks.
+    seen: list[int] = []
+
+    @web.middleware
     async def outer(request: web.Request, handler: Any) -> web.StreamResponse:
         response: web.StreamResponse = await handler(request)
+        seen.append(response.status)
         return response
 
-    app = make_api().app(middlewares=[web.middleware(outer)])
-    assert not install_request_hooks(app, after=lambda request, response: None)
-    assert not install_request_hooks(web.Application())
+    api = make_api()
+    recorded: list[int] = []
+    api.record_requests(lambda method, route, status, seconds: recorded.append(status))
+    client = await start(aiohttp_client, api.app(middlewares=[outer]))
+    for where in ("/things/1", "/things/boom"):
+        await client.get(where)
+    assert seen == recorded == [204, 500]
 
 
-async def test_a_malformed_request_is_answered_without_server(aiohttp_client: Any) -> None:
-    # aiohttp answers it itself, before any routing (the public means never saw it).
+async def test_a_malformed_request_is_answered_by_aiohttp_itself(aiohttp_client: Any) -> None:
+    # aiohttp refuses it before any routing: no application hook runs for it, so its answer is
+    # aiohttp's own (a 400 that names aiohttp in Server); a proxy in front may drop that.
     client = await start(aiohttp_client, make_api().app())
     assert client.port is not None
     reader, writer = await asyncio.open_connection("127.0.0.1", client.port)
@@ -204,4 +219,3 @@ async def test_a_malformed_request_is_answered_without_server(aiohttp_client: An
     head = await reader.readuntil(b"\r\n\r\n")
     writer.close()
     assert head.split(b"\r\n")[0].endswith(b" 400 Bad Request")
-    assert b"\r\nserver:" not in head.lower()

@@ -118,7 +118,7 @@ async def test_wrong_types_are_rejected_not_coerced(
     client, received = await person_client(serve)
     resp = await client.post("/people", json={**VALID, **change})
     assert resp.status == 400
-    assert await resp.json() == {"error": expected}
+    assert await resp.json() == {"error": "invalid_body", "message": expected}
     assert received == []
 
 
@@ -127,7 +127,10 @@ async def test_missing_field_is_named(serve: Serve) -> None:
     body = {k: v for k, v in VALID.items() if k != "age"}
     resp = await client.post("/people", json=body)
     assert resp.status == 400
-    assert await resp.json() == {"error": "invalid request body: $.age: required field missing"}
+    assert await resp.json() == {
+        "error": "invalid_body",
+        "message": "invalid request body: $.age: required field missing",
+    }
 
 
 async def test_body_that_is_not_an_object(serve: Serve) -> None:
@@ -135,7 +138,8 @@ async def test_body_that_is_not_an_object(serve: Serve) -> None:
     resp = await client.post("/people", json=[VALID])
     assert resp.status == 400
     assert await resp.json() == {
-        "error": "invalid request body: $: expected an object, got an array"
+        "error": "invalid_body",
+        "message": "invalid request body: $: expected an object, got an array",
     }
 
 
@@ -147,7 +151,9 @@ async def test_invalid_json_is_400(serve: Serve, raw: bytes) -> None:
     client, received = await person_client(serve)
     resp = await client.post("/people", data=raw, headers={"Content-Type": "application/json"})
     assert resp.status == 400
-    assert (await resp.json())["error"].startswith("invalid JSON in request body")
+    body = await resp.json()
+    assert body["error"] == "invalid_body"
+    assert body["message"].startswith("invalid JSON in request body")
     assert received == []
 
 
@@ -155,7 +161,7 @@ async def test_empty_body_is_400(serve: Serve) -> None:
     client, received = await person_client(serve)
     resp = await client.post("/people", data=b"", headers={"Content-Type": "application/json"})
     assert resp.status == 400
-    assert await resp.json() == {"error": "missing request body"}
+    assert await resp.json() == {"error": "invalid_body", "message": "missing request body"}
     assert received == []
 
 
@@ -167,7 +173,10 @@ async def test_non_json_content_type_is_415(serve: Serve, content_type: str) -> 
         "/people", data=json.dumps(VALID).encode(), headers={"Content-Type": content_type}
     )
     assert resp.status == 415
-    assert await resp.json() == {"error": "request body must be application/json"}
+    assert await resp.json() == {
+        "error": "unsupported_media_type",
+        "message": "request body must be application/json",
+    }
     assert received == []
 
 
@@ -194,7 +203,7 @@ def big_body(size: int) -> bytes:
     return json.dumps({**VALID, "nickname": "x" * pad}).encode()
 
 
-TOO_LARGE = {"error": "request body larger than 1048576 bytes"}
+TOO_LARGE = {"error": "payload_too_large", "message": "request body larger than 1048576 bytes"}
 
 
 async def test_default_limit_is_one_mebibyte_with_content_length(serve: Serve) -> None:
@@ -233,7 +242,10 @@ async def test_configured_limit(serve: Serve) -> None:
     for data in (big_body(201), chunks(big_body(201), 50)):
         resp = await client.post("/people", data=data, headers=headers)
         assert resp.status == 413
-        assert await resp.json() == {"error": "request body larger than 200 bytes"}
+        assert await resp.json() == {
+            "error": "payload_too_large",
+            "message": "request body larger than 200 bytes",
+        }
     assert len(received) == 1
 
 

@@ -41,19 +41,15 @@ from authgate.entrypoints.config import parse
 from authgate.entrypoints.rest import (
     Api,
     Call,
-    RestApplication,
-    application,
     cookie,
-    install_request_hooks,
     path,
     pattern,
     query,
+    tracing,
 )
-from authgate.entrypoints.rest import api as api_module
-from authgate.entrypoints.rest.application import FAST_PATH
-from authgate.entrypoints.rest.errors import error_middleware
 from authgate.entrypoints.rest.tracing import (
     _extractor,
+    _RecordedSpan,
     _SpanRecorder,
     make_tracer_provider,
     tracing_middleware,
@@ -72,6 +68,18 @@ class User:
     id: str
 
 
+@pytest.fixture(autouse=True, params=["checked", "check-failed"])
+def private_names(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Every test here twice: with the start-up check of the private names the lean span uses
+    as it finds the installed API and SDK, and with that check forced to fail (the SDK's own
+    span for every request): the same spans exported, the same answers."""
+    outcome: str = request.param
+    if outcome == "check-failed":
+        monkeypatch.setattr(tracing, "_missing_private_names", lambda tracer: "a forced mismatch")
+        monkeypatch.setattr(tracing, "_fallback_logged", False)
+    return outcome
+
+
 @pytest.fixture
 def exporter() -> Iterator[InMemorySpanExporter]:
     exporter = InMemorySpanExporter()
@@ -79,17 +87,13 @@ def exporter() -> Iterator[InMemorySpanExporter]:
     exporter.shutdown()
 
 
-WIRINGS = ("folded", "middleware", "public", "with-middleware")
+WIRINGS = ("api", "middleware", "with-middleware")
 """The ways a traced application is built:
 
-* folded: ``Api.app(tracer=...)``, the span in the application's own dispatch (the service's);
-  (folded-unhooked: the same, should its requests not hand the route over as aiohttp routes
-  them: the span named at its end);
-* middleware: :func:`tracing_middleware` given as a middleware, as the service did before;
-* public: ``Api.app(tracer=...)`` when aiohttp's internals are not as expected (FAST_PATH
-  False): the tracing middleware and the error middleware;
+* api: ``Api.app(tracer=...)``, as the service does: the tracing middleware outermost;
+* middleware: :func:`tracing_middleware` given as a middleware;
 * with-middleware: ``Api.app(tracer=..., middlewares=[another])``: the tracing middleware
-  outermost."""
+  outermost, then the other."""
 
 
 @web.middleware
@@ -106,34 +110,17 @@ async def serve_traced(
         return await serve(api, middlewares=[tracing_middleware(tracer)])
     if wiring == "with-middleware":
         client = await serve(api, middlewares=[passing_middleware], tracer=tracer)
-        if FAST_PATH:
-            assert len(client.app.middlewares) == 3
-            assert client.app.middlewares[1:] == [passing_middleware, error_middleware]
+        assert len(client.app.middlewares) == 3
+        assert client.app.middlewares[1] is passing_middleware
         return client
-    with monkeypatch.context() as patch:
-        if wiring == "public":
-            patch.setattr(api_module, "FAST_PATH", False)
-        if wiring == "folded-unhooked":
-            untraced = application._request_class
-            patch.setattr(
-                application, "_request_class", lambda cors, signals, traced: untraced(cors, signals)
-            )
-        client = await serve(api, tracer=tracer)
-    if wiring == "public":
-        assert not isinstance(client.app, RestApplication)
-        assert len(client.app.middlewares) == 2
-        assert client.app.middlewares[1] is error_middleware
-    else:
-        assert isinstance(client.app, RestApplication)
-        assert list(client.app.middlewares) == []
+    client = await serve(api, tracer=tracer)
+    assert len(client.app.middlewares) == 2  # the span, then the error handling
     return client
 
 
-@pytest.fixture(params=[*WIRINGS, "folded-unhooked"])
+@pytest.fixture(params=WIRINGS)
 def wiring(request: pytest.FixtureRequest) -> str:
     wiring: str = request.param
-    if wiring.startswith("folded") and not FAST_PATH:
-        pytest.skip("aiohttp's internals are not as the folded span expects")
     return wiring
 
 
@@ -250,15 +237,13 @@ def config_text(disabled: bool) -> str:
 
 def test_sdk_disabled_installs_no_tracing_middleware() -> None:
     app = server.build_app(Api("Example", "1.0.0"), parse(config_text(True)))
-    # No middleware at all: the error handling is the application's own (rest.application).
-    assert list(app.middlewares) == ([] if FAST_PATH else [error_middleware])
+    assert len(app.middlewares) == 1  # the error handling alone
 
 
-async def test_sdk_enabled_traces_without_any_aiohttp_middleware(
+async def test_sdk_enabled_traces_in_one_outermost_middleware(
     aiohttp_client: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # The service's own wiring (build_app, as `authgate serve` and create_app call it): the
-    # span is in the application's dispatch, and aiohttp's middleware machinery is off.
+    # The service's own wiring (build_app, as `authgate serve` and create_app call it).
     # build_app sets the global provider; keep this test from leaking it into others.
     installed: list[TracerProvider] = []
     monkeypatch.setattr(otel_trace, "set_tracer_provider", installed.append)
@@ -277,10 +262,8 @@ async def test_sdk_enabled_traces_without_any_aiohttp_middleware(
         assert (await client.get("/users/42")).status == 200
     finally:
         provider.shutdown()
-    assert FAST_PATH
-    assert isinstance(app, RestApplication)
-    assert list(app.middlewares) == []
-    assert app._run_middlewares is False  # aiohttp's own flag, set as it froze the application
+    assert type(app) is web.Application
+    assert len(app.middlewares) == 2
     span = only_span(exporter)
     assert span.name == "GET /users/{id}"
     assert span.kind is SpanKind.SERVER
@@ -291,16 +274,6 @@ async def test_sdk_enabled_traces_without_any_aiohttp_middleware(
         "http.route": "/users/{id}",
         "http.response.status_code": 200,
     }
-
-
-def test_sdk_enabled_without_the_fast_path_installs_the_tracing_middleware(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    monkeypatch.setattr(otel_trace, "set_tracer_provider", lambda provider: None)
-    monkeypatch.setattr(api_module, "FAST_PATH", False)
-    app = server.build_app(Api("Example", "1.0.0"), parse(config_text(False)))
-    assert len(app.middlewares) == 2
-    assert app.middlewares[-1] is error_middleware
 
 
 async def test_otlp_export_when_the_standard_variables_are_set(
@@ -468,7 +441,7 @@ async def test_recorded_spans_export_what_the_sdk_spans_would(
     ("sampler", "limits"),
     [
         (ParentBased(ALWAYS_ON), None),  # the recorded span
-        (SDK_ALWAYS_ON, None),  # the SDK's span, renamed and given its route once routed
+        (SDK_ALWAYS_ON, None),  # the SDK's span
         (ParentBased(ALWAYS_ON), SpanLimits(max_span_attributes=3)),
         (SDK_ALWAYS_ON, SpanLimits(max_span_attributes=3)),
     ],
@@ -481,16 +454,16 @@ async def test_every_wiring_exports_the_spans_of_the_tracing_middleware(
     sampler: Sampler,
     limits: SpanLimits | None,
 ) -> None:
-    # Byte for byte the OTLP export of the middleware the service used before: names, ids,
-    # parents, kinds, attributes in their order, statuses, events, for every kind of answer.
+    # Byte for byte the OTLP export of the tracing middleware alone: names, ids, parents,
+    # kinds, attributes in their order, statuses, events, for every kind of answer.
     before = await exported_by(serve, sampler, limits, monkeypatch=monkeypatch)
     now = await exported_by(serve, sampler, limits, wiring=wiring, monkeypatch=monkeypatch)
     assert now == before
 
 
-async def test_spans_of_the_folded_dispatch(serve: Serve, monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_spans_of_the_service_s_wiring(serve: Serve, monkeypatch: pytest.MonkeyPatch) -> None:
     exported = await exported_by(
-        serve, ParentBased(ALWAYS_ON), wiring="folded", monkeypatch=monkeypatch
+        serve, ParentBased(ALWAYS_ON), wiring="api", monkeypatch=monkeypatch
     )
     spans = exported.resource_spans[0].scope_spans[0].spans
     server_kind = 2  # SPAN_KIND_SERVER in OTLP
@@ -546,13 +519,53 @@ async def test_spans_of_the_folded_dispatch(serve: Serve, monkeypatch: pytest.Mo
     assert spans[12].parent_span_id == b"" and spans[11].parent_span_id == b""
 
 
-def test_the_service_tracer_takes_the_recorded_path() -> None:
+def test_the_service_tracer_takes_the_recorded_path_when_the_check_passes(
+    private_names: str,
+) -> None:
     provider = make_tracer_provider("authgate-test", exporter=InMemorySpanExporter())
     try:
-        assert _SpanRecorder.of(provider.get_tracer("authgate")) is not None
+        recorder = _SpanRecorder.of(provider.get_tracer("authgate"))
+        assert (recorder is not None) == (private_names == "checked")
         assert _SpanRecorder.of(otel_trace.NoOpTracer()) is None
     finally:
         provider.shutdown()
+
+
+@pytest.mark.parametrize("private_names", ["checked"], indirect=True)
+def test_the_installed_sdk_has_every_private_name_the_lean_span_uses() -> None:
+    # Should an upgrade within the pinned minor versions change one, this says which.
+    provider = TracerProvider()
+    assert tracing._missing_private_names(provider.get_tracer("authgate")) is None
+
+
+@pytest.mark.parametrize("private_names", ["checked"], indirect=True)
+async def test_a_missing_private_name_means_the_sdk_span_logged_once(
+    serve: Serve, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    # As an API release without the context key the lean span reads would be: found when the
+    # application is built, not by a request.
+    monkeypatch.setattr(tracing, "_SPAN_KEY", "")
+    monkeypatch.setattr(tracing, "_fallback_logged", False)
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    api = Api("Example", "1.0.0")
+    kinds: list[type] = []
+
+    @api.operation("GET", "/users/{id}", response=User)
+    async def get_user(call: Call[None]) -> User:
+        kinds.append(type(otel_trace.get_current_span()))
+        return User(call.path["id"])
+
+    with caplog.at_level("WARNING", logger=tracing.__name__):
+        clients = [await serve(api, tracer=provider.get_tracer("test")) for _ in range(2)]
+        for client in clients:
+            assert (await client.get("/users/42")).status == 200
+    warnings = [r.getMessage() for r in caplog.records if r.name == tracing.__name__]
+    assert len(warnings) == 1
+    assert "_SPAN_KEY" in warnings[0]
+    assert kinds and not any(issubclass(k, _RecordedSpan) for k in kinds)
+    assert [s.name for s in exporter.get_finished_spans()] == ["GET /users/{id}"] * 2
 
 
 # -- the caller's context: propagate.extract, without asking the propagator when it is known --
@@ -592,7 +605,7 @@ class HeaderPropagator(TraceContextTextMapPropagator):
     _TRACEPARENT_HEADER_NAME = "x-parent"
 
 
-@pytest.mark.parametrize("wiring", ["folded", "middleware"])
+@pytest.mark.parametrize("wiring", ["api", "middleware"])
 async def test_another_global_propagator_is_asked(
     serve: Serve, exporter: InMemorySpanExporter, wiring: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -607,12 +620,11 @@ async def test_another_global_propagator_is_asked(
     assert span.parent is not None and f"{span.parent.span_id:016x}" == PARENT_ID
 
 
-async def test_request_hooks_fold_into_a_traced_application_inside_its_span(
+async def test_the_api_hooks_run_inside_the_server_span(
     aiohttp_client: Any, exporter: InMemorySpanExporter
 ) -> None:
     # What create_app does with the service's application (session renewal, request metrics):
-    # traced, the hooks still go into the application's own error handling, not middlewares,
-    # and run inside the server span.
+    # traced, the hooks run in the error handling, inside the server span.
     provider = TracerProvider()
     provider.add_span_processor(SimpleSpanProcessor(exporter))
     api = Api("Example", "1.0.0")
@@ -623,22 +635,22 @@ async def test_request_hooks_fold_into_a_traced_application_inside_its_span(
             raise RuntimeError("boom")
         return User(call.path["id"])
 
-    app = api.app(tracer=provider.get_tracer("test"))
     recorded: list[tuple[str, str | None, int]] = []
     current: list[int] = []
 
+    @api.after_response
     def after(request: web.Request, response: web.StreamResponse) -> None:
         current.append(otel_trace.get_current_span().get_span_context().span_id)
 
+    @api.record_requests
     def record(method: str, route: str | None, status: int, seconds: float) -> None:
         recorded.append((method, route, status))
 
-    assert install_request_hooks(app, after=after, record=record)
+    app = api.app(tracer=provider.get_tracer("test"))
     client: Client = await aiohttp_client(app)
     assert (await client.get("/users/42")).status == 200
     assert (await client.get("/users/0")).status == 500
     assert (await client.get("/nowhere")).status == 404
-    assert list(app.middlewares) == []
     assert recorded == [
         ("GET", "/users/{id}", 200),
         ("GET", "/users/{id}", 500),
@@ -666,8 +678,7 @@ class OtherRuntimeContext(ContextVarsRuntimeContext):
 async def test_the_span_is_current_while_the_handler_runs_and_only_then(
     serve: Serve, exporter: InMemorySpanExporter, runtime: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # With OpenTelemetry's own runtime context, its ContextVar is set directly; with another,
-    # attach and detach are asked.
+    # Made current by the runtime context's attach and detach, whichever it is.
     other = OtherRuntimeContext()
     if runtime == "other":
         monkeypatch.setattr(otel_context, "_RUNTIME_CONTEXT", other)
@@ -705,7 +716,7 @@ def path_of(span: ReadableSpan) -> object:
     return (span.attributes or {}).get("url.path")
 
 
-@pytest.mark.parametrize("wiring", ["folded", "middleware"])
+@pytest.mark.parametrize("wiring", ["api", "middleware"])
 async def test_batch_and_later_processors_get_every_span(
     serve: Serve, wiring: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:

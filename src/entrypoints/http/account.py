@@ -38,7 +38,6 @@ from authgate.entrypoints.http.bodies import (
 )
 from authgate.entrypoints.http.caller import ClientAddress
 from authgate.entrypoints.http.docs import describe_tags
-from authgate.entrypoints.http.errors import http_error
 from authgate.entrypoints.http.session_auth import (
     SESSION_COOKIE,
     SESSION_COOKIE_SCHEME,
@@ -314,10 +313,7 @@ class AccountOperations:
         return LinkedProviders([linked_provider(i) for i in linked])
 
     async def account(self, call: Call[None]) -> Reply[AccountDetails]:
-        try:
-            view = await self.service.account(self._principal(call).subject)
-        except errors.SignInError as e:
-            raise http_error(e) from None
+        view = await self.service.account(self._principal(call).subject)
         return Reply(account_details(view), headers=NO_STORE)
 
     async def list_sessions(self, call: Call[None]) -> Reply[SessionList]:
@@ -339,10 +335,7 @@ class AccountOperations:
         return Reply(SessionList(listed), headers=NO_STORE)
 
     async def export(self, call: Call[None]) -> Reply[AccountExportBody]:
-        try:
-            exported = await self.service.export(self._caller(call, change=False))
-        except errors.SignInError as e:
-            raise http_error(e) from None
+        exported = await self.service.export(self._caller(call, change=False))
         body = AccountExportBody(
             account=account_details(exported.view),
             sessions=[
@@ -374,32 +367,20 @@ class AccountOperations:
     # -- changing ---------------------------------------------------------------------------
 
     async def unlink(self, call: Call[None]) -> Reply[LinkedProviders]:
-        try:
-            caller = self._caller(call, change=True)
-            remaining = await self.service.unlink(caller, call.path["provider"])
-        except errors.SignInError as e:
-            raise http_error(e) from None
+        caller = self._caller(call, change=True)
+        remaining = await self.service.unlink(caller, call.path["provider"])
         return Reply(LinkedProviders([linked_provider(i) for i in remaining]), headers=NO_STORE)
 
     async def end_session(self, call: Call[None]) -> Reply[None]:
-        try:
-            await self.service.end_session(self._caller(call, change=True), call.path["id"])
-        except errors.SignInError as e:
-            raise http_error(e) from None
+        await self.service.end_session(self._caller(call, change=True), call.path["id"])
         return Reply(None, status=204, headers=NO_STORE)
 
     async def end_other_sessions(self, call: Call[None]) -> Reply[None]:
-        try:
-            await self.service.end_other_sessions(self._caller(call, change=True))
-        except errors.SignInError as e:
-            raise http_error(e) from None
+        await self.service.end_other_sessions(self._caller(call, change=True))
         return Reply(None, status=204, headers=NO_STORE)
 
     async def delete_account(self, call: Call[None]) -> Reply[None]:
-        try:
-            await self.service.delete(self._caller(call, change=True))
-        except errors.SignInError as e:
-            raise http_error(e) from None
+        await self.service.delete(self._caller(call, change=True))
         cleared = (
             Cookie(SESSION_COOKIE, "", max_age=0),
             Cookie(BINDING_COOKIE, "", max_age=0, path=BINDING_PATH, samesite="None"),

@@ -2,11 +2,14 @@
 
 :data:`ANSWERS` maps every domain error to its status, code and message, and — for the
 callback, which answers a browser — to the redirect to the login page where there is one.
-JSON operations raise :func:`http_error`; the callback answers :func:`callback_answer`.
+Operations let domain errors propagate: :func:`answer_error` is the API's exception handler
+(:meth:`~authgate.entrypoints.rest.Api.on_exception`) and answers them, the providers' refused
+event tokens included (RFC 8935 bodies); the callback answers :func:`callback_answer`.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Mapping
 from urllib.parse import urlencode
 
@@ -14,8 +17,15 @@ import attrs
 from aiohttp import web
 
 from authgate.domain import errors
-from authgate.entrypoints.rest import HttpError, json_response
+from authgate.entrypoints.rest import HttpError, json_response, log_safe
+from authgate.ports.provider_events import (
+    INVALID_REQUEST,
+    EventTokenRejected,
+    EventTokenUnavailable,
+)
 from authgate.ports.ratelimit import RateDecision
+
+log = logging.getLogger("authgate.http")
 
 # Callback responses carry no cacheable content and leak no URL (with its code) onward.
 CALLBACK_HEADERS = {"Cache-Control": "no-store", "Referrer-Policy": "no-referrer"}
@@ -31,6 +41,8 @@ class Answer:
     error's ``reason``); a callback failure without one answers JSON.
     ``json_first``: the callback answers JSON anyway to a client that accepts only JSON.
     ``headers``: fixed headers, or a function of the error for headers that carry its values.
+    ``logged``: an outage the operator must see, logged as an error (with the request's path,
+    which names the provider).
     """
 
     status: int
@@ -41,6 +53,7 @@ class Answer:
     headers: Mapping[str, str] | Callable[[Exception], Mapping[str, str]] = attrs.field(
         factory=dict
     )
+    logged: bool = False
 
     def headers_for(self, e: Exception) -> Mapping[str, str]:
         return self.headers(e) if callable(self.headers) else self.headers
@@ -126,19 +139,68 @@ ANSWERS: Mapping[type[Exception], Answer] = {
         503, "temporarily_unavailable", headers={"Retry-After": "60"}
     ),
     errors.ProviderUnavailable: Answer(
-        500, "internal_error", "the provider's configuration could not be loaded"
+        500, "internal_error", "the provider's configuration could not be loaded", logged=True
+    ),
+    # A provider's keys cannot be loaded to verify its events: its delivery is retried (RFC
+    # 8935 makes a 400 final).
+    EventTokenUnavailable: Answer(
+        503,
+        "temporarily_unavailable",
+        "the provider's keys cannot be loaded; retry later",
+        headers={"Retry-After": "60", "Cache-Control": "no-store"},
+        logged=True,
     ),
 }
+
+OIDC_LOGOUT = web.RequestKey("authgate_oidc_logout", bool)
+"""Set on a request of an OpenID Connect back-channel logout receiver: its refusals carry that
+specification's ``error`` and ``error_description`` besides RFC 8935's members."""
+
+
+def _find(e: Exception) -> Answer | None:
+    for kind in type(e).__mro__:
+        found = ANSWERS.get(kind)
+        if found is not None:
+            return found
+    return None
 
 
 def answer_for(e: Exception) -> Answer:
     """The answer of ``e``'s class (or its nearest listed base); unlisted errors are bugs and
     propagate to the REST layer's 500."""
-    for kind in type(e).__mro__:
-        found = ANSWERS.get(kind)
-        if found is not None:
-            return found
-    raise e
+    found = _find(e)
+    if found is None:
+        raise e
+    return found
+
+
+def answer_error(request: web.Request, e: Exception) -> web.StreamResponse | None:
+    """The API's exception handler: the answer of a domain error that an operation let
+    propagate; None (the REST layer's logged 500) for anything else, a bug."""
+    if isinstance(e, EventTokenRejected):
+        return event_refusal(e, oidc_logout=request.get(OIDC_LOGOUT, False))
+    answer = _find(e)
+    if answer is None:
+        return None
+    if answer.logged:
+        log.error("%s %s: %s", request.method, log_safe(request.path), e)
+    return http_error(e).response()
+
+
+def event_refusal(e: EventTokenRejected, *, oidc_logout: bool) -> web.Response:
+    """400 with RFC 8935's ``{"err", "description"}`` (and, for a back-channel logout, the
+    OpenID Connect ``error`` and ``error_description`` first, its section 2.8)."""
+    return json_response(
+        event_refusal_body(e, oidc_logout=oidc_logout), 400, {"Cache-Control": "no-store"}
+    )
+
+
+def event_refusal_body(e: EventTokenRejected, *, oidc_logout: bool) -> dict[str, str]:
+    """The body of :func:`event_refusal`."""
+    body: dict[str, str] = {"err": e.code, "description": e.description}
+    if oidc_logout:
+        body = {"error": INVALID_REQUEST, "error_description": e.description, **body}
+    return body
 
 
 def app_error(

@@ -19,7 +19,6 @@ or whose token names a ``kid`` that no fetch made for it has looked for yet, get
 from __future__ import annotations
 
 import json
-import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
 from urllib.parse import parse_qs
@@ -31,8 +30,13 @@ from authgate.domain.model import ClientInfo
 from authgate.entrypoints.http import docs
 from authgate.entrypoints.http.bodies import AppError
 from authgate.entrypoints.http.caller import ClientAddress
-from authgate.entrypoints.http.errors import app_error, rate_limited
-from authgate.entrypoints.rest import Api, Call, json_response
+from authgate.entrypoints.http.errors import (
+    OIDC_LOGOUT,
+    event_refusal_body,
+    http_error,
+    rate_limited,
+)
+from authgate.entrypoints.rest import Api, Call
 from authgate.ports.metrics import Metrics, NoMetrics
 from authgate.ports.provider_events import (
     INVALID_REQUEST,
@@ -42,19 +46,11 @@ from authgate.ports.provider_events import (
 from authgate.ports.ratelimit import RateLimiter
 from authgate.services.provider_events import ProviderEventService, Shape
 
-log = logging.getLogger("authgate.http")
-
 NO_STORE = {"Cache-Control": "no-store"}
 FORM = "application/x-www-form-urlencoded"
 SECEVENT = "application/secevent+jwt"
 MAX_TOKEN_CHARACTERS = 16 * 1024
 _TOO_MANY = "too many provider events; retry later"
-_UNAVAILABLE = app_error(
-    503,
-    "temporarily_unavailable",
-    "the provider's keys cannot be loaded; retry later",
-    {"Retry-After": "60", **NO_STORE},
-)
 
 
 @attrs.frozen
@@ -172,18 +168,15 @@ class ProviderEventOperations:
             self.metrics.rate_limited("provider_events")
             raise rate_limited(decision, _TOO_MANY)
         client = ClientInfo(address, request.headers.get("User-Agent"))
+        # Its refusals are answered by the error map (http.errors), in this receiver's shape.
+        request[OIDC_LOGOUT] = route.shape is Shape.BACKCHANNEL_LOGOUT
         try:
             token = _token_of(route.shape, call.body, request.content_type)
         except EventTokenRejected as e:
+            # A body that is not this receiver's never reaches the service: audit it here.
             await self.service.refused(route.provider, route.shape, e, client)
-            return _refusal(route.shape, e)
-        try:
-            await self.service.receive(route.provider, route.shape, token, client)
-        except EventTokenRejected as e:
-            return _refusal(route.shape, e)
-        except EventTokenUnavailable as e:
-            log.error("provider %s: cannot verify its events now: %s", route.provider, e)
-            raise _UNAVAILABLE from None
+            raise
+        await self.service.receive(route.provider, route.shape, token, client)
         return web.Response(status=SUCCESS[route.shape], headers=NO_STORE)
 
 
@@ -225,21 +218,6 @@ def _malformed(description: str) -> EventTokenRejected:
     return EventTokenRejected(INVALID_REQUEST, description)
 
 
-def _refusal(shape: Shape, e: EventTokenRejected) -> web.Response:
-    return json_response(_refusal_body(shape, e), 400, NO_STORE)
-
-
-def _refusal_body(shape: Shape, e: EventTokenRejected) -> dict[str, str]:
-    if shape is Shape.BACKCHANNEL_LOGOUT:
-        return {
-            "error": INVALID_REQUEST,
-            "error_description": e.description,
-            "err": e.code,
-            "description": e.description,
-        }
-    return {"err": e.code, "description": e.description}
-
-
 # What the document says of each receiver, by shape: a summary and a description.
 SUMMARIES = {
     Shape.BACKCHANNEL_LOGOUT: "Receive a back-channel logout",
@@ -252,7 +230,11 @@ def _examples(shape: Shape) -> dict[int, dict[str, dict[str, Any]]]:
     """Example refusals of a receiver, as it answers them."""
     malformed = _malformed("the event token is missing or too long")
     return {
-        400: {malformed.code: _refusal_body(shape, malformed)},
+        400: {
+            malformed.code: event_refusal_body(
+                malformed, oidc_logout=shape is Shape.BACKCHANNEL_LOGOUT
+            )
+        },
         429: {"rate_limited": {"error": "rate_limited", "message": _TOO_MANY}},
-        503: {"temporarily_unavailable": _UNAVAILABLE.body},
+        503: {"temporarily_unavailable": http_error(EventTokenUnavailable("keys")).body},
     }

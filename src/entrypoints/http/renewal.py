@@ -13,7 +13,6 @@ import logging
 from collections.abc import Awaitable, Callable
 
 from aiohttp import web
-from aiohttp.typedefs import Handler, Middleware
 
 from authgate.entrypoints.http.session_auth import SESSION_COOKIE, SESSION_COOKIE_SCHEME
 from authgate.entrypoints.rest import AUTHENTICATED, Cookie
@@ -24,26 +23,10 @@ from authgate.services.sessions import SessionService
 log = logging.getLogger("authgate.sessions")
 
 
-def renewal_middleware(sessions: SessionService) -> Middleware:
-    """The middleware; it renews only after a successful answer that does not set the session
-    cookie itself (sign-in, sign-out and account deletion do)."""
-    after = renewal_hook(sessions)
-
-    @web.middleware
-    async def renew(request: web.Request, handler: Handler) -> web.StreamResponse:
-        response = await handler(request)
-        pending = after(request, response)
-        if pending is not None:
-            await pending
-        return response
-
-    return renew
-
-
 def renewal_hook(
     sessions: SessionService,
 ) -> Callable[[web.Request, web.StreamResponse], Awaitable[None] | None]:
-    """The same as an ``after`` hook of :func:`~authgate.entrypoints.rest.error_middleware_with`:
+    """The API's ``after_response`` hook (:meth:`~authgate.entrypoints.rest.Api.after_response`):
     nothing to await (None) unless the operation authenticated the caller by the session
     cookie and the answer is a success that does not set it."""
 

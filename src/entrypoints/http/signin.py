@@ -9,7 +9,6 @@ of it stays valid until it expires.
 
 from __future__ import annotations
 
-import logging
 import re
 
 import attrs
@@ -26,7 +25,6 @@ from authgate.entrypoints.http.errors import (
     CALLBACK_HEADERS,
     app_error,
     callback_answer,
-    http_error,
     rate_limited,
 )
 from authgate.entrypoints.http.session_auth import (
@@ -42,7 +40,6 @@ from authgate.entrypoints.rest import (
     Cookie,
     Cors,
     Reply,
-    log_safe,
     path,
     pattern,
     query,
@@ -53,8 +50,6 @@ from authgate.ports.ratelimit import RateLimiter
 from authgate.ports.sessions import InvalidSession
 from authgate.services.sessions import SessionService
 from authgate.services.signin import CALLER_INTENTS, MAX_STATE_LENGTH, SignInService
-
-log = logging.getLogger("authgate.http")
 
 # ``__Host-``: the browser accepts it only with Secure, Path=/ and no Domain, so a sibling
 # subdomain cannot plant or overwrite it (README, "Browser binding").
@@ -307,27 +302,21 @@ class SignInOperations:
                 "invalid_request",
                 "intent must be one of login, register, link, reauthenticate",
             ) from None
-        try:
-            caller = (
-                await self._signed_in_caller(request, step_up=intent is Intent.LINK)
-                if intent in CALLER_INTENTS
-                else None
-            )
-            authorization = await self.service.start(
-                call.path["provider"],
-                redirect_uri=call.params.first("redirect_uri"),
-                binding=binding,
-                state=call.params.first("state"),
-                return_to=call.params.first("return_to"),
-                intent=intent,
-                account_id=caller[0] if caller else None,
-                session_id=caller[1] if caller else None,
-            )
-        except errors.SignInError as e:
-            raise http_error(e) from None
-        except errors.ProviderUnavailable as e:
-            log.error("provider %s unavailable: %s", log_safe(call.path["provider"]), e)
-            raise http_error(e) from None
+        caller = (
+            await self._signed_in_caller(request, step_up=intent is Intent.LINK)
+            if intent in CALLER_INTENTS
+            else None
+        )
+        authorization = await self.service.start(
+            call.path["provider"],
+            redirect_uri=call.params.first("redirect_uri"),
+            binding=binding,
+            state=call.params.first("state"),
+            return_to=call.params.first("return_to"),
+            intent=intent,
+            account_id=caller[0] if caller else None,
+            session_id=caller[1] if caller else None,
+        )
         details = ProviderDetails(
             provider=authorization.provider,
             authorization_url=authorization.authorization_url,
@@ -374,10 +363,7 @@ class SignInOperations:
         if principal.scheme == SESSION_COOKIE_SCHEME:
             self.guard.check(request)
         if step_up:  # linking; re-authentication is what restores a stale sign-in
-            try:
-                self.sessions.require_recent_authentication(auth_time_of(principal))
-            except errors.SignInError as e:
-                raise http_error(e) from None
+            self.sessions.require_recent_authentication(auth_time_of(principal))
         return principal.subject, session_id_of(principal)
 
     # -- GET|POST /v1/auth/{provider}/callback --------------------------------------------
@@ -446,8 +432,6 @@ class SignInOperations:
                 live = True
             except InvalidSession:
                 pass
-            except errors.SignInError as e:  # everywhere without a recent sign-in
-                raise http_error(e) from None
         if everywhere and not live:
             refusal = app_error(
                 401,

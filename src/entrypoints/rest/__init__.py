@@ -4,16 +4,18 @@ It knows nothing about sign-in; the application registers its operations on an :
 """
 
 from .api import API_VERSION_HEADER, Api, Group
-from .application import RestApplication, install_request_hooks
 from .call import Call, Cookie, Reply
 from .cors import Cors, normalise_origin
 from .errors import (
+    AfterSuccess,
     ErrorBody,
+    ExceptionHandler,
     HttpError,
+    RecordRequest,
     error_middleware,
-    error_middleware_with,
     json_response,
     layer_error,
+    service_error,
 )
 from .health import HealthCheck, HealthReport, Probe
 from .logtext import log_safe
@@ -46,6 +48,7 @@ from .wire import wire_field
 __all__ = [
     "API_VERSION_HEADER",
     "AUTHENTICATED",
+    "AfterSuccess",
     "Api",
     "ApiKey",
     "ApiKeyChecker",
@@ -54,6 +57,7 @@ __all__ = [
     "Cookie",
     "Cors",
     "ErrorBody",
+    "ExceptionHandler",
     "Group",
     "HealthCheck",
     "HealthReport",
@@ -66,15 +70,13 @@ __all__ = [
     "Pattern",
     "Principal",
     "Probe",
+    "RecordRequest",
     "Reply",
     "Required",
-    "RestApplication",
     "TokenVerifier",
     "cookie",
     "error_middleware",
-    "error_middleware_with",
     "header",
-    "install_request_hooks",
     "json_response",
     "layer_error",
     "log_safe",
@@ -84,5 +86,6 @@ __all__ = [
     "query",
     "required",
     "required_by_operation",
+    "service_error",
     "wire_field",
 ]

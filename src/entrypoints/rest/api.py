@@ -16,10 +16,15 @@ import cattrs
 from aiohttp import web
 from opentelemetry import trace
 
-from .application import FAST_PATH, RestApplication
 from .call import Handler
 from .cors import Cors, add_cors
-from .errors import error_middleware, json_response
+from .errors import (
+    AfterSuccess,
+    ExceptionHandler,
+    RecordRequest,
+    error_middleware,
+    json_response,
+)
 from .health import Probe
 from .openapi import document
 from .operation import Invoker, Operation
@@ -68,6 +73,30 @@ class Api:
         self.converter: cattrs.Converter = make_converter()
         # The document's top-level tag list: name -> description, in declaration order.
         self.tags: dict[str, str] = {}
+        self.exception_handler: ExceptionHandler | None = None
+        self.after_success: AfterSuccess | None = None
+        self.recorder: RecordRequest | None = None
+
+    # -- hooks: what an application adds to every request, without middlewares of its own --
+
+    def on_exception(self, handler: ExceptionHandler) -> ExceptionHandler:
+        """Answer the exceptions of operations that are not HTTP answers (an application's
+        domain errors) by ``handler``: a response, or None for an unexpected failure (a logged
+        JSON 500). The one place an application maps its errors to HTTP."""
+        self.exception_handler = handler
+        return handler
+
+    def after_response(self, hook: AfterSuccess) -> AfterSuccess:
+        """Run ``hook`` on every successful answer of the application's handlers, before it is
+        sent (it may add headers or cookies; what it returns, if not None, is awaited)."""
+        self.after_success = hook
+        return hook
+
+    def record_requests(self, record: RecordRequest) -> RecordRequest:
+        """Report each request's method, route template (None when no route matched), final
+        status and duration in seconds to ``record`` (metrics)."""
+        self.recorder = record
+        return record
 
     def group(self, prefix: str = "", params: Iterable[Param] = ()) -> Group:
         """A view of this API that prefixes paths and prepends parameters."""
@@ -173,40 +202,32 @@ class Api:
     ) -> web.Application:
         """A fresh aiohttp application serving the operations and the built-in endpoints.
 
-        ``middlewares`` run outside the error handling. ``tracer``: a server span around each
-        request (:mod:`.tracing`), outside the error handling and any ``middlewares``; without
-        ``middlewares``, in the application's own dispatch rather than as a middleware. No
-        answer of the application carries a ``Server`` header, and every failure (an
-        exception, a router error, routes added later included) is answered as JSON
-        (:mod:`.application`).
+        Its middlewares, outermost first: with ``tracer``, a server span around each request
+        (:mod:`.tracing`); then ``middlewares``; then the error handling with the hooks
+        (:mod:`.errors`): every failure (an exception, a router error, routes added later
+        included) is answered as JSON. No answer carries a ``Server`` header.
         """
         cors_paths: dict[str, tuple[Cors, list[str]]] = {}
         for op in self.operations:
             if op.cors is not None:
                 cors_paths.setdefault(op.path, (op.cors, []))[1].append(op.method)
-        max_size = client_max_size or self.max_body_bytes
-        app: web.Application
-        if FAST_PATH:
-            # The error handling and the Server header in the two places aiohttp passes through
-            # once per request anyway, not as a middleware and a signal (.application).
-            app = RestApplication(
-                middlewares=tuple(middlewares),
-                cors=bool(cors_paths),
-                client_max_size=max_size,
-                tracer=tracer,
-            )
-        else:  # an aiohttp whose internals differ (tests force it too): the public means
-            tracing = [tracing_middleware(tracer)] if tracer is not None else []
-            app = web.Application(
-                middlewares=[*tracing, *middlewares, error_middleware], client_max_size=max_size
-            )
-            # aiohttp names its own and Python's exact versions in a Server header: a free
-            # lookup of known vulnerabilities for whoever scans the service. Every response the
-            # application answers (operations, router errors, files, pages added later) goes
-            # through this hook; one hook, not two: each costs a coroutine per response.
-            app.on_response_prepare.append(
-                _drop_server_header_add_cors if cors_paths else _drop_server_header
-            )
+        errors = error_middleware(
+            exception_handler=self.exception_handler,
+            after=self.after_success,
+            record=self.recorder,
+        )
+        tracing = [tracing_middleware(tracer)] if tracer is not None else []
+        app = web.Application(
+            middlewares=[*tracing, *middlewares, errors],
+            client_max_size=client_max_size or self.max_body_bytes,
+        )
+        # aiohttp names its own and Python's exact versions in a Server header: a free lookup
+        # of known vulnerabilities for whoever scans the service. Every response the
+        # application answers (operations, router errors, files, pages added later) goes
+        # through this signal; one receiver, not two: each costs a coroutine per response.
+        app.on_response_prepare.append(
+            _drop_server_header_add_cors if cors_paths else _drop_server_header
+        )
         openapi = self.openapi()
 
         async def openapi_json(_: web.Request) -> web.StreamResponse:

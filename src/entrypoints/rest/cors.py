@@ -34,7 +34,7 @@ import attrs
 from aiohttp import hdrs, web
 from multidict import CIMultiDict
 
-from .errors import HttpError, layer_error
+from .errors import HttpError, service_error
 from .routing import RouteHandler
 
 
@@ -153,8 +153,7 @@ class Cors:
                 raise web.HTTPMethodNotAllowed(request.method, allowed_methods)
             allowed = self.allows(sent)
             if allowed is None:
-                error = layer_error(403, "origin not allowed", {"Vary": "Origin"})
-                return error.response()
+                return _PREFLIGHT_REFUSED.response()
             headers = {
                 "Access-Control-Allow-Origin": allowed,
                 "Access-Control-Allow-Credentials": "true",
@@ -174,6 +173,14 @@ _REFUSED = {
     "message": "this operation may be called from a browser only by pages of the service's "
     "own origin or of the configured allowed origins",
 }
+
+
+_PREFLIGHT_REFUSED = service_error(
+    403,
+    "origin_not_allowed",
+    "pages of this origin may not call this operation from a browser",
+    {"Vary": "Origin"},
+)
 
 
 def add_cors(request: web.Request, response: web.StreamResponse) -> None:

@@ -1,5 +1,7 @@
 """Errors an operation (or the layer itself) answers with, their JSON rendering, and the
-middleware that turns every failure of a request (router errors included) into such JSON."""
+middleware that turns every failure of a request (router errors included) into such JSON and
+runs the application's hooks (:meth:`~.api.Api.on_exception`, :meth:`~.api.Api.after_response`,
+:meth:`~.api.Api.record_requests`)."""
 
 from __future__ import annotations
 
@@ -7,7 +9,7 @@ import json
 import logging
 import time
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Any, cast
+from typing import Any
 
 import attrs
 from aiohttp import web
@@ -61,8 +63,19 @@ class HttpError(Exception):
 
 
 def layer_error(status: int, text: str, headers: Mapping[str, str] | None = None) -> HttpError:
-    """An error of the generic layer: the body is ``{"error": text}`` (spec 2.6)."""
+    """A parameter validation error of the generic layer: the body is ``{"error": text}``, the
+    contract's wording for a missing or invalid declared parameter (spec 2.6, 7.3). Every other
+    error of the layer has the application's shape (:func:`service_error`)."""
     return HttpError(status, {"error": text}, headers)
+
+
+def service_error(
+    status: int, code: str, message: str, headers: Mapping[str, str] | None = None
+) -> HttpError:
+    """An error of the generic layer other than a parameter's (a body too large, of the wrong
+    media type or malformed, a refused origin): ``{"error": code, "message": message}``, the
+    shape of the application's own errors, so that a client reads one shape."""
+    return HttpError(status, {"error": code, "message": message}, headers)
 
 
 @attrs.frozen
@@ -76,72 +89,43 @@ class ErrorBody:
 _GENERIC_500 = {"error": "internal_error", "message": "An unexpected error occurred."}
 
 
-@web.middleware
-async def error_middleware(
-    request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]
-) -> web.StreamResponse:
-    """Turns router errors and unexpected exceptions into JSON; logs the latter in full."""
-    try:
-        return await handler(request)
-    except Exception as e:
-        return _failure_answer(request, e)
-
-
 # (method, route template or None, status, seconds)
 RecordRequest = Callable[[str, str | None, int, float], None]
 # After a successful answer: None when there is nothing to do, else what to await.
 AfterSuccess = Callable[[web.Request, web.StreamResponse], Awaitable[None] | None]
-
+# The answer to an exception the layer does not know (an application's domain error), or None
+# when it is not one of the application's: then it is a failure, answered 500 and logged.
+ExceptionHandler = Callable[[web.Request, Exception], web.StreamResponse | None]
 
 Dispatch = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 
-def error_middleware_with(
+def error_middleware(
     *,
+    exception_handler: ExceptionHandler | None = None,
     after: AfterSuccess | None = None,
     record: RecordRequest | None = None,
-    handler: Dispatch | None = None,
 ) -> Middleware:
-    """:func:`error_middleware` with up to two more middlewares folded in, one coroutine frame
-    instead of three per request (issue 13, docs/benchmarks.md):
+    """The innermost middleware of an :meth:`~.api.Api.app` application: every failure of a
+    request (router errors included) answered as JSON, with the application's hooks.
 
-    ``after`` runs as an innermost middleware would: on a successful answer of the handler
-    (none when it raised), before the error handling; ``record`` as an outermost one: each
-    request's method, route template, final status (that of the exception that escapes, 500
-    for one that is not an HTTP answer) and duration, never the concrete path or query.
-
-    ``handler``: the handler when the middleware is called with the request alone, as an
-    application's own dispatch is (see :func:`error_handler`)."""
-    dispatch: Dispatch = handler if handler is not None else _no_handler
+    ``exception_handler`` answers the exceptions that are neither :class:`HttpError` nor
+    aiohttp's (an application's domain errors: one map of them to HTTP, not a ``try`` in each
+    handler). ``after`` runs on a successful answer of the handler (none when it raised),
+    before the error handling; ``record`` gets each request's method, route template, final
+    status (500 for an exception that is not an HTTP answer) and duration, never the concrete
+    path or query."""
     clock = time.perf_counter
-    if record is None:
-
-        @web.middleware
-        async def handle_and_after(
-            request: web.Request, handler: Dispatch = dispatch
-        ) -> web.StreamResponse:
-            request[REQUEST_STARTED] = clock()
-            try:
-                response = await handler(request)
-            except Exception as e:
-                return _failure_answer(request, e)
-            if after is not None:
-                pending = after(request, response)
-                if pending is not None:
-                    await pending
-            return response
-
-        return handle_and_after
 
     @web.middleware
-    async def handle(request: web.Request, handler: Dispatch = dispatch) -> web.StreamResponse:
+    async def handle(request: web.Request, handler: Dispatch) -> web.StreamResponse:
         started = request[REQUEST_STARTED] = clock()
         status = 500  # an exception that is not an HTTP answer ends as a 500
         try:
             try:
                 response = await handler(request)
             except Exception as e:
-                response = _failure_answer(request, e)
+                response = _failure_answer(request, e, exception_handler)
             else:
                 if after is not None:
                     pending = after(request, response)
@@ -149,33 +133,21 @@ def error_middleware_with(
                         await pending
             status = response.status
             return response
-        except web.HTTPException as e:
+        except web.HTTPException as e:  # a redirect raised by a handler
             status = e.status
             raise
         finally:
-            # The application's own error handling runs around the routing: a request that
-            # failed before it (none does in aiohttp 3.14) would have no match.
-            info = request.match_info
-            resource = info.route.resource if info is not None else None
-            route = resource.canonical if resource is not None else None
-            record(request.method, route, status, clock() - started)
+            if record is not None:
+                resource = request.match_info.route.resource
+                route = resource.canonical if resource is not None else None
+                record(request.method, route, status, clock() - started)
 
     return handle
 
 
-def error_handler(
-    dispatch: Dispatch, *, after: AfterSuccess | None = None, record: RecordRequest | None = None
-) -> Dispatch:
-    """``dispatch`` (an application's routing and handlers) inside the error handling of
-    :func:`error_middleware_with`: one coroutine per request, the middleware's own."""
-    return cast(Dispatch, error_middleware_with(after=after, record=record, handler=dispatch))
-
-
-async def _no_handler(request: web.Request) -> web.StreamResponse:
-    raise TypeError("a middleware is called with its handler")
-
-
-def _failure_answer(request: web.Request, e: Exception) -> web.StreamResponse:
+def _failure_answer(
+    request: web.Request, e: Exception, exception_handler: ExceptionHandler | None
+) -> web.StreamResponse:
     """The answer to an exception from a handler; called inside the ``except`` clause (the
     logged traceback is the exception's), it re-raises the HTTP exceptions that are not
     failures (redirects)."""
@@ -184,8 +156,7 @@ def _failure_answer(request: web.Request, e: Exception) -> web.StreamResponse:
     if isinstance(e, web.HTTPRequestEntityTooLarge):
         # request.read() past client_max_size (a chunked body): the same answer as a too-large
         # Content-Length gets from the operation.
-        limit = request.client_max_size
-        return layer_error(413, f"request body larger than {limit} bytes").response()
+        return too_large(request.client_max_size).response()
     if isinstance(e, web.HTTPException):
         if e.status < 400:
             raise e
@@ -195,6 +166,10 @@ def _failure_answer(request: web.Request, e: Exception) -> web.StreamResponse:
             if allowed is not None:
                 e = web.HTTPMethodNotAllowed(request.method, allowed)
         return _http_exception_json(e)
+    if exception_handler is not None:
+        answer = exception_handler(request, e)
+        if answer is not None:
+            return answer
     # The request's values escaped: the path is decoded and may hold a newline.
     log.exception(
         "unhandled error in %s %s%s",
@@ -203,6 +178,11 @@ def _failure_answer(request: web.Request, e: Exception) -> web.StreamResponse:
         _trace_suffix(),
     )
     return json_response(_GENERIC_500, 500)
+
+
+def too_large(limit: int) -> HttpError:
+    """413: a body past the operation's (or the application's) limit."""
+    return service_error(413, "payload_too_large", f"request body larger than {limit} bytes")
 
 
 _ROUTER_ERRORS = {

@@ -18,7 +18,7 @@ from aiohttp.http_exceptions import HttpProcessingError
 
 from .call import Call, Handler, Reply
 from .cors import Cors
-from .errors import JSON_CONTENT_TYPE, HttpError, json_text, layer_error
+from .errors import JSON_CONTENT_TYPE, HttpError, json_text, service_error, too_large
 from .params import Location, Param, extractor
 from .security import SecurityScheme, authenticate
 from .signature import check_handler
@@ -156,25 +156,25 @@ class Invoker:
     async def _read_body(self, request: web.Request) -> Any:
         assert self._structure is not None
         if request.content_length is not None and request.content_length > self.max_body:
-            raise layer_error(413, f"request body larger than {self.max_body} bytes")
+            raise too_large(self.max_body)
         raw = await request.read()
         if not raw:
-            raise layer_error(400, "missing request body")
+            raise _invalid_body("missing request body")
         if not _is_json(request.content_type):
-            raise layer_error(415, "request body must be application/json")
+            raise _unsupported("request body must be application/json")
         try:
             data = json.loads(raw, parse_constant=_not_json)
         except (ValueError, UnicodeDecodeError) as e:
-            raise layer_error(400, f"invalid JSON in request body: {e}") from None
+            raise _invalid_body(f"invalid JSON in request body: {e}") from None
         try:
             return self._structure(data, self.op.request)
         except (cattrs.BaseValidationError, TypeError, ValueError) as e:
-            raise layer_error(400, f"invalid request body: {describe_error(e)}") from None
+            raise _invalid_body(f"invalid request body: {describe_error(e)}") from None
 
     async def _read_raw(self, request: web.Request) -> bytes:
         """The body's bytes, for an operation that reads its own format."""
         if request.content_length is not None and request.content_length > self.max_body:
-            raise layer_error(413, f"request body larger than {self.max_body} bytes")
+            raise too_large(self.max_body)
         return await request.read()
 
     async def _read_form(self, request: web.Request) -> Any:
@@ -183,19 +183,17 @@ class Invoker:
         (providers post more than a client needs, such as Apple's ``id_token``)."""
         assert self.op.form is not None
         if request.content_length is not None and request.content_length > self.max_body:
-            raise layer_error(413, f"request body larger than {self.max_body} bytes")
+            raise too_large(self.max_body)
         values: dict[str, str] = {}
         if request.body_exists:
             if request.content_type not in _FORM_TYPES:
-                raise layer_error(
-                    415, "request body must be a form (" + ", ".join(_FORM_TYPES) + ")"
-                )
+                raise _unsupported("request body must be a form (" + ", ".join(_FORM_TYPES) + ")")
             try:
                 form = await request.post()
             except (ValueError, HttpProcessingError):
                 # multipart without a boundary, a part with invalid headers, bad encoding:
                 # the client's error, not the server's
-                raise layer_error(400, "malformed form body") from None
+                raise _invalid_body("malformed form body") from None
             for name, wire in self._form_fields:
                 value = form.get(wire)
                 if isinstance(value, str):
@@ -223,6 +221,15 @@ class Invoker:
 
 
 _FORM_TYPES = ("application/x-www-form-urlencoded", "multipart/form-data")
+
+
+def _invalid_body(message: str) -> HttpError:
+    return service_error(400, "invalid_body", message)
+
+
+def _unsupported(message: str) -> HttpError:
+    return service_error(415, "unsupported_media_type", message)
+
 
 # json.dumps with any option builds a new JSONEncoder per call; the shared one writes the same
 # text (compact, UTF-8 as is) without that per-response cost.

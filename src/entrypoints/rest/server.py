@@ -70,8 +70,8 @@ def configure_logging(level: int = logging.INFO) -> None:
 
 
 def build_app(api: Api, settings: ServerSettings) -> web.Application:
-    """The aiohttp application of an API, with tracing when ``settings.tracing`` (in the
-    application's own dispatch, not a middleware: :meth:`Api.app`)."""
+    """The aiohttp application of an API, with tracing when ``settings.tracing`` (its outermost
+    middleware: :meth:`Api.app`)."""
     tracer = None
     if settings.tracing:
         provider = make_tracer_provider(settings.service_name)

@@ -1,6 +1,5 @@
-"""Per-request OpenTelemetry server spans, by lean code of our own: folded into the
-application's own dispatch (:func:`traced_dispatch`, what :meth:`~.api.Api.app` does with a
-``tracer``), or a middleware (:func:`tracing_middleware`) where it cannot be.
+"""Per-request OpenTelemetry server spans: one middleware (:func:`tracing_middleware`), the
+outermost of an :meth:`~.api.Api.app` application given a ``tracer``.
 
 One span per request named ``METHOD /route/{template}`` (the matched route's shape, never the
 concrete path), the W3C ``traceparent`` of the caller honoured, the status and route recorded.
@@ -11,10 +10,12 @@ The contrib aiohttp-server instrumentation was measured to halve throughput even
 off; this costs one span and a handful of attributes (see docs/benchmarks.md).
 
 The span itself: the SDK's ``Tracer.start_span`` and ``Span`` cost about ten times the rest of
-the tracing code (issue 13, docs/benchmarks.md): a sampler call chain, a lock, attribute
-validation into a ``BoundedAttributes`` and two ``BoundedList`` per span, for attributes we make
-ourselves (valid strings and an int) and events and links a server span never has. When the
-tracer is an SDK tracer configured the way this reproduces exactly -- every root span sampled
+the tracing code: a sampler call chain, a lock, attribute validation into a
+``BoundedAttributes`` and two ``BoundedList`` per span, for attributes we make ourselves (valid
+strings and an int) and events and links a server span never has. Measured with
+bench/rest_instructions.py, a traced request costs 1.4 times the instructions with the SDK's
+span that it costs with :class:`_RecordedSpan`, which is why this one exists. When the tracer
+is an SDK tracer configured the way this reproduces exactly -- every root span sampled
 (``ParentBased(ALWAYS_ON)``, the default), no attribute length limit, span processors that only
 act at the end (the batch and simple processors) -- :class:`_SpanRecorder` makes the span
 context as the SDK does and hands the span processors the same ``ReadableSpan`` the SDK would:
@@ -23,24 +24,27 @@ Anything else (another sampler or processor, a parent that is not sampled, a dis
 goes through ``Tracer.start_span`` unchanged; and a handler that uses the current span for more
 than its context (an event, a link, an attribute of its own) turns it into the SDK's span from
 then on.
+
+It uses private names of the OpenTelemetry API and SDK, whose minor versions pyproject.toml
+pins. Every one is checked once, when the middleware is built (:func:`_missing_private_names`):
+should one differ, every span is the SDK's own (a warning says so, once), never a failing
+request. The tests run with the check passing and forced to fail, with the same exports.
 """
 
 from __future__ import annotations
 
+import inspect
 import logging
 import os
 from collections.abc import Awaitable, Callable, Mapping
-from contextvars import ContextVar
 from time import time_ns
 from types import TracebackType
 
 from aiohttp import web
 from aiohttp.typedefs import Middleware
-from aiohttp.web_urldispatcher import UrlMappingMatchInfo
 from opentelemetry import context, propagate, trace
 from opentelemetry.baggage.propagation import W3CBaggagePropagator
 from opentelemetry.context import Context
-from opentelemetry.context.contextvars_context import ContextVarsRuntimeContext
 from opentelemetry.propagators.composite import CompositePropagator
 from opentelemetry.sdk import trace as sdk_trace
 from opentelemetry.sdk.resources import SERVICE_NAME, Resource
@@ -52,7 +56,7 @@ from opentelemetry.sdk.trace.export import (
 )
 from opentelemetry.sdk.trace.sampling import ALWAYS_ON, ParentBased
 from opentelemetry.trace import SpanContext, SpanKind, Status, StatusCode, TraceFlags
-from opentelemetry.trace.propagation import _SPAN_KEY
+from opentelemetry.trace import propagation as _propagation
 from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 from opentelemetry.util import types
 
@@ -72,11 +76,10 @@ def make_tracer_provider(service_name: str, exporter: SpanExporter | None = None
 
 
 def tracing_middleware(tracer: trace.Tracer) -> Middleware:
-    """A middleware that wraps every request in a server span.
-
-    What :meth:`~.api.Api.app` uses when it cannot fold the span into the application's own
-    dispatch (:func:`traced_dispatch`): other middlewares given, or aiohttp's internals not as
-    expected. The span starts after the routing, with its name and route."""
+    """A middleware that wraps every request in a server span (the outermost one of an
+    :meth:`~.api.Api.app` application given a tracer). The span starts after aiohttp's routing,
+    with its name and route, and records the final status, the error handling's answer
+    included. The private names the lean span needs are checked here, once."""
     recorder = _SpanRecorder.of(tracer)
     start_span = recorder.start_span if recorder is not None else tracer.start_span
     extract = _extractor()
@@ -125,122 +128,6 @@ def tracing_middleware(tracer: trace.Tracer) -> Middleware:
             span.end()
 
     return trace_request
-
-
-Dispatch = Callable[[web.Request], Awaitable[web.StreamResponse]]
-
-
-def traced_dispatch(dispatch: Dispatch, tracer: trace.Tracer) -> Dispatch:
-    """``dispatch`` (an application's routing, error handling and handlers) inside a server
-    span: the span of :func:`tracing_middleware`, without a middleware (issue 13: a middleware
-    costs aiohttp's whole middleware machinery per request, :mod:`.application`).
-
-    The span wraps the routing too, so it starts before the route is known: named by the method
-    alone, with the method, path and scheme. The application's request hands the route to
-    :func:`routed` as soon as aiohttp's routing has it, before any handler runs: the span is
-    then renamed ``METHOD /route/{template}`` and given ``http.route`` (when a route matched;
-    should that hand-over not happen, at the end, from the request's match). What the span
-    processors and exporters see is the middleware's span: the same name, attributes in the
-    same order (a handler's own after the route), status, kind, parent and context. Only a
-    sampler of one's own (not the default ``ParentBased(ALWAYS_ON)``, whose spans are recorded
-    here) sees a difference: it is asked at the start, with the method alone as the name and no
-    ``http.route`` among the attributes; the SDK's span it samples is then renamed and given
-    the route (``update_name``, ``set_attribute``) as the recorded one is."""
-    recorder = _SpanRecorder.of(tracer)
-    start_span = recorder.start_span if recorder is not None else tracer.start_span
-    extract = _extractor()
-    attach, detach = context.attach, context.detach
-    with_span = trace.set_span_in_context
-    server = SpanKind.SERVER
-    error = Status(StatusCode.ERROR)
-    runtime = context._RUNTIME_CONTEXT
-    runtime_var = _context_var(runtime)
-
-    async def trace_request(request: web.Request) -> web.StreamResponse:
-        method = request.method
-        attributes: dict[str, types.AttributeValue] = {
-            "http.request.method": method,
-            "url.path": request.path,
-            "url.scheme": request.scheme,
-        }
-        span = start_span(
-            method,
-            context=extract(request.headers),
-            kind=server,
-            attributes=attributes,
-            record_exception=False,
-            set_status_on_exception=False,
-        )
-        # An attribute of the request (its class declares it), read once by routed.
-        request._rest_span = span
-        # attach(set_span_in_context(span)): with OpenTelemetry's own runtime context (the
-        # default), the same new Context set in its ContextVar, without eight Python calls.
-        var = runtime_var if context._RUNTIME_CONTEXT is runtime else None
-        if var is not None:
-            values = var.get().copy()
-            values[_SPAN_KEY] = span
-            token = var.set(Context(values))
-        else:
-            token = attach(with_span(span))
-        status = 0  # none: an exception that is not an HTTP answer escaped
-        try:
-            response = await dispatch(request)
-            status = response.status
-            return response
-        except web.HTTPException as e:
-            status = e.status
-            raise
-        finally:
-            if var is not None:
-                try:  # what detach does
-                    var.reset(token)
-                except Exception:
-                    _context_log.exception("Failed to detach context")
-            else:
-                detach(token)
-            if request._rest_span is not None:  # type: ignore[attr-defined]
-                routed(request, request._match_info)
-            if status:
-                span.set_attribute("http.response.status_code", status)
-                if status >= 500:
-                    span.set_status(error)
-            else:
-                span.set_status(error)
-            span.end()
-
-    return trace_request
-
-
-_context_log = logging.getLogger(context.__name__)  # where detach logs
-
-
-def _context_var(runtime: object) -> ContextVar[Context] | None:
-    """The ContextVar of OpenTelemetry's own runtime context (``OTEL_PYTHON_CONTEXT`` unset or
-    ``contextvars_context``): ``get_current``, ``attach`` and ``detach`` are its ``get``,
-    ``set`` and ``reset``. None for another runtime context."""
-    if type(runtime) is not ContextVarsRuntimeContext:
-        return None
-    var = getattr(runtime, "_current_context", None)
-    return var if isinstance(var, ContextVar) else None
-
-
-SPAN_ATTRIBUTE = "_rest_span"
-"""The attribute of a request :func:`traced_dispatch` keeps its server span in until
-:func:`routed` names it (None then): the class of the requests it handles declares it, None by
-default (and among its ``ATTRS``, which aiohttp's debug mode checks)."""
-
-
-def routed(request: web.Request, match_info: UrlMappingMatchInfo | None) -> None:
-    """What a request of a traced application calls once aiohttp's routing has matched it (or
-    not): its server span (:func:`traced_dispatch`) gets its name and route."""
-    span: trace.Span | None = request._rest_span  # type: ignore[attr-defined]
-    if span is not None:
-        request._rest_span = None
-        resource = match_info.route.resource if match_info is not None else None
-        if resource is not None:
-            route = resource.canonical
-            span.update_name(f"{request.method} {route}")
-            span.set_attribute("http.route", route)
 
 
 def _extractor() -> Callable[[Mapping[str, str]], Context]:
@@ -312,8 +199,93 @@ _END_ONLY_PROCESSORS = (BatchSpanProcessor, SimpleSpanProcessor)
 """Span processors whose ``on_start`` and ``_on_ending`` do nothing: they see a span only as the
 ``ReadableSpan`` given to ``on_end``."""
 
+# The context key of the current span: private to the API (what get_current_span reads).
+_SPAN_KEY: str = getattr(_propagation, "_SPAN_KEY", "")
 _SAMPLED = TraceFlags(TraceFlags.SAMPLED)
-_SAMPLED_RANDOM = TraceFlags(TraceFlags.SAMPLED | TraceFlags.RANDOM_TRACE_ID)
+_SAMPLED_RANDOM = TraceFlags(TraceFlags.SAMPLED | getattr(TraceFlags, "RANDOM_TRACE_ID", 0))
+
+_READABLE_SPAN_PARAMETERS = {
+    "name",
+    "context",
+    "parent",
+    "resource",
+    "attributes",
+    "kind",
+    "status",
+    "start_time",
+    "end_time",
+    "instrumentation_info",
+    "instrumentation_scope",
+}
+_SDK_SPAN_PARAMETERS = _READABLE_SPAN_PARAMETERS - {"status", "start_time", "end_time"} | {
+    "sampler",
+    "span_processor",
+    "links",
+    "record_exception",
+    "set_status_on_exception",
+    "limits",
+}
+
+
+def _parameters(function: object) -> set[str]:
+    try:
+        return set(inspect.signature(function).parameters)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return set()
+
+
+def _missing_private_names(tracer: sdk_trace.Tracer) -> str | None:
+    """The first name the recorded span uses that the installed API and SDK do not have as it
+    expects (their pinned minor versions have them all), or None. Checked once, when the
+    tracing middleware is built: a mismatch means the SDK's own span for every request, never
+    a failing request."""
+    processor = tracer.span_processor
+    limits = getattr(tracer, "_span_limits", None)
+    ids = tracer.id_generator
+    sdk_span = getattr(sdk_trace, "_Span", None)
+    checks: tuple[tuple[str, bool], ...] = (
+        ("opentelemetry.trace.propagation._SPAN_KEY", bool(_SPAN_KEY)),
+        ("TraceFlags.RANDOM_TRACE_ID", hasattr(TraceFlags, "RANDOM_TRACE_ID")),
+        ("SpanContext.trace_flags.random_trace_id", hasattr(TraceFlags, "random_trace_id")),
+        ("IdGenerator.is_trace_id_random", callable(getattr(ids, "is_trace_id_random", None))),
+        ("Tracer._is_enabled", callable(getattr(tracer, "_is_enabled", None))),
+        ("Tracer._instrumentation_scope", hasattr(tracer, "_instrumentation_scope")),
+        ("Tracer.instrumentation_info", hasattr(tracer, "instrumentation_info")),
+        (
+            "Tracer._span_limits",
+            hasattr(limits, "max_span_attributes") and hasattr(limits, "max_span_attribute_length"),
+        ),
+        (
+            "SynchronousMultiSpanProcessor._span_processors",
+            isinstance(getattr(processor, "_span_processors", None), tuple),
+        ),
+        ("ReadableSpan()", _parameters(ReadableSpan) >= _READABLE_SPAN_PARAMETERS),
+        (
+            "opentelemetry.sdk.trace._Span()",
+            _parameters(getattr(sdk_span, "__init__", None)) >= _SDK_SPAN_PARAMETERS
+            and _parameters(getattr(sdk_span, "start", None)) >= {"start_time", "parent_context"},
+        ),
+    )
+    for name, present in checks:
+        if not present:
+            return name
+    return None
+
+
+_fallback_logged = False
+
+
+def _fall_back(reason: str) -> None:
+    global _fallback_logged
+    if not _fallback_logged:
+        _fallback_logged = True
+        log.warning(
+            "server spans are the OpenTelemetry SDK's own (slower): the installed SDK does not "
+            "have %s as the lean span expects",
+            reason,
+        )
+
+
 _PLAIN_VALUE = (str, int, float, bool)
 
 
@@ -347,6 +319,10 @@ class _SpanRecorder:
             return None
         processor = tracer.span_processor
         if type(processor) is not SynchronousMultiSpanProcessor:
+            return None
+        missing = _missing_private_names(tracer)
+        if missing is not None:
+            _fall_back(missing)
             return None
         return cls(tracer, processor)
 
