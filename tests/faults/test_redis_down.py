@@ -11,7 +11,6 @@ comes back the limit holds again, without restarting the service.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -28,16 +27,6 @@ from tests.fakeidp import FakeIdP, FakeUser
 from tests.support.redis_server import RedisProcess
 
 LIMIT = 10  # the default: 10 callbacks per minute per client address
-
-
-@pytest.fixture
-def redis() -> Iterator[RedisProcess]:
-    process = RedisProcess()
-    try:
-        process.start()
-        yield process
-    finally:
-        process.close()
 
 
 def config(tmp_path: Path, fake: FakeIdP, redis: RedisProcess, **ratelimit: Any) -> Path:

@@ -12,39 +12,15 @@ from __future__ import annotations
 import asyncio
 import subprocess
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import aiohttp
-import pytest
 
-from bench.harness import ServiceProcess, authgate_command, service_config, write_config
+from bench.harness import ServiceProcess, authgate_command
 from tests.fakeidp import FakeIdP
+from tests.faults.test_redis_down import config
 from tests.support.redis_server import RedisProcess
-
-
-@pytest.fixture
-def redis() -> Iterator[RedisProcess]:
-    process = RedisProcess()
-    try:
-        process.start()
-        yield process
-    finally:
-        process.close()
-
-
-def config(tmp_path: Path, fake: FakeIdP, redis: RedisProcess, **ratelimit: Any) -> Path:
-    return write_config(
-        tmp_path,
-        service_config(
-            tmp_path,
-            fake,
-            database_url=f"sqlite:///{tmp_path / 'authgate.db'}",
-            ratelimit_storage=redis.url,
-            overrides={"ratelimit": ratelimit} if ratelimit else None,
-        ),
-    )
 
 
 async def readiness(url: str) -> tuple[int, dict[str, Any]]:
