@@ -16,7 +16,6 @@ import os
 import re
 import secrets
 import signal
-import socket
 import subprocess
 import time
 from collections.abc import AsyncIterator
@@ -31,7 +30,7 @@ from bench.harness import (
     ServiceProcess,
     SignInDriver,
     authgate_command,
-    free_port,
+    free_port_run,
     migrate,
     service_config,
     write_config,
@@ -62,7 +61,7 @@ async def two_workers(
             overrides={
                 "rest": {"workers": 2},
                 "ratelimit": {"trusted_proxies": ["127.0.0.1/32"]},
-                "metrics": {"port": free_metrics_range()},
+                "metrics": {"port": free_port_run(2)},
             },
         )
         file = write_config(tmp_path, config)
@@ -73,20 +72,6 @@ async def two_workers(
             yield service
     finally:
         postgres_server.drop_database(name)
-
-
-def free_metrics_range() -> int:
-    """A port whose next one is free too (worker 1 scrapes on metrics.port + 1)."""
-    for _ in range(50):
-        port = free_port()
-        if port < 65535:
-            try:
-                with socket.socket() as s:
-                    s.bind(("127.0.0.1", port + 1))
-                return port
-            except OSError:
-                continue
-    raise RuntimeError("no two consecutive free ports")
 
 
 def metrics_port(service: ServiceProcess) -> int:
@@ -129,16 +114,11 @@ def alive(pid: int) -> bool:
     return Path(f"/proc/{pid}").exists()
 
 
-def worker_pids(parent: int) -> list[int]:
-    children = Path(f"/proc/{parent}/task/{parent}/children").read_text().split()
-    return [int(pid) for pid in children]
-
-
 async def test_two_workers_serve_share_sessions_and_revocations_and_stop_cleanly(
     two_workers: ServiceProcess, fake_idp: FakeIdP
 ) -> None:
     service = two_workers
-    pids = worker_pids(service.pid)
+    pids = service.children()
     assert len(pids) == 2, service.log()
     async with SignInDriver(fake_idp) as driver, aiohttp.ClientSession() as http:
         signed = await driver.complete(
@@ -181,7 +161,7 @@ async def test_two_workers_serve_share_sessions_and_revocations_and_stop_cleanly
 
 async def test_a_worker_that_dies_stops_the_service(two_workers: ServiceProcess) -> None:
     service = two_workers
-    victim = worker_pids(service.pid)[1]
+    victim = service.children()[1]
     os.kill(victim, signal.SIGKILL)
     status = await service.wait(15)
     assert status != 0
