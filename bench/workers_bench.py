@@ -143,6 +143,8 @@ async def run(
 
     report: dict[str, Any] = {
         "cores": os.cpu_count(),
+        # what else ran: other jobs on the machine take cores from both cases
+        "load_average_1min_at_end": round(os.getloadavg()[0], 2),
         "rounds": rounds,
         "seconds_per_round": seconds,
         "connections": connections,

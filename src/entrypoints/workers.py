@@ -172,11 +172,19 @@ class Supervisor:
             str(write),
         ]
         parent = os.getpid()
+        # Telemetry exported by OTLP tells the workers apart (their counts are their own and
+        # would otherwise overwrite each other as the points of one source).
+        env = dict(os.environ)
+        attributes = env.get("OTEL_RESOURCE_ATTRIBUTES", "")
+        env["OTEL_RESOURCE_ATTRIBUTES"] = ",".join(
+            filter(None, (attributes, f"authgate.worker={index}"))
+        )
         try:
             # This interpreter running this package; stdout and stderr inherited: one log.
             process = subprocess.Popen(  # noqa: S603
                 command,
                 pass_fds=(write,),
+                env=env,
                 stdin=subprocess.DEVNULL,
                 preexec_fn=lambda: _die_with_parent(parent),  # the parent runs no threads
             )
