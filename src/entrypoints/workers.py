@@ -226,6 +226,10 @@ class Supervisor:
             if self.signals:
                 return self._stop(f"{self.signals[0].name}", status=0)
             dead = [w for w in self.workers if w.process.poll() is not None]
+            if dead and all(w.process.returncode == 0 for w in dead):
+                # Stopped cleanly, so signalled directly: a service manager that signals every
+                # process of the service may reach a worker before the parent has acted.
+                return self._stop("a worker was stopped", status=0)
             if dead:
                 for worker in dead:
                     log.error(

@@ -199,3 +199,20 @@ def test_more_than_one_worker_on_sqlite_is_refused_in_one_line(
     assert "ratelimit.storage is memory" in lines[0]
     assert "PostgreSQL" in lines[0] and "Redis" in lines[0]
     assert not (tmp_path / "session-keys.json").exists()  # refused before anything was made
+
+
+async def test_sigterm_to_every_process_at_once_still_stops_gracefully(
+    two_workers: ServiceProcess,
+) -> None:
+    """As systemd's default stop does (every process of the service's control group at once):
+    the parent's forwarded signal must not turn each worker's graceful stop into a cut one."""
+    service = two_workers
+    for pid in (*service.children(), service.pid):
+        os.kill(pid, signal.SIGTERM)
+    assert await service.wait(15) == 0, service.log()
+    log = service.log()
+    for index in (0, 1):
+        assert len(re.findall(rf"authgate worker {index} stopping \(SIGTERM\)", log)) == 1, log
+        assert len(re.findall(rf"authgate worker {index} stopped in ", log)) == 1, log
+    assert "stopping at once" not in log
+    assert "killed" not in log
