@@ -18,7 +18,6 @@ non-zero, so that the service manager restarts the whole service.
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import logging
 import os
 import select
@@ -119,6 +118,8 @@ def _die_with_parent(parent: int) -> None:
     """In the child before exec: SIGTERM when the parent dies, however it dies (a killed parent
     must not leave workers holding the port that its restarted self shares with them)."""
     if sys.platform.startswith("linux"):
+        import ctypes  # here only: a single process never loads it
+
         with contextlib.suppress(OSError, AttributeError):
             ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
     if os.getppid() != parent:  # it died before the request took effect
