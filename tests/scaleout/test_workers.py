@@ -216,3 +216,21 @@ async def test_sigterm_to_every_process_at_once_still_stops_gracefully(
         assert len(re.findall(rf"authgate worker {index} stopped in ", log)) == 1, log
     assert "stopping at once" not in log
     assert "killed" not in log
+
+
+async def test_workers_stop_when_the_parent_is_killed(two_workers: ServiceProcess) -> None:
+    """A killed parent must not leave workers holding the port, which a restarted service
+    would then share with them."""
+    service = two_workers
+    workers = service.children()
+    service.signal(signal.SIGKILL)
+    await service.wait(15)
+    await eventually(lambda: not any(map(alive_not_zombie, workers)), what="workers gone")
+
+
+def alive_not_zombie(pid: int) -> bool:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"
