@@ -5,7 +5,9 @@ parent, on one PostgreSQL database and one Redis.
   ``metrics.port + i``), and a session issued through either is accepted by both;
 * a logout is refused by every worker at once (each its own revocation listener);
 * SIGTERM to the parent stops both cleanly: exit 0, one stop line per worker, within a bound;
+* SIGTERM to every process at once (systemd's default) still stops each worker gracefully;
 * a worker that dies takes the service down (non-zero exit), for the service manager to restart;
+  a parent that is killed takes its workers with it;
 * on the embedded SQLite default, more than one worker is refused in one line (exit 2).
 """
 
