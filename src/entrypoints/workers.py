@@ -268,6 +268,7 @@ class Supervisor:
                 worker.process.send_signal(signal.SIGTERM)
         heard = len(self.signals)
         reported: set[int] = set()
+        killed = False
         while True:
             for worker in self.workers:
                 code = worker.process.poll()
@@ -280,7 +281,9 @@ class Supervisor:
             if not running:
                 break
             late = time.monotonic() - began > bound
-            if late or len(self.signals) > heard + (1 if heard == 0 else 0):
+            again = len(self.signals) > heard + (1 if heard == 0 else 0)
+            if not killed and (late or again):
+                killed = True
                 reason = f"not stopped within {bound:g} s" if late else "signalled again"
                 for worker in running:
                     log.warning("%s killed: %s", worker.label, reason)
