@@ -54,6 +54,24 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+def free_port_run(count: int) -> int:
+    """The first of ``count`` consecutive loopback ports free at the time of the call (the
+    metrics ports of workers: ``metrics.port + i``)."""
+    for _ in range(100):
+        first = free_port()
+        if first + count > 65536:
+            continue
+        with contextlib.ExitStack() as held:
+            try:
+                for port in range(first + 1, first + count):
+                    s = held.enter_context(socket.socket(socket.AF_INET, socket.SOCK_STREAM))
+                    s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+        return first
+    raise RuntimeError(f"no {count} consecutive free loopback ports")
+
+
 def deep_merge(base: dict[str, Any], overrides: Mapping[str, Any]) -> dict[str, Any]:
     """``base`` with ``overrides`` merged into it, mappings key by key (providers too)."""
     out = dict(base)
@@ -194,6 +212,19 @@ class ServiceProcess:
 
     def cpu_seconds(self) -> float:
         return cpu_seconds(self.pid)
+
+    def children(self) -> list[int]:
+        """The pids of its child processes (the workers of ``authgate serve --workers``)."""
+        path = Path(f"/proc/{self.pid}/task/{self.pid}/children")
+        return [int(pid) for pid in path.read_text().split()]
+
+    def tree_cpu_seconds(self) -> float:
+        """CPU time of the process and its living children (a parent and its workers)."""
+        total = self.cpu_seconds()
+        for child in self.children():
+            with contextlib.suppress(OSError):
+                total += cpu_seconds(child)
+        return total
 
     def log(self) -> str:
         try:

@@ -27,7 +27,9 @@ def main(argv: list[str] | None = None) -> int:
         ("migrate", "apply pending database migrations"),
         ("openapi", "print the OpenAPI document"),
     ):
-        _with_config(commands.add_parser(name, help=text))
+        command = _with_config(commands.add_parser(name, help=text))
+        if name == "serve":
+            _serve_options(command)
     _operator_commands(commands)
     args = parser.parse_args(argv)
     try:
@@ -77,6 +79,30 @@ def _end_as_a_closed_pipe_does() -> NoReturn:
 def _with_config(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
     parser.add_argument("--config", required=True, metavar="FILE", help="YAML configuration")
     return parser
+
+
+def _serve_options(serve: argparse.ArgumentParser) -> None:
+    serve.add_argument(
+        "--workers",
+        type=_positive,
+        metavar="N",
+        help="worker processes sharing rest.port (SO_REUSEPORT), one per core; overrides "
+        "rest.workers (default 1). More than one needs a PostgreSQL database.url and a Redis "
+        "ratelimit.storage; worker i serves its metrics on metrics.port + i",
+    )
+    # What the parent of the workers tells each one; not for people.
+    serve.add_argument("--worker", type=int, help=argparse.SUPPRESS)
+    serve.add_argument("--ready-fd", type=int, help=argparse.SUPPRESS)
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be a whole number of at least 1, not {text!r}")
+    return value
 
 
 # How every command that takes an account names it: its id, one of its identities (as the API's
@@ -162,7 +188,24 @@ def _run(args: argparse.Namespace, config: Config) -> int:
     configure_logging()
     if command == "migrate":
         return composition.migrate(config)
-    serve(composition.create_app(config, build_app), config)
+    return _serve(args, config)
+
+
+def _serve(args: argparse.Namespace, config: Config) -> int:
+    """One process serving, or (``--workers``/``rest.workers`` above 1) the parent of the
+    worker processes, or one of those (``--worker``)."""
+    from authgate.entrypoints import workers
+
+    worker: int | None = args.worker
+    if worker is None:
+        count: int = args.workers or config.rest.workers
+        if count > 1:
+            return workers.supervise(args.config, config, count)
+    else:
+        config = workers.worker_config(config, worker)
+    ready_fd: int | None = args.ready_fd
+    on_ready = None if ready_fd is None else (lambda _: workers.report_ready(ready_fd))
+    serve(composition.create_app(config, build_app), config, on_ready, worker)
     _end_without_collecting()
     return 0
 

@@ -44,6 +44,9 @@ class RestConfig:
     public_url: str | None = None
     # The event loop `authgate serve` runs on: uvloop when it is importable, else asyncio.
     event_loop: EventLoop = attrs.field(factory=default_event_loop)
+    # Worker processes of `authgate serve`, sharing rest.port through SO_REUSEPORT (one per
+    # core); more than one needs what they must share to be shared (authgate.entrypoints.workers).
+    workers: int = 1
 
 
 @attrs.frozen
@@ -386,6 +389,8 @@ def _key_error(exc: BaseException) -> str:
 def _check(config: Config) -> None:
     if not 0 < config.rest.port < 65536:
         raise ConfigError("rest.port: must be between 1 and 65535")
+    if config.rest.workers < 1:
+        raise ConfigError("rest.workers: must be at least 1")
     if config.rest.event_loop == "uvloop" and not uvloop_available():
         raise ConfigError(
             "rest.event_loop: uvloop is not installed (pip install uvloop), or set asyncio"

@@ -4,17 +4,21 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 
+import attrs
 from aiohttp import web
 
 from authgate.entrypoints.config import Config
 from authgate.entrypoints.rest import Api, accesslog
 from authgate.entrypoints.rest import server as rest_server
+from authgate.entrypoints.workers import worker_name
 from authgate.services import audit
 
 
-def server_settings(config: Config) -> rest_server.ServerSettings:
-    """The REST and telemetry settings of the configuration, as the server takes them."""
-    return rest_server.ServerSettings(
+def server_settings(config: Config, worker: int | None = None) -> rest_server.ServerSettings:
+    """The REST and telemetry settings of the configuration, as the server takes them; for
+    ``worker`` (one of several processes on ``rest.port``), bound with ``SO_REUSEPORT`` and
+    named in its log lines, its parent ending any stop that takes too long."""
+    settings = rest_server.ServerSettings(
         port=config.rest.port,
         host=config.rest.host,
         shutdown_timeout_seconds=config.rest.shutdown_timeout_seconds,
@@ -22,6 +26,11 @@ def server_settings(config: Config) -> rest_server.ServerSettings:
         tracing=not config.otel.sdk.disabled,
         service_name=config.otel.service.name,
         event_loop=config.rest.event_loop,
+    )
+    if worker is None:
+        return settings
+    return attrs.evolve(
+        settings, reuse_port=True, name=worker_name(worker), repeat_stops_at_once=False
     )
 
 
@@ -34,13 +43,15 @@ def serve(
     app: web.Application | Awaitable[web.Application],
     config: Config,
     on_ready: Callable[[str], None] | None = None,
+    worker: int | None = None,
 ) -> None:
     """Serve until SIGINT/SIGTERM, as ``rest.*`` says; in-flight requests may finish.
+    ``worker``: as one of the worker processes of :mod:`authgate.entrypoints.workers`.
 
     The audit line of each sign-in joins the access log's direct writer while that applies
     (the audit logger ends at the service's own handler, as the access logger does)."""
     audit.write_lines_with(accesslog.write_info)
     try:
-        rest_server.serve(app, server_settings(config), on_ready)
+        rest_server.serve(app, server_settings(config, worker), on_ready)
     finally:
         audit.write_lines_with(None)

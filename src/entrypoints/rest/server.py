@@ -32,7 +32,11 @@ class ServerSettings:
     variables say, under ``service_name``. ``access_log``: one line per request
     (:mod:`.accesslog`). ``shutdown_timeout_seconds``: how long in-flight requests may finish
     after SIGTERM/SIGINT. ``event_loop``: the loop to serve on (uvloop by default when
-    importable).
+    importable). ``reuse_port``: bind with ``SO_REUSEPORT``, so that worker processes share the
+    port (the kernel spreads the connections). ``name``: how the log lines name this server (a
+    worker says which). ``repeat_stops_at_once``: a second signal ends the graceful stop; a
+    worker leaves that to its parent, since a service manager may signal every process of the
+    service as well as the parent, which passes the signal on.
     """
 
     port: int
@@ -42,6 +46,9 @@ class ServerSettings:
     tracing: bool = False
     service_name: str = "authgate"
     event_loop: EventLoop = attrs.field(factory=default_event_loop)
+    reuse_port: bool = False
+    name: str = "authgate"
+    repeat_stops_at_once: bool = True
 
 
 class MalformedRequestFilter(logging.Filter):
@@ -97,13 +104,15 @@ def serve(
         if not stopping:
             stopping.append(time.monotonic())
             log.info(
-                "authgate stopping (%s): no new connections; requests in flight may finish "
-                "within %g s",
+                "%s stopping (%s): no new connections; requests in flight may finish within %g s",
+                settings.name,
                 signum.name,
                 settings.shutdown_timeout_seconds,
             )
+        elif not settings.repeat_stops_at_once:
+            return  # already stopping, within the bound its parent enforces
         else:  # as aiohttp's own handler: a second signal ends the graceful stop
-            log.warning("authgate stopping at once (%s again)", signum.name)
+            log.warning("%s stopping at once (%s again)", settings.name, signum.name)
         raise web.GracefulExit()
 
     # Our handlers instead of aiohttp's (handle_signals=False below), which do the same but
@@ -114,7 +123,8 @@ def serve(
     def announce(*_: object) -> None:
         # The loop named as it runs (run_app calls this from inside it), not as configured.
         log.info(
-            "authgate listening on %s (OpenAPI at %s/openapi.json; event loop %s)",
+            "%s listening on %s (OpenAPI at %s/openapi.json; event loop %s)",
+            settings.name,
             address,
             address,
             running_loop_name(),
@@ -132,6 +142,7 @@ def serve(
             app,
             host=settings.host,
             port=settings.port,
+            reuse_port=settings.reuse_port or None,
             shutdown_timeout=settings.shutdown_timeout_seconds,
             access_log_class=logger_class,
             access_log=access_log,
@@ -140,7 +151,7 @@ def serve(
             loop=loop,
         )
         if stopping:
-            log.info("authgate stopped in %.3f s", time.monotonic() - stopping[0])
+            log.info("%s stopped in %.3f s", settings.name, time.monotonic() - stopping[0])
     finally:
         # After the graceful stop (SIGTERM/SIGINT: in-flight requests finished and logged) or
         # a failure: the lines still in the buffer.
