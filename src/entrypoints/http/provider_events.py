@@ -1,4 +1,4 @@
-"""The providers' event receivers (issue 12), one operation per configured provider and shape:
+"""The providers' event receivers, one operation per configured provider and shape:
 
 * ``POST /v1/providers/{name}/backchannel-logout`` (OpenID Connect Back-Channel Logout 1.0):
   a form with ``logout_token``; 200 (``Cache-Control: no-store``), or 400

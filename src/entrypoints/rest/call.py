@@ -19,7 +19,7 @@ R = TypeVar("R")
 
 
 # Not frozen, though read-only by intent: one is made per request, and attrs' frozen __init__
-# (an object.__setattr__ per field) cost about 1.5 % of a request's instructions (issue 13).
+# (an object.__setattr__ per field) cost about 1.5 % of a request's instructions.
 @attrs.define(slots=True)
 class Call(Generic[B]):
     """What an operation receives: validated parameters, the typed body and the caller
@@ -63,7 +63,7 @@ class Cookie:
         """The ``Set-Cookie`` value, character for character what ``http.cookies`` makes of it
         through aiohttp's ``set_cookie`` (attributes in its sorted order). The usual cookie (a
         token, a path, a same-site value with nothing to quote) is written here; any other goes
-        through ``http.cookies`` itself (issue 13: its ``Morsel`` cost ~2 % of a sign-in)."""
+        through ``http.cookies`` itself (its ``Morsel`` cost ~2 % of a sign-in)."""
         if not (
             _LEGAL.fullmatch(self.name)
             and _LEGAL.fullmatch(self.value)

@@ -221,7 +221,7 @@ def cookie(
 
 
 # Not frozen, though read-only by intent: one is made per request, and attrs' frozen __init__
-# (an object.__setattr__ per field) cost about 1.5 % of a request's instructions (issue 13).
+# (an object.__setattr__ per field) cost about 1.5 % of a request's instructions.
 @attrs.define
 class Params:
     """The validated parameter values of one request, by location and name (read-only)."""
