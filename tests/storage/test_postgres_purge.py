@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
-from collections.abc import AsyncIterator, Awaitable
+from collections.abc import AsyncIterator, Awaitable, Iterator
 
 import asyncpg
 import pytest
@@ -24,8 +24,13 @@ from authgate.adapters.postgres.pool import Pool
 from authgate.domain.model import EventId, SessionRecord
 from tests.support.records import T0, event, pending
 
-TIMEOUT = 0.1  # seconds: each statement of the store under test
+TIMEOUT = 1.0  # seconds: each statement of the store under test
 BACKLOG = 150_000  # expired rows: a single DELETE of them takes several times TIMEOUT
+# What a deleted row costs, at least: a statement trigger on the table under test sleeps this
+# long per row its statement deleted, so that the single DELETE of the backlog (3 s) outlasts
+# TIMEOUT on any machine, however fast, while a batch (20 ms) stays far within it on a busy
+# one. The real work of a DELETE comes on top of both.
+SLEEP_PER_ROW = 0.00002
 LATER = T0 + dt.timedelta(days=365)  # "now" for the purges: the backlog expired before
 
 
@@ -36,6 +41,8 @@ async def admin(clean_postgres_url: str) -> AsyncIterator[asyncpg.Connection]:
     try:
         yield conn
     finally:
+        # the slow-delete triggers go with their function: the database is shared by the run
+        await conn.execute("DROP FUNCTION IF EXISTS test_slow_delete() CASCADE")
         await conn.close()
 
 
@@ -56,9 +63,22 @@ async def tight(clean_postgres_url: str) -> AsyncIterator[PostgresStore]:
 
 async def _seed(admin: asyncpg.Connection, insert: str) -> None:
     """``insert`` (``$1``: a time before ``LATER``, ``$2``: ``BACKLOG``), then fresh
-    statistics, as autovacuum would give a table that large."""
+    statistics, as autovacuum would give a table that large, and the table's deletes made to
+    cost at least ``SLEEP_PER_ROW`` a row."""
     await admin.execute(insert, T0, BACKLOG)
     await admin.execute("ANALYZE")
+    table = insert.split("INSERT INTO", 1)[1].split()[0]
+    await admin.execute(
+        f"""
+        CREATE OR REPLACE FUNCTION test_slow_delete() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN
+            PERFORM pg_sleep((SELECT count(*) FROM gone) * {SLEEP_PER_ROW});
+            RETURN NULL;
+        END $$;
+        CREATE TRIGGER test_slow_delete AFTER DELETE ON {table}
+            REFERENCING OLD TABLE AS gone FOR EACH STATEMENT EXECUTE FUNCTION test_slow_delete();
+        """
+    )
 
 
 async def _single_delete_times_out(store: PostgresStore, statement: str) -> None:
@@ -73,15 +93,41 @@ async def _count(admin: asyncpg.Connection, table: str) -> int:
     return int(await admin.fetchval(f"SELECT count(*) FROM {table}"))
 
 
-def _one_purge_line(caplog: pytest.LogCaptureFixture, what: str) -> str:
-    lines = [r.getMessage() for r in caplog.records if r.name == "authgate.storage"]
+class _Lines(logging.Handler):
+    def __init__(self) -> None:
+        super().__init__(logging.INFO)
+        self.messages: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.messages.append(record.getMessage())
+
+
+@pytest.fixture
+def storage_log() -> Iterator[list[str]]:
+    """The lines of ``authgate.storage``, read by a handler on that logger itself: what other
+    tests left of the logging configuration (a library's dictConfig that disabled existing
+    loggers, a level) must not hide them."""
+    logger = logging.getLogger("authgate.storage")
+    handler, saved = _Lines(), (logger.level, logger.disabled)
+    logger.setLevel(logging.INFO)
+    logger.disabled = False
+    logger.addHandler(handler)
+    try:
+        yield handler.messages
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(saved[0])
+        logger.disabled = saved[1]
+
+
+def _one_purge_line(lines: list[str], what: str) -> str:
     assert not [line for line in lines if "failed" in line], lines
     [line] = [line for line in lines if what in line]
     return line
 
 
 async def test_a_backlog_of_expired_sign_ins_is_purged_in_batches(
-    tight: PostgresStore, admin: asyncpg.Connection, caplog: pytest.LogCaptureFixture
+    tight: PostgresStore, admin: asyncpg.Connection, storage_log: list[str]
 ) -> None:
     await _seed(
         admin,
@@ -95,19 +141,18 @@ async def test_a_backlog_of_expired_sign_ins_is_purged_in_batches(
     await _single_delete_times_out(tight, "DELETE FROM sign_in_states WHERE expires_at <= $1")
     assert await _count(admin, "sign_in_states") == BACKLOG
 
-    caplog.set_level(logging.INFO, "authgate.storage")
     await tight.states.put(pending("live", created=LATER))  # triggers the purge
     await tight.housekeeping_idle()
     assert await _count(admin, "sign_in_states") == 1
     batches = BACKLOG // PURGE_BATCH + 1
-    assert _one_purge_line(caplog, "sign-in states").startswith(
+    assert _one_purge_line(storage_log, "sign-in states").startswith(
         f"purged {BACKLOG} expired sign-in states in {batches} batches"
     )
 
 
 @pytest.mark.slow
 async def test_a_backlog_of_expired_sessions_is_purged_in_batches(
-    tight: PostgresStore, admin: asyncpg.Connection, caplog: pytest.LogCaptureFixture
+    tight: PostgresStore, admin: asyncpg.Connection, storage_log: list[str]
 ) -> None:
     await _seed(
         admin,
@@ -120,18 +165,17 @@ async def test_a_backlog_of_expired_sessions_is_purged_in_batches(
     )
     await _single_delete_times_out(tight, "DELETE FROM sessions WHERE expires_at <= $1")
 
-    caplog.set_level(logging.INFO, "authgate.storage")
     hour = dt.timedelta(hours=1)
     live = SessionRecord("live", "acct-1", "google", LATER, LATER + hour, LATER + hour, LATER)
     await tight.sessions.add(live)  # triggers the purge
     await tight.housekeeping_idle()
     assert await _count(admin, "sessions") == 1
-    assert f"purged {BACKLOG} expired sessions" in _one_purge_line(caplog, "sessions")
+    assert f"purged {BACKLOG} expired sessions" in _one_purge_line(storage_log, "sessions")
 
 
 @pytest.mark.slow
 async def test_a_backlog_of_old_sign_in_events_is_purged_in_batches(
-    tight: PostgresStore, admin: asyncpg.Connection, caplog: pytest.LogCaptureFixture
+    tight: PostgresStore, admin: asyncpg.Connection, storage_log: list[str]
 ) -> None:
     await _seed(
         admin,
@@ -142,12 +186,11 @@ async def test_a_backlog_of_old_sign_in_events_is_purged_in_batches(
     )
     await _single_delete_times_out(tight, "DELETE FROM sign_in_events WHERE at < $1")
 
-    caplog.set_level(logging.INFO, "authgate.storage")
     # An event past the retention (90 days) after the backlog: its time sets the cutoff.
     await tight.events.record(event((LATER - T0).total_seconds()))
     await tight.housekeeping_idle()
     assert await _count(admin, "sign_in_events") == 1
-    assert f"purged {BACKLOG} old sign-in events" in _one_purge_line(caplog, "events")
+    assert f"purged {BACKLOG} old sign-in events" in _one_purge_line(storage_log, "events")
 
 
 @pytest.mark.slow
