@@ -77,7 +77,7 @@ REST_LAYERS: tuple[tuple[str, ...], ...] = (
     ("errors", "schema", "accesslog"),
     ("params", "security", "health", "cors"),
     ("call",),
-    ("signature",),
+    ("handler_annotations",),
     ("operation",),
     ("openapi",),
     ("api",),
