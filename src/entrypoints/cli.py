@@ -13,7 +13,7 @@ import signal
 import sys
 from typing import Any, NoReturn
 
-from authgate.entrypoints import composition
+from authgate.entrypoints import composition, startup
 from authgate.entrypoints.config import Config, ConfigError, load
 from authgate.entrypoints.rest.server import configure_logging
 from authgate.entrypoints.server import build_app, serve
@@ -45,7 +45,7 @@ def main(argv: list[str] | None = None) -> int:
         if not _stdout_closed():
             raise  # another pipe, a socket: not the reader of our output
         _end_as_a_closed_pipe_does()
-    except composition.StartupError as e:
+    except startup.StartupError as e:
         print(f"authgate: {e}", file=sys.stderr)
         return 2
     except OSError as e:

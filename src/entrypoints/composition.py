@@ -76,6 +76,7 @@ from authgate.entrypoints.rest import (
     HealthCheck,
     RecordRequest,
 )
+from authgate.entrypoints.startup import StartupError
 from authgate.ports.accounts import AccountRepository
 from authgate.ports.clock import Clock
 from authgate.ports.events import SignInEventLog
@@ -115,10 +116,6 @@ if TYPE_CHECKING:
 log = logging.getLogger("authgate")
 
 TITLE = "authgate"
-
-
-class StartupError(Exception):
-    """The service cannot start as configured; the text is one line for stderr."""
 
 
 @attrs.define

@@ -15,15 +15,9 @@ from aiohttp import web
 
 from authgate.entrypoints.config import Config
 from authgate.entrypoints.demo import DEMO_PATH, mount_demo, mount_docs
+from authgate.entrypoints.startup import StartupError
 
 log = logging.getLogger("authgate")
-
-
-def _startup_error(message: str) -> Exception:
-    # Imported here: the composition root imports this module.
-    from authgate.entrypoints.composition import StartupError
-
-    return StartupError(message)
 
 
 def enabled(config: Config) -> bool:
@@ -41,9 +35,9 @@ def prepare(config: Config) -> None:
     try:
         created = devidp.create_missing_apple_keys(config)
     except devidp.ClientSetupError as e:
-        raise _startup_error(str(e)) from None
+        raise StartupError(str(e)) from None
     except OSError as e:
-        raise _startup_error(
+        raise StartupError(
             f"dev: cannot create the development Apple key file: {e.strerror or e}"
         ) from None
     for path in created:
@@ -64,7 +58,7 @@ def mount(app: web.Application, config: Config) -> None:
         try:
             provider = devidp.from_config(config)
         except devidp.ClientSetupError as e:
-            raise _startup_error(str(e)) from None
+            raise StartupError(str(e)) from None
         provider.mount(app)
         clients = ", ".join(c.provider for c in provider.clients.values()) or "none"
         log.warning(

@@ -40,6 +40,7 @@ from authgate.domain.errors import ProviderUnavailable
 from authgate.domain.model import Account, ClientInfo, Outcome, ProviderIdentity
 from authgate.entrypoints import composition, development
 from authgate.entrypoints.config import Config, ProviderConfig
+from authgate.entrypoints.startup import StartupError
 from authgate.ports.identity import IdentityProvider
 from authgate.ports.provider_tokens import TokenUnreadable
 from authgate.services.audit import audit_event
@@ -299,7 +300,7 @@ async def check_config(config: Config) -> int:
                 # One at a time, so that one provider's unusable setting fails only its line.
                 only = attrs.evolve(config, providers={name: settings})
                 providers[name] = composition.provider_adapters(only, http)[name]
-            except composition.StartupError as e:
+            except StartupError as e:
                 print(f"provider {name}: FAILED {e}")
                 results.append(False)
                 continue
@@ -392,7 +393,7 @@ def _exists(path: str) -> bool:
 async def _check_database(config: Config) -> bool:
     try:
         reached = await composition.reach_database(config)
-    except composition.StartupError as e:
+    except StartupError as e:
         print(f"database: FAILED {str(e).removeprefix('database: ')}")
         return False
     print(f"database: ok ({reached})")
@@ -403,7 +404,7 @@ async def _check_redis(config: Config) -> bool:
     """Redis, where the rate limits (and the revocation channel with them) are kept."""
     try:
         reached = await composition.reach_redis(config)
-    except composition.StartupError as e:
+    except StartupError as e:
         print(f"redis: FAILED {e}")
         return False
     if reached is not None:
