@@ -2,9 +2,10 @@
 only with ``dev.identity_provider: true``, which the configuration refuses outside development),
 the demo page (``/demo``, in development only) and the API documentation page (``/docs``).
 
-The composition root calls :func:`prepare` before it opens its resources (the development
-Apple key file must exist before the Apple adapter reads it) and :func:`mount` once the
-application is built.
+The application's assembly (:func:`~authgate.entrypoints.assembly.create_app`) has
+:func:`prepare` run as the resources are opened (the development Apple key file must exist
+before the Apple adapter reads it) and calls :func:`mount` once the application is built. This
+module imports none of the composition root's modules: the dependency runs one way.
 """
 
 from __future__ import annotations

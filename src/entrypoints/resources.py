@@ -1,9 +1,18 @@
-"""The composition root: the only module that knows every concrete adapter.
+"""What the service holds while it runs: opened from the configuration, closed with it.
 
-``create_app`` opens the resources the configuration names (store, HTTP client, rate-limit
-store, session keys), wires them into the domain and the HTTP operations, and closes them with
-the application. ``build_api`` registers the operations on given resources, so that the OpenAPI
-document can be produced without opening anything.
+The composition root, the only code that knows every concrete adapter, is three modules, each
+importing only those before it: this one opens the resources;
+:mod:`~authgate.entrypoints.wiring` builds the use-case services on them;
+:mod:`~authgate.entrypoints.assembly` registers the HTTP operations on both and builds the
+application that closes the resources on shutdown.
+
+:func:`open_resources` opens the database's repositories (memory, SQLite or PostgreSQL), the
+session keys, one HTTP client session with an adapter per identity provider, the rate-limit
+store (memory or Redis) and its limiters, the revocation channel between instances, the
+provider tokens' sealer and the metrics, into :class:`Resources`, which closes them in reverse
+order; :func:`unopened_resources` stands in for them where nothing may be opened (the OpenAPI
+document). The operator's commands reach the same things here (:func:`migrate`,
+:func:`reach_database`, :func:`reach_redis`, :func:`provider_adapters`).
 """
 
 from __future__ import annotations
@@ -11,7 +20,6 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 import logging
-import os
 import sqlite3
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -19,9 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 import aiohttp
 import attrs
-from aiohttp import web
 
-from authgate import __version__
 from authgate.adapters.clock import SystemClock
 from authgate.adapters.identity import (
     OAuthIdentityProvider,
@@ -49,33 +55,8 @@ from authgate.adapters.sessions import (
 )
 from authgate.adapters.sqlite import SchemaTooNew, SqliteStore, SqliteUnavailable, open_sqlite
 from authgate.adapters.tokens import JweTokenSealer, SealingKey, SealingKeyError
-from authgate.domain.redirects import origin
-from authgate.domain.scopes import ACCOUNT_MANAGE
-from authgate.entrypoints import development
-from authgate.entrypoints.config import (
-    Config,
-    backchannel_logout_path_of,
-    callback_urls_of,
-    notifications_path_of,
-)
-from authgate.entrypoints.http.account import AccountOperations
-from authgate.entrypoints.http.caller import ClientAddress
-from authgate.entrypoints.http.errors import answer_error
-from authgate.entrypoints.http.jwks import JwksOperations
-from authgate.entrypoints.http.renewal import renewal_hook
-from authgate.entrypoints.http.session_auth import (
-    SameOriginGuard,
-    SessionVerifier,
-    session_cookie_scheme,
-)
-from authgate.entrypoints.http.signin import SignInOperations
-from authgate.entrypoints.rest import (
-    Api,
-    BearerJWT,
-    Cors,
-    HealthCheck,
-    RecordRequest,
-)
+from authgate.entrypoints.config import Config
+from authgate.entrypoints.rest import HealthCheck
 from authgate.entrypoints.startup import StartupError
 from authgate.ports.accounts import AccountRepository
 from authgate.ports.clock import Clock
@@ -94,14 +75,6 @@ from authgate.ports.session_records import SessionRecords
 from authgate.ports.sessions import SessionTokens
 from authgate.ports.state import StateStore
 from authgate.ports.unit_of_work import UnitOfWork
-from authgate.services.account import AccountService
-from authgate.services.provider_tokens import (
-    ProviderTokenService,
-    RevocationPolicy,
-    RevocationWorker,
-)
-from authgate.services.sessions import SessionPolicy, SessionService
-from authgate.services.signin import SignInPolicy, SignInService
 
 # Imported where they are used, and only when the configuration asks for them: asyncpg, redis
 # and the metrics libraries cost start-up time and resident memory that the embedded default
@@ -110,12 +83,8 @@ if TYPE_CHECKING:
     from authgate.adapters.metrics import ServiceMetrics
     from authgate.adapters.postgres import PostgresStore
     from authgate.adapters.postgres.pool import Pool
-    from authgate.entrypoints.http.provider_events import ReceiverRoute
-    from authgate.services.provider_events import ProviderEventService, Receiver
 
 log = logging.getLogger("authgate")
-
-TITLE = "authgate"
 
 
 @attrs.define
@@ -148,229 +117,6 @@ class Resources:
                 await close()
             except Exception:
                 log.exception("error while closing a resource")
-
-
-RESOURCES = web.AppKey("authgate.resources", Resources)
-
-
-@attrs.frozen
-class Services:
-    """The use-case services, built once on the resources."""
-
-    signin: SignInService
-    sessions: SessionService
-    account: AccountService
-    provider_events: ProviderEventService | None  # None: no event receiver is configured
-    provider_tokens: ProviderTokenService
-    revocation_worker: RevocationWorker
-
-
-def build_services(config: Config, resources: Resources) -> Services:
-    """One service per concept (sign-in, sessions, the account, provider tokens), wired on
-    ``resources``. The revocation worker is built, not started (:func:`create_app` starts
-    it with the application)."""
-    session = config.session
-    tokens = config.provider_tokens
-    provider_tokens = ProviderTokenService(resources.sealer)
-    worker = RevocationWorker(
-        outbox=resources.revocation_outbox,
-        units=resources.units,
-        sealer=resources.sealer,
-        revokers=resources.revokers,
-        clock=resources.clock,
-        policy=RevocationPolicy(
-            retry_initial=dt.timedelta(seconds=tokens.retry_initial_seconds),
-            retry_max=dt.timedelta(seconds=tokens.retry_max_seconds),
-            give_up_after=dt.timedelta(seconds=tokens.give_up_after_seconds),
-            lease=dt.timedelta(seconds=tokens.lease_seconds),
-            poll_seconds=tokens.poll_seconds,
-        ),
-    )
-    provider_tokens.worker = worker
-    sessions = SessionService(
-        tokens=resources.sessions,
-        records=resources.session_records,
-        units=resources.units,
-        channel=resources.revocations,
-        clock=resources.clock,
-        policy=SessionPolicy(
-            ttl=dt.timedelta(seconds=session.ttl_seconds),
-            absolute_max=dt.timedelta(seconds=session.absolute_max_seconds),
-            reauthenticate_after=dt.timedelta(seconds=session.reauthenticate_after_seconds),
-            live_cache=dt.timedelta(seconds=session.revocation_cache_seconds),
-            sliding=session.sliding,
-        ),
-        metrics=resources.metrics,
-    )
-    signin = SignInService(
-        providers=resources.providers,
-        accounts=resources.accounts,
-        states=resources.states,
-        events=resources.events,
-        units=resources.units,
-        sessions=sessions,
-        clock=resources.clock,
-        policy=SignInPolicy(
-            app_url=config.app.url,
-            callback_urls={
-                name: frozenset(callback_urls_of(config, name)) for name in resources.providers
-            },
-            state_ttl=dt.timedelta(seconds=config.state.ttl_seconds),
-            require_binding=config.state.require_binding_cookie,
-            login_path=config.app.login_path,
-            onboarding_path=config.app.onboarding_path,
-            dashboard_path=config.app.dashboard_path,
-        ),
-        metrics=resources.metrics,
-        provider_tokens=provider_tokens,
-    )
-    account = AccountService(
-        accounts=resources.accounts,
-        events=resources.events,
-        units=resources.units,
-        sessions=sessions,
-        providers=list(resources.providers),
-        provider_tokens=provider_tokens,
-    )
-    provider_events = None
-    if receiver_routes(config):
-        # Provider events are off unless a receiver is configured: their modules only then.
-        from authgate.services.provider_events import ProviderEventPolicy, ProviderEventService
-
-        provider_events = ProviderEventService(
-            receivers=_receivers(config, resources.providers),
-            units=resources.units,
-            events=resources.events,
-            sessions=sessions,
-            account=account,
-            clock=resources.clock,
-            policy=ProviderEventPolicy(
-                delete_account_when_last_identity=(
-                    config.provider_events.delete_account_when_last_identity
-                )
-            ),
-        )
-    return Services(signin, sessions, account, provider_events, provider_tokens, worker)
-
-
-def receiver_routes(config: Config) -> list[ReceiverRoute]:
-    """Every enabled event receiver, from the configuration alone: back-channel logout where
-    asked; notifications in the provider's shape (Apple's for an apple_client_secret_jwt
-    provider, Security Event Tokens for any other)."""
-    if not any(p.backchannel_logout or p.notifications for p in config.providers.values()):
-        return []  # without importing the receivers' modules
-    from authgate.entrypoints.http.provider_events import ReceiverRoute
-    from authgate.services.provider_events import Shape
-
-    routes = []
-    for name, p in config.providers.items():
-        if p.backchannel_logout:
-            path = backchannel_logout_path_of(name, p)
-            routes.append(ReceiverRoute(name, Shape.BACKCHANNEL_LOGOUT, path))
-        if p.notifications:
-            apple = p.token_endpoint_auth == "apple_client_secret_jwt"  # noqa: S105
-            shape = Shape.APPLE if apple else Shape.RISC
-            routes.append(ReceiverRoute(name, shape, notifications_path_of(name, p)))
-    return routes
-
-
-def _receivers(config: Config, providers: dict[str, IdentityProvider]) -> list[Receiver]:
-    """The verifier of each route, on its provider adapter's key sets (none when the
-    adapters are not open: the OpenAPI document is built without them)."""
-    from authgate.services.provider_events import Receiver, Shape
-
-    max_age = config.provider_events.max_age_seconds
-    receivers = []
-    for route in receiver_routes(config):
-        adapter = providers.get(route.provider)
-        if not isinstance(adapter, OAuthIdentityProvider):
-            continue
-        settings = config.providers[route.provider]
-        audiences = settings.event_audiences
-        if route.shape is Shape.BACKCHANNEL_LOGOUT:
-            verifier = adapter.logout_token_verifier(max_age_seconds=max_age, audiences=audiences)
-        elif route.shape is Shape.APPLE:
-            verifier = adapter.apple_notification_verifier(
-                max_age_seconds=max_age, audiences=audiences
-            )
-        else:
-            verifier = adapter.security_event_verifier(
-                max_age_seconds=max_age,
-                configuration_url=settings.risc_configuration,
-                audiences=audiences,
-            )
-        receivers.append(Receiver(route.provider, route.shape, verifier, adapter.event_issuers()))
-    return receivers
-
-
-def build_api(config: Config, resources: Resources, services: Services | None = None) -> Api:
-    """The API with every operation of the service registered on ``resources``."""
-    services = services or build_services(config, resources)
-    api = Api(TITLE, __version__, max_body_bytes=config.rest.max_body_bytes)
-    # Operations let domain errors propagate; this one map answers them.
-    api.on_exception(answer_error)
-    verifier = SessionVerifier(services.sessions)
-    bearer = BearerJWT("bearerAuth", verifier)
-    public_url = config.rest.public_url
-    # The application's pages (app.allowed_origins) may read the account and make changes with
-    # the session cookie from their own origin: CORS with credentials, and the CSRF guard.
-    # Pages of any other origin are refused, also when no origin is allowed.
-    allowed = config.app.allowed_origins
-    own = [origin(public_url)] if public_url else []
-    guard = SameOriginGuard(own, allowed)
-    cors = Cors(allowed, expose_headers=("WWW-Authenticate",), own_origins=own)
-    cookie = session_cookie_scheme(verifier)
-    manage = (bearer.with_scopes(ACCOUNT_MANAGE), cookie.with_scopes(ACCOUNT_MANAGE))
-    client_address = ClientAddress(config.ratelimit.trusted_proxies, config.ratelimit.ipv6_prefix)
-    SignInOperations(
-        services.signin,
-        manage,
-        services.sessions,
-        resources.limiter,
-        client_address,
-        resources.initiation_limiter,
-        guard,
-        cors,
-    ).register(api)
-    AccountOperations(services.account, bearer, cookie, guard, client_address, cors).register(api)
-    JwksOperations(resources.sessions).register(api)
-    routes = receiver_routes(config)
-    if routes:
-        from authgate.entrypoints.http.provider_events import ProviderEventOperations
-
-        assert services.provider_events is not None  # built when a route is configured
-        ProviderEventOperations(
-            services.provider_events,
-            routes,
-            resources.event_limiter,
-            client_address,
-            resources.metrics,
-        ).register(api)
-    for check in resources.readiness:
-        api.readiness.add(check)
-    return api
-
-
-def document(config: Config) -> dict[str, Any]:
-    """The OpenAPI document, built without opening any resource."""
-    keys = ephemeral_keys()
-    callback, initiation, _ = _limiters(config, RateLimitStore("memory://"))
-    stores = _memory_stores(MemoryStates())
-    resources = Resources(
-        accounts=stores.accounts,
-        states=stores.states,
-        events=stores.events,
-        units=stores.units,
-        session_records=stores.session_records,
-        revocations=LocalRevocations(),
-        sessions=JwtSessionTokens(
-            keys, issuer="document", audience="document", ttl=dt.timedelta(seconds=1)
-        ),
-        limiter=callback,
-        initiation_limiter=initiation,
-        providers={},
-    )
-    return build_api(config, resources).openapi()
 
 
 async def open_resources(
@@ -444,6 +190,28 @@ async def open_resources(
         for close in reversed(closers):
             await close()
         raise
+
+
+def unopened_resources(config: Config) -> Resources:
+    """Resources that open nothing (memory stores, ephemeral session keys, no provider):
+    enough to register the operations on, for the OpenAPI document."""
+    keys = ephemeral_keys()
+    callback, initiation, _ = _limiters(config, RateLimitStore("memory://"))
+    stores = _memory_stores(MemoryStates())
+    return Resources(
+        accounts=stores.accounts,
+        states=stores.states,
+        events=stores.events,
+        units=stores.units,
+        session_records=stores.session_records,
+        revocations=LocalRevocations(),
+        sessions=JwtSessionTokens(
+            keys, issuer="document", audience="document", ttl=dt.timedelta(seconds=1)
+        ),
+        limiter=callback,
+        initiation_limiter=initiation,
+        providers={},
+    )
 
 
 def _redis_readiness(config: Config, store: RateLimitStore) -> list[HealthCheck]:
@@ -650,104 +418,10 @@ def _providers(
     return providers
 
 
-async def create_app(
-    config: Config,
-    build: Callable[[Api, Config], web.Application],
-    clock: Clock | None = None,
-) -> web.Application:
-    """Open the resources and build the application that closes them on shutdown."""
-    if not config.state.require_binding_cookie:
-        log.warning(
-            "state.require_binding_cookie is false: callbacks without the binding cookie are "
-            "admitted, so login-CSRF protection is off (an attacker can sign a victim in to "
-            "the attacker's account)"
-        )
-    # The dev Apple key file, before the adapter reads it (once the database was accepted).
-    resources = await open_resources(config, clock, prepare=development.prepare)
-    services = build_services(config, resources)
-    api = build_api(config, resources, services)
-    # Renews a browser's session cookie on a successful answer (sliding sessions), and with
-    # metrics on, records each request's duration: the API's hooks, in its error handling.
-    api.after_response(renewal_hook(services.sessions))
-    record = _request_recorder(config, resources)
-    if record is not None:
-        api.record_requests(record)
-    app = build(api, config)
-    app[RESOURCES] = resources  # for diagnostics and tests that look behind the HTTP API
-    development.mount(app, config)  # /docs; /demo and /dev/idp in development
-    if config.metrics.enabled:
-        from authgate.adapters.metrics import ServiceMetrics  # imported by open_resources then
-
-        if isinstance(resources.metrics, ServiceMetrics):
-            try:
-                await _mount_metrics(app, config, resources.metrics)
-            except BaseException:
-                await resources.close()  # the application that would close them never runs
-                raise
-
-    async def start_worker(_: web.Application) -> None:
-        services.revocation_worker.start()
-
-    async def close(_: web.Application) -> None:
-        await services.revocation_worker.stop()
-        await resources.close()
-
-    app.on_startup.append(start_worker)
-    app.on_cleanup.append(close)
-    return app
-
-
-def _request_recorder(config: Config, resources: Resources) -> RecordRequest | None:
-    """What records each request's duration for metrics, when metrics are on."""
-    if config.metrics.enabled:
-        from authgate.adapters.metrics import ServiceMetrics  # imported by open_resources then
-
-        if isinstance(resources.metrics, ServiceMetrics):
-            return resources.metrics.http_request
-    return None
-
-
-async def _mount_metrics(app: web.Application, config: Config, metrics: ServiceMetrics) -> None:
-    """``GET /metrics`` in the Prometheus text format: alone on ``metrics.host``:
-    ``metrics.port`` (loopback by default: the API's port does not serve it), or on the main
-    listener when ``metrics.port`` is null (the request durations are recorded by the hook
-    create_app installs). Not an API operation: it is not in the OpenAPI document.
-
-    A listener of its own is bound now, not as the application starts: a taken port is then
-    a :class:`StartupError` of one line (aiohttp cleans nothing up after a failed start)."""
-
-    async def scrape(_: web.Request) -> web.Response:
-        # A snapshot of this moment: no cache may keep it (and no session cookie rides on it).
-        return web.Response(
-            body=metrics.exposition(),
-            headers={"Content-Type": metrics.content_type, "Cache-Control": "no-store"},
-        )
-
-    port = config.metrics.port
-    if port is None:
-        app.router.add_get("/metrics", scrape)
-        return
-    host = config.metrics.host
-    # A listener of its own, so that the scrape port stays off the public network.
-    scrape_app = web.Application()
-    scrape_app.router.add_get("/metrics", scrape)
-    runner = web.AppRunner(scrape_app, access_log=None, handle_signals=False)
-    await runner.setup()
-    try:
-        await web.TCPSite(runner, host, port).start()
-    except OSError as e:
-        await runner.cleanup()
-        # Typically another instance (or exporter) on this machine holds the port.
-        reason = os.strerror(e.errno) if e.errno else str(e)
-        raise StartupError(
-            f"metrics.port: cannot listen on {host}:{port}: {reason} (choose another "
-            "metrics.port, or metrics.enabled: false)"
-        ) from None
-
-    async def stop(_: web.Application) -> None:
-        await runner.cleanup()
-
-    app.on_cleanup.append(stop)
+def provider_adapters(config: Config, http: aiohttp.ClientSession) -> dict[str, IdentityProvider]:
+    """The configured providers' adapters on ``http`` (``authgate config check`` reaches
+    them); :class:`StartupError` for a provider that cannot be set up."""
+    return _providers(config, http, SystemClock())
 
 
 def migrate(config: Config) -> int:
@@ -812,9 +486,3 @@ async def reach_database(config: Config) -> str:
         for close in reversed(closers):
             await close()
     return redact(config.database.url).split("?", 1)[0]
-
-
-def provider_adapters(config: Config, http: aiohttp.ClientSession) -> dict[str, IdentityProvider]:
-    """The configured providers' adapters on ``http`` (``authgate config check`` reaches
-    them); :class:`StartupError` for a provider that cannot be set up."""
-    return _providers(config, http, SystemClock())
