@@ -133,36 +133,18 @@ async def open_resources(
     closers: list[Callable[[], Awaitable[Any]]] = []
     try:
         stores = await _open_store(config, closers)
-        try:
-            keys = load_or_create_keys(config.session.keys_file, config.session.generate_keys)
-        except SessionKeyError as e:
-            raise StartupError(str(e)) from None
-        sessions = JwtSessionTokens(
-            keys,
-            issuer=config.session.issuer,
-            audience=config.session.audience,
-            ttl=dt.timedelta(seconds=config.session.ttl_seconds),
-        )
+        sessions = _session_tokens(config)
         if prepare is not None:
             prepare(config)
         http = provider_session()
         closers.append(http.close)
-        try:
-            store = RateLimitStore(config.ratelimit.storage, fail_open=config.ratelimit.fail_open)
-        except ValueError as e:
-            raise StartupError(f"ratelimit: {e}") from None
+        store = _rate_limit_store(config)
         revocations = _revocation_channel(config, stores.pool)
         await revocations.start()
         closers.append(revocations.close)
         limiter, initiation_limiter, event_limiter = _limiters(config, store)
         clock = clock or SystemClock()
-        metrics: Metrics = NoMetrics()
-        if config.metrics.enabled:
-            from authgate.adapters.metrics import ServiceMetrics  # prometheus_client: only when on
-
-            counted = ServiceMetrics(config.otel.service.name)
-            closers.append(_shutdown(counted))
-            metrics = counted
+        metrics = _metrics(config, closers)
         providers = _providers(config, http, clock, metrics)
         sealer = _sealer(config)
         return Resources(
@@ -212,6 +194,40 @@ def unopened_resources(config: Config) -> Resources:
         initiation_limiter=initiation,
         providers={},
     )
+
+
+def _session_tokens(config: Config) -> JwtSessionTokens:
+    """The session tokens, signed with the key file's keys (made on a first start when
+    ``session.generate_keys`` allows)."""
+    try:
+        keys = load_or_create_keys(config.session.keys_file, config.session.generate_keys)
+    except SessionKeyError as e:
+        raise StartupError(str(e)) from None
+    return JwtSessionTokens(
+        keys,
+        issuer=config.session.issuer,
+        audience=config.session.audience,
+        ttl=dt.timedelta(seconds=config.session.ttl_seconds),
+    )
+
+
+def _rate_limit_store(config: Config) -> RateLimitStore:
+    """The store ``ratelimit.storage`` names (memory or Redis); Redis is reached later."""
+    try:
+        return RateLimitStore(config.ratelimit.storage, fail_open=config.ratelimit.fail_open)
+    except ValueError as e:
+        raise StartupError(f"ratelimit: {e}") from None
+
+
+def _metrics(config: Config, closers: list[Callable[[], Awaitable[Any]]]) -> Metrics:
+    """The service's metrics when ``metrics.enabled`` (shut down with the resources)."""
+    if not config.metrics.enabled:
+        return NoMetrics()
+    from authgate.adapters.metrics import ServiceMetrics  # prometheus_client: only when on
+
+    metrics = ServiceMetrics(config.otel.service.name)
+    closers.append(_shutdown(metrics))
+    return metrics
 
 
 def _redis_readiness(config: Config, store: RateLimitStore) -> list[HealthCheck]:
@@ -321,31 +337,10 @@ async def _open_store(config: Config, closers: list[Callable[[], Awaitable[Any]]
     if url.startswith("memory://"):
         return _memory_stores(memory_states)
     if url.startswith(("postgresql://", "postgres://")):
-        from authgate.adapters.postgres import open_postgres  # asyncpg: only for PostgreSQL
-
-        try:
-            store = await open_postgres(
-                url,
-                db.pool_min_size,
-                db.pool_max_size,
-                db.timeout_seconds,
-                ping_timeout=db.readiness_timeout_seconds,
-                event_retention=dt.timedelta(days=db.event_retention_days),
-            )
-        except PostgresStoreError as e:  # each is one line without a credential
-            raise StartupError(f"database: {e}") from None
+        store = await _open_postgres(config)
         pool = store.pool
     elif url.startswith("sqlite:///"):
-        # sqlite:///relative/path, sqlite:////absolute/path (SQLAlchemy's convention)
-        path = url.removeprefix("sqlite:///")
-        try:
-            store = await open_sqlite(
-                path,
-                ping_timeout=db.readiness_timeout_seconds,
-                event_retention=dt.timedelta(days=db.event_retention_days),
-            )
-        except (SqliteUnavailable, SchemaTooNew) as e:
-            raise StartupError(f"database: {e}") from None
+        store = await _open_sqlite(config)
     else:
         raise StartupError(
             f"database.url: unsupported database {redact(url)!r} "
@@ -369,6 +364,37 @@ async def _open_store(config: Config, closers: list[Callable[[], Awaitable[Any]]
         provider_tokens=store.provider_tokens,
         revocations=store.revocations,
     )
+
+
+async def _open_postgres(config: Config) -> PostgresStore:
+    db = config.database
+    from authgate.adapters.postgres import open_postgres  # asyncpg: only for PostgreSQL
+
+    try:
+        return await open_postgres(
+            db.url,
+            db.pool_min_size,
+            db.pool_max_size,
+            db.timeout_seconds,
+            ping_timeout=db.readiness_timeout_seconds,
+            event_retention=dt.timedelta(days=db.event_retention_days),
+        )
+    except PostgresStoreError as e:  # each is one line without a credential
+        raise StartupError(f"database: {e}") from None
+
+
+async def _open_sqlite(config: Config) -> SqliteStore:
+    db = config.database
+    # sqlite:///relative/path, sqlite:////absolute/path (SQLAlchemy's convention)
+    path = db.url.removeprefix("sqlite:///")
+    try:
+        return await open_sqlite(
+            path,
+            ping_timeout=db.readiness_timeout_seconds,
+            event_retention=dt.timedelta(days=db.event_retention_days),
+        )
+    except (SqliteUnavailable, SchemaTooNew) as e:
+        raise StartupError(f"database: {e}") from None
 
 
 def _providers(

@@ -53,9 +53,28 @@ class Services:
 
 def build_services(config: Config, resources: Resources) -> Services:
     """One service per concept (sign-in, sessions, the account, provider tokens), wired on
-    ``resources``. The revocation worker is built, not started (:func:`create_app` starts
-    it with the application)."""
-    session = config.session
+    ``resources``. The revocation worker is built, not started
+    (:func:`~authgate.entrypoints.assembly.create_app` starts it with the application)."""
+    provider_tokens, worker = _provider_tokens(config, resources)
+    sessions = _sessions(config, resources)
+    signin = _signin(config, resources, sessions, provider_tokens)
+    account = AccountService(
+        accounts=resources.accounts,
+        events=resources.events,
+        units=resources.units,
+        sessions=sessions,
+        providers=list(resources.providers),
+        provider_tokens=provider_tokens,
+    )
+    provider_events = _provider_events(config, resources, sessions, account)
+    return Services(signin, sessions, account, provider_events, provider_tokens, worker)
+
+
+def _provider_tokens(
+    config: Config, resources: Resources
+) -> tuple[ProviderTokenService, RevocationWorker]:
+    """The providers' tokens, kept sealed, and the worker that revokes them through the
+    outbox (``provider_tokens``)."""
     tokens = config.provider_tokens
     provider_tokens = ProviderTokenService(resources.sealer)
     worker = RevocationWorker(
@@ -73,7 +92,13 @@ def build_services(config: Config, resources: Resources) -> Services:
         ),
     )
     provider_tokens.worker = worker
-    sessions = SessionService(
+    return provider_tokens, worker
+
+
+def _sessions(config: Config, resources: Resources) -> SessionService:
+    """Sessions as ``session`` configures them (lifetimes, sliding, the revocation cache)."""
+    session = config.session
+    return SessionService(
         tokens=resources.sessions,
         records=resources.session_records,
         units=resources.units,
@@ -88,7 +113,16 @@ def build_services(config: Config, resources: Resources) -> Services:
         ),
         metrics=resources.metrics,
     )
-    signin = SignInService(
+
+
+def _signin(
+    config: Config,
+    resources: Resources,
+    sessions: SessionService,
+    provider_tokens: ProviderTokenService,
+) -> SignInService:
+    """Sign-in with the configured providers, callback addresses and application pages."""
+    return SignInService(
         providers=resources.providers,
         accounts=resources.accounts,
         states=resources.states,
@@ -110,33 +144,30 @@ def build_services(config: Config, resources: Resources) -> Services:
         metrics=resources.metrics,
         provider_tokens=provider_tokens,
     )
-    account = AccountService(
-        accounts=resources.accounts,
-        events=resources.events,
-        units=resources.units,
-        sessions=sessions,
-        providers=list(resources.providers),
-        provider_tokens=provider_tokens,
-    )
-    provider_events = None
-    if receiver_routes(config):
-        # Provider events are off unless a receiver is configured: their modules only then.
-        from authgate.services.provider_events import ProviderEventPolicy, ProviderEventService
 
-        provider_events = ProviderEventService(
-            receivers=_receivers(config, resources.providers),
-            units=resources.units,
-            events=resources.events,
-            sessions=sessions,
-            account=account,
-            clock=resources.clock,
-            policy=ProviderEventPolicy(
-                delete_account_when_last_identity=(
-                    config.provider_events.delete_account_when_last_identity
-                )
-            ),
-        )
-    return Services(signin, sessions, account, provider_events, provider_tokens, worker)
+
+def _provider_events(
+    config: Config, resources: Resources, sessions: SessionService, account: AccountService
+) -> ProviderEventService | None:
+    """The provider events' service, when an event receiver is configured (None: none is)."""
+    if not receiver_routes(config):
+        return None
+    # Provider events are off unless a receiver is configured: their modules only then.
+    from authgate.services.provider_events import ProviderEventPolicy, ProviderEventService
+
+    return ProviderEventService(
+        receivers=_receivers(config, resources.providers),
+        units=resources.units,
+        events=resources.events,
+        sessions=sessions,
+        account=account,
+        clock=resources.clock,
+        policy=ProviderEventPolicy(
+            delete_account_when_last_identity=(
+                config.provider_events.delete_account_when_last_identity
+            )
+        ),
+    )
 
 
 def receiver_routes(config: Config) -> list[ReceiverRoute]:
