@@ -95,9 +95,10 @@ class RefreshTokens(Protocol):
 
     async def start_family(self, family: TokenFamily, first: RefreshToken | None = None) -> None:
         """Keep a new family (its id is new), with its first refresh token when one is issued
-        (``first`` has the family's id, client, account and session; the family's expiry
-        becomes the later of the two). A family without refresh tokens still stands for the
-        access tokens issued in it."""
+        (``first`` has the family's id, client, account and session, or the memory store
+        raises :class:`ValueError` and the SQL stores' foreign key refuses it; the family's
+        expiry becomes the later of the two). A family without refresh tokens still stands
+        for the access tokens issued in it."""
         ...
 
     async def rotate(
@@ -115,8 +116,7 @@ class RefreshTokens(Protocol):
         * unknown, expired, or current in a revoked family: None, and nothing changes.
 
         ``new_token`` must belong to the presented token's family (same family, client,
-        account and session): :class:`ValueError` otherwise (the SQL stores' foreign key may
-        refuse a mismatched client, account or session instead), and nothing changes."""
+        account and session): :class:`ValueError` otherwise, and nothing changes."""
         ...
 
     async def get(self, token_hash: str) -> RefreshToken | None:

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
+import sqlite3
 
+import asyncpg
 import attrs
 import pytest
 
@@ -40,6 +42,21 @@ async def test_a_family_with_its_first_token_round_trips(store: Store) -> None:
     ]
     assert await store.refresh_tokens.is_family_live("fam-1", first.expires_at - DAY)
     assert not await store.refresh_tokens.is_family_live("fam-1", first.expires_at)
+
+
+async def test_a_first_token_of_other_owners_is_refused(store: Store) -> None:
+    account = await new_account(store)
+    other = await new_account(store, "someone-else")
+    refused = (ValueError, sqlite3.IntegrityError, asyncpg.ForeignKeyViolationError)
+    for stranger in (
+        refresh(account, family_id="fam-2"),
+        refresh(account, client_id="other"),
+        refresh(account, session_id="sid-2"),
+        refresh(other),
+    ):
+        with pytest.raises(refused):
+            await store.refresh_tokens.start_family(family(account), stranger)
+    assert await store.refresh_tokens.get("rt-1") is None
 
 
 async def test_a_family_without_refresh_token_lives_until_its_expiry(store: Store) -> None:
