@@ -5,6 +5,12 @@ from __future__ import annotations
 import attrs
 
 from authgate.ports.accounts import AccountRepository
+from authgate.ports.authorization import (
+    AuthorizationCodes,
+    Grants,
+    RefreshTokens,
+    SessionClients,
+)
 from authgate.ports.events import SignInEventLog
 from authgate.ports.provider_events import SeenEvents
 from authgate.ports.provider_tokens import ProviderTokenStore, RevocationOutbox
@@ -21,3 +27,7 @@ class BoundRepositories:
     seen_events: SeenEvents
     provider_tokens: ProviderTokenStore
     revocations: RevocationOutbox
+    authorization_codes: AuthorizationCodes
+    refresh_tokens: RefreshTokens
+    grants: Grants
+    session_clients: SessionClients

@@ -4,7 +4,8 @@
 block normally commits, an exception rolls every write of the block back. The sign-in
 callback writes the account or identity, the last sign-in time and the audit event through
 one transaction, with the session record and the sealed provider token; unlinking and
-deleting write the revocation outbox row in the transaction of the change.
+deleting write the revocation outbox row in the transaction of the change; a token response
+redeems its code, starts its token family and records who got it in one.
 """
 
 from __future__ import annotations
@@ -13,6 +14,12 @@ from contextlib import AbstractAsyncContextManager
 from typing import Protocol
 
 from authgate.ports.accounts import AccountRepository
+from authgate.ports.authorization import (
+    AuthorizationCodes,
+    Grants,
+    RefreshTokens,
+    SessionClients,
+)
 from authgate.ports.events import SignInEventLog
 from authgate.ports.provider_events import SeenEvents
 from authgate.ports.provider_tokens import ProviderTokenStore, RevocationOutbox
@@ -46,6 +53,26 @@ class Transaction(Protocol):
     def revocations(self) -> RevocationOutbox:
         """The outbox of provider-token revocations, written with the change that drops a
         token and processed after it committed."""
+        ...
+
+    @property
+    def authorization_codes(self) -> AuthorizationCodes:
+        """The codes issued to clients (authgate as an OpenID Provider)."""
+        ...
+
+    @property
+    def refresh_tokens(self) -> RefreshTokens:
+        """The token families and refresh tokens issued to clients."""
+        ...
+
+    @property
+    def grants(self) -> Grants:
+        """The consents people gave to clients."""
+        ...
+
+    @property
+    def session_clients(self) -> SessionClients:
+        """Which clients received tokens in which session (back-channel logout)."""
         ...
 
 

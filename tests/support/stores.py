@@ -1,7 +1,7 @@
 """Every storage adapter behind one shape, for suites that run against each of them.
 
 ``open_store(kind, ...)`` gives an object with ``.accounts``, ``.states``, ``.events``,
-``.units``,
+``.units``, the other repositories of a unit of work's transaction,
 ``.ping()`` and ``.close()`` — the shape of :class:`~authgate.adapters.postgres.PostgresStore`
 and :class:`~authgate.adapters.sqlite.SqliteStore`; the memory adapters get a small bundle.
 """
@@ -23,6 +23,12 @@ from authgate.adapters.memory import (
 from authgate.adapters.postgres import open_postgres
 from authgate.adapters.sqlite import open_sqlite
 from authgate.ports.accounts import AccountRepository
+from authgate.ports.authorization import (
+    AuthorizationCodes,
+    Grants,
+    RefreshTokens,
+    SessionClients,
+)
 from authgate.ports.events import SignInEventLog
 from authgate.ports.provider_tokens import ProviderTokenStore, RevocationOutbox
 from authgate.ports.session_records import SessionRecords
@@ -48,6 +54,14 @@ class Store(Protocol):
     def provider_tokens(self) -> ProviderTokenStore: ...
     @property
     def revocations(self) -> RevocationOutbox: ...
+    @property
+    def authorization_codes(self) -> AuthorizationCodes: ...
+    @property
+    def refresh_tokens(self) -> RefreshTokens: ...
+    @property
+    def grants(self) -> Grants: ...
+    @property
+    def session_clients(self) -> SessionClients: ...
     async def ping(self) -> None: ...
     async def close(self) -> None: ...
 
@@ -61,6 +75,10 @@ class MemoryStore:
         self.units = MemoryUnitOfWork(self.accounts, self.events, self.sessions, MemorySeenEvents())
         self.provider_tokens = self.units.provider_tokens
         self.revocations = self.units.revocations
+        self.authorization_codes = self.units.authorization_codes
+        self.refresh_tokens = self.units.refresh_tokens
+        self.grants = self.units.grants
+        self.session_clients = self.units.session_clients
 
     async def ping(self) -> None:
         return None

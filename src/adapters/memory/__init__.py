@@ -1,6 +1,12 @@
 """In-memory adapters: for tests, and for state on a single instance."""
 
 from .accounts import MemoryAccounts
+from .authorization import (
+    MemoryAuthorizationCodes,
+    MemoryGrants,
+    MemoryRefreshTokens,
+    MemorySessionClients,
+)
 from .events import MemoryEvents
 from .provider_tokens import MemoryProviderTokens, MemoryRevocationOutbox
 from .seen_events import MemorySeenEvents
@@ -10,10 +16,14 @@ from .units import MemoryUnitOfWork
 
 __all__ = [
     "MemoryAccounts",
+    "MemoryAuthorizationCodes",
     "MemoryEvents",
+    "MemoryGrants",
     "MemoryProviderTokens",
+    "MemoryRefreshTokens",
     "MemoryRevocationOutbox",
     "MemorySeenEvents",
+    "MemorySessionClients",
     "MemorySessionRecords",
     "MemoryStates",
     "MemoryUnitOfWork",

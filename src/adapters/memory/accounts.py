@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import datetime as dt
 import uuid
+from collections.abc import Callable
 
 import attrs
 
@@ -16,6 +17,12 @@ class MemoryAccounts:
     def __init__(self) -> None:
         self._accounts: dict[str, Account] = {}
         self._identities: dict[ProviderIdentity, LinkedIdentity] = {}
+        self._dependents: list[Callable[[str], None]] = []
+
+    def cascade_to(self, drop_account: Callable[[str], None]) -> None:
+        """Have ``drop_account(account_id)`` called whenever an account is deleted: what the
+        SQL stores' ``ON DELETE CASCADE`` does for the rows that name it."""
+        self._dependents.append(drop_account)
 
     def snapshot(self) -> tuple[dict[str, Account], dict[ProviderIdentity, LinkedIdentity]]:
         """What the adapter holds (the records are immutable: shallow copies suffice)."""
@@ -91,6 +98,8 @@ class MemoryAccounts:
         if self._accounts.pop(account_id, None) is None:
             return False
         self._identities = {k: v for k, v in self._identities.items() if v.account_id != account_id}
+        for drop in self._dependents:
+            drop(account_id)
         return True
 
     async def unlink_identity(self, account_id: str, provider: str) -> bool:

@@ -9,6 +9,12 @@ from contextlib import asynccontextmanager
 from authgate.adapters.bound_repositories import BoundRepositories
 
 from .accounts import MemoryAccounts
+from .authorization import (
+    MemoryAuthorizationCodes,
+    MemoryGrants,
+    MemoryRefreshTokens,
+    MemorySessionClients,
+)
 from .events import MemoryEvents
 from .provider_tokens import MemoryProviderTokens, MemoryRevocationOutbox
 from .seen_events import MemorySeenEvents
@@ -19,7 +25,10 @@ class MemoryUnitOfWork:
     """:class:`~authgate.ports.unit_of_work.UnitOfWork` on memory adapters: units run one at a
     time, and a unit that fails puts back what the adapters held when it began. Writes made
     outside any unit while one runs would be undone by its rollback: the services write
-    through units only."""
+    through units only.
+
+    The OpenID Provider's stores (codes, refresh tokens, grants, session clients) lose an
+    account's rows when ``accounts`` deletes it, as the SQL stores' foreign keys do."""
 
     def __init__(
         self,
@@ -29,6 +38,11 @@ class MemoryUnitOfWork:
         seen_events: MemorySeenEvents | None = None,
         provider_tokens: MemoryProviderTokens | None = None,
         revocations: MemoryRevocationOutbox | None = None,
+        *,
+        authorization_codes: MemoryAuthorizationCodes | None = None,
+        refresh_tokens: MemoryRefreshTokens | None = None,
+        grants: MemoryGrants | None = None,
+        session_clients: MemorySessionClients | None = None,
     ) -> None:
         self._accounts = accounts
         self._events = events
@@ -36,6 +50,17 @@ class MemoryUnitOfWork:
         self.seen_events = seen_events or MemorySeenEvents()
         self.provider_tokens = provider_tokens or MemoryProviderTokens()
         self.revocations = revocations or MemoryRevocationOutbox()
+        self.authorization_codes = authorization_codes or MemoryAuthorizationCodes()
+        self.refresh_tokens = refresh_tokens or MemoryRefreshTokens()
+        self.grants = grants or MemoryGrants()
+        self.session_clients = session_clients or MemorySessionClients()
+        for dependent in (
+            self.authorization_codes,
+            self.refresh_tokens,
+            self.grants,
+            self.session_clients,
+        ):
+            accounts.cascade_to(dependent.drop_account)
         self._lock = asyncio.Lock()
 
     @asynccontextmanager
@@ -44,6 +69,8 @@ class MemoryUnitOfWork:
             accounts, events = self._accounts.snapshot(), self._events.snapshot()
             sessions, seen = self._sessions.snapshot(), self.seen_events.snapshot()
             tokens, revocations = self.provider_tokens.snapshot(), self.revocations.snapshot()
+            codes, families = self.authorization_codes.snapshot(), self.refresh_tokens.snapshot()
+            grants, clients = self.grants.snapshot(), self.session_clients.snapshot()
             try:
                 yield BoundRepositories(
                     self._accounts,
@@ -52,6 +79,10 @@ class MemoryUnitOfWork:
                     self.seen_events,
                     self.provider_tokens,
                     self.revocations,
+                    authorization_codes=self.authorization_codes,
+                    refresh_tokens=self.refresh_tokens,
+                    grants=self.grants,
+                    session_clients=self.session_clients,
                 )
             except BaseException:
                 self._accounts.restore(accounts)
@@ -60,4 +91,8 @@ class MemoryUnitOfWork:
                 self.seen_events.restore(seen)
                 self.provider_tokens.restore(tokens)
                 self.revocations.restore(revocations)
+                self.authorization_codes.restore(codes)
+                self.refresh_tokens.restore(families)
+                self.grants.restore(grants)
+                self.session_clients.restore(clients)
                 raise

@@ -32,7 +32,16 @@ any sensible statement timeout; a million-row backlog takes a thousand such stat
 seconds of background work, and requests get the connection between them."""
 
 
-Purged = Literal["sign_in_states", "sessions", "provider_event_ids", "sign_in_events"]
+Purged = Literal[
+    "sign_in_states",
+    "sessions",
+    "provider_event_ids",
+    "sign_in_events",
+    "oauth_codes",
+    "oauth_refresh_tokens",
+    "oauth_token_families",
+    "oauth_session_clients",
+]
 
 
 def _batch_delete(table: str, column: str, op: str) -> str:
@@ -57,6 +66,10 @@ _BATCH_DELETES: dict[Purged, str] = {
     "sessions": _batch_delete("sessions", "expires_at", "<="),
     "provider_event_ids": _batch_delete("provider_event_ids", "expires_at", "<="),
     "sign_in_events": _batch_delete("sign_in_events", "at", "<"),
+    "oauth_codes": _batch_delete("oauth_codes", "expires_at", "<="),
+    "oauth_refresh_tokens": _batch_delete("oauth_refresh_tokens", "expires_at", "<="),
+    "oauth_token_families": _batch_delete("oauth_token_families", "expires_at", "<="),
+    "oauth_session_clients": _batch_delete("oauth_session_clients", "expires_at", "<="),
 }
 
 

@@ -16,8 +16,15 @@ from authgate.ports.accounts import IdentityRace
 
 from . import events, state
 from .accounts import IDENTITY_KEY, PostgresAccounts
+from .authorization import (
+    PostgresAuthorizationCodes,
+    PostgresGrants,
+    PostgresRefreshTokens,
+    PostgresSessionClients,
+)
 from .errors import unavailable
 from .events import PostgresEvents
+from .housekeeping import PeriodicPurge
 from .migrations import CONNECT_ERRORS, check_schema
 from .pool import Pool, open_pool
 from .provider_tokens import PostgresProviderTokens, PostgresRevocationOutbox
@@ -53,7 +60,18 @@ class PostgresStore:
         self.sessions = PostgresSessionRecords(pool, purge_interval)
         self.provider_tokens = PostgresProviderTokens(pool)
         self.revocations = PostgresRevocationOutbox(pool)
-        self.units = PostgresUnitOfWork(pool, self.events, self.sessions)
+        self.authorization_codes = PostgresAuthorizationCodes(pool, purge_interval)
+        self.refresh_tokens = PostgresRefreshTokens(pool, purge_interval)
+        self.grants = PostgresGrants(pool)
+        self.session_clients = PostgresSessionClients(pool, purge_interval)
+        self.units = PostgresUnitOfWork(
+            pool,
+            self.events,
+            self.sessions,
+            authorization_codes=self.authorization_codes,
+            refresh_tokens=self.refresh_tokens,
+            session_clients=self.session_clients,
+        )
         self._ping_timeout = ping_timeout
 
     async def ping(self) -> None:
@@ -66,12 +84,23 @@ class PostgresStore:
         await self.states.housekeeping.wait()
         await self.events.housekeeping.wait()
         await self.sessions.housekeeping.wait()
+        for purging in self._op_purges():
+            await purging.wait()
+
+    def _op_purges(self) -> list[PeriodicPurge]:
+        return [
+            self.authorization_codes.housekeeping,
+            self.refresh_tokens.housekeeping,
+            self.session_clients.housekeeping,
+        ]
 
     async def close(self, grace: float = 10.0) -> None:
         """Stop background purges and close the pool (forcibly after ``grace`` seconds)."""
         await self.states.housekeeping.close()
         await self.events.housekeeping.close()
         await self.sessions.housekeeping.close()
+        for purging in self._op_purges():
+            await purging.close()
         try:
             await asyncio.wait_for(self.pool.close(), grace)
         except TimeoutError:
@@ -127,11 +156,21 @@ class PostgresUnitOfWork:
     :mod:`.unit`); the repositories' own transactions nest as savepoints."""
 
     def __init__(
-        self, pool: Pool, events: PostgresEvents, sessions: PostgresSessionRecords
+        self,
+        pool: Pool,
+        events: PostgresEvents,
+        sessions: PostgresSessionRecords,
+        *,
+        authorization_codes: PostgresAuthorizationCodes,
+        refresh_tokens: PostgresRefreshTokens,
+        session_clients: PostgresSessionClients,
     ) -> None:
         self._pool = pool
         self._events = events
         self._sessions = sessions
+        self._codes = authorization_codes
+        self._refresh_tokens = refresh_tokens
+        self._session_clients = session_clients
 
     @asynccontextmanager
     async def begin(self) -> AsyncIterator[BoundRepositories]:
@@ -146,6 +185,10 @@ class PostgresUnitOfWork:
                     PostgresSeenEvents(unit),
                     PostgresProviderTokens(unit),
                     PostgresRevocationOutbox(unit),
+                    authorization_codes=self._codes.bound(unit),
+                    refresh_tokens=self._refresh_tokens.bound(unit),
+                    grants=PostgresGrants(unit),
+                    session_clients=self._session_clients.bound(unit),
                 )
                 await unit.finish()
             except BaseException as e:

@@ -24,7 +24,16 @@ log = logging.getLogger("authgate.storage")
 PURGE_BATCH = 1_000
 """Rows one purge statement deletes at most (a few milliseconds)."""
 
-Purged = Literal["sign_in_states", "sessions", "provider_event_ids", "sign_in_events"]
+Purged = Literal[
+    "sign_in_states",
+    "sessions",
+    "provider_event_ids",
+    "sign_in_events",
+    "oauth_codes",
+    "oauth_refresh_tokens",
+    "oauth_token_families",
+    "oauth_session_clients",
+]
 
 # What a purge removes from each table: rows expired at, or older than, the bound (the first
 # parameter), the oldest first through the column's index. SQLite evaluates an uncorrelated IN
@@ -38,6 +47,14 @@ _BATCH_DELETES: dict[Purged, str] = {
     "provider_event_ids WHERE expires_at <= ?1 ORDER BY expires_at LIMIT ?2)",
     "sign_in_events": "DELETE FROM sign_in_events WHERE rowid IN (SELECT rowid FROM "
     "sign_in_events WHERE at < ?1 ORDER BY at LIMIT ?2)",
+    "oauth_codes": "DELETE FROM oauth_codes WHERE rowid IN (SELECT rowid FROM oauth_codes "
+    "WHERE expires_at <= ?1 ORDER BY expires_at LIMIT ?2)",
+    "oauth_refresh_tokens": "DELETE FROM oauth_refresh_tokens WHERE rowid IN (SELECT rowid FROM "
+    "oauth_refresh_tokens WHERE expires_at <= ?1 ORDER BY expires_at LIMIT ?2)",
+    "oauth_token_families": "DELETE FROM oauth_token_families WHERE rowid IN (SELECT rowid FROM "
+    "oauth_token_families WHERE expires_at <= ?1 ORDER BY expires_at LIMIT ?2)",
+    "oauth_session_clients": "DELETE FROM oauth_session_clients WHERE rowid IN (SELECT rowid "
+    "FROM oauth_session_clients WHERE expires_at <= ?1 ORDER BY expires_at LIMIT ?2)",
 }
 
 

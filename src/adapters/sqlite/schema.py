@@ -171,6 +171,89 @@ VERSIONS: list[list[str]] = [
     ],
     # 7: the session that started a pending link or re-authentication, as PostgreSQL's 0007.
     ["ALTER TABLE sign_in_states ADD COLUMN session_id TEXT"],
+    # 8: authgate as an OpenID Provider, as PostgreSQL's 0008: authorization codes, token
+    # families and their refresh tokens, grants and session clients. Scopes are one text of
+    # space-separated scope tokens (a scope token never holds a space).
+    [
+        """
+        CREATE TABLE oauth_codes (
+            code_hash      TEXT PRIMARY KEY,
+            client_id      TEXT NOT NULL,
+            account_id     TEXT NOT NULL REFERENCES accounts (id) ON DELETE CASCADE,
+            session_id     TEXT NOT NULL,
+            redirect_uri   TEXT NOT NULL,
+            scopes         TEXT NOT NULL,
+            nonce          TEXT,
+            code_challenge TEXT NOT NULL,
+            auth_time      TEXT NOT NULL,
+            created_at     TEXT NOT NULL,
+            expires_at     TEXT NOT NULL,
+            redeemed_at    TEXT,
+            family_id      TEXT
+        )
+        """,
+        "CREATE INDEX oauth_codes_expires_idx ON oauth_codes (expires_at)",
+        "CREATE INDEX oauth_codes_account_idx ON oauth_codes (account_id)",
+        """
+        CREATE TABLE oauth_token_families (
+            family_id  TEXT PRIMARY KEY,
+            client_id  TEXT NOT NULL,
+            account_id TEXT NOT NULL REFERENCES accounts (id) ON DELETE CASCADE,
+            session_id TEXT NOT NULL,
+            created_at TEXT NOT NULL,
+            expires_at TEXT NOT NULL,
+            revoked_at TEXT,
+            UNIQUE (family_id, client_id, account_id, session_id)
+        )
+        """,
+        "CREATE INDEX oauth_token_families_account_idx "
+        "ON oauth_token_families (account_id, client_id, created_at)",
+        "CREATE INDEX oauth_token_families_session_idx ON oauth_token_families (session_id)",
+        "CREATE INDEX oauth_token_families_expires_idx ON oauth_token_families (expires_at)",
+        """
+        CREATE TABLE oauth_refresh_tokens (
+            token_hash  TEXT PRIMARY KEY,
+            family_id   TEXT NOT NULL,
+            client_id   TEXT NOT NULL,
+            account_id  TEXT NOT NULL,
+            session_id  TEXT NOT NULL,
+            scopes      TEXT NOT NULL,
+            auth_time   TEXT NOT NULL,
+            created_at  TEXT NOT NULL,
+            expires_at  TEXT NOT NULL,
+            replaced_at TEXT,
+            FOREIGN KEY (family_id, client_id, account_id, session_id)
+                REFERENCES oauth_token_families (family_id, client_id, account_id, session_id)
+                ON DELETE CASCADE
+        )
+        """,
+        "CREATE INDEX oauth_refresh_tokens_family_idx "
+        "ON oauth_refresh_tokens (family_id, client_id, account_id, session_id)",
+        "CREATE INDEX oauth_refresh_tokens_expires_idx ON oauth_refresh_tokens (expires_at)",
+        """
+        CREATE TABLE oauth_grants (
+            account_id   TEXT NOT NULL REFERENCES accounts (id) ON DELETE CASCADE,
+            client_id    TEXT NOT NULL,
+            scopes       TEXT NOT NULL,
+            granted_at   TEXT NOT NULL,
+            last_used_at TEXT,
+            PRIMARY KEY (account_id, client_id)
+        )
+        """,
+        """
+        CREATE TABLE oauth_session_clients (
+            session_id TEXT NOT NULL,
+            client_id  TEXT NOT NULL,
+            account_id TEXT NOT NULL REFERENCES accounts (id) ON DELETE CASCADE,
+            first_at   TEXT NOT NULL,
+            expires_at TEXT NOT NULL,
+            PRIMARY KEY (session_id, client_id)
+        )
+        """,
+        "CREATE INDEX oauth_session_clients_account_idx "
+        "ON oauth_session_clients (account_id, first_at)",
+        "CREATE INDEX oauth_session_clients_expires_idx ON oauth_session_clients (expires_at)",
+    ],
 ]
 
 

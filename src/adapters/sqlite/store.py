@@ -19,6 +19,12 @@ from authgate.adapters.files import create_private_file, warn_if_exposed
 
 from . import events, schema, state
 from .accounts import SqliteAccounts
+from .authorization import (
+    SqliteAuthorizationCodes,
+    SqliteGrants,
+    SqliteRefreshTokens,
+    SqliteSessionClients,
+)
 from .db import BUSY_TIMEOUT_MS, Database
 from .events import SqliteEvents
 from .provider_tokens import SqliteProviderTokens, SqliteRevocationOutbox
@@ -54,7 +60,18 @@ class SqliteStore:
         self.sessions = SqliteSessionRecords(db, purge_interval)
         self.provider_tokens = SqliteProviderTokens(db)
         self.revocations = SqliteRevocationOutbox(db)
-        self.units = SqliteUnitOfWork(db, self.events, self.sessions)
+        self.authorization_codes = SqliteAuthorizationCodes(db, purge_interval)
+        self.refresh_tokens = SqliteRefreshTokens(db, purge_interval)
+        self.grants = SqliteGrants(db)
+        self.session_clients = SqliteSessionClients(db, purge_interval)
+        self.units = SqliteUnitOfWork(
+            db,
+            self.events,
+            self.sessions,
+            authorization_codes=self.authorization_codes,
+            refresh_tokens=self.refresh_tokens,
+            session_clients=self.session_clients,
+        )
         self._ping_timeout = ping_timeout
 
     async def ping(self) -> None:
@@ -70,10 +87,22 @@ class SqliteUnitOfWork:
     """:class:`~authgate.ports.unit_of_work.UnitOfWork`: the file's one connection in one
     ``BEGIN IMMEDIATE`` transaction for the block."""
 
-    def __init__(self, db: Database, events: SqliteEvents, sessions: SqliteSessionRecords) -> None:
+    def __init__(
+        self,
+        db: Database,
+        events: SqliteEvents,
+        sessions: SqliteSessionRecords,
+        *,
+        authorization_codes: SqliteAuthorizationCodes,
+        refresh_tokens: SqliteRefreshTokens,
+        session_clients: SqliteSessionClients,
+    ) -> None:
         self._db = db
         self._events = events
         self._sessions = sessions
+        self._codes = authorization_codes
+        self._refresh_tokens = refresh_tokens
+        self._session_clients = session_clients
 
     @asynccontextmanager
     async def begin(self) -> AsyncIterator[BoundRepositories]:
@@ -85,6 +114,10 @@ class SqliteUnitOfWork:
                 SqliteSeenEvents(bound),
                 SqliteProviderTokens(bound),
                 SqliteRevocationOutbox(bound),
+                authorization_codes=self._codes.bound(bound),
+                refresh_tokens=self._refresh_tokens.bound(bound),
+                grants=SqliteGrants(bound),
+                session_clients=self._session_clients.bound(bound),
             )
 
 

@@ -1,0 +1,277 @@
+"""Authorization codes, refresh-token families, grants and session clients in memory (tests,
+and a single instance). Each method runs without an await between its reads and writes, so it
+is atomic on the event loop; the records are immutable, so a snapshot is a shallow copy."""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Iterable
+
+import attrs
+
+from authgate.domain.oauth import (
+    AuthorizationCode,
+    Grant,
+    RefreshToken,
+    SessionClient,
+    TokenFamily,
+)
+from authgate.ports.authorization import AlreadyUsed, Redeemed, Reused, Rotated
+
+
+@attrs.frozen
+class _Code:
+    code: AuthorizationCode
+    redeemed_at: dt.datetime | None = None
+    family_id: str | None = None
+
+
+class MemoryAuthorizationCodes:
+    """:class:`~authgate.ports.authorization.AuthorizationCodes` in a dict."""
+
+    def __init__(self) -> None:
+        self._codes: dict[str, _Code] = {}
+
+    def snapshot(self) -> dict[str, _Code]:
+        return dict(self._codes)
+
+    def restore(self, snapshot: dict[str, _Code]) -> None:
+        self._codes = snapshot
+
+    def drop_account(self, account_id: str) -> None:
+        """The account was deleted: its codes go with it (a foreign key in SQL)."""
+        self._codes = {k: v for k, v in self._codes.items() if v.code.account_id != account_id}
+
+    async def add(self, code: AuthorizationCode) -> None:
+        if code.code_hash in self._codes:
+            raise ValueError("an authorization code with this digest is kept already")
+        self._codes[code.code_hash] = _Code(code)
+
+    async def redeem(self, code_hash: str, now: dt.datetime) -> Redeemed | AlreadyUsed | None:
+        row = self._codes.get(code_hash)
+        if row is None:
+            return None
+        if row.redeemed_at is not None:
+            return AlreadyUsed(row.code, row.family_id)
+        if not row.code.live(now):
+            return None
+        self._codes[code_hash] = attrs.evolve(row, redeemed_at=now)
+        return Redeemed(row.code)
+
+    async def record_issued(self, code_hash: str, family_id: str) -> None:
+        row = self._codes.get(code_hash)
+        if row is not None:
+            self._codes[code_hash] = attrs.evolve(row, family_id=family_id)
+
+    async def purge_expired(self, now: dt.datetime) -> int:
+        expired = [k for k, v in self._codes.items() if v.code.expires_at <= now]
+        for key in expired:
+            del self._codes[key]
+        return len(expired)
+
+
+def _same_owner(token: RefreshToken, family: TokenFamily) -> bool:
+    return (token.family_id, token.client_id, token.account_id, token.session_id) == (
+        family.family_id,
+        family.client_id,
+        family.account_id,
+        family.session_id,
+    )
+
+
+class MemoryRefreshTokens:
+    """:class:`~authgate.ports.authorization.RefreshTokens` in two dicts. A token's
+    ``revoked_at`` is its family's, read when the token is."""
+
+    def __init__(self) -> None:
+        self._families: dict[str, TokenFamily] = {}
+        self._tokens: dict[str, RefreshToken] = {}
+
+    def snapshot(self) -> tuple[dict[str, TokenFamily], dict[str, RefreshToken]]:
+        return dict(self._families), dict(self._tokens)
+
+    def restore(self, snapshot: tuple[dict[str, TokenFamily], dict[str, RefreshToken]]) -> None:
+        self._families, self._tokens = snapshot
+
+    def drop_account(self, account_id: str) -> None:
+        """The account was deleted: its families and tokens go with it."""
+        self._families = {k: f for k, f in self._families.items() if f.account_id != account_id}
+        self._tokens = {k: t for k, t in self._tokens.items() if t.family_id in self._families}
+
+    def _read(self, token: RefreshToken) -> RefreshToken:
+        return attrs.evolve(token, revoked_at=self._families[token.family_id].revoked_at)
+
+    async def start_family(self, family: TokenFamily, first: RefreshToken | None = None) -> None:
+        if family.family_id in self._families:
+            raise ValueError("a token family with this id exists already")
+        if first is not None:
+            if not _same_owner(first, family):
+                raise ValueError("the first refresh token belongs to another family")
+            if first.token_hash in self._tokens:
+                raise ValueError("a refresh token with this digest is kept already")
+            family = attrs.evolve(family, expires_at=max(family.expires_at, first.expires_at))
+            self._tokens[first.token_hash] = attrs.evolve(first, replaced_at=None, revoked_at=None)
+        self._families[family.family_id] = family
+
+    async def rotate(
+        self, presented_hash: str, new_token: RefreshToken, now: dt.datetime
+    ) -> Rotated | Reused | None:
+        token = self._tokens.get(presented_hash)
+        if token is None:
+            return None
+        family = self._families[token.family_id]
+        if not _same_owner(new_token, family):
+            raise ValueError("the new refresh token belongs to another family")
+        presented = self._read(token)
+        if now >= token.expires_at:
+            return None
+        if token.replaced_at is not None:
+            if family.revoked_at is None:
+                self._families[family.family_id] = attrs.evolve(family, revoked_at=now)
+            return Reused(presented)
+        if family.revoked_at is not None:
+            return None
+        if new_token.token_hash in self._tokens:
+            raise ValueError("a refresh token with this digest is kept already")
+        current = attrs.evolve(new_token, replaced_at=None, revoked_at=None)
+        self._tokens[presented_hash] = attrs.evolve(token, replaced_at=now)
+        self._tokens[current.token_hash] = current
+        self._families[family.family_id] = attrs.evolve(
+            family, expires_at=max(family.expires_at, current.expires_at)
+        )
+        return Rotated(attrs.evolve(presented, replaced_at=now), current)
+
+    async def get(self, token_hash: str) -> RefreshToken | None:
+        token = self._tokens.get(token_hash)
+        return self._read(token) if token is not None else None
+
+    async def is_family_live(self, family_id: str, now: dt.datetime) -> bool:
+        family = self._families.get(family_id)
+        return family is not None and family.live(now)
+
+    def _revoke(self, ids: list[str], now: dt.datetime) -> list[str]:
+        for family_id in ids:
+            self._families[family_id] = attrs.evolve(self._families[family_id], revoked_at=now)
+        return ids
+
+    async def revoke_family(self, family_id: str, now: dt.datetime) -> bool:
+        family = self._families.get(family_id)
+        return family is not None and family.live(now) and bool(self._revoke([family_id], now))
+
+    async def revoke_for_session(self, session_id: str, now: dt.datetime) -> list[str]:
+        return self._revoke(
+            [k for k, f in self._families.items() if f.session_id == session_id and f.live(now)],
+            now,
+        )
+
+    async def revoke_for_client(
+        self, account_id: str, client_id: str, now: dt.datetime
+    ) -> list[str]:
+        return self._revoke(
+            [
+                k
+                for k, f in self._families.items()
+                if f.account_id == account_id and f.client_id == client_id and f.live(now)
+            ],
+            now,
+        )
+
+    async def revoke_for_account(self, account_id: str, now: dt.datetime) -> list[str]:
+        return self._revoke(
+            [k for k, f in self._families.items() if f.account_id == account_id and f.live(now)],
+            now,
+        )
+
+    async def for_account(self, account_id: str) -> list[TokenFamily]:
+        found = [f for f in self._families.values() if f.account_id == account_id]
+        return sorted(found, key=lambda f: (f.created_at, f.family_id), reverse=True)
+
+    async def purge_expired(self, now: dt.datetime) -> int:
+        tokens = [k for k, t in self._tokens.items() if t.expires_at <= now]
+        for key in tokens:
+            del self._tokens[key]
+        families = [k for k, f in self._families.items() if f.expires_at <= now]
+        for key in families:
+            del self._families[key]
+        self._tokens = {k: t for k, t in self._tokens.items() if t.family_id in self._families}
+        return len(tokens) + len(families)
+
+
+class MemoryGrants:
+    """:class:`~authgate.ports.authorization.Grants` in a dict."""
+
+    def __init__(self) -> None:
+        self._grants: dict[tuple[str, str], Grant] = {}
+
+    def snapshot(self) -> dict[tuple[str, str], Grant]:
+        return dict(self._grants)
+
+    def restore(self, snapshot: dict[tuple[str, str], Grant]) -> None:
+        self._grants = snapshot
+
+    def drop_account(self, account_id: str) -> None:
+        """The account was deleted: its grants go with it."""
+        self._grants = {k: g for k, g in self._grants.items() if k[0] != account_id}
+
+    async def get(self, account_id: str, client_id: str) -> Grant | None:
+        return self._grants.get((account_id, client_id))
+
+    async def put(self, grant: Grant) -> Grant:
+        key = (grant.account_id, grant.client_id)
+        kept = self._grants.get(key)
+        if kept is not None:
+            used = [t for t in (kept.last_used_at, grant.last_used_at) if t is not None]
+            grant = attrs.evolve(
+                grant,
+                scopes=kept.scopes | grant.scopes,
+                last_used_at=max(used) if used else None,
+            )
+        self._grants[key] = grant
+        return grant
+
+    async def touch(self, account_id: str, client_id: str, now: dt.datetime) -> None:
+        grant = self._grants.get((account_id, client_id))
+        if grant is not None and (grant.last_used_at is None or grant.last_used_at < now):
+            self._grants[(account_id, client_id)] = attrs.evolve(grant, last_used_at=now)
+
+    async def for_account(self, account_id: str) -> list[Grant]:
+        return [g for k, g in sorted(self._grants.items()) if k[0] == account_id]
+
+    async def remove(self, account_id: str, client_id: str) -> bool:
+        return self._grants.pop((account_id, client_id), None) is not None
+
+
+class MemorySessionClients:
+    """:class:`~authgate.ports.authorization.SessionClients` in a dict."""
+
+    def __init__(self) -> None:
+        self._clients: dict[tuple[str, str], SessionClient] = {}
+
+    def snapshot(self) -> dict[tuple[str, str], SessionClient]:
+        return dict(self._clients)
+
+    def restore(self, snapshot: dict[tuple[str, str], SessionClient]) -> None:
+        self._clients = snapshot
+
+    def drop_account(self, account_id: str) -> None:
+        """The account was deleted: its session clients go with it."""
+        self._clients = {k: c for k, c in self._clients.items() if c.account_id != account_id}
+
+    async def add(self, client: SessionClient) -> None:
+        self._clients.setdefault((client.session_id, client.client_id), client)
+
+    async def for_session(self, session_id: str) -> list[SessionClient]:
+        return _first_served(c for c in self._clients.values() if c.session_id == session_id)
+
+    async def for_account(self, account_id: str) -> list[SessionClient]:
+        return _first_served(c for c in self._clients.values() if c.account_id == account_id)
+
+    async def purge_expired(self, now: dt.datetime) -> int:
+        expired = [k for k, c in self._clients.items() if c.expires_at <= now]
+        for key in expired:
+            del self._clients[key]
+        return len(expired)
+
+
+def _first_served(clients: Iterable[SessionClient]) -> list[SessionClient]:
+    return sorted(clients, key=lambda c: (c.first_at, c.session_id, c.client_id))

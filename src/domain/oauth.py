@@ -1,0 +1,164 @@
+"""The records of authgate as an OpenID Provider: what it keeps of the authorization codes,
+refresh tokens, consents and single sign-on sessions of its registered applications (clients),
+and the pure checks on them.
+
+Codes and refresh tokens are kept only as their digest (:func:`token_digest`): a copy of the
+database never yields a usable one.
+"""
+
+from __future__ import annotations
+
+import base64
+import datetime as dt
+import hashlib
+import hmac
+import re
+from collections.abc import Iterable
+
+import attrs
+
+from authgate.domain.secrets import pkce_challenge
+
+CODE_MAX_LIFETIME = dt.timedelta(seconds=60)
+"""An authorization code lives at most this long (OAuth 2.0 recommends ten minutes at most;
+a client redeems its code at once, so a minute is plenty and narrows the window of a leak)."""
+
+# RFC 7636 section 4.1: code_verifier = 43*128unreserved, unreserved = ALPHA / DIGIT / "-" /
+# "." / "_" / "~".
+_CODE_VERIFIER = re.compile(r"[A-Za-z0-9\-._~]{43,128}")
+
+
+def token_digest(value: str) -> str:
+    """What is stored of a code or refresh token: its SHA-256, base64url without padding. The
+    token carries enough entropy that no salt or slow hash is needed."""
+    digest = hashlib.sha256(value.encode()).digest()
+    return base64.urlsafe_b64encode(digest).rstrip(b"=").decode("ascii")
+
+
+def is_code_verifier(verifier: str) -> bool:
+    """Whether ``verifier`` has the syntax RFC 7636 requires (43 to 128 unreserved
+    characters)."""
+    return _CODE_VERIFIER.fullmatch(verifier) is not None
+
+
+def pkce_matches(verifier: str, challenge: str) -> bool:
+    """Whether ``verifier`` is well formed and its S256 challenge is ``challenge``, compared in
+    constant time (``plain`` is never accepted: the challenge is always S256)."""
+    if not is_code_verifier(verifier):
+        return False
+    return hmac.compare_digest(pkce_challenge(verifier).encode(), challenge.encode())
+
+
+def _scope_tuple(scopes: Iterable[str]) -> tuple[str, ...]:
+    return tuple(scopes)
+
+
+def _scope_set(scopes: Iterable[str]) -> frozenset[str]:
+    return frozenset(scopes)
+
+
+@attrs.frozen
+class AuthorizationCode:
+    """An issued authorization code, by its digest (the code itself is never stored).
+
+    It is bound to the client, the ``redirect_uri`` of the request and the PKCE S256
+    ``code_challenge``; ``session_id`` is the authgate session it was issued in (the single
+    sign-on session, the ID token's ``sid``); ``auth_time`` is when the person last
+    authenticated in it. It lives at most :data:`CODE_MAX_LIFETIME`.
+    """
+
+    code_hash: str
+    client_id: str
+    account_id: str
+    session_id: str
+    redirect_uri: str
+    scopes: tuple[str, ...] = attrs.field(converter=_scope_tuple)
+    nonce: str | None
+    code_challenge: str
+    auth_time: dt.datetime
+    created_at: dt.datetime
+    expires_at: dt.datetime
+
+    def __attrs_post_init__(self) -> None:
+        lifetime = self.expires_at - self.created_at
+        if not dt.timedelta(0) < lifetime <= CODE_MAX_LIFETIME:
+            raise ValueError(f"an authorization code lives at most {CODE_MAX_LIFETIME}")
+
+    def live(self, now: dt.datetime) -> bool:
+        """Not expired at ``now`` (whether it was redeemed is the store's to say)."""
+        return now < self.expires_at
+
+
+@attrs.frozen
+class TokenFamily:
+    """Everything issued from one redeemed authorization code: its refresh tokens (each
+    rotation adds one) and the access tokens issued with them, which name the family.
+
+    Revoking the family ends all of them at once: a code presented twice, a replaced refresh
+    token presented again (RFC 9700 section 4.14), the session ending, consent withdrawn.
+    ``expires_at`` is when the last thing issued in it expires (the store moves it later as
+    refresh tokens are rotated); ``revoked_at`` is kept by the store.
+    """
+
+    family_id: str
+    client_id: str
+    account_id: str
+    session_id: str
+    created_at: dt.datetime
+    expires_at: dt.datetime
+    revoked_at: dt.datetime | None = None
+
+    def live(self, now: dt.datetime) -> bool:
+        """Neither revoked nor expired at ``now``."""
+        return self.revoked_at is None and now < self.expires_at
+
+
+@attrs.frozen
+class RefreshToken:
+    """An issued refresh token, by its digest (the token itself is never stored).
+
+    It belongs to a :class:`TokenFamily` and has its client, account and session.
+    ``replaced_at`` (when it was rotated) and ``revoked_at`` (when its family was revoked) are
+    kept by the store; a token is usable only while neither is set and it has not expired.
+    """
+
+    token_hash: str
+    family_id: str
+    client_id: str
+    account_id: str
+    session_id: str
+    scopes: tuple[str, ...] = attrs.field(converter=_scope_tuple)
+    auth_time: dt.datetime
+    created_at: dt.datetime
+    expires_at: dt.datetime
+    replaced_at: dt.datetime | None = None
+    revoked_at: dt.datetime | None = None
+
+    def current(self, now: dt.datetime) -> bool:
+        """Usable at ``now``: not replaced, not revoked, not expired."""
+        return self.replaced_at is None and self.revoked_at is None and now < self.expires_at
+
+
+@attrs.frozen
+class Grant:
+    """A person's consent to a client for some scopes (one per account and client).
+    ``last_used_at``: when tokens were last issued under it (None: never yet)."""
+
+    account_id: str
+    client_id: str
+    scopes: frozenset[str] = attrs.field(converter=_scope_set)
+    granted_at: dt.datetime
+    last_used_at: dt.datetime | None = None
+
+
+@attrs.frozen
+class SessionClient:
+    """A client that received tokens in an authgate session: who is told when the session
+    ends (OpenID Connect Back-Channel Logout). ``expires_at`` is when the session ends at the
+    latest (its absolute expiry): the row is of no use after it."""
+
+    session_id: str
+    client_id: str
+    account_id: str
+    first_at: dt.datetime
+    expires_at: dt.datetime

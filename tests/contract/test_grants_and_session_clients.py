@@ -1,0 +1,161 @@
+"""The Grants and SessionClients contracts, run against every adapter (fixture ``store``),
+and the deletion of an account taking every OpenID Provider row of it along."""
+
+from __future__ import annotations
+
+import pytest
+
+from authgate.domain.oauth import Grant
+from tests.support.oauth_records import (
+    DAY,
+    code,
+    family,
+    grant,
+    new_account,
+    refresh,
+    session_client,
+)
+from tests.support.records import T0, at
+from tests.support.stores import Store
+
+
+class Boom(Exception):
+    pass
+
+
+async def test_a_grant_round_trips_and_a_second_consent_widens_it(store: Store) -> None:
+    account = await new_account(store)
+    first = grant(account, "web", "openid", "email")
+    assert await store.grants.put(first) == first
+    assert await store.grants.get(account, "web") == first
+    assert await store.grants.get(account, "other") is None
+    assert await store.grants.get("not-an-account", "web") is None
+    await store.grants.touch(account, "web", at(5))
+    widened = await store.grants.put(grant(account, "web", "openid", "profile", granted_at=at(10)))
+    assert widened == Grant(account, "web", {"openid", "email", "profile"}, at(10), at(5))
+    assert await store.grants.get(account, "web") == widened
+
+
+async def test_put_keeps_the_later_last_use(store: Store) -> None:
+    account = await new_account(store)
+    await store.grants.put(grant(account, last_used_at=at(20)))
+    kept = await store.grants.put(grant(account, last_used_at=at(10), granted_at=at(30)))
+    assert kept.last_used_at == at(20)
+    kept = await store.grants.put(grant(account, last_used_at=None, granted_at=at(40)))
+    assert kept.last_used_at == at(20)
+    kept = await store.grants.put(grant(account, last_used_at=at(50), granted_at=at(50)))
+    assert kept.last_used_at == at(50)
+
+
+async def test_touch_moves_last_use_forward_only_and_needs_a_grant(store: Store) -> None:
+    account = await new_account(store)
+    await store.grants.touch(account, "web", at(1))  # no grant: nothing happens
+    assert await store.grants.get(account, "web") is None
+    await store.grants.put(grant(account))
+    await store.grants.touch(account, "web", at(10))
+    await store.grants.touch(account, "web", at(5))
+    kept = await store.grants.get(account, "web")
+    assert kept is not None and kept.last_used_at == at(10)
+
+
+async def test_grants_per_account_by_client_and_removal(store: Store) -> None:
+    account = await new_account(store)
+    other = await new_account(store, "someone-else")
+    await store.grants.put(grant(account, "web"))
+    await store.grants.put(grant(account, "admin", "openid", "email"))
+    await store.grants.put(grant(other, "web"))
+    assert [g.client_id for g in await store.grants.for_account(account)] == ["admin", "web"]
+    assert await store.grants.remove(account, "web")
+    assert not await store.grants.remove(account, "web")
+    assert not await store.grants.remove("not-an-account", "web")
+    assert [g.client_id for g in await store.grants.for_account(account)] == ["admin"]
+    assert await store.grants.get(other, "web") is not None
+
+
+async def test_a_grant_put_in_a_failed_unit_is_not_there(store: Store) -> None:
+    account = await new_account(store)
+    with pytest.raises(Boom):
+        async with store.units.begin() as tx:
+            await tx.grants.put(grant(account))
+            raise Boom
+    assert await store.grants.get(account, "web") is None
+
+
+async def test_session_clients_are_added_once_and_listed_first_served_first(
+    store: Store,
+) -> None:
+    account = await new_account(store)
+    other = await new_account(store, "someone-else")
+    first = session_client(account, "sid-1", "web", first_at=at(1))
+    await store.session_clients.add(first)
+    await store.session_clients.add(session_client(account, "sid-1", "web", first_at=at(9)))
+    await store.session_clients.add(session_client(account, "sid-1", "admin", first_at=at(2)))
+    await store.session_clients.add(session_client(account, "sid-2", "web", first_at=at(0)))
+    await store.session_clients.add(session_client(other, "sid-3", "web"))
+    assert await store.session_clients.for_session("sid-1") == [
+        first,
+        session_client(account, "sid-1", "admin", first_at=at(2)),
+    ]
+    assert [
+        (c.session_id, c.client_id) for c in await store.session_clients.for_account(account)
+    ] == [
+        ("sid-2", "web"),
+        ("sid-1", "web"),
+        ("sid-1", "admin"),
+    ]
+    assert await store.session_clients.for_session("unknown") == []
+    assert await store.session_clients.for_account("not-an-account") == []
+
+
+async def test_session_clients_are_purged_when_their_session_is_over(store: Store) -> None:
+    account = await new_account(store)
+    await store.session_clients.add(session_client(account, "sid-1", expires_at=T0 + DAY))
+    await store.session_clients.add(session_client(account, "sid-2", expires_at=T0 + 2 * DAY))
+    assert await store.session_clients.purge_expired(T0 + DAY) == 1
+    assert [c.session_id for c in await store.session_clients.for_account(account)] == ["sid-2"]
+
+
+@pytest.mark.parametrize("in_unit", [False, True], ids=["alone", "in-a-unit"])
+async def test_deleting_an_account_deletes_its_codes_tokens_grants_and_session_clients(
+    store: Store, in_unit: bool
+) -> None:
+    leaver = await new_account(store, "leaver")
+    stayer = await new_account(store, "stayer")
+    for account, suffix in ((leaver, "l"), (stayer, "s")):
+        await store.authorization_codes.add(code(account, f"code-{suffix}"))
+        await store.refresh_tokens.start_family(
+            family(account, f"fam-{suffix}"), refresh(account, f"rt-{suffix}", f"fam-{suffix}")
+        )
+        await store.grants.put(grant(account))
+        await store.session_clients.add(session_client(account, f"sid-{suffix}"))
+    if in_unit:
+        async with store.units.begin() as tx:
+            assert await tx.accounts.delete(leaver)
+    else:
+        assert await store.accounts.delete(leaver)
+
+    assert await store.authorization_codes.redeem("code-l", at(1)) is None
+    assert await store.refresh_tokens.get("rt-l") is None
+    assert not await store.refresh_tokens.is_family_live("fam-l", at(1))
+    assert await store.refresh_tokens.for_account(leaver) == []
+    assert await store.grants.for_account(leaver) == []
+    assert await store.session_clients.for_session("sid-l") == []
+    assert await store.session_clients.for_account(leaver) == []
+
+    assert await store.authorization_codes.redeem("code-s", at(1)) is not None
+    assert await store.refresh_tokens.get("rt-s") is not None
+    assert await store.refresh_tokens.is_family_live("fam-s", at(1))
+    assert len(await store.grants.for_account(stayer)) == 1
+    assert len(await store.session_clients.for_session("sid-s")) == 1
+
+
+async def test_an_account_deletion_rolled_back_keeps_its_rows(store: Store) -> None:
+    account = await new_account(store)
+    await store.refresh_tokens.start_family(family(account), refresh(account))
+    await store.grants.put(grant(account))
+    with pytest.raises(Boom):
+        async with store.units.begin() as tx:
+            assert await tx.accounts.delete(account)
+            raise Boom
+    assert await store.refresh_tokens.get("rt-1") is not None
+    assert await store.grants.get(account, "web") is not None
