@@ -6,7 +6,7 @@ import asyncio
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
-from authgate.adapters.bound_repositories import BoundRepositories
+from authgate.adapters.bound_repositories import BoundRepositories, RepositoryMakers
 
 from .accounts import MemoryAccounts
 from .authorization import (
@@ -73,16 +73,18 @@ class MemoryUnitOfWork:
             grants, clients = self.grants.snapshot(), self.session_clients.snapshot()
             try:
                 yield BoundRepositories(
-                    self._accounts,
-                    self._events,
-                    self._sessions,
-                    self.seen_events,
-                    self.provider_tokens,
-                    self.revocations,
-                    authorization_codes=self.authorization_codes,
-                    refresh_tokens=self.refresh_tokens,
-                    grants=self.grants,
-                    session_clients=self.session_clients,
+                    RepositoryMakers(
+                        accounts=lambda: self._accounts,
+                        events=lambda: self._events,
+                        sessions=lambda: self._sessions,
+                        seen_events=lambda: self.seen_events,
+                        provider_tokens=lambda: self.provider_tokens,
+                        revocations=lambda: self.revocations,
+                        authorization_codes=lambda: self.authorization_codes,
+                        refresh_tokens=lambda: self.refresh_tokens,
+                        grants=lambda: self.grants,
+                        session_clients=lambda: self.session_clients,
+                    )
                 )
             except BaseException:
                 self._accounts.restore(accounts)

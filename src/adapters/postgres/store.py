@@ -11,7 +11,7 @@ from contextlib import asynccontextmanager
 
 import asyncpg
 
-from authgate.adapters.bound_repositories import BoundRepositories
+from authgate.adapters.bound_repositories import BoundRepositories, RepositoryMakers
 from authgate.ports.accounts import IdentityRace
 
 from . import events, state
@@ -179,16 +179,18 @@ class PostgresUnitOfWork:
             accounts = PostgresAccounts(unit)
             try:
                 yield BoundRepositories(
-                    accounts,
-                    self._events.bound(unit),
-                    self._sessions.bound(unit),
-                    PostgresSeenEvents(unit),
-                    PostgresProviderTokens(unit),
-                    PostgresRevocationOutbox(unit),
-                    authorization_codes=self._codes.bound(unit),
-                    refresh_tokens=self._refresh_tokens.bound(unit),
-                    grants=PostgresGrants(unit),
-                    session_clients=self._session_clients.bound(unit),
+                    RepositoryMakers(
+                        accounts=lambda: accounts,
+                        events=lambda: self._events.bound(unit),
+                        sessions=lambda: self._sessions.bound(unit),
+                        seen_events=lambda: PostgresSeenEvents(unit),
+                        provider_tokens=lambda: PostgresProviderTokens(unit),
+                        revocations=lambda: PostgresRevocationOutbox(unit),
+                        authorization_codes=lambda: self._codes.bound(unit),
+                        refresh_tokens=lambda: self._refresh_tokens.bound(unit),
+                        grants=lambda: PostgresGrants(unit),
+                        session_clients=lambda: self._session_clients.bound(unit),
+                    )
                 )
                 await unit.finish()
             except BaseException as e:

@@ -14,7 +14,7 @@ from contextlib import asynccontextmanager
 
 import aiosqlite
 
-from authgate.adapters.bound_repositories import BoundRepositories
+from authgate.adapters.bound_repositories import BoundRepositories, RepositoryMakers
 from authgate.adapters.files import create_private_file, warn_if_exposed
 
 from . import events, schema, state
@@ -108,16 +108,18 @@ class SqliteUnitOfWork:
     async def begin(self) -> AsyncIterator[BoundRepositories]:
         async with self._db.unit() as bound:
             yield BoundRepositories(
-                SqliteAccounts(bound),
-                self._events.bound(bound),
-                self._sessions.bound(bound),
-                SqliteSeenEvents(bound),
-                SqliteProviderTokens(bound),
-                SqliteRevocationOutbox(bound),
-                authorization_codes=self._codes.bound(bound),
-                refresh_tokens=self._refresh_tokens.bound(bound),
-                grants=SqliteGrants(bound),
-                session_clients=self._session_clients.bound(bound),
+                RepositoryMakers(
+                    accounts=lambda: SqliteAccounts(bound),
+                    events=lambda: self._events.bound(bound),
+                    sessions=lambda: self._sessions.bound(bound),
+                    seen_events=lambda: SqliteSeenEvents(bound),
+                    provider_tokens=lambda: SqliteProviderTokens(bound),
+                    revocations=lambda: SqliteRevocationOutbox(bound),
+                    authorization_codes=lambda: self._codes.bound(bound),
+                    refresh_tokens=lambda: self._refresh_tokens.bound(bound),
+                    grants=lambda: SqliteGrants(bound),
+                    session_clients=lambda: self._session_clients.bound(bound),
+                )
             )
 
 
