@@ -222,13 +222,11 @@ def _service_access_log() -> dict[str, Any]:
     """The access log as ``authgate serve`` writes it (the service's log handler on stderr)."""
     import logging
 
-    from authgate.entrypoints.rest.accesslog import access_logger_class
+    from authgate.entrypoints.rest.accesslog import AccessLogger
     from authgate.entrypoints.rest.server import configure_logging
 
     configure_logging()
-    logger = logging.getLogger("authgate.access")
-    logger_class, _ = access_logger_class(logger)
-    return {"access_log": logger, "access_log_class": logger_class}
+    return {"access_log": logging.getLogger("authgate.access"), "access_log_class": AccessLogger}
 
 
 @attrs.define

@@ -8,10 +8,9 @@ import attrs
 from aiohttp import web
 
 from authgate.entrypoints.config import Config
-from authgate.entrypoints.rest import Api, accesslog
+from authgate.entrypoints.rest import Api
 from authgate.entrypoints.rest import server as rest_server
 from authgate.entrypoints.workers import worker_name
-from authgate.services import audit
 
 
 def server_settings(config: Config, worker: int | None = None) -> rest_server.ServerSettings:
@@ -46,12 +45,5 @@ def serve(
     worker: int | None = None,
 ) -> None:
     """Serve until SIGINT/SIGTERM, as ``rest.*`` says; in-flight requests may finish.
-    ``worker``: as one of the worker processes of :mod:`authgate.entrypoints.workers`.
-
-    The audit line of each sign-in joins the access log's direct writer while that applies
-    (the audit logger ends at the service's own handler, as the access logger does)."""
-    audit.write_lines_with(accesslog.write_info)
-    try:
-        rest_server.serve(app, server_settings(config, worker), on_ready)
-    finally:
-        audit.write_lines_with(None)
+    ``worker``: as one of the worker processes of :mod:`authgate.entrypoints.workers`."""
+    rest_server.serve(app, server_settings(config, worker), on_ready)
