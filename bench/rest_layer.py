@@ -118,7 +118,7 @@ def authgate_app(traced: bool) -> Any:
             def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
                 return SpanExportResult.SUCCESS
 
-        # The same wiring as authgate.entrypoints.rest.server.build_app, with the exporter given.
+        # The same wiring as authgate.entrypoints.rest.serving.build_app, with the exporter given.
         provider = make_tracer_provider("authgate-bench", exporter=DroppingExporter())
         trace.set_tracer_provider(provider)
         tracer = provider.get_tracer("authgate")
@@ -223,7 +223,7 @@ def _service_access_log() -> dict[str, Any]:
     import logging
 
     from authgate.entrypoints.rest.accesslog import AccessLogger
-    from authgate.entrypoints.rest.server import configure_logging
+    from authgate.entrypoints.rest.serving import configure_logging
 
     configure_logging()
     return {"access_log": logging.getLogger("authgate.access"), "access_log_class": AccessLogger}

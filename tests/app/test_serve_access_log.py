@@ -197,7 +197,7 @@ def test_a_logging_configuration_of_its_own_is_kept(tmp_path: Path) -> None:
     script.write_text(
         "import logging, sys\n"
         "from authgate.entrypoints.rest import Api\n"
-        "from authgate.entrypoints.rest.server import ServerSettings, build_app, serve\n"
+        "from authgate.entrypoints.rest.serving import ServerSettings, build_app, serve\n"
         "logging.basicConfig(level=logging.INFO, stream=sys.stderr,\n"
         "                    format='custom|%(levelname)s|%(name)s|%(message)s')\n"
         "settings = ServerSettings(port=int(sys.argv[1]))\n"

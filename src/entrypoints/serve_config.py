@@ -1,4 +1,4 @@
-"""The service's settings onto the generic server of :mod:`authgate.entrypoints.rest.server`."""
+"""The service's settings onto the generic server of :mod:`authgate.entrypoints.rest.serving`."""
 
 from __future__ import annotations
 
@@ -8,16 +8,15 @@ import attrs
 from aiohttp import web
 
 from authgate.entrypoints.config import Config
-from authgate.entrypoints.rest import Api
-from authgate.entrypoints.rest import server as rest_server
+from authgate.entrypoints.rest import Api, serving
 from authgate.entrypoints.workers import worker_name
 
 
-def server_settings(config: Config, worker: int | None = None) -> rest_server.ServerSettings:
+def server_settings(config: Config, worker: int | None = None) -> serving.ServerSettings:
     """The REST and telemetry settings of the configuration, as the server takes them; for
     ``worker`` (one of several processes on ``rest.port``), bound with ``SO_REUSEPORT`` and
     named in its log lines, its parent ending any stop that takes too long."""
-    settings = rest_server.ServerSettings(
+    settings = serving.ServerSettings(
         port=config.rest.port,
         host=config.rest.host,
         shutdown_timeout_seconds=config.rest.shutdown_timeout_seconds,
@@ -35,7 +34,7 @@ def server_settings(config: Config, worker: int | None = None) -> rest_server.Se
 
 def build_app(api: Api, config: Config) -> web.Application:
     """The aiohttp application of an API, with tracing unless ``otel.sdk.disabled``."""
-    return rest_server.build_app(api, server_settings(config))
+    return serving.build_app(api, server_settings(config))
 
 
 def serve(
@@ -46,4 +45,4 @@ def serve(
 ) -> None:
     """Serve until SIGINT/SIGTERM, as ``rest.*`` says; in-flight requests may finish.
     ``worker``: as one of the worker processes of :mod:`authgate.entrypoints.workers`."""
-    rest_server.serve(app, server_settings(config, worker), on_ready)
+    serving.serve(app, server_settings(config, worker), on_ready)
