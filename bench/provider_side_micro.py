@@ -317,34 +317,9 @@ def request_instructions(baseline: str | None) -> dict[str, Any]:
     return out
 
 
-def encoding_figures(number: int) -> dict[str, Any]:
-    """µs per token-request form and per authorization-URL query: urllib vs fetch.py."""
-    from urllib.parse import quote, urlencode
-
-    query = [
-        ("client_id", FORM["client_id"]),
-        ("redirect_uri", FORM["redirect_uri"]),
-        ("response_type", "code"),
-        ("scope", "openid email profile"),
-        ("state", "Zs1n2b7o_xQ0l3G8c4Hk5A"),
-        ("code_challenge", "E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM"),
-        ("code_challenge_method", "S256"),
-        ("nonce", "n-0S6_WzA2Mj"),
-    ]
-    assert fetch.form_encode(FORM) == urlencode(FORM)
-    assert fetch.query_encode(query) == urlencode(query, quote_via=quote)
-    figures = {
-        "form_urlencode_us": best_us(lambda: urlencode(FORM), number),
-        "form_encode_us": best_us(lambda: fetch.form_encode(FORM), number),
-        "query_urlencode_us": best_us(lambda: urlencode(query, quote_via=quote), number),
-        "query_encode_us": best_us(lambda: fetch.query_encode(query), number),
-    }
-    return {k: round(v, 2) for k, v in figures.items()}
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--only", choices=("id-token", "token-request", "encoding"))
+    parser.add_argument("--only", choices=("id-token", "token-request"))
     parser.add_argument("--number", type=int, default=2000, help="signature checks per repeat")
     parser.add_argument("--requests", type=int, default=400, help="token requests per repeat")
     parser.add_argument("--instructions", action="store_true", help="callgrind counts too")
@@ -364,8 +339,6 @@ def main() -> None:
         report["id_token"] = id_token_figures(args.number)
         if args.instructions:
             report["id_token_instructions_per_check"] = instructions()
-    if args.only in (None, "encoding"):
-        report["encoding"] = encoding_figures(args.number)
     if args.only in (None, "token-request"):
         report["token_request"] = asyncio.run(
             token_request_figures(args.requests, args.baseline_fetch)

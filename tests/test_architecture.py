@@ -77,7 +77,7 @@ REST_LAYERS: tuple[tuple[str, ...], ...] = (
     ("errors", "schema", "accesslog"),
     ("params", "security", "health", "cors"),
     ("call",),
-    ("signature",),
+    ("handler_annotations",),
     ("operation",),
     ("openapi",),
     ("api",),
@@ -125,7 +125,9 @@ def test_only_the_composition_root_and_cli_know_the_adapters() -> None:
         )
         if not v.startswith(
             (
-                "src/entrypoints/composition.py",
+                "src/entrypoints/resources.py",
+                "src/entrypoints/wiring.py",
+                "src/entrypoints/assembly.py",
                 "src/entrypoints/devidp",
                 # the operator's commands act on the key file and the providers themselves
                 "src/entrypoints/operator.py",
@@ -133,6 +135,60 @@ def test_only_the_composition_root_and_cli_know_the_adapters() -> None:
         )
     ]
     assert bad == []
+
+
+def _module_names() -> dict[str, Path]:
+    """Every module of ours by its dotted name (a package by its own)."""
+    names = {}
+    for path in SRC.rglob("*.py"):
+        parts = path.relative_to(SRC).with_suffix("").parts
+        if parts[-1] == "__init__":
+            parts = parts[:-1]
+        names[".".join(["authgate", *parts])] = path
+    return names
+
+
+def _cycle(graph: dict[str, set[str]]) -> list[str]:
+    """One import cycle of ``graph`` (module -> the modules it imports), or []."""
+    done: set[str] = set()
+
+    def visit(module: str, path: list[str]) -> list[str]:
+        if module in path:
+            return [*path[path.index(module) :], module]
+        if module in done:
+            return []
+        for imported in sorted(graph[module]):
+            found = visit(imported, [*path, module])
+            if found:
+                return found
+        done.add(module)
+        return []
+
+    for module in sorted(graph):
+        found = visit(module, [])
+        if found:
+            return found
+    return []
+
+
+def test_no_import_cycles() -> None:
+    # Imports inside functions count too: a module that must import another lazily to avoid a
+    # cycle is a dependency running both ways. A package's own modules may import it.
+    names = _module_names()
+    graph = {}
+    for module, path in names.items():
+        imported = set(_module_imports(path))
+        package = module.split(".") if path.stem == "__init__" else module.split(".")[:-1]
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom):  # `from package import module` too
+                base = package[: len(package) - node.level + 1] if node.level else []
+                source = ".".join([*base, node.module] if node.module else base)
+                imported.update(f"{source}.{a.name}" for a in node.names)
+        graph[module] = {
+            m for m in imported if m in names and m != module and not module.startswith(m + ".")
+        }
+    assert _cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]  # it sees one
+    assert _cycle(graph) == []
 
 
 def test_the_client_package_stands_alone() -> None:

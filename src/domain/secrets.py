@@ -1,28 +1,23 @@
-"""The random values and digests of a sign-in: state, PKCE (RFC 7636), the browser binding."""
+"""The random values and digests of a sign-in: state, PKCE (RFC 7636), the browser binding,
+and the key a pending sign-in is stored under."""
 
 from __future__ import annotations
 
 import base64
 import hashlib
 import hmac
-import os
+import secrets
+import uuid
 
 
 def new_secret(nbytes: int = 32) -> str:
-    """A URL-safe random value (``nbytes`` of entropy: 32 bytes is 256 bits).
-
-    What ``secrets.token_urlsafe`` returns, from the same source (``os.urandom``), without its
-    three Python calls in between: a sign-in draws four of these."""
-    return base64.urlsafe_b64encode(os.urandom(nbytes)).rstrip(b"=").decode("ascii")
+    """A URL-safe random value (``nbytes`` of entropy: 32 bytes is 256 bits)."""
+    return secrets.token_urlsafe(nbytes)
 
 
 def random_uuid_hex() -> str:
-    """``uuid.uuid4().hex``: 122 random bits from ``os.urandom`` with the version (4) and
-    variant (RFC 4122) bits set, as 32 hex digits, without building a ``UUID``."""
-    raw = bytearray(os.urandom(16))
-    raw[6] = (raw[6] & 0x0F) | 0x40
-    raw[8] = (raw[8] & 0x3F) | 0x80
-    return raw.hex()
+    """A random (version 4) UUID as 32 hex digits: session and record ids."""
+    return uuid.uuid4().hex
 
 
 def pkce_challenge(verifier: str) -> str:
@@ -40,3 +35,10 @@ def appsecret_proof(client_secret: str, access_token: str) -> str:
     """Facebook Graph API's ``appsecret_proof``: HMAC-SHA256 of the access token keyed by the
     app secret, hex; it proves that a call comes from the app holding the secret."""
     return hmac.new(client_secret.encode(), access_token.encode(), hashlib.sha256).hexdigest()
+
+
+def state_lookup(provider: str, state: str) -> str:
+    """What a store keys a pending sign-in by, with the binding hash: the SHA-256 of the
+    provider and the state. Fixed length, no control character, and not the state itself (a
+    copy of the table cannot be replayed)."""
+    return hashlib.sha256(f"{provider}\0{state}".encode("utf-8", "surrogatepass")).hexdigest()

@@ -13,7 +13,7 @@ import signal
 import sys
 from typing import Any, NoReturn
 
-from authgate.entrypoints import composition
+from authgate.entrypoints import assembly, resources, startup
 from authgate.entrypoints.config import Config, ConfigError, load
 from authgate.entrypoints.rest.serving import configure_logging
 from authgate.entrypoints.serve_config import build_app, serve
@@ -45,7 +45,7 @@ def main(argv: list[str] | None = None) -> int:
         if not _stdout_closed():
             raise  # another pipe, a socket: not the reader of our output
         _end_as_a_closed_pipe_does()
-    except composition.StartupError as e:
+    except startup.StartupError as e:
         print(f"authgate: {e}", file=sys.stderr)
         return 2
     except OSError as e:
@@ -181,13 +181,13 @@ def _operator_commands(commands: Any) -> None:
 def _run(args: argparse.Namespace, config: Config) -> int:
     command = " ".join(filter(None, (args.command, getattr(args, "action", None))))
     if command == "openapi":
-        print(json.dumps(composition.document(config), indent=2))
+        print(json.dumps(assembly.document(config), indent=2))
         return 0
     if command not in ("serve", "migrate"):
         return _operate(command, args, config)
     configure_logging()
     if command == "migrate":
-        return composition.migrate(config)
+        return resources.migrate(config)
     return _serve(args, config)
 
 
@@ -205,7 +205,7 @@ def _serve(args: argparse.Namespace, config: Config) -> int:
         config = workers.worker_config(config, worker)
     ready_fd: int | None = args.ready_fd
     on_ready = None if ready_fd is None else (lambda _: workers.report_ready(ready_fd))
-    serve(composition.create_app(config, build_app), config, on_ready, worker)
+    serve(assembly.create_app(config, build_app), config, on_ready, worker)
     _end_without_collecting()
     return 0
 

@@ -2,9 +2,10 @@
 only with ``dev.identity_provider: true``, which the configuration refuses outside development),
 the demo page (``/demo``, in development only) and the API documentation page (``/docs``).
 
-The composition root calls :func:`prepare` before it opens its resources (the development
-Apple key file must exist before the Apple adapter reads it) and :func:`mount` once the
-application is built.
+The application's assembly (:func:`~authgate.entrypoints.assembly.create_app`) has
+:func:`prepare` run as the resources are opened (the development Apple key file must exist
+before the Apple adapter reads it) and calls :func:`mount` once the application is built. This
+module imports none of the composition root's modules: the dependency runs one way.
 """
 
 from __future__ import annotations
@@ -15,15 +16,9 @@ from aiohttp import web
 
 from authgate.entrypoints.config import Config
 from authgate.entrypoints.demo import DEMO_PATH, mount_demo, mount_docs
+from authgate.entrypoints.startup import StartupError
 
 log = logging.getLogger("authgate")
-
-
-def _startup_error(message: str) -> Exception:
-    # Imported here: the composition root imports this module.
-    from authgate.entrypoints.composition import StartupError
-
-    return StartupError(message)
 
 
 def enabled(config: Config) -> bool:
@@ -41,9 +36,9 @@ def prepare(config: Config) -> None:
     try:
         created = devidp.create_missing_apple_keys(config)
     except devidp.ClientSetupError as e:
-        raise _startup_error(str(e)) from None
+        raise StartupError(str(e)) from None
     except OSError as e:
-        raise _startup_error(
+        raise StartupError(
             f"dev: cannot create the development Apple key file: {e.strerror or e}"
         ) from None
     for path in created:
@@ -64,7 +59,7 @@ def mount(app: web.Application, config: Config) -> None:
         try:
             provider = devidp.from_config(config)
         except devidp.ClientSetupError as e:
-            raise _startup_error(str(e)) from None
+            raise StartupError(str(e)) from None
         provider.mount(app)
         clients = ", ".join(c.provider for c in provider.clients.values()) or "none"
         log.warning(

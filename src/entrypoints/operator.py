@@ -38,8 +38,17 @@ from authgate.adapters.sessions.jwt import (
 )
 from authgate.domain.errors import ProviderUnavailable
 from authgate.domain.model import Account, ClientInfo, Outcome, ProviderIdentity
-from authgate.entrypoints import composition, development
+from authgate.entrypoints import development
 from authgate.entrypoints.config import Config, ProviderConfig
+from authgate.entrypoints.resources import (
+    Resources,
+    open_resources,
+    provider_adapters,
+    reach_database,
+    reach_redis,
+)
+from authgate.entrypoints.startup import StartupError
+from authgate.entrypoints.wiring import Services, build_services, receiver_routes
 from authgate.ports.identity import IdentityProvider
 from authgate.ports.provider_tokens import TokenUnreadable
 from authgate.services.audit import audit_event
@@ -63,13 +72,13 @@ def _fail(command: str, message: str, status: int) -> int:
     return status
 
 
-Command = Callable[[composition.Resources, composition.Services], Awaitable[int]]
+Command = Callable[[Resources, Services], Awaitable[int]]
 
 
 async def _with_resources(config: Config, command: Command) -> int:
-    resources = await composition.open_resources(config)
+    resources = await open_resources(config)
     try:
-        return await command(resources, composition.build_services(config, resources))
+        return await command(resources, build_services(config, resources))
     finally:
         await resources.close()
 
@@ -77,7 +86,7 @@ async def _with_resources(config: Config, command: Command) -> int:
 # -- accounts -------------------------------------------------------------------------------
 
 
-async def _find_account(resources: composition.Resources, ref: str) -> Account:
+async def _find_account(resources: Resources, ref: str) -> Account:
     """The account ``ref`` names: an identity (the API's ``providerId``,
     ``user:provider:subject``, or ``provider:subject``), an email address or an account id."""
     identity = ProviderIdentity.parse(ref)
@@ -107,7 +116,7 @@ def _time(value: dt.datetime | None) -> str | None:
 async def show_account(config: Config, ref: str) -> int:
     """``accounts show``: the account as JSON (never a token); 1 when nothing matches."""
 
-    async def command(resources: composition.Resources, _: composition.Services) -> int:
+    async def command(resources: Resources, _: Services) -> int:
         try:
             account = await _find_account(resources, ref)
         except NotFound as e:
@@ -150,7 +159,7 @@ async def delete_account(config: Config, ref: str) -> int:
     announced. 1 when nothing matches."""
     name = "accounts delete"
 
-    async def command(resources: composition.Resources, services: composition.Services) -> int:
+    async def command(resources: Resources, services: Services) -> int:
         now = resources.clock.now()
         try:
             account_id = (await _find_account(resources, ref)).id
@@ -184,7 +193,7 @@ async def revoke_sessions(config: Config, ref: str) -> int:
     instances). 1 when nothing matches."""
     name = "sessions revoke"
 
-    async def command(resources: composition.Resources, services: composition.Services) -> int:
+    async def command(resources: Resources, services: Services) -> int:
         try:
             account_id = (await _find_account(resources, ref)).id
         except NotFound as e:
@@ -246,7 +255,7 @@ async def rekey_provider_tokens(config: Config) -> int:
     or a token opens under no configured key (one of its keys was removed too early)."""
     name = "provider-tokens rekey"
 
-    async def command(resources: composition.Resources, services: composition.Services) -> int:
+    async def command(resources: Resources, services: Services) -> int:
         if resources.sealer is None:
             return _fail(name, "provider_tokens.keys is empty: nothing is sealed", 2)
         try:
@@ -298,14 +307,14 @@ async def check_config(config: Config) -> int:
             try:
                 # One at a time, so that one provider's unusable setting fails only its line.
                 only = attrs.evolve(config, providers={name: settings})
-                providers[name] = composition.provider_adapters(only, http)[name]
-            except composition.StartupError as e:
+                providers[name] = provider_adapters(only, http)[name]
+            except StartupError as e:
                 print(f"provider {name}: FAILED {e}")
                 results.append(False)
                 continue
             results.append(await _check_provider(name, providers[name], settings))
         results.append(_check_provider_tokens(config))
-        for route in composition.receiver_routes(config):
+        for route in receiver_routes(config):
             if route.shape is not Shape.RISC:
                 continue
             if route.provider in served:
@@ -391,8 +400,8 @@ def _exists(path: str) -> bool:
 
 async def _check_database(config: Config) -> bool:
     try:
-        reached = await composition.reach_database(config)
-    except composition.StartupError as e:
+        reached = await reach_database(config)
+    except StartupError as e:
         print(f"database: FAILED {str(e).removeprefix('database: ')}")
         return False
     print(f"database: ok ({reached})")
@@ -402,8 +411,8 @@ async def _check_database(config: Config) -> bool:
 async def _check_redis(config: Config) -> bool:
     """Redis, where the rate limits (and the revocation channel with them) are kept."""
     try:
-        reached = await composition.reach_redis(config)
-    except composition.StartupError as e:
+        reached = await reach_redis(config)
+    except StartupError as e:
         print(f"redis: FAILED {e}")
         return False
     if reached is not None:

@@ -29,8 +29,8 @@ from types import FrameType
 
 import attrs
 
-from authgate.entrypoints.composition import StartupError
 from authgate.entrypoints.config import Config
+from authgate.entrypoints.startup import StartupError
 
 log = logging.getLogger("authgate")
 

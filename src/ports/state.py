@@ -9,7 +9,6 @@ may use one state value, and neither can take, replace or block the other's sign
 from __future__ import annotations
 
 import datetime as dt
-import hashlib
 from typing import Protocol
 
 from authgate.domain.model import PendingSignIn
@@ -17,13 +16,6 @@ from authgate.domain.model import PendingSignIn
 
 class StateStoreFull(Exception):
     """The store holds as many pending sign-ins as it may; nothing was stored."""
-
-
-def state_lookup(provider: str, state: str) -> str:
-    """What a store keys a pending sign-in by, with the binding hash: the SHA-256 of the
-    provider and the state. Fixed length, no control character, and not the state itself (a
-    copy of the table cannot be replayed)."""
-    return hashlib.sha256(f"{provider}\0{state}".encode("utf-8", "surrogatepass")).hexdigest()
 
 
 class StateStore(Protocol):

@@ -15,7 +15,7 @@ import yaml
 from aiohttp import ClientResponse, web
 from aiohttp.test_utils import TestClient, TestServer
 
-from authgate.entrypoints import composition
+from authgate.entrypoints import assembly
 from authgate.entrypoints.config import Config, parse
 from authgate.entrypoints.rest.serving import AccessLogger
 from authgate.entrypoints.serve_config import build_app
@@ -73,7 +73,7 @@ def make_service(aiohttp_client: Any, tmp_path: Path) -> MakeService:
 
     async def start(overrides: dict[str, Any] | None = None, clock: Clock | None = None) -> Client:
         config = load_config(tmp_path, overrides or {})
-        app = await composition.create_app(config, build_app, clock)
+        app = await assembly.create_app(config, build_app, clock)
         # The service's own access logger, as `authgate serve` runs it (no query strings).
         server = TestServer(app)
         await server.start_server(
@@ -204,7 +204,7 @@ class Events:
         return answer.status
 
     async def audit(self) -> list[Any]:
-        return await self.client.app[composition.RESOURCES].events.recent(1000)
+        return await self.client.app[assembly.RESOURCES].events.recent(1000)
 
 
 def events_config(

@@ -11,7 +11,7 @@ from typing import Any
 import asyncpg
 
 from authgate.domain.model import Outcome
-from authgate.entrypoints.composition import RESOURCES
+from authgate.entrypoints.assembly import RESOURCES
 
 from .conftest import Client
 

@@ -15,7 +15,7 @@ from joserfc.jwk import ECKey, KeySet
 
 from authgate.adapters.sessions import JwtSessionTokens, load_or_create_keys
 from authgate.domain.model import SessionRecord
-from authgate.entrypoints.composition import RESOURCES
+from authgate.entrypoints.assembly import RESOURCES
 
 from .conftest import Client, MakeService
 

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from authgate.domain.model import Outcome, ProviderIdentity
-from authgate.entrypoints.composition import RESOURCES
+from authgate.entrypoints.assembly import RESOURCES
 from tests.fakeidp import FakeIdP, FakeUser, SettableClock
 from tests.fakeidp.events import EventFault, apple_notification, sign_event
 

@@ -17,7 +17,7 @@ import pytest
 import yaml
 from prometheus_client.parser import text_string_to_metric_families
 
-from authgate.entrypoints import composition
+from authgate.entrypoints import assembly
 from authgate.entrypoints.config import ConfigError, parse
 from authgate.entrypoints.serve_config import build_app
 from tests.fakeidp import FakeIdP, FakeUser, SettableClock, TokenMode
@@ -166,7 +166,7 @@ async def test_scrape_counts_sign_ins_failures_and_rejections(
 
 
 async def accounts_of(signin: SignIn) -> list[Any]:
-    from authgate.entrypoints.composition import RESOURCES
+    from authgate.entrypoints.assembly import RESOURCES
 
     resources = signin.client.app[RESOURCES]  # type: ignore[index]
     found = []
@@ -232,7 +232,7 @@ async def test_by_default_metrics_are_on_loopback_9464_and_not_on_the_api_port(
     assert (config.metrics.host, config.metrics.port) == DEFAULT_SCRAPE
     if not port_is_free(DEFAULT_SCRAPE):
         pytest.skip("127.0.0.1:9464 is taken on this machine (another exporter or instance)")
-    client = await aiohttp_client(await composition.create_app(config, build_app))
+    client = await aiohttp_client(await assembly.create_app(config, build_app))
     answer = await client.get("/metrics")
     assert answer.status == 404  # the API's port: whoever reaches the API cannot read them
     assert "http_server_request" not in await answer.text()

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from authgate.entrypoints import composition
+from authgate.entrypoints import assembly, wiring
 from authgate.entrypoints.config import ConfigError
 from tests.fakeidp import FakeIdP, SettableClock
 from tests.fakeidp.events import logout_token
@@ -24,13 +24,13 @@ def config_with(tmp_path: Path, fake: FakeIdP, **google: Any) -> Any:
 
 def test_receivers_follow_the_providers_shape(tmp_path: Path, fake_idp: FakeIdP) -> None:
     config = load_config(tmp_path, events_config(fake_idp, "memory://"))
-    routes = [(r.provider, r.shape.value, r.path) for r in composition.receiver_routes(config)]
+    routes = [(r.provider, r.shape.value, r.path) for r in wiring.receiver_routes(config)]
     assert routes == [
         ("google", "backchannel_logout", "/v1/providers/google/backchannel-logout"),
         ("google", "risc", "/v1/providers/google/notifications"),
         ("apple", "apple", "/v1/providers/apple/notifications"),
     ]
-    paths = composition.document(config)["paths"]
+    paths = assembly.document(config)["paths"]
     for _, _, path in routes:
         assert "post" in paths[path]
 
@@ -44,7 +44,7 @@ def test_paths_can_be_chosen(tmp_path: Path, fake_idp: FakeIdP) -> None:
         notifications=True,
         notifications_path="/hooks/google/risc",
     )
-    assert [r.path for r in composition.receiver_routes(config)] == [
+    assert [r.path for r in wiring.receiver_routes(config)] == [
         "/hooks/google/logout",
         "/hooks/google/risc",
     ]

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from authgate.domain.model import Outcome
-from authgate.entrypoints.composition import RESOURCES
+from authgate.entrypoints.assembly import RESOURCES
 from tests.fakeidp import FakeIdP, FakeUser, RevocationStyle, SettableClock
 from tests.fakeidp.events import apple_notification, security_event
 from tests.support.waiting import eventually

@@ -21,7 +21,7 @@ from aiohttp import ClientResponse
 
 from authgate.domain.model import Outcome
 from authgate.entrypoints import operator
-from authgate.entrypoints.composition import RESOURCES
+from authgate.entrypoints.assembly import RESOURCES
 from tests.fakeidp import FakeIdP, FakeUser, RevocationStyle, SettableClock, Shape
 from tests.support.waiting import eventually
 

@@ -23,7 +23,7 @@ from aiohttp.test_utils import TestClient, TestServer
 from joserfc import jwt
 from joserfc.jwk import ECKey
 
-from authgate.entrypoints import composition
+from authgate.entrypoints import assembly
 from authgate.entrypoints.config import Config, parse
 from authgate.entrypoints.serve_config import build_app
 
@@ -161,7 +161,7 @@ async def start_service(
         else:
             data[key] = value
     config = to_config(data)
-    app = await composition.create_app(config, build_app)
+    app = await assembly.create_app(config, build_app)
     server = TestServer(app, host="127.0.0.1", port=port)
     client: Client = await aiohttp_client(server)
     return Service(client, config, tmp_path)

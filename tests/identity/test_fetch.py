@@ -10,7 +10,7 @@ import ipaddress
 import ssl
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
-from urllib.parse import parse_qsl, quote, urlencode
+from urllib.parse import parse_qsl
 
 import aiohttp
 import pytest
@@ -19,15 +19,10 @@ from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
-from hypothesis import given
-from hypothesis import strategies as st
 
-from authgate.adapters.identity import fetch
 from authgate.adapters.identity.fetch import (
     FetchError,
-    form_encode,
     provider_session,
-    query_encode,
     request_json,
 )
 
@@ -117,44 +112,6 @@ async def streamed(
 
 
 # -- the form ------------------------------------------------------------------------------------
-
-
-@given(
-    st.dictionaries(
-        st.text(max_size=20),
-        st.text(max_size=40) | st.sampled_from(["a b+c", "https://x.example/cb?a=1&b=2", "4/0Ab"]),
-        max_size=6,
-    )
-)
-def test_the_form_is_what_urlencode_gives(data: dict[str, str]) -> None:
-    assert form_encode(data) == urlencode(data)
-
-
-@given(
-    st.lists(
-        st.tuples(
-            st.text(max_size=20),
-            st.text(max_size=40) | st.sampled_from(["openid email profile", "a+b/c?d=e&f"]),
-        ),
-        max_size=8,
-    )
-)
-def test_the_query_is_what_urlencode_with_quote_gives(pairs: list[tuple[str, str]]) -> None:
-    assert query_encode(pairs) == urlencode(pairs, quote_via=quote)
-
-
-def test_quoted_values_are_remembered_within_a_bound() -> None:
-    # The same configured value (a redirect URI) is quoted once and taken again; values a
-    # caller chose cannot grow the table without bound, and each is still quoted right.
-    redirect = "https://app.example/v1/auth/google/callback"
-    first = form_encode({"redirect_uri": redirect})
-    assert form_encode({"redirect_uri": redirect}) == first == urlencode({"redirect_uri": redirect})
-    for i in range(1000):
-        value = f"a b/{i}"
-        assert form_encode({"v": value}) == urlencode({"v": value})
-        assert query_encode([("v", value)]) == urlencode([("v", value)], quote_via=quote)
-    assert len(fetch._QUOTED_PLUS) <= fetch._CACHED_MAX
-    assert len(fetch._QUOTED) <= fetch._CACHED_MAX
 
 
 async def test_the_form_arrives_as_sent(

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from authgate.entrypoints import composition
+from authgate.entrypoints.resources import open_resources
 from authgate.ports.identity import ExchangeFailed, VerificationFailed
 from tests.app.conftest import load_config
 from tests.fakeidp import FakeIdP
@@ -119,7 +119,7 @@ async def test_discovery_down_is_an_exchange_failure_not_a_verdict(
 async def test_the_yaml_setting_reaches_the_adapter(tmp_path: Path, fake_idp: FakeIdP) -> None:
     google = {**fake_idp.config("google"), "require_response_iss": True}
     config = load_config(tmp_path, {"providers": {"google": google}})
-    resources = await composition.open_resources(config)
+    resources = await open_resources(config)
     try:
         adapter = resources.providers["google"]
         with pytest.raises(VerificationFailed, match="no iss"):

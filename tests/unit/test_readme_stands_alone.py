@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from authgate.entrypoints.composition import document
+from authgate.entrypoints.assembly import document
 from authgate.entrypoints.config import load
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -17,9 +17,8 @@ from urllib.parse import urlsplit
 import aiohttp
 import attrs
 
-from authgate.adapters.identity.fetch import FetchError, request_json
+from authgate.adapters.identity.fetch import FetchError, ProviderCallTimer, request_json
 from authgate.adapters.identity.settings import ProviderSettings
-from authgate.adapters.identity.timing import ProviderCallTimer
 from authgate.domain.errors import ProviderUnavailable
 from authgate.ports.clock import Clock
 from authgate.ports.metrics import Metrics, NoMetrics

@@ -12,7 +12,7 @@ import json
 import logging
 from collections.abc import Collection, Mapping
 from typing import TYPE_CHECKING, Any
-from urllib.parse import parse_qsl, urlsplit, urlunsplit
+from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
 
 import aiohttp
 import attrs
@@ -30,14 +30,13 @@ from authgate.adapters.identity.event_token import (
 from authgate.adapters.identity.fetch import (
     FetchError,
     JsonResponse,
+    ProviderCallTimer,
     oauth_error_code,
-    query_encode,
     request_json,
 )
 from authgate.adapters.identity.id_token import IdTokenVerifier, loggable
 from authgate.adapters.identity.jwks import KeySetCache, KeySetUnavailable
 from authgate.adapters.identity.settings import ProviderSettings
-from authgate.adapters.identity.timing import ProviderCallTimer
 from authgate.domain.errors import ProviderUnavailable
 from authgate.domain.model import ProviderIdentity, ProviderToken, VerifiedIdentity
 from authgate.domain.secrets import appsecret_proof
@@ -642,7 +641,7 @@ def _with_query(url: str, params: Mapping[str, str]) -> str:
     if parts.scheme not in ("http", "https") or not parts.netloc:
         raise ValueError("not an absolute http(s) URL")
     kept = [(k, v) for k, v in parse_qsl(parts.query, keep_blank_values=True) if k not in params]
-    query = query_encode([*kept, *params.items()])  # urlencode(..., quote_via=quote)
+    query = urlencode([*kept, *params.items()], quote_via=quote)
     return urlunsplit((parts.scheme, parts.netloc, parts.path, query, parts.fragment))
 
 

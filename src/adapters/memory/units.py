@@ -6,7 +6,7 @@ import asyncio
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
-from authgate.adapters.units import BoundRepositories
+from authgate.adapters.bound_repositories import BoundRepositories
 
 from .accounts import MemoryAccounts
 from .events import MemoryEvents

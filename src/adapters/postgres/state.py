@@ -6,7 +6,7 @@ import datetime as dt
 from collections.abc import AsyncIterator
 
 from authgate.domain.model import Intent, PendingSignIn
-from authgate.ports.state import state_lookup
+from authgate.domain.secrets import state_lookup
 
 from . import rows
 from .housekeeping import PeriodicPurge, delete_batches, total

@@ -11,7 +11,7 @@ from contextlib import asynccontextmanager
 
 import asyncpg
 
-from authgate.adapters.units import BoundRepositories
+from authgate.adapters.bound_repositories import BoundRepositories
 from authgate.ports.accounts import IdentityRace
 
 from . import events, state

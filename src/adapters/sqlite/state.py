@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from authgate.domain.model import Intent, PendingSignIn
-from authgate.ports.state import state_lookup
+from authgate.domain.secrets import state_lookup
 
 from .db import Database, parse_ts, ts, utc
 from .housekeeping import PeriodicPurge, delete_batches

@@ -14,8 +14,8 @@ from contextlib import asynccontextmanager
 
 import aiosqlite
 
+from authgate.adapters.bound_repositories import BoundRepositories
 from authgate.adapters.files import create_private_file, warn_if_exposed
-from authgate.adapters.units import BoundRepositories
 
 from . import events, schema, state
 from .accounts import SqliteAccounts

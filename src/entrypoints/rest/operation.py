@@ -19,9 +19,9 @@ from aiohttp.http_exceptions import HttpProcessingError
 from .call import Call, Handler, Reply
 from .cors import Cors
 from .errors import JSON_CONTENT_TYPE, HttpError, json_text, service_error, too_large
+from .handler_annotations import check_handler
 from .params import Location, Param, extractor
 from .security import SecurityScheme, authenticate
-from .signature import check_handler
 from .wire import describe_error, wire_name
 
 _PATH_PARAM = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")

@@ -1,0 +1,220 @@
+"""The use-case services, wired on the resources: :class:`Services`, :func:`build_services`.
+
+Second of the composition root's three modules: :mod:`~authgate.entrypoints.resources` opens
+what the services use (repositories, providers' adapters, session tokens, the clock, metrics),
+this module turns the configuration into the services' policies and builds each service once,
+and :mod:`~authgate.entrypoints.assembly` puts the HTTP operations in front of them. The
+provider event receivers are set up here too: their routes follow from the configuration alone
+(:func:`receiver_routes`), their verifiers from the providers' adapters.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import TYPE_CHECKING
+
+import attrs
+
+from authgate.adapters.identity import OAuthIdentityProvider
+from authgate.entrypoints.config import (
+    Config,
+    backchannel_logout_path_of,
+    callback_urls_of,
+    notifications_path_of,
+)
+from authgate.entrypoints.resources import Resources
+from authgate.ports.identity import IdentityProvider
+from authgate.services.account import AccountService
+from authgate.services.provider_tokens import (
+    ProviderTokenService,
+    RevocationPolicy,
+    RevocationWorker,
+)
+from authgate.services.sessions import SessionPolicy, SessionService
+from authgate.services.signin import SignInPolicy, SignInService
+
+# The provider events' modules are imported only when a receiver is configured.
+if TYPE_CHECKING:
+    from authgate.entrypoints.http.provider_events import ReceiverRoute
+    from authgate.services.provider_events import ProviderEventService, Receiver
+
+
+@attrs.frozen
+class Services:
+    """The use-case services, built once on the resources."""
+
+    signin: SignInService
+    sessions: SessionService
+    account: AccountService
+    provider_events: ProviderEventService | None  # None: no event receiver is configured
+    provider_tokens: ProviderTokenService
+    revocation_worker: RevocationWorker
+
+
+def build_services(config: Config, resources: Resources) -> Services:
+    """One service per concept (sign-in, sessions, the account, provider tokens), wired on
+    ``resources``. The revocation worker is built, not started
+    (:func:`~authgate.entrypoints.assembly.create_app` starts it with the application)."""
+    provider_tokens, worker = _provider_tokens(config, resources)
+    sessions = _sessions(config, resources)
+    signin = _signin(config, resources, sessions, provider_tokens)
+    account = AccountService(
+        accounts=resources.accounts,
+        events=resources.events,
+        units=resources.units,
+        sessions=sessions,
+        providers=list(resources.providers),
+        provider_tokens=provider_tokens,
+    )
+    provider_events = _provider_events(config, resources, sessions, account)
+    return Services(signin, sessions, account, provider_events, provider_tokens, worker)
+
+
+def _provider_tokens(
+    config: Config, resources: Resources
+) -> tuple[ProviderTokenService, RevocationWorker]:
+    """The providers' tokens, kept sealed, and the worker that revokes them through the
+    outbox (``provider_tokens``)."""
+    tokens = config.provider_tokens
+    provider_tokens = ProviderTokenService(resources.sealer)
+    worker = RevocationWorker(
+        outbox=resources.revocation_outbox,
+        units=resources.units,
+        sealer=resources.sealer,
+        revokers=resources.revokers,
+        clock=resources.clock,
+        policy=RevocationPolicy(
+            retry_initial=dt.timedelta(seconds=tokens.retry_initial_seconds),
+            retry_max=dt.timedelta(seconds=tokens.retry_max_seconds),
+            give_up_after=dt.timedelta(seconds=tokens.give_up_after_seconds),
+            lease=dt.timedelta(seconds=tokens.lease_seconds),
+            poll_seconds=tokens.poll_seconds,
+        ),
+    )
+    provider_tokens.worker = worker
+    return provider_tokens, worker
+
+
+def _sessions(config: Config, resources: Resources) -> SessionService:
+    """Sessions as ``session`` configures them (lifetimes, sliding, the revocation cache)."""
+    session = config.session
+    return SessionService(
+        tokens=resources.sessions,
+        records=resources.session_records,
+        units=resources.units,
+        channel=resources.revocations,
+        clock=resources.clock,
+        policy=SessionPolicy(
+            ttl=dt.timedelta(seconds=session.ttl_seconds),
+            absolute_max=dt.timedelta(seconds=session.absolute_max_seconds),
+            reauthenticate_after=dt.timedelta(seconds=session.reauthenticate_after_seconds),
+            live_cache=dt.timedelta(seconds=session.revocation_cache_seconds),
+            sliding=session.sliding,
+        ),
+        metrics=resources.metrics,
+    )
+
+
+def _signin(
+    config: Config,
+    resources: Resources,
+    sessions: SessionService,
+    provider_tokens: ProviderTokenService,
+) -> SignInService:
+    """Sign-in with the configured providers, callback addresses and application pages."""
+    return SignInService(
+        providers=resources.providers,
+        accounts=resources.accounts,
+        states=resources.states,
+        events=resources.events,
+        units=resources.units,
+        sessions=sessions,
+        clock=resources.clock,
+        policy=SignInPolicy(
+            app_url=config.app.url,
+            callback_urls={
+                name: frozenset(callback_urls_of(config, name)) for name in resources.providers
+            },
+            state_ttl=dt.timedelta(seconds=config.state.ttl_seconds),
+            require_binding=config.state.require_binding_cookie,
+            login_path=config.app.login_path,
+            onboarding_path=config.app.onboarding_path,
+            dashboard_path=config.app.dashboard_path,
+        ),
+        metrics=resources.metrics,
+        provider_tokens=provider_tokens,
+    )
+
+
+def _provider_events(
+    config: Config, resources: Resources, sessions: SessionService, account: AccountService
+) -> ProviderEventService | None:
+    """The provider events' service, when an event receiver is configured (None: none is)."""
+    if not receiver_routes(config):
+        return None
+    # Provider events are off unless a receiver is configured: their modules only then.
+    from authgate.services.provider_events import ProviderEventPolicy, ProviderEventService
+
+    return ProviderEventService(
+        receivers=_receivers(config, resources.providers),
+        units=resources.units,
+        events=resources.events,
+        sessions=sessions,
+        account=account,
+        clock=resources.clock,
+        policy=ProviderEventPolicy(
+            delete_account_when_last_identity=(
+                config.provider_events.delete_account_when_last_identity
+            )
+        ),
+    )
+
+
+def receiver_routes(config: Config) -> list[ReceiverRoute]:
+    """Every enabled event receiver, from the configuration alone: back-channel logout where
+    asked; notifications in the provider's shape (Apple's for an apple_client_secret_jwt
+    provider, Security Event Tokens for any other)."""
+    if not any(p.backchannel_logout or p.notifications for p in config.providers.values()):
+        return []  # without importing the receivers' modules
+    from authgate.entrypoints.http.provider_events import ReceiverRoute
+    from authgate.services.provider_events import Shape
+
+    routes = []
+    for name, p in config.providers.items():
+        if p.backchannel_logout:
+            path = backchannel_logout_path_of(name, p)
+            routes.append(ReceiverRoute(name, Shape.BACKCHANNEL_LOGOUT, path))
+        if p.notifications:
+            apple = p.token_endpoint_auth == "apple_client_secret_jwt"  # noqa: S105
+            shape = Shape.APPLE if apple else Shape.RISC
+            routes.append(ReceiverRoute(name, shape, notifications_path_of(name, p)))
+    return routes
+
+
+def _receivers(config: Config, providers: dict[str, IdentityProvider]) -> list[Receiver]:
+    """The verifier of each route, on its provider adapter's key sets (none when the
+    adapters are not open: the OpenAPI document is built without them)."""
+    from authgate.services.provider_events import Receiver, Shape
+
+    max_age = config.provider_events.max_age_seconds
+    receivers = []
+    for route in receiver_routes(config):
+        adapter = providers.get(route.provider)
+        if not isinstance(adapter, OAuthIdentityProvider):
+            continue
+        settings = config.providers[route.provider]
+        audiences = settings.event_audiences
+        if route.shape is Shape.BACKCHANNEL_LOGOUT:
+            verifier = adapter.logout_token_verifier(max_age_seconds=max_age, audiences=audiences)
+        elif route.shape is Shape.APPLE:
+            verifier = adapter.apple_notification_verifier(
+                max_age_seconds=max_age, audiences=audiences
+            )
+        else:
+            verifier = adapter.security_event_verifier(
+                max_age_seconds=max_age,
+                configuration_url=settings.risc_configuration,
+                audiences=audiences,
+            )
+        receivers.append(Receiver(route.provider, route.shape, verifier, adapter.event_issuers()))
+    return receivers
