@@ -87,7 +87,7 @@ def _name(frame: FrameType) -> str:
 async def trace(admin_url: str) -> CallTrace:
     from authgate.entrypoints import assembly  # the service's own application assembly
     from authgate.entrypoints.config import parse
-    from authgate.entrypoints.server import build_app
+    from authgate.entrypoints.serve_config import build_app
 
     folder = temp_folder("authgate-callback-trace-")
     settings = Settings(users=2, admin_url=admin_url, database="postgres")

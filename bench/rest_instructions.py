@@ -17,6 +17,7 @@ is only indicative.
 
     .venv/bin/python bench/rest_instructions.py                      # authgate, raw-aiohttp
     .venv/bin/python bench/rest_instructions.py --requests 500 authgate raw-aiohttp blacksheep
+    .venv/bin/python bench/rest_instructions.py --access-log authgate   # the access log's cost
 
 Needs valgrind (``apt-get install valgrind``).
 """
@@ -55,7 +56,9 @@ KINDS = (
 REFERENCE = "raw-aiohttp"
 
 
-async def count(folder: Path, kind: str, loop: str, requests: int) -> dict[str, Any]:
+async def count(
+    folder: Path, kind: str, loop: str, requests: int, access_log: bool = False
+) -> dict[str, Any]:
     out = folder / f"{kind}.callgrind"
     command = [
         *VALGRIND,
@@ -66,6 +69,7 @@ async def count(folder: Path, kind: str, loop: str, requests: int) -> dict[str, 
         kind,
         "--loop",
         loop,
+        *(["--access-log"] if access_log else []),
     ]
     # The server prints its port once listening and runs until its stdin closes.
     # One string hashing for every run: with random ones, a server's count moves by about 1 %
@@ -98,16 +102,23 @@ async def count(folder: Path, kind: str, loop: str, requests: int) -> dict[str, 
                 await proc.wait()
 
 
-async def run(kinds: list[str], loop: str, requests: int) -> dict[str, Any]:
+async def run(
+    kinds: list[str], loop: str, requests: int, access_log: bool = False
+) -> dict[str, Any]:
     folder = Path(tempfile.mkdtemp(prefix="authgate-rest-ir-"))
     counts: dict[str, Any] = {}
     try:
         for kind in kinds:
-            counts[kind] = await count(folder, kind, loop, requests)
+            counts[kind] = await count(folder, kind, loop, requests, access_log)
             print(kind, counts[kind], file=sys.stderr, flush=True)
     finally:
         shutil.rmtree(folder, ignore_errors=True)
-    report: dict[str, Any] = {"path": LOAD_PATH, "loop": loop, "servers": counts}
+    report: dict[str, Any] = {
+        "path": LOAD_PATH,
+        "loop": loop,
+        "access_log": access_log,
+        "servers": counts,
+    }
     for base in (REFERENCE, "blacksheep"):
         if base in counts:
             ref = counts[base]["instructions_per_request"]
@@ -132,6 +143,12 @@ def main() -> int:
         default=None,
         help="event loop of authgate and raw-aiohttp (default: authgate's own default)",
     )
+    parser.add_argument(
+        "--access-log",
+        action="store_true",
+        help="authgate's servers write the access log as `authgate serve` does (to stderr, "
+        "which this bench discards); raw aiohttp and the peers still log nothing",
+    )
     args = parser.parse_args()
     if shutil.which("valgrind") is None or shutil.which("callgrind_control") is None:
         print("valgrind is not installed (apt-get install valgrind)", file=sys.stderr)
@@ -145,7 +162,7 @@ def main() -> int:
 
         loop = default_event_loop()
     kinds = args.servers or ["authgate", REFERENCE]
-    report = asyncio.run(run(kinds, loop, args.requests))
+    report = asyncio.run(run(kinds, loop, args.requests, args.access_log))
     print(json.dumps(report, indent=2))
     return 0
 

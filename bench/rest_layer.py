@@ -118,7 +118,7 @@ def authgate_app(traced: bool) -> Any:
             def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
                 return SpanExportResult.SUCCESS
 
-        # The same wiring as authgate.entrypoints.rest.server.build_app, with the exporter given.
+        # The same wiring as authgate.entrypoints.rest.serving.build_app, with the exporter given.
         provider = make_tracer_provider("authgate-bench", exporter=DroppingExporter())
         trace.set_tracer_provider(provider)
         tracer = provider.get_tracer("authgate")
@@ -165,8 +165,10 @@ def raw_aiohttp_app() -> Any:
 # -- a server process ----------------------------------------------------------------------
 
 
-def serve(kind: str, cpu: int | None, loop: str) -> None:
-    """Child mode: serve ``kind`` on a loopback port, print the port, run until stdin closes."""
+def serve(kind: str, cpu: int | None, loop: str, access_log: bool = False) -> None:
+    """Child mode: serve ``kind`` on a loopback port, print the port, run until stdin closes.
+    ``access_log``: an authgate kind logs as ``authgate serve`` does (its log handler on stderr,
+    a line per request); the others ignore it."""
     if cpu is not None:
         os.sched_setaffinity(0, {cpu})
     # IPPROTO_TCP named explicitly: asyncio sets TCP_NODELAY on accepted connections only when
@@ -194,21 +196,37 @@ def serve(kind: str, cpu: int | None, loop: str) -> None:
     # authgate and raw aiohttp on the same loop: the one `authgate serve` would pick.
     if kind == "authgate-asyncio":
         loop = "asyncio"
+    logged = access_log and kind != "raw-aiohttp"
     with asyncio.Runner(loop_factory=lambda: new_event_loop(loop)) as runner:  # type: ignore[arg-type]
-        runner.run(_serve_aiohttp(app, sock))
+        runner.run(_serve_aiohttp(app, sock, logged))
 
 
-async def _serve_aiohttp(app: Any, sock: socket.socket) -> None:
+async def _serve_aiohttp(app: Any, sock: socket.socket, access_log: bool = False) -> None:
     from aiohttp import web
 
-    # No access log for any of the four (uvicorn's is off too): it measures logging, not the layer.
-    runner = web.AppRunner(app, access_log=None, handle_signals=False)
+    if access_log:
+        runner = web.AppRunner(app, handle_signals=False, **_service_access_log())
+    else:
+        # No access log for any of the four by default (uvicorn's is off too): it measures
+        # logging, not the layer.
+        runner = web.AppRunner(app, access_log=None, handle_signals=False)
     await runner.setup()
     await web.SockSite(runner, sock).start()
     stop = asyncio.Event()
     asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, stop.set)
     await stop.wait()
     await runner.cleanup()
+
+
+def _service_access_log() -> dict[str, Any]:
+    """The access log as ``authgate serve`` writes it (the service's log handler on stderr)."""
+    import logging
+
+    from authgate.entrypoints.rest.accesslog import AccessLogger
+    from authgate.entrypoints.rest.serving import configure_logging
+
+    configure_logging()
+    return {"access_log": logging.getLogger("authgate.access"), "access_log_class": AccessLogger}
 
 
 @attrs.define
@@ -608,6 +626,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("--serve", choices=KINDS, help=argparse.SUPPRESS)
     parser.add_argument("--cpu", type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--access-log", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.loop is None:
         from authgate.entrypoints.rest.eventloop import default_event_loop
@@ -615,7 +634,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         args.loop = default_event_loop()
     if args.serve:
         with contextlib.suppress(KeyboardInterrupt):
-            serve(args.serve, args.cpu, args.loop)
+            serve(args.serve, args.cpu, args.loop, args.access_log)
         return 0
     quick = args.quick
     args.rounds = args.rounds or (2 if quick else 10)

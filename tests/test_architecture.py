@@ -70,7 +70,7 @@ def test_rest_layer_knows_nothing_of_sign_in() -> None:
 
 
 # The REST layer's modules, lowest first: each imports only modules of the layers before its
-# own, so a request is traced downwards (server → api → operation → security/params → errors)
+# own, so a request is traced downwards (serving → api → operation → security/params → errors)
 # and a concern (errors, routing, health, the document) is one module.
 REST_LAYERS: tuple[tuple[str, ...], ...] = (
     ("logtext", "wire", "routing", "tracing", "eventloop"),
@@ -81,7 +81,7 @@ REST_LAYERS: tuple[tuple[str, ...], ...] = (
     ("operation",),
     ("openapi",),
     ("api",),
-    ("server",),
+    ("serving",),
 )
 
 

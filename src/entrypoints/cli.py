@@ -15,8 +15,8 @@ from typing import Any, NoReturn
 
 from authgate.entrypoints import assembly, resources, startup
 from authgate.entrypoints.config import Config, ConfigError, load
-from authgate.entrypoints.rest.server import configure_logging
-from authgate.entrypoints.server import build_app, serve
+from authgate.entrypoints.rest.serving import configure_logging
+from authgate.entrypoints.serve_config import build_app, serve
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
-from collections.abc import Callable
 
 from authgate.domain.model import ClientInfo, Outcome, SignInEvent
 from authgate.domain.text import printable
@@ -13,18 +12,6 @@ from authgate.domain.text import printable
 log = logging.getLogger("authgate.audit")
 
 _LINE = "%s event: provider=%s outcome=%s client=%s user_agent=%r account=%s"
-
-# Set while serving (entrypoints/server.py): writes a formatted INFO line of a logger exactly as
-# logging would, and says True, when that logger's lines end at the service's own handler;
-# False and nothing written otherwise. A sign-in's audit line then costs no LogRecord.
-_direct: Callable[[logging.Logger, str], bool] | None = None
-
-
-def write_lines_with(writer: Callable[[logging.Logger, str], bool] | None) -> None:
-    """Write the audit lines with ``writer`` when it can (None: always through logging)."""
-    global _direct
-    _direct = writer
-
 
 NOBODY = ClientInfo(None, None)
 
@@ -71,7 +58,8 @@ def audit_event(
 
 def log_event(event: SignInEvent) -> None:
     """The event's line in the log."""
-    args = (
+    log.info(
+        _LINE,
         "account" if event.outcome in ACCOUNT_CHANGES else "sign-in",
         event.provider,
         event.outcome.value,
@@ -79,6 +67,3 @@ def log_event(event: SignInEvent) -> None:
         event.user_agent,
         event.account_id,
     )
-    direct = _direct
-    if direct is None or not direct(log, _LINE % args):
-        log.info(_LINE, *args)

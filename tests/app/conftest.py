@@ -17,8 +17,8 @@ from aiohttp.test_utils import TestClient, TestServer
 
 from authgate.entrypoints import assembly
 from authgate.entrypoints.config import Config, parse
-from authgate.entrypoints.rest.server import AccessLogger
-from authgate.entrypoints.server import build_app
+from authgate.entrypoints.rest.serving import AccessLogger
+from authgate.entrypoints.serve_config import build_app
 from authgate.ports.clock import Clock
 from tests.fakeidp import FakeIdP, FakeUser, SettableClock
 from tests.fakeidp.fixtures import fake_idp, http_session, idp_clock  # noqa: F401

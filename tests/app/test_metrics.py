@@ -19,7 +19,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from authgate.entrypoints import assembly
 from authgate.entrypoints.config import ConfigError, parse
-from authgate.entrypoints.server import build_app
+from authgate.entrypoints.serve_config import build_app
 from tests.fakeidp import FakeIdP, FakeUser, SettableClock, TokenMode
 
 from .conftest import (

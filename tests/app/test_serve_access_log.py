@@ -119,8 +119,8 @@ def test_a_path_cannot_forge_an_access_log_line(tmp_path: Path) -> None:
     assert "\x1b" not in stderr[0]
 
 
-# The access log of `authgate serve` is written to stderr in batches: these tests
-# hold it to the content, the order and the completeness of a line per request.
+# The log of `authgate serve` is written to stderr by a thread of its own, off the event loop:
+# these tests hold it to the content, the order and the completeness of a line per request.
 
 LINE = re.compile(
     r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3} INFO authgate\.access 127\.0\.0\.1 GET "
@@ -146,7 +146,7 @@ def access_lines(stderr: str) -> list[str]:
 
 
 def test_a_clean_stop_writes_every_line(tmp_path: Path) -> None:
-    # SIGTERM right after the last answer: the lines still waiting in the buffer are written.
+    # SIGTERM right after the last answer: the lines still waiting to be written are written.
     with serving(tmp_path, {}) as (port, stderr):
         get_many(port, 200)
     lines = access_lines(stderr[0])
@@ -162,8 +162,8 @@ def test_lines_are_written_while_serving(tmp_path: Path) -> None:
 
 
 def test_the_log_keeps_the_order_of_events(tmp_path: Path) -> None:
-    # An access line, another record (a refused malformed request, logged through logging),
-    # another access line: the batch of access lines is written before the other record.
+    # An access line, another record (a refused malformed request, logged by aiohttp), another
+    # access line: written in the order they happened.
     with serving(tmp_path, {}) as (port, stderr):
         get_many(port, 1)
         with socket.create_connection(("127.0.0.1", port), timeout=5) as s:
@@ -197,7 +197,7 @@ def test_a_logging_configuration_of_its_own_is_kept(tmp_path: Path) -> None:
     script.write_text(
         "import logging, sys\n"
         "from authgate.entrypoints.rest import Api\n"
-        "from authgate.entrypoints.rest.server import ServerSettings, build_app, serve\n"
+        "from authgate.entrypoints.rest.serving import ServerSettings, build_app, serve\n"
         "logging.basicConfig(level=logging.INFO, stream=sys.stderr,\n"
         "                    format='custom|%(levelname)s|%(name)s|%(message)s')\n"
         "settings = ServerSettings(port=int(sys.argv[1]))\n"

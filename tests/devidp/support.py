@@ -25,7 +25,7 @@ from joserfc.jwk import ECKey
 
 from authgate.entrypoints import assembly
 from authgate.entrypoints.config import Config, parse
-from authgate.entrypoints.server import build_app
+from authgate.entrypoints.serve_config import build_app
 
 APP_URL = "https://app.example.com"
 PROVIDERS = ("google", "facebook", "apple")

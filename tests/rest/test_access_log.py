@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from authgate.entrypoints.rest import Api, Call
-from authgate.entrypoints.rest.server import AccessLogger
+from authgate.entrypoints.rest.serving import AccessLogger
 from tests.support.waiting import eventually
 
 

@@ -36,7 +36,7 @@ from opentelemetry.sdk.trace.sampling import (
 from opentelemetry.trace import SpanKind, Status, StatusCode
 from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
-from authgate.entrypoints import server
+from authgate.entrypoints import serve_config
 from authgate.entrypoints.config import parse
 from authgate.entrypoints.rest import (
     Api,
@@ -236,7 +236,7 @@ def config_text(disabled: bool) -> str:
 
 
 def test_sdk_disabled_installs_no_tracing_middleware() -> None:
-    app = server.build_app(Api("Example", "1.0.0"), parse(config_text(True)))
+    app = serve_config.build_app(Api("Example", "1.0.0"), parse(config_text(True)))
     assert len(app.middlewares) == 1  # the error handling alone
 
 
@@ -253,7 +253,7 @@ async def test_sdk_enabled_traces_in_one_outermost_middleware(
     async def get_user(call: Call[None]) -> User:
         return User(call.path["id"])
 
-    app = server.build_app(api, parse(config_text(False)))
+    app = serve_config.build_app(api, parse(config_text(False)))
     (provider,) = installed
     exporter = InMemorySpanExporter()
     provider.add_span_processor(SimpleSpanProcessor(exporter))

@@ -16,7 +16,7 @@ from aiohttp import web
 from aiohttp.http_exceptions import HttpProcessingError
 from opentelemetry import trace
 
-from .accesslog import AccessLogger, access_logger_class, install_service_handler
+from .accesslog import AccessLogger, install_service_handler
 from .api import Api
 from .eventloop import EventLoop, default_event_loop, new_event_loop, running_loop_name
 from .tracing import make_tracer_provider
@@ -132,28 +132,18 @@ def serve(
         if on_ready is not None:
             on_ready(address)
 
-    # None turns access logging off (rest.access_log: false).
-    access_log = logging.getLogger("authgate.access") if settings.access_log else None
-    logger_class, direct = (
-        access_logger_class(access_log) if access_log is not None else (AccessLogger, None)
+    web.run_app(
+        app,
+        host=settings.host,
+        port=settings.port,
+        reuse_port=settings.reuse_port or None,
+        shutdown_timeout=settings.shutdown_timeout_seconds,
+        access_log_class=AccessLogger,
+        # None turns access logging off (rest.access_log: false).
+        access_log=logging.getLogger("authgate.access") if settings.access_log else None,
+        print=announce,
+        handle_signals=False,
+        loop=loop,
     )
-    try:
-        web.run_app(
-            app,
-            host=settings.host,
-            port=settings.port,
-            reuse_port=settings.reuse_port or None,
-            shutdown_timeout=settings.shutdown_timeout_seconds,
-            access_log_class=logger_class,
-            access_log=access_log,
-            print=announce,
-            handle_signals=False,
-            loop=loop,
-        )
-        if stopping:
-            log.info("%s stopped in %.3f s", settings.name, time.monotonic() - stopping[0])
-    finally:
-        # After the graceful stop (SIGTERM/SIGINT: in-flight requests finished and logged) or
-        # a failure: the lines still in the buffer.
-        if direct is not None:
-            direct.close()
+    if stopping:
+        log.info("%s stopped in %.3f s", settings.name, time.monotonic() - stopping[0])

@@ -1,4 +1,4 @@
-"""The service's settings onto the generic server of :mod:`authgate.entrypoints.rest.server`."""
+"""The service's settings onto the generic server of :mod:`authgate.entrypoints.rest.serving`."""
 
 from __future__ import annotations
 
@@ -8,17 +8,15 @@ import attrs
 from aiohttp import web
 
 from authgate.entrypoints.config import Config
-from authgate.entrypoints.rest import Api, accesslog
-from authgate.entrypoints.rest import server as rest_server
+from authgate.entrypoints.rest import Api, serving
 from authgate.entrypoints.workers import worker_name
-from authgate.services import audit
 
 
-def server_settings(config: Config, worker: int | None = None) -> rest_server.ServerSettings:
+def server_settings(config: Config, worker: int | None = None) -> serving.ServerSettings:
     """The REST and telemetry settings of the configuration, as the server takes them; for
     ``worker`` (one of several processes on ``rest.port``), bound with ``SO_REUSEPORT`` and
     named in its log lines, its parent ending any stop that takes too long."""
-    settings = rest_server.ServerSettings(
+    settings = serving.ServerSettings(
         port=config.rest.port,
         host=config.rest.host,
         shutdown_timeout_seconds=config.rest.shutdown_timeout_seconds,
@@ -36,7 +34,7 @@ def server_settings(config: Config, worker: int | None = None) -> rest_server.Se
 
 def build_app(api: Api, config: Config) -> web.Application:
     """The aiohttp application of an API, with tracing unless ``otel.sdk.disabled``."""
-    return rest_server.build_app(api, server_settings(config))
+    return serving.build_app(api, server_settings(config))
 
 
 def serve(
@@ -46,12 +44,5 @@ def serve(
     worker: int | None = None,
 ) -> None:
     """Serve until SIGINT/SIGTERM, as ``rest.*`` says; in-flight requests may finish.
-    ``worker``: as one of the worker processes of :mod:`authgate.entrypoints.workers`.
-
-    The audit line of each sign-in joins the access log's direct writer while that applies
-    (the audit logger ends at the service's own handler, as the access logger does)."""
-    audit.write_lines_with(accesslog.write_info)
-    try:
-        rest_server.serve(app, server_settings(config, worker), on_ready)
-    finally:
-        audit.write_lines_with(None)
+    ``worker``: as one of the worker processes of :mod:`authgate.entrypoints.workers`."""
+    serving.serve(app, server_settings(config, worker), on_ready)

@@ -1,0 +1,130 @@
+"""The service's log handler (a queue on the logging side, a thread writing): the lines logging
+itself would write, in the order logged, every one of them written by the time it closes."""
+
+from __future__ import annotations
+
+import io
+import logging
+import threading
+from collections.abc import Iterator
+
+import pytest
+
+from authgate.entrypoints.rest.accesslog import (
+    LOG_FORMAT,
+    ServiceLogHandler,
+    install_service_handler,
+)
+
+STAMP_LENGTH = len("2026-11-23 12:00:00,123")
+
+
+@pytest.fixture
+def service_log() -> Iterator[tuple[io.StringIO, ServiceLogHandler, logging.Logger]]:
+    """A logger of its own whose only handler is a ServiceLogHandler writing to a string."""
+    stream = io.StringIO()
+    handler = ServiceLogHandler(stream)
+    logger = logging.getLogger("test.servicelog")
+    logger.propagate = False
+    logger.setLevel(logging.DEBUG)
+    logger.addHandler(handler)
+    try:
+        yield stream, handler, logger
+    finally:
+        logger.removeHandler(handler)
+        handler.close()
+
+
+def messages(text: str) -> list[str]:
+    return [line.split(" ", 4)[-1] for line in text.splitlines()]
+
+
+def log_some(logger: logging.Logger) -> None:
+    logger.info("access %s %d", "GET /", 200)
+    logger.warning("a warning with a %% sign")
+    logger.info("percent in an argument: %s", "100%")
+    logger.debug("debug")
+    try:
+        raise ValueError("boom")
+    except ValueError:
+        logger.exception("failed %s", "here")
+    logger.info("the end")
+
+
+def test_lines_are_what_a_stream_handler_writes(
+    service_log: tuple[io.StringIO, ServiceLogHandler, logging.Logger],
+) -> None:
+    stream, handler, logger = service_log
+    log_some(logger)
+    handler.close()
+
+    expected = io.StringIO()
+    plain = logging.StreamHandler(expected)
+    plain.setFormatter(logging.Formatter(LOG_FORMAT))
+    reference = logging.getLogger("test.servicelog.reference")
+    reference.propagate = False
+    reference.setLevel(logging.DEBUG)
+    reference.addHandler(plain)
+    try:
+        log_some(reference)
+    finally:
+        reference.removeHandler(plain)
+
+    def without_stamps(text: str, name: str) -> list[str]:
+        return [
+            line[STAMP_LENGTH:].replace(name, "NAME") if line[:4].isdigit() else line
+            for line in text.splitlines()
+        ]
+
+    ours = without_stamps(stream.getvalue(), "test.servicelog")
+    theirs = without_stamps(expected.getvalue(), "test.servicelog.reference")
+    assert ours == theirs
+    assert " INFO NAME access GET / 200" in ours
+    assert "ValueError: boom" in ours
+
+
+def test_arguments_are_taken_when_logged_not_when_written(
+    service_log: tuple[io.StringIO, ServiceLogHandler, logging.Logger],
+) -> None:
+    # The line is formatted later, on the listener's thread: what it shows of a mutable
+    # argument is its value at the call.
+    stream, handler, logger = service_log
+    items = ["first"]
+    logger.info("items %s", items)
+    items.append("second")
+    handler.close()
+    assert messages(stream.getvalue()) == ["items ['first']"]
+
+
+def test_every_thread_in_the_order_logged(
+    service_log: tuple[io.StringIO, ServiceLogHandler, logging.Logger],
+) -> None:
+    stream, handler, logger = service_log
+    logger.info("one")
+    worker = threading.Thread(target=logger.warning, args=("two, from another thread",))
+    worker.start()
+    worker.join()
+    logger.info("three")
+    handler.close()
+    assert messages(stream.getvalue()) == ["one", "two, from another thread", "three"]
+
+
+def test_close_writes_every_queued_record(
+    service_log: tuple[io.StringIO, ServiceLogHandler, logging.Logger],
+) -> None:
+    stream, handler, logger = service_log
+    for n in range(2000):
+        logger.info("line %d", n)
+    handler.close()  # as logging.shutdown does at exit
+    assert messages(stream.getvalue()) == [f"line {n}" for n in range(2000)]
+    handler.close()  # a second close is harmless
+
+
+def test_a_logging_configuration_is_left_as_it_is() -> None:
+    # pytest's own capture handlers are on the root logger here: logging is configured.
+    root = logging.getLogger()
+    before = (list(root.handlers), root.level)
+    assert before[0]
+    install_service_handler()
+    assert (list(root.handlers), root.level) == before
+    assert not any(isinstance(h, ServiceLogHandler) for h in root.handlers)
