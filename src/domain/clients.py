@@ -1,0 +1,228 @@
+"""The applications registered with authgate as their OpenID Provider (``clients:``).
+
+A :class:`Client` is what the provider's services look a ``client_id`` up to: how it
+authenticates at the token endpoint, where its redirects may go, what it may ask for and how
+long its tokens live. They come from the configuration and never change while the service runs;
+:class:`ClientRegistry` holds them.
+
+Secrets are kept as :class:`SecretDigest` values only (the secret itself is dropped once read),
+and compared in constant time.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import hmac
+import os
+import re
+from collections.abc import Iterable, Iterator
+from typing import Literal
+from urllib.parse import urlsplit
+
+import attrs
+
+ClientType = Literal["confidential", "public"]
+AuthMethod = Literal["client_secret_basic", "client_secret_post", "private_key_jwt", "none"]
+IdTokenAlgorithm = Literal["RS256", "ES256"]
+
+AUTH_METHODS: tuple[AuthMethod, ...] = (
+    "client_secret_basic",
+    "client_secret_post",
+    "private_key_jwt",
+    "none",
+)
+SECRET_METHODS: tuple[AuthMethod, ...] = ("client_secret_basic", "client_secret_post")
+ID_TOKEN_ALGORITHMS: tuple[IdTokenAlgorithm, ...] = ("RS256", "ES256")
+# The scopes the provider knows: the ID token's own, the claims of the profile and email
+# scopes, and refresh tokens (offline_access).
+SUPPORTED_SCOPES = ("openid", "profile", "email", "offline_access")
+MAX_CODE_LIFETIME = dt.timedelta(seconds=60)
+# A client secret is a long random value, not a password (see SecretDigest).
+MIN_SECRET_LENGTH = 32
+# RFC 8252 section 7.3: a native app's loopback redirect may use any port.
+LOOPBACK_HOSTS = frozenset({"127.0.0.1", "[::1]", "localhost"})
+# RFC 8252 section 7.1: a private-use scheme is a reverse domain name (com.example.app).
+_PRIVATE_SCHEME = re.compile(r"[a-z][a-z0-9+-]*(\.[a-z0-9+-]+)+")
+
+
+@attrs.frozen(repr=False)
+class SecretDigest:
+    """A client secret as kept in memory: a random salt and SHA-256 of salt and secret.
+
+    A fast digest, not a password hash: a confidential client presents its secret at every
+    token request and refresh, and its secrets must be at least :data:`MIN_SECRET_LENGTH`
+    characters of random text, which no guessing reaches whatever the digest costs. The salt
+    keeps two clients' equal secrets (or a secret reused elsewhere) from showing as equal
+    digests in a memory dump."""
+
+    salt: bytes
+    digest: bytes
+
+    @classmethod
+    def of(cls, secret: str) -> SecretDigest:
+        salt = os.urandom(16)
+        return cls(salt, _digest(salt, secret))
+
+    def matches(self, presented: str) -> bool:
+        """Whether ``presented`` is the secret; the comparison takes the same time wherever
+        the two differ."""
+        return hmac.compare_digest(_digest(self.salt, presented), self.digest)
+
+    def __repr__(self) -> str:
+        return "SecretDigest(…)"
+
+
+def _digest(salt: bytes, secret: str) -> bytes:
+    return hashlib.sha256(salt + secret.encode("utf-8", "surrogatepass")).digest()
+
+
+@attrs.frozen
+class Client:
+    """A registered application (OpenID Connect Dynamic Registration's metadata names)."""
+
+    client_id: str
+    name: str
+    client_type: ClientType
+    token_endpoint_auth_method: AuthMethod
+    redirect_uris: tuple[str, ...]
+    secrets: tuple[SecretDigest, ...] = ()
+    # private_key_jwt: where the client publishes its public keys, or the keys themselves
+    # (a JWK Set as JSON text).
+    jwks_uri: str | None = None
+    jwks: str | None = None
+    post_logout_redirect_uris: tuple[str, ...] = ()
+    backchannel_logout_uri: str | None = None
+    allowed_scopes: frozenset[str] = frozenset(SUPPORTED_SCOPES)
+    # No consent screen: an application of the same party as authgate.
+    first_party: bool = False
+    access_token_lifetime: dt.timedelta = dt.timedelta(seconds=300)
+    id_token_lifetime: dt.timedelta = dt.timedelta(seconds=300)
+    refresh_token_lifetime: dt.timedelta = dt.timedelta(days=30)
+    code_lifetime: dt.timedelta = MAX_CODE_LIFETIME
+    id_token_signed_response_alg: IdTokenAlgorithm = "RS256"  # noqa: S105 - an algorithm
+    # Whether the client may call the introspection endpoint (RFC 7662).
+    introspection: bool = False
+    # The browser origins that may call the token, userinfo and revocation endpoints (CORS).
+    allowed_origins: frozenset[str] = frozenset()
+
+    @property
+    def is_public(self) -> bool:
+        """A client that cannot keep a secret (a browser or native app): no authentication
+        at the token endpoint beyond its client_id."""
+        return self.client_type == "public"
+
+    def secret_matches(self, presented: str) -> bool:
+        """Whether ``presented`` is one of the client's secrets (rotation keeps several).
+        Every secret is compared, so the time taken does not tell which one matched."""
+        matched = False
+        for secret in self.secrets:
+            matched |= secret.matches(presented)
+        return matched
+
+    def redirect_uri_registered(self, uri: str) -> bool:
+        """Whether ``uri`` is a registered redirect URI: the same string exactly (RFC 9700
+        section 4.1.3), except that a loopback one (http on 127.0.0.1, [::1] or localhost)
+        matches on any port (RFC 8252 section 7.3)."""
+        if uri in self.redirect_uris:
+            return True
+        presented = _loopback_without_port(uri)
+        return presented is not None and any(
+            _loopback_without_port(registered) == presented for registered in self.redirect_uris
+        )
+
+    def post_logout_redirect_uri_registered(self, uri: str) -> bool:
+        """Whether ``uri`` is a registered post-logout redirect URI: the same string exactly
+        (a query added to a registered one is another URI)."""
+        return uri in self.post_logout_redirect_uris
+
+
+def _loopback_without_port(uri: str) -> tuple[str, str, str, str] | None:
+    """(host, path, query, fragment) of an http loopback URI, its port left out, as written
+    (no case folding: the match is exact but for the port); None for any other URI."""
+    if not uri.startswith("http://"):
+        return None
+    parts = urlsplit(uri)
+    netloc = parts.netloc
+    if netloc.startswith("["):
+        end = netloc.find("]") + 1
+        host, rest = netloc[:end], netloc[end:]
+        if end == 0 or (rest and not rest.startswith(":")):
+            return None
+        port = rest[1:]
+    else:
+        host, _, port = netloc.partition(":")
+    if host not in LOOPBACK_HOSTS or (port and not (port.isdigit() and 0 < int(port) < 65536)):
+        return None
+    return (host, parts.path, parts.query, parts.fragment)
+
+
+def redirect_uri_problem(uri: str, *, native: bool) -> str | None:
+    """Why ``uri`` cannot be registered as a redirect URI, or None when it can.
+
+    https anywhere; http only on loopback (RFC 8252 section 7.3); a private-use scheme such
+    as ``com.example.app:/callback`` only when ``native`` (a public client: RFC 8252 section
+    7.1); never a fragment (RFC 6749 section 3.1.2), user-info or white space."""
+    if not uri or any(c.isspace() or not c.isprintable() for c in uri):
+        return "must be a URI without white space"
+    if "#" in uri:
+        return "must not have a fragment"
+    parts = urlsplit(uri)
+    scheme = parts.scheme
+    if scheme == "https":
+        if not parts.hostname or "@" in parts.netloc:
+            return "must name a host (and no user name)"
+    elif scheme == "http":
+        if _loopback_without_port(uri) is None or "@" in parts.netloc:
+            return "http is only for loopback (127.0.0.1, [::1] or localhost); use https"
+    elif _PRIVATE_SCHEME.fullmatch(scheme):
+        if not native:
+            return (
+                "a private-use scheme is for the native apps of public clients; "
+                "a confidential client redirects to https"
+            )
+    else:
+        return (
+            "must be https, http on loopback, or a private-use scheme of a native app "
+            "(a reverse domain name such as com.example.app:/callback)"
+        )
+    return None
+
+
+def origins_of(uris: Iterable[str]) -> frozenset[str]:
+    """The browser origins (scheme://host[:port], lower case) of the http(s) URIs among
+    ``uris``; a private-use scheme has none."""
+    found = set()
+    for uri in uris:
+        parts = urlsplit(uri)
+        scheme = parts.scheme.lower()
+        if scheme not in ("http", "https") or not parts.netloc:
+            continue
+        netloc = parts.netloc.lower()
+        default = {"http": ":80", "https": ":443"}[scheme]
+        found.add(f"{scheme}://{netloc.removesuffix(default)}")
+    return frozenset(found)
+
+
+class ClientRegistry:
+    """The registered clients, by ``client_id``."""
+
+    def __init__(self, clients: Iterable[Client] = ()) -> None:
+        self._clients: dict[str, Client] = {}
+        for client in clients:
+            if client.client_id in self._clients:
+                raise ValueError(f"client {client.client_id!r} is registered twice")
+            self._clients[client.client_id] = client
+
+    def get(self, client_id: str) -> Client | None:
+        """The client registered as ``client_id``, or None."""
+        return self._clients.get(client_id)
+
+    def __contains__(self, client_id: object) -> bool:
+        return client_id in self._clients
+
+    def __iter__(self) -> Iterator[Client]:
+        return iter(self._clients.values())
+
+    def __len__(self) -> int:
+        return len(self._clients)
