@@ -10,21 +10,39 @@ from __future__ import annotations
 
 import base64
 import binascii
+import datetime as dt
 import ipaddress
+import json
 import os
 import re
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal, get_args, get_origin
 from urllib.parse import urlsplit
 
 import attrs
 import cattrs
 import yaml
+from joserfc.errors import JoseError
+from joserfc.jwk import KeySet
 
+from authgate.domain.clients import (
+    AUTH_METHODS,
+    MAX_CODE_LIFETIME,
+    MIN_SECRET_LENGTH,
+    SECRET_METHODS,
+    SUPPORTED_SCOPES,
+    AuthMethod,
+    Client,
+    ClientRegistry,
+    IdTokenAlgorithm,
+    SecretDigest,
+    origins_of,
+    redirect_uri_problem,
+)
 from authgate.domain.rates import parse_many
 from authgate.entrypoints.rest.cors import normalise_origin
 from authgate.entrypoints.rest.eventloop import EventLoop, default_event_loop, uvloop_available
-from authgate.entrypoints.rest.wire import describe_error, make_converter
+from authgate.entrypoints.rest.wire import describe_error, make_converter, wire_field
 
 
 class ConfigError(Exception):
@@ -267,6 +285,43 @@ class DevConfig:
 
 
 @attrs.frozen
+class ClientConfig:
+    """An application registered with authgate as its OpenID Provider (``clients.<client_id>``).
+
+    ``token_endpoint_auth_method``: unset, ``client_secret_basic`` for a confidential client
+    and ``none`` for a public one. ``secrets`` are read once and kept only as salted digests
+    (:class:`~authgate.domain.clients.SecretDigest`). ``allowed_origins``: unset, the origins
+    of a public client's http(s) redirect URIs; a confidential client is never called from a
+    browser."""
+
+    name: str
+    redirect_uris: list[str]
+    client_type: Literal["confidential", "public"] = wire_field("type")
+    token_endpoint_auth_method: AuthMethod | None = None
+    secrets: list[SecretDigest] = attrs.field(factory=list, repr=False)
+    jwks_uri: str | None = None
+    jwks: dict[str, Any] | None = None
+    post_logout_redirect_uris: list[str] = attrs.field(factory=list)
+    backchannel_logout_uri: str | None = None
+    allowed_scopes: list[str] = attrs.field(factory=lambda: list(SUPPORTED_SCOPES))
+    first_party: bool = False
+    access_token_seconds: int = 300
+    id_token_seconds: int = 300
+    refresh_token_seconds: int = 30 * 86400
+    code_seconds: int = int(MAX_CODE_LIFETIME.total_seconds())
+    id_token_signed_response_alg: IdTokenAlgorithm = "RS256"  # noqa: S105 - an algorithm
+    introspection: bool = False
+    allowed_origins: list[str] | None = None
+
+    @property
+    def auth_method(self) -> AuthMethod:
+        """The token endpoint authentication method, its default resolved."""
+        if self.token_endpoint_auth_method is not None:
+            return self.token_endpoint_auth_method
+        return "none" if self.client_type == "public" else "client_secret_basic"
+
+
+@attrs.frozen
 class Config:
     rest: RestConfig
     otel: OtelConfig
@@ -281,6 +336,8 @@ class Config:
     provider_tokens: ProviderTokensConfig = ProviderTokensConfig()
     dev: DevConfig = DevConfig()
     metrics: MetricsConfig = MetricsConfig()
+    # The applications that sign in through authgate as their OpenID Provider, by client_id.
+    clients: dict[str, ClientConfig] = attrs.field(factory=dict)
 
 
 def callback_urls_of(config: Config, provider: str) -> list[str]:
@@ -312,6 +369,64 @@ def receiver_paths(config: Config) -> list[tuple[str, str]]:
         if p.notifications:
             paths.append((name, notifications_path_of(name, p)))
     return paths
+
+
+_WILDCARD_HOSTS = ("", "0.0.0.0", "::", "[::]")  # noqa: S104 - compared, not bound
+
+
+def local_url(config: Config) -> str:
+    """``http://{rest.host}:{rest.port}``: the service's address as it listens, 127.0.0.1 for a
+    wildcard host (the address a browser on this machine uses)."""
+    host = config.rest.host
+    if host in _WILDCARD_HOSTS:
+        host = "127.0.0.1"
+    elif ":" in host and not host.startswith("["):
+        host = f"[{host}]"
+    return f"http://{host}:{config.rest.port}"
+
+
+def openid_issuer(config: Config) -> str:
+    """The OpenID Provider's issuer: ``rest.public_url`` (the service's public address) without
+    a trailing slash, else :func:`local_url` (development: production requires the public
+    URL when clients are registered). Every endpoint of the provider is under it."""
+    if config.rest.public_url is not None:
+        return config.rest.public_url.strip().rstrip("/")
+    return local_url(config)
+
+
+def client_registry(config: Config) -> ClientRegistry:
+    """The registered clients as the provider's services use them."""
+    return ClientRegistry(_client(client_id, c) for client_id, c in config.clients.items())
+
+
+def _client(client_id: str, c: ClientConfig) -> Client:
+    if c.allowed_origins is not None:
+        origins = frozenset(normalise_origin(o) for o in c.allowed_origins)
+    elif c.client_type == "public":
+        origins = origins_of(c.redirect_uris)
+    else:
+        origins = frozenset()
+    return Client(
+        client_id=client_id,
+        name=c.name,
+        client_type=c.client_type,
+        token_endpoint_auth_method=c.auth_method,
+        redirect_uris=tuple(c.redirect_uris),
+        secrets=tuple(c.secrets),
+        jwks_uri=c.jwks_uri,
+        jwks=json.dumps(c.jwks) if c.jwks is not None else None,
+        post_logout_redirect_uris=tuple(c.post_logout_redirect_uris),
+        backchannel_logout_uri=c.backchannel_logout_uri,
+        allowed_scopes=frozenset(c.allowed_scopes),
+        first_party=c.first_party,
+        access_token_lifetime=dt.timedelta(seconds=c.access_token_seconds),
+        id_token_lifetime=dt.timedelta(seconds=c.id_token_seconds),
+        refresh_token_lifetime=dt.timedelta(seconds=c.refresh_token_seconds),
+        code_lifetime=dt.timedelta(seconds=c.code_seconds),
+        id_token_signed_response_alg=c.id_token_signed_response_alg,
+        introspection=c.introspection,
+        allowed_origins=origins,
+    )
 
 
 _VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
@@ -371,6 +486,37 @@ def load(path: str | Path) -> Config:
 
 
 _converter = make_converter()
+
+
+def _client_secret(value: Any, _: type) -> SecretDigest:
+    """A client secret, kept only as its digest from here on (never repeated in a message)."""
+    if not isinstance(value, str):
+        raise TypeError("expected a string (a secret, usually ${VARIABLE})")
+    if len(value) < MIN_SECRET_LENGTH:
+        raise ValueError(
+            f"each secret must be at least {MIN_SECRET_LENGTH} characters of random text "
+            "(openssl rand -base64 32 makes one)"
+        )
+    return SecretDigest.of(value)
+
+
+_converter.register_structure_hook(SecretDigest, _client_secret)
+
+
+def _literal(value: Any, choices: Any) -> Any:
+    """One of a fixed set of values, or a message that lists them."""
+    allowed = get_args(choices)
+    if not isinstance(value, str | int) or isinstance(value, bool) or value not in allowed:
+        raise ValueError(f"must be one of {', '.join(str(a) for a in allowed)}")
+    return value
+
+
+def _is_literal(kind: Any) -> bool:
+    origin: Any = get_origin(kind)
+    return origin is Literal
+
+
+_converter.register_structure_hook_func(_is_literal, _literal)
 
 
 def _key_error(exc: BaseException) -> str:
@@ -474,6 +620,7 @@ def _check(config: Config) -> None:
                     "are verified with its issuer and keys)"
                 )
     _check_receivers(config)
+    _check_clients(config)
 
 
 def _check_receivers(config: Config) -> None:
@@ -489,6 +636,147 @@ def _check_receivers(config: Config) -> None:
         if path in seen or path.startswith(("/v1/auth/", "/v1/account", "/health/", "/dev/")):
             raise ConfigError(f"providers.{name}: receiver path {path} is already in use")
         seen.add(path)
+
+
+_CLIENT_ID = re.compile(r"[\x21-\x7e]{1,255}")  # RFC 6749 appendix A.1, without the space
+_SCOPE_TOKEN = re.compile(r"[\x21\x23-\x5b\x5d-\x7e]+")  # RFC 6749 section 3.3
+
+
+def _check_clients(config: Config) -> None:
+    if not config.clients:
+        return
+    if config.environment == "production":
+        public_url = config.rest.public_url
+        if public_url is None or urlsplit(public_url.strip()).scheme != "https":
+            raise ConfigError(
+                "clients: the OpenID Provider needs rest.public_url, an https URL (its "
+                "issuer), in production"
+            )
+    for client_id, client in config.clients.items():
+        _check_client(config, client_id, client)
+
+
+def _check_client(config: Config, client_id: str, c: ClientConfig) -> None:
+    key = f"clients.{client_id}"
+    if not _CLIENT_ID.fullmatch(client_id):
+        raise ConfigError(f"{key}: a client_id is 1 to 255 printable ASCII characters, no space")
+    if client_id == config.session.audience:
+        # A token for this client would then carry the audience of session tokens.
+        raise ConfigError(f"{key}: a client_id must differ from session.audience")
+    if not c.name.strip() or len(c.name) > 100 or not c.name.isprintable():
+        raise ConfigError(f"{key}.name: 1 to 100 printable characters")
+    _check_client_authentication(key, c)
+    if not c.redirect_uris:
+        raise ConfigError(f"{key}.redirect_uris: at least one redirect URI")
+    native = c.client_type == "public"
+    for setting in ("redirect_uris", "post_logout_redirect_uris"):
+        for uri in getattr(c, setting):
+            problem = redirect_uri_problem(uri, native=native)
+            if problem is not None:
+                raise ConfigError(f"{key}.{setting}: {uri!r} {problem}")
+    if c.backchannel_logout_uri is not None:
+        problem = _server_url_problem(c.backchannel_logout_uri)
+        if problem is not None:
+            raise ConfigError(f"{key}.backchannel_logout_uri: {problem}")
+    for scope in c.allowed_scopes:
+        if not _SCOPE_TOKEN.fullmatch(scope) or scope not in SUPPORTED_SCOPES:
+            raise ConfigError(
+                f"{key}.allowed_scopes: {scope!r} is not a scope of the provider "
+                f"({', '.join(SUPPORTED_SCOPES)})"
+            )
+    if "openid" not in c.allowed_scopes:
+        raise ConfigError(f"{key}.allowed_scopes: must include openid")
+    longest_code = int(MAX_CODE_LIFETIME.total_seconds())
+    for setting, longest in (
+        ("access_token_seconds", 86400),
+        ("id_token_seconds", 86400),
+        ("refresh_token_seconds", 365 * 86400),
+        ("code_seconds", longest_code),
+    ):
+        if not 1 <= getattr(c, setting) <= longest:
+            raise ConfigError(f"{key}.{setting}: must be between 1 and {longest}")
+    if c.introspection and c.client_type == "public":
+        raise ConfigError(
+            f"{key}.introspection: only a confidential client may introspect (a public one "
+            "cannot authenticate)"
+        )
+    if c.allowed_origins is not None:
+        if c.allowed_origins and c.client_type == "confidential":
+            raise ConfigError(
+                f"{key}.allowed_origins: only public clients are called from browsers; a "
+                "confidential client keeps its secret on a server"
+            )
+        for allowed in c.allowed_origins:
+            try:
+                normalise_origin(allowed)
+            except ValueError as e:
+                raise ConfigError(f"{key}.allowed_origins: {e}") from None
+
+
+def _check_client_authentication(key: str, c: ClientConfig) -> None:
+    method = c.auth_method
+    if c.client_type == "public" and method != "none":
+        raise ConfigError(
+            f"{key}.token_endpoint_auth_method: a public client cannot keep a secret; its "
+            "method is none"
+        )
+    if c.client_type == "confidential" and method == "none":
+        raise ConfigError(
+            f"{key}.token_endpoint_auth_method: a confidential client authenticates with "
+            f"one of {', '.join(m for m in AUTH_METHODS if m != 'none')}"
+        )
+    if method in SECRET_METHODS and not c.secrets:
+        raise ConfigError(f"{key}.secrets: {method} needs at least one secret")
+    if method not in SECRET_METHODS and c.secrets:
+        raise ConfigError(
+            f"{key}.secrets: only a client_secret_basic or client_secret_post client has secrets"
+        )
+    if method != "private_key_jwt":
+        if c.jwks_uri is not None or c.jwks is not None:
+            raise ConfigError(f"{key}: jwks_uri and jwks are the keys of private_key_jwt")
+        return
+    if (c.jwks_uri is None) == (c.jwks is None):
+        raise ConfigError(f"{key}: private_key_jwt needs jwks_uri or jwks (one of them)")
+    if c.jwks_uri is not None:
+        problem = _server_url_problem(c.jwks_uri)
+        if problem is not None:
+            raise ConfigError(f"{key}.jwks_uri: {problem}")
+    if c.jwks is not None:
+        problem = _public_jwks_problem(c.jwks)
+        if problem is not None:
+            raise ConfigError(f"{key}.jwks: {problem}")
+
+
+def _server_url_problem(url: str) -> str | None:
+    """Why ``url`` cannot be a server's address authgate calls (https, or http on loopback),
+    or None."""
+    parts = urlsplit(url)
+    if parts.fragment or "#" in url:
+        return f"{url!r} must not have a fragment"
+    if parts.scheme == "https" and parts.hostname and "@" not in parts.netloc:
+        return None
+    if parts.scheme == "http" and redirect_uri_problem(url, native=False) is None:
+        return None
+    return f"{url!r} must be an https URL (http only on loopback)"
+
+
+def _public_jwks_problem(jwks: dict[str, Any]) -> str | None:
+    """Why ``jwks`` is not a set of public signature keys, or None."""
+    keys = jwks.get("keys")
+    if not isinstance(keys, list) or not keys:
+        return "must be a JWK Set ({keys: [...]}) with at least one key"
+    for jwk in keys:
+        if not isinstance(jwk, dict) or jwk.get("kty") not in ("RSA", "EC", "OKP"):
+            return "every key must be an RSA, EC or OKP public key"
+        if any(member in jwk for member in ("d", "p", "q")):
+            return "must hold public keys only (a private member is there)"
+        if jwk.get("use", "sig") != "sig":
+            return "every key must be a signature key (use: sig)"
+    try:
+        KeySet.import_key_set(jwks)  # type: ignore[arg-type]
+    except (JoseError, ValueError, TypeError, KeyError) as e:
+        return f"a key cannot be read ({e})"
+    return None
 
 
 def _check_provider_tokens(tokens: ProviderTokensConfig) -> None:

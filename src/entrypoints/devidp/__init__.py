@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from urllib.parse import urlsplit
 
-from authgate.entrypoints.config import Config
+from authgate.entrypoints.config import Config, local_url
 from authgate.entrypoints.devidp.clients import (
     ClientSetupError,
     DevClient,
@@ -35,8 +35,6 @@ __all__ = [
     "from_config",
 ]
 
-_WILDCARDS = ("", "0.0.0.0", "::", "[::]")  # noqa: S104 - compared, not bound
-
 
 def dev_issuer(config: Config) -> str:
     """The provider's issuer: ``dev.issuer``, else ``http://{rest.host}:{rest.port}/dev/idp``."""
@@ -46,12 +44,7 @@ def dev_issuer(config: Config) -> str:
         if parts.scheme not in ("http", "https") or not parts.netloc or parts.path != BASE_PATH:
             raise ClientSetupError(f"dev.issuer: must be an http(s) URL ending with {BASE_PATH}")
         return issuer
-    host = config.rest.host
-    if host in _WILDCARDS:
-        host = "127.0.0.1"
-    elif ":" in host and not host.startswith("["):
-        host = f"[{host}]"
-    return f"http://{host}:{config.rest.port}{BASE_PATH}"
+    return local_url(config) + BASE_PATH
 
 
 def create_missing_apple_keys(config: Config) -> list[str]:
