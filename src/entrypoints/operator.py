@@ -30,7 +30,7 @@ from authgate.adapters.identity.discovery import WELL_KNOWN
 from authgate.adapters.identity.fetch import provider_session
 from authgate.adapters.identity.jwks import KeySetUnavailable
 from authgate.adapters.identity.provider import OAuthIdentityProvider
-from authgate.adapters.sessions.jwt import (
+from authgate.adapters.sessions.keys import (
     SessionKeyError,
     list_key_file,
     prune_key_file,
