@@ -32,6 +32,7 @@ from authgate.adapters.identity.jwks import KeySetUnavailable
 from authgate.adapters.identity.provider import OAuthIdentityProvider
 from authgate.adapters.sessions.keys import (
     SessionKeyError,
+    StoredKey,
     list_key_file,
     prune_key_file,
     rotate_key_file,
@@ -211,17 +212,23 @@ async def revoke_sessions(config: Config, ref: str) -> int:
 
 
 def rotate_keys(config: Config) -> int:
-    """``keys rotate``: a new signing key first in ``session.keys_file``; nothing is removed.
-    2 when the file cannot be read or written."""
+    """``keys rotate``: a new session key first in ``session.keys_file``, and a new RSA key
+    when clients are registered or the file holds one; nothing is removed. 2 when the file
+    cannot be read or written."""
     path = config.session.keys_file
     try:
-        added = rotate_key_file(path, dt.datetime.now(dt.UTC))
-        print(f"authgate: added session key {added.kid}; it signs once the service restarts")
+        added = rotate_key_file(path, dt.datetime.now(dt.UTC), rsa=bool(config.clients))
+        for key in added:
+            print(f"authgate: added {_key_kind(key)} {key.kid}; it signs once the service restarts")
         kids = [k.kid for k in list_key_file(path)]
     except SessionKeyError as e:
         return _fail("keys rotate", str(e), 2)
     print(f"authgate: {path} holds {len(kids)} key(s): {', '.join(kids)}")
     return 0
+
+
+def _key_kind(key: StoredKey) -> str:
+    return "RS256 key (ID and access tokens)" if key.algorithm == "RS256" else "session key"
 
 
 def prune_keys(config: Config) -> int:
@@ -236,7 +243,8 @@ def prune_keys(config: Config) -> int:
     except SessionKeyError as e:
         return _fail("keys prune", str(e), 2)
     for key in removed:
-        print(f"authgate: removed session key {key.kid}")
+        kind = "RS256 key" if key.algorithm == "RS256" else "session key"
+        print(f"authgate: removed {kind} {key.kid}")
     if not removed:
         print(
             "authgate: no session key stopped signing more than session.absolute_max_seconds "
@@ -390,7 +398,20 @@ def _check_keys(config: Config) -> bool:
             return True
         print(f"session keys: FAILED {e}")
         return False
-    print(f"session keys: ok ({len(keys)} key(s), signing with {keys[0].kid})")
+    session = next(k for k in keys if k.algorithm != "RS256")
+    rsa = next((k for k in keys if k.algorithm == "RS256"), None)
+    if rsa is None and config.clients and not config.session.generate_keys:
+        print(
+            f"session keys: FAILED {path} holds no RSA key for the OpenID Provider's tokens "
+            "(`authgate keys rotate` adds one)"
+        )
+        return False
+    signing = f"signing with {session.kid}"
+    if rsa is not None:
+        signing += f", RS256 with {rsa.kid}"
+    elif config.clients:
+        signing += ", an RS256 key is added at start"
+    print(f"session keys: ok ({len(keys)} key(s), {signing})")
     return True
 
 

@@ -368,6 +368,80 @@ def _b64(part: str) -> bytes:
     return base64.urlsafe_b64decode(part + "=" * (-len(part) % 4))
 
 
+CLIENTS = {
+    "clients": {
+        "web": {
+            "name": "Web",
+            "type": "confidential",
+            "secrets": ["a-client-secret-of-forty-characters-long"],
+            "redirect_uris": ["https://app.example.com/cb"],
+        }
+    }
+}
+
+
+def test_with_clients_rotate_adds_an_rsa_key_and_prune_retires_each_kind_apart(
+    tmp_path: Path,
+) -> None:
+    path = key_file(tmp_path)
+    config = write_config(tmp_path, {**CLIENTS, "session": {"absolute_max_seconds": 86400}})
+    tokens(path)  # a key file of the time before clients: a session key alone
+    [first] = stored_keys(path)
+
+    result = authgate("keys", "rotate", "--config", config)
+    assert result.returncode == 0, result.stderr
+    session, rsa, kept = stored_keys(path)
+    assert kept == first and session["kty"] == "EC" and rsa["kty"] == "RSA"
+    lines = result.stdout.splitlines()
+    assert lines[:2] == [
+        f"authgate: added session key {session['kid']}; it signs once the service restarts",
+        f"authgate: added RS256 key (ID and access tokens) {rsa['kid']}; it signs once the "
+        "service restarts",
+    ]
+    assert len({session["kid"], rsa["kid"], first["kid"]}) == 3
+
+    # The next rotation adds one of each kind; the RSA key before it stopped signing when the
+    # new RSA key was added, whatever the session keys did.
+    assert authgate("keys", "rotate", "--config", config).returncode == 0
+    keys = stored_keys(path)
+    assert [k["kty"] for k in keys] == ["EC", "RSA", "EC", "RSA", "EC"]
+    keys[1]["created"] -= 2 * 86400
+    path.write_text(json.dumps({"keys": keys}))
+    path.chmod(0o600)
+    result = authgate("keys", "prune", "--config", config)
+    assert result.returncode == 0, result.stderr
+    assert f"authgate: removed RS256 key {rsa['kid']}" in result.stdout.splitlines()
+    assert [k["kid"] for k in stored_keys(path)] == [
+        k["kid"] for k in keys if k["kid"] != rsa["kid"]
+    ]
+
+
+def test_a_file_with_an_rsa_key_keeps_rotating_it_without_clients(tmp_path: Path) -> None:
+    path = key_file(tmp_path)
+    load_or_create_keys(path, create=True, rsa=True)
+    assert authgate("keys", "rotate", "--config", write_config(tmp_path, {})).returncode == 0
+    assert [k["kty"] for k in stored_keys(path)] == ["EC", "RSA", "EC", "RSA"]
+
+
+def test_config_check_names_the_missing_rsa_key_of_the_provider(tmp_path: Path) -> None:
+    path = key_file(tmp_path)
+    tokens(path)
+    [session] = stored_keys(path)
+    config = write_config(tmp_path, {**CLIENTS, "session": {"generate_keys": False}})
+    result = authgate("config", "check", "--config", config)
+    assert result.returncode == 1
+    assert f"session keys: FAILED {path} holds no RSA key for the OpenID Provider's tokens " in (
+        result.stdout
+    )
+    load_or_create_keys(path, create=True, rsa=True)
+    [_, rsa] = stored_keys(path)
+    result = authgate("config", "check", "--config", config)
+    assert (
+        f"session keys: ok (2 key(s), signing with {session['kid']}, RS256 with {rsa['kid']})"
+        in result.stdout.splitlines()
+    ), result.stdout
+
+
 # -- config check ---------------------------------------------------------------------------
 
 

@@ -21,7 +21,7 @@ from joserfc import jwt
 from joserfc.errors import JoseError
 from joserfc.jwk import ECKey, Key, KeySet, OKPKey
 
-from authgate.adapters.sessions.keys import ALGORITHMS, CREATED
+from authgate.adapters.sessions.keys import ALGORITHMS, is_session_key, public_jwks
 from authgate.domain.model import IssuedSession
 from authgate.domain.scopes import SESSION_SCOPES
 from authgate.domain.secrets import random_uuid_hex
@@ -80,11 +80,15 @@ class CompactSigner:
 
 
 class JwtSessionTokens:
-    """Issues and verifies the ``session`` JWT (ARCHITECTURE: session token)."""
+    """Issues and verifies the ``session`` JWT (ARCHITECTURE: session token).
+
+    ``keys`` is the service's whole key set: its session keys (EC, OKP; the first signs)
+    sign and verify sessions, and every key is published (:meth:`public_jwks`), the OpenID
+    Provider's RSA keys included, as the one key set of the service."""
 
     def __init__(self, keys: KeySet, *, issuer: str, audience: str, ttl: dt.timedelta) -> None:
-        self._keys = keys
-        self._signing = keys.keys[0]
+        self._keys = KeySet([k for k in keys.keys if is_session_key(k)])
+        self._signing = self._keys.keys[0]
         self._algorithm = ALGORITHMS[self._signing.key_type]
         self._signer: CompactSigner | None
         try:
@@ -97,16 +101,7 @@ class JwtSessionTokens:
         self._verified: collections.OrderedDict[bytes, tuple[SessionClaims, float]] = (
             collections.OrderedDict()
         )
-        self._jwks = {
-            "keys": [
-                {
-                    **{m: v for m, v in k.as_dict(private=False).items() if m != CREATED},
-                    "alg": ALGORITHMS[k.key_type],
-                    "use": "sig",
-                }
-                for k in keys.keys
-            ]
-        }
+        self._jwks = public_jwks(keys)
 
     @property
     def ttl(self) -> dt.timedelta:

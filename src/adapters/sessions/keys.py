@@ -1,34 +1,46 @@
-"""The service's key file: a private JWKS (``{"keys": [...]}``) of the keys it signs with.
+"""The service's key file: a private JWKS (``{"keys": [...]}``) of every key it signs with.
 
-The first key signs session tokens; every key verifies, so a key is rotated by putting a new one
+Two kinds of key live in it, and the first key of each kind signs:
+
+* session keys (EC P-256 for ES256, or OKP Ed25519 for EdDSA): session tokens, and the ID
+  tokens of clients that register ``id_token_signed_response_alg: ES256`` (the first P-256
+  key);
+* RSA keys (RS256, at least 2048 bits): the OpenID Provider's ID tokens by default (OpenID
+  Connect Core section 15.1 makes RS256 the one every provider supports), its access tokens
+  (RFC 9068) and logout tokens. A file needs one only when clients are registered.
+
+Every key verifies, and every public key is published, so a key is rotated by putting a new one
 first (:func:`rotate_key_file`) and removing the old one once the tokens it signed have expired
 (:func:`prune_key_file`). Each key the service writes carries ``created`` (Unix seconds) besides
-the JWK members: the time it was added, which is also the time the key before it stopped
-signing. ``created`` stays in the private file; the published JWKS carries only the standard
-members.
+the JWK members: the time it was added, which is also the time the key of its kind before it
+stopped signing. ``created`` stays in the private file; the published JWKS carries only the
+standard members. Every key has a ``kid`` of its own.
 """
 
 from __future__ import annotations
 
 import contextlib
 import datetime as dt
+import fcntl
 import itertools
 import json
 import os
 import tempfile
 import time
 import uuid
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
 import attrs
 from joserfc.errors import JoseError
-from joserfc.jwk import ECKey, KeySet
+from joserfc.jwk import ECKey, Key, KeySet, RSAKey
 
-from authgate.adapters.files import create_private_file, warn_if_exposed
+from authgate.adapters.files import create_private_file, make_private_dirs, warn_if_exposed
 
 ALGORITHMS = {"EC": "ES256", "OKP": "EdDSA"}  # the session keys' types and algorithms
+RSA_ALGORITHM = "RS256"
+RSA_BITS = 2048
 CREATED = "created"  # the private file's member: when the key was added (Unix seconds)
 
 
@@ -36,43 +48,133 @@ class SessionKeyError(Exception):
     """The key file is missing, unreadable or holds no usable signing key."""
 
 
-def new_signing_key(created: int | None = None) -> ECKey:
-    """A fresh ES256 signing key with a random kid, stamped with its creation time
-    (``created``, Unix seconds; now by default)."""
+def _parameters(created: int | None) -> Any:
     stamp = int(time.time()) if created is None else created
     # joserfc keeps members it does not know (its KeyParameters type lists only JWK's own).
-    parameters: Any = {"kid": uuid.uuid4().hex, "use": "sig", CREATED: stamp}
-    return ECKey.generate_key("P-256", parameters=parameters)
+    return {"kid": uuid.uuid4().hex, "use": "sig", CREATED: stamp}
 
 
-def ephemeral_keys() -> KeySet:
-    """Keys that live as long as the process (for documents and tests, never for sessions)."""
-    return KeySet([new_signing_key()])
+def new_signing_key(created: int | None = None) -> ECKey:
+    """A fresh ES256 session key with a random kid, stamped with its creation time
+    (``created``, Unix seconds; now by default)."""
+    return ECKey.generate_key("P-256", parameters=_parameters(created))
 
 
-def load_or_create_keys(path: str | Path, create: bool) -> KeySet:
-    """Load the private JWKS; with ``create``, write a fresh ES256 key when the file is absent
-    (mode 0600, its missing folders 0700)."""
+def new_rsa_key(created: int | None = None) -> RSAKey:
+    """A fresh RS256 key (2048 bits) with a random kid, stamped like a session key."""
+    parameters = _parameters(created)
+    parameters["alg"] = RSA_ALGORITHM
+    return RSAKey.generate_key(RSA_BITS, parameters=parameters)
+
+
+def ephemeral_keys(*, rsa: bool = False) -> KeySet:
+    """Keys that live as long as the process (for documents and tests, never for sessions);
+    with ``rsa``, an RSA key beside the session key."""
+    keys: list[Key] = [new_signing_key()]
+    if rsa:
+        keys.append(new_rsa_key())
+    return KeySet(keys)
+
+
+def is_session_key(key: Key) -> bool:
+    """Whether ``key`` is of the kind that signs session tokens (EC or OKP)."""
+    return key.key_type in ALGORITHMS
+
+
+def algorithm_of(key: Key) -> str:
+    """The one algorithm the service signs with ``key``."""
+    return RSA_ALGORITHM if key.key_type == "RSA" else ALGORITHMS[key.key_type]
+
+
+def public_jwks(keys: KeySet) -> dict[str, Any]:
+    """The published form of the key set: every key's public members, with the algorithm it
+    signs with and ``use: sig`` (the private file's own members left out)."""
+    return {
+        "keys": [
+            {
+                **{m: v for m, v in k.as_dict(private=False).items() if m != CREATED},
+                "alg": algorithm_of(k),
+                "use": "sig",
+            }
+            for k in keys.keys
+        ]
+    }
+
+
+def load_or_create_keys(path: str | Path, create: bool, *, rsa: bool = False) -> KeySet:
+    """Load the private JWKS. ``rsa``: an RSA key is needed (clients are registered).
+
+    With ``create``, what is missing is written: a fresh file (a session key, and an RSA key
+    when needed; mode 0600, its missing folders 0700), or an RSA key added to a file without
+    one. Processes starting together (workers) take turns, so they all load the same keys.
+    Without ``create``, a missing file or RSA key is a :class:`SessionKeyError` that says so."""
     path = Path(path)
-    if not path.exists():
-        if not create:
+    if not create:
+        if not path.exists():
             raise SessionKeyError(
                 f"session key file {path} does not exist (set session.generate_keys: true "
                 "to create one on first start)"
             )
-        key = new_signing_key()
-        # 0600 in 0700 folders the service creates; None: another process just created it.
-        try:
-            fd = create_private_file(path)
-        except OSError as e:
-            raise SessionKeyError(f"session key file {path}: {e.strerror or e}") from None
-        if fd is not None:
-            with os.fdopen(fd, "w") as f:
-                json.dump({"keys": [key.as_dict(private=True)]}, f)
-    else:
         warn_if_exposed(path, "the session key file")
+        raw, keys = _read_key_file(path)
+        if rsa and not _has_rsa(raw):
+            raise SessionKeyError(
+                f"session key file {path} holds no RSA key, which signs the OpenID Provider's "
+                "ID and access tokens (clients are registered): `authgate keys rotate` adds "
+                "one, or session.generate_keys: true creates it at start"
+            )
+        return keys
+    if path.exists():
+        warn_if_exposed(path, "the session key file")
+        raw, keys = _read_key_file(path)
+        if not rsa or _has_rsa(raw):
+            return keys
+    with _exclusive(path):
+        if not path.exists():
+            _create_key_file(path, rsa)
+        else:
+            raw, _ = _read_key_file(path)
+            if rsa and not _has_rsa(raw):  # another process may have added it meanwhile
+                _write_key_file(path, [*raw, new_rsa_key().as_dict(private=True)])
     _, keys = _read_key_file(path)
     return keys
+
+
+def _create_key_file(path: Path, rsa: bool) -> None:
+    # Made before the file, so that it is written at once once created.
+    keys = [new_signing_key().as_dict(private=True)]
+    if rsa:
+        keys.append(new_rsa_key().as_dict(private=True))
+    # 0600 in 0700 folders the service creates; None: a process that does not take turns
+    # (an older version) just created it.
+    try:
+        fd = create_private_file(path)
+    except OSError as e:
+        raise SessionKeyError(f"session key file {path}: {e.strerror or e}") from None
+    if fd is not None:
+        with os.fdopen(fd, "w") as f:
+            json.dump({"keys": keys}, f)
+
+
+@contextlib.contextmanager
+def _exclusive(path: Path) -> Iterator[None]:
+    """Hold an exclusive lock on the key file's folder: the processes that would create or
+    change the file do it one after the other. The folder is locked, not a lock file, so
+    that no file is left beside the keys."""
+    try:
+        make_private_dirs(path.parent)
+        fd = os.open(path.parent, os.O_RDONLY)
+    except OSError as e:
+        raise SessionKeyError(f"session key file {path}: {e.strerror or e}") from None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # closing releases the lock
+
+
+def _has_rsa(raw: list[dict[str, Any]]) -> bool:
+    return any(k.get("kty") == "RSA" for k in raw)
 
 
 def _read_key_file(path: Path) -> tuple[list[dict[str, Any]], KeySet]:
@@ -85,38 +187,59 @@ def _read_key_file(path: Path) -> tuple[list[dict[str, Any]], KeySet]:
     if not keys.keys:
         raise SessionKeyError(f"session key file {path}: no keys")
     for stored in keys.keys:
-        if stored.key_type not in ALGORITHMS or not stored.is_private or not stored.kid:
+        usable = is_session_key(stored) or (
+            isinstance(stored, RSAKey) and stored.public_key.key_size >= RSA_BITS
+        )
+        if not usable or not stored.is_private or not isinstance(stored.kid, str):
             raise SessionKeyError(
-                f"session key file {path}: every key must be a private EC (P-256) or OKP "
-                "(Ed25519) key with a kid"
+                f"session key file {path}: every key must be a private EC (P-256), OKP "
+                f"(Ed25519) or RSA (at least {RSA_BITS} bits) key with a kid"
             )
+    if not any(is_session_key(k) for k in keys.keys):
+        raise SessionKeyError(f"session key file {path}: no EC or OKP key to sign sessions")
+    kids = [k.kid for k in keys.keys]
+    if "" in kids or len(set(kids)) != len(kids):
+        raise SessionKeyError(f"session key file {path}: every key needs a kid of its own")
     return list(data["keys"]), keys
 
 
 @attrs.frozen
 class StoredKey:
-    """One key of the file as an operator sees it: its kid and when it was added (None for a
-    key written before keys were stamped)."""
+    """One key of the file as an operator sees it: its kid, the algorithm it signs with and
+    when it was added (None for a key written before keys were stamped)."""
 
     kid: str
     created: int | None
+    algorithm: str = "ES256"
 
 
 def _stored(raw: Mapping[str, Any]) -> StoredKey:
     created = raw.get(CREATED)
     ok = isinstance(created, int) and not isinstance(created, bool)
-    return StoredKey(str(raw["kid"]), created if ok else None)
+    kty = str(raw.get("kty"))
+    algorithm = RSA_ALGORITHM if kty == "RSA" else ALGORITHMS.get(kty, "")
+    return StoredKey(str(raw["kid"]), created if ok else None, algorithm)
 
 
-def rotate_key_file(path: str | Path, now: dt.datetime) -> StoredKey:
-    """Put a new signing key first in the existing key file, keeping every other key (they
-    still verify the tokens they signed); the new key. Running instances sign with it once
-    they restart. The file is replaced atomically with mode 0600."""
+def _kind(raw: Mapping[str, Any]) -> str:
+    """Which keys succeed one another: the session keys, and the RSA keys."""
+    return "rsa" if raw.get("kty") == "RSA" else "session"
+
+
+def rotate_key_file(path: str | Path, now: dt.datetime, *, rsa: bool = False) -> list[StoredKey]:
+    """Put a new session key first in the existing key file, and a new RSA key when ``rsa``
+    or when the file holds one already, keeping every other key (they still verify the tokens
+    they signed); the keys added. Running instances sign with them once they restart. The
+    file is replaced atomically with mode 0600."""
     path = Path(path)
-    raw, _ = _read_key_file(path)
-    key = new_signing_key(int(now.timestamp()))
-    _write_key_file(path, [key.as_dict(private=True), *raw])
-    return _stored(key.as_dict(private=False))
+    stamp = int(now.timestamp())
+    with _exclusive(path):
+        raw, _ = _read_key_file(path)
+        added: list[Key] = [new_signing_key(stamp)]
+        if rsa or _has_rsa(raw):
+            added.append(new_rsa_key(stamp))
+        _write_key_file(path, [*(k.as_dict(private=True) for k in added), *raw])
+    return [_stored(k.as_dict(private=False)) for k in added]
 
 
 def prune_key_file(
@@ -124,29 +247,30 @@ def prune_key_file(
 ) -> list[StoredKey]:
     """Remove the keys that stopped signing more than ``retired_for`` ago; the keys removed.
 
-    A key stopped signing when the key before it in the file was added (that key's
-    ``created``), so that is the time that counts, not the key's own age: a key added long ago
-    that signed until yesterday still verifies tokens issued yesterday. The signing key (the
-    first) is never removed, nor a key whose successor has no ``created`` (its age is unknown).
-    The file is replaced atomically with mode 0600, and only when something is removed."""
+    A key stopped signing when the key of its kind before it in the file was added (that
+    key's ``created``), so that is the time that counts, not the key's own age: a key added
+    long ago that signed until yesterday still verifies tokens issued yesterday. The signing
+    key of each kind (its first) is never removed, nor a key whose successor has no
+    ``created`` (its age is unknown). The file is replaced atomically with mode 0600, and only
+    when something is removed."""
     path = Path(path)
-    raw, _ = _read_key_file(path)
     limit = now.timestamp() - retired_for.total_seconds()
-    keep: list[dict[str, Any]] = raw[:1]
-    removed: list[StoredKey] = []
-    for successor, key in itertools.pairwise(raw):
-        retired_at = _stored(successor).created
-        if retired_at is not None and retired_at <= limit:
-            removed.append(_stored(key))
-        else:
-            keep.append(key)
-    if removed:
-        _write_key_file(path, keep)
-    return removed
+    with _exclusive(path):
+        raw, _ = _read_key_file(path)
+        retired: list[int] = []  # positions in the file
+        for kind in ("session", "rsa"):
+            positions = [i for i, k in enumerate(raw) if _kind(k) == kind]
+            for successor, key in itertools.pairwise(positions):
+                retired_at = _stored(raw[successor]).created
+                if retired_at is not None and retired_at <= limit:
+                    retired.append(key)
+        if retired:
+            _write_key_file(path, [k for i, k in enumerate(raw) if i not in retired])
+    return [_stored(raw[i]) for i in sorted(retired)]
 
 
 def list_key_file(path: str | Path) -> list[StoredKey]:
-    """The file's keys, the signing key first."""
+    """The file's keys in its order (the first of each kind signs)."""
     raw, _ = _read_key_file(Path(path))
     return [_stored(k) for k in raw]
 

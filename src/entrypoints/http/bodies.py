@@ -116,6 +116,8 @@ class AppError:
 
 @attrs.frozen
 class PublicKey:
+    """A public JWK: ``crv``, ``x``, ``y`` for an EC or OKP key, ``n``, ``e`` for an RSA key."""
+
     kty: str
     kid: str
     use: str | None = None
@@ -123,6 +125,8 @@ class PublicKey:
     crv: str | None = None
     x: str | None = None
     y: str | None = None
+    n: str | None = None
+    e: str | None = None
 
 
 @attrs.frozen

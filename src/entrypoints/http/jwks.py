@@ -1,5 +1,5 @@
-"""``GET /.well-known/jwks.json``: the public keys of session tokens, so that other services
-can verify sessions (docs/integration.md)."""
+"""``GET /.well-known/jwks.json``: the service's public keys, so that other services can verify
+sessions (docs/integration.md) and applications the OpenID Provider's ID tokens."""
 
 from __future__ import annotations
 
@@ -28,7 +28,8 @@ class JwksOperations:
             tags=(docs.ACCOUNT,),
             summary="Session token keys (JWKS)",
             description="The public keys that verify the service's session tokens, for "
-            "other services (a JSON Web Key Set; cacheable for a minute).",
+            "other services, and, when applications are registered, the ID and access tokens "
+            "of its OpenID Provider (a JSON Web Key Set; cacheable for a minute).",
         )(self.jwks)
 
     async def jwks(self, call: Call[None]) -> Reply[Jwks]:
@@ -42,6 +43,8 @@ class JwksOperations:
                     crv=k.get("crv"),
                     x=k.get("x"),
                     y=k.get("y"),
+                    n=k.get("n"),
+                    e=k.get("e"),
                 )
                 for k in self.sessions.public_jwks()["keys"]
             ]
