@@ -34,6 +34,9 @@ AUTH_METHODS: tuple[AuthMethod, ...] = (
 )
 SECRET_METHODS: tuple[AuthMethod, ...] = ("client_secret_basic", "client_secret_post")
 ID_TOKEN_ALGORITHMS: tuple[IdTokenAlgorithm, ...] = ("RS256", "ES256")
+# What a private_key_jwt client may sign its assertions with: asymmetric algorithms only
+# (never none, never an HMAC, which would make a public key a shared secret).
+ASSERTION_ALGORITHMS = ("RS256", "PS256", "ES256", "EdDSA")
 # The scopes the provider knows: the ID token's own, the claims of the profile and email
 # scopes, and refresh tokens (offline_access).
 SUPPORTED_SCOPES = ("openid", "profile", "email", "offline_access")

@@ -1,0 +1,139 @@
+"""The keys of ``private_key_jwt`` clients, and the signatures of their assertions (RFC 7523).
+
+A client registers its public keys inline (``jwks``) or at a ``jwks_uri``. A published set is
+cached as a provider's is (:class:`~authgate.adapters.identity.jwks.KeySetCache`, one per
+client): kept for ``max_age_seconds``, fetched again for an unknown ``kid`` or a signature
+that fails, at most once per ``min_refetch_seconds``, without waiting for that floor. Anyone
+can post an assertion naming a client, so forged ones cost the client's server one request
+per floor at most, and a genuine assertion signed with a key published before it was used is
+always found by that fetch. The signature is checked by joserfc, as ID tokens are.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+import aiohttp
+from joserfc.errors import JoseError
+from joserfc.jwk import KeySet
+
+from authgate.adapters.identity.fetch import FetchError, request_json
+from authgate.adapters.identity.id_token import header_of, json_object, loggable, verified_payload
+from authgate.adapters.identity.jwks import KeySetCache, KeySetUnavailable
+from authgate.domain.clients import ASSERTION_ALGORITHMS, Client
+from authgate.ports.client_assertions import AssertionRejected, ClientKeysUnavailable
+from authgate.ports.clock import Clock
+from authgate.ports.identity import ExchangeFailed, VerificationFailed
+
+WHAT = "client assertion"
+MAX_KEY_SET_BYTES = 256 * 1024
+
+
+class RegisteredClientKeys:
+    """:class:`~authgate.ports.client_assertions.ClientAssertionSignatures` on the keys the
+    clients registered."""
+
+    def __init__(
+        self,
+        session: aiohttp.ClientSession,
+        clock: Clock,
+        *,
+        max_age_seconds: float = 3600.0,
+        min_refetch_seconds: float = 5.0,
+        timeout_seconds: float = 10.0,
+    ) -> None:
+        self._session = session
+        self._clock = clock
+        self._max_age = max_age_seconds
+        self._min_refetch = min_refetch_seconds
+        self._timeout = timeout_seconds
+        self._caches: dict[str, KeySetCache] = {}
+
+    async def verified_claims(self, client: Client, assertion: str) -> Mapping[str, Any]:
+        try:
+            header = header_of(assertion, WHAT)
+            alg = header.get("alg")
+            if not isinstance(alg, str) or alg not in ASSERTION_ALGORITHMS:
+                raise VerificationFailed(f"{WHAT} algorithm {loggable(alg)} is not allowed")
+            if "crit" in header or "b64" in header:
+                raise VerificationFailed(f"{WHAT} header has unsupported critical parameters")
+            kid = header.get("kid")
+            if kid is not None and not isinstance(kid, str):
+                raise VerificationFailed(f"{WHAT} kid is not a string")
+            keys = self._keys_of(client)
+            payload = await verified_payload(keys, assertion, alg, kid, WHAT, wait=False)
+            return json_object(payload, WHAT)
+        except VerificationFailed as e:
+            raise AssertionRejected(f"client {loggable(client.client_id)}: {e}") from None
+        except (ExchangeFailed, KeySetUnavailable) as e:
+            raise ClientKeysUnavailable(f"client {loggable(client.client_id)}: {e}") from None
+
+    def _keys_of(self, client: Client) -> KeySetCache:
+        cache = self._caches.get(client.client_id)
+        if cache is None:
+            name = f"client {client.client_id}"
+            if client.jwks is not None:
+                registered = _public_key_set(json.loads(client.jwks), name)
+
+                async def inline() -> KeySet:
+                    return registered
+
+                # Registered with the configuration: never stale, nothing to fetch.
+                cache = KeySetCache(
+                    inline,
+                    self._clock,
+                    max_age_seconds=float("inf"),
+                    min_refetch_seconds=0.0,
+                    name=name,
+                )
+            elif client.jwks_uri is not None:
+                cache = KeySetCache(
+                    lambda: self._fetch(client.jwks_uri or "", name),
+                    self._clock,
+                    max_age_seconds=self._max_age,
+                    min_refetch_seconds=self._min_refetch,
+                    name=name,
+                )
+            else:
+                raise VerificationFailed(f"{WHAT}: the client registered no keys")
+            self._caches[client.client_id] = cache
+        return cache
+
+    async def _fetch(self, url: str, name: str) -> KeySet:
+        what = f"{name}: key set"
+        try:
+            answer = await request_json(
+                self._session,
+                "GET",
+                url,
+                what=what,
+                timeout_seconds=self._timeout,
+                max_bytes=MAX_KEY_SET_BYTES,
+            )
+        except FetchError as e:
+            raise KeySetUnavailable(str(e)) from None
+        if answer.status != 200:
+            raise KeySetUnavailable(f"{what} answered HTTP {answer.status}")
+        return _public_key_set(answer.body, name)
+
+
+def _public_key_set(document: Any, name: str) -> KeySet:
+    """The public signature keys of a JWK Set (private, symmetric and encryption keys left
+    out: a published set never holds them)."""
+    what = f"{name}: key set"
+    if not isinstance(document, dict) or not isinstance(document.get("keys"), list):
+        raise KeySetUnavailable(f"{what} is not a JSON Web Key Set")
+    public = [
+        k
+        for k in document["keys"]
+        if isinstance(k, dict)
+        and k.get("kty") in ("RSA", "EC", "OKP")
+        and not any(p in k for p in ("d", "p", "q"))
+        and k.get("use", "sig") == "sig"
+    ]
+    try:
+        return KeySet.import_key_set({"keys": public})
+    except (JoseError, ValueError, TypeError, KeyError):
+        raise KeySetUnavailable(f"{what} holds no usable key") from None
