@@ -132,3 +132,39 @@ class PublicKey:
 @attrs.frozen
 class Jwks:
     keys: list[PublicKey]
+
+
+@attrs.frozen
+class ProviderMetadata:
+    """The OpenID Provider's discovery document (OpenID Connect Discovery 1.0 section 3,
+    RFC 8414, and the logout and RFC 9207 members)."""
+
+    issuer: str
+    authorization_endpoint: str
+    token_endpoint: str
+    userinfo_endpoint: str
+    jwks_uri: str
+    revocation_endpoint: str
+    introspection_endpoint: str
+    end_session_endpoint: str
+    scopes_supported: list[str]
+    response_types_supported: list[str]
+    response_modes_supported: list[str]
+    grant_types_supported: list[str]
+    subject_types_supported: list[str]
+    id_token_signing_alg_values_supported: list[str]
+    token_endpoint_auth_methods_supported: list[str]
+    token_endpoint_auth_signing_alg_values_supported: list[str]
+    revocation_endpoint_auth_methods_supported: list[str]
+    revocation_endpoint_auth_signing_alg_values_supported: list[str]
+    introspection_endpoint_auth_methods_supported: list[str]
+    introspection_endpoint_auth_signing_alg_values_supported: list[str]
+    code_challenge_methods_supported: list[str]
+    claims_supported: list[str]
+    prompt_values_supported: list[str]
+    authorization_response_iss_parameter_supported: bool
+    backchannel_logout_supported: bool
+    backchannel_logout_session_supported: bool
+    request_parameter_supported: bool
+    request_uri_parameter_supported: bool
+    claims_parameter_supported: bool

@@ -20,6 +20,7 @@ from authgate.entrypoints.rest.security import unauthorized
 SIGN_IN = "sign-in"
 ACCOUNT = "account"
 PROVIDER_EVENTS = "provider-events"
+OPENID_PROVIDER = "openid-provider"
 
 TAGS = {
     SIGN_IN: "Signing in with an identity provider (also registering, linking another "
@@ -28,6 +29,8 @@ TAGS = {
     "export; and the public keys that verify session tokens.",
     PROVIDER_EVENTS: "Security events that identity providers push to the service "
     "(back-channel logout, Apple notifications, RISC).",
+    OPENID_PROVIDER: "The service as the OpenID Provider of the applications registered "
+    "under clients: its discovery document.",
 }
 
 Examples = dict[int, dict[str, dict[str, Any]]]
