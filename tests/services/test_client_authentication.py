@@ -327,6 +327,29 @@ async def test_an_assertion_checked_with_the_keys_at_the_client_s_jwks_uri(setup
     assert setup.server.fetches == 2
 
 
+async def test_forged_assertions_cost_the_client_s_server_one_fetch_per_floor(
+    setup: Setup,
+) -> None:
+    genuine = assertion(setup.clock, PUBLISHED_KEY, "jwt-published", "RS256")
+    await setup.auth.authenticate(None, jwt_form(genuine))
+    forger = RSAKey.generate_key(2048, parameters={"kid": "forged"})
+    for _ in range(5):  # within the floor: no fetch, and no verdict either ("retry later")
+        token = assertion(setup.clock, forger, "jwt-published", "RS256")
+        with pytest.raises(OAuthUnavailable):
+            await setup.auth.authenticate(None, jwt_form(token))
+    assert setup.server.fetches == 1
+    setup.clock.advance(6)
+    token = assertion(setup.clock, forger, "jwt-published", "RS256")
+    with pytest.raises(InvalidClient) as e:  # a fetch proves the kid absent: a verdict
+        await setup.auth.authenticate(None, jwt_form(token))
+    assert "for kid 'forged'" in e.value.detail
+    for _ in range(5):  # and it is remembered: no fetch for it again
+        token = assertion(setup.clock, forger, "jwt-published", "RS256")
+        with pytest.raises((InvalidClient, OAuthUnavailable)):
+            await setup.auth.authenticate(None, jwt_form(token))
+    assert setup.server.fetches == 2
+
+
 async def test_the_client_s_keys_out_of_reach_is_a_503_not_a_verdict(setup: Setup) -> None:
     setup.server.down = True
     token = assertion(setup.clock, PUBLISHED_KEY, "jwt-published", "RS256")
@@ -377,7 +400,7 @@ def _unsigned(clock: FixedClock) -> str:
         ),
         (
             lambda c: assertion(c, ECKey.generate_key("P-256", parameters={"kid": "other"})),
-            "no key",
+            "no registered key for kid 'other'",
         ),
         (_hmac_with_the_public_key, "algorithm 'HS256' is not allowed"),
         (_unsigned, "algorithm 'none' is not allowed"),

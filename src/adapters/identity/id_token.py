@@ -154,11 +154,11 @@ async def verified_payload(
         lookup = await keys.current(wait=wait)
     except KeySetUnavailable as e:
         raise ExchangeFailed(str(e)) from None
-    key = _pick_key(lookup.keys, alg, kid)
+    key = pick_key(lookup.keys, alg, kid)
     if key is None:  # unknown kid: the provider may have rotated its keys
         if not lookup.fresh:
             lookup = await _refresh(keys, kid, wait)
-            key = _pick_key(lookup.keys, alg, kid)
+            key = pick_key(lookup.keys, alg, kid)
         if key is None:
             # A fetch made for this very token proved it absent, or the kid names a key that
             # is not for this use or algorithm.
@@ -169,18 +169,18 @@ async def verified_payload(
             raise ExchangeFailed(
                 f"{what}: the provider's key set could not be refreshed for kid {loggable(kid)}"
             )
-        return _verify_signature(token, key, alg, what)
+        return verify_signature(token, key, alg, what)
     try:
-        return _verify_signature(token, key, alg, what)
+        return verify_signature(token, key, alg, what)
     except VerificationFailed:
         if lookup.fresh:
             raise
         # A key replaced under the same kid: look once more.
         fresh = await _refresh(keys, None, wait)
-        fresh_key = _pick_key(fresh.keys, alg, kid) if fresh.fresh else None
+        fresh_key = pick_key(fresh.keys, alg, kid) if fresh.fresh else None
         if fresh_key is None or fresh_key.as_dict() == key.as_dict():
             raise
-        return _verify_signature(token, fresh_key, alg, what)
+        return verify_signature(token, fresh_key, alg, what)
 
 
 async def _refresh(keys: KeySetCache, kid: str | None, wait: bool) -> Lookup:
@@ -218,7 +218,9 @@ def json_object(raw: bytes, what: str = "ID token") -> dict[str, Any]:
     return value
 
 
-def _pick_key(keys: KeySet, alg: str, kid: str | None) -> Key | None:
+def pick_key(keys: KeySet, alg: str, kid: str | None) -> Key | None:
+    """The signature key of ``keys`` for ``alg`` named ``kid`` (the only one, when the token
+    names none), or None."""
     key_types = KeySet.algorithm_keys.get(alg, [])
     usable = [
         key
@@ -235,7 +237,7 @@ def _pick_key(keys: KeySet, alg: str, kid: str | None) -> Key | None:
     return None
 
 
-def _verify_signature(token: str, key: Key, alg: str, what: str = "ID token") -> bytes:
+def verify_signature(token: str, key: Key, alg: str, what: str = "ID token") -> bytes:
     """The payload of ``token`` once its signature verifies with ``key`` and ``alg``
     (joserfc's verification of the compact JWS)."""
     try:

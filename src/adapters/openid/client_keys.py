@@ -1,12 +1,13 @@
 """The keys of ``private_key_jwt`` clients, and the signatures of their assertions (RFC 7523).
 
-A client registers its public keys inline (``jwks``) or at a ``jwks_uri``. A published set is
-cached as a provider's is (:class:`~authgate.adapters.identity.jwks.KeySetCache`, one per
-client): kept for ``max_age_seconds``, fetched again for an unknown ``kid`` or a signature
-that fails, at most once per ``min_refetch_seconds``, without waiting for that floor. Anyone
-can post an assertion naming a client, so forged ones cost the client's server one request
-per floor at most, and a genuine assertion signed with a key published before it was used is
-always found by that fetch. The signature is checked by joserfc, as ID tokens are.
+A client registers its public keys inline (``jwks``: checked against them, nothing to fetch)
+or at a ``jwks_uri``. A published set is cached as a provider's is
+(:class:`~authgate.adapters.identity.jwks.KeySetCache`, one per client): kept for
+``max_age_seconds``, fetched again for an unknown ``kid`` or a signature that fails, at most
+once per ``min_refetch_seconds``, without waiting for that floor. Anyone can post an
+assertion naming a client, so forged ones cost the client's server one request per floor at
+most, and a genuine assertion signed with a key published before it was used is always found
+by that fetch. The signature is checked by joserfc, as ID tokens are.
 """
 
 from __future__ import annotations
@@ -20,7 +21,14 @@ from joserfc.errors import JoseError
 from joserfc.jwk import KeySet
 
 from authgate.adapters.identity.fetch import FetchError, request_json
-from authgate.adapters.identity.id_token import header_of, json_object, loggable, verified_payload
+from authgate.adapters.identity.id_token import (
+    header_of,
+    json_object,
+    loggable,
+    pick_key,
+    verified_payload,
+    verify_signature,
+)
 from authgate.adapters.identity.jwks import KeySetCache, KeySetUnavailable
 from authgate.domain.clients import ASSERTION_ALGORITHMS, Client
 from authgate.ports.client_assertions import AssertionRejected, ClientKeysUnavailable
@@ -49,7 +57,8 @@ class RegisteredClientKeys:
         self._max_age = max_age_seconds
         self._min_refetch = min_refetch_seconds
         self._timeout = timeout_seconds
-        self._caches: dict[str, KeySetCache] = {}
+        self._inline: dict[str, KeySet] = {}
+        self._published: dict[str, KeySetCache] = {}
 
     async def verified_claims(self, client: Client, assertion: str) -> Mapping[str, Any]:
         try:
@@ -62,43 +71,42 @@ class RegisteredClientKeys:
             kid = header.get("kid")
             if kid is not None and not isinstance(kid, str):
                 raise VerificationFailed(f"{WHAT} kid is not a string")
-            keys = self._keys_of(client)
-            payload = await verified_payload(keys, assertion, alg, kid, WHAT, wait=False)
+            if client.jwks is not None:
+                key = pick_key(self._inline_keys(client), alg, kid)
+                if key is None:
+                    raise VerificationFailed(f"no registered key for kid {loggable(kid)}")
+                payload = verify_signature(assertion, key, alg, WHAT)
+            else:
+                keys = self._published_keys(client)
+                payload = await verified_payload(keys, assertion, alg, kid, WHAT, wait=False)
             return json_object(payload, WHAT)
         except VerificationFailed as e:
             raise AssertionRejected(f"client {loggable(client.client_id)}: {e}") from None
         except (ExchangeFailed, KeySetUnavailable) as e:
             raise ClientKeysUnavailable(f"client {loggable(client.client_id)}: {e}") from None
 
-    def _keys_of(self, client: Client) -> KeySetCache:
-        cache = self._caches.get(client.client_id)
+    def _inline_keys(self, client: Client) -> KeySet:
+        keys = self._inline.get(client.client_id)
+        if keys is None:
+            assert client.jwks is not None
+            keys = _public_key_set(json.loads(client.jwks), f"client {client.client_id}")
+            self._inline[client.client_id] = keys
+        return keys
+
+    def _published_keys(self, client: Client) -> KeySetCache:
+        cache = self._published.get(client.client_id)
         if cache is None:
-            name = f"client {client.client_id}"
-            if client.jwks is not None:
-                registered = _public_key_set(json.loads(client.jwks), name)
-
-                async def inline() -> KeySet:
-                    return registered
-
-                # Registered with the configuration: never stale, nothing to fetch.
-                cache = KeySetCache(
-                    inline,
-                    self._clock,
-                    max_age_seconds=float("inf"),
-                    min_refetch_seconds=0.0,
-                    name=name,
-                )
-            elif client.jwks_uri is not None:
-                cache = KeySetCache(
-                    lambda: self._fetch(client.jwks_uri or "", name),
-                    self._clock,
-                    max_age_seconds=self._max_age,
-                    min_refetch_seconds=self._min_refetch,
-                    name=name,
-                )
-            else:
+            if client.jwks_uri is None:
                 raise VerificationFailed(f"{WHAT}: the client registered no keys")
-            self._caches[client.client_id] = cache
+            url, name = client.jwks_uri, f"client {client.client_id}"
+            cache = KeySetCache(
+                lambda: self._fetch(url, name),
+                self._clock,
+                max_age_seconds=self._max_age,
+                min_refetch_seconds=self._min_refetch,
+                name=name,
+            )
+            self._published[client.client_id] = cache
         return cache
 
     async def _fetch(self, url: str, name: str) -> KeySet:
