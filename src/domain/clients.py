@@ -175,6 +175,10 @@ def redirect_uri_problem(uri: str, *, native: bool) -> str | None:
     if scheme == "https":
         if not parts.hostname or "@" in parts.netloc:
             return "must name a host (and no user name)"
+        try:
+            parts.port  # noqa: B018 - urlsplit checks the port only when asked
+        except ValueError:
+            return "has an invalid port"
     elif scheme == "http":
         if _loopback_without_port(uri) is None or "@" in parts.netloc:
             return "http is only for loopback (127.0.0.1, [::1] or localhost); use https"

@@ -78,6 +78,7 @@ def test_post_logout_redirect_uris_match_exactly() -> None:
         ("http://app.example.com/cb", True, "only for loopback"),
         ("http://127.0.0.1.example.com/cb", True, "only for loopback"),
         ("https:///cb", False, "must name a host"),
+        ("https://app.example.com:99999/cb", False, "invalid port"),
         ("https://app.example.com/cb#top", False, "fragment"),
         ("data:text/html,x", True, "must be https"),
         ("", False, "white space"),

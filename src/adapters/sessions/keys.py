@@ -129,7 +129,7 @@ def load_or_create_keys(path: str | Path, create: bool, *, rsa: bool = False) ->
         raw, keys = _read_key_file(path)
         if not rsa or _has_rsa(raw):
             return keys
-    with _exclusive(path):
+    with _exclusive(path, make_folders=True):
         if not path.exists():
             _create_key_file(path, rsa)
         else:
@@ -157,12 +157,13 @@ def _create_key_file(path: Path, rsa: bool) -> None:
 
 
 @contextlib.contextmanager
-def _exclusive(path: Path) -> Iterator[None]:
-    """Hold an exclusive lock on the key file's folder: the processes that would create or
-    change the file do it one after the other. The folder is locked, not a lock file, so
-    that no file is left beside the keys."""
+def _exclusive(path: Path, *, make_folders: bool = False) -> Iterator[None]:
+    """Hold an exclusive lock on the key file's folder (made first with ``make_folders``):
+    the processes that would create or change the file do it one after the other. The folder
+    is locked, not a lock file, so that no file is left beside the keys."""
     try:
-        make_private_dirs(path.parent)
+        if make_folders:
+            make_private_dirs(path.parent)
         fd = os.open(path.parent, os.O_RDONLY)
     except OSError as e:
         raise SessionKeyError(f"session key file {path}: {e.strerror or e}") from None
