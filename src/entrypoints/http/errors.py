@@ -4,7 +4,8 @@
 callback, which answers a browser — to the redirect to the login page where there is one.
 Operations let domain errors propagate: :func:`answer_error` is the API's exception handler
 (:meth:`~authgate.entrypoints.rest.Api.on_exception`) and answers them, the providers' refused
-event tokens included (RFC 8935 bodies); the callback answers :func:`callback_answer`.
+event tokens included (RFC 8935 bodies) and the OpenID Provider's errors (RFC 6749 bodies,
+:func:`oauth_refusal`); the callback answers :func:`callback_answer`.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import attrs
 from aiohttp import web
 
 from authgate.domain import errors
+from authgate.domain.oauth_errors import InvalidClient, OAuthError, OAuthUnavailable
 from authgate.entrypoints.rest import HttpError, json_response, log_safe
 from authgate.ports.provider_events import (
     INVALID_REQUEST,
@@ -179,12 +181,35 @@ def answer_error(request: web.Request, e: Exception) -> web.StreamResponse | Non
     propagate; None (the REST layer's logged 500) for anything else, a bug."""
     if isinstance(e, EventTokenRejected):
         return event_refusal(e, oidc_logout=request.get(OIDC_LOGOUT, False))
+    if isinstance(e, OAuthError):
+        return oauth_refusal(e)
     answer = _find(e)
     if answer is None:
         return None
     if answer.logged:
         log.error("%s %s: %s", request.method, log_safe(request.path), e)
     return http_error(e).response()
+
+
+# The realm of the provider's Basic challenge (RFC 7617 requires one).
+OAUTH_REALM = "authgate"
+OAUTH_RETRY_AFTER_SECONDS = 5
+
+
+def oauth_refusal(e: OAuthError) -> web.Response:
+    """RFC 6749 section 5.2: ``{"error", "error_description"}``, never cached. 400, but 401
+    for ``invalid_client``, with ``WWW-Authenticate`` of the scheme the client tried in the
+    ``Authorization`` header (Basic), and 503 with ``Retry-After`` for what is unavailable."""
+    headers = {"Cache-Control": "no-store", "Pragma": "no-cache"}
+    status = 400
+    if isinstance(e, InvalidClient):
+        status = 401
+        if e.challenge is not None:
+            headers["WWW-Authenticate"] = f'{e.challenge} realm="{OAUTH_REALM}", charset="UTF-8"'
+    elif isinstance(e, OAuthUnavailable):
+        status = 503
+        headers["Retry-After"] = str(OAUTH_RETRY_AFTER_SECONDS)
+    return json_response({"error": e.error, "error_description": e.description}, status, headers)
 
 
 def event_refusal(e: EventTokenRejected, *, oidc_logout: bool) -> web.Response:
