@@ -13,7 +13,8 @@ import datetime as dt
 import hashlib
 import hmac
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 import attrs
 
@@ -162,3 +163,73 @@ class SessionClient:
     account_id: str
     first_at: dt.datetime
     expires_at: dt.datetime
+
+
+@attrs.frozen
+class AccessTokenClaims:
+    """What an access token (an RFC 9068 JWT, ``typ: at+jwt``) says, as the provider issues it
+    and as userinfo, introspection and revocation read it back.
+
+    ``family_id`` (claim ``fam``) names the token family it was issued in (every code
+    redemption starts one, with or without a refresh token): revoking the family, the grant or
+    the session makes the access token inactive at once, though its signature still verifies.
+    ``audience`` is the client it was issued to (never ``session.audience``, so a session token
+    and an access token cannot pass for each other)."""
+
+    issuer: str
+    subject: str  # the account id
+    client_id: str
+    scopes: tuple[str, ...]
+    session_id: str
+    family_id: str
+    token_id: str  # jti
+    issued_at: dt.datetime
+    expires_at: dt.datetime
+    auth_time: dt.datetime | None = None
+
+    def claims(self) -> dict[str, object]:
+        """The JWT claims (times as integer seconds since the epoch)."""
+        out: dict[str, object] = {
+            "iss": self.issuer,
+            "sub": self.subject,
+            "aud": self.client_id,
+            "client_id": self.client_id,
+            "scope": " ".join(self.scopes),
+            "sid": self.session_id,
+            "fam": self.family_id,
+            "jti": self.token_id,
+            "iat": int(self.issued_at.timestamp()),
+            "exp": int(self.expires_at.timestamp()),
+        }
+        if self.auth_time is not None:
+            out["auth_time"] = int(self.auth_time.timestamp())
+        return out
+
+    @classmethod
+    def from_claims(cls, claims: Mapping[str, Any]) -> AccessTokenClaims:
+        """Read back verified claims; raises ``ValueError`` when one is missing or mistyped."""
+
+        def text(name: str) -> str:
+            value = claims.get(name)
+            if not isinstance(value, str) or not value:
+                raise ValueError(f"access token without a valid {name}")
+            return value
+
+        def when(name: str) -> dt.datetime:
+            value = claims.get(name)
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise ValueError(f"access token without a valid {name}")
+            return dt.datetime.fromtimestamp(value, dt.UTC)
+
+        return cls(
+            issuer=text("iss"),
+            subject=text("sub"),
+            client_id=text("client_id"),
+            scopes=tuple(str(claims.get("scope", "")).split()),
+            session_id=text("sid"),
+            family_id=text("fam"),
+            token_id=text("jti"),
+            issued_at=when("iat"),
+            expires_at=when("exp"),
+            auth_time=when("auth_time") if "auth_time" in claims else None,
+        )

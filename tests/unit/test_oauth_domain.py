@@ -10,6 +10,7 @@ import pytest
 
 from authgate.domain.oauth import (
     CODE_MAX_LIFETIME,
+    AccessTokenClaims,
     AuthorizationCode,
     RefreshToken,
     TokenFamily,
@@ -113,3 +114,41 @@ def test_a_family_is_live_until_revoked_or_expired() -> None:
     family = TokenFamily("f", "web", "acct", "sid", T0, at(100))
     assert family.live(at(99)) and not family.live(at(100))
     assert not TokenFamily("f", "web", "acct", "sid", T0, at(100), at(1)).live(at(2))
+
+
+def _access_claims() -> AccessTokenClaims:
+    issued = dt.datetime(2026, 11, 26, 8, 0, tzinfo=dt.UTC)
+    return AccessTokenClaims(
+        issuer="https://auth.example.com",
+        subject="account-1",
+        client_id="web",
+        scopes=("openid", "email"),
+        session_id="session-1",
+        family_id="family-1",
+        token_id="jti-1",
+        issued_at=issued,
+        expires_at=issued + dt.timedelta(minutes=5),
+        auth_time=issued - dt.timedelta(minutes=1),
+    )
+
+
+def test_access_token_claims_read_back_as_issued() -> None:
+    claims = _access_claims().claims()
+    assert claims["aud"] == claims["client_id"] == "web"
+    assert claims["scope"] == "openid email"
+    assert claims["fam"] == "family-1"
+    assert AccessTokenClaims.from_claims(claims) == _access_claims()
+
+
+@pytest.mark.parametrize("name", ["sub", "client_id", "sid", "fam", "jti", "iat", "exp"])
+def test_access_token_claims_without_a_required_claim_are_refused(name: str) -> None:
+    claims = _access_claims().claims()
+    del claims[name]
+    with pytest.raises(ValueError, match=name):
+        AccessTokenClaims.from_claims(claims)
+
+
+def test_access_token_times_must_be_integers() -> None:
+    claims = {**_access_claims().claims(), "exp": "1790000000"}
+    with pytest.raises(ValueError, match="exp"):
+        AccessTokenClaims.from_claims(claims)
