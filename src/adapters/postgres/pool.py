@@ -23,6 +23,10 @@ nothing else:
 
 Leasing and giving back are plain method calls without a task, a timer or a proxy; a lease
 yields the :class:`asyncpg.Connection` itself, valid until the ``async with`` block ends.
+
+asyncpg's own pool is kept working beside it: :func:`open_asyncpg_pool` opens it with the same
+settings and no reset statement at release, ``open_postgres(..., asyncpg_pool=True)`` puts the
+adapters on it, and the PostgreSQL adapter tests run on both pools.
 """
 
 from __future__ import annotations
@@ -42,6 +46,7 @@ log = logging.getLogger("authgate.storage")
 Connect = Callable[[], Awaitable[asyncpg.Connection]]
 
 SWEEP_INTERVAL = 60.0  # seconds between looks for idle connections to close
+MAX_IDLE_SECONDS = 300.0  # an idle connection beyond min_size is closed after this long
 
 
 class Pool:
@@ -54,7 +59,7 @@ class Pool:
         *,
         min_size: int,
         max_size: int,
-        max_idle_seconds: float = 300.0,
+        max_idle_seconds: float = MAX_IDLE_SECONDS,
         sweep_interval: float = SWEEP_INTERVAL,
     ) -> None:
         if not 0 <= min_size <= max_size or max_size < 1:
@@ -260,3 +265,38 @@ async def open_pool(
     pool = Pool(connect, min_size=min_size, max_size=max_size)
     await pool._fill()
     return pool
+
+
+# What the adapters lease connections from: our pool, or asyncpg's (the library's path), and
+# what a lease yields: the connection itself (ours), or asyncpg's proxy of it (asyncpg's).
+ConnectionPool = Pool | asyncpg.Pool
+Leased = asyncpg.Connection | asyncpg.pool.PoolConnectionProxy
+
+
+async def _send_nothing(_conn: asyncpg.Connection) -> None:
+    """asyncpg's pool's reset at release, without a statement: the adapters change no session
+    state (no ``SET``, ``LISTEN``, advisory lock or cursor outlives a lease), and asyncpg rolls
+    back a transaction left open before calling it."""
+
+
+async def open_asyncpg_pool(
+    url: str,
+    *,
+    min_size: int,
+    max_size: int,
+    timeout: float,  # noqa: ASYNC109 - a setting of each connection, not a deadline
+    server_settings: Mapping[str, str] | None = None,
+) -> asyncpg.Pool:
+    """asyncpg's pool with the settings of :func:`open_pool`: the same sizes, ``timeout`` for
+    connecting and every statement, idle connections beyond ``min_size`` closed after
+    :data:`MAX_IDLE_SECONDS`, and no reset statement at release."""
+    return await asyncpg.create_pool(
+        url,
+        min_size=min_size,
+        max_size=max_size,
+        max_inactive_connection_lifetime=MAX_IDLE_SECONDS,
+        reset=_send_nothing,
+        timeout=timeout,
+        command_timeout=timeout,
+        server_settings=dict(server_settings or {}),
+    )
