@@ -45,7 +45,6 @@ from authgate.adapters.memory import (
     MemoryStates,
     MemoryUnitOfWork,
 )
-from authgate.adapters.openid import JwtTokenSigner, RegisteredClientKeys
 from authgate.adapters.postgres import PostgresStoreError, redact
 from authgate.adapters.ratelimit import NoRateLimit, RateLimitStore
 from authgate.adapters.revocations import LocalRevocations
@@ -62,7 +61,6 @@ from authgate.entrypoints.config import Config, client_registry, openid_issuer
 from authgate.entrypoints.rest import HealthCheck
 from authgate.entrypoints.startup import StartupError
 from authgate.ports.accounts import AccountRepository
-from authgate.ports.client_assertions import ClientAssertionSignatures
 from authgate.ports.clock import Clock
 from authgate.ports.events import SignInEventLog
 from authgate.ports.identity import IdentityProvider
@@ -78,7 +76,6 @@ from authgate.ports.revocations import RevocationChannel
 from authgate.ports.session_records import SessionRecords
 from authgate.ports.sessions import SessionTokens
 from authgate.ports.state import StateStore
-from authgate.ports.token_signing import TokenSigner
 from authgate.ports.unit_of_work import UnitOfWork
 
 # Imported where they are used, and only when the configuration asks for them: asyncpg, redis
@@ -88,6 +85,8 @@ if TYPE_CHECKING:
     from authgate.adapters.metrics import ServiceMetrics
     from authgate.adapters.postgres import PostgresStore
     from authgate.adapters.postgres.pool import ConnectionPool as Pool
+    from authgate.ports.client_assertions import ClientAssertionSignatures
+    from authgate.ports.token_signing import TokenSigner
 
 log = logging.getLogger("authgate")
 
@@ -110,6 +109,9 @@ def _openid(
     OpenAPI document, which fetches nothing)."""
     if not config.clients:
         return None
+    # The provider face's modules are imported only when clients are registered.
+    from authgate.adapters.openid import JwtTokenSigner, RegisteredClientKeys
+
     signer = JwtTokenSigner(keys, issuer=openid_issuer(config))
     for client in config.clients.values():
         if client.id_token_signed_response_alg == "ES256" and not signer.supports("ES256"):  # noqa: S105

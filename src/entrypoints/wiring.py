@@ -23,12 +23,9 @@ from authgate.entrypoints.config import (
     callback_urls_of,
     notifications_path_of,
 )
-from authgate.entrypoints.http.discovery import TOKEN_PATH
 from authgate.entrypoints.resources import Resources
 from authgate.ports.identity import IdentityProvider
-from authgate.ports.token_signing import TokenSigner
 from authgate.services.account import AccountService
-from authgate.services.client_auth import ClientAuthentication
 from authgate.services.provider_tokens import (
     ProviderTokenService,
     RevocationPolicy,
@@ -40,6 +37,8 @@ from authgate.services.signin import SignInPolicy, SignInService
 # The provider events' modules are imported only when a receiver is configured.
 if TYPE_CHECKING:
     from authgate.entrypoints.http.provider_events import ReceiverRoute
+    from authgate.ports.token_signing import TokenSigner
+    from authgate.services.client_auth import ClientAuthentication
     from authgate.services.provider_events import ProviderEventService, Receiver
 
 
@@ -70,6 +69,10 @@ def _openid(config: Config, resources: Resources) -> OpenIdServices | None:
     opened = resources.openid
     if opened is None:
         return None
+    # The provider face's modules are imported only when clients are registered.
+    from authgate.entrypoints.http.discovery import TOKEN_PATH
+    from authgate.services.client_auth import ClientAuthentication
+
     issuer = opened.signer.issuer
     client_auth = ClientAuthentication(
         opened.clients,
