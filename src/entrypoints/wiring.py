@@ -22,13 +22,16 @@ from authgate.entrypoints.config import (
     backchannel_logout_path_of,
     callback_urls_of,
     notifications_path_of,
+    openid_issuer,
 )
-from authgate.entrypoints.http.discovery import TOKEN_PATH
+from authgate.entrypoints.http.discovery import AUTHORIZE_PATH, TOKEN_PATH
 from authgate.entrypoints.resources import Resources
 from authgate.ports.identity import IdentityProvider
 from authgate.ports.token_signing import TokenSigner
 from authgate.services.account import AccountService
 from authgate.services.client_auth import ClientAuthentication
+from authgate.services.openid_authorization import AuthorizationService
+from authgate.services.openid_tokens import TokenService
 from authgate.services.provider_tokens import (
     ProviderTokenService,
     RevocationPolicy,
@@ -64,6 +67,9 @@ class OpenIdServices:
     clients: ClientRegistry
     signer: TokenSigner
     client_auth: ClientAuthentication
+    # The code flow: the authorization endpoint's decisions and the token endpoint's grants.
+    authorization: AuthorizationService
+    tokens: TokenService
 
 
 def _openid(config: Config, resources: Resources) -> OpenIdServices | None:
@@ -79,7 +85,11 @@ def _openid(config: Config, resources: Resources) -> OpenIdServices | None:
         # An assertion names the token endpoint or the issuer as its audience (RFC 7523).
         audiences=[issuer + TOKEN_PATH, issuer],
     )
-    return OpenIdServices(opened.clients, opened.signer, client_auth)
+    authorization = AuthorizationService(
+        clients=opened.clients, signer=opened.signer, units=resources.units, clock=resources.clock
+    )
+    tokens = TokenService(signer=opened.signer, units=resources.units, clock=resources.clock)
+    return OpenIdServices(opened.clients, opened.signer, client_auth, authorization, tokens)
 
 
 def build_services(config: Config, resources: Resources) -> Services:
@@ -172,6 +182,10 @@ def _signin(
             login_path=config.app.login_path,
             onboarding_path=config.app.onboarding_path,
             dashboard_path=config.app.dashboard_path,
+            # A sign-in for an application's authorization request resumes it.
+            resume_urls=frozenset({openid_issuer(config) + AUTHORIZE_PATH})
+            if config.clients
+            else frozenset(),
         ),
         metrics=resources.metrics,
         provider_tokens=provider_tokens,

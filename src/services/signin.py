@@ -30,7 +30,7 @@ from authgate.domain.model import (
     SignInEvent,
     VerifiedIdentity,
 )
-from authgate.domain.redirects import app_url_for, safe_return_to
+from authgate.domain.redirects import app_url_for, is_resume_url, safe_return_to
 from authgate.domain.secrets import binding_hash, new_secret, pkce_challenge
 from authgate.domain.text import has_control_characters, printable, storable
 from authgate.ports.accounts import AccountRepository, IdentityRace, IdentityTaken
@@ -72,6 +72,9 @@ class SignInPolicy:
     login_path: str = "/login"
     onboarding_path: str = "/onboarding"
     dashboard_path: str = "/dashboard"
+    # The service's own authorization endpoint (as an OpenID Provider): a sign-in started for
+    # an authorization request returns there to resume it, first-time or not.
+    resume_urls: frozenset[str] = frozenset()
 
     def login_url(self) -> str:
         return app_url_for(self.app_url, self.login_path)
@@ -128,16 +131,29 @@ class SignInService:
         intent: Intent = Intent.LOGIN,
         account_id: str | None = None,
         session_id: str | None = None,
+        force_login: bool = False,
+        login_hint: str | None = None,
     ) -> Authorization:
         """Store a pending sign-in and build the provider's authorization URL. A link or a
         re-authentication is for the signed-in caller's ``account_id``, started by its
-        session ``session_id``."""
+        session ``session_id``. ``force_login``: the provider is asked to log the user in
+        again whatever session it holds (as for a re-authentication), for an application
+        that asked for a fresh sign-in; ``login_hint`` is passed on to providers that take
+        one."""
         provider = self.provider(provider_name)  # rule 1
         started = time.perf_counter()
         caller = (account_id, session_id) if account_id and session_id else None
         try:
             return await self._start(
-                provider, redirect_uri, binding, state, return_to, intent, caller
+                provider,
+                redirect_uri,
+                binding,
+                state,
+                return_to,
+                intent,
+                caller,
+                force_login=force_login,
+                login_hint=login_hint,
             )
         finally:
             self.metrics.initiation_duration(provider.name, time.perf_counter() - started)
@@ -151,6 +167,9 @@ class SignInService:
         return_to: str | None,
         intent: Intent,
         caller: tuple[str, str] | None,
+        *,
+        force_login: bool = False,
+        login_hint: str | None = None,
     ) -> Authorization:
         if not redirect_uri:  # rule 2
             raise errors.MissingParameter("redirect_uri")
@@ -179,12 +198,16 @@ class SignInService:
         state = state or new_secret()  # rule 4
         verifier = new_secret(48) if provider.uses_pkce else None  # rule 7
         nonce = new_secret() if provider.uses_nonce else None
+        # A hint is only a hint: one that cannot be passed on safely is dropped.
+        usable = login_hint and len(login_hint) <= 256 and not has_control_characters(login_hint)
+        hint = {"login_hint": login_hint} if usable and login_hint else {}
         url = await provider.authorization_url(  # rule 3: ProviderUnavailable → 500
             state=state,
             redirect_uri=redirect_uri,
             code_challenge=pkce_challenge(verifier) if verifier else None,
             nonce=nonce,
-            reauthenticate=intent is Intent.REAUTHENTICATE,
+            reauthenticate=intent is Intent.REAUTHENTICATE or force_login,
+            **hint,
         )
         now = self.clock.now()
         pending = PendingSignIn(
@@ -197,7 +220,7 @@ class SignInService:
             binding_hash=binding_hash(binding),
             created_at=now,
             expires_at=now + self.policy.state_ttl,
-            return_to=safe_return_to(return_to, self.policy.app_url),
+            return_to=safe_return_to(return_to, self.policy.app_url, self.policy.resume_urls),
             account_id=caller[0] if caller and intent in CALLER_INTENTS else None,
             session_id=caller[1] if caller and intent in CALLER_INTENTS else None,
         )
@@ -455,7 +478,9 @@ class SignInService:
     ) -> SignedIn:
         """Rule 9: where the browser goes after a committed sign-in, with its session."""
         first_time = outcome is Outcome.REGISTERED
-        if first_time:
+        if pending.return_to and is_resume_url(pending.return_to, self.policy.resume_urls):
+            destination = pending.return_to  # an application's authorization request
+        elif first_time:
             destination = app_url_for(self.policy.app_url, self.policy.onboarding_path)
         elif pending.return_to:
             destination = pending.return_to
