@@ -20,6 +20,7 @@ from __future__ import annotations
 import datetime as dt
 import re
 from collections.abc import Mapping, Sequence
+from urllib.parse import parse_qsl, urlsplit
 
 import attrs
 
@@ -306,3 +307,15 @@ def _resumed_at(value: str | None, now: dt.datetime, window: dt.timedelta) -> dt
     if not now - window <= started <= now + dt.timedelta(minutes=1):
         return None
     return started
+
+
+def resume_needs_fresh_login(url: str) -> bool:
+    """Whether the authorization request that ``url`` resumes (the authorization endpoint's
+    URL with the request as its query) asks for a fresh login: ``prompt`` holds ``login``, or
+    it has a ``max_age``. The sign-in it started then makes the provider log the person in
+    again, and counts the login from its own start where the provider does not date it."""
+    query = parse_qsl(urlsplit(url).query)
+    return any(
+        (name == "prompt" and PROMPT_LOGIN in value.split()) or name == "max_age"
+        for name, value in query
+    )

@@ -15,6 +15,7 @@ from collections.abc import Mapping
 import attrs
 
 from authgate.domain import errors
+from authgate.domain.authorization_request import resume_needs_fresh_login
 from authgate.domain.model import (
     UNPROVEN_AUTH_TIME,
     Account,
@@ -131,15 +132,16 @@ class SignInService:
         intent: Intent = Intent.LOGIN,
         account_id: str | None = None,
         session_id: str | None = None,
-        force_login: bool = False,
         login_hint: str | None = None,
     ) -> Authorization:
         """Store a pending sign-in and build the provider's authorization URL. A link or a
         re-authentication is for the signed-in caller's ``account_id``, started by its
-        session ``session_id``. ``force_login``: the provider is asked to log the user in
-        again whatever session it holds (as for a re-authentication), for an application
-        that asked for a fresh sign-in; ``login_hint`` is passed on to providers that take
-        one."""
+        session ``session_id``. ``login_hint`` is passed on to providers that take one.
+
+        A sign-in that returns to an application's authorization request asking for a fresh
+        login (:func:`~authgate.domain.authorization_request.resume_needs_fresh_login`) asks
+        the provider to log the user in again, as a re-authentication does, and proves that
+        login as a re-authentication does."""
         provider = self.provider(provider_name)  # rule 1
         started = time.perf_counter()
         caller = (account_id, session_id) if account_id and session_id else None
@@ -152,7 +154,6 @@ class SignInService:
                 return_to,
                 intent,
                 caller,
-                force_login=force_login,
                 login_hint=login_hint,
             )
         finally:
@@ -168,7 +169,6 @@ class SignInService:
         intent: Intent,
         caller: tuple[str, str] | None,
         *,
-        force_login: bool = False,
         login_hint: str | None = None,
     ) -> Authorization:
         if not redirect_uri:  # rule 2
@@ -199,14 +199,16 @@ class SignInService:
         verifier = new_secret(48) if provider.uses_pkce else None  # rule 7
         nonce = new_secret() if provider.uses_nonce else None
         # A hint is only a hint: one that cannot be passed on safely is dropped.
-        usable = login_hint and len(login_hint) <= 256 and not has_control_characters(login_hint)
-        hint = {"login_hint": login_hint} if usable and login_hint else {}
+        hint = {}
+        if login_hint and len(login_hint) <= 256 and not has_control_characters(login_hint):
+            hint["login_hint"] = login_hint
+        return_to = safe_return_to(return_to, self.policy.app_url, self.policy.resume_urls)
         url = await provider.authorization_url(  # rule 3: ProviderUnavailable → 500
             state=state,
             redirect_uri=redirect_uri,
             code_challenge=pkce_challenge(verifier) if verifier else None,
             nonce=nonce,
-            reauthenticate=intent is Intent.REAUTHENTICATE or force_login,
+            reauthenticate=intent is Intent.REAUTHENTICATE or self._forces_login(return_to),
             **hint,
         )
         now = self.clock.now()
@@ -220,7 +222,7 @@ class SignInService:
             binding_hash=binding_hash(binding),
             created_at=now,
             expires_at=now + self.policy.state_ttl,
-            return_to=safe_return_to(return_to, self.policy.app_url, self.policy.resume_urls),
+            return_to=return_to,
             account_id=caller[0] if caller and intent in CALLER_INTENTS else None,
             session_id=caller[1] if caller and intent in CALLER_INTENTS else None,
         )
@@ -239,6 +241,15 @@ class SignInService:
             response_type="code",
             state=state,
             state_max_age=int(self.policy.state_ttl.total_seconds()),
+        )
+
+    def _forces_login(self, return_to: str | None) -> bool:
+        """Whether the sign-in returns to an application's authorization request that asks
+        for a fresh login."""
+        return (
+            return_to is not None
+            and is_resume_url(return_to, self.policy.resume_urls)
+            and resume_needs_fresh_login(return_to)
         )
 
     # -- callback (spec 4.6) ----------------------------------------------------------------
@@ -410,7 +421,10 @@ class SignInService:
             if found is not None:
                 _refuse_disabled(verified, found[0])
                 holder = found[1]
-            authenticated_at = _authenticated_at(provider, pending, verified, now)
+            forced = pending.intent is Intent.REAUTHENTICATE or self._forces_login(
+                pending.return_to
+            )
+            authenticated_at = _authenticated_at(provider, pending, verified, now, forced=forced)
             started_by = (
                 await self._starting_session(tx, pending, now)
                 if pending.intent in CALLER_INTENTS
@@ -591,21 +605,27 @@ def _detail_of(e: errors.SignInError) -> str:
 
 
 def _authenticated_at(
-    provider: IdentityProvider, pending: PendingSignIn, verified: VerifiedIdentity, now: dt.datetime
+    provider: IdentityProvider,
+    pending: PendingSignIn,
+    verified: VerifiedIdentity,
+    now: dt.datetime,
+    *,
+    forced: bool,
 ) -> dt.datetime:
     """When the user last authenticated at the provider, as far as this sign-in proves it:
     the session's ``auth_time``, which is never later than what the provider says.
 
     * The provider's ``auth_time`` when it gives one (never after now).
-    * Else, for a re-authentication at a provider that can force a login
-      (:attr:`~authgate.ports.identity.IdentityProvider.forces_login`), the moment of the
+    * Else, for a sign-in that asked a provider that can force a login
+      (:attr:`~authgate.ports.identity.IdentityProvider.forces_login`) to do so (``forced``:
+      a re-authentication, or an application's request for a fresh login), the moment of the
       request: the provider asked for the password again after it.
     * Else nothing is proved (an ordinary sign-in may have passed through the provider's own
       long-lived session): :data:`~authgate.domain.model.UNPROVEN_AUTH_TIME`.
     """
     if verified.auth_time is not None:
         return min(verified.auth_time, now)
-    if pending.intent is Intent.REAUTHENTICATE and provider.forces_login:
+    if forced and provider.forces_login:
         return pending.created_at
     return UNPROVEN_AUTH_TIME
 

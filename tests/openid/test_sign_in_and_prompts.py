@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from urllib.parse import urlsplit
 
+import pytest
+
 from tests.fakeidp import FakeUser
 
 from .harness import (
@@ -172,18 +174,42 @@ async def test_max_age_older_than_the_session_signs_in_again(op: Op) -> None:
     assert silent.params["error"] == "login_required"
 
 
-async def test_a_provider_that_proves_no_login_time_ends_the_request_instead_of_looping(
-    op: Op,
+@pytest.mark.parametrize("provider", ["google", "facebook"])
+async def test_a_forced_login_counts_from_the_request_where_the_provider_dates_none(
+    op: Op, provider: str
 ) -> None:
-    """facebook's Graph API says nothing of when its user logged in: its session cannot
-    satisfy max_age, and the resumed request ends with login_required, not another page."""
+    """A provider that says nothing of when its user logged in (google without its session
+    age claims, facebook's Graph API) but was asked to log them in again proves a login
+    at the sign-in's start, as a re-authentication does."""
+    op.idp[provider].send_auth_time = False
+    op.idp[provider].login_at = op.clock.timestamp() - HOUR
+    await op.sign_in(provider=provider)
+    session = claims_of(op.session or "")
+    assert session["auth_time"] == 0  # an ordinary sign-in proved nothing
+    op.clock.advance(5)
     request = Request(extra={"max_age": "60"})
     page = await op.authorize(request)
-    resumed = await op.sign_in_from_page(page, provider="Facebook", intent="Create an account")
+    label = provider.title()
+    answer = await op.answer(await op.sign_in_from_page(page, provider=label))
+    tokens = await op.tokens(request, answer)
+    claims = await op.verify_id_token(tokens["id_token"], nonce=request.nonce)
+    assert abs(claims["auth_time"] - op.clock.timestamp()) < 5  # type: ignore[operator]
+    assert op.idp[provider].forced_logins == 1
+
+
+async def test_a_provider_that_proves_no_login_ends_the_request_instead_of_looping(
+    op: Op,
+) -> None:
+    """Apple documents no way to force a login; without its auth_time nothing proves one:
+    the resumed request ends with login_required, not another round."""
+    op.idp["apple"].send_auth_time = False
+    request = Request(extra={"prompt": "login"})
+    page = await op.authorize(request)
+    resumed = await op.sign_in_from_page(page, provider="Apple", intent="Create an account")
     answer = await op.answer(resumed)
     assert answer.params["error"] == "login_required"
     assert answer.params["state"] == request.state
-    # without max_age the same session signs in at once
+    # without a freshness demand the same session signs in at once
     await first_id_token(op)
 
 

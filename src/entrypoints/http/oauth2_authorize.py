@@ -93,7 +93,6 @@ class SignInStart:
         *,
         intent: str,
         return_to: str,
-        fresh: bool,
         login_hint: str | None,
     ) -> str:
         params = {
@@ -101,8 +100,6 @@ class SignInStart:
             "intent": intent,
             "return_to": return_to,
         }
-        if fresh:
-            params["prompt"] = "login"
         if login_hint:
             params["login_hint"] = login_hint
         path = SIGN_IN_PATH.format(provider=quote(provider, safe=""))
@@ -276,7 +273,6 @@ class AuthorizeOperations:
                 provider,
                 intent=intent,
                 return_to=resume,
-                fresh=needed.fresh,
                 login_hint=request.login_hint,
             )
 

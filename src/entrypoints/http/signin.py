@@ -146,13 +146,6 @@ class SignInOperations:
                     examples=intents,
                 ),
                 query(
-                    "prompt",
-                    pattern(r"^login$"),
-                    description="login: ask the provider to log the user in again, whatever "
-                    "session it holds (an application asked authgate for a fresh sign-in).",
-                    examples=["login"],
-                ),
-                query(
                     "login_hint",
                     description="Who is signing in (an email address, say), passed on to "
                     "OpenID Connect providers.",
@@ -328,7 +321,6 @@ class SignInOperations:
             intent=intent,
             account_id=caller[0] if caller else None,
             session_id=caller[1] if caller else None,
-            force_login=call.params.first("prompt") == "login",
             login_hint=call.params.first("login_hint"),
         )
         details = ProviderDetails(
