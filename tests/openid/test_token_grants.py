@@ -11,7 +11,10 @@ from typing import Any
 import pytest
 
 from authgate.entrypoints import assembly
+from tests.app.conftest import MakeService
+from tests.fakeidp import FakeIdP, SettableClock
 
+from .conftest import op_config
 from .harness import SECRET, THIRD_SECRET, Op, Request, claims_of
 
 OFFLINE = "openid offline_access"
@@ -239,3 +242,22 @@ async def test_client_authentication_comes_first(op: Op) -> None:
         "invalid_client",
         401,
     )
+
+
+async def test_each_client_has_its_own_token_budget(
+    make_service: MakeService, fake_idp: FakeIdP, idp_clock: SettableClock
+) -> None:
+    config = op_config(fake_idp, ratelimit={"token": "2/minute"})
+    op = Op(await make_service(config, clock=idp_clock), fake_idp, idp_clock)
+    form = {"grant_type": "refresh_token", "refresh_token": "unknown"}
+    for _ in range(2):
+        await refused(await op.token(form))
+    limited = await op.token(form)
+    assert limited.status == 429
+    assert int(limited.headers["Retry-After"]) >= 1
+    assert limited.headers["Cache-Control"] == "no-store"
+    assert (await limited.json())["error"] == "temporarily_unavailable"
+    # another client is not held back
+    await refused(await op.token(form, client_id="third", secret=THIRD_SECRET, basic=False))
+    # a failed authentication spends nothing of the client's budget, and is not let through
+    await refused(await op.token(form, secret="wrong" * 8), "invalid_client", 401)
