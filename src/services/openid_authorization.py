@@ -189,12 +189,6 @@ class AuthorizationService:
             code = await self._issue_code(tx, request, client, session, now)
         return CodeIssued(request, client, code)
 
-    def refused(
-        self, request: AuthorizationRequest, client: Client, error: str, description: str
-    ) -> AuthorizationRefused:
-        """An error answer to ``request`` at its redirect URI."""
-        return _refused(request, client, error, description)
-
     def _fresh_enough(
         self, request: AuthorizationRequest, session: SessionClaims, now: dt.datetime
     ) -> bool:

@@ -62,7 +62,6 @@ security_log = logging.getLogger("authgate.security")
 
 AUTHORIZATION_CODE = "authorization_code"
 REFRESH_TOKEN = "refresh_token"  # noqa: S105 - a grant type
-GRANT_TYPES = (AUTHORIZATION_CODE, REFRESH_TOKEN)
 MAX_PARAMETER_LENGTH = 4096
 
 
