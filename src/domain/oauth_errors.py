@@ -42,3 +42,22 @@ class OAuthUnavailable(OAuthError):
     fetched): a 503, to be retried, not a verdict on the client."""
 
     error = "temporarily_unavailable"
+
+
+class InvalidGrant(OAuthError):
+    """The code or refresh token is unknown, expired, used, revoked, issued to another client,
+    or does not match the request (``redirect_uri``, the PKCE verifier)."""
+
+    error = "invalid_grant"
+
+
+class UnsupportedGrantType(OAuthError):
+    """A ``grant_type`` the token endpoint does not serve."""
+
+    error = "unsupported_grant_type"
+
+
+class InvalidScope(OAuthError):
+    """A scope the client may not have, or wider than what the grant gave."""
+
+    error = "invalid_scope"

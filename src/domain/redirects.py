@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Collection
 from urllib.parse import quote, urlsplit
 
 MAX_RETURN_TO_LENGTH = 1024
+# A resumed authorization request carries the whole request in its query.
+MAX_RESUME_LENGTH = 4096
 _NON_ASCII = re.compile(r"[^\x00-\x7f]+")
 
 
@@ -26,11 +29,16 @@ def app_url_for(app_url: str, path: str) -> str:
     return app_url.rstrip("/") + "/" + path.lstrip("/")
 
 
-def safe_return_to(value: str | None, app_url: str) -> str | None:
+def safe_return_to(
+    value: str | None, app_url: str, resume_urls: Collection[str] = ()
+) -> str | None:
     """The absolute destination for a requested ``return_to``, or None to ignore it.
 
-    Accepted: a path on the application (``/settings?tab=1``) or an absolute URL on the
-    application's own origin. Refused (None): other origins, scheme-relative ``//host``,
+    Accepted: a path on the application (``/settings?tab=1``), an absolute URL on the
+    application's own origin, or one of ``resume_urls`` exactly (scheme, host, port and path;
+    any query, up to :data:`MAX_RESUME_LENGTH` characters): the service's own authorization
+    endpoint, which a sign-in started for an authorization request returns to. Refused (None):
+    other origins, scheme-relative ``//host``,
     backslashes (``/\\host`` is ``//host`` to browsers), control characters (CR/LF header
     injection), user-info, and anything over :data:`MAX_RETURN_TO_LENGTH` characters (it is
     stored with the pending sign-in). Non-ASCII characters are percent-encoded (UTF-8): the
@@ -39,6 +47,8 @@ def safe_return_to(value: str | None, app_url: str) -> str | None:
     if not value or "\\" in value or any(ord(c) < 0x21 or 0x7F <= ord(c) <= 0x9F for c in value):
         return None
     value = _NON_ASCII.sub(lambda m: quote(m.group(), safe="", errors="replace"), value)
+    if resume_urls and is_resume_url(value, resume_urls):
+        return value
     if len(value) > MAX_RETURN_TO_LENGTH:
         return None
     if value.startswith("/"):
@@ -51,3 +61,17 @@ def safe_return_to(value: str | None, app_url: str) -> str | None:
     if origin(value) != origin(app_url):
         return None
     return value
+
+
+def is_resume_url(value: str, resume_urls: Collection[str]) -> bool:
+    """Whether ``value`` is one of ``resume_urls``, any query added: the same scheme, host,
+    port and path exactly, no user-info, no fragment, no white space or control character, at
+    most :data:`MAX_RESUME_LENGTH` characters."""
+    if len(value) > MAX_RESUME_LENGTH or "\\" in value:
+        return False
+    if any(ord(c) < 0x21 or 0x7F <= ord(c) <= 0x9F for c in value):
+        return False
+    parts = urlsplit(value)
+    if parts.fragment or "#" in value or "@" in parts.netloc:
+        return False
+    return f"{parts.scheme}://{parts.netloc}{parts.path}" in resume_urls

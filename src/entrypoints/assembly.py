@@ -22,7 +22,7 @@ from authgate import __version__
 from authgate.domain.redirects import origin
 from authgate.domain.scopes import ACCOUNT_MANAGE
 from authgate.entrypoints import development
-from authgate.entrypoints.config import Config
+from authgate.entrypoints.config import Config, callback_urls_of
 from authgate.entrypoints.http.account import AccountOperations
 from authgate.entrypoints.http.caller import ClientAddress
 from authgate.entrypoints.http.errors import answer_error
@@ -37,8 +37,14 @@ from authgate.entrypoints.http.signin import SignInOperations
 from authgate.entrypoints.resources import Resources, open_resources, unopened_resources
 from authgate.entrypoints.rest import Api, BearerJWT, Cors, RecordRequest
 from authgate.entrypoints.startup import StartupError
-from authgate.entrypoints.wiring import Services, build_services, receiver_routes
+from authgate.entrypoints.wiring import (
+    OpenIdServices,
+    Services,
+    build_services,
+    receiver_routes,
+)
 from authgate.ports.clock import Clock
+from authgate.services.sessions import SessionService
 
 # The metrics libraries are imported only when metrics are on (by open_resources).
 if TYPE_CHECKING:
@@ -86,6 +92,7 @@ def build_api(config: Config, resources: Resources, services: Services | None = 
         from authgate.entrypoints.http.discovery import DiscoveryOperations, provider_metadata
 
         DiscoveryOperations(provider_metadata(config)).register(api)
+        _register_openid_flow(api, config, resources, services.openid, services.sessions, guard)
     routes = receiver_routes(config)
     if routes:
         from authgate.entrypoints.http.provider_events import ProviderEventOperations
@@ -101,6 +108,33 @@ def build_api(config: Config, resources: Resources, services: Services | None = 
     for check in resources.readiness:
         api.readiness.add(check)
     return api
+
+
+def _register_openid_flow(
+    api: Api,
+    config: Config,
+    resources: Resources,
+    openid: OpenIdServices,
+    sessions: SessionService,
+    guard: SameOriginGuard,
+) -> None:
+    """The code flow's endpoints: authorize (with its sign-in and consent pages) and token.
+    The sign-in page starts each provider's sign-in with its callback URL on the issuer's
+    origin (else its first)."""
+    from authgate.entrypoints.http.oauth2_authorize import AuthorizeOperations, SignInStart
+    from authgate.entrypoints.http.oauth2_token import TokenOperations
+
+    issuer = openid.signer.issuer
+    callbacks = {}
+    for name in resources.providers or config.providers:
+        urls = callback_urls_of(config, name)
+        own = [u for u in urls if origin(u) == origin(issuer)]
+        if urls:
+            callbacks[name] = (own or urls)[0]
+    AuthorizeOperations(
+        openid.authorization, sessions, guard, SignInStart(issuer, callbacks)
+    ).register(api)
+    TokenOperations(openid.tokens, openid.client_auth, resources.token_limiter).register(api)
 
 
 def document(config: Config) -> dict[str, Any]:

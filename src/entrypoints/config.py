@@ -184,6 +184,9 @@ class RateLimitConfig:
     # client address like the callback, in a budget of their own.
     provider_events: str = "60/minute"
     initiation: str | None = "60/minute"
+    # The OpenID Provider's token endpoint, per authenticated client_id (not per address: a
+    # client's back end makes every request of its users); null or empty switches it off.
+    token: str | None = "3000/minute"  # noqa: S105 - a rate
     trusted_proxies: list[str] = attrs.field(factory=list)
     ipv6_prefix: int = 64
     fail_open: bool = True
@@ -821,6 +824,8 @@ def _check_ratelimit(ratelimit: RateLimitConfig) -> None:
     limits = {"callback": ratelimit.callback, "provider_events": ratelimit.provider_events}
     if ratelimit.initiation:  # null or empty: no initiation limit
         limits["initiation"] = ratelimit.initiation
+    if ratelimit.token:  # null or empty: no token endpoint limit
+        limits["token"] = ratelimit.token
     for key, value in limits.items():
         try:
             items = parse_many(value)

@@ -140,6 +140,7 @@ class Resources:
     initiation_limiter: RateLimiter
     providers: dict[str, IdentityProvider]
     event_limiter: RateLimiter = attrs.field(factory=NoRateLimit)  # the event receivers'
+    token_limiter: RateLimiter = attrs.field(factory=NoRateLimit)  # per client, /oauth2/token
     clock: Clock = attrs.field(factory=SystemClock)
     metrics: Metrics = attrs.field(factory=NoMetrics)
     readiness: list[HealthCheck] = attrs.field(factory=list)
@@ -209,6 +210,7 @@ async def open_resources(
             sealer=sealer,
             revokers={n: p for n, p in providers.items() if isinstance(p, OAuthIdentityProvider)},
             openid=openid,
+            token_limiter=_token_limiter(config, store),
         )
     except BaseException:
         for close in reversed(closers):
@@ -320,6 +322,13 @@ def _limiters(
         initiation = store.limiter(config.ratelimit.initiation, namespace="authgate-initiation")
     events = store.limiter(config.ratelimit.provider_events, namespace="authgate-events")
     return callback, initiation, events
+
+
+def _token_limiter(config: Config, store: RateLimitStore) -> RateLimiter:
+    """The token endpoint's limit per client, in a namespace of its own."""
+    if not config.clients or not config.ratelimit.token:  # null or empty: switched off
+        return NoRateLimit()
+    return store.limiter(config.ratelimit.token, namespace="authgate-token")
 
 
 @attrs.frozen

@@ -22,6 +22,7 @@ from authgate.entrypoints.config import (
     backchannel_logout_path_of,
     callback_urls_of,
     notifications_path_of,
+    openid_issuer,
 )
 from authgate.entrypoints.resources import Resources
 from authgate.ports.identity import IdentityProvider
@@ -39,6 +40,8 @@ if TYPE_CHECKING:
     from authgate.entrypoints.http.provider_events import ReceiverRoute
     from authgate.ports.token_signing import TokenSigner
     from authgate.services.client_auth import ClientAuthentication
+    from authgate.services.openid_authorization import AuthorizationService
+    from authgate.services.openid_tokens import TokenService
     from authgate.services.provider_events import ProviderEventService, Receiver
 
 
@@ -63,6 +66,9 @@ class OpenIdServices:
     clients: ClientRegistry
     signer: TokenSigner
     client_auth: ClientAuthentication
+    # The code flow: the authorization endpoint's decisions and the token endpoint's grants.
+    authorization: AuthorizationService
+    tokens: TokenService
 
 
 def _openid(config: Config, resources: Resources) -> OpenIdServices | None:
@@ -72,6 +78,8 @@ def _openid(config: Config, resources: Resources) -> OpenIdServices | None:
     # The provider face's modules are imported only when clients are registered.
     from authgate.entrypoints.http.discovery import TOKEN_PATH
     from authgate.services.client_auth import ClientAuthentication
+    from authgate.services.openid_authorization import AuthorizationService
+    from authgate.services.openid_tokens import TokenService
 
     issuer = opened.signer.issuer
     client_auth = ClientAuthentication(
@@ -82,7 +90,11 @@ def _openid(config: Config, resources: Resources) -> OpenIdServices | None:
         # An assertion names the token endpoint or the issuer as its audience (RFC 7523).
         audiences=[issuer + TOKEN_PATH, issuer],
     )
-    return OpenIdServices(opened.clients, opened.signer, client_auth)
+    authorization = AuthorizationService(
+        clients=opened.clients, signer=opened.signer, units=resources.units, clock=resources.clock
+    )
+    tokens = TokenService(signer=opened.signer, units=resources.units, clock=resources.clock)
+    return OpenIdServices(opened.clients, opened.signer, client_auth, authorization, tokens)
 
 
 def build_services(config: Config, resources: Resources) -> Services:
@@ -175,10 +187,21 @@ def _signin(
             login_path=config.app.login_path,
             onboarding_path=config.app.onboarding_path,
             dashboard_path=config.app.dashboard_path,
+            resume_urls=_resume_urls(config),
         ),
         metrics=resources.metrics,
         provider_tokens=provider_tokens,
     )
+
+
+def _resume_urls(config: Config) -> frozenset[str]:
+    """Where a sign-in made for an application's authorization request may send the browser
+    back: the request itself, on the issuer's authorization endpoint (none without clients)."""
+    if not config.clients:
+        return frozenset()
+    from authgate.entrypoints.http.discovery import AUTHORIZE_PATH
+
+    return frozenset({openid_issuer(config) + AUTHORIZE_PATH})
 
 
 def _provider_events(

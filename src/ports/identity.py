@@ -52,10 +52,12 @@ class IdentityProvider(Protocol):
         code_challenge: str | None,
         nonce: str | None,
         reauthenticate: bool = False,
+        login_hint: str | None = None,
     ) -> str:
         """The complete authorization URL; with ``reauthenticate``, asking the provider to
         authenticate the user again (OIDC ``prompt=login`` and ``max_age=0``, the Graph API's
-        ``auth_type=reauthenticate``) where it can.
+        ``auth_type=reauthenticate``) where it can; ``login_hint`` passed on to an OpenID
+        Connect provider (OIDC Core 3.1.2.1), ignored by others.
         Raises ProviderUnavailable (domain) when the provider's configuration (discovery)
         cannot be loaded."""
         ...

@@ -15,6 +15,7 @@ from collections.abc import Mapping
 import attrs
 
 from authgate.domain import errors
+from authgate.domain.authorization_request import resume_needs_fresh_login
 from authgate.domain.model import (
     UNPROVEN_AUTH_TIME,
     Account,
@@ -30,7 +31,7 @@ from authgate.domain.model import (
     SignInEvent,
     VerifiedIdentity,
 )
-from authgate.domain.redirects import app_url_for, safe_return_to
+from authgate.domain.redirects import app_url_for, is_resume_url, safe_return_to
 from authgate.domain.secrets import binding_hash, new_secret, pkce_challenge
 from authgate.domain.text import has_control_characters, printable, storable
 from authgate.ports.accounts import AccountRepository, IdentityRace, IdentityTaken
@@ -72,6 +73,9 @@ class SignInPolicy:
     login_path: str = "/login"
     onboarding_path: str = "/onboarding"
     dashboard_path: str = "/dashboard"
+    # The service's own authorization endpoint (as an OpenID Provider): a sign-in started for
+    # an authorization request returns there to resume it, first-time or not.
+    resume_urls: frozenset[str] = frozenset()
 
     def login_url(self) -> str:
         return app_url_for(self.app_url, self.login_path)
@@ -128,16 +132,29 @@ class SignInService:
         intent: Intent = Intent.LOGIN,
         account_id: str | None = None,
         session_id: str | None = None,
+        login_hint: str | None = None,
     ) -> Authorization:
         """Store a pending sign-in and build the provider's authorization URL. A link or a
         re-authentication is for the signed-in caller's ``account_id``, started by its
-        session ``session_id``."""
+        session ``session_id``. ``login_hint`` is passed on to providers that take one.
+
+        A sign-in that returns to an application's authorization request asking for a fresh
+        login (:func:`~authgate.domain.authorization_request.resume_needs_fresh_login`) asks
+        the provider to log the user in again, as a re-authentication does, and proves that
+        login as a re-authentication does."""
         provider = self.provider(provider_name)  # rule 1
         started = time.perf_counter()
         caller = (account_id, session_id) if account_id and session_id else None
         try:
             return await self._start(
-                provider, redirect_uri, binding, state, return_to, intent, caller
+                provider,
+                redirect_uri,
+                binding,
+                state,
+                return_to,
+                intent,
+                caller,
+                login_hint=login_hint,
             )
         finally:
             self.metrics.initiation_duration(provider.name, time.perf_counter() - started)
@@ -151,6 +168,8 @@ class SignInService:
         return_to: str | None,
         intent: Intent,
         caller: tuple[str, str] | None,
+        *,
+        login_hint: str | None = None,
     ) -> Authorization:
         if not redirect_uri:  # rule 2
             raise errors.MissingParameter("redirect_uri")
@@ -179,12 +198,18 @@ class SignInService:
         state = state or new_secret()  # rule 4
         verifier = new_secret(48) if provider.uses_pkce else None  # rule 7
         nonce = new_secret() if provider.uses_nonce else None
+        # A hint is only a hint: one that cannot be passed on safely is dropped.
+        hint = {}
+        if login_hint and len(login_hint) <= 256 and not has_control_characters(login_hint):
+            hint["login_hint"] = login_hint
+        return_to = safe_return_to(return_to, self.policy.app_url, self.policy.resume_urls)
         url = await provider.authorization_url(  # rule 3: ProviderUnavailable → 500
             state=state,
             redirect_uri=redirect_uri,
             code_challenge=pkce_challenge(verifier) if verifier else None,
             nonce=nonce,
-            reauthenticate=intent is Intent.REAUTHENTICATE,
+            reauthenticate=intent is Intent.REAUTHENTICATE or self._forces_login(return_to),
+            **hint,
         )
         now = self.clock.now()
         pending = PendingSignIn(
@@ -197,7 +222,7 @@ class SignInService:
             binding_hash=binding_hash(binding),
             created_at=now,
             expires_at=now + self.policy.state_ttl,
-            return_to=safe_return_to(return_to, self.policy.app_url),
+            return_to=return_to,
             account_id=caller[0] if caller and intent in CALLER_INTENTS else None,
             session_id=caller[1] if caller and intent in CALLER_INTENTS else None,
         )
@@ -216,6 +241,15 @@ class SignInService:
             response_type="code",
             state=state,
             state_max_age=int(self.policy.state_ttl.total_seconds()),
+        )
+
+    def _forces_login(self, return_to: str | None) -> bool:
+        """Whether the sign-in returns to an application's authorization request that asks
+        for a fresh login."""
+        return (
+            return_to is not None
+            and is_resume_url(return_to, self.policy.resume_urls)
+            and resume_needs_fresh_login(return_to)
         )
 
     # -- callback (spec 4.6) ----------------------------------------------------------------
@@ -387,7 +421,10 @@ class SignInService:
             if found is not None:
                 _refuse_disabled(verified, found[0])
                 holder = found[1]
-            authenticated_at = _authenticated_at(provider, pending, verified, now)
+            forced = pending.intent is Intent.REAUTHENTICATE or self._forces_login(
+                pending.return_to
+            )
+            authenticated_at = _authenticated_at(provider, pending, verified, now, forced=forced)
             started_by = (
                 await self._starting_session(tx, pending, now)
                 if pending.intent in CALLER_INTENTS
@@ -455,7 +492,9 @@ class SignInService:
     ) -> SignedIn:
         """Rule 9: where the browser goes after a committed sign-in, with its session."""
         first_time = outcome is Outcome.REGISTERED
-        if first_time:
+        if pending.return_to and is_resume_url(pending.return_to, self.policy.resume_urls):
+            destination = pending.return_to  # an application's authorization request
+        elif first_time:
             destination = app_url_for(self.policy.app_url, self.policy.onboarding_path)
         elif pending.return_to:
             destination = pending.return_to
@@ -566,21 +605,27 @@ def _detail_of(e: errors.SignInError) -> str:
 
 
 def _authenticated_at(
-    provider: IdentityProvider, pending: PendingSignIn, verified: VerifiedIdentity, now: dt.datetime
+    provider: IdentityProvider,
+    pending: PendingSignIn,
+    verified: VerifiedIdentity,
+    now: dt.datetime,
+    *,
+    forced: bool,
 ) -> dt.datetime:
     """When the user last authenticated at the provider, as far as this sign-in proves it:
     the session's ``auth_time``, which is never later than what the provider says.
 
     * The provider's ``auth_time`` when it gives one (never after now).
-    * Else, for a re-authentication at a provider that can force a login
-      (:attr:`~authgate.ports.identity.IdentityProvider.forces_login`), the moment of the
+    * Else, for a sign-in that asked a provider that can force a login
+      (:attr:`~authgate.ports.identity.IdentityProvider.forces_login`) to do so (``forced``:
+      a re-authentication, or an application's request for a fresh login), the moment of the
       request: the provider asked for the password again after it.
     * Else nothing is proved (an ordinary sign-in may have passed through the provider's own
       long-lived session): :data:`~authgate.domain.model.UNPROVEN_AUTH_TIME`.
     """
     if verified.auth_time is not None:
         return min(verified.auth_time, now)
-    if pending.intent is Intent.REAUTHENTICATE and provider.forces_login:
+    if forced and provider.forces_login:
         return pending.created_at
     return UNPROVEN_AUTH_TIME
 

@@ -186,6 +186,7 @@ class OAuthIdentityProvider:
         code_challenge: str | None,
         nonce: str | None,
         reauthenticate: bool = False,
+        login_hint: str | None = None,
     ) -> str:
         endpoints = await self._endpoints.get()
         params: dict[str, str] = {
@@ -209,6 +210,8 @@ class OAuthIdentityProvider:
         elif reauthenticate and self._settings.profile_endpoint is not None:
             # Facebook Login: ask for the password again, even with a facebook session.
             params["auth_type"] = "reauthenticate"
+        if login_hint and self._settings.uses_id_token:
+            params["login_hint"] = login_hint
         try:
             return _with_query(endpoints.authorization_endpoint, params)
         except ValueError:

@@ -145,6 +145,11 @@ class SignInOperations:
                     "(bearer token or session cookie with scope account:manage).",
                     examples=intents,
                 ),
+                query(
+                    "login_hint",
+                    description="Who is signing in (an email address, say), passed on to "
+                    "OpenID Connect providers.",
+                ),
             ],
             summary="Start signing in with a provider",
             description="Stores a pending sign-in (state, PKCE verifier, nonce, bound to this "
@@ -316,6 +321,7 @@ class SignInOperations:
             intent=intent,
             account_id=caller[0] if caller else None,
             session_id=caller[1] if caller else None,
+            login_hint=call.params.first("login_hint"),
         )
         details = ProviderDetails(
             provider=authorization.provider,

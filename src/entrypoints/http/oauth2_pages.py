@@ -1,0 +1,217 @@
+"""The OpenID Provider's pages: sign-in, consent, the form that answers with
+``response_mode=form_post``, and the error page.
+
+Plain, accessible HTML with nothing external: one inline style sheet and, on the form_post
+page only, one inline script, each allowed by its hash in the Content Security Policy (no
+``unsafe-inline``); every value from a request or the configuration is escaped. No page may be
+framed (``frame-ancestors 'none'``, ``X-Frame-Options: DENY``: a framed consent button could be
+clicked without the person knowing), cached (``no-store``: a page carries a request's state and
+a form's token) or leak its address to another site (``Referrer-Policy: same-origin``).
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+from collections.abc import Iterable, Sequence
+from html import escape
+from urllib.parse import urlsplit
+
+import attrs
+from aiohttp import web
+
+STYLE = """\
+:root { color-scheme: light dark; font-family: system-ui, sans-serif; line-height: 1.5; }
+body { margin: 0; background: Canvas; color: CanvasText; }
+main { max-width: 32rem; margin: 2rem auto; padding: 0 1rem; }
+ul { list-style: none; padding: 0; margin: 0; }
+li + li { margin-top: .5rem; }
+a.button, button { display: block; box-sizing: border-box; width: 100%; font: inherit;
+  text-align: center; text-decoration: none; cursor: pointer; border-radius: .4rem;
+  padding: .6rem 1rem; border: 1px solid #1a4d8f; background: #e8f0fb; color: #0b2545; }
+button.secondary, a.secondary { border-color: GrayText; background: Canvas;
+  color: CanvasText; }
+a.button:focus-visible, button:focus-visible { outline: 3px solid #f5a623;
+  outline-offset: 2px; }
+.actions { display: flex; gap: .75rem; margin-top: 1.5rem; }
+.actions button { flex: 1; }
+.note { color: GrayText; }
+"""
+
+# Submits the form_post answer at once; without scripts its button does.
+FORM_POST_SCRIPT = 'document.getElementById("answer").submit();'
+
+SCOPE_WORDS = {
+    "openid": "Know who you are (your account identifier)",
+    "profile": "See your name",
+    "email": "See your email address and whether it is verified",
+    "offline_access": "Stay connected while you are away (refresh its access without asking you)",
+}
+PROVIDER_LABELS = {"google": "Google", "facebook": "Facebook", "apple": "Apple"}
+
+
+def _hash_source(text: str) -> str:
+    digest = hashlib.sha256(text.encode()).digest()
+    return "'sha256-" + base64.b64encode(digest).decode("ascii") + "'"
+
+
+_STYLE_SOURCE = _hash_source(STYLE)
+_SCRIPT_SOURCE = _hash_source(FORM_POST_SCRIPT)
+
+
+def page_headers(form_action: str = "'self'", *, script: bool = False) -> dict[str, str]:
+    """The headers of every page: its policy (``form_action``: where its forms may post)."""
+    csp = (
+        f"default-src 'none'; style-src {_STYLE_SOURCE}; "
+        + (f"script-src {_SCRIPT_SOURCE}; " if script else "")
+        + f"form-action {form_action}; base-uri 'none'; frame-ancestors 'none'"
+    )
+    return {
+        "Content-Security-Policy": csp,
+        "X-Frame-Options": "DENY",
+        "X-Content-Type-Options": "nosniff",
+        "Referrer-Policy": "same-origin",
+        "Cache-Control": "no-store",
+        "Pragma": "no-cache",
+    }
+
+
+def provider_label(name: str) -> str:
+    """How a configured provider is named on a page."""
+    return PROVIDER_LABELS.get(name, name.replace("_", " ").replace("-", " ").title())
+
+
+def _document(title: str, body: str, *, script: bool = False) -> str:
+    tail = f"<script>{FORM_POST_SCRIPT}</script>" if script else ""
+    return (
+        "<!doctype html>\n"
+        '<html lang="en"><head><meta charset="utf-8">'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">'
+        '<meta name="referrer" content="same-origin">'
+        f"<title>{escape(title)}</title><style>{STYLE}</style></head>"
+        f"<body><main>{body}</main>{tail}</body></html>\n"
+    )
+
+
+def _response(status: int, html: str, headers: dict[str, str]) -> web.Response:
+    return web.Response(
+        status=status, text=html, content_type="text/html", charset="utf-8", headers=headers
+    )
+
+
+def _hidden(fields: Iterable[tuple[str, str]]) -> str:
+    return "".join(
+        f'<input type="hidden" name="{escape(name)}" value="{escape(value)}">'
+        for name, value in fields
+    )
+
+
+@attrs.frozen
+class ProviderChoice:
+    """A provider on the sign-in page: where signing in and signing up with it start."""
+
+    name: str
+    sign_in_url: str
+    register_url: str
+
+
+def sign_in_page(
+    client_name: str, choices: Sequence[ProviderChoice], *, fresh: bool
+) -> web.Response:
+    """The sign-in page of an authorization request: one button per provider (sign in), and
+    the same to create an account."""
+    app = escape(client_name)
+    if not choices:
+        return error_page("No identity provider is configured to sign in with.", status=503)
+    sign_in = "".join(
+        f'<li><a class="button" href="{escape(c.sign_in_url)}">'
+        f"Sign in with {escape(provider_label(c.name))}</a></li>"
+        for c in choices
+    )
+    register = "".join(
+        f'<li><a class="button secondary" href="{escape(c.register_url)}">'
+        f"Create an account with {escape(provider_label(c.name))}</a></li>"
+        for c in choices
+    )
+    why = (
+        f'<p class="note">{app} asks you to sign in again.</p>'
+        if fresh
+        else f"<p>to continue to <strong>{app}</strong></p>"
+    )
+    body = (
+        "<h1>Sign in</h1>"
+        f"{why}"
+        f'<nav aria-label="Sign in with"><ul>{sign_in}</ul></nav>'
+        "<h2>New here?</h2>"
+        f'<nav aria-label="Create an account with"><ul>{register}</ul></nav>'
+    )
+    return _response(200, _document("Sign in", body), page_headers())
+
+
+def consent_page(
+    client_name: str,
+    scopes: Sequence[str],
+    new_scopes: Sequence[str],
+    *,
+    action: str,
+    fields: Iterable[tuple[str, str]],
+) -> web.Response:
+    """The consent page: what the client asks for, in words, and a form that approves or
+    declines (posted to ``action`` with ``fields``)."""
+    app = escape(client_name)
+    # On a wider request than was consented to before, what is new is marked.
+    widening = len(new_scopes) < len(scopes)
+    items = "".join(
+        f"<li>{escape(SCOPE_WORDS.get(s, s))}"
+        + (' <span class="note">(new)</span>' if widening and s in new_scopes else "")
+        + "</li>"
+        for s in scopes
+    )
+    body = (
+        f"<h1>Allow {app} to use your account?</h1>"
+        f'<p><strong>{app}</strong> would like to:</p><ul class="scopes">{items}</ul>'
+        f'<form method="post" action="{escape(action)}">{_hidden(fields)}'
+        '<div class="actions">'
+        '<button type="submit" name="decision" value="approve">Allow</button>'
+        '<button class="secondary" type="submit" name="decision" value="deny">Deny</button>'
+        "</div></form>"
+        '<p class="note">You can withdraw this later from your account\'s applications.</p>'
+    )
+    return _response(200, _document(f"Allow {client_name}?", body), page_headers())
+
+
+def form_post_page(redirect_uri: str, fields: Iterable[tuple[str, str]]) -> web.Response:
+    """OAuth 2.0 Form Post Response Mode: the answer as a form the browser posts to the
+    client's ``redirect_uri`` at once (a button does it without scripts)."""
+    body = (
+        "<h1>Returning to the application…</h1>"
+        f'<form id="answer" method="post" action="{escape(redirect_uri)}">{_hidden(fields)}'
+        '<noscript><button type="submit">Continue</button></noscript></form>'
+    )
+    return _response(
+        200,
+        _document("Returning to the application", body, script=True),
+        page_headers(_form_action_source(redirect_uri), script=True),
+    )
+
+
+def error_page(description: str, *, status: int = 400) -> web.Response:
+    """The answer to a request that cannot go back to an application (an unknown client, a
+    redirect URI it did not register): said plainly, no link onward."""
+    body = (
+        "<h1>This sign-in request cannot be completed</h1>"
+        f"<p>{escape(description)}</p>"
+        '<p class="note">Return to the application and try again; if it happens again, tell '
+        "its developers.</p>"
+    )
+    return _response(status, _document("Sign-in request refused", body), page_headers("'none'"))
+
+
+def _form_action_source(uri: str) -> str:
+    """A CSP source that lets a form post to ``uri``: its origin (an http(s) URI) or its
+    scheme (a native app's private-use scheme); a registered URI has no space, quote or
+    semicolon in either."""
+    parts = urlsplit(uri)
+    if parts.scheme in ("http", "https"):
+        return f"{parts.scheme}://{parts.netloc}"
+    return f"{parts.scheme}:"

@@ -1,0 +1,179 @@
+"""``POST /oauth2/token`` (RFC 6749 section 3.2, OpenID Connect Core 1.0 section 3.1.3): the
+``authorization_code`` and ``refresh_token`` grants.
+
+The body is a form (``application/x-www-form-urlencoded``) read here, so that every fault is an
+RFC 6749 section 5.2 error: another media type, a parameter given twice (section 3.1), a body
+that is not UTF-8 are ``invalid_request``; a parameter sent without a value counts as absent.
+The client authenticates as it registered
+(:class:`~authgate.services.client_auth.ClientAuthentication`), then spends one request of its
+own budget (``ratelimit.token``, counted by ``client_id``). Answers are never cached.
+
+Browsers of public clients call it from the clients' origins: the operation takes the CORS
+policy the composition root gives it (none by default).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+from urllib.parse import parse_qsl
+
+import attrs
+from aiohttp import web
+
+from authgate.domain.oauth_errors import OAuthInvalidRequest
+from authgate.entrypoints.http import docs
+from authgate.entrypoints.http.discovery import TOKEN_PATH
+from authgate.entrypoints.rest import Api, Call, Cors, Reply, json_response
+from authgate.ports.ratelimit import RateLimiter
+from authgate.services.client_auth import ClientAuthentication
+from authgate.services.openid_tokens import TokenService
+
+FORM = "application/x-www-form-urlencoded"
+NO_STORE = {"Cache-Control": "no-store", "Pragma": "no-cache"}
+MAX_FIELDS = 32
+
+
+@attrs.frozen
+class TokenForm:
+    """The token request's fields (RFC 6749 4.1.3 and 6, RFC 7636, RFC 7523)."""
+
+    grant_type: str
+    code: str | None = None
+    redirect_uri: str | None = None
+    code_verifier: str | None = None
+    refresh_token: str | None = None
+    scope: str | None = None
+    client_id: str | None = None
+    client_secret: str | None = None
+    client_assertion_type: str | None = None
+    client_assertion: str | None = None
+
+
+@attrs.frozen
+class TokenResponse:
+    """RFC 6749 section 5.1 with OpenID Connect's ``id_token``; ``refresh_token`` only when
+    one is issued (``offline_access`` granted)."""
+
+    access_token: str
+    token_type: str
+    expires_in: int
+    id_token: str
+    scope: str
+    refresh_token: str | None = None
+
+
+@attrs.frozen
+class OAuthErrorBody:
+    """RFC 6749 section 5.2."""
+
+    error: str
+    error_description: str
+
+
+def _example(error: str, description: str) -> dict[str, Any]:
+    return {"error": error, "error_description": description}
+
+
+EXAMPLES: dict[int, dict[str, dict[str, Any]]] = {
+    400: {
+        "invalid_request": _example("invalid_request", "code is missing"),
+        "invalid_grant": _example("invalid_grant", "the code was used already"),
+        "unsupported_grant_type": _example(
+            "unsupported_grant_type", "grant_type must be authorization_code or refresh_token"
+        ),
+        "invalid_scope": _example("invalid_scope", "the scope may only narrow what was granted"),
+    },
+    401: {"invalid_client": _example("invalid_client", "client authentication failed")},
+    429: {
+        "temporarily_unavailable": _example(
+            "temporarily_unavailable", "too many token requests from this client; retry later"
+        )
+    },
+    503: {
+        "temporarily_unavailable": _example(
+            "temporarily_unavailable", "the client's keys cannot be fetched; retry later"
+        )
+    },
+}
+
+
+class TokenOperations:
+    """Registers the token endpoint."""
+
+    def __init__(
+        self,
+        service: TokenService,
+        client_auth: ClientAuthentication,
+        limiter: RateLimiter,
+        cors: Cors | None = None,
+    ) -> None:
+        self.service = service
+        self.client_auth = client_auth
+        self.limiter = limiter
+        self.cors = cors
+
+    def register(self, api: Api) -> None:
+        docs.describe_tags(api, docs.OPENID_PROVIDER)
+        api.operation(
+            "POST",
+            TOKEN_PATH,
+            raw_body={FORM: TokenForm},
+            response=TokenResponse,
+            responses={status: OAuthErrorBody for status in (400, 401, 429, 503)},
+            operation_id="token",
+            tags=(docs.OPENID_PROVIDER,),
+            summary="Token endpoint (OAuth 2.0 / OpenID Connect)",
+            description="grant_type=authorization_code (code, redirect_uri, code_verifier) or "
+            "refresh_token (refresh_token, optional narrower scope), from a client "
+            "authenticated as it registered (client_secret_basic, client_secret_post, "
+            "private_key_jwt, or client_id alone for a public client). A code is single use: "
+            "presented again it revokes what it issued. Refresh tokens rotate at every use; "
+            "a replaced one presented again revokes its whole family. Never cached.",
+            examples=EXAMPLES,
+            cors=self.cors,
+        )(self.token)
+
+    async def token(self, call: Call[bytes]) -> Reply[TokenResponse] | web.StreamResponse:
+        request = call.request
+        form = _form(request.content_type, call.body)
+        client = await self.client_auth.authenticate(request.headers.get("Authorization"), form)
+        decision = await self.limiter.hit(client.client_id)
+        if not decision.allowed:
+            return json_response(
+                {
+                    "error": "temporarily_unavailable",
+                    "error_description": "too many token requests from this client; retry later",
+                },
+                429,
+                {"Retry-After": str(decision.retry_after_seconds), **NO_STORE},
+            )
+        issued = await self.service.grant(client, form)
+        return Reply(
+            TokenResponse(
+                access_token=issued.access_token,
+                token_type="Bearer",  # noqa: S106 - the token type
+                expires_in=issued.expires_in,
+                id_token=issued.id_token,
+                scope=" ".join(issued.scopes),
+                refresh_token=issued.refresh_token,
+            ),
+            headers=NO_STORE,
+        )
+
+
+def _form(content_type: str, body: bytes) -> Mapping[str, str]:
+    """The request's fields, each once; a field without a value is left out (RFC 6749 3.1)."""
+    if content_type != FORM:
+        raise OAuthInvalidRequest(f"the token request must be a form ({FORM})")
+    try:
+        text = body.decode("utf-8")
+        pairs = parse_qsl(text, keep_blank_values=False, max_num_fields=MAX_FIELDS)
+    except (UnicodeDecodeError, ValueError):
+        raise OAuthInvalidRequest("the form is malformed or has too many fields") from None
+    form: dict[str, str] = {}
+    for name, value in pairs:
+        if name in form:
+            raise OAuthInvalidRequest(f"{name} is given more than once")
+        form[name] = value
+    return form
