@@ -25,6 +25,7 @@ from authgate.entrypoints import development
 from authgate.entrypoints.config import Config
 from authgate.entrypoints.http.account import AccountOperations
 from authgate.entrypoints.http.caller import ClientAddress
+from authgate.entrypoints.http.discovery import DiscoveryOperations, provider_metadata
 from authgate.entrypoints.http.errors import answer_error
 from authgate.entrypoints.http.jwks import JwksOperations
 from authgate.entrypoints.http.renewal import renewal_hook
@@ -82,6 +83,8 @@ def build_api(config: Config, resources: Resources, services: Services | None = 
     ).register(api)
     AccountOperations(services.account, bearer, cookie, guard, client_address, cors).register(api)
     JwksOperations(resources.sessions).register(api)
+    if services.openid is not None:
+        DiscoveryOperations(provider_metadata(config)).register(api)
     routes = receiver_routes(config)
     if routes:
         from authgate.entrypoints.http.provider_events import ProviderEventOperations

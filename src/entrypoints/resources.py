@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 import aiohttp
 import attrs
+from joserfc.jwk import KeySet
 
 from authgate.adapters.clock import SystemClock
 from authgate.adapters.identity import (
@@ -44,6 +45,7 @@ from authgate.adapters.memory import (
     MemoryStates,
     MemoryUnitOfWork,
 )
+from authgate.adapters.openid import JwtTokenSigner, RegisteredClientKeys
 from authgate.adapters.postgres import PostgresStoreError, redact
 from authgate.adapters.ratelimit import NoRateLimit, RateLimitStore
 from authgate.adapters.revocations import LocalRevocations
@@ -55,10 +57,12 @@ from authgate.adapters.sessions import (
 )
 from authgate.adapters.sqlite import SchemaTooNew, SqliteStore, SqliteUnavailable, open_sqlite
 from authgate.adapters.tokens import JweTokenSealer, SealingKey, SealingKeyError
-from authgate.entrypoints.config import Config
+from authgate.domain.clients import ClientRegistry
+from authgate.entrypoints.config import Config, client_registry, openid_issuer
 from authgate.entrypoints.rest import HealthCheck
 from authgate.entrypoints.startup import StartupError
 from authgate.ports.accounts import AccountRepository
+from authgate.ports.client_assertions import ClientAssertionSignatures
 from authgate.ports.clock import Clock
 from authgate.ports.events import SignInEventLog
 from authgate.ports.identity import IdentityProvider
@@ -74,6 +78,7 @@ from authgate.ports.revocations import RevocationChannel
 from authgate.ports.session_records import SessionRecords
 from authgate.ports.sessions import SessionTokens
 from authgate.ports.state import StateStore
+from authgate.ports.token_signing import TokenSigner
 from authgate.ports.unit_of_work import UnitOfWork
 
 # Imported where they are used, and only when the configuration asks for them: asyncpg, redis
@@ -85,6 +90,37 @@ if TYPE_CHECKING:
     from authgate.adapters.postgres.pool import Pool
 
 log = logging.getLogger("authgate")
+
+
+@attrs.frozen
+class OpenIdResources:
+    """What authgate as an OpenID Provider needs: the registered clients, the signer of their
+    ID, access and logout tokens (the service's one key set, its RSA key first), and the keys
+    ``private_key_jwt`` clients sign their assertions with."""
+
+    clients: ClientRegistry
+    signer: TokenSigner
+    client_keys: ClientAssertionSignatures
+
+
+def _openid(
+    config: Config, keys: KeySet, http: aiohttp.ClientSession | None, clock: Clock
+) -> OpenIdResources | None:
+    """The provider face's resources when clients are registered (``http`` None: for the
+    OpenAPI document, which fetches nothing)."""
+    if not config.clients:
+        return None
+    signer = JwtTokenSigner(keys, issuer=openid_issuer(config))
+    for client in config.clients.values():
+        if client.id_token_signed_response_alg == "ES256" and not signer.supports("ES256"):  # noqa: S105
+            raise StartupError(
+                "clients: ES256 ID tokens need a P-256 session key; the key file's is Ed25519"
+            )
+    return OpenIdResources(
+        clients=client_registry(config),
+        signer=signer,
+        client_keys=RegisteredClientKeys(http, clock),
+    )
 
 
 @attrs.define
@@ -110,6 +146,7 @@ class Resources:
     revocation_outbox: RevocationOutbox = attrs.field(factory=MemoryRevocationOutbox)
     sealer: TokenSealer | None = None  # None: no provider_tokens.keys, no token is kept
     revokers: dict[str, TokenRevoker] = attrs.field(factory=dict)
+    openid: OpenIdResources | None = None  # None: no client is registered
 
     async def close(self) -> None:
         for close in reversed(self.closers):
@@ -133,7 +170,8 @@ async def open_resources(
     closers: list[Callable[[], Awaitable[Any]]] = []
     try:
         stores = await _open_store(config, closers)
-        sessions = _session_tokens(config)
+        keys = _key_set(config)
+        sessions = _session_tokens(config, keys)
         if prepare is not None:
             prepare(config)
         http = provider_session()
@@ -147,6 +185,7 @@ async def open_resources(
         metrics = _metrics(config, closers)
         providers = _providers(config, http, clock, metrics)
         sealer = _sealer(config)
+        openid = _openid(config, keys, http, clock)
         return Resources(
             accounts=stores.accounts,
             states=stores.states,
@@ -167,6 +206,7 @@ async def open_resources(
             revocation_outbox=stores.revocations,
             sealer=sealer,
             revokers={n: p for n, p in providers.items() if isinstance(p, OAuthIdentityProvider)},
+            openid=openid,
         )
     except BaseException:
         for close in reversed(closers):
@@ -177,7 +217,7 @@ async def open_resources(
 def unopened_resources(config: Config) -> Resources:
     """Resources that open nothing (memory stores, ephemeral session keys, no provider):
     enough to register the operations on, for the OpenAPI document."""
-    keys = ephemeral_keys()
+    keys = ephemeral_keys(rsa=bool(config.clients))
     callback, initiation, _ = _limiters(config, RateLimitStore("memory://"))
     stores = _memory_stores(MemoryStates())
     return Resources(
@@ -193,16 +233,24 @@ def unopened_resources(config: Config) -> Resources:
         limiter=callback,
         initiation_limiter=initiation,
         providers={},
+        openid=_openid(config, keys, None, SystemClock()),
     )
 
 
-def _session_tokens(config: Config) -> JwtSessionTokens:
-    """The session tokens, signed with the key file's keys (made on a first start when
-    ``session.generate_keys`` allows)."""
+def _key_set(config: Config) -> KeySet:
+    """The service's one key set, from the key file (made on a first start when
+    ``session.generate_keys`` allows): the session key, and an RSA key when clients are
+    registered (their ID and access tokens)."""
     try:
-        keys = load_or_create_keys(config.session.keys_file, config.session.generate_keys)
+        return load_or_create_keys(
+            config.session.keys_file, config.session.generate_keys, rsa=bool(config.clients)
+        )
     except SessionKeyError as e:
         raise StartupError(str(e)) from None
+
+
+def _session_tokens(config: Config, keys: KeySet) -> JwtSessionTokens:
+    """The session tokens, signed with the key set's session key."""
     return JwtSessionTokens(
         keys,
         issuer=config.session.issuer,

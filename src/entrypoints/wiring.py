@@ -16,15 +16,19 @@ from typing import TYPE_CHECKING
 import attrs
 
 from authgate.adapters.identity import OAuthIdentityProvider
+from authgate.domain.clients import ClientRegistry
 from authgate.entrypoints.config import (
     Config,
     backchannel_logout_path_of,
     callback_urls_of,
     notifications_path_of,
 )
+from authgate.entrypoints.http.discovery import TOKEN_PATH
 from authgate.entrypoints.resources import Resources
 from authgate.ports.identity import IdentityProvider
+from authgate.ports.token_signing import TokenSigner
 from authgate.services.account import AccountService
+from authgate.services.client_auth import ClientAuthentication
 from authgate.services.provider_tokens import (
     ProviderTokenService,
     RevocationPolicy,
@@ -49,6 +53,33 @@ class Services:
     provider_events: ProviderEventService | None  # None: no event receiver is configured
     provider_tokens: ProviderTokenService
     revocation_worker: RevocationWorker
+    openid: OpenIdServices | None = None  # None: no client is registered
+
+
+@attrs.frozen
+class OpenIdServices:
+    """authgate as the OpenID Provider of the registered clients: who they are, how their
+    requests authenticate, and the signer of the tokens they receive."""
+
+    clients: ClientRegistry
+    signer: TokenSigner
+    client_auth: ClientAuthentication
+
+
+def _openid(config: Config, resources: Resources) -> OpenIdServices | None:
+    opened = resources.openid
+    if opened is None:
+        return None
+    issuer = opened.signer.issuer
+    client_auth = ClientAuthentication(
+        opened.clients,
+        opened.client_keys,
+        resources.units,
+        resources.clock,
+        # An assertion names the token endpoint or the issuer as its audience (RFC 7523).
+        audiences=[issuer + TOKEN_PATH, issuer],
+    )
+    return OpenIdServices(opened.clients, opened.signer, client_auth)
 
 
 def build_services(config: Config, resources: Resources) -> Services:
@@ -67,7 +98,8 @@ def build_services(config: Config, resources: Resources) -> Services:
         provider_tokens=provider_tokens,
     )
     provider_events = _provider_events(config, resources, sessions, account)
-    return Services(signin, sessions, account, provider_events, provider_tokens, worker)
+    openid = _openid(config, resources)
+    return Services(signin, sessions, account, provider_events, provider_tokens, worker, openid)
 
 
 def _provider_tokens(

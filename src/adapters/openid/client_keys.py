@@ -41,11 +41,13 @@ MAX_KEY_SET_BYTES = 256 * 1024
 
 class RegisteredClientKeys:
     """:class:`~authgate.ports.client_assertions.ClientAssertionSignatures` on the keys the
-    clients registered."""
+    clients registered. ``session`` None: nothing can be fetched (the resources the OpenAPI
+    document is built on, where no request is ever served); a registered ``jwks_uri`` is then
+    unavailable, inline keys still work."""
 
     def __init__(
         self,
-        session: aiohttp.ClientSession,
+        session: aiohttp.ClientSession | None,
         clock: Clock,
         *,
         max_age_seconds: float = 3600.0,
@@ -111,6 +113,8 @@ class RegisteredClientKeys:
 
     async def _fetch(self, url: str, name: str) -> KeySet:
         what = f"{name}: key set"
+        if self._session is None:
+            raise KeySetUnavailable(f"{what}: this process fetches nothing")
         try:
             answer = await request_json(
                 self._session,
