@@ -14,12 +14,14 @@ import contextlib
 import datetime as dt
 import logging
 import random
+from collections.abc import Callable
 from typing import Generic
 
 import attrs
 
 from authgate.ports.clock import Clock
 from authgate.ports.outbox import Outbox, P
+from authgate.ports.unit_of_work import Transaction, UnitOfWork
 
 log = logging.getLogger("authgate.outbox")
 
@@ -116,3 +118,34 @@ class OutboxWorker(Generic[P]):
         if due is not None:
             await self.outbox.retry(pending.id, attempts, due, error[:500])
         return due
+
+
+class OutboxInUnits(Generic[P]):
+    """An outbox reached through units of work, each call in its own (a worker's view of the
+    outbox its rows were written to in the units of the changes they follow)."""
+
+    def __init__(self, units: UnitOfWork, outbox_of: Callable[[Transaction], Outbox[P]]) -> None:
+        self._units = units
+        self._outbox_of = outbox_of
+
+    async def add(self, pending: P) -> None:
+        async with self._units.begin() as tx:
+            await self._outbox_of(tx).add(pending)
+
+    async def claim(self, now: dt.datetime, lease: dt.timedelta, limit: int) -> list[P]:
+        async with self._units.begin() as tx:
+            return await self._outbox_of(tx).claim(now, lease, limit)
+
+    async def complete(self, pending_id: str) -> None:
+        async with self._units.begin() as tx:
+            await self._outbox_of(tx).complete(pending_id)
+
+    async def retry(
+        self, pending_id: str, attempts: int, next_attempt_at: dt.datetime, error: str
+    ) -> None:
+        async with self._units.begin() as tx:
+            await self._outbox_of(tx).retry(pending_id, attempts, next_attempt_at, error)
+
+    async def pending(self) -> list[P]:
+        async with self._units.begin() as tx:
+            return await self._outbox_of(tx).pending()
