@@ -29,6 +29,7 @@ from authgate.ports.identity import IdentityProvider
 from authgate.ports.token_signing import TokenSigner
 from authgate.services.account import AccountService
 from authgate.services.client_auth import ClientAuthentication
+from authgate.services.openid_logout import BackchannelLogout, LogoutPolicy, RpInitiatedLogout
 from authgate.services.provider_tokens import (
     ProviderTokenService,
     RevocationPolicy,
@@ -59,11 +60,14 @@ class Services:
 @attrs.frozen
 class OpenIdServices:
     """authgate as the OpenID Provider of the registered clients: who they are, how their
-    requests authenticate, and the signer of the tokens they receive."""
+    requests authenticate, the signer of the tokens they receive, and logout both ways (what
+    ends with a session, and the end-session endpoint's decisions)."""
 
     clients: ClientRegistry
     signer: TokenSigner
     client_auth: ClientAuthentication
+    logout: BackchannelLogout
+    end_session: RpInitiatedLogout
 
 
 def _openid(config: Config, resources: Resources) -> OpenIdServices | None:
@@ -79,7 +83,23 @@ def _openid(config: Config, resources: Resources) -> OpenIdServices | None:
         # An assertion names the token endpoint or the issuer as its audience (RFC 7523).
         audiences=[issuer + TOKEN_PATH, issuer],
     )
-    return OpenIdServices(opened.clients, opened.signer, client_auth)
+    tokens = config.logout_tokens
+    logout = BackchannelLogout(
+        clients=opened.clients,
+        units=resources.units,
+        signer=opened.signer,
+        sender=opened.logout_sender,
+        clock=resources.clock,
+        policy=LogoutPolicy(
+            retry_initial=dt.timedelta(seconds=tokens.retry_initial_seconds),
+            retry_max=dt.timedelta(seconds=tokens.retry_max_seconds),
+            give_up_after=dt.timedelta(seconds=tokens.give_up_after_seconds),
+            lease=dt.timedelta(seconds=tokens.lease_seconds),
+            poll_seconds=tokens.poll_seconds,
+        ),
+    )
+    end_session = RpInitiatedLogout(opened.clients, opened.signer)
+    return OpenIdServices(opened.clients, opened.signer, client_auth, logout, end_session)
 
 
 def build_services(config: Config, resources: Resources) -> Services:
@@ -99,6 +119,8 @@ def build_services(config: Config, resources: Resources) -> Services:
     )
     provider_events = _provider_events(config, resources, sessions, account)
     openid = _openid(config, resources)
+    if openid is not None:
+        sessions.endings = openid.logout  # every session's end tells its clients
     return Services(signin, sessions, account, provider_events, provider_tokens, worker, openid)
 
 
