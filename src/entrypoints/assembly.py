@@ -28,6 +28,7 @@ from authgate.entrypoints.http.caller import ClientAddress
 from authgate.entrypoints.http.discovery import DiscoveryOperations, provider_metadata
 from authgate.entrypoints.http.errors import answer_error
 from authgate.entrypoints.http.jwks import JwksOperations
+from authgate.entrypoints.http.oauth2_logout import LogoutOperations
 from authgate.entrypoints.http.renewal import renewal_hook
 from authgate.entrypoints.http.session_auth import (
     SameOriginGuard,
@@ -40,6 +41,7 @@ from authgate.entrypoints.rest import Api, BearerJWT, Cors, RecordRequest
 from authgate.entrypoints.startup import StartupError
 from authgate.entrypoints.wiring import Services, build_services, receiver_routes
 from authgate.ports.clock import Clock
+from authgate.services.outbox import OutboxWorker
 
 # The metrics libraries are imported only when metrics are on (by open_resources).
 if TYPE_CHECKING:
@@ -85,6 +87,9 @@ def build_api(config: Config, resources: Resources, services: Services | None = 
     JwksOperations(resources.sessions).register(api)
     if services.openid is not None:
         DiscoveryOperations(provider_metadata(config)).register(api)
+        LogoutOperations(
+            services.openid.end_session, services.sessions, client_address, guard
+        ).register(api)
     routes = receiver_routes(config)
     if routes:
         from authgate.entrypoints.http.provider_events import ProviderEventOperations
@@ -142,11 +147,18 @@ async def create_app(
                 await resources.close()  # the application that would close them never runs
                 raise
 
+    # The outboxes' workers: provider-token revocations, and back-channel logouts.
+    workers: list[OutboxWorker[Any]] = [services.revocation_worker]
+    if services.openid is not None:
+        workers.append(services.openid.logout.worker)
+
     async def start_worker(_: web.Application) -> None:
-        services.revocation_worker.start()
+        for worker in workers:
+            worker.start()
 
     async def close(_: web.Application) -> None:
-        await services.revocation_worker.stop()
+        for worker in workers:
+            await worker.stop()
         await resources.close()
 
     app.on_startup.append(start_worker)
