@@ -9,6 +9,7 @@ the receiver) and ``mobile`` (public, no back-channel endpoint).
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import datetime as dt
 import json
@@ -17,7 +18,6 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
-import aiohttp
 import attrs
 import pytest
 from aiohttp import web
@@ -79,6 +79,8 @@ class Receiver:
     failing: int | None = 0
     service: Client | None = None
     answered: list[int] = attrs.field(factory=list)
+    tokens: list[str] = attrs.field(factory=list)  # every logout token received
+    delay: float = 0.0  # seconds each answer takes (a slow client)
 
     def uri(self, client_id: str) -> str:
         return str(self.server.make_url(f"/bc/{client_id}"))
@@ -89,6 +91,9 @@ class Receiver:
     async def handle(self, request: web.Request) -> web.Response:
         client_id = request.match_info["client_id"]
         form = {k: v for k, v in (await request.post()).items() if isinstance(v, str)}
+        self.tokens.append(form.get("logout_token", ""))
+        if self.delay:
+            await asyncio.sleep(self.delay)
         if self.failing is None or self.failing > 0:
             if self.failing is not None:
                 self.failing -= 1
@@ -198,6 +203,8 @@ def op_config(fake: FakeIdP, receiver: Receiver, database_url: str) -> dict[str,
         "providers": providers,
         "database": {"url": database_url},
         "clients": clients_config(receiver),
+        # Tests sign in many times from one address.
+        "ratelimit": {"callback": "1000/minute", "initiation": "1000/minute"},
         "logout_tokens": {
             "retry_initial_seconds": RETRY_INITIAL,
             "retry_max_seconds": RETRY_MAX,
@@ -381,8 +388,3 @@ async def op_memory(
 ) -> Provider:
     """:class:`Provider` on memory, for what does not depend on the store."""
     return await open_provider(make_service, fake_idp, idp_clock, receiver, "memory://", "memory")
-
-
-async def jwks_of(client: aiohttp.ClientSession | Client) -> dict[str, Any]:
-    keys: dict[str, Any] = await (await client.get("/.well-known/jwks.json")).json()
-    return keys
