@@ -270,11 +270,11 @@ class LogoutOperations:
         or show the signed-out page; the session and binding cookies are cleared either way."""
         if decision.verdict is Verdict.END and token is not None:
             client = ClientInfo(self.client_address.of(request), request.headers.get("User-Agent"))
-            asked_by = decision.client.client_id if decision.client is not None else "nobody named"
+            detail = "end-session endpoint"
+            if decision.client is not None:
+                detail += f"; client {decision.client.client_id}"
             with contextlib.suppress(InvalidSession):  # ended meanwhile: the purpose is achieved
-                await self.sessions.sign_out(
-                    token, client=client, detail=f"end-session endpoint; client {asked_by}"
-                )
+                await self.sessions.sign_out(token, client=client, detail=detail)
         if decision.redirect is not None:
             response = redirect_response(decision.redirect, status=status)
         else:
