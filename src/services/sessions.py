@@ -7,6 +7,11 @@ live is trusted for ``live_cache`` (a few seconds) without asking the store, and
 removes it from that cache on this instance at once and, through the revocation channel, on
 every other instance within a moment. When the channel is down, ``live_cache`` bounds how
 long another instance may still accept a revoked session.
+
+Every session ends through this service, inside the unit of work of whatever ended it
+(:meth:`SessionService.revoke_in` and its siblings), so that what ends with a session
+(:class:`SessionEndings`: for an OpenID Provider, its token families and the back-channel
+logouts owed to its clients) is written in the same transaction.
 """
 
 from __future__ import annotations
