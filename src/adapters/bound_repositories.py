@@ -20,6 +20,7 @@ from authgate.ports.authorization import (
     SessionClients,
 )
 from authgate.ports.events import SignInEventLog
+from authgate.ports.logout import LogoutOutbox
 from authgate.ports.provider_events import SeenEvents
 from authgate.ports.provider_tokens import ProviderTokenStore, RevocationOutbox
 from authgate.ports.session_records import SessionRecords
@@ -39,6 +40,7 @@ class RepositoryMakers:
     refresh_tokens: Callable[[], RefreshTokens]
     grants: Callable[[], Grants]
     session_clients: Callable[[], SessionClients]
+    logout_outbox: Callable[[], LogoutOutbox]
 
 
 class BoundRepositories:
@@ -87,3 +89,7 @@ class BoundRepositories:
     @functools.cached_property
     def session_clients(self) -> SessionClients:
         return self._makers.session_clients()
+
+    @functools.cached_property
+    def logout_outbox(self) -> LogoutOutbox:
+        return self._makers.logout_outbox()

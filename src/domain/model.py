@@ -201,6 +201,9 @@ class Outcome(enum.Enum):
     PROVIDER_EVENT_REJECTED = "provider_event_rejected"  # the token did not verify
     PROVIDER_TOKEN_REVOKED = "provider_token_revoked"  # noqa: S105 - an outcome name
     PROVIDER_TOKEN_REVOCATION_FAILED = "provider_token_revocation_failed"  # noqa: S105
+    # What authgate as an OpenID Provider told its clients (back-channel logout).
+    BACKCHANNEL_LOGOUT_SENT = "backchannel_logout_sent"
+    BACKCHANNEL_LOGOUT_FAILED = "backchannel_logout_failed"
 
 
 @attrs.frozen

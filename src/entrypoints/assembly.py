@@ -44,6 +44,7 @@ from authgate.entrypoints.wiring import (
     receiver_routes,
 )
 from authgate.ports.clock import Clock
+from authgate.services.outbox import OutboxWorker
 from authgate.services.sessions import SessionService
 
 # The metrics libraries are imported only when metrics are on (by open_resources).
@@ -93,6 +94,11 @@ def build_api(config: Config, resources: Resources, services: Services | None = 
 
         DiscoveryOperations(provider_metadata(config)).register(api)
         _register_openid_flow(api, config, resources, services.openid, services.sessions, guard)
+        from authgate.entrypoints.http.oauth2_logout import LogoutOperations
+
+        LogoutOperations(
+            services.openid.end_session, services.sessions, client_address, guard
+        ).register(api)
     routes = receiver_routes(config)
     if routes:
         from authgate.entrypoints.http.provider_events import ProviderEventOperations
@@ -177,11 +183,18 @@ async def create_app(
                 await resources.close()  # the application that would close them never runs
                 raise
 
+    # The outboxes' workers: provider-token revocations, and back-channel logouts.
+    workers: list[OutboxWorker[Any]] = [services.revocation_worker]
+    if services.openid is not None:
+        workers.append(services.openid.logout.worker)
+
     async def start_worker(_: web.Application) -> None:
-        services.revocation_worker.start()
+        for worker in workers:
+            worker.start()
 
     async def close(_: web.Application) -> None:
-        await services.revocation_worker.stop()
+        for worker in workers:
+            await worker.stop()
         await resources.close()
 
     app.on_startup.append(start_worker)

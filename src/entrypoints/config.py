@@ -219,6 +219,23 @@ class ProviderTokensConfig:
 
 
 @attrs.frozen
+class LogoutTokensConfig:
+    """The delivery of back-channel logout tokens to the registered clients (authgate as an
+    OpenID Provider): each is retried with a doubling delay from ``retry_initial_seconds`` up
+    to ``retry_max_seconds`` until the client answers 2xx, and given up (audited) once
+    ``give_up_after_seconds`` have passed since the session ended. ``timeout_seconds`` bounds
+    one delivery; ``lease_seconds`` (longer) is how long an instance holds a delivery before
+    another may try it."""
+
+    retry_initial_seconds: float = 5.0
+    retry_max_seconds: float = 600.0
+    give_up_after_seconds: float = 86400.0
+    lease_seconds: float = 60.0
+    poll_seconds: float = 5.0
+    timeout_seconds: float = 10.0
+
+
+@attrs.frozen
 class ProviderConfig:
     client_id: str
     scopes: list[str]
@@ -341,6 +358,7 @@ class Config:
     metrics: MetricsConfig = MetricsConfig()
     # The applications that sign in through authgate as their OpenID Provider, by client_id.
     clients: dict[str, ClientConfig] = attrs.field(factory=dict)
+    logout_tokens: LogoutTokensConfig = LogoutTokensConfig()
 
 
 def callback_urls_of(config: Config, provider: str) -> list[str]:
@@ -572,6 +590,7 @@ def _check(config: Config) -> None:
         raise ConfigError("state.ttl_seconds: must be positive")
     _check_ratelimit(config.ratelimit)
     _check_provider_tokens(config.provider_tokens)
+    _check_logout_tokens(config.logout_tokens)
     if config.environment == "production" and config.dev.identity_provider:
         raise ConfigError(
             "dev.identity_provider: the development identity provider is refused in production"
@@ -807,6 +826,24 @@ def _check_provider_tokens(tokens: ProviderTokensConfig) -> None:
     if tokens.lease_seconds < 5:
         # Longer than a revocation request may take (providers' timeout_seconds).
         raise ConfigError("provider_tokens.lease_seconds: must be at least 5")
+
+
+def _check_logout_tokens(tokens: LogoutTokensConfig) -> None:
+    for setting in (
+        "retry_initial_seconds",
+        "retry_max_seconds",
+        "give_up_after_seconds",
+        "timeout_seconds",
+    ):
+        if getattr(tokens, setting) <= 0:
+            raise ConfigError(f"logout_tokens.{setting}: must be positive")
+    if tokens.retry_max_seconds < tokens.retry_initial_seconds:
+        raise ConfigError("logout_tokens.retry_max_seconds: must be at least retry_initial_seconds")
+    if not 0 < tokens.poll_seconds <= 3600:
+        raise ConfigError("logout_tokens.poll_seconds: must be between 0 and 3600")
+    if tokens.lease_seconds <= tokens.timeout_seconds:
+        # A delivery still under way when its lease runs out would be sent twice at once.
+        raise ConfigError("logout_tokens.lease_seconds: must be longer than timeout_seconds")
 
 
 def _key_bytes(secret: str) -> int:

@@ -168,7 +168,7 @@ async def delete_account(config: Config, ref: str) -> int:
             return _fail(name, str(e), 1)
         try:
             async with resources.units.begin() as tx:
-                ended = await tx.sessions.revoke_all(account_id, now)
+                ended = await services.sessions.revoke_all_in(tx, account_id, now)
                 # The running instances' workers revoke the provider tokens.
                 await enqueue_token_revocations(tx, account_id, now)
                 if not await tx.accounts.delete(account_id):

@@ -64,6 +64,7 @@ from authgate.ports.accounts import AccountRepository
 from authgate.ports.clock import Clock
 from authgate.ports.events import SignInEventLog
 from authgate.ports.identity import IdentityProvider
+from authgate.ports.logout import LogoutTokenSender
 from authgate.ports.metrics import Metrics, NoMetrics
 from authgate.ports.provider_tokens import (
     ProviderTokenStore,
@@ -94,12 +95,14 @@ log = logging.getLogger("authgate")
 @attrs.frozen
 class OpenIdResources:
     """What authgate as an OpenID Provider needs: the registered clients, the signer of their
-    ID, access and logout tokens (the service's one key set, its RSA key first), and the keys
-    ``private_key_jwt`` clients sign their assertions with."""
+    ID, access and logout tokens (the service's one key set, its RSA key first), the keys
+    ``private_key_jwt`` clients sign their assertions with, and the clients' back-channel
+    logout endpoints."""
 
     clients: ClientRegistry
     signer: TokenSigner
     client_keys: ClientAssertionSignatures
+    logout_sender: LogoutTokenSender
 
 
 def _openid(
@@ -110,7 +113,11 @@ def _openid(
     if not config.clients:
         return None
     # The provider face's modules are imported only when clients are registered.
-    from authgate.adapters.openid import JwtTokenSigner, RegisteredClientKeys
+    from authgate.adapters.openid import (
+        HttpLogoutTokenSender,
+        JwtTokenSigner,
+        RegisteredClientKeys,
+    )
 
     signer = JwtTokenSigner(keys, issuer=openid_issuer(config))
     for client in config.clients.values():
@@ -122,6 +129,9 @@ def _openid(
         clients=client_registry(config),
         signer=signer,
         client_keys=RegisteredClientKeys(http, clock),
+        logout_sender=HttpLogoutTokenSender(
+            http, timeout_seconds=config.logout_tokens.timeout_seconds
+        ),
     )
 
 

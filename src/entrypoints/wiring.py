@@ -41,6 +41,7 @@ if TYPE_CHECKING:
     from authgate.ports.token_signing import TokenSigner
     from authgate.services.client_auth import ClientAuthentication
     from authgate.services.openid_authorization import AuthorizationService
+    from authgate.services.openid_logout import BackchannelLogout, RpInitiatedLogout
     from authgate.services.openid_tokens import TokenService
     from authgate.services.provider_events import ProviderEventService, Receiver
 
@@ -61,7 +62,8 @@ class Services:
 @attrs.frozen
 class OpenIdServices:
     """authgate as the OpenID Provider of the registered clients: who they are, how their
-    requests authenticate, and the signer of the tokens they receive."""
+    requests authenticate, the signer of the tokens they receive, and logout both ways (what
+    ends with a session, and the end-session endpoint's decisions)."""
 
     clients: ClientRegistry
     signer: TokenSigner
@@ -69,6 +71,9 @@ class OpenIdServices:
     # The code flow: the authorization endpoint's decisions and the token endpoint's grants.
     authorization: AuthorizationService
     tokens: TokenService
+    # Logout both ways: the back-channel fan-out when a session ends, RP-initiated logout.
+    logout: BackchannelLogout
+    end_session: RpInitiatedLogout
 
 
 def _openid(config: Config, resources: Resources) -> OpenIdServices | None:
@@ -79,6 +84,7 @@ def _openid(config: Config, resources: Resources) -> OpenIdServices | None:
     from authgate.entrypoints.http.discovery import TOKEN_PATH
     from authgate.services.client_auth import ClientAuthentication
     from authgate.services.openid_authorization import AuthorizationService
+    from authgate.services.openid_logout import BackchannelLogout, LogoutPolicy, RpInitiatedLogout
     from authgate.services.openid_tokens import TokenService
 
     issuer = opened.signer.issuer
@@ -94,7 +100,25 @@ def _openid(config: Config, resources: Resources) -> OpenIdServices | None:
         clients=opened.clients, signer=opened.signer, units=resources.units, clock=resources.clock
     )
     tokens = TokenService(signer=opened.signer, units=resources.units, clock=resources.clock)
-    return OpenIdServices(opened.clients, opened.signer, client_auth, authorization, tokens)
+    delivery = config.logout_tokens
+    logout = BackchannelLogout(
+        clients=opened.clients,
+        units=resources.units,
+        signer=opened.signer,
+        sender=opened.logout_sender,
+        clock=resources.clock,
+        policy=LogoutPolicy(
+            retry_initial=dt.timedelta(seconds=delivery.retry_initial_seconds),
+            retry_max=dt.timedelta(seconds=delivery.retry_max_seconds),
+            give_up_after=dt.timedelta(seconds=delivery.give_up_after_seconds),
+            lease=dt.timedelta(seconds=delivery.lease_seconds),
+            poll_seconds=delivery.poll_seconds,
+        ),
+    )
+    end_session = RpInitiatedLogout(opened.clients, opened.signer)
+    return OpenIdServices(
+        opened.clients, opened.signer, client_auth, authorization, tokens, logout, end_session
+    )
 
 
 def build_services(config: Config, resources: Resources) -> Services:
@@ -114,6 +138,8 @@ def build_services(config: Config, resources: Resources) -> Services:
     )
     provider_events = _provider_events(config, resources, sessions, account)
     openid = _openid(config, resources)
+    if openid is not None:
+        sessions.endings = openid.logout  # every session's end tells its clients
     return Services(signin, sessions, account, provider_events, provider_tokens, worker, openid)
 
 

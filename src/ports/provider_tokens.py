@@ -8,7 +8,6 @@ sends it to the provider's revocation endpoint after the change committed.
 
 from __future__ import annotations
 
-import datetime as dt
 import enum
 from typing import Protocol
 
@@ -19,6 +18,7 @@ from authgate.domain.model import (
     SealedToken,
     StoredProviderToken,
 )
+from authgate.ports.outbox import Outbox
 
 
 class TokenUnreadable(Exception):
@@ -70,34 +70,10 @@ class ProviderTokenStore(Protocol):
         ...
 
 
-class RevocationOutbox(Protocol):
-    """Pending revocations. ``claim`` leases rows so that concurrent workers (other
-    instances) never hold the same row at once; a lease that runs out (a worker died) makes
-    the row claimable again: delivery is at least once."""
-
-    async def add(self, pending: PendingRevocation) -> None: ...
-
-    async def claim(
-        self, now: dt.datetime, lease: dt.timedelta, limit: int
-    ) -> list[PendingRevocation]:
-        """Up to ``limit`` rows due at ``now`` and not leased, oldest due first, each now
-        leased until ``now + lease``."""
-        ...
-
-    async def complete(self, revocation_id: str) -> None:
-        """Remove the row (revoked, or given up)."""
-        ...
-
-    async def retry(
-        self, revocation_id: str, attempts: int, next_attempt_at: dt.datetime, error: str
-    ) -> None:
-        """Record a failed attempt: the row is due again at ``next_attempt_at``, unleased.
-        ``error`` is for operators (never a token)."""
-        ...
-
-    async def pending(self) -> list[PendingRevocation]:
-        """Every row, oldest first (tests and the operator)."""
-        ...
+class RevocationOutbox(Outbox[PendingRevocation], Protocol):
+    """Pending revocations of provider tokens (:class:`~authgate.ports.outbox.Outbox`): a
+    claim leases rows so that concurrent workers (other instances) never hold the same row at
+    once; a lease that runs out (a worker died) makes the row claimable again."""
 
 
 class Revoked(enum.Enum):

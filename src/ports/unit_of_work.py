@@ -5,7 +5,8 @@ block normally commits, an exception rolls every write of the block back. The si
 callback writes the account or identity, the last sign-in time and the audit event through
 one transaction, with the session record and the sealed provider token; unlinking and
 deleting write the revocation outbox row in the transaction of the change; a token response
-redeems its code, starts its token family and records who got it in one.
+redeems its code, starts its token family and records who got it in one; ending a session
+revokes its token families and writes the back-channel logouts it owes in the same transaction.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from authgate.ports.authorization import (
     SessionClients,
 )
 from authgate.ports.events import SignInEventLog
+from authgate.ports.logout import LogoutOutbox
 from authgate.ports.provider_events import SeenEvents
 from authgate.ports.provider_tokens import ProviderTokenStore, RevocationOutbox
 from authgate.ports.session_records import SessionRecords
@@ -73,6 +75,12 @@ class Transaction(Protocol):
     @property
     def session_clients(self) -> SessionClients:
         """Which clients received tokens in which session (back-channel logout)."""
+        ...
+
+    @property
+    def logout_outbox(self) -> LogoutOutbox:
+        """The outbox of back-channel logouts, written with the change that ends a session
+        and delivered after it committed."""
         ...
 
 

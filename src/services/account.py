@@ -191,7 +191,7 @@ class AccountService:
             else:
                 # Kept as it is, signed out: a later sign-in through the provider is the user
                 # consenting again (a deleted Apple Account cannot sign in at all).
-                ended = await tx.sessions.revoke_all(holder.id, now)
+                ended = await self.sessions.revoke_all_in(tx, holder.id, now)
                 detail = f"{kind}: only sign-in method, kept"
                 await tx.events.record(
                     audit_event(
@@ -230,7 +230,7 @@ class AccountService:
         await enqueue_token_revocations(tx, account_id, now, provider)
         if not await tx.accounts.unlink_identity(account_id, provider):
             return None
-        ended = await tx.sessions.revoke_all(account_id, now, keep=keep, provider=provider)
+        ended = await self.sessions.revoke_all_in(tx, account_id, now, keep=keep, provider=provider)
         await tx.events.record(audit_event(now, provider, outcome, client, account_id, detail))
         return ended
 
@@ -248,7 +248,7 @@ class AccountService:
         record the audit event; the sessions ended, None when there is no such account (the
         caller rolls back). The one place of a deletion, whether the caller or the provider
         asked. Every provider token it kept goes to the revocation outbox."""
-        ended = await tx.sessions.revoke_all(account_id, now)
+        ended = await self.sessions.revoke_all_in(tx, account_id, now)
         await enqueue_token_revocations(tx, account_id, now)
         if not await tx.accounts.delete(account_id):
             return None

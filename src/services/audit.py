@@ -25,6 +25,8 @@ ACCOUNT_CHANGES = frozenset(
         Outcome.ACCOUNT_DELETED,
         Outcome.PROVIDER_TOKEN_REVOKED,
         Outcome.PROVIDER_TOKEN_REVOCATION_FAILED,
+        Outcome.BACKCHANNEL_LOGOUT_SENT,
+        Outcome.BACKCHANNEL_LOGOUT_FAILED,
     }
 )
 

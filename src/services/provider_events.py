@@ -196,7 +196,7 @@ class ProviderEventService:
         if identity is not None and holder is not None:
             await _change_identity(tx, identity, decision)
         ended = await _end_sessions(
-            tx, provider, decision.ending, event.provider_session, account_id, now
+            tx, self.sessions, provider, decision.ending, event.provider_session, account_id, now
         )
         dropped, queued = await _kept_token(tx, decision.kept_token, account_id, provider, now)
         if decision.review:
@@ -253,6 +253,7 @@ async def _kept_token(
 
 async def _end_sessions(
     tx: Transaction,
+    sessions: SessionService,
     provider: str,
     ending: Ending,
     provider_session: str | None,
@@ -262,8 +263,8 @@ async def _end_sessions(
     """End the sessions ``ending`` names; the sessions ended by account (the holder's
     included, even when none was)."""
     if ending is Ending.PROVIDER_SESSION and provider_session is not None:
-        pairs = await tx.sessions.revoke_provider_session(
-            provider, provider_session, now, account_id=account_id
+        pairs = await sessions.revoke_provider_session_in(
+            tx, provider, provider_session, now, account_id=account_id
         )
         ended: dict[str, list[str]] = {}
         for holder, sid in pairs:
@@ -272,7 +273,7 @@ async def _end_sessions(
     if ending is Ending.NONE or account_id is None:
         return {}
     only = None if ending is Ending.EVERY_PROVIDER else provider
-    return {account_id: await tx.sessions.revoke_all(account_id, now, provider=only)}
+    return {account_id: await sessions.revoke_all_in(tx, account_id, now, provider=only)}
 
 
 def _parse(receiver: Receiver, verified: VerifiedEventToken) -> list[ProviderEvent]:

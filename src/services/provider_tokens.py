@@ -6,20 +6,18 @@ account deletion committed, through an outbox that survives restarts.
 * :func:`enqueue_token_revocations` runs in the unit of work of an unlink or a deletion: the
   sealed tokens move into the outbox in the same transaction, so the revocation happens if and
   only if the change committed.
-* :class:`RevocationWorker` (started with the application) claims due outbox rows with a lease,
-  sends each token to its provider, and deletes the row with an audit event once the provider
-  confirmed; a failure is retried with exponential backoff up to a cap, and given up with an
-  audit event once the row is older than the maximum age. Delivery is at least once: a worker
-  that dies mid-send leaves a lease that runs out, and another worker sends again.
+* :class:`RevocationWorker` (started with the application; an outbox worker,
+  :mod:`authgate.services.outbox`) claims due outbox rows with a lease, sends each token to its
+  provider, and deletes the row with an audit event once the provider confirmed; a failure is
+  retried with exponential backoff up to a cap, and given up with an audit event once the row
+  is older than the maximum age. Delivery is at least once: a worker that dies mid-send leaves
+  a lease that runs out, and another worker sends again.
 """
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import datetime as dt
 import logging
-import random
 import uuid
 from collections.abc import Mapping
 
@@ -43,30 +41,14 @@ from authgate.ports.provider_tokens import (
 )
 from authgate.ports.unit_of_work import Transaction, UnitOfWork
 from authgate.services.audit import audit_event
+from authgate.services.outbox import OutboxPolicy, OutboxWorker
 
 log = logging.getLogger("authgate.provider_tokens")
 
 
 @attrs.frozen
-class RevocationPolicy:
+class RevocationPolicy(OutboxPolicy):
     """The configurable rules of the revocation worker (``provider_tokens.*``)."""
-
-    retry_initial: dt.timedelta = dt.timedelta(seconds=10)
-    retry_max: dt.timedelta = dt.timedelta(hours=1)
-    give_up_after: dt.timedelta = dt.timedelta(days=7)
-    lease: dt.timedelta = dt.timedelta(seconds=60)
-    poll_seconds: float = 5.0
-    batch: int = 20
-
-    def delay(self, attempts: int) -> dt.timedelta:
-        """The wait after the ``attempts``-th failed attempt: doubling from ``retry_initial``,
-        capped at ``retry_max``, shortened by up to a fifth at random so that rows failed
-        together spread out (never lengthened: the cap holds)."""
-        base = min(
-            self.retry_initial.total_seconds() * 2 ** min(attempts - 1, 40),
-            self.retry_max.total_seconds(),
-        )
-        return dt.timedelta(seconds=base * (1 - 0.2 * random.random()))  # noqa: S311 - jitter
 
 
 async def enqueue_token_revocations(
@@ -152,8 +134,10 @@ class ProviderTokenService:
             self.worker.wake()
 
 
-class RevocationWorker:
+class RevocationWorker(OutboxWorker[PendingRevocation]):
     """Processes the revocation outbox in the background (one task per running instance)."""
+
+    name = "revocation worker"
 
     def __init__(
         self,
@@ -165,50 +149,12 @@ class RevocationWorker:
         clock: Clock,
         policy: RevocationPolicy,
     ) -> None:
-        self.outbox = outbox
+        super().__init__(outbox=outbox, clock=clock, policy=policy)
         self.units = units
         self.sealer = sealer
         self.revokers = dict(revokers)
-        self.clock = clock
-        self.policy = policy
-        self._wake = asyncio.Event()
-        self._task: asyncio.Task[None] | None = None
 
-    def wake(self) -> None:
-        self._wake.set()
-
-    def start(self) -> None:
-        if self._task is None:
-            self._task = asyncio.get_running_loop().create_task(self._run())
-
-    async def stop(self) -> None:
-        """Stop the task; a row being sent stays leased and is sent again after its lease."""
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
-            self._task = None
-
-    async def _run(self) -> None:
-        while True:
-            self._wake.clear()
-            try:
-                while await self.run_once() == self.policy.batch:
-                    pass  # a full batch: more may be due
-            except Exception as e:  # the database may be down: try again next round
-                log.warning("revocation worker: %s: %s", type(e).__name__, e)
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._wake.wait(), self.policy.poll_seconds)
-
-    async def run_once(self) -> int:
-        """Claim the due rows and try each once; the number claimed."""
-        now = self.clock.now()
-        claimed = await self.outbox.claim(now, self.policy.lease, self.policy.batch)
-        for pending in claimed:
-            await self._attempt(pending)
-        return len(claimed)
-
-    async def _attempt(self, pending: PendingRevocation) -> None:
+    async def attempt(self, pending: PendingRevocation) -> None:
         provider = pending.identity.provider
         revoker = self.revokers.get(provider)
         if revoker is None:
@@ -251,19 +197,16 @@ class RevocationWorker:
         )
 
     async def _failed(self, pending: PendingRevocation, error: str) -> None:
-        now = self.clock.now()
-        attempts = pending.attempts + 1
-        if now - pending.created_at >= self.policy.give_up_after:
-            await self._give_up(pending, error, attempts)
+        due = await self.put_back(pending, error)
+        if due is None:
+            await self._give_up(pending, error, pending.attempts + 1)
             return
-        due = now + self.policy.delay(attempts)
-        await self.outbox.retry(pending.id, attempts, due, error[:500])
         log.warning(
             "revocation of a provider token of account %s at %s failed (attempt %d, next at "
             "%s): %s",
             pending.account_id,
             pending.identity.provider,
-            attempts,
+            pending.attempts + 1,
             due.isoformat(timespec="seconds"),
             error,
         )

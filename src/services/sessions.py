@@ -7,6 +7,11 @@ live is trusted for ``live_cache`` (a few seconds) without asking the store, and
 removes it from that cache on this instance at once and, through the revocation channel, on
 every other instance within a moment. When the channel is down, ``live_cache`` bounds how
 long another instance may still accept a revoked session.
+
+Every session ends through this service, inside the unit of work of whatever ended it
+(:meth:`SessionService.revoke_in` and its siblings), so that what ends with a session
+(:class:`SessionEndings`: for an OpenID Provider, its token families and the back-channel
+logouts owed to its clients) is written in the same transaction.
 """
 
 from __future__ import annotations
@@ -15,7 +20,8 @@ import collections
 import datetime as dt
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Protocol
 
 import attrs
 
@@ -34,6 +40,21 @@ from authgate.services.audit import audit_event
 log = logging.getLogger("authgate.sessions")
 
 LIVE_CACHE_SIZE = 65_536
+
+
+class SessionEndings(Protocol):
+    """What else ends with a session (authgate as an OpenID Provider: the token families
+    issued in it, and the back-channel logouts owed to its clients)."""
+
+    async def ended(
+        self, tx: Transaction, ended: Mapping[str, Sequence[str]], now: dt.datetime
+    ) -> None:
+        """Inside the unit of work that ended them: the sessions ended, by account."""
+        ...
+
+    def committed(self) -> None:
+        """The unit of work that ended sessions committed (a worker may act now)."""
+        ...
 
 
 @attrs.frozen
@@ -60,6 +81,7 @@ class SessionService:
         clock: Clock,
         policy: SessionPolicy,
         metrics: Metrics | None = None,
+        endings: SessionEndings | None = None,
     ) -> None:
         self.tokens = tokens
         self.records = records
@@ -68,6 +90,7 @@ class SessionService:
         self.clock = clock
         self.policy = policy
         self.metrics: Metrics = metrics or NoMetrics()
+        self.endings = endings
         # session id -> monotonic time until which it is trusted as live without a read
         self._live: collections.OrderedDict[str, float] = collections.OrderedDict()
         # session id -> monotonic time until which a read that began before its revocation
@@ -201,7 +224,7 @@ class SessionService:
         """End one of the account's sessions (audited); False when it has no such live one."""
         now = self.clock.now()
         async with self.units.begin() as tx:
-            revoked = await tx.sessions.revoke(account_id, session_id, now)
+            revoked = await self.revoke_in(tx, account_id, session_id, now)
             if revoked:
                 event = audit_event(now, provider, Outcome.SESSION_REVOKED, client, account_id)
                 await tx.events.record(event)
@@ -221,19 +244,25 @@ class SessionService:
         """End the account's live sessions but ``keep`` (audited as ``outcome``)."""
         now = self.clock.now()
         async with self.units.begin() as tx:
-            ended = await tx.sessions.revoke_all(account_id, now, keep=keep)
+            ended = await self.revoke_all_in(tx, account_id, now, keep=keep)
             detail = f"{len(ended)} sessions"
             await tx.events.record(audit_event(now, provider, outcome, client, account_id, detail))
         await self.announce(ended)
         return ended
 
     async def sign_out(
-        self, token: str, *, client: ClientInfo, everywhere: bool = False
+        self,
+        token: str,
+        *,
+        client: ClientInfo,
+        everywhere: bool = False,
+        detail: str | None = None,
     ) -> list[str]:
         """End the session of ``token`` (``everywhere``: every session of its account, after
         the RFC 9470 check). Only a live session signs anything out: :class:`InvalidSession`,
         nothing ended, for a token that does not verify or whose session has ended already
-        (a copy of a revoked token must not end the sessions that followed it)."""
+        (a copy of a revoked token must not end the sessions that followed it). ``detail``:
+        the audit event's (who asked, for a sign-out another page started)."""
         claims = await self.verify(token)
         provider = claims.provider or ""
         if everywhere:
@@ -241,19 +270,81 @@ class SessionService:
             return await self.revoke_all(claims.account_id, client=client, provider=provider)
         now = self.clock.now()
         async with self.units.begin() as tx:
-            ended = await tx.sessions.revoke(claims.account_id, claims.session_id, now)
+            ended = await self.revoke_in(tx, claims.account_id, claims.session_id, now)
             if ended:
-                event = audit_event(now, provider, Outcome.SIGNED_OUT, client, claims.account_id)
+                event = audit_event(
+                    now, provider, Outcome.SIGNED_OUT, client, claims.account_id, detail
+                )
                 await tx.events.record(event)
         if not ended:
             return []
         await self.announce([claims.session_id])
         return [claims.session_id]
 
+    # -- ending sessions inside a unit of work: the one way every session ends ------------
+    #
+    # Whatever ends a session (a sign-out, a revocation, an unlink, a deletion, a provider's
+    # event, the operator) ends it through one of these, so what ends with a session
+    # (:class:`SessionEndings`) happens in the same transaction; :meth:`announce` follows the
+    # commit.
+
+    async def revoke_in(
+        self, tx: Transaction, account_id: str, session_id: str, now: dt.datetime
+    ) -> bool:
+        """In ``tx``: end one of the account's sessions; False when it has no such live one."""
+        revoked = await tx.sessions.revoke(account_id, session_id, now)
+        if revoked:
+            await self._ended(tx, {account_id: [session_id]}, now)
+        return revoked
+
+    async def revoke_all_in(
+        self,
+        tx: Transaction,
+        account_id: str,
+        now: dt.datetime,
+        *,
+        keep: str | None = None,
+        provider: str | None = None,
+    ) -> list[str]:
+        """In ``tx``: end the account's live sessions (all but ``keep``; only those issued
+        through ``provider`` when given); the ids ended."""
+        ended = await tx.sessions.revoke_all(account_id, now, keep=keep, provider=provider)
+        await self._ended(tx, {account_id: ended}, now)
+        return ended
+
+    async def revoke_provider_session_in(
+        self,
+        tx: Transaction,
+        provider: str,
+        provider_session: str,
+        now: dt.datetime,
+        *,
+        account_id: str | None = None,
+    ) -> list[tuple[str, str]]:
+        """In ``tx``: end the live sessions signed in through ``provider`` whose provider
+        session is ``provider_session`` (only the account's when given); the (account id,
+        session id) pairs ended."""
+        pairs = await tx.sessions.revoke_provider_session(
+            provider, provider_session, now, account_id=account_id
+        )
+        by_account: dict[str, list[str]] = {}
+        for holder, sid in pairs:
+            by_account.setdefault(holder, []).append(sid)
+        await self._ended(tx, by_account, now)
+        return pairs
+
+    async def _ended(
+        self, tx: Transaction, ended: Mapping[str, Sequence[str]], now: dt.datetime
+    ) -> None:
+        if self.endings is not None and any(ended.values()):
+            await self.endings.ended(tx, ended, now)
+
     async def announce(self, session_ids: Sequence[str]) -> None:
         """After revocations committed: forget them here at once, and tell the others."""
         if not session_ids:
             return
+        if self.endings is not None:
+            self.endings.committed()
         self.forget(session_ids)
         await self.channel.publish(session_ids)
         self.metrics.sessions_revoked(len(session_ids))

@@ -31,6 +31,7 @@ from authgate.ports.authorization import (
     SessionClients,
 )
 from authgate.ports.events import SignInEventLog
+from authgate.ports.logout import LogoutOutbox
 from authgate.ports.provider_tokens import ProviderTokenStore, RevocationOutbox
 from authgate.ports.session_records import SessionRecords
 from authgate.ports.state import StateStore
@@ -65,6 +66,8 @@ class Store(Protocol):
     def grants(self) -> Grants: ...
     @property
     def session_clients(self) -> SessionClients: ...
+    @property
+    def logout_outbox(self) -> LogoutOutbox: ...
     async def ping(self) -> None: ...
     async def close(self) -> None: ...
 
@@ -82,6 +85,7 @@ class MemoryStore:
         self.refresh_tokens = self.units.refresh_tokens
         self.grants = self.units.grants
         self.session_clients = self.units.session_clients
+        self.logout_outbox = self.units.logout_outbox
 
     async def ping(self) -> None:
         return None

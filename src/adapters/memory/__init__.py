@@ -8,6 +8,7 @@ from .authorization import (
     MemorySessionClients,
 )
 from .events import MemoryEvents
+from .outbox import MemoryLogoutOutbox
 from .provider_tokens import MemoryProviderTokens, MemoryRevocationOutbox
 from .seen_events import MemorySeenEvents
 from .sessions import MemorySessionRecords
@@ -19,6 +20,7 @@ __all__ = [
     "MemoryAuthorizationCodes",
     "MemoryEvents",
     "MemoryGrants",
+    "MemoryLogoutOutbox",
     "MemoryProviderTokens",
     "MemoryRefreshTokens",
     "MemoryRevocationOutbox",

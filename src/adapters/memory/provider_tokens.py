@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import datetime as dt
-
 import attrs
 
 from authgate.domain.model import PendingRevocation, StoredProviderToken
+
+from .outbox import MemoryOutbox
 
 
 class MemoryProviderTokens:
@@ -46,56 +46,5 @@ class MemoryProviderTokens:
         return True
 
 
-@attrs.define
-class _Row:
-    pending: PendingRevocation
-    leased_until: dt.datetime | None = None
-    error: str | None = None
-
-
-class MemoryRevocationOutbox:
-    """:class:`~authgate.ports.provider_tokens.RevocationOutbox` in a dict (one process: the
-    lease only matters to a worker that dies, which here takes the rows with it)."""
-
-    def __init__(self) -> None:
-        self._rows: dict[str, _Row] = {}
-
-    def snapshot(self) -> dict[str, _Row]:
-        return {k: attrs.evolve(v) for k, v in self._rows.items()}
-
-    def restore(self, snapshot: dict[str, _Row]) -> None:
-        self._rows = snapshot
-
-    async def add(self, pending: PendingRevocation) -> None:
-        self._rows[pending.id] = _Row(pending)
-
-    async def claim(
-        self, now: dt.datetime, lease: dt.timedelta, limit: int
-    ) -> list[PendingRevocation]:
-        due = [
-            r
-            for r in self._rows.values()
-            if r.pending.next_attempt_at <= now
-            and (r.leased_until is None or r.leased_until <= now)
-        ]
-        due.sort(key=lambda r: (r.pending.next_attempt_at, r.pending.id))
-        for row in due[:limit]:
-            row.leased_until = now + lease
-        return [r.pending for r in due[:limit]]
-
-    async def complete(self, revocation_id: str) -> None:
-        self._rows.pop(revocation_id, None)
-
-    async def retry(
-        self, revocation_id: str, attempts: int, next_attempt_at: dt.datetime, error: str
-    ) -> None:
-        row = self._rows.get(revocation_id)
-        if row is None:
-            return
-        row.pending = attrs.evolve(row.pending, attempts=attempts, next_attempt_at=next_attempt_at)
-        row.leased_until = None
-        row.error = error
-
-    async def pending(self) -> list[PendingRevocation]:
-        rows = sorted(self._rows.values(), key=lambda r: (r.pending.created_at, r.pending.id))
-        return [r.pending for r in rows]
+class MemoryRevocationOutbox(MemoryOutbox[PendingRevocation]):
+    """:class:`~authgate.ports.provider_tokens.RevocationOutbox` in a dict."""

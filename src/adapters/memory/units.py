@@ -16,6 +16,7 @@ from .authorization import (
     MemorySessionClients,
 )
 from .events import MemoryEvents
+from .outbox import MemoryLogoutOutbox
 from .provider_tokens import MemoryProviderTokens, MemoryRevocationOutbox
 from .seen_events import MemorySeenEvents
 from .sessions import MemorySessionRecords
@@ -43,6 +44,7 @@ class MemoryUnitOfWork:
         refresh_tokens: MemoryRefreshTokens | None = None,
         grants: MemoryGrants | None = None,
         session_clients: MemorySessionClients | None = None,
+        logout_outbox: MemoryLogoutOutbox | None = None,
     ) -> None:
         self._accounts = accounts
         self._events = events
@@ -54,6 +56,7 @@ class MemoryUnitOfWork:
         self.refresh_tokens = refresh_tokens or MemoryRefreshTokens()
         self.grants = grants or MemoryGrants()
         self.session_clients = session_clients or MemorySessionClients()
+        self.logout_outbox = logout_outbox or MemoryLogoutOutbox()
         for dependent in (
             self.authorization_codes,
             self.refresh_tokens,
@@ -71,6 +74,7 @@ class MemoryUnitOfWork:
             tokens, revocations = self.provider_tokens.snapshot(), self.revocations.snapshot()
             codes, families = self.authorization_codes.snapshot(), self.refresh_tokens.snapshot()
             grants, clients = self.grants.snapshot(), self.session_clients.snapshot()
+            logouts = self.logout_outbox.snapshot()
             try:
                 yield BoundRepositories(
                     RepositoryMakers(
@@ -84,6 +88,7 @@ class MemoryUnitOfWork:
                         refresh_tokens=lambda: self.refresh_tokens,
                         grants=lambda: self.grants,
                         session_clients=lambda: self.session_clients,
+                        logout_outbox=lambda: self.logout_outbox,
                     )
                 )
             except BaseException:
@@ -97,4 +102,5 @@ class MemoryUnitOfWork:
                 self.refresh_tokens.restore(families)
                 self.grants.restore(grants)
                 self.session_clients.restore(clients)
+                self.logout_outbox.restore(logouts)
                 raise

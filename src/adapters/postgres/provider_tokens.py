@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import datetime as dt
+from typing import Any
 
 import asyncpg
 
@@ -14,19 +14,10 @@ from authgate.domain.model import (
 )
 
 from . import rows
+from .outbox import PostgresOutbox
 
 _SELECT_TOKENS = (
     "SELECT account_id, provider, subject, key_id, ciphertext, updated_at FROM provider_tokens "
-)
-_INSERT_PENDING = (
-    "INSERT INTO provider_token_revocations (id, account_id, provider, subject, key_id, "
-    "ciphertext, created_at, next_attempt_at, attempts) "
-    "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)"
-)
-_SELECT_PENDING = (
-    "SELECT id, account_id, provider, subject, key_id, ciphertext, created_at, "
-    "next_attempt_at, attempts "
-    "FROM provider_token_revocations "
 )
 
 
@@ -36,18 +27,6 @@ def _stored(r: asyncpg.Record) -> StoredProviderToken:
         identity=ProviderIdentity(r["provider"], r["subject"]),
         sealed=SealedToken(r["key_id"], r["ciphertext"]),
         updated_at=r["updated_at"],
-    )
-
-
-def _pending(r: asyncpg.Record) -> PendingRevocation:
-    return PendingRevocation(
-        id=r["id"],
-        account_id=r["account_id"],
-        identity=ProviderIdentity(r["provider"], r["subject"]),
-        sealed=SealedToken(r["key_id"], r["ciphertext"]),
-        created_at=r["created_at"],
-        next_attempt_at=r["next_attempt_at"],
-        attempts=r["attempts"],
     )
 
 
@@ -120,22 +99,25 @@ class PostgresProviderTokens:
         return rows.affected(status) == 1
 
 
-class PostgresRevocationOutbox:
-    """:class:`~authgate.ports.provider_tokens.RevocationOutbox` on a pool, or on one
-    connection of a unit of work: a claim locks at most ``limit`` due rows ``FOR UPDATE SKIP
-    LOCKED`` and leases them in one statement, so concurrent instances claim disjoint rows."""
+class PostgresRevocationOutbox(PostgresOutbox[PendingRevocation]):
+    """:class:`~authgate.ports.provider_tokens.RevocationOutbox`
+    (``provider_token_revocations``)."""
 
-    def __init__(self, db: rows.Executor) -> None:
-        self._db = db
+    _table = "provider_token_revocations"
+    _columns = (
+        "id",
+        "account_id",
+        "provider",
+        "subject",
+        "key_id",
+        "ciphertext",
+        "created_at",
+        "next_attempt_at",
+        "attempts",
+    )
 
-    def bound(self, conn: rows.Executor) -> PostgresRevocationOutbox:
-        bound = rows.shallow_copy(self)
-        bound._db = conn
-        return bound
-
-    async def add(self, pending: PendingRevocation) -> None:
-        await self._db.execute(
-            _INSERT_PENDING,
+    def _values(self, pending: PendingRevocation) -> tuple[Any, ...]:
+        return (
             pending.id,
             pending.account_id,
             pending.identity.provider,
@@ -147,53 +129,13 @@ class PostgresRevocationOutbox:
             pending.attempts,
         )
 
-    async def claim(
-        self, now: dt.datetime, lease: dt.timedelta, limit: int
-    ) -> list[PendingRevocation]:
-        # Bounded by construction, whatever the plan: a MATERIALIZED WITH query runs once per
-        # statement and its rows are kept; a plan that re-scans it (a nested loop re-scans
-        # its inner side for every outer row) re-reads those rows. A sub-select in FROM or
-        # IN is re-run instead, and each re-run skips the rows this statement has already
-        # updated and locks the next ones: a claim of 2 leased 5. So at most $3 distinct ids,
-        # each matching one row by the primary key. MATERIALIZED, as a single-use WITH query
-        # may otherwise be folded into the statement as that very sub-select.
-        found = await self._db.fetch(
-            """
-            WITH due AS MATERIALIZED (
-                SELECT id FROM provider_token_revocations
-                WHERE next_attempt_at <= $1 AND (leased_until IS NULL OR leased_until <= $1)
-                ORDER BY next_attempt_at, id LIMIT $3
-                FOR UPDATE SKIP LOCKED
-            )
-            UPDATE provider_token_revocations AS r SET leased_until = $2
-            FROM due
-            WHERE r.id = due.id
-            RETURNING r.id, r.account_id, r.provider, r.subject, r.key_id, r.ciphertext,
-                r.created_at, r.next_attempt_at, r.attempts
-            """,
-            rows.utc(now),
-            rows.utc(now + lease),
-            limit,
+    def _pending(self, row: asyncpg.Record) -> PendingRevocation:
+        return PendingRevocation(
+            id=row["id"],
+            account_id=row["account_id"],
+            identity=ProviderIdentity(row["provider"], row["subject"]),
+            sealed=SealedToken(row["key_id"], row["ciphertext"]),
+            created_at=row["created_at"],
+            next_attempt_at=row["next_attempt_at"],
+            attempts=row["attempts"],
         )
-        return sorted((_pending(r) for r in found), key=lambda p: (p.next_attempt_at, p.id))
-
-    async def complete(self, revocation_id: str) -> None:
-        await self._db.execute(
-            "DELETE FROM provider_token_revocations WHERE id = $1", revocation_id
-        )
-
-    async def retry(
-        self, revocation_id: str, attempts: int, next_attempt_at: dt.datetime, error: str
-    ) -> None:
-        await self._db.execute(
-            "UPDATE provider_token_revocations SET attempts = $1, next_attempt_at = $2, "
-            "leased_until = NULL, last_error = $3 WHERE id = $4",
-            attempts,
-            rows.utc(next_attempt_at),
-            error,
-            revocation_id,
-        )
-
-    async def pending(self) -> list[PendingRevocation]:
-        found = await self._db.fetch(_SELECT_PENDING + "ORDER BY created_at, id")
-        return [_pending(r) for r in found]

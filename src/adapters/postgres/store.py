@@ -26,6 +26,7 @@ from .errors import unavailable
 from .events import PostgresEvents
 from .housekeeping import PeriodicPurge
 from .migrations import CONNECT_ERRORS, check_schema
+from .outbox import PostgresLogoutOutbox
 from .pool import ConnectionPool, open_asyncpg_pool, open_pool
 from .provider_tokens import PostgresProviderTokens, PostgresRevocationOutbox
 from .seen_events import PostgresSeenEvents
@@ -64,6 +65,7 @@ class PostgresStore:
         self.refresh_tokens = PostgresRefreshTokens(pool, purge_interval)
         self.grants = PostgresGrants(pool)
         self.session_clients = PostgresSessionClients(pool, purge_interval)
+        self.logout_outbox = PostgresLogoutOutbox(pool)
         self.units = PostgresUnitOfWork(
             pool,
             self.events,
@@ -194,6 +196,7 @@ class PostgresUnitOfWork:
                         refresh_tokens=lambda: self._refresh_tokens.bound(unit),
                         grants=lambda: PostgresGrants(unit),
                         session_clients=lambda: self._session_clients.bound(unit),
+                        logout_outbox=lambda: PostgresLogoutOutbox(unit),
                     )
                 )
                 await unit.finish()

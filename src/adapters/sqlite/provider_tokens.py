@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import datetime as dt
 from collections.abc import Sequence
 from typing import Any
 
@@ -14,19 +13,10 @@ from authgate.domain.model import (
 )
 
 from .db import Database, parse_ts, ts
+from .outbox import SqliteOutbox
 
 _SELECT_TOKENS = (
     "SELECT account_id, provider, subject, key_id, ciphertext, updated_at FROM provider_tokens "
-)
-_INSERT_PENDING = (
-    "INSERT INTO provider_token_revocations (id, account_id, provider, subject, key_id, "
-    "ciphertext, created_at, next_attempt_at, attempts) "
-    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
-)
-_SELECT_PENDING = (
-    "SELECT id, account_id, provider, subject, key_id, ciphertext, created_at, "
-    "next_attempt_at, attempts "
-    "FROM provider_token_revocations "
 )
 
 
@@ -36,18 +26,6 @@ def _stored(r: Sequence[Any]) -> StoredProviderToken:
         identity=ProviderIdentity(r[1], r[2]),
         sealed=SealedToken(r[3], r[4]),
         updated_at=parse_ts(r[5]),
-    )
-
-
-def _pending(r: Sequence[Any]) -> PendingRevocation:
-    return PendingRevocation(
-        id=r[0],
-        account_id=r[1],
-        identity=ProviderIdentity(r[2], r[3]),
-        sealed=SealedToken(r[4], r[5]),
-        created_at=parse_ts(r[6]),
-        next_attempt_at=parse_ts(r[7]),
-        attempts=int(r[8]),
     )
 
 
@@ -118,68 +96,43 @@ class SqliteProviderTokens:
             return cursor.rowcount == 1
 
 
-class SqliteRevocationOutbox:
-    """:class:`~authgate.ports.provider_tokens.RevocationOutbox` in a SQLite file: a claim is
-    one UPDATE, serialised by SQLite's write lock across processes on the file."""
+class SqliteRevocationOutbox(SqliteOutbox[PendingRevocation]):
+    """:class:`~authgate.ports.provider_tokens.RevocationOutbox` in a SQLite file
+    (``provider_token_revocations``)."""
 
-    def __init__(self, db: Database) -> None:
-        self._db = db
+    _table = "provider_token_revocations"
+    _columns = (
+        "id",
+        "account_id",
+        "provider",
+        "subject",
+        "key_id",
+        "ciphertext",
+        "created_at",
+        "next_attempt_at",
+        "attempts",
+    )
 
-    async def add(self, pending: PendingRevocation) -> None:
-        async with self._db.use() as conn:
-            await conn.execute(
-                _INSERT_PENDING,
-                (
-                    pending.id,
-                    pending.account_id,
-                    pending.identity.provider,
-                    pending.identity.subject,
-                    pending.sealed.key_id,
-                    pending.sealed.ciphertext,
-                    ts(pending.created_at),
-                    ts(pending.next_attempt_at),
-                    pending.attempts,
-                ),
-            )
+    def _values(self, pending: PendingRevocation) -> tuple[object, ...]:
+        return (
+            pending.id,
+            pending.account_id,
+            pending.identity.provider,
+            pending.identity.subject,
+            pending.sealed.key_id,
+            pending.sealed.ciphertext,
+            ts(pending.created_at),
+            ts(pending.next_attempt_at),
+            pending.attempts,
+        )
 
-    async def claim(
-        self, now: dt.datetime, lease: dt.timedelta, limit: int
-    ) -> list[PendingRevocation]:
-        # At most ``limit`` rows: SQLite evaluates an uncorrelated IN sub-select once (into a
-        # transient index) before updating, and one writer at a time has the file.
-        async with self._db.use() as conn:
-            rows = await conn.execute_fetchall(
-                """
-                UPDATE provider_token_revocations SET leased_until = ?
-                WHERE id IN (
-                    SELECT id FROM provider_token_revocations
-                    WHERE next_attempt_at <= ? AND (leased_until IS NULL OR leased_until <= ?)
-                    ORDER BY next_attempt_at, id LIMIT ?
-                )
-                RETURNING id, account_id, provider, subject, key_id, ciphertext, created_at,
-                    next_attempt_at, attempts
-                """,
-                (ts(now + lease), ts(now), ts(now), limit),
-            )
-        return sorted((_pending(r) for r in rows), key=lambda p: (p.next_attempt_at, p.id))
-
-    async def complete(self, revocation_id: str) -> None:
-        async with self._db.use() as conn:
-            await conn.execute(
-                "DELETE FROM provider_token_revocations WHERE id = ?", (revocation_id,)
-            )
-
-    async def retry(
-        self, revocation_id: str, attempts: int, next_attempt_at: dt.datetime, error: str
-    ) -> None:
-        async with self._db.use() as conn:
-            await conn.execute(
-                "UPDATE provider_token_revocations SET attempts = ?, next_attempt_at = ?, "
-                "leased_until = NULL, last_error = ? WHERE id = ?",
-                (attempts, ts(next_attempt_at), error, revocation_id),
-            )
-
-    async def pending(self) -> list[PendingRevocation]:
-        async with self._db.use() as conn:
-            rows = await conn.execute_fetchall(_SELECT_PENDING + "ORDER BY created_at, id")
-        return [_pending(r) for r in rows]
+    def _pending(self, row: Sequence[Any]) -> PendingRevocation:
+        return PendingRevocation(
+            id=row[0],
+            account_id=row[1],
+            identity=ProviderIdentity(row[2], row[3]),
+            sealed=SealedToken(row[4], row[5]),
+            created_at=parse_ts(row[6]),
+            next_attempt_at=parse_ts(row[7]),
+            attempts=int(row[8]),
+        )

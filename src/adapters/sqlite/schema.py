@@ -254,6 +254,23 @@ VERSIONS: list[list[str]] = [
         "ON oauth_session_clients (account_id, first_at)",
         "CREATE INDEX oauth_session_clients_expires_idx ON oauth_session_clients (expires_at)",
     ],
+    # 9: the back-channel logouts owed to clients, as PostgreSQL's 0009.
+    [
+        """
+        CREATE TABLE backchannel_logouts (
+            id              TEXT PRIMARY KEY,
+            client_id       TEXT NOT NULL,
+            account_id      TEXT NOT NULL,
+            session_id      TEXT NOT NULL,
+            created_at      TEXT NOT NULL,
+            attempts        INTEGER NOT NULL DEFAULT 0,
+            next_attempt_at TEXT NOT NULL,
+            leased_until    TEXT,
+            last_error      TEXT
+        )
+        """,
+        "CREATE INDEX backchannel_logouts_due_idx ON backchannel_logouts (next_attempt_at)",
+    ],
 ]
 
 

@@ -27,6 +27,7 @@ from .authorization import (
 )
 from .db import BUSY_TIMEOUT_MS, Database
 from .events import SqliteEvents
+from .outbox import SqliteLogoutOutbox
 from .provider_tokens import SqliteProviderTokens, SqliteRevocationOutbox
 from .seen_events import SqliteSeenEvents
 from .sessions import SqliteSessionRecords
@@ -64,6 +65,7 @@ class SqliteStore:
         self.refresh_tokens = SqliteRefreshTokens(db, purge_interval)
         self.grants = SqliteGrants(db)
         self.session_clients = SqliteSessionClients(db, purge_interval)
+        self.logout_outbox = SqliteLogoutOutbox(db)
         self.units = SqliteUnitOfWork(
             db,
             self.events,
@@ -119,6 +121,7 @@ class SqliteUnitOfWork:
                     refresh_tokens=lambda: self._refresh_tokens.bound(bound),
                     grants=lambda: SqliteGrants(bound),
                     session_clients=lambda: self._session_clients.bound(bound),
+                    logout_outbox=lambda: SqliteLogoutOutbox(bound),
                 )
             )
 

@@ -418,18 +418,15 @@ class SignInOperations:
         ended session must not end the sessions that followed it. The cookies are cleared
         either way: the browser holds nothing it can still use."""
         request = call.request
-        legacy, legacy_path = LEGACY_BINDING_COOKIE
-        if any(c in request.cookies for c in (SESSION_COOKIE, BINDING_COOKIE, legacy)):
+        if any(
+            c in request.cookies for c in (SESSION_COOKIE, BINDING_COOKIE, LEGACY_BINDING_COOKIE[0])
+        ):
             self.guard.check(request)
         everywhere = call.params.first("everywhere") == "true"
         header = request.headers.get("Authorization", "")
         bearer = header[7:].strip() if header.lower().startswith("bearer ") else None
         token = bearer or request.cookies.get(SESSION_COOKIE)
-        cleared = (
-            Cookie(SESSION_COOKIE, "", max_age=0),
-            Cookie(BINDING_COOKIE, "", max_age=0, path=BINDING_PATH, samesite="None"),
-            Cookie(legacy, "", max_age=0, path=legacy_path, samesite="None"),
-        )
+        cleared = signed_out_cookies()
         live = False
         if token:
             client = ClientInfo(self.client_address.of(request), request.headers.get("User-Agent"))
@@ -452,6 +449,16 @@ class SignInOperations:
                 cookie.set_on(refusal)
             return refusal
         return Reply(None, status=204, headers=NO_STORE, cookies=cleared)
+
+
+def signed_out_cookies() -> tuple[Cookie, ...]:
+    """What a sign-out sets: the session cookie and the binding cookies cleared."""
+    legacy, legacy_path = LEGACY_BINDING_COOKIE
+    return (
+        Cookie(SESSION_COOKIE, "", max_age=0),
+        Cookie(BINDING_COOKIE, "", max_age=0, path=BINDING_PATH, samesite="None"),
+        Cookie(legacy, "", max_age=0, path=legacy_path, samesite="None"),
+    )
 
 
 def _callback_fields(call: Call[CallbackForm | None]) -> dict[str, str]:

@@ -19,7 +19,7 @@ from .errors import (
 )
 from .health import HealthCheck, HealthReport, Probe
 from .logtext import log_safe
-from .operation import Operation
+from .operation import Operation, RawResponse
 from .params import (
     Location,
     Param,
@@ -70,6 +70,7 @@ __all__ = [
     "Pattern",
     "Principal",
     "Probe",
+    "RawResponse",
     "RecordRequest",
     "Reply",
     "Required",

@@ -27,7 +27,7 @@ from .errors import (
 )
 from .health import Probe
 from .openapi import document
-from .operation import Invoker, Operation
+from .operation import Invoker, Operation, RawResponse
 from .params import Location, Param, header, pattern, required
 from .routing import add_routes
 from .security import SecurityScheme
@@ -114,7 +114,7 @@ class Api:
         status: int | None = None,
         security: Iterable[SecurityScheme] = (),
         security_optional: bool = False,
-        responses: Mapping[int, type | str] | None = None,
+        responses: Mapping[int, type | str | RawResponse] | None = None,
         operation_id: str | None = None,
         tags: Iterable[str] = (),
         cors: Cors | None = None,

@@ -22,7 +22,7 @@ from typing import Any
 
 from .errors import ErrorBody
 from .health import HealthReport
-from .operation import Operation
+from .operation import Operation, RawResponse
 from .params import Location, Param
 from .schema import Schema, SchemaBuilder
 
@@ -168,6 +168,11 @@ def _operation_doc(op: Operation, builder: SchemaBuilder, error: Schema) -> dict
     for code, kind in op.responses.items():
         if isinstance(kind, str):
             responses[str(code)] = {"description": kind}
+        elif isinstance(kind, RawResponse):
+            responses[str(code)] = {
+                "description": kind.description,
+                "content": {kind.media_type: {"schema": {"type": "string"}}},
+            }
         else:
             responses[str(code)] = _json_response(_phrase(code), builder.schema(kind))
     responses.setdefault("500", _json_response("Internal error", error))

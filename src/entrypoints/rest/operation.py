@@ -28,6 +28,15 @@ _PATH_PARAM = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
 
 @attrs.frozen
+class RawResponse:
+    """A documented answer that is not JSON (an HTML page the handler makes itself): what it
+    is, and its media type."""
+
+    description: str
+    media_type: str = "text/html"
+
+
+@attrs.frozen
 class Operation:
     """(method, path shape, parameter declarations) plus the typed request/response."""
 
@@ -41,7 +50,7 @@ class Operation:
     status: int | None = None
     security: tuple[SecurityScheme, ...] = ()
     security_optional: bool = False
-    responses: Mapping[int, type | str] = attrs.field(factory=dict)
+    responses: Mapping[int, type | str | RawResponse] = attrs.field(factory=dict)
     operation_id: str | None = None
     tags: tuple[str, ...] = ()
     # Documentation only (the OpenAPI document and /docs): a one-line summary, a longer

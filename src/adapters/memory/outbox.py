@@ -1,0 +1,72 @@
+"""An outbox in memory (tests, and a single instance), whatever its rows hold."""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any, Generic
+
+import attrs
+
+from authgate.domain.logout import PendingLogout
+from authgate.ports.outbox import P
+
+
+@attrs.define
+class OutboxRow(Generic[P]):
+    pending: P
+    leased_until: dt.datetime | None = None
+    error: str | None = None
+
+
+class MemoryOutbox(Generic[P]):
+    """:class:`~authgate.ports.outbox.Outbox` in a dict (one process: the lease only matters to
+    a worker that dies, which here takes the rows with it)."""
+
+    def __init__(self) -> None:
+        self._rows: dict[str, OutboxRow[P]] = {}
+
+    def snapshot(self) -> dict[str, OutboxRow[P]]:
+        return {k: attrs.evolve(v) for k, v in self._rows.items()}
+
+    def restore(self, snapshot: dict[str, OutboxRow[P]]) -> None:
+        self._rows = snapshot
+
+    async def add(self, pending: P) -> None:
+        if pending.id in self._rows:
+            raise ValueError("an outbox row with this id is kept already")
+        self._rows[pending.id] = OutboxRow(pending)
+
+    async def claim(self, now: dt.datetime, lease: dt.timedelta, limit: int) -> list[P]:
+        due = [
+            r
+            for r in self._rows.values()
+            if r.pending.next_attempt_at <= now
+            and (r.leased_until is None or r.leased_until <= now)
+        ]
+        due.sort(key=lambda r: (r.pending.next_attempt_at, r.pending.id))
+        for row in due[:limit]:
+            row.leased_until = now + lease
+        return [r.pending for r in due[:limit]]
+
+    async def complete(self, pending_id: str) -> None:
+        self._rows.pop(pending_id, None)
+
+    async def retry(
+        self, pending_id: str, attempts: int, next_attempt_at: dt.datetime, error: str
+    ) -> None:
+        row = self._rows.get(pending_id)
+        if row is None:
+            return
+        # Every outbox row is an attrs record (the protocol cannot say so).
+        pending: Any = row.pending
+        row.pending = attrs.evolve(pending, attempts=attempts, next_attempt_at=next_attempt_at)
+        row.leased_until = None
+        row.error = error
+
+    async def pending(self) -> list[P]:
+        rows = sorted(self._rows.values(), key=lambda r: (r.pending.created_at, r.pending.id))
+        return [r.pending for r in rows]
+
+
+class MemoryLogoutOutbox(MemoryOutbox[PendingLogout]):
+    """:class:`~authgate.ports.logout.LogoutOutbox` in a dict."""
