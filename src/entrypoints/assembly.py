@@ -28,6 +28,8 @@ from authgate.entrypoints.http.caller import ClientAddress
 from authgate.entrypoints.http.discovery import DiscoveryOperations, provider_metadata
 from authgate.entrypoints.http.errors import answer_error
 from authgate.entrypoints.http.jwks import JwksOperations
+from authgate.entrypoints.http.oauth2_cors import public_client_cors
+from authgate.entrypoints.http.oauth2_resource import ResourceOperations
 from authgate.entrypoints.http.renewal import renewal_hook
 from authgate.entrypoints.http.session_auth import (
     SameOriginGuard,
@@ -85,6 +87,14 @@ def build_api(config: Config, resources: Resources, services: Services | None = 
     JwksOperations(resources.sessions).register(api)
     if services.openid is not None:
         DiscoveryOperations(provider_metadata(config)).register(api)
+    if services.openid is not None and services.openid_resource is not None:
+        ResourceOperations(
+            services.openid_resource.access,
+            services.openid.clients,
+            services.openid.client_auth,
+            public_client_cors(services.openid.clients),
+            resources.introspection_limiter,
+        ).register(api)
     routes = receiver_routes(config)
     if routes:
         from authgate.entrypoints.http.provider_events import ProviderEventOperations

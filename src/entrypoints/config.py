@@ -184,6 +184,8 @@ class RateLimitConfig:
     # client address like the callback, in a budget of their own.
     provider_events: str = "60/minute"
     initiation: str | None = "60/minute"
+    # The OpenID Provider's introspection endpoint, per client; null or empty: no limit.
+    introspection: str | None = None
     trusted_proxies: list[str] = attrs.field(factory=list)
     ipv6_prefix: int = 64
     fail_open: bool = True
@@ -821,6 +823,8 @@ def _check_ratelimit(ratelimit: RateLimitConfig) -> None:
     limits = {"callback": ratelimit.callback, "provider_events": ratelimit.provider_events}
     if ratelimit.initiation:  # null or empty: no initiation limit
         limits["initiation"] = ratelimit.initiation
+    if ratelimit.introspection:  # null or empty: no introspection limit
+        limits["introspection"] = ratelimit.introspection
     for key, value in limits.items():
         try:
             items = parse_many(value)

@@ -147,6 +147,8 @@ class Resources:
     sealer: TokenSealer | None = None  # None: no provider_tokens.keys, no token is kept
     revokers: dict[str, TokenRevoker] = attrs.field(factory=dict)
     openid: OpenIdResources | None = None  # None: no client is registered
+    # Introspection, per client (ratelimit.introspection; unset: no limit).
+    introspection_limiter: RateLimiter = attrs.field(factory=NoRateLimit)
 
     async def close(self) -> None:
         for close in reversed(self.closers):
@@ -207,6 +209,7 @@ async def open_resources(
             sealer=sealer,
             revokers={n: p for n, p in providers.items() if isinstance(p, OAuthIdentityProvider)},
             openid=openid,
+            introspection_limiter=_introspection_limiter(config, store),
         )
     except BaseException:
         for close in reversed(closers):
@@ -318,6 +321,14 @@ def _limiters(
         initiation = store.limiter(config.ratelimit.initiation, namespace="authgate-initiation")
     events = store.limiter(config.ratelimit.provider_events, namespace="authgate-events")
     return callback, initiation, events
+
+
+def _introspection_limiter(config: Config, store: RateLimitStore) -> RateLimiter:
+    """The introspection endpoint's limit per client, in a namespace of its own."""
+    limit = config.ratelimit.introspection
+    if not limit:
+        return NoRateLimit()
+    return store.limiter(limit, namespace="authgate-introspection")
 
 
 @attrs.frozen

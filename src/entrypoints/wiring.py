@@ -29,6 +29,7 @@ from authgate.ports.identity import IdentityProvider
 from authgate.ports.token_signing import TokenSigner
 from authgate.services.account import AccountService
 from authgate.services.client_auth import ClientAuthentication
+from authgate.services.openid_access import TokenAccess
 from authgate.services.provider_tokens import (
     ProviderTokenService,
     RevocationPolicy,
@@ -54,6 +55,7 @@ class Services:
     provider_tokens: ProviderTokenService
     revocation_worker: RevocationWorker
     openid: OpenIdServices | None = None  # None: no client is registered
+    openid_resource: OpenIdResourceServices | None = None  # with openid
 
 
 @attrs.frozen
@@ -82,6 +84,29 @@ def _openid(config: Config, resources: Resources) -> OpenIdServices | None:
     return OpenIdServices(opened.clients, opened.signer, client_auth)
 
 
+@attrs.frozen
+class OpenIdResourceServices:
+    """Around the tokens the provider issued: whether one is active (userinfo, introspection,
+    revocation)."""
+
+    access: TokenAccess
+
+
+def _openid_resource(
+    resources: Resources, sessions: SessionService, openid: OpenIdServices | None
+) -> OpenIdResourceServices | None:
+    if openid is None:
+        return None
+    access = TokenAccess(
+        signer=openid.signer,
+        clients=openid.clients,
+        sessions=sessions,
+        units=resources.units,
+        clock=resources.clock,
+    )
+    return OpenIdResourceServices(access)
+
+
 def build_services(config: Config, resources: Resources) -> Services:
     """One service per concept (sign-in, sessions, the account, provider tokens), wired on
     ``resources``. The revocation worker is built, not started
@@ -99,7 +124,16 @@ def build_services(config: Config, resources: Resources) -> Services:
     )
     provider_events = _provider_events(config, resources, sessions, account)
     openid = _openid(config, resources)
-    return Services(signin, sessions, account, provider_events, provider_tokens, worker, openid)
+    return Services(
+        signin,
+        sessions,
+        account,
+        provider_events,
+        provider_tokens,
+        worker,
+        openid,
+        openid_resource=_openid_resource(resources, sessions, openid),
+    )
 
 
 def _provider_tokens(

@@ -168,3 +168,11 @@ class ProviderMetadata:
     request_parameter_supported: bool
     request_uri_parameter_supported: bool
     claims_parameter_supported: bool
+
+
+@attrs.frozen
+class OAuthErrorBody:
+    """The OpenID Provider's error (RFC 6749 section 5.2, RFC 6750 section 3)."""
+
+    error: str
+    error_description: str | None = None
