@@ -201,6 +201,7 @@ class Outcome(enum.Enum):
     PROVIDER_EVENT_REJECTED = "provider_event_rejected"  # the token did not verify
     PROVIDER_TOKEN_REVOKED = "provider_token_revoked"  # noqa: S105 - an outcome name
     PROVIDER_TOKEN_REVOCATION_FAILED = "provider_token_revocation_failed"  # noqa: S105
+    APP_WITHDRAWN = "app_withdrawn"  # consent to an application withdrawn, its tokens revoked
 
 
 @attrs.frozen

@@ -24,6 +24,7 @@ from authgate.domain.scopes import ACCOUNT_MANAGE
 from authgate.entrypoints import development
 from authgate.entrypoints.config import Config
 from authgate.entrypoints.http.account import AccountOperations
+from authgate.entrypoints.http.apps import AppOperations
 from authgate.entrypoints.http.caller import ClientAddress
 from authgate.entrypoints.http.discovery import DiscoveryOperations, provider_metadata
 from authgate.entrypoints.http.errors import answer_error
@@ -94,6 +95,9 @@ def build_api(config: Config, resources: Resources, services: Services | None = 
             services.openid.client_auth,
             public_client_cors(services.openid.clients),
             resources.introspection_limiter,
+        ).register(api)
+        AppOperations(
+            services.openid_resource.apps, bearer, cookie, guard, client_address, cors
         ).register(api)
     routes = receiver_routes(config)
     if routes:

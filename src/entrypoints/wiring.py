@@ -30,6 +30,7 @@ from authgate.ports.token_signing import TokenSigner
 from authgate.services.account import AccountService
 from authgate.services.client_auth import ClientAuthentication
 from authgate.services.openid_access import TokenAccess
+from authgate.services.openid_apps import AccountApps
 from authgate.services.provider_tokens import (
     ProviderTokenService,
     RevocationPolicy,
@@ -87,9 +88,10 @@ def _openid(config: Config, resources: Resources) -> OpenIdServices | None:
 @attrs.frozen
 class OpenIdResourceServices:
     """Around the tokens the provider issued: whether one is active (userinfo, introspection,
-    revocation)."""
+    revocation), and the person's applications (their grants)."""
 
     access: TokenAccess
+    apps: AccountApps
 
 
 def _openid_resource(
@@ -104,7 +106,8 @@ def _openid_resource(
         units=resources.units,
         clock=resources.clock,
     )
-    return OpenIdResourceServices(access)
+    apps = AccountApps(clients=openid.clients, units=resources.units, sessions=sessions)
+    return OpenIdResourceServices(access, apps)
 
 
 def build_services(config: Config, resources: Resources) -> Services:

@@ -25,6 +25,7 @@ ACCOUNT_CHANGES = frozenset(
         Outcome.ACCOUNT_DELETED,
         Outcome.PROVIDER_TOKEN_REVOKED,
         Outcome.PROVIDER_TOKEN_REVOCATION_FAILED,
+        Outcome.APP_WITHDRAWN,
     }
 )
 

@@ -97,3 +97,15 @@ async def test_a_family_revoked_on_one_instance(pair: tuple[Provider, Provider])
     assert not await b.active(issued.refresh_token)
     # The session itself lives on.
     assert await b.active(person.session_token)
+
+
+async def test_an_application_withdrawn_on_one_instance(pair: tuple[Provider, Provider]) -> None:
+    a, b = pair
+    person, issued = await issued_and_seen(a, b)
+    withdrawn = await a.client.delete(
+        "/v1/account/apps/web", headers={"Authorization": f"Bearer {person.session_token}"}
+    )
+    assert withdrawn.status == 204
+    assert not await b.active(issued.access_token)
+    assert issued.refresh_token is not None
+    assert not await b.active(issued.refresh_token)

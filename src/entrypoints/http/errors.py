@@ -143,6 +143,7 @@ ANSWERS: Mapping[type[Exception], Answer] = {
     errors.IdentityNotLinked: Answer(404, "provider_not_linked"),
     errors.LastIdentity: Answer(409, "last_provider"),
     errors.SessionNotFound: Answer(404, "session_not_found"),
+    errors.AppNotFound: Answer(404, "app_not_found"),
     errors.ReauthenticationRequired: Answer(
         401, "reauthentication_required", headers=_step_up_challenge
     ),
