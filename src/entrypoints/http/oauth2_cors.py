@@ -8,11 +8,11 @@ endpoints read no cookie, the page authenticates by what it sends (a code and it
 refresh token, a bearer access token), so a browser's cookies are neither wanted nor allowed
 (``Access-Control-Allow-Credentials`` is never sent).
 
-* The preflight (``OPTIONS``) knows no client yet: it answers for the origins of every public
-  client.
-* An actual answer carries ``Access-Control-Allow-Origin`` only for an origin of every public
-  client until the operation knows its client; from then on (:func:`admit_client`), only for
-  an origin that client registered, and for none when it is not a public client. An error
+* The preflight (``OPTIONS``) knows no client yet: it answers for the origins of all public
+  clients together.
+* An actual answer carries ``Access-Control-Allow-Origin`` for any public client's origin
+  until the operation knows its client; from then on (:func:`admit_client`), only for an
+  origin that client registered, and for none when it is not a public client. An error
   answered before the client is known (a client that failed to authenticate) stays readable
   to a registered origin, so the application can show it.
 
