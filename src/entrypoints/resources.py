@@ -87,7 +87,7 @@ from authgate.ports.unit_of_work import UnitOfWork
 if TYPE_CHECKING:
     from authgate.adapters.metrics import ServiceMetrics
     from authgate.adapters.postgres import PostgresStore
-    from authgate.adapters.postgres.pool import Pool
+    from authgate.adapters.postgres.pool import ConnectionPool as Pool
 
 log = logging.getLogger("authgate")
 

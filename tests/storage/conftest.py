@@ -12,8 +12,8 @@ from authgate.adapters.postgres import PostgresStore, open_postgres
 
 
 @pytest.fixture
-async def pg(clean_postgres_url: str) -> AsyncIterator[PostgresStore]:
-    store = await open_postgres(clean_postgres_url, 1, 1, 5.0)
+async def pg(clean_postgres_url: str, asyncpg_pool: bool) -> AsyncIterator[PostgresStore]:
+    store = await open_postgres(clean_postgres_url, 1, 1, 5.0, asyncpg_pool=asyncpg_pool)
     try:
         yield store
     finally:

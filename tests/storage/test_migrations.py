@@ -127,10 +127,14 @@ async def test_check_schema_refuses_a_database_one_migration_behind(
     await check_schema(empty_postgres_url)
 
 
-async def test_open_postgres_refuses_a_database_behind(empty_postgres_url: str) -> None:
+async def test_open_postgres_refuses_a_database_behind(
+    empty_postgres_url: str, asyncpg_pool: bool
+) -> None:
     with pytest.raises(SchemaBehind, match="authgate migrate --config FILE"):
-        await open_postgres(empty_postgres_url, 1, 2, 5.0)
-    unchecked = await open_postgres(empty_postgres_url, 1, 2, 5.0, check=False)
+        await open_postgres(empty_postgres_url, 1, 2, 5.0, asyncpg_pool=asyncpg_pool)
+    unchecked = await open_postgres(
+        empty_postgres_url, 1, 2, 5.0, check=False, asyncpg_pool=asyncpg_pool
+    )
     with pytest.raises(SchemaBehind):
         await check_schema(unchecked.pool)
     await unchecked.close()

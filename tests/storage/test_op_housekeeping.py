@@ -19,9 +19,10 @@ from tests.support.stores import Store, open_store
 HOUR = dt.timedelta(hours=1)
 
 
-@pytest.fixture(params=["sqlite", "postgres"])
+@pytest.fixture(params=["sqlite", "postgres", "postgres-asyncpg-pool"])
 async def sql_store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Store]:
-    url = request.getfixturevalue("clean_postgres_url") if request.param == "postgres" else None
+    postgres = request.param.startswith("postgres")
+    url = request.getfixturevalue("clean_postgres_url") if postgres else None
     opened = await open_store(
         request.param,
         sqlite_path=tmp_path / "authgate.db",

@@ -41,8 +41,10 @@ async def _eventually(operation: Callable[[], Awaitable[T]], attempts: int = 5) 
 
 
 @pytest.fixture
-async def pg(clean_postgres_url: str) -> AsyncIterator[PostgresStore]:
-    store = await open_postgres(clean_postgres_url, 2, 5, 5.0, purge_interval=dt.timedelta(0))
+async def pg(clean_postgres_url: str, asyncpg_pool: bool) -> AsyncIterator[PostgresStore]:
+    store = await open_postgres(
+        clean_postgres_url, 2, 5, 5.0, purge_interval=dt.timedelta(0), asyncpg_pool=asyncpg_pool
+    )
     try:
         yield store
     finally:
@@ -111,10 +113,12 @@ async def test_a_transaction_cut_by_connection_loss_is_rolled_back(
     assert len(await _eventually(lambda: pg.accounts.list_identities(account.id))) == 2
 
 
-async def test_an_unreachable_server_is_a_clear_error_without_the_password() -> None:
+async def test_an_unreachable_server_is_a_clear_error_without_the_password(
+    asyncpg_pool: bool,
+) -> None:
     url = f"postgresql://authgate:s3cret@127.0.0.1:{free_port()}/authgate"
     with pytest.raises(DatabaseUnavailable) as caught:
-        await open_postgres(url, 1, 2, 2.0)
+        await open_postgres(url, 1, 2, 2.0, asyncpg_pool=asyncpg_pool)
     message = str(caught.value)
     assert "s3cret" not in message
     assert "authgate:***@127.0.0.1" in message

@@ -34,8 +34,8 @@ async def _until_it_answers(store: PostgresStore, deadline: float = 10.0) -> int
             await asyncio.sleep(0.1)
 
 
-async def _outage_and_recovery(cluster: ThrowawayCluster, url: str) -> None:
-    store = await open_postgres(url, 2, 4, 2.0, ping_timeout=1.0)
+async def _outage_and_recovery(cluster: ThrowawayCluster, url: str, asyncpg_pool: bool) -> None:
+    store = await open_postgres(url, 2, 4, 2.0, ping_timeout=1.0, asyncpg_pool=asyncpg_pool)
     try:
         account, _ = await store.accounts.create_with_identity(verified(), T0)
         await store.ping()
@@ -67,16 +67,16 @@ async def _outage_and_recovery(cluster: ThrowawayCluster, url: str) -> None:
 
 
 async def test_the_pool_survives_a_server_restart(
-    throwaway_cluster_factory: Callable[[], ThrowawayCluster],
+    throwaway_cluster_factory: Callable[[], ThrowawayCluster], asyncpg_pool: bool
 ) -> None:
     cluster = await asyncio.to_thread(throwaway_cluster_factory)
     url = cluster.admin_url
     await migrate(url)
-    await _outage_and_recovery(cluster, url)
+    await _outage_and_recovery(cluster, url, asyncpg_pool)
 
 
 async def test_the_session_server_can_be_stopped_when_it_is_a_throwaway_cluster(
     postgres_control: ThrowawayCluster, postgres_url: str
 ) -> None:
     # Runs with AUTHGATE_TEST_PG=cluster; skipped when the run uses an existing server.
-    await _outage_and_recovery(postgres_control, postgres_url)
+    await _outage_and_recovery(postgres_control, postgres_url, asyncpg_pool=False)

@@ -64,8 +64,10 @@ async def _give_statistics(url: str, rows: int) -> None:
 
 
 @pytest.fixture
-async def pg(clean_postgres_url: str) -> AsyncIterator[PostgresStore]:
-    store = await open_postgres(clean_postgres_url, CLAIMERS, CLAIMERS, 5.0)
+async def pg(clean_postgres_url: str, asyncpg_pool: bool) -> AsyncIterator[PostgresStore]:
+    store = await open_postgres(
+        clean_postgres_url, CLAIMERS, CLAIMERS, 5.0, asyncpg_pool=asyncpg_pool
+    )
     try:
         yield store
     finally:

@@ -20,7 +20,7 @@ import pytest
 
 from authgate.adapters.postgres import PostgresStore
 from authgate.adapters.postgres.housekeeping import PURGE_BATCH
-from authgate.adapters.postgres.pool import Pool
+from authgate.adapters.postgres.pool import ConnectionPool, Pool
 from authgate.domain.model import EventId, SessionRecord
 from tests.support.records import T0, event, pending
 
@@ -46,15 +46,31 @@ async def admin(clean_postgres_url: str) -> AsyncIterator[asyncpg.Connection]:
         await conn.close()
 
 
+async def _send_nothing(_conn: asyncpg.Connection) -> None:
+    """asyncpg's pool's reset without a statement, as the adapters' ``open_asyncpg_pool``."""
+
+
 @pytest.fixture
-async def tight(clean_postgres_url: str) -> AsyncIterator[PostgresStore]:
-    """The adapters on a pool whose every statement times out after ``TIMEOUT``; purges run
-    at every trigger."""
+async def tight(clean_postgres_url: str, asyncpg_pool: bool) -> AsyncIterator[PostgresStore]:
+    """The adapters on a pool (ours, or asyncpg's) whose every statement times out after
+    ``TIMEOUT``; purges run at every trigger."""
+    pool: ConnectionPool
+    if asyncpg_pool:
+        pool = await asyncpg.create_pool(
+            clean_postgres_url,
+            min_size=0,
+            max_size=2,
+            reset=_send_nothing,
+            timeout=10,
+            command_timeout=TIMEOUT,
+        )
+    else:
 
-    def connect() -> Awaitable[asyncpg.Connection]:
-        return asyncpg.connect(clean_postgres_url, timeout=10, command_timeout=TIMEOUT)
+        def connect() -> Awaitable[asyncpg.Connection]:
+            return asyncpg.connect(clean_postgres_url, timeout=10, command_timeout=TIMEOUT)
 
-    store = PostgresStore(Pool(connect, min_size=0, max_size=2), purge_interval=dt.timedelta(0))
+        pool = Pool(connect, min_size=0, max_size=2)
+    store = PostgresStore(pool, purge_interval=dt.timedelta(0))
     try:
         yield store
     finally:

@@ -14,9 +14,9 @@ from tests.support.records import T0
 
 
 async def test_a_revocation_waits_for_the_unit_that_read_the_session_for_a_change(
-    clean_postgres_url: str,
+    clean_postgres_url: str, asyncpg_pool: bool
 ) -> None:
-    store = await open_postgres(clean_postgres_url, 1, 2, 5.0)
+    store = await open_postgres(clean_postgres_url, 1, 2, 5.0, asyncpg_pool=asyncpg_pool)
     try:
         await store.sessions.add(record("s-1", "acct-1"))
         now = T0 + dt.timedelta(minutes=1)
@@ -35,9 +35,11 @@ async def test_a_revocation_waits_for_the_unit_that_read_the_session_for_a_chang
 
 
 async def test_a_unit_that_reads_after_a_committed_revocation_sees_it(
-    clean_postgres_url: str,
+    clean_postgres_url: str, asyncpg_pool: bool
 ) -> None:
-    store: PostgresStore = await open_postgres(clean_postgres_url, 1, 2, 5.0)
+    store: PostgresStore = await open_postgres(
+        clean_postgres_url, 1, 2, 5.0, asyncpg_pool=asyncpg_pool
+    )
     try:
         await store.sessions.add(record("s-2", "acct-1"))
         now = T0 + dt.timedelta(minutes=1)

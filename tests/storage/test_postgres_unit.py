@@ -80,10 +80,10 @@ async def test_a_registration_is_two_statements_without_begin_or_commit(
 
 
 async def test_a_registration_that_lost_the_race_writes_nothing_and_says_so(
-    pg: PostgresStore, clean_postgres_url: str
+    pg: PostgresStore, clean_postgres_url: str, asyncpg_pool: bool
 ) -> None:
     # Another instance created the identity between this unit's look-up and its writes.
-    other = await open_postgres(clean_postgres_url, 1, 1, 5.0)
+    other = await open_postgres(clean_postgres_url, 1, 1, 5.0, asyncpg_pool=asyncpg_pool)
     with pytest.raises(IdentityRace):
         async with pg.units.begin() as tx:
             assert await tx.accounts.find_with_identity(verified(subject="race").identity) is None

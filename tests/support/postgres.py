@@ -27,7 +27,10 @@ Fixtures:
 - ``postgres_control`` (function): the throwaway cluster to stop and start for outage tests;
   skips the test when the server is not a throwaway cluster; restarts it afterwards;
 - ``throwaway_cluster_factory`` (function): starts clusters of its own for a test (skips when
-  the binaries cannot run), each removed afterwards.
+  the binaries cannot run), each removed afterwards;
+- ``asyncpg_pool`` (function, two runs): False, then True: the PostgreSQL adapter tests pass it
+  to ``open_postgres`` so that they run on our pool and on asyncpg's (the library's path kept
+  beside ours: src/adapters/postgres/pool.py).
 """
 
 from __future__ import annotations
@@ -343,6 +346,12 @@ def empty_postgres_url(postgres_server: PostgresServer) -> Iterator[str]:
 def _ensure_running(server: PostgresServer) -> None:
     if server.cluster is not None and not server.cluster.running:
         server.cluster.start()
+
+
+@pytest.fixture(params=[False, True], ids=["own-pool", "asyncpg-pool"])
+def asyncpg_pool(request: pytest.FixtureRequest) -> bool:
+    """Whether the adapters run on asyncpg's pool rather than ours (each test runs on both)."""
+    return bool(request.param)
 
 
 @pytest.fixture

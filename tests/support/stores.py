@@ -4,6 +4,7 @@
 ``.units``, the other repositories of a unit of work's transaction,
 ``.ping()`` and ``.close()`` — the shape of :class:`~authgate.adapters.postgres.PostgresStore`
 and :class:`~authgate.adapters.sqlite.SqliteStore`; the memory adapters get a small bundle.
+``postgres-asyncpg-pool`` is the PostgreSQL adapters on asyncpg's pool instead of ours.
 """
 
 from __future__ import annotations
@@ -35,8 +36,10 @@ from authgate.ports.session_records import SessionRecords
 from authgate.ports.state import StateStore
 from authgate.ports.unit_of_work import UnitOfWork
 
-StoreKind = Literal["memory", "sqlite", "postgres"]
+StoreKind = Literal["memory", "sqlite", "postgres", "postgres-asyncpg-pool"]
 KINDS: tuple[StoreKind, ...] = ("memory", "sqlite", "postgres")
+# KINDS and the PostgreSQL adapters on asyncpg's pool: where the suites of the adapters run
+WITH_ASYNCPG_POOL: tuple[StoreKind, ...] = (*KINDS, "postgres-asyncpg-pool")
 
 
 class Store(Protocol):
@@ -100,4 +103,11 @@ async def open_store(
         assert sqlite_path is not None
         return await open_sqlite(sqlite_path, purge_interval=purge_interval)
     assert postgres_url is not None
-    return await open_postgres(postgres_url, 1, 10, 5.0, purge_interval=purge_interval)
+    return await open_postgres(
+        postgres_url,
+        1,
+        10,
+        5.0,
+        purge_interval=purge_interval,
+        asyncpg_pool=kind == "postgres-asyncpg-pool",
+    )

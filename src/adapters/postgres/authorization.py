@@ -26,7 +26,7 @@ from authgate.ports.authorization import AlreadyUsed, Redeemed, Reused, Rotated
 
 from . import rows
 from .housekeeping import PeriodicPurge, delete_batches, total
-from .pool import Pool
+from .pool import ConnectionPool
 from .unit import UnitConnection
 
 DEFAULT_PURGE_INTERVAL = dt.timedelta(minutes=5)
@@ -47,7 +47,9 @@ class _Purging:
 
     _name = ""
 
-    def __init__(self, pool: Pool, purge_interval: dt.timedelta = DEFAULT_PURGE_INTERVAL) -> None:
+    def __init__(
+        self, pool: ConnectionPool, purge_interval: dt.timedelta = DEFAULT_PURGE_INTERVAL
+    ) -> None:
         self._db: rows.Executor = pool
         self._owner = self
         self._last_now: dt.datetime | None = None

@@ -9,7 +9,7 @@ from authgate.domain.model import SignInEvent
 
 from . import rows
 from .housekeeping import PeriodicPurge, delete_batches, total
-from .pool import Pool
+from .pool import ConnectionPool
 
 DEFAULT_RETENTION = dt.timedelta(days=90)
 DEFAULT_PURGE_INTERVAL = dt.timedelta(minutes=5)
@@ -24,7 +24,7 @@ class PostgresEvents:
 
     def __init__(
         self,
-        pool: Pool,
+        pool: ConnectionPool,
         retention: dt.timedelta = DEFAULT_RETENTION,
         purge_interval: dt.timedelta = DEFAULT_PURGE_INTERVAL,
     ) -> None:

@@ -33,14 +33,12 @@ from .errors import (
     SchemaBehind,
     unavailable,
 )
-from .pool import Pool
+from .pool import ConnectionPool, Leased
 
 CONNECT_TIMEOUT = 10.0
 
 # pg_advisory_lock key: the first 8 bytes of sha256("authgate.migrations"), as a signed bigint.
 LOCK_KEY = int.from_bytes(hashlib.sha256(b"authgate.migrations").digest()[:8], "big", signed=True)
-
-_Connection = asyncpg.Connection
 
 _FILE_NAME = re.compile(r"^(\d{4})_[A-Za-z0-9_]+\.sql$")
 
@@ -161,7 +159,7 @@ async def migrate(url: str, directory: str | os.PathLike[str] | None = None) -> 
         await conn.close()
 
 
-async def _applied(conn: _Connection) -> dict[str, str]:
+async def _applied(conn: Leased) -> dict[str, str]:
     """The applied migrations: name -> recorded checksum."""
     if not await conn.fetchval("SELECT to_regclass('schema_migrations') IS NOT NULL"):
         return {}
@@ -169,7 +167,7 @@ async def _applied(conn: _Connection) -> dict[str, str]:
     return {r["name"]: r["checksum"] for r in rows}
 
 
-async def _ledger(pool_or_url: Pool | str) -> dict[str, str]:
+async def _ledger(pool_or_url: ConnectionPool | str) -> dict[str, str]:
     if isinstance(pool_or_url, str):
         conn = await _connect(pool_or_url)
         try:
@@ -192,7 +190,7 @@ def _refuse_edited(files: list[Path], texts: dict[str, str], done: dict[str, str
 
 
 async def pending_migrations(
-    pool_or_url: Pool | str, directory: str | os.PathLike[str] | None = None
+    pool_or_url: ConnectionPool | str, directory: str | os.PathLike[str] | None = None
 ) -> list[str]:
     """The names of the migrations not yet applied to the database."""
     wanted = [p.stem for p in migration_files(directory)]
@@ -201,7 +199,7 @@ async def pending_migrations(
 
 
 async def check_schema(
-    pool_or_url: Pool | str, directory: str | os.PathLike[str] | None = None
+    pool_or_url: ConnectionPool | str, directory: str | os.PathLike[str] | None = None
 ) -> None:
     """Refuse a database this version cannot serve: :class:`MigrationEdited` when an applied
     migration's file has changed since it was applied, :class:`SchemaBehind` (naming

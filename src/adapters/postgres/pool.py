@@ -1,11 +1,22 @@
-"""The connections of the PostgreSQL adapters: asyncpg connections, leased without ceremony.
+"""The connections of the PostgreSQL adapters: a pool of our own, asyncpg's pool beside it.
 
-asyncpg's own ``Pool`` was measured to cost about 45 µs of CPU per acquire and release on
-the benchmark machine (docs/benchmarks.md), as much as the statement run on the
-connection: each release runs in a task of its own (``asyncio.shield``), arms and later
-cancels a timer for the idle-connection lifetime, and every call goes through a proxy
-object. A sign-in leases three times. :class:`Pool` keeps what the adapters rely on and
-nothing else:
+Why our own: on the account read (``GET /v1/account/providers``, one lease per request)
+authgate on asyncpg's ``Pool`` spends more per request than on this one, even with asyncpg's
+reset query switched off (``reset=`` a coroutine that sends nothing, the cheapest reset that is
+correct here: the adapters leave no session state on a connection, and asyncpg still rolls
+back a transaction left open): 1.18-1.20x the server's instructions per request under
+callgrind (four runs), 1.14-1.19x the server's CPU per request, and 1.11-1.19x the CPU of the
+server and its PostgreSQL backends together (medians of per-round ratios, six runs of 10 to 30
+alternating rounds on a busy two-core machine), measured side by side by::
+
+    .venv/bin/python bench/pool_bench.py --callgrind 2000
+
+Code of our own stays only while it buys at least 10 % on a figure someone asked for; this
+pool stays while that bench says so. The difference is asyncpg's lease and release: each
+release runs in a task of its own (``asyncio.shield``), arms and later cancels a timer for the
+idle-connection lifetime, and every lease goes through a proxy object. A sign-in leases three
+times. :class:`Pool` keeps what the adapters rely on and nothing else, with asyncpg's public
+``Connection`` only:
 
 * at most ``max_size`` connections, ``min_size`` of them opened with the pool; a lease takes
   the most recently used idle connection (its statement cache is warm), opens one when none
@@ -23,6 +34,11 @@ nothing else:
 
 Leasing and giving back are plain method calls without a task, a timer or a proxy; a lease
 yields the :class:`asyncpg.Connection` itself, valid until the ``async with`` block ends.
+
+The library's path is kept working beside it: :func:`open_asyncpg_pool` opens asyncpg's pool
+with the same settings, ``open_postgres(..., asyncpg_pool=True)`` puts the adapters on it, and
+the PostgreSQL adapter tests run on both pools. The day this pool stops paying for itself,
+that path becomes the only one.
 """
 
 from __future__ import annotations
@@ -42,6 +58,7 @@ log = logging.getLogger("authgate.storage")
 Connect = Callable[[], Awaitable[asyncpg.Connection]]
 
 SWEEP_INTERVAL = 60.0  # seconds between looks for idle connections to close
+MAX_IDLE_SECONDS = 300.0  # an idle connection beyond min_size is closed after this long
 
 
 class Pool:
@@ -54,7 +71,7 @@ class Pool:
         *,
         min_size: int,
         max_size: int,
-        max_idle_seconds: float = 300.0,
+        max_idle_seconds: float = MAX_IDLE_SECONDS,
         sweep_interval: float = SWEEP_INTERVAL,
     ) -> None:
         if not 0 <= min_size <= max_size or max_size < 1:
@@ -260,3 +277,38 @@ async def open_pool(
     pool = Pool(connect, min_size=min_size, max_size=max_size)
     await pool._fill()
     return pool
+
+
+# What the adapters lease connections from: our pool, or asyncpg's (the library's path), and
+# what a lease yields: the connection itself (ours), or asyncpg's proxy of it (asyncpg's).
+ConnectionPool = Pool | asyncpg.Pool
+Leased = asyncpg.Connection | asyncpg.pool.PoolConnectionProxy
+
+
+async def _send_nothing(_conn: asyncpg.Connection) -> None:
+    """asyncpg's pool's reset at release, without a statement: the adapters change no session
+    state (no ``SET``, ``LISTEN``, advisory lock or cursor outlives a lease), and asyncpg rolls
+    back a transaction left open before calling it."""
+
+
+async def open_asyncpg_pool(
+    url: str,
+    *,
+    min_size: int,
+    max_size: int,
+    timeout: float,  # noqa: ASYNC109 - a setting of each connection, not a deadline
+    server_settings: Mapping[str, str] | None = None,
+) -> asyncpg.Pool:
+    """asyncpg's pool with the settings of :func:`open_pool`: the same sizes, ``timeout`` for
+    connecting and every statement, idle connections beyond ``min_size`` closed after
+    :data:`MAX_IDLE_SECONDS`, and no reset statement at release."""
+    return await asyncpg.create_pool(
+        url,
+        min_size=min_size,
+        max_size=max_size,
+        max_inactive_connection_lifetime=MAX_IDLE_SECONDS,
+        reset=_send_nothing,
+        timeout=timeout,
+        command_timeout=timeout,
+        server_settings=dict(server_settings or {}),
+    )

@@ -20,18 +20,18 @@ from authgate.domain.model import (
     SignInEvent,
 )
 
-from .pool import Pool
+from .pool import ConnectionPool, Leased, Pool
 from .unit import UnitConnection
 
 # What an adapter runs its statements on: the pool, or one connection of a unit of work.
-Executor = Pool | asyncpg.Connection | UnitConnection
-Connection = asyncpg.Connection | UnitConnection
+Executor = ConnectionPool | asyncpg.Connection | UnitConnection
+Connection = Leased | UnitConnection
 
 
 @asynccontextmanager
 async def connection(db: Executor) -> AsyncIterator[Connection]:
     """One connection of ``db``: a pooled one for the block, or ``db`` itself."""
-    if isinstance(db, Pool):
+    if isinstance(db, (Pool, asyncpg.Pool)):
         async with db.acquire() as conn:
             yield conn
     else:

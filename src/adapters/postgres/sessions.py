@@ -11,7 +11,7 @@ from authgate.domain.model import SessionRecord
 
 from . import rows
 from .housekeeping import PeriodicPurge, delete_batches, total
-from .pool import Pool
+from .pool import ConnectionPool
 
 DEFAULT_PURGE_INTERVAL = dt.timedelta(minutes=5)
 
@@ -62,7 +62,9 @@ class PostgresSessionRecords:
     connection of a unit of work (:meth:`bound`). ``add`` triggers a purge of expired
     records at most once per ``purge_interval``."""
 
-    def __init__(self, pool: Pool, purge_interval: dt.timedelta = DEFAULT_PURGE_INTERVAL) -> None:
+    def __init__(
+        self, pool: ConnectionPool, purge_interval: dt.timedelta = DEFAULT_PURGE_INTERVAL
+    ) -> None:
         self._db: rows.Executor = pool
         self._owner = self
         self._last_now: dt.datetime | None = None

@@ -10,7 +10,7 @@ from authgate.domain.secrets import state_lookup
 
 from . import rows
 from .housekeeping import PeriodicPurge, delete_batches, total
-from .pool import Pool
+from .pool import ConnectionPool
 
 DEFAULT_PURGE_INTERVAL = dt.timedelta(minutes=5)
 
@@ -23,7 +23,9 @@ class PostgresStates:
     ``purge_interval``.
     """
 
-    def __init__(self, pool: Pool, purge_interval: dt.timedelta = DEFAULT_PURGE_INTERVAL) -> None:
+    def __init__(
+        self, pool: ConnectionPool, purge_interval: dt.timedelta = DEFAULT_PURGE_INTERVAL
+    ) -> None:
         self._pool = pool
         self._last_now: dt.datetime | None = None
         self.housekeeping = PeriodicPurge("expired sign-in states", self._purge, purge_interval)

@@ -1,5 +1,5 @@
-"""One connection pool (:mod:`.pool`) shared by the PostgreSQL adapters, opened and closed as
-a unit."""
+"""One connection pool (:mod:`.pool`: ours, or asyncpg's) shared by the PostgreSQL adapters,
+opened and closed as a unit."""
 
 from __future__ import annotations
 
@@ -26,7 +26,7 @@ from .errors import unavailable
 from .events import PostgresEvents
 from .housekeeping import PeriodicPurge
 from .migrations import CONNECT_ERRORS, check_schema
-from .pool import Pool, open_pool
+from .pool import ConnectionPool, open_asyncpg_pool, open_pool
 from .provider_tokens import PostgresProviderTokens, PostgresRevocationOutbox
 from .seen_events import PostgresSeenEvents
 from .sessions import PostgresSessionRecords
@@ -47,7 +47,7 @@ class PostgresStore:
 
     def __init__(
         self,
-        pool: Pool,
+        pool: ConnectionPool,
         *,
         ping_timeout: float = 1.0,
         event_retention: dt.timedelta = events.DEFAULT_RETENTION,
@@ -118,6 +118,7 @@ async def open_postgres(
     event_retention: dt.timedelta = events.DEFAULT_RETENTION,
     purge_interval: dt.timedelta = state.DEFAULT_PURGE_INTERVAL,
     check: bool = True,
+    asyncpg_pool: bool = False,
 ) -> PostgresStore:
     """Open a pool on ``url`` (``postgresql://user:pass@host:port/db``) and the adapters on it.
 
@@ -125,9 +126,12 @@ async def open_postgres(
     database whose schema is behind (:class:`~.migrations.SchemaBehind`, naming
     ``authgate migrate --config FILE``). An unreachable server raises
     :class:`~.errors.DatabaseUnavailable`. Both are :class:`~.errors.PostgresStoreError`.
+    ``asyncpg_pool``: on asyncpg's pool instead of ours (:mod:`.pool` says why ours; the tests
+    and bench/pool_bench.py run both).
     """
+    opener = open_asyncpg_pool if asyncpg_pool else open_pool
     try:
-        pool = await open_pool(
+        pool = await opener(
             url,
             min_size=min_size,
             max_size=max_size,
@@ -157,7 +161,7 @@ class PostgresUnitOfWork:
 
     def __init__(
         self,
-        pool: Pool,
+        pool: ConnectionPool,
         events: PostgresEvents,
         sessions: PostgresSessionRecords,
         *,

@@ -30,6 +30,8 @@ from typing import Any
 
 import asyncpg
 
+from .pool import Leased
+
 _PARAMETER = re.compile(r"\$(\d+)")
 
 
@@ -37,7 +39,7 @@ class UnitConnection:
     """A pooled connection of one unit of work (see the module's text). The unit of work
     calls :meth:`finish` when its block ends normally and :meth:`abort` when it raises."""
 
-    def __init__(self, conn: asyncpg.Connection) -> None:
+    def __init__(self, conn: Leased) -> None:
         self._conn = conn
         self._transaction: contextlib.AsyncExitStack | None = None
         self._waiting: list[tuple[str, Sequence[object]]] = []
@@ -111,7 +113,7 @@ class UnitConnection:
         if transaction is not None:
             await transaction.__aexit__(type(error), error, error.__traceback__)  # ROLLBACK
 
-    async def _ready(self) -> asyncpg.Connection:
+    async def _ready(self) -> Leased:
         """The connection in the unit's transaction, the waiting writes sent."""
         if self._transaction is None:
             stack = contextlib.AsyncExitStack()

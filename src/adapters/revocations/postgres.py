@@ -10,7 +10,7 @@ from typing import Any
 
 import asyncpg
 
-from authgate.adapters.postgres.pool import Pool
+from authgate.adapters.postgres.pool import ConnectionPool
 from authgate.ports.revocations import OnRevoked
 
 from .messages import CHANNEL, Subscribers, decode, encode
@@ -24,7 +24,7 @@ class PostgresRevocations:
     """:class:`~authgate.ports.revocations.RevocationChannel` on PostgreSQL: ``NOTIFY`` through
     the pool, ``LISTEN`` on a dedicated connection that is re-opened after a failure."""
 
-    def __init__(self, pool: Pool, url: str) -> None:
+    def __init__(self, pool: ConnectionPool, url: str) -> None:
         self._pool = pool
         self._url = url
         self._task: asyncio.Task[None] | None = None
