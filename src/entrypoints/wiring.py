@@ -97,6 +97,7 @@ class OpenIdResourceServices:
 def _openid_resource(
     resources: Resources, sessions: SessionService, openid: OpenIdServices | None
 ) -> OpenIdResourceServices | None:
+    """Built with the provider face (None without it), on the sessions' own check."""
     if openid is None:
         return None
     access = TokenAccess(

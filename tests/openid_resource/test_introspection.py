@@ -5,10 +5,20 @@ anything else exactly ``{"active": false}``; a per-client limit when configured.
 from __future__ import annotations
 
 import datetime as dt
+from pathlib import Path
 
-from tests.app.conftest import MakeService
+import pytest
+
+from authgate.entrypoints.config import ConfigError
+from tests.app.conftest import MakeService, load_config
 from tests.fakeidp import FakeIdP, FakeUser, SettableClock
-from tests.openid_resource.conftest import ISSUER, Provider, basic, start_provider
+from tests.openid_resource.conftest import (
+    ISSUER,
+    Provider,
+    basic,
+    service_config,
+    start_provider,
+)
 
 DAN = FakeUser(sub="dan-1", email="dan@example.com", name="Dan D")
 
@@ -141,3 +151,12 @@ async def test_the_per_client_limit(
     assert (await limited.json())["error"] == "temporarily_unavailable"
     # Counted per client: another client's budget is its own.
     assert (await provider.introspect("unknown", client_id="audit")).status == 200
+
+
+def test_the_limit_is_one_rate_limit(tmp_path: Path) -> None:
+    no_providers = {"app": {"callback_urls": []}}
+    bad = service_config("memory://", {**no_providers, "ratelimit": {"introspection": "lots"}})
+    with pytest.raises(ConfigError, match=r"^ratelimit.introspection: 'lots' is not one rate"):
+        load_config(tmp_path, bad)
+    unset = load_config(tmp_path, service_config("memory://", no_providers))
+    assert unset.ratelimit.introspection is None
