@@ -8,6 +8,7 @@ import logging
 from collections.abc import Iterable, Mapping
 
 from .credentials import MalformedAuthorization, credential_from, same_origin
+from .introspection import IntrospectionUnavailable
 from .keys import KeySetUnavailable
 from .verifier import InvalidSession, Session, SessionVerifier
 
@@ -63,7 +64,7 @@ async def authenticate(
         if optional and credential.source == "cookie":
             return None
         raise unauthorized("invalid or expired session", 'Bearer error="invalid_token"') from None
-    except KeySetUnavailable as e:
+    except (KeySetUnavailable, IntrospectionUnavailable) as e:
         log.warning("session not verifiable: %s", e)
         raise Refusal(
             503,

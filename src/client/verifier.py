@@ -9,7 +9,9 @@ with a ``kid``) and publishes the public halves of at ``GET /.well-known/jwks.js
 Verification is stateless: a token that verifies keeps verifying until it expires, whatever
 authgate has done since (sign-out clears the cookie, not copies of the token). Only the keys
 can be withdrawn: a key removed from authgate's key file stops verifying here once the cached
-key set is older than ``cache_ttl_seconds``.
+key set is older than ``cache_ttl_seconds``. A back end that must see a revoked session at once
+gives the verifier an :class:`~authgate.client.introspection.Introspection`: every token that
+verifies is then also checked with authgate (cached for a few seconds).
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from joserfc.errors import JoseError
 from joserfc.jwk import KeySet
 from joserfc.jws import extract_compact
 
+from .introspection import Introspection
 from .keys import KEY_TYPES, JwksCache, KeySetUnavailable
 
 # The algorithms authgate signs sessions with; "none", HS* (a public key used as an HMAC secret)
@@ -76,6 +79,8 @@ class SessionVerifier:
     ``min_refetch_seconds``: the floor between two fetches caused by unknown ``kid`` values.
     ``http``: an :class:`aiohttp.ClientSession` to use (the caller closes it); without one the
     verifier creates its own on first use and closes it in :meth:`close`.
+    ``introspection``: also ask authgate whether each verified token's session is still live
+    (a short cache; :mod:`authgate.client.introspection`); :meth:`close` closes it too.
     """
 
     def __init__(
@@ -89,6 +94,7 @@ class SessionVerifier:
         min_refetch_seconds: float = 5.0,
         timeout_seconds: float = 5.0,
         http: aiohttp.ClientSession | None = None,
+        introspection: Introspection | None = None,
     ) -> None:
         if not issuer or not audience:
             raise ValueError("issuer and audience must not be empty")
@@ -97,6 +103,7 @@ class SessionVerifier:
         self._leeway = leeway_seconds
         self._http = http
         self._own_http = http is None
+        self.introspection = introspection
         self.keys = JwksCache(
             jwks_url,
             self._client,
@@ -116,10 +123,13 @@ class SessionVerifier:
         return self._http
 
     async def close(self) -> None:
-        """Close the HTTP session the verifier created (not one passed in)."""
+        """Close the HTTP session the verifier created (not one passed in), and its
+        introspection."""
         if self._own_http and self._http is not None:
             await self._http.close()
             self._http = None
+        if self.introspection is not None:
+            await self.introspection.close()
 
     async def __aenter__(self) -> SessionVerifier:
         return self
@@ -134,7 +144,9 @@ class SessionVerifier:
 
     async def verify(self, token: str) -> Session:
         """The session ``token`` proves; raises :class:`InvalidSession` (with its ``reason``),
-        or :class:`KeySetUnavailable` when authgate's keys cannot be had at all."""
+        :class:`KeySetUnavailable` when authgate's keys cannot be had at all, and, with
+        ``introspection``, :class:`~authgate.client.introspection.IntrospectionUnavailable`
+        when authgate cannot say whether the session is live."""
         if len(token) > MAX_TOKEN_LENGTH:
             raise InvalidSession("token too long")
         if token.count(".") != 2:  # a JWS in compact form; never a JWE or a JSON serialisation
@@ -163,7 +175,12 @@ class SessionVerifier:
             decoded = jwt.decode(token, key, algorithms=[alg])
         except (JoseError, ValueError, TypeError, KeyError) as e:
             raise InvalidSession(f"signature: {type(e).__name__}") from None
-        return self._check_claims(decoded.claims)
+        session = self._check_claims(decoded.claims)
+        if self.introspection is not None:
+            remaining = session.expires_at.timestamp() - time.time()
+            if not await self.introspection.active(token, remaining):
+                raise InvalidSession("the session is no longer active at authgate")
+        return session
 
     def _check_claims(self, claims: Mapping[str, Any]) -> Session:
         now = time.time()

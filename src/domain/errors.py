@@ -138,6 +138,14 @@ class SessionNotFound(SignInError):
         super().__init__("no live session of this account has that id")
 
 
+class AppNotFound(SignInError):
+    """The account has neither a grant nor live tokens of that application (client_id)."""
+
+    def __init__(self, client_id: str) -> None:
+        self.client_id = client_id
+        super().__init__("no application of this account has that client_id")
+
+
 class ReauthenticationRequired(SignInError):
     """RFC 9470: the change needs a sign-in at the provider no older than ``max_age`` seconds."""
 

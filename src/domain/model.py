@@ -204,6 +204,7 @@ class Outcome(enum.Enum):
     # What authgate as an OpenID Provider told its clients (back-channel logout).
     BACKCHANNEL_LOGOUT_SENT = "backchannel_logout_sent"
     BACKCHANNEL_LOGOUT_FAILED = "backchannel_logout_failed"
+    APP_WITHDRAWN = "app_withdrawn"  # consent to an application withdrawn, its tokens revoked
 
 
 @attrs.frozen

@@ -61,3 +61,62 @@ class InvalidScope(OAuthError):
     """A scope the client may not have, or wider than what the grant gave."""
 
     error = "invalid_scope"
+
+
+class ClientNotAllowed(OAuthError):
+    """The client authenticated but may not use this endpoint (introspection by a client not
+    registered with ``introspection: true``): 403, so an operator sees a misconfiguration
+    rather than tokens that seem inactive or credentials that seem wrong."""
+
+    error = "unauthorized_client"
+
+
+class OAuthRateLimited(OAuthError):
+    """The client made more requests than its limit allows: 429, with ``Retry-After``."""
+
+    error = "temporarily_unavailable"
+
+    def __init__(self, retry_after_seconds: int) -> None:
+        self.retry_after_seconds = retry_after_seconds
+        super().__init__(f"too many requests; retry in {retry_after_seconds} s")
+
+
+class BearerTokenError(OAuthError):
+    """A protected resource's refusal of the access token a request carries (RFC 6750
+    section 3.1), answered with a ``WWW-Authenticate: Bearer`` challenge that names it."""
+
+
+class NoAccessToken(BearerTokenError):
+    """The request carries no access token: 401 with a bare challenge (RFC 6750 section 3.1
+    gives no error code to a request without any authentication)."""
+
+    error = "invalid_token"
+
+    def __init__(self) -> None:
+        super().__init__("an access token is required")
+
+
+class InvalidAccessToken(BearerTokenError):
+    """The access token is not active (expired, revoked, not ours, malformed): 401.
+    ``detail`` (why) is for the log only."""
+
+    error = "invalid_token"
+
+    def __init__(self, detail: str) -> None:
+        super().__init__("the access token is invalid, expired or revoked", detail)
+
+
+class InsufficientScope(BearerTokenError):
+    """The access token is active but lacks ``scope``: 403."""
+
+    error = "insufficient_scope"
+
+    def __init__(self, scope: str) -> None:
+        self.scope = scope
+        super().__init__(f"the access token lacks the {scope} scope")
+
+
+class BearerInvalidRequest(BearerTokenError):
+    """The token was sent in more than one way, or the request is otherwise malformed: 400."""
+
+    error = "invalid_request"

@@ -99,6 +99,21 @@ def build_api(config: Config, resources: Resources, services: Services | None = 
         LogoutOperations(
             services.openid.end_session, services.sessions, client_address, guard
         ).register(api)
+    if services.openid is not None and services.openid_resource is not None:
+        from authgate.entrypoints.http.apps import AppOperations
+        from authgate.entrypoints.http.oauth2_cors import public_client_cors
+        from authgate.entrypoints.http.oauth2_resource import ResourceOperations
+
+        ResourceOperations(
+            services.openid_resource.access,
+            services.openid.clients,
+            services.openid.client_auth,
+            public_client_cors(services.openid.clients),
+            resources.introspection_limiter,
+        ).register(api)
+        AppOperations(
+            services.openid_resource.apps, bearer, cookie, guard, client_address, cors
+        ).register(api)
     routes = receiver_routes(config)
     if routes:
         from authgate.entrypoints.http.provider_events import ProviderEventOperations
@@ -128,6 +143,7 @@ def _register_openid_flow(
     The sign-in page starts each provider's sign-in with its callback URL on the issuer's
     origin (else its first)."""
     from authgate.entrypoints.http.oauth2_authorize import AuthorizeOperations, SignInStart
+    from authgate.entrypoints.http.oauth2_cors import public_client_cors
     from authgate.entrypoints.http.oauth2_token import TokenOperations
 
     issuer = openid.signer.issuer
@@ -140,7 +156,12 @@ def _register_openid_flow(
     AuthorizeOperations(
         openid.authorization, sessions, guard, SignInStart(issuer, callbacks)
     ).register(api)
-    TokenOperations(openid.tokens, openid.client_auth, resources.token_limiter).register(api)
+    TokenOperations(
+        openid.tokens,
+        openid.client_auth,
+        resources.token_limiter,
+        cors=public_client_cors(openid.clients),
+    ).register(api)
 
 
 def document(config: Config) -> dict[str, Any]:

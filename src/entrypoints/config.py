@@ -187,6 +187,8 @@ class RateLimitConfig:
     # The OpenID Provider's token endpoint, per authenticated client_id (not per address: a
     # client's back end makes every request of its users); null or empty switches it off.
     token: str | None = "3000/minute"  # noqa: S105 - a rate
+    # The OpenID Provider's introspection endpoint, per client; null or empty: no limit.
+    introspection: str | None = None
     trusted_proxies: list[str] = attrs.field(factory=list)
     ipv6_prefix: int = 64
     fail_open: bool = True
@@ -863,6 +865,8 @@ def _check_ratelimit(ratelimit: RateLimitConfig) -> None:
         limits["initiation"] = ratelimit.initiation
     if ratelimit.token:  # null or empty: no token endpoint limit
         limits["token"] = ratelimit.token
+    if ratelimit.introspection:  # null or empty: no introspection limit
+        limits["introspection"] = ratelimit.introspection
     for key, value in limits.items():
         try:
             items = parse_many(value)

@@ -160,6 +160,8 @@ class Resources:
     sealer: TokenSealer | None = None  # None: no provider_tokens.keys, no token is kept
     revokers: dict[str, TokenRevoker] = attrs.field(factory=dict)
     openid: OpenIdResources | None = None  # None: no client is registered
+    # Introspection, per client (ratelimit.introspection; unset: no limit).
+    introspection_limiter: RateLimiter = attrs.field(factory=NoRateLimit)
 
     async def close(self) -> None:
         for close in reversed(self.closers):
@@ -221,6 +223,7 @@ async def open_resources(
             revokers={n: p for n, p in providers.items() if isinstance(p, OAuthIdentityProvider)},
             openid=openid,
             token_limiter=_token_limiter(config, store),
+            introspection_limiter=_introspection_limiter(config, store),
         )
     except BaseException:
         for close in reversed(closers):
@@ -339,6 +342,14 @@ def _token_limiter(config: Config, store: RateLimitStore) -> RateLimiter:
     if not config.clients or not config.ratelimit.token:  # null or empty: switched off
         return NoRateLimit()
     return store.limiter(config.ratelimit.token, namespace="authgate-token")
+
+
+def _introspection_limiter(config: Config, store: RateLimitStore) -> RateLimiter:
+    """The introspection endpoint's limit per client, in a namespace of its own."""
+    limit = config.ratelimit.introspection
+    if not limit:
+        return NoRateLimit()
+    return store.limiter(limit, namespace="authgate-introspection")
 
 
 @attrs.frozen

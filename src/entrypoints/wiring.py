@@ -40,6 +40,8 @@ if TYPE_CHECKING:
     from authgate.entrypoints.http.provider_events import ReceiverRoute
     from authgate.ports.token_signing import TokenSigner
     from authgate.services.client_auth import ClientAuthentication
+    from authgate.services.openid_access import TokenAccess
+    from authgate.services.openid_apps import AccountApps
     from authgate.services.openid_authorization import AuthorizationService
     from authgate.services.openid_logout import BackchannelLogout, RpInitiatedLogout
     from authgate.services.openid_tokens import TokenService
@@ -57,6 +59,7 @@ class Services:
     provider_tokens: ProviderTokenService
     revocation_worker: RevocationWorker
     openid: OpenIdServices | None = None  # None: no client is registered
+    openid_resource: OpenIdResourceServices | None = None  # with openid
 
 
 @attrs.frozen
@@ -121,6 +124,35 @@ def _openid(config: Config, resources: Resources) -> OpenIdServices | None:
     )
 
 
+@attrs.frozen
+class OpenIdResourceServices:
+    """Around the tokens the provider issued: whether one is active (userinfo, introspection,
+    revocation), and the person's applications (their grants)."""
+
+    access: TokenAccess
+    apps: AccountApps
+
+
+def _openid_resource(
+    resources: Resources, sessions: SessionService, openid: OpenIdServices | None
+) -> OpenIdResourceServices | None:
+    """Built with the provider face (None without it), on the sessions' own check."""
+    if openid is None:
+        return None
+    from authgate.services.openid_access import TokenAccess
+    from authgate.services.openid_apps import AccountApps
+
+    access = TokenAccess(
+        signer=openid.signer,
+        clients=openid.clients,
+        sessions=sessions,
+        units=resources.units,
+        clock=resources.clock,
+    )
+    apps = AccountApps(clients=openid.clients, units=resources.units, sessions=sessions)
+    return OpenIdResourceServices(access, apps)
+
+
 def build_services(config: Config, resources: Resources) -> Services:
     """One service per concept (sign-in, sessions, the account, provider tokens), wired on
     ``resources``. The revocation worker is built, not started
@@ -140,7 +172,16 @@ def build_services(config: Config, resources: Resources) -> Services:
     openid = _openid(config, resources)
     if openid is not None:
         sessions.endings = openid.logout  # every session's end tells its clients
-    return Services(signin, sessions, account, provider_events, provider_tokens, worker, openid)
+    return Services(
+        signin,
+        sessions,
+        account,
+        provider_events,
+        provider_tokens,
+        worker,
+        openid,
+        openid_resource=_openid_resource(resources, sessions, openid),
+    )
 
 
 def _provider_tokens(

@@ -20,6 +20,7 @@ from authgate.domain.model import (
     SessionRecord,
     SignInEvent,
 )
+from authgate.domain.oauth import Grant
 from authgate.ports.accounts import AccountRepository, LastIdentityError
 from authgate.ports.events import SignInEventLog
 from authgate.ports.unit_of_work import Transaction, UnitOfWork
@@ -40,11 +41,12 @@ class ProviderRemoval(enum.Enum):
 
 @attrs.frozen
 class AccountExport:
-    """Everything stored about an account."""
+    """Everything stored about an account; ``grants``: its consents to applications."""
 
     view: AccountView
     sessions: list[SessionRecord]
     events: list[SignInEvent]
+    grants: list[Grant] = attrs.field(factory=list)
 
 
 @attrs.frozen
@@ -261,10 +263,13 @@ class AccountService:
         """Everything stored about the caller (data-protection requests); a recent sign-in."""
         self.sessions.require_recent_authentication(caller.auth_time)
         view = await self.account(caller.account_id)
+        async with self.units.begin() as tx:
+            grants = await tx.grants.for_account(caller.account_id)
         return AccountExport(
             view=view,
             sessions=await self.sessions.records.for_account(caller.account_id),
             events=await self.events.for_account(caller.account_id),
+            grants=grants,
         )
 
     # -- sessions ---------------------------------------------------------------------------

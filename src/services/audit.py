@@ -27,6 +27,7 @@ ACCOUNT_CHANGES = frozenset(
         Outcome.PROVIDER_TOKEN_REVOCATION_FAILED,
         Outcome.BACKCHANNEL_LOGOUT_SENT,
         Outcome.BACKCHANNEL_LOGOUT_FAILED,
+        Outcome.APP_WITHDRAWN,
     }
 )
 

@@ -150,6 +150,16 @@ class SessionService:
             raise InvalidSession("the session was revoked or is unknown")
         return claims
 
+    async def is_live(self, session_id: str) -> bool:
+        """Whether the session is live, decided as :meth:`verify` decides it for a session
+        token: found live a moment ago (on this instance, and not revoked since on any), or
+        live in the store now. For what else names a session (the OpenID Provider's tokens
+        carry it as ``sid``)."""
+        until = self._live.get(session_id)
+        if until is not None and time.monotonic() < until:
+            return True
+        return await self._is_live(session_id, self.clock.now())
+
     async def _is_live(self, session_id: str, now: dt.datetime) -> bool:
         started = time.monotonic()
         until = self._live.get(session_id)

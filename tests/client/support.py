@@ -31,12 +31,14 @@ class Authgate:
     """``authgate serve`` on a fixed port (restartable: the dev provider's issuer is the port),
     with ``session.issuer`` / ``session.audience`` set to :data:`ISSUER` / :data:`AUDIENCE`."""
 
-    def __init__(self, tmp_path: Path) -> None:
+    def __init__(self, tmp_path: Path, extra: dict[str, Any] | None = None) -> None:
+        """``extra``: top-level configuration keys to add (``clients``, say)."""
         self.tmp_path = tmp_path
         self.port = free_port()
         self.process: subprocess.Popen[str] | None = None
         config = dev_config_data(tmp_path, self.port)
         config["session"] = {**config["session"], "issuer": ISSUER, "audience": AUDIENCE}
+        config.update(extra or {})
         self.config_path = tmp_path / "authgate.yaml"
         self.config_path.write_text(yaml.safe_dump(config, sort_keys=False))
 

@@ -102,3 +102,33 @@ def test_one_policy_per_path_and_origins_only() -> None:
             Cors([bad])
     with pytest.raises(TypeError):
         Cors(SITE)  # type: ignore[arg-type]
+
+
+async def test_without_credentials_no_credentials_header_and_cookies_are_not_refused(
+    serve: Serve,
+) -> None:
+    api = Api("CORS", "1.0.0")
+    uncredentialed = Cors([SITE], credentials=False)
+
+    @api.operation("POST", "/tokens", cors=uncredentialed)
+    async def tokens(call: Call[None]) -> None:
+        return None
+
+    client = await serve(api)
+    preflight = {"Origin": SITE, "Access-Control-Request-Method": "POST"}
+    response = await client.options("/tokens", headers=preflight)
+    assert response.status == 204
+    assert response.headers["Access-Control-Allow-Origin"] == SITE
+    assert "Access-Control-Allow-Credentials" not in response.headers
+    answer = await client.post("/tokens", headers={"Origin": SITE})
+    assert answer.headers["Access-Control-Allow-Origin"] == SITE
+    assert "Access-Control-Allow-Credentials" not in answer.headers
+    # The operation reads no cookie: one a browser attaches for another origin's page is no
+    # reason to refuse it (and that page gets no CORS headers to read the answer with).
+    other = await client.post(
+        "/tokens", headers={"Origin": "https://elsewhere.example", "Cookie": "session=x"}
+    )
+    assert other.status == 204
+    assert "Access-Control-Allow-Origin" not in other.headers
+    refused = {**preflight, "Origin": "https://elsewhere.example"}
+    assert (await client.options("/tokens", headers=refused)).status == 403

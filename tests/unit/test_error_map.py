@@ -54,6 +54,7 @@ CASES: list[tuple[Exception, int, str, tuple[str, str] | None]] = [
     (errors.IdentityNotLinked("facebook"), 404, "provider_not_linked", None),
     (errors.LastIdentity("google"), 409, "last_provider", None),
     (errors.SessionNotFound(), 404, "session_not_found", None),
+    (errors.AppNotFound("web"), 404, "app_not_found", None),
     (
         errors.ReauthenticationRefused("reauthentication_identity_mismatch"),
         403,

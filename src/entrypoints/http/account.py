@@ -30,6 +30,7 @@ from authgate.entrypoints.http.bodies import (
     AccountExportBody,
     AppError,
     AuditRecord,
+    GrantExport,
     LinkedProvider,
     LinkedProviders,
     SessionInfo,
@@ -84,6 +85,26 @@ def account_details(view: AccountView) -> AccountDetails:
         created_at=account.created_at,
         last_sign_in_at=account.last_login_at,
         providers=[linked_provider(i) for i in view.identities],
+    )
+
+
+def caller_of(
+    call: Call[None], guard: SameOriginGuard, client_address: ClientAddress, *, change: bool
+) -> Caller:
+    """Who calls an account operation, from where; for a change, the same-origin guard when
+    the cookie is the credential."""
+    principal = call.principal
+    assert principal is not None  # the operation's schemes checked it and its scopes
+    if change and principal.scheme == SESSION_COOKIE_SCHEME:
+        guard.check(call.request)
+    provider = principal.claims.get("provider")
+    request = call.request
+    return Caller(
+        account_id=principal.subject,
+        session_id=session_id_of(principal),
+        provider=provider if isinstance(provider, str) else "",
+        auth_time=auth_time_of(principal),
+        client=ClientInfo(client_address.of(request), request.headers.get("User-Agent")),
     )
 
 
@@ -277,7 +298,7 @@ class AccountOperations:
             tags=(docs.ACCOUNT,),
             summary="Export the account",
             description="Everything stored about the caller (account, identities, sessions, audit "
-            "records) as one document. Needs a recent sign-in.",
+            "records, consents to applications) as one document. Needs a recent sign-in.",
             examples=docs.error_examples(
                 docs.NO_CREDENTIAL, docs.STEP_UP, read_scope, errors.AccountGone()
             ),
@@ -291,20 +312,7 @@ class AccountOperations:
         return call.principal
 
     def _caller(self, call: Call[None], *, change: bool) -> Caller:
-        """Who calls, from where; for a change, the same-origin guard when the cookie is the
-        credential."""
-        principal = self._principal(call)
-        if change and principal.scheme == SESSION_COOKIE_SCHEME:
-            self.guard.check(call.request)
-        provider = principal.claims.get("provider")
-        request = call.request
-        return Caller(
-            account_id=principal.subject,
-            session_id=session_id_of(principal),
-            provider=provider if isinstance(provider, str) else "",
-            auth_time=auth_time_of(principal),
-            client=ClientInfo(self.client_address.of(request), request.headers.get("User-Agent")),
-        )
+        return caller_of(call, self.guard, self.client_address, change=change)
 
     # -- reading ----------------------------------------------------------------------------
 
@@ -360,6 +368,15 @@ class AccountOperations:
                     user_agent=e.user_agent,
                 )
                 for e in exported.events
+            ],
+            grants=[
+                GrantExport(
+                    client_id=g.client_id,
+                    scopes=sorted(g.scopes),
+                    granted_at=g.granted_at,
+                    last_used_at=g.last_used_at,
+                )
+                for g in exported.grants
             ],
         )
         return Reply(body, headers=NO_STORE)

@@ -98,12 +98,41 @@ class SessionRecordExport:
 
 
 @attrs.frozen
+class AppInfo:
+    """An application the caller granted access to (OpenID Provider consent). ``name`` is
+    absent when the application is no longer registered."""
+
+    client_id: str = wire_field("clientId")
+    scopes: list[str] = wire_field("scopes")
+    granted_at: dt.datetime = wire_field("grantedAt")
+    name: str | None = None
+    last_used_at: dt.datetime | None = wire_field("lastUsedAt", default=None)
+
+
+@attrs.frozen
+class AppList:
+    apps: list[AppInfo]
+
+
+@attrs.frozen
+class GrantExport:
+    """One consent the caller gave an application, as stored."""
+
+    client_id: str = wire_field("clientId")
+    scopes: list[str] = wire_field("scopes")
+    granted_at: dt.datetime = wire_field("grantedAt")
+    last_used_at: dt.datetime | None = wire_field("lastUsedAt", default=None)
+
+
+@attrs.frozen
 class AccountExportBody:
-    """Everything stored about the caller: the account, its identities, sessions and events."""
+    """Everything stored about the caller: the account, its identities, sessions, events and
+    consents to applications."""
 
     account: AccountDetails
     sessions: list[SessionRecordExport]
     events: list[AuditRecord]
+    grants: list[GrantExport]
 
 
 @attrs.frozen
@@ -168,3 +197,11 @@ class ProviderMetadata:
     request_parameter_supported: bool
     request_uri_parameter_supported: bool
     claims_parameter_supported: bool
+
+
+@attrs.frozen
+class OAuthErrorBody:
+    """The OpenID Provider's error (RFC 6749 section 5.2, RFC 6750 section 3)."""
+
+    error: str
+    error_description: str | None = None

@@ -18,7 +18,16 @@ import attrs
 from aiohttp import web
 
 from authgate.domain import errors
-from authgate.domain.oauth_errors import InvalidClient, OAuthError, OAuthUnavailable
+from authgate.domain.oauth_errors import (
+    BearerTokenError,
+    ClientNotAllowed,
+    InsufficientScope,
+    InvalidClient,
+    NoAccessToken,
+    OAuthError,
+    OAuthRateLimited,
+    OAuthUnavailable,
+)
 from authgate.entrypoints.rest import HttpError, json_response, log_safe
 from authgate.ports.provider_events import (
     INVALID_REQUEST,
@@ -134,6 +143,7 @@ ANSWERS: Mapping[type[Exception], Answer] = {
     errors.IdentityNotLinked: Answer(404, "provider_not_linked"),
     errors.LastIdentity: Answer(409, "last_provider"),
     errors.SessionNotFound: Answer(404, "session_not_found"),
+    errors.AppNotFound: Answer(404, "app_not_found"),
     errors.ReauthenticationRequired: Answer(
         401, "reauthentication_required", headers=_step_up_challenge
     ),
@@ -199,16 +209,45 @@ OAUTH_RETRY_AFTER_SECONDS = 5
 def oauth_refusal(e: OAuthError) -> web.Response:
     """RFC 6749 section 5.2: ``{"error", "error_description"}``, never cached. 400, but 401
     for ``invalid_client``, with ``WWW-Authenticate`` of the scheme the client tried in the
-    ``Authorization`` header (Basic), and 503 with ``Retry-After`` for what is unavailable."""
+    ``Authorization`` header (Basic), 403 for a client that may not use the endpoint, 429
+    with ``Retry-After`` for a client over its limit, and 503 with ``Retry-After`` for what
+    is unavailable. A refused access token is a protected resource's answer instead
+    (:func:`bearer_refusal`)."""
+    if isinstance(e, BearerTokenError):
+        return bearer_refusal(e)
     headers = {"Cache-Control": "no-store", "Pragma": "no-cache"}
     status = 400
-    if isinstance(e, InvalidClient):
+    if isinstance(e, ClientNotAllowed):
+        status = 403
+    elif isinstance(e, OAuthRateLimited):
+        status = 429
+        headers["Retry-After"] = str(e.retry_after_seconds)
+    elif isinstance(e, InvalidClient):
         status = 401
         if e.challenge is not None:
             headers["WWW-Authenticate"] = f'{e.challenge} realm="{OAUTH_REALM}", charset="UTF-8"'
     elif isinstance(e, OAuthUnavailable):
         status = 503
         headers["Retry-After"] = str(OAUTH_RETRY_AFTER_SECONDS)
+    return json_response({"error": e.error, "error_description": e.description}, status, headers)
+
+
+def bearer_refusal(e: BearerTokenError) -> web.Response:
+    """RFC 6750 section 3: the protected resource's challenge, ``WWW-Authenticate: Bearer``
+    with the error (none for a request without a token), and the same error as JSON. 401;
+    403 for ``insufficient_scope`` (naming the scope needed); 400 for ``invalid_request``."""
+    challenge = f'Bearer realm="{OAUTH_REALM}"'
+    status = 401
+    if not isinstance(e, NoAccessToken):
+        # RFC 6750 section 3: the description's characters exclude '"' and '\\'.
+        described = "".join(c if " " <= c <= "~" and c not in '"\\' else "'" for c in e.description)
+        challenge += f', error="{e.error}", error_description="{described}"'
+        if isinstance(e, InsufficientScope):
+            status = 403
+            challenge += f', scope="{e.scope}"'
+        elif e.error == "invalid_request":
+            status = 400
+    headers = {"WWW-Authenticate": challenge, "Cache-Control": "no-store", "Pragma": "no-cache"}
     return json_response({"error": e.error, "error_description": e.description}, status, headers)
 
 

@@ -21,10 +21,12 @@ from urllib.parse import parse_qsl
 import attrs
 from aiohttp import web
 
-from authgate.domain.oauth_errors import OAuthInvalidRequest
+from authgate.domain.oauth_errors import OAuthInvalidRequest, OAuthRateLimited
 from authgate.entrypoints.http import docs
+from authgate.entrypoints.http.bodies import OAuthErrorBody
 from authgate.entrypoints.http.discovery import TOKEN_PATH
-from authgate.entrypoints.rest import Api, Call, Cors, Reply, json_response
+from authgate.entrypoints.http.oauth2_cors import admit_client
+from authgate.entrypoints.rest import Api, Call, Cors, Reply
 from authgate.ports.ratelimit import RateLimiter
 from authgate.services.client_auth import ClientAuthentication
 from authgate.services.openid_tokens import TokenService
@@ -61,14 +63,6 @@ class TokenResponse:
     id_token: str
     scope: str
     refresh_token: str | None = None
-
-
-@attrs.frozen
-class OAuthErrorBody:
-    """RFC 6749 section 5.2."""
-
-    error: str
-    error_description: str
 
 
 def _example(error: str, description: str) -> dict[str, Any]:
@@ -138,16 +132,11 @@ class TokenOperations:
         request = call.request
         form = _form(request.content_type, call.body)
         client = await self.client_auth.authenticate(request.headers.get("Authorization"), form)
+        # From here on, the answer is readable by the pages of this client's own origins only.
+        admit_client(request, client)
         decision = await self.limiter.hit(client.client_id)
         if not decision.allowed:
-            return json_response(
-                {
-                    "error": "temporarily_unavailable",
-                    "error_description": "too many token requests from this client; retry later",
-                },
-                429,
-                {"Retry-After": str(decision.retry_after_seconds), **NO_STORE},
-            )
+            raise OAuthRateLimited(decision.retry_after_seconds)
         issued = await self.service.grant(client, form)
         return Reply(
             TokenResponse(

@@ -22,6 +22,12 @@ origins (scheme, host and port), with credentials (cookies, ``Authorization``):
   methods, headers and ``Max-Age`` for an allowed origin, 403 without CORS headers for any
   other. An ``OPTIONS`` that is not a preflight is refused (405) as on any other path.
 
+``Cors(..., credentials=False)`` is for operations that never read the browser's credentials
+(an OAuth endpoint authenticated by what the page itself sends): no
+``Access-Control-Allow-Credentials``, so a browser keeps the answer of a request that carried
+cookies from the page, and no refusal of cookie-bearing requests, whose cookies the operation
+ignores.
+
 Preflights are not operations: they are not in the OpenAPI document.
 """
 
@@ -73,6 +79,7 @@ class Cors:
     included). ``allow_headers``: the request headers a page may send besides the safelisted
     ones. ``expose_headers``: the response headers a page may read besides the safelisted ones.
     ``max_age``: how long (seconds) a browser may reuse a preflight's answer.
+    ``credentials``: whether pages may send their cookies (see the module's text).
     """
 
     allowed_origins: frozenset[str] = attrs.field(converter=_origins)
@@ -82,6 +89,7 @@ class Cors:
     # The service's own public origins (its pages call it same-origin, without CORS); empty:
     # the origin each request was made to (its scheme and Host).
     own_origins: frozenset[str] = attrs.field(converter=_origins, factory=frozenset)
+    credentials: bool = True
 
     def allows(self, sent: str | None) -> str | None:
         """The origin to echo in ``Access-Control-Allow-Origin``, or None when not allowed."""
@@ -99,7 +107,7 @@ class Cors:
         service's own (``null`` and malformed values included). A request without ``Origin``
         (not from another origin's page) or without cookies is not."""
         sent = request.headers.get("Origin")
-        if sent is None or hdrs.COOKIE not in request.headers:
+        if not self.credentials or sent is None or hdrs.COOKIE not in request.headers:
             return False
         try:
             normalised = normalise_origin(sent)
@@ -119,10 +127,9 @@ class Cors:
         allowed = self.allows(request.headers.get("Origin"))
         if allowed is None:
             return {}
-        headers = {
-            "Access-Control-Allow-Origin": allowed,
-            "Access-Control-Allow-Credentials": "true",
-        }
+        headers = {"Access-Control-Allow-Origin": allowed}
+        if self.credentials:
+            headers["Access-Control-Allow-Credentials"] = "true"
         if self.expose_headers:
             headers["Access-Control-Expose-Headers"] = ", ".join(self.expose_headers)
         return headers
@@ -154,9 +161,10 @@ class Cors:
             allowed = self.allows(sent)
             if allowed is None:
                 return _PREFLIGHT_REFUSED.response()
-            headers = {
-                "Access-Control-Allow-Origin": allowed,
-                "Access-Control-Allow-Credentials": "true",
+            headers = {"Access-Control-Allow-Origin": allowed}
+            if self.credentials:
+                headers["Access-Control-Allow-Credentials"] = "true"
+            headers |= {
                 "Access-Control-Allow-Methods": joined,
                 "Access-Control-Allow-Headers": allow_headers,
                 "Access-Control-Max-Age": str(self.max_age),

@@ -1,0 +1,205 @@
+"""Asking authgate whether a session is still live (RFC 7662 token introspection), for back
+ends that must see a revocation at once rather than when the token expires.
+
+Verifying a session token against the published keys is stateless: a copy of a revoked token
+keeps verifying until ``exp``. With an :class:`Introspection` given to
+:class:`~authgate.client.SessionVerifier`, a token that verifies is also sent to authgate's
+``/oauth2/introspect``, authenticated as an application registered there with
+``introspection: true`` (``client_secret_basic``), and refused when authgate says it is not
+active. Each answer is kept in a small cache:
+
+* "active" for ``cache_seconds`` (15 by default): how long a revocation may go unseen here;
+* "not active" until the token would have expired anyway (a revoked session never comes back);
+* at most ``max_entries`` answers, the least recently used dropped first; the tokens
+  themselves are not kept, only their SHA-256;
+* concurrent checks of one token share one request.
+
+When authgate cannot be asked (unreachable, a 5xx, a refusal of the credentials),
+:meth:`Introspection.active` raises :class:`IntrospectionUnavailable` (the framework adapters
+answer 503), or, with ``fail_open``, trusts the verified token and logs a warning.
+
+Independent of the rest of authgate (this package is for other services): aiohttp only.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import collections
+import hashlib
+import json
+import logging
+import time
+from types import TracebackType
+from typing import Any
+from urllib.parse import quote
+
+import aiohttp
+
+log = logging.getLogger("authgate.client")
+
+INTROSPECTION_PATH = "/oauth2/introspect"
+MAX_ANSWER_BYTES = 64 * 1024
+
+
+class IntrospectionUnavailable(Exception):
+    """authgate's introspection endpoint could not say whether a token is active. The text
+    is safe to log (never the token or the secret)."""
+
+
+def _basic(client_id: str, client_secret: str) -> str:
+    # RFC 6749 section 2.3.1: each form-urlencoded before the Basic encoding.
+    pair = f"{quote(client_id, safe='')}:{quote(client_secret, safe='')}"
+    return "Basic " + base64.b64encode(pair.encode()).decode("ascii")
+
+
+class Introspection:
+    """authgate's introspection endpoint, with a short cache of its answers.
+
+    ``url``: authgate's ``/oauth2/introspect`` (or use :meth:`for_service` with its base URL).
+    ``client_id``, ``client_secret``: an application registered with ``introspection: true``.
+    ``cache_seconds``: how long an "active" answer is trusted (the longest a revocation goes
+    unseen); ``max_entries``: how many answers are kept. ``fail_open``: when authgate cannot be
+    asked, trust the locally verified token instead of raising. ``http``: an
+    :class:`aiohttp.ClientSession` to use (the caller closes it); without one an own session is
+    created on first use and closed by :meth:`close`.
+    """
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        client_id: str,
+        client_secret: str,
+        cache_seconds: float = 15.0,
+        max_entries: int = 10_000,
+        timeout_seconds: float = 5.0,
+        fail_open: bool = False,
+        http: aiohttp.ClientSession | None = None,
+    ) -> None:
+        if cache_seconds < 0 or max_entries < 1:
+            raise ValueError("cache_seconds must be >= 0 and max_entries >= 1")
+        self.url = url
+        self._authorization = _basic(client_id, client_secret)
+        self._cache_seconds = cache_seconds
+        self._max_entries = max_entries
+        self._timeout = aiohttp.ClientTimeout(total=timeout_seconds)
+        self._fail_open = fail_open
+        self._http = http
+        self._own_http = http is None
+        # SHA-256 of the token -> (active, monotonic time until which the answer holds)
+        self._answers: collections.OrderedDict[bytes, tuple[bool, float]] = (
+            collections.OrderedDict()
+        )
+        self._asking: dict[bytes, asyncio.Future[bool]] = {}
+        self.requests = 0  # answers fetched from authgate, for observation
+
+    @classmethod
+    def for_service(cls, base_url: str, **kwargs: Any) -> Introspection:
+        """The introspection endpoint of the authgate at ``base_url``."""
+        return cls(base_url.rstrip("/") + INTROSPECTION_PATH, **kwargs)
+
+    async def active(self, token: str, expires_in_seconds: float | None = None) -> bool:
+        """Whether authgate says ``token`` is active (cached, see the module's text).
+        ``expires_in_seconds``: how long until the token expires, which bounds how long a
+        "not active" answer is kept. Raises :class:`IntrospectionUnavailable` (unless
+        ``fail_open``)."""
+        key = hashlib.sha256(token.encode()).digest()
+        now = time.monotonic()
+        cached = self._answers.get(key)
+        if cached is not None:
+            if now < cached[1]:
+                self._answers.move_to_end(key)
+                return cached[0]
+            del self._answers[key]
+        asking = self._asking.get(key)
+        if asking is not None:  # single flight: the same question is already on its way
+            return await asyncio.shield(asking)
+        future: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
+        self._asking[key] = future
+        try:
+            answer = await self._ask(token)
+        except IntrospectionUnavailable as e:
+            if not self._fail_open:
+                _fail(future, e)
+                raise
+            log.warning("%s; trusting the verified token (fail_open)", e)
+            future.set_result(True)
+            return True
+        except BaseException:
+            # This caller was cancelled: the others waiting for its answer are not.
+            _fail(future, IntrospectionUnavailable(f"introspection at {self.url}: cancelled"))
+            raise
+        finally:
+            del self._asking[key]
+        keep = self._cache_seconds
+        if not answer:
+            keep = max(keep, expires_in_seconds or 0.0)
+        self._remember(key, answer, time.monotonic() + keep)
+        future.set_result(answer)
+        return answer
+
+    def _remember(self, key: bytes, answer: bool, until: float) -> None:
+        self._answers[key] = (answer, until)
+        self._answers.move_to_end(key)
+        while len(self._answers) > self._max_entries:
+            self._answers.popitem(last=False)
+
+    async def _ask(self, token: str) -> bool:
+        self.requests += 1
+        try:
+            async with self._client().post(
+                self.url,
+                data={"token": token},
+                headers={"Authorization": self._authorization, "Accept": "application/json"},
+                timeout=self._timeout,
+                allow_redirects=False,
+            ) as response:
+                body = await response.content.read(MAX_ANSWER_BYTES + 1)
+                status = response.status
+        except (aiohttp.ClientError, TimeoutError) as e:
+            raise IntrospectionUnavailable(
+                f"introspection at {self.url}: {type(e).__name__}: {e}"
+            ) from None
+        if status != 200:
+            raise IntrospectionUnavailable(f"introspection at {self.url}: HTTP {status}")
+        if len(body) > MAX_ANSWER_BYTES:
+            raise IntrospectionUnavailable(f"introspection at {self.url}: answer too large")
+        try:
+            active = json.loads(body).get("active")
+        except (ValueError, AttributeError):
+            active = None
+        if not isinstance(active, bool):
+            raise IntrospectionUnavailable(f"introspection at {self.url}: no boolean active")
+        return active
+
+    def _client(self) -> aiohttp.ClientSession:
+        if self._http is None or (self._own_http and self._http.closed):
+            self._http = aiohttp.ClientSession()
+        return self._http
+
+    async def close(self) -> None:
+        """Close the HTTP session this object created (not one passed in)."""
+        if self._own_http and self._http is not None:
+            await self._http.close()
+            self._http = None
+
+    async def __aenter__(self) -> Introspection:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.close()
+
+
+def _fail(future: asyncio.Future[bool], error: IntrospectionUnavailable) -> None:
+    """Hand ``error`` to whoever waits on ``future`` (marked retrieved: nobody need wait)."""
+    future.set_exception(error)
+    future.exception()
+
+
+__all__ = ["Introspection", "IntrospectionUnavailable"]

@@ -1,0 +1,129 @@
+"""The caller's applications (the clients of authgate as an OpenID Provider they consented
+to), on the account API:
+
+* ``GET /v1/account/apps``: each application with a grant: ``clientId``, ``name``,
+  ``scopes``, ``grantedAt``, ``lastUsedAt``; bearer or session cookie, scope ``account:read``
+  or ``account:manage``;
+* ``DELETE /v1/account/apps/{client_id}``: withdraws the consent and revokes the
+  application's tokens (204); scope ``account:manage``, the same-origin guard with the cookie,
+  and a recent sign-in as for unlinking a provider (RFC 9470: 401
+  ``reauthentication_required``); 404 ``app_not_found`` for an application the account has
+  neither granted nor holds tokens of.
+
+Registered only when clients are registered (the provider face is on). The rules are
+:class:`~authgate.services.openid_apps.AccountApps`'; failures map to HTTP in
+:mod:`authgate.entrypoints.http.errors`.
+"""
+
+from __future__ import annotations
+
+from authgate.domain import errors
+from authgate.domain.scopes import ACCOUNT_MANAGE, READ_SCOPES
+from authgate.entrypoints.http import docs
+from authgate.entrypoints.http.account import caller_of
+from authgate.entrypoints.http.bodies import AppError, AppInfo, AppList
+from authgate.entrypoints.http.caller import ClientAddress
+from authgate.entrypoints.http.session_auth import SameOriginGuard
+from authgate.entrypoints.rest import Api, ApiKey, BearerJWT, Call, Cors, Reply, path, pattern
+from authgate.entrypoints.rest.security import SecurityScheme
+from authgate.services.openid_apps import AccountApps
+
+NO_STORE = {"Cache-Control": "no-store"}
+# A registered client_id is printable ASCII (the configuration's rule); at most 255 of them.
+CLIENT_ID = r"^[!-~]{1,255}$"
+
+
+class AppOperations:
+    """Registers the caller's applications on the account API."""
+
+    def __init__(
+        self,
+        service: AccountApps,
+        bearer: BearerJWT,
+        cookie: ApiKey,
+        guard: SameOriginGuard,
+        client_address: ClientAddress,
+        cors: Cors | None = None,
+    ) -> None:
+        self.service = service
+        self.guard = guard
+        self.client_address = client_address
+        self.cors = cors
+        self.read: list[SecurityScheme] = [
+            bearer.with_scopes(*READ_SCOPES),
+            cookie.with_scopes(*READ_SCOPES),
+        ]
+        self.manage: list[SecurityScheme] = [
+            bearer.with_scopes(ACCOUNT_MANAGE),
+            cookie.with_scopes(ACCOUNT_MANAGE),
+        ]
+
+    def register(self, api: Api) -> None:
+        docs.describe_tags(api, docs.ACCOUNT)
+        api.operation(
+            "GET",
+            "/v1/account/apps",
+            response=AppList,
+            security=self.read,
+            operation_id="list_apps",
+            tags=(docs.ACCOUNT,),
+            summary="List the applications",
+            description="The applications the caller granted access to (as their OpenID "
+            "Provider): client id, name, scopes, when granted and when last used.",
+            examples=docs.error_examples(docs.NO_CREDENTIAL, docs.insufficient_scope(*READ_SCOPES)),
+            cors=self.cors,
+        )(self.list_apps)
+        api.operation(
+            "DELETE",
+            "/v1/account/apps/{client_id}",
+            params=[
+                path(
+                    "client_id",
+                    pattern(CLIENT_ID),
+                    description="The client id of one of the caller's applications, as GET "
+                    "/v1/account/apps lists it.",
+                )
+            ],
+            status=204,
+            security=self.manage,
+            responses={
+                204: "The consent is withdrawn and the application's tokens are revoked",
+                401: AppError,
+                403: AppError,
+                404: AppError,
+            },
+            operation_id="withdraw_app",
+            tags=(docs.ACCOUNT,),
+            summary="Withdraw an application's access",
+            description="Withdraws the caller's consent to an application and revokes its "
+            "refresh and access tokens at once; its next sign-in asks for consent again. Needs "
+            "a recent sign-in.",
+            examples=docs.error_examples(
+                docs.NO_CREDENTIAL,
+                docs.STEP_UP,
+                docs.insufficient_scope(ACCOUNT_MANAGE),
+                docs.CROSS_SITE,
+                errors.AppNotFound("example"),
+            ),
+            cors=self.cors,
+        )(self.withdraw)
+
+    async def list_apps(self, call: Call[None]) -> Reply[AppList]:
+        caller = caller_of(call, self.guard, self.client_address, change=False)
+        apps = await self.service.for_account(caller.account_id)
+        listed = [
+            AppInfo(
+                client_id=a.client_id,
+                name=a.name,
+                scopes=list(a.scopes),
+                granted_at=a.granted_at,
+                last_used_at=a.last_used_at,
+            )
+            for a in apps
+        ]
+        return Reply(AppList(listed), headers=NO_STORE)
+
+    async def withdraw(self, call: Call[None]) -> Reply[None]:
+        caller = caller_of(call, self.guard, self.client_address, change=True)
+        await self.service.withdraw(caller, call.path["client_id"])
+        return Reply(None, status=204, headers=NO_STORE)
