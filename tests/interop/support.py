@@ -28,6 +28,7 @@ from bench.harness import ServiceProcess
 
 HERE = Path(__file__).resolve().parent
 SERVER_DIR = HERE / "oidc_provider"
+RP_DIR = HERE / "openid_client"  # openid-client, the relying party driving authgate's provider face
 ROOT = HERE.parents[1]
 INSTALL = ROOT / "scripts" / "interop-deps"
 BINDING_COOKIE = "__Host-authgate_binding"
@@ -55,9 +56,14 @@ def missing_tools() -> str | None:
 
 
 def install() -> None:
-    """``scripts/interop-deps``: oidc-provider at the locked versions (quick when present)."""
+    """``scripts/interop-deps``: oidc-provider and openid-client at the locked versions (quick
+    when present)."""
     done = subprocess.run([str(INSTALL)], capture_output=True, text=True, timeout=300, check=False)
-    if done.returncode != 0 or not (SERVER_DIR / "node_modules" / "oidc-provider").is_dir():
+    installed = (
+        SERVER_DIR / "node_modules" / "oidc-provider",
+        RP_DIR / "node_modules" / "openid-client",
+    )
+    if done.returncode != 0 or not all(folder.is_dir() for folder in installed):
         raise RuntimeError(f"scripts/interop-deps failed:\n{done.stdout}{done.stderr}")
 
 
