@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 from bench.harness import ServiceProcess, free_port, service_config, write_config
+from tests.interop.provider_face import Provider, provider
 from tests.interop.support import (
     CLIENT_ID,
     CLIENT_SECRET,
@@ -117,3 +118,13 @@ async def interop_backchannel(
     settings = {"backchannel_logout": True}
     async with running(tmp_path, database_url_for(request, tmp_path), settings) as both:
         yield both
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+async def authgate_provider(
+    request: pytest.FixtureRequest, tmp_path: Path
+) -> AsyncIterator[Provider]:
+    """authgate as the OpenID Provider of the applications the client libraries play, with
+    the fake identity provider for the person's sign-in, on SQLite and on PostgreSQL."""
+    async with provider(tmp_path, database_url_for(request, tmp_path)) as running_provider:
+        yield running_provider

@@ -1,0 +1,102 @@
+// openid-client (the OpenID Certified relying-party library) as an application uses it against
+// authgate's OpenID Provider: discovery, authorization code + PKCE (S256) with state and nonce,
+// the token exchange (the library validates the ID token: signature by the published keys, iss,
+// aud, exp, iat, nonce, at_hash; and the RFC 9207 iss of the authorization response), userinfo,
+// refresh, introspection, revocation and the RP-initiated logout URL.
+//
+// The browser is played by the Python test driving this script: for each authorization the
+// script prints {"authorize": URL} on a line and reads back, on one line of stdin, the URL the
+// browser was sent back to. Everything the test asserts on is in the last line, {"done": {...}}.
+// Configuration by environment: ISSUER, CLIENT_ID, CLIENT_SECRET, REDIRECT_URI, LOGOUT_URI.
+import * as client from 'openid-client'
+import * as readline from 'node:readline'
+
+const env = process.env
+const lines = readline.createInterface({ input: process.stdin })[Symbol.asyncIterator]()
+const say = (value) => process.stdout.write(JSON.stringify(value) + '\n')
+
+async function browse(url) {
+  say({ authorize: url.href })
+  const { value, done } = await lines.next()
+  if (done) throw new Error('the test closed stdin before the browser came back')
+  return new URL(value.trim())
+}
+
+// What the provider answered to a call the application expects to be refused.
+async function refused(call) {
+  try {
+    await call()
+    return null
+  } catch (e) {
+    return { error: e.error ?? e.code ?? String(e), status: e.status ?? null }
+  }
+}
+
+const config = await client.discovery(
+  new URL(env.ISSUER),
+  env.CLIENT_ID,
+  undefined,
+  client.ClientSecretBasic(env.CLIENT_SECRET),
+  { execute: [client.allowInsecureRequests] }, // loopback HTTP in the test
+)
+const metadata = config.serverMetadata()
+
+async function signIn(scope) {
+  const verifier = client.randomPKCECodeVerifier()
+  const state = client.randomState()
+  const nonce = client.randomNonce()
+  const url = client.buildAuthorizationUrl(config, {
+    redirect_uri: env.REDIRECT_URI,
+    scope,
+    code_challenge: await client.calculatePKCECodeChallenge(verifier),
+    code_challenge_method: 'S256',
+    state,
+    nonce,
+  })
+  const back = await browse(url)
+  const tokens = await client.authorizationCodeGrant(config, back, {
+    pkceCodeVerifier: verifier,
+    expectedState: state,
+    expectedNonce: nonce,
+    idTokenExpected: true,
+  })
+  return { tokens, nonce }
+}
+
+const out = { issuer: metadata.issuer }
+const first = await signIn('openid email profile offline_access')
+const claims = first.tokens.claims()
+out.idToken = { sub: claims.sub, aud: claims.aud, nonce: claims.nonce, sid: claims.sid, matchesNonce: claims.nonce === first.nonce }
+out.tokenType = first.tokens.token_type
+out.scope = first.tokens.scope
+out.hasRefreshToken = typeof first.tokens.refresh_token === 'string'
+out.userinfo = await client.fetchUserInfo(config, first.tokens.access_token, claims.sub)
+
+// refresh with rotation: a new refresh token; the replaced one refused afterwards
+const second = await client.refreshTokenGrant(config, first.tokens.refresh_token)
+out.rotated = second.refresh_token !== first.tokens.refresh_token && typeof second.refresh_token === 'string'
+out.refreshedIdTokenSub = second.claims()?.sub ?? null
+out.introspectRefreshed = await client.tokenIntrospection(config, second.access_token)
+out.replacedRefused = await refused(() => client.refreshTokenGrant(config, first.tokens.refresh_token))
+// presenting the replaced token revoked the whole family (RFC 9700 4.14)
+out.introspectAfterReuse = await client.tokenIntrospection(config, second.access_token)
+out.rotatedRefusedAfterReuse = await refused(() => client.refreshTokenGrant(config, second.refresh_token))
+
+// a second authorization in the same browser (single sign-on), then revocation
+const third = await signIn('openid offline_access')
+out.ssoSameSub = third.tokens.claims().sub === claims.sub
+out.introspectBeforeRevocation = await client.tokenIntrospection(config, third.tokens.access_token)
+await client.tokenRevocation(config, third.tokens.refresh_token, { token_type_hint: 'refresh_token' })
+out.introspectAfterRevocation = await client.tokenIntrospection(config, third.tokens.access_token)
+out.revokedRefused = await refused(() => client.refreshTokenGrant(config, third.tokens.refresh_token))
+out.userinfoAfterRevocation = await refused(() => client.fetchUserInfo(config, third.tokens.access_token, claims.sub))
+
+// RP-initiated logout: the URL the library builds (the test's browser follows it)
+out.logoutState = client.randomState()
+out.endSessionUrl = client.buildEndSessionUrl(config, {
+  id_token_hint: third.tokens.id_token,
+  post_logout_redirect_uri: env.LOGOUT_URI,
+  state: out.logoutState,
+}).href
+say({ done: out })
+process.exit(0)
