@@ -1,0 +1,258 @@
+"""Interop with an OAuth 2 client no one here wrote: Authlib's ``AsyncOAuth2Client`` (httpx),
+from PyPI, against a real ``authgate serve`` as its OpenID Provider, on SQLite and PostgreSQL.
+
+Authlib reads the discovery document, builds the authorization request (PKCE S256 from its own
+verifier, state, nonce), redeems the code with ``client_secret_basic``, and the ID token is
+checked with Authlib's own JOSE implementation (``JsonWebToken`` with ``CodeIDToken``: the
+signature by the published key set, ``iss``, ``aud``, ``exp``, ``iat``, ``nonce`` and
+``at_hash``); then userinfo, refresh with rotation (the replaced token refused, its family
+ended), introspection, revocation, and a second application authenticating with
+``private_key_jwt`` (Authlib's ``PrivateKeyJWT``) by a key registered inline (``jwks``).
+The test plays only the browser.
+"""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any
+
+import pytest
+from authlib.common.security import generate_token
+from authlib.integrations.base_client import OAuthError
+from authlib.oauth2.rfc7523 import PrivateKeyJWT
+from authlib.oidc.core import CodeIDToken
+from joserfc.errors import InvalidClaimError as OidcClaimError
+from joserfc.jwk import RSAKey
+
+from tests.interop.provider_face import (
+    AUTHLIB_CLIENT,
+    AUTHLIB_SECRET,
+    JWT_CLIENT,
+    JWT_KEY,
+    PERSON,
+    REDIRECT_URI,
+    Provider,
+)
+from tests.interop.support import Browser, query_of
+
+with warnings.catch_warnings():
+    # Authlib 1.9 announces that authlib.jose will give way to joserfc (authgate's own JOSE
+    # library): its JsonWebToken is used here because it is an implementation other than the
+    # one that signed the tokens.
+    # Likewise its httpx client announces a move to httpx2; httpx is what is installed.
+    warnings.simplefilter("ignore")
+    from authlib.integrations.httpx_client import AsyncOAuth2Client
+    from authlib.jose import JsonWebKey, JsonWebToken
+    from authlib.jose.errors import InvalidClaimError
+
+SCOPES = "openid email profile offline_access"
+# Authlib's OpenID claims (nonce, at_hash) raise joserfc's error, its JWT claims authlib.jose's
+REFUSED_CLAIM = (InvalidClaimError, OidcClaimError)
+
+
+async def discovery(provider: Provider) -> dict[str, Any]:
+    async with AsyncOAuth2Client() as anonymous:
+        answer = await anonymous.request(
+            "GET", f"{provider.issuer}/.well-known/openid-configuration", withhold_token=True
+        )
+    assert answer.status_code == 200, answer.text
+    metadata: dict[str, Any] = answer.json()
+    assert metadata["issuer"] == provider.issuer
+    assert "S256" in metadata["code_challenge_methods_supported"]
+    return metadata
+
+
+async def code_flow(
+    provider: Provider, browser: Browser, client: AsyncOAuth2Client, metadata: dict[str, Any]
+) -> tuple[dict[str, Any], str]:
+    """An authorization as Authlib builds it, the browser through it, the code redeemed: the
+    token response and the nonce sent."""
+    verifier = generate_token(48)
+    nonce = generate_token(20)
+    url, state = client.create_authorization_url(
+        metadata["authorization_endpoint"], code_verifier=verifier, nonce=nonce
+    )
+    sent = query_of(url)
+    assert sent["code_challenge_method"] == "S256" and sent["code_challenge"] != verifier
+    back = await provider.authorize(browser, url)
+    returned = query_of(back)
+    assert returned["state"] == state and returned["iss"] == provider.issuer, returned
+    token = await client.fetch_token(
+        metadata["token_endpoint"], authorization_response=back, code_verifier=verifier
+    )
+    return dict(token), nonce
+
+
+async def id_token_claims(
+    client: AsyncOAuth2Client,
+    metadata: dict[str, Any],
+    token: dict[str, Any],
+    *,
+    client_id: str,
+    nonce: str,
+) -> dict[str, Any]:
+    """The ID token as Authlib validates it against the published key set."""
+    published = await client.request("GET", metadata["jwks_uri"], withhold_token=True)
+    keys = JsonWebKey.import_key_set(published.json())
+    claims = JsonWebToken(["RS256"]).decode(
+        token["id_token"],
+        keys,
+        claims_cls=CodeIDToken,
+        claims_options={
+            "iss": {"essential": True, "value": metadata["issuer"]},
+            "aud": {"essential": True, "value": client_id},
+        },
+        claims_params={"nonce": nonce, "access_token": token["access_token"]},
+    )
+    claims.validate(leeway=5)
+    return dict(claims)
+
+
+def refused(error: OAuthError) -> str:
+    return str(error.error)
+
+
+async def test_authlib_through_every_endpoint(
+    authgate_provider: Provider, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Authlib refuses plain-HTTP endpoints unless told that this is a test on loopback
+    monkeypatch.setenv("AUTHLIB_INSECURE_TRANSPORT", "1")
+    provider = authgate_provider
+    metadata = await discovery(provider)
+    browser = provider.browser()
+    client = AsyncOAuth2Client(
+        AUTHLIB_CLIENT,
+        AUTHLIB_SECRET,
+        scope=SCOPES,
+        redirect_uri=REDIRECT_URI,
+        code_challenge_method="S256",
+        token_endpoint_auth_method="client_secret_basic",
+    )
+    try:
+        token, nonce = await code_flow(provider, browser, client, metadata)
+        assert token["token_type"].lower() == "bearer" and token["refresh_token"]
+        claims = await id_token_claims(
+            client, metadata, token, client_id=AUTHLIB_CLIENT, nonce=nonce
+        )
+        assert claims["sub"] and claims["sid"]
+        # the same checks refuse a token minted for another request
+        with pytest.raises(REFUSED_CLAIM):
+            await id_token_claims(
+                client, metadata, token, client_id=AUTHLIB_CLIENT, nonce="another nonce"
+            )
+        with pytest.raises(REFUSED_CLAIM):
+            await id_token_claims(client, metadata, token, client_id="another-app", nonce=nonce)
+
+        userinfo = await client.get(metadata["userinfo_endpoint"])
+        assert userinfo.status_code == 200, userinfo.text
+        assert userinfo.json()["sub"] == claims["sub"]
+        assert userinfo.json()["email"] == PERSON.email
+
+        # refresh with rotation; the replaced token refused, and its family with it
+        first_refresh = token["refresh_token"]
+        rotated = dict(
+            await client.refresh_token(metadata["token_endpoint"], refresh_token=first_refresh)
+        )
+        assert rotated["refresh_token"] != first_refresh
+        assert rotated["access_token"] != token["access_token"]
+        introspected = await client.introspect_token(
+            metadata["introspection_endpoint"], token=rotated["access_token"]
+        )
+        assert introspected.status_code == 200, introspected.text
+        active = introspected.json()
+        assert active["active"] is True and active["client_id"] == AUTHLIB_CLIENT, active
+        assert active["sub"] == claims["sub"], active
+        with pytest.raises(OAuthError) as reused:
+            await client.refresh_token(metadata["token_endpoint"], refresh_token=first_refresh)
+        assert refused(reused.value) == "invalid_grant"
+        after_reuse = await client.introspect_token(
+            metadata["introspection_endpoint"], token=rotated["access_token"]
+        )
+        assert after_reuse.json() == {"active": False}
+        with pytest.raises(OAuthError) as family_ended:
+            await client.refresh_token(
+                metadata["token_endpoint"], refresh_token=rotated["refresh_token"]
+            )
+        assert refused(family_ended.value) == "invalid_grant"
+
+        # a second authorization (single sign-on), then its refresh token revoked
+        again, _ = await code_flow(provider, browser, client, metadata)
+        revoked = await client.revoke_token(
+            metadata["revocation_endpoint"],
+            token=again["refresh_token"],
+            token_type_hint="refresh_token",
+        )
+        assert revoked.status_code == 200, revoked.text
+        gone = await client.introspect_token(
+            metadata["introspection_endpoint"], token=again["access_token"]
+        )
+        assert gone.json() == {"active": False}
+        after = await client.get(metadata["userinfo_endpoint"])  # the client's current token
+        assert after.status_code == 401, after.text
+    finally:
+        await client.aclose()
+
+    # an application authenticating with private_key_jwt, its key registered inline; the same
+    # browser signs in by single sign-on
+    jwt_client = AsyncOAuth2Client(
+        JWT_CLIENT,
+        JWT_KEY,
+        scope=SCOPES,
+        redirect_uri=REDIRECT_URI,
+        code_challenge_method="S256",
+        token_endpoint_auth_method="private_key_jwt",
+    )
+    jwt_client.register_client_auth_method(PrivateKeyJWT(metadata["token_endpoint"]))
+    try:
+        token, nonce = await code_flow(provider, browser, jwt_client, metadata)
+        jwt_claims = await id_token_claims(
+            jwt_client, metadata, token, client_id=JWT_CLIENT, nonce=nonce
+        )
+        assert jwt_claims["sub"] == claims["sub"]
+        rotated = dict(
+            await jwt_client.refresh_token(
+                metadata["token_endpoint"], refresh_token=token["refresh_token"]
+            )
+        )
+        assert rotated["refresh_token"] != token["refresh_token"]
+        introspected = await jwt_client.introspect_token(
+            metadata["introspection_endpoint"], token=rotated["access_token"]
+        )
+        assert introspected.status_code == 200, introspected.text
+        assert introspected.json()["active"] is True
+        assert introspected.json()["client_id"] == JWT_CLIENT
+    finally:
+        await jwt_client.aclose()
+        await browser.close()
+
+    # the same application's name with a key it never registered is refused
+    impostor = AsyncOAuth2Client(
+        JWT_CLIENT,
+        RSAKey.generate_key(2048, parameters={"kid": JWT_KEY.kid}),
+        token_endpoint_auth_method="private_key_jwt",
+    )
+    impostor.register_client_auth_method(PrivateKeyJWT(metadata["token_endpoint"]))
+    try:
+        with pytest.raises(OAuthError) as unknown_key:
+            await impostor.refresh_token(
+                metadata["token_endpoint"], refresh_token=rotated["refresh_token"]
+            )
+        assert refused(unknown_key.value) == "invalid_client"
+        still = await jwt_client_check(metadata, rotated["access_token"])
+        assert still is True
+    finally:
+        await impostor.aclose()
+
+
+async def jwt_client_check(metadata: dict[str, Any], access_token: str) -> bool:
+    """Whether ``access_token`` is still active, asked by the private_key_jwt application."""
+    checker = AsyncOAuth2Client(JWT_CLIENT, JWT_KEY, token_endpoint_auth_method="private_key_jwt")
+    checker.register_client_auth_method(PrivateKeyJWT(metadata["token_endpoint"]))
+    try:
+        answer = await checker.introspect_token(
+            metadata["introspection_endpoint"], token=access_token
+        )
+        assert answer.status_code == 200, answer.text
+        return bool(answer.json()["active"])
+    finally:
+        await checker.aclose()
