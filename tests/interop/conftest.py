@@ -1,5 +1,6 @@
 """oidc-provider from the npm registry on loopback, and a real ``authgate serve`` configured with
-it by discovery.
+it by discovery; and authgate as the OpenID Provider of applications that outside client
+libraries play (tests/interop/provider_face.py).
 
 oidc-provider is installed by ``scripts/interop-deps`` (``scripts/test`` runs it; so does the
 first fixture here when node_modules is missing). Without Node.js and npm the tests skip, and
