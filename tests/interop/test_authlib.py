@@ -243,6 +243,32 @@ async def test_authlib_through_every_endpoint(
     finally:
         await impostor.aclose()
 
+    # revoking by the access token (RFC 7009 lets a client present either) ends the grant's
+    # family too, the client authenticating with private_key_jwt at the revocation endpoint
+    revoker = AsyncOAuth2Client(
+        JWT_CLIENT,
+        JWT_KEY,
+        token_endpoint_auth_method="private_key_jwt",
+        # Authlib's revocation default is client_secret_basic whenever a "secret" is given
+        revocation_endpoint_auth_method="private_key_jwt",
+    )
+    revoker.register_client_auth_method(PrivateKeyJWT(metadata["token_endpoint"]))
+    try:
+        answer = await revoker.revoke_token(
+            metadata["revocation_endpoint"],
+            token=rotated["access_token"],
+            token_type_hint="access_token",
+        )
+        assert answer.status_code == 200, answer.text
+        assert await jwt_client_check(metadata, rotated["access_token"]) is False
+        with pytest.raises(OAuthError) as after_revocation:
+            await revoker.refresh_token(
+                metadata["token_endpoint"], refresh_token=rotated["refresh_token"]
+            )
+        assert refused(after_revocation.value) == "invalid_grant"
+    finally:
+        await revoker.aclose()
+
 
 async def jwt_client_check(metadata: dict[str, Any], access_token: str) -> bool:
     """Whether ``access_token`` is still active, asked by the private_key_jwt application."""
