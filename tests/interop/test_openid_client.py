@@ -2,10 +2,12 @@
 from the npm registry (tests/interop/openid_client/rp.js), against a real ``authgate serve`` as
 its OpenID Provider, on SQLite and on PostgreSQL.
 
-The library discovers the provider, builds the authorization request (code + PKCE S256, state,
-nonce), redeems the code (and validates the ID token and the RFC 9207 ``iss`` as it always
-does), reads userinfo, refreshes (rotation: the replaced refresh token is refused afterwards and
-its presentation ends the family), introspects, revokes, and builds the RP-initiated logout URL.
+The library discovers the provider, reads a ``prompt=none`` error response before the person
+has signed in (``login_required``; its state and ``iss`` checked), builds the authorization
+request (code + PKCE S256, state, nonce), redeems the code (and validates the ID token and the
+RFC 9207 ``iss`` as it always does), reads userinfo, refreshes (rotation: the replaced refresh
+token is refused afterwards and its presentation ends the family), introspects, revokes, and
+builds the RP-initiated logout URL.
 The test plays the browser (authgate's sign-in page, the fake identity provider) and follows the
 logout URL; it asserts on what the library reports.
 """
@@ -98,7 +100,9 @@ async def test_openid_client_through_every_endpoint(
     issuer = authgate_provider.issuer
 
     assert report["issuer"] == issuer
-    assert report["authorizations"] == 2  # the second one by single sign-on
+    assert report["authorizations"] == 3  # prompt=none, a sign-in, single sign-on
+    assert report["promptNone"] is not None
+    assert report["promptNone"]["error"] == "login_required", report["promptNone"]
     id_token = report["idToken"]
     assert id_token["aud"] == NODE_CLIENT and id_token["matchesNonce"] is True
     assert id_token["sub"] and id_token["sid"]

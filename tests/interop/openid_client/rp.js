@@ -41,7 +41,7 @@ const config = await client.discovery(
 )
 const metadata = config.serverMetadata()
 
-async function signIn(scope) {
+async function signIn(scope, extra = {}) {
   const verifier = client.randomPKCECodeVerifier()
   const state = client.randomState()
   const nonce = client.randomNonce()
@@ -52,6 +52,7 @@ async function signIn(scope) {
     code_challenge_method: 'S256',
     state,
     nonce,
+    ...extra,
   })
   const back = await browse(url)
   const tokens = await client.authorizationCodeGrant(config, back, {
@@ -64,6 +65,9 @@ async function signIn(scope) {
 }
 
 const out = { issuer: metadata.issuer }
+// prompt=none before the person has signed in: the library reads the error response (and
+// checks its state and RFC 9207 iss) and reports login_required
+out.promptNone = await refused(() => signIn('openid', { prompt: 'none' }))
 const first = await signIn('openid email profile offline_access')
 const claims = first.tokens.claims()
 out.idToken = { sub: claims.sub, aud: claims.aud, nonce: claims.nonce, sid: claims.sid, matchesNonce: claims.nonce === first.nonce }
