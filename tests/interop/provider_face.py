@@ -32,7 +32,8 @@ AUTHLIB_SECRET = "authlib-app-secret-of-more-than-thirty-two-characters"
 JWT_CLIENT = "authlib-jwt-app"
 REDIRECT_URI = "https://rp.example.com/callback"
 LOGOUT_URI = "https://rp.example.com/signed-out"
-JWT_KEY = RSAKey.generate_key(2048, parameters={"kid": "authlib-app-key-1", "use": "sig"})
+JWT_KID = "authlib-app-key-1"
+JWT_KEY = RSAKey.generate_key(2048, parameters={"kid": JWT_KID, "use": "sig"})
 
 
 def clients() -> dict[str, Any]:

@@ -29,6 +29,7 @@ from tests.interop.provider_face import (
     AUTHLIB_SECRET,
     JWT_CLIENT,
     JWT_KEY,
+    JWT_KID,
     PERSON,
     REDIRECT_URI,
     Provider,
@@ -228,7 +229,7 @@ async def test_authlib_through_every_endpoint(
     # the same application's name with a key it never registered is refused
     impostor = AsyncOAuth2Client(
         JWT_CLIENT,
-        RSAKey.generate_key(2048, parameters={"kid": JWT_KEY.kid}),
+        RSAKey.generate_key(2048, parameters={"kid": JWT_KID}),
         token_endpoint_auth_method="private_key_jwt",
     )
     impostor.register_client_auth_method(PrivateKeyJWT(metadata["token_endpoint"]))

@@ -27,7 +27,7 @@ from tests.interop.provider_face import (
     REDIRECT_URI,
     Provider,
 )
-from tests.interop.support import RP_DIR, query_of
+from tests.interop.support import RP_DIR, Browser, query_of
 
 WITHIN = 60  # seconds for each step of the script on a loaded machine
 
@@ -69,7 +69,7 @@ async def run_rp(provider: Provider) -> dict[str, Any]:
             elif "done" in said:
                 report: dict[str, Any] = said["done"]
                 report["authorizations"] = authorizations
-                report["session_ended"] = await follow_logout(provider, browser, report)
+                report["session_ended"] = await follow_logout(browser, report)
                 return report
         stderr = await process.stderr.read() if process.stderr is not None else b""
         raise AssertionError(f"rp.js stopped without a report: {stderr.decode()[-3000:]}")
@@ -80,7 +80,7 @@ async def run_rp(provider: Provider) -> dict[str, Any]:
         await process.wait()
 
 
-async def follow_logout(provider: Provider, browser: Any, report: dict[str, Any]) -> bool:
+async def follow_logout(browser: Browser, report: dict[str, Any]) -> bool:
     """The browser follows the library's end-session URL: authgate ends the session and sends
     it to the registered post-logout URI with the state; then the session is refused."""
     answer = await browser.authgate("GET", report["endSessionUrl"], headers={"Accept": "text/html"})
