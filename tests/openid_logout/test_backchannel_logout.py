@@ -90,6 +90,7 @@ async def test_oidcc_backchannel_rp_initiated_logout(op: Provider) -> None:
     assert delivery.header["alg"] == "RS256"
     assert not await op.family_live(family)
     assert await op.status(session) == 401
+    assert await op.prompt_none(session) == "login_required"
     await settled(op)
     [sent] = await audited(op, Outcome.BACKCHANNEL_LOGOUT_SENT)
     assert (sent.provider, sent.account_id) == ("webapp", session.account_id)
