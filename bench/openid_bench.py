@@ -130,19 +130,30 @@ async def seed(url: str) -> str:
 class Browser:
     """The browser with a live session and the application behind it, over aiohttp."""
 
-    def __init__(self, http: aiohttp.ClientSession, base: str, session: str) -> None:
+    def __init__(
+        self,
+        http: aiohttp.ClientSession,
+        base: str,
+        session: str,
+        *,
+        client: str = "web",
+        secret: str = SECRET,
+        redirect_uri: str = REDIRECT,
+    ) -> None:
         self.http = http
         self.base = base
         self.cookie = f"session={session}"
-        self.token_auth = basic("web", SECRET)
+        self.client = client
+        self.redirect_uri = redirect_uri
+        self.token_auth = basic(client, secret)
 
     async def code(self, scope: str = "openid") -> tuple[str, str]:
         """A code by single sign-on, and its PKCE verifier."""
         verifier, challenge = pkce()
         query = {
             "response_type": "code",
-            "client_id": "web",
-            "redirect_uri": REDIRECT,
+            "client_id": self.client,
+            "redirect_uri": self.redirect_uri,
             "scope": scope,
             "state": secrets.token_urlsafe(16),
             "nonce": secrets.token_urlsafe(16),
@@ -156,7 +167,7 @@ class Browser:
         ) as response:
             await response.read()
             location = response.headers.get("Location", "")
-            if response.status != 302 or not location.startswith(REDIRECT):
+            if response.status != 302 or not location.startswith(self.redirect_uri):
                 raise RuntimeError(f"authorize answered {response.status} {location[:200]}")
         params = parse_qs(urlsplit(location).query)
         if "code" not in params:
@@ -180,7 +191,7 @@ class Browser:
             {
                 "grant_type": "authorization_code",
                 "code": code,
-                "redirect_uri": REDIRECT,
+                "redirect_uri": self.redirect_uri,
                 "code_verifier": verifier,
             }
         )
@@ -320,7 +331,13 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     url = args.admin_url.rsplit("/", 1)[0] + f"/{name}"
     report: dict[str, Any] = {"event_loop": loop, "workers": args.workers}
     try:
-        overrides = {"rest": {"public_url": ISSUER}, "clients": CLIENTS}
+        overrides = {
+            "rest": {"public_url": ISSUER},
+            "clients": CLIENTS,
+            # The token endpoint's limit per client (3000/minute by default) would stop the run
+            # within seconds; a limit never reached keeps the limiter's cost in the figures.
+            "ratelimit": {"token": "1000000000/minute"},
+        }
         config_file = write_config(
             folder, service_config(folder, None, database_url=url, overrides=overrides)
         )
