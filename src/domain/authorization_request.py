@@ -24,7 +24,7 @@ from urllib.parse import parse_qsl, urlsplit
 
 import attrs
 
-from authgate.domain.clients import Client, ClientRegistry
+from authgate.domain.clients import SUPPORTED_SCOPES, Client, ClientRegistry
 from authgate.domain.text import has_control_characters
 
 RESPONSE_MODES = ("query", "form_post")
@@ -228,7 +228,11 @@ def parse_authorization_request(
             "unsupported_response_type", "only the authorization code flow (code) is served"
         )
 
-    scopes = tuple(dict.fromkeys(first.get("scope", "").split()))
+    # Scope values the provider does not serve at all (address, phone, an application's own)
+    # are ignored, as OpenID Connect Core 3.1.2.1 asks; one it serves but this client may not
+    # have is refused.
+    asked = dict.fromkeys(first.get("scope", "").split())
+    scopes = tuple(s for s in asked if s in SUPPORTED_SCOPES)
     if OPENID not in scopes:
         raise refuse("invalid_scope", "scope must include openid")
     refused = [s for s in scopes if s not in client.allowed_scopes]

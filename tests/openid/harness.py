@@ -391,7 +391,8 @@ class Op:
             assert claims["nonce"] == nonce
         else:
             assert "nonce" not in claims
-        assert "acr" not in claims or claims["acr"]
+        assert "acr" not in claims or (isinstance(claims["acr"], str) and claims["acr"])
+        check_standard_claims(claims, now)
         # Scope claims come from userinfo in the code flow, not the ID token.
         assert not {"name", "email", "email_verified"} & set(claims)
         if access_token is not None:
@@ -399,3 +400,59 @@ class Op:
             expected = base64.urlsafe_b64encode(digest[:16]).rstrip(b"=").decode()
             assert claims["at_hash"] == expected
         return claims
+
+    async def userinfo(self, access_token: str) -> dict[str, Any]:
+        """GET /oauth2/userinfo with the bearer token: the checks of the OIDF userinfo
+        modules (200, JSON, standard claims of their types)."""
+        response = await self.client.get(
+            "/oauth2/userinfo", headers={"Authorization": f"Bearer {access_token}"}
+        )
+        return await userinfo_answer(response, self.clock.timestamp())
+
+
+# OpenID Connect Core 1.0 section 5.1: the standard claims and the JSON type of each.
+_STRING_CLAIMS = [
+    "sub",
+    "name",
+    "given_name",
+    "family_name",
+    "middle_name",
+    "nickname",
+    "preferred_username",
+    "profile",
+    "picture",
+    "website",
+    "email",
+    "gender",
+    "birthdate",
+    "zoneinfo",
+    "locale",
+    "phone_number",
+]
+_BOOLEAN_CLAIMS = ("email_verified", "phone_number_verified")
+
+
+def check_standard_claims(claims: Mapping[str, Any], now: float) -> None:
+    """The suite's type checks of the standard claims present (ID token and userinfo):
+    strings, booleans, ``address`` an object, ``updated_at`` seconds (not milliseconds)
+    not in the future."""
+    for name in _STRING_CLAIMS:
+        assert name not in claims or isinstance(claims[name], str), name
+    for name in _BOOLEAN_CLAIMS:
+        assert name not in claims or isinstance(claims[name], bool), name
+    assert "address" not in claims or isinstance(claims["address"], dict)
+    if "updated_at" in claims:
+        updated = claims["updated_at"]
+        assert isinstance(updated, int) and not isinstance(updated, bool)
+        assert 0 <= updated <= now + 300
+
+
+async def userinfo_answer(response: ClientResponse, now: float) -> dict[str, Any]:
+    """A successful userinfo answer as the OIDF modules check it."""
+    assert response.status == 200, await response.text()
+    assert response.content_type == "application/json"
+    body = await response.json()
+    assert isinstance(body, dict)
+    assert isinstance(body.get("sub"), str) and body["sub"]
+    check_standard_claims(body, now)
+    return body

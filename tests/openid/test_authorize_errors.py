@@ -4,6 +4,10 @@ with the state unchanged and the issuer (RFC 9207)."""
 
 from __future__ import annotations
 
+import base64
+import json
+import secrets
+
 import pytest
 from aiohttp import ClientResponse
 
@@ -67,8 +71,10 @@ async def test_oidcc_response_type_missing(op: Op) -> None:
     params = {k: v for k, v in request.params().items() if k != "response_type"}
     response = await op.client.get("/oauth2/authorize", params=params, allow_redirects=False)
     answer = await op.answer(response)
+    assert answer.redirect_uri == WEB_REDIRECT
     assert answer.params["error"] == "invalid_request"
     assert answer.params["state"] == request.state
+    assert "code" not in answer.params
 
 
 @pytest.mark.parametrize("response_type", ["token", "id_token", "code id_token", "code token"])
@@ -92,11 +98,26 @@ async def test_oidcc_unsigned_request_object_supported_correctly_or_rejected_as_
     await refusal(op, request, "request_not_supported")
 
 
+async def test_oidcc_ensure_request_object_with_redirect_uri(op: Op) -> None:
+    """The registered redirect_uri only inside an unsigned request object, an unregistered
+    one as the plain parameter: request objects are not supported, so the plain one is the
+    request's, and it earns the error page, never a redirect to either URI."""
+    await op.sign_in()
+    bad = "https://evil.example/cb-" + secrets.token_urlsafe(8)
+    inner = Request()
+    payload = {**inner.params(), "redirect_uri": WEB_REDIRECT}
+    body = base64.urlsafe_b64encode(json.dumps(payload).encode()).rstrip(b"=").decode()
+    request = Request(redirect_uri=bad, extra={"request": f"eyJhbGciOiJub25lIn0.{body}."})
+    response = await op.authorize(request)
+    html = await error_page(response)
+    assert "redirect_uri is not registered" in html
+    assert WEB_REDIRECT not in html and bad not in html
+
+
 @pytest.mark.parametrize(
     ("extra", "error"),
     [
         ({"scope": "profile"}, "invalid_scope"),
-        ({"scope": "openid admin"}, "invalid_scope"),
         ({"code_challenge_method": "plain"}, "invalid_request"),
         ({"code_challenge": "short"}, "invalid_request"),
         ({"prompt": "none login"}, "invalid_request"),
@@ -122,6 +143,15 @@ async def test_pkce_is_required(op: Op) -> None:
             "/oauth2/authorize", params=params, headers=op.cookie_header(), allow_redirects=False
         )
         assert (await op.answer(response)).params["error"] == "invalid_request"
+
+
+async def test_scope_values_the_provider_does_not_serve_are_ignored(op: Op) -> None:
+    # OpenID Connect Core 3.1.2.1: a scope value not understood is ignored, not refused (the
+    # OIDF suite sends address and phone when it runs without discovery).
+    await op.sign_in()
+    request = Request(scope="openid address phone admin email")
+    tokens = await op.tokens(request, await op.code(request))
+    assert tokens["scope"].split() == ["openid", "email"]
 
 
 async def test_a_scope_the_client_may_not_have_is_invalid_scope(op: Op) -> None:

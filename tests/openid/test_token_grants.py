@@ -50,6 +50,7 @@ async def test_oidcc_codereuse(op_on: Op) -> None:
     request = Request(scope=OFFLINE)
     answer = await op.code(request)
     first = await op.tokens(request, answer)
+    await op.verify_id_token(first["id_token"], nonce=request.nonce)
     assert await family_live(op, first["access_token"])
     await refused(await op.redeem(request, answer))
     # what the first redemption issued is revoked with it
@@ -63,9 +64,15 @@ async def test_oidcc_codereuse_30seconds(op_on: Op) -> None:
     request = Request()
     answer = await op.code(request)
     first = await op.tokens(request, answer)
+    await op.verify_id_token(first["id_token"], nonce=request.nonce)
     op.clock.advance(30)
     await refused(await op.redeem(request, answer))
     assert not await family_live(op, first["access_token"])
+    # the first access token stops working at userinfo
+    stopped = await op.client.get(
+        "/oauth2/userinfo", headers={"Authorization": f"Bearer {first['access_token']}"}
+    )
+    assert stopped.status == 401
 
 
 async def test_a_code_lives_a_minute(op_on: Op) -> None:
@@ -119,13 +126,16 @@ async def test_a_code_of_an_ended_session_is_refused(op: Op) -> None:
 async def test_oidcc_refresh_token(op_on: Op) -> None:
     op = op_on
     await op.sign_in()
-    request = Request(scope=OFFLINE)
+    # offline_access is advertised: the suite asks for it with prompt=consent (a first-party
+    # client is not asked)
+    request = Request(scope=OFFLINE, extra={"prompt": "consent"})
     first = await op.tokens(request, await op.code(request))
     assert first["scope"] == OFFLINE
     id_claims = await op.verify_id_token(first["id_token"], nonce=request.nonce)
     response = await refresh(op, first["refresh_token"])
     assert response.status == 200, await response.text()
     assert response.headers["Cache-Control"] == "no-store"
+    assert response.content_type == "application/json"
     second = await response.json()
     assert second["token_type"] == "Bearer"
     assert second["refresh_token"] != first["refresh_token"]

@@ -12,11 +12,14 @@ from __future__ import annotations
 import asyncio
 import base64
 import datetime as dt
+import hashlib
 import json
+import secrets
 import uuid
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import parse_qsl, urlsplit
 
 import attrs
 import pytest
@@ -43,6 +46,7 @@ from tests.fakeidp import FakeIdP, FakeUser, SettableClock
 from tests.fakeidp.fixtures import fake_idp, http_session, idp_clock  # noqa: F401
 
 ISSUER = "https://auth.example.com"
+WEB_REDIRECT = "https://web.example.com/cb"
 WEB_LOGOUT = "https://web.example.com/logged-out"
 WEB_LOGOUT_WITH_QUERY = "https://web.example.com/bye?from=authgate"
 ADMIN_LOGOUT = "https://admin.example.com/signed-out"
@@ -169,7 +173,7 @@ def clients_config(receiver: Receiver) -> dict[str, Any]:
             "name": "Web <App> & Co",
             "type": "confidential",
             "secrets": [SECRET],
-            "redirect_uris": ["https://web.example.com/cb"],
+            "redirect_uris": [WEB_REDIRECT],
             "post_logout_redirect_uris": [WEB_LOGOUT, WEB_LOGOUT_WITH_QUERY],
             "backchannel_logout_uri": receiver.uri("webapp"),
         },
@@ -333,6 +337,34 @@ class Provider:
     async def status(self, session: Session) -> int:
         """What the session's token gets from GET /v1/account (200 live, 401 ended)."""
         return (await self.client.get("/v1/account", headers=session.bearer)).status
+
+    async def prompt_none(self, session: Session) -> str:
+        """The OIDF logout modules' closing request: ``prompt=none`` for ``webapp`` from the
+        browser; the ``error`` it is redirected back with (the state unchanged, no code)."""
+        verifier = secrets.token_urlsafe(48)
+        digest = hashlib.sha256(verifier.encode()).digest()
+        state = secrets.token_urlsafe(96)
+        answer = await self.client.get(
+            "/oauth2/authorize",
+            params={
+                "response_type": "code",
+                "client_id": "webapp",
+                "redirect_uri": WEB_REDIRECT,
+                "scope": "openid",
+                "state": state,
+                "prompt": "none",
+                "code_challenge": base64.urlsafe_b64encode(digest).rstrip(b"=").decode(),
+                "code_challenge_method": "S256",
+            },
+            headers=session.cookie,
+            allow_redirects=False,
+        )
+        assert answer.status == 302, await answer.text()
+        location = answer.headers["Location"]
+        assert location.startswith(WEB_REDIRECT + "?"), location
+        params = dict(parse_qsl(urlsplit(location).query))
+        assert params["state"] == state and "code" not in params
+        return params["error"]
 
     async def outbox(self) -> list[Any]:
         async with self.resources.units.begin() as tx:

@@ -90,6 +90,7 @@ async def test_oidcc_backchannel_rp_initiated_logout(op: Provider) -> None:
     assert delivery.header["alg"] == "RS256"
     assert not await op.family_live(family)
     assert await op.status(session) == 401
+    assert await op.prompt_none(session) == "login_required"
     await settled(op)
     [sent] = await audited(op, Outcome.BACKCHANNEL_LOGOUT_SENT)
     assert (sent.provider, sent.account_id) == ("webapp", session.account_id)
@@ -113,6 +114,29 @@ async def test_signing_out_tells_the_clients_and_ends_the_families(op: Provider)
     assert not await op.family_live(ended)
     assert await op.family_live(kept)
     assert op.receiver.for_session(other.session_id) == []
+    await settled(op)
+
+
+async def test_withdrawing_an_application_ends_no_session_and_tells_no_client(
+    op: Provider,
+) -> None:
+    """Withdrawing consent (DELETE /v1/account/apps/{client_id}) revokes the application's
+    token families but ends no authgate session, so no logout token goes out; the session's
+    end, later, still tells every application that received tokens in it."""
+    session = await op.signed_in()
+    await op.served(session, "webapp", "admin")
+    family = await op.family(session)
+
+    answer = await op.client.delete("/v1/account/apps/webapp", headers=session.bearer)
+
+    assert answer.status == 204
+    assert not await op.family_live(family)
+    assert await op.status(session) == 200
+    assert await op.outbox() == []  # queued in the same transaction, if at all
+    assert op.receiver.for_session(session.session_id) == []
+    out = await op.client.post("/v1/auth/logout", headers=session.bearer)
+    assert out.status == 204
+    await told(op, session, "webapp", "admin")
     await settled(op)
 
 

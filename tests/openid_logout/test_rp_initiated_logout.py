@@ -168,6 +168,8 @@ async def test_oidcc_rp_initiated_logout_discovery_endpoint_verification(op: Pro
 
 async def test_oidcc_rp_initiated_logout(op: Provider) -> None:
     session = await op.signed_in()
+    # live, the session's silent request fails only for want of consent
+    assert await op.prompt_none(session) == "consent_required"
     answer = await end_session(
         op,
         session,
@@ -178,6 +180,7 @@ async def test_oidcc_rp_initiated_logout(op: Provider) -> None:
     assert_redirected(answer, WEB_LOGOUT, STATE)
     assert answer.headers["Cache-Control"] == "no-store"
     assert await op.status(session) == 401
+    assert await op.prompt_none(session) == "login_required"
     signed_out = [e for e in await op.audit() if e.outcome is Outcome.SIGNED_OUT]
     assert [e.account_id for e in signed_out] == [session.account_id]
     assert "client webapp" in (signed_out[0].detail or "")
@@ -250,6 +253,7 @@ async def test_oidcc_rp_initiated_logout_no_state(op: Provider) -> None:
     assert_redirected(answer, WEB_LOGOUT, None)
     assert answer.headers["Location"] == WEB_LOGOUT
     assert await op.status(session) == 401
+    assert await op.prompt_none(session) == "login_required"
 
 
 async def test_oidcc_rp_initiated_logout_only_state(op: Provider) -> None:

@@ -1,7 +1,7 @@
-"""``/oauth2/userinfo`` as the OpenID Foundation's OP test modules call it (each test is named
-after its module: ``oidcc-userinfo-get``, ``oidcc-userinfo-post-header``,
-``oidcc-userinfo-post-body``, ``oidcc-scope-email``, ``oidcc-scope-profile``), on memory,
-SQLite and PostgreSQL; and RFC 6750's refusals."""
+"""``/oauth2/userinfo`` for tokens minted as the token endpoint mints them, on memory, SQLite
+and PostgreSQL: each way of presenting the token, the claims of each scope; and RFC 6750's
+refusals. The OIDF modules themselves, through a whole code flow, are in
+tests/openid/test_userinfo_flow.py."""
 
 from __future__ import annotations
 
@@ -32,7 +32,7 @@ async def claims_of(answer: ClientResponse) -> dict[str, Any]:
     return body
 
 
-async def test_oidcc_userinfo_get(provider: Provider) -> None:
+async def test_a_bearer_header_by_get_answers_the_scopes_claims(provider: Provider) -> None:
     person = await provider.sign_in(ALICE)
     issued = await provider.issue(person)
     body = await claims_of(await provider.userinfo(issued.access_token))
@@ -45,7 +45,7 @@ async def test_oidcc_userinfo_get(provider: Provider) -> None:
     }
 
 
-async def test_oidcc_userinfo_post_header(provider: Provider) -> None:
+async def test_a_bearer_header_by_post_is_answered(provider: Provider) -> None:
     person = await provider.sign_in(ALICE)
     issued = await provider.issue(person)
     answer = await provider.client.post(
@@ -55,7 +55,7 @@ async def test_oidcc_userinfo_post_header(provider: Provider) -> None:
     assert body["sub"] == person.account_id and body["email"] == "alice@example.com"
 
 
-async def test_oidcc_userinfo_post_body(provider: Provider) -> None:
+async def test_the_token_in_a_form_body_is_answered(provider: Provider) -> None:
     person = await provider.sign_in(ALICE)
     issued = await provider.issue(person)
     answer = await provider.client.post(
@@ -65,14 +65,14 @@ async def test_oidcc_userinfo_post_body(provider: Provider) -> None:
     assert body["sub"] == person.account_id and body["name"] == "Alice A"
 
 
-async def test_oidcc_scope_email(provider: Provider) -> None:
+async def test_the_email_scope_gives_the_email_claims(provider: Provider) -> None:
     person = await provider.sign_in(ALICE)
     issued = await provider.issue(person, scopes=("openid", "email"))
     body = await claims_of(await provider.userinfo(issued.access_token))
     assert body == {"sub": person.account_id, "email": "alice@example.com", "email_verified": True}
 
 
-async def test_oidcc_scope_profile(provider: Provider) -> None:
+async def test_the_profile_scope_gives_the_name(provider: Provider) -> None:
     person = await provider.sign_in(ALICE)
     issued = await provider.issue(person, scopes=("openid", "profile"))
     body = await claims_of(await provider.userinfo(issued.access_token))
