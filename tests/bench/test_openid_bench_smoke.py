@@ -1,0 +1,41 @@
+"""The OpenID Provider's benchmark runs end to end (a smoke test, not a timed assertion).
+
+``bench/openid_bench.py --quick`` starts ``authgate serve`` with a first-party confidential
+client on a fresh PostgreSQL database, drives complete single-sign-on code flows (authorize
+with PKCE, then the token endpoint) and refresh rotations for a second each, then compares
+introspection of an access token with the raw aiohttp + asyncpg handler after checking that
+both give the same answer. One-second figures are noise; only that the run completes and
+reports every figure is asserted here.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+BENCH = Path(__file__).resolve().parents[2] / "bench" / "openid_bench.py"
+
+
+def test_quick_run_completes_and_reports_every_figure(postgres_server: Any) -> None:
+    run = subprocess.run(
+        [sys.executable, str(BENCH), "--quick", "--admin-url", postgres_server.admin_url],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert run.returncode == 0, run.stdout + run.stderr
+    report = json.loads(run.stdout)
+    for kind in ("code_flow", "refresh"):
+        figures = report[kind]
+        assert figures["count"] > 0, report
+        assert figures["per_cpu_second"] > 0, report
+        assert figures["database_cpu_seconds"] >= 0, report
+    for server in ("authgate", "raw"):
+        assert report["introspection"]["servers"][server]["per_second"] > 0, report
+    assert len(report["introspection"]["round_ratios"]) == 2, report
+    assert report["introspection"]["authgate/raw"] > 0, report
+    assert set(report["met"]) == {"code_flow", "refresh", "introspection"}
