@@ -11,7 +11,7 @@ provider event receivers are set up here too: their routes follow from the confi
 from __future__ import annotations
 
 import datetime as dt
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 import attrs
 
@@ -19,6 +19,8 @@ from authgate.adapters.identity import OAuthIdentityProvider
 from authgate.domain.clients import ClientRegistry
 from authgate.entrypoints.config import (
     Config,
+    LogoutTokensConfig,
+    ProviderTokensConfig,
     backchannel_logout_path_of,
     callback_urls_of,
     notifications_path_of,
@@ -27,6 +29,7 @@ from authgate.entrypoints.config import (
 from authgate.entrypoints.resources import Resources
 from authgate.ports.identity import IdentityProvider
 from authgate.services.account import AccountService
+from authgate.services.outbox import OutboxPolicy
 from authgate.services.provider_tokens import (
     ProviderTokenService,
     RevocationPolicy,
@@ -103,20 +106,13 @@ def _openid(config: Config, resources: Resources) -> OpenIdServices | None:
         clients=opened.clients, signer=opened.signer, units=resources.units, clock=resources.clock
     )
     tokens = TokenService(signer=opened.signer, units=resources.units, clock=resources.clock)
-    delivery = config.logout_tokens
     logout = BackchannelLogout(
         clients=opened.clients,
         units=resources.units,
         signer=opened.signer,
         sender=opened.logout_sender,
         clock=resources.clock,
-        policy=LogoutPolicy(
-            retry_initial=dt.timedelta(seconds=delivery.retry_initial_seconds),
-            retry_max=dt.timedelta(seconds=delivery.retry_max_seconds),
-            give_up_after=dt.timedelta(seconds=delivery.give_up_after_seconds),
-            lease=dt.timedelta(seconds=delivery.lease_seconds),
-            poll_seconds=delivery.poll_seconds,
-        ),
+        policy=_outbox_policy(LogoutPolicy, config.logout_tokens),
     )
     end_session = RpInitiatedLogout(opened.clients, opened.signer)
     return OpenIdServices(
@@ -189,7 +185,6 @@ def _provider_tokens(
 ) -> tuple[ProviderTokenService, RevocationWorker]:
     """The providers' tokens, kept sealed, and the worker that revokes them through the
     outbox (``provider_tokens``)."""
-    tokens = config.provider_tokens
     provider_tokens = ProviderTokenService(resources.sealer)
     worker = RevocationWorker(
         outbox=resources.revocation_outbox,
@@ -197,16 +192,26 @@ def _provider_tokens(
         sealer=resources.sealer,
         revokers=resources.revokers,
         clock=resources.clock,
-        policy=RevocationPolicy(
-            retry_initial=dt.timedelta(seconds=tokens.retry_initial_seconds),
-            retry_max=dt.timedelta(seconds=tokens.retry_max_seconds),
-            give_up_after=dt.timedelta(seconds=tokens.give_up_after_seconds),
-            lease=dt.timedelta(seconds=tokens.lease_seconds),
-            poll_seconds=tokens.poll_seconds,
-        ),
+        policy=_outbox_policy(RevocationPolicy, config.provider_tokens),
     )
     provider_tokens.worker = worker
     return provider_tokens, worker
+
+
+_Policy = TypeVar("_Policy", bound=OutboxPolicy)
+
+
+def _outbox_policy(
+    policy: type[_Policy], section: ProviderTokensConfig | LogoutTokensConfig
+) -> _Policy:
+    """An outbox worker's rules from its configuration section (the same five keys)."""
+    return policy(
+        retry_initial=dt.timedelta(seconds=section.retry_initial_seconds),
+        retry_max=dt.timedelta(seconds=section.retry_max_seconds),
+        give_up_after=dt.timedelta(seconds=section.give_up_after_seconds),
+        lease=dt.timedelta(seconds=section.lease_seconds),
+        poll_seconds=section.poll_seconds,
+    )
 
 
 def _sessions(config: Config, resources: Resources) -> SessionService:

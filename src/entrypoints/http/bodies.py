@@ -4,9 +4,11 @@ the account's."""
 from __future__ import annotations
 
 import datetime as dt
+from urllib.parse import parse_qsl
 
 import attrs
 
+from authgate.domain.oauth_errors import OAuthInvalidRequest
 from authgate.entrypoints.rest import wire_field
 
 
@@ -205,3 +207,26 @@ class OAuthErrorBody:
 
     error: str
     error_description: str | None = None
+
+
+FORM = "application/x-www-form-urlencoded"
+MAX_FORM_FIELDS = 32
+
+
+def oauth_form(content_type: str, body: bytes) -> dict[str, str]:
+    """The fields of an OAuth request's form body (token, userinfo, revocation,
+    introspection), each once: a field sent twice is ``invalid_request`` (RFC 6749 section 3.2)
+    and one without a value is left out (section 3.1)."""
+    if content_type != FORM:
+        raise OAuthInvalidRequest(f"the request body must be {FORM}")
+    try:
+        text = body.decode("utf-8")
+        pairs = parse_qsl(text, keep_blank_values=False, max_num_fields=MAX_FORM_FIELDS)
+    except (UnicodeDecodeError, ValueError):
+        raise OAuthInvalidRequest("the form is malformed or has too many fields") from None
+    form: dict[str, str] = {}
+    for name, value in pairs:
+        if name in form:
+            raise OAuthInvalidRequest(f"{name} is given more than once")
+        form[name] = value
+    return form

@@ -30,7 +30,6 @@ import json
 import logging
 from collections.abc import Mapping
 from typing import Any
-from urllib.parse import parse_qsl
 
 import attrs
 from aiohttp import web
@@ -49,7 +48,7 @@ from authgate.domain.oauth_errors import (
     OAuthRateLimited,
 )
 from authgate.entrypoints.http import docs
-from authgate.entrypoints.http.bodies import OAuthErrorBody
+from authgate.entrypoints.http.bodies import FORM, OAuthErrorBody, oauth_form
 from authgate.entrypoints.http.discovery import (
     INTROSPECTION_PATH,
     REVOCATION_PATH,
@@ -64,7 +63,6 @@ from authgate.services.openid_access import TokenAccess, TokenDescription, Token
 
 log = logging.getLogger("authgate.openid")
 
-FORM = "application/x-www-form-urlencoded"
 NO_STORE = {"Cache-Control": "no-store", "Pragma": "no-cache"}
 OPENID = "openid"
 
@@ -163,23 +161,6 @@ def introspection_of(described: TokenDescription | None) -> TokenIntrospection:
         token_type=described.token_type,
         auth_time=int(auth_time.timestamp()) if auth_time is not None else None,
     )
-
-
-def oauth_form(request: web.Request, body: bytes) -> dict[str, str]:
-    """The fields of an ``application/x-www-form-urlencoded`` body, each once (RFC 6749
-    section 3.2: a parameter sent twice is ``invalid_request``)."""
-    if request.content_type != FORM:
-        raise OAuthInvalidRequest(f"the request body must be {FORM}")
-    try:
-        text = body.decode("utf-8")
-    except UnicodeDecodeError:
-        raise OAuthInvalidRequest("the request body is not UTF-8") from None
-    form: dict[str, str] = {}
-    for name, value in parse_qsl(text, keep_blank_values=True):
-        if name in form:
-            raise OAuthInvalidRequest(f"{name} is sent more than once")
-        form[name] = value
-    return form
 
 
 def bearer_token(authorization: str | None, form: Mapping[str, str]) -> str:
@@ -322,7 +303,7 @@ class ResourceOperations:
         return await self._userinfo(call.request, {})
 
     async def userinfo_post(self, call: Call[bytes]) -> Reply[UserInfo]:
-        form = oauth_form(call.request, call.body) if call.body else {}
+        form = oauth_form(call.request.content_type, call.body) if call.body else {}
         return await self._userinfo(call.request, form)
 
     async def _userinfo(self, request: web.Request, form: Mapping[str, str]) -> Reply[UserInfo]:
@@ -341,7 +322,7 @@ class ResourceOperations:
     # -- revocation and introspection -------------------------------------------------------
 
     async def _client(self, call: Call[bytes]) -> tuple[Client, dict[str, str]]:
-        form = oauth_form(call.request, call.body)
+        form = oauth_form(call.request.content_type, call.body)
         client = await self.client_auth.authenticate(
             call.request.headers.get("Authorization"), form
         )

@@ -14,16 +14,14 @@ policy the composition root gives it (none by default).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
-from urllib.parse import parse_qsl
 
 import attrs
 from aiohttp import web
 
-from authgate.domain.oauth_errors import OAuthInvalidRequest, OAuthRateLimited
+from authgate.domain.oauth_errors import OAuthRateLimited
 from authgate.entrypoints.http import docs
-from authgate.entrypoints.http.bodies import OAuthErrorBody
+from authgate.entrypoints.http.bodies import FORM, OAuthErrorBody, oauth_form
 from authgate.entrypoints.http.discovery import TOKEN_PATH
 from authgate.entrypoints.http.oauth2_cors import admit_client
 from authgate.entrypoints.rest import Api, Call, Cors, Reply
@@ -31,9 +29,7 @@ from authgate.ports.ratelimit import RateLimiter
 from authgate.services.client_auth import ClientAuthentication
 from authgate.services.openid_tokens import TokenService
 
-FORM = "application/x-www-form-urlencoded"
 NO_STORE = {"Cache-Control": "no-store", "Pragma": "no-cache"}
-MAX_FIELDS = 32
 
 
 @attrs.frozen
@@ -130,7 +126,7 @@ class TokenOperations:
 
     async def token(self, call: Call[bytes]) -> Reply[TokenResponse] | web.StreamResponse:
         request = call.request
-        form = _form(request.content_type, call.body)
+        form = oauth_form(request.content_type, call.body)
         client = await self.client_auth.authenticate(request.headers.get("Authorization"), form)
         # From here on, the answer is readable by the pages of this client's own origins only.
         admit_client(request, client)
@@ -149,20 +145,3 @@ class TokenOperations:
             ),
             headers=NO_STORE,
         )
-
-
-def _form(content_type: str, body: bytes) -> Mapping[str, str]:
-    """The request's fields, each once; a field without a value is left out (RFC 6749 3.1)."""
-    if content_type != FORM:
-        raise OAuthInvalidRequest(f"the token request must be a form ({FORM})")
-    try:
-        text = body.decode("utf-8")
-        pairs = parse_qsl(text, keep_blank_values=False, max_num_fields=MAX_FIELDS)
-    except (UnicodeDecodeError, ValueError):
-        raise OAuthInvalidRequest("the form is malformed or has too many fields") from None
-    form: dict[str, str] = {}
-    for name, value in pairs:
-        if name in form:
-            raise OAuthInvalidRequest(f"{name} is given more than once")
-        form[name] = value
-    return form
