@@ -107,3 +107,72 @@ async def test_production_has_docs_but_no_demo_and_no_dev_provider(
     assert (await service.client.get("/")).status == 404
     assert (await service.client.get("/demo/config.json")).status == 404
     assert (await service.client.get("/dev/idp/jwks")).status == 404
+
+
+def _demo_app(port: int) -> dict[str, Any]:
+    """The demo application as config.default.yaml registers it."""
+    base = f"http://127.0.0.1:{port}"
+    return {
+        "demo-app": {
+            "name": "Demo application",
+            "type": "public",
+            "redirect_uris": [f"{base}/demo/app/callback"],
+            "post_logout_redirect_uris": [f"{base}/demo/app"],
+            "allowed_scopes": ["openid", "profile", "email"],
+        }
+    }
+
+
+async def test_the_demo_application_is_served_when_registered(make_dev_service: Any) -> None:
+    plain: Service = await make_dev_service()
+    port = 8080  # the registered addresses' port; requests name that host
+    here = {"Host": f"127.0.0.1:{port}"}
+    # Without the client registered: no second application, and the demo page asks for no
+    # applications (the service does not serve them).
+    assert (await plain.client.get("/demo/app")).status == 404
+    assert (await (await plain.client.get("/demo/config.json")).json())["apps"] is False
+
+    service: Service = await make_dev_service({"clients": _demo_app(port)})
+    for path in ("/demo/app", "/demo/app/callback"):
+        response = await service.client.get(path, headers=here, allow_redirects=False)
+        assert response.status == 200, path
+        html = await response.text()
+        assert '<script src="/demo/assets/app.js" defer></script>' in html
+        csp = response.headers["Content-Security-Policy"]
+        assert "connect-src 'self'" in csp and "http" not in csp
+    script = await service.client.get("/demo/assets/app.js")
+    assert script.status == 200 and script.content_type == "text/javascript"
+    settings = await (await service.client.get("/demo/app/config.json")).json()
+    assert settings == {
+        "clientId": "demo-app",
+        "redirectUri": f"http://127.0.0.1:{port}/demo/app/callback",
+        "postLogoutRedirectUri": f"http://127.0.0.1:{port}/demo/app",
+        "scope": "openid profile email",
+        "home": "/demo/app",
+        "callbackPath": "/demo/app/callback",
+    }
+    assert (await (await service.client.get("/demo/config.json")).json())["apps"] is True
+    # Its tokens and callback belong to the registered origin: another host continues there.
+    moved = await service.client.get(
+        "/demo/app", headers={"Host": f"localhost:{port}"}, allow_redirects=False
+    )
+    assert moved.status == 302
+    assert moved.headers["Location"] == f"http://127.0.0.1:{port}/demo/app"
+
+
+async def test_production_serves_no_demo_application(make_dev_service: Any, tmp_path: Path) -> None:
+    ensure_apple_key_file(tmp_path / "var" / "apple.pem")
+    production: Service = await make_dev_service(
+        {
+            "environment": "production",
+            "rest": {"public_url": "https://auth.example.test"},
+            "dev": {"identity_provider": False},
+            "clients": _demo_app(8080),
+        }
+    )
+    # The provider face is served (the client is registered), the demo application is not.
+    discovery = await production.client.get("/.well-known/openid-configuration")
+    assert discovery.status == 200
+    for path in ("/demo/app", "/demo/app/callback", "/demo/app/config.json"):
+        assert (await production.client.get(path)).status == 404, path
+    assert (await production.client.get("/demo/assets/app.js")).status == 404

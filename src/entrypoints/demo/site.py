@@ -5,6 +5,12 @@ The page is one HTML file and one script; it learns the configured providers fro
 ``apiBase`` set, the service on another origin (CORS with credentials, ``app.allowed_origins``). The
 configuration's ``app.url`` points at it in development, so the callback's redirects
 (``/login``, ``/onboarding``, ``/dashboard``) land on it.
+
+``/demo/app`` is a second application, served when the configuration registers the client
+``demo-app`` (``config.default.yaml`` does): an OpenID Connect relying party in one script that
+signs in through ``/oauth2/authorize`` (single sign-on with the demo page's session), redeems
+the code with PKCE at ``/oauth2/token`` as a public client, and logs out through
+``/oauth2/logout``.
 """
 
 from __future__ import annotations
@@ -18,6 +24,10 @@ from authgate.entrypoints.config import Config, ProviderConfig, callback_urls_of
 from authgate.entrypoints.demo.assets import page_headers, read_static, static_response
 
 DEMO_PATH = "/demo"
+DEMO_APP_PATH = f"{DEMO_PATH}/app"
+DEMO_APP_CALLBACK = f"{DEMO_APP_PATH}/callback"
+# The client id under which the configuration registers the demo's second application.
+DEMO_CLIENT_ID = "demo-app"
 CSP = (
     "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; "
     "connect-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
@@ -39,6 +49,8 @@ def demo_settings(config: Config, api_base: str = "") -> dict[str, Any]:
     return {
         "base": DEMO_PATH,
         "apiBase": api_base,
+        # Whether the service lists the person's applications (/v1/account/apps).
+        "apps": bool(config.clients),
         "pages": {
             "login": config.app.login_path,
             "onboarding": config.app.onboarding_path,
@@ -92,6 +104,59 @@ def mount_demo(app: web.Application, config: Config) -> None:
     # Pages without an icon of their own (the development provider's) get the browser's
     # default request for one answered, not a 404 in the console.
     app.router.add_get("/favicon.ico", _static("favicon.svg", assets["favicon.svg"]))
+    if DEMO_CLIENT_ID in config.clients:
+        _mount_demo_app(app, config)
+
+
+def _registered(uris: list[str], path: str) -> str | None:
+    return next((u for u in uris if urlsplit(u).path == path), None)
+
+
+def demo_app_settings(config: Config) -> dict[str, Any] | None:
+    """The second application's settings: its client id and the registered addresses it uses
+    (None when ``demo-app`` does not register the demo's callback)."""
+    client = config.clients.get(DEMO_CLIENT_ID)
+    if client is None:
+        return None
+    redirect = _registered(client.redirect_uris, DEMO_APP_CALLBACK)
+    if redirect is None:
+        return None
+    after_logout = _registered(client.post_logout_redirect_uris, DEMO_APP_PATH)
+    scopes = [s for s in ("openid", "profile", "email") if s in client.allowed_scopes]
+    return {
+        "clientId": DEMO_CLIENT_ID,
+        "redirectUri": redirect,
+        "postLogoutRedirectUri": after_logout or "",
+        "scope": " ".join(scopes),
+        "home": DEMO_APP_PATH,
+        "callbackPath": DEMO_APP_CALLBACK,
+    }
+
+
+def _mount_demo_app(app: web.Application, config: Config) -> None:
+    settings = demo_app_settings(config)
+    if settings is None:
+        return
+    page = read_static("app.html")
+    script = read_static("app.js")
+    origin = _origin(settings["redirectUri"])
+
+    async def serve_page(request: web.Request) -> web.StreamResponse:
+        # Its tokens live in one origin's storage and its callback is registered on one
+        # origin: continue there.
+        if f"{request.scheme}://{request.host}".lower() != origin:
+            raise web.HTTPFound(origin + request.rel_url.path_qs)
+        return web.Response(
+            body=page, content_type="text/html", charset="utf-8", headers=page_headers(CSP)
+        )
+
+    async def serve_settings(request: web.Request) -> web.Response:
+        return web.json_response(settings, headers={"Cache-Control": "no-store"})
+
+    app.router.add_get(DEMO_APP_PATH, serve_page)
+    app.router.add_get(DEMO_APP_CALLBACK, serve_page)
+    app.router.add_get(f"{DEMO_APP_PATH}/config.json", serve_settings)
+    app.router.add_get(f"{DEMO_PATH}/assets/app.js", _static("app.js", script))
 
 
 def _static(name: str, body: bytes) -> Any:

@@ -376,6 +376,7 @@ class Demo {
       remember(localStorage, SIGNED_IN, "1");
       this.showAccount(me.body);
       await this.refreshSessions();
+      await this.refreshApps();
       return me.body;
     }
     if (me.status === 401 && remembered(localStorage, SIGNED_IN)) {
@@ -433,6 +434,55 @@ class Demo {
       list.append(item);
     }
     $("end-other-sessions").hidden = !sessions.some((s) => !s.current);
+  }
+
+  // The applications the person consented to (only when applications are registered).
+  async refreshApps() {
+    if (!this.config.apps) return;
+    const answer = await api("GET", "/v1/account/apps");
+    if (answer.status === 200) {
+      this.showApps(answer.body.apps);
+    } else if (answer.status === 401) {
+      this.sessionEnded();
+    }
+  }
+
+  showApps(apps) {
+    $("apps-section").hidden = false;
+    $("apps-none").hidden = apps.length > 0;
+    const list = $("apps");
+    list.replaceChildren();
+    for (const a of apps) {
+      const name = a.name || a.clientId;
+      const what = el("p", { class: "device" }, el("strong", {}, name), " · ", el("code", {}, a.clientId));
+      const when = el(
+        "p",
+        { class: "hint" },
+        `May use: ${a.scopes.join(", ")} · allowed `,
+        formatTime(a.grantedAt),
+        a.lastUsedAt ? " · last used " : "",
+        a.lastUsedAt ? formatTime(a.lastUsedAt) : "",
+      );
+      const withdraw = el(
+        "button",
+        { type: "button", class: "secondary", "aria-label": `Withdraw ${name}` },
+        "Withdraw",
+      );
+      withdraw.addEventListener("click", () => this.withdrawApp(a.clientId, name));
+      list.append(el("li", { "data-client": a.clientId }, what, when, withdraw));
+    }
+  }
+
+  async withdrawApp(clientId, name) {
+    this.notice("");
+    this.problem("");
+    const answer = await api("DELETE", `/v1/account/apps/${encodeURIComponent(clientId)}`);
+    if (answer.status === 204 || answer.status === 404) {
+      await this.refreshApps();
+      this.notice(`${name} no longer has access to your account.`, true);
+    } else if (!this.failed("Withdrawing the application", answer)) {
+      this.offerStepUp(answer, `withdrawing ${name}`);
+    }
   }
 
   async endSession(session) {
