@@ -1,5 +1,6 @@
 """The OpenID Provider's pages: sign-in, consent, the form that answers with
-``response_mode=form_post``, and the error page.
+``response_mode=form_post``, and the error page; and the skeleton, style and headers every page
+of the provider shares (the end-session endpoint's pages in ``logout_pages`` too).
 
 Plain, accessible HTML with nothing external: one inline style sheet and, on the form_post
 page only, one inline script, each allowed by its hash in the Content Security Policy (no
@@ -20,6 +21,8 @@ from urllib.parse import urlsplit
 import attrs
 from aiohttp import web
 
+from authgate.domain.redirects import origin
+
 STYLE = """\
 :root { color-scheme: light dark; font-family: system-ui, sans-serif; line-height: 1.5; }
 body { margin: 0; background: Canvas; color: CanvasText; }
@@ -36,6 +39,7 @@ a.button:focus-visible, button:focus-visible { outline: 3px solid #f5a623;
 .actions { display: flex; gap: .75rem; margin-top: 1.5rem; }
 .actions button { flex: 1; }
 .note { color: GrayText; }
+.notice { padding: .75rem; border-left: 4px solid #b45309; }
 """
 
 # Submits the form_post answer at once; without scripts its button does.
@@ -59,8 +63,11 @@ _STYLE_SOURCE = _hash_source(STYLE)
 _SCRIPT_SOURCE = _hash_source(FORM_POST_SCRIPT)
 
 
-def page_headers(form_action: str = "'self'", *, script: bool = False) -> dict[str, str]:
-    """The headers of every page: its policy (``form_action``: where its forms may post)."""
+def page_headers(
+    form_action: str = "'self'", *, script: bool = False, referrer: str = "same-origin"
+) -> dict[str, str]:
+    """The headers of every page: its policy (``form_action``: where its forms may post, and
+    where a redirect after such a post may lead) and how much of its address it passes on."""
     csp = (
         f"default-src 'none'; style-src {_STYLE_SOURCE}; "
         + (f"script-src {_SCRIPT_SOURCE}; " if script else "")
@@ -70,7 +77,7 @@ def page_headers(form_action: str = "'self'", *, script: bool = False) -> dict[s
         "Content-Security-Policy": csp,
         "X-Frame-Options": "DENY",
         "X-Content-Type-Options": "nosniff",
-        "Referrer-Policy": "same-origin",
+        "Referrer-Policy": referrer,
         "Cache-Control": "no-store",
         "Pragma": "no-cache",
     }
@@ -81,13 +88,29 @@ def provider_label(name: str) -> str:
     return PROVIDER_LABELS.get(name, name.replace("_", " ").replace("-", " ").title())
 
 
-def _document(title: str, body: str, *, script: bool = False) -> str:
+def html_page(
+    title: str,
+    body: str,
+    *,
+    status: int = 200,
+    form_action: str = "'self'",
+    referrer: str = "same-origin",
+) -> web.Response:
+    """A page of the provider with ``body`` (already escaped) and the shared headers."""
+    return _response(
+        status,
+        _document(title, body, referrer=referrer),
+        page_headers(form_action, referrer=referrer),
+    )
+
+
+def _document(title: str, body: str, *, script: bool = False, referrer: str = "same-origin") -> str:
     tail = f"<script>{FORM_POST_SCRIPT}</script>" if script else ""
     return (
         "<!doctype html>\n"
         '<html lang="en"><head><meta charset="utf-8">'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
-        '<meta name="referrer" content="same-origin">'
+        f'<meta name="referrer" content="{referrer}">'
         f"<title>{escape(title)}</title><style>{STYLE}</style></head>"
         f"<body><main>{body}</main>{tail}</body></html>\n"
     )
@@ -99,7 +122,8 @@ def _response(status: int, html: str, headers: dict[str, str]) -> web.Response:
     )
 
 
-def _hidden(fields: Iterable[tuple[str, str]]) -> str:
+def hidden_fields(fields: Iterable[tuple[str, str]]) -> str:
+    """A form's hidden inputs, every name and value escaped."""
     return "".join(
         f'<input type="hidden" name="{escape(name)}" value="{escape(value)}">'
         for name, value in fields
@@ -145,7 +169,7 @@ def sign_in_page(
         "<h2>New here?</h2>"
         f'<nav aria-label="Create an account with"><ul>{register}</ul></nav>'
     )
-    return _response(200, _document("Sign in", body), page_headers())
+    return html_page("Sign in", body)
 
 
 def consent_page(
@@ -170,14 +194,14 @@ def consent_page(
     body = (
         f"<h1>Allow {app} to use your account?</h1>"
         f'<p><strong>{app}</strong> would like to:</p><ul class="scopes">{items}</ul>'
-        f'<form method="post" action="{escape(action)}">{_hidden(fields)}'
+        f'<form method="post" action="{escape(action)}">{hidden_fields(fields)}'
         '<div class="actions">'
         '<button type="submit" name="decision" value="approve">Allow</button>'
         '<button class="secondary" type="submit" name="decision" value="deny">Deny</button>'
         "</div></form>"
         '<p class="note">You can withdraw this later from your account\'s applications.</p>'
     )
-    return _response(200, _document(f"Allow {client_name}?", body), page_headers())
+    return html_page(f"Allow {client_name}?", body)
 
 
 def form_post_page(redirect_uri: str, fields: Iterable[tuple[str, str]]) -> web.Response:
@@ -185,13 +209,13 @@ def form_post_page(redirect_uri: str, fields: Iterable[tuple[str, str]]) -> web.
     client's ``redirect_uri`` at once (a button does it without scripts)."""
     body = (
         "<h1>Returning to the application…</h1>"
-        f'<form id="answer" method="post" action="{escape(redirect_uri)}">{_hidden(fields)}'
+        f'<form id="answer" method="post" action="{escape(redirect_uri)}">{hidden_fields(fields)}'
         '<noscript><button type="submit">Continue</button></noscript></form>'
     )
     return _response(
         200,
         _document("Returning to the application", body, script=True),
-        page_headers(_form_action_source(redirect_uri), script=True),
+        page_headers(form_action_source(redirect_uri), script=True),
     )
 
 
@@ -204,14 +228,14 @@ def error_page(description: str, *, status: int = 400) -> web.Response:
         '<p class="note">Return to the application and try again; if it happens again, tell '
         "its developers.</p>"
     )
-    return _response(status, _document("Sign-in request refused", body), page_headers("'none'"))
+    return html_page("Sign-in request refused", body, status=status, form_action="'none'")
 
 
-def _form_action_source(uri: str) -> str:
-    """A CSP source that lets a form post to ``uri``: its origin (an http(s) URI) or its
-    scheme (a native app's private-use scheme); a registered URI has no space, quote or
-    semicolon in either."""
-    parts = urlsplit(uri)
-    if parts.scheme in ("http", "https"):
-        return f"{parts.scheme}://{parts.netloc}"
-    return f"{parts.scheme}:"
+def form_action_source(uri: str) -> str:
+    """A CSP source that lets a form post (or a redirect after one) lead to ``uri``: its origin
+    (an http(s) URI) or its scheme (a native app's private-use scheme); a registered URI has no
+    space, quote or semicolon in either."""
+    scheme = urlsplit(uri).scheme.lower()
+    if scheme in ("http", "https"):
+        return origin(uri)
+    return f"{scheme}:"
