@@ -89,6 +89,19 @@ def build_api(config: Config, resources: Resources, services: Services | None = 
     ).register(api)
     AccountOperations(services.account, bearer, cookie, guard, client_address, cors).register(api)
     JwksOperations(resources.sessions).register(api)
+    if services.passkeys is not None:
+        from authgate.entrypoints.http.passkeys import PasskeyOperations
+
+        PasskeyOperations(
+            services.passkeys,
+            bearer,
+            cookie,
+            guard,
+            client_address,
+            resources.passkey_limiter,
+            binding_max_age=config.state.ttl_seconds,
+            cors=cors,
+        ).register(api)
     if services.openid is not None:
         from authgate.entrypoints.http.discovery import DiscoveryOperations, provider_metadata
 
