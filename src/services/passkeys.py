@@ -143,8 +143,8 @@ class PasskeyService:
             verify_origin=self._origin_allowed,
         )
 
-    def _origin_allowed(self, origin: str) -> bool:
-        return origin in self.policy.origins
+    def _origin_allowed(self, origin: object) -> bool:
+        return isinstance(origin, str) and origin in self.policy.origins
 
     # -- adding a passkey -----------------------------------------------------------------
 
@@ -204,10 +204,13 @@ class PasskeyService:
             user_verification=UserVerificationRequirement.REQUIRED,
             challenge=challenge.challenge,
         )
+        _refuse_cross_origin(registration.response.client_data.cross_origin)
         try:
             auth_data = self._server.register_complete(state, registration)
         except ValueError as e:
             raise errors.PasskeyNotVerified(_reason(e)) from e
+        except Exception as e:  # a member of an odd type met in the checks: malformed
+            raise errors.InvalidPasskeyResponse("a member has the wrong type") from e
         credential = auth_data.credential_data
         assert credential is not None  # checked above
         passkey = Passkey(
@@ -330,10 +333,13 @@ class PasskeyService:
                 raise errors.PasskeyNotVerified(
                     "the user handle is not the passkey's account's", passkey.account_id
                 )
+            _refuse_cross_origin(assertion.response.client_data.cross_origin, passkey.account_id)
             try:
                 self._server.authenticate_complete(state, [_attested(passkey)], assertion)
             except ValueError as e:
                 raise errors.PasskeyNotVerified(_reason(e), passkey.account_id) from e
+            except Exception as e:  # a member of an odd type met in the checks: malformed
+                raise errors.InvalidPasskeyResponse("a member has the wrong type") from e
             counter = auth_data.counter
             if (counter or passkey.sign_count) and counter <= passkey.sign_count:
                 raise _Cloned(passkey, counter)
@@ -472,6 +478,12 @@ class _Cloned(errors.PasskeyNotVerified):
             "the signature counter went backwards: the authenticator may have been cloned",
             passkey.account_id,
         )
+
+
+def _refuse_cross_origin(cross_origin: object, account_id: str | None = None) -> None:
+    """The ceremony ran in a frame of another origin: authgate's pages are never framed."""
+    if cross_origin:
+        raise errors.PasskeyNotVerified("the ceremony ran in a cross-origin frame", account_id)
 
 
 def user_handle(account_id: str) -> bytes:

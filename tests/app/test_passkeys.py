@@ -17,7 +17,7 @@ from authgate.domain.model import Outcome, ProviderIdentity
 from authgate.entrypoints import assembly
 from authgate.entrypoints.config import ConfigError, parse
 from tests.fakeidp import FakeIdP, SettableClock
-from tests.support.webauthn import UP, UV, SoftAuthenticator, b64url
+from tests.support.webauthn import UP, UV, SoftAuthenticator, b64url, unb64url
 
 from .conftest import MakeService
 from .passkeys_support import (
@@ -209,6 +209,19 @@ async def test_another_rp_id_no_user_presence_or_verification_are_refused(
         token, SoftAuthenticator().create(options, ORIGIN, flags=UP), binding
     )
     await refused(answer, 400, "passkey_not_verified")
+
+
+async def test_a_ceremony_in_a_cross_origin_frame_is_refused(passkeys: Passkeys) -> None:
+    token = await passkeys.registered()
+    options, binding = await passkeys.registration_options(token)
+    created = SoftAuthenticator().create(options, ORIGIN)
+    client_data = json.loads(unb64url(created["response"]["clientDataJSON"]))
+    created["response"]["clientDataJSON"] = b64url(
+        json.dumps({**client_data, "crossOrigin": True}).encode()
+    )
+    answer = await passkeys.register(token, created, binding)
+    assert "cross-origin" in (await refused(answer, 400, "passkey_not_verified"))["message"]
+    assert await passkeys.listed(token) == []
 
 
 async def test_a_replayed_assertion_is_refused(passkeys: Passkeys) -> None:

@@ -322,7 +322,7 @@ class AccountOperations:
             tags=(docs.ACCOUNT,),
             summary="Export the account",
             description="Everything stored about the caller (account, identities, sessions, audit "
-            "records, consents to applications) as one document. Needs a recent sign-in.",
+            "records, consents to applications, passkeys) as one document. Needs a recent sign-in.",
             examples=docs.error_examples(
                 docs.NO_CREDENTIAL, docs.STEP_UP, read_scope, errors.AccountGone()
             ),
