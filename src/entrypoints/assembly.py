@@ -167,7 +167,11 @@ def _register_openid_flow(
         if urls:
             callbacks[name] = (own or urls)[0]
     AuthorizeOperations(
-        openid.authorization, sessions, guard, SignInStart(issuer, callbacks)
+        openid.authorization,
+        sessions,
+        guard,
+        SignInStart(issuer, callbacks),
+        passkeys=config.passkeys.enabled,
     ).register(api)
     TokenOperations(
         openid.tokens,
