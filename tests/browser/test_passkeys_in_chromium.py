@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 from pathlib import Path
+from urllib.parse import urlencode
 
 import pytest
 from playwright.sync_api import Browser, Page, expect
@@ -29,7 +30,9 @@ class Instance:
         self.base = ""
 
     def start(self) -> str:
-        self._running = _serve(self.workdir, DEMO_HOST="localhost")
+        # The OpenID Provider's issuer on localhost too, so its sign-in page may use them.
+        sections = {"rest": {"public_url": "http://localhost:${PORT}"}}
+        self._running = _serve(self.workdir, sections, DEMO_HOST="localhost")
         served = next(self._running)
         self.base = served.replace("127.0.0.1", "localhost")
         return self.base
@@ -124,3 +127,40 @@ def test_a_passkey_signs_in_also_after_a_restart_and_not_once_removed(
         expect(page.locator("#signed-out")).to_be_visible()
         steps.shot("removed-passkey-refused")
         watch.check(base, {("POST", "/v1/passkeys/authentication", 401)})
+
+
+def test_the_sign_in_page_of_the_openid_provider_signs_in_with_a_passkey(
+    browser: Browser, instance: Instance, artifacts: Path
+) -> None:
+    base = instance.start()
+    with watched_page(browser) as (page, _):
+        virtual_authenticator(page)
+        steps = Steps(page, base, artifacts)
+        page.goto(f"{base}/demo")
+        page.get_by_role("link", name="Register with Google").click()
+        steps.choose_user("Ada Lovelace")
+        page.get_by_role("button", name="Add a passkey").click()
+        expect(page.locator("#passkeys li")).to_have_count(1)
+        sign_out(page)
+
+        # The demo application's authorization request, by a browser signed out of authgate.
+        port = base.rsplit(":", 1)[1]
+        query = urlencode(
+            {
+                "response_type": "code",
+                "client_id": "demo-app",
+                "redirect_uri": f"http://127.0.0.1:{port}/demo/app/callback",
+                "scope": "openid profile",
+                "state": "s-123",
+                "code_challenge": "E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM",
+                "code_challenge_method": "S256",
+            }
+        )
+        page.goto(f"{base}/oauth2/authorize?{query}")
+        expect(page.get_by_role("heading", level=1)).to_have_text("Sign in")
+        page.get_by_role("button", name="Sign in with a passkey").click()
+        # Signed in, the request resumes: the application asks for consent.
+        expect(page.get_by_role("heading", level=1)).to_have_text(
+            "Allow Demo application to use your account?"
+        )
+        steps.shot("openid-provider-passkey-consent")
