@@ -60,6 +60,7 @@ from authgate.ports.passkeys import (
 )
 from authgate.ports.unit_of_work import UnitOfWork
 from authgate.services.audit import audit_event, log_event
+from authgate.services.fido2_hints import memoize_type_hints
 from authgate.services.sessions import SessionService
 from authgate.services.signin import SignInPolicy
 
@@ -137,6 +138,7 @@ class PasskeyService:
         self.policy = policy
         self.signin = signin
         self.metrics: Metrics = metrics or NoMetrics()
+        memoize_type_hints()  # fido2's data classes, made several times a sign-in
         self._server = Fido2Server(
             PublicKeyCredentialRpEntity(name=policy.rp_name, id=policy.rp_id),
             attestation=AttestationConveyancePreference.NONE,
