@@ -29,10 +29,10 @@ class Instance:
         self._running: Iterator[str] | None = None
         self.base = ""
 
-    def start(self) -> str:
+    def start(self, **env: str) -> str:
         # The OpenID Provider's issuer on localhost too, so its sign-in page may use them.
         sections = {"rest": {"public_url": "http://localhost:${PORT}"}}
-        self._running = _serve(self.workdir, sections, DEMO_HOST="localhost")
+        self._running = _serve(self.workdir, sections, DEMO_HOST="localhost", **env)
         served = next(self._running)
         self.base = served.replace("127.0.0.1", "localhost")
         return self.base
@@ -164,3 +164,30 @@ def test_the_sign_in_page_of_the_openid_provider_signs_in_with_a_passkey(
             "Allow Demo application to use your account?"
         )
         steps.shot("openid-provider-passkey-consent")
+
+
+def test_a_passkey_sign_in_is_the_way_back_to_a_fresh_session(
+    browser: Browser, instance: Instance, artifacts: Path
+) -> None:
+    base = instance.start(REAUTHENTICATE_AFTER="4")
+    with watched_page(browser) as (page, _):
+        virtual_authenticator(page)
+        steps = Steps(page, base, artifacts)
+        page.goto(f"{base}/demo")
+        page.get_by_role("link", name="Register with Google").click()
+        steps.choose_user("Ada Lovelace")
+        page.get_by_role("button", name="Add a passkey").click()
+        expect(page.locator("#passkeys li")).to_have_count(1)
+        sign_out(page)
+        sign_in_with_passkey(page)
+        page.wait_for_timeout(4500)  # the passkey sign-in is no longer recent
+        page.get_by_role("button", name=re.compile("^Remove the passkey")).click()
+        expect(page.locator("#problem-codes")).to_have_text("error: reauthentication_required")
+        page.get_by_role("button", name="Sign in again with a passkey").click()
+        sign_in_again = page.locator("#notice")
+        expect(sign_in_again).to_have_text("You are signed in with a passkey.")
+        # Fresh again: removing the passkey (a change needing a recent sign-in) goes through.
+        page.get_by_role("button", name=re.compile("^Remove the passkey")).click()
+        expect(page.locator("#notice")).to_have_text(re.compile("was removed"))
+        expect(page.locator("#passkeys li")).to_have_count(0)
+        steps.shot("passkey-step-up")

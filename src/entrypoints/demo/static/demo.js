@@ -332,6 +332,18 @@ class Demo {
   // is linked), and remember the window the API named for the notice on return.
   offerStepUp(answer, what, avoid = null) {
     const linked = this.config.providers.filter((p) => this.linked && this.linked.has(p.id));
+    if (this.passkeysUsable() && (this.signedInWith === "passkey" || linked.length === 0)) {
+      // A passkey sign-in is a fresh one too (its auth_time is the moment it was verified).
+      const again = el("button", { type: "button", id: "reauthenticate" }, "Sign in again with a passkey");
+      again.addEventListener("click", () => this.passkeySignIn());
+      this.problem(
+        `For your security, ${what} needs a recent sign-in. Sign in again, then try once more.`,
+        "error: reauthentication_required",
+        true,
+        again,
+      );
+      return;
+    }
     const again =
       linked.find((p) => p.id === this.signedInWith && p.id !== avoid) ||
       linked.find((p) => p.id !== avoid) ||
