@@ -281,7 +281,12 @@ class PasskeyService:
             signed_in = await self._authenticate(binding, response, client, return_to)
         except errors.SignInError as e:
             account_id = getattr(e, "account_id", None)
-            self.metrics.sign_in(PASSKEY_PROVIDER, Outcome.FAILED.value, _snake(type(e).__name__))
+            reason = (
+                Outcome.PASSKEY_COUNTER_REGRESSED.value
+                if isinstance(e, _Cloned)
+                else _snake(type(e).__name__)
+            )
+            self.metrics.sign_in(PASSKEY_PROVIDER, Outcome.FAILED.value, reason)
             if isinstance(e, _Cloned):
                 security_log.warning(
                     "security event: passkey %s of account %s signed with counter %d after %d: "

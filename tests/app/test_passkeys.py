@@ -549,3 +549,21 @@ def test_passkeys_are_off_unless_enabled(tmp_path: Path) -> None:
         "/v1/account/passkeys",
         "/v1/account/passkeys/{id}",
     }
+
+
+async def test_passkey_sign_ins_are_counted_in_the_metrics(
+    make_service: MakeService, fake_idp: FakeIdP, idp_clock: SettableClock
+) -> None:
+    from tests.app.test_metrics import scrape, value
+
+    passkeys = await start_passkeys(make_service, fake_idp, idp_clock, metrics={"port": None})
+    token, authenticator, _ = await signed_up(passkeys)
+    assert (await passkeys.sign_in(authenticator, sign_count=4)).status == 200
+    assert (await passkeys.sign_in(authenticator, sign_count=2)).status == 400
+    samples = await scrape(passkeys.client)
+    signed_in = {"provider": "passkey", "outcome": "signed_in", "reason": "none"}
+    assert value(samples, "authgate_sign_ins_total", **signed_in) == 1
+    cloned = {"provider": "passkey", "outcome": "failed", "reason": "passkey_counter_regressed"}
+    assert value(samples, "authgate_sign_ins_total", **cloned) == 1
+    assert value(samples, "authgate_sessions_issued_total", provider="passkey") == 1
+    assert token
