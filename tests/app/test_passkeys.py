@@ -567,3 +567,27 @@ async def test_passkey_sign_ins_are_counted_in_the_metrics(
     assert value(samples, "authgate_sign_ins_total", **cloned) == 1
     assert value(samples, "authgate_sessions_issued_total", provider="passkey") == 1
     assert token
+
+
+async def test_a_challenge_asked_of_one_instance_is_answered_at_another(
+    make_service: MakeService,
+    fake_idp: FakeIdP,
+    idp_clock: SettableClock,
+    clean_postgres_url: str,
+) -> None:
+    # Two instances on one PostgreSQL database (and one key file): the challenge is shared.
+    first = await start_passkeys(make_service, fake_idp, idp_clock, clean_postgres_url)
+    second = await start_passkeys(make_service, fake_idp, idp_clock, clean_postgres_url)
+    token = await first.registered()
+    authenticator = SoftAuthenticator()
+    options, binding = await first.registration_options(token)
+    answer = await second.register(token, authenticator.create(options, ORIGIN), binding)
+    assert answer.status == 201, await answer.text()
+    options, binding = await first.authentication_options()
+    signed = await second.authenticate(authenticator.get(options, ORIGIN), binding)
+    assert signed.status == 200, await signed.text()
+    options, binding = await second.authentication_options()
+    assert (await first.authenticate(authenticator.get(options, ORIGIN), binding)).status == 200
+    listed = [p["id"] for p in await first.listed(token)]
+    assert len(listed) == 1
+    assert listed == [p["id"] for p in await second.listed(token)]
