@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 
 from authgate.adapters.bound_repositories import BoundRepositories, RepositoryMakers
 
@@ -104,3 +104,7 @@ class MemoryUnitOfWork:
                 self.session_clients.restore(clients)
                 self.logout_outbox.restore(logouts)
                 raise
+
+    def read(self) -> AbstractAsyncContextManager[BoundRepositories]:
+        """A unit that only reads is an ordinary one (units run one at a time, in memory)."""
+        return self.begin()
