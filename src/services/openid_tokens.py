@@ -242,6 +242,13 @@ class TokenService:
                     if presented is None
                     else f"refresh token of client {presented.client_id} presented by another",
                 )
+            if not await tx.sessions.is_live(presented.session_id, now):
+                # The token dies with its authgate session, at once: also while the session's
+                # expiry has not yet been acted on (its family revoked, its clients told).
+                raise InvalidGrant(
+                    "the refresh token is unknown, expired or revoked",
+                    "refresh token's session ended",
+                )
             if scopes is not None and not set(scopes) <= set(presented.scopes):
                 raise InvalidScope("the scope may only narrow what was granted")
             issue = _Issue(

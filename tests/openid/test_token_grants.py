@@ -196,6 +196,20 @@ async def test_a_refresh_token_expires(op: Op) -> None:
     await refused(await refresh(op, first["refresh_token"]))
 
 
+async def test_a_refresh_token_dies_with_its_session_when_the_session_expires(
+    op_on: Op,
+) -> None:
+    """The session (24 hours without use here) ends before the refresh token would (30
+    days): the token ends with it, at once, whether or not the expiry was acted on yet."""
+    op = op_on
+    await op.sign_in()
+    request = Request(scope=OFFLINE)
+    first = await op.tokens(request, await op.code(request))
+    second = await (await refresh(op, first["refresh_token"])).json()
+    op.clock.advance(86400 + 1)
+    await refused(await refresh(op, second["refresh_token"]))
+
+
 async def test_concurrent_refreshes_have_one_winner_and_end_the_family(
     op_on: Op, request: pytest.FixtureRequest
 ) -> None:

@@ -64,6 +64,8 @@ class MemoryUnitOfWork:
             self.session_clients,
         ):
             accounts.cascade_to(dependent.drop_account)
+        self.session_clients.follow_sessions(sessions)
+        sessions.keep_while(self.session_clients.has_session)
         self._lock = asyncio.Lock()
 
     @asynccontextmanager
