@@ -3,6 +3,7 @@ and the deletion of an account taking every OpenID Provider row of it along."""
 
 from __future__ import annotations
 
+import asyncio
 import datetime as dt
 
 import pytest
@@ -170,6 +171,31 @@ async def test_the_clients_of_a_session_that_expired_unrevoked_are_taken_once(
 
     assert await store.sessions.purge_expired(now) == 2  # told: the records may go
     assert await store.sessions.get("s-live") is not None
+
+
+async def test_concurrent_takers_take_each_expired_session_client_once(store: Store) -> None:
+    """Several instances sweep at the same time: every row is taken by exactly one."""
+    account = await new_account(store)
+    for n in range(6):
+        await store.sessions.add(session_record(f"s-{n}", account, T0 + DAY))
+        for client_id in ("web", "admin"):
+            await store.session_clients.add(session_client(account, f"s-{n}", client_id))
+
+    async def take() -> list[tuple[str, str]]:
+        taken: list[tuple[str, str]] = []
+        while True:
+            async with store.units.begin() as tx:
+                batch = await tx.session_clients.take_expired(T0 + 2 * DAY, 3)
+            taken += [(c.session_id, c.client_id) for c in batch]
+            if not batch:
+                return taken
+            await asyncio.sleep(0)
+
+    takers = await asyncio.gather(*(take() for _ in range(4)))
+    every = [row for taker in takers for row in taker]
+    assert sorted(every) == sorted(
+        (f"s-{n}", client_id) for n in range(6) for client_id in ("web", "admin")
+    )
 
 
 async def test_taking_expired_session_clients_rolls_back_with_its_unit(store: Store) -> None:
