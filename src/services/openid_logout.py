@@ -5,10 +5,13 @@ single sign-on session of the clients that received tokens in it; whatever ends 
 a revocation, an unlink, a deletion, a provider's event, the operator) ends it through the
 sessions service, which calls :meth:`BackchannelLogout.ended` inside the same unit of work: the
 session's token families are revoked, and each client of the session with a
-``backchannel_logout_uri`` gets an outbox row. After the commit :class:`LogoutTokenWorker` (an
-outbox worker, started with the application on every instance) claims the rows with a lease and
-POSTs a newly signed logout token to each client, retried with backoff until the client answers
-2xx or the row is older than the maximum age; each delivery and each give-up is audited.
+``backchannel_logout_uri`` gets an outbox row. A session that ends by expiring is ended the
+same way by the worker (:meth:`LogoutTokenWorker.end_expired`): nothing revokes it, so the
+worker takes the recorded clients of sessions that expired unrevoked, once across instances.
+After the commit :class:`LogoutTokenWorker` (an outbox worker, started with the application on
+every instance) claims the rows with a lease and POSTs a newly signed logout token to each
+client, retried with backoff until the client answers 2xx or the row is older than the maximum
+age; each delivery and each give-up is audited.
 
 **RP-initiated logout** (OpenID Connect RP-Initiated Logout 1.0). :class:`RpInitiatedLogout`
 decides what a request to the end-session endpoint earns: end the browser's session at once

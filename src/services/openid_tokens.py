@@ -38,6 +38,7 @@ from authgate.domain.authorization_request import OFFLINE_ACCESS
 from authgate.domain.clients import Client
 from authgate.domain.model import UNPROVEN_AUTH_TIME
 from authgate.domain.oauth import (
+    SESSION_CLIENT_GRACE,
     AccessTokenClaims,
     AuthorizationCode,
     RefreshToken,
@@ -188,7 +189,7 @@ class TokenService:
                             client_id=client.client_id,
                             account_id=issue.account_id,
                             first_at=now,
-                            expires_at=session.absolute_expires_at,
+                            expires_at=session.absolute_expires_at + SESSION_CLIENT_GRACE,
                         )
                     )
                     await tx.grants.touch(issue.account_id, client.client_id, now)
