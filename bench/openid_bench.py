@@ -23,6 +23,10 @@ CPU 0, the load generator to CPU 1. The flows and refreshes are driven through a
 
     .venv/bin/python bench/openid_bench.py            # the recorded run (~1.5 minutes)
     .venv/bin/python bench/openid_bench.py --quick    # a smoke run
+
+``signature_ceiling`` in the report: RS256 signatures per CPU second on this machine, and the
+token responses (two signatures each) that alone allow per CPU second, with nothing else
+counted: the bound under which the flow and refresh figures stay while both tokens are RS256.
 """
 
 from __future__ import annotations
@@ -87,6 +91,39 @@ CLIENTS: dict[str, Any] = {
 FLOW_TARGET = 1000.0
 REFRESH_TARGET = 1500.0
 INTROSPECTION_TARGET = 0.8
+SIGNATURES_PER_TOKEN_RESPONSE = 2  # the ID token and the RFC 9068 access token, both RS256
+
+
+def rs256_ceiling(signatures: int = 400) -> dict[str, float]:
+    """RS256 signatures per CPU second on this machine (joserfc, a 2048-bit key like the
+    service's, a token response's claims), and what that alone allows: a flow and a refresh
+    each sign two tokens, so neither can exceed half of it per CPU second whatever else they
+    cost. Measured in this process, on the load generator's CPU (time.process_time)."""
+    from joserfc import jwt
+    from joserfc.jwk import RSAKey
+
+    key = RSAKey.generate_key(2048, parameters={"kid": "bench"})
+    claims = {
+        "iss": ISSUER,
+        "sub": str(uuid.uuid4()),
+        "aud": "web",
+        "iat": 1_800_000_000,
+        "exp": 1_800_000_300,
+        "sid": uuid.uuid4().hex,
+        "scope": "openid offline_access",
+        "jti": uuid.uuid4().hex,
+    }
+    jwt.encode({"alg": "RS256", "kid": "bench"}, claims, key)  # warm
+    began = time.process_time()
+    for _ in range(signatures):
+        jwt.encode({"alg": "RS256", "kid": "bench"}, claims, key)
+    per_second = signatures / (time.process_time() - began)
+    return {
+        "rs256_signatures_per_cpu_second": round(per_second, 1),
+        "token_responses_per_cpu_second_at_most": round(
+            per_second / SIGNATURES_PER_TOKEN_RESPONSE, 1
+        ),
+    }
 
 
 def basic(client: str, secret: str) -> str:
@@ -368,6 +405,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         admin = await asyncpg.connect(args.admin_url)
         await admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
         await admin.close()
+    report["signature_ceiling"] = rs256_ceiling()
     report["targets"] = {
         "code_flow_per_cpu_second": FLOW_TARGET,
         "refresh_per_cpu_second": REFRESH_TARGET,
@@ -504,7 +542,10 @@ def main() -> int:
         f"code flow {report['code_flow']['per_cpu_second']} per CPU second (target "
         f"{FLOW_TARGET:g}); refresh {report['refresh']['per_cpu_second']} (target "
         f"{REFRESH_TARGET:g}); introspection authgate/raw {report['introspection']['authgate/raw']}"
-        f" (target {INTROSPECTION_TARGET:g}; rounds {report['introspection']['round_ratios']})",
+        f" (target {INTROSPECTION_TARGET:g}; rounds {report['introspection']['round_ratios']});"
+        f" two RS256 signatures alone allow at most "
+        f"{report['signature_ceiling']['token_responses_per_cpu_second_at_most']} token "
+        "responses per CPU second",
         file=sys.stderr,
     )
     return 0

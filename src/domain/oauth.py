@@ -152,11 +152,18 @@ class Grant:
     last_used_at: dt.datetime | None = None
 
 
+SESSION_CLIENT_GRACE = dt.timedelta(days=1)
+"""How long a session's clients are kept past its absolute expiry: the logout worker takes
+those of an expired session within seconds; the grace only outlasts a worker that was down."""
+
+
 @attrs.frozen
 class SessionClient:
     """A client that received tokens in an authgate session: who is told when the session
-    ends (OpenID Connect Back-Channel Logout). ``expires_at`` is when the session ends at the
-    latest (its absolute expiry): the row is of no use after it."""
+    ends (OpenID Connect Back-Channel Logout). ``expires_at`` is when the row may be purged:
+    a while after the session ends at the latest (its absolute expiry), so that a session
+    that ends by expiring is still found with its clients to be told
+    (:data:`SESSION_CLIENT_GRACE`)."""
 
     session_id: str
     client_id: str

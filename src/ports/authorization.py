@@ -197,6 +197,14 @@ class SessionClients(Protocol):
         """The account's session clients, first served first."""
         ...
 
+    async def take_expired(self, now: dt.datetime, limit: int) -> list[SessionClient]:
+        """Remove and return (at most ``limit``, the sessions that expired first first) the
+        rows of sessions that ended by expiring: their record expired at ``now`` at the latest
+        and was never revoked (a revoked session's clients were told when it ended). Each row
+        is taken once, however many instances ask at the same time; the session's record is
+        not purged while such rows remain, so none is lost."""
+        ...
+
     async def purge_expired(self, now: dt.datetime) -> int:
         """Drop rows whose session ended at ``now`` at the latest; how many."""
         ...

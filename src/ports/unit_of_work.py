@@ -95,3 +95,10 @@ class UnitOfWork(Protocol):
         """Open a transaction: committed when the block ends normally, rolled back when it
         raises (or is cancelled)."""
         ...
+
+    def read(self) -> AbstractAsyncContextManager[Transaction]:
+        """Open a transaction that only reads (whether a token is still active): one
+        consistent view of the stores that takes no write lock, so that a check never waits
+        behind a writer nor holds one up. Writing through it is an error where the store can
+        tell (SQLite refuses it); where reads take no lock anyway it is :meth:`begin`."""
+        ...

@@ -20,6 +20,10 @@ own) is active while it verifies, its session is live and its account exists: in
 describes it too, so that a back end verifying sessions (``authgate.client``) can learn of a
 revocation at once.
 
+The checks read the stores through a unit that only reads (:meth:`~authgate.ports.
+unit_of_work.UnitOfWork.read`): on SQLite a check never takes the file's write lock, so it
+neither waits behind a writer nor holds one up.
+
 Why a token is inactive is logged, never answered: an inactive token is only inactive.
 """
 
@@ -132,7 +136,7 @@ class TokenAccess:
             raise TokenInactive(f"client {claims.client_id!r} is no longer registered")
         if not await self._sessions.is_live(claims.session_id):
             raise TokenInactive("its session has ended")
-        async with self._units.begin() as tx:
+        async with self._units.read() as tx:
             if not await tx.refresh_tokens.is_family_live(claims.family_id, now):
                 raise TokenInactive("its token family was revoked or has expired")
             account = await tx.accounts.get(claims.subject)
@@ -154,7 +158,7 @@ class TokenAccess:
             raise TokenInactive(f"client {found.client_id!r} is no longer registered")
         if not await self._sessions.is_live(found.session_id):
             raise TokenInactive("its session has ended")
-        async with self._units.begin() as tx:
+        async with self._units.read() as tx:
             if not await tx.refresh_tokens.is_family_live(found.family_id, now):
                 raise TokenInactive("its token family was revoked or has expired")
             account = await tx.accounts.get(found.account_id)
@@ -165,7 +169,7 @@ class TokenAccess:
     async def _refresh_record(self, token: str) -> RefreshToken | None:
         if not token or len(token) > MAX_TOKEN_LENGTH:
             return None
-        async with self._units.begin() as tx:
+        async with self._units.read() as tx:
             return await tx.refresh_tokens.get(token_digest(token))
 
     # -- introspection ----------------------------------------------------------------------
@@ -221,7 +225,7 @@ class TokenAccess:
             session = await self._sessions.verify(token)
         except InvalidSession as e:
             raise TokenInactive(f"not an active access, refresh or session token ({e})") from None
-        async with self._units.begin() as tx:
+        async with self._units.read() as tx:
             account = await tx.accounts.get(session.account_id)
         if account is None:
             raise TokenInactive("its account no longer exists")

@@ -5,10 +5,13 @@ single sign-on session of the clients that received tokens in it; whatever ends 
 a revocation, an unlink, a deletion, a provider's event, the operator) ends it through the
 sessions service, which calls :meth:`BackchannelLogout.ended` inside the same unit of work: the
 session's token families are revoked, and each client of the session with a
-``backchannel_logout_uri`` gets an outbox row. After the commit :class:`LogoutTokenWorker` (an
-outbox worker, started with the application on every instance) claims the rows with a lease and
-POSTs a newly signed logout token to each client, retried with backoff until the client answers
-2xx or the row is older than the maximum age; each delivery and each give-up is audited.
+``backchannel_logout_uri`` gets an outbox row. A session that ends by expiring is ended the
+same way by the worker (:meth:`LogoutTokenWorker.end_expired`): nothing revokes it, so the
+worker takes the recorded clients of sessions that expired unrevoked, once across instances.
+After the commit :class:`LogoutTokenWorker` (an outbox worker, started with the application on
+every instance) claims the rows with a lease and POSTs a newly signed logout token to each
+client, retried with backoff until the client answers 2xx or the row is older than the maximum
+age; each delivery and each give-up is audited.
 
 **RP-initiated logout** (OpenID Connect RP-Initiated Logout 1.0). :class:`RpInitiatedLogout`
 decides what a request to the end-session endpoint earns: end the browser's session at once
@@ -39,6 +42,9 @@ from authgate.services.outbox import OutboxInUnits, OutboxPolicy, OutboxWorker
 
 log = logging.getLogger("authgate.openid_logout")
 security_log = logging.getLogger("authgate.security")
+
+# The expired sessions' client rows one unit of work takes at most (a few milliseconds).
+EXPIRED_BATCH = 200
 
 
 @attrs.frozen
@@ -89,21 +95,10 @@ class BackchannelLogout:
                 await tx.refresh_tokens.revoke_for_session(session_id, now)
                 if not self._any_listener:
                     continue
-                for served in await tx.session_clients.for_session(session_id):
-                    client = self.clients.get(served.client_id)
-                    if client is None or client.backchannel_logout_uri is None:
-                        continue
-                    await tx.logout_outbox.add(
-                        PendingLogout(
-                            id=random_uuid_hex(),
-                            client_id=served.client_id,
-                            account_id=account_id,
-                            session_id=session_id,
-                            created_at=now,
-                            next_attempt_at=now,
-                        )
-                    )
-                    queued += 1
+                served = await tx.session_clients.for_session(session_id)
+                queued += await owe_logouts(
+                    tx, self.clients, account_id, session_id, [c.client_id for c in served], now
+                )
         if queued:
             log.info("back-channel logouts queued: %d", queued)
 
@@ -112,8 +107,42 @@ class BackchannelLogout:
         self.worker.wake()
 
 
+async def owe_logouts(
+    tx: Transaction,
+    clients: ClientRegistry,
+    account_id: str,
+    session_id: str,
+    client_ids: Sequence[str],
+    now: dt.datetime,
+) -> int:
+    """In ``tx``: a logout token, due at once, for each of ``client_ids`` (clients that
+    received tokens in the ended session) registered with a ``backchannel_logout_uri``; how
+    many."""
+    queued = 0
+    for client_id in client_ids:
+        client = clients.get(client_id)
+        if client is None or client.backchannel_logout_uri is None:
+            continue
+        await tx.logout_outbox.add(
+            PendingLogout(
+                id=random_uuid_hex(),
+                client_id=client_id,
+                account_id=account_id,
+                session_id=session_id,
+                created_at=now,
+                next_attempt_at=now,
+            )
+        )
+        queued += 1
+    return queued
+
+
 class LogoutTokenWorker(OutboxWorker[PendingLogout]):
-    """Delivers the logout tokens of the outbox (one task per running instance)."""
+    """Delivers the logout tokens of the outbox (one task per running instance).
+
+    Before each look at the outbox it ends, for the provider, the sessions that ended by
+    expiring (:meth:`end_expired`): nothing else notices them, since an expired session is
+    simply no longer live."""
 
     name = "back-channel logout worker"
 
@@ -134,6 +163,41 @@ class LogoutTokenWorker(OutboxWorker[PendingLogout]):
         self.units = units
         self.signer = signer
         self.sender = sender
+
+    async def run_once(self) -> int:
+        await self.end_expired()
+        return await super().run_once()
+
+    async def end_expired(self) -> int:
+        """What ends with a session that expired (its clients recorded, never revoked), once
+        per session whichever instance sees it first: its token families are revoked and each
+        client that received tokens in it and registered a ``backchannel_logout_uri`` is owed
+        a logout token, in one unit of work with taking its clients' rows. How many clients'
+        rows were taken."""
+        taken_in_all = 0
+        while True:
+            now = self.clock.now()
+            queued = 0
+            async with self.units.begin() as tx:
+                taken = await tx.session_clients.take_expired(now, EXPIRED_BATCH)
+                by_session: dict[tuple[str, str], list[str]] = {}
+                for served in taken:
+                    key = (served.account_id, served.session_id)
+                    by_session.setdefault(key, []).append(served.client_id)
+                for (account_id, session_id), client_ids in by_session.items():
+                    await tx.refresh_tokens.revoke_for_session(session_id, now)
+                    queued += await owe_logouts(
+                        tx, self.clients, account_id, session_id, client_ids, now
+                    )
+            taken_in_all += len(taken)
+            if by_session:
+                log.info(
+                    "sessions ended by expiry: %d; back-channel logouts queued: %d",
+                    len(by_session),
+                    queued,
+                )
+            if len(taken) < EXPIRED_BATCH:
+                return taken_in_all
 
     async def attempt(self, pending: PendingLogout) -> None:
         client = self.clients.get(pending.client_id)

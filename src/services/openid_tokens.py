@@ -38,6 +38,7 @@ from authgate.domain.authorization_request import OFFLINE_ACCESS
 from authgate.domain.clients import Client
 from authgate.domain.model import UNPROVEN_AUTH_TIME
 from authgate.domain.oauth import (
+    SESSION_CLIENT_GRACE,
     AccessTokenClaims,
     AuthorizationCode,
     RefreshToken,
@@ -188,7 +189,7 @@ class TokenService:
                             client_id=client.client_id,
                             account_id=issue.account_id,
                             first_at=now,
-                            expires_at=session.absolute_expires_at,
+                            expires_at=session.absolute_expires_at + SESSION_CLIENT_GRACE,
                         )
                     )
                     await tx.grants.touch(issue.account_id, client.client_id, now)
@@ -241,6 +242,13 @@ class TokenService:
                     "refresh token unknown"
                     if presented is None
                     else f"refresh token of client {presented.client_id} presented by another",
+                )
+            if not await tx.sessions.is_live(presented.session_id, now):
+                # The token dies with its authgate session, at once: also while the session's
+                # expiry has not yet been acted on (its family revoked, its clients told).
+                raise InvalidGrant(
+                    "the refresh token is unknown, expired or revoked",
+                    "refresh token's session ended",
                 )
             if scopes is not None and not set(scopes) <= set(presented.scopes):
                 raise InvalidScope("the scope may only narrow what was granted")

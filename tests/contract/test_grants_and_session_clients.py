@@ -3,8 +3,12 @@ and the deletion of an account taking every OpenID Provider row of it along."""
 
 from __future__ import annotations
 
+import asyncio
+import datetime as dt
+
 import pytest
 
+from authgate.domain.model import SessionRecord
 from authgate.domain.oauth import Grant
 from tests.support.oauth_records import (
     DAY,
@@ -113,6 +117,96 @@ async def test_session_clients_are_purged_when_their_session_is_over(store: Stor
     await store.session_clients.add(session_client(account, "sid-2", expires_at=T0 + 2 * DAY))
     assert await store.session_clients.purge_expired(T0 + DAY) == 1
     assert [c.session_id for c in await store.session_clients.for_account(account)] == ["sid-2"]
+
+
+def session_record(sid: str, account: str, expires_at: dt.datetime) -> SessionRecord:
+    return SessionRecord(
+        id=sid,
+        account_id=account,
+        provider="google",
+        created_at=T0,
+        expires_at=expires_at,
+        absolute_expires_at=T0 + 30 * DAY,
+        auth_time=T0,
+    )
+
+
+async def test_the_clients_of_a_session_that_expired_unrevoked_are_taken_once(
+    store: Store,
+) -> None:
+    """A session that ends by expiring is noticed by taking its clients' rows (whom to tell);
+    a revoked session's clients were told when it was revoked and are not taken; a session
+    is not purged while its clients are still to be taken."""
+    account = await new_account(store)
+    hour = dt.timedelta(hours=1)
+    await store.sessions.add(session_record("s-expired", account, T0 + hour))
+    await store.sessions.add(session_record("s-revoked", account, T0 + hour))
+    await store.sessions.add(session_record("s-later", account, T0 + 2 * hour))
+    await store.sessions.add(session_record("s-live", account, T0 + 5 * hour))
+    assert await store.sessions.revoke(account, "s-revoked", at(10))
+    await store.session_clients.add(session_client(account, "s-expired", "web", first_at=at(2)))
+    await store.session_clients.add(session_client(account, "s-expired", "admin", first_at=at(1)))
+    for sid in ("s-revoked", "s-later", "s-live"):
+        await store.session_clients.add(session_client(account, sid, "web"))
+    now = T0 + 3 * hour
+
+    # only the revoked session is purged: the others still owe their clients a word
+    assert await store.sessions.purge_expired(now) == 1
+    assert await store.sessions.get("s-expired") is not None
+
+    async with store.units.begin() as tx:  # at most the limit, the first expired first
+        taken = await tx.session_clients.take_expired(now, 2)
+    assert taken == [
+        session_client(account, "s-expired", "admin", first_at=at(1)),
+        session_client(account, "s-expired", "web", first_at=at(2)),
+    ]
+    async with store.units.begin() as tx:
+        taken = await tx.session_clients.take_expired(now, 10)
+    assert [(c.session_id, c.client_id) for c in taken] == [("s-later", "web")]
+    async with store.units.begin() as tx:  # each row once
+        assert await tx.session_clients.take_expired(now, 10) == []
+    assert await store.session_clients.for_session("s-expired") == []
+    assert len(await store.session_clients.for_session("s-revoked")) == 1
+    assert len(await store.session_clients.for_session("s-live")) == 1
+
+    assert await store.sessions.purge_expired(now) == 2  # told: the records may go
+    assert await store.sessions.get("s-live") is not None
+
+
+async def test_concurrent_takers_take_each_expired_session_client_once(store: Store) -> None:
+    """Several instances sweep at the same time: every row is taken by exactly one."""
+    account = await new_account(store)
+    for n in range(6):
+        await store.sessions.add(session_record(f"s-{n}", account, T0 + DAY))
+        for client_id in ("web", "admin"):
+            await store.session_clients.add(session_client(account, f"s-{n}", client_id))
+
+    async def take() -> list[tuple[str, str]]:
+        taken: list[tuple[str, str]] = []
+        while True:
+            async with store.units.begin() as tx:
+                batch = await tx.session_clients.take_expired(T0 + 2 * DAY, 3)
+            taken += [(c.session_id, c.client_id) for c in batch]
+            if not batch:
+                return taken
+            await asyncio.sleep(0)
+
+    takers = await asyncio.gather(*(take() for _ in range(4)))
+    every = [row for taker in takers for row in taker]
+    assert sorted(every) == sorted(
+        (f"s-{n}", client_id) for n in range(6) for client_id in ("web", "admin")
+    )
+
+
+async def test_taking_expired_session_clients_rolls_back_with_its_unit(store: Store) -> None:
+    account = await new_account(store)
+    await store.sessions.add(session_record("s-1", account, T0 + DAY))
+    await store.session_clients.add(session_client(account, "s-1"))
+    with pytest.raises(Boom):
+        async with store.units.begin() as tx:
+            assert len(await tx.session_clients.take_expired(T0 + 2 * DAY, 10)) == 1
+            raise Boom
+    assert len(await store.session_clients.for_session("s-1")) == 1
 
 
 @pytest.mark.parametrize("in_unit", [False, True], ids=["alone", "in-a-unit"])

@@ -34,6 +34,12 @@ REDIRECT_URI = "https://rp.example.com/callback"
 LOGOUT_URI = "https://rp.example.com/signed-out"
 JWT_KID = "authlib-app-key-1"
 JWT_KEY = RSAKey.generate_key(2048, parameters={"kid": JWT_KID, "use": "sig"})
+POST_CLIENT = "post-app"  # client_secret_post, not first party: the consent page
+POST_SECRET = "post-app-secret-of-more-than-thirty-two-characters"
+POST_NAME = "Third-party app"
+PUBLIC_CLIENT = "public-app"  # a public client: no secret, PKCE alone
+ES256_CLIENT = "es256-app"  # ID tokens signed ES256
+ES256_SECRET = "es256-app-secret-of-more-than-thirty-two-characters"
 
 
 def clients() -> dict[str, Any]:
@@ -55,7 +61,40 @@ def clients() -> dict[str, Any]:
             "token_endpoint_auth_method": "private_key_jwt",
             "jwks": {"keys": [JWT_KEY.as_dict(private=False)]},
         },
+        POST_CLIENT: {
+            **common,
+            "name": POST_NAME,
+            "first_party": False,
+            "token_endpoint_auth_method": "client_secret_post",
+            "secrets": [POST_SECRET],
+        },
+        PUBLIC_CLIENT: {
+            "type": "public",
+            "name": "Public app",
+            "token_endpoint_auth_method": "none",
+            "redirect_uris": [REDIRECT_URI],
+            "post_logout_redirect_uris": [LOGOUT_URI],
+            "first_party": True,
+        },
+        ES256_CLIENT: {
+            **common,
+            "name": "ES256 app",
+            "secrets": [ES256_SECRET],
+            "id_token_signed_response_alg": "ES256",
+        },
     }
+
+
+@attrs.frozen
+class Back:
+    """What the application receives at its redirect URI: the redirect's URL (``url``), or
+    with ``response_mode=form_post`` the form the browser posted (``form``; ``url`` is then
+    the form's action), and the pages of authgate's the person answered on the way
+    (``"sign-in"``, ``"consent"``)."""
+
+    url: str
+    form: dict[str, str] | None
+    pages: tuple[str, ...]
 
 
 @attrs.frozen
@@ -64,6 +103,7 @@ class Provider:
 
     authgate: ServiceProcess
     fake: FakeIdP
+    consent_pages: list[str] = attrs.field(factory=list)  # the consent pages answered
 
     @property
     def issuer(self) -> str:
@@ -81,20 +121,47 @@ class Provider:
         intent: str = "Create an account",
     ) -> str:
         """The browser opens the authorization ``url`` and does what the pages ask (authgate's
-        sign-in page: "{intent} with Google"; the fake provider signs ``user`` in) until
-        authgate sends it to the registered redirect URI: that URL (code, state, iss)."""
+        sign-in page: "{intent} with Google"; the fake provider signs ``user`` in; a consent
+        page is approved) until authgate sends it to the registered redirect URI by a
+        redirect: that URL (code, state, iss)."""
+        back = await self.through(browser, url, user=user, intent=intent)
+        assert back.form is None, back
+        return back.url
+
+    async def through(
+        self,
+        browser: Browser,
+        url: str,
+        *,
+        user: FakeUser = PERSON,
+        intent: str = "Create an account",
+        decision: str = "approve",
+    ) -> Back:
+        """:meth:`authorize`, also for a ``form_post`` answer (the form the browser posts to
+        the redirect URI); the consent page is answered with ``decision``."""
+        pages: list[str] = []
         answer = await browser.authgate("GET", url, headers={"Accept": "text/html"})
-        for _ in range(10):
+        for _ in range(12):
             if answer.status in (302, 303) and answer.location is not None:
                 target = urljoin(answer.url, answer.location)
                 if target.startswith(REDIRECT_URI):
-                    return target
+                    return Back(target, None, tuple(pages))
                 if target.startswith(self.fake.base_url):
                     answer = await self._back_from_provider(browser, target, user)
                 else:
                     answer = await browser.authgate("GET", target, headers={"Accept": "text/html"})
             elif answer.status == 200:
-                links = dict(parse_page(answer.text).links)
+                page = parse_page(answer.text)
+                form = page.forms[0] if page.forms else None
+                if form is not None and form["action"].startswith(REDIRECT_URI):
+                    # the form_post page: its script posts the form to the application
+                    return Back(form["action"], dict(form["fields"]), tuple(pages))
+                if form is not None and any(n == "decision" for n, _ in form["buttons"]):
+                    pages.append("consent")
+                    answer = await self._answer_consent(browser, answer, form, decision)
+                    continue
+                pages.append("sign-in")
+                links = dict(page.links)
                 choice = f"{intent} with Google"
                 assert choice in links, (choice, answer.text[:800])
                 start = urljoin(answer.url, links[choice])
@@ -102,6 +169,24 @@ class Provider:
             else:
                 raise AssertionError(f"authgate answered {answer.status}: {answer.text[:500]}")
         raise AssertionError("too many steps before the redirect to the application")
+
+    async def _answer_consent(
+        self, browser: Browser, page: Answer, form: dict[str, Any], decision: str
+    ) -> Answer:
+        """The person presses the consent page's button: its form, posted as a browser posts
+        it from authgate's own page (same origin, the consent cookie it set)."""
+        self.consent_pages.append(page.text)
+        fields = [*form["fields"], ("decision", decision)]
+        return await browser.authgate(
+            "POST",
+            urljoin(page.url, form["action"]),
+            data=fields,
+            headers={
+                "Accept": "text/html",
+                "Origin": self.issuer,
+                "Sec-Fetch-Site": "same-origin",
+            },
+        )
 
     async def _back_from_provider(self, browser: Browser, url: str, user: FakeUser) -> Answer:
         back = await self.fake.authorize(url, user=user)

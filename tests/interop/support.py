@@ -15,7 +15,7 @@ import os
 import re
 import shutil
 import subprocess
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -231,8 +231,10 @@ class Browser:
         *,
         params: Mapping[str, str] | None = None,
         headers: Mapping[str, str] | None = None,
+        data: Sequence[tuple[str, str]] | None = None,
     ) -> Answer:
-        """A request to authgate with the cookies it has set so far (kept up to date)."""
+        """A request to authgate with the cookies it has set so far (kept up to date);
+        ``data``: a form to post."""
         sent = dict(headers or {})
         if self.authgate_cookies:
             sent["Cookie"] = "; ".join(f"{k}={v}" for k, v in self.authgate_cookies.items())
@@ -241,6 +243,7 @@ class Browser:
             urljoin(self.authgate_url, path),
             params=params,
             headers=sent,
+            data=data,
             allow_redirects=False,
         ) as response:
             answer = await self._read(response)

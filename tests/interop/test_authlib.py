@@ -27,11 +27,18 @@ from joserfc.jwk import RSAKey
 from tests.interop.provider_face import (
     AUTHLIB_CLIENT,
     AUTHLIB_SECRET,
+    ES256_CLIENT,
+    ES256_SECRET,
     JWT_CLIENT,
     JWT_KEY,
     JWT_KID,
     PERSON,
+    POST_CLIENT,
+    POST_NAME,
+    POST_SECRET,
+    PUBLIC_CLIENT,
     REDIRECT_URI,
+    Back,
     Provider,
 )
 from tests.interop.support import Browser, query_of
@@ -44,7 +51,7 @@ with warnings.catch_warnings():
     warnings.simplefilter("ignore")
     from authlib.integrations.httpx_client import AsyncOAuth2Client
     from authlib.jose import JsonWebKey, JsonWebToken
-    from authlib.jose.errors import InvalidClaimError
+    from authlib.jose.errors import InvalidClaimError, UnsupportedAlgorithmError
 
 SCOPES = "openid email profile offline_access"
 # Authlib's OpenID claims (nonce, at_hash) raise joserfc's error, its JWT claims authlib.jose's
@@ -91,11 +98,13 @@ async def id_token_claims(
     *,
     client_id: str,
     nonce: str,
+    algorithms: tuple[str, ...] = ("RS256",),
 ) -> dict[str, Any]:
-    """The ID token as Authlib validates it against the published key set."""
+    """The ID token as Authlib validates it against the published key set (signed with one
+    of ``algorithms``)."""
     published = await client.request("GET", metadata["jwks_uri"], withhold_token=True)
     keys = JsonWebKey.import_key_set(published.json())
-    claims = JsonWebToken(["RS256"]).decode(
+    claims = JsonWebToken(list(algorithms)).decode(
         token["id_token"],
         keys,
         claims_cls=CodeIDToken,
@@ -283,3 +292,199 @@ async def jwt_client_check(metadata: dict[str, Any], access_token: str) -> bool:
         return bool(answer.json()["active"])
     finally:
         await checker.aclose()
+
+
+async def authorization(
+    provider: Provider,
+    browser: Browser,
+    client: AsyncOAuth2Client,
+    metadata: dict[str, Any],
+    **extra: str,
+) -> tuple[dict[str, Any], str, Back]:
+    """An authorization as Authlib builds it (``extra`` parameters added), the browser
+    through it, whatever pages it meets, the answer checked (state, RFC 9207 ``iss``) and
+    the code redeemed: the token response, the nonce sent and what the browser brought back."""
+    verifier = generate_token(48)
+    nonce = generate_token(20)
+    url, state = client.create_authorization_url(
+        metadata["authorization_endpoint"], code_verifier=verifier, nonce=nonce, **extra
+    )
+    back = await provider.through(browser, url)
+    returned = back.form if back.form is not None else query_of(back.url)
+    assert returned["state"] == state and returned["iss"] == provider.issuer, returned
+    if back.form is not None:  # form_post: the application reads the posted form
+        token = await client.fetch_token(
+            metadata["token_endpoint"], code=returned["code"], code_verifier=verifier
+        )
+    else:
+        token = await client.fetch_token(
+            metadata["token_endpoint"], authorization_response=back.url, code_verifier=verifier
+        )
+    return dict(token), nonce, back
+
+
+async def test_authlib_with_client_secret_post_a_consent_page_and_a_public_client(
+    authgate_provider: Provider, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A third-party application authenticating with ``client_secret_post``: the person
+    signs in and approves the consent page (the browser posts its form), Authlib finishes;
+    then a public application (no secret, PKCE alone) of the same person, refresh included."""
+    monkeypatch.setenv("AUTHLIB_INSECURE_TRANSPORT", "1")
+    provider = authgate_provider
+    metadata = await discovery(provider)
+    assert "client_secret_post" in metadata["token_endpoint_auth_methods_supported"]
+    assert "none" in metadata["token_endpoint_auth_methods_supported"]
+    browser = provider.browser()
+    third_party = AsyncOAuth2Client(
+        POST_CLIENT,
+        POST_SECRET,
+        scope=SCOPES,
+        redirect_uri=REDIRECT_URI,
+        code_challenge_method="S256",
+        token_endpoint_auth_method="client_secret_post",
+        revocation_endpoint_auth_method="client_secret_post",
+    )
+    public = AsyncOAuth2Client(
+        PUBLIC_CLIENT,
+        scope=SCOPES,
+        redirect_uri=REDIRECT_URI,
+        code_challenge_method="S256",
+        token_endpoint_auth_method="none",
+    )
+    try:
+        token, nonce, back = await authorization(provider, browser, third_party, metadata)
+        assert back.pages == ("sign-in", "consent")
+        assert POST_NAME in provider.consent_pages[-1]
+        claims = await id_token_claims(
+            third_party, metadata, token, client_id=POST_CLIENT, nonce=nonce
+        )
+        assert token["refresh_token"] and set(token["scope"].split()) == set(SCOPES.split())
+        userinfo = await third_party.get(metadata["userinfo_endpoint"])
+        assert userinfo.status_code == 200 and userinfo.json()["email"] == PERSON.email
+        rotated = dict(
+            await third_party.refresh_token(
+                metadata["token_endpoint"], refresh_token=token["refresh_token"]
+            )
+        )
+        assert rotated["refresh_token"] != token["refresh_token"]
+        introspected = await third_party.introspect_token(
+            metadata["introspection_endpoint"], token=rotated["access_token"]
+        )
+        assert introspected.status_code == 200, introspected.text
+        assert introspected.json()["active"] is True
+        assert introspected.json()["client_id"] == POST_CLIENT
+        # consent is asked once per account, client and scope set: not again
+        again, _, back = await authorization(provider, browser, third_party, metadata)
+        assert back.pages == ()
+        revoked = await third_party.revoke_token(
+            metadata["revocation_endpoint"], token=again["refresh_token"]
+        )
+        assert revoked.status_code == 200, revoked.text
+        with pytest.raises(OAuthError) as after:
+            await third_party.refresh_token(
+                metadata["token_endpoint"], refresh_token=again["refresh_token"]
+            )
+        assert refused(after.value) == "invalid_grant"
+
+        # the public application: single sign-on, a first party (no page), no secret at all
+        token, nonce, back = await authorization(provider, browser, public, metadata)
+        assert back.pages == ()
+        public_claims = await id_token_claims(
+            public, metadata, token, client_id=PUBLIC_CLIENT, nonce=nonce
+        )
+        assert public_claims["sub"] == claims["sub"]
+        rotated = dict(
+            await public.refresh_token(
+                metadata["token_endpoint"], refresh_token=token["refresh_token"]
+            )
+        )
+        assert rotated["refresh_token"] != token["refresh_token"]
+        userinfo = await public.get(metadata["userinfo_endpoint"])
+        assert userinfo.status_code == 200 and userinfo.json()["sub"] == claims["sub"]
+        with pytest.raises(OAuthError) as reused:
+            await public.refresh_token(
+                metadata["token_endpoint"], refresh_token=token["refresh_token"]
+            )
+        assert refused(reused.value) == "invalid_grant"
+        # a public client revokes by its client_id alone (RFC 7009 section 2.1)
+        fresh, _, _ = await authorization(provider, browser, public, metadata)
+        revoked = await public.revoke_token(
+            metadata["revocation_endpoint"], token=fresh["refresh_token"]
+        )
+        assert revoked.status_code == 200, revoked.text
+        with pytest.raises(OAuthError) as after_revocation:
+            await public.refresh_token(
+                metadata["token_endpoint"], refresh_token=fresh["refresh_token"]
+            )
+        assert refused(after_revocation.value) == "invalid_grant"
+    finally:
+        await third_party.aclose()
+        await public.aclose()
+        await browser.close()
+
+
+async def test_authlib_with_form_post_and_an_es256_client(
+    authgate_provider: Provider, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``response_mode=form_post``: the browser posts authgate's form to the application,
+    which hands the code to Authlib; and an application registered with
+    ``id_token_signed_response_alg: ES256``, whose ID token Authlib verifies by the key set
+    discovery names."""
+    monkeypatch.setenv("AUTHLIB_INSECURE_TRANSPORT", "1")
+    provider = authgate_provider
+    metadata = await discovery(provider)
+    assert "form_post" in metadata["response_modes_supported"]
+    assert "ES256" in metadata["id_token_signing_alg_values_supported"]
+    browser = provider.browser()
+    posted = AsyncOAuth2Client(
+        AUTHLIB_CLIENT,
+        AUTHLIB_SECRET,
+        scope=SCOPES,
+        redirect_uri=REDIRECT_URI,
+        code_challenge_method="S256",
+    )
+    es256 = AsyncOAuth2Client(
+        ES256_CLIENT,
+        ES256_SECRET,
+        scope="openid email",
+        redirect_uri=REDIRECT_URI,
+        code_challenge_method="S256",
+    )
+    try:
+        token, nonce, back = await authorization(
+            provider, browser, posted, metadata, response_mode="form_post"
+        )
+        assert back.form is not None and back.url == REDIRECT_URI
+        assert set(back.form) == {"code", "state", "iss"}, back.form
+        claims = await id_token_claims(
+            posted, metadata, token, client_id=AUTHLIB_CLIENT, nonce=nonce
+        )
+        # single sign-on, answered as a form too
+        again, _, back = await authorization(
+            provider, browser, posted, metadata, response_mode="form_post"
+        )
+        assert back.form is not None and back.pages == ()
+        assert again["access_token"] != token["access_token"]
+
+        token, nonce, back = await authorization(provider, browser, es256, metadata)
+        assert back.form is None
+        header = (
+            JsonWebToken(["ES256"])
+            .decode(
+                token["id_token"],
+                JsonWebKey.import_key_set((await es256.get(metadata["jwks_uri"])).json()),
+            )
+            .header
+        )
+        assert header["alg"] == "ES256" and header["kid"]
+        es_claims = await id_token_claims(
+            es256, metadata, token, client_id=ES256_CLIENT, nonce=nonce, algorithms=("ES256",)
+        )
+        assert es_claims["sub"] == claims["sub"]
+        # an application expecting RS256 would refuse it: the algorithm is the registered one
+        with pytest.raises(UnsupportedAlgorithmError):
+            await id_token_claims(es256, metadata, token, client_id=ES256_CLIENT, nonce=nonce)
+    finally:
+        await posted.aclose()
+        await es256.aclose()
+        await browser.close()

@@ -20,10 +20,18 @@ import os
 from typing import Any
 
 from tests.interop.provider_face import (
+    ES256_CLIENT,
+    ES256_SECRET,
+    JWT_CLIENT,
+    JWT_KEY,
     LOGOUT_URI,
     NODE_CLIENT,
     NODE_SECRET,
     PERSON,
+    POST_CLIENT,
+    POST_NAME,
+    POST_SECRET,
+    PUBLIC_CLIENT,
     REDIRECT_URI,
     Provider,
 )
@@ -138,3 +146,127 @@ async def test_openid_client_through_every_endpoint(
     # the end-session URL the library built, followed: the session is over
     assert report["endSessionUrl"].startswith(issuer + "/oauth2/logout?")
     assert report["session_ended"] is True
+
+
+async def run_flows(provider: Provider) -> tuple[dict[str, Any], dict[str, tuple[str, ...]]]:
+    """``node flows.js``, the browser answering each authorization (a redirect's URL, or the
+    form of a form_post page as the browser posts it): its report, and the pages of authgate
+    the person met in each authorization, by the script's label."""
+    env = {
+        **os.environ,
+        "ISSUER": provider.issuer,
+        "REDIRECT_URI": REDIRECT_URI,
+        "CLIENTS": json.dumps(
+            {
+                "post": {"client_id": POST_CLIENT, "secret": POST_SECRET},
+                "public": {"client_id": PUBLIC_CLIENT},
+                "formPost": {"client_id": NODE_CLIENT, "secret": NODE_SECRET},
+                "es256": {"client_id": ES256_CLIENT, "secret": ES256_SECRET},
+                "privateKeyJwt": {
+                    "client_id": JWT_CLIENT,
+                    "jwk": JWT_KEY.as_dict(private=True),
+                },
+            }
+        ),
+    }
+    process = await asyncio.create_subprocess_exec(
+        "node",
+        "flows.js",
+        cwd=RP_DIR,
+        env=env,
+        stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    assert process.stdin is not None and process.stdout is not None
+    browser = provider.browser()
+    pages: dict[str, tuple[str, ...]] = {}
+    try:
+        while True:
+            line = await asyncio.wait_for(process.stdout.readline(), WITHIN)
+            if not line:
+                break
+            said = json.loads(line)
+            if "authorize" in said:
+                decision = "deny" if said["label"].endswith("-denied") else "approve"
+                back = await provider.through(browser, said["authorize"], decision=decision)
+                pages[said["label"]] = back.pages
+                if back.form is None:
+                    reply = back.url
+                else:
+                    reply = json.dumps({"form_post": {"action": back.url, "fields": back.form}})
+                process.stdin.write(reply.encode() + b"\n")
+                await process.stdin.drain()
+            elif "done" in said:
+                report: dict[str, Any] = said["done"]
+                return report, pages
+        stderr = await process.stderr.read() if process.stderr is not None else b""
+        raise AssertionError(f"flows.js stopped without a report: {stderr.decode()[-3000:]}")
+    finally:
+        await browser.close()
+        if process.returncode is None:
+            process.kill()
+        await process.wait()
+
+
+def refusal(outcome: dict[str, Any] | None) -> tuple[Any, Any]:
+    assert outcome is not None, "the library was not refused"
+    return outcome["error"], outcome["status"]
+
+
+async def test_openid_client_as_applications_of_every_kind(
+    authgate_provider: Provider, oidc_provider_installed: None
+) -> None:
+    """client_secret_post with the consent page, a public client with refresh, form_post,
+    an ES256 client verified through discovery and JWKS, and private_key_jwt."""
+    report, pages = await run_flows(authgate_provider)
+
+    # a third party with client_secret_post: the person signed in and approved its consent
+    # page; the library finished the flow; consent is not asked again for the same scopes
+    post = report["post"]
+    assert pages["post"] == ("sign-in", "consent")
+    assert POST_NAME in authgate_provider.consent_pages[0]
+    assert pages["post-denied"] == ("consent",)  # wider: asked again, and denied
+    assert post["denied"] is not None and post["denied"]["error"] == "access_denied", post
+    assert pages["post-again"] == ()
+    assert post["aud"] == POST_CLIENT and post["sub"]
+    assert set(post["scope"].split()) == {"openid", "email", "offline_access"}
+    assert post["rotated"] is True and post["userinfoEmail"] == PERSON.email
+    assert post["introspected"]["active"] is True
+    assert post["introspected"]["client_id"] == POST_CLIENT
+    assert refusal(post["replacedRefused"]) == ("invalid_grant", 400)
+    assert refusal(post["revokedRefused"]) == ("invalid_grant", 400)
+
+    # the public client: no secret, PKCE alone, single sign-on (no page)
+    public = report["public"]
+    assert pages["public"] == () and public["aud"] == PUBLIC_CLIENT
+    assert public["sub"] == post["sub"]
+    assert public["rotated"] is True and public["refreshedSub"] in (None, public["sub"])
+    assert public["userinfoName"] == PERSON.name
+    assert refusal(public["replacedRefused"]) == ("invalid_grant", 400)
+    assert refusal(public["afterReuse"]) == ("invalid_grant", 400)  # the family ended
+    assert refusal(public["revokedRefused"]) == ("invalid_grant", 400)
+
+    # form_post: the browser posted authgate's form, the library read it as a Request
+    form_post = report["formPost"]
+    assert form_post == {
+        "formPost": True,
+        "sent": "form_post",
+        "sub": post["sub"],
+        "alg": "RS256",
+    }
+
+    # ES256: verified by the key set discovery names; an RP told to expect RS256 refuses it
+    es256 = report["es256"]
+    assert (es256["alg"], es256["aud"], es256["sub"]) == ("ES256", ES256_CLIENT, post["sub"])
+    assert es256["kid"]
+    refused_rs256 = es256["expectingRs256"]
+    assert refused_rs256 is not None, "the library took an ES256 ID token it was told not to"
+    assert "alg" in (refused_rs256["cause"] or ""), refused_rs256
+
+    # private_key_jwt with the library's own client assertion
+    jwt_app = report["privateKeyJwt"]
+    assert jwt_app["sub"] == post["sub"] and jwt_app["rotated"] is True
+    assert jwt_app["introspected"]["active"] is True
+    assert jwt_app["introspected"]["client_id"] == JWT_CLIENT
+    assert jwt_app["afterRevocation"] == {"active": False}

@@ -6,10 +6,12 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import datetime as dt
 from typing import Any
 
 import pytest
 
+from authgate.domain.oauth import SESSION_CLIENT_GRACE
 from authgate.entrypoints import assembly
 from tests.app.conftest import MakeService
 from tests.fakeidp import FakeIdP, SettableClock
@@ -194,6 +196,37 @@ async def test_a_refresh_token_expires(op: Op) -> None:
     first = await op.tokens(request, await op.code(request))
     op.clock.advance(30 * 86400 + 1)
     await refused(await refresh(op, first["refresh_token"]))
+
+
+async def test_a_refresh_token_dies_with_its_session_when_the_session_expires(
+    op_on: Op,
+) -> None:
+    """The session (24 hours without use here) ends before the refresh token would (30
+    days): the token ends with it, at once, whether or not the expiry was acted on yet."""
+    op = op_on
+    await op.sign_in()
+    request = Request(scope=OFFLINE)
+    first = await op.tokens(request, await op.code(request))
+    second = await (await refresh(op, first["refresh_token"])).json()
+    op.clock.advance(86400 + 1)
+    await refused(await refresh(op, second["refresh_token"]))
+
+
+async def test_the_session_remembers_its_client_past_its_absolute_expiry(op: Op) -> None:
+    """The record of who received tokens in the session (whom to tell when it ends) outlives
+    the session by a grace, so that a session that ends by expiring is still found with its
+    clients when the logout worker looks, and a purge cannot take them first."""
+    session = await op.sign_in()
+    request = Request(scope=OFFLINE)
+    await op.tokens(request, await op.code(request))
+    sid = claims_of(session)["sid"]
+    resources = op.client.app[assembly.RESOURCES]
+    async with resources.units.begin() as tx:
+        record = await tx.sessions.get(sid)
+        [served] = await tx.session_clients.for_session(sid)
+    assert record is not None
+    assert served.expires_at == record.absolute_expires_at + SESSION_CLIENT_GRACE
+    assert dt.timedelta(hours=1) <= SESSION_CLIENT_GRACE
 
 
 async def test_concurrent_refreshes_have_one_winner_and_end_the_family(

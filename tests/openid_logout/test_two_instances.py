@@ -58,3 +58,44 @@ async def test_two_instances_deliver_each_logout_token_once(
     assert max(sent.values()) == 1, [k for k, n in sent.items() if n > 1]
     assert all(d.problems == [] for d in receiver.deliveries)
     assert receiver.answered == [200] * len(expected)
+
+
+async def test_two_instances_tell_an_expired_sessions_clients_once(
+    make_service: MakeService,
+    fake_idp: FakeIdP,
+    idp_clock: SettableClock,
+    receiver: Receiver,
+    clean_postgres_url: str,
+) -> None:
+    """Sessions that expire are noticed by both instances' workers: each client of each
+    session is told once, whichever worker took the session."""
+    short = {"session": {"ttl_seconds": 120}}
+    one = await open_provider(
+        make_service, fake_idp, idp_clock, receiver, clean_postgres_url, "postgres", short
+    )
+    two = await open_provider(
+        make_service, fake_idp, idp_clock, receiver, clean_postgres_url, "postgres", short
+    )
+    sessions = [
+        await one.signed_in("ada-1", intent="register" if i == 0 else "login")
+        for i in range(SESSIONS)
+    ]
+    for session in sessions:
+        await two.served(session, "webapp", "admin")
+
+    idp_clock.advance(121)  # every session expired, for both instances
+
+    expected = {(s.session_id, c) for s in sessions for c in ("webapp", "admin")}
+    await eventually(
+        lambda: len(receiver.deliveries) >= len(expected), what="every logout token delivered"
+    )
+
+    async def outbox_empty() -> bool:
+        return await one.outbox() == []
+
+    await eventually(outbox_empty, what="the shared outbox emptied")
+    await asyncio.sleep(0.3)  # several polls of both workers: nothing more arrives
+    sent = Counter((d.claims["sid"], d.client_id) for d in receiver.deliveries)
+    assert set(sent) == expected
+    assert max(sent.values()) == 1, [k for k, n in sent.items() if n > 1]
+    assert all(d.problems == [] for d in receiver.deliveries)

@@ -1,4 +1,4 @@
-"""The rate-limit notation and the in-process moving window (src/adapters/ratelimit/window.py).
+"""The rate-limit notation and the in-process moving window (src/adapters/ratelimit/limiter.py).
 
 The notation must mean exactly what ``limits`` makes of it (a Redis store still counts through
 ``limits``), so every string is parsed by both and the results compared.
@@ -12,7 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from authgate.adapters.ratelimit import RateLimitStore
-from authgate.adapters.ratelimit.window import MovingWindow
+from authgate.adapters.ratelimit.limiter import MovingWindow
 from authgate.domain.rates import Rate, parse, parse_many
 
 NOTATIONS = [
@@ -106,28 +106,28 @@ def test_at_most_amount_in_any_window_then_retry_after_the_oldest_leaves() -> No
     rate = Rate(3, 1, "minute")
     for step in (0.0, 10.0, 20.0):
         clock.now = 1000.0 + step
-        assert window.hit(rate, "a").allowed
+        assert window.hit(rate.amount, rate.seconds, "a").allowed
     clock.now = 1030.0
-    refused = window.hit(rate, "a")
+    refused = window.hit(rate.amount, rate.seconds, "a")
     assert not refused.allowed
     assert refused.retry_after_seconds == 30  # the request at 1000 leaves the window at 1060
     # A refused request is not counted: the first slot frees at 1060 exactly.
     clock.now = 1059.5
-    assert not window.hit(rate, "a").allowed
+    assert not window.hit(rate.amount, rate.seconds, "a").allowed
     clock.now = 1060.0
-    assert window.hit(rate, "a").allowed
-    assert not window.hit(rate, "a").allowed
+    assert window.hit(rate.amount, rate.seconds, "a").allowed
+    assert not window.hit(rate.amount, rate.seconds, "a").allowed
 
 
 def test_keys_and_limits_count_apart() -> None:
     clock = FakeClock()
     window = MovingWindow(clock)
     one = Rate(1, 1, "second")
-    assert window.hit(one, "cb/a").allowed
-    assert window.hit(one, "cb/b").allowed
-    assert window.hit(one, "init/a").allowed
-    assert not window.hit(one, "cb/a").allowed
-    assert window.hit(one, "cb/a").retry_after_seconds == 1
+    assert window.hit(one.amount, one.seconds, "cb/a").allowed
+    assert window.hit(one.amount, one.seconds, "cb/b").allowed
+    assert window.hit(one.amount, one.seconds, "init/a").allowed
+    assert not window.hit(one.amount, one.seconds, "cb/a").allowed
+    assert window.hit(one.amount, one.seconds, "cb/a").retry_after_seconds == 1
 
 
 def test_idle_keys_are_swept_but_not_those_of_a_longer_window() -> None:
@@ -135,30 +135,32 @@ def test_idle_keys_are_swept_but_not_those_of_a_longer_window() -> None:
     window = MovingWindow(clock)
     hourly = Rate(1, 1, "hour")
     per_second = Rate(5, 1, "second")
-    assert window.hit(hourly, "hour/a").allowed
+    assert window.hit(hourly.amount, hourly.seconds, "hour/a").allowed
     for i in range(100):
-        window.hit(per_second, f"sec/{i}")
+        window.hit(per_second.amount, per_second.seconds, f"sec/{i}")
     assert len(window) == 101
     clock.now += MovingWindow.SWEEP_SECONDS + 1  # past every per-second window
-    window.hit(per_second, "sec/busy")
+    window.hit(per_second.amount, per_second.seconds, "sec/busy")
     assert len(window) == 2 and "hour/a" in window and "sec/busy" in window
-    assert not window.hit(hourly, "hour/a").allowed  # its request still counts
+    assert not window.hit(
+        hourly.amount, hourly.seconds, "hour/a"
+    ).allowed  # its request still counts
     clock.now += 3600
-    window.hit(per_second, "sec/busy")
+    window.hit(per_second.amount, per_second.seconds, "sec/busy")
     assert "hour/a" not in window
-    assert window.hit(hourly, "hour/a").allowed
+    assert window.hit(hourly.amount, hourly.seconds, "hour/a").allowed
 
 
 def test_a_sweep_keeps_requests_still_in_their_window() -> None:
     clock = FakeClock()
     window = MovingWindow(clock)
     per_minute = Rate(2, 1, "minute")
-    assert window.hit(per_minute, "a").allowed
+    assert window.hit(per_minute.amount, per_minute.seconds, "a").allowed
     clock.now += 50
-    assert window.hit(per_minute, "a").allowed
+    assert window.hit(per_minute.amount, per_minute.seconds, "a").allowed
     clock.now += 15  # a sweep runs: the first request left, the second has not
-    assert window.hit(per_minute, "a").allowed
-    assert not window.hit(per_minute, "a").allowed
+    assert window.hit(per_minute.amount, per_minute.seconds, "a").allowed
+    assert not window.hit(per_minute.amount, per_minute.seconds, "a").allowed
 
 
 async def test_a_memory_store_counts_each_namespace_without_limits_storage() -> None:

@@ -18,6 +18,8 @@ from authgate.domain.oauth import (
 )
 from authgate.ports.authorization import AlreadyUsed, Redeemed, Reused, Rotated
 
+from .sessions import MemorySessionRecords
+
 
 @attrs.frozen
 class _Code:
@@ -246,6 +248,7 @@ class MemorySessionClients:
 
     def __init__(self) -> None:
         self._clients: dict[tuple[str, str], SessionClient] = {}
+        self._sessions: MemorySessionRecords | None = None
 
     def snapshot(self) -> dict[tuple[str, str], SessionClient]:
         return dict(self._clients)
@@ -265,6 +268,27 @@ class MemorySessionClients:
 
     async def for_account(self, account_id: str) -> list[SessionClient]:
         return _first_served(c for c in self._clients.values() if c.account_id == account_id)
+
+    def has_session(self, session_id: str) -> bool:
+        """Whether a client of the session is recorded."""
+        return any(sid == session_id for sid, _ in self._clients)
+
+    def follow_sessions(self, sessions: MemorySessionRecords) -> None:
+        """The session records whose expiry :meth:`take_expired` looks at (the unit of work
+        joins them, as the SQL stores join their tables)."""
+        self._sessions = sessions
+
+    async def take_expired(self, now: dt.datetime, limit: int) -> list[SessionClient]:
+        if self._sessions is None:
+            return []
+        due = []
+        for key, served in self._clients.items():
+            record = await self._sessions.get(served.session_id)
+            if record is not None and record.revoked_at is None and record.expires_at <= now:
+                due.append((record.expires_at, key))
+        due.sort()
+        taken = [self._clients.pop(key) for _, key in due[:limit]]
+        return _first_served(taken)
 
     async def purge_expired(self, now: dt.datetime) -> int:
         expired = [k for k, c in self._clients.items() if c.expires_at <= now]

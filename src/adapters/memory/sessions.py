@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Callable
 
 import attrs
 
@@ -15,6 +16,7 @@ class MemorySessionRecords:
 
     def __init__(self) -> None:
         self._records: dict[str, SessionRecord] = {}
+        self._owed: Callable[[str], bool] | None = None
 
     def snapshot(self) -> dict[str, SessionRecord]:
         return dict(self._records)
@@ -96,8 +98,19 @@ class MemorySessionRecords:
         found = [r for r in self._records.values() if r.account_id == account_id]
         return sorted(found, key=lambda r: r.created_at, reverse=True)
 
+    def keep_while(self, owed: Callable[[str], bool]) -> None:
+        """``owed(session_id)``: whether a session that expired unrevoked still has clients to
+        be told (the unit of work wires the session clients in): such a record is not purged,
+        as the SQL stores keep it."""
+        self._owed = owed
+
     async def purge_expired(self, now: dt.datetime) -> int:
-        expired = [sid for sid, r in self._records.items() if r.expires_at <= now]
+        owed = self._owed
+        expired = [
+            sid
+            for sid, r in self._records.items()
+            if r.expires_at <= now and (r.revoked_at is not None or owed is None or not owed(sid))
+        ]
         for sid in expired:
             del self._records[sid]
         return len(expired)

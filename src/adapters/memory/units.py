@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 
 from authgate.adapters.bound_repositories import BoundRepositories, RepositoryMakers
 
@@ -68,6 +68,8 @@ class MemoryUnitOfWork:
             self.session_clients,
         ):
             accounts.cascade_to(dependent.drop_account)
+        self.session_clients.follow_sessions(sessions)
+        sessions.keep_while(self.session_clients.has_session)
         self._lock = asyncio.Lock()
 
     @asynccontextmanager
@@ -110,3 +112,7 @@ class MemoryUnitOfWork:
                 self.logout_outbox.restore(logouts)
                 self.passkeys.restore(passkeys)
                 raise
+
+    def read(self) -> AbstractAsyncContextManager[BoundRepositories]:
+        """A unit that only reads is an ordinary one (units run one at a time, in memory)."""
+        return self.begin()

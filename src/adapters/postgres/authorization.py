@@ -493,6 +493,10 @@ class PostgresGrants:
 _SESSION_CLIENT_COLUMNS = "session_id, client_id, account_id, first_at, expires_at"
 
 
+def _first_served(found: list[SessionClient]) -> list[SessionClient]:
+    return sorted(found, key=lambda c: (c.first_at, c.session_id, c.client_id))
+
+
 def _session_client(r: asyncpg.Record) -> SessionClient:
     return SessionClient(
         session_id=r["session_id"],
@@ -545,6 +549,23 @@ class PostgresSessionClients(_Purging):
             key,
         )
         return [_session_client(r) for r in found]
+
+    async def take_expired(self, now: dt.datetime, limit: int) -> list[SessionClient]:
+        # The sessions' expiry index finds the candidates; the rows taken are locked and
+        # skipped by a concurrent sweep (another instance), and a row another sweep deleted
+        # first is simply not returned: each is taken once.
+        found = await self._db.fetch(
+            "WITH due AS (SELECT sc.session_id, sc.client_id FROM sessions AS s "
+            "JOIN oauth_session_clients AS sc ON sc.session_id = s.id "
+            "WHERE s.expires_at <= $1 AND s.revoked_at IS NULL "
+            "ORDER BY s.expires_at LIMIT $2 FOR UPDATE OF sc SKIP LOCKED) "
+            "DELETE FROM oauth_session_clients AS sc USING due "
+            "WHERE sc.session_id = due.session_id AND sc.client_id = due.client_id "
+            "RETURNING sc.session_id, sc.client_id, sc.account_id, sc.first_at, sc.expires_at",
+            rows.utc(now),
+            limit,
+        )
+        return _first_served([_session_client(r) for r in found])
 
     def _expired(self, now: dt.datetime) -> AsyncIterator[int]:
         return delete_batches(self._db, "oauth_session_clients", now)

@@ -45,7 +45,7 @@ Purged = Literal[
 ]
 
 
-def _batch_delete(table: str, column: str, op: str) -> str:
+def _batch_delete(table: str, column: str, op: str, also: str | None = None) -> str:
     # The inner select runs once per statement (an uncorrelated ARRAY(…) is computed before
     # the DELETE scans anything), so one statement deletes at most $2 rows, the oldest first
     # through the column's index, found again by their row address. The condition is repeated
@@ -53,7 +53,7 @@ def _batch_delete(table: str, column: str, op: str) -> str:
     # replaced by its browser) is checked again in its new version and stays unless still
     # expired. No row lock up front: it doubled the statement's cost, and a purge meeting
     # another purge's rows waits for that statement's few milliseconds and finds them gone.
-    condition = f"{column} {op} $1"
+    condition = f"{column} {op} $1" if also is None else f"{column} {op} $1 AND {also}"
     return (
         f"DELETE FROM {table} WHERE ctid = ANY(ARRAY("  # noqa: S608 - names of this module
         f"SELECT ctid FROM {table} WHERE {condition} ORDER BY {column} LIMIT $2"
@@ -64,7 +64,15 @@ def _batch_delete(table: str, column: str, op: str) -> str:
 # What a purge removes from each table: rows expired at, or older than, the bound ($1).
 _BATCH_DELETES: dict[Purged, str] = {
     "sign_in_states": _batch_delete("sign_in_states", "expires_at", "<="),
-    "sessions": _batch_delete("sessions", "expires_at", "<="),
+    # A session that expired unrevoked stays until its clients were taken to be told
+    # (``take_expired``): purging it first would lose whom to tell.
+    "sessions": _batch_delete(
+        "sessions",
+        "expires_at",
+        "<=",
+        "(revoked_at IS NOT NULL OR NOT EXISTS (SELECT 1 FROM oauth_session_clients AS sc "
+        "WHERE sc.session_id = sessions.id))",
+    ),
     "provider_event_ids": _batch_delete("provider_event_ids", "expires_at", "<="),
     "sign_in_events": _batch_delete("sign_in_events", "at", "<"),
     "oauth_codes": _batch_delete("oauth_codes", "expires_at", "<="),

@@ -7,7 +7,7 @@ import asyncio
 import datetime as dt
 import logging
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 
 import asyncpg
 
@@ -214,3 +214,8 @@ class PostgresUnitOfWork:
                 ):
                     raise IdentityRace(str(e)) from e
                 raise
+
+    def read(self) -> AbstractAsyncContextManager[BoundRepositories]:
+        """A unit that only reads is an ordinary one: its plain reads run outside any
+        transaction (READ COMMITTED, no lock taken) until something writes."""
+        return self.begin()

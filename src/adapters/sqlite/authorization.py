@@ -481,5 +481,18 @@ class SqliteSessionClients:
     async def for_account(self, account_id: str) -> list[SessionClient]:
         return await self._select("account_id", account_id)
 
+    async def take_expired(self, now: dt.datetime, limit: int) -> list[SessionClient]:
+        # In one statement (a write: under the file's write lock, so taken once).
+        async with self._db.use() as conn:
+            found = await conn.execute_fetchall(
+                "DELETE FROM oauth_session_clients WHERE rowid IN (SELECT sc.rowid "  # noqa: S608
+                "FROM sessions AS s JOIN oauth_session_clients AS sc ON sc.session_id = s.id "
+                "WHERE s.expires_at <= ? AND s.revoked_at IS NULL ORDER BY s.expires_at "
+                f"LIMIT ?) RETURNING {_SESSION_CLIENT_COLUMNS}",
+                (ts(now), limit),
+            )
+        clients = [_session_client(r) for r in found]
+        return sorted(clients, key=lambda c: (c.first_at, c.session_id, c.client_id))
+
     async def purge_expired(self, now: dt.datetime) -> int:
         return await delete_batches(self._db, "oauth_session_clients", now)

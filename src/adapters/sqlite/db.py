@@ -3,7 +3,8 @@
 aiosqlite runs the connection on its own thread; an :class:`asyncio.Lock` gives each operation
 the connection to itself, so a transaction never interleaves with another coroutine's
 statements. Changes of several statements run in ``BEGIN IMMEDIATE`` (the write lock up
-front: another process on the same file waits up to ``busy_timeout`` instead of failing late).
+front: another process on the same file waits up to ``busy_timeout`` instead of failing late);
+a unit that only reads runs in a deferred transaction (a WAL snapshot, no write lock).
 """
 
 from __future__ import annotations
@@ -57,6 +58,26 @@ class Database:
         ``use`` and ``transaction`` run inside it."""
         async with self.transaction() as conn:
             yield BoundDatabase(conn)
+
+    @asynccontextmanager
+    async def reading(self) -> AsyncIterator[Database]:
+        """A unit that only reads: the connection, alone, in one deferred transaction
+        (``BEGIN``, a read snapshot of the WAL: it takes no write lock, so it neither waits
+        for another process's writer nor holds one up) with ``query_only`` on, so that a
+        write through it fails instead of quietly taking the write lock."""
+        async with self._lock:
+            await self.conn.execute("PRAGMA query_only = ON")
+            try:
+                await self.conn.execute("BEGIN DEFERRED")
+                try:
+                    yield BoundDatabase(self.conn)
+                except BaseException:
+                    with contextlib.suppress(sqlite3.Error):
+                        await self.conn.execute("ROLLBACK")
+                    raise
+                await self.conn.execute("COMMIT")  # ends the read snapshot; nothing to write
+            finally:
+                await self.conn.execute("PRAGMA query_only = OFF")
 
     async def close(self) -> None:
         async with self._lock:

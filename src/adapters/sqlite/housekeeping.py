@@ -42,8 +42,12 @@ Purged = Literal[
 _BATCH_DELETES: dict[Purged, str] = {
     "sign_in_states": "DELETE FROM sign_in_states WHERE rowid IN (SELECT rowid FROM "
     "sign_in_states WHERE expires_at <= ?1 ORDER BY expires_at LIMIT ?2)",
+    # A session that expired unrevoked stays until its clients were taken to be told
+    # (``take_expired``): purging it first would lose whom to tell.
     "sessions": "DELETE FROM sessions WHERE rowid IN (SELECT rowid FROM sessions "
-    "WHERE expires_at <= ?1 ORDER BY expires_at LIMIT ?2)",
+    "WHERE expires_at <= ?1 AND (revoked_at IS NOT NULL OR NOT EXISTS (SELECT 1 FROM "
+    "oauth_session_clients AS sc WHERE sc.session_id = sessions.id)) "
+    "ORDER BY expires_at LIMIT ?2)",
     "provider_event_ids": "DELETE FROM provider_event_ids WHERE rowid IN (SELECT rowid FROM "
     "provider_event_ids WHERE expires_at <= ?1 ORDER BY expires_at LIMIT ?2)",
     "sign_in_events": "DELETE FROM sign_in_events WHERE rowid IN (SELECT rowid FROM "

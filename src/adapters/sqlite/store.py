@@ -112,22 +112,33 @@ class SqliteUnitOfWork:
     @asynccontextmanager
     async def begin(self) -> AsyncIterator[BoundRepositories]:
         async with self._db.unit() as bound:
-            yield BoundRepositories(
-                RepositoryMakers(
-                    accounts=lambda: SqliteAccounts(bound),
-                    events=lambda: self._events.bound(bound),
-                    sessions=lambda: self._sessions.bound(bound),
-                    seen_events=lambda: SqliteSeenEvents(bound),
-                    provider_tokens=lambda: SqliteProviderTokens(bound),
-                    revocations=lambda: SqliteRevocationOutbox(bound),
-                    authorization_codes=lambda: self._codes.bound(bound),
-                    refresh_tokens=lambda: self._refresh_tokens.bound(bound),
-                    grants=lambda: SqliteGrants(bound),
-                    session_clients=lambda: self._session_clients.bound(bound),
-                    logout_outbox=lambda: SqliteLogoutOutbox(bound),
-                    passkeys=lambda: SqlitePasskeys(bound),
-                )
+            yield self._repositories(bound)
+
+    @asynccontextmanager
+    async def read(self) -> AsyncIterator[BoundRepositories]:
+        """A unit that only reads: a deferred transaction (a snapshot of the file, no write
+        lock), writes refused (``query_only``); a check of a token never waits behind
+        another process's writer."""
+        async with self._db.reading() as bound:
+            yield self._repositories(bound)
+
+    def _repositories(self, bound: Database) -> BoundRepositories:
+        return BoundRepositories(
+            RepositoryMakers(
+                accounts=lambda: SqliteAccounts(bound),
+                events=lambda: self._events.bound(bound),
+                sessions=lambda: self._sessions.bound(bound),
+                seen_events=lambda: SqliteSeenEvents(bound),
+                provider_tokens=lambda: SqliteProviderTokens(bound),
+                revocations=lambda: SqliteRevocationOutbox(bound),
+                authorization_codes=lambda: self._codes.bound(bound),
+                refresh_tokens=lambda: self._refresh_tokens.bound(bound),
+                grants=lambda: SqliteGrants(bound),
+                session_clients=lambda: self._session_clients.bound(bound),
+                logout_outbox=lambda: SqliteLogoutOutbox(bound),
+                passkeys=lambda: SqlitePasskeys(bound),
             )
+        )
 
 
 async def _use_wal(conn: aiosqlite.Connection) -> None:

@@ -17,7 +17,7 @@ from aiohttp import web
 from opentelemetry import trace
 
 from .call import Handler
-from .cors import Cors, add_cors
+from .cors import CORS_OPERATION, Cors
 from .errors import (
     AfterSuccess,
     ExceptionHandler,
@@ -259,4 +259,6 @@ async def _drop_server_header(_: web.Request, response: web.StreamResponse) -> N
 
 async def _drop_server_header_add_cors(request: web.Request, response: web.StreamResponse) -> None:
     response.headers.popall("Server", None)
-    add_cors(request, response)
+    cors = request.get(CORS_OPERATION)
+    if cors is not None:
+        cors.add_to(request, response)

@@ -134,13 +134,19 @@ class Cors:
             headers["Access-Control-Expose-Headers"] = ", ".join(self.expose_headers)
         return headers
 
+    def add_to(self, request: web.BaseRequest, response: web.StreamResponse) -> None:
+        """The CORS headers of an answer of this operation, on a response being prepared."""
+        _add_vary(response.headers, "Origin")
+        response.headers.update(self.response_headers(request))
+
     def wrap(self, handler: RouteHandler) -> RouteHandler:
         """The operation's route handler, refusing other origins' requests (:meth:`refuses`)
-        and marking its requests for :func:`add_cors` (which covers every answer: successes,
-        errors, even an unexpected 500)."""
+        and marking its requests with :data:`CORS_OPERATION`, so that the response hook adds
+        the headers (:meth:`add_to`) to every answer: successes, errors, even an unexpected
+        500."""
 
         async def handle(request: web.Request) -> web.StreamResponse:
-            request[_CORS] = self
+            request[CORS_OPERATION] = self
             if self.refuses(request):
                 raise HttpError(403, _REFUSED)
             return await handler(request)
@@ -175,7 +181,9 @@ class Cors:
         return answer
 
 
-_CORS = web.RequestKey("authgate_cors", Cors)
+CORS_OPERATION = web.RequestKey("authgate_cors", Cors)
+"""Set on a request of an operation that opted into CORS: its :class:`Cors`. A response hook
+looks it up, and only such a request costs it anything more."""
 _REFUSED = {
     "error": "origin_not_allowed",
     "message": "this operation may be called from a browser only by pages of the service's "
@@ -189,15 +197,6 @@ _PREFLIGHT_REFUSED = service_error(
     "pages of this origin may not call this operation from a browser",
     {"Vary": "Origin"},
 )
-
-
-def add_cors(request: web.Request, response: web.StreamResponse) -> None:
-    """The CORS headers of an operation that opted into CORS, on a response being prepared."""
-    cors = request.get(_CORS)
-    if cors is None:
-        return
-    _add_vary(response.headers, "Origin")
-    response.headers.update(cors.response_headers(request))
 
 
 def _add_vary(headers: CIMultiDict[str], name: str) -> None:
