@@ -22,7 +22,7 @@ from authgate import __version__
 from authgate.domain.redirects import origin
 from authgate.domain.scopes import ACCOUNT_MANAGE
 from authgate.entrypoints import development
-from authgate.entrypoints.config import Config, callback_urls_of
+from authgate.entrypoints.config import Config, callback_urls_of, passkey_origins
 from authgate.entrypoints.http.account import AccountOperations
 from authgate.entrypoints.http.caller import ClientAddress
 from authgate.entrypoints.http.errors import answer_error
@@ -171,7 +171,9 @@ def _register_openid_flow(
         sessions,
         guard,
         SignInStart(issuer, callbacks),
-        passkeys=config.passkeys.enabled,
+        # Only where a browser would run the ceremony: the page's origin (the issuer's) is one
+        # of the passkey origins (and so under the RP ID).
+        passkeys=config.passkeys.enabled and origin(issuer) in passkey_origins(config),
     ).register(api)
     TokenOperations(
         openid.tokens,

@@ -101,3 +101,14 @@ async def test_without_passkeys_the_page_has_no_script(
     html = await page.text()
     assert "passkey" not in html and "<script" not in html
     assert "script-src" not in page.headers["Content-Security-Policy"]
+
+
+async def test_the_page_offers_no_passkey_where_browsers_could_not_use_it(
+    make_service: MakeService, fake_idp: FakeIdP, idp_clock: SettableClock
+) -> None:
+    # Passkeys on for the application's pages only: the issuer's page is not one of them.
+    elsewhere = {**PASSKEYS, "origins": ["https://app.example.com"]}
+    client = await make_service(op_config(fake_idp, passkeys=elsewhere), clock=idp_clock)
+    page = await Op(client, fake_idp, idp_clock).authorize(Request())
+    assert page.status == 200
+    assert "passkey" not in await page.text()
