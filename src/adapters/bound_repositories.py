@@ -21,6 +21,7 @@ from authgate.ports.authorization import (
 )
 from authgate.ports.events import SignInEventLog
 from authgate.ports.logout import LogoutOutbox
+from authgate.ports.passkeys import PasskeyStore
 from authgate.ports.provider_events import SeenEvents
 from authgate.ports.provider_tokens import ProviderTokenStore, RevocationOutbox
 from authgate.ports.session_records import SessionRecords
@@ -41,6 +42,7 @@ class RepositoryMakers:
     grants: Callable[[], Grants]
     session_clients: Callable[[], SessionClients]
     logout_outbox: Callable[[], LogoutOutbox]
+    passkeys: Callable[[], PasskeyStore]
 
 
 class BoundRepositories:
@@ -93,3 +95,7 @@ class BoundRepositories:
     @functools.cached_property
     def logout_outbox(self) -> LogoutOutbox:
         return self._makers.logout_outbox()
+
+    @functools.cached_property
+    def passkeys(self) -> PasskeyStore:
+        return self._makers.passkeys()

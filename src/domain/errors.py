@@ -166,5 +166,81 @@ class IdentityDisabled(SignInError):
         super().__init__("sign-in through this provider account is disabled")
 
 
+class InvalidPasskeyChallenge(SignInError):
+    """No challenge of this ceremony is waiting for this browser: none was asked for, it was
+    used, it expired, or it was issued to another browser or the other ceremony."""
+
+    def __init__(self, detail: str) -> None:
+        self.detail = detail  # for the log and the audit only
+        super().__init__(
+            "the passkey challenge is missing, expired, already used or was issued to another "
+            "browser or ceremony: ask for new options"
+        )
+
+
+class InvalidPasskeyResponse(SignInError):
+    """The browser's passkey response cannot be read (missing members, bad encodings)."""
+
+    def __init__(self, detail: str) -> None:
+        self.detail = detail
+        super().__init__(f"the passkey response is malformed: {detail}")
+
+
+class PasskeyNotVerified(SignInError):
+    """The passkey response was read but failed a check: ``reason`` names which (origin, RP
+    ID, type, user presence or verification, signature, counter)."""
+
+    def __init__(self, reason: str, account_id: str | None = None) -> None:
+        self.reason = reason
+        self.account_id = account_id  # the passkey's, when one was found (for the audit)
+        super().__init__(f"the passkey response was not verified: {reason}")
+
+
+class UnknownPasskey(SignInError):
+    """No account holds the credential that signed (never registered, or removed)."""
+
+    def __init__(self) -> None:
+        super().__init__("no account has this passkey (it may have been removed)")
+
+
+class PasskeyAlreadyRegistered(SignInError):
+    """The credential is registered already (to this or another account)."""
+
+    def __init__(self) -> None:
+        super().__init__("this passkey is registered already")
+
+
+class PasskeyNotFound(SignInError):
+    """The account has no passkey with that id."""
+
+    def __init__(self) -> None:
+        super().__init__("no passkey of this account has that id")
+
+
+class LastSignInMethod(SignInError):
+    """Removing the passkey would leave the account with no way to sign in."""
+
+    def __init__(self) -> None:
+        super().__init__(
+            "this passkey is the account's only sign-in method; add another passkey or link a "
+            "provider before removing it"
+        )
+
+
+class InvalidPasskeyName(SignInError):
+    def __init__(self, limit: int) -> None:
+        super().__init__(f"a passkey's name is 1 to {limit} characters without control characters")
+
+
+class AccountDisabled(SignInError):
+    """A provider reported an identity of the account disabled (RISC account-disabled): a
+    passkey sign-in to it is refused as a sign-in through that provider is."""
+
+    def __init__(self, reason: str, account_id: str | None = None) -> None:
+        self.reason = reason  # for the log and the audit only
+        self.account_id = account_id
+        super().__init__("sign-in to this account is disabled")
+
+
 class ProviderUnavailable(Exception):
     """A provider's configuration could not be loaded (discovery failed, …): an internal error."""

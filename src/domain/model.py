@@ -205,6 +205,11 @@ class Outcome(enum.Enum):
     BACKCHANNEL_LOGOUT_SENT = "backchannel_logout_sent"
     BACKCHANNEL_LOGOUT_FAILED = "backchannel_logout_failed"
     APP_WITHDRAWN = "app_withdrawn"  # consent to an application withdrawn, its tokens revoked
+    # Passkeys: added and removed (account changes); a sign-in refused because the signature
+    # counter went backwards (a cloned authenticator).
+    PASSKEY_ADDED = "passkey_added"
+    PASSKEY_REMOVED = "passkey_removed"
+    PASSKEY_COUNTER_REGRESSED = "passkey_counter_regressed"
 
 
 @attrs.frozen

@@ -22,7 +22,7 @@ from authgate import __version__
 from authgate.domain.redirects import origin
 from authgate.domain.scopes import ACCOUNT_MANAGE
 from authgate.entrypoints import development
-from authgate.entrypoints.config import Config, callback_urls_of
+from authgate.entrypoints.config import Config, callback_urls_of, passkey_origins
 from authgate.entrypoints.http.account import AccountOperations
 from authgate.entrypoints.http.caller import ClientAddress
 from authgate.entrypoints.http.errors import answer_error
@@ -89,6 +89,19 @@ def build_api(config: Config, resources: Resources, services: Services | None = 
     ).register(api)
     AccountOperations(services.account, bearer, cookie, guard, client_address, cors).register(api)
     JwksOperations(resources.sessions).register(api)
+    if services.passkeys is not None:
+        from authgate.entrypoints.http.passkeys import PasskeyOperations
+
+        PasskeyOperations(
+            services.passkeys,
+            bearer,
+            cookie,
+            guard,
+            client_address,
+            resources.passkey_limiter,
+            binding_max_age=config.state.ttl_seconds,
+            cors=cors,
+        ).register(api)
     if services.openid is not None:
         from authgate.entrypoints.http.discovery import DiscoveryOperations, provider_metadata
 
@@ -154,7 +167,13 @@ def _register_openid_flow(
         if urls:
             callbacks[name] = (own or urls)[0]
     AuthorizeOperations(
-        openid.authorization, sessions, guard, SignInStart(issuer, callbacks)
+        openid.authorization,
+        sessions,
+        guard,
+        SignInStart(issuer, callbacks),
+        # Only where a browser would run the ceremony: the page's origin (the issuer's) is one
+        # of the passkey origins (and so under the RP ID).
+        passkeys=config.passkeys.enabled and origin(issuer) in passkey_origins(config),
     ).register(api)
     TokenOperations(
         openid.tokens,

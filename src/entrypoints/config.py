@@ -189,9 +189,34 @@ class RateLimitConfig:
     token: str | None = "3000/minute"  # noqa: S105 - a rate
     # The OpenID Provider's introspection endpoint, per client; null or empty: no limit.
     introspection: str | None = None
+    # The passkey ceremonies (options and responses, both ceremonies), per client address like
+    # the callback, in a budget of their own: a sign-in spends two.
+    passkeys: str = "20/minute"
     trusted_proxies: list[str] = attrs.field(factory=list)
     ipv6_prefix: int = 64
     fail_open: bool = True
+
+
+@attrs.frozen
+class PasskeysConfig:
+    """Passkeys (WebAuthn), a sign-in method beside the providers.
+
+    ``rp_id``: the relying party's id, a domain that every origin in ``origins`` is or is
+    under (unset: the host of the service's own address, :func:`openid_issuer`); passkeys
+    are bound to it, so changing it later orphans every passkey made. ``origins``: the
+    pages that may run the ceremonies (unset: the service's own origin and
+    ``app.allowed_origins``). The timeouts are what browsers are told and at most 300 s, the
+    life of a challenge. ``memory_max_challenges`` bounds the memory store (``state.store:
+    memory`` or a memory database); the database stores are bounded by ``ratelimit.passkeys``
+    and their purge."""
+
+    enabled: bool = False
+    rp_id: str | None = None
+    rp_name: str = "authgate"
+    origins: list[str] | None = None
+    registration_timeout_seconds: int = 300
+    authentication_timeout_seconds: int = 300
+    memory_max_challenges: int = 100_000
 
 
 @attrs.frozen
@@ -361,6 +386,7 @@ class Config:
     # The applications that sign in through authgate as their OpenID Provider, by client_id.
     clients: dict[str, ClientConfig] = attrs.field(factory=dict)
     logout_tokens: LogoutTokensConfig = LogoutTokensConfig()
+    passkeys: PasskeysConfig = PasskeysConfig()
 
 
 def callback_urls_of(config: Config, provider: str) -> list[str]:
@@ -415,6 +441,20 @@ def openid_issuer(config: Config) -> str:
     if config.rest.public_url is not None:
         return config.rest.public_url.strip().rstrip("/")
     return local_url(config)
+
+
+def passkey_rp_id(config: Config) -> str:
+    """``passkeys.rp_id``, else the host of the service's own address."""
+    if config.passkeys.rp_id:
+        return config.passkeys.rp_id.strip().lower()
+    return (urlsplit(openid_issuer(config)).hostname or "").lower()
+
+
+def passkey_origins(config: Config) -> list[str]:
+    """``passkeys.origins``, else the service's own origin and ``app.allowed_origins``."""
+    if config.passkeys.origins is not None:
+        return [_origin_of(o) for o in config.passkeys.origins]
+    return list(dict.fromkeys([_origin_of(openid_issuer(config)), *config.app.allowed_origins]))
 
 
 def client_registry(config: Config) -> ClientRegistry:
@@ -593,6 +633,8 @@ def _check(config: Config) -> None:
     _check_ratelimit(config.ratelimit)
     _check_provider_tokens(config.provider_tokens)
     _check_logout_tokens(config.logout_tokens)
+    if config.passkeys.enabled:
+        _check_passkeys(config)
     if config.environment == "production" and config.dev.identity_provider:
         raise ConfigError(
             "dev.identity_provider: the development identity provider is refused in production"
@@ -848,6 +890,33 @@ def _check_logout_tokens(tokens: LogoutTokensConfig) -> None:
         raise ConfigError("logout_tokens.lease_seconds: must be longer than timeout_seconds")
 
 
+def _check_passkeys(config: Config) -> None:
+    passkeys = config.passkeys
+    for setting in ("registration_timeout_seconds", "authentication_timeout_seconds"):
+        if not 30 <= getattr(passkeys, setting) <= 300:
+            raise ConfigError(f"passkeys.{setting}: must be between 30 and 300")
+    if passkeys.memory_max_challenges <= 0:
+        raise ConfigError("passkeys.memory_max_challenges: must be positive")
+    if not passkeys.rp_name.strip():
+        raise ConfigError("passkeys.rp_name: must not be empty")
+    rp_id = passkey_rp_id(config)
+    if not rp_id or not re.fullmatch(r"[a-z0-9]([a-z0-9.-]*[a-z0-9])?", rp_id):
+        raise ConfigError(f"passkeys.rp_id: {rp_id!r} is not a domain name")
+    origins = passkey_origins(config)
+    if not origins:
+        raise ConfigError("passkeys.origins: at least one origin must be allowed")
+    for o in origins:
+        parts = urlsplit(o)
+        if parts.scheme not in ("https", "http") or not parts.hostname:
+            raise ConfigError(f"passkeys.origins: {o!r} is not an http(s) origin")
+        host = parts.hostname.lower()
+        if not (host == rp_id or host.endswith("." + rp_id)):
+            raise ConfigError(
+                f"passkeys.rp_id: {rp_id!r} does not cover the allowed origin {o} (its host "
+                f"must be {rp_id} or end with .{rp_id}; set passkeys.rp_id or passkeys.origins)"
+            )
+
+
 def _key_bytes(secret: str) -> int:
     """How many bytes a base64 (or base64url) secret holds; 0 when it is not base64."""
     text = secret.strip()
@@ -860,7 +929,11 @@ def _key_bytes(secret: str) -> int:
 
 
 def _check_ratelimit(ratelimit: RateLimitConfig) -> None:
-    limits = {"callback": ratelimit.callback, "provider_events": ratelimit.provider_events}
+    limits = {
+        "callback": ratelimit.callback,
+        "provider_events": ratelimit.provider_events,
+        "passkeys": ratelimit.passkeys,
+    }
     if ratelimit.initiation:  # null or empty: no initiation limit
         limits["initiation"] = ratelimit.initiation
     if ratelimit.token:  # null or empty: no token endpoint limit

@@ -148,6 +148,18 @@ async def show_account(config: Config, ref: str) -> int:
             ],
             "liveSessions": len(live),
         }
+        if resources.passkeys is not None:
+            document["passkeys"] = [
+                {
+                    "id": p.id,
+                    "name": p.name,
+                    "createdAt": _time(p.created_at),
+                    "lastUsedAt": _time(p.last_used_at),
+                    "backedUp": p.backed_up,
+                    "signCount": p.sign_count,
+                }
+                for p in await resources.passkeys.for_account(account.id)
+            ]
         print(json.dumps(document, indent=2))
         return 0
 
@@ -155,8 +167,8 @@ async def show_account(config: Config, ref: str) -> int:
 
 
 async def delete_account(config: Config, ref: str) -> int:
-    """``accounts delete``: the account (named as ``accounts show`` takes it), its identities
-    and its sessions go in one transaction with the audit event; then the ended sessions are
+    """``accounts delete``: the account (named as ``accounts show`` takes it), its identities,
+    passkeys and sessions go in one transaction with the audit event; then the ended sessions are
     announced. 1 when nothing matches."""
     name = "accounts delete"
 

@@ -39,6 +39,7 @@ from authgate.adapters.identity.fetch import provider_session
 from authgate.adapters.memory import (
     MemoryAccounts,
     MemoryEvents,
+    MemoryPasskeyChallenges,
     MemoryProviderTokens,
     MemoryRevocationOutbox,
     MemorySessionRecords,
@@ -66,6 +67,7 @@ from authgate.ports.events import SignInEventLog
 from authgate.ports.identity import IdentityProvider
 from authgate.ports.logout import LogoutTokenSender
 from authgate.ports.metrics import Metrics, NoMetrics
+from authgate.ports.passkeys import PasskeyChallenges, PasskeyStore
 from authgate.ports.provider_tokens import (
     ProviderTokenStore,
     RevocationOutbox,
@@ -162,6 +164,11 @@ class Resources:
     openid: OpenIdResources | None = None  # None: no client is registered
     # Introspection, per client (ratelimit.introspection; unset: no limit).
     introspection_limiter: RateLimiter = attrs.field(factory=NoRateLimit)
+    # Passkeys: the accounts' credentials (the database's), the ceremonies' challenges, and
+    # the ceremonies' limit per client (ratelimit.passkeys).
+    passkeys: PasskeyStore | None = None
+    passkey_challenges: PasskeyChallenges = attrs.field(factory=MemoryPasskeyChallenges)
+    passkey_limiter: RateLimiter = attrs.field(factory=NoRateLimit)
 
     async def close(self) -> None:
         for close in reversed(self.closers):
@@ -224,6 +231,9 @@ async def open_resources(
             openid=openid,
             token_limiter=_token_limiter(config, store),
             introspection_limiter=_introspection_limiter(config, store),
+            passkeys=stores.passkeys,
+            passkey_challenges=stores.passkey_challenges,
+            passkey_limiter=store.limiter(config.ratelimit.passkeys, namespace="authgate-passkeys"),
         )
     except BaseException:
         for close in reversed(closers):
@@ -251,6 +261,8 @@ def unopened_resources(config: Config) -> Resources:
         initiation_limiter=initiation,
         providers={},
         openid=_openid(config, keys, None, SystemClock()),
+        passkeys=stores.passkeys,
+        passkey_challenges=stores.passkey_challenges,
     )
 
 
@@ -365,9 +377,11 @@ class _Stores:
     pool: Pool | None = None  # PostgreSQL's, for LISTEN/NOTIFY
     provider_tokens: ProviderTokenStore = attrs.field(factory=MemoryProviderTokens)
     revocations: RevocationOutbox = attrs.field(factory=MemoryRevocationOutbox)
+    passkeys: PasskeyStore | None = None
+    passkey_challenges: PasskeyChallenges = attrs.field(factory=MemoryPasskeyChallenges)
 
 
-def _memory_stores(states: StateStore) -> _Stores:
+def _memory_stores(states: StateStore, challenges: PasskeyChallenges | None = None) -> _Stores:
     accounts, events, sessions = MemoryAccounts(), MemoryEvents(), MemorySessionRecords()
     units = MemoryUnitOfWork(accounts, events, sessions)
     return _Stores(
@@ -378,6 +392,8 @@ def _memory_stores(states: StateStore) -> _Stores:
         session_records=sessions,
         provider_tokens=units.provider_tokens,
         revocations=units.revocations,
+        passkeys=units.passkeys,
+        passkey_challenges=challenges or MemoryPasskeyChallenges(),
     )
 
 
@@ -414,8 +430,9 @@ async def _open_store(config: Config, closers: list[Callable[[], Awaitable[Any]]
     store: PostgresStore | SqliteStore
     pool: Pool | None = None
     memory_states = MemoryStates(config.state.memory_max_entries)
+    memory_challenges = MemoryPasskeyChallenges(config.passkeys.memory_max_challenges)
     if url.startswith("memory://"):
-        return _memory_stores(memory_states)
+        return _memory_stores(memory_states, memory_challenges)
     if url.startswith(("postgresql://", "postgres://")):
         store = await _open_postgres(config)
         pool = store.pool
@@ -433,6 +450,9 @@ async def _open_store(config: Config, closers: list[Callable[[], Awaitable[Any]]
 
     check = HealthCheck("database", ping, timeout=db.readiness_timeout_seconds + 0.5)
     states: StateStore = memory_states if config.state.store == "memory" else store.states
+    challenges: PasskeyChallenges = (
+        memory_challenges if config.state.store == "memory" else store.passkey_challenges
+    )
     return _Stores(
         accounts=store.accounts,
         states=states,
@@ -443,6 +463,8 @@ async def _open_store(config: Config, closers: list[Callable[[], Awaitable[Any]]
         pool=pool,
         provider_tokens=store.provider_tokens,
         revocations=store.revocations,
+        passkeys=store.passkeys,
+        passkey_challenges=challenges,
     )
 
 

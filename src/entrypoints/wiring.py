@@ -25,6 +25,8 @@ from authgate.entrypoints.config import (
     callback_urls_of,
     notifications_path_of,
     openid_issuer,
+    passkey_origins,
+    passkey_rp_id,
 )
 from authgate.entrypoints.resources import Resources
 from authgate.ports.identity import IdentityProvider
@@ -48,6 +50,7 @@ if TYPE_CHECKING:
     from authgate.services.openid_authorization import AuthorizationService
     from authgate.services.openid_logout import BackchannelLogout, RpInitiatedLogout
     from authgate.services.openid_tokens import TokenService
+    from authgate.services.passkeys import PasskeyService
     from authgate.services.provider_events import ProviderEventService, Receiver
 
 
@@ -63,6 +66,7 @@ class Services:
     revocation_worker: RevocationWorker
     openid: OpenIdServices | None = None  # None: no client is registered
     openid_resource: OpenIdResourceServices | None = None  # with openid
+    passkeys: PasskeyService | None = None  # None: passkeys.enabled is false
 
 
 @attrs.frozen
@@ -177,6 +181,41 @@ def build_services(config: Config, resources: Resources) -> Services:
         worker,
         openid,
         openid_resource=_openid_resource(resources, sessions, openid),
+        passkeys=_passkeys(config, resources, sessions, signin),
+    )
+
+
+def _passkeys(
+    config: Config, resources: Resources, sessions: SessionService, signin: SignInService
+) -> PasskeyService | None:
+    """Passkeys as ``passkeys`` configures them (None when not enabled)."""
+    if not config.passkeys.enabled or resources.passkeys is None:
+        return None
+    from authgate.domain.passkeys import CHALLENGE_LIFETIME
+    from authgate.services.passkeys import PasskeyPolicy, PasskeyService
+
+    section = config.passkeys
+    return PasskeyService(
+        passkeys=resources.passkeys,
+        challenges=resources.passkey_challenges,
+        accounts=resources.accounts,
+        events=resources.events,
+        units=resources.units,
+        sessions=sessions,
+        clock=resources.clock,
+        policy=PasskeyPolicy(
+            rp_id=passkey_rp_id(config),
+            rp_name=section.rp_name,
+            origins=frozenset(passkey_origins(config)),
+            registration_timeout=min(
+                dt.timedelta(seconds=section.registration_timeout_seconds), CHALLENGE_LIFETIME
+            ),
+            authentication_timeout=min(
+                dt.timedelta(seconds=section.authentication_timeout_seconds), CHALLENGE_LIFETIME
+            ),
+        ),
+        signin=signin.policy,
+        metrics=resources.metrics,
     )
 
 

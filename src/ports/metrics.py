@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Literal, Protocol
 
 ProviderCall = Literal["token", "jwks", "discovery", "userinfo"]
-LimitName = Literal["callback", "initiation", "provider_events"]
+LimitName = Literal["callback", "initiation", "provider_events", "passkeys"]
 
 
 class Metrics(Protocol):

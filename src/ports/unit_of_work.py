@@ -23,6 +23,7 @@ from authgate.ports.authorization import (
 )
 from authgate.ports.events import SignInEventLog
 from authgate.ports.logout import LogoutOutbox
+from authgate.ports.passkeys import PasskeyStore
 from authgate.ports.provider_events import SeenEvents
 from authgate.ports.provider_tokens import ProviderTokenStore, RevocationOutbox
 from authgate.ports.session_records import SessionRecords
@@ -81,6 +82,11 @@ class Transaction(Protocol):
     def logout_outbox(self) -> LogoutOutbox:
         """The outbox of back-channel logouts, written with the change that ends a session
         and delivered after it committed."""
+        ...
+
+    @property
+    def passkeys(self) -> PasskeyStore:
+        """The accounts' passkeys: added, used and removed with their audit event."""
         ...
 
 

@@ -21,6 +21,7 @@ from authgate.domain.model import (
     SignInEvent,
 )
 from authgate.domain.oauth import Grant
+from authgate.domain.passkeys import Passkey
 from authgate.ports.accounts import AccountRepository, LastIdentityError
 from authgate.ports.events import SignInEventLog
 from authgate.ports.unit_of_work import Transaction, UnitOfWork
@@ -47,6 +48,7 @@ class AccountExport:
     sessions: list[SessionRecord]
     events: list[SignInEvent]
     grants: list[Grant] = attrs.field(factory=list)
+    passkeys: list[Passkey] = attrs.field(factory=list)
 
 
 @attrs.frozen
@@ -168,7 +170,8 @@ class AccountService:
                 for i in await tx.accounts.list_identities(holder.id)
                 if i.identity.provider != identity.provider
             ]
-            if others:
+            # A passkey is a sign-in method too: with one left, the identity goes alone.
+            if others or await tx.passkeys.for_account(holder.id):
                 ended = (
                     await self._unlink_in(
                         tx,
@@ -265,11 +268,13 @@ class AccountService:
         view = await self.account(caller.account_id)
         async with self.units.begin() as tx:
             grants = await tx.grants.for_account(caller.account_id)
+            passkeys = await tx.passkeys.for_account(caller.account_id)
         return AccountExport(
             view=view,
             sessions=await self.sessions.records.for_account(caller.account_id),
             events=await self.events.for_account(caller.account_id),
             grants=grants,
+            passkeys=passkeys,
         )
 
     # -- sessions ---------------------------------------------------------------------------

@@ -28,6 +28,8 @@ ACCOUNT_CHANGES = frozenset(
         Outcome.BACKCHANNEL_LOGOUT_SENT,
         Outcome.BACKCHANNEL_LOGOUT_FAILED,
         Outcome.APP_WITHDRAWN,
+        Outcome.PASSKEY_ADDED,
+        Outcome.PASSKEY_REMOVED,
     }
 )
 

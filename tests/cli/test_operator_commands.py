@@ -20,6 +20,7 @@ import yaml
 
 from authgate.adapters.sessions import JwtSessionTokens, load_or_create_keys
 from authgate.domain.model import Account, Outcome, SessionRecord
+from authgate.domain.passkeys import Passkey
 from tests.app.conftest import base_config, merge
 from tests.fakeidp import FakeIdP
 from tests.support.records import verified
@@ -133,6 +134,38 @@ async def test_show_finds_an_account_by_id_identity_and_email(setup: Setup) -> N
     assert provider["providerId"] == "user:google:g-ann"  # as GET /v1/account/providers says
     assert provider["isPrimary"] is True
     assert (provider["disabledReason"], provider["emailDisabled"]) == (None, False)
+    assert document["passkeys"] == []
+
+
+async def test_show_lists_the_passkeys_and_delete_removes_them(setup: Setup) -> None:
+    account = await setup.sign_in("g-pk", "pk@example.com")
+    now = dt.datetime.now(dt.UTC)
+    passkey = Passkey(
+        id="0" * 32,
+        account_id=account.id,
+        credential_id=b"c" * 32,
+        public_key=b"k" * 77,
+        sign_count=3,
+        transports=("internal",),
+        aaguid="00000000-0000-0000-0000-000000000000",
+        backup_eligible=True,
+        backed_up=True,
+        name="Laptop",
+        created_at=now,
+    )
+    await setup.store.passkeys.add(passkey)
+    shown = await run("accounts", "show", account.id, "--config", setup.config)
+    [listed] = json.loads(shown.stdout)["passkeys"]
+    assert (listed["id"], listed["name"], listed["backedUp"], listed["signCount"]) == (
+        "0" * 32,
+        "Laptop",
+        True,
+        3,
+    )
+    assert "publicKey" not in listed and "credentialId" not in listed
+    deleted = await run("accounts", "delete", account.id, "--config", setup.config)
+    assert deleted.returncode == 0, deleted.stderr
+    assert await setup.store.passkeys.find_by_credential(b"c" * 32) is None
 
 
 @pytest.mark.parametrize(

@@ -56,8 +56,14 @@ async def test_schemathesis_finds_nothing(
             # Many callbacks and starts per minute from one address: the fuzzer must get past
             # the limiters to reach the code behind them (the limits are proven in tests/app
             # and tests/scaleout).
-            "ratelimit": {"callback": "100000/minute", "initiation": "100000/minute"},
+            "ratelimit": {
+                "callback": "100000/minute",
+                "initiation": "100000/minute",
+                "passkeys": "100000/minute",
+            },
             "providers": {"google": {"timeout_seconds": 5}},
+            # The passkey operations too (their ceremonies are proven in tests/app).
+            "passkeys": {"enabled": True, "rp_id": "127.0.0.1", "origins": ["http://127.0.0.1"]},
         },
     )
     config_file = write_config(tmp_path, config)

@@ -343,8 +343,9 @@ async def test_export_holds_account_identities_sessions_and_events(service: Serv
     assert response.status == 200
     assert response.headers["Cache-Control"] == "no-store"
     body = await response.json()
-    assert set(body) == {"account", "sessions", "events", "grants"}
+    assert set(body) == {"account", "sessions", "events", "grants", "passkeys"}
     assert body["grants"] == []  # no consent given to any application
+    assert body["passkeys"] == []  # none added
     assert body["account"]["email"] == "ada@example.test"
     assert [p["provider"] for p in body["account"]["providers"]] == ["google", "facebook"]
     assert len(body["sessions"]) >= 3

@@ -16,6 +16,7 @@ from typing import Literal, Protocol
 from authgate.adapters.memory import (
     MemoryAccounts,
     MemoryEvents,
+    MemoryPasskeyChallenges,
     MemorySeenEvents,
     MemorySessionRecords,
     MemoryStates,
@@ -32,6 +33,7 @@ from authgate.ports.authorization import (
 )
 from authgate.ports.events import SignInEventLog
 from authgate.ports.logout import LogoutOutbox
+from authgate.ports.passkeys import PasskeyChallenges, PasskeyStore
 from authgate.ports.provider_tokens import ProviderTokenStore, RevocationOutbox
 from authgate.ports.session_records import SessionRecords
 from authgate.ports.state import StateStore
@@ -68,6 +70,10 @@ class Store(Protocol):
     def session_clients(self) -> SessionClients: ...
     @property
     def logout_outbox(self) -> LogoutOutbox: ...
+    @property
+    def passkeys(self) -> PasskeyStore: ...
+    @property
+    def passkey_challenges(self) -> PasskeyChallenges: ...
     async def ping(self) -> None: ...
     async def close(self) -> None: ...
 
@@ -86,6 +92,8 @@ class MemoryStore:
         self.grants = self.units.grants
         self.session_clients = self.units.session_clients
         self.logout_outbox = self.units.logout_outbox
+        self.passkeys = self.units.passkeys
+        self.passkey_challenges = MemoryPasskeyChallenges()
 
     async def ping(self) -> None:
         return None

@@ -64,6 +64,15 @@ CASES: list[tuple[Exception, int, str, tuple[str, str] | None]] = [
     (errors.ReauthenticationRequired(600), 401, "reauthentication_required", None),
     (errors.TemporarilyUnavailable(), 503, "temporarily_unavailable", None),
     (errors.ProviderUnavailable("discovery failed"), 500, "internal_error", None),
+    (errors.InvalidPasskeyChallenge("detail"), 400, "invalid_challenge", None),
+    (errors.InvalidPasskeyResponse("it cannot be decoded"), 400, "invalid_passkey_response", None),
+    (errors.PasskeyNotVerified("the user was not verified"), 400, "passkey_not_verified", None),
+    (errors.UnknownPasskey(), 401, "unknown_passkey", None),
+    (errors.PasskeyAlreadyRegistered(), 409, "passkey_already_registered", None),
+    (errors.PasskeyNotFound(), 404, "passkey_not_found", None),
+    (errors.LastSignInMethod(), 409, "last_sign_in_method", None),
+    (errors.InvalidPasskeyName(64), 400, "invalid_request", None),
+    (errors.AccountDisabled("account-disabled"), 403, "access_denied", None),
 ]
 
 

@@ -9,6 +9,7 @@ from .authorization import (
 )
 from .events import MemoryEvents
 from .outbox import MemoryLogoutOutbox
+from .passkeys import MemoryPasskeyChallenges, MemoryPasskeys
 from .provider_tokens import MemoryProviderTokens, MemoryRevocationOutbox
 from .seen_events import MemorySeenEvents
 from .sessions import MemorySessionRecords
@@ -21,6 +22,8 @@ __all__ = [
     "MemoryEvents",
     "MemoryGrants",
     "MemoryLogoutOutbox",
+    "MemoryPasskeyChallenges",
+    "MemoryPasskeys",
     "MemoryProviderTokens",
     "MemoryRefreshTokens",
     "MemoryRevocationOutbox",

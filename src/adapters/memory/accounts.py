@@ -18,11 +18,21 @@ class MemoryAccounts:
         self._accounts: dict[str, Account] = {}
         self._identities: dict[ProviderIdentity, LinkedIdentity] = {}
         self._dependents: list[Callable[[str], None]] = []
+        self._other_methods: list[Callable[[str], int]] = []
 
     def cascade_to(self, drop_account: Callable[[str], None]) -> None:
         """Have ``drop_account(account_id)`` called whenever an account is deleted: what the
         SQL stores' ``ON DELETE CASCADE`` does for the rows that name it."""
         self._dependents.append(drop_account)
+
+    def count_other_methods(self, count: Callable[[str], int]) -> None:
+        """Have ``count(account_id)`` (the account's passkeys) counted with its identities by
+        the last-sign-in-method rule of :meth:`unlink_identity`."""
+        self._other_methods.append(count)
+
+    def identity_count(self, account_id: str) -> int:
+        """How many identities the account holds."""
+        return sum(1 for i in self._identities.values() if i.account_id == account_id)
 
     def snapshot(self) -> tuple[dict[str, Account], dict[ProviderIdentity, LinkedIdentity]]:
         """What the adapter holds (the records are immutable: shallow copies suffice)."""
@@ -107,7 +117,7 @@ class MemoryAccounts:
         targets = [i for i in mine if i.identity.provider == provider]
         if not targets:
             return False
-        if len(mine) == len(targets):
+        if len(mine) == len(targets) and not any(c(account_id) for c in self._other_methods):
             raise LastIdentityError(account_id)
         for target in targets:
             del self._identities[target.identity]

@@ -17,6 +17,7 @@ from .authorization import (
 )
 from .events import MemoryEvents
 from .outbox import MemoryLogoutOutbox
+from .passkeys import MemoryPasskeys
 from .provider_tokens import MemoryProviderTokens, MemoryRevocationOutbox
 from .seen_events import MemorySeenEvents
 from .sessions import MemorySessionRecords
@@ -28,8 +29,9 @@ class MemoryUnitOfWork:
     outside any unit while one runs would be undone by its rollback: the services write
     through units only.
 
-    The OpenID Provider's stores (codes, refresh tokens, grants, session clients) lose an
-    account's rows when ``accounts`` deletes it, as the SQL stores' foreign keys do."""
+    The OpenID Provider's stores (codes, refresh tokens, grants, session clients) and the
+    passkeys lose an account's rows when ``accounts`` deletes it, as the SQL stores' foreign
+    keys do."""
 
     def __init__(
         self,
@@ -45,6 +47,7 @@ class MemoryUnitOfWork:
         grants: MemoryGrants | None = None,
         session_clients: MemorySessionClients | None = None,
         logout_outbox: MemoryLogoutOutbox | None = None,
+        passkeys: MemoryPasskeys | None = None,
     ) -> None:
         self._accounts = accounts
         self._events = events
@@ -57,6 +60,7 @@ class MemoryUnitOfWork:
         self.grants = grants or MemoryGrants()
         self.session_clients = session_clients or MemorySessionClients()
         self.logout_outbox = logout_outbox or MemoryLogoutOutbox()
+        self.passkeys = passkeys or MemoryPasskeys(accounts)
         for dependent in (
             self.authorization_codes,
             self.refresh_tokens,
@@ -76,7 +80,7 @@ class MemoryUnitOfWork:
             tokens, revocations = self.provider_tokens.snapshot(), self.revocations.snapshot()
             codes, families = self.authorization_codes.snapshot(), self.refresh_tokens.snapshot()
             grants, clients = self.grants.snapshot(), self.session_clients.snapshot()
-            logouts = self.logout_outbox.snapshot()
+            logouts, passkeys = self.logout_outbox.snapshot(), self.passkeys.snapshot()
             try:
                 yield BoundRepositories(
                     RepositoryMakers(
@@ -91,6 +95,7 @@ class MemoryUnitOfWork:
                         grants=lambda: self.grants,
                         session_clients=lambda: self.session_clients,
                         logout_outbox=lambda: self.logout_outbox,
+                        passkeys=lambda: self.passkeys,
                     )
                 )
             except BaseException:
@@ -105,6 +110,7 @@ class MemoryUnitOfWork:
                 self.grants.restore(grants)
                 self.session_clients.restore(clients)
                 self.logout_outbox.restore(logouts)
+                self.passkeys.restore(passkeys)
                 raise
 
     def read(self) -> AbstractAsyncContextManager[BoundRepositories]:

@@ -248,7 +248,9 @@ class PostgresAccounts:
             targets = [r for r in providers if r["provider"] == provider]
             if not targets:
                 return False
-            if len(targets) == len(providers):
+            if len(targets) == len(providers) and not await conn.fetchval(
+                "SELECT EXISTS (SELECT 1 FROM passkeys WHERE account_id = $1)", key
+            ):
                 raise LastIdentityError(account_id)
             await conn.execute(
                 "DELETE FROM identities WHERE account_id = $1 AND provider = $2", key, provider

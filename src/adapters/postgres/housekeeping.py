@@ -41,6 +41,7 @@ Purged = Literal[
     "oauth_refresh_tokens",
     "oauth_token_families",
     "oauth_session_clients",
+    "passkey_challenges",
 ]
 
 
@@ -78,6 +79,7 @@ _BATCH_DELETES: dict[Purged, str] = {
     "oauth_refresh_tokens": _batch_delete("oauth_refresh_tokens", "expires_at", "<="),
     "oauth_token_families": _batch_delete("oauth_token_families", "expires_at", "<="),
     "oauth_session_clients": _batch_delete("oauth_session_clients", "expires_at", "<="),
+    "passkey_challenges": _batch_delete("passkey_challenges", "expires_at", "<="),
 }
 
 

@@ -27,6 +27,7 @@ from .events import PostgresEvents
 from .housekeeping import PeriodicPurge
 from .migrations import CONNECT_ERRORS, check_schema
 from .outbox import PostgresLogoutOutbox
+from .passkeys import PostgresPasskeyChallenges, PostgresPasskeys
 from .pool import ConnectionPool, open_asyncpg_pool, open_pool
 from .provider_tokens import PostgresProviderTokens, PostgresRevocationOutbox
 from .seen_events import PostgresSeenEvents
@@ -66,6 +67,8 @@ class PostgresStore:
         self.grants = PostgresGrants(pool)
         self.session_clients = PostgresSessionClients(pool, purge_interval)
         self.logout_outbox = PostgresLogoutOutbox(pool)
+        self.passkeys = PostgresPasskeys(pool)
+        self.passkey_challenges = PostgresPasskeyChallenges(pool, purge_interval)
         self.units = PostgresUnitOfWork(
             pool,
             self.events,
@@ -94,6 +97,7 @@ class PostgresStore:
             self.authorization_codes.housekeeping,
             self.refresh_tokens.housekeeping,
             self.session_clients.housekeeping,
+            self.passkey_challenges.housekeeping,
         ]
 
     async def close(self, grace: float = 10.0) -> None:
@@ -197,6 +201,7 @@ class PostgresUnitOfWork:
                         grants=lambda: PostgresGrants(unit),
                         session_clients=lambda: self._session_clients.bound(unit),
                         logout_outbox=lambda: PostgresLogoutOutbox(unit),
+                        passkeys=lambda: PostgresPasskeys(unit),
                     )
                 )
                 await unit.finish()

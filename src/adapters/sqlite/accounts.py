@@ -9,6 +9,8 @@ import uuid
 from collections.abc import Mapping
 from typing import Any
 
+import aiosqlite
+
 from authgate.domain.model import Account, LinkedIdentity, ProviderIdentity, VerifiedIdentity
 from authgate.ports.accounts import IdentityTaken, LastIdentityError, email_verified_of
 
@@ -177,7 +179,7 @@ class SqliteAccounts:
             targets = [p for p in providers if p == provider]
             if not targets:
                 return False
-            if len(targets) == len(providers):
+            if len(targets) == len(providers) and not await _has_passkey(conn, account_id):
                 raise LastIdentityError(account_id)
             await conn.execute(
                 "DELETE FROM identities WHERE account_id = ? AND provider = ?",
@@ -267,3 +269,11 @@ def _linked(r: sqlite3.Row | tuple[Any, ...]) -> LinkedIdentity:
         disabled_reason=r[7],
         email_disabled=bool(r[8]),
     )
+
+
+async def _has_passkey(conn: aiosqlite.Connection, account_id: str) -> bool:
+    """Whether the account holds a passkey: a sign-in method beside its identities."""
+    found = await conn.execute_fetchall(
+        "SELECT 1 FROM passkeys WHERE account_id = ? LIMIT 1", (account_id,)
+    )
+    return bool(list(found))

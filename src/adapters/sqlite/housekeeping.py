@@ -33,6 +33,7 @@ Purged = Literal[
     "oauth_refresh_tokens",
     "oauth_token_families",
     "oauth_session_clients",
+    "passkey_challenges",
 ]
 
 # What a purge removes from each table: rows expired at, or older than, the bound (the first
@@ -59,6 +60,8 @@ _BATCH_DELETES: dict[Purged, str] = {
     "oauth_token_families WHERE expires_at <= ?1 ORDER BY expires_at LIMIT ?2)",
     "oauth_session_clients": "DELETE FROM oauth_session_clients WHERE rowid IN (SELECT rowid "
     "FROM oauth_session_clients WHERE expires_at <= ?1 ORDER BY expires_at LIMIT ?2)",
+    "passkey_challenges": "DELETE FROM passkey_challenges WHERE rowid IN (SELECT rowid FROM "
+    "passkey_challenges WHERE expires_at <= ?1 ORDER BY expires_at LIMIT ?2)",
 }
 
 

@@ -271,6 +271,39 @@ VERSIONS: list[list[str]] = [
         """,
         "CREATE INDEX backchannel_logouts_due_idx ON backchannel_logouts (next_attempt_at)",
     ],
+    # 10: passkeys and their ceremonies' challenges, as PostgreSQL's 0010.
+    [
+        """
+        CREATE TABLE passkeys (
+            id              TEXT PRIMARY KEY,
+            credential_id   BLOB NOT NULL UNIQUE,
+            account_id      TEXT NOT NULL REFERENCES accounts (id) ON DELETE CASCADE,
+            public_key      BLOB NOT NULL,
+            sign_count      INTEGER NOT NULL,
+            transports      TEXT NOT NULL,
+            aaguid          TEXT NOT NULL,
+            backup_eligible INTEGER NOT NULL,
+            backed_up       INTEGER NOT NULL,
+            name            TEXT NOT NULL,
+            created_at      TEXT NOT NULL,
+            last_used_at    TEXT
+        )
+        """,
+        "CREATE INDEX passkeys_account_idx ON passkeys (account_id, created_at)",
+        """
+        CREATE TABLE passkey_challenges (
+            binding_hash TEXT NOT NULL,
+            ceremony     TEXT NOT NULL,
+            challenge    BLOB NOT NULL,
+            account_id   TEXT,
+            session_id   TEXT,
+            created_at   TEXT NOT NULL,
+            expires_at   TEXT NOT NULL,
+            PRIMARY KEY (binding_hash, ceremony)
+        )
+        """,
+        "CREATE INDEX passkey_challenges_expires_idx ON passkey_challenges (expires_at)",
+    ],
 ]
 
 

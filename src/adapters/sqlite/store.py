@@ -28,6 +28,7 @@ from .authorization import (
 from .db import BUSY_TIMEOUT_MS, Database
 from .events import SqliteEvents
 from .outbox import SqliteLogoutOutbox
+from .passkeys import SqlitePasskeyChallenges, SqlitePasskeys
 from .provider_tokens import SqliteProviderTokens, SqliteRevocationOutbox
 from .seen_events import SqliteSeenEvents
 from .sessions import SqliteSessionRecords
@@ -66,6 +67,8 @@ class SqliteStore:
         self.grants = SqliteGrants(db)
         self.session_clients = SqliteSessionClients(db, purge_interval)
         self.logout_outbox = SqliteLogoutOutbox(db)
+        self.passkeys = SqlitePasskeys(db)
+        self.passkey_challenges = SqlitePasskeyChallenges(db, purge_interval)
         self.units = SqliteUnitOfWork(
             db,
             self.events,
@@ -133,6 +136,7 @@ class SqliteUnitOfWork:
                 grants=lambda: SqliteGrants(bound),
                 session_clients=lambda: self._session_clients.bound(bound),
                 logout_outbox=lambda: SqliteLogoutOutbox(bound),
+                passkeys=lambda: SqlitePasskeys(bound),
             )
         )
 

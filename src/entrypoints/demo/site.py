@@ -20,7 +20,7 @@ from urllib.parse import urlsplit
 
 from aiohttp import web
 
-from authgate.entrypoints.config import Config, ProviderConfig, callback_urls_of
+from authgate.entrypoints.config import Config, ProviderConfig, callback_urls_of, passkey_rp_id
 from authgate.entrypoints.demo.assets import page_headers, read_static, static_response
 
 DEMO_PATH = "/demo"
@@ -51,6 +51,8 @@ def demo_settings(config: Config, api_base: str = "") -> dict[str, Any]:
         "apiBase": api_base,
         # Whether the service lists the person's applications (/v1/account/apps).
         "apps": bool(config.clients),
+        # Passkeys: on, and the RP ID (browsers run the ceremonies only on pages under it).
+        "passkeys": {"rpId": passkey_rp_id(config)} if config.passkeys.enabled else None,
         "pages": {
             "login": config.app.login_path,
             "onboarding": config.app.onboarding_path,

@@ -21,8 +21,12 @@ map to HTTP in :mod:`authgate.entrypoints.http.errors`.
 
 from __future__ import annotations
 
+import base64
+from typing import Any
+
 from authgate.domain import errors
 from authgate.domain.model import Caller, ClientInfo, LinkedIdentity
+from authgate.domain.passkeys import Passkey
 from authgate.domain.scopes import ACCOUNT_MANAGE, READ_SCOPES
 from authgate.entrypoints.http import docs
 from authgate.entrypoints.http.bodies import (
@@ -33,6 +37,8 @@ from authgate.entrypoints.http.bodies import (
     GrantExport,
     LinkedProvider,
     LinkedProviders,
+    PasskeyExport,
+    PasskeyInfo,
     SessionInfo,
     SessionList,
     SessionRecordExport,
@@ -75,6 +81,24 @@ def linked_provider(linked: LinkedIdentity) -> LinkedProvider:
     )
 
 
+def passkey_info(p: Passkey) -> PasskeyInfo:
+    """What the account's owner sees of a passkey (never its key)."""
+    return PasskeyInfo(
+        id=p.id,
+        name=p.name,
+        created_at=p.created_at,
+        backed_up=p.backed_up,
+        backup_eligible=p.backup_eligible,
+        transports=list(p.transports),
+        aaguid=p.aaguid,
+        last_used_at=p.last_used_at,
+    )
+
+
+def _b64url(data: bytes) -> str:
+    return base64.urlsafe_b64encode(data).rstrip(b"=").decode()
+
+
 def account_details(view: AccountView) -> AccountDetails:
     account = view.account
     return AccountDetails(
@@ -89,7 +113,7 @@ def account_details(view: AccountView) -> AccountDetails:
 
 
 def caller_of(
-    call: Call[None], guard: SameOriginGuard, client_address: ClientAddress, *, change: bool
+    call: Call[Any], guard: SameOriginGuard, client_address: ClientAddress, *, change: bool
 ) -> Caller:
     """Who calls an account operation, from where; for a change, the same-origin guard when
     the cookie is the credential."""
@@ -298,7 +322,7 @@ class AccountOperations:
             tags=(docs.ACCOUNT,),
             summary="Export the account",
             description="Everything stored about the caller (account, identities, sessions, audit "
-            "records, consents to applications) as one document. Needs a recent sign-in.",
+            "records, consents to applications, passkeys) as one document. Needs a recent sign-in.",
             examples=docs.error_examples(
                 docs.NO_CREDENTIAL, docs.STEP_UP, read_scope, errors.AccountGone()
             ),
@@ -377,6 +401,15 @@ class AccountOperations:
                     last_used_at=g.last_used_at,
                 )
                 for g in exported.grants
+            ],
+            passkeys=[
+                PasskeyExport(
+                    passkey=passkey_info(p),
+                    credential_id=_b64url(p.credential_id),
+                    public_key=_b64url(p.public_key),
+                    sign_count=p.sign_count,
+                )
+                for p in exported.passkeys
             ],
         )
         return Reply(body, headers=NO_STORE)

@@ -127,14 +127,41 @@ class GrantExport:
 
 
 @attrs.frozen
+class PasskeyInfo:
+    """One passkey of the account (never its key)."""
+
+    id: str
+    name: str
+    created_at: dt.datetime = wire_field("createdAt")
+    backed_up: bool = wire_field("backedUp")
+    backup_eligible: bool = wire_field("backupEligible")
+    transports: list[str] = wire_field("transports")
+    aaguid: str = wire_field("aaguid")
+    last_used_at: dt.datetime | None = wire_field("lastUsedAt", default=None)
+
+
+@attrs.frozen
+class PasskeyExport:
+    """One passkey as stored: what the list shows, and the credential's public parts (its
+    id, COSE public key and signature counter, base64url). The service holds no private
+    value of a passkey."""
+
+    passkey: PasskeyInfo
+    credential_id: str = wire_field("credentialId")
+    public_key: str = wire_field("publicKey")
+    sign_count: int = wire_field("signCount")
+
+
+@attrs.frozen
 class AccountExportBody:
-    """Everything stored about the caller: the account, its identities, sessions, events and
-    consents to applications."""
+    """Everything stored about the caller: the account, its identities, sessions, events,
+    consents to applications and passkeys."""
 
     account: AccountDetails
     sessions: list[SessionRecordExport]
     events: list[AuditRecord]
     grants: list[GrantExport]
+    passkeys: list[PasskeyExport] = wire_field("passkeys", factory=list)
 
 
 @attrs.frozen

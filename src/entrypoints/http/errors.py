@@ -147,6 +147,16 @@ ANSWERS: Mapping[type[Exception], Answer] = {
     errors.ReauthenticationRequired: Answer(
         401, "reauthentication_required", headers=_step_up_challenge
     ),
+    errors.InvalidPasskeyChallenge: Answer(400, "invalid_challenge"),
+    errors.InvalidPasskeyResponse: Answer(400, "invalid_passkey_response"),
+    errors.PasskeyNotVerified: Answer(400, "passkey_not_verified"),
+    errors.UnknownPasskey: Answer(401, "unknown_passkey"),
+    errors.PasskeyAlreadyRegistered: Answer(409, "passkey_already_registered"),
+    errors.PasskeyNotFound: Answer(404, "passkey_not_found"),
+    errors.LastSignInMethod: Answer(409, "last_sign_in_method"),
+    errors.InvalidPasskeyName: Answer(400, "invalid_request"),
+    # Refused like a sign-in through a disabled provider identity (README, "Passkeys").
+    errors.AccountDisabled: Answer(403, "access_denied"),
     errors.TemporarilyUnavailable: Answer(
         503, "temporarily_unavailable", headers={"Retry-After": "60"}
     ),

@@ -52,6 +52,7 @@ from authgate.domain.secrets import new_secret
 from authgate.entrypoints.http import docs
 from authgate.entrypoints.http.discovery import AUTHORIZE_PATH
 from authgate.entrypoints.http.oauth2_pages import (
+    PasskeyChoice,
     ProviderChoice,
     consent_page,
     error_page,
@@ -147,12 +148,15 @@ class AuthorizeOperations:
         sessions: SessionService,
         guard: SameOriginGuard,
         sign_in: SignInStart,
+        *,
+        passkeys: bool = False,
     ) -> None:
         self.service = service
         self.sessions = sessions
         self.guard = guard
         self.sign_in = sign_in
         self.issuer = service.issuer
+        self.passkeys = passkeys  # the sign-in page offers "Sign in with a passkey"
 
     def register(self, api: Api) -> None:
         docs.describe_tags(api, docs.OPENID_PROVIDER)
@@ -283,7 +287,8 @@ class AuthorizeOperations:
             ProviderChoice(name, start(name, "login"), start(name, "register"))
             for name in self.sign_in.callbacks
         ]
-        return sign_in_page(needed.client.name, choices, fresh=needed.fresh)
+        passkey = PasskeyChoice(self.issuer, resume) if self.passkeys else None
+        return sign_in_page(needed.client.name, choices, fresh=needed.fresh, passkey=passkey)
 
     def _authorize_url(self, parameters: Iterable[tuple[str, str]]) -> str:
         return f"{self.issuer}{AUTHORIZE_PATH}?{urlencode(list(parameters))}"

@@ -45,6 +45,50 @@ a.button:focus-visible, button:focus-visible { outline: 3px solid #f5a623;
 # Submits the form_post answer at once; without scripts its button does.
 FORM_POST_SCRIPT = 'document.getElementById("answer").submit();'
 
+# The sign-in page's "Sign in with a passkey" (with passkeys on): the WebAuthn request options
+# from the service, the browser's passkey, its answer; then on to where the service says (the
+# authorization request resumed). Its button carries the API's base and that address.
+PASSKEY_SCRIPT = """(() => {
+  const button = document.getElementById("passkey");
+  const problem = document.getElementById("passkey-problem");
+  if (!window.PublicKeyCredential) { button.hidden = true; return; }
+  const bytes = (t) => Uint8Array.from(atob(t.replace(/-/g, "+").replace(/_/g, "/")
+    + "===".slice((t.length + 3) % 4)), (c) => c.charCodeAt(0)).buffer;
+  const text = (b) => btoa(String.fromCharCode(...new Uint8Array(b)))
+    .replace(/\\+/g, "-").replace(/\\//g, "_").replace(/=+$/, "");
+  const post = (path, body) => fetch(button.dataset.api + path, {
+    method: "POST", credentials: "same-origin",
+    headers: { Accept: "application/json", "Content-Type": "application/json" },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  button.addEventListener("click", async () => {
+    problem.hidden = true;
+    try {
+      const asked = await post("/v1/passkeys/authentication/options");
+      const options = await asked.json();
+      if (!asked.ok) throw new Error(options.message || options.error);
+      const credential = await navigator.credentials.get({ publicKey:
+        { ...options, challenge: bytes(options.challenge), allowCredentials: [] } });
+      const r = credential.response;
+      const answer = await post("/v1/passkeys/authentication", {
+        id: credential.id, rawId: text(credential.rawId), type: credential.type,
+        response: { clientDataJSON: text(r.clientDataJSON),
+          authenticatorData: text(r.authenticatorData), signature: text(r.signature),
+          userHandle: r.userHandle ? text(r.userHandle) : undefined },
+        clientExtensionResults: credential.getClientExtensionResults(),
+        returnTo: button.dataset.returnTo,
+      });
+      const done = await answer.json();
+      if (!answer.ok) throw new Error(done.message || done.error);
+      location.assign(done.redirectTo);
+    } catch (e) {
+      problem.textContent = `The passkey did not sign you in: ${e.message || e.name}`;
+      problem.hidden = false;
+    }
+  });
+})();
+"""
+
 SCOPE_WORDS = {
     "openid": "Know who you are (your account identifier)",
     "profile": "See your name",
@@ -61,16 +105,23 @@ def _hash_source(text: str) -> str:
 
 _STYLE_SOURCE = _hash_source(STYLE)
 _SCRIPT_SOURCE = _hash_source(FORM_POST_SCRIPT)
+_PASSKEY_SCRIPT_SOURCE = _hash_source(PASSKEY_SCRIPT)
 
 
 def page_headers(
-    form_action: str = "'self'", *, script: bool = False, referrer: str = "same-origin"
+    form_action: str = "'self'",
+    *,
+    script: bool = False,
+    referrer: str = "same-origin",
+    passkey: bool = False,
 ) -> dict[str, str]:
     """The headers of every page: its policy (``form_action``: where its forms may post, and
-    where a redirect after such a post may lead) and how much of its address it passes on."""
+    where a redirect after such a post may lead) and how much of its address it passes on.
+    ``passkey``: the sign-in page's passkey script may run and call the service itself."""
     csp = (
         f"default-src 'none'; style-src {_STYLE_SOURCE}; "
         + (f"script-src {_SCRIPT_SOURCE}; " if script else "")
+        + (f"script-src {_PASSKEY_SCRIPT_SOURCE}; connect-src 'self'; " if passkey else "")
         + f"form-action {form_action}; base-uri 'none'; frame-ancestors 'none'"
     )
     return {
@@ -104,8 +155,17 @@ def html_page(
     )
 
 
-def _document(title: str, body: str, *, script: bool = False, referrer: str = "same-origin") -> str:
+def _document(
+    title: str,
+    body: str,
+    *,
+    script: bool = False,
+    referrer: str = "same-origin",
+    passkey: bool = False,
+) -> str:
     tail = f"<script>{FORM_POST_SCRIPT}</script>" if script else ""
+    if passkey:
+        tail += f"<script>{PASSKEY_SCRIPT}</script>"
     return (
         "<!doctype html>\n"
         '<html lang="en"><head><meta charset="utf-8">'
@@ -139,13 +199,27 @@ class ProviderChoice:
     register_url: str
 
 
+@attrs.frozen
+class PasskeyChoice:
+    """The sign-in page's passkey button: the service's base (``api``) and the address the
+    browser goes on to once signed in (the authorization request, resumed)."""
+
+    api: str
+    return_to: str
+
+
 def sign_in_page(
-    client_name: str, choices: Sequence[ProviderChoice], *, fresh: bool
+    client_name: str,
+    choices: Sequence[ProviderChoice],
+    *,
+    fresh: bool,
+    passkey: PasskeyChoice | None = None,
 ) -> web.Response:
     """The sign-in page of an authorization request: one button per provider (sign in), and
-    the same to create an account."""
+    the same to create an account; with passkeys on, "Sign in with a passkey" too (a script:
+    WebAuthn has no form)."""
     app = escape(client_name)
-    if not choices:
+    if not choices and passkey is None:
         return error_page("No identity provider is configured to sign in with.", status=503)
     sign_in = "".join(
         f'<li><a class="button" href="{escape(c.sign_in_url)}">'
@@ -162,14 +236,25 @@ def sign_in_page(
         if fresh
         else f"<p>to continue to <strong>{app}</strong></p>"
     )
+    with_passkey = (
+        '<p class="note">Or with a passkey you added to your account:</p>'
+        f'<button type="button" id="passkey" data-api="{escape(passkey.api)}" '
+        f'data-return-to="{escape(passkey.return_to)}">Sign in with a passkey</button>'
+        '<p id="passkey-problem" class="notice" role="alert" hidden></p>'
+        if passkey is not None
+        else ""
+    )
     body = (
         "<h1>Sign in</h1>"
         f"{why}"
         f'<nav aria-label="Sign in with"><ul>{sign_in}</ul></nav>'
+        f"{with_passkey}"
         "<h2>New here?</h2>"
         f'<nav aria-label="Create an account with"><ul>{register}</ul></nav>'
     )
-    return html_page("Sign in", body)
+    if passkey is None:
+        return html_page("Sign in", body)
+    return _response(200, _document("Sign in", body, passkey=True), page_headers(passkey=True))
 
 
 def consent_page(

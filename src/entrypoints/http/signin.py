@@ -58,7 +58,7 @@ BINDING_PATH = "/"
 # The name before the prefix: cleared at sign-out for browsers that still hold it.
 LEGACY_BINDING_COOKIE = ("authgate_binding", "/v1/auth")
 NO_STORE = {"Cache-Control": "no-store"}
-_BINDING_FORMAT = re.compile(r"^[A-Za-z0-9_-]{32,128}$")
+BINDING_FORMAT = re.compile(r"^[A-Za-z0-9_-]{32,128}$")
 CALLBACK_FIELDS = ("code", "state", "error", "error_description", "iss")
 EVERYWHERE_NEEDS_A_SESSION = (
     "signing out everywhere needs a live session; this one has ended (expired, revoked or "
@@ -297,7 +297,7 @@ class SignInOperations:
             self.service.metrics.rate_limited("initiation")
             raise rate_limited(decision, "too many sign-ins started; retry later")
         binding = request.cookies.get(BINDING_COOKIE, "")
-        if not _BINDING_FORMAT.match(binding):
+        if not BINDING_FORMAT.match(binding):
             binding = new_secret()
         try:
             intent = Intent(call.params.first("intent") or "login")

@@ -1,7 +1,9 @@
 // The authgate demo page: plain JavaScript, no build step, no third-party code.
 // It talks to the service's API with the HttpOnly session cookie (the page never sees the
 // token): GET /v1/account, DELETE /v1/account/providers/{provider}, GET and DELETE
-// /v1/account/sessions[/{id}], POST /v1/auth/logout.
+// /v1/account/sessions[/{id}], POST /v1/auth/logout, and the passkey ceremonies
+// (/v1/account/passkeys/registration[/options], /v1/passkeys/authentication[/options]) with
+// the browser's WebAuthn API.
 // The API is at apiBase (config.json): "" when the service serves this page itself, else the
 // service's origin, the page being the application on its own origin (app.allowed_origins).
 "use strict";
@@ -98,11 +100,14 @@ function useApi(base) {
   credentials = cross ? "include" : "same-origin";
 }
 
-async function api(method, path) {
+async function api(method, path, json) {
+  const headers = { Accept: "application/json" };
+  if (json !== undefined) headers["Content-Type"] = "application/json";
   const response = await fetch(apiBase + path, {
     method,
     credentials,
-    headers: { Accept: "application/json" },
+    headers,
+    body: json === undefined ? undefined : JSON.stringify(json),
   });
   let body = null;
   if (response.status !== 204) {
@@ -121,6 +126,71 @@ function maxAgeOf(answer) {
   const found = /(?:^|[\s,])max_age="?(\d+)"?/.exec(challenge);
   return found ? Number(found[1]) : null;
 }
+
+// WebAuthn's JSON forms carry bytes as base64url; the browser's API takes ArrayBuffers.
+function fromBase64url(text) {
+  const base64 = text.replace(/-/g, "+").replace(/_/g, "/");
+  const binary = atob(base64 + "=".repeat((4 - (base64.length % 4)) % 4));
+  return Uint8Array.from(binary, (c) => c.charCodeAt(0)).buffer;
+}
+
+function toBase64url(buffer) {
+  const bytes = new Uint8Array(buffer);
+  let binary = "";
+  for (const b of bytes) binary += String.fromCharCode(b);
+  return btoa(binary).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
+}
+
+const withIds = (list) => (list || []).map((d) => ({ ...d, id: fromBase64url(d.id) }));
+
+function creationOptions(o) {
+  return {
+    ...o,
+    challenge: fromBase64url(o.challenge),
+    user: { ...o.user, id: fromBase64url(o.user.id) },
+    excludeCredentials: withIds(o.excludeCredentials),
+  };
+}
+
+function requestOptions(o) {
+  return { ...o, challenge: fromBase64url(o.challenge), allowCredentials: withIds(o.allowCredentials) };
+}
+
+// credential.toJSON() where the browser has it, else the same members by hand.
+function credentialJson(credential) {
+  if (typeof credential.toJSON === "function") return credential.toJSON();
+  const r = credential.response;
+  const response = { clientDataJSON: toBase64url(r.clientDataJSON) };
+  if (r.attestationObject) {
+    response.attestationObject = toBase64url(r.attestationObject);
+    if (r.getTransports) response.transports = r.getTransports();
+  } else {
+    response.authenticatorData = toBase64url(r.authenticatorData);
+    response.signature = toBase64url(r.signature);
+    if (r.userHandle) response.userHandle = toBase64url(r.userHandle);
+  }
+  return {
+    id: credential.id,
+    rawId: toBase64url(credential.rawId),
+    type: credential.type,
+    response,
+    clientExtensionResults: credential.getClientExtensionResults(),
+  };
+}
+
+// Whether this page's host may use the service's RP ID (a browser refuses any other).
+function underRpId(rpId) {
+  const host = location.hostname;
+  return host === rpId || host.endsWith(`.${rpId}`);
+}
+
+const PASSKEY_ERRORS = {
+  invalid_challenge: "The passkey request expired or was answered in another window. Please try again.",
+  unknown_passkey: "No account has that passkey: it may have been removed. Sign in with a provider.",
+  passkey_already_registered: "That passkey is already added.",
+  last_sign_in_method:
+    "That passkey is your account's only way to sign in. Add another passkey or link a provider first.",
+};
 
 function duration(seconds) {
   if (seconds < 120) return `${seconds} second${seconds === 1 ? "" : "s"}`;
@@ -172,6 +242,7 @@ class Demo {
   constructor(config) {
     this.config = config;
     this.labels = Object.fromEntries(config.providers.map((p) => [p.id, p.label]));
+    this.labels.passkey = "a passkey";
     this.base = config.base;
   }
 
@@ -261,6 +332,18 @@ class Demo {
   // is linked), and remember the window the API named for the notice on return.
   offerStepUp(answer, what, avoid = null) {
     const linked = this.config.providers.filter((p) => this.linked && this.linked.has(p.id));
+    if (this.passkeysUsable() && (this.signedInWith === "passkey" || linked.length === 0)) {
+      // A passkey sign-in is a fresh one too (its auth_time is the moment it was verified).
+      const again = el("button", { type: "button", id: "reauthenticate" }, "Sign in again with a passkey");
+      again.addEventListener("click", () => this.passkeySignIn());
+      this.problem(
+        `For your security, ${what} needs a recent sign-in. Sign in again, then try once more.`,
+        "error: reauthentication_required",
+        true,
+        again,
+      );
+      return;
+    }
     const again =
       linked.find((p) => p.id === this.signedInWith && p.id !== avoid) ||
       linked.find((p) => p.id !== avoid) ||
@@ -315,6 +398,123 @@ class Demo {
     $("signed-out").hidden = false;
     this.providerButtons($("signin-buttons"), "login", "Sign in with");
     this.providerButtons($("register-buttons"), "register", "Register with");
+    const passkeys = this.config.passkeys;
+    const usable = Boolean(passkeys && window.PublicKeyCredential && underRpId(passkeys.rpId));
+    $("passkey-signin").hidden = !usable;
+    $("passkey-elsewhere").hidden = !passkeys || usable;
+    if (passkeys && !usable) {
+      $("passkey-elsewhere").textContent =
+        `Passkeys work on pages under ${passkeys.rpId}: open this demo at ` +
+        `http://${passkeys.rpId}:${location.port}/demo to use them.`;
+    }
+  }
+
+  passkeysUsable() {
+    const passkeys = this.config.passkeys;
+    return Boolean(passkeys && window.PublicKeyCredential && underRpId(passkeys.rpId));
+  }
+
+  passkeyProblem(what, answer) {
+    const code = answer.body && answer.body.error;
+    const text = PASSKEY_ERRORS[code] || (answer.body && answer.body.message) || "";
+    this.problem(`${what} did not work. ${text}`, code ? `error: ${code}` : `HTTP ${answer.status}`, true);
+  }
+
+  async passkeySignIn() {
+    this.notice("");
+    this.problem("");
+    const options = await api("POST", "/v1/passkeys/authentication/options");
+    if (options.status !== 200) return this.passkeyProblem("Signing in with a passkey", options);
+    let credential;
+    try {
+      credential = await navigator.credentials.get({ publicKey: requestOptions(options.body) });
+    } catch (e) {
+      this.problem(`The browser did not use a passkey (${e.name}).`, "", true);
+      return;
+    }
+    const answer = await api("POST", "/v1/passkeys/authentication", {
+      ...credentialJson(credential),
+      returnTo: `${this.config.pages.dashboard}?signed_in=passkey`,
+    });
+    if (answer.status !== 200) return this.passkeyProblem("Signing in with a passkey", answer);
+    remember(localStorage, SIGNED_IN, "1");
+    location.assign(answer.body.redirectTo);
+  }
+
+  async refreshPasskeys() {
+    if (!this.config.passkeys) return;
+    const answer = await api("GET", "/v1/account/passkeys");
+    if (answer.status === 200) this.showPasskeys(answer.body.passkeys);
+  }
+
+  showPasskeys(passkeys) {
+    $("passkeys-section").hidden = false;
+    $("passkeys-none").hidden = passkeys.length > 0;
+    $("add-passkey").hidden = !this.passkeysUsable();
+    const list = $("passkeys");
+    list.replaceChildren();
+    for (const p of passkeys) {
+      const what = el(
+        "p",
+        { class: "device" },
+        el("strong", {}, p.name),
+        " ",
+        p.backedUp ? el("span", { class: "tag" }, "synced") : "",
+      );
+      const when = el(
+        "p",
+        { class: "hint" },
+        "Added ",
+        formatTime(p.createdAt),
+        " · last used ",
+        formatTime(p.lastUsedAt),
+      );
+      const remove = el(
+        "button",
+        { type: "button", class: "secondary", "aria-label": `Remove the passkey ${p.name}` },
+        "Remove",
+      );
+      remove.addEventListener("click", () => this.removePasskey(p));
+      list.append(el("li", { "data-passkey": p.id }, what, when, remove));
+    }
+  }
+
+  async addPasskey() {
+    this.notice("");
+    this.problem("");
+    const options = await api("POST", "/v1/account/passkeys/registration/options");
+    if (options.status !== 200) {
+      if (!this.failed("Adding a passkey", options)) this.offerStepUp(options, "adding a passkey");
+      return;
+    }
+    let credential;
+    try {
+      credential = await navigator.credentials.create({ publicKey: creationOptions(options.body) });
+    } catch (e) {
+      this.problem(`The browser did not make a passkey (${e.name}).`, "", true);
+      return;
+    }
+    const answer = await api("POST", "/v1/account/passkeys/registration", {
+      ...credentialJson(credential),
+      name: device(navigator.userAgent),
+    });
+    if (answer.status !== 201) return this.passkeyProblem("Adding a passkey", answer);
+    await this.refreshPasskeys();
+    this.notice(`A passkey was added: ${answer.body.name}.`, true);
+  }
+
+  async removePasskey(passkey) {
+    this.notice("");
+    this.problem("");
+    const answer = await api("DELETE", `/v1/account/passkeys/${encodeURIComponent(passkey.id)}`);
+    if (answer.status === 204 || answer.status === 404) {
+      await this.refreshPasskeys();
+      this.notice(`The passkey ${passkey.name} was removed.`, true);
+    } else if (answer.status === 409) {
+      this.passkeyProblem("Removing the passkey", answer);
+    } else if (!this.failed("Removing the passkey", answer)) {
+      this.offerStepUp(answer, "removing a passkey");
+    }
   }
 
   showAccount(account) {
@@ -377,6 +577,7 @@ class Demo {
       this.showAccount(me.body);
       await this.refreshSessions();
       await this.refreshApps();
+      await this.refreshPasskeys();
       return me.body;
     }
     if (me.status === 401 && remembered(localStorage, SIGNED_IN)) {
@@ -556,6 +757,8 @@ class Demo {
     if (page === "login") this.problemFromQuery(params);
     $("sign-out").addEventListener("click", () => this.signOut());
     $("end-other-sessions").addEventListener("click", () => this.endOtherSessions());
+    $("passkey-sign-in").addEventListener("click", () => this.passkeySignIn());
+    $("add-passkey").addEventListener("click", () => this.addPasskey());
     // The callback lands on the dashboard or onboarding page with a new session; elsewhere,
     // a page that remembers no sign-in knows it is signed out and does not ask.
     const landing = page === "dashboard" || page === "onboarding";

@@ -1,0 +1,230 @@
+"""Passkey sign-ins per server CPU second on PostgreSQL, with a provider sign-in beside it in
+the same run (target: at least 1,500 passkey sign-ins per server CPU second).
+
+One ``authgate serve`` on a fresh, migrated PostgreSQL database, with passkeys on and the fake
+identity provider's three providers. ``--users`` accounts register through google and each
+adds a passkey (a software authenticator: EC P-256 keys, tests/support/webauthn.py). Then two
+measured phases on the same server, one after the other, each ``--seconds`` long with
+``--concurrency`` browsers at once:
+
+* passkeys: a whole passkey sign-in per iteration — the request options
+  (``POST /v1/passkeys/authentication/options``), the authenticator's assertion (signed by the
+  load generator, not the server), the verification and the session
+  (``POST /v1/passkeys/authentication``);
+* provider: a whole provider sign-in per iteration (``intent=login``: the initiation, the fake
+  provider's authorize step, the callback's code exchange, ID token check and session).
+
+"Per server CPU second" is sign-ins per second of the server process's CPU time (user + system,
+/proc/PID/stat) over the phase; the database's and the load generator's CPU are not counted.
+Each phase's answers are checked: every passkey sign-in answered 200 with a session cookie,
+every provider sign-in redirected without an error. The figures of this shared machine vary
+within a day: compare the two phases of one run, not runs of different days.
+
+    .venv/bin/python bench/passkeys_bench.py                       # the recorded run
+    .venv/bin/python bench/passkeys_bench.py --seconds 2 --users 5  # a smoke run
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import random
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+if __package__ in (None, ""):  # run as a script: make the repository importable
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import aiohttp
+import asyncpg
+
+from bench.harness import (
+    ServiceProcess,
+    SignInDriver,
+    migrate,
+    service_config,
+    temp_folder,
+    write_config,
+)
+from bench.load import DEFAULT_ADMIN_URL
+from tests.fakeidp import FakeIdP, FakeUser
+from tests.support.webauthn import SoftAuthenticator
+
+ORIGIN = "https://app.example.com"  # the application's pages run the ceremonies
+RP_ID = "example.com"
+BINDING = "__Host-authgate_binding"
+TARGET = 1500  # passkey sign-ins per server CPU second
+
+
+async def fresh_database(admin_url: str) -> str:
+    name = f"authgate_passkeys_{os.getpid()}_{int(time.time())}"
+    admin = await asyncpg.connect(admin_url)
+    try:
+        await admin.execute(f'CREATE DATABASE "{name}"')
+    finally:
+        await admin.close()
+    return admin_url.rsplit("/", 1)[0] + f"/{name}"
+
+
+async def drop_database(admin_url: str, url: str) -> None:
+    admin = await asyncpg.connect(admin_url)
+    try:
+        await admin.execute(f'DROP DATABASE IF EXISTS "{url.rsplit("/", 1)[1]}" WITH (FORCE)')
+    finally:
+        await admin.close()
+
+
+async def add_passkey(
+    http: aiohttp.ClientSession, base: str, token: str, authenticator: SoftAuthenticator
+) -> None:
+    bearer = {"Authorization": f"Bearer {token}"}
+    async with http.post(
+        f"{base}/v1/account/passkeys/registration/options", headers=bearer
+    ) as asked:
+        options = await asked.json()
+        binding = asked.cookies[BINDING].value
+    async with http.post(
+        f"{base}/v1/account/passkeys/registration",
+        json=authenticator.create(options, ORIGIN),
+        headers={**bearer, "Cookie": f"{BINDING}={binding}"},
+    ) as added:
+        if added.status != 201:
+            raise RuntimeError(f"adding a passkey answered {added.status}: {await added.text()}")
+
+
+async def passkey_sign_in(
+    http: aiohttp.ClientSession, base: str, authenticator: SoftAuthenticator
+) -> bool:
+    async with http.post(f"{base}/v1/passkeys/authentication/options") as asked:
+        options = await asked.json()
+        binding = asked.cookies[BINDING].value
+    async with http.post(
+        f"{base}/v1/passkeys/authentication",
+        json=authenticator.get(options, ORIGIN),
+        headers={"Cookie": f"{BINDING}={binding}"},
+    ) as answer:
+        await answer.read()
+        return answer.status == 200 and "session" in answer.cookies
+
+
+async def measured(
+    service: ServiceProcess, seconds: float, concurrency: int, one: Any
+) -> dict[str, Any]:
+    """Run ``one()`` (a sign-in; True when it succeeded) from ``concurrency`` loops for
+    ``seconds``: the count, the failures and the server's CPU seconds over the period."""
+    done = failed = 0
+    stop_at = time.monotonic() + seconds
+
+    async def loop() -> None:
+        nonlocal done, failed
+        while time.monotonic() < stop_at:
+            if await one():
+                done += 1
+            else:
+                failed += 1
+
+    cpu_before, started = service.cpu_seconds(), time.monotonic()
+    await asyncio.gather(*(loop() for _ in range(concurrency)))
+    cpu = service.cpu_seconds() - cpu_before
+    wall = time.monotonic() - started
+    return {
+        "sign_ins": done,
+        "errors": failed,
+        "seconds": round(wall, 3),
+        "server_cpu_seconds": round(cpu, 3),
+        "sign_ins_per_server_cpu_second": round(done / cpu, 1) if cpu > 0 else None,
+    }
+
+
+async def bench(args: argparse.Namespace) -> dict[str, Any]:
+    folder = temp_folder("authgate-passkeys-")
+    url = await fresh_database(args.admin_url)
+    try:
+        async with FakeIdP() as fake:
+            config = service_config(
+                folder,
+                fake,
+                database_url=url,
+                overrides={
+                    "passkeys": {"enabled": True, "rp_id": RP_ID, "origins": [ORIGIN]},
+                    # One address makes every request: the limits would measure themselves.
+                    "ratelimit": {
+                        "callback": "1000000/minute",
+                        "initiation": "1000000/minute",
+                        "passkeys": "1000000/minute",
+                    },
+                    "rest": {"access_log": False},
+                },
+            )
+            config_file = write_config(folder, config)
+            migrate(config_file)
+            async with (
+                ServiceProcess(config_file) as service,
+                SignInDriver(fake, connections=args.concurrency) as driver,
+                aiohttp.ClientSession(cookie_jar=aiohttp.DummyCookieJar()) as http,
+            ):
+                base = service.url
+                users = [FakeUser(sub=f"bench-{i}") for i in range(args.users)]
+                authenticators = []
+                for user in users:
+                    registered = await driver.complete(base, "google", user=user, intent="register")
+                    assert registered.session is not None, registered
+                    authenticator = SoftAuthenticator(counting=False)
+                    await add_passkey(http, base, registered.session, authenticator)
+                    authenticators.append(authenticator)
+
+                async def with_passkey() -> bool:
+                    return await passkey_sign_in(http, base, random.choice(authenticators))
+
+                async def with_provider() -> bool:
+                    result = await driver.complete(base, "google", user=random.choice(users))
+                    return result.signed_in
+
+                for warm in (with_passkey, with_provider):  # first-use costs out of the figures
+                    await warm()
+                passkeys = await measured(service, args.seconds, args.concurrency, with_passkey)
+                provider = await measured(service, args.seconds, args.concurrency, with_provider)
+    finally:
+        await drop_database(args.admin_url, url)
+    ratio = None
+    if passkeys["sign_ins_per_server_cpu_second"] and provider["sign_ins_per_server_cpu_second"]:
+        ratio = round(
+            passkeys["sign_ins_per_server_cpu_second"] / provider["sign_ins_per_server_cpu_second"],
+            2,
+        )
+    return {
+        "database": "postgres",
+        "users": args.users,
+        "concurrency": args.concurrency,
+        "passkeys": passkeys,
+        "provider": provider,
+        "passkey_over_provider": ratio,
+        "target_passkey_sign_ins_per_server_cpu_second": TARGET,
+    }
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--seconds", type=float, default=15.0)
+    parser.add_argument("--users", type=int, default=50)
+    parser.add_argument("--concurrency", type=int, default=16)
+    parser.add_argument("--admin-url", default=DEFAULT_ADMIN_URL)
+    args = parser.parse_args()
+    report = asyncio.run(bench(args))
+    print(json.dumps(report, indent=2))
+    p, v = report["passkeys"], report["provider"]
+    print(
+        f"passkey sign-ins: {p['sign_ins_per_server_cpu_second']} per server CPU second "
+        f"(target {TARGET}); provider sign-ins: {v['sign_ins_per_server_cpu_second']}; "
+        f"passkey/provider {report['passkey_over_provider']}",
+        file=sys.stderr,
+    )
+    return 0 if p["errors"] == 0 and v["errors"] == 0 and p["sign_ins"] > 0 else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,132 @@
+"""Passkeys and their ceremonies' challenges in memory (tests, and a single instance). Each
+method runs without an await between its reads and writes, so it is atomic on the event loop;
+the records are immutable, so a snapshot is a shallow copy."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import attrs
+
+from authgate.domain.passkeys import Ceremony, Passkey, PasskeyChallenge
+from authgate.ports.accounts import LastIdentityError
+from authgate.ports.passkeys import ChallengeStoreFull, PasskeyTaken
+
+from .accounts import MemoryAccounts
+
+
+class MemoryPasskeys:
+    """:class:`~authgate.ports.passkeys.PasskeyStore` in a dict, beside ``accounts``: an
+    account's deletion drops its passkeys, and the last-sign-in-method rule counts the
+    account's identities and passkeys together (as the SQL stores do in one transaction)."""
+
+    def __init__(self, accounts: MemoryAccounts) -> None:
+        self._accounts = accounts
+        self._passkeys: dict[str, Passkey] = {}
+        accounts.cascade_to(self.drop_account)
+        accounts.count_other_methods(self.count)
+
+    def snapshot(self) -> dict[str, Passkey]:
+        return dict(self._passkeys)
+
+    def restore(self, snapshot: dict[str, Passkey]) -> None:
+        self._passkeys = snapshot
+
+    def drop_account(self, account_id: str) -> None:
+        """The account was deleted: its passkeys go with it (a foreign key in SQL)."""
+        self._passkeys = {k: v for k, v in self._passkeys.items() if v.account_id != account_id}
+
+    def count(self, account_id: str) -> int:
+        return sum(1 for p in self._passkeys.values() if p.account_id == account_id)
+
+    async def add(self, passkey: Passkey) -> None:
+        if any(p.credential_id == passkey.credential_id for p in self._passkeys.values()):
+            raise PasskeyTaken(passkey.id)
+        if passkey.id in self._passkeys:
+            raise PasskeyTaken(passkey.id)
+        if await self._accounts.get(passkey.account_id) is None:
+            raise KeyError(passkey.account_id)
+        self._passkeys[passkey.id] = passkey
+
+    async def find_by_credential(self, credential_id: bytes) -> Passkey | None:
+        for passkey in self._passkeys.values():
+            if passkey.credential_id == credential_id:
+                return passkey
+        return None
+
+    async def get(self, account_id: str, passkey_id: str) -> Passkey | None:
+        passkey = self._passkeys.get(passkey_id)
+        return passkey if passkey is not None and passkey.account_id == account_id else None
+
+    async def for_account(self, account_id: str) -> list[Passkey]:
+        mine = [p for p in self._passkeys.values() if p.account_id == account_id]
+        return sorted(mine, key=lambda p: (p.created_at, p.id))
+
+    async def rename(self, account_id: str, passkey_id: str, name: str) -> Passkey | None:
+        passkey = await self.get(account_id, passkey_id)
+        if passkey is None:
+            return None
+        renamed = attrs.evolve(passkey, name=name)
+        self._passkeys[passkey_id] = renamed
+        return renamed
+
+    async def record_use(
+        self, passkey_id: str, sign_count: int, backed_up: bool, now: dt.datetime
+    ) -> None:
+        passkey = self._passkeys.get(passkey_id)
+        if passkey is not None:
+            self._passkeys[passkey_id] = attrs.evolve(
+                passkey, sign_count=sign_count, backed_up=backed_up, last_used_at=now
+            )
+
+    async def delete(self, account_id: str, passkey_id: str) -> bool:
+        if await self.get(account_id, passkey_id) is None:
+            return False
+        if self.count(account_id) == 1 and self._accounts.identity_count(account_id) == 0:
+            raise LastIdentityError(account_id)
+        del self._passkeys[passkey_id]
+        return True
+
+
+_Key = tuple[str, Ceremony]
+
+
+class MemoryPasskeyChallenges:
+    """:class:`~authgate.ports.passkeys.PasskeyChallenges` in a dict, bounded by
+    ``max_entries``. Insertion order is expiry order (one lifetime for all; a replaced entry
+    moves to the end), so a full store drops expired entries from the front and then refuses
+    the new one: live challenges are never evicted to make room."""
+
+    def __init__(self, max_entries: int = 100_000) -> None:
+        self._entries: dict[_Key, PasskeyChallenge] = {}
+        self._max = max_entries
+
+    async def put(self, challenge: PasskeyChallenge) -> None:
+        key = (challenge.binding_hash, challenge.ceremony)
+        replaced = self._entries.pop(key, None)
+        if replaced is None and len(self._entries) >= self._max:
+            self._drop_expired_front(challenge.created_at)
+            if len(self._entries) >= self._max:
+                raise ChallengeStoreFull(f"{self._max} passkey challenges")
+        self._entries[key] = challenge
+
+    async def take(
+        self, binding_hash: str, ceremony: Ceremony, now: dt.datetime
+    ) -> PasskeyChallenge | None:
+        challenge = self._entries.pop((binding_hash, ceremony), None)
+        if challenge is None or challenge.expires_at <= now:
+            return None
+        return challenge
+
+    async def purge_expired(self, now: dt.datetime) -> int:
+        expired = [k for k, v in self._entries.items() if v.expires_at <= now]
+        for key in expired:
+            del self._entries[key]
+        return len(expired)
+
+    def _drop_expired_front(self, now: dt.datetime) -> None:
+        while self._entries:
+            key = next(iter(self._entries))
+            if self._entries[key].expires_at > now:
+                return
+            del self._entries[key]

@@ -1,0 +1,80 @@
+"""Passkeys (WebAuthn credentials): a sign-in method of an account beside its linked providers.
+
+Values only. The WebAuthn ceremonies themselves (options, verifying a browser's response) are
+the work of :mod:`authgate.services.passkeys` on a library; what is kept is what a later
+sign-in needs to verify an assertion (the credential id and COSE public key, the signature
+counter) and what the person sees when managing them (name, times, backed up or not).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import enum
+
+import attrs
+
+CHALLENGE_LIFETIME = dt.timedelta(minutes=5)
+"""How long a challenge may be answered: the ceremony's timeout, and the most kept."""
+
+NAME_MAX = 64
+"""The longest name a passkey may be given (characters)."""
+
+
+class Ceremony(enum.Enum):
+    """Which WebAuthn ceremony a challenge was issued for: a challenge of one is never
+    accepted by the other."""
+
+    REGISTRATION = "registration"
+    AUTHENTICATION = "authentication"
+
+
+@attrs.frozen
+class Passkey:
+    """A public-key credential of an account.
+
+    ``id`` is this service's name for it (the API's ``{id}``); ``credential_id`` is the
+    authenticator's (up to 1,023 bytes, unique across accounts); ``public_key`` the COSE key
+    the authenticator gave at registration. ``sign_count`` is the signature counter last seen
+    (0 for authenticators that keep none, as synced passkeys do). ``backup_eligible`` and
+    ``backed_up`` are the authenticator data's BE and BS flags: may it be synced, is it."""
+
+    id: str
+    account_id: str
+    credential_id: bytes = attrs.field(repr=False)
+    public_key: bytes = attrs.field(repr=False)
+    sign_count: int
+    transports: tuple[str, ...]
+    aaguid: str
+    backup_eligible: bool
+    backed_up: bool
+    name: str
+    created_at: dt.datetime
+    last_used_at: dt.datetime | None = None
+
+
+@attrs.frozen
+class PasskeyChallenge:
+    """A challenge handed to one browser for one ceremony, kept until answered or expired.
+
+    ``binding_hash`` is the SHA-256 of the browser's binding cookie (as for a pending
+    sign-in): a response from another browser finds no challenge. A registration challenge
+    also names the account and the session that asked for it."""
+
+    binding_hash: str
+    ceremony: Ceremony
+    challenge: bytes = attrs.field(repr=False)
+    created_at: dt.datetime
+    expires_at: dt.datetime
+    account_id: str | None = None
+    session_id: str | None = None
+
+
+def clean_name(name: str) -> str | None:
+    """The name as kept (surrounding white space dropped), or None when it is empty, longer
+    than :data:`NAME_MAX` or holds a control character."""
+    text = name.strip()
+    if not text or len(text) > NAME_MAX:
+        return None
+    if any(ord(c) < 0x20 or 0x7F <= ord(c) < 0xA0 or c in "\u2028\u2029" for c in text):
+        return None
+    return text

@@ -1,0 +1,78 @@
+"""A fast path beside fido2: its data classes' type hints, read once per class.
+
+Every fido2 WebAuthn data class (``AuthenticationResponse``, ``CollectedClientData``'s
+holders, the options) calls ``typing.get_type_hints`` on its own class each time one is made
+or parsed (``fido2.utils._DataClassMapping``), and fido2's annotations are strings (``from
+__future__ import annotations``): each call compiles and evaluates them again. A passkey
+sign-in makes about six such objects; those calls were over half of the server's CPU for it
+(cProfile: 5 ms a sign-in without this, 1.5 ms with it; bench/passkeys_bench.py measures the
+whole sign-in). A class's hints never change while the process runs, so they are kept per
+class, for fido2's own classes only (a bounded set), and handed out as copies.
+
+It replaces one name, ``fido2.utils.get_type_hints``, which fido2 imports from ``typing``:
+pyproject.toml pins fido2 to 2.2, and :func:`memoize_type_hints` checks at start-up that the
+name is still ``typing.get_type_hints``; if it is not (another fido2), the library's own path
+stays, with one warning. The library's path stays tested (tests/unit/test_fido2_hints.py
+parses the same responses both ways).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import typing
+from collections.abc import Iterator
+from typing import Any
+
+import fido2.utils
+
+log = logging.getLogger("authgate.passkeys")
+
+_HINTS: dict[type, dict[str, Any]] = {}
+
+
+def _memoized(
+    obj: Any,
+    globalns: dict[str, Any] | None = None,
+    localns: typing.Mapping[str, Any] | None = None,
+    include_extras: bool = False,
+) -> dict[str, Any]:
+    """``typing.get_type_hints``, kept per fido2 class (any other call goes through)."""
+    if (
+        globalns is not None
+        or localns is not None
+        or include_extras
+        or not isinstance(obj, type)
+        or not obj.__module__.startswith("fido2.")
+    ):
+        return typing.get_type_hints(obj, globalns, localns, include_extras)
+    hints = _HINTS.get(obj)
+    if hints is None:
+        hints = _HINTS[obj] = typing.get_type_hints(obj)
+    return dict(hints)
+
+
+def memoize_type_hints() -> bool:
+    """Install the fast path (idempotent); whether it is on."""
+    current = getattr(fido2.utils, "get_type_hints", None)
+    if current is _memoized:
+        return True
+    if current is not typing.get_type_hints:
+        log.warning(
+            "fido2.utils no longer reads its type hints through typing.get_type_hints: "
+            "passkey sign-ins run on the library's own (slower) path"
+        )
+        return False
+    setattr(fido2.utils, "get_type_hints", _memoized)  # noqa: B010
+    return True
+
+
+@contextlib.contextmanager
+def library_path() -> Iterator[None]:
+    """The library's own path for the block (tests compare the two)."""
+    current = getattr(fido2.utils, "get_type_hints", None)
+    setattr(fido2.utils, "get_type_hints", typing.get_type_hints)  # noqa: B010
+    try:
+        yield
+    finally:
+        setattr(fido2.utils, "get_type_hints", current)  # noqa: B010

@@ -1,0 +1,548 @@
+"""Passkeys: adding one to the signed-in account, signing in with one, managing them.
+
+A passkey is a sign-in method of an account beside its linked providers. The WebAuthn
+ceremonies run on Yubico's ``fido2`` library (README, "Passkeys": why it): it makes the
+options and verifies the browser's responses — type, challenge, origin, RP ID hash, user
+presence and verification, the signature — while this service keeps the challenge (single
+use, bound to the browser's binding cookie and to the ceremony), the credentials, and the
+rules around them: the signature counter, a disabled account, the last sign-in method, the
+audit trail and the session a sign-in issues, the same as a provider's.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+import os
+import time
+import uuid
+from collections.abc import Mapping, Sequence
+from typing import Any, cast
+
+import attrs
+from fido2 import cbor
+from fido2.cose import CoseKey
+from fido2.server import Fido2Server
+from fido2.webauthn import (
+    AttestationConveyancePreference,
+    AttestedCredentialData,
+    AuthenticationResponse,
+    AuthenticatorTransport,
+    PublicKeyCredentialDescriptor,
+    PublicKeyCredentialRpEntity,
+    PublicKeyCredentialType,
+    PublicKeyCredentialUserEntity,
+    RegistrationResponse,
+    ResidentKeyRequirement,
+    UserVerificationRequirement,
+)
+
+from authgate.domain import errors
+from authgate.domain.model import Caller, ClientInfo, IssuedSession, Outcome, SignInEvent
+from authgate.domain.passkeys import (
+    CHALLENGE_LIFETIME,
+    Ceremony,
+    Passkey,
+    PasskeyChallenge,
+    clean_name,
+)
+from authgate.domain.redirects import app_url_for, is_resume_url, safe_return_to
+from authgate.domain.secrets import binding_hash
+from authgate.ports.accounts import AccountRepository, LastIdentityError
+from authgate.ports.clock import Clock
+from authgate.ports.events import SignInEventLog
+from authgate.ports.metrics import Metrics, NoMetrics
+from authgate.ports.passkeys import (
+    ChallengeStoreFull,
+    PasskeyChallenges,
+    PasskeyStore,
+    PasskeyTaken,
+)
+from authgate.ports.unit_of_work import UnitOfWork
+from authgate.services.audit import audit_event, log_event
+from authgate.services.fido2_hints import memoize_type_hints
+from authgate.services.sessions import SessionService
+from authgate.services.signin import SignInPolicy
+
+log = logging.getLogger("authgate.passkeys")
+security_log = logging.getLogger("authgate.security")
+
+PASSKEY_PROVIDER = "passkey"
+"""The provider a passkey sign-in names: in its session (the token's ``provider`` claim, the
+sessions list), its audit events and its metrics."""
+
+DEFAULT_NAME = "Passkey"
+_KNOWN_TRANSPORTS = frozenset(t.value for t in AuthenticatorTransport)
+
+# fido2's refusals (ValueError texts) and what the answer says of each.
+_REASONS = (
+    ("Incorrect type", "the response is not of this ceremony (clientDataJSON type)"),
+    ("Invalid origin", "the origin is not one of this service's"),
+    ("Wrong challenge", "the response answers another challenge"),
+    ("Wrong RP ID hash", "the response is for another relying party (RP ID)"),
+    ("User Present", "the user was not present"),
+    ("User verification required", "the user was not verified"),
+    ("user verified flag", "the user was not verified"),
+    ("Invalid signature", "the signature does not verify"),
+    ("Unknown credential", "the response names another credential"),
+)
+
+
+@attrs.frozen
+class PasskeyPolicy:
+    """``passkeys.*``: the relying party, the origins whose pages may use it, the ceremonies'
+    timeouts (at most :data:`CHALLENGE_LIFETIME`, which is also how long a challenge lives)."""
+
+    rp_id: str
+    rp_name: str
+    origins: frozenset[str]
+    registration_timeout: dt.timedelta = CHALLENGE_LIFETIME
+    authentication_timeout: dt.timedelta = CHALLENGE_LIFETIME
+
+
+@attrs.frozen
+class PasskeySignedIn:
+    """A verified passkey sign-in: its session and where the browser goes next."""
+
+    account_id: str
+    passkey: Passkey
+    session: IssuedSession
+    destination: str
+    session_max_age: int
+
+
+class PasskeyService:
+    """The passkey ceremonies and the account's passkeys; raises the domain's errors."""
+
+    def __init__(
+        self,
+        *,
+        passkeys: PasskeyStore,
+        challenges: PasskeyChallenges,
+        accounts: AccountRepository,
+        events: SignInEventLog,
+        units: UnitOfWork,
+        sessions: SessionService,
+        clock: Clock,
+        policy: PasskeyPolicy,
+        signin: SignInPolicy,
+        metrics: Metrics | None = None,
+    ) -> None:
+        self.passkeys = passkeys
+        self.challenges = challenges
+        self.accounts = accounts
+        self.events = events
+        self.units = units
+        self.sessions = sessions
+        self.clock = clock
+        self.policy = policy
+        self.signin = signin
+        self.metrics: Metrics = metrics or NoMetrics()
+        memoize_type_hints()  # fido2's data classes, made several times a sign-in
+        self._server = Fido2Server(
+            PublicKeyCredentialRpEntity(name=policy.rp_name, id=policy.rp_id),
+            attestation=AttestationConveyancePreference.NONE,
+            verify_origin=self._origin_allowed,
+        )
+
+    def _origin_allowed(self, origin: object) -> bool:
+        return isinstance(origin, str) and origin in self.policy.origins
+
+    # -- adding a passkey -----------------------------------------------------------------
+
+    async def registration_options(self, caller: Caller, binding: str) -> dict[str, Any]:
+        """WebAuthn creation options (the JSON form) for the caller's account, their challenge
+        kept for this browser; a recent sign-in needed, as for linking a provider."""
+        self.sessions.require_recent_authentication(caller.auth_time)
+        account = await self.accounts.get(caller.account_id)
+        if account is None:
+            raise errors.AccountGone()
+        existing = await self.passkeys.for_account(account.id)
+        challenge = await self._new_challenge(
+            binding, Ceremony.REGISTRATION, caller.account_id, caller.session_id
+        )
+        options, _ = self._server.register_begin(
+            PublicKeyCredentialUserEntity(
+                id=user_handle(account.id),
+                name=account.email or f"authgate account {account.id[:8]}",
+                display_name=account.name or account.email or "authgate account",
+            ),
+            credentials=[_descriptor(p) for p in existing],
+            resident_key_requirement=ResidentKeyRequirement.REQUIRED,
+            user_verification=UserVerificationRequirement.REQUIRED,
+            challenge=challenge,
+        )
+        return {**options.public_key, "timeout": _milliseconds(self.policy.registration_timeout)}
+
+    async def register(
+        self,
+        caller: Caller,
+        binding: str | None,
+        response: Mapping[str, Any],
+        name: str | None = None,
+    ) -> Passkey:
+        """Verify the browser's answer to this browser's registration challenge and keep the
+        passkey, in one unit of work with its audit event. The challenge must have been
+        issued to the caller's session; the session ends nothing."""
+        self.sessions.require_recent_authentication(caller.auth_time)
+        kept_name = DEFAULT_NAME if name is None else clean_name(name)
+        if kept_name is None:
+            raise errors.InvalidPasskeyName(64)
+        now = self.clock.now()
+        challenge = await self._take(binding, Ceremony.REGISTRATION, now)
+        if challenge.account_id != caller.account_id or challenge.session_id != caller.session_id:
+            raise errors.InvalidPasskeyChallenge("issued to another session")
+        try:
+            registration = RegistrationResponse.from_dict(response)
+            attested = registration.response.attestation_object.auth_data
+        except Exception as e:  # fido2 raises what its decoding meets: all are malformed input
+            raise errors.InvalidPasskeyResponse(
+                "it cannot be decoded as a WebAuthn registration response"
+            ) from e
+        if attested.credential_data is None:
+            raise errors.PasskeyNotVerified("the authenticator data holds no credential")
+        _, state = self._server.register_begin(
+            PublicKeyCredentialUserEntity(id=user_handle(caller.account_id), name="-"),
+            user_verification=UserVerificationRequirement.REQUIRED,
+            challenge=challenge.challenge,
+        )
+        _refuse_cross_origin(registration.response.client_data.cross_origin)
+        try:
+            auth_data = self._server.register_complete(state, registration)
+        except ValueError as e:
+            raise errors.PasskeyNotVerified(_reason(e)) from e
+        except Exception as e:  # a member of an odd type met in the checks: malformed
+            raise errors.InvalidPasskeyResponse("a member has the wrong type") from e
+        credential = auth_data.credential_data
+        assert credential is not None  # checked above
+        passkey = Passkey(
+            id=uuid.uuid4().hex,
+            account_id=caller.account_id,
+            credential_id=bytes(credential.credential_id),
+            public_key=cbor.encode(dict(credential.public_key)),
+            sign_count=auth_data.counter,
+            transports=_transports(response),
+            aaguid=str(credential.aaguid),
+            backup_eligible=auth_data.is_backup_eligible(),
+            backed_up=auth_data.is_backed_up(),
+            name=kept_name,
+            created_at=now,
+        )
+        try:
+            async with self.units.begin() as tx:
+                await tx.passkeys.add(passkey)
+                await tx.events.record(
+                    audit_event(
+                        now,
+                        PASSKEY_PROVIDER,
+                        Outcome.PASSKEY_ADDED,
+                        caller.client,
+                        caller.account_id,
+                        passkey.id,
+                    )
+                )
+        except PasskeyTaken:
+            raise errors.PasskeyAlreadyRegistered() from None
+        except KeyError:  # the account was deleted meanwhile
+            raise errors.AccountGone() from None
+        return passkey
+
+    # -- signing in -----------------------------------------------------------------------
+
+    async def authentication_options(self, binding: str) -> dict[str, Any]:
+        """WebAuthn request options with an empty ``allowCredentials`` (the browser offers
+        the passkeys it holds for this RP, also through autofill), their challenge kept for
+        this browser."""
+        challenge = await self._new_challenge(binding, Ceremony.AUTHENTICATION, None, None)
+        options, _ = self._server.authenticate_begin(
+            credentials=[],
+            user_verification=UserVerificationRequirement.REQUIRED,
+            challenge=challenge,
+        )
+        return {
+            **options.public_key,
+            "timeout": _milliseconds(self.policy.authentication_timeout),
+        }
+
+    async def authenticate(
+        self,
+        binding: str | None,
+        response: Mapping[str, Any],
+        client: ClientInfo,
+        return_to: str | None = None,
+    ) -> PasskeySignedIn:
+        """Verify the browser's assertion against this browser's authentication challenge
+        and sign in: the same session as a provider sign-in (its record, the last sign-in,
+        the audit event in one unit of work), with ``auth_time`` the moment of the verified
+        assertion. Every refusal is audited and changes nothing but the challenge it used."""
+        started = time.perf_counter()
+        account_id: str | None = None
+        try:
+            signed_in = await self._authenticate(binding, response, client, return_to)
+        except errors.SignInError as e:
+            account_id = getattr(e, "account_id", None)
+            reason = (
+                Outcome.PASSKEY_COUNTER_REGRESSED.value
+                if isinstance(e, _Cloned)
+                else _snake(type(e).__name__)
+            )
+            self.metrics.sign_in(PASSKEY_PROVIDER, Outcome.FAILED.value, reason)
+            if isinstance(e, _Cloned):
+                security_log.warning(
+                    "security event: passkey %s of account %s signed with counter %d after %d: "
+                    "the authenticator may have been cloned; refused",
+                    e.passkey.id,
+                    e.passkey.account_id,
+                    e.counter,
+                    e.passkey.sign_count,
+                )
+                outcome = Outcome.PASSKEY_COUNTER_REGRESSED
+                detail = f"passkey {e.passkey.id}: counter {e.counter} after {e.passkey.sign_count}"
+            elif isinstance(e, errors.InvalidPasskeyChallenge):
+                outcome, detail = Outcome.INVALID_STATE, e.detail
+            else:
+                outcome, detail = Outcome.FAILED, _detail(e)
+            await self._record(
+                audit_event(self.clock.now(), PASSKEY_PROVIDER, outcome, client, account_id, detail)
+            )
+            raise
+        finally:
+            self.metrics.callback_duration(PASSKEY_PROVIDER, time.perf_counter() - started)
+        self.metrics.sign_in(PASSKEY_PROVIDER, Outcome.SIGNED_IN.value, "none")
+        self.metrics.sessions_issued(PASSKEY_PROVIDER)
+        return signed_in
+
+    async def _authenticate(
+        self,
+        binding: str | None,
+        response: Mapping[str, Any],
+        client: ClientInfo,
+        return_to: str | None,
+    ) -> PasskeySignedIn:
+        now = self.clock.now()
+        challenge = await self._take(binding, Ceremony.AUTHENTICATION, now)
+        try:
+            assertion = AuthenticationResponse.from_dict(response)
+            auth_data = assertion.response.authenticator_data
+        except Exception as e:  # fido2 raises what its decoding meets: all are malformed input
+            raise errors.InvalidPasskeyResponse(
+                "it cannot be decoded as a WebAuthn authentication response"
+            ) from e
+        _, state = self._server.authenticate_begin(
+            user_verification=UserVerificationRequirement.REQUIRED, challenge=challenge.challenge
+        )
+        async with self.units.begin() as tx:
+            passkey = await tx.passkeys.find_by_credential(bytes(assertion.raw_id))
+            if passkey is None:
+                raise errors.UnknownPasskey()
+            handle = assertion.response.user_handle
+            if handle is not None and bytes(handle) != user_handle(passkey.account_id):
+                raise errors.PasskeyNotVerified(
+                    "the user handle is not the passkey's account's", passkey.account_id
+                )
+            _refuse_cross_origin(assertion.response.client_data.cross_origin, passkey.account_id)
+            try:
+                self._server.authenticate_complete(state, [_attested(passkey)], assertion)
+            except ValueError as e:
+                raise errors.PasskeyNotVerified(_reason(e), passkey.account_id) from e
+            except Exception as e:  # a member of an odd type met in the checks: malformed
+                raise errors.InvalidPasskeyResponse("a member has the wrong type") from e
+            counter = auth_data.counter
+            if (counter or passkey.sign_count) and counter <= passkey.sign_count:
+                raise _Cloned(passkey, counter)
+            identities = await tx.accounts.list_identities(passkey.account_id)
+            disabled = next((i for i in identities if i.disabled_reason is not None), None)
+            if disabled is not None:
+                security_log.warning(
+                    "security event: passkey sign-in to account %s refused: its identity %s "
+                    "is disabled (%s)",
+                    passkey.account_id,
+                    disabled.identity,
+                    disabled.disabled_reason,
+                )
+                raise errors.AccountDisabled(
+                    disabled.disabled_reason or "disabled", passkey.account_id
+                )
+            await tx.passkeys.record_use(passkey.id, counter, auth_data.is_backed_up(), now)
+            await tx.accounts.record_login(passkey.account_id, now)
+            session = await self.sessions.issue(
+                tx, passkey.account_id, PASSKEY_PROVIDER, client, auth_time=now
+            )
+            event = audit_event(
+                now,
+                PASSKEY_PROVIDER,
+                Outcome.SIGNED_IN,
+                client,
+                passkey.account_id,
+                passkey.id,
+                logged=False,
+            )
+            await tx.events.record(event)
+        log_event(event)
+        return PasskeySignedIn(
+            account_id=passkey.account_id,
+            passkey=passkey,
+            session=session,
+            destination=self._destination(return_to),
+            session_max_age=max(int((session.expires_at - now).total_seconds()), 0),
+        )
+
+    def _destination(self, return_to: str | None) -> str:
+        """Where the browser goes after signing in: the rules of a provider sign-in's
+        ``return_to`` (an application's authorization request, a path or address on the
+        application, else its dashboard)."""
+        policy = self.signin
+        wanted = safe_return_to(return_to, policy.app_url, policy.resume_urls)
+        if wanted and is_resume_url(wanted, policy.resume_urls):
+            return wanted
+        return wanted or app_url_for(policy.app_url, policy.dashboard_path)
+
+    # -- the account's passkeys -----------------------------------------------------------
+
+    async def list(self, account_id: str) -> list[Passkey]:
+        return await self.passkeys.for_account(account_id)
+
+    async def rename(self, caller: Caller, passkey_id: str, name: str) -> Passkey:
+        cleaned = clean_name(name)
+        if cleaned is None:
+            raise errors.InvalidPasskeyName(64)
+        renamed = await self.passkeys.rename(caller.account_id, passkey_id, cleaned)
+        if renamed is None:
+            raise errors.PasskeyNotFound()
+        return renamed
+
+    async def remove(self, caller: Caller, passkey_id: str) -> None:
+        """Remove one of the caller's passkeys with its audit event; a recent sign-in. Never
+        the account's last sign-in method (:class:`~errors.LastSignInMethod`); no session
+        ends (a passkey's sessions are the account's, as after any sign-in)."""
+        self.sessions.require_recent_authentication(caller.auth_time)
+        now = self.clock.now()
+        try:
+            async with self.units.begin() as tx:
+                if not await tx.passkeys.delete(caller.account_id, passkey_id):
+                    raise errors.PasskeyNotFound()
+                await tx.events.record(
+                    audit_event(
+                        now,
+                        PASSKEY_PROVIDER,
+                        Outcome.PASSKEY_REMOVED,
+                        caller.client,
+                        caller.account_id,
+                        passkey_id,
+                    )
+                )
+        except LastIdentityError:
+            raise errors.LastSignInMethod() from None
+
+    # -- challenges -----------------------------------------------------------------------
+
+    async def _new_challenge(
+        self, binding: str, ceremony: Ceremony, account_id: str | None, session_id: str | None
+    ) -> bytes:
+        now = self.clock.now()
+        value = os.urandom(32)
+        try:
+            await self.challenges.put(
+                PasskeyChallenge(
+                    binding_hash=binding_hash(binding),
+                    ceremony=ceremony,
+                    challenge=value,
+                    created_at=now,
+                    expires_at=now + CHALLENGE_LIFETIME,
+                    account_id=account_id,
+                    session_id=session_id,
+                )
+            )
+        except ChallengeStoreFull:
+            log.warning("passkey challenges at capacity: options refused")
+            raise errors.TemporarilyUnavailable() from None
+        return value
+
+    async def _take(
+        self, binding: str | None, ceremony: Ceremony, now: dt.datetime
+    ) -> PasskeyChallenge:
+        if not binding:
+            raise errors.InvalidPasskeyChallenge("binding cookie absent")
+        challenge = await self.challenges.take(binding_hash(binding), ceremony, now)
+        if challenge is None:
+            raise errors.InvalidPasskeyChallenge(f"no {ceremony.value} challenge for this browser")
+        return challenge
+
+    async def _record(self, event: SignInEvent) -> None:
+        try:
+            await self.events.record(event)
+        except Exception:  # the audit trail must not turn a refusal into a 500
+            log.exception("could not store a passkey sign-in event")
+
+
+class _Cloned(errors.PasskeyNotVerified):
+    """The signature counter went backwards (or stood still): audited, then refused."""
+
+    def __init__(self, passkey: Passkey, counter: int) -> None:
+        self.passkey = passkey
+        self.counter = counter
+        super().__init__(
+            "the signature counter went backwards: the authenticator may have been cloned",
+            passkey.account_id,
+        )
+
+
+def _refuse_cross_origin(cross_origin: object, account_id: str | None = None) -> None:
+    """The ceremony ran in a frame of another origin: authgate's pages are never framed."""
+    if cross_origin:
+        raise errors.PasskeyNotVerified("the ceremony ran in a cross-origin frame", account_id)
+
+
+def user_handle(account_id: str) -> bytes:
+    """The WebAuthn user handle of an account: its id (opaque, no personal data)."""
+    return account_id.encode()
+
+
+def _descriptor(passkey: Passkey) -> PublicKeyCredentialDescriptor:
+    return PublicKeyCredentialDescriptor(
+        type=PublicKeyCredentialType.PUBLIC_KEY,
+        id=passkey.credential_id,
+        transports=[AuthenticatorTransport(t) for t in passkey.transports] or None,
+    )
+
+
+def _attested(passkey: Passkey) -> AttestedCredentialData:
+    return AttestedCredentialData.create(
+        bytes(uuid.UUID(passkey.aaguid).bytes),
+        passkey.credential_id,
+        CoseKey.parse(cast(Mapping[int, Any], cbor.decode(passkey.public_key))),
+    )
+
+
+def _transports(response: Mapping[str, Any]) -> tuple[str, ...]:
+    """The transports the browser reported (``response.transports``), the known ones only."""
+    inner = response.get("response")
+    listed = inner.get("transports") if isinstance(inner, Mapping) else None
+    if not isinstance(listed, Sequence) or isinstance(listed, str):
+        return ()
+    known = [t for t in listed if isinstance(t, str) and t in _KNOWN_TRANSPORTS]
+    return tuple(dict.fromkeys(known))[:8]
+
+
+def _reason(e: ValueError) -> str:
+    text = str(e)
+    for marker, reason in _REASONS:
+        if marker in text:
+            return reason
+    return "the response failed verification"
+
+
+def _milliseconds(delta: dt.timedelta) -> int:
+    return int(delta.total_seconds() * 1000)
+
+
+def _snake(name: str) -> str:
+    return "".join(f"_{c.lower()}" if c.isupper() else c for c in name).lstrip("_")
+
+
+def _detail(e: errors.SignInError) -> str:
+    if isinstance(e, errors.InvalidPasskeyChallenge | errors.InvalidPasskeyResponse):
+        return e.detail
+    if isinstance(e, errors.PasskeyNotVerified):
+        return e.reason
+    return type(e).__name__

@@ -1,0 +1,35 @@
+"""The passkey benchmark runs end to end (a smoke run, no timing asserted): passkey sign-ins
+and provider sign-ins on one server on PostgreSQL, every answer checked, both figures
+reported."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.support.postgres import PostgresServer
+
+BENCH = Path(__file__).resolve().parents[2] / "bench" / "passkeys_bench.py"
+
+
+def test_a_short_run_measures_passkey_and_provider_sign_ins(
+    postgres_server: PostgresServer,
+) -> None:
+    command = [sys.executable, str(BENCH), "--seconds", "1", "--users", "3", "--concurrency", "4"]
+    run = subprocess.run(
+        [*command, "--admin-url", postgres_server.admin_url],
+        capture_output=True,
+        text=True,
+        timeout=240,
+        check=False,
+    )
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    report = json.loads(run.stdout)
+    for phase in (report["passkeys"], report["provider"]):
+        assert phase["errors"] == 0, phase
+        assert phase["sign_ins"] > 0, phase
+        assert phase["sign_ins_per_server_cpu_second"] > 0, phase
+    assert report["passkey_over_provider"] > 0
+    assert "passkey sign-ins:" in run.stderr and "per server CPU second" in run.stderr

@@ -1,0 +1,193 @@
+"""Passkeys in a real browser: Chromium's virtual authenticator (CDP ``WebAuthn``: CTAP2,
+internal transport, resident keys, user verification) adds a passkey on the demo page and
+signs in with it, again after the service restarted, and not once the passkey is removed.
+
+The demo runs on ``localhost`` (``DEMO_HOST=localhost``): browsers take a domain as the RP ID,
+never an IP address, and the default configuration's RP ID is ``localhost``."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from urllib.parse import urlencode
+
+import pytest
+from playwright.sync_api import Browser, Page, expect
+
+from tests.browser.conftest import _serve
+from tests.browser.support import watched_page
+from tests.browser.test_demo_in_chromium import Steps
+
+
+class Instance:
+    """``authgate serve`` on the default configuration in one folder (its SQLite database and
+    keys outlive the process), started and stopped at will."""
+
+    def __init__(self, workdir: Path) -> None:
+        self.workdir = workdir
+        self._running: Iterator[str] | None = None
+        self.base = ""
+
+    def start(self, **env: str) -> str:
+        # The OpenID Provider's issuer on localhost too, so its sign-in page may use them.
+        sections = {"rest": {"public_url": "http://localhost:${PORT}"}}
+        self._running = _serve(self.workdir, sections, DEMO_HOST="localhost", **env)
+        served = next(self._running)
+        self.base = served.replace("127.0.0.1", "localhost")
+        return self.base
+
+    def stop(self) -> None:
+        if self._running is not None:
+            self._running.close()  # SIGTERM, and the log checked for secrets
+            self._running = None
+
+
+@pytest.fixture
+def instance(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Instance]:
+    running = Instance(tmp_path_factory.mktemp("authgate-passkeys"))
+    try:
+        yield running
+    finally:
+        running.stop()
+
+
+def virtual_authenticator(page: Page) -> None:
+    cdp = page.context.new_cdp_session(page)
+    cdp.send("WebAuthn.enable", {"enableUI": False})
+    cdp.send(
+        "WebAuthn.addVirtualAuthenticator",
+        {
+            "options": {
+                "protocol": "ctap2",
+                "transport": "internal",
+                "hasResidentKey": True,
+                "hasUserVerification": True,
+                "isUserVerified": True,
+                "automaticPresenceSimulation": True,
+            }
+        },
+    )
+
+
+def sign_out(page: Page) -> None:
+    page.get_by_role("button", name="Sign out", exact=True).click()
+    expect(page.get_by_role("button", name="Sign in with a passkey")).to_be_visible()
+
+
+def sign_in_with_passkey(page: Page) -> None:
+    page.get_by_role("button", name="Sign in with a passkey").click()
+    expect(page.get_by_role("heading", level=1)).to_have_text("Welcome, Ada Lovelace")
+    expect(page.locator("#notice")).to_have_text("You are signed in with a passkey.")
+
+
+def test_a_passkey_signs_in_also_after_a_restart_and_not_once_removed(
+    browser: Browser, instance: Instance, artifacts: Path
+) -> None:
+    base = instance.start()
+    with watched_page(browser) as (page, watch):
+        virtual_authenticator(page)
+        steps = Steps(page, base, artifacts)
+        page.goto(f"{base}/demo")
+        page.get_by_role("link", name="Register with Google").click()
+        steps.choose_user("Ada Lovelace")
+        expect(page.get_by_role("heading", level=1)).to_have_text("Welcome, Ada Lovelace")
+        expect(page.locator("#passkeys-none")).to_be_visible()
+        # The development provider is at 127.0.0.1 (its issuer); from here on only the
+        # service at localhost is asked.
+        watch.requested.clear()
+
+        page.get_by_role("button", name="Add a passkey").click()
+        expect(page.locator("#notice")).to_have_text(re.compile("^A passkey was added"))
+        expect(page.locator("#passkeys li")).to_have_count(1)
+        steps.shot("passkey-added")
+
+        sign_out(page)
+        sign_in_with_passkey(page)
+        sessions = page.locator("#sessions li .hint")
+        expect(sessions.first).to_contain_text("Signed in with a passkey")
+        watch.check(base)
+
+        # The service restarts (another port: the same RP ID, its origin allowed again).
+        instance.stop()
+        base = instance.start()
+        watch.requested.clear()
+        page.goto(f"{base}/demo")  # another origin (port): the page remembers no sign-in
+        sign_in_with_passkey(page)
+        steps.shot("signed-in-after-restart")
+
+        # Removed (Google stays linked, so it may go), it no longer signs in.
+        page.get_by_role("button", name=re.compile("^Remove the passkey")).click()
+        expect(page.locator("#notice")).to_have_text(re.compile("was removed"))
+        expect(page.locator("#passkeys li")).to_have_count(0)
+        sign_out(page)
+        page.get_by_role("button", name="Sign in with a passkey").click()
+        expect(page.locator("#problem-text")).to_contain_text("No account has that passkey")
+        expect(page.locator("#problem-codes")).to_have_text("error: unknown_passkey")
+        expect(page.locator("#signed-out")).to_be_visible()
+        steps.shot("removed-passkey-refused")
+        watch.check(base, {("POST", "/v1/passkeys/authentication", 401)})
+
+
+def test_the_sign_in_page_of_the_openid_provider_signs_in_with_a_passkey(
+    browser: Browser, instance: Instance, artifacts: Path
+) -> None:
+    base = instance.start()
+    with watched_page(browser) as (page, _):
+        virtual_authenticator(page)
+        steps = Steps(page, base, artifacts)
+        page.goto(f"{base}/demo")
+        page.get_by_role("link", name="Register with Google").click()
+        steps.choose_user("Ada Lovelace")
+        page.get_by_role("button", name="Add a passkey").click()
+        expect(page.locator("#passkeys li")).to_have_count(1)
+        sign_out(page)
+
+        # The demo application's authorization request, by a browser signed out of authgate.
+        port = base.rsplit(":", 1)[1]
+        query = urlencode(
+            {
+                "response_type": "code",
+                "client_id": "demo-app",
+                "redirect_uri": f"http://127.0.0.1:{port}/demo/app/callback",
+                "scope": "openid profile",
+                "state": "s-123",
+                "code_challenge": "E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM",
+                "code_challenge_method": "S256",
+            }
+        )
+        page.goto(f"{base}/oauth2/authorize?{query}")
+        expect(page.get_by_role("heading", level=1)).to_have_text("Sign in")
+        page.get_by_role("button", name="Sign in with a passkey").click()
+        # Signed in, the request resumes: the application asks for consent.
+        expect(page.get_by_role("heading", level=1)).to_have_text(
+            "Allow Demo application to use your account?"
+        )
+        steps.shot("openid-provider-passkey-consent")
+
+
+def test_a_passkey_sign_in_is_the_way_back_to_a_fresh_session(
+    browser: Browser, instance: Instance, artifacts: Path
+) -> None:
+    base = instance.start(REAUTHENTICATE_AFTER="4")
+    with watched_page(browser) as (page, _):
+        virtual_authenticator(page)
+        steps = Steps(page, base, artifacts)
+        page.goto(f"{base}/demo")
+        page.get_by_role("link", name="Register with Google").click()
+        steps.choose_user("Ada Lovelace")
+        page.get_by_role("button", name="Add a passkey").click()
+        expect(page.locator("#passkeys li")).to_have_count(1)
+        sign_out(page)
+        sign_in_with_passkey(page)
+        page.wait_for_timeout(4500)  # the passkey sign-in is no longer recent
+        page.get_by_role("button", name=re.compile("^Remove the passkey")).click()
+        expect(page.locator("#problem-codes")).to_have_text("error: reauthentication_required")
+        page.get_by_role("button", name="Sign in again with a passkey").click()
+        sign_in_again = page.locator("#notice")
+        expect(sign_in_again).to_have_text("You are signed in with a passkey.")
+        # Fresh again: removing the passkey (a change needing a recent sign-in) goes through.
+        page.get_by_role("button", name=re.compile("^Remove the passkey")).click()
+        expect(page.locator("#notice")).to_have_text(re.compile("was removed"))
+        expect(page.locator("#passkeys li")).to_have_count(0)
+        steps.shot("passkey-step-up")
