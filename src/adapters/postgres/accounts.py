@@ -287,7 +287,8 @@ class PostgresAccounts:
         key = rows.account_uuid(account_id)
         if key is None:
             return []
-        found = await self._db.fetch(
+        found = await rows.read_rows(
+            self._db,
             _IDENTITY_SELECT
             + "WHERE account_id = $1 ORDER BY linked_at, is_primary DESC, provider, subject",
             key,

@@ -67,6 +67,14 @@ async def read_row(db: Executor, query: str, *args: object) -> asyncpg.Record | 
     return await db.fetchrow(query, *args)
 
 
+async def read_rows(db: Executor, query: str, *args: object) -> list[asyncpg.Record]:
+    """The rows of a plain SELECT, as :func:`read_row` reads one
+    (:meth:`~.unit.UnitConnection.read_rows`)."""
+    if isinstance(db, UnitConnection):
+        return await db.read_rows(query, *args)
+    return await db.fetch(query, *args)
+
+
 def utc(value: dt.datetime) -> dt.datetime:
     """An aware datetime; a naive one is taken as UTC (timestamptz would read it as UTC too)."""
     return value if value.tzinfo is not None else value.replace(tzinfo=dt.UTC)

@@ -7,10 +7,10 @@ A sign-in's unit of work used to cost a round trip per statement plus ``BEGIN`` 
   audit event: :meth:`UnitConnection.write`) wait, and go to the server together as one
   statement (data-modifying ``WITH`` clauses), before the next statement or at the end;
 * its transaction begins at the first statement that needs one (any statement but a
-  :meth:`~UnitConnection.read_row` before every write). A unit that only reads and then
-  writes needs none: its one combined write is atomic by itself, and a read before it sees
-  what it would have seen in a transaction (READ COMMITTED: each statement its own snapshot;
-  a plain ``SELECT`` takes no lock).
+  :meth:`~UnitConnection.read_row` or :meth:`~UnitConnection.read_rows` before every
+  write). A unit that only reads and then writes needs none: its one combined write is
+  atomic by itself, and a read before it sees what it would have seen in a transaction
+  (READ COMMITTED: each statement its own snapshot; a plain ``SELECT`` takes no lock).
 
 So a login's unit is two round trips (the identity's state with its account, then the
 writes), and so is a registration's: its new account and identity wait with the other writes
@@ -68,6 +68,12 @@ class UnitConnection:
         if self._transaction is None and not self._waiting:
             return await self._conn.fetchrow(query, *args)
         return await self.fetchrow(query, *args)
+
+    async def read_rows(self, query: str, *args: object) -> list[asyncpg.Record]:
+        """The rows of a read (a plain SELECT), as :meth:`read_row` reads one."""
+        if self._transaction is None and not self._waiting:
+            return await self._conn.fetch(query, *args)
+        return await self.fetch(query, *args)
 
     async def fetchrow(self, query: str, *args: object) -> asyncpg.Record | None:
         return await (await self._ready()).fetchrow(query, *args)
