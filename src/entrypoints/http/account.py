@@ -132,7 +132,38 @@ def caller_of(
     )
 
 
-class AccountOperations:
+class AccountArea:
+    """What the operations on the caller's account share (the account's own, its
+    applications, its passkeys): who may read (``account:read`` or ``account:manage``) and who
+    may change (``account:manage``), by bearer token or session cookie; the same-origin guard
+    of a change made with the cookie; the client's address for the audit trail; and CORS, as
+    the application's pages on other origins call every one of them."""
+
+    def __init__(
+        self,
+        bearer: BearerJWT,
+        cookie: ApiKey,
+        guard: SameOriginGuard,
+        client_address: ClientAddress,
+        cors: Cors | None = None,
+    ) -> None:
+        self.guard = guard
+        self.client_address = client_address
+        self.cors = cors
+        self.read: list[SecurityScheme] = [
+            bearer.with_scopes(*READ_SCOPES),
+            cookie.with_scopes(*READ_SCOPES),
+        ]
+        self.manage: list[SecurityScheme] = [
+            bearer.with_scopes(ACCOUNT_MANAGE),
+            cookie.with_scopes(ACCOUNT_MANAGE),
+        ]
+
+    def _caller(self, call: Call[Any], *, change: bool) -> Caller:
+        return caller_of(call, self.guard, self.client_address, change=change)
+
+
+class AccountOperations(AccountArea):
     """Registers the account operations on an API."""
 
     def __init__(
@@ -144,18 +175,8 @@ class AccountOperations:
         client_address: ClientAddress,
         cors: Cors | None = None,
     ) -> None:
+        super().__init__(bearer, cookie, guard, client_address, cors)
         self.service = service
-        self.guard = guard
-        self.cors = cors  # the application's pages on other origins call every one of them
-        self.client_address = client_address
-        self.read: list[SecurityScheme] = [
-            bearer.with_scopes(*READ_SCOPES),
-            cookie.with_scopes(*READ_SCOPES),
-        ]
-        self.manage: list[SecurityScheme] = [
-            bearer.with_scopes(ACCOUNT_MANAGE),
-            cookie.with_scopes(ACCOUNT_MANAGE),
-        ]
 
     def register(self, api: Api) -> None:
         describe_tags(api, docs.ACCOUNT)
@@ -334,9 +355,6 @@ class AccountOperations:
         """The authenticated caller (the operation's schemes checked it and its scopes)."""
         assert call.principal is not None
         return call.principal
-
-    def _caller(self, call: Call[None], *, change: bool) -> Caller:
-        return caller_of(call, self.guard, self.client_address, change=change)
 
     # -- reading ----------------------------------------------------------------------------
 

@@ -20,12 +20,11 @@ from __future__ import annotations
 from authgate.domain import errors
 from authgate.domain.scopes import ACCOUNT_MANAGE, READ_SCOPES
 from authgate.entrypoints.http import docs
-from authgate.entrypoints.http.account import caller_of
+from authgate.entrypoints.http.account import AccountArea
 from authgate.entrypoints.http.bodies import AppError, AppInfo, AppList
 from authgate.entrypoints.http.caller import ClientAddress
 from authgate.entrypoints.http.session_auth import SameOriginGuard
 from authgate.entrypoints.rest import Api, ApiKey, BearerJWT, Call, Cors, Reply, path, pattern
-from authgate.entrypoints.rest.security import SecurityScheme
 from authgate.services.openid_apps import AccountApps
 
 NO_STORE = {"Cache-Control": "no-store"}
@@ -33,7 +32,7 @@ NO_STORE = {"Cache-Control": "no-store"}
 CLIENT_ID = r"^[!-~]{1,255}$"
 
 
-class AppOperations:
+class AppOperations(AccountArea):
     """Registers the caller's applications on the account API."""
 
     def __init__(
@@ -45,18 +44,8 @@ class AppOperations:
         client_address: ClientAddress,
         cors: Cors | None = None,
     ) -> None:
+        super().__init__(bearer, cookie, guard, client_address, cors)
         self.service = service
-        self.guard = guard
-        self.client_address = client_address
-        self.cors = cors
-        self.read: list[SecurityScheme] = [
-            bearer.with_scopes(*READ_SCOPES),
-            cookie.with_scopes(*READ_SCOPES),
-        ]
-        self.manage: list[SecurityScheme] = [
-            bearer.with_scopes(ACCOUNT_MANAGE),
-            cookie.with_scopes(ACCOUNT_MANAGE),
-        ]
 
     def register(self, api: Api) -> None:
         docs.describe_tags(api, docs.ACCOUNT)
@@ -109,7 +98,7 @@ class AppOperations:
         )(self.withdraw)
 
     async def list_apps(self, call: Call[None]) -> Reply[AppList]:
-        caller = caller_of(call, self.guard, self.client_address, change=False)
+        caller = self._caller(call, change=False)
         apps = await self.service.for_account(caller.account_id)
         listed = [
             AppInfo(
@@ -124,6 +113,6 @@ class AppOperations:
         return Reply(AppList(listed), headers=NO_STORE)
 
     async def withdraw(self, call: Call[None]) -> Reply[None]:
-        caller = caller_of(call, self.guard, self.client_address, change=True)
+        caller = self._caller(call, change=True)
         await self.service.withdraw(caller, call.path["client_id"])
         return Reply(None, status=204, headers=NO_STORE)

@@ -28,7 +28,7 @@ from authgate.domain.passkeys import NAME_MAX
 from authgate.domain.scopes import ACCOUNT_MANAGE, READ_SCOPES
 from authgate.domain.secrets import new_secret
 from authgate.entrypoints.http import docs
-from authgate.entrypoints.http.account import caller_of, passkey_info
+from authgate.entrypoints.http.account import AccountArea, passkey_info
 from authgate.entrypoints.http.bodies import AppError, PasskeyInfo
 from authgate.entrypoints.http.caller import ClientAddress
 from authgate.entrypoints.http.errors import rate_limited
@@ -46,7 +46,6 @@ from authgate.entrypoints.rest import (
     pattern,
     wire_field,
 )
-from authgate.entrypoints.rest.security import SecurityScheme
 from authgate.entrypoints.rest.wire import wire_name
 from authgate.ports.ratelimit import RateLimiter
 from authgate.services.passkeys import PasskeyService
@@ -257,7 +256,7 @@ def _wire(cls: type, name: str) -> str:
     return wire_name(attrs.fields_dict(cls)[name])
 
 
-class PasskeyOperations:
+class PasskeyOperations(AccountArea):
     """Registers the passkey operations on an API."""
 
     def __init__(
@@ -271,20 +270,10 @@ class PasskeyOperations:
         binding_max_age: int,
         cors: Cors | None = None,
     ) -> None:
+        super().__init__(bearer, cookie, guard, client_address, cors)
         self.service = service
-        self.guard = guard
-        self.client_address = client_address
         self.limiter = limiter
         self.binding_max_age = binding_max_age
-        self.cors = cors
-        self.read: list[SecurityScheme] = [
-            bearer.with_scopes(*READ_SCOPES),
-            cookie.with_scopes(*READ_SCOPES),
-        ]
-        self.manage: list[SecurityScheme] = [
-            bearer.with_scopes(ACCOUNT_MANAGE),
-            cookie.with_scopes(ACCOUNT_MANAGE),
-        ]
 
     def register(self, api: Api) -> None:
         api.describe_tag(PASSKEYS, _TAG)
@@ -495,14 +484,14 @@ class PasskeyOperations:
         return binding, (cookie,)
 
     async def registration_options(self, call: Call[None]) -> Reply[CreationOptions]:
-        caller = caller_of(call, self.guard, self.client_address, change=True)
+        caller = self._caller(call, change=True)
         await self._limit(call.request)
         binding, cookies = self._binding(call.request)
         options = await self.service.registration_options(caller, binding)
         return Reply(creation_options(options), headers=NO_STORE, cookies=cookies)
 
     async def register_passkey(self, call: Call[RegistrationCredential]) -> Reply[PasskeyInfo]:
-        caller = caller_of(call, self.guard, self.client_address, change=True)
+        caller = self._caller(call, change=True)
         await self._limit(call.request)
         body = call.body
         passkey = await self.service.register(
@@ -542,11 +531,11 @@ class PasskeyOperations:
         return Reply(PasskeyList([passkey_info(p) for p in listed]), headers=NO_STORE)
 
     async def rename_passkey(self, call: Call[PasskeyRename]) -> Reply[PasskeyInfo]:
-        caller = caller_of(call, self.guard, self.client_address, change=True)
+        caller = self._caller(call, change=True)
         renamed = await self.service.rename(caller, call.path["id"], call.body.name)
         return Reply(passkey_info(renamed), headers=NO_STORE)
 
     async def remove_passkey(self, call: Call[None]) -> Reply[None]:
-        caller = caller_of(call, self.guard, self.client_address, change=True)
+        caller = self._caller(call, change=True)
         await self.service.remove(caller, call.path["id"])
         return Reply(None, status=204, headers=NO_STORE)
