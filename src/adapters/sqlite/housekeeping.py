@@ -13,7 +13,7 @@ import datetime as dt
 import logging
 import time
 from collections.abc import Awaitable, Callable
-from typing import Literal
+from typing import ClassVar, Literal, Self
 
 import aiosqlite
 
@@ -23,6 +23,9 @@ log = logging.getLogger("authgate.storage")
 
 PURGE_BATCH = 1_000
 """Rows one purge statement deletes at most (a few milliseconds)."""
+
+DEFAULT_PURGE_INTERVAL = dt.timedelta(minutes=5)
+"""How often, at most, a repository's writes trigger its purge unless configured."""
 
 Purged = Literal[
     "sign_in_states",
@@ -103,3 +106,24 @@ class PeriodicPurge:
         else:
             if removed:
                 log.info("purged %d %s", removed, self._name)
+
+
+class Purging:
+    """A repository on ``_db`` whose writes purge its expired rows at most once per interval
+    (:class:`PeriodicPurge`, its log naming them ``_purged``); the copies ``bound`` makes for
+    a unit of work share the schedule."""
+
+    _purged: ClassVar[str]
+
+    def __init__(
+        self,
+        db: Database,
+        purge_interval: dt.timedelta = DEFAULT_PURGE_INTERVAL,
+        housekeeping: PeriodicPurge | None = None,
+    ) -> None:
+        self._db = db
+        self.housekeeping = housekeeping or PeriodicPurge(self._purged, purge_interval)
+
+    def bound(self, db: Database) -> Self:
+        """The same repository through ``db`` (a unit of work's), sharing the purge schedule."""
+        return type(self)(db, housekeeping=self.housekeeping)
