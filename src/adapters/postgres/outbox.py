@@ -14,7 +14,7 @@ from authgate.ports.outbox import P
 from . import rows
 
 
-class PostgresOutbox(Generic[P]):
+class PostgresOutbox(rows.Bindable, Generic[P]):
     """:class:`~authgate.ports.outbox.Outbox` in a table with the columns ``_columns`` (``id``
     first) and ``leased_until`` and ``last_error``, on a pool or on one connection of a unit of
     work (:meth:`bound`; there ``add`` waits to be sent with the unit's other writes). A claim
@@ -54,14 +54,6 @@ class PostgresOutbox(Generic[P]):
             RETURNING {returned}
             """  # noqa: S608 - the names of the subclass
         cls._select = f"SELECT {columns} FROM {table} ORDER BY created_at, id"  # noqa: S608
-
-    def __init__(self, db: rows.Executor) -> None:
-        self._db = db
-
-    def bound(self, conn: rows.Executor) -> PostgresOutbox[P]:
-        bound = rows.shallow_copy(self)
-        bound._db = conn
-        return bound
 
     def _values(self, pending: P) -> tuple[Any, ...]:
         """The row's values in the order of ``_columns``."""

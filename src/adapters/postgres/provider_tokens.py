@@ -30,17 +30,9 @@ def _stored(r: asyncpg.Record) -> StoredProviderToken:
     )
 
 
-class PostgresProviderTokens:
+class PostgresProviderTokens(rows.Bindable):
     """:class:`~authgate.ports.provider_tokens.ProviderTokenStore` on a pool, or on one
     connection of a unit of work (:meth:`bound`)."""
-
-    def __init__(self, db: rows.Executor) -> None:
-        self._db = db
-
-    def bound(self, conn: rows.Executor) -> PostgresProviderTokens:
-        bound = rows.shallow_copy(self)
-        bound._db = conn
-        return bound
 
     async def put(self, stored: StoredProviderToken) -> None:
         # In a sign-in's unit of work it is sent with the unit's other writes (.unit).
