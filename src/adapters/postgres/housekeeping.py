@@ -20,7 +20,9 @@ import datetime as dt
 import logging
 import time
 from collections.abc import AsyncIterator, Callable
-from typing import ClassVar, Literal
+from typing import ClassVar
+
+from authgate.adapters.sql_rows import Purged
 
 from . import rows
 from .pool import ConnectionPool
@@ -34,18 +36,6 @@ seconds of background work, and requests get the connection between them."""
 
 DEFAULT_PURGE_INTERVAL = dt.timedelta(minutes=5)
 """How often, at most, a repository's writes trigger its purge unless configured."""
-
-
-Purged = Literal[
-    "sign_in_states",
-    "sessions",
-    "provider_event_ids",
-    "sign_in_events",
-    "oauth_codes",
-    "oauth_refresh_tokens",
-    "oauth_token_families",
-    "oauth_session_clients",
-]
 
 
 def _batch_delete(table: str, column: str, op: str, also: str | None = None) -> str:

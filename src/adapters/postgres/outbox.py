@@ -8,6 +8,7 @@ from typing import Any, ClassVar, Generic
 
 import asyncpg
 
+from authgate.adapters import sql_rows
 from authgate.domain.logout import PendingLogout
 from authgate.ports.outbox import P
 
@@ -93,35 +94,11 @@ class PostgresLogoutOutbox(PostgresOutbox[PendingLogout]):
     """:class:`~authgate.ports.logout.LogoutOutbox` (``backchannel_logouts``, migration
     ``0009_backchannel_logouts``)."""
 
-    _table = "backchannel_logouts"
-    _columns = (
-        "id",
-        "client_id",
-        "account_id",
-        "session_id",
-        "created_at",
-        "next_attempt_at",
-        "attempts",
-    )
+    _table = sql_rows.LOGOUT_OUTBOX
+    _columns = sql_rows.LOGOUT_COLUMNS
 
     def _values(self, pending: PendingLogout) -> tuple[Any, ...]:
-        return (
-            pending.id,
-            pending.client_id,
-            pending.account_id,
-            pending.session_id,
-            rows.utc(pending.created_at),
-            rows.utc(pending.next_attempt_at),
-            pending.attempts,
-        )
+        return sql_rows.logout_values(pending, rows.utc)
 
     def _pending(self, row: asyncpg.Record) -> PendingLogout:
-        return PendingLogout(
-            id=row["id"],
-            client_id=row["client_id"],
-            account_id=row["account_id"],
-            session_id=row["session_id"],
-            created_at=row["created_at"],
-            next_attempt_at=row["next_attempt_at"],
-            attempts=row["attempts"],
-        )
+        return sql_rows.pending_logout(row, rows.utc)

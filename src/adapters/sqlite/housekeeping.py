@@ -13,9 +13,11 @@ import datetime as dt
 import logging
 import time
 from collections.abc import Awaitable, Callable
-from typing import ClassVar, Literal, Self
+from typing import ClassVar, Self
 
 import aiosqlite
+
+from authgate.adapters.sql_rows import Purged
 
 from .db import Database, ts
 
@@ -27,16 +29,6 @@ PURGE_BATCH = 1_000
 DEFAULT_PURGE_INTERVAL = dt.timedelta(minutes=5)
 """How often, at most, a repository's writes trigger its purge unless configured."""
 
-Purged = Literal[
-    "sign_in_states",
-    "sessions",
-    "provider_event_ids",
-    "sign_in_events",
-    "oauth_codes",
-    "oauth_refresh_tokens",
-    "oauth_token_families",
-    "oauth_session_clients",
-]
 
 # What a purge removes from each table: rows expired at, or older than, the bound (the first
 # parameter), the oldest first through the column's index. SQLite evaluates an uncorrelated IN
