@@ -30,6 +30,7 @@ from tests.app.conftest import (
 )
 from tests.fakeidp import FakeIdP, FakeUser, SettableClock
 from tests.fakeidp.fixtures import fake_idp, http_session, idp_clock  # noqa: F401
+from tests.support.stores import service_database_url
 
 ISSUER = "https://auth.example.com"
 SECRET = "web-secret-" + "w" * 32
@@ -246,15 +247,6 @@ def unverified_kind(token: str) -> str:
     return "access" if typ == "at+jwt" else "session"
 
 
-def database_url(request: pytest.FixtureRequest, kind: str, tmp_path: Path) -> str:
-    if kind == "memory":
-        return "memory://"
-    if kind == "sqlite":
-        return f"sqlite:///{tmp_path / 'authgate.db'}"
-    url: str = request.getfixturevalue("clean_postgres_url")
-    return url
-
-
 async def start_provider(
     make: MakeService,
     fake: FakeIdP,
@@ -277,7 +269,7 @@ async def provider(
     tmp_path: Path,
 ) -> Provider:
     """:class:`Provider` on memory, SQLite and PostgreSQL."""
-    url = database_url(request, request.param, tmp_path)
+    url = service_database_url(request, request.param, tmp_path)
     return await start_provider(make_service, fake_idp, idp_clock, url)
 
 
