@@ -13,7 +13,6 @@ import asyncio
 import base64
 import datetime as dt
 import hashlib
-import json
 import secrets
 import uuid
 from collections.abc import AsyncIterator
@@ -44,6 +43,7 @@ from tests.app.conftest import (  # noqa: F401 - fixtures
 )
 from tests.fakeidp import FakeIdP, FakeUser, SettableClock
 from tests.fakeidp.fixtures import fake_idp, http_session, idp_clock  # noqa: F401
+from tests.support.jwt import claims_of
 from tests.support.stores import service_database_url
 
 ISSUER = "https://auth.example.com"
@@ -219,15 +219,6 @@ def op_config(fake: FakeIdP, receiver: Receiver, database_url: str) -> dict[str,
             "timeout_seconds": 2,
         },
     }
-
-
-def claims_of(token: str) -> dict[str, Any]:
-    """The claims of a JWT, unverified (a session token the service set)."""
-    payload = token.split(".")[1]
-    decoded: dict[str, Any] = json.loads(
-        base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4))
-    )
-    return decoded
 
 
 @attrs.define
