@@ -30,11 +30,12 @@ import hashlib
 import json
 import logging
 import time
-from types import TracebackType
 from typing import Any
 from urllib.parse import quote
 
 import aiohttp
+
+from ._http import HttpUser
 
 log = logging.getLogger("authgate.client")
 
@@ -53,7 +54,7 @@ def _basic(client_id: str, client_secret: str) -> str:
     return "Basic " + base64.b64encode(pair.encode()).decode("ascii")
 
 
-class Introspection:
+class Introspection(HttpUser):
     """authgate's introspection endpoint, with a short cache of its answers.
 
     ``url``: authgate's ``/oauth2/introspect`` (or use :meth:`for_service` with its base URL).
@@ -85,8 +86,7 @@ class Introspection:
         self._max_entries = max_entries
         self._timeout = aiohttp.ClientTimeout(total=timeout_seconds)
         self._fail_open = fail_open
-        self._http = http
-        self._own_http = http is None
+        super().__init__(http)
         # SHA-256 of the token -> (active, monotonic time until which the answer holds)
         self._answers: collections.OrderedDict[bytes, tuple[bool, float]] = (
             collections.OrderedDict()
@@ -172,28 +172,6 @@ class Introspection:
         if not isinstance(active, bool):
             raise IntrospectionUnavailable(f"introspection at {self.url}: no boolean active")
         return active
-
-    def _client(self) -> aiohttp.ClientSession:
-        if self._http is None or (self._own_http and self._http.closed):
-            self._http = aiohttp.ClientSession()
-        return self._http
-
-    async def close(self) -> None:
-        """Close the HTTP session this object created (not one passed in)."""
-        if self._own_http and self._http is not None:
-            await self._http.close()
-            self._http = None
-
-    async def __aenter__(self) -> Introspection:
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.close()
 
 
 def _fail(future: asyncio.Future[bool], error: IntrospectionUnavailable) -> None:

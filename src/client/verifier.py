@@ -20,7 +20,6 @@ import dataclasses
 import datetime as dt
 import time
 from collections.abc import Iterable, Mapping
-from types import TracebackType
 from typing import Any
 
 import aiohttp
@@ -29,6 +28,7 @@ from joserfc.errors import JoseError
 from joserfc.jwk import KeySet
 from joserfc.jws import extract_compact
 
+from ._http import HttpUser
 from .introspection import Introspection
 from .keys import KEY_TYPES, JwksCache, KeySetUnavailable
 
@@ -68,7 +68,7 @@ class Session:
         return set(required) <= self.scopes
 
 
-class SessionVerifier:
+class SessionVerifier(HttpUser):
     """Verifies authgate session tokens against authgate's published keys.
 
     ``jwks_url``: authgate's ``/.well-known/jwks.json`` (or use :meth:`for_service` with its
@@ -101,8 +101,7 @@ class SessionVerifier:
         self.issuer = issuer
         self.audience = audience
         self._leeway = leeway_seconds
-        self._http = http
-        self._own_http = http is None
+        super().__init__(http)
         self.introspection = introspection
         self.keys = JwksCache(
             jwks_url,
@@ -117,30 +116,12 @@ class SessionVerifier:
         """A verifier for the authgate at ``base_url`` (its keys at ``/.well-known/jwks.json``)."""
         return cls(base_url.rstrip("/") + JWKS_PATH, **kwargs)
 
-    def _client(self) -> aiohttp.ClientSession:
-        if self._http is None or (self._own_http and self._http.closed):
-            self._http = aiohttp.ClientSession()
-        return self._http
-
     async def close(self) -> None:
         """Close the HTTP session the verifier created (not one passed in), and its
         introspection."""
-        if self._own_http and self._http is not None:
-            await self._http.close()
-            self._http = None
+        await super().close()
         if self.introspection is not None:
             await self.introspection.close()
-
-    async def __aenter__(self) -> SessionVerifier:
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.close()
 
     async def verify(self, token: str) -> Session:
         """The session ``token`` proves; raises :class:`InvalidSession` (with its ``reason``),

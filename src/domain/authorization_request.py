@@ -186,26 +186,23 @@ def parse_authorization_request(
     if len(mode_values) == 1 and mode_values[0] in RESPONSE_MODES:
         response_mode = mode_values[0]
 
-    def refuse(error: str, description: str) -> AuthorizationRefused:
+    def refuse(error: str, description: str, *, echo_state: bool = True) -> AuthorizationRefused:
         return AuthorizationRefused(
             error,
             description,
             client=client,
             redirect_uri=redirect_uri,
-            state=state,
+            state=state if echo_state else None,
             response_mode=response_mode,
         )
 
     if len(state_values) > 1:
         raise refuse("invalid_request", "state is given more than once")
     if state is not None and len(state) > MAX_STATE_LENGTH:
-        raise AuthorizationRefused(
+        raise refuse(
             "invalid_request",
             f"state is longer than {MAX_STATE_LENGTH} characters",
-            client=client,
-            redirect_uri=redirect_uri,
-            state=None,
-            response_mode=response_mode,
+            echo_state=False,
         )
     if len(mode_values) > 1:
         raise refuse("invalid_request", "response_mode is given more than once")

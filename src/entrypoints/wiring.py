@@ -94,7 +94,12 @@ def _openid(config: Config, resources: Resources) -> OpenIdServices | None:
     from authgate.entrypoints.http.discovery import TOKEN_PATH
     from authgate.services.client_auth import ClientAuthentication
     from authgate.services.openid_authorization import AuthorizationService
-    from authgate.services.openid_logout import BackchannelLogout, LogoutPolicy, RpInitiatedLogout
+    from authgate.services.openid_logout import (
+        BackchannelLogout,
+        LogoutPolicy,
+        LogoutTokenWorker,
+        RpInitiatedLogout,
+    )
     from authgate.services.openid_tokens import TokenService
 
     issuer = opened.signer.issuer
@@ -111,12 +116,14 @@ def _openid(config: Config, resources: Resources) -> OpenIdServices | None:
     )
     tokens = TokenService(signer=opened.signer, units=resources.units, clock=resources.clock)
     logout = BackchannelLogout(
-        clients=opened.clients,
-        units=resources.units,
-        signer=opened.signer,
-        sender=opened.logout_sender,
-        clock=resources.clock,
-        policy=_outbox_policy(LogoutPolicy, config.logout_tokens),
+        LogoutTokenWorker(
+            clients=opened.clients,
+            units=resources.units,
+            signer=opened.signer,
+            sender=opened.logout_sender,
+            clock=resources.clock,
+            policy=_outbox_policy(LogoutPolicy, config.logout_tokens),
+        )
     )
     end_session = RpInitiatedLogout(opened.clients, opened.signer)
     return OpenIdServices(

@@ -132,14 +132,29 @@ class TokenAccess:
     async def _check_access(self, claims: AccessTokenClaims, now: dt.datetime) -> Account:
         """The account of an access token whose signature verified, once its client, session,
         family and account all stand; raises :class:`TokenInactive`."""
-        if claims.client_id not in self._clients:
-            raise TokenInactive(f"client {claims.client_id!r} is no longer registered")
-        if not await self._sessions.is_live(claims.session_id):
+        return await self._check_grant(
+            claims.client_id, claims.session_id, claims.family_id, claims.subject, now
+        )
+
+    async def _check_grant(
+        self,
+        client_id: str,
+        session_id: str,
+        family_id: str,
+        account_id: str,
+        now: dt.datetime,
+    ) -> Account:
+        """The account a token of the provider speaks for, once the client it was issued to
+        is still registered and its session, its token family and its account all stand
+        (access and refresh tokens alike); raises :class:`TokenInactive`."""
+        if client_id not in self._clients:
+            raise TokenInactive(f"client {client_id!r} is no longer registered")
+        if not await self._sessions.is_live(session_id):
             raise TokenInactive("its session has ended")
         async with self._units.read() as tx:
-            if not await tx.refresh_tokens.is_family_live(claims.family_id, now):
+            if not await tx.refresh_tokens.is_family_live(family_id, now):
                 raise TokenInactive("its token family was revoked or has expired")
-            account = await tx.accounts.get(claims.subject)
+            account = await tx.accounts.get(account_id)
         if account is None:
             raise TokenInactive("its account no longer exists")
         return account
@@ -154,16 +169,9 @@ class TokenAccess:
             raise TokenInactive("not a refresh token of this provider")
         if not found.current(now):
             raise TokenInactive("rotated, revoked or expired")
-        if found.client_id not in self._clients:
-            raise TokenInactive(f"client {found.client_id!r} is no longer registered")
-        if not await self._sessions.is_live(found.session_id):
-            raise TokenInactive("its session has ended")
-        async with self._units.read() as tx:
-            if not await tx.refresh_tokens.is_family_live(found.family_id, now):
-                raise TokenInactive("its token family was revoked or has expired")
-            account = await tx.accounts.get(found.account_id)
-        if account is None:
-            raise TokenInactive("its account no longer exists")
+        await self._check_grant(
+            found.client_id, found.session_id, found.family_id, found.account_id, now
+        )
         return found
 
     async def _refresh_record(self, token: str) -> RefreshToken | None:

@@ -59,29 +59,14 @@ class LogoutPolicy(OutboxPolicy):
 
 class BackchannelLogout:
     """What ends with an authgate session for the clients of the provider
-    (:class:`~authgate.services.sessions.SessionEndings`), and the worker that tells them."""
+    (:class:`~authgate.services.sessions.SessionEndings`), on the worker that tells them (and
+    knows them)."""
 
-    def __init__(
-        self,
-        *,
-        clients: ClientRegistry,
-        units: UnitOfWork,
-        signer: TokenSigner,
-        sender: LogoutTokenSender,
-        clock: Clock,
-        policy: LogoutPolicy,
-    ) -> None:
-        self.clients = clients
+    def __init__(self, worker: LogoutTokenWorker) -> None:
+        self.worker = worker
+        self.clients = worker.clients
         # Reading the session's clients is needed only when one of them may be told.
-        self._any_listener = any(c.backchannel_logout_uri for c in clients)
-        self.worker = LogoutTokenWorker(
-            clients=clients,
-            units=units,
-            signer=signer,
-            sender=sender,
-            clock=clock,
-            policy=policy,
-        )
+        self._any_listener = any(c.backchannel_logout_uri for c in self.clients)
 
     async def ended(
         self, tx: Transaction, ended: Mapping[str, Sequence[str]], now: dt.datetime

@@ -22,6 +22,7 @@ from authgate.entrypoints.serve_config import build_app
 from authgate.ports.clock import Clock
 from tests.fakeidp import FakeIdP, FakeUser, SettableClock
 from tests.fakeidp.fixtures import fake_idp, http_session, idp_clock  # noqa: F401
+from tests.support.stores import service_database_url
 
 APP_URL = "https://app.example.com"
 
@@ -235,11 +236,6 @@ async def events(
     tmp_path: Path,
 ) -> Events:
     """:class:`Events` on memory, SQLite and PostgreSQL."""
-    if request.param == "memory":
-        url = "memory://"
-    elif request.param == "sqlite":
-        url = f"sqlite:///{tmp_path / 'authgate.db'}"
-    else:
-        url = request.getfixturevalue("clean_postgres_url")
+    url = service_database_url(request, request.param, tmp_path)
     client = await make_service(events_config(fake_idp, url), clock=idp_clock)
     return Events(SignIn(client, fake_idp, idp_clock), fake_idp)

@@ -17,6 +17,7 @@ from authgate.domain.model import Outcome
 from authgate.entrypoints.assembly import RESOURCES
 from tests.fakeidp import FakeIdP, FakeUser, RevocationStyle, SettableClock
 from tests.fakeidp.events import apple_notification, security_event
+from tests.support.stores import service_database_url
 from tests.support.waiting import eventually
 
 from .conftest import Events, MakeService, SignIn, events_config
@@ -31,10 +32,7 @@ KEY = {"id": "k1", "secret": secrets.token_urlsafe(32)}
 
 @pytest.fixture(params=["sqlite", "postgres"])
 def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    if request.param == "sqlite":
-        return f"sqlite:///{tmp_path}/authgate.db"
-    url: str = request.getfixturevalue("clean_postgres_url")
-    return url
+    return service_database_url(request, request.param, tmp_path)
 
 
 async def start(

@@ -23,6 +23,7 @@ from authgate.domain.model import Outcome
 from authgate.entrypoints import operator
 from authgate.entrypoints.assembly import RESOURCES
 from tests.fakeidp import FakeIdP, FakeUser, RevocationStyle, SettableClock, Shape
+from tests.support.stores import service_database_url
 from tests.support.waiting import eventually
 
 from .conftest import APP_URL, CALLBACK_URL, Client, MakeService, SignIn, load_config
@@ -47,10 +48,7 @@ async def idp(idp_clock: SettableClock) -> AsyncIterator[FakeIdP]:
 
 @pytest.fixture(params=["sqlite", "postgres"])
 def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    if request.param == "sqlite":
-        return f"sqlite:///{tmp_path}/authgate.db"
-    url: str = request.getfixturevalue("clean_postgres_url")
-    return url
+    return service_database_url(request, request.param, tmp_path)
 
 
 def overrides(idp: FakeIdP, database_url: str, keys: list[dict[str, str]]) -> dict[str, Any]:

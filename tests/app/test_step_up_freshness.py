@@ -10,27 +10,17 @@ the ``intent=reauthenticate`` flow restores them for every shape.
 
 from __future__ import annotations
 
-import base64
-import json
-from typing import Any
-
 import pytest
 from aiohttp import ClientResponse
 
 from tests.fakeidp import FakeUser
+from tests.support.jwt import claims_of
 
 from .conftest import SignIn, session_of
 
 MONTH = 30 * 86400
 ADA = FakeUser(sub="ada-1", email="ada@example.com", name="Ada Lovelace")
 ID_TOKEN_SHAPES = ("google", "apple")
-
-
-def claims_of(token: str) -> dict[str, Any]:
-    payload = token.split(".")[1]
-    decoded = json.loads(base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4)))
-    assert isinstance(decoded, dict)
-    return decoded
 
 
 def bearer(token: str) -> dict[str, str]:

@@ -9,25 +9,13 @@ figure is asserted here.
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
-from pathlib import Path
 from typing import Any
 
-BENCH = Path(__file__).resolve().parents[2] / "bench" / "pool_bench.py"
+from tests.bench.support import report_of
 
 
 def test_quick_run_completes_and_reports_the_ratios(postgres_server: Any) -> None:
-    run = subprocess.run(
-        [sys.executable, str(BENCH), "--quick", "--admin-url", postgres_server.admin_url],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
-    assert run.returncode == 0, run.stdout + run.stderr
-    report = json.loads(run.stdout)
+    report = report_of("pool_bench.py", "--quick", "--admin-url", postgres_server.admin_url)
     for variant in ("own", "asyncpg"):
         figures = report["variants"][variant]
         assert figures["per_second"] > 0, report

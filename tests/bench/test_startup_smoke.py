@@ -8,25 +8,13 @@ measured is asserted here.
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
-from pathlib import Path
+from tests.bench.support import report_of
 
-BENCH = Path(__file__).resolve().parents[2] / "bench" / "startup_bench.py"
 FIGURES = ("live_seconds", "ready_seconds", "ready_cpu_seconds", "idle_rss_kib")
 
 
 def test_quick_run_completes_and_reports_every_figure() -> None:
-    run = subprocess.run(
-        [sys.executable, str(BENCH), "--quick"],
-        capture_output=True,
-        text=True,
-        timeout=180,
-        check=False,
-    )
-    assert run.returncode == 0, run.stdout + run.stderr
-    report = json.loads(run.stdout)
+    report = report_of("startup_bench.py", "--quick", timeout=180)
     assert report["starts"] == 1
     for kind in ("first_start", "fresh", "warm"):
         for figure in FIGURES:

@@ -8,35 +8,22 @@ asserted here.
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
-from pathlib import Path
 from typing import Any
 
-BENCH = Path(__file__).resolve().parents[2] / "bench" / "workers_bench.py"
+from tests.bench.support import report_of
 
 
 def test_quick_run_completes_and_reports_1_and_2_workers(
     postgres_server: Any, redis_url: str
 ) -> None:
-    run = subprocess.run(
-        [
-            sys.executable,
-            str(BENCH),
-            "--quick",
-            "--admin-url",
-            postgres_server.admin_url,
-            "--redis-url",
-            redis_url,
-        ],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
+    report = report_of(
+        "workers_bench.py",
+        "--quick",
+        "--admin-url",
+        postgres_server.admin_url,
+        "--redis-url",
+        redis_url,
     )
-    assert run.returncode == 0, run.stdout + run.stderr
-    report = json.loads(run.stdout)
     for read in ("health", "account"):
         for workers in (1, 2):
             figures = report["cases"][f"{read}, {workers} worker(s)"]

@@ -122,6 +122,28 @@ def refused(error: OAuthError) -> str:
     return str(error.error)
 
 
+async def rotation(
+    client: AsyncOAuth2Client, metadata: dict[str, Any], refresh_token: str
+) -> dict[str, Any]:
+    """The token response to a refresh with ``refresh_token``, which rotates: a new refresh
+    token comes back."""
+    rotated = dict(
+        await client.refresh_token(metadata["token_endpoint"], refresh_token=refresh_token)
+    )
+    assert rotated["refresh_token"] != refresh_token
+    return rotated
+
+
+async def introspection(
+    client: AsyncOAuth2Client, metadata: dict[str, Any], token: str
+) -> dict[str, Any]:
+    """What the introspection endpoint answers ``client`` (200) of ``token``."""
+    answer = await client.introspect_token(metadata["introspection_endpoint"], token=token)
+    assert answer.status_code == 200, answer.text
+    said: dict[str, Any] = answer.json()
+    return said
+
+
 async def test_authlib_through_every_endpoint(
     authgate_provider: Provider, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -160,16 +182,9 @@ async def test_authlib_through_every_endpoint(
 
         # refresh with rotation; the replaced token refused, and its family with it
         first_refresh = token["refresh_token"]
-        rotated = dict(
-            await client.refresh_token(metadata["token_endpoint"], refresh_token=first_refresh)
-        )
-        assert rotated["refresh_token"] != first_refresh
+        rotated = await rotation(client, metadata, first_refresh)
         assert rotated["access_token"] != token["access_token"]
-        introspected = await client.introspect_token(
-            metadata["introspection_endpoint"], token=rotated["access_token"]
-        )
-        assert introspected.status_code == 200, introspected.text
-        active = introspected.json()
+        active = await introspection(client, metadata, rotated["access_token"])
         assert active["active"] is True and active["client_id"] == AUTHLIB_CLIENT, active
         assert active["sub"] == claims["sub"], active
         with pytest.raises(OAuthError) as reused:
@@ -219,18 +234,10 @@ async def test_authlib_through_every_endpoint(
             jwt_client, metadata, token, client_id=JWT_CLIENT, nonce=nonce
         )
         assert jwt_claims["sub"] == claims["sub"]
-        rotated = dict(
-            await jwt_client.refresh_token(
-                metadata["token_endpoint"], refresh_token=token["refresh_token"]
-            )
-        )
-        assert rotated["refresh_token"] != token["refresh_token"]
-        introspected = await jwt_client.introspect_token(
-            metadata["introspection_endpoint"], token=rotated["access_token"]
-        )
-        assert introspected.status_code == 200, introspected.text
-        assert introspected.json()["active"] is True
-        assert introspected.json()["client_id"] == JWT_CLIENT
+        rotated = await rotation(jwt_client, metadata, token["refresh_token"])
+        introspected = await introspection(jwt_client, metadata, rotated["access_token"])
+        assert introspected["active"] is True
+        assert introspected["client_id"] == JWT_CLIENT
     finally:
         await jwt_client.aclose()
         await browser.close()
@@ -285,11 +292,7 @@ async def jwt_client_check(metadata: dict[str, Any], access_token: str) -> bool:
     checker = AsyncOAuth2Client(JWT_CLIENT, JWT_KEY, token_endpoint_auth_method="private_key_jwt")
     checker.register_client_auth_method(PrivateKeyJWT(metadata["token_endpoint"]))
     try:
-        answer = await checker.introspect_token(
-            metadata["introspection_endpoint"], token=access_token
-        )
-        assert answer.status_code == 200, answer.text
-        return bool(answer.json()["active"])
+        return bool((await introspection(checker, metadata, access_token))["active"])
     finally:
         await checker.aclose()
 
@@ -361,18 +364,10 @@ async def test_authlib_with_client_secret_post_a_consent_page_and_a_public_clien
         assert token["refresh_token"] and set(token["scope"].split()) == set(SCOPES.split())
         userinfo = await third_party.get(metadata["userinfo_endpoint"])
         assert userinfo.status_code == 200 and userinfo.json()["email"] == PERSON.email
-        rotated = dict(
-            await third_party.refresh_token(
-                metadata["token_endpoint"], refresh_token=token["refresh_token"]
-            )
-        )
-        assert rotated["refresh_token"] != token["refresh_token"]
-        introspected = await third_party.introspect_token(
-            metadata["introspection_endpoint"], token=rotated["access_token"]
-        )
-        assert introspected.status_code == 200, introspected.text
-        assert introspected.json()["active"] is True
-        assert introspected.json()["client_id"] == POST_CLIENT
+        rotated = await rotation(third_party, metadata, token["refresh_token"])
+        introspected = await introspection(third_party, metadata, rotated["access_token"])
+        assert introspected["active"] is True
+        assert introspected["client_id"] == POST_CLIENT
         # consent is asked once per account, client and scope set: not again
         again, _, back = await authorization(provider, browser, third_party, metadata)
         assert back.pages == ()
@@ -393,12 +388,7 @@ async def test_authlib_with_client_secret_post_a_consent_page_and_a_public_clien
             public, metadata, token, client_id=PUBLIC_CLIENT, nonce=nonce
         )
         assert public_claims["sub"] == claims["sub"]
-        rotated = dict(
-            await public.refresh_token(
-                metadata["token_endpoint"], refresh_token=token["refresh_token"]
-            )
-        )
-        assert rotated["refresh_token"] != token["refresh_token"]
+        rotated = await rotation(public, metadata, token["refresh_token"])
         userinfo = await public.get(metadata["userinfo_endpoint"])
         assert userinfo.status_code == 200 and userinfo.json()["sub"] == claims["sub"]
         with pytest.raises(OAuthError) as reused:

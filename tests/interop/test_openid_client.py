@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from tests.interop.provider_face import (
@@ -40,22 +41,21 @@ from tests.interop.support import RP_DIR, Browser, query_of
 WITHIN = 60  # seconds for each step of the script on a loaded machine
 
 
-async def run_rp(provider: Provider) -> dict[str, Any]:
-    """``node rp.js``, answering each of its authorization requests as the browser does; its
-    report (the last line)."""
-    env = {
-        **os.environ,
-        "ISSUER": provider.issuer,
-        "CLIENT_ID": NODE_CLIENT,
-        "CLIENT_SECRET": NODE_SECRET,
-        "REDIRECT_URI": REDIRECT_URI,
-        "LOGOUT_URI": LOGOUT_URI,
-    }
+async def run_script(
+    provider: Provider,
+    script: str,
+    env: dict[str, str],
+    answer: Callable[[Browser, dict[str, Any]], Awaitable[str]],
+    finish: Callable[[Browser, dict[str, Any]], Awaitable[None]] | None = None,
+) -> dict[str, Any]:
+    """``node <script>`` with ``env``, each of its authorization requests answered by
+    ``answer`` (the line the browser sends back); its report (the last line), which ``finish``
+    completes while the browser is still open."""
     process = await asyncio.create_subprocess_exec(
         "node",
-        "rp.js",
+        script,
         cwd=RP_DIR,
-        env=env,
+        env={**os.environ, **env},
         stdin=asyncio.subprocess.PIPE,
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
@@ -63,29 +63,51 @@ async def run_rp(provider: Provider) -> dict[str, Any]:
     assert process.stdin is not None and process.stdout is not None
     browser = provider.browser()
     try:
-        authorizations = 0
         while True:
             line = await asyncio.wait_for(process.stdout.readline(), WITHIN)
             if not line:
                 break
             said = json.loads(line)
             if "authorize" in said:
-                authorizations += 1
-                back = await provider.authorize(browser, said["authorize"])
-                process.stdin.write(back.encode() + b"\n")
+                reply = await answer(browser, said)
+                process.stdin.write(reply.encode() + b"\n")
                 await process.stdin.drain()
             elif "done" in said:
                 report: dict[str, Any] = said["done"]
-                report["authorizations"] = authorizations
-                report["session_ended"] = await follow_logout(browser, report)
+                if finish is not None:
+                    await finish(browser, report)
                 return report
         stderr = await process.stderr.read() if process.stderr is not None else b""
-        raise AssertionError(f"rp.js stopped without a report: {stderr.decode()[-3000:]}")
+        raise AssertionError(f"{script} stopped without a report: {stderr.decode()[-3000:]}")
     finally:
         await browser.close()
         if process.returncode is None:
             process.kill()
         await process.wait()
+
+
+async def run_rp(provider: Provider) -> dict[str, Any]:
+    """``node rp.js``, answering each of its authorization requests as the browser does; its
+    report (the last line)."""
+    authorizations = 0
+
+    async def answer(browser: Browser, said: dict[str, Any]) -> str:
+        nonlocal authorizations
+        authorizations += 1
+        return await provider.authorize(browser, said["authorize"])
+
+    async def finish(browser: Browser, report: dict[str, Any]) -> None:
+        report["authorizations"] = authorizations
+        report["session_ended"] = await follow_logout(browser, report)
+
+    env = {
+        "ISSUER": provider.issuer,
+        "CLIENT_ID": NODE_CLIENT,
+        "CLIENT_SECRET": NODE_SECRET,
+        "REDIRECT_URI": REDIRECT_URI,
+        "LOGOUT_URI": LOGOUT_URI,
+    }
+    return await run_script(provider, "rp.js", env, answer, finish)
 
 
 async def follow_logout(browser: Browser, report: dict[str, Any]) -> bool:
@@ -152,8 +174,17 @@ async def run_flows(provider: Provider) -> tuple[dict[str, Any], dict[str, tuple
     """``node flows.js``, the browser answering each authorization (a redirect's URL, or the
     form of a form_post page as the browser posts it): its report, and the pages of authgate
     the person met in each authorization, by the script's label."""
+    pages: dict[str, tuple[str, ...]] = {}
+
+    async def answer(browser: Browser, said: dict[str, Any]) -> str:
+        decision = "deny" if said["label"].endswith("-denied") else "approve"
+        back = await provider.through(browser, said["authorize"], decision=decision)
+        pages[said["label"]] = back.pages
+        if back.form is None:
+            return back.url
+        return json.dumps({"form_post": {"action": back.url, "fields": back.form}})
+
     env = {
-        **os.environ,
         "ISSUER": provider.issuer,
         "REDIRECT_URI": REDIRECT_URI,
         "CLIENTS": json.dumps(
@@ -169,44 +200,7 @@ async def run_flows(provider: Provider) -> tuple[dict[str, Any], dict[str, tuple
             }
         ),
     }
-    process = await asyncio.create_subprocess_exec(
-        "node",
-        "flows.js",
-        cwd=RP_DIR,
-        env=env,
-        stdin=asyncio.subprocess.PIPE,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-    )
-    assert process.stdin is not None and process.stdout is not None
-    browser = provider.browser()
-    pages: dict[str, tuple[str, ...]] = {}
-    try:
-        while True:
-            line = await asyncio.wait_for(process.stdout.readline(), WITHIN)
-            if not line:
-                break
-            said = json.loads(line)
-            if "authorize" in said:
-                decision = "deny" if said["label"].endswith("-denied") else "approve"
-                back = await provider.through(browser, said["authorize"], decision=decision)
-                pages[said["label"]] = back.pages
-                if back.form is None:
-                    reply = back.url
-                else:
-                    reply = json.dumps({"form_post": {"action": back.url, "fields": back.form}})
-                process.stdin.write(reply.encode() + b"\n")
-                await process.stdin.drain()
-            elif "done" in said:
-                report: dict[str, Any] = said["done"]
-                return report, pages
-        stderr = await process.stderr.read() if process.stderr is not None else b""
-        raise AssertionError(f"flows.js stopped without a report: {stderr.decode()[-3000:]}")
-    finally:
-        await browser.close()
-        if process.returncode is None:
-            process.kill()
-        await process.wait()
+    return await run_script(provider, "flows.js", env, answer), pages
 
 
 def refusal(outcome: dict[str, Any] | None) -> tuple[Any, Any]:

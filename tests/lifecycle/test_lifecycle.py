@@ -4,15 +4,14 @@ and the same-origin check that protects cookie-authenticated changes (CSRF)."""
 
 from __future__ import annotations
 
-import base64
 import datetime as dt
-import json
 from typing import Any
 
 from joserfc import jwt
 from openapi_spec_validator import validate
 
 from tests.devidp.support import Browser, Service
+from tests.support.jwt import claims_of
 
 
 async def signed_in(service: Service, *providers: str, user: str = "ada") -> Browser:
@@ -26,14 +25,6 @@ async def signed_in(service: Service, *providers: str, user: str = "ada") -> Bro
         assert answer.status == 302, answer.headers
         assert "error=" not in answer.headers["Location"], answer.headers["Location"]
     return browser
-
-
-def claims_of(token: str) -> dict[str, Any]:
-    payload = token.split(".")[1]
-    decoded: dict[str, Any] = json.loads(
-        base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4))
-    )
-    return decoded
 
 
 def reissue(service: Service, token: str, **changes: Any) -> str:

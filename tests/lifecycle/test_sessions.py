@@ -13,8 +13,9 @@ from typing import Any
 import pytest
 
 from tests.devidp.support import Browser, Service, StartService
+from tests.support.jwt import claims_of
 
-from .test_lifecycle import bearer, claims_of, own_origin, reissue, signed_in
+from .test_lifecycle import bearer, own_origin, reissue, signed_in
 
 Works = tuple[int, int]
 

@@ -17,6 +17,7 @@ from tests.app.conftest import (
 )
 from tests.fakeidp import FakeIdP, SettableClock
 from tests.fakeidp.fixtures import fake_idp, http_session, idp_clock  # noqa: F401
+from tests.support.stores import service_database_url
 
 from .harness import CLIENTS, ISSUER, Op
 
@@ -50,11 +51,6 @@ async def op_on(
     tmp_path: Path,
 ) -> Op:
     """The provider on memory, SQLite and PostgreSQL."""
-    if request.param == "memory":
-        url = "memory://"
-    elif request.param == "sqlite":
-        url = f"sqlite:///{tmp_path / 'authgate.db'}"
-    else:
-        url = request.getfixturevalue("clean_postgres_url")
+    url = service_database_url(request, request.param, tmp_path)
     client = await make_service(op_config(fake_idp, url), clock=idp_clock)
     return Op(client, fake_idp, idp_clock)

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import base64
 import hashlib
-import json
 import secrets
 from collections.abc import Mapping
 from html.parser import HTMLParser
@@ -24,6 +23,7 @@ from joserfc.jwk import KeySet
 
 from tests.app.conftest import CALLBACK_URL, Client
 from tests.fakeidp import FakeIdP, FakeUser, SettableClock
+from tests.support.jwt import header_of
 
 ISSUER = "https://api.example.com"
 SECRET = "web-secret-of-more-than-thirty-two-characters"
@@ -71,20 +71,6 @@ def query_of(url: str) -> dict[str, str]:
     out = dict(pairs)
     assert len(out) == len(pairs), f"a parameter repeats in {url}"
     return out
-
-
-def claims_of(token: str) -> dict[str, Any]:
-    payload = token.split(".")[1]
-    decoded = json.loads(base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4)))
-    assert isinstance(decoded, dict)
-    return decoded
-
-
-def header_of(token: str) -> dict[str, Any]:
-    part = token.split(".")[0]
-    decoded = json.loads(base64.urlsafe_b64decode(part + "=" * (-len(part) % 4)))
-    assert isinstance(decoded, dict)
-    return decoded
 
 
 @attrs.define

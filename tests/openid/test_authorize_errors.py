@@ -193,3 +193,16 @@ async def test_a_state_with_characters_to_escape_comes_back_unchanged(op: Op) ->
         await op.authorize(Request(state=state, extra={"response_mode": "form_post"}))
     )
     assert posted.params["state"] == state
+
+
+async def test_a_state_too_long_is_refused_without_echoing_it(op: Op) -> None:
+    await op.sign_in()
+    answer = await op.answer(await op.authorize(Request(state="x" * 1025)))
+    assert answer.redirect_uri == WEB_REDIRECT
+    assert answer.params["error"] == "invalid_request"
+    assert "longer than 1024" in answer.params["error_description"]
+    assert "state" not in answer.params
+    assert answer.params["iss"] == ISSUER
+    # one character less is a state like any other
+    state = "x" * 1024
+    assert (await op.answer(await op.authorize(Request(state=state)))).params["state"] == state

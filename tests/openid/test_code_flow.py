@@ -12,6 +12,7 @@ from collections import Counter
 from authgate.domain.oauth import AccessTokenClaims
 from tests.app.conftest import MakeService
 from tests.fakeidp import FakeIdP, SettableClock
+from tests.support.jwt import claims_of, header_of
 
 from .conftest import op_config
 from .harness import (
@@ -23,8 +24,6 @@ from .harness import (
     Op,
     Pkce,
     Request,
-    claims_of,
-    header_of,
     query_of,
 )
 

@@ -14,6 +14,7 @@ from urllib.parse import urlsplit
 import pytest
 
 from tests.fakeidp import FakeUser
+from tests.support.jwt import claims_of
 
 from .harness import (
     ADA,
@@ -21,7 +22,6 @@ from .harness import (
     WEB_REDIRECT,
     Op,
     Request,
-    claims_of,
     local,
     parse_page,
     query_of,

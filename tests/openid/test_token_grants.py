@@ -15,9 +15,10 @@ from authgate.domain.oauth import SESSION_CLIENT_GRACE
 from authgate.entrypoints import assembly
 from tests.app.conftest import MakeService
 from tests.fakeidp import FakeIdP, SettableClock
+from tests.support.jwt import claims_of
 
 from .conftest import op_config
-from .harness import SECRET, THIRD_SECRET, Op, Request, claims_of
+from .harness import SECRET, THIRD_SECRET, Op, Request
 
 OFFLINE = "openid offline_access"
 

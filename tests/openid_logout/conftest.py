@@ -13,7 +13,6 @@ import asyncio
 import base64
 import datetime as dt
 import hashlib
-import json
 import secrets
 import uuid
 from collections.abc import AsyncIterator
@@ -44,6 +43,8 @@ from tests.app.conftest import (  # noqa: F401 - fixtures
 )
 from tests.fakeidp import FakeIdP, FakeUser, SettableClock
 from tests.fakeidp.fixtures import fake_idp, http_session, idp_clock  # noqa: F401
+from tests.support.jwt import claims_of
+from tests.support.stores import service_database_url
 
 ISSUER = "https://auth.example.com"
 WEB_REDIRECT = "https://web.example.com/cb"
@@ -220,15 +221,6 @@ def op_config(fake: FakeIdP, receiver: Receiver, database_url: str) -> dict[str,
     }
 
 
-def claims_of(token: str) -> dict[str, Any]:
-    """The claims of a JWT, unverified (a session token the service set)."""
-    payload = token.split(".")[1]
-    decoded: dict[str, Any] = json.loads(
-        base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4))
-    )
-    return decoded
-
-
 @attrs.define
 class Session:
     """A browser's authgate session: its token (the cookie), account and session id."""
@@ -388,15 +380,6 @@ async def open_provider(
     return Provider(SignIn(client, fake, clock), receiver, database_url, store)
 
 
-def database_url_of(request: pytest.FixtureRequest, store: str, tmp_path: Path) -> str:
-    if store == "memory":
-        return "memory://"
-    if store == "sqlite":
-        return f"sqlite:///{tmp_path / 'authgate.db'}"
-    url: str = request.getfixturevalue("clean_postgres_url")
-    return url
-
-
 @pytest.fixture(params=STORES)
 async def op(
     request: pytest.FixtureRequest,
@@ -407,7 +390,7 @@ async def op(
     tmp_path: Path,
 ) -> AsyncIterator[Provider]:
     """:class:`Provider` on memory, SQLite and PostgreSQL."""
-    url = database_url_of(request, request.param, tmp_path)
+    url = service_database_url(request, request.param, tmp_path)
     yield await open_provider(make_service, fake_idp, idp_clock, receiver, url, request.param)
 
 

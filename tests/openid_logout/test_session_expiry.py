@@ -14,8 +14,9 @@ import pytest
 
 from tests.app.conftest import MakeService
 from tests.fakeidp import FakeIdP, SettableClock
+from tests.support.stores import service_database_url
 
-from .conftest import STORES, Provider, Receiver, Session, database_url_of, open_provider
+from .conftest import STORES, Provider, Receiver, Session, open_provider
 from .test_backchannel_logout import settled, told
 
 TTL = 120  # seconds: the session's lifetime (the logout token's iat stays near real time)
@@ -31,7 +32,7 @@ async def op_short(
     tmp_path: Path,
 ) -> AsyncIterator[Provider]:
     """The provider with sessions of :data:`TTL` seconds, on each store."""
-    url = database_url_of(request, request.param, tmp_path)
+    url = service_database_url(request, request.param, tmp_path)
     yield await open_provider(
         make_service,
         fake_idp,

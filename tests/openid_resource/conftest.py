@@ -30,6 +30,8 @@ from tests.app.conftest import (
 )
 from tests.fakeidp import FakeIdP, FakeUser, SettableClock
 from tests.fakeidp.fixtures import fake_idp, http_session, idp_clock  # noqa: F401
+from tests.support.jwt import claims_of
+from tests.support.stores import service_database_url
 
 ISSUER = "https://auth.example.com"
 SECRET = "web-secret-" + "w" * 32
@@ -97,14 +99,6 @@ def service_config(database_url: str, extra: dict[str, Any] | None = None) -> di
     return config
 
 
-def unverified_claims(jwt: str) -> dict[str, Any]:
-    payload = jwt.split(".")[1]
-    claims: dict[str, Any] = json.loads(
-        base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4))
-    )
-    return claims
-
-
 @attrs.frozen
 class Person:
     """A signed-in person: the session token, its session and account."""
@@ -146,7 +140,7 @@ class Provider:
         answer = await self.signin.complete("google", user=user, intent="register")
         assert answer.status == 302, answer.headers
         token = answer.cookies["session"].value
-        claims = unverified_claims(token)
+        claims = claims_of(token)
         return Person(token, claims["sid"], claims["sub"])
 
     async def issue(
@@ -246,15 +240,6 @@ def unverified_kind(token: str) -> str:
     return "access" if typ == "at+jwt" else "session"
 
 
-def database_url(request: pytest.FixtureRequest, kind: str, tmp_path: Path) -> str:
-    if kind == "memory":
-        return "memory://"
-    if kind == "sqlite":
-        return f"sqlite:///{tmp_path / 'authgate.db'}"
-    url: str = request.getfixturevalue("clean_postgres_url")
-    return url
-
-
 async def start_provider(
     make: MakeService,
     fake: FakeIdP,
@@ -277,7 +262,7 @@ async def provider(
     tmp_path: Path,
 ) -> Provider:
     """:class:`Provider` on memory, SQLite and PostgreSQL."""
-    url = database_url(request, request.param, tmp_path)
+    url = service_database_url(request, request.param, tmp_path)
     return await start_provider(make_service, fake_idp, idp_clock, url)
 
 

@@ -12,15 +12,14 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
-from contextlib import AsyncExitStack
 from pathlib import Path
 
-import aiohttp
 import pytest
 
-from bench.harness import ServiceProcess, migrate, mint_session, service_config, write_config
-from bench.openid_bench import CLIENTS, ISSUER, REDIRECT, Browser, seed
+from bench.openid_bench import CLIENTS, REDIRECT, Browser
 from tests.support.postgres import PostgresServer
+
+from .openid_pair import openid_pair
 
 # Concurrent presentations of one refresh token at each instance.
 PER_INSTANCE = 4
@@ -31,36 +30,9 @@ async def browsers(
     tmp_path: Path, postgres_server: PostgresServer, redis_url: str
 ) -> AsyncIterator[tuple[Browser, Browser]]:
     """A browser signed in (one live session), speaking to instance a and to instance b."""
-    name = postgres_server.create_database()
-    url = postgres_server.url(name)
-    keys = tmp_path / "session-keys.json"
-    files = [
-        write_config(
-            tmp_path / label,
-            service_config(
-                tmp_path / label,
-                None,
-                database_url=url,
-                ratelimit_storage=redis_url,
-                keys_file=keys,
-                overrides={"rest": {"public_url": ISSUER}, "clients": CLIENTS},
-            ),
-        )
-        for label in ("a", "b")
-    ]
-    try:
-        await asyncio.to_thread(migrate, files[0])
-        account = await seed(url)
-        async with AsyncExitStack() as stack:
-            a = await stack.enter_async_context(ServiceProcess(files[0]))
-            b = await stack.enter_async_context(ServiceProcess(files[1]))
-            http = await stack.enter_async_context(
-                aiohttp.ClientSession(cookie_jar=aiohttp.DummyCookieJar())
-            )
-            session = await mint_session(keys, account, database_url=url)
-            yield Browser(http, a.url, session), Browser(http, b.url, session)
-    finally:
-        postgres_server.drop_database(name)
+    async with openid_pair(tmp_path, postgres_server, redis_url, CLIENTS) as pair:
+        session = await pair.session()
+        yield Browser(pair.http, pair.a, session), Browser(pair.http, pair.b, session)
 
 
 async def token_status(browser: Browser, form: dict[str, str]) -> tuple[int, dict[str, object]]:

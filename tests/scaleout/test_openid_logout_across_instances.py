@@ -6,23 +6,20 @@ instance's outbox worker claims it (both poll the shared outbox)."""
 from __future__ import annotations
 
 import asyncio
-import base64
-import json
 from collections import Counter
 from collections.abc import AsyncIterator
-from contextlib import AsyncExitStack
 from pathlib import Path
-from typing import Any
 
-import aiohttp
 import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestServer
 
-from bench.harness import ServiceProcess, migrate, mint_session, service_config, write_config
-from bench.openid_bench import CLIENTS, ISSUER, SECRET, Browser, seed
+from bench.openid_bench import CLIENTS, SECRET, Browser
+from tests.support.jwt import claims_of
 from tests.support.postgres import PostgresServer
 from tests.support.waiting import eventually
+
+from .openid_pair import openid_pair
 
 SESSIONS = 6
 APPLICATIONS = ("web", "admin")
@@ -40,9 +37,7 @@ class Receiver:
 
     async def handle(self, request: web.Request) -> web.Response:
         form = await request.post()
-        token = str(form["logout_token"])
-        payload = token.split(".")[1]
-        claims = json.loads(base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4)))
+        claims = claims_of(str(form["logout_token"]))
         await asyncio.sleep(0.02)
         self.received.append((str(claims["sid"]), request.match_info["client_id"]))
         return web.Response()
@@ -66,10 +61,7 @@ async def receiver() -> AsyncIterator[Receiver]:
 
 
 def session_id_of(token: str) -> str:
-    payload = token.split(".")[1]
-    padded = payload + "=" * (-len(payload) % 4)
-    claims: dict[str, Any] = json.loads(base64.urlsafe_b64decode(padded))
-    return str(claims["sid"])
+    return str(claims_of(token)["sid"])
 
 
 async def test_a_logout_at_one_instance_sends_one_token_per_application_and_session(
@@ -84,61 +76,31 @@ async def test_a_logout_at_one_instance_sends_one_token_per_application_and_sess
             "backchannel_logout_uri": receiver.uri("admin"),
         },
     }
-    name = postgres_server.create_database()
-    url = postgres_server.url(name)
-    keys = tmp_path / "session-keys.json"
-    overrides = {
-        "rest": {"public_url": ISSUER},
-        "clients": clients,
-        "logout_tokens": {"poll_seconds": 0.05, "lease_seconds": 5, "timeout_seconds": 2},
-    }
-    files = [
-        write_config(
-            tmp_path / label,
-            service_config(
-                tmp_path / label,
-                None,
-                database_url=url,
-                ratelimit_storage=redis_url,
-                keys_file=keys,
-                overrides=overrides,
-            ),
+    logout_tokens = {"poll_seconds": 0.05, "lease_seconds": 5, "timeout_seconds": 2}
+    async with openid_pair(
+        tmp_path, postgres_server, redis_url, clients, logout_tokens=logout_tokens
+    ) as pair:
+        http = pair.http
+        sessions = [await pair.session() for _ in range(SESSIONS)]
+        for session in sessions:  # each application served by another instance
+            await Browser(http, pair.a, session).flow()
+            await Browser(
+                http, pair.b, session, client="admin", secret=SECRET, redirect_uri=ADMIN_REDIRECT
+            ).flow()
+
+        async with http.post(
+            f"{pair.a}/v1/auth/logout",
+            params={"everywhere": "true"},
+            headers={"Authorization": f"Bearer {sessions[-1]}"},
+        ) as ended:
+            assert ended.status == 204, await ended.text()
+
+        expected = {(session_id_of(s), c) for s in sessions for c in APPLICATIONS}
+        await eventually(
+            lambda: len(receiver.received) >= len(expected),
+            what="every logout token delivered",
         )
-        for label in ("a", "b")
-    ]
-    try:
-        await asyncio.to_thread(migrate, files[0])
-        account = await seed(url)
-        async with AsyncExitStack() as stack:
-            a = await stack.enter_async_context(ServiceProcess(files[0]))
-            b = await stack.enter_async_context(ServiceProcess(files[1]))
-            http = await stack.enter_async_context(
-                aiohttp.ClientSession(cookie_jar=aiohttp.DummyCookieJar())
-            )
-            sessions = [
-                await mint_session(keys, account, database_url=url) for _ in range(SESSIONS)
-            ]
-            for session in sessions:  # each application served by another instance
-                await Browser(http, a.url, session).flow()
-                await Browser(
-                    http, b.url, session, client="admin", secret=SECRET, redirect_uri=ADMIN_REDIRECT
-                ).flow()
-
-            async with http.post(
-                f"{a.url}/v1/auth/logout",
-                params={"everywhere": "true"},
-                headers={"Authorization": f"Bearer {sessions[-1]}"},
-            ) as ended:
-                assert ended.status == 204, await ended.text()
-
-            expected = {(session_id_of(s), c) for s in sessions for c in APPLICATIONS}
-            await eventually(
-                lambda: len(receiver.received) >= len(expected),
-                what="every logout token delivered",
-            )
-            await asyncio.sleep(0.5)  # many polls of both workers: nothing more arrives
-            sent = Counter(receiver.received)
-            assert set(sent) == expected
-            assert max(sent.values()) == 1, [k for k, n in sent.items() if n > 1]
-    finally:
-        postgres_server.drop_database(name)
+        await asyncio.sleep(0.5)  # many polls of both workers: nothing more arrives
+        sent = Counter(receiver.received)
+        assert set(sent) == expected
+        assert max(sent.values()) == 1, [k for k, n in sent.items() if n > 1]

@@ -13,6 +13,8 @@ import datetime as dt
 from pathlib import Path
 from typing import Literal, Protocol
 
+import pytest
+
 from authgate.adapters.memory import (
     MemoryAccounts,
     MemoryEvents,
@@ -43,6 +45,17 @@ StoreKind = Literal["memory", "sqlite", "postgres", "postgres-asyncpg-pool"]
 KINDS: tuple[StoreKind, ...] = ("memory", "sqlite", "postgres")
 # KINDS and the PostgreSQL adapters on asyncpg's pool: where the suites of the adapters run
 WITH_ASYNCPG_POOL: tuple[StoreKind, ...] = (*KINDS, "postgres-asyncpg-pool")
+
+
+def service_database_url(request: pytest.FixtureRequest, kind: str, tmp_path: Path) -> str:
+    """The ``database.url`` of a service on ``kind`` (memory, sqlite or postgres) for one
+    test: a SQLite file in ``tmp_path``, a clean PostgreSQL database."""
+    if kind == "memory":
+        return "memory://"
+    if kind == "sqlite":
+        return f"sqlite:///{tmp_path / 'authgate.db'}"
+    url: str = request.getfixturevalue("clean_postgres_url")
+    return url
 
 
 class Store(Protocol):

@@ -25,11 +25,8 @@ from authgate.domain.oauth import (
 from authgate.ports.authorization import AlreadyUsed, Redeemed, Reused, Rotated
 
 from . import rows
-from .housekeeping import PeriodicPurge, delete_batches, total
-from .pool import ConnectionPool
+from .housekeeping import Purging, delete_batches
 from .unit import UnitConnection
-
-DEFAULT_PURGE_INTERVAL = dt.timedelta(minutes=5)
 
 
 def _key(account_id: str) -> uuid.UUID:
@@ -38,37 +35,6 @@ def _key(account_id: str) -> uuid.UUID:
     if key is None:
         raise ValueError("not an account id")
     return key
-
-
-class _Purging:
-    """A repository on the pool whose writes trigger a purge of expired rows at most once
-    per interval (:class:`.housekeeping.PeriodicPurge`), run on the pool in the background;
-    ``bound`` copies share the schedule and the time of the last write."""
-
-    _name = ""
-
-    def __init__(
-        self, pool: ConnectionPool, purge_interval: dt.timedelta = DEFAULT_PURGE_INTERVAL
-    ) -> None:
-        self._db: rows.Executor = pool
-        self._owner = self
-        self._last_now: dt.datetime | None = None
-        self.housekeeping = PeriodicPurge(self._name, self._purge, purge_interval)
-
-    def _written(self, now: dt.datetime) -> None:
-        self._owner._last_now = rows.utc(now)
-        self.housekeeping.trigger()
-
-    async def purge_expired(self, now: dt.datetime) -> int:
-        return await total(self._expired(now))
-
-    def _expired(self, now: dt.datetime) -> AsyncIterator[int]:
-        raise NotImplementedError
-
-    async def _purge(self) -> AsyncIterator[int]:
-        if self._last_now is not None:
-            async for deleted in self._expired(self._last_now):
-                yield deleted
 
 
 # -- authorization codes ------------------------------------------------------------------
@@ -95,19 +61,13 @@ def _code(r: asyncpg.Record) -> AuthorizationCode:
     )
 
 
-class PostgresAuthorizationCodes(_Purging):
+class PostgresAuthorizationCodes(Purging):
     """:class:`~authgate.ports.authorization.AuthorizationCodes`: a redemption is one
     ``UPDATE … WHERE redeemed_at IS NULL``; of concurrent ones, the row lock lets the first
     through and the others find it redeemed once its transaction ends. ``add`` triggers the
     purge of expired codes."""
 
-    _name = "expired authorization codes"
-
-    def bound(self, conn: rows.Executor) -> PostgresAuthorizationCodes:
-        """The same codes through ``conn`` (a unit of work's transaction)."""
-        bound = rows.shallow_copy(self)
-        bound._db = conn
-        return bound
+    _purged = "expired authorization codes"
 
     async def add(self, code: AuthorizationCode) -> None:
         await rows.write(
@@ -126,7 +86,7 @@ class PostgresAuthorizationCodes(_Purging):
             rows.utc(code.created_at),
             rows.utc(code.expires_at),
         )
-        self._written(code.created_at)
+        self.written(code.created_at)
 
     async def redeem(self, code_hash: str, now: dt.datetime) -> Redeemed | AlreadyUsed | None:
         won = await self._db.fetchrow(
@@ -265,19 +225,13 @@ def _owners(token: RefreshToken) -> tuple[str, str, str, str]:
     return (token.family_id, token.client_id, token.account_id, token.session_id)
 
 
-class PostgresRefreshTokens(_Purging):
+class PostgresRefreshTokens(Purging):
     """:class:`~authgate.ports.authorization.RefreshTokens`: a token's revocation is its
     family's row (one row to update however many tokens it has); a rotation is one statement
     on the happy path. Starting a family and rotating trigger the purge of expired tokens and
     families."""
 
-    _name = "expired refresh tokens"
-
-    def bound(self, conn: rows.Executor) -> PostgresRefreshTokens:
-        """The same tokens through ``conn`` (a unit of work's transaction)."""
-        bound = rows.shallow_copy(self)
-        bound._db = conn
-        return bound
+    _purged = "expired refresh tokens"
 
     async def start_family(self, family: TokenFamily, first: RefreshToken | None = None) -> None:
         expires_at = family.expires_at
@@ -294,7 +248,7 @@ class PostgresRefreshTokens(_Purging):
             async with rows.connection(self._db) as conn, rows.atomic(conn):
                 await conn.execute(_INSERT_FAMILY, *family_values)
                 await conn.execute(_INSERT_REFRESH, *_token_values(first))
-        self._written(family.created_at)
+        self.written(family.created_at)
 
     async def rotate(
         self, presented_hash: str, new_token: RefreshToken, now: dt.datetime
@@ -304,7 +258,7 @@ class PostgresRefreshTokens(_Purging):
         old = await self._db.fetchrow(
             _ROTATE, presented_hash, values[1], at, values[0], *values[2:]
         )
-        self._written(now)
+        self.written(now)
         if old is not None:
             return Rotated(_token(old), attrs.evolve(new_token, replaced_at=None, revoked_at=None))
         presented = await self.get(presented_hash)
@@ -406,17 +360,9 @@ def _grant(r: asyncpg.Record) -> Grant:
     )
 
 
-class PostgresGrants:
+class PostgresGrants(rows.Bindable):
     """:class:`~authgate.ports.authorization.Grants`: ``put`` is one upsert that unions the
     scopes in the row it conflicts with."""
-
-    def __init__(self, db: rows.Executor) -> None:
-        self._db = db
-
-    def bound(self, conn: rows.Executor) -> PostgresGrants:
-        bound = rows.shallow_copy(self)
-        bound._db = conn
-        return bound
 
     async def get(self, account_id: str, client_id: str) -> Grant | None:
         key = rows.account_uuid(account_id)
@@ -507,16 +453,11 @@ def _session_client(r: asyncpg.Record) -> SessionClient:
     )
 
 
-class PostgresSessionClients(_Purging):
+class PostgresSessionClients(Purging):
     """:class:`~authgate.ports.authorization.SessionClients`; ``add`` triggers the purge of
     the rows of sessions past their absolute expiry."""
 
-    _name = "ended session clients"
-
-    def bound(self, conn: rows.Executor) -> PostgresSessionClients:
-        bound = rows.shallow_copy(self)
-        bound._db = conn
-        return bound
+    _purged = "ended session clients"
 
     async def add(self, client: SessionClient) -> None:
         await rows.write(
@@ -529,7 +470,7 @@ class PostgresSessionClients(_Purging):
             rows.utc(client.first_at),
             rows.utc(client.expires_at),
         )
-        self._written(client.first_at)
+        self.written(client.first_at)
 
     async def for_session(self, session_id: str) -> list[SessionClient]:
         found = await self._db.fetch(

@@ -8,15 +8,16 @@ from collections.abc import AsyncIterator
 from authgate.domain.model import SignInEvent
 
 from . import rows
-from .housekeeping import PeriodicPurge, delete_batches, total
+from .housekeeping import DEFAULT_PURGE_INTERVAL, PeriodicPurge, delete_batches, total
 from .pool import ConnectionPool
 
 DEFAULT_RETENTION = dt.timedelta(days=90)
-DEFAULT_PURGE_INTERVAL = dt.timedelta(minutes=5)
 
 
-class PostgresEvents:
-    """:class:`~authgate.ports.events.SignInEventLog` on the adapters' connection pool.
+class PostgresEvents(rows.Bindable):
+    """:class:`~authgate.ports.events.SignInEventLog` on the adapters' connection pool; a copy
+    ``bound`` to a unit of work writes through its transaction, and purges still run on the
+    pool, after the fact.
 
     ``record`` triggers, at most once per ``purge_interval``, the removal of events older than
     ``retention`` (relative to the recorded event's time).
@@ -28,18 +29,11 @@ class PostgresEvents:
         retention: dt.timedelta = DEFAULT_RETENTION,
         purge_interval: dt.timedelta = DEFAULT_PURGE_INTERVAL,
     ) -> None:
-        self._db: rows.Executor = pool
+        super().__init__(pool)
         self._owner = self  # the pool's instance: bound copies report to it
         self._retention = retention
         self._last_at: dt.datetime | None = None
         self.housekeeping = PeriodicPurge("old sign-in events", self._purge, purge_interval)
-
-    def bound(self, conn: rows.Executor) -> PostgresEvents:
-        """The same log writing through ``conn`` (a unit of work's transaction); purges
-        still run on the pool, after the fact."""
-        bound = rows.shallow_copy(self)
-        bound._db = conn
-        return bound
 
     async def record(self, event: SignInEvent) -> None:
         at = rows.utc(event.at)

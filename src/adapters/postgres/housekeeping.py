@@ -20,9 +20,12 @@ import datetime as dt
 import logging
 import time
 from collections.abc import AsyncIterator, Callable
-from typing import Literal
+from typing import ClassVar
+
+from authgate.adapters.sql_rows import Purged
 
 from . import rows
+from .pool import ConnectionPool
 
 log = logging.getLogger("authgate.storage")
 
@@ -31,18 +34,8 @@ PURGE_BATCH = 1_000
 any sensible statement timeout; a million-row backlog takes a thousand such statements, some
 seconds of background work, and requests get the connection between them."""
 
-
-Purged = Literal[
-    "sign_in_states",
-    "sessions",
-    "provider_event_ids",
-    "sign_in_events",
-    "oauth_codes",
-    "oauth_refresh_tokens",
-    "oauth_token_families",
-    "oauth_session_clients",
-    "passkey_challenges",
-]
+DEFAULT_PURGE_INTERVAL = dt.timedelta(minutes=5)
+"""How often, at most, a repository's writes trigger its purge unless configured."""
 
 
 def _batch_delete(table: str, column: str, op: str, also: str | None = None) -> str:
@@ -171,3 +164,37 @@ class PeriodicPurge:
             with contextlib.suppress(asyncio.CancelledError):
                 await self._task
         self._task = None
+
+
+class Purging(rows.Bindable):
+    """A repository on the pool whose writes trigger a purge of its expired rows at most once
+    per interval (:class:`PeriodicPurge`, its log naming them ``_purged``), run on the pool in
+    the background; ``bound`` copies share the schedule and the time of the last write."""
+
+    _purged: ClassVar[str]
+
+    def __init__(
+        self, pool: ConnectionPool, purge_interval: dt.timedelta = DEFAULT_PURGE_INTERVAL
+    ) -> None:
+        super().__init__(pool)
+        self._owner = self
+        self._last_now: dt.datetime | None = None
+        self.housekeeping = PeriodicPurge(self._purged, self._purge, purge_interval)
+
+    def written(self, now: dt.datetime) -> None:
+        """After a row was written (here or in a statement of its unit of work's) at ``now``:
+        the purge of the rows expired by then, when due."""
+        self._owner._last_now = rows.utc(now)
+        self.housekeeping.trigger()
+
+    async def purge_expired(self, now: dt.datetime) -> int:
+        return await total(self._expired(now))
+
+    def _expired(self, now: dt.datetime) -> AsyncIterator[int]:
+        """The purge's batches: the rows expired at ``now``."""
+        raise NotImplementedError
+
+    async def _purge(self) -> AsyncIterator[int]:
+        if self._last_now is not None:
+            async for deleted in self._expired(self._last_now):
+                yield deleted

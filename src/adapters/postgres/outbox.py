@@ -8,13 +8,14 @@ from typing import Any, ClassVar, Generic
 
 import asyncpg
 
+from authgate.adapters import sql_rows
 from authgate.domain.logout import PendingLogout
 from authgate.ports.outbox import P
 
 from . import rows
 
 
-class PostgresOutbox(Generic[P]):
+class PostgresOutbox(rows.Bindable, Generic[P]):
     """:class:`~authgate.ports.outbox.Outbox` in a table with the columns ``_columns`` (``id``
     first) and ``leased_until`` and ``last_error``, on a pool or on one connection of a unit of
     work (:meth:`bound`; there ``add`` waits to be sent with the unit's other writes). A claim
@@ -55,14 +56,6 @@ class PostgresOutbox(Generic[P]):
             """  # noqa: S608 - the names of the subclass
         cls._select = f"SELECT {columns} FROM {table} ORDER BY created_at, id"  # noqa: S608
 
-    def __init__(self, db: rows.Executor) -> None:
-        self._db = db
-
-    def bound(self, conn: rows.Executor) -> PostgresOutbox[P]:
-        bound = rows.shallow_copy(self)
-        bound._db = conn
-        return bound
-
     def _values(self, pending: P) -> tuple[Any, ...]:
         """The row's values in the order of ``_columns``."""
         raise NotImplementedError
@@ -101,35 +94,11 @@ class PostgresLogoutOutbox(PostgresOutbox[PendingLogout]):
     """:class:`~authgate.ports.logout.LogoutOutbox` (``backchannel_logouts``, migration
     ``0009_backchannel_logouts``)."""
 
-    _table = "backchannel_logouts"
-    _columns = (
-        "id",
-        "client_id",
-        "account_id",
-        "session_id",
-        "created_at",
-        "next_attempt_at",
-        "attempts",
-    )
+    _table = sql_rows.LOGOUT_OUTBOX
+    _columns = sql_rows.LOGOUT_COLUMNS
 
     def _values(self, pending: PendingLogout) -> tuple[Any, ...]:
-        return (
-            pending.id,
-            pending.client_id,
-            pending.account_id,
-            pending.session_id,
-            rows.utc(pending.created_at),
-            rows.utc(pending.next_attempt_at),
-            pending.attempts,
-        )
+        return sql_rows.logout_values(pending, rows.utc)
 
     def _pending(self, row: asyncpg.Record) -> PendingLogout:
-        return PendingLogout(
-            id=row["id"],
-            client_id=row["client_id"],
-            account_id=row["account_id"],
-            session_id=row["session_id"],
-            created_at=row["created_at"],
-            next_attempt_at=row["next_attempt_at"],
-            attempts=row["attempts"],
-        )
+        return sql_rows.pending_logout(row, rows.utc)

@@ -12,9 +12,8 @@ from authgate.ports.accounts import LastIdentityError
 from authgate.ports.passkeys import PasskeyTaken
 
 from . import rows
-from .housekeeping import PeriodicPurge, delete_batches, total
+from .housekeeping import DEFAULT_PURGE_INTERVAL, PeriodicPurge, delete_batches, total
 from .pool import ConnectionPool
-from .state import DEFAULT_PURGE_INTERVAL
 
 _COLUMNS = (
     "id, account_id, credential_id, public_key, sign_count, transports, aaguid, "

@@ -6,41 +6,25 @@ from typing import Any
 
 import asyncpg
 
+from authgate.adapters import sql_rows
 from authgate.domain.model import (
     PendingRevocation,
-    ProviderIdentity,
-    SealedToken,
     StoredProviderToken,
 )
 
 from . import rows
 from .outbox import PostgresOutbox
 
-_SELECT_TOKENS = (
-    "SELECT account_id, provider, subject, key_id, ciphertext, updated_at FROM provider_tokens "
-)
+_SELECT_TOKENS = f"SELECT {sql_rows.PROVIDER_TOKEN_COLUMNS} FROM provider_tokens "  # noqa: S608
 
 
 def _stored(r: asyncpg.Record) -> StoredProviderToken:
-    return StoredProviderToken(
-        account_id=r["account_id"],
-        identity=ProviderIdentity(r["provider"], r["subject"]),
-        sealed=SealedToken(r["key_id"], r["ciphertext"]),
-        updated_at=r["updated_at"],
-    )
+    return sql_rows.stored_token(r, rows.utc)
 
 
-class PostgresProviderTokens:
+class PostgresProviderTokens(rows.Bindable):
     """:class:`~authgate.ports.provider_tokens.ProviderTokenStore` on a pool, or on one
     connection of a unit of work (:meth:`bound`)."""
-
-    def __init__(self, db: rows.Executor) -> None:
-        self._db = db
-
-    def bound(self, conn: rows.Executor) -> PostgresProviderTokens:
-        bound = rows.shallow_copy(self)
-        bound._db = conn
-        return bound
 
     async def put(self, stored: StoredProviderToken) -> None:
         # In a sign-in's unit of work it is sent with the unit's other writes (.unit).
@@ -64,9 +48,9 @@ class PostgresProviderTokens:
 
     async def take(self, account_id: str, provider: str | None = None) -> list[StoredProviderToken]:
         found = await self._db.fetch(
-            "DELETE FROM provider_tokens WHERE account_id = $1 "
+            "DELETE FROM provider_tokens WHERE account_id = $1 "  # noqa: S608 - constant columns
             "AND ($2::text IS NULL OR provider = $2) "
-            "RETURNING account_id, provider, subject, key_id, ciphertext, updated_at",
+            f"RETURNING {sql_rows.PROVIDER_TOKEN_COLUMNS}",
             account_id,
             provider,
         )
@@ -103,39 +87,11 @@ class PostgresRevocationOutbox(PostgresOutbox[PendingRevocation]):
     """:class:`~authgate.ports.provider_tokens.RevocationOutbox`
     (``provider_token_revocations``)."""
 
-    _table = "provider_token_revocations"
-    _columns = (
-        "id",
-        "account_id",
-        "provider",
-        "subject",
-        "key_id",
-        "ciphertext",
-        "created_at",
-        "next_attempt_at",
-        "attempts",
-    )
+    _table = sql_rows.REVOCATION_OUTBOX
+    _columns = sql_rows.REVOCATION_COLUMNS
 
     def _values(self, pending: PendingRevocation) -> tuple[Any, ...]:
-        return (
-            pending.id,
-            pending.account_id,
-            pending.identity.provider,
-            pending.identity.subject,
-            pending.sealed.key_id,
-            pending.sealed.ciphertext,
-            rows.utc(pending.created_at),
-            rows.utc(pending.next_attempt_at),
-            pending.attempts,
-        )
+        return sql_rows.revocation_values(pending, rows.utc)
 
     def _pending(self, row: asyncpg.Record) -> PendingRevocation:
-        return PendingRevocation(
-            id=row["id"],
-            account_id=row["account_id"],
-            identity=ProviderIdentity(row["provider"], row["subject"]),
-            sealed=SealedToken(row["key_id"], row["ciphertext"]),
-            created_at=row["created_at"],
-            next_attempt_at=row["next_attempt_at"],
-            attempts=row["attempts"],
-        )
+        return sql_rows.pending_revocation(row, rows.utc)

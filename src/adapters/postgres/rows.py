@@ -8,7 +8,7 @@ import json
 import uuid
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
-from typing import Any, TypeVar
+from typing import Any, Self, TypeVar
 
 import asyncpg
 
@@ -159,3 +159,18 @@ def shallow_copy(obj: _T) -> _T:
     copied: _T = object.__new__(type(obj))
     copied.__dict__.update(obj.__dict__)
     return copied
+
+
+class Bindable:
+    """A repository whose statements run on ``_db``: the pool, or one connection of a unit of
+    work (:meth:`bound`)."""
+
+    def __init__(self, db: Executor) -> None:
+        self._db = db
+
+    def bound(self, conn: Executor) -> Self:
+        """The same repository through ``conn`` (a unit of work's transaction), sharing all
+        else it holds (a purge's schedule)."""
+        bound = shallow_copy(self)
+        bound._db = conn
+        return bound

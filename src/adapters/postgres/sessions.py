@@ -10,10 +10,7 @@ import asyncpg
 from authgate.domain.model import SessionRecord
 
 from . import rows
-from .housekeeping import PeriodicPurge, delete_batches, total
-from .pool import ConnectionPool
-
-DEFAULT_PURGE_INTERVAL = dt.timedelta(minutes=5)
+from .housekeeping import Purging, delete_batches
 
 _SELECT = """
     SELECT id, account_id, provider, created_at, expires_at, absolute_expires_at, auth_time,
@@ -57,24 +54,12 @@ def record_values(record: SessionRecord) -> list[object]:
     ]
 
 
-class PostgresSessionRecords:
+class PostgresSessionRecords(Purging):
     """:class:`~authgate.ports.session_records.SessionRecords` on an asyncpg pool, or on one
     connection of a unit of work (:meth:`bound`). ``add`` triggers a purge of expired
     records at most once per ``purge_interval``."""
 
-    def __init__(
-        self, pool: ConnectionPool, purge_interval: dt.timedelta = DEFAULT_PURGE_INTERVAL
-    ) -> None:
-        self._db: rows.Executor = pool
-        self._owner = self
-        self._last_now: dt.datetime | None = None
-        self.housekeeping = PeriodicPurge("expired sessions", self._purge, purge_interval)
-
-    def bound(self, conn: rows.Executor) -> PostgresSessionRecords:
-        """The same records through ``conn`` (a unit of work's transaction)."""
-        bound = rows.shallow_copy(self)
-        bound._db = conn
-        return bound
+    _purged = "expired sessions"
 
     async def add(self, record: SessionRecord) -> None:
         await rows.write(
@@ -88,12 +73,6 @@ class PostgresSessionRecords:
             *record_values(record),
         )
         self.written(record.created_at)
-
-    def written(self, created_at: dt.datetime) -> None:
-        """After a record was written (here or in a statement of its unit of work's): the
-        purge of expired records, when due."""
-        self._owner._last_now = rows.utc(created_at)
-        self.housekeeping.trigger()
 
     async def get(self, session_id: str, *, for_change: bool = False) -> SessionRecord | None:
         # FOR SHARE: READ COMMITTED reads the newest committed version of a row a concurrent
@@ -195,13 +174,5 @@ class PostgresSessionRecords:
         )
         return [_record(r) for r in found]
 
-    async def purge_expired(self, now: dt.datetime) -> int:
-        return await total(self._expired(now))
-
     def _expired(self, now: dt.datetime) -> AsyncIterator[int]:
         return delete_batches(self._db, "sessions", now)
-
-    async def _purge(self) -> AsyncIterator[int]:
-        if self._last_now is not None:
-            async for deleted in self._expired(self._last_now):
-                yield deleted

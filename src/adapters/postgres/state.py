@@ -9,10 +9,8 @@ from authgate.domain.model import Intent, PendingSignIn
 from authgate.domain.secrets import state_lookup
 
 from . import rows
-from .housekeeping import PeriodicPurge, delete_batches, total
+from .housekeeping import DEFAULT_PURGE_INTERVAL, PeriodicPurge, delete_batches, total
 from .pool import ConnectionPool
-
-DEFAULT_PURGE_INTERVAL = dt.timedelta(minutes=5)
 
 
 class PostgresStates:

@@ -14,7 +14,7 @@ import asyncpg
 from authgate.adapters.bound_repositories import BoundRepositories, RepositoryMakers
 from authgate.ports.accounts import IdentityRace
 
-from . import events, state
+from . import events, housekeeping
 from .accounts import IDENTITY_KEY, PostgresAccounts
 from .authorization import (
     PostgresAuthorizationCodes,
@@ -53,7 +53,7 @@ class PostgresStore:
         *,
         ping_timeout: float = 1.0,
         event_retention: dt.timedelta = events.DEFAULT_RETENTION,
-        purge_interval: dt.timedelta = state.DEFAULT_PURGE_INTERVAL,
+        purge_interval: dt.timedelta = housekeeping.DEFAULT_PURGE_INTERVAL,
     ) -> None:
         self.pool = pool
         self.accounts = PostgresAccounts(pool)
@@ -122,7 +122,7 @@ async def open_postgres(
     *,
     ping_timeout: float = 1.0,
     event_retention: dt.timedelta = events.DEFAULT_RETENTION,
-    purge_interval: dt.timedelta = state.DEFAULT_PURGE_INTERVAL,
+    purge_interval: dt.timedelta = housekeeping.DEFAULT_PURGE_INTERVAL,
     check: bool = True,
     asyncpg_pool: bool = False,
 ) -> PostgresStore:

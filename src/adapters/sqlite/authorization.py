@@ -21,9 +21,7 @@ from authgate.domain.oauth import (
 from authgate.ports.authorization import AlreadyUsed, Redeemed, Reused, Rotated
 
 from .db import Database, parse_opt_ts, parse_ts, ts
-from .housekeeping import PeriodicPurge, delete_batches
-
-DEFAULT_PURGE_INTERVAL = dt.timedelta(minutes=5)
+from .housekeeping import Purging, delete_batches
 
 
 def _scopes(text: str) -> list[str]:
@@ -58,24 +56,11 @@ def _code(r: Sequence[Any]) -> AuthorizationCode:
     )
 
 
-class SqliteAuthorizationCodes:
+class SqliteAuthorizationCodes(Purging):
     """:class:`~authgate.ports.authorization.AuthorizationCodes` in a SQLite file; ``add``
     purges expired codes at most once per ``purge_interval``."""
 
-    def __init__(
-        self,
-        db: Database,
-        purge_interval: dt.timedelta = DEFAULT_PURGE_INTERVAL,
-        housekeeping: PeriodicPurge | None = None,
-    ) -> None:
-        self._db = db
-        self.housekeeping = housekeeping or PeriodicPurge(
-            "expired authorization codes", purge_interval
-        )
-
-    def bound(self, db: Database) -> SqliteAuthorizationCodes:
-        """The same codes through ``db`` (a unit of work's), sharing the purge schedule."""
-        return SqliteAuthorizationCodes(db, housekeeping=self.housekeeping)
+    _purged = "expired authorization codes"
 
     async def add(self, code: AuthorizationCode) -> None:
         async with self._db.use() as conn:
@@ -192,23 +177,12 @@ def _owners(token: RefreshToken) -> tuple[str, str, str, str]:
     return (token.family_id, token.client_id, token.account_id, token.session_id)
 
 
-class SqliteRefreshTokens:
+class SqliteRefreshTokens(Purging):
     """:class:`~authgate.ports.authorization.RefreshTokens` in a SQLite file: a token's
     revocation is its family's row. Starting a family and rotating purge expired tokens and
     families at most once per ``purge_interval``."""
 
-    def __init__(
-        self,
-        db: Database,
-        purge_interval: dt.timedelta = DEFAULT_PURGE_INTERVAL,
-        housekeeping: PeriodicPurge | None = None,
-    ) -> None:
-        self._db = db
-        self.housekeeping = housekeeping or PeriodicPurge("expired refresh tokens", purge_interval)
-
-    def bound(self, db: Database) -> SqliteRefreshTokens:
-        """The same tokens through ``db`` (a unit of work's), sharing the purge schedule."""
-        return SqliteRefreshTokens(db, housekeeping=self.housekeeping)
+    _purged = "expired refresh tokens"
 
     async def start_family(self, family: TokenFamily, first: RefreshToken | None = None) -> None:
         expires_at = family.expires_at
@@ -434,22 +408,11 @@ def _session_client(r: Sequence[Any]) -> SessionClient:
     )
 
 
-class SqliteSessionClients:
+class SqliteSessionClients(Purging):
     """:class:`~authgate.ports.authorization.SessionClients` in a SQLite file; ``add`` purges
     the rows of sessions past their absolute expiry at most once per ``purge_interval``."""
 
-    def __init__(
-        self,
-        db: Database,
-        purge_interval: dt.timedelta = DEFAULT_PURGE_INTERVAL,
-        housekeeping: PeriodicPurge | None = None,
-    ) -> None:
-        self._db = db
-        self.housekeeping = housekeeping or PeriodicPurge("ended session clients", purge_interval)
-
-    def bound(self, db: Database) -> SqliteSessionClients:
-        """The same rows through ``db`` (a unit of work's), sharing the purge schedule."""
-        return SqliteSessionClients(db, housekeeping=self.housekeeping)
+    _purged = "ended session clients"
 
     async def add(self, client: SessionClient) -> None:
         async with self._db.use() as conn:

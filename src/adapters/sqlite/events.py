@@ -10,10 +10,9 @@ from typing import Any
 from authgate.domain.model import Outcome, SignInEvent
 
 from .db import Database, parse_ts, ts
-from .housekeeping import PeriodicPurge, delete_batches
+from .housekeeping import DEFAULT_PURGE_INTERVAL, PeriodicPurge, delete_batches
 
 DEFAULT_RETENTION = dt.timedelta(days=90)
-DEFAULT_PURGE_INTERVAL = dt.timedelta(minutes=5)
 
 
 class SqliteEvents:

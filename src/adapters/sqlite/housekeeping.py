@@ -13,9 +13,11 @@ import datetime as dt
 import logging
 import time
 from collections.abc import Awaitable, Callable
-from typing import Literal
+from typing import ClassVar, Self
 
 import aiosqlite
+
+from authgate.adapters.sql_rows import Purged
 
 from .db import Database, ts
 
@@ -24,17 +26,9 @@ log = logging.getLogger("authgate.storage")
 PURGE_BATCH = 1_000
 """Rows one purge statement deletes at most (a few milliseconds)."""
 
-Purged = Literal[
-    "sign_in_states",
-    "sessions",
-    "provider_event_ids",
-    "sign_in_events",
-    "oauth_codes",
-    "oauth_refresh_tokens",
-    "oauth_token_families",
-    "oauth_session_clients",
-    "passkey_challenges",
-]
+DEFAULT_PURGE_INTERVAL = dt.timedelta(minutes=5)
+"""How often, at most, a repository's writes trigger its purge unless configured."""
+
 
 # What a purge removes from each table: rows expired at, or older than, the bound (the first
 # parameter), the oldest first through the column's index. SQLite evaluates an uncorrelated IN
@@ -106,3 +100,24 @@ class PeriodicPurge:
         else:
             if removed:
                 log.info("purged %d %s", removed, self._name)
+
+
+class Purging:
+    """A repository on ``_db`` whose writes purge its expired rows at most once per interval
+    (:class:`PeriodicPurge`, its log naming them ``_purged``); the copies ``bound`` makes for
+    a unit of work share the schedule."""
+
+    _purged: ClassVar[str]
+
+    def __init__(
+        self,
+        db: Database,
+        purge_interval: dt.timedelta = DEFAULT_PURGE_INTERVAL,
+        housekeeping: PeriodicPurge | None = None,
+    ) -> None:
+        self._db = db
+        self.housekeeping = housekeeping or PeriodicPurge(self._purged, purge_interval)
+
+    def bound(self, db: Database) -> Self:
+        """The same repository through ``db`` (a unit of work's), sharing the purge schedule."""
+        return type(self)(db, housekeeping=self.housekeeping)

@@ -7,6 +7,7 @@ import datetime as dt
 from collections.abc import Sequence
 from typing import Any, ClassVar, Generic
 
+from authgate.adapters import sql_rows
 from authgate.domain.logout import PendingLogout
 from authgate.ports.outbox import P
 
@@ -88,35 +89,11 @@ class SqliteOutbox(Generic[P]):
 class SqliteLogoutOutbox(SqliteOutbox[PendingLogout]):
     """:class:`~authgate.ports.logout.LogoutOutbox` in a SQLite file (``backchannel_logouts``)."""
 
-    _table = "backchannel_logouts"
-    _columns = (
-        "id",
-        "client_id",
-        "account_id",
-        "session_id",
-        "created_at",
-        "next_attempt_at",
-        "attempts",
-    )
+    _table = sql_rows.LOGOUT_OUTBOX
+    _columns = sql_rows.LOGOUT_COLUMNS
 
     def _values(self, pending: PendingLogout) -> tuple[object, ...]:
-        return (
-            pending.id,
-            pending.client_id,
-            pending.account_id,
-            pending.session_id,
-            ts(pending.created_at),
-            ts(pending.next_attempt_at),
-            pending.attempts,
-        )
+        return sql_rows.logout_values(pending, ts)
 
     def _pending(self, row: Sequence[Any]) -> PendingLogout:
-        return PendingLogout(
-            id=row[0],
-            client_id=row[1],
-            account_id=row[2],
-            session_id=row[3],
-            created_at=parse_ts(row[4]),
-            next_attempt_at=parse_ts(row[5]),
-            attempts=int(row[6]),
-        )
+        return sql_rows.pending_logout(row, parse_ts)

@@ -13,8 +13,7 @@ from authgate.ports.accounts import LastIdentityError
 from authgate.ports.passkeys import PasskeyTaken
 
 from .db import Database, parse_opt_ts, parse_ts, ts, utc
-from .housekeeping import PeriodicPurge, delete_batches
-from .state import DEFAULT_PURGE_INTERVAL
+from .housekeeping import DEFAULT_PURGE_INTERVAL, PeriodicPurge, delete_batches
 
 _COLUMNS = (
     "id, account_id, credential_id, public_key, sign_count, transports, aaguid, "

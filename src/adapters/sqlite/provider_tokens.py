@@ -5,28 +5,20 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from authgate.adapters import sql_rows
 from authgate.domain.model import (
     PendingRevocation,
-    ProviderIdentity,
-    SealedToken,
     StoredProviderToken,
 )
 
 from .db import Database, parse_ts, ts
 from .outbox import SqliteOutbox
 
-_SELECT_TOKENS = (
-    "SELECT account_id, provider, subject, key_id, ciphertext, updated_at FROM provider_tokens "
-)
+_SELECT_TOKENS = f"SELECT {sql_rows.PROVIDER_TOKEN_COLUMNS} FROM provider_tokens "  # noqa: S608
 
 
 def _stored(r: Sequence[Any]) -> StoredProviderToken:
-    return StoredProviderToken(
-        account_id=r[0],
-        identity=ProviderIdentity(r[1], r[2]),
-        sealed=SealedToken(r[3], r[4]),
-        updated_at=parse_ts(r[5]),
-    )
+    return sql_rows.stored_token(r, parse_ts)
 
 
 class SqliteProviderTokens:
@@ -59,8 +51,9 @@ class SqliteProviderTokens:
     async def take(self, account_id: str, provider: str | None = None) -> list[StoredProviderToken]:
         async with self._db.transaction() as conn:
             rows = await conn.execute_fetchall(
-                "DELETE FROM provider_tokens WHERE account_id = ? AND (? IS NULL OR provider = ?) "
-                "RETURNING account_id, provider, subject, key_id, ciphertext, updated_at",
+                "DELETE FROM provider_tokens WHERE account_id = ? "  # noqa: S608 - constant columns
+                "AND (? IS NULL OR provider = ?) "
+                f"RETURNING {sql_rows.PROVIDER_TOKEN_COLUMNS}",
                 (account_id, provider, provider),
             )
         return sorted((_stored(r) for r in rows), key=lambda t: t.identity.provider)
@@ -100,39 +93,11 @@ class SqliteRevocationOutbox(SqliteOutbox[PendingRevocation]):
     """:class:`~authgate.ports.provider_tokens.RevocationOutbox` in a SQLite file
     (``provider_token_revocations``)."""
 
-    _table = "provider_token_revocations"
-    _columns = (
-        "id",
-        "account_id",
-        "provider",
-        "subject",
-        "key_id",
-        "ciphertext",
-        "created_at",
-        "next_attempt_at",
-        "attempts",
-    )
+    _table = sql_rows.REVOCATION_OUTBOX
+    _columns = sql_rows.REVOCATION_COLUMNS
 
     def _values(self, pending: PendingRevocation) -> tuple[object, ...]:
-        return (
-            pending.id,
-            pending.account_id,
-            pending.identity.provider,
-            pending.identity.subject,
-            pending.sealed.key_id,
-            pending.sealed.ciphertext,
-            ts(pending.created_at),
-            ts(pending.next_attempt_at),
-            pending.attempts,
-        )
+        return sql_rows.revocation_values(pending, ts)
 
     def _pending(self, row: Sequence[Any]) -> PendingRevocation:
-        return PendingRevocation(
-            id=row[0],
-            account_id=row[1],
-            identity=ProviderIdentity(row[2], row[3]),
-            sealed=SealedToken(row[4], row[5]),
-            created_at=parse_ts(row[6]),
-            next_attempt_at=parse_ts(row[7]),
-            attempts=int(row[8]),
-        )
+        return sql_rows.pending_revocation(row, parse_ts)

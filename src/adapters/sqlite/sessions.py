@@ -8,10 +8,8 @@ from typing import Any
 
 from authgate.domain.model import SessionRecord
 
-from .db import Database, parse_opt_ts, parse_ts, ts
-from .housekeeping import PeriodicPurge, delete_batches
-
-DEFAULT_PURGE_INTERVAL = dt.timedelta(minutes=5)
+from .db import parse_opt_ts, parse_ts, ts
+from .housekeeping import Purging, delete_batches
 
 _SELECT = (
     "SELECT id, account_id, provider, created_at, expires_at, absolute_expires_at, auth_time, "
@@ -35,23 +33,12 @@ def _record(r: Sequence[Any]) -> SessionRecord:
     )
 
 
-class SqliteSessionRecords:
+class SqliteSessionRecords(Purging):
     """:class:`~authgate.ports.session_records.SessionRecords` in a SQLite file (times are
     ISO text in UTC, which sorts and compares like the times). ``add`` purges expired records
     at most once per ``purge_interval``."""
 
-    def __init__(
-        self,
-        db: Database,
-        purge_interval: dt.timedelta = DEFAULT_PURGE_INTERVAL,
-        housekeeping: PeriodicPurge | None = None,
-    ) -> None:
-        self._db = db
-        self.housekeeping = housekeeping or PeriodicPurge("expired sessions", purge_interval)
-
-    def bound(self, db: Database) -> SqliteSessionRecords:
-        """The same records through ``db`` (a unit of work's), sharing the purge schedule."""
-        return SqliteSessionRecords(db, housekeeping=self.housekeeping)
+    _purged = "expired sessions"
 
     async def add(self, record: SessionRecord) -> None:
         async with self._db.use() as conn:

@@ -10,9 +10,7 @@ from authgate.domain.model import Intent, PendingSignIn
 from authgate.domain.secrets import state_lookup
 
 from .db import Database, parse_ts, ts, utc
-from .housekeeping import PeriodicPurge, delete_batches
-
-DEFAULT_PURGE_INTERVAL = dt.timedelta(minutes=5)
+from .housekeeping import DEFAULT_PURGE_INTERVAL, PeriodicPurge, delete_batches
 
 
 class SqliteStates:

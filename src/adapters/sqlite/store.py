@@ -17,7 +17,7 @@ import aiosqlite
 from authgate.adapters.bound_repositories import BoundRepositories, RepositoryMakers
 from authgate.adapters.files import create_private_file, warn_if_exposed
 
-from . import events, schema, state
+from . import events, housekeeping, schema
 from .accounts import SqliteAccounts
 from .authorization import (
     SqliteAuthorizationCodes,
@@ -51,7 +51,7 @@ class SqliteStore:
         *,
         path: str,
         event_retention: dt.timedelta = events.DEFAULT_RETENTION,
-        purge_interval: dt.timedelta = state.DEFAULT_PURGE_INTERVAL,
+        purge_interval: dt.timedelta = housekeeping.DEFAULT_PURGE_INTERVAL,
         ping_timeout: float = 1.0,
     ) -> None:
         self.path = path
@@ -160,7 +160,7 @@ async def open_sqlite(
     path: str | os.PathLike[str],
     *,
     event_retention: dt.timedelta = events.DEFAULT_RETENTION,
-    purge_interval: dt.timedelta = state.DEFAULT_PURGE_INTERVAL,
+    purge_interval: dt.timedelta = housekeeping.DEFAULT_PURGE_INTERVAL,
     ping_timeout: float = 1.0,
 ) -> SqliteStore:
     """Open (creating it 0600 and its parent folders 0700 on first start) the SQLite file at

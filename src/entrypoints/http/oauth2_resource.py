@@ -86,20 +86,10 @@ class UserInfoForm:
 
 
 @attrs.frozen
-class RevocationForm:
-    """RFC 7009 section 2.1, with the client's authentication (RFC 6749 section 2.3)."""
-
-    token: str
-    token_type_hint: str | None = None
-    client_id: str | None = None
-    client_secret: str | None = None
-    client_assertion: str | None = None
-    client_assertion_type: str | None = None
-
-
-@attrs.frozen
-class IntrospectionForm:
-    """RFC 7662 section 2.1, with the client's authentication (RFC 6749 section 2.3)."""
+class PresentedTokenForm:
+    """A token the client presents, with its authentication (RFC 6749 section 2.3): the
+    same fields for revocation (RFC 7009 section 2.1) and introspection (RFC 7662 section
+    2.1)."""
 
     token: str
     token_type_hint: str | None = None
@@ -257,7 +247,7 @@ class ResourceOperations:
         api.operation(
             "POST",
             REVOCATION_PATH,
-            raw_body={FORM: RevocationForm},
+            raw_body={FORM: PresentedTokenForm},
             status=200,
             responses={
                 200: "Revoked, or not a token of the client (nothing changed)",
@@ -276,7 +266,7 @@ class ResourceOperations:
         api.operation(
             "POST",
             INTROSPECTION_PATH,
-            raw_body={FORM: IntrospectionForm},
+            raw_body={FORM: PresentedTokenForm},
             response=TokenIntrospection,
             responses={
                 400: OAuthErrorBody,

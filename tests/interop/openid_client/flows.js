@@ -6,34 +6,15 @@
 // whose ID token the library verifies by the key set discovery names (non-repudiation checks
 // on: the signature is checked, not only the claims), and private_key_jwt.
 //
-// The same browser protocol as rp.js: {"authorize": URL, "label": ...} on a line; back comes
-// one line, the URL the browser was sent to, or {"form_post": {"action": ..., "fields": {...}}}
-// for a form the browser posted. The report is the last line, {"done": {...}}.
+// The same browser as rp.js (browser.js).
 // Configuration by environment: ISSUER, REDIRECT_URI and CLIENTS (JSON: for each scenario its
 // client_id and, as it needs, secret or private JWK).
 import * as client from 'openid-client'
-import * as readline from 'node:readline'
+import { authorize, say } from './browser.js'
 
 const env = process.env
 const clients = JSON.parse(env.CLIENTS)
-const lines = readline.createInterface({ input: process.stdin })[Symbol.asyncIterator]()
-const say = (value) => process.stdout.write(JSON.stringify(value) + '\n')
 const insecure = { execute: [client.allowInsecureRequests] } // loopback HTTP in the test
-
-async function browse(url, label) {
-  say({ authorize: url.href, label })
-  const { value, done } = await lines.next()
-  if (done) throw new Error('the test closed stdin before the browser came back')
-  const text = value.trim()
-  if (!text.startsWith('{')) return new URL(text)
-  // the browser posted authgate's form_post page to the application: the request it made
-  const { action, fields } = JSON.parse(text).form_post
-  return new Request(action, {
-    method: 'POST',
-    headers: { 'content-type': 'application/x-www-form-urlencoded' },
-    body: new URLSearchParams(fields).toString(),
-  })
-}
 
 async function refused(call) {
   try {
@@ -46,25 +27,7 @@ async function refused(call) {
 }
 
 async function signIn(config, label, scope, extra = {}) {
-  const verifier = client.randomPKCECodeVerifier()
-  const state = client.randomState()
-  const nonce = client.randomNonce()
-  const url = client.buildAuthorizationUrl(config, {
-    redirect_uri: env.REDIRECT_URI,
-    scope,
-    code_challenge: await client.calculatePKCECodeChallenge(verifier),
-    code_challenge_method: 'S256',
-    state,
-    nonce,
-    ...extra,
-  })
-  const back = await browse(url, label)
-  const tokens = await client.authorizationCodeGrant(config, back, {
-    pkceCodeVerifier: verifier,
-    expectedState: state,
-    expectedNonce: nonce,
-    idTokenExpected: true,
-  })
+  const { tokens, url, back } = await authorize(config, env.REDIRECT_URI, scope, extra, label)
   const claims = tokens.claims()
   return { tokens, claims, sent: Object.fromEntries(url.searchParams), formPost: back instanceof Request }
 }

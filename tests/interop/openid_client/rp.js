@@ -4,23 +4,13 @@
 // aud, exp, iat, nonce, at_hash; and the RFC 9207 iss of the authorization response), userinfo,
 // refresh, introspection, revocation and the RP-initiated logout URL.
 //
-// The browser is played by the Python test driving this script: for each authorization the
-// script prints {"authorize": URL} on a line and reads back, on one line of stdin, the URL the
-// browser was sent back to. Everything the test asserts on is in the last line, {"done": {...}}.
+// The browser is played by the Python test driving this script (browser.js). Everything the
+// test asserts on is in the last line, {"done": {...}}.
 // Configuration by environment: ISSUER, CLIENT_ID, CLIENT_SECRET, REDIRECT_URI, LOGOUT_URI.
 import * as client from 'openid-client'
-import * as readline from 'node:readline'
+import { authorize, say } from './browser.js'
 
 const env = process.env
-const lines = readline.createInterface({ input: process.stdin })[Symbol.asyncIterator]()
-const say = (value) => process.stdout.write(JSON.stringify(value) + '\n')
-
-async function browse(url) {
-  say({ authorize: url.href })
-  const { value, done } = await lines.next()
-  if (done) throw new Error('the test closed stdin before the browser came back')
-  return new URL(value.trim())
-}
 
 // What the provider answered to a call the application expects to be refused.
 async function refused(call) {
@@ -41,27 +31,8 @@ const config = await client.discovery(
 )
 const metadata = config.serverMetadata()
 
-async function signIn(scope, extra = {}) {
-  const verifier = client.randomPKCECodeVerifier()
-  const state = client.randomState()
-  const nonce = client.randomNonce()
-  const url = client.buildAuthorizationUrl(config, {
-    redirect_uri: env.REDIRECT_URI,
-    scope,
-    code_challenge: await client.calculatePKCECodeChallenge(verifier),
-    code_challenge_method: 'S256',
-    state,
-    nonce,
-    ...extra,
-  })
-  const back = await browse(url)
-  const tokens = await client.authorizationCodeGrant(config, back, {
-    pkceCodeVerifier: verifier,
-    expectedState: state,
-    expectedNonce: nonce,
-    idTokenExpected: true,
-  })
-  return { tokens, nonce }
+function signIn(scope, extra = {}) {
+  return authorize(config, env.REDIRECT_URI, scope, extra)
 }
 
 const out = { issuer: metadata.issuer }
