@@ -46,7 +46,7 @@ from authgate.domain.passkeys import (
     PasskeyChallenge,
     clean_name,
 )
-from authgate.domain.redirects import app_url_for, is_resume_url, safe_return_to
+from authgate.domain.redirects import is_resume_url, safe_return_to
 from authgate.domain.secrets import binding_hash
 from authgate.ports.accounts import AccountRepository, LastIdentityError
 from authgate.ports.clock import Clock
@@ -395,7 +395,7 @@ class PasskeyService:
         wanted = safe_return_to(return_to, policy.app_url, policy.resume_urls)
         if wanted and is_resume_url(wanted, policy.resume_urls):
             return wanted
-        return wanted or app_url_for(policy.app_url, policy.dashboard_path)
+        return wanted or policy.dashboard_url
 
     # -- the account's passkeys -----------------------------------------------------------
 

@@ -76,9 +76,23 @@ class SignInPolicy:
     # The service's own authorization endpoint (as an OpenID Provider): a sign-in started for
     # an authorization request returns there to resume it, first-time or not.
     resume_urls: frozenset[str] = frozenset()
+    # Where a sign-in sends the browser on the application: fixed by the configuration, so
+    # joined once here rather than at every callback.
+    login_url: str = attrs.field(init=False)
+    onboarding_url: str = attrs.field(init=False)
+    dashboard_url: str = attrs.field(init=False)
 
-    def login_url(self) -> str:
+    @login_url.default
+    def _login_url(self) -> str:
         return app_url_for(self.app_url, self.login_path)
+
+    @onboarding_url.default
+    def _onboarding_url(self) -> str:
+        return app_url_for(self.app_url, self.onboarding_path)
+
+    @dashboard_url.default
+    def _dashboard_url(self) -> str:
+        return app_url_for(self.app_url, self.dashboard_path)
 
 
 class SignInService:
@@ -111,7 +125,7 @@ class SignInService:
 
     def login_url(self) -> str:
         """The application's login page, where failed callbacks send the browser."""
-        return self.policy.login_url()
+        return self.policy.login_url
 
     def provider(self, name: str) -> IdentityProvider:
         try:
@@ -495,11 +509,11 @@ class SignInService:
         if pending.return_to and is_resume_url(pending.return_to, self.policy.resume_urls):
             destination = pending.return_to  # an application's authorization request
         elif first_time:
-            destination = app_url_for(self.policy.app_url, self.policy.onboarding_path)
+            destination = self.policy.onboarding_url
         elif pending.return_to:
             destination = pending.return_to
         else:
-            destination = app_url_for(self.policy.app_url, self.policy.dashboard_path)
+            destination = self.policy.dashboard_url
         return SignedIn(
             account=account,
             provider=provider.name,
