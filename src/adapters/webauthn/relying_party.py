@@ -39,11 +39,6 @@ class Fido2RelyingParty:
         self._ceremonies: Fido2Ceremonies | None = None
         memoize_type_hints()  # fido2's data classes, made several times a sign-in
 
-    @property
-    def loaded(self) -> bool:
-        """Whether a ceremony ran, so fido2's ceremonies are imported."""
-        return self._ceremonies is not None
-
     def _fido2(self) -> Fido2Ceremonies:
         if self._ceremonies is None:
             from .ceremonies import Fido2Ceremonies  # the first ceremony: see the docstring
