@@ -19,6 +19,11 @@ SRC = ROOT / "src"
 
 def _module_imports(path: Path) -> set[str]:
     """Absolute ``authgate.*`` modules a file imports (relative imports resolved)."""
+    return {m for m in _imports(path) if m == "authgate" or m.startswith("authgate.")}
+
+
+def _imports(path: Path) -> set[str]:
+    """Every absolute module a file imports, ours and others' (relative imports resolved)."""
     rel = path.relative_to(SRC).with_suffix("")
     package = ["authgate", *rel.parts[:-1]]
     found: set[str] = set()
@@ -32,7 +37,7 @@ def _module_imports(path: Path) -> set[str]:
             else:
                 module = node.module or ""
             found.add(module)
-    return {m for m in found if m == "authgate" or m.startswith("authgate.")}
+    return found
 
 
 def _files(folder: str) -> list[Path]:
@@ -62,6 +67,21 @@ def test_services_import_only_domain_ports_and_services() -> None:
     assert _files("services")
     allowed = ("authgate.domain", "authgate.ports", "authgate.services")
     assert _violations("services", allowed) == []
+
+
+def test_services_use_no_webauthn_library() -> None:
+    # The WebAuthn ceremonies are a port's (ports/webauthn.py), on fido2 in adapters/webauthn/:
+    # a service names no library, as the signed tokens' services name no JOSE library.
+    def fido2_imports(folder: str) -> list[str]:
+        return [
+            f"{path.relative_to(ROOT)} imports {module}"
+            for path in _files(folder)
+            for module in sorted(_imports(path))
+            if module == "fido2" or module.startswith("fido2.")
+        ]
+
+    assert fido2_imports("adapters/webauthn")  # the scan sees the library where it is
+    assert fido2_imports("services") == []
 
 
 def test_rest_layer_knows_nothing_of_sign_in() -> None:

@@ -1,9 +1,10 @@
 """Passkeys (WebAuthn credentials): a sign-in method of an account beside its linked providers.
 
 Values only. The WebAuthn ceremonies themselves (options, verifying a browser's response) are
-the work of :mod:`authgate.services.passkeys` on a library; what is kept is what a later
-sign-in needs to verify an assertion (the credential id and COSE public key, the signature
-counter) and what the person sees when managing them (name, times, backed up or not).
+the work of a relying party (:mod:`authgate.ports.webauthn`) that
+:mod:`authgate.services.passkeys` drives; what is kept is what a later sign-in needs to verify
+an assertion (the credential id and COSE public key, the signature counter) and what the
+person sees when managing them (name, times, backed up or not).
 """
 
 from __future__ import annotations
@@ -67,6 +68,42 @@ class PasskeyChallenge:
     expires_at: dt.datetime
     account_id: str | None = None
     session_id: str | None = None
+
+
+@attrs.frozen
+class PasskeyUser:
+    """The account as the creation options name it to the authenticator: ``handle`` is the
+    WebAuthn user handle (opaque bytes), ``name`` and ``display_name`` what the device shows
+    when offering the passkey."""
+
+    handle: bytes
+    name: str
+    display_name: str
+
+
+@attrs.frozen
+class NewCredential:
+    """The credential of a verified registration, as a :class:`Passkey` keeps it: the
+    authenticator's credential id, its COSE public key (CBOR), its signature counter, AAGUID
+    (the authenticator model, a UUID's text), the BE and BS flags, and the transports the
+    browser reported (the known values, in its order, without repeats, at most 8)."""
+
+    credential_id: bytes = attrs.field(repr=False)
+    public_key: bytes = attrs.field(repr=False)
+    sign_count: int
+    aaguid: str
+    backup_eligible: bool
+    backed_up: bool
+    transports: tuple[str, ...]
+
+
+@attrs.frozen
+class VerifiedAssertion:
+    """What a verified assertion says of its passkey: the authenticator's signature counter
+    (0 when it keeps none) and whether the credential is backed up (BS flag) now."""
+
+    sign_count: int
+    backed_up: bool
 
 
 def clean_name(name: str) -> str | None:

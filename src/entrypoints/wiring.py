@@ -198,6 +198,7 @@ def _passkeys(
     """Passkeys as ``passkeys`` configures them (None when not enabled)."""
     if not config.passkeys.enabled or resources.passkeys is None:
         return None
+    from authgate.adapters.webauthn import Fido2RelyingParty
     from authgate.domain.passkeys import CHALLENGE_LIFETIME
     from authgate.services.passkeys import PasskeyPolicy, PasskeyService
 
@@ -210,10 +211,12 @@ def _passkeys(
         units=resources.units,
         sessions=sessions,
         clock=resources.clock,
-        policy=PasskeyPolicy(
+        relying_party=Fido2RelyingParty(
             rp_id=passkey_rp_id(config),
             rp_name=section.rp_name,
             origins=frozenset(passkey_origins(config)),
+        ),
+        policy=PasskeyPolicy(
             registration_timeout=min(
                 dt.timedelta(seconds=section.registration_timeout_seconds), CHALLENGE_LIFETIME
             ),

@@ -1,12 +1,12 @@
 """Passkeys: adding one to the signed-in account, signing in with one, managing them.
 
 A passkey is a sign-in method of an account beside its linked providers. The WebAuthn
-ceremonies run on Yubico's ``fido2`` library (README, "Passkeys": why it): it makes the
-options and verifies the browser's responses — type, challenge, origin, RP ID hash, user
-presence and verification, the signature — while this service keeps the challenge (single
-use, bound to the browser's binding cookie and to the ceremony), the credentials, and the
-rules around them: the signature counter, a disabled account, the last sign-in method, the
-audit trail and the session a sign-in issues, the same as a provider's.
+ceremonies run on a relying party (:class:`~authgate.ports.webauthn.WebAuthnRelyingParty`):
+it makes the options and verifies the browser's responses — type, challenge, origin, RP ID
+hash, user presence and verification, the signature — while this service keeps the challenge
+(single use, bound to the browser's binding cookie and to the ceremony), the credentials, and
+the rules around them: the user handle, the signature counter, a disabled account, the last
+sign-in method, the audit trail and the session a sign-in issues, the same as a provider's.
 """
 
 from __future__ import annotations
@@ -16,26 +16,10 @@ import logging
 import os
 import time
 import uuid
-from collections.abc import Mapping, Sequence
-from typing import Any, cast
+from collections.abc import Mapping
+from typing import Any
 
 import attrs
-from fido2 import cbor
-from fido2.cose import CoseKey
-from fido2.server import Fido2Server
-from fido2.webauthn import (
-    AttestationConveyancePreference,
-    AttestedCredentialData,
-    AuthenticationResponse,
-    AuthenticatorTransport,
-    PublicKeyCredentialDescriptor,
-    PublicKeyCredentialRpEntity,
-    PublicKeyCredentialType,
-    PublicKeyCredentialUserEntity,
-    RegistrationResponse,
-    ResidentKeyRequirement,
-    UserVerificationRequirement,
-)
 
 from authgate.domain import errors
 from authgate.domain.model import Caller, ClientInfo, IssuedSession, Outcome, SignInEvent
@@ -44,6 +28,7 @@ from authgate.domain.passkeys import (
     Ceremony,
     Passkey,
     PasskeyChallenge,
+    PasskeyUser,
     clean_name,
 )
 from authgate.domain.redirects import is_resume_url, safe_return_to
@@ -59,8 +44,8 @@ from authgate.ports.passkeys import (
     PasskeyTaken,
 )
 from authgate.ports.unit_of_work import UnitOfWork
+from authgate.ports.webauthn import ResponseMalformed, ResponseNotVerified, WebAuthnRelyingParty
 from authgate.services.audit import audit_event, log_event
-from authgate.services.fido2_hints import memoize_type_hints
 from authgate.services.sessions import SessionService
 from authgate.services.signin import SignInPolicy
 
@@ -72,30 +57,14 @@ PASSKEY_PROVIDER = "passkey"
 sessions list), its audit events and its metrics."""
 
 DEFAULT_NAME = "Passkey"
-_KNOWN_TRANSPORTS = frozenset(t.value for t in AuthenticatorTransport)
-
-# fido2's refusals (ValueError texts) and what the answer says of each.
-_REASONS = (
-    ("Incorrect type", "the response is not of this ceremony (clientDataJSON type)"),
-    ("Invalid origin", "the origin is not one of this service's"),
-    ("Wrong challenge", "the response answers another challenge"),
-    ("Wrong RP ID hash", "the response is for another relying party (RP ID)"),
-    ("User Present", "the user was not present"),
-    ("User verification required", "the user was not verified"),
-    ("user verified flag", "the user was not verified"),
-    ("Invalid signature", "the signature does not verify"),
-    ("Unknown credential", "the response names another credential"),
-)
 
 
 @attrs.frozen
 class PasskeyPolicy:
-    """``passkeys.*``: the relying party, the origins whose pages may use it, the ceremonies'
-    timeouts (at most :data:`CHALLENGE_LIFETIME`, which is also how long a challenge lives)."""
+    """``passkeys.*`` of the service: the ceremonies' timeouts (at most
+    :data:`CHALLENGE_LIFETIME`, which is also how long a challenge lives). The relying party
+    (RP ID, name, origins) is the :class:`WebAuthnRelyingParty`'s."""
 
-    rp_id: str
-    rp_name: str
-    origins: frozenset[str]
     registration_timeout: dt.timedelta = CHALLENGE_LIFETIME
     authentication_timeout: dt.timedelta = CHALLENGE_LIFETIME
 
@@ -124,6 +93,7 @@ class PasskeyService:
         units: UnitOfWork,
         sessions: SessionService,
         clock: Clock,
+        relying_party: WebAuthnRelyingParty,
         policy: PasskeyPolicy,
         signin: SignInPolicy,
         metrics: Metrics | None = None,
@@ -135,18 +105,10 @@ class PasskeyService:
         self.units = units
         self.sessions = sessions
         self.clock = clock
+        self.relying_party = relying_party
         self.policy = policy
         self.signin = signin
         self.metrics: Metrics = metrics or NoMetrics()
-        memoize_type_hints()  # fido2's data classes, made several times a sign-in
-        self._server = Fido2Server(
-            PublicKeyCredentialRpEntity(name=policy.rp_name, id=policy.rp_id),
-            attestation=AttestationConveyancePreference.NONE,
-            verify_origin=self._origin_allowed,
-        )
-
-    def _origin_allowed(self, origin: object) -> bool:
-        return isinstance(origin, str) and origin in self.policy.origins
 
     # -- adding a passkey -----------------------------------------------------------------
 
@@ -161,18 +123,16 @@ class PasskeyService:
         challenge = await self._new_challenge(
             binding, Ceremony.REGISTRATION, caller.account_id, caller.session_id
         )
-        options, _ = self._server.register_begin(
-            PublicKeyCredentialUserEntity(
-                id=user_handle(account.id),
+        options = self.relying_party.creation_options(
+            PasskeyUser(
+                handle=user_handle(account.id),
                 name=account.email or f"authgate account {account.id[:8]}",
                 display_name=account.name or account.email or "authgate account",
             ),
-            credentials=[_descriptor(p) for p in existing],
-            resident_key_requirement=ResidentKeyRequirement.REQUIRED,
-            user_verification=UserVerificationRequirement.REQUIRED,
-            challenge=challenge,
+            existing,
+            challenge,
         )
-        return {**options.public_key, "timeout": _milliseconds(self.policy.registration_timeout)}
+        return {**options, "timeout": _milliseconds(self.policy.registration_timeout)}
 
     async def register(
         self,
@@ -193,38 +153,21 @@ class PasskeyService:
         if challenge.account_id != caller.account_id or challenge.session_id != caller.session_id:
             raise errors.InvalidPasskeyChallenge("issued to another session")
         try:
-            registration = RegistrationResponse.from_dict(response)
-            attested = registration.response.attestation_object.auth_data
-        except Exception as e:  # fido2 raises what its decoding meets: all are malformed input
-            raise errors.InvalidPasskeyResponse(
-                "it cannot be decoded as a WebAuthn registration response"
-            ) from e
-        if attested.credential_data is None:
-            raise errors.PasskeyNotVerified("the authenticator data holds no credential")
-        _, state = self._server.register_begin(
-            PublicKeyCredentialUserEntity(id=user_handle(caller.account_id), name="-"),
-            user_verification=UserVerificationRequirement.REQUIRED,
-            challenge=challenge.challenge,
-        )
-        _refuse_cross_origin(registration.response.client_data.cross_origin)
-        try:
-            auth_data = self._server.register_complete(state, registration)
-        except ValueError as e:
-            raise errors.PasskeyNotVerified(_reason(e)) from e
-        except Exception as e:  # a member of an odd type met in the checks: malformed
-            raise errors.InvalidPasskeyResponse("a member has the wrong type") from e
-        credential = auth_data.credential_data
-        assert credential is not None  # checked above
+            credential = self.relying_party.verify_registration(response, challenge.challenge)
+        except ResponseMalformed as e:
+            raise errors.InvalidPasskeyResponse(e.detail) from e
+        except ResponseNotVerified as e:
+            raise errors.PasskeyNotVerified(e.reason) from e
         passkey = Passkey(
             id=uuid.uuid4().hex,
             account_id=caller.account_id,
-            credential_id=bytes(credential.credential_id),
-            public_key=cbor.encode(dict(credential.public_key)),
-            sign_count=auth_data.counter,
-            transports=_transports(response),
-            aaguid=str(credential.aaguid),
-            backup_eligible=auth_data.is_backup_eligible(),
-            backed_up=auth_data.is_backed_up(),
+            credential_id=credential.credential_id,
+            public_key=credential.public_key,
+            sign_count=credential.sign_count,
+            transports=credential.transports,
+            aaguid=credential.aaguid,
+            backup_eligible=credential.backup_eligible,
+            backed_up=credential.backed_up,
             name=kept_name,
             created_at=now,
         )
@@ -254,13 +197,8 @@ class PasskeyService:
         the passkeys it holds for this RP, also through autofill), their challenge kept for
         this browser."""
         challenge = await self._new_challenge(binding, Ceremony.AUTHENTICATION, None, None)
-        options, _ = self._server.authenticate_begin(
-            credentials=[],
-            user_verification=UserVerificationRequirement.REQUIRED,
-            challenge=challenge,
-        )
         return {
-            **options.public_key,
+            **self.relying_party.request_options(challenge),
             "timeout": _milliseconds(self.policy.authentication_timeout),
         }
 
@@ -322,32 +260,27 @@ class PasskeyService:
         now = self.clock.now()
         challenge = await self._take(binding, Ceremony.AUTHENTICATION, now)
         try:
-            assertion = AuthenticationResponse.from_dict(response)
-            auth_data = assertion.response.authenticator_data
-        except Exception as e:  # fido2 raises what its decoding meets: all are malformed input
-            raise errors.InvalidPasskeyResponse(
-                "it cannot be decoded as a WebAuthn authentication response"
-            ) from e
-        _, state = self._server.authenticate_begin(
-            user_verification=UserVerificationRequirement.REQUIRED, challenge=challenge.challenge
-        )
+            assertion = self.relying_party.read_assertion(response)
+        except ResponseMalformed as e:
+            raise errors.InvalidPasskeyResponse(e.detail) from e
         async with self.units.begin() as tx:
-            passkey = await tx.passkeys.find_by_credential(bytes(assertion.raw_id))
+            passkey = await tx.passkeys.find_by_credential(assertion.credential_id)
             if passkey is None:
                 raise errors.UnknownPasskey()
-            handle = assertion.response.user_handle
-            if handle is not None and bytes(handle) != user_handle(passkey.account_id):
+            handle = assertion.user_handle
+            if handle is not None and handle != user_handle(passkey.account_id):
                 raise errors.PasskeyNotVerified(
                     "the user handle is not the passkey's account's", passkey.account_id
                 )
-            _refuse_cross_origin(assertion.response.client_data.cross_origin, passkey.account_id)
             try:
-                self._server.authenticate_complete(state, [_attested(passkey)], assertion)
-            except ValueError as e:
-                raise errors.PasskeyNotVerified(_reason(e), passkey.account_id) from e
-            except Exception as e:  # a member of an odd type met in the checks: malformed
-                raise errors.InvalidPasskeyResponse("a member has the wrong type") from e
-            counter = auth_data.counter
+                verified = self.relying_party.verify_assertion(
+                    assertion, challenge.challenge, passkey
+                )
+            except ResponseNotVerified as e:
+                raise errors.PasskeyNotVerified(e.reason, passkey.account_id) from e
+            except ResponseMalformed as e:
+                raise errors.InvalidPasskeyResponse(e.detail) from e
+            counter = verified.sign_count
             if (counter or passkey.sign_count) and counter <= passkey.sign_count:
                 raise _Cloned(passkey, counter)
             identities = await tx.accounts.list_identities(passkey.account_id)
@@ -363,7 +296,7 @@ class PasskeyService:
                 raise errors.AccountDisabled(
                     disabled.disabled_reason or "disabled", passkey.account_id
                 )
-            await tx.passkeys.record_use(passkey.id, counter, auth_data.is_backed_up(), now)
+            await tx.passkeys.record_use(passkey.id, counter, verified.backed_up, now)
             await tx.accounts.record_login(passkey.account_id, now)
             session = await self.sessions.issue(
                 tx, passkey.account_id, PASSKEY_PROVIDER, client, auth_time=now
@@ -487,49 +420,9 @@ class _Cloned(errors.PasskeyNotVerified):
         )
 
 
-def _refuse_cross_origin(cross_origin: object, account_id: str | None = None) -> None:
-    """The ceremony ran in a frame of another origin: authgate's pages are never framed."""
-    if cross_origin:
-        raise errors.PasskeyNotVerified("the ceremony ran in a cross-origin frame", account_id)
-
-
 def user_handle(account_id: str) -> bytes:
     """The WebAuthn user handle of an account: its id (opaque, no personal data)."""
     return account_id.encode()
-
-
-def _descriptor(passkey: Passkey) -> PublicKeyCredentialDescriptor:
-    return PublicKeyCredentialDescriptor(
-        type=PublicKeyCredentialType.PUBLIC_KEY,
-        id=passkey.credential_id,
-        transports=[AuthenticatorTransport(t) for t in passkey.transports] or None,
-    )
-
-
-def _attested(passkey: Passkey) -> AttestedCredentialData:
-    return AttestedCredentialData.create(
-        bytes(uuid.UUID(passkey.aaguid).bytes),
-        passkey.credential_id,
-        CoseKey.parse(cast(Mapping[int, Any], cbor.decode(passkey.public_key))),
-    )
-
-
-def _transports(response: Mapping[str, Any]) -> tuple[str, ...]:
-    """The transports the browser reported (``response.transports``), the known ones only."""
-    inner = response.get("response")
-    listed = inner.get("transports") if isinstance(inner, Mapping) else None
-    if not isinstance(listed, Sequence) or isinstance(listed, str):
-        return ()
-    known = [t for t in listed if isinstance(t, str) and t in _KNOWN_TRANSPORTS]
-    return tuple(dict.fromkeys(known))[:8]
-
-
-def _reason(e: ValueError) -> str:
-    text = str(e)
-    for marker, reason in _REASONS:
-        if marker in text:
-            return reason
-    return "the response failed verification"
 
 
 def _milliseconds(delta: dt.timedelta) -> int:

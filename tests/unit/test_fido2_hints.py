@@ -1,6 +1,6 @@
-"""The fast path beside fido2 (authgate.services.fido2_hints): fido2's data classes parse the
-same with their type hints kept per class as on the library's own path, and the fast path
-stays off when fido2 no longer reads its hints the way it was checked against."""
+"""The fast path beside fido2 (authgate.adapters.webauthn.fido2_hints): fido2's data classes
+parse the same with their type hints kept per class as on the library's own path, and the fast
+path stays off when fido2 no longer reads its hints the way it was checked against."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import fido2.utils
 import pytest
 from fido2.webauthn import AuthenticationResponse, RegistrationResponse
 
-from authgate.services import fido2_hints
+from authgate.adapters.webauthn import fido2_hints
 from tests.support.webauthn import SoftAuthenticator
 
 OPTIONS = {"rp": {"id": "example.com"}, "user": {"id": "YWNjb3VudA"}, "challenge": "Y2hhbGxlbmdl"}
