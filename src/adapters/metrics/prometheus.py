@@ -8,6 +8,11 @@ exactly as the OpenTelemetry SDK's Prometheus exporter builds them (the same nam
 labels, the instrumentation scope's labels), and ``generate_latest`` writes the text. Scrapers
 see the same series whichever mode runs.
 
+``prometheus_client`` is imported on the first scrape, not at start-up: with the modules it
+brings (its exposition server's ``wsgiref``, ``http.server``, ``socketserver``, ``gzip``) it is
+about 1 MiB of an idle service's memory that counting never needs, and a service nobody scrapes
+never pays it.
+
 When the standard ``OTEL_EXPORTER_OTLP_ENDPOINT`` or ``OTEL_EXPORTER_OTLP_METRICS_ENDPOINT`` is
 set, every measurement is also recorded on the OpenTelemetry metrics SDK, whose periodic OTLP
 exporter sends it; ``/metrics`` stays ``prometheus_client``'s. Every label value is bounded
@@ -22,15 +27,14 @@ from bisect import bisect_left
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING
 
-from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
-from prometheus_client.core import CounterMetricFamily, HistogramMetricFamily, Metric
-
 from authgate.ports.metrics import LimitName, ProviderCall
 
 if TYPE_CHECKING:
     from opentelemetry.metrics import Meter
     from opentelemetry.sdk.metrics import MeterProvider
     from opentelemetry.sdk.metrics.export import MetricReader
+    from prometheus_client import CollectorRegistry
+    from prometheus_client.core import CounterMetricFamily, HistogramMetricFamily, Metric
 
 # Seconds: a sign-in's own work is milliseconds, a provider round trip up to its timeout.
 SECONDS_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
@@ -56,8 +60,6 @@ LabelValues = tuple[str | int | None, ...]
 
 class ServiceMetrics:
     """Counters and histograms of the service; :meth:`exposition` is the Prometheus text."""
-
-    content_type = CONTENT_TYPE_LATEST
 
     def __init__(
         self,
@@ -125,8 +127,7 @@ class ServiceMetrics:
             "Duration of HTTP server requests",
             ("http.request.method", "http.route", "http.response.status_code"),
         )
-        self._registry = CollectorRegistry(auto_describe=False)
-        self._registry.register(self)  # a collector: prometheus_client calls collect()
+        self._registry: CollectorRegistry | None = None  # made by the first scrape
 
     # -- the port ---------------------------------------------------------------------------
 
@@ -170,8 +171,20 @@ class ServiceMetrics:
             if family is not None:
                 yield family
 
+    @property
+    def content_type(self) -> str:
+        """The media type of :meth:`exposition`'s text, as prometheus_client names it."""
+        from prometheus_client import CONTENT_TYPE_LATEST
+
+        return CONTENT_TYPE_LATEST
+
     def exposition(self) -> bytes:
         """The current values in the Prometheus text format, written by prometheus_client."""
+        from prometheus_client import CollectorRegistry, generate_latest
+
+        if self._registry is None:
+            self._registry = CollectorRegistry(auto_describe=False)
+            self._registry.register(self)  # a collector: prometheus_client calls collect()
         return generate_latest(self._registry)
 
     def shutdown(self) -> None:
@@ -233,6 +246,8 @@ class Counter(_Instrument):
     def family(self) -> CounterMetricFamily | None:
         if not self._points:
             return None
+        from prometheus_client.core import CounterMetricFamily
+
         keys, rows = self._rows(self._points)
         family = CounterMetricFamily(self.name, self.description, labels=keys)
         for row, total in zip(rows, self._points.values(), strict=True):
@@ -270,6 +285,8 @@ class Histogram(_Instrument):
     def family(self) -> HistogramMetricFamily | None:
         if not self._points:
             return None
+        from prometheus_client.core import HistogramMetricFamily
+
         keys, rows = self._rows(self._points)
         family = HistogramMetricFamily(self.name, self.description, labels=keys, unit="seconds")
         for row, point in zip(rows, self._points.values(), strict=True):
