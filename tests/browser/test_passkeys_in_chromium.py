@@ -13,7 +13,7 @@ from pathlib import Path
 from urllib.parse import urlencode
 
 import pytest
-from playwright.sync_api import Browser, Page, expect
+from playwright.sync_api import Browser, CDPSession, Page, expect
 
 from tests.browser.conftest import _serve
 from tests.browser.support import watched_page
@@ -52,10 +52,10 @@ def instance(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Instance]:
         running.stop()
 
 
-def virtual_authenticator(page: Page) -> None:
+def virtual_authenticator(page: Page) -> Authenticator:
     cdp = page.context.new_cdp_session(page)
     cdp.send("WebAuthn.enable", {"enableUI": False})
-    cdp.send(
+    added = cdp.send(
         "WebAuthn.addVirtualAuthenticator",
         {
             "options": {
@@ -67,6 +67,44 @@ def virtual_authenticator(page: Page) -> None:
                 "automaticPresenceSimulation": True,
             }
         },
+    )
+    return Authenticator(cdp, added["authenticatorId"])
+
+
+class Authenticator:
+    """The virtual authenticator's credentials, taken away and given back: a browser whose
+    authenticator holds no passkey for the page offers none in the passkey field."""
+
+    def __init__(self, cdp: CDPSession, authenticator_id: str) -> None:
+        self.cdp, self.id = cdp, authenticator_id
+        self._kept: list[dict[str, object]] = []
+
+    def take_credentials(self) -> None:
+        found = self.cdp.send("WebAuthn.getCredentials", {"authenticatorId": self.id})
+        self._kept = found["credentials"]
+        assert self._kept
+        self.cdp.send("WebAuthn.clearCredentials", {"authenticatorId": self.id})
+
+    def give_back(self) -> None:
+        for credential in self._kept:
+            self.cdp.send(
+                "WebAuthn.addCredential", {"authenticatorId": self.id, "credential": credential}
+            )
+
+
+def demo_app_request(base: str) -> str:
+    """The query of an authorization request of the demo application (code flow, PKCE)."""
+    port = base.rsplit(":", 1)[1]
+    return urlencode(
+        {
+            "response_type": "code",
+            "client_id": "demo-app",
+            "redirect_uri": f"http://127.0.0.1:{port}/demo/app/callback",
+            "scope": "openid profile",
+            "state": "s-123",
+            "code_challenge": "E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM",
+            "code_challenge_method": "S256",
+        }
     )
 
 
@@ -144,19 +182,7 @@ def test_the_sign_in_page_of_the_openid_provider_signs_in_with_a_passkey(
         sign_out(page)
 
         # The demo application's authorization request, by a browser signed out of authgate.
-        port = base.rsplit(":", 1)[1]
-        query = urlencode(
-            {
-                "response_type": "code",
-                "client_id": "demo-app",
-                "redirect_uri": f"http://127.0.0.1:{port}/demo/app/callback",
-                "scope": "openid profile",
-                "state": "s-123",
-                "code_challenge": "E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM",
-                "code_challenge_method": "S256",
-            }
-        )
-        page.goto(f"{base}/oauth2/authorize?{query}")
+        page.goto(f"{base}/oauth2/authorize?{demo_app_request(base)}")
         expect(page.get_by_role("heading", level=1)).to_have_text("Sign in")
         page.get_by_role("button", name="Sign in with a passkey").click()
         # Signed in, the request resumes: the application asks for consent.
@@ -191,3 +217,74 @@ def test_a_passkey_sign_in_is_the_way_back_to_a_fresh_session(
         expect(page.locator("#notice")).to_have_text(re.compile("was removed"))
         expect(page.locator("#passkeys li")).to_have_count(0)
         steps.shot("passkey-step-up")
+
+
+def test_the_passkey_field_offers_the_device_s_passkeys(
+    browser: Browser, instance: Instance, artifacts: Path
+) -> None:
+    """Autofill (WebAuthn conditional mediation): the field's request runs without a dialog
+    once it has the focus, and the virtual authenticator answers it as a person choosing the
+    suggested passkey would. Without a passkey to offer, the request waits, and the button
+    still signs in while it does."""
+    base = instance.start()
+    with watched_page(browser) as (page, watch):
+        authenticator = virtual_authenticator(page)
+        steps = Steps(page, base, artifacts)
+        page.goto(f"{base}/demo")
+        page.get_by_role("link", name="Register with Google").click()
+        steps.choose_user("Ada Lovelace")
+        page.get_by_role("button", name="Add a passkey").click()
+        expect(page.locator("#passkeys li")).to_have_count(1)
+        watch.requested.clear()
+        sign_out(page)
+
+        page.get_by_label("Passkey", exact=True).focus()
+        expect(page.get_by_role("heading", level=1)).to_have_text("Welcome, Ada Lovelace")
+        expect(page.locator("#notice")).to_have_text("You are signed in with a passkey.")
+        steps.shot("passkey-autofill")
+        watch.check(base)
+
+        sign_out(page)
+        authenticator.take_credentials()
+        page.get_by_label("Passkey", exact=True).focus()
+        page.wait_for_timeout(500)  # the field's request waits: nothing to offer
+        expect(page.locator("#signed-out")).to_be_visible()
+        authenticator.give_back()
+        sign_in_with_passkey(page)
+
+
+def test_the_sign_in_page_s_passkey_field_resumes_the_authorization_request(
+    browser: Browser, instance: Instance, artifacts: Path
+) -> None:
+    base = instance.start()
+    with watched_page(browser) as (page, _):
+        authenticator = virtual_authenticator(page)
+        steps = Steps(page, base, artifacts)
+        page.goto(f"{base}/demo")
+        page.get_by_role("link", name="Register with Google").click()
+        steps.choose_user("Ada Lovelace")
+        page.get_by_role("button", name="Add a passkey").click()
+        expect(page.locator("#passkeys li")).to_have_count(1)
+        sign_out(page)
+        authorize = f"{base}/oauth2/authorize?{demo_app_request(base)}"
+
+        # Nothing to offer: the field's request waits; the button ends it and signs in.
+        authenticator.take_credentials()
+        page.goto(authorize)
+        page.get_by_label("Or choose it here").focus()
+        page.wait_for_timeout(500)
+        expect(page.get_by_role("heading", level=1)).to_have_text("Sign in")
+        authenticator.give_back()
+        page.get_by_role("button", name="Sign in with a passkey").click()
+        expect(page.get_by_role("heading", level=1)).to_have_text(
+            "Allow Demo application to use your account?"
+        )
+
+        # A browser without authgate's cookies: the field alone signs in and resumes it.
+        page.context.clear_cookies()
+        page.goto(authorize)
+        page.get_by_label("Or choose it here").focus()
+        expect(page.get_by_role("heading", level=1)).to_have_text(
+            "Allow Demo application to use your account?"
+        )
+        steps.shot("openid-provider-passkey-autofill")

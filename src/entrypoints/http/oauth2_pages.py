@@ -45,13 +45,22 @@ a.button:focus-visible, button:focus-visible { outline: 3px solid #f5a623;
 # Submits the form_post answer at once; without scripts its button does.
 FORM_POST_SCRIPT = 'document.getElementById("answer").submit();'
 
-# The sign-in page's "Sign in with a passkey" (with passkeys on): the WebAuthn request options
-# from the service, the browser's passkey, its answer; then on to where the service says (the
-# authorization request resumed). Its button carries the API's base and that address.
+# The sign-in page's passkeys (with passkeys on): the WebAuthn request options from the
+# service, the browser's passkey, its answer; then on to where the service says (the
+# authorization request resumed). The button asks with the browser's dialog; the passkey field
+# asks once it has the focus, without a dialog (conditional mediation: the browser lists the
+# device's passkeys among the field's suggestions), and that request is aborted, and awaited,
+# before the button's own (a browser runs one at a time). The button carries the API's base
+# and that address.
 PASSKEY_SCRIPT = """(() => {
   const button = document.getElementById("passkey");
+  const field = document.getElementById("passkey-field");
   const problem = document.getElementById("passkey-problem");
-  if (!window.PublicKeyCredential) { button.hidden = true; return; }
+  if (!window.PublicKeyCredential) {
+    button.hidden = true;
+    field.parentElement.hidden = true;
+    return;
+  }
   const bytes = (t) => Uint8Array.from(atob(t.replace(/-/g, "+").replace(/_/g, "/")
     + "===".slice((t.length + 3) % 4)), (c) => c.charCodeAt(0)).buffer;
   const text = (b) => btoa(String.fromCharCode(...new Uint8Array(b)))
@@ -61,29 +70,66 @@ PASSKEY_SCRIPT = """(() => {
     headers: { Accept: "application/json", "Content-Type": "application/json" },
     body: body === undefined ? undefined : JSON.stringify(body),
   });
+  const passkey = async (more) => {
+    const asked = await post("/v1/passkeys/authentication/options");
+    const options = await asked.json();
+    if (!asked.ok) throw new Error(options.message || options.error);
+    return navigator.credentials.get({ ...more, publicKey:
+      { ...options, challenge: bytes(options.challenge), allowCredentials: [] } });
+  };
+  const signIn = async (credential) => {
+    const r = credential.response;
+    const answer = await post("/v1/passkeys/authentication", {
+      id: credential.id, rawId: text(credential.rawId), type: credential.type,
+      response: { clientDataJSON: text(r.clientDataJSON),
+        authenticatorData: text(r.authenticatorData), signature: text(r.signature),
+        userHandle: r.userHandle ? text(r.userHandle) : undefined },
+      clientExtensionResults: credential.getClientExtensionResults(),
+      returnTo: button.dataset.returnTo,
+    });
+    const done = await answer.json();
+    if (!answer.ok) throw new Error(done.message || done.error);
+    location.assign(done.redirectTo);
+  };
+  const failed = (e) => {
+    problem.textContent = `The passkey did not sign you in: ${e.message || e.name}`;
+    problem.hidden = false;
+  };
+  let autofill = null;
+  field.addEventListener("focus", async () => {
+    const conditional = PublicKeyCredential.isConditionalMediationAvailable;
+    if (autofill || !conditional || !(await conditional.call(PublicKeyCredential))) return;
+    if (autofill) return;
+    const asking = new AbortController();
+    let finished;
+    autofill = { asking, done: new Promise((resolve) => (finished = resolve)) };
+    try {
+      let credential;
+      try {
+        credential = await passkey({ mediation: "conditional", signal: asking.signal });
+      } catch {
+        return;
+      }
+      problem.hidden = true;
+      await signIn(credential);
+    } catch (e) {
+      failed(e);
+    } finally {
+      autofill = null;
+      finished();
+    }
+  });
   button.addEventListener("click", async () => {
     problem.hidden = true;
+    if (autofill) {
+      const running = autofill;
+      running.asking.abort();
+      await running.done;
+    }
     try {
-      const asked = await post("/v1/passkeys/authentication/options");
-      const options = await asked.json();
-      if (!asked.ok) throw new Error(options.message || options.error);
-      const credential = await navigator.credentials.get({ publicKey:
-        { ...options, challenge: bytes(options.challenge), allowCredentials: [] } });
-      const r = credential.response;
-      const answer = await post("/v1/passkeys/authentication", {
-        id: credential.id, rawId: text(credential.rawId), type: credential.type,
-        response: { clientDataJSON: text(r.clientDataJSON),
-          authenticatorData: text(r.authenticatorData), signature: text(r.signature),
-          userHandle: r.userHandle ? text(r.userHandle) : undefined },
-        clientExtensionResults: credential.getClientExtensionResults(),
-        returnTo: button.dataset.returnTo,
-      });
-      const done = await answer.json();
-      if (!answer.ok) throw new Error(done.message || done.error);
-      location.assign(done.redirectTo);
+      await signIn(await passkey({}));
     } catch (e) {
-      problem.textContent = `The passkey did not sign you in: ${e.message || e.name}`;
-      problem.hidden = false;
+      failed(e);
     }
   });
 })();
@@ -240,6 +286,9 @@ def sign_in_page(
         '<p class="note">Or with a passkey you added to your account:</p>'
         f'<button type="button" id="passkey" data-api="{escape(passkey.api)}" '
         f'data-return-to="{escape(passkey.return_to)}">Sign in with a passkey</button>'
+        '<p><label for="passkey-field">Or choose it here</label> '
+        '<input id="passkey-field" name="username" autocomplete="username webauthn" '
+        'placeholder="Your passkeys are offered here"></p>'
         '<p id="passkey-problem" class="notice" role="alert" hidden></p>'
         if passkey is not None
         else ""

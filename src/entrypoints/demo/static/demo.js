@@ -244,6 +244,7 @@ class Demo {
     this.labels = Object.fromEntries(config.providers.map((p) => [p.id, p.label]));
     this.labels.passkey = "a passkey";
     this.base = config.base;
+    this.autofill = null; // the passkey field's waiting request: { asking, done }
   }
 
   label(id) {
@@ -399,7 +400,7 @@ class Demo {
     this.providerButtons($("signin-buttons"), "login", "Sign in with");
     this.providerButtons($("register-buttons"), "register", "Register with");
     const passkeys = this.config.passkeys;
-    const usable = Boolean(passkeys && window.PublicKeyCredential && underRpId(passkeys.rpId));
+    const usable = this.passkeysUsable();
     $("passkey-signin").hidden = !usable;
     $("passkey-elsewhere").hidden = !passkeys || usable;
     if (passkeys && !usable) {
@@ -420,7 +421,50 @@ class Demo {
     this.problem(`${what} did not work. ${text}`, code ? `error: ${code}` : `HTTP ${answer.status}`, true);
   }
 
+  // Passkey autofill (WebAuthn conditional mediation): once the passkey field has the focus,
+  // a request waits without a dialog, and the browser lists this device's passkeys for the
+  // page among the field's suggestions; choosing one signs in. Asked on focus, not when the
+  // page opens, so that a visit that never uses it leaves no challenge behind. The request
+  // is aborted (and awaited) before the button's own: a browser runs one at a time.
+  async autofillPasskey() {
+    if (this.autofill || !this.passkeysUsable()) return;
+    const conditional = PublicKeyCredential.isConditionalMediationAvailable;
+    if (!conditional || !(await conditional.call(PublicKeyCredential))) return;
+    if (this.autofill) return;
+    const asking = new AbortController();
+    let finished;
+    this.autofill = { asking, done: new Promise((resolve) => (finished = resolve)) };
+    try {
+      const options = await api("POST", "/v1/passkeys/authentication/options");
+      if (options.status !== 200 || asking.signal.aborted) return;
+      let credential;
+      try {
+        credential = await navigator.credentials.get({
+          mediation: "conditional",
+          publicKey: requestOptions(options.body),
+          signal: asking.signal,
+        });
+      } catch {
+        return; // aborted for the button, or declined: the field and the button remain
+      }
+      this.notice("");
+      this.problem("");
+      await this.finishPasskeySignIn(credential);
+    } finally {
+      this.autofill = null;
+      finished();
+    }
+  }
+
+  async stopAutofill() {
+    const running = this.autofill;
+    if (!running) return;
+    running.asking.abort();
+    await running.done;
+  }
+
   async passkeySignIn() {
+    await this.stopAutofill();
     this.notice("");
     this.problem("");
     const options = await api("POST", "/v1/passkeys/authentication/options");
@@ -432,6 +476,10 @@ class Demo {
       this.problem(`The browser did not use a passkey (${e.name}).`, "", true);
       return;
     }
+    await this.finishPasskeySignIn(credential);
+  }
+
+  async finishPasskeySignIn(credential) {
     const answer = await api("POST", "/v1/passkeys/authentication", {
       ...credentialJson(credential),
       returnTo: `${this.config.pages.dashboard}?signed_in=passkey`,
@@ -758,6 +806,7 @@ class Demo {
     $("sign-out").addEventListener("click", () => this.signOut());
     $("end-other-sessions").addEventListener("click", () => this.endOtherSessions());
     $("passkey-sign-in").addEventListener("click", () => this.passkeySignIn());
+    $("passkey-username").addEventListener("focus", () => this.autofillPasskey());
     $("add-passkey").addEventListener("click", () => this.addPasskey());
     // The callback lands on the dashboard or onboarding page with a new session; elsewhere,
     // a page that remembers no sign-in knows it is signed out and does not ask.
