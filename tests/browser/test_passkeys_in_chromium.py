@@ -92,6 +92,16 @@ class Authenticator:
             )
 
 
+def register_with_a_passkey(page: Page, base: str, steps: Steps) -> None:
+    """Ada registers on the demo with Google and adds a passkey (kept by the virtual
+    authenticator)."""
+    page.goto(f"{base}/demo")
+    page.get_by_role("link", name="Register with Google").click()
+    steps.choose_user("Ada Lovelace")
+    page.get_by_role("button", name="Add a passkey").click()
+    expect(page.locator("#passkeys li")).to_have_count(1)
+
+
 def demo_app_request(base: str) -> str:
     """The query of an authorization request of the demo application (code flow, PKCE)."""
     port = base.rsplit(":", 1)[1]
@@ -174,11 +184,7 @@ def test_the_sign_in_page_of_the_openid_provider_signs_in_with_a_passkey(
     with watched_page(browser) as (page, _):
         virtual_authenticator(page)
         steps = Steps(page, base, artifacts)
-        page.goto(f"{base}/demo")
-        page.get_by_role("link", name="Register with Google").click()
-        steps.choose_user("Ada Lovelace")
-        page.get_by_role("button", name="Add a passkey").click()
-        expect(page.locator("#passkeys li")).to_have_count(1)
+        register_with_a_passkey(page, base, steps)
         sign_out(page)
 
         # The demo application's authorization request, by a browser signed out of authgate.
@@ -199,11 +205,7 @@ def test_a_passkey_sign_in_is_the_way_back_to_a_fresh_session(
     with watched_page(browser) as (page, _):
         virtual_authenticator(page)
         steps = Steps(page, base, artifacts)
-        page.goto(f"{base}/demo")
-        page.get_by_role("link", name="Register with Google").click()
-        steps.choose_user("Ada Lovelace")
-        page.get_by_role("button", name="Add a passkey").click()
-        expect(page.locator("#passkeys li")).to_have_count(1)
+        register_with_a_passkey(page, base, steps)
         sign_out(page)
         sign_in_with_passkey(page)
         page.wait_for_timeout(4500)  # the passkey sign-in is no longer recent
@@ -230,11 +232,7 @@ def test_the_passkey_field_offers_the_device_s_passkeys(
     with watched_page(browser) as (page, watch):
         authenticator = virtual_authenticator(page)
         steps = Steps(page, base, artifacts)
-        page.goto(f"{base}/demo")
-        page.get_by_role("link", name="Register with Google").click()
-        steps.choose_user("Ada Lovelace")
-        page.get_by_role("button", name="Add a passkey").click()
-        expect(page.locator("#passkeys li")).to_have_count(1)
+        register_with_a_passkey(page, base, steps)
         watch.requested.clear()
         sign_out(page)
 
@@ -260,11 +258,7 @@ def test_the_sign_in_page_s_passkey_field_resumes_the_authorization_request(
     with watched_page(browser) as (page, _):
         authenticator = virtual_authenticator(page)
         steps = Steps(page, base, artifacts)
-        page.goto(f"{base}/demo")
-        page.get_by_role("link", name="Register with Google").click()
-        steps.choose_user("Ada Lovelace")
-        page.get_by_role("button", name="Add a passkey").click()
-        expect(page.locator("#passkeys li")).to_have_count(1)
+        register_with_a_passkey(page, base, steps)
         sign_out(page)
         authorize = f"{base}/oauth2/authorize?{demo_app_request(base)}"
 
