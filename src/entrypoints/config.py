@@ -195,6 +195,9 @@ class RateLimitConfig:
     trusted_proxies: list[str] = attrs.field(factory=list)
     ipv6_prefix: int = 64
     fail_open: bool = True
+    # How long connecting to Redis, or one answer of it, may take before it counts as
+    # unreachable (and fail_open decides): a request waits that long at most.
+    redis_timeout_seconds: float = 0.5
 
 
 @attrs.frozen
@@ -953,6 +956,8 @@ def _check_ratelimit(ratelimit: RateLimitConfig) -> None:
             )
     if not 1 <= ratelimit.ipv6_prefix <= 128:
         raise ConfigError("ratelimit.ipv6_prefix: must be between 1 and 128")
+    if not 0 < ratelimit.redis_timeout_seconds <= 30:
+        raise ConfigError("ratelimit.redis_timeout_seconds: must be above 0 and at most 30")
     for proxy in ratelimit.trusted_proxies:
         try:
             ipaddress.ip_network(proxy, strict=False)

@@ -291,7 +291,11 @@ def _session_tokens(config: Config, keys: KeySet) -> JwtSessionTokens:
 def _rate_limit_store(config: Config) -> RateLimitStore:
     """The store ``ratelimit.storage`` names (memory or Redis); Redis is reached later."""
     try:
-        return RateLimitStore(config.ratelimit.storage, fail_open=config.ratelimit.fail_open)
+        return RateLimitStore(
+            config.ratelimit.storage,
+            fail_open=config.ratelimit.fail_open,
+            timeout_seconds=config.ratelimit.redis_timeout_seconds,
+        )
     except ValueError as e:
         raise StartupError(f"ratelimit: {e}") from None
 
@@ -582,8 +586,12 @@ async def reach_redis(config: Config) -> str | None:
         return None
     where = redact(url).split("?", 1)[0]
     try:
-        store = RateLimitStore(url, fail_open=config.ratelimit.fail_open)
-        await asyncio.wait_for(store.ping(), 3.0)
+        store = RateLimitStore(
+            url,
+            fail_open=config.ratelimit.fail_open,
+            timeout_seconds=config.ratelimit.redis_timeout_seconds,
+        )
+        await asyncio.wait_for(store.ping(), max(3.0, config.ratelimit.redis_timeout_seconds))
     except ValueError as e:
         raise StartupError(f"ratelimit: {e}") from None
     except Exception as e:

@@ -29,8 +29,16 @@ def storage(request: pytest.FixtureRequest) -> str:
 async def test_forty_concurrent_callbacks_let_exactly_ten_through(
     make_service: MakeService, storage: str
 ) -> None:
+    # Exact means every request counted: a Redis answer slower than the default 0.5 s (a
+    # loaded test machine) would let a request through uncounted, as a Redis outage does.
     client = await make_service(
-        {"ratelimit": {"storage": storage, "trusted_proxies": ["127.0.0.1/32"]}}
+        {
+            "ratelimit": {
+                "storage": storage,
+                "trusted_proxies": ["127.0.0.1/32"],
+                "redis_timeout_seconds": 10,
+            }
+        }
     )
     headers = {"X-Forwarded-For": unique_ip()}
     responses = await asyncio.gather(*(client.get(CALLBACK, headers=headers) for _ in range(40)))
@@ -87,3 +95,40 @@ async def test_redis_down_fails_open_by_default_and_closed_when_configured(
     assert "rate-limit store unreachable" in caplog.text
     closed = await make_service({"ratelimit": {"storage": dead, "fail_open": False}})
     assert (await closed.get(CALLBACK)).status == 429
+
+
+async def test_a_redis_that_does_not_answer_counts_as_down_after_the_timeout(
+    make_service: MakeService, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A Redis that takes connections and never answers (a stalled server, a black-holed
+    route) holds a request no longer than ``ratelimit.redis_timeout_seconds`` allows, then
+    fails open as an unreachable one does."""
+    accepted: list[asyncio.StreamWriter] = []
+
+    async def silent(_: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        accepted.append(writer)  # read nothing, answer nothing, keep the connection
+
+    server = await asyncio.start_server(silent, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    try:
+        for timeout, at_least, under in ((0.2, 0.2, 1.0), (1.0, 1.0, 3.0)):
+            client = await make_service(
+                {
+                    "ratelimit": {
+                        "storage": f"redis://127.0.0.1:{port}/0",
+                        "redis_timeout_seconds": timeout,
+                    }
+                }
+            )
+            began = asyncio.get_running_loop().time()
+            response = await client.get(CALLBACK)
+            waited = asyncio.get_running_loop().time() - began
+            assert response.status != 429
+            assert at_least <= waited < under, (timeout, waited)
+        assert accepted
+        assert "rate-limit store unreachable (" in caplog.text
+    finally:
+        for writer in accepted:
+            writer.close()
+        server.close()
+        await server.wait_closed()

@@ -164,6 +164,15 @@ def test_an_ipv6_prefix_out_of_range_is_a_one_line_config_error(
     assert str(raised.value) == "ratelimit.ipv6_prefix: must be between 1 and 128"
 
 
+@pytest.mark.parametrize("seconds", [0, -1, 31])
+def test_a_redis_timeout_out_of_range_is_a_one_line_config_error(
+    tmp_path: Path, seconds: float
+) -> None:
+    with pytest.raises(ConfigError) as raised:
+        load_config(tmp_path, {"ratelimit": {"redis_timeout_seconds": seconds}})
+    assert str(raised.value) == ("ratelimit.redis_timeout_seconds: must be above 0 and at most 30")
+
+
 def test_a_trusted_proxy_that_is_no_network_is_a_one_line_config_error(tmp_path: Path) -> None:
     with pytest.raises(ConfigError) as raised:
         load_config(tmp_path, {"ratelimit": {"trusted_proxies": ["10.0.0.0/8", "proxy.local"]}})

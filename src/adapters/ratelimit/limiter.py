@@ -39,10 +39,11 @@ log = logging.getLogger("authgate.ratelimit")
 
 
 class RateLimitStore:
-    """The storage of the rate limits (``memory://`` or ``redis://…``) and what to do when it
-    is unreachable (``fail_open``)."""
+    """The storage of the rate limits (``memory://`` or ``redis://…``), how long a Redis
+    request may take before Redis counts as unreachable (``timeout_seconds``, for connecting
+    and for each answer), and what to do then (``fail_open``)."""
 
-    def __init__(self, url: str, *, fail_open: bool = True) -> None:
+    def __init__(self, url: str, *, fail_open: bool = True, timeout_seconds: float = 0.5) -> None:
         self._memory: MovingWindow | None = None
         self._strategy: MovingWindowRateLimiter | None = None
         if url.startswith("memory://"):
@@ -50,7 +51,7 @@ class RateLimitStore:
         else:
             from limits.aio.strategies import MovingWindowRateLimiter
 
-            self._strategy = MovingWindowRateLimiter(_redis_storage(url))
+            self._strategy = MovingWindowRateLimiter(_redis_storage(url, timeout_seconds))
         self._fail_open = fail_open
         self._unreachable = False  # since the last failure, until a hit succeeds
 
@@ -197,7 +198,7 @@ class NoRateLimit:
         return RateDecision(True)
 
 
-def _redis_storage(url: str) -> Storage:
+def _redis_storage(url: str, timeout_seconds: float) -> Storage:
     if url.startswith(("redis://", "rediss://", "unix://")):
         from limits.aio.storage import RedisStorage
 
@@ -206,7 +207,7 @@ def _redis_storage(url: str) -> Storage:
             "async+" + url,
             implementation="redispy",
             wrap_exceptions=True,
-            socket_timeout=0.5,
-            socket_connect_timeout=0.5,
+            socket_timeout=timeout_seconds,
+            socket_connect_timeout=timeout_seconds,
         )
     raise ValueError(f"unsupported rate-limit storage {url!r} (memory:// or redis://…)")
