@@ -7,6 +7,7 @@ import argparse
 import asyncio
 import gc
 import json
+import logging
 import os
 import select
 import signal
@@ -46,12 +47,20 @@ def main(argv: list[str] | None = None) -> int:
             raise  # another pipe, a socket: not the reader of our output
         _end_as_a_closed_pipe_does()
     except startup.StartupError as e:
-        print(f"authgate: {e}", file=sys.stderr)
+        _last_words(f"authgate: {e}")
         return 2
     except OSError as e:
         # Typically the port is taken: one line, not a traceback.
-        print(f"authgate: cannot start: {e}", file=sys.stderr)
+        _last_words(f"authgate: cannot start: {e}")
         return 2
+
+
+def _last_words(line: str) -> None:
+    """Why the command ends, as the last line on stderr: the log's handlers are flushed and
+    closed first (the service's writes its lines from a thread, a little later than logged),
+    so that what was logged before comes before it, as it happened."""
+    logging.shutdown()
+    print(line, file=sys.stderr)
 
 
 def _stdout_closed() -> bool:

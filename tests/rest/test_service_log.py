@@ -6,6 +6,7 @@ from __future__ import annotations
 import io
 import logging
 import threading
+import time
 from collections.abc import Iterator
 
 import pytest
@@ -128,3 +129,27 @@ def test_a_logging_configuration_is_left_as_it_is() -> None:
     install_service_handler()
     assert (list(root.handlers), root.level) == before
     assert not any(isinstance(h, ServiceLogHandler) for h in root.handlers)
+
+
+def test_a_record_wakes_the_writer_once_for_what_is_logged_meanwhile() -> None:
+    """The listener lingers once woken: a record is written ``linger`` after it was logged,
+    together with every record logged meanwhile (one wake-up for all of them)."""
+    stream = io.StringIO()
+    handler = ServiceLogHandler(stream, linger=0.3)
+    logger = logging.getLogger("test.servicelog.linger")
+    logger.propagate = False
+    logger.setLevel(logging.INFO)
+    logger.addHandler(handler)
+    try:
+        logger.info("first")
+        time.sleep(0.1)
+        assert stream.getvalue() == ""  # not yet: the listener lets records gather
+        for n in range(50):
+            logger.info("then %d", n)
+        deadline = time.monotonic() + 5
+        while len(stream.getvalue().splitlines()) < 51 and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert messages(stream.getvalue()) == ["first", *(f"then {n}" for n in range(50))]
+    finally:
+        logger.removeHandler(handler)
+        handler.close()
