@@ -13,6 +13,8 @@ import pytest
 
 from authgate.entrypoints.rest.accesslog import (
     LOG_FORMAT,
+    BurstWriter,
+    ServiceFormatter,
     ServiceLogHandler,
     install_service_handler,
 )
@@ -153,3 +155,79 @@ def test_a_record_wakes_the_writer_once_for_what_is_logged_meanwhile() -> None:
     finally:
         logger.removeHandler(handler)
         handler.close()
+
+
+def record_at(created: float, message: str = "a line") -> logging.LogRecord:
+    record = logging.LogRecord("test.stamps", logging.INFO, __file__, 1, message, None, None)
+    record.created = created
+    record.msecs = (created - int(created)) * 1000
+    return record
+
+
+def test_the_time_stamp_is_the_standard_formatters() -> None:
+    # The service's formatter makes the seconds of the stamp once a second: every line must
+    # read as logging.Formatter(LOG_FORMAT) writes it, within a second, across seconds, minutes,
+    # days, and when the clock goes back.
+    ours = ServiceFormatter()
+    standard = logging.Formatter(LOG_FORMAT)
+    base = 1_795_000_799.0  # a second before a minute, an hour and (UTC) a day change
+    times = [base + step for step in (0, 0.001, 0.5, 0.999, 1.0, 1.25, 61.7, 3600.02, 86_400.9)]
+    times += [base + 0.75, base - 30.5, base + 0.4]  # back in time: a new stamp, not the old one
+    for created in times:
+        record = record_at(created)
+        assert ours.format(record) == standard.format(record), created
+
+
+def test_a_burst_is_written_when_it_ends_in_one_write() -> None:
+    class CountingStream(io.StringIO):
+        writes = 0
+
+        def write(self, text: str) -> int:
+            self.writes += 1
+            return super().write(text)
+
+    stream = CountingStream()
+    writer = BurstWriter(stream)
+    writer.setFormatter(ServiceFormatter())
+    for n in range(10):
+        writer.handle(record_at(1_795_000_000 + n / 100, f"line {n}"))
+    assert stream.getvalue() == ""  # formatted, waiting for the burst's end
+    writer.flush()
+    assert stream.writes == 1
+    assert messages(stream.getvalue()) == [f"line {n}" for n in range(10)]
+    writer.flush()  # nothing new: nothing written
+    assert stream.writes == 1
+
+
+def test_a_long_burst_is_written_as_it_reaches_the_bound() -> None:
+    stream = io.StringIO()
+    writer = BurstWriter(stream)
+    writer.setFormatter(ServiceFormatter())
+    for n in range(BurstWriter.MAX_LINES + 3):
+        writer.handle(record_at(1_795_000_000, f"line {n}"))
+    assert len(stream.getvalue().splitlines()) == BurstWriter.MAX_LINES
+    writer.flush()
+    assert messages(stream.getvalue()) == [f"line {n}" for n in range(BurstWriter.MAX_LINES + 3)]
+
+
+def test_a_failed_write_is_reported_and_the_next_burst_is_written(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    class FailingOnce(io.StringIO):
+        failed = False
+
+        def write(self, text: str) -> int:
+            if not self.failed:
+                self.failed = True
+                raise OSError("disk full")
+            return super().write(text)
+
+    stream = FailingOnce()
+    writer = BurstWriter(stream)
+    writer.setFormatter(ServiceFormatter())
+    writer.handle(record_at(1_795_000_000, "lost"))
+    writer.flush()  # reported as logging reports a handler's failure, not raised
+    assert "--- Logging error ---" in capsys.readouterr().err
+    writer.handle(record_at(1_795_000_001, "written"))
+    writer.flush()
+    assert messages(stream.getvalue()) == ["written"]

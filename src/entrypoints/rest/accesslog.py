@@ -13,8 +13,9 @@ logging is configured already) is the standard library's pair for logging from a
 a :class:`logging.handlers.QueueHandler` on the root logger only puts each record on a queue,
 and a :class:`logging.handlers.QueueListener`'s thread formats the lines and writes them to
 stderr, in bursts (:class:`LingeringListener`: woken by a record, it lets those logged in the
-next 50 ms gather, so that it is not woken once per record). The loop pays for the record, not
-for the line's time stamp or the write; one queue keeps the records of every thread (an access
+next 50 ms gather, so that it is not woken once per record; :class:`BurstWriter` writes the
+lines of a burst in one write, not one each). The loop pays for the record, not for the line's
+time stamp or the write; one queue keeps the records of every thread (an access
 line, a sign-in's audit line, a warning) in the order they were logged. The listener stops
 when logging shuts down (``logging.shutdown``, at the interpreter's exit: after a SIGTERM/SIGINT
 stop too), once every record queued before has been written.
@@ -62,14 +63,86 @@ class LingeringListener(logging.handlers.QueueListener):
 
     def dequeue(self, block: bool) -> logging.LogRecord:
         """The next record: at once when one is waiting, else the next one logged, after
-        ``linger`` (the logging module's documented point to change how records are taken)."""
+        ``linger`` (the logging module's documented point to change how records are taken).
+        Before it waits, the burst written so far is over: its handlers write it out."""
         try:
             return self._records.get_nowait()
         except queue.Empty:
             pass
+        self._flush()
         record = self._records.get(block)
         time.sleep(self.linger)
         return record
+
+    def stop(self) -> None:
+        """Stop the thread once every record queued so far was handled, and write them."""
+        super().stop()
+        self._flush()
+
+    def _flush(self) -> None:
+        for handler in self.handlers:
+            handler.flush()
+
+
+class BurstWriter(logging.StreamHandler):  # type: ignore[type-arg]
+    """A :class:`logging.StreamHandler` that writes the lines of a burst together: each record
+    is formatted as it comes, and :meth:`flush` (the listener's, once the burst is over) writes
+    them to the stream in one write. A plain ``StreamHandler`` writes and flushes every line, a
+    system call each (``sys.stderr`` is line-buffered): 3 to 5 µs of the listener's CPU per
+    line to a file or a pipe, 0.1 µs written together. At most :attr:`MAX_LINES` wait: a
+    longer burst is written as it reaches them."""
+
+    MAX_LINES = 256
+
+    def __init__(self, stream: TextIO) -> None:
+        super().__init__(stream)
+        self._lines: list[str] = []
+        self._last: logging.LogRecord | None = None
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            self._lines.append(self.format(record) + self.terminator)
+        except Exception:
+            self.handleError(record)
+            return
+        self._last = record
+        if len(self._lines) >= self.MAX_LINES:
+            self.flush()
+
+    def flush(self) -> None:
+        self.acquire()
+        try:
+            if self._lines:
+                text = "".join(self._lines)
+                self._lines.clear()
+                try:
+                    self.stream.write(text)
+                except Exception:
+                    self.handleError(self._last)  # type: ignore[arg-type]
+            super().flush()
+        finally:
+            self.release()
+
+
+class ServiceFormatter(logging.Formatter):
+    """:data:`LOG_FORMAT`, with the time stamp's seconds (``time.strftime``, a third of what
+    formatting a line costs) made once a second: records come in bursts, mostly within one
+    second. The text is the standard formatter's (``default_time_format``,
+    ``default_msec_format``, ``converter``)."""
+
+    def __init__(self) -> None:
+        super().__init__(LOG_FORMAT)
+        self._second: int | None = None
+        self._stamp = ""
+
+    def formatTime(self, record: logging.LogRecord, datefmt: str | None = None) -> str:
+        if datefmt is not None or self.default_msec_format is None:
+            return super().formatTime(record, datefmt)
+        second = int(record.created)
+        if second != self._second:
+            self._stamp = time.strftime(self.default_time_format, self.converter(second))
+            self._second = second
+        return self.default_msec_format % (self._stamp, record.msecs)
 
 
 class ServiceLogHandler(logging.handlers.QueueHandler):
@@ -77,8 +150,8 @@ class ServiceLogHandler(logging.handlers.QueueHandler):
     ``stream`` in :data:`LOG_FORMAT` from now until :meth:`close`."""
 
     def __init__(self, stream: TextIO, *, linger: float = LINGER_SECONDS) -> None:
-        writer = logging.StreamHandler(stream)
-        writer.setFormatter(logging.Formatter(LOG_FORMAT))
+        writer = BurstWriter(stream)
+        writer.setFormatter(ServiceFormatter())
         # Made after its writer: logging.shutdown closes the handlers newest first, so this one
         # (whose close writes what is queued) before the writer.
         records: queue.SimpleQueue[logging.LogRecord] = queue.SimpleQueue()
