@@ -9,13 +9,15 @@ warms up; ``callgrind_control`` switches it on, zeroes and dumps the counters ar
 * ``refresh``: refresh-token rotations;
 * ``introspection``: introspections of one access token, and the same batch against
   bench/raw_introspection_server.py (the raw aiohttp + asyncpg handler) under callgrind too:
-  "raw / authgate" is its instructions per request over authgate's.
+  "raw / authgate" is its instructions per request over authgate's; and against authgate with
+  ``rest.access_log: false`` (the raw handler writes no log): "raw / authgate, access log off".
 
 Counted: the server process's own user-space instructions (every thread), not the kernel's, not
 PostgreSQL's; RSA under valgrind's emulated CPU counts more than it costs natively.
 
     .venv/bin/python bench/openid_instructions.py                 # 200 of each
     .venv/bin/python bench/openid_instructions.py --operations 50 # a smoke run
+    .venv/bin/python bench/openid_instructions.py --only introspection
 
 Needs valgrind (``apt-get install valgrind``) and PostgreSQL.
 """
@@ -55,6 +57,7 @@ from bench.openid_bench import (
     CLIENTS,
     INTROSPECTOR_SECRET,
     ISSUER,
+    NO_LOG,
     Browser,
     introspected,
     introspection_request,
@@ -103,7 +106,7 @@ async def counted(
     return {"operations": done, "instructions_per_operation": instructions // done}
 
 
-async def run(admin_url: str, operations: int) -> dict[str, Any]:
+async def run(admin_url: str, operations: int, only: list[str]) -> dict[str, Any]:
     folder = temp_folder("authgate-bench-openid-ir-")
     name = f"authgate_bench_openid_ir_{os.getpid()}"
     admin = await asyncpg.connect(admin_url)
@@ -121,12 +124,18 @@ async def run(admin_url: str, operations: int) -> dict[str, Any]:
         config = write_config(
             folder, service_config(folder, None, database_url=url, overrides=overrides)
         )
+        no_log = {**overrides, "rest": {**overrides["rest"], "access_log": False}}
+        no_log_config = write_config(
+            folder,
+            service_config(folder, None, database_url=url, overrides=no_log),
+            "config-no-access-log.yaml",
+        )
         await asyncio.to_thread(migrate, config)
         account = await seed(url)
         command = authgate_command("serve", "--config", str(config))
         async with aiohttp.ClientSession(cookie_jar=aiohttp.DummyCookieJar()) as http:
             # code flows and refreshes: one callgrind dump each, in separate server runs
-            for kind in ("code_flow", "refresh"):
+            for kind in [k for k in ("code_flow", "refresh") if k in only]:
                 server = under_callgrind(folder, kind, command, port)
                 async with server:
                     session = await mint_session(
@@ -136,6 +145,8 @@ async def run(admin_url: str, operations: int) -> dict[str, Any]:
                     out = folder / f"{kind}.callgrind"
                     report[kind] = await counted(server, out, operations, browser, kind)
                 print(kind, report[kind], file=sys.stderr, flush=True)
+            if "introspection" not in only:
+                return report
             # introspection: authgate (plain, the token minted beforehand), then the raw handler
             async with ServiceProcess(config) as plain:
                 session = await mint_session(
@@ -153,6 +164,7 @@ async def run(admin_url: str, operations: int) -> dict[str, Any]:
             raw = Path(__file__).with_name("raw_introspection_server.py")
             servers = {
                 "authgate": (command, port),
+                NO_LOG: (authgate_command("serve", "--config", str(no_log_config)), port),
                 "raw": (
                     [
                         sys.executable,
@@ -179,13 +191,20 @@ async def run(admin_url: str, operations: int) -> dict[str, Any]:
                         kind, server.pid, out, p, request, operations
                     )
                 print(f"introspection {kind}", counts[kind], file=sys.stderr, flush=True)
-            if not answers["authgate"].get("active") or answers["authgate"] != answers["raw"]:
+            if not answers["authgate"].get("active") or any(
+                answer != answers["raw"] for answer in answers.values()
+            ):
                 raise RuntimeError(f"the servers answer differently: {answers}")
             report["introspection"] = {
                 "servers": counts,
                 "raw/authgate": round(
                     counts["raw"]["instructions_per_request"]
                     / counts["authgate"]["instructions_per_request"],
+                    3,
+                ),
+                "raw/authgate, access log off": round(
+                    counts["raw"]["instructions_per_request"]
+                    / counts[NO_LOG]["instructions_per_request"],
                     3,
                 ),
             }
@@ -201,11 +220,14 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--admin-url", default=DEFAULT_ADMIN_URL)
     parser.add_argument("--operations", type=int, default=200)
+    kinds = ("code_flow", "refresh", "introspection")
+    parser.add_argument("--only", choices=kinds, action="append", help="repeatable; all by default")
     args = parser.parse_args()
     if shutil.which("valgrind") is None or shutil.which("callgrind_control") is None:
         print("valgrind is not installed (apt-get install valgrind)", file=sys.stderr)
         return 2
-    print(json.dumps(asyncio.run(run(args.admin_url, args.operations)), indent=2))
+    report = asyncio.run(run(args.admin_url, args.operations, args.only or list(kinds)))
+    print(json.dumps(report, indent=2))
     return 0
 
 
