@@ -41,6 +41,12 @@ class Outbox(Protocol[P]):
         """Keep a new row (its id is new), due at its ``next_attempt_at``."""
         ...
 
+    async def due(self, now: dt.datetime) -> bool:
+        """Whether a row is due at ``now`` and not leased: a look that writes nothing, which
+        a worker takes before it claims (a claim writes, and on SQLite takes the file's write
+        lock even when nothing is due)."""
+        ...
+
     async def claim(self, now: dt.datetime, lease: dt.timedelta, limit: int) -> list[P]:
         """Up to ``limit`` rows due at ``now`` and not leased, oldest due first, each now
         leased until ``now + lease``."""

@@ -99,6 +99,10 @@ class OutboxWorker(Generic[P]):
     async def run_once(self) -> int:
         """Claim the due rows and try each once; the number claimed."""
         now = self.clock.now()
+        # A look first, which writes nothing: an idle worker's poll takes no write lock (a
+        # claim writes, and on SQLite a unit that may write locks the file as it begins).
+        if not await self.outbox.due(now):
+            return 0
         claimed = await self.outbox.claim(now, self.policy.lease, self.policy.batch)
         for pending in claimed:
             await self.attempt(pending)
@@ -131,6 +135,10 @@ class OutboxInUnits(Generic[P]):
     async def add(self, pending: P) -> None:
         async with self._units.begin() as tx:
             await self._outbox_of(tx).add(pending)
+
+    async def due(self, now: dt.datetime) -> bool:
+        async with self._units.read() as tx:
+            return await self._outbox_of(tx).due(now)
 
     async def claim(self, now: dt.datetime, lease: dt.timedelta, limit: int) -> list[P]:
         async with self._units.begin() as tx:

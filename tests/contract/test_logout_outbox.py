@@ -43,6 +43,23 @@ async def test_claim_leases_due_rows_oldest_due_first(store: Store) -> None:
     assert [p.id for p in again] == ["a", "b", "late"]
 
 
+async def test_due_says_whether_a_claim_would_find_a_row(store: Store) -> None:
+    outbox = store.logout_outbox
+    assert not await outbox.due(at(5))  # empty
+    await outbox.add(logout("l-1", due=at(3)))
+    assert not await outbox.due(at(2))  # not due yet
+    assert await outbox.due(at(3))
+    [claimed] = await outbox.claim(at(3), LEASE, 10)
+    assert not await outbox.due(at(4))  # leased
+    assert await outbox.due(at(3) + LEASE)  # its lease ran out
+    await outbox.retry(claimed.id, 1, at(30), "HTTP 503")
+    assert not await outbox.due(at(29))
+    assert await outbox.due(at(30))
+    await outbox.complete("l-1")
+    assert not await outbox.due(at(99))
+    assert await outbox.pending() == []  # looking changed nothing
+
+
 async def test_claim_respects_the_limit(store: Store) -> None:
     for i in range(5):
         await store.logout_outbox.add(logout(f"l-{i}", due=at(i)))

@@ -107,6 +107,19 @@ async def test_claim_leases_due_rows_oldest_first(store: Store) -> None:
     assert [p.id for p in again] == ["a", "b", "late"]
 
 
+async def test_due_says_whether_a_claim_would_find_a_revocation(store: Store) -> None:
+    outbox = store.revocations
+    assert not await outbox.due(at(5))
+    await outbox.add(pending("r-1", due=at(3)))
+    assert not await outbox.due(at(2))
+    assert await outbox.due(at(3))
+    await outbox.claim(at(3), LEASE, 10)
+    assert not await outbox.due(at(4))  # leased
+    assert await outbox.due(at(3) + LEASE)
+    await outbox.complete("r-1")
+    assert not await outbox.due(at(99))
+
+
 async def test_claim_respects_the_limit(store: Store) -> None:
     for i in range(5):
         await store.revocations.add(pending(f"r-{i}", due=at(i)))

@@ -18,6 +18,13 @@ class OutboxRow(Generic[P]):
     error: str | None = None
 
 
+def _claimable(row: OutboxRow[Any], now: dt.datetime) -> bool:
+    """Due at ``now`` and not leased."""
+    return row.pending.next_attempt_at <= now and (
+        row.leased_until is None or row.leased_until <= now
+    )
+
+
 class MemoryOutbox(Generic[P]):
     """:class:`~authgate.ports.outbox.Outbox` in a dict (one process: the lease only matters to
     a worker that dies, which here takes the rows with it)."""
@@ -36,13 +43,11 @@ class MemoryOutbox(Generic[P]):
             raise ValueError("an outbox row with this id is kept already")
         self._rows[pending.id] = OutboxRow(pending)
 
+    async def due(self, now: dt.datetime) -> bool:
+        return any(_claimable(r, now) for r in self._rows.values())
+
     async def claim(self, now: dt.datetime, lease: dt.timedelta, limit: int) -> list[P]:
-        due = [
-            r
-            for r in self._rows.values()
-            if r.pending.next_attempt_at <= now
-            and (r.leased_until is None or r.leased_until <= now)
-        ]
+        due = [r for r in self._rows.values() if _claimable(r, now)]
         due.sort(key=lambda r: (r.pending.next_attempt_at, r.pending.id))
         for row in due[:limit]:
             row.leased_until = now + lease

@@ -25,6 +25,7 @@ class PostgresOutbox(rows.Bindable, Generic[P]):
     _table: ClassVar[str]
     _columns: ClassVar[tuple[str, ...]]
     _insert: ClassVar[str]
+    _due: ClassVar[str]
     _claim: ClassVar[str]
     _select: ClassVar[str]
 
@@ -34,6 +35,8 @@ class PostgresOutbox(rows.Bindable, Generic[P]):
         marks = ", ".join(f"${i}" for i in range(1, len(cls._columns) + 1))
         table = cls._table
         cls._insert = f"INSERT INTO {table} ({columns}) VALUES ({marks})"  # noqa: S608
+        claimable = "next_attempt_at <= $1 AND (leased_until IS NULL OR leased_until <= $1)"
+        cls._due = f"SELECT EXISTS (SELECT 1 FROM {table} WHERE {claimable})"  # noqa: S608
         # Bounded by construction, whatever the plan: a MATERIALIZED WITH query runs once per
         # statement and its rows are kept; a plan that re-scans it (a nested loop re-scans
         # its inner side for every outer row) re-reads those rows. A sub-select in FROM or
@@ -45,7 +48,7 @@ class PostgresOutbox(rows.Bindable, Generic[P]):
         cls._claim = f"""
             WITH due AS MATERIALIZED (
                 SELECT id FROM {table}
-                WHERE next_attempt_at <= $1 AND (leased_until IS NULL OR leased_until <= $1)
+                WHERE {claimable}
                 ORDER BY next_attempt_at, id LIMIT $3
                 FOR UPDATE SKIP LOCKED
             )
@@ -66,6 +69,9 @@ class PostgresOutbox(rows.Bindable, Generic[P]):
 
     async def add(self, pending: P) -> None:
         await rows.write(self._db, self._insert, *self._values(pending))
+
+    async def due(self, now: dt.datetime) -> bool:
+        return bool(await self._db.fetchval(self._due, rows.utc(now)))
 
     async def claim(self, now: dt.datetime, lease: dt.timedelta, limit: int) -> list[P]:
         found = await self._db.fetch(self._claim, rows.utc(now), rows.utc(now + lease), limit)

@@ -22,6 +22,7 @@ class SqliteOutbox(Generic[P]):
     _table: ClassVar[str]
     _columns: ClassVar[tuple[str, ...]]
     _insert: ClassVar[str]
+    _due: ClassVar[str]
     _claim: ClassVar[str]
     _select: ClassVar[str]
 
@@ -31,13 +32,15 @@ class SqliteOutbox(Generic[P]):
         marks = ", ".join("?" * len(cls._columns))
         table = cls._table
         cls._insert = f"INSERT INTO {table} ({columns}) VALUES ({marks})"  # noqa: S608
+        claimable = "next_attempt_at <= ? AND (leased_until IS NULL OR leased_until <= ?)"
+        cls._due = f"SELECT EXISTS (SELECT 1 FROM {table} WHERE {claimable})"  # noqa: S608
         # At most ``limit`` rows: SQLite evaluates an uncorrelated IN sub-select once (into a
         # transient index) before updating, and one writer at a time has the file.
         cls._claim = f"""
             UPDATE {table} SET leased_until = ?
             WHERE id IN (
                 SELECT id FROM {table}
-                WHERE next_attempt_at <= ? AND (leased_until IS NULL OR leased_until <= ?)
+                WHERE {claimable}
                 ORDER BY next_attempt_at, id LIMIT ?
             )
             RETURNING {columns}
@@ -58,6 +61,11 @@ class SqliteOutbox(Generic[P]):
     async def add(self, pending: P) -> None:
         async with self._db.use() as conn:
             await conn.execute(self._insert, self._values(pending))
+
+    async def due(self, now: dt.datetime) -> bool:
+        async with self._db.use() as conn:
+            rows = await conn.execute_fetchall(self._due, (ts(now), ts(now)))
+        return any(found for (found,) in rows)
 
     async def claim(self, now: dt.datetime, lease: dt.timedelta, limit: int) -> list[P]:
         async with self._db.use() as conn:
