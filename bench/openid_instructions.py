@@ -124,12 +124,6 @@ async def run(admin_url: str, operations: int, only: list[str]) -> dict[str, Any
         config = write_config(
             folder, service_config(folder, None, database_url=url, overrides=overrides)
         )
-        no_log = {**overrides, "rest": {**overrides["rest"], "access_log": False}}
-        no_log_config = write_config(
-            folder,
-            service_config(folder, None, database_url=url, overrides=no_log),
-            "config-no-access-log.yaml",
-        )
         await asyncio.to_thread(migrate, config)
         account = await seed(url)
         command = authgate_command("serve", "--config", str(config))
@@ -161,6 +155,14 @@ async def run(admin_url: str, operations: int, only: list[str]) -> dict[str, Any
                     jwks = folder / "jwks.json"
                     jwks.write_bytes(await response.read())
             raw_port = free_port()
+            # Written now, with ports free now (not before the flows' thousands of client
+            # connections, any of which may take a port chosen then as its own).
+            no_log = {**overrides, "rest": {**overrides["rest"], "access_log": False}}
+            no_log_config = write_config(
+                folder,
+                service_config(folder, None, database_url=url, overrides=no_log),
+                "config-no-access-log.yaml",
+            )
             raw = Path(__file__).with_name("raw_introspection_server.py")
             servers = {
                 "authgate": (command, port),
