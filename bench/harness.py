@@ -38,6 +38,7 @@ import yaml
 
 from authgate.adapters.sessions import JwtSessionTokens, load_or_create_keys
 from tests.fakeidp import FakeIdP, FakeUser
+from tests.support.ports import free_port, free_ports
 
 ROOT = Path(__file__).resolve().parent.parent
 APP_URL = "https://app.example.com"
@@ -45,13 +46,6 @@ CALLBACK_URL = "https://api.example.com/v1/auth/{name}/callback"
 PROVIDERS = ("google", "facebook", "apple")
 SESSION_ISSUER = "authgate-proof"
 SESSION_AUDIENCE = "authgate-proof"
-
-
-def free_port() -> int:
-    """A loopback TCP port free at the time of the call."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def free_port_run(count: int) -> int:
@@ -97,12 +91,17 @@ def service_config(
 
     Instances that must accept each other's sessions share ``keys_file``."""
     providers = {p: fake.config(p) for p in PROVIDERS} if fake is not None else {}
+    # The scrape port differs from the API's (the configuration refuses the same port twice).
+    if port:
+        [metrics_port] = free_ports(1, besides=(port,))
+    else:
+        port, metrics_port = free_ports(2)
     config: dict[str, Any] = {
         "environment": "test",
-        "rest": {"port": port or free_port(), "host": "127.0.0.1", "shutdown_timeout_seconds": 30},
+        "rest": {"port": port, "host": "127.0.0.1", "shutdown_timeout_seconds": 30},
         "otel": {"service": {"name": "authgate-proof"}, "sdk": {"disabled": True}},
         # Instances side by side would collide on the default scrape port (9464).
-        "metrics": {"port": free_port()},
+        "metrics": {"port": metrics_port},
         "app": {
             "url": APP_URL,
             "callback_urls": [CALLBACK_URL.format(name=p) for p in providers],

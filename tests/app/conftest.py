@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import copy
 import logging
-import socket
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -22,19 +21,13 @@ from authgate.entrypoints.serve_config import build_app
 from authgate.ports.clock import Clock
 from tests.fakeidp import FakeIdP, FakeUser, SettableClock
 from tests.fakeidp.fixtures import fake_idp, http_session, idp_clock  # noqa: F401
+from tests.support.ports import free_port
 from tests.support.stores import service_database_url
 
 APP_URL = "https://app.example.com"
 
 Client = TestClient[web.Request, web.Application]
 MakeService = Callable[..., Awaitable[Client]]
-
-
-def free_port() -> int:
-    """A loopback TCP port free at the time of the call."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def base_config(tmp_path: Path) -> dict[str, Any]:

@@ -20,15 +20,10 @@ from typing import Any
 import pytest
 import yaml
 
+from tests.support.ports import free_port, free_ports
 from tests.support.waiting import GENEROUS_SECONDS
 
 from .conftest import base_config, merge
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @contextlib.contextmanager
@@ -41,8 +36,8 @@ def serving(
     """`authgate serve` on a free port until the block ends (then SIGTERM, exit 0 asserted);
     yields the port and a list that receives the process's stderr when it has stopped.
     ``overrides`` are merged into the configuration; ``umask`` is the process's (-1: ours)."""
-    port = free_port()
     config = merge(base_config(tmp_path), overrides or {})
+    [port] = free_ports(1, besides=(config["metrics"].get("port"),))
     config = merge(config, {"rest": {"port": port, "host": "127.0.0.1", **rest}})
     path = tmp_path / "authgate.yaml"
     path.write_text(yaml.safe_dump(config, sort_keys=False))

@@ -20,18 +20,15 @@ from typing import Any
 import pytest
 import yaml
 
+from tests.support.ports import free_ports
+
 from .conftest import base_config, merge
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def write_config(tmp_path: Path, rest: dict[str, Any]) -> tuple[Path, int]:
-    port = free_port()
-    config = merge(base_config(tmp_path), {"rest": {"port": port, "host": "127.0.0.1", **rest}})
+    base = base_config(tmp_path)
+    [port] = free_ports(1, besides=(base["metrics"]["port"],))
+    config = merge(base, {"rest": {"port": port, "host": "127.0.0.1", **rest}})
     path = tmp_path / "authgate.yaml"
     path.write_text(yaml.safe_dump(config, sort_keys=False))
     return path, port

@@ -6,7 +6,6 @@ from __future__ import annotations
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -18,6 +17,8 @@ from typing import Any
 
 import pytest
 import yaml
+
+from tests.support.ports import free_ports
 
 ROOT = Path(__file__).resolve().parents[2]
 CHROMIUM = Path("/usr/bin/chromium")
@@ -32,13 +33,6 @@ CHROMIUM_ARGS = [
     "--disable-component-update",
     "--disable-sync",
 ]
-
-
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
 
 
 def _wait_ready(base: str, process: subprocess.Popen[bytes], log: Path) -> None:
@@ -69,11 +63,11 @@ def _serve(
         for name, values in sections.items():
             data[name] = {**data.get(name, {}), **values}
         (workdir / "config.yaml").write_text(yaml.safe_dump(data, sort_keys=False))
-    port = _free_port()
+    port, metrics_port = free_ports(2)
     env = {
         **os.environ,
         "PORT": str(port),
-        "METRICS_PORT": str(_free_port()),  # not the default 9464: parallel runs would collide
+        "METRICS_PORT": str(metrics_port),  # not the default 9464: parallel runs would collide
         "OTEL_SDK_DISABLED": "true",
         **env_vars,
     }

@@ -23,11 +23,11 @@ import pytest
 from playwright.sync_api import Browser, ConsoleMessage, Page, Response, expect, sync_playwright
 
 from authgate.entrypoints.demo.assets import read_static
-from tests.browser.conftest import CHROMIUM_ARGS, _free_port, _serve
+from tests.browser.conftest import CHROMIUM_ARGS, _serve
 from tests.browser.test_demo_in_chromium import Steps
+from tests.support.ports import free_ports
 
-APP_PORT = _free_port()
-THIRD_PORT = _free_port()
+APP_PORT, THIRD_PORT = free_ports(2)
 APP = f"http://127.0.0.1:{APP_PORT}"
 THIRD = f"http://127.0.0.1:{THIRD_PORT}"
 

@@ -11,7 +11,7 @@ import yaml
 
 from tests.app.conftest import base_config, merge
 from tests.install.support import dev_config
-from tests.support.postgres import free_port
+from tests.support.ports import free_port
 
 
 def write_config(tmp_path: Path, database_url: str) -> Path:

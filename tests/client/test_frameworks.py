@@ -23,7 +23,7 @@ from authgate.client import Session, SessionVerifier
 from authgate.client.aiohttp import SESSION_KEY, session_middleware, session_of
 from authgate.client.fastapi import require_session
 from tests.client.support import AUDIENCE, ISSUER, Authgate, claims_of
-from tests.devidp.support import free_port
+from tests.support.ports import free_port
 
 FOREIGN = "https://evil.example"
 

@@ -17,7 +17,7 @@ from joserfc.jwk import ECKey, OKPKey
 
 from authgate.client import InvalidSession, KeySetUnavailable, SessionVerifier
 from tests.client.support import AUDIENCE, ISSUER, Authgate, b64, claims_of
-from tests.devidp.support import free_port
+from tests.support.ports import free_port
 
 
 def verifier_for(authgate: Authgate, **kwargs: object) -> SessionVerifier:

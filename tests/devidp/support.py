@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import re
-import socket
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from html import unescape
@@ -26,6 +25,7 @@ from joserfc.jwk import ECKey
 from authgate.entrypoints import assembly
 from authgate.entrypoints.config import Config, parse
 from authgate.entrypoints.serve_config import build_app
+from tests.support.ports import free_port, free_ports
 
 APP_URL = "https://app.example.com"
 PROVIDERS = ("google", "facebook", "apple")
@@ -38,13 +38,6 @@ APPLE_KEY_ID = "DEVKEY0001"
 Client = TestClient[web.Request, web.Application]
 
 
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
-
-
 def dev_config_data(tmp_path: Path, port: int) -> dict[str, Any]:
     """The default configuration's shape, on ``port``, with memory storage."""
     base = f"http://127.0.0.1:{port}"
@@ -54,7 +47,7 @@ def dev_config_data(tmp_path: Path, port: int) -> dict[str, Any]:
         "rest": {"port": port, "host": "127.0.0.1"},
         "otel": {"service": {"name": "authgate-test"}, "sdk": {"disabled": True}},
         # parallel runs would collide on the default scrape port (9464)
-        "metrics": {"port": free_port()},
+        "metrics": {"port": free_ports(1, besides=(port,))[0]},
         "app": {
             "url": APP_URL,
             "callback_urls": [

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import socket
 import time
 
 import aiohttp
@@ -17,6 +16,7 @@ from authgate.domain.errors import ProviderUnavailable
 from authgate.ports.identity import ExchangeFailed, VerificationFailed
 from tests.fakeidp import FakeIdP, SettableClock, Tamper, TokenMode
 from tests.identity.conftest import MakeAdapter, sign_in, start
+from tests.support.ports import free_port
 
 # -- discovery -------------------------------------------------------------------------------
 
@@ -97,7 +97,7 @@ async def test_discovery_failure_at_the_callback_is_an_exchange_failure(
 async def test_unreachable_issuer_is_provider_unavailable(
     http_session: aiohttp.ClientSession, idp_clock: SettableClock, fake_idp: FakeIdP
 ) -> None:
-    port = _free_port()
+    port = free_port()
     settings = fake_idp.settings("google", issuer=f"http://127.0.0.1:{port}/google")
     adapter = OAuthIdentityProvider(settings, http_session, idp_clock)
     with pytest.raises(ProviderUnavailable, match="could not be reached"):
@@ -150,7 +150,7 @@ async def test_slow_token_endpoint_fails_in_bounded_time(
 
 async def test_unreachable_token_endpoint(make_adapter: MakeAdapter, fake_idp: FakeIdP) -> None:
     adapter = make_adapter(
-        "facebook", token_endpoint=f"http://127.0.0.1:{_free_port()}/facebook/token"
+        "facebook", token_endpoint=f"http://127.0.0.1:{free_port()}/facebook/token"
     )
     with pytest.raises(ExchangeFailed, match="could not be reached"):
         await sign_in(adapter, fake_idp)
@@ -265,10 +265,3 @@ def test_apple_key_must_be_p256(
 def test_scopes_may_be_given_as_a_list_or_a_string(fake_idp: FakeIdP) -> None:
     assert fake_idp.settings("google", scopes="openid email").scopes == ("openid", "email")
     assert fake_idp.settings("google", scopes=["openid"]).scopes == ("openid",)
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit
 
-from tests.support.postgres import free_port
+from tests.support.ports import free_ports
 
 PROVIDERS = ("google", "facebook", "apple")
 
@@ -30,7 +30,8 @@ def dev_config(
         "environment": "development",
         "rest": {"port": port, "host": host},
         "otel": {"service": {"name": "authgate-install-test"}, "sdk": {"disabled": True}},
-        "metrics": {"port": free_port()},  # parallel runs would collide on the default 9464
+        # parallel runs would collide on the default 9464
+        "metrics": {"port": free_ports(1, besides=(port,))[0]},
         "app": {
             "url": "https://app.example.com",
             "callback_urls": [f"{base}/v1/auth/google/callback"],

@@ -19,7 +19,8 @@ from pathlib import Path
 import asyncpg
 import pytest
 
-from tests.support.postgres import free_port, run_sync
+from tests.support.ports import free_port
+from tests.support.postgres import run_sync
 
 from .support import Browser, run, wait_ready
 

@@ -17,7 +17,8 @@ import asyncpg
 import pytest
 import yaml
 
-from tests.support.postgres import free_port, run_sync
+from tests.support.ports import free_port
+from tests.support.postgres import run_sync
 
 from .support import Browser, dev_config, run, wait_ready
 

@@ -23,7 +23,7 @@ import yaml
 from tests.fakeidp import FakeIdP
 from tests.fakeidp.model import TokenMode
 from tests.install.support import Browser, dev_config, run, wait_ready
-from tests.support.postgres import free_port
+from tests.support.ports import free_port
 from tests.support.waiting import eventually
 
 

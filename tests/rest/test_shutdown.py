@@ -14,14 +14,9 @@ import aiohttp
 import pytest
 import yaml
 
+from tests.support.ports import free_port, free_ports
+
 HERE = Path(__file__).parent
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
 
 
 def write_config(folder: Path, port: int) -> Path:
@@ -32,7 +27,7 @@ def write_config(folder: Path, port: int) -> Path:
                 "rest": {"port": port, "host": "127.0.0.1", "shutdown_timeout_seconds": 10},
                 "otel": {"service": {"name": "authgate-test"}, "sdk": {"disabled": True}},
                 # parallel runs would collide on the default scrape port (9464)
-                "metrics": {"port": free_port()},
+                "metrics": {"port": free_ports(1, besides=(port,))[0]},
             }
         )
     )

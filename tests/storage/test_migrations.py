@@ -34,7 +34,7 @@ from authgate.adapters.postgres.migrations import (
 )
 from authgate.domain.model import ProviderIdentity
 from tests.app.conftest import base_config, merge
-from tests.support.postgres import free_port
+from tests.support.ports import free_port
 
 # One copy of the schema, at the top of the tree (mapped into a wheel as authgate/migrations).
 REPO_MIGRATIONS = Path(__file__).resolve().parents[2] / "migrations"

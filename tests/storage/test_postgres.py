@@ -12,7 +12,8 @@ import pytest
 
 from authgate.adapters.postgres import DatabaseUnavailable, PostgresStore, open_postgres
 from authgate.adapters.postgres.housekeeping import PeriodicPurge
-from tests.support.postgres import free_port, terminate_backends
+from tests.support.ports import free_port
+from tests.support.postgres import terminate_backends
 from tests.support.records import T0, at, event, pending, verified
 from tests.support.waiting import eventually
 

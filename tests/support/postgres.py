@@ -41,7 +41,6 @@ import contextlib
 import glob
 import os
 import shutil
-import socket
 import subprocess
 import tempfile
 import uuid
@@ -54,6 +53,7 @@ import asyncpg
 import pytest
 
 from authgate.adapters.postgres import migrate
+from tests.support.ports import free_port
 
 DEFAULT_ADMIN_URL = "postgresql://postgres@127.0.0.1:5432/postgres"
 MODES = ("auto", "external", "cluster", "off")
@@ -63,13 +63,6 @@ T = TypeVar("T")
 
 class ClusterUnavailable(Exception):
     """The PostgreSQL binaries are missing or cannot run here."""
-
-
-def free_port() -> int:
-    """A loopback TCP port free at the time of the call."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def _bindir() -> Path:

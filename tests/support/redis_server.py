@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.ports import free_port
+
 
 def _answers(port: int) -> bool:
     try:
@@ -21,12 +23,6 @@ def _answers(port: int) -> bool:
             return s.recv(16).startswith(b"+PONG")
     except OSError:
         return False
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 class RedisProcess:
@@ -38,7 +34,7 @@ class RedisProcess:
         if binary is None:
             pytest.skip("no redis-server binary")
         self.binary = binary
-        self.port = _free_port()
+        self.port = free_port()
         self.dir = Path(tempfile.mkdtemp(prefix="authgate-redis-"))
         self.process: subprocess.Popen[bytes] | None = None
 
