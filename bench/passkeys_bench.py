@@ -48,6 +48,7 @@ import asyncpg
 from bench.harness import (
     ServiceProcess,
     SignInDriver,
+    free_port,
     migrate,
     service_config,
     temp_folder,
@@ -61,6 +62,7 @@ ORIGIN = "https://app.example.com"  # the application's pages run the ceremonies
 RP_ID = "example.com"
 BINDING = "__Host-authgate_binding"
 TARGET = 1500  # passkey sign-ins per server CPU second
+RAW_SERVER = Path(__file__).resolve().parent / "raw_passkeys_server.py"
 
 
 async def fresh_database(admin_url: str) -> str:
@@ -191,6 +193,22 @@ async def bench(args: argparse.Namespace) -> dict[str, Any]:
                     await warm()
                 passkeys = await measured(service, args.seconds, args.concurrency, with_passkey)
                 provider = await measured(service, args.seconds, args.concurrency, with_provider)
+            raw = None
+            if not args.no_raw:
+                # The floor on the same database and passkeys, pinned as authgate was.
+                raw_config = {**config, "rest": {**config["rest"], "port": free_port()}}
+                raw_file = write_config(folder, raw_config, "raw.yaml")
+                command = [sys.executable, str(RAW_SERVER), "--config", str(raw_file)]
+                async with (
+                    ServiceProcess(raw_file, taskset_cpu=0, command=command) as floor,
+                    aiohttp.ClientSession(cookie_jar=aiohttp.DummyCookieJar()) as http,
+                ):
+
+                    async def on_floor() -> bool:
+                        return await passkey_sign_in(http, floor.url, random.choice(authenticators))
+
+                    await on_floor()
+                    raw = await measured(floor, args.seconds, args.concurrency, on_floor)
     finally:
         await drop_database(args.admin_url, url)
     ratio = None
@@ -199,6 +217,8 @@ async def bench(args: argparse.Namespace) -> dict[str, Any]:
             passkeys["sign_ins_per_server_cpu_second"] / provider["sign_ins_per_server_cpu_second"],
             2,
         )
+    floor = raw["sign_ins_per_server_cpu_second"] if raw else None
+    ours = passkeys["sign_ins_per_server_cpu_second"]
     return {
         "database": "postgres",
         "users": args.users,
@@ -206,6 +226,8 @@ async def bench(args: argparse.Namespace) -> dict[str, Any]:
         "passkeys": passkeys,
         "provider": provider,
         "passkey_over_provider": ratio,
+        "raw_floor": raw,
+        "passkey_over_raw_floor": round(ours / floor, 3) if ours and floor else None,
         "target_passkey_sign_ins_per_server_cpu_second": TARGET,
     }
 
@@ -216,6 +238,7 @@ def main() -> int:
     parser.add_argument("--users", type=int, default=50)
     parser.add_argument("--concurrency", type=int, default=16)
     parser.add_argument("--admin-url", default=DEFAULT_ADMIN_URL)
+    parser.add_argument("--no-raw", action="store_true", help="skip the raw floor")
     args = parser.parse_args()
     with pinned_to(1):
         report = asyncio.run(bench(args))
@@ -227,7 +250,16 @@ def main() -> int:
         f"passkey/provider {report['passkey_over_provider']}",
         file=sys.stderr,
     )
-    return 0 if p["errors"] == 0 and v["errors"] == 0 and p["sign_ins"] > 0 else 1
+    raw = report["raw_floor"]
+    if raw is not None:
+        print(
+            f"raw floor (aiohttp + asyncpg + fido2, hand-written): "
+            f"{raw['sign_ins_per_server_cpu_second']} per server CPU second; "
+            f"authgate/floor {report['passkey_over_raw_floor']}",
+            file=sys.stderr,
+        )
+    failed = p["errors"] or v["errors"] or (raw is not None and raw["errors"])
+    return 0 if not failed and p["sign_ins"] > 0 else 1
 
 
 if __name__ == "__main__":

@@ -1,6 +1,7 @@
 """The passkey benchmark runs end to end (a smoke run, no timing asserted): passkey sign-ins
-and provider sign-ins on one server on PostgreSQL, every answer checked, both figures
-reported."""
+and provider sign-ins on one server on PostgreSQL, then passkey sign-ins on the raw floor
+(bench/raw_passkeys_server.py) with the same passkeys, every answer checked, the three
+figures and the ratio authgate/floor reported."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from tests.support.postgres import PostgresServer
 BENCH = Path(__file__).resolve().parents[2] / "bench" / "passkeys_bench.py"
 
 
-def test_a_short_run_measures_passkey_and_provider_sign_ins(
+def test_a_short_run_measures_passkey_and_provider_sign_ins_and_the_floor(
     postgres_server: PostgresServer,
 ) -> None:
     command = [sys.executable, str(BENCH), "--seconds", "1", "--users", "3", "--concurrency", "4"]
@@ -27,9 +28,11 @@ def test_a_short_run_measures_passkey_and_provider_sign_ins(
     )
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
     report = json.loads(run.stdout)
-    for phase in (report["passkeys"], report["provider"]):
+    for phase in (report["passkeys"], report["provider"], report["raw_floor"]):
         assert phase["errors"] == 0, phase
         assert phase["sign_ins"] > 0, phase
         assert phase["sign_ins_per_server_cpu_second"] > 0, phase
     assert report["passkey_over_provider"] > 0
+    assert report["passkey_over_raw_floor"] > 0
     assert "passkey sign-ins:" in run.stderr and "per server CPU second" in run.stderr
+    assert "raw floor" in run.stderr and "authgate/floor" in run.stderr
