@@ -61,6 +61,21 @@ class MemoryUnitOfWork:
         self.session_clients = session_clients or MemorySessionClients()
         self.logout_outbox = logout_outbox or MemoryLogoutOutbox()
         self.passkeys = passkeys or MemoryPasskeys(accounts)
+        # A unit hands out the stores themselves: what it changed is restored if it raises.
+        self._makers: RepositoryMakers[None] = RepositoryMakers(
+            accounts=lambda _: self._accounts,
+            events=lambda _: self._events,
+            sessions=lambda _: self._sessions,
+            seen_events=lambda _: self.seen_events,
+            provider_tokens=lambda _: self.provider_tokens,
+            revocations=lambda _: self.revocations,
+            authorization_codes=lambda _: self.authorization_codes,
+            refresh_tokens=lambda _: self.refresh_tokens,
+            grants=lambda _: self.grants,
+            session_clients=lambda _: self.session_clients,
+            logout_outbox=lambda _: self.logout_outbox,
+            passkeys=lambda _: self.passkeys,
+        )
         for dependent in (
             self.authorization_codes,
             self.refresh_tokens,
@@ -73,7 +88,7 @@ class MemoryUnitOfWork:
         self._lock = asyncio.Lock()
 
     @asynccontextmanager
-    async def begin(self) -> AsyncIterator[BoundRepositories]:
+    async def begin(self) -> AsyncIterator[BoundRepositories[None]]:
         async with self._lock:
             accounts, events = self._accounts.snapshot(), self._events.snapshot()
             sessions, seen = self._sessions.snapshot(), self.seen_events.snapshot()
@@ -82,22 +97,7 @@ class MemoryUnitOfWork:
             grants, clients = self.grants.snapshot(), self.session_clients.snapshot()
             logouts, passkeys = self.logout_outbox.snapshot(), self.passkeys.snapshot()
             try:
-                yield BoundRepositories(
-                    RepositoryMakers(
-                        accounts=lambda: self._accounts,
-                        events=lambda: self._events,
-                        sessions=lambda: self._sessions,
-                        seen_events=lambda: self.seen_events,
-                        provider_tokens=lambda: self.provider_tokens,
-                        revocations=lambda: self.revocations,
-                        authorization_codes=lambda: self.authorization_codes,
-                        refresh_tokens=lambda: self.refresh_tokens,
-                        grants=lambda: self.grants,
-                        session_clients=lambda: self.session_clients,
-                        logout_outbox=lambda: self.logout_outbox,
-                        passkeys=lambda: self.passkeys,
-                    )
-                )
+                yield BoundRepositories(self._makers, None)
             except BaseException:
                 self._accounts.restore(accounts)
                 self._events.restore(events)
@@ -113,6 +113,6 @@ class MemoryUnitOfWork:
                 self.passkeys.restore(passkeys)
                 raise
 
-    def read(self) -> AbstractAsyncContextManager[BoundRepositories]:
+    def read(self) -> AbstractAsyncContextManager[BoundRepositories[None]]:
         """A unit that only reads is an ordinary one (units run one at a time, in memory)."""
         return self.begin()

@@ -176,46 +176,42 @@ class PostgresUnitOfWork:
         session_clients: PostgresSessionClients,
     ) -> None:
         self._pool = pool
-        self._events = events
-        self._sessions = sessions
-        self._codes = authorization_codes
-        self._refresh_tokens = refresh_tokens
-        self._session_clients = session_clients
+        self._makers: RepositoryMakers[UnitConnection] = RepositoryMakers(
+            accounts=PostgresAccounts,
+            events=events.bound,
+            sessions=sessions.bound,
+            seen_events=PostgresSeenEvents,
+            provider_tokens=PostgresProviderTokens,
+            revocations=PostgresRevocationOutbox,
+            authorization_codes=authorization_codes.bound,
+            refresh_tokens=refresh_tokens.bound,
+            grants=PostgresGrants,
+            session_clients=session_clients.bound,
+            logout_outbox=PostgresLogoutOutbox,
+            passkeys=PostgresPasskeys,
+        )
 
     @asynccontextmanager
-    async def begin(self) -> AsyncIterator[BoundRepositories]:
+    async def begin(self) -> AsyncIterator[BoundRepositories[UnitConnection]]:
         async with self._pool.acquire() as conn:
             unit = UnitConnection(conn)
-            accounts = PostgresAccounts(unit)
+            repositories = BoundRepositories(self._makers, unit)
+            accounts = repositories.accounts  # its creations decide what a unique violation means
             try:
-                yield BoundRepositories(
-                    RepositoryMakers(
-                        accounts=lambda: accounts,
-                        events=lambda: self._events.bound(unit),
-                        sessions=lambda: self._sessions.bound(unit),
-                        seen_events=lambda: PostgresSeenEvents(unit),
-                        provider_tokens=lambda: PostgresProviderTokens(unit),
-                        revocations=lambda: PostgresRevocationOutbox(unit),
-                        authorization_codes=lambda: self._codes.bound(unit),
-                        refresh_tokens=lambda: self._refresh_tokens.bound(unit),
-                        grants=lambda: PostgresGrants(unit),
-                        session_clients=lambda: self._session_clients.bound(unit),
-                        logout_outbox=lambda: PostgresLogoutOutbox(unit),
-                        passkeys=lambda: PostgresPasskeys(unit),
-                    )
-                )
+                yield repositories
                 await unit.finish()
             except BaseException as e:
                 await unit.abort(e)
                 if (
                     isinstance(e, asyncpg.UniqueViolationError)
                     and e.constraint_name == IDENTITY_KEY
+                    and isinstance(accounts, PostgresAccounts)
                     and accounts.created_in_unit
                 ):
                     raise IdentityRace(str(e)) from e
                 raise
 
-    def read(self) -> AbstractAsyncContextManager[BoundRepositories]:
+    def read(self) -> AbstractAsyncContextManager[BoundRepositories[UnitConnection]]:
         """A unit that only reads is an ordinary one: its plain reads run outside any
         transaction (READ COMMITTED, no lock taken) until something writes."""
         return self.begin()

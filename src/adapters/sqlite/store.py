@@ -103,42 +103,36 @@ class SqliteUnitOfWork:
         session_clients: SqliteSessionClients,
     ) -> None:
         self._db = db
-        self._events = events
-        self._sessions = sessions
-        self._codes = authorization_codes
-        self._refresh_tokens = refresh_tokens
-        self._session_clients = session_clients
+        self._makers: RepositoryMakers[Database] = RepositoryMakers(
+            accounts=SqliteAccounts,
+            events=events.bound,
+            sessions=sessions.bound,
+            seen_events=SqliteSeenEvents,
+            provider_tokens=SqliteProviderTokens,
+            revocations=SqliteRevocationOutbox,
+            authorization_codes=authorization_codes.bound,
+            refresh_tokens=refresh_tokens.bound,
+            grants=SqliteGrants,
+            session_clients=session_clients.bound,
+            logout_outbox=SqliteLogoutOutbox,
+            passkeys=SqlitePasskeys,
+        )
 
     @asynccontextmanager
-    async def begin(self) -> AsyncIterator[BoundRepositories]:
+    async def begin(self) -> AsyncIterator[BoundRepositories[Database]]:
         async with self._db.unit() as bound:
             yield self._repositories(bound)
 
     @asynccontextmanager
-    async def read(self) -> AsyncIterator[BoundRepositories]:
+    async def read(self) -> AsyncIterator[BoundRepositories[Database]]:
         """A unit that only reads: a deferred transaction (a snapshot of the file, no write
         lock), writes refused (``query_only``); a check of a token never waits behind
         another process's writer."""
         async with self._db.reading() as bound:
             yield self._repositories(bound)
 
-    def _repositories(self, bound: Database) -> BoundRepositories:
-        return BoundRepositories(
-            RepositoryMakers(
-                accounts=lambda: SqliteAccounts(bound),
-                events=lambda: self._events.bound(bound),
-                sessions=lambda: self._sessions.bound(bound),
-                seen_events=lambda: SqliteSeenEvents(bound),
-                provider_tokens=lambda: SqliteProviderTokens(bound),
-                revocations=lambda: SqliteRevocationOutbox(bound),
-                authorization_codes=lambda: self._codes.bound(bound),
-                refresh_tokens=lambda: self._refresh_tokens.bound(bound),
-                grants=lambda: SqliteGrants(bound),
-                session_clients=lambda: self._session_clients.bound(bound),
-                logout_outbox=lambda: SqliteLogoutOutbox(bound),
-                passkeys=lambda: SqlitePasskeys(bound),
-            )
-        )
+    def _repositories(self, bound: Database) -> BoundRepositories[Database]:
+        return BoundRepositories(self._makers, bound)
 
 
 async def _use_wal(conn: aiosqlite.Connection) -> None:
