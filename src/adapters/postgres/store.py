@@ -6,8 +6,8 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 import logging
-from collections.abc import AsyncIterator
-from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from contextlib import AbstractAsyncContextManager
+from types import TracebackType
 
 import asyncpg
 
@@ -191,27 +191,58 @@ class PostgresUnitOfWork:
             passkeys=PostgresPasskeys,
         )
 
-    @asynccontextmanager
-    async def begin(self) -> AsyncIterator[BoundRepositories[UnitConnection]]:
-        async with self._pool.acquire() as conn:
-            unit = UnitConnection(conn)
-            repositories = BoundRepositories(self._makers, unit)
-            accounts = repositories.accounts  # its creations decide what a unique violation means
-            try:
-                yield repositories
-                await unit.finish()
-            except BaseException as e:
-                await unit.abort(e)
-                if (
-                    isinstance(e, asyncpg.UniqueViolationError)
-                    and e.constraint_name == IDENTITY_KEY
-                    and isinstance(accounts, PostgresAccounts)
-                    and accounts.created_in_unit
-                ):
-                    raise IdentityRace(str(e)) from e
-                raise
+    def begin(self) -> AbstractAsyncContextManager[BoundRepositories[UnitConnection]]:
+        return _Unit(self._pool, self._makers)
 
     def read(self) -> AbstractAsyncContextManager[BoundRepositories[UnitConnection]]:
         """A unit that only reads is an ordinary one: its plain reads run outside any
         transaction (READ COMMITTED, no lock taken) until something writes."""
         return self.begin()
+
+
+class _Unit:
+    """The ``async with`` of :meth:`PostgresUnitOfWork.begin`: a pooled connection for the
+    block, its unit finished when the block ends and aborted when it raises. A unique violation
+    of an identity, in a unit that created an account, is the lost race of two registrations
+    (:class:`~authgate.ports.accounts.IdentityRace`)."""
+
+    __slots__ = ("_accounts", "_lease", "_makers", "_unit")
+
+    def __init__(self, pool: ConnectionPool, makers: RepositoryMakers[UnitConnection]) -> None:
+        self._lease = pool.acquire()
+        self._makers = makers
+
+    async def __aenter__(self) -> BoundRepositories[UnitConnection]:
+        self._unit = UnitConnection(await self._lease.__aenter__())
+        repositories = BoundRepositories(self._makers, self._unit)
+        self._accounts = repositories.accounts  # its creations decide what a violation means
+        return repositories
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        try:
+            if exc is None:
+                try:
+                    await self._unit.finish()
+                except BaseException as e:
+                    await self._abort(e)
+                    raise
+            else:
+                await self._abort(exc)
+        finally:
+            await self._lease.__aexit__(None, None, None)
+
+    async def _abort(self, e: BaseException) -> None:
+        await self._unit.abort(e)
+        accounts = self._accounts
+        if (
+            isinstance(e, asyncpg.UniqueViolationError)
+            and e.constraint_name == IDENTITY_KEY
+            and isinstance(accounts, PostgresAccounts)
+            and accounts.created_in_unit
+        ):
+            raise IdentityRace(str(e)) from e
