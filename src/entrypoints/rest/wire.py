@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import datetime as dt
 import enum
+import types
+import typing
 from typing import Any, TypeVar
 
 import attrs
@@ -19,6 +21,7 @@ from cattrs.cols import (
     list_structure_factory,
     mapping_structure_factory,
 )
+from cattrs.fns import identity
 from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn, override
 
 T = TypeVar("T")
@@ -151,7 +154,28 @@ def make_converter() -> cattrs.Converter:
     conv.register_structure_hook_factory(is_mapping, mapping_structure)
     conv.register_structure_hook_factory(attrs.has, attrs_structure)
     conv.register_unstructure_hook_factory(attrs.has, attrs_unstructure)
+
+    def optional_unstructure(t: Any) -> Any:
+        # ``X | None`` where X passes through as it is (str, int, bool...) passes through too:
+        # cattrs' own hook would call two functions per such field of every answer, where the
+        # generated code reads the attribute when a field's hook is ``identity``.
+        [inner] = [a for a in typing.get_args(t) if a is not type(None)]
+        if conv.get_unstructure_hook(inner) is identity:
+            return identity
+        return conv.gen_unstructure_optional(t)
+
+    conv.register_unstructure_hook_factory(_is_optional, optional_unstructure)
     return conv
+
+
+def _is_optional(t: Any) -> bool:
+    """Whether ``t`` is ``X | None`` (``Optional[X]``) of one type ``X``."""
+    args = typing.get_args(t)
+    return (
+        typing.get_origin(t) in (typing.Union, types.UnionType)
+        and len(args) == 2
+        and type(None) in args
+    )
 
 
 def describe_error(exc: BaseException) -> str:
