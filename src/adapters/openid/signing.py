@@ -105,9 +105,9 @@ class JwtTokenSigner:
     def verify_access_token(self, token: str, now: dt.datetime) -> Mapping[str, Any]:
         claims = self._verified(token, self._rsa_keys, ("RS256",), TYP_ACCESS)
         at = now.timestamp()
-        if _time(claims, "exp").timestamp() <= at:
+        if _seconds(claims, "exp") <= at:
             raise InvalidToken("access token expired")
-        if _time(claims, "iat").timestamp() > at + LEEWAY_SECONDS:
+        if _seconds(claims, "iat") > at + LEEWAY_SECONDS:
             raise InvalidToken("access token issued in the future")
         for name in ("sub", "client_id", "jti"):
             if not isinstance(claims.get(name), str) or not claims[name]:
@@ -164,11 +164,20 @@ def _is_type(given: Any, expected: str) -> bool:
     return given.lower().removeprefix("application/") == expected.lower()
 
 
-def _time(claims: Mapping[str, Any], name: str) -> dt.datetime:
+def _seconds(claims: Mapping[str, Any], name: str) -> int | float:
+    """A time claim (seconds since the epoch) that is a number and a date."""
     value = claims.get(name)
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise InvalidToken(f"token {name} is missing or not a number")
-    try:
-        return dt.datetime.fromtimestamp(value, dt.UTC)
-    except (OverflowError, OSError, ValueError):
-        raise InvalidToken(f"token {name} is out of range") from None
+    if not _EARLIEST <= value < _LATEST:
+        raise InvalidToken(f"token {name} is out of range")
+    return value
+
+
+def _time(claims: Mapping[str, Any], name: str) -> dt.datetime:
+    return dt.datetime.fromtimestamp(_seconds(claims, name), dt.UTC)
+
+
+# The instants a datetime holds (year 1 to 9999), in seconds since the epoch.
+_EARLIEST = dt.datetime.min.replace(tzinfo=dt.UTC).timestamp() + 86400
+_LATEST = dt.datetime.max.replace(tzinfo=dt.UTC).timestamp() - 86400
