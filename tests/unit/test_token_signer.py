@@ -221,6 +221,11 @@ def test_its_own_access_token_verifies_until_it_expires() -> None:
         ),
         ("no client_id", lambda: SIGNER.access_token(access_claims(client_id=None))),
         ("no jti", lambda: SIGNER.access_token(access_claims(jti=""))),
+        ("an exp that is text", lambda: SIGNER.access_token(access_claims(exp="4102444800"))),
+        ("an exp that is a boolean", lambda: SIGNER.access_token(access_claims(exp=True))),
+        ("no iat", lambda: SIGNER.access_token(access_claims(iat=None))),
+        ("an exp past year 9999", lambda: SIGNER.access_token(access_claims(exp=10**20))),
+        ("an iat before year 1", lambda: SIGNER.access_token(access_claims(iat=-(10**12)))),
     ],
 )
 def test_what_is_not_its_own_access_token_is_refused(name: str, make: Any) -> None:
