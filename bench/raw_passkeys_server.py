@@ -37,7 +37,6 @@ file (an ephemeral P-256 key), readiness.
 
 from __future__ import annotations
 
-import argparse
 import datetime as dt
 import hashlib
 import json
@@ -52,12 +51,7 @@ if __package__ in (None, ""):  # run as a script: make the repository importable
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import asyncpg
-import uvloop
-import yaml
 from aiohttp import web
-from cryptography.hazmat.primitives import hashes
-from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.hazmat.primitives.asymmetric.utils import decode_dss_signature
 from fido2 import cbor
 from fido2.cose import CoseKey
 from fido2.server import Fido2Server
@@ -70,7 +64,13 @@ from fido2.webauthn import (
 )
 
 from authgate.adapters.webauthn.fido2_hints import memoize_type_hints
-from bench.raw_signin_server import BINDING_COOKIE, _no_reset, b64url, liveness
+from bench.raw_signin_server import (
+    BINDING_COOKIE,
+    SessionSigner,
+    _no_reset,
+    application,
+    run_from_command_line,
+)
 
 PROVIDER = "passkey"
 CEREMONY = "authentication"
@@ -126,16 +126,9 @@ class RawPasskeys:
         )
         memoize_type_hints()
         self.app_url: str = config["app"]["url"].rstrip("/")
-        session = config["session"]
-        self.session_issuer: str = session["issuer"]
-        self.session_audience: str = session["audience"]
-        self.session_ttl = int(session.get("ttl_seconds", 86400))
-        self.absolute_max = int(session.get("absolute_max_seconds", 30 * 86400))
+        self.sessions = SessionSigner(config["session"], PROVIDER)
         self.database_url: str = config["database"]["url"]
         self.pool_max = int(config["database"].get("pool_max_size", 10))
-        self.key = ec.generate_private_key(ec.SECP256R1())
-        header = {"typ": "JWT", "alg": "ES256", "kid": uuid.uuid4().hex}
-        self.jwt_header = b64url(json.dumps(header, separators=(",", ":")).encode())
 
     async def open(self, app: web.Application) -> None:
         self.pool = await asyncpg.create_pool(
@@ -212,14 +205,14 @@ class RawPasskeys:
             raise Refused("passkey_counter_regressed")
         account_id = found["account_id"]
         session_id = uuid.uuid4().hex
-        expires = now + dt.timedelta(seconds=self.session_ttl)
-        absolute = now + dt.timedelta(seconds=self.absolute_max)
+        expires = now + dt.timedelta(seconds=self.sessions.ttl)
+        absolute = now + dt.timedelta(seconds=self.sessions.absolute_max)
         agent = request.headers.get("User-Agent", "")[:512] or None
         await self.pool.execute(
             SIGN_IN, str(account_id), now, found["id"], counter, auth_data.is_backed_up(),
             session_id, expires, absolute, request.remote, agent,
         )  # fmt: skip
-        token = self.session_token(str(account_id), session_id, int(now.timestamp()))
+        token = self.sessions.token(str(account_id), session_id, int(now.timestamp()))
         answer = {
             "accountId": str(account_id),
             "redirectTo": self.app_url + "/dashboard",
@@ -227,58 +220,26 @@ class RawPasskeys:
         }
         response = web.json_response(answer, headers={"Cache-Control": "no-store"})
         response.set_cookie(
-            "session", token, max_age=self.session_ttl, path="/", secure=True, httponly=True,
+            "session", token, max_age=self.sessions.ttl, path="/", secure=True, httponly=True,
             samesite="Lax",
         )  # fmt: skip
         return response
-
-    def session_token(self, account_id: str, session_id: str, now: int) -> str:
-        claims = {
-            "iss": self.session_issuer,
-            "aud": self.session_audience,
-            "sub": account_id,
-            "iat": now,
-            "nbf": now,
-            "exp": now + self.session_ttl,
-            "jti": uuid.uuid4().hex,
-            "sid": session_id,
-            "auth_time": now,
-            "scope": "account:read account:manage",
-            "provider": PROVIDER,
-        }
-        payload = b64url(json.dumps(claims, separators=(",", ":")).encode())
-        signing_input = f"{self.jwt_header}.{payload}"
-        der = self.key.sign(signing_input.encode(), ec.ECDSA(hashes.SHA256()))
-        r, s = decode_dss_signature(der)
-        return f"{signing_input}.{b64url(r.to_bytes(32, 'big') + s.to_bytes(32, 'big'))}"
 
 
 def _hash(binding: str) -> str:
     return hashlib.sha256(binding.encode()).hexdigest()
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--config", required=True)
-    args = parser.parse_args()
-    with open(args.config) as f:
-        config = yaml.safe_load(f)
+def build(config: dict[str, Any]) -> web.Application:
     server = RawPasskeys(config)
-    app = web.Application()
-    app.on_startup.append(server.open)
-    app.on_cleanup.append(server.close)
+    app = application(server)
     app.router.add_post("/v1/passkeys/authentication/options", server.options)
     app.router.add_post("/v1/passkeys/authentication", server.authenticate)
-    app.router.add_get("/health/liveness", liveness)
-    rest = config["rest"]
-    web.run_app(
-        app,
-        host=rest["host"],
-        port=int(rest["port"]),
-        access_log=None,
-        print=None,
-        loop=uvloop.new_event_loop(),
-    )
+    return app
+
+
+def main() -> None:
+    run_from_command_line(__doc__ or "", build)
 
 
 if __name__ == "__main__":

@@ -43,6 +43,7 @@ import json
 import secrets
 import time
 import uuid
+from collections.abc import Callable
 from typing import Any
 from urllib.parse import urlencode
 
@@ -125,17 +126,11 @@ class RawSignIn:
         app = config["app"]
         self.callbacks = frozenset(app["callback_urls"])
         self.app_url: str = app["url"].rstrip("/")
-        session = config["session"]
-        self.session_issuer: str = session["issuer"]
-        self.session_audience: str = session["audience"]
-        self.session_ttl = int(session.get("ttl_seconds", 86400))
-        self.absolute_max = int(session.get("absolute_max_seconds", 30 * 86400))
+        self.sessions = SessionSigner(config["session"], PROVIDER)
+        self.session_ttl = self.sessions.ttl
         self.state_ttl = int(config.get("state", {}).get("ttl_seconds", 600))
         self.database_url: str = config["database"]["url"]
         self.pool_max = int(config["database"].get("pool_max_size", 10))
-        self.key = ec.generate_private_key(ec.SECP256R1())
-        header = {"typ": "JWT", "alg": "ES256", "kid": uuid.uuid4().hex}
-        self.jwt_header = b64url(json.dumps(header, separators=(",", ":")).encode())
         self.keys: dict[str, rsa.RSAPublicKey] = {}
 
     async def open(self, app: web.Application) -> None:
@@ -241,7 +236,7 @@ class RawSignIn:
             raise Refused("identity_disabled")
         session_id = uuid.uuid4().hex
         expires = now + dt.timedelta(seconds=self.session_ttl)
-        absolute = now + dt.timedelta(seconds=self.absolute_max)
+        absolute = now + dt.timedelta(seconds=self.sessions.absolute_max)
         sid = claims.get("sid") if isinstance(claims.get("sid"), str) else None
         common = (
             now, PROVIDER, session_id, expires, absolute, request.remote,
@@ -262,7 +257,7 @@ class RawSignIn:
             destination = self.app_url + "/onboarding"
         else:
             raise Refused("account_not_found")
-        token = self.session_token(str(account_id), session_id, int(now.timestamp()))
+        token = self.sessions.token(str(account_id), session_id, int(now.timestamp()))
         response = web.Response(
             status=302,
             headers={
@@ -311,25 +306,53 @@ class RawSignIn:
             raise Refused("invalid_id_token")
         return claims
 
-    def session_token(self, account_id: str, session_id: str, now: int) -> str:
+
+class SessionSigner:
+    """authgate's session JWT (ES256, with its claims) for ``provider``'s sign-ins, on an
+    ephemeral P-256 key, as the configuration's ``session`` section says."""
+
+    def __init__(self, session: dict[str, Any], provider: str) -> None:
+        self.issuer: str = session["issuer"]
+        self.audience: str = session["audience"]
+        self.ttl = int(session.get("ttl_seconds", 86400))
+        self.absolute_max = int(session.get("absolute_max_seconds", 30 * 86400))
+        self.provider = provider
+        self.key = ec.generate_private_key(ec.SECP256R1())
+        header = {"typ": "JWT", "alg": "ES256", "kid": uuid.uuid4().hex}
+        self.header = b64url(json.dumps(header, separators=(",", ":")).encode())
+
+    def token(self, account_id: str, session_id: str, now: int) -> str:
         claims = {
-            "iss": self.session_issuer,
-            "aud": self.session_audience,
+            "iss": self.issuer,
+            "aud": self.audience,
             "sub": account_id,
             "iat": now,
             "nbf": now,
-            "exp": now + self.session_ttl,
+            "exp": now + self.ttl,
             "jti": uuid.uuid4().hex,
             "sid": session_id,
             "auth_time": now,
             "scope": "account:read account:manage",
-            "provider": PROVIDER,
+            "provider": self.provider,
         }
         payload = b64url(json.dumps(claims, separators=(",", ":")).encode())
-        signing_input = f"{self.jwt_header}.{payload}"
+        signing_input = f"{self.header}.{payload}"
         der = self.key.sign(signing_input.encode(), ec.ECDSA(hashes.SHA256()))
         r, s = decode_dss_signature(der)
         return f"{signing_input}.{b64url(r.to_bytes(32, 'big') + s.to_bytes(32, 'big'))}"
+
+
+def serve(app: web.Application, config: dict[str, Any]) -> None:
+    """Serve ``app`` on ``rest.host``/``rest.port`` on uvloop, with no access log."""
+    rest = config["rest"]
+    web.run_app(
+        app,
+        host=rest["host"],
+        port=int(rest["port"]),
+        access_log=None,
+        print=None,
+        loop=uvloop.new_event_loop(),
+    )
 
 
 async def _no_reset(_conn: asyncpg.Connection) -> None:
@@ -340,28 +363,36 @@ async def liveness(_: web.Request) -> web.Response:
     return web.Response(text="ok")
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def application(server: Any) -> web.Application:
+    """An application that opens and closes ``server`` (its ``open`` and ``close``) and
+    answers ``GET /health/liveness``; the caller adds the server's routes."""
+    app = web.Application()
+    app.on_startup.append(server.open)
+    app.on_cleanup.append(server.close)
+    app.router.add_get("/health/liveness", liveness)
+    return app
+
+
+def run_from_command_line(doc: str, build: Callable[[dict[str, Any]], web.Application]) -> None:
+    """``--config FILE``: the application ``build`` makes of the YAML, served (:func:`serve`)."""
+    parser = argparse.ArgumentParser(description=doc.split("\n\n")[0])
     parser.add_argument("--config", required=True)
     args = parser.parse_args()
     with open(args.config) as f:
         config = yaml.safe_load(f)
+    serve(build(config), config)
+
+
+def build(config: dict[str, Any]) -> web.Application:
     server = RawSignIn(config)
-    app = web.Application()
-    app.on_startup.append(server.open)
-    app.on_cleanup.append(server.close)
+    app = application(server)
     app.router.add_get("/v1/auth/{provider}", server.start)
     app.router.add_get("/v1/auth/{provider}/callback", server.callback)
-    app.router.add_get("/health/liveness", liveness)
-    rest = config["rest"]
-    web.run_app(
-        app,
-        host=rest["host"],
-        port=int(rest["port"]),
-        access_log=None,
-        print=None,
-        loop=uvloop.new_event_loop(),
-    )
+    return app
+
+
+def main() -> None:
+    run_from_command_line(__doc__ or "", build)
 
 
 if __name__ == "__main__":
