@@ -164,6 +164,11 @@ def _is_type(given: Any, expected: str) -> bool:
     return given.lower().removeprefix("application/") == expected.lower()
 
 
+# The instants a datetime holds (year 1 to 9999), in seconds since the epoch.
+_EARLIEST = dt.datetime.min.replace(tzinfo=dt.UTC).timestamp() + 86400
+_LATEST = dt.datetime.max.replace(tzinfo=dt.UTC).timestamp() - 86400
+
+
 def _seconds(claims: Mapping[str, Any], name: str) -> int | float:
     """A time claim (seconds since the epoch) that is a number and a date."""
     value = claims.get(name)
@@ -176,8 +181,3 @@ def _seconds(claims: Mapping[str, Any], name: str) -> int | float:
 
 def _time(claims: Mapping[str, Any], name: str) -> dt.datetime:
     return dt.datetime.fromtimestamp(_seconds(claims, name), dt.UTC)
-
-
-# The instants a datetime holds (year 1 to 9999), in seconds since the epoch.
-_EARLIEST = dt.datetime.min.replace(tzinfo=dt.UTC).timestamp() + 86400
-_LATEST = dt.datetime.max.replace(tzinfo=dt.UTC).timestamp() - 86400
