@@ -101,6 +101,40 @@ async def add_passkey(
             raise RuntimeError(f"adding a passkey answered {added.status}: {await added.text()}")
 
 
+def passkeys_config(folder: Path, fake: FakeIdP, database_url: str) -> dict[str, Any]:
+    """The benchmark's service: passkeys on for ORIGIN, the fake provider's three providers,
+    no access log, limits out of the way."""
+    return service_config(
+        folder,
+        fake,
+        database_url=database_url,
+        overrides={
+            "passkeys": {"enabled": True, "rp_id": RP_ID, "origins": [ORIGIN]},
+            # One address makes every request: the limits would measure themselves.
+            "ratelimit": {
+                "callback": "1000000/minute",
+                "initiation": "1000000/minute",
+                "passkeys": "1000000/minute",
+            },
+            "rest": {"access_log": False},
+        },
+    )
+
+
+async def with_passkeys(
+    driver: SignInDriver, http: aiohttp.ClientSession, base: str, users: list[FakeUser]
+) -> list[SoftAuthenticator]:
+    """Each user registered through google, with a passkey added: their authenticators."""
+    authenticators = []
+    for user in users:
+        registered = await driver.complete(base, "google", user=user, intent="register")
+        assert registered.session is not None, registered
+        authenticator = SoftAuthenticator(counting=False)
+        await add_passkey(http, base, registered.session, authenticator)
+        authenticators.append(authenticator)
+    return authenticators
+
+
 async def passkey_sign_in(
     http: aiohttp.ClientSession, base: str, authenticator: SoftAuthenticator
 ) -> bool:
@@ -150,21 +184,7 @@ async def bench(args: argparse.Namespace) -> dict[str, Any]:
     url = await fresh_database(args.admin_url)
     try:
         async with FakeIdP() as fake:
-            config = service_config(
-                folder,
-                fake,
-                database_url=url,
-                overrides={
-                    "passkeys": {"enabled": True, "rp_id": RP_ID, "origins": [ORIGIN]},
-                    # One address makes every request: the limits would measure themselves.
-                    "ratelimit": {
-                        "callback": "1000000/minute",
-                        "initiation": "1000000/minute",
-                        "passkeys": "1000000/minute",
-                    },
-                    "rest": {"access_log": False},
-                },
-            )
+            config = passkeys_config(folder, fake, url)
             config_file = write_config(folder, config)
             migrate(config_file)
             async with (
@@ -174,13 +194,7 @@ async def bench(args: argparse.Namespace) -> dict[str, Any]:
             ):
                 base = service.url
                 users = [FakeUser(sub=f"bench-{i}") for i in range(args.users)]
-                authenticators = []
-                for user in users:
-                    registered = await driver.complete(base, "google", user=user, intent="register")
-                    assert registered.session is not None, registered
-                    authenticator = SoftAuthenticator(counting=False)
-                    await add_passkey(http, base, registered.session, authenticator)
-                    authenticators.append(authenticator)
+                authenticators = await with_passkeys(driver, http, base, users)
 
                 async def with_passkey() -> bool:
                     return await passkey_sign_in(http, base, random.choice(authenticators))

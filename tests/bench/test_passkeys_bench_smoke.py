@@ -1,14 +1,18 @@
 """The passkey benchmark runs end to end (a smoke run, no timing asserted): passkey sign-ins
 and provider sign-ins on one server on PostgreSQL, then passkey sign-ins on the raw floor
 (bench/raw_passkeys_server.py) with the same passkeys, every answer checked, the three
-figures and the ratio authgate/floor reported."""
+figures and the ratio authgate/floor reported; and the callgrind variant
+(bench/passkeys_instructions.py) counts both servers' instructions per sign-in."""
 
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
 
 from tests.support.postgres import PostgresServer
 
@@ -36,3 +40,26 @@ def test_a_short_run_measures_passkey_and_provider_sign_ins_and_the_floor(
     assert report["passkey_over_raw_floor"] > 0
     assert "passkey sign-ins:" in run.stderr and "per server CPU second" in run.stderr
     assert "raw floor" in run.stderr and "authgate/floor" in run.stderr
+
+
+INSTRUCTIONS = BENCH.with_name("passkeys_instructions.py")
+
+
+@pytest.mark.skipif(shutil.which("valgrind") is None, reason="valgrind is not installed")
+def test_a_short_run_counts_the_instructions_of_authgate_and_the_floor(
+    postgres_server: PostgresServer,
+) -> None:
+    command = [sys.executable, str(INSTRUCTIONS), "--operations", "10", "--users", "2"]
+    run = subprocess.run(
+        [*command, "--admin-url", postgres_server.admin_url],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    report = json.loads(run.stdout)
+    for server in ("authgate", "floor"):
+        assert report[server]["sign_ins"] == 10, report
+        assert report[server]["instructions_per_sign_in"] > 100_000, report
+    assert 0 < report["floor/authgate"] < 2
