@@ -185,7 +185,8 @@ class ServiceLogHandler(logging.handlers.QueueHandler):
 def install_service_handler(level: int = logging.INFO) -> None:
     """Log to stderr in :data:`LOG_FORMAT` through a :class:`ServiceLogHandler` on the root
     logger (as ``logging.basicConfig``: nothing changes when the root logger already has
-    handlers, that is when logging was configured otherwise)."""
+    handlers, that is when logging was configured otherwise). fido2's own lines are written
+    from WARNING up, unless its logger has a level already."""
     root = logging.getLogger()
     if root.handlers:
         return
@@ -198,6 +199,11 @@ def install_service_handler(level: int = logging.INFO) -> None:
     logging.logProcesses = False
     logging.logMultiprocessing = False
     logging._srcfile = None
+    # fido2 writes an INFO line of its own at every passkey ceremony, naming the credential's
+    # id; the sign-in's audit line already says what happened, and names the passkey by its id.
+    fido2 = logging.getLogger("fido2")
+    if fido2.level == logging.NOTSET:
+        fido2.setLevel(logging.WARNING)
 
 
 def access_message(request: web.BaseRequest, response: web.StreamResponse, seconds: float) -> str:
