@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.bench.support import report_of
 from tests.support.postgres import PostgresServer
 
 BENCH = Path(__file__).resolve().parents[2] / "bench" / "passkeys_bench.py"
@@ -42,23 +43,15 @@ def test_a_short_run_measures_passkey_and_provider_sign_ins_and_the_floor(
     assert "raw floor" in run.stderr and "authgate/floor" in run.stderr
 
 
-INSTRUCTIONS = BENCH.with_name("passkeys_instructions.py")
-
-
 @pytest.mark.skipif(shutil.which("valgrind") is None, reason="valgrind is not installed")
 def test_a_short_run_counts_the_instructions_of_authgate_and_the_floor(
     postgres_server: PostgresServer,
 ) -> None:
-    command = [sys.executable, str(INSTRUCTIONS), "--operations", "10", "--users", "2"]
-    run = subprocess.run(
-        [*command, "--admin-url", postgres_server.admin_url],
-        capture_output=True,
-        text=True,
+    report = report_of(
+        "passkeys_instructions.py",
+        *("--operations", "10", "--users", "2", "--admin-url", postgres_server.admin_url),
         timeout=600,
-        check=False,
     )
-    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
-    report = json.loads(run.stdout)
     for server in ("authgate", "floor"):
         assert report[server]["sign_ins"] == 10, report
         assert report[server]["instructions_per_sign_in"] > 100_000, report
