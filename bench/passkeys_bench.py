@@ -121,6 +121,13 @@ def passkeys_config(folder: Path, fake: FakeIdP, database_url: str) -> dict[str,
     )
 
 
+def floor_server(folder: Path, config: dict[str, Any]) -> tuple[Path, list[str]]:
+    """The floor's configuration file (the service's, on a port of its own) and its command."""
+    raw = {**config, "rest": {**config["rest"], "port": free_port()}}
+    raw_file = write_config(folder, raw, "raw.yaml")
+    return raw_file, [sys.executable, str(RAW_SERVER), "--config", str(raw_file)]
+
+
 async def with_passkeys(
     driver: SignInDriver, http: aiohttp.ClientSession, base: str, users: list[FakeUser]
 ) -> list[SoftAuthenticator]:
@@ -210,9 +217,7 @@ async def bench(args: argparse.Namespace) -> dict[str, Any]:
             raw = None
             if not args.no_raw:
                 # The floor on the same database and passkeys, pinned as authgate was.
-                raw_config = {**config, "rest": {**config["rest"], "port": free_port()}}
-                raw_file = write_config(folder, raw_config, "raw.yaml")
-                command = [sys.executable, str(RAW_SERVER), "--config", str(raw_file)]
+                raw_file, command = floor_server(folder, config)
                 async with (
                     ServiceProcess(raw_file, taskset_cpu=0, command=command) as floor,
                     aiohttp.ClientSession(cookie_jar=aiohttp.DummyCookieJar()) as http,

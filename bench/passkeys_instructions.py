@@ -41,15 +41,14 @@ from bench.harness import (
     ServiceProcess,
     SignInDriver,
     authgate_command,
-    free_port,
     migrate,
     temp_folder,
     write_config,
 )
 from bench.load import DEFAULT_ADMIN_URL
 from bench.passkeys_bench import (
-    RAW_SERVER,
     drop_database,
+    floor_server,
     fresh_database,
     passkey_sign_in,
     passkeys_config,
@@ -122,10 +121,9 @@ async def run(admin_url: str, operations: int, users: int) -> dict[str, Any]:
                 authenticators,
             )
             print("authgate", authgate, file=sys.stderr, flush=True)
-            raw_config = {**config, "rest": {**config["rest"], "port": free_port()}}
-            raw_file = write_config(folder, raw_config, "raw.yaml")
+            raw_file, command = floor_server(folder, config)
             floor = await counted(
-                [sys.executable, str(RAW_SERVER), "--config", str(raw_file)],
+                command,
                 raw_file,
                 folder / "floor.callgrind",
                 operations,
