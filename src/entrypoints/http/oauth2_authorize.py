@@ -308,6 +308,7 @@ class AuthorizeOperations:
             needed.new_scopes,
             action=self.issuer + CONSENT_PATH,
             fields=[*parameters, ("issued", issued), ("csrf", token)],
+            redirect_uri=needed.request.redirect_uri,
         )
         Cookie(
             CONSENT_COOKIE, key, max_age=CONSENT_TTL_SECONDS, path="/", samesite="Strict"

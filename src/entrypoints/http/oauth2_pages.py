@@ -313,9 +313,13 @@ def consent_page(
     *,
     action: str,
     fields: Iterable[tuple[str, str]],
+    redirect_uri: str,
 ) -> web.Response:
     """The consent page: what the client asks for, in words, and a form that approves or
-    declines (posted to ``action`` with ``fields``)."""
+    declines (posted to ``action`` with ``fields``). Browsers hold the redirect that answers
+    the post to the page's ``form-action`` as well, so the policy admits the client's
+    ``redirect_uri`` beside this origin: without it the person's click is recorded and the
+    browser never reaches the application."""
     app = escape(client_name)
     # On a wider request than was consented to before, what is new is marked.
     widening = len(new_scopes) < len(scopes)
@@ -335,7 +339,8 @@ def consent_page(
         "</div></form>"
         '<p class="note">You can withdraw this later from your account\'s applications.</p>'
     )
-    return html_page(f"Allow {client_name}?", body)
+    form_action = f"'self' {form_action_source(redirect_uri)}"
+    return html_page(f"Allow {client_name}?", body, form_action=form_action)
 
 
 def form_post_page(redirect_uri: str, fields: Iterable[tuple[str, str]]) -> web.Response:
