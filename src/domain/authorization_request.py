@@ -17,10 +17,11 @@ as unsupported (discovery says so), never silently ignored.
 
 from __future__ import annotations
 
-import datetime as dt
+import base64
+import hashlib
 import re
 from collections.abc import Mapping, Sequence
-from urllib.parse import parse_qsl, urlsplit
+from urllib.parse import parse_qsl, urlencode, urlsplit
 
 import attrs
 
@@ -31,11 +32,9 @@ RESPONSE_MODES = ("query", "form_post")
 PROMPT_NONE, PROMPT_LOGIN, PROMPT_CONSENT = "none", "login", "consent"
 OPENID = "openid"
 OFFLINE_ACCESS = "offline_access"
-# authgate's own parameters: ``provider`` sends the browser straight to one configured identity
-# provider instead of authgate's sign-in page; ``signin_started_at`` (Unix seconds) marks a
-# request resumed after the sign-in it started at that time.
+# authgate's own parameter: ``provider`` sends the browser straight to one configured identity
+# provider instead of authgate's sign-in page.
 PROVIDER_PARAMETER = "provider"
-RESUME_PARAMETER = "signin_started_at"
 MAX_NONCE_LENGTH = 512
 # The state comes back unchanged; bounded so that the request still fits in the URL that
 # resumes it after a sign-in.
@@ -61,7 +60,6 @@ _SINGLE = (
     "request",
     "request_uri",
     PROVIDER_PARAMETER,
-    RESUME_PARAMETER,
 )
 
 
@@ -101,8 +99,7 @@ class AuthorizationRefused(Exception):
 class AuthorizationRequest:
     """A well-formed authorization request of a registered client to one of its redirect
     URIs. ``scopes`` are in the order asked, each once; ``prompt`` the values of ``prompt``;
-    ``provider`` authgate's parameter naming the identity provider to go straight to;
-    ``resumed_at`` when the sign-in this request started began (None: not resumed)."""
+    ``provider`` authgate's parameter naming the identity provider to go straight to."""
 
     client_id: str
     redirect_uri: str
@@ -116,7 +113,6 @@ class AuthorizationRequest:
     login_hint: str | None = None
     id_token_hint: str | None = None
     provider: str | None = None
-    resumed_at: dt.datetime | None = None
 
     @property
     def needs_fresh_login(self) -> bool:
@@ -147,19 +143,20 @@ class AuthorizationRequest:
         out += [(name, value) for name, value in optional if value is not None]
         return out
 
+    @property
+    def resume_key(self) -> str:
+        """What names this request in the session its sign-in issues: the
+        :func:`resume_key` of the query that resumes it."""
+        return resume_key(urlencode(self.parameters()))
+
 
 def parse_authorization_request(
     params: Mapping[str, Sequence[str]],
     clients: ClientRegistry,
-    now: dt.datetime,
-    *,
-    resume_window: dt.timedelta,
 ) -> tuple[AuthorizationRequest, Client]:
     """Read an authorization request (each parameter with all its values, in order).
 
-    Raises :class:`NotRedirectable` or :class:`AuthorizationRefused`. ``resume_window``: how
-    long after its start a resumed request's mark is believed (a mark older, or in the
-    future, is ignored)."""
+    Raises :class:`NotRedirectable` or :class:`AuthorizationRefused`."""
 
     def single(name: str) -> str | None:
         values = params.get(name, ())
@@ -293,21 +290,18 @@ def parse_authorization_request(
             login_hint=login_hint,
             id_token_hint=id_token_hint,
             provider=provider,
-            resumed_at=_resumed_at(first.get(RESUME_PARAMETER), now, resume_window),
         ),
         client,
     )
 
 
-def _resumed_at(value: str | None, now: dt.datetime, window: dt.timedelta) -> dt.datetime | None:
-    """The start of the sign-in a resumed request names; None when absent, malformed, older
-    than ``window`` or in the future (a minute of leeway)."""
-    if value is None or not _MAX_AGE.fullmatch(value):
-        return None
-    started = dt.datetime.fromtimestamp(int(value), dt.UTC)
-    if not now - window <= started <= now + dt.timedelta(minutes=1):
-        return None
-    return started
+def resume_key(query: str) -> str:
+    """A digest of the query of the address that resumes an authorization request after the
+    sign-in it started (the request's :meth:`AuthorizationRequest.parameters`, encoded): the
+    session that sign-in issues carries it, signed, so that only that request is resumed by
+    it (128 bits, base64url)."""
+    digest = hashlib.sha256(query.encode()).digest()[:16]
+    return base64.urlsafe_b64encode(digest).rstrip(b"=").decode("ascii")
 
 
 def resume_needs_fresh_login(url: str) -> bool:

@@ -170,7 +170,13 @@ def _register_openid_flow(
         openid.authorization,
         sessions,
         guard,
-        SignInStart(issuer, callbacks),
+        SignInStart(
+            issuer,
+            callbacks,
+            proving=frozenset(
+                name for name, provider in resources.providers.items() if provider.proves_login_time
+            ),
+        ),
         # Only where a browser would run the ceremony: the page's origin (the issuer's) is one
         # of the passkey origins (and so under the RP ID).
         passkeys=config.passkeys.enabled and origin(issuer) in passkey_origins(config),

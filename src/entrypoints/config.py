@@ -39,6 +39,7 @@ from authgate.domain.clients import (
     origins_of,
     redirect_uri_problem,
 )
+from authgate.domain.login_proof import DEFAULT_SIGNIN_MAX_AGE
 from authgate.domain.rates import parse_many
 from authgate.entrypoints.rest.cors import normalise_origin
 from authgate.entrypoints.rest.eventloop import EventLoop, default_event_loop, uvloop_available
@@ -274,6 +275,12 @@ class ProviderConfig:
     additional_issuers: list[str] = attrs.field(factory=list)
     trusted_audiences: list[str] = attrs.field(factory=list)
     require_response_iss: bool = False
+    # Freshness (docs/providers.md, "What proves a login"): the max_age sent with every
+    # OpenID Connect sign-in (null: none), and whether the ID tokens carry a signed auth_time
+    # (unset: every OpenID Connect provider but Google; true for Google once its "session
+    # age claims" setting is on).
+    signin_max_age_seconds: int | None = DEFAULT_SIGNIN_MAX_AGE
+    states_auth_time: bool | None = None
     authorization_endpoint: str | None = None
     token_endpoint: str | None = None
     jwks_uri: str | None = None

@@ -528,6 +528,8 @@ def _providers(
                 additional_issuers=tuple(p.additional_issuers),
                 trusted_audiences=tuple(p.trusted_audiences),
                 require_response_iss=p.require_response_iss,
+                signin_max_age_seconds=p.signin_max_age_seconds,
+                states_auth_time=p.states_auth_time,
                 authorization_endpoint=p.authorization_endpoint,
                 token_endpoint=p.token_endpoint,
                 jwks_uri=p.jwks_uri,

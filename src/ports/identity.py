@@ -38,10 +38,11 @@ class IdentityProvider(Protocol):
     def uses_pkce(self) -> bool: ...
 
     @property
-    def forces_login(self) -> bool:
-        """Whether :meth:`authorization_url` with ``reauthenticate`` makes the provider
-        authenticate the user again whatever session it holds, so that its answer proves a
-        login after the request even without an ``auth_time``."""
+    def proves_login_time(self) -> bool:
+        """Whether a sign-in through this provider proves when the person logged in: its ID
+        tokens carry a signed ``auth_time``. Only such a statement makes a sign-in fresh
+        (step-up, an application's ``max_age``); a parameter that asked the provider to log
+        the person in again proves nothing, since the browser that carries it can strip it."""
         ...
 
     async def authorization_url(

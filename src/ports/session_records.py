@@ -38,6 +38,12 @@ class SessionRecords(Protocol):
         current one); False when the session is not live."""
         ...
 
+    async def prove(self, session_id: str, auth_time: dt.datetime, now: dt.datetime) -> bool:
+        """A newer proof of login for a live session (a link or a re-authentication made in
+        it): its ``auth_time`` becomes ``auth_time`` where that is later; False when the
+        session is not live."""
+        ...
+
     async def revoke(self, account_id: str, session_id: str, now: dt.datetime) -> bool:
         """End one of the account's sessions; False when it has no such live session (another
         account's id is never revoked)."""

@@ -10,13 +10,26 @@ import attrs
 
 from authgate.domain.model import IssuedSession
 
-__all__ = ["InvalidSession", "IssuedSession", "SessionClaims", "SessionTokens"]
+__all__ = ["InvalidSession", "IssuedSession", "ResumedRequest", "SessionClaims", "SessionTokens"]
+
+
+@attrs.frozen
+class ResumedRequest:
+    """An application's authorization request that started a sign-in (``key``, its
+    :func:`~authgate.domain.authorization_request.resume_key`) and when that sign-in began."""
+
+    key: str
+    signin_started_at: dt.datetime
 
 
 @attrs.frozen
 class SessionClaims:
     """A verified session token. ``session_id`` is its ``sid`` (a renewed token keeps it);
-    ``auth_time`` when the user last authenticated at the provider (RFC 9470)."""
+    ``auth_time`` when the user last authenticated at the provider (RFC 9470). A token issued
+    by a sign-in that an application's authorization request started names that request
+    (``resumes``, :func:`~authgate.domain.authorization_request.resume_key`) and when the
+    sign-in began (``signin_started_at``): signed with the session, so no browser can forge
+    them, as it could a parameter of the resumed request's address."""
 
     account_id: str
     provider: str | None
@@ -26,6 +39,8 @@ class SessionClaims:
     session_id: str = ""
     issued_at: dt.datetime | None = None
     auth_time: dt.datetime | None = None
+    resumes: str | None = None
+    signin_started_at: dt.datetime | None = None
 
 
 class InvalidSession(Exception):
@@ -42,9 +57,11 @@ class SessionTokens(Protocol):
         session_id: str | None = None,
         auth_time: dt.datetime | None = None,
         expires_at: dt.datetime | None = None,
+        resumes: ResumedRequest | None = None,
     ) -> IssuedSession:
         """A new token: for a new session (a fresh ``session_id``) or a renewed one (the same
-        id). ``auth_time`` defaults to ``now``; ``expires_at`` to ``now`` plus the lifetime."""
+        id). ``auth_time`` defaults to ``now``; ``expires_at`` to ``now`` plus the lifetime;
+        ``resumes``: the authorization request whose sign-in issues it."""
         ...
 
     def expiry(self, now: dt.datetime) -> dt.datetime:

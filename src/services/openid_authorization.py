@@ -3,15 +3,20 @@ request and the browser's authgate session (if any) to what happens next.
 
 * **Single sign-on.** A live authgate session is the sign-in: a code is issued at once, with
   no round trip to the upstream provider, unless the request asks for a fresh login.
-* **Freshness** (``prompt=login``, ``max_age``) is what the upstream provider proved: the
-  session's ``auth_time``, as for step-up (RFC 9470), never the moment of authgate's callback.
-  A session whose provider proved no login time is never fresh. ``prompt=login`` needs a
-  sign-in at or after the request; ``max_age`` one within that many seconds.
+* **Freshness** (``prompt=login``, ``max_age``) is only what someone signed: the session's
+  ``auth_time``, from the upstream provider's verified ID token or a passkey assertion with
+  user verification, as for step-up (RFC 9470); never the moment of authgate's callback, nor
+  anything the browser carries. A session whose sign-in proved no login time is never fresh.
+  ``prompt=login`` needs a login at or after the sign-in this request started; ``max_age``
+  one within that many seconds.
 * **Sign-in**: without a session that will do, the browser signs in (authgate's sign-in page,
-  or straight at one provider) and the request resumes, marked with the moment it was sent to
-  sign in. A resumed request is satisfied by a sign-in at or after that moment; if it still is
-  not (the provider proves no recent login, or the browser did not keep the cookie) it ends
-  with ``login_required`` rather than sending the browser round again.
+  or straight at one provider) and the request resumes. The session that sign-in issues names
+  the request and when the sign-in began, signed with the session (``resumes``); nothing in
+  the resumed address marks it, so no browser can claim a sign-in it did not make. A resumed
+  request is satisfied by a login proved at or after that moment; if it still is not (the
+  provider proved no recent login) it ends with ``login_required`` rather than sending the
+  browser round again. An ``id_token_hint`` naming another account than the one signed in is
+  never relaxed: ``login_required`` once the sign-in it started signed in someone else.
 * **Consent**: a client that is not ``first_party`` needs the person's consent once per
   account, client and scope set (``prompt=consent`` asks again); ``prompt=none`` never shows a
   page: it answers ``login_required`` or ``consent_required`` instead.
@@ -47,9 +52,9 @@ from authgate.ports.unit_of_work import Transaction, UnitOfWork
 
 @attrs.frozen
 class AuthorizationPolicy:
-    """``resume_window``: how long a resumed request's mark is believed (the pending sign-in
-    lives ten minutes); ``skew``: how much earlier than the request the provider may date a
-    login that the request forced (the two clocks differ)."""
+    """``resume_window``: how long after its sign-in began a session resumes the request that
+    started it (the pending sign-in lives ten minutes); ``skew``: how much earlier than the
+    sign-in's start the provider may date a login it made for it (the two clocks differ)."""
 
     resume_window: dt.timedelta = dt.timedelta(minutes=15)
     skew: dt.timedelta = dt.timedelta(seconds=60)
@@ -57,14 +62,13 @@ class AuthorizationPolicy:
 
 @attrs.frozen
 class SignInNeeded:
-    """The browser must sign in first, then come back with the request marked as resumed at
-    ``started_at``; ``fresh``: the provider must log the person in again, whatever session it
+    """The browser must sign in first, then come back to the request; ``fresh``: only a login
+    that the sign-in proves (a signed ``auth_time``) will do, whatever session the provider
     holds."""
 
     request: AuthorizationRequest
     client: Client
     fresh: bool
-    started_at: dt.datetime
 
 
 @attrs.frozen
@@ -117,9 +121,7 @@ class AuthorizationService:
         """The request its parameters make; raises
         :class:`~authgate.domain.authorization_request.NotRedirectable` or
         :class:`~authgate.domain.authorization_request.AuthorizationRefused`."""
-        return parse_authorization_request(
-            params, self.clients, self.clock.now(), resume_window=self.policy.resume_window
-        )
+        return parse_authorization_request(params, self.clients)
 
     async def authorize(
         self, request: AuthorizationRequest, client: Client, session: SessionClaims | None
@@ -130,16 +132,17 @@ class AuthorizationService:
         silent = PROMPT_NONE in request.prompt
         if session is not None and not session.session_id:
             session = None  # a token from before sessions had ids: sign in again
+        resumed_at = self._resumed_at(request, session, now)
         if request.id_token_hint is not None:
             hinted = self._hinted_subject(request, client)
-            # After the sign-in the request started, whoever signed in is the answer.
-            if session is not None and session.account_id != hinted and not request.resumed_at:
-                if silent:
+            if session is not None and session.account_id != hinted:
+                if silent or resumed_at is not None:
+                    # Silent, or the sign-in this request started signed in someone else.
                     raise _refused(
                         request, client, "login_required", "another account is signed in"
                     )
                 session = None
-        if session is None or not self._fresh_enough(request, session, now):
+        if session is None or not self._fresh_enough(request, session, resumed_at, now):
             if silent:
                 raise _refused(
                     request,
@@ -147,14 +150,14 @@ class AuthorizationService:
                     "login_required",
                     "no sign-in recent enough" if session else "nobody is signed in",
                 )
-            if request.resumed_at is not None:
+            if resumed_at is not None:
                 raise _refused(
                     request,
                     client,
                     "login_required",
                     "the sign-in did not prove a login recent enough for this request",
                 )
-            return SignInNeeded(request, client, fresh=request.needs_fresh_login, started_at=now)
+            return SignInNeeded(request, client, fresh=request.needs_fresh_login)
         async with self.units.begin() as tx:
             if not client.first_party:
                 grant = await tx.grants.get(session.account_id, client.client_id)
@@ -189,16 +192,34 @@ class AuthorizationService:
             code = await self._issue_code(tx, request, client, session, now)
         return CodeIssued(request, client, code)
 
+    def _resumed_at(
+        self, request: AuthorizationRequest, session: SessionClaims | None, now: dt.datetime
+    ) -> dt.datetime | None:
+        """When the sign-in that this request started began, if ``session`` is the one it
+        issued (its signed claims name this request), and not longer ago than the window."""
+        if session is None or session.resumes != request.resume_key:
+            return None
+        started = session.signin_started_at
+        if (
+            started is None
+            or not now - self.policy.resume_window <= started <= now + self.policy.skew
+        ):
+            return None
+        return started
+
     def _fresh_enough(
-        self, request: AuthorizationRequest, session: SessionClaims, now: dt.datetime
+        self,
+        request: AuthorizationRequest,
+        session: SessionClaims,
+        resumed_at: dt.datetime | None,
+        now: dt.datetime,
     ) -> bool:
         if not request.needs_fresh_login:
             return True
         auth_time = session.auth_time
         if auth_time is None or auth_time <= UNPROVEN_AUTH_TIME:
             return False
-        resumed = request.resumed_at
-        if resumed is not None and auth_time >= resumed - self.policy.skew:
+        if resumed_at is not None and auth_time >= resumed_at - self.policy.skew:
             return True
         if PROMPT_LOGIN in request.prompt:
             return False

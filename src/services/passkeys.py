@@ -47,7 +47,7 @@ from authgate.ports.unit_of_work import UnitOfWork
 from authgate.ports.webauthn import ResponseMalformed, ResponseNotVerified, WebAuthnRelyingParty
 from authgate.services.audit import audit_event, log_event
 from authgate.services.sessions import SessionService
-from authgate.services.signin import SignInPolicy
+from authgate.services.signin import SignInPolicy, resumed_request
 
 log = logging.getLogger("authgate.passkeys")
 security_log = logging.getLogger("authgate.security")
@@ -299,7 +299,14 @@ class PasskeyService:
             await tx.passkeys.record_use(passkey.id, counter, verified.backed_up, now)
             await tx.accounts.record_login(passkey.account_id, now)
             session = await self.sessions.issue(
-                tx, passkey.account_id, PASSKEY_PROVIDER, client, auth_time=now
+                tx,
+                passkey.account_id,
+                PASSKEY_PROVIDER,
+                client,
+                auth_time=now,
+                resumes=resumed_request(
+                    self._destination(return_to), challenge.created_at, self.signin
+                ),
             )
             event = audit_event(
                 now,

@@ -33,7 +33,7 @@ from authgate.ports.clock import Clock
 from authgate.ports.metrics import Metrics, NoMetrics
 from authgate.ports.revocations import RevocationChannel
 from authgate.ports.session_records import SessionRecords
-from authgate.ports.sessions import InvalidSession, SessionClaims, SessionTokens
+from authgate.ports.sessions import InvalidSession, ResumedRequest, SessionClaims, SessionTokens
 from authgate.ports.unit_of_work import Transaction, UnitOfWork
 from authgate.services.audit import audit_event
 
@@ -109,9 +109,11 @@ class SessionService:
         *,
         auth_time: dt.datetime,
         provider_session: str | None = None,
+        resumes: ResumedRequest | None = None,
     ) -> IssuedSession:
         """A new session, recorded in the caller's unit of work (with the sign-in); the caller
-        reports it to ``metrics`` once that unit of work has committed."""
+        reports it to ``metrics`` once that unit of work has committed. ``resumes``: the
+        application's authorization request that started this sign-in, named in the token."""
         now = self.clock.now()
         record = SessionRecord(
             id=random_uuid_hex(),
@@ -133,6 +135,32 @@ class SessionService:
             session_id=record.id,
             auth_time=record.auth_time,
             expires_at=record.expires_at,
+            resumes=resumes,
+        )
+
+    async def prove(
+        self,
+        tx: Transaction,
+        record: SessionRecord,
+        auth_time: dt.datetime,
+        *,
+        resumes: ResumedRequest | None = None,
+    ) -> IssuedSession:
+        """The browser's session after a link or a re-authentication made in it: the same
+        session (one browser, one session; the applications signed in through it keep their
+        tokens), its ``auth_time`` moved to the newer proof, in the caller's unit of work; a
+        new token for it."""
+        now = self.clock.now()
+        proven = max(record.auth_time, auth_time)
+        await tx.sessions.prove(record.id, proven, now)
+        return self.tokens.issue(
+            record.account_id,
+            record.provider,
+            now,
+            session_id=record.id,
+            auth_time=proven,
+            expires_at=record.expires_at,
+            resumes=resumes,
         )
 
     # -- verifying ------------------------------------------------------------------------

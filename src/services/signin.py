@@ -11,11 +11,12 @@ import datetime as dt
 import logging
 import time
 from collections.abc import Mapping
+from urllib.parse import urlsplit
 
 import attrs
 
 from authgate.domain import errors
-from authgate.domain.authorization_request import resume_needs_fresh_login
+from authgate.domain.authorization_request import resume_key, resume_needs_fresh_login
 from authgate.domain.model import (
     UNPROVEN_AUTH_TIME,
     Account,
@@ -39,6 +40,7 @@ from authgate.ports.clock import Clock
 from authgate.ports.events import SignInEventLog
 from authgate.ports.identity import ExchangeFailed, IdentityProvider, VerificationFailed
 from authgate.ports.metrics import Metrics, NoMetrics
+from authgate.ports.sessions import ResumedRequest
 from authgate.ports.state import StateStore, StateStoreFull
 from authgate.ports.unit_of_work import Transaction, UnitOfWork
 from authgate.services.audit import audit_event, log_event
@@ -202,6 +204,13 @@ class SignInService:
                 raise errors.InvalidRequest(
                     f"provider {provider.name} is not linked to the signed-in account: "
                     "re-authenticate with a linked one"
+                )
+            if intent is Intent.REAUTHENTICATE and not provider.proves_login_time:
+                # Its answer would prove no login time: the step-up could never succeed.
+                raise errors.InvalidRequest(
+                    f"provider {provider.name} cannot prove a recent sign-in (it signs no "
+                    "auth_time): re-authenticate with a passkey or with a linked provider "
+                    "that can"
                 )
         if state is not None and (
             not 0 < len(state) <= MAX_STATE_LENGTH or has_control_characters(state)
@@ -435,10 +444,7 @@ class SignInService:
             if found is not None:
                 _refuse_disabled(verified, found[0])
                 holder = found[1]
-            forced = pending.intent is Intent.REAUTHENTICATE or self._forces_login(
-                pending.return_to
-            )
-            authenticated_at = _authenticated_at(provider, pending, verified, now, forced=forced)
+            authenticated_at = _authenticated_at(verified, now)
             started_by = (
                 await self._starting_session(tx, pending, now)
                 if pending.intent in CALLER_INTENTS
@@ -447,19 +453,24 @@ class SignInService:
             account, outcome = await self._account_for(
                 tx.accounts, pending, verified, holder, authenticated_at, now
             )
-            if started_by is not None:
-                # The caller proved a login to start it: the new session keeps that proof
-                # when this provider proves none later.
-                authenticated_at = max(authenticated_at, started_by.auth_time)
             await tx.accounts.record_login(account.id, now)
-            session = await self.sessions.issue(
-                tx,
-                account.id,
-                provider.name,
-                client,
-                auth_time=authenticated_at,
-                provider_session=verified.provider_session,
-            )
+            resumes = resumed_request(pending.return_to, pending.created_at, self.policy)
+            if started_by is not None:
+                # One browser, one session: the session that started the link or the
+                # re-authentication goes on, with the newer proof of login.
+                session = await self.sessions.prove(
+                    tx, started_by, authenticated_at, resumes=resumes
+                )
+            else:
+                session = await self.sessions.issue(
+                    tx,
+                    account.id,
+                    provider.name,
+                    client,
+                    auth_time=authenticated_at,
+                    provider_session=verified.provider_session,
+                    resumes=resumes,
+                )
             await self.provider_tokens.keep(tx, account.id, verified, now)
             event = self._event(provider.name, outcome, client, account.id, None, logged=False)
             await tx.events.record(event)
@@ -618,30 +629,28 @@ def _detail_of(e: errors.SignInError) -> str:
     return type(e).__name__
 
 
-def _authenticated_at(
-    provider: IdentityProvider,
-    pending: PendingSignIn,
-    verified: VerifiedIdentity,
-    now: dt.datetime,
-    *,
-    forced: bool,
-) -> dt.datetime:
-    """When the user last authenticated at the provider, as far as this sign-in proves it:
-    the session's ``auth_time``, which is never later than what the provider says.
-
-    * The provider's ``auth_time`` when it gives one (never after now).
-    * Else, for a sign-in that asked a provider that can force a login
-      (:attr:`~authgate.ports.identity.IdentityProvider.forces_login`) to do so (``forced``:
-      a re-authentication, or an application's request for a fresh login), the moment of the
-      request: the provider asked for the password again after it.
-    * Else nothing is proved (an ordinary sign-in may have passed through the provider's own
-      long-lived session): :data:`~authgate.domain.model.UNPROVEN_AUTH_TIME`.
-    """
+def _authenticated_at(verified: VerifiedIdentity, now: dt.datetime) -> dt.datetime:
+    """When the person last logged in at the provider, as far as this sign-in proves it: the
+    session's ``auth_time``. Only a signed statement proves it: the ``auth_time`` of a
+    verified ID token (never after now). A request that asked the provider to log the person
+    in again (``prompt=login``, ``max_age=0``, ``auth_type=reauthenticate``) proves nothing by
+    itself: those parameters travel in the browser's address, and whoever holds the browser
+    can strip them so that the provider answers from its own long-lived session. Without a
+    signed time: :data:`~authgate.domain.model.UNPROVEN_AUTH_TIME`."""
     if verified.auth_time is not None:
         return min(verified.auth_time, now)
-    if forced and provider.forces_login:
-        return pending.created_at
     return UNPROVEN_AUTH_TIME
+
+
+def resumed_request(
+    return_to: str | None, started_at: dt.datetime, policy: SignInPolicy
+) -> ResumedRequest | None:
+    """The application's authorization request a sign-in returns to (``return_to`` is the
+    authorization endpoint's address), named in the session it issues with when the sign-in
+    began: what lets that request, and only it, count the sign-in as its own."""
+    if not return_to or not is_resume_url(return_to, policy.resume_urls):
+        return None
+    return ResumedRequest(resume_key(urlsplit(return_to).query), started_at)
 
 
 def _refuse_disabled(verified: VerifiedIdentity, identity: LinkedIdentity) -> None:

@@ -104,31 +104,29 @@ async def test_no_email_is_not_verified(signin_on: SignIn) -> None:
 async def test_linking_a_verified_provider_does_not_verify_the_accounts_email(
     signin_on: SignIn,
 ) -> None:
-    first = FakeUser(sub="fb-first", email="a@fb.example")
-    registered = await register(signin_on, "facebook", first)
-    # A facebook sign-in proves no login time: linking needs a re-authentication first.
-    token = session_token(
-        await signin_on.complete("facebook", user=first, bearer=registered, intent="reauthenticate")
-    )
+    first = FakeUser(sub="g-first", email="a@first.example", email_verified=None)
+    # A google sign-in proves a login time (its signed auth_time): linking may follow at once.
+    token = await register(signin_on, "google", first)
     auth = {"Authorization": f"Bearer {token}"}
     response = await signin_on.client.get(
-        "/v1/auth/google",
-        params={"redirect_uri": CALLBACK_URL.format(name="google"), "intent": "link"},
+        "/v1/auth/apple",
+        params={"redirect_uri": CALLBACK_URL.format(name="apple"), "intent": "link"},
         headers={**auth, "Accept": "application/json"},
     )
     assert response.status == 200, await response.text()
     binding = response.cookies["__Host-authgate_binding"].value
     details = await response.json()
     back = await signin_on.idp.authorize(
-        details["authorizationUrl"], user=FakeUser(sub="g-second", email="a@gmail.example")
+        details["authorizationUrl"],
+        user=FakeUser(sub="a-second", email="a@apple.example", email_verified=True),
     )
-    linked = await signin_on.callback("google", back.params, binding=binding, method=back.method)
+    linked = await signin_on.callback("apple", back.params, binding=binding, method=back.method)
     assert "error=" not in linked.headers["Location"], linked.headers["Location"]
 
     body = await account(signin_on, token)
-    # The account's email is the primary (facebook) identity's, still unverified.
-    assert (body["email"], body["emailVerified"]) == ("a@fb.example", False)
-    assert [p["provider"] for p in body["providers"]] == ["facebook", "google"]
+    # The account's email is the primary (google) identity's, still unverified.
+    assert (body["email"], body["emailVerified"]) == ("a@first.example", False)
+    assert [p["provider"] for p in body["providers"]] == ["google", "apple"]
     # Spec 2.2's linked-provider record is unchanged (no email fields added to it).
     listing = await signin_on.client.get("/v1/account/providers", headers=auth)
     for record in (await listing.json())["providers"]:

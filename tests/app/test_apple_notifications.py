@@ -15,6 +15,7 @@ from authgate.domain.model import Outcome, ProviderIdentity
 from authgate.entrypoints.assembly import RESOURCES
 from tests.fakeidp import FakeIdP, FakeUser, SettableClock
 from tests.fakeidp.events import EventFault, apple_notification, sign_event
+from tests.support.jwt import claims_of
 
 from .conftest import CALLBACK_URL, Events, MakeService, SignIn, events_config
 
@@ -30,7 +31,8 @@ async def notify(events: Events, body: Any) -> tuple[int, Any]:
 
 
 async def link_apple(events: Events, google_token: str, user: FakeUser) -> str:
-    """Link Apple to the account of ``google_token``; the Apple session's token."""
+    """Link Apple to the account of ``google_token``; the session's new token (the link goes
+    on in the session that started it: one browser, one session)."""
     answer = await events.client.get(
         "/v1/auth/apple",
         params={"redirect_uri": CALLBACK_URL.format(name="apple"), "intent": "link"},
@@ -42,7 +44,15 @@ async def link_apple(events: Events, google_token: str, user: FakeUser) -> str:
     back = await events.idp.authorize(details["authorizationUrl"], user=user)
     done = await events.signin.callback("apple", back.params, binding=binding, method=back.method)
     assert done.status == 302, done.headers
+    assert claims_of(done.cookies["session"].value)["sid"] == claims_of(google_token)["sid"]
     return done.cookies["session"].value
+
+
+async def apple_session(events: Events, user: FakeUser) -> str:
+    """A session signed in through Apple (another browser)."""
+    answer = await events.signin.complete("apple", user=user, intent="login")
+    assert answer.status == 302, answer.headers
+    return answer.cookies["session"].value
 
 
 async def providers_of(events: Events, token: str) -> list[str]:
@@ -60,7 +70,8 @@ async def test_revoking_apple_unlinks_it_and_ends_its_sessions_only(
     events: Events, event_type: str
 ) -> None:
     google = await events.signed_in("google", ADA_GOOGLE)
-    apple = await link_apple(events, google, ADA)
+    await link_apple(events, google, ADA)
+    apple = await apple_session(events, ADA)
     assert await providers_of(events, google) == ["google", "apple"]
 
     status, body = await notify(events, apple_notification(events.idp.apple, event_type, ADA.sub))

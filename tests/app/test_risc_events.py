@@ -15,7 +15,7 @@ from tests.fakeidp import FakeUser
 from tests.fakeidp.events import EventFault, security_event, sign_event
 
 from .conftest import Events
-from .test_apple_notifications import link_apple
+from .test_apple_notifications import apple_session, link_apple
 
 PATH = "/v1/providers/google/notifications"
 ADA = FakeUser(sub="ada-google-1", email="ada@example.com", name="Ada Lovelace")
@@ -43,7 +43,8 @@ async def test_revoked_sessions_end_every_session_of_the_account(
     events: Events, event_type: str
 ) -> None:
     google = await events.signed_in("google", ADA)
-    apple = await link_apple(events, google, ADA_APPLE)
+    await link_apple(events, google, ADA_APPLE)
+    apple = await apple_session(events, ADA_APPLE)
     other = await events.signed_in("google", FakeUser(sub="grace-1", email="grace@example.com"))
 
     assert await push(events, security_event(events.idp.google, event_type, ADA.sub)) == (
@@ -61,7 +62,8 @@ async def test_a_hijacked_account_loses_every_session_and_cannot_sign_in_until_e
     events: Events,
 ) -> None:
     google = await events.signed_in("google", ADA)
-    apple = await link_apple(events, google, ADA_APPLE)
+    await link_apple(events, google, ADA_APPLE)
+    apple = await apple_session(events, ADA_APPLE)
     fake = events.idp.google
 
     disabled = security_event(fake, "account-disabled", ADA.sub, reason="hijacking")
@@ -90,7 +92,8 @@ async def test_disabling_without_a_reason_ends_the_providers_sessions_and_refuse
     events: Events,
 ) -> None:
     google = await events.signed_in("google", ADA)
-    apple = await link_apple(events, google, ADA_APPLE)
+    await link_apple(events, google, ADA_APPLE)
+    apple = await apple_session(events, ADA_APPLE)
     token = security_event(events.idp.google, "account-disabled", ADA.sub)
     assert (await push(events, token))[0] == 202
     assert [await events.status(t) for t in (google, apple)] == [401, 200]

@@ -4,8 +4,10 @@ The fake provider holds its own long-lived session for the user (``login_at``): 
 sign-in is answered from it, and its ID tokens say so in ``auth_time``; a request that forces
 a login (``prompt=login`` / ``max_age=0``, facebook's ``auth_type=reauthenticate``) makes the
 user log in again. Account changes (export, delete) need a session whose ``auth_time`` is
-within ``session.reauthenticate_after_seconds`` (600), else 401 ``reauthentication_required``;
-the ``intent=reauthenticate`` flow restores them for every shape.
+within ``session.reauthenticate_after_seconds`` (600), else 401 ``reauthentication_required``.
+Only a signed statement proves a login: the ``intent=reauthenticate`` flow restores them
+through a provider whose ID tokens carry ``auth_time``; one that signs no time (facebook) is
+refused at the start, and a forced login that the ID token does not date proves nothing.
 """
 
 from __future__ import annotations
@@ -90,7 +92,6 @@ async def test_an_id_token_without_auth_time_proves_no_login_time(signin: SignIn
     [
         ("google", ("prompt=login", "max_age=0")),
         ("apple", ("prompt=login", "max_age=0")),
-        ("facebook", ("auth_type=reauthenticate",)),
     ],
 )
 async def test_re_authentication_gives_a_fresh_session_for_every_shape(
@@ -111,17 +112,78 @@ async def test_re_authentication_gives_a_fresh_session_for_every_shape(
     assert (await signin.client.delete("/v1/account", headers=bearer(fresh))).status == 204
 
 
-async def test_a_forced_login_without_auth_time_is_fresh_from_the_request(
-    signin: SignIn,
-) -> None:
+async def test_a_forced_login_without_auth_time_proves_nothing(signin: SignIn) -> None:
+    # The request asked for prompt=login and max_age=0, but the browser carries those: only
+    # the provider's signed auth_time could prove that it asked again, and it gave none.
     signin.idp.google.send_auth_time = False
     stale = session_of(await signin.complete("google", user=ADA, intent="register"))
     await assert_step_up_required(signin, stale)
-    asked_at = signin.clock.timestamp()
-    _, fresh = await reauthenticate(signin, "google", stale)
-    # The provider asked for the password after the request: the session is as fresh as that.
-    assert int(asked_at) - 1 <= claims_of(fresh)["auth_time"] <= signin.clock.timestamp()
-    assert (await export(signin, fresh)).status == 200
+    details, binding = await signin.begin("google", bearer=stale, intent="reauthenticate")
+    assert "prompt=login" in details["authorizationUrl"]
+    back = await signin.idp.authorize(details["authorizationUrl"], user=ADA)
+    answer = await signin.callback("google", back.params, binding=binding, method=back.method)
+    assert "reason=stale_provider_authentication" in answer.headers["Location"]
+    assert "session" not in answer.cookies
+    await assert_step_up_required(signin, stale)
+
+
+async def test_a_stripped_re_authentication_request_proves_nothing(signin: SignIn) -> None:
+    # Whoever holds the browser deletes prompt and max_age: the provider answers from its own
+    # session, as its auth_time says, and the step-up fails.
+    signin.idp.google.login_at = int(signin.clock.timestamp()) - MONTH
+    stale = session_of(await signin.complete("google", user=ADA, intent="register"))
+    details, binding = await signin.begin("google", bearer=stale, intent="reauthenticate")
+    url = details["authorizationUrl"]
+    stripped = "&".join(
+        part for part in url.split("&") if not part.startswith(("prompt=", "max_age="))
+    )
+    assert stripped != url
+    back = await signin.idp.authorize(stripped, user=ADA)
+    answer = await signin.callback("google", back.params, binding=binding, method=back.method)
+    assert "reason=stale_provider_authentication" in answer.headers["Location"]
+    assert signin.idp.google.forced_logins == 0
+    await assert_step_up_required(signin, stale)
+
+
+async def test_a_provider_that_signs_no_time_cannot_re_authenticate(signin: SignIn) -> None:
+    stale = session_of(await signin.complete("facebook", user=ADA, intent="register"))
+    answer = await signin.start("facebook", bearer=stale, intent="reauthenticate")
+    assert answer.status == 400
+    body = await answer.json()
+    assert body["error"] == "invalid_request"
+    assert "cannot prove a recent sign-in" in body["message"]
+    assert "passkey" in body["message"]
+
+
+@pytest.mark.parametrize("provider", ID_TOKEN_SHAPES)
+async def test_every_openid_sign_in_asks_for_auth_time(signin: SignIn, provider: str) -> None:
+    # max_age makes auth_time a required claim (OIDC Core 3.1.2.1); a year never forces a
+    # login the provider would not have asked for.
+    details, _ = await signin.begin(provider)
+    assert "max_age=31536000" in details["authorizationUrl"]
+    assert "prompt=" not in details["authorizationUrl"]
+    details, _ = await signin.begin("facebook")
+    assert "max_age" not in details["authorizationUrl"]
+
+
+async def test_signing_up_with_a_fresh_login_then_linking_at_once_works(signin: SignIn) -> None:
+    # A provider that states auth_time only when max_age asks for it: every sign-in asks.
+    signin.idp.google.auth_time_only_when_asked = True
+    token = session_of(await signin.complete("google", user=ADA, intent="register"))
+    details, binding = await signin.begin("facebook", bearer=token, intent="link")
+    back = await signin.idp.authorize(details["authorizationUrl"], user=ADA)
+    answer = await signin.callback("facebook", back.params, binding=binding, method=back.method)
+    assert "error" not in answer.headers["Location"], answer.headers["Location"]
+    linked = await signin.client.get("/v1/account/providers", headers=bearer(token))
+    names = {p["provider"] for p in (await linked.json())["providers"]}
+    assert names == {"google", "facebook"}
+
+
+async def test_signing_up_without_a_proven_login_cannot_link(signin: SignIn) -> None:
+    token = session_of(await signin.complete("facebook", user=ADA, intent="register"))
+    answer = await signin.start("google", bearer=token, intent="link")
+    assert answer.status == 401
+    assert (await answer.json())["error"] == "reauthentication_required"
 
 
 async def test_a_re_authentication_whose_provider_login_is_old_is_refused(

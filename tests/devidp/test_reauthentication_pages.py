@@ -42,18 +42,14 @@ async def test_the_provider_page_says_it_is_a_re_authentication(
     assert _heading(page) == f"Sign in with {label}"
 
 
-async def test_the_facebook_shape_is_asked_with_auth_type_reauthenticate(service: Service) -> None:
+async def test_the_facebook_shape_cannot_re_authenticate(service: Service) -> None:
     browser = Browser(service)
     await browser.sign_in("facebook", "ada")
-    # The Facebook Login dialog's way to ask again; no OpenID Connect parameters.
-    url = await browser.start("facebook", "reauthenticate")
-    sent = parse_qs(urlsplit(url).query)
-    assert sent["auth_type"] == ["reauthenticate"]
-    assert "prompt" not in sent and "max_age" not in sent
-    page = await (await browser.request("GET", url)).text()
-    assert _heading(page) == CONFIRM
-    assert "sign in to Facebook again" in page
-    # A plain sign-in does not carry it.
+    # Its answers sign no login time: a re-authentication through it could prove nothing,
+    # so it is refused at the start, in words that say what can.
+    with pytest.raises(AssertionError, match="cannot prove a recent sign-in"):
+        await browser.start("facebook", "reauthenticate")
+    # A plain sign-in carries no re-authentication parameter.
     url = await browser.start("facebook", "login")
     assert "auth_type" not in parse_qs(urlsplit(url).query)
 

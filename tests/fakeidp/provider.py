@@ -157,6 +157,10 @@ class FakeProvider:
         self.issue_refresh_tokens = shape is Shape.APPLE
         self.login_at: float | None = None
         self.send_auth_time = shape is not Shape.OAUTH
+        # An OpenID provider that states auth_time only when the request carries max_age (OIDC
+        # Core 3.1.2.1 makes it required then, optional otherwise).
+        self.auth_time_only_when_asked = False
+        self.last_asked_max_age = False
         self.forced_logins = 0
         self.revocation_style = (
             RevocationStyle.APPLE if shape is Shape.APPLE else RevocationStyle.RFC7009
@@ -273,6 +277,7 @@ class FakeProvider:
         request that forces a login starts the provider's session again now; any other is
         answered from the session the provider holds (``login_at``)."""
         now = self._now()
+        self.last_asked_max_age = "max_age" in query
         if self.login_at is None:
             return now
         max_age = query.get("max_age", "")
@@ -367,7 +372,8 @@ class FakeProvider:
                 )
         if self.shape is Shape.OIDC and user.name is not None:
             claims["name"] = user.name
-        if self.shape is not Shape.OAUTH and self.send_auth_time:
+        asked = self.last_asked_max_age or not self.auth_time_only_when_asked
+        if self.shape is not Shape.OAUTH and self.send_auth_time and asked:
             claims["auth_time"] = int(
                 auth_time if auth_time is not None else (self.login_at or now)
             )

@@ -71,6 +71,9 @@ async def test_authorization_url_carries_the_spec_parameters(
         "code_challenge": ["challenge-value"],
         "code_challenge_method": ["S256"],
         "nonce": ["nonce-value"],
+        # OIDC Core 3.1.2.1: with max_age, the ID token must state auth_time (a year: it
+        # never makes the provider ask for a login it would not have asked for).
+        "max_age": ["31536000"],
     }
     assert "secret" not in url
 

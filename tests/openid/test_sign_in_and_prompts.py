@@ -11,8 +11,6 @@ from __future__ import annotations
 
 from urllib.parse import urlsplit
 
-import pytest
-
 from tests.fakeidp import FakeUser
 from tests.support.jwt import claims_of
 
@@ -78,7 +76,8 @@ async def test_the_sign_in_page_offers_every_provider_and_resumes_the_request(op
             resumed = query_of(resume)
             assert resumed["state"] == request.state
             assert resumed["code_challenge"] == request.pkce.challenge
-            assert resumed["signin_started_at"].isdigit()
+            # Nothing in the address marks the request as resumed: the session says so.
+            assert "signin_started_at" not in resumed
 
     answer = await op.answer(await op.sign_in_from_page(page, intent="Create an account"))
     assert answer.redirect_uri == WEB_REDIRECT and answer.params["state"] == request.state
@@ -174,27 +173,63 @@ async def test_max_age_older_than_the_session_signs_in_again(op: Op) -> None:
     assert silent.params["error"] == "login_required"
 
 
-@pytest.mark.parametrize("provider", ["google", "facebook"])
-async def test_a_forced_login_counts_from_the_request_where_the_provider_dates_none(
-    op: Op, provider: str
-) -> None:
-    """A provider that says nothing of when its user logged in (google without its session
-    age claims, facebook's Graph API) but was asked to log them in again proves a login
-    at the sign-in's start, as a re-authentication does."""
-    op.idp[provider].send_auth_time = False
-    op.idp[provider].login_at = op.clock.timestamp() - HOUR
-    await op.sign_in(provider=provider)
-    session = claims_of(op.session or "")
-    assert session["auth_time"] == 0  # an ordinary sign-in proved nothing
+async def test_a_forced_login_the_provider_does_not_date_proves_nothing(op: Op) -> None:
+    """Asked to log the person in again, a provider whose ID token then states no auth_time
+    proves nothing (the browser could have stripped prompt and max_age): login_required, and
+    the ID token never carries the request's time."""
+    op.idp["google"].send_auth_time = False
+    op.idp["google"].login_at = op.clock.timestamp() - HOUR
+    await op.sign_in()
+    assert claims_of(op.session or "")["auth_time"] == 0  # an ordinary sign-in proved nothing
     op.clock.advance(5)
     request = Request(extra={"max_age": "60"})
-    page = await op.authorize(request)
-    label = provider.title()
-    answer = await op.answer(await op.sign_in_from_page(page, provider=label))
-    tokens = await op.tokens(request, answer)
-    claims = await op.verify_id_token(tokens["id_token"], nonce=request.nonce)
-    assert abs(claims["auth_time"] - op.clock.timestamp()) < 5  # type: ignore[operator]
-    assert op.idp[provider].forced_logins == 1
+    answer = await op.answer(await op.sign_in_from_page(await op.authorize(request)))
+    assert answer.params["error"] == "login_required"
+    assert op.idp["google"].forced_logins == 1
+
+
+async def test_a_fresh_login_is_offered_only_through_ways_that_prove_one(op: Op) -> None:
+    """Facebook signs no login time: a request for a fresh login does not offer it, nor goes
+    straight to it when named; a plain request offers every provider."""
+    for extra in ({"max_age": "60"}, {"prompt": "login"}):
+        html = await (await op.authorize(Request(extra=extra))).text()
+        labels = [label for label, _ in parse_page(html).links]
+        assert "Sign in with Google" in labels and "Sign in with Apple" in labels
+        assert not any("Facebook" in label for label in labels), labels
+        named = await op.authorize(Request(extra={**extra, "provider": "facebook"}))
+        assert named.status == 200  # the page of the ways that prove, not facebook
+    plain = await (await op.authorize(Request())).text()
+    assert "Sign in with Facebook" in [label for label, _ in parse_page(plain).links]
+
+
+async def test_a_forged_resume_mark_gives_no_code_without_a_new_login(op: Op) -> None:
+    """signin_started_at in the address once marked a resumed request: whoever holds the
+    browser could set it to the session's login time. It means nothing now."""
+    await op.sign_in()
+    proven = claims_of(op.session or "")["auth_time"]
+    op.clock.advance(60)
+    for extra in ({"prompt": "login"}, {"max_age": "10"}, {"max_age": "0"}):
+        request = Request(extra={**extra, "signin_started_at": str(proven)})
+        page = await op.authorize(request)
+        assert page.status == 200, extra  # the sign-in page: a new login is needed
+        assert "Location" not in page.headers
+
+
+async def test_a_hint_for_another_account_is_never_relaxed_by_a_resume_mark(op: Op) -> None:
+    await op.sign_in()
+    request = Request()
+    tokens = await op.tokens(request, await op.code(request))
+    await op.sign_in(FakeUser(sub="grace-2", email="grace@example.com", name="Grace Hopper"))
+    started = claims_of(op.session or "")["auth_time"]
+    hinted = Request(
+        extra={
+            "prompt": "none",
+            "id_token_hint": tokens["id_token"],
+            "signin_started_at": str(started),
+        }
+    )
+    answer = await op.answer(await op.authorize(hinted))
+    assert answer.params["error"] == "login_required"
 
 
 async def test_a_provider_that_proves_no_login_ends_the_request_instead_of_looping(

@@ -50,6 +50,7 @@ class FakeProvider:
     clock: FixedClock
     uses_nonce: bool = True
     uses_pkce: bool = True
+    proves_login_time: bool = True
     scopes: tuple[str, ...] = ("openid", "email", "profile")
     fail: Exception | None = None  # raised by the next exchanges while set
     codes: dict[str, VerifiedIdentity] = attrs.field(factory=dict)

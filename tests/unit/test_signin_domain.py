@@ -47,7 +47,7 @@ class Provider:
     scopes: tuple[str, ...] = ("openid", "profile", "email")
     uses_nonce: bool = True
     uses_pkce: bool = True
-    forces_login: bool = True
+    proves_login_time: bool = True
     subject: str = "sub-1"
     email_verified: bool | None = True
     auth_time: dt.datetime | None = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)  # a fresh login

@@ -155,15 +155,8 @@ class OAuthIdentityProvider:
         return self._settings.pkce
 
     @property
-    def forces_login(self) -> bool:
-        """OpenID Connect's ``prompt=login`` with ``max_age=0`` and the Graph API's
-        ``auth_type=reauthenticate`` make the provider ask for the password again whatever
-        session it holds; Apple documents no such parameter (its ``auth_time`` alone tells),
-        nor does a plain OAuth 2.0 provider."""
-        settings = self._settings
-        if settings.uses_id_token:
-            return not settings.is_apple
-        return settings.profile_endpoint is not None
+    def proves_login_time(self) -> bool:
+        return self._settings.proves_login_time
 
     @property
     def discovers(self) -> bool:
@@ -204,9 +197,14 @@ class OAuthIdentityProvider:
         if self._settings.response_mode == "form_post":
             params["response_mode"] = "form_post"
         if reauthenticate and self._settings.uses_id_token:
-            # OIDC Core 3.1.2.1: authenticate again, whatever session the provider holds.
+            # OIDC Core 3.1.2.1: authenticate again, whatever session the provider holds. Only
+            # the ID token's signed auth_time proves that it did: the browser can strip these.
             params["prompt"] = "login"
             params["max_age"] = "0"
+        elif self._settings.uses_id_token and self._settings.signin_max_age_seconds:
+            # With max_age, auth_time is a required claim (OIDC Core 3.1.2.1): every sign-in
+            # then proves when the person logged in.
+            params["max_age"] = str(self._settings.signin_max_age_seconds)
         elif reauthenticate and self._settings.profile_endpoint is not None:
             # Facebook Login: ask for the password again, even with a facebook session.
             params["auth_type"] = "reauthenticate"

@@ -12,12 +12,12 @@ from typing import Literal
 
 import attrs
 
+from authgate.domain.login_proof import DEFAULT_SIGNIN_MAX_AGE, GOOGLE_ISSUERS, proves_login_time
+
 TokenEndpointAuth = Literal["client_secret_post", "client_secret_basic", "apple_client_secret_jwt"]
 ResponseMode = Literal["query", "form_post"]
 RevocationAuth = Literal["client", "none"]
 
-# Google's revocation endpoint takes the token alone (no client authentication).
-GOOGLE_ISSUERS = frozenset({"https://accounts.google.com", "accounts.google.com"})
 
 CLIENT_SECRET_POST: TokenEndpointAuth = "client_secret_post"  # noqa: S105 - a method name
 CLIENT_SECRET_BASIC: TokenEndpointAuth = "client_secret_basic"  # noqa: S105
@@ -92,6 +92,16 @@ class ProviderSettings:
     require_response_iss: bool = False
     """RFC 9207: refuse an authorization response without ``iss`` even when the provider's
     discovery document does not advertise ``authorization_response_iss_parameter_supported``."""
+    signin_max_age_seconds: int | None = DEFAULT_SIGNIN_MAX_AGE
+    """``max_age`` sent with every OpenID Connect sign-in: OpenID Connect Core 3.1.2.1 then
+    makes ``auth_time`` a required claim of the ID token, the one statement that proves when
+    the person logged in. A year, so that it practically never makes the provider ask for a
+    login it would not have asked for; None sends none."""
+    states_auth_time: bool | None = None
+    """Whether this provider signs ``auth_time`` in its ID tokens, so that a sign-in through it
+    can prove a recent login (step-up, an application's ``max_age``). Unset: every OpenID
+    Connect provider but Google, which states it only once its "session age claims" setting
+    is on for the OAuth client (then set true); never a provider without ID tokens."""
     # -- tuning (defaults follow the spec; tests shorten them) --------------------------------
     leeway_seconds: float = 60.0
     """Clock skew allowed on ``exp``, ``iat`` and ``nbf``."""
@@ -120,6 +130,12 @@ class ProviderSettings:
     def uses_id_token(self) -> bool:
         """OpenID Connect: the token response carries an ID token to verify."""
         return self.issuer is not None
+
+    @property
+    def proves_login_time(self) -> bool:
+        """Whether a sign-in through this provider can prove when the person logged in (a
+        signed ``auth_time``): :attr:`states_auth_time`, or its default."""
+        return proves_login_time(self.issuer, self.states_auth_time)
 
     @property
     def revocation_authenticates(self) -> bool:
@@ -166,6 +182,12 @@ class ProviderSettings:
                     f"id_token_algorithms: {alg!r} is not allowed "
                     f"(allowed: {', '.join(sorted(ALLOWED_ID_TOKEN_ALGORITHMS))})"
                 )
+        if self.states_auth_time and not self.uses_id_token:
+            yield "states_auth_time: only a provider with ID tokens (issuer) signs auth_time"
+        if self.signin_max_age_seconds is not None and not 0 < self.signin_max_age_seconds <= (
+            10 * DEFAULT_SIGNIN_MAX_AGE
+        ):
+            yield "signin_max_age_seconds: must be between 1 and 3650 days in seconds"
         if self.revocation_auth not in (None, "client", "none"):
             yield f"revocation_auth: unknown method {self.revocation_auth!r}"
         if self.response_mode not in ("query", "form_post"):

@@ -47,6 +47,13 @@ class MemorySessionRecords:
         self._records[session_id] = attrs.evolve(record, expires_at=later)
         return True
 
+    async def prove(self, session_id: str, auth_time: dt.datetime, now: dt.datetime) -> bool:
+        record = self._records.get(session_id)
+        if record is None or not record.live(now):
+            return False
+        self._records[session_id] = attrs.evolve(record, auth_time=max(record.auth_time, auth_time))
+        return True
+
     async def revoke(self, account_id: str, session_id: str, now: dt.datetime) -> bool:
         record = self._records.get(session_id)
         if record is None or record.account_id != account_id or not record.live(now):

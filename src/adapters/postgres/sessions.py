@@ -111,6 +111,18 @@ class PostgresSessionRecords(Purging):
         )
         return rows.affected(status) == 1
 
+    async def prove(self, session_id: str, auth_time: dt.datetime, now: dt.datetime) -> bool:
+        status = await self._db.execute(
+            """
+            UPDATE sessions SET auth_time = GREATEST(auth_time, $2)
+            WHERE id = $1 AND revoked_at IS NULL AND expires_at > $3
+            """,
+            session_id,
+            rows.utc(auth_time),
+            rows.utc(now),
+        )
+        return rows.affected(status) == 1
+
     async def revoke(self, account_id: str, session_id: str, now: dt.datetime) -> bool:
         status = await self._db.execute(
             """

@@ -25,7 +25,7 @@ from authgate.adapters.sessions.keys import ALGORITHMS, is_session_key, public_j
 from authgate.domain.model import IssuedSession
 from authgate.domain.scopes import SESSION_SCOPES
 from authgate.domain.secrets import random_uuid_hex
-from authgate.ports.sessions import InvalidSession, SessionClaims
+from authgate.ports.sessions import InvalidSession, ResumedRequest, SessionClaims
 
 SCOPES = SESSION_SCOPES
 LEEWAY_SECONDS = 30
@@ -117,6 +117,7 @@ class JwtSessionTokens:
         session_id: str | None = None,
         auth_time: dt.datetime | None = None,
         expires_at: dt.datetime | None = None,
+        resumes: ResumedRequest | None = None,
     ) -> IssuedSession:
         issued = int(now.timestamp())
         expires = int((expires_at or self.expiry(now)).timestamp())
@@ -134,6 +135,9 @@ class JwtSessionTokens:
             "scope": " ".join(SCOPES),
             "provider": provider,
         }
+        if resumes is not None:
+            claims["resumes"] = resumes.key
+            claims["signin_started_at"] = int(resumes.signin_started_at.timestamp())
         if self._signer is not None:
             token = self._signer.encode(claims)
         else:
@@ -206,6 +210,14 @@ class JwtSessionTokens:
         auth_time = claims.get("auth_time", iat)
         if not isinstance(auth_time, int) or isinstance(auth_time, bool):
             raise InvalidSession("auth_time is not a number")
+        resumes = claims.get("resumes")
+        started = claims.get("signin_started_at")
+        if (
+            not isinstance(resumes, str)
+            or not isinstance(started, int)
+            or isinstance(started, bool)
+        ):
+            resumes, started = None, None
         return SessionClaims(
             account_id=str(claims["sub"]),
             provider=provider if isinstance(provider, str) else None,
@@ -215,6 +227,10 @@ class JwtSessionTokens:
             session_id=sid,
             issued_at=dt.datetime.fromtimestamp(iat, dt.UTC),
             auth_time=dt.datetime.fromtimestamp(auth_time, dt.UTC),
+            resumes=resumes,
+            signin_started_at=None
+            if started is None
+            else dt.datetime.fromtimestamp(started, dt.UTC),
         )
 
     def public_jwks(self) -> Mapping[str, Any]:

@@ -101,6 +101,17 @@ class SqliteSessionRecords(Purging):
             )
             return cursor.rowcount == 1
 
+    async def prove(self, session_id: str, auth_time: dt.datetime, now: dt.datetime) -> bool:
+        async with self._db.use() as conn:
+            cursor = await conn.execute(
+                """
+                UPDATE sessions SET auth_time = MAX(auth_time, ?)
+                WHERE id = ? AND revoked_at IS NULL AND expires_at > ?
+                """,
+                (ts(auth_time), session_id, ts(now)),
+            )
+            return cursor.rowcount == 1
+
     async def revoke(self, account_id: str, session_id: str, now: dt.datetime) -> bool:
         async with self._db.use() as conn:
             cursor = await conn.execute(

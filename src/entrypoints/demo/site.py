@@ -20,6 +20,7 @@ from urllib.parse import urlsplit
 
 from aiohttp import web
 
+from authgate.domain.login_proof import proves_login_time
 from authgate.entrypoints.config import Config, ProviderConfig, callback_urls_of, passkey_rp_id
 from authgate.entrypoints.demo.assets import page_headers, read_static, static_response
 
@@ -63,6 +64,8 @@ def demo_settings(config: Config, api_base: str = "") -> dict[str, Any]:
                 "id": name,
                 "label": name.replace("_", " ").replace("-", " ").title(),
                 "kind": _kind(provider),
+                # Whether a sign-in through it proves a recent login (step-up offers it).
+                "provesLogin": proves_login_time(provider.issuer, provider.states_auth_time),
                 "callbackUrls": callback_urls_of(config, name),
             }
             for name, provider in config.providers.items()

@@ -14,9 +14,12 @@ top-level navigation with the cookie. A GET is never sent on to a POST, so this 
 provider, to sign in (``intent=login``) or to create an account (``intent=register``), through
 the existing ``GET /v1/auth/{provider}`` whose ``return_to`` resumes this request (the sign-in
 admits exactly this endpoint's URL as a destination, beside the application's). The parameter
-``provider=<name>`` skips the page and goes straight to that provider. The resumed request
-carries when its sign-in started (``signin_started_at``): it is satisfied by a sign-in at or
-after that moment and otherwise ends with ``login_required``, never another round.
+``provider=<name>`` skips the page and goes straight to that provider. The session that sign-in
+issues names the request it resumes and when it began, signed (see
+:mod:`authgate.services.openid_authorization`): nothing in the resumed address marks it. When
+the request asks for a fresh login (``prompt=login``, ``max_age``), only the ways that prove
+one are offered: the providers whose ID tokens sign ``auth_time``, and passkeys; without any,
+the application receives ``login_required``.
 
 **Consent** is a form posted back to authgate's own origin: it must pass the same-origin guard
 and carry a token, the HMAC of the request, the session id and the time the page was shown
@@ -43,7 +46,6 @@ from aiohttp import web
 
 from authgate.domain.authorization_request import (
     PROVIDER_PARAMETER,
-    RESUME_PARAMETER,
     AuthorizationRefused,
     AuthorizationRequest,
     NotRedirectable,
@@ -83,10 +85,12 @@ NO_STORE = {"Cache-Control": "no-store", "Pragma": "no-cache"}
 @attrs.frozen
 class SignInStart:
     """Where authgate's sign-in starts for each configured provider: the issuer (the public
-    base of every URL) and, per provider, the callback URL its sign-in uses."""
+    base of every URL) and, per provider, the callback URL its sign-in uses; ``proving``: the
+    providers whose sign-ins prove when the person logged in (a signed ``auth_time``)."""
 
     issuer: str
     callbacks: Mapping[str, str]
+    proving: frozenset[str] = frozenset()
 
     def url(
         self,
@@ -269,8 +273,7 @@ class AuthorizeOperations:
 
     def _sign_in(self, needed: SignInNeeded) -> web.StreamResponse:
         request = needed.request
-        started = str(int(needed.started_at.timestamp()))
-        resume = self._authorize_url([*request.parameters(), (RESUME_PARAMETER, started)])
+        resume = self._authorize_url(request.parameters())
 
         def start(provider: str, intent: str) -> str:
             return self.sign_in.url(
@@ -280,12 +283,28 @@ class AuthorizeOperations:
                 login_hint=request.login_hint,
             )
 
-        if request.provider is not None and request.provider in self.sign_in.callbacks:
+        # A fresh login is asked for: only the ways that can prove one are offered.
+        names = [
+            name
+            for name in self.sign_in.callbacks
+            if not needed.fresh or name in self.sign_in.proving
+        ]
+        if request.provider is not None and request.provider in names:
             location = start(request.provider, "login")
             return web.Response(status=302, headers={"Location": location, **NO_STORE})
+        if needed.fresh and not names and not self.passkeys:
+            return self._refusal(
+                AuthorizationRefused(
+                    "login_required",
+                    "no configured way of signing in can prove a recent login",
+                    client=needed.client,
+                    redirect_uri=request.redirect_uri,
+                    state=request.state,
+                    response_mode=request.response_mode,
+                )
+            )
         choices = [
-            ProviderChoice(name, start(name, "login"), start(name, "register"))
-            for name in self.sign_in.callbacks
+            ProviderChoice(name, start(name, "login"), start(name, "register")) for name in names
         ]
         passkey = PasskeyChoice(self.issuer, resume) if self.passkeys else None
         return sign_in_page(needed.client.name, choices, fresh=needed.fresh, passkey=passkey)
