@@ -40,10 +40,18 @@ class Watch:
     def _logged(self, message: ConsoleMessage) -> None:
         self.console.append((message.type, message.text))
 
-    def check(self, base: str, expected_failures: Collection[tuple[str, str, int]] = ()) -> None:
-        """Only the service was asked, only the expected answers failed, and the console holds
-        no error or warning but the expected failures' own lines."""
-        assert [u for u in self.requested if not u.startswith(base + "/")] == []
+    def check(
+        self,
+        base: str,
+        expected_failures: Collection[tuple[str, str, int]] = (),
+        *,
+        elsewhere: Collection[str] = (),
+    ) -> None:
+        """Only the service (and the origins ``elsewhere``: an application's own) was asked,
+        only the expected answers failed, and the console holds no error or warning but the
+        expected failures' own lines."""
+        allowed = tuple(f"{b}/" for b in (base, *elsewhere))
+        assert [u for u in self.requested if not u.startswith(allowed)] == []
         assert set(self.failed) <= set(expected_failures), self.failed
         problems = [
             text

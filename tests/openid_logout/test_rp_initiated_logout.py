@@ -522,7 +522,9 @@ def _assert_page_headers(answer: ClientResponse) -> None:
     assert answer.content_type == "text/html"
     assert answer.headers["Cache-Control"] == "no-store"
     assert answer.headers["X-Frame-Options"] == "DENY"
-    assert answer.headers["Referrer-Policy"] == "no-referrer"
+    # Its address (with the id_token_hint) goes to no other origin; to its own it must, or the
+    # browser sends the confirmation's post with "Origin: null".
+    assert answer.headers["Referrer-Policy"] == "same-origin"
     policy = answer.headers["Content-Security-Policy"]
     assert "default-src 'none'" in policy and "frame-ancestors 'none'" in policy
     assert re.search(r"style-src 'sha256-[A-Za-z0-9+/=]+'", policy)

@@ -6,7 +6,10 @@ shared style allowed by its hash, never cached or framed), readable by screen re
 language, a title, a heading, a real form and button). Every value shown or carried in a hidden
 field is escaped. The policy allows the confirmation's form to post here only, and the redirect
 that may follow it to go only where the request earned (a browser checks a form's redirect
-against ``form-action`` too); no page passes its address on (it may carry an ID token).
+against ``form-action`` too). No page passes its address (it may carry an ID token) to
+another origin: ``Referrer-Policy: same-origin``, not ``no-referrer``, because under
+``no-referrer`` a browser sends ``Origin: null`` with the confirmation's post, which the
+same-origin check must refuse: no sign-out could ever be confirmed.
 """
 
 from __future__ import annotations
@@ -21,14 +24,15 @@ from authgate.entrypoints.http.oauth2_pages import form_action_source, hidden_fi
 
 def _page(title: str, body: str, *, status: int, form_targets: Iterable[str] = ()) -> web.Response:
     # form_targets: where a confirmed sign-out may be redirected (the client's post-logout
-    # redirect URI). The end-session URL carries the id_token_hint: no page passes it on.
+    # redirect URI). The end-session URL carries the id_token_hint: it goes to this origin
+    # only (the form's post, which must say where it comes from), never to another.
     sources = ["'self'", *sorted({form_action_source(t) for t in form_targets})]
     return html_page(
         f"{title} · authgate",
         body,
         status=status,
         form_action=" ".join(sources),
-        referrer="no-referrer",
+        referrer="same-origin",
     )
 
 
