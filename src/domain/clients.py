@@ -43,7 +43,7 @@ SUPPORTED_SCOPES = ("openid", "profile", "email", "offline_access")
 MAX_CODE_LIFETIME = dt.timedelta(seconds=60)
 # A client secret is a long random value, not a password (see SecretDigest).
 MIN_SECRET_LENGTH = 32
-# RFC 8252 section 7.3: a native app's loopback redirect may use any port.
+# RFC 8252 section 7.3: a native app's (a public client's) loopback redirect may use any port.
 LOOPBACK_HOSTS = frozenset({"127.0.0.1", "[::1]", "localhost"})
 # RFC 8252 section 7.1: a private-use scheme is a reverse domain name (com.example.app).
 _PRIVATE_SCHEME = re.compile(r"[a-z][a-z0-9+-]*(\.[a-z0-9+-]+)+")
@@ -125,10 +125,15 @@ class Client:
 
     def redirect_uri_registered(self, uri: str) -> bool:
         """Whether ``uri`` is a registered redirect URI: the same string exactly (RFC 9700
-        section 4.1.3), except that a loopback one (http on 127.0.0.1, [::1] or localhost)
-        matches on any port (RFC 8252 section 7.3)."""
+        section 4.1.3), except that for a public client a loopback one (http on 127.0.0.1,
+        [::1] or localhost) matches on any port (RFC 8252 section 7.3: a native app listens
+        on whatever port the system gives it). A confidential client is a web server with
+        an address of its own: its redirect URIs match exactly, loopback ones included, so
+        that another program on the same machine cannot take its codes on another port."""
         if uri in self.redirect_uris:
             return True
+        if not self.is_public:
+            return False
         presented = _loopback_without_port(uri)
         return presented is not None and any(
             _loopback_without_port(registered) == presented for registered in self.redirect_uris

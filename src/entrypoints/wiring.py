@@ -91,7 +91,6 @@ def _openid(config: Config, resources: Resources) -> OpenIdServices | None:
     if opened is None:
         return None
     # The provider face's modules are imported only when clients are registered.
-    from authgate.entrypoints.http.discovery import TOKEN_PATH
     from authgate.services.client_auth import ClientAuthentication
     from authgate.services.openid_authorization import AuthorizationService
     from authgate.services.openid_logout import (
@@ -108,8 +107,8 @@ def _openid(config: Config, resources: Resources) -> OpenIdServices | None:
         opened.client_keys,
         resources.units,
         resources.clock,
-        # An assertion names the token endpoint or the issuer as its audience (RFC 7523).
-        audiences=[issuer + TOKEN_PATH, issuer],
+        # An assertion's one audience is the issuer (private_key_jwt, RFC 7523).
+        issuer=issuer,
     )
     authorization = AuthorizationService(
         clients=opened.clients, signer=opened.signer, units=resources.units, clock=resources.clock

@@ -81,6 +81,18 @@ class AuthorizationCodes(Protocol):
         code revokes it."""
         ...
 
+    async def discard_outstanding(self, account_id: str, client_id: str) -> int:
+        """Drop the account's codes of ``client_id`` that were never redeemed (consent to the
+        client withdrawn): none of them is redeemed after this; how many. Redeemed codes stay,
+        so that a replay still revokes what they issued.
+
+        A redemption of one of them that is under way (redeemed in a unit of work not yet
+        committed) is waited for, on the SQL stores by its row lock: the code is then
+        redeemed and stays, and its family is committed before this returns, so a
+        :meth:`RefreshTokens.revoke_for_client` after it in the same unit of work revokes
+        that family too."""
+        ...
+
     async def purge_expired(self, now: dt.datetime) -> int:
         """Drop codes expired at ``now``, used or not; how many."""
         ...

@@ -9,10 +9,10 @@ authenticated :class:`~authgate.domain.clients.Client`, or an RFC 6749 section 5
   raw values are accepted too (a secret of ``openssl rand -base64`` holds ``+``, ``/``, ``=``);
 * ``client_secret_post``: ``client_id`` and ``client_secret`` in the form;
 * ``private_key_jwt`` (RFC 7523 section 2.2, OpenID Connect Core section 9): a JWT signed by a
-  key the client registered, with ``iss`` = ``sub`` = its client_id, an ``aud`` naming the
-  token endpoint or the issuer, an ``exp`` at most an hour ahead, and a ``jti`` used once:
-  remembered until ``exp`` in the store of one-time ids, so that every instance refuses a
-  replay;
+  key the client registered, with ``iss`` = ``sub`` = its client_id, an ``aud`` that is the
+  issuer identifier itself, one string (:meth:`ClientAuthentication._audience_problem`), an
+  ``exp`` at most an hour ahead, and a ``jti`` used once: remembered until ``exp`` in the
+  store of one-time ids, so that every instance refuses a replay;
 * ``none``: a public client, named by ``client_id`` alone.
 
 A client authenticates only with the method it registered, and a request presenting more than
@@ -31,7 +31,7 @@ import binascii
 import datetime as dt
 import json
 import logging
-from collections.abc import Collection, Mapping
+from collections.abc import Mapping
 from typing import Any
 from urllib.parse import unquote_plus
 
@@ -69,15 +69,15 @@ class ClientAuthentication:
         units: UnitOfWork,
         clock: Clock,
         *,
-        audiences: Collection[str],
+        issuer: str,
     ) -> None:
-        """``audiences``: the ``aud`` values an assertion may name, the token endpoint's URL
-        and the issuer."""
+        """``issuer``: the provider's issuer identifier, the one ``aud`` an assertion may
+        have."""
         self._clients = clients
         self._assertions = assertions
         self._units = units
         self._clock = clock
-        self._audiences = frozenset(audiences)
+        self._issuer = issuer
 
     async def authenticate(self, authorization: str | None, form: Mapping[str, str]) -> Client:
         """The client that ``authorization`` (the ``Authorization`` header, if any) and
@@ -196,12 +196,9 @@ class ClientAuthentication:
 
         if claims.get("iss") != client.client_id or claims.get("sub") != client.client_id:
             raise refuse("iss and sub must both be the client_id")
-        aud = claims.get("aud")
-        audiences = [aud] if isinstance(aud, str) else aud
-        if not isinstance(audiences, list) or not self._audiences.intersection(
-            a for a in audiences if isinstance(a, str)
-        ):
-            raise refuse("aud names neither the token endpoint nor the issuer")
+        problem = self._audience_problem(claims.get("aud"))
+        if problem is not None:
+            raise refuse(problem)
         jti = claims.get("jti")
         if not isinstance(jti, str) or not jti or len(jti) > 255:
             raise refuse("has no jti")
@@ -219,6 +216,20 @@ class ClientAuthentication:
                 if at is None or at > now + LEEWAY:
                     raise refuse(f"{name} is in the future or not a time")
         return exp
+
+    def _audience_problem(self, aud: Any) -> str | None:
+        """Why ``aud`` is not the one audience an assertion may have, or None: exactly the
+        issuer identifier, as a single string (the OpenID Foundation's 2025 advisory on
+        private_key_jwt audiences). A client takes the token endpoint's URL from the metadata
+        of whichever server it talks to; a malicious server's metadata can name authgate's
+        token endpoint as its own, and so obtain an assertion it then presents here as the
+        client. The issuer is what a client checks metadata against, so only an assertion
+        for authgate's issuer, and for nothing else beside it, was meant for authgate."""
+        if isinstance(aud, list):
+            return "aud must be the issuer as one string, not a list"
+        if aud != self._issuer:
+            return "aud must be the issuer"
+        return None
 
     def _named_client(self, form: Mapping[str, str]) -> Client:
         client_id = form.get("client_id")

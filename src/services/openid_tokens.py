@@ -2,7 +2,9 @@
 ``refresh_token`` grants of an authenticated client, and the tokens they issue.
 
 **A code** is redeemed once, within its minute, by the client it was issued to, with the same
-``redirect_uri`` and the PKCE verifier of its challenge, while its authgate session is live.
+``redirect_uri`` and the PKCE verifier of its challenge, while its authgate session is live
+and, for a client that needs consent, while the person's grant to it covers the code's scopes
+(consent withdrawn after the code was issued spends it).
 Its redemption, the token family it starts (with the first refresh token, when one is issued),
 the record of what it issued, the session's client (who is told when the session ends) and the
 grant's last use commit together. A second presentation of the code revokes that family (RFC
@@ -57,7 +59,7 @@ from authgate.domain.secrets import new_secret, random_uuid_hex
 from authgate.ports.authorization import AlreadyUsed, Reused, Rotated
 from authgate.ports.clock import Clock
 from authgate.ports.token_signing import TokenSigner
-from authgate.ports.unit_of_work import UnitOfWork
+from authgate.ports.unit_of_work import Transaction, UnitOfWork
 
 security_log = logging.getLogger("authgate.security")
 
@@ -161,6 +163,8 @@ class TokenService:
                     refusal = InvalidGrant(
                         "the sign-in session of this code has ended", "code's session ended"
                     )
+                if refusal is None and not client.first_party:
+                    refusal = await _consent_problem(tx, stored)
                 if refusal is None:
                     assert session is not None
                     issue = _Issue(
@@ -333,6 +337,25 @@ def _required(form: Mapping[str, str], name: str) -> str:
     if len(value) > MAX_PARAMETER_LENGTH:
         raise OAuthInvalidRequest(f"{name} is too long")
     return value
+
+
+async def _consent_problem(tx: Transaction, code: AuthorizationCode) -> InvalidGrant | None:
+    """Why the code of a client that needs consent may not be exchanged: the person's grant to
+    the client no longer covers its scopes (withdrawn after the code was issued), or None.
+    Read once the code is redeemed, in the same unit of work: a concurrent withdrawal either
+    reaches the code after this unit (the code's row lock) and then revokes the family it
+    starts, or spent the code first (the redemption finds none) or committed first (this
+    read finds no grant)."""
+    grant = await tx.grants.get(code.account_id, code.client_id)
+    if grant is None or not set(code.scopes) <= grant.scopes:
+        security_log.info(
+            "authorization code of client %s presented after the consent was withdrawn",
+            code.client_id,
+        )
+        return InvalidGrant(
+            "the consent this code was issued under was withdrawn", "code's consent withdrawn"
+        )
+    return None
 
 
 def _mismatch(

@@ -58,7 +58,7 @@ async def client(aiohttp_client: Any) -> Any:
         RegisteredClientKeys(session, clock, timeout_seconds=2),
         units,
         clock,
-        audiences=["https://auth.example.com/oauth2/token"],
+        issuer="https://auth.example.com",
     )
     api = Api("t", "1")
     api.on_exception(answer_error)

@@ -22,6 +22,7 @@ from authgate.entrypoints.config import (
     openid_issuer,
     parse,
 )
+from tests.cli.test_config_cli import run_cli
 
 SECRET = "s3cr3t-" + "x" * 40
 OTHER_SECRET = "another-secret-" + "y" * 30
@@ -327,6 +328,42 @@ def test_start_up_stops_with_the_line_and_status_2(
     out, err = capsys.readouterr()
     assert out == ""
     assert err == f"authgate: configuration error in {path}: {BAD['redirect-http'][1]}\n"
+
+
+FRAGMENTS = {
+    "web": (
+        config_text(web={"redirect_uris": ["https://app.example.com/cb#x"]}),
+        "clients.web.redirect_uris: 'https://app.example.com/cb#x' must not have a fragment",
+    ),
+    "native-empty-fragment": (
+        config_text(native={"redirect_uris": ["com.example.app:/callback#"]}),
+        "clients.native.redirect_uris: 'com.example.app:/callback#' must not have a fragment",
+    ),
+    "loopback": (
+        config_text(native={"redirect_uris": ["http://127.0.0.1/callback#done"]}),
+        "clients.native.redirect_uris: 'http://127.0.0.1/callback#done' must not have a fragment",
+    ),
+    "post-logout": (
+        config_text(web={"post_logout_redirect_uris": ["https://app.example.com/bye#top"]}),
+        "clients.web.post_logout_redirect_uris: 'https://app.example.com/bye#top' must not "
+        "have a fragment",
+    ),
+}
+
+
+def test_a_registered_uri_with_a_fragment_stops_a_real_serve(tmp_path: Path) -> None:
+    """``authgate serve --config`` in processes of its own: a fragment in a registered
+    redirect URI (RFC 6749 section 3.1.2) is one line naming the key, status 2, no server."""
+    procs = {}
+    for name, (text, _) in FRAGMENTS.items():
+        path = tmp_path / f"{name}.yaml"
+        path.write_text(text)
+        procs[name] = (path, run_cli("serve", "--config", str(path)))
+    for name, (path, proc) in procs.items():
+        out, err = proc.communicate(timeout=60)
+        assert proc.returncode == 2, (name, err)
+        assert out == ""
+        assert err == f"authgate: configuration error in {path}: {FRAGMENTS[name][1]}\n"
 
 
 def test_a_short_secret_is_never_repeated(monkeypatch: pytest.MonkeyPatch) -> None:

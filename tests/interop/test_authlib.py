@@ -227,7 +227,9 @@ async def test_authlib_through_every_endpoint(
         code_challenge_method="S256",
         token_endpoint_auth_method="private_key_jwt",
     )
-    jwt_client.register_client_auth_method(PrivateKeyJWT(metadata["token_endpoint"]))
+    # Authlib signs for the URL it is given: authgate takes an assertion whose one audience is
+    # its issuer (the 2025 advisory on private_key_jwt audiences), so it is given the issuer.
+    jwt_client.register_client_auth_method(PrivateKeyJWT(metadata["issuer"]))
     try:
         token, nonce = await code_flow(provider, browser, jwt_client, metadata)
         jwt_claims = await id_token_claims(
@@ -248,7 +250,7 @@ async def test_authlib_through_every_endpoint(
         RSAKey.generate_key(2048, parameters={"kid": JWT_KID}),
         token_endpoint_auth_method="private_key_jwt",
     )
-    impostor.register_client_auth_method(PrivateKeyJWT(metadata["token_endpoint"]))
+    impostor.register_client_auth_method(PrivateKeyJWT(metadata["issuer"]))
     try:
         with pytest.raises(OAuthError) as unknown_key:
             await impostor.refresh_token(
@@ -260,6 +262,21 @@ async def test_authlib_through_every_endpoint(
     finally:
         await impostor.aclose()
 
+    # the right key, but Authlib's default audience (the token endpoint's URL) is refused
+    endpoint_audience = AsyncOAuth2Client(
+        JWT_CLIENT, JWT_KEY, token_endpoint_auth_method="private_key_jwt"
+    )
+    endpoint_audience.register_client_auth_method(PrivateKeyJWT(metadata["token_endpoint"]))
+    try:
+        with pytest.raises(OAuthError) as endpoint_aud:
+            await endpoint_audience.refresh_token(
+                metadata["token_endpoint"], refresh_token=rotated["refresh_token"]
+            )
+        assert refused(endpoint_aud.value) == "invalid_client"
+        assert await jwt_client_check(metadata, rotated["access_token"]) is True
+    finally:
+        await endpoint_audience.aclose()
+
     # revoking by the access token (RFC 7009 lets a client present either) ends the grant's
     # family too, the client authenticating with private_key_jwt at the revocation endpoint
     revoker = AsyncOAuth2Client(
@@ -269,7 +286,7 @@ async def test_authlib_through_every_endpoint(
         # Authlib's revocation default is client_secret_basic whenever a "secret" is given
         revocation_endpoint_auth_method="private_key_jwt",
     )
-    revoker.register_client_auth_method(PrivateKeyJWT(metadata["token_endpoint"]))
+    revoker.register_client_auth_method(PrivateKeyJWT(metadata["issuer"]))
     try:
         answer = await revoker.revoke_token(
             metadata["revocation_endpoint"],
@@ -290,7 +307,7 @@ async def test_authlib_through_every_endpoint(
 async def jwt_client_check(metadata: dict[str, Any], access_token: str) -> bool:
     """Whether ``access_token`` is still active, asked by the private_key_jwt application."""
     checker = AsyncOAuth2Client(JWT_CLIENT, JWT_KEY, token_endpoint_auth_method="private_key_jwt")
-    checker.register_client_auth_method(PrivateKeyJWT(metadata["token_endpoint"]))
+    checker.register_client_auth_method(PrivateKeyJWT(metadata["issuer"]))
     try:
         return bool((await introspection(checker, metadata, access_token))["active"])
     finally:

@@ -52,15 +52,70 @@ async def test_the_applications_with_a_grant_are_listed(provider: Provider) -> N
     await grant(provider, stranger, "other", "openid")
     assert web.last_used_at is not None
     assert await apps_of(provider, person) == [
-        {"clientId": "gone", "scopes": ["openid"], "grantedAt": gone.granted_at.isoformat()},
+        {
+            "clientId": "gone",
+            "scopes": ["openid"],
+            "grantedAt": gone.granted_at.isoformat(),
+            "granted": True,
+            "liveTokenFamilies": 0,
+        },
         {
             "clientId": "web",
             "name": "Web app",
             "scopes": ["email", "openid"],
             "grantedAt": web.granted_at.isoformat(),
+            "granted": True,
+            "liveTokenFamilies": 0,
             "lastUsedAt": web.last_used_at.isoformat(),
         },
     ]
+
+
+async def test_an_application_whose_tokens_still_work_is_listed_without_a_grant(
+    provider: Provider,
+) -> None:
+    """No application holds working tokens of the person that the list does not show: one
+    that needs no consent, or one whose grant is gone while a family of it still works."""
+    person = await provider.sign_in(FRANK)
+    issued_at = provider.clock.now()
+    web = await provider.issue(person, client_id="web")  # no grant
+    provider.clock.advance(60)
+    await provider.issue(person, client_id="web", refresh=False)
+    await grant(provider, person, "other", "openid")
+    await provider.issue(person, client_id="other")
+    # Not working: a revoked family, and one of a session that ended.
+    revoked = await provider.issue(person, client_id="spa")
+    async with provider.resources.units.begin() as tx:
+        await tx.refresh_tokens.revoke_family(revoked.family_id, provider.clock.now())
+    elsewhere = await provider.sign_in(FRANK)
+    await provider.issue(elsewhere, client_id="api")
+    ended = await provider.client.delete(
+        f"/v1/account/sessions/{elsewhere.session_id}",
+        headers={"Authorization": f"Bearer {person.session_token}"},
+    )
+    assert ended.status == 204, await ended.text()
+
+    apps = {a["clientId"]: a for a in await apps_of(provider, person)}
+    assert set(apps) == {"other", "web"}
+    assert apps["web"] == {
+        "clientId": "web",
+        "name": "Web app",
+        "scopes": [],
+        "grantedAt": apps["web"]["grantedAt"],
+        "granted": False,
+        "liveTokenFamilies": 2,
+    }
+    # When its oldest working family was issued.
+    first_issued = dt.datetime.fromisoformat(apps["web"]["grantedAt"])
+    assert issued_at <= first_issued < issued_at + dt.timedelta(seconds=30)
+    assert apps["other"]["granted"] is True and apps["other"]["liveTokenFamilies"] == 1
+    assert apps["other"]["scopes"] == ["openid"]
+
+    # Withdrawn, it is gone from the list with its tokens.
+    answer = await provider.client.delete("/v1/account/apps/web", headers=bearer(person))
+    assert answer.status == 204
+    assert not await provider.active(web.access_token)
+    assert [a["clientId"] for a in await apps_of(provider, person)] == ["other"]
 
 
 async def test_withdrawing_revokes_the_applications_tokens_at_once(provider: Provider) -> None:
@@ -163,7 +218,15 @@ async def test_the_openapi_document_describes_them(memory_provider: Provider) ->
     assert "reauthentication_required" in withdraw["401"]["content"]["application/json"]["examples"]
     assert "cross_site_request" in withdraw["403"]["content"]["application/json"]["examples"]
     app = document["components"]["schemas"]["AppInfo"]
-    assert set(app["properties"]) == {"clientId", "name", "scopes", "grantedAt", "lastUsedAt"}
+    assert set(app["properties"]) == {
+        "clientId",
+        "name",
+        "scopes",
+        "grantedAt",
+        "lastUsedAt",
+        "granted",
+        "liveTokenFamilies",
+    }
     assert "GrantExport" in document["components"]["schemas"]
     for path in ("/oauth2/userinfo", "/oauth2/revoke", "/oauth2/introspect"):
         assert path in paths

@@ -133,7 +133,7 @@ async def setup(key_server: KeyServer, store: Store) -> AsyncIterator[Setup]:
             RegisteredClientKeys(session, clock),
             store.units,
             clock,
-            audiences=[TOKEN_ENDPOINT, ISSUER],
+            issuer=ISSUER,
         )
         yield Setup(auth, clock, key_server)
 
@@ -166,7 +166,7 @@ def assertion(
     claims: dict[str, Any] = {
         "iss": client_id,
         "sub": client_id,
-        "aud": TOKEN_ENDPOINT,
+        "aud": ISSUER,
         "jti": uuid.uuid4().hex,
         "iat": now,
         "exp": now + 60,
@@ -304,11 +304,37 @@ async def test_without_authentication_only_a_public_client_passes(
 # -- private_key_jwt -------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("aud", [TOKEN_ENDPOINT, ISSUER, [ISSUER, "https://other.example"]])
-async def test_an_assertion_signed_by_a_registered_key(setup: Setup, aud: Any) -> None:
-    token = assertion(setup.clock, aud=aud)
+async def test_an_assertion_signed_by_a_registered_key(setup: Setup) -> None:
+    token = assertion(setup.clock, aud=ISSUER)
     client = await setup.auth.authenticate(None, jwt_form(token))
     assert client.client_id == "jwt-inline"
+
+
+@pytest.mark.parametrize(
+    ("aud", "detail"),
+    [
+        # The token endpoint's URL: what a malicious server's metadata can make a client sign.
+        (TOKEN_ENDPOINT, "aud must be the issuer"),
+        # A list, even of the issuer alone: one string exactly.
+        ([ISSUER], "aud must be the issuer as one string, not a list"),
+        ([ISSUER, "https://other.example"], "aud must be the issuer as one string, not a list"),
+        ([TOKEN_ENDPOINT, ISSUER], "aud must be the issuer as one string, not a list"),
+        (ISSUER + "/", "aud must be the issuer"),
+        (ISSUER.upper(), "aud must be the issuer"),
+        ("https://other.example", "aud must be the issuer"),
+        (None, "aud must be the issuer"),
+        ({"aud": ISSUER}, "aud must be the issuer"),
+    ],
+)
+async def test_an_assertion_s_audience_is_the_issuer_alone(
+    setup: Setup, aud: Any, detail: str
+) -> None:
+    """The 2025 audience-injection class: an assertion a client made for a list of audiences,
+    or for a token endpoint URL someone's metadata gave it, proves nothing here."""
+    with pytest.raises(InvalidClient) as e:
+        await setup.auth.authenticate(None, jwt_form(assertion(setup.clock, aud=aud)))
+    assert e.value.detail.endswith(detail), e.value.detail
+    assert e.value.error == "invalid_client"
 
 
 async def test_an_assertion_checked_with_the_keys_at_the_client_s_jwks_uri(setup: Setup) -> None:
@@ -386,8 +412,8 @@ def _unsigned(clock: FixedClock) -> str:
     ("make", "detail"),
     [
         (lambda c: assertion(c, iss="someone-else"), "iss and sub must both be the client_id"),
-        (lambda c: assertion(c, aud="https://other.example/token"), "aud names neither"),
-        (lambda c: assertion(c, aud=None), "aud names neither"),
+        (lambda c: assertion(c, aud="https://other.example/token"), "aud must be the issuer"),
+        (lambda c: assertion(c, aud=None), "aud must be the issuer"),
         (lambda c: assertion(c, jti=None), "has no jti"),
         (lambda c: assertion(c, exp=None), "has no exp"),
         (lambda c: assertion(c, exp=int(c.now().timestamp()) - 60), "has expired"),

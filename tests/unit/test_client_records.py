@@ -1,8 +1,9 @@
-"""The registered client record: redirect URIs matched exactly (a loopback one on any port),
-secrets compared as digests, the registry's look-up."""
+"""The registered client record: redirect URIs matched exactly (a public client's loopback one
+on any port), secrets compared as digests, the registry's look-up."""
 
 from __future__ import annotations
 
+import attrs
 import pytest
 
 from authgate.domain.clients import Client, ClientRegistry, SecretDigest, redirect_uri_problem
@@ -53,6 +54,29 @@ def client(*redirect_uris: str, **settings: object) -> Client:
 )
 def test_redirect_uri_matching(registered: str, presented: str, matches: bool) -> None:
     assert client(registered).redirect_uri_registered(presented) is matches
+
+
+@pytest.mark.parametrize(
+    ("registered", "presented", "matches"),
+    [
+        ("http://127.0.0.1:8080/cb", "http://127.0.0.1:8080/cb", True),
+        ("http://127.0.0.1:8080/cb", "http://127.0.0.1:9090/cb", False),
+        ("http://127.0.0.1:8080/cb", "http://127.0.0.1/cb", False),
+        ("http://127.0.0.1/cb", "http://127.0.0.1:51234/cb", False),
+        ("http://[::1]/cb", "http://[::1]:61000/cb", False),
+        ("http://localhost:3000/cb", "http://localhost:3001/cb", False),
+    ],
+)
+def test_a_confidential_clients_loopback_redirect_matches_exactly(
+    registered: str, presented: str, matches: bool
+) -> None:
+    """Any port is for native apps (public clients, RFC 8252 section 7.3); a confidential
+    web client's loopback address is one address, or another program on the machine could
+    receive its codes."""
+    web = attrs.evolve(
+        client(registered), client_type="confidential", token_endpoint_auth_method="private_key_jwt"
+    )
+    assert web.redirect_uri_registered(presented) is matches
 
 
 def test_post_logout_redirect_uris_match_exactly() -> None:

@@ -65,6 +65,18 @@ class MemoryAuthorizationCodes:
         if row is not None:
             self._codes[code_hash] = attrs.evolve(row, family_id=family_id)
 
+    async def discard_outstanding(self, account_id: str, client_id: str) -> int:
+        outstanding = [
+            k
+            for k, v in self._codes.items()
+            if v.redeemed_at is None
+            and v.code.account_id == account_id
+            and v.code.client_id == client_id
+        ]
+        for key in outstanding:
+            del self._codes[key]
+        return len(outstanding)
+
     async def purge_expired(self, now: dt.datetime) -> int:
         expired = [k for k, v in self._codes.items() if v.code.expires_at <= now]
         for key in expired:

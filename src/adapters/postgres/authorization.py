@@ -117,6 +117,21 @@ class PostgresAuthorizationCodes(Purging):
             family_id,
         )
 
+    async def discard_outstanding(self, account_id: str, client_id: str) -> int:
+        key = rows.account_uuid(account_id)
+        if key is None:
+            return 0
+        # Sent now, not with the unit's waiting writes: a redemption holding a code's row
+        # lock is waited for here, before the unit goes on to revoke the client's families.
+        # The row it redeemed no longer matches once its transaction commits, and stays.
+        status = await self._db.execute(
+            "DELETE FROM oauth_codes WHERE account_id = $1 AND client_id = $2 "
+            "AND redeemed_at IS NULL",
+            key,
+            client_id,
+        )
+        return rows.affected(status)
+
     def _expired(self, now: dt.datetime) -> AsyncIterator[int]:
         return delete_batches(self._db, "oauth_codes", now)
 

@@ -112,6 +112,15 @@ class SqliteAuthorizationCodes(Purging):
                 "UPDATE oauth_codes SET family_id = ? WHERE code_hash = ?", (family_id, code_hash)
             )
 
+    async def discard_outstanding(self, account_id: str, client_id: str) -> int:
+        async with self._db.use() as conn:
+            cursor = await conn.execute(
+                "DELETE FROM oauth_codes WHERE account_id = ? AND client_id = ? "
+                "AND redeemed_at IS NULL",
+                (account_id, client_id),
+            )
+            return cursor.rowcount
+
     async def purge_expired(self, now: dt.datetime) -> int:
         return await delete_batches(self._db, "oauth_codes", now)
 

@@ -1,11 +1,13 @@
 """The caller's applications (the clients of authgate as an OpenID Provider they consented
 to), on the account API:
 
-* ``GET /v1/account/apps``: each application with a grant: ``clientId``, ``name``,
-  ``scopes``, ``grantedAt``, ``lastUsedAt``; bearer or session cookie, scope ``account:read``
-  or ``account:manage``;
-* ``DELETE /v1/account/apps/{client_id}``: withdraws the consent and revokes the
-  application's tokens (204); scope ``account:manage``, the same-origin guard with the cookie,
+* ``GET /v1/account/apps``: each application with a grant or with tokens that still work:
+  ``clientId``, ``name``, ``scopes``, ``grantedAt``, ``lastUsedAt``, ``granted`` (whether
+  it is listed for a grant) and ``liveTokenFamilies``; bearer or session cookie, scope
+  ``account:read`` or ``account:manage``;
+* ``DELETE /v1/account/apps/{client_id}``: withdraws the consent, spends the application's
+  unused codes and revokes its tokens (204); scope ``account:manage``, the same-origin
+  guard with the cookie,
   and a recent sign-in as for unlinking a provider (RFC 9470: 401
   ``reauthentication_required``); 404 ``app_not_found`` for an application the account has
   neither granted nor holds tokens of.
@@ -58,7 +60,10 @@ class AppOperations(AccountArea):
             tags=(docs.ACCOUNT,),
             summary="List the applications",
             description="The applications the caller granted access to (as their OpenID "
-            "Provider): client id, name, scopes, when granted and when last used.",
+            "Provider), and those holding tokens of the caller that still work without a "
+            "grant (granted false: an application that needs no consent): client id, name, "
+            "scopes, when granted and when last used, and how many token families still "
+            "work.",
             examples=docs.error_examples(docs.NO_CREDENTIAL, docs.insufficient_scope(*READ_SCOPES)),
             cors=self.cors,
         )(self.list_apps)
@@ -84,9 +89,9 @@ class AppOperations(AccountArea):
             operation_id="withdraw_app",
             tags=(docs.ACCOUNT,),
             summary="Withdraw an application's access",
-            description="Withdraws the caller's consent to an application and revokes its "
-            "refresh and access tokens at once; its next sign-in asks for consent again. Needs "
-            "a recent sign-in.",
+            description="Withdraws the caller's consent to an application, spends the codes "
+            "it has not redeemed yet and revokes its refresh and access tokens at once; its "
+            "next sign-in asks for consent again. Needs a recent sign-in.",
             examples=docs.error_examples(
                 docs.NO_CREDENTIAL,
                 docs.STEP_UP,
@@ -106,6 +111,8 @@ class AppOperations(AccountArea):
                 name=a.name,
                 scopes=list(a.scopes),
                 granted_at=a.granted_at,
+                granted=a.granted,
+                live_token_families=a.live_token_families,
                 last_used_at=a.last_used_at,
             )
             for a in apps

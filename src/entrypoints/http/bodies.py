@@ -101,12 +101,18 @@ class SessionRecordExport:
 
 @attrs.frozen
 class AppInfo:
-    """An application the caller granted access to (OpenID Provider consent). ``name`` is
-    absent when the application is no longer registered."""
+    """An application of the caller (authgate as its OpenID Provider): one the caller granted
+    access to (``granted``: true), or one without consent whose tokens still work
+    (``granted``: false, ``scopes`` empty, ``grantedAt`` when its oldest working token family
+    was issued: an application that needs no consent, or tokens from before a withdrawal).
+    ``liveTokenFamilies``: how many of its token families still work. ``name`` is absent
+    when the application is no longer registered."""
 
     client_id: str = wire_field("clientId")
     scopes: list[str] = wire_field("scopes")
     granted_at: dt.datetime = wire_field("grantedAt")
+    granted: bool = wire_field("granted")
+    live_token_families: int = wire_field("liveTokenFamilies")
     name: str | None = None
     last_used_at: dt.datetime | None = wire_field("lastUsedAt", default=None)
 
