@@ -387,9 +387,13 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         overrides = {
             "rest": {"public_url": ISSUER},
             "clients": CLIENTS,
-            # The token endpoint's limit per client (3000/minute by default) would stop the run
-            # within seconds; a limit never reached keeps the limiter's cost in the figures.
-            "ratelimit": {"token": "1000000000/minute"},
+            # The token endpoint's limit per client (3000/minute by default) and the provider's
+            # limits per address (all of the run comes from 127.0.0.1) would stop the run
+            # within seconds; limits never reached keep the limiters' cost in the figures.
+            "ratelimit": {
+                key: "1000000000/minute"
+                for key in ("token", "token_address", "authorize", "userinfo")
+            },
         }
         config_file = write_config(
             folder, service_config(folder, None, database_url=url, overrides=overrides)

@@ -116,6 +116,12 @@ class InsufficientScope(BearerTokenError):
         super().__init__(f"the access token lacks the {scope} scope")
 
 
+class BearerRateLimited(OAuthRateLimited, BearerTokenError):
+    """A protected resource's refusal of a client address over its limit: 429 with
+    ``Retry-After``, and the challenge naming ``temporarily_unavailable`` as RFC 6750's answers
+    name their errors (the token is not judged)."""
+
+
 class BearerInvalidRequest(BearerTokenError):
     """The token was sent in more than one way, or the request is otherwise malformed: 400."""
 

@@ -106,11 +106,17 @@ def build_api(config: Config, resources: Resources, services: Services | None = 
         from authgate.entrypoints.http.discovery import DiscoveryOperations, provider_metadata
 
         DiscoveryOperations(provider_metadata(config)).register(api)
-        _register_openid_flow(api, config, resources, services.openid, services.sessions, guard)
+        _register_openid_flow(
+            api, config, resources, services.openid, services.sessions, guard, client_address
+        )
         from authgate.entrypoints.http.oauth2_logout import LogoutOperations
 
         LogoutOperations(
-            services.openid.end_session, services.sessions, client_address, guard
+            services.openid.end_session,
+            services.sessions,
+            client_address,
+            guard,
+            resources.openid_limits.logout,
         ).register(api)
     if services.openid is not None and services.openid_resource is not None:
         from authgate.entrypoints.http.apps import AppOperations
@@ -123,6 +129,8 @@ def build_api(config: Config, resources: Resources, services: Services | None = 
             services.openid.client_auth,
             public_client_cors(services.openid.clients),
             resources.introspection_limiter,
+            resources.openid_limits.userinfo,
+            client_address,
         ).register(api)
         AppOperations(
             services.openid_resource.apps, bearer, cookie, guard, client_address, cors
@@ -151,13 +159,14 @@ def _register_openid_flow(
     openid: OpenIdServices,
     sessions: SessionService,
     guard: SameOriginGuard,
+    client_address: ClientAddress,
 ) -> None:
-    """The code flow's endpoints: authorize (with its sign-in and consent pages) and token.
-    The sign-in page starts each provider's sign-in with its callback URL on the issuer's
-    origin (else its first)."""
+    """The code flow's endpoints: authorize (with its sign-in and consent pages) and token,
+    behind their rate limits. The sign-in page starts each provider's sign-in with its
+    callback URL on the issuer's origin (else its first)."""
     from authgate.entrypoints.http.oauth2_authorize import AuthorizeOperations, SignInStart
     from authgate.entrypoints.http.oauth2_cors import public_client_cors
-    from authgate.entrypoints.http.oauth2_token import TokenOperations
+    from authgate.entrypoints.http.oauth2_token import TokenLimits, TokenOperations
 
     issuer = openid.signer.issuer
     callbacks = {}
@@ -166,6 +175,7 @@ def _register_openid_flow(
         own = [u for u in urls if origin(u) == origin(issuer)]
         if urls:
             callbacks[name] = (own or urls)[0]
+    limits = resources.openid_limits
     AuthorizeOperations(
         openid.authorization,
         sessions,
@@ -180,11 +190,19 @@ def _register_openid_flow(
         # Only where a browser would run the ceremony: the page's origin (the issuer's) is one
         # of the passkey origins (and so under the RP ID).
         passkeys=config.passkeys.enabled and origin(issuer) in passkey_origins(config),
+        limiter=limits.authorize,
+        client_address=client_address,
     ).register(api)
     TokenOperations(
         openid.tokens,
         openid.client_auth,
-        resources.token_limiter,
+        TokenLimits(
+            client=limits.token_client,
+            public_client=limits.token_public_client,
+            address=limits.token_address,
+            failures=limits.token_failures,
+        ),
+        client_address,
         cors=public_client_cors(openid.clients),
     ).register(api)
 

@@ -185,9 +185,24 @@ class RateLimitConfig:
     # client address like the callback, in a budget of their own.
     provider_events: str = "60/minute"
     initiation: str | None = "60/minute"
-    # The OpenID Provider's token endpoint, per authenticated client_id (not per address: a
-    # client's back end makes every request of its users); null or empty switches it off.
+    # The OpenID Provider's token endpoint, per client: a confidential client by its client_id
+    # once it authenticated (not per address: its back end makes every request of its users),
+    # a public client by client_id and client address (anyone can name a public client: one
+    # address's requests must not spend its users' budget); null or empty switches it off.
     token: str | None = "3000/minute"  # noqa: S105 - a rate
+    # Per client address, before anything else: every token request (a back end serving
+    # several clients makes theirs from one address: keep it above their token budgets), and
+    # the failed ones (refused client authentication, a malformed request, any refused grant
+    # of a public client), which once spent refuse the address's token requests for the rest
+    # of the window. Null or empty switches either off.
+    token_address: str | None = "6000/minute"  # noqa: S105 - a rate
+    token_failures: str | None = "60/minute"  # noqa: S105 - a rate
+    # Per client address in front of the provider's other endpoints: authorize (each request
+    # of a signed-in browser writes a code), userinfo (back ends call it for their users),
+    # logout (and its confirmation). Null or empty switches one off.
+    authorize: str | None = "300/minute"
+    userinfo: str | None = "6000/minute"
+    logout: str | None = "60/minute"
     # The OpenID Provider's introspection endpoint, per client; null or empty: no limit.
     introspection: str | None = None
     # The passkey ceremonies (options and responses, both ceremonies), per client address like
@@ -946,8 +961,16 @@ def _check_ratelimit(ratelimit: RateLimitConfig) -> None:
     }
     if ratelimit.initiation:  # null or empty: no initiation limit
         limits["initiation"] = ratelimit.initiation
-    if ratelimit.token:  # null or empty: no token endpoint limit
-        limits["token"] = ratelimit.token
+    # The OpenID Provider's limits: null or empty switches each off.
+    optional = {
+        "token": ratelimit.token,
+        "token_address": ratelimit.token_address,
+        "token_failures": ratelimit.token_failures,
+        "authorize": ratelimit.authorize,
+        "userinfo": ratelimit.userinfo,
+        "logout": ratelimit.logout,
+    }
+    limits.update({key: value for key, value in optional.items() if value})
     if ratelimit.introspection:  # null or empty: no introspection limit
         limits["introspection"] = ratelimit.introspection
     for key, value in limits.items():

@@ -107,6 +107,23 @@ class OpenIdResources:
     logout_sender: LogoutTokenSender
 
 
+@attrs.frozen
+class OpenIdLimits:
+    """The OpenID Provider's rate limits (``ratelimit.token`` and the ones after it). Only a
+    confidential client that authenticated is counted by its client_id alone: anyone can name
+    a public client, so its budget is counted by client and client address, and everything
+    else by the client address (``ratelimit.trusted_proxies``), so that junk from one address
+    never refuses another address's requests."""
+
+    token_client: RateLimiter = attrs.field(factory=NoRateLimit)  # by client_id
+    token_public_client: RateLimiter = attrs.field(factory=NoRateLimit)  # by client, address
+    token_address: RateLimiter = attrs.field(factory=NoRateLimit)
+    token_failures: RateLimiter = attrs.field(factory=NoRateLimit)  # peeked, spent on failure
+    authorize: RateLimiter = attrs.field(factory=NoRateLimit)
+    userinfo: RateLimiter = attrs.field(factory=NoRateLimit)
+    logout: RateLimiter = attrs.field(factory=NoRateLimit)
+
+
 def _openid(
     config: Config, keys: KeySet, http: aiohttp.ClientSession | None, clock: Clock
 ) -> OpenIdResources | None:
@@ -152,7 +169,7 @@ class Resources:
     initiation_limiter: RateLimiter
     providers: dict[str, IdentityProvider]
     event_limiter: RateLimiter = attrs.field(factory=NoRateLimit)  # the event receivers'
-    token_limiter: RateLimiter = attrs.field(factory=NoRateLimit)  # per client, /oauth2/token
+    openid_limits: OpenIdLimits = attrs.field(factory=OpenIdLimits)  # ratelimit.token and after
     clock: Clock = attrs.field(factory=SystemClock)
     metrics: Metrics = attrs.field(factory=NoMetrics)
     readiness: list[HealthCheck] = attrs.field(factory=list)
@@ -229,7 +246,7 @@ async def open_resources(
             sealer=sealer,
             revokers={n: p for n, p in providers.items() if isinstance(p, OAuthIdentityProvider)},
             openid=openid,
-            token_limiter=_token_limiter(config, store),
+            openid_limits=_openid_limits(config, store),
             introspection_limiter=_introspection_limiter(config, store),
             passkeys=stores.passkeys,
             passkey_challenges=stores.passkey_challenges,
@@ -353,11 +370,28 @@ def _limiters(
     return callback, initiation, events
 
 
-def _token_limiter(config: Config, store: RateLimitStore) -> RateLimiter:
-    """The token endpoint's limit per client, in a namespace of its own."""
-    if not config.clients or not config.ratelimit.token:  # null or empty: switched off
-        return NoRateLimit()
-    return store.limiter(config.ratelimit.token, namespace="authgate-token")
+def _openid_limits(config: Config, store: RateLimitStore) -> OpenIdLimits:
+    """The OpenID Provider's limits, each in a namespace of its own (a public client's
+    budget apart from the confidential clients', so that no key of one is a key of the
+    other); none when no client is registered."""
+    if not config.clients:
+        return OpenIdLimits()
+    rates = config.ratelimit
+
+    def limiter(limit: str | None, namespace: str) -> RateLimiter:
+        if not limit:  # null or empty: switched off
+            return NoRateLimit()
+        return store.limiter(limit, namespace=namespace)
+
+    return OpenIdLimits(
+        token_client=limiter(rates.token, "authgate-token"),
+        token_public_client=limiter(rates.token, "authgate-token-public"),
+        token_address=limiter(rates.token_address, "authgate-token-address"),
+        token_failures=limiter(rates.token_failures, "authgate-token-failures"),
+        authorize=limiter(rates.authorize, "authgate-authorize"),
+        userinfo=limiter(rates.userinfo, "authgate-userinfo"),
+        logout=limiter(rates.logout, "authgate-logout"),
+    )
 
 
 def _introspection_limiter(config: Config, store: RateLimitStore) -> RateLimiter:

@@ -6,6 +6,8 @@ The notation must mean exactly what ``limits`` makes of it (a Redis store still 
 
 from __future__ import annotations
 
+import uuid
+
 import limits
 import pytest
 from hypothesis import given
@@ -173,3 +175,29 @@ async def test_a_memory_store_counts_each_namespace_without_limits_storage() -> 
     assert not refused.allowed and 1 <= refused.retry_after_seconds <= 60
     assert (await initiation.hit("198.51.100.7")).allowed
     assert not (await initiation.hit("198.51.100.7")).allowed
+
+
+@pytest.mark.parametrize("storage", ["memory", "redis"])
+async def test_a_peek_says_what_a_hit_would_and_spends_nothing(
+    storage: str, request: pytest.FixtureRequest
+) -> None:
+    """The token endpoint spends an address's failure budget only on a failure, and peeks at
+    it before any work: the peek must agree with the hit and never count."""
+    url = "memory://" if storage == "memory" else request.getfixturevalue("redis_url")
+    store = RateLimitStore(url)
+    failures = store.limiter("2/minute", namespace=f"authgate-test-{uuid.uuid4().hex}")
+    for _ in range(5):
+        assert (await failures.peek("198.51.100.7")).allowed  # counts nothing
+    assert (await failures.hit("198.51.100.7")).allowed
+    assert (await failures.peek("198.51.100.7")).allowed
+    assert (await failures.hit("198.51.100.7")).allowed
+    peeked = await failures.peek("198.51.100.7")
+    assert not peeked.allowed and 1 <= peeked.retry_after_seconds <= 60
+    assert not (await failures.hit("198.51.100.7")).allowed
+    assert (await failures.peek("198.51.100.8")).allowed  # another key
+
+
+def test_a_peek_keeps_no_key() -> None:
+    window = MovingWindow(FakeClock())
+    assert window.peek(1, 60, "a").allowed
+    assert len(window) == 0

@@ -79,12 +79,23 @@ class RateLimitStore:
 
     async def hit(self, item: RateLimitItem, namespace: str, key: str) -> RateDecision:
         """Count one request for ``key`` against ``item`` in ``namespace``."""
+        return await self._decide(item, namespace, key, count=True)
+
+    async def peek(self, item: RateLimitItem, namespace: str, key: str) -> RateDecision:
+        """Whether one more request for ``key`` is within ``item`` now, counting nothing."""
+        return await self._decide(item, namespace, key, count=False)
+
+    async def _decide(
+        self, item: RateLimitItem, namespace: str, key: str, *, count: bool
+    ) -> RateDecision:
         assert self._strategy is not None  # a Redis store: memory limits count in MovingWindow
+        strategy = self._strategy
         try:
-            if await self._strategy.hit(item, namespace, key):
+            within = await (strategy.hit if count else strategy.test)(item, namespace, key)
+            if within:
                 decision = RateDecision(True)
             else:
-                stats = await self._strategy.get_window_stats(item, namespace, key)
+                stats = await strategy.get_window_stats(item, namespace, key)
                 decision = RateDecision(False, max(1, math.ceil(stats.reset_time - time.time())))
         except Exception as e:
             self._log_failure(e)
@@ -124,6 +135,10 @@ class LimitsRateLimiter:
         """Count one request for ``key``; refused with the seconds until one is allowed."""
         return await self._store.hit(self._item, self._namespace, key)
 
+    async def peek(self, key: str) -> RateDecision:
+        """Whether one more request for ``key`` is allowed now, counting nothing."""
+        return await self._store.peek(self._item, self._namespace, key)
+
 
 class MemoryRateLimiter:
     """One limit in a ``memory://`` store: counted in this process, never unreachable."""
@@ -141,6 +156,10 @@ class MemoryRateLimiter:
     async def hit(self, key: str) -> RateDecision:
         """Count one request for ``key``; refused with the seconds until one is allowed."""
         return self._window.hit(self._amount, self._seconds, self._prefix + key)
+
+    async def peek(self, key: str) -> RateDecision:
+        """Whether one more request for ``key`` is allowed now, counting nothing."""
+        return self._window.peek(self._amount, self._seconds, self._prefix + key)
 
 
 class MovingWindow:
@@ -166,14 +185,24 @@ class MovingWindow:
             self._windows[key] = (window, seconds)
         else:
             window = entry[0]
-            start = now - seconds
-            while window and window[0] <= start:
-                window.popleft()
+            _drop_before(window, now - seconds)
         if len(window) < amount:
             window.append(now)
             return RateDecision(True)
-        # Allowed again once the oldest counted request leaves the window.
-        return RateDecision(False, max(1, math.ceil(window[0] + seconds - now)))
+        return _refused(window, seconds, now)
+
+    def peek(self, amount: int, seconds: int, key: str) -> RateDecision:
+        """Whether one more request for ``key`` is within ``amount`` per ``seconds`` now,
+        counting nothing (and keeping no key for it)."""
+        entry = self._windows.get(key)
+        if entry is None:
+            return RateDecision(True)
+        window = entry[0]
+        now = self._clock()
+        _drop_before(window, now - seconds)
+        if len(window) < amount:
+            return RateDecision(True)
+        return _refused(window, seconds, now)
 
     def __len__(self) -> int:
         """How many keys have requests counted (for tests and the curious)."""
@@ -190,11 +219,25 @@ class MovingWindow:
         self._next_sweep = now + self.SWEEP_SECONDS
 
 
+def _drop_before(window: deque[float], start: float) -> None:
+    while window and window[0] <= start:
+        window.popleft()
+
+
+def _refused(window: deque[float], seconds: int, now: float) -> RateDecision:
+    # Allowed again once the oldest counted request leaves the window.
+    return RateDecision(False, max(1, math.ceil(window[0] + seconds - now)))
+
+
 class NoRateLimit:
     """A limit switched off (``ratelimit.initiation: null``): every request is allowed."""
 
     async def hit(self, key: str) -> RateDecision:
         """Allow, without counting."""
+        return RateDecision(True)
+
+    async def peek(self, key: str) -> RateDecision:
+        """Allow."""
         return RateDecision(True)
 
 

@@ -245,9 +245,11 @@ def oauth_refusal(e: OAuthError) -> web.Response:
 def bearer_refusal(e: BearerTokenError) -> web.Response:
     """RFC 6750 section 3: the protected resource's challenge, ``WWW-Authenticate: Bearer``
     with the error (none for a request without a token), and the same error as JSON. 401;
-    403 for ``insufficient_scope`` (naming the scope needed); 400 for ``invalid_request``."""
+    403 for ``insufficient_scope`` (naming the scope needed); 400 for ``invalid_request``;
+    429 with ``Retry-After`` for a client address over its limit."""
     challenge = f'Bearer realm="{OAUTH_REALM}"'
     status = 401
+    more: dict[str, str] = {}
     if not isinstance(e, NoAccessToken):
         # RFC 6750 section 3: the description's characters exclude '"' and '\\'.
         described = "".join(c if " " <= c <= "~" and c not in '"\\' else "'" for c in e.description)
@@ -255,9 +257,17 @@ def bearer_refusal(e: BearerTokenError) -> web.Response:
         if isinstance(e, InsufficientScope):
             status = 403
             challenge += f', scope="{e.scope}"'
+        elif isinstance(e, OAuthRateLimited):
+            status = 429
+            more["Retry-After"] = str(e.retry_after_seconds)
         elif e.error == "invalid_request":
             status = 400
-    headers = {"WWW-Authenticate": challenge, "Cache-Control": "no-store", "Pragma": "no-cache"}
+    headers = {
+        "WWW-Authenticate": challenge,
+        "Cache-Control": "no-store",
+        "Pragma": "no-cache",
+        **more,
+    }
     return json_response({"error": e.error, "error_description": e.description}, status, headers)
 
 

@@ -52,6 +52,7 @@ from authgate.domain.authorization_request import (
 )
 from authgate.domain.secrets import new_secret
 from authgate.entrypoints.http import docs
+from authgate.entrypoints.http.caller import ClientAddress
 from authgate.entrypoints.http.discovery import AUTHORIZE_PATH
 from authgate.entrypoints.http.oauth2_pages import (
     PasskeyChoice,
@@ -60,9 +61,11 @@ from authgate.entrypoints.http.oauth2_pages import (
     error_page,
     form_post_page,
     sign_in_page,
+    too_many_requests_page,
 )
 from authgate.entrypoints.http.session_auth import SESSION_COOKIE, SameOriginGuard
 from authgate.entrypoints.rest import Api, Call, Cookie, Param, query, required_by_operation
+from authgate.ports.ratelimit import RateLimiter
 from authgate.ports.sessions import InvalidSession, SessionClaims
 from authgate.services.openid_authorization import (
     AuthorizationService,
@@ -154,6 +157,8 @@ class AuthorizeOperations:
         sign_in: SignInStart,
         *,
         passkeys: bool = False,
+        limiter: RateLimiter | None = None,
+        client_address: ClientAddress | None = None,
     ) -> None:
         self.service = service
         self.sessions = sessions
@@ -161,6 +166,10 @@ class AuthorizeOperations:
         self.sign_in = sign_in
         self.issuer = service.issuer
         self.passkeys = passkeys  # the sign-in page offers "Sign in with a passkey"
+        # ratelimit.authorize, per client address, before anything (a signed-in browser's
+        # request writes a code)
+        self.limiter = limiter
+        self.client_address = client_address or ClientAddress(())
 
     def register(self, api: Api) -> None:
         docs.describe_tags(api, docs.OPENID_PROVIDER)
@@ -172,6 +181,8 @@ class AuthorizeOperations:
             "named by the provider parameter",
             400: "An HTML error page: the client is unknown or the redirect_uri is not one it "
             "registered (never a redirect)",
+            429: "An HTML page with Retry-After: too many requests from this client address "
+            "(ratelimit.authorize)",
         }
         description = (
             "The authorization code flow with PKCE (S256, required). A browser with a live "
@@ -233,10 +244,14 @@ class AuthorizeOperations:
     # -- GET|POST /oauth2/authorize -------------------------------------------------------
 
     async def authorize(self, call: Call[None]) -> web.StreamResponse:
+        if (refused := await self._over_limit(call.request)) is not None:
+            return refused
         return await self._authorize(call.request, _lists(call.request.query.items()))
 
     async def authorize_form(self, call: Call[AuthorizeForm]) -> web.StreamResponse:
         request = call.request
+        if (refused := await self._over_limit(request)) is not None:
+            return refused
         fields = _text_fields((await request.post()).items())
         if SESSION_COOKIE not in request.cookies:
             location = f"{self.issuer}{AUTHORIZE_PATH}?{urlencode(fields)}"
@@ -261,6 +276,14 @@ class AuthorizeOperations:
         if isinstance(outcome, ConsentNeeded):
             return self._consent_page(http, outcome)
         return self._sign_in(outcome)
+
+    async def _over_limit(self, http: web.Request) -> web.StreamResponse | None:
+        """The 429 page when this client address spent its ``ratelimit.authorize``."""
+        if self.limiter is None:
+            return None
+        address = self.client_address.limit_key(self.client_address.of(http))
+        decision = await self.limiter.hit(address)
+        return None if decision.allowed else too_many_requests_page(decision.retry_after_seconds)
 
     async def _session(self, http: web.Request) -> SessionClaims | None:
         token = http.cookies.get(SESSION_COOKIE)

@@ -12,6 +12,9 @@ token that must equal the ``__Host-authgate_logout`` cookie set with the page (a
 token: another site can neither read that cookie nor, thanks to the ``__Host-`` prefix, plant
 one from a sibling domain), and a browser that reports the form's origin must report this
 service's. A confirmation that fails either check ends nothing and asks again.
+
+Both count against the client address's ``ratelimit.logout`` before anything else: over it,
+a 429 page with ``Retry-After``.
 """
 
 from __future__ import annotations
@@ -34,9 +37,11 @@ from authgate.entrypoints.http.logout_pages import (
     redirect_response,
     signed_out_page,
 )
+from authgate.entrypoints.http.oauth2_pages import too_many_requests_page
 from authgate.entrypoints.http.session_auth import SESSION_COOKIE, SameOriginGuard
 from authgate.entrypoints.http.signin import signed_out_cookies
 from authgate.entrypoints.rest import Api, Call, Cookie, RawResponse, query
+from authgate.ports.ratelimit import RateLimiter
 from authgate.ports.sessions import InvalidSession
 from authgate.services.openid_logout import (
     BrowserSession,
@@ -96,11 +101,13 @@ class LogoutOperations:
         sessions: SessionService,
         client_address: ClientAddress,
         guard: SameOriginGuard,
+        limiter: RateLimiter | None = None,
     ) -> None:
         self.decisions = decisions
         self.sessions = sessions
         self.client_address = client_address
         self.guard = guard
+        self.limiter = limiter  # ratelimit.logout, per client address
 
     def register(self, api: Api) -> None:
         docs.describe_tags(api, docs.OPENID_PROVIDER)
@@ -114,6 +121,10 @@ class LogoutOperations:
                 "An HTML page: the confirmation asked before signing out (the request did not "
                 "carry an id_token_hint of this browser's session, or failed a check), or the "
                 "signed-out page"
+            ),
+            429: RawResponse(
+                "An HTML page with Retry-After: too many requests from this client address "
+                "(ratelimit.logout); nothing ended"
             ),
         }
         description = (
@@ -144,7 +155,9 @@ class LogoutOperations:
                 params=params if method == "GET" else [],
                 form=EndSessionForm if method == "POST" else None,
                 status=200,
-                responses=answers if method == "GET" else {200: answers[200], 303: back},
+                responses=answers
+                if method == "GET"
+                else {200: answers[200], 303: back, 429: answers[429]},
                 operation_id="end_session" if method == "GET" else "end_session_form",
                 tags=(docs.OPENID_PROVIDER,),
                 summary="End the browser's authgate session (RP-initiated logout)",
@@ -163,6 +176,7 @@ class LogoutOperations:
                     "match this browser's, or another site sent it); nothing ended, the "
                     "confirmation is asked again"
                 ),
+                429: answers[429],
             },
             operation_id="confirm_end_session",
             tags=(docs.OPENID_PROVIDER,),
@@ -176,6 +190,8 @@ class LogoutOperations:
 
     async def end_session(self, call: Call[EndSessionForm | None]) -> web.StreamResponse:
         request = call.request
+        if (refused := await self._over_limit(request)) is not None:
+            return refused
         body = call.body
         if body is not None:
             asked = _request_of(lambda name: getattr(body, name))
@@ -191,6 +207,8 @@ class LogoutOperations:
 
     async def confirm(self, call: Call[ConfirmationForm]) -> web.StreamResponse:
         request = call.request
+        if (refused := await self._over_limit(request)) is not None:
+            return refused
         form = call.body
         asked = _request_of(lambda name: getattr(form, name))
         sent = request.cookies.get(CSRF_COOKIE, "")
@@ -219,6 +237,15 @@ class LogoutOperations:
         return response
 
     # -- shared ---------------------------------------------------------------------------
+
+    async def _over_limit(self, request: web.Request) -> web.StreamResponse | None:
+        """The 429 page when this client address spent its ``ratelimit.logout``."""
+        if self.limiter is None:
+            return None
+        decision = await self.limiter.hit(
+            self.client_address.limit_key(self.client_address.of(request))
+        )
+        return None if decision.allowed else too_many_requests_page(decision.retry_after_seconds)
 
     async def _browser_session(
         self, request: web.Request

@@ -370,6 +370,22 @@ def error_page(description: str, *, status: int = 400) -> web.Response:
     return html_page("Sign-in request refused", body, status=status, form_action="'none'")
 
 
+def too_many_requests_page(retry_after_seconds: int) -> web.Response:
+    """429 with ``Retry-After`` to a browser whose address spent a limit of the provider's
+    pages (authorize, logout): said plainly, no form, no link onward, no address passed on
+    (the request's may carry an ID token)."""
+    body = (
+        "<h1>Too many requests</h1>"
+        f"<p>Too many requests came from your network. Try again in {retry_after_seconds} "
+        "seconds.</p>"
+    )
+    response = html_page(
+        "Too many requests", body, status=429, form_action="'none'", referrer="no-referrer"
+    )
+    response.headers["Retry-After"] = str(retry_after_seconds)
+    return response
+
+
 def form_action_source(uri: str) -> str:
     """A CSP source that lets a form post (or a redirect after one) lead to ``uri``: its origin
     (an http(s) URI) or its scheme (a native app's private-use scheme); a registered URI has no

@@ -7,7 +7,9 @@ introspection.
   ``email_verified`` for ``email``; ``name`` for ``profile``), claims the account lacks left
   out; ``Cache-Control: no-store``. Refusals are RFC 6750's: 401 with ``WWW-Authenticate:
   Bearer error="invalid_token"`` (a bare challenge without a token), 403
-  ``insufficient_scope`` for a token without ``openid``, 400 ``invalid_request``.
+  ``insufficient_scope`` for a token without ``openid``, 400 ``invalid_request``. Counted per
+  client address against ``ratelimit.userinfo`` before anything (429 with ``Retry-After`` and
+  a challenge naming ``temporarily_unavailable``).
 * ``POST /oauth2/revoke`` (RFC 7009): the client authenticates as at the token endpoint; a
   refresh or access token of that client revokes its whole family; any other token (another
   client's, unknown, expired) answers 200 too and changes nothing. ``token_type_hint`` is
@@ -38,6 +40,7 @@ from authgate.domain.clients import Client, ClientRegistry
 from authgate.domain.model import Account
 from authgate.domain.oauth_errors import (
     BearerInvalidRequest,
+    BearerRateLimited,
     ClientNotAllowed,
     InsufficientScope,
     InvalidAccessToken,
@@ -49,6 +52,7 @@ from authgate.domain.oauth_errors import (
 )
 from authgate.entrypoints.http import docs
 from authgate.entrypoints.http.bodies import FORM, OAuthErrorBody, oauth_form
+from authgate.entrypoints.http.caller import ClientAddress
 from authgate.entrypoints.http.discovery import (
     INTROSPECTION_PATH,
     REVOCATION_PATH,
@@ -190,12 +194,16 @@ class ResourceOperations:
         client_auth: ClientAuthentication,
         cors: PublicClientCors,
         introspection_limiter: RateLimiter,
+        userinfo_limiter: RateLimiter | None = None,
+        client_address: ClientAddress | None = None,
     ) -> None:
         self.access = access
         self.clients = clients
         self.client_auth = client_auth
         self.cors = cors
         self.limiter = introspection_limiter
+        self.userinfo_limiter = userinfo_limiter  # ratelimit.userinfo, per client address
+        self.client_address = client_address or ClientAddress(())
 
     def register(self, api: Api) -> None:
         docs.describe_tags(api, docs.OPENID_PROVIDER)
@@ -209,7 +217,9 @@ class ResourceOperations:
             _example(BearerInvalidRequest("the access token was sent in more than one way")),
             _example(InvalidAccessToken("example")),
             _example(InsufficientScope(OPENID)),
+            _example(BearerRateLimited(1)),
         )
+        userinfo_refusals: dict[int, type | str] = {**refusals, 429: OAuthErrorBody}
         described = (
             "The claims of the person an access token speaks for: sub, and email, "
             "email_verified (scope email) and name (scope profile) where the account has them. "
@@ -219,7 +229,7 @@ class ResourceOperations:
             "GET",
             USERINFO_PATH,
             response=UserInfo,
-            responses=refusals,
+            responses=userinfo_refusals,
             operation_id="userinfo",
             tags=tags,
             summary="UserInfo",
@@ -232,7 +242,7 @@ class ResourceOperations:
             USERINFO_PATH,
             raw_body={FORM: UserInfoForm},
             response=UserInfo,
-            responses=refusals,
+            responses=userinfo_refusals,
             operation_id="userinfo_post",
             tags=tags,
             summary="UserInfo (POST)",
@@ -290,9 +300,11 @@ class ResourceOperations:
     # -- userinfo ---------------------------------------------------------------------------
 
     async def userinfo(self, call: Call[None]) -> Reply[UserInfo]:
+        await self._within_limit(call.request)
         return await self._userinfo(call.request, {})
 
     async def userinfo_post(self, call: Call[bytes]) -> Reply[UserInfo]:
+        await self._within_limit(call.request)
         form = oauth_form(call.request.content_type, call.body) if call.body else {}
         return await self._userinfo(call.request, form)
 
@@ -308,6 +320,16 @@ class ResourceOperations:
         if OPENID not in active.claims.scopes:
             raise InsufficientScope(OPENID)
         return Reply(userinfo_claims(active.account, active.claims.scopes), headers=NO_STORE)
+
+    async def _within_limit(self, request: web.Request) -> None:
+        """Raises the 429 when this client address spent its ``ratelimit.userinfo``."""
+        if self.userinfo_limiter is None:
+            return
+        decision = await self.userinfo_limiter.hit(
+            self.client_address.limit_key(self.client_address.of(request))
+        )
+        if not decision.allowed:
+            raise BearerRateLimited(decision.retry_after_seconds)
 
     # -- revocation and introspection -------------------------------------------------------
 

@@ -6,7 +6,12 @@ RFC 6749 section 5.2 error: another media type, a parameter given twice (section
 that is not UTF-8 are ``invalid_request``; a parameter sent without a value counts as absent.
 The client authenticates as it registered
 (:class:`~authgate.services.client_auth.ClientAuthentication`), then spends one request of its
-own budget (``ratelimit.token``, counted by ``client_id``). Answers are never cached.
+own budget (``ratelimit.token``): a confidential client's is counted by its ``client_id``, a
+public client's by ``client_id`` and client address, since anyone can name a public client.
+In front of all that, every request spends one of its address's (``ratelimit.token_address``),
+and an address whose failed requests spent ``ratelimit.token_failures`` is refused before any
+work: junk from one address never refuses another's requests. Refusals are 429
+``temporarily_unavailable`` with ``Retry-After``. Answers are never cached.
 
 Browsers of public clients call it from the clients' origins: the operation takes the CORS
 policy the composition root gives it (none by default).
@@ -19,13 +24,15 @@ from typing import Any
 import attrs
 from aiohttp import web
 
-from authgate.domain.oauth_errors import OAuthRateLimited
+from authgate.domain.clients import Client
+from authgate.domain.oauth_errors import OAuthError, OAuthRateLimited, OAuthUnavailable
 from authgate.entrypoints.http import docs
 from authgate.entrypoints.http.bodies import FORM, OAuthErrorBody, oauth_form
+from authgate.entrypoints.http.caller import ClientAddress
 from authgate.entrypoints.http.discovery import TOKEN_PATH
 from authgate.entrypoints.http.oauth2_cors import admit_client
 from authgate.entrypoints.rest import Api, Call, Cors, Reply
-from authgate.ports.ratelimit import RateLimiter
+from authgate.ports.ratelimit import RateDecision, RateLimiter
 from authgate.services.client_auth import ClientAuthentication
 from authgate.services.openid_tokens import TokenService
 
@@ -88,6 +95,18 @@ EXAMPLES: dict[int, dict[str, dict[str, Any]]] = {
 }
 
 
+@attrs.frozen
+class TokenLimits:
+    """The token endpoint's budgets (docs/security.md, "Rate limits")."""
+
+    client: RateLimiter  # an authenticated confidential client's, by client_id
+    public_client: RateLimiter  # a public client's, by client address and client_id
+    address: RateLimiter  # every request's, by client address, before anything
+    # By client address: failed requests, but an authenticated confidential client's (its own
+    # budget counts those, and its back end's address is shared by all its users).
+    failures: RateLimiter
+
+
 class TokenOperations:
     """Registers the token endpoint."""
 
@@ -95,12 +114,14 @@ class TokenOperations:
         self,
         service: TokenService,
         client_auth: ClientAuthentication,
-        limiter: RateLimiter,
+        limits: TokenLimits,
+        client_address: ClientAddress,
         cors: Cors | None = None,
     ) -> None:
         self.service = service
         self.client_auth = client_auth
-        self.limiter = limiter
+        self.limits = limits
+        self.client_address = client_address
         self.cors = cors
 
     def register(self, api: Api) -> None:
@@ -126,14 +147,25 @@ class TokenOperations:
 
     async def token(self, call: Call[bytes]) -> Reply[TokenResponse] | web.StreamResponse:
         request = call.request
-        form = oauth_form(request.content_type, call.body)
-        client = await self.client_auth.authenticate(request.headers.get("Authorization"), form)
-        # From here on, the answer is readable by the pages of this client's own origins only.
-        admit_client(request, client)
-        decision = await self.limiter.hit(client.client_id)
-        if not decision.allowed:
-            raise OAuthRateLimited(decision.retry_after_seconds)
-        issued = await self.service.grant(client, form)
+        address = self.client_address.limit_key(self.client_address.of(request))
+        _within(await self.limits.failures.peek(address))
+        _within(await self.limits.address.hit(address))
+        client: Client | None = None
+        try:
+            form = oauth_form(request.content_type, call.body)
+            client = await self.client_auth.authenticate(request.headers.get("Authorization"), form)
+            # From here on, the answer is readable by the pages of this client's own origins.
+            admit_client(request, client)
+            if client.is_public:
+                # Anyone can name it: one address spends only its own share.
+                _within(await self.limits.public_client.hit(f"{address} {client.client_id}"))
+            else:
+                _within(await self.limits.client.hit(client.client_id))
+            issued = await self.service.grant(client, form)
+        except OAuthError as e:
+            if _a_failure(e, client):
+                await self.limits.failures.hit(address)
+            raise
         return Reply(
             TokenResponse(
                 access_token=issued.access_token,
@@ -145,3 +177,16 @@ class TokenOperations:
             ),
             headers=NO_STORE,
         )
+
+
+def _within(decision: RateDecision) -> None:
+    if not decision.allowed:
+        raise OAuthRateLimited(decision.retry_after_seconds)
+
+
+def _a_failure(e: OAuthError, client: Client | None) -> bool:
+    """Whether a refusal spends the address's failure budget: the caller's fault (not a
+    limit, not our outage), and not of a confidential client that authenticated."""
+    if isinstance(e, OAuthRateLimited | OAuthUnavailable):
+        return False
+    return client is None or client.is_public
