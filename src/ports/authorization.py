@@ -179,6 +179,13 @@ class Grants(Protocol):
         ``granted_at`` the given one, ``last_used_at`` the later of both. The grant as kept."""
         ...
 
+    async def consent(self, grant: Grant, seen: dt.datetime | None) -> Grant | None:
+        """Record consent as :meth:`put` does, only while the grant is as the consent page
+        found it: granted at ``seen`` (None: no grant). A compare-and-set, atomically: the
+        grant as kept, or None, nothing written, when it changed meanwhile (the same consent
+        form was answered already, or consent was given or withdrawn elsewhere)."""
+        ...
+
     async def touch(self, account_id: str, client_id: str, now: dt.datetime) -> None:
         """Tokens were issued under the grant at ``now`` (``last_used_at`` never moves back);
         nothing when there is no grant (a client that needs no consent)."""

@@ -74,12 +74,20 @@ class SignInNeeded:
 @attrs.frozen
 class ConsentNeeded:
     """The person must consent to the client's request; ``new_scopes`` are those not granted
-    before (all of them on a first consent)."""
+    before (all of them on a first consent); ``seen``: when the grant the page shows was
+    given (None: none), what its answer is recorded against (a consent form is single use)."""
 
     request: AuthorizationRequest
     client: Client
     session: SessionClaims
     new_scopes: tuple[str, ...]
+    seen: dt.datetime | None = None
+
+
+class ConsentAnswered(Exception):
+    """The consent page's answer came after the grant changed: the same form was answered
+    already, or consent was given or withdrawn elsewhere since the page was shown. Nothing
+    was recorded."""
 
 
 @attrs.frozen
@@ -168,7 +176,8 @@ class AuthorizationService:
                         raise _refused(
                             request, client, "consent_required", "the person has not consented"
                         )
-                    return ConsentNeeded(request, client, session, new)
+                    seen = grant.granted_at if grant is not None else None
+                    return ConsentNeeded(request, client, session, new, seen)
             code = await self._issue_code(tx, request, client, session, now)
         return CodeIssued(request, client, code)
 
@@ -179,16 +188,19 @@ class AuthorizationService:
         session: SessionClaims,
         *,
         approved: bool,
+        seen: dt.datetime | None = None,
     ) -> CodeIssued:
         """The person's answer on the consent page: approved, the grant is recorded (its
-        scopes widened to the request's) and the code issued in one unit of work; declined,
+        scopes widened to the request's) and the code issued in one unit of work, only while
+        the grant is as the page found it (``seen``), else :class:`ConsentAnswered`; declined,
         ``access_denied``."""
         if not approved:
             raise _refused(request, client, "access_denied", "the person declined")
         now = self.clock.now()
         async with self.units.begin() as tx:
             grant = Grant(session.account_id, client.client_id, request.scopes, granted_at=now)
-            await tx.grants.put(grant)
+            if await tx.grants.consent(grant, seen) is None:
+                raise ConsentAnswered()
             code = await self._issue_code(tx, request, client, session, now)
         return CodeIssued(request, client, code)
 

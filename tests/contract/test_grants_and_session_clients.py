@@ -253,3 +253,39 @@ async def test_an_account_deletion_rolled_back_keeps_its_rows(store: Store) -> N
             raise Boom
     assert await store.refresh_tokens.get("rt-1") is not None
     assert await store.grants.get(account, "web") is not None
+
+
+async def test_consent_is_written_only_while_the_grant_is_as_the_page_saw_it(store: Store) -> None:
+    account = await new_account(store)
+    first = grant(account, "web", "openid", granted_at=at(10))
+    assert await store.grants.consent(first, None) == first
+    # The same form again (it saw no grant): nothing written.
+    assert (
+        await store.grants.consent(grant(account, "web", "email", granted_at=at(20)), None) is None
+    )
+    assert await store.grants.get(account, "web") == first
+    # A page that saw the grant of at(10) widens it, once.
+    wider = grant(account, "web", "profile", granted_at=at(30))
+    kept = await store.grants.consent(wider, at(10))
+    assert kept is not None and kept.scopes == {"openid", "profile"}
+    assert kept.granted_at == at(30)
+    assert (
+        await store.grants.consent(grant(account, "web", "email", granted_at=at(40)), at(10))
+        is None
+    )
+    assert await store.grants.get(account, "web") == kept
+    # Withdrawn meanwhile: a page that saw the grant writes nothing.
+    assert await store.grants.remove(account, "web")
+    assert await store.grants.consent(grant(account, "web", granted_at=at(50)), at(30)) is None
+    assert await store.grants.get(account, "web") is None
+
+
+async def test_of_two_concurrent_answers_to_one_consent_page_one_is_written(store: Store) -> None:
+    account = await new_account(store)
+    for seen in (None, at(5)):
+        answers = [
+            grant(account, "web", "openid", scope, granted_at=at(5) if seen is None else at(6))
+            for scope in ("email", "profile")
+        ]
+        kept = await asyncio.gather(*(store.grants.consent(a, seen) for a in answers))
+        assert len([k for k in kept if k is not None]) == 1, kept

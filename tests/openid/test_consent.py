@@ -147,3 +147,34 @@ async def test_without_a_session_the_consent_form_starts_again(op: Op) -> None:
     answer = await op.open(action, method="POST", data=fields, headers=SAME_ORIGIN)
     assert answer.status == 303
     assert answer.headers["Location"].startswith(ISSUER + "/oauth2/authorize?")
+
+
+async def test_a_consent_form_is_single_use(op: Op) -> None:
+    await op.sign_in()
+    request = third()
+    page = await op.authorize(request)
+    html = await page.text()
+    first = await op.answer(await op.consent(page))
+    await redeem(op, request, first)
+    # The same form posted again (a replay, a double click): nothing is recorded, no code.
+    again = await op.consent(page)
+    assert again.status == 409 and "Location" not in again.headers
+    assert "answered already" in await again.text()
+    assert html == await page.text()  # the very form that was answered
+
+
+async def test_a_consent_form_does_not_grant_again_after_a_withdrawal(op: Op) -> None:
+    await op.sign_in()
+    request = third(prompt="consent")
+    await op.answer(await op.consent(await op.authorize(third())))  # consented once
+    page = await op.authorize(request)  # shown while the grant exists
+    withdrawn = await op.client.delete(
+        "/v1/account/apps/third", headers={**op.cookie_header(), **SAME_ORIGIN}
+    )
+    assert withdrawn.status == 204, await withdrawn.text()
+    replayed = await op.consent(page)
+    assert replayed.status == 409
+    # Nothing was granted: the next request asks again.
+    assert (await op.authorize(third())).status == 200
+    listed = await op.client.get("/v1/account/apps", headers=op.cookie_header())
+    assert [a["clientId"] for a in (await listed.json())["apps"]] == []

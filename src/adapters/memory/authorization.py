@@ -243,6 +243,12 @@ class MemoryGrants:
         self._grants[key] = grant
         return grant
 
+    async def consent(self, grant: Grant, seen: dt.datetime | None) -> Grant | None:
+        kept = self._grants.get((grant.account_id, grant.client_id))
+        if (kept.granted_at if kept is not None else None) != seen:
+            return None
+        return await self.put(grant)
+
     async def touch(self, account_id: str, client_id: str, now: dt.datetime) -> None:
         grant = self._grants.get((account_id, client_id))
         if grant is not None and (grant.last_used_at is None or grant.last_used_at < now):

@@ -414,6 +414,41 @@ class PostgresGrants(rows.Bindable):
         assert row is not None  # an upsert returns its row
         return _grant(row)
 
+    async def consent(self, grant: Grant, seen: dt.datetime | None) -> Grant | None:
+        if seen is None:
+            row = await self._db.fetchrow(
+                f"""
+                INSERT INTO oauth_grants ({_GRANT_COLUMNS}) VALUES ($1, $2, $3, $4, $5)
+                ON CONFLICT (account_id, client_id) DO NOTHING
+                RETURNING {_GRANT_COLUMNS}
+                """,  # noqa: S608 - constant columns
+                _key(grant.account_id),
+                grant.client_id,
+                sorted(grant.scopes),
+                rows.utc(grant.granted_at),
+                rows.utc(grant.last_used_at) if grant.last_used_at else None,
+            )
+        else:
+            row = await self._db.fetchrow(
+                f"""
+                UPDATE oauth_grants SET
+                    scopes = ARRAY(
+                        SELECT DISTINCT s FROM unnest(scopes || $3::text[]) AS s ORDER BY s
+                    ),
+                    granted_at = $4,
+                    last_used_at = GREATEST(last_used_at, $5)
+                WHERE account_id = $1 AND client_id = $2 AND granted_at = $6
+                RETURNING {_GRANT_COLUMNS}
+                """,  # noqa: S608 - constant columns
+                _key(grant.account_id),
+                grant.client_id,
+                sorted(grant.scopes),
+                rows.utc(grant.granted_at),
+                rows.utc(grant.last_used_at) if grant.last_used_at else None,
+                rows.utc(seen),
+            )
+        return _grant(row) if row is not None else None
+
     async def touch(self, account_id: str, client_id: str, now: dt.datetime) -> None:
         key = rows.account_uuid(account_id)
         if key is None:

@@ -348,32 +348,47 @@ class SqliteGrants:
 
     async def put(self, grant: Grant) -> Grant:
         async with self._db.transaction() as conn:
-            found = list(
-                await conn.execute_fetchall(
-                    f"SELECT {_GRANT_COLUMNS} FROM oauth_grants "  # noqa: S608
-                    "WHERE account_id = ? AND client_id = ?",
-                    (grant.account_id, grant.client_id),
-                )
+            return await self._write(conn, grant, await self._read(conn, grant))
+
+    async def consent(self, grant: Grant, seen: dt.datetime | None) -> Grant | None:
+        async with self._db.transaction() as conn:
+            kept = await self._read(conn, grant)
+            if (kept.granted_at if kept is not None else None) != seen:
+                return None
+            return await self._write(conn, grant, kept)
+
+    @staticmethod
+    async def _read(conn: Any, grant: Grant) -> Grant | None:
+        found = list(
+            await conn.execute_fetchall(
+                f"SELECT {_GRANT_COLUMNS} FROM oauth_grants "  # noqa: S608
+                "WHERE account_id = ? AND client_id = ?",
+                (grant.account_id, grant.client_id),
             )
-            if found:
-                kept = _grant(found[0])
-                used = [t for t in (kept.last_used_at, grant.last_used_at) if t is not None]
-                grant = attrs.evolve(
-                    grant,
-                    scopes=kept.scopes | grant.scopes,
-                    last_used_at=max(used) if used else None,
-                )
-            await conn.execute(
-                f"INSERT OR REPLACE INTO oauth_grants ({_GRANT_COLUMNS}) "  # noqa: S608
-                "VALUES (?, ?, ?, ?, ?)",
-                (
-                    grant.account_id,
-                    grant.client_id,
-                    " ".join(sorted(grant.scopes)),
-                    ts(grant.granted_at),
-                    _opt_ts(grant.last_used_at),
-                ),
+        )
+        return _grant(found[0]) if found else None
+
+    @staticmethod
+    async def _write(conn: Any, grant: Grant, kept: Grant | None) -> Grant:
+        """``grant`` merged into ``kept`` (scopes widened, the later use kept), written."""
+        if kept is not None:
+            used = [t for t in (kept.last_used_at, grant.last_used_at) if t is not None]
+            grant = attrs.evolve(
+                grant,
+                scopes=kept.scopes | grant.scopes,
+                last_used_at=max(used) if used else None,
             )
+        await conn.execute(
+            f"INSERT OR REPLACE INTO oauth_grants ({_GRANT_COLUMNS}) "  # noqa: S608
+            "VALUES (?, ?, ?, ?, ?)",
+            (
+                grant.account_id,
+                grant.client_id,
+                " ".join(sorted(grant.scopes)),
+                ts(grant.granted_at),
+                _opt_ts(grant.last_used_at),
+            ),
+        )
         return grant
 
     async def touch(self, account_id: str, client_id: str, now: dt.datetime) -> None:

@@ -35,6 +35,7 @@ with ``response_mode=form_post``, as a form the browser posts. An unknown client
 from __future__ import annotations
 
 import base64
+import datetime as dt
 import hashlib
 import hmac
 import re
@@ -70,6 +71,7 @@ from authgate.ports.sessions import InvalidSession, SessionClaims
 from authgate.services.openid_authorization import (
     AuthorizationService,
     CodeIssued,
+    ConsentAnswered,
     ConsentNeeded,
     SignInNeeded,
 )
@@ -141,6 +143,7 @@ class ConsentForm:
     decision: str | None = None
     csrf: str | None = None
     issued: str | None = None
+    granted: str | None = None
     client_id: str | None = None
     redirect_uri: str | None = None
     scope: str | None = None
@@ -233,6 +236,8 @@ class AuthorizeOperations:
                 400: "An HTML error page (unknown client or redirect_uri)",
                 403: "An HTML error page: the form did not come from authgate's consent page "
                 "in this browser and session, or is older than ten minutes",
+                409: "An HTML error page: the form was answered already, or the application's "
+                "access changed since it was shown (a consent form is single use)",
             },
             operation_id="consent",
             tags=(docs.OPENID_PROVIDER,),
@@ -342,14 +347,15 @@ class AuthorizeOperations:
         if not _CONSENT_KEY.fullmatch(key):
             key = new_secret()
         issued = str(int(self.service.clock.now().timestamp()))
+        granted = needed.seen.isoformat() if needed.seen is not None else ""
         parameters = needed.request.parameters()
-        token = _consent_token(key, needed.session.session_id, issued, parameters)
+        token = _consent_token(key, needed.session.session_id, issued, granted, parameters)
         response = consent_page(
             needed.client.name,
             needed.request.scopes,
             needed.new_scopes,
             action=self.issuer + CONSENT_PATH,
-            fields=[*parameters, ("issued", issued), ("csrf", token)],
+            fields=[*parameters, ("issued", issued), ("granted", granted), ("csrf", token)],
             redirect_uri=needed.request.redirect_uri,
         )
         Cookie(
@@ -380,12 +386,20 @@ class AuthorizeOperations:
         decision = _one(params, "decision")
         if decision not in ("approve", "deny"):
             return error_page("The consent form must approve or deny.")
+        granted = _one(params, "granted") or ""
         try:
+            seen = dt.datetime.fromisoformat(granted) if granted else None
             issued = await self.service.consent(
-                request, client, session, approved=decision == "approve"
+                request, client, session, approved=decision == "approve", seen=seen
             )
         except AuthorizationRefused as e:
             return self._refusal(e)
+        except (ConsentAnswered, ValueError):
+            return error_page(
+                "This consent form was answered already, or the application's access changed "
+                "since it was shown. Return to the application and start again.",
+                status=409,
+            )
         return self._code(issued)
 
     def _consent_token_valid(
@@ -397,13 +411,14 @@ class AuthorizeOperations:
     ) -> bool:
         key = http.cookies.get(CONSENT_COOKIE, "")
         issued = _one(params, "issued") or ""
+        granted = _one(params, "granted") or ""
         presented = _one(params, "csrf") or ""
         if not _CONSENT_KEY.fullmatch(key) or not issued.isdigit() or len(issued) > 12:
             return False
         age = self.service.clock.now().timestamp() - int(issued)
         if not -60 <= age <= CONSENT_TTL_SECONDS:
             return False
-        expected = _consent_token(key, session.session_id, issued, request.parameters())
+        expected = _consent_token(key, session.session_id, issued, granted, request.parameters())
         return hmac.compare_digest(expected.encode(), presented.encode())
 
     # -- answers --------------------------------------------------------------------------
@@ -440,9 +455,12 @@ def with_query(uri: str, fields: Sequence[tuple[str, str]]) -> str:
 
 
 def _consent_token(
-    key: str, session_id: str, issued: str, parameters: Iterable[tuple[str, str]]
+    key: str, session_id: str, issued: str, granted: str, parameters: Iterable[tuple[str, str]]
 ) -> str:
-    message = "\n".join([session_id, issued, urlencode(list(parameters))]).encode()
+    """The consent form's token: an HMAC of the session, when the page was shown, the grant it
+    found (``granted``: when it was given, "" for none: its answer is recorded only against
+    that grant, so the form is single use) and the request."""
+    message = "\n".join([session_id, issued, granted, urlencode(list(parameters))]).encode()
     digest = hmac.new(key.encode(), message, hashlib.sha256).digest()
     return base64.urlsafe_b64encode(digest).rstrip(b"=").decode("ascii")
 
@@ -471,8 +489,8 @@ def _authorize_params() -> list[Param]:
         query(
             "redirect_uri",
             required,
-            description="One of the client's registered redirect URIs, exactly (a loopback one "
-            "on any port).",
+            description="One of the client's registered redirect URIs, exactly (a public "
+            "client's loopback one on any port).",
         ),
         query("scope", required, description="Space-separated; must include openid."),
         query(
