@@ -277,6 +277,9 @@ def _sessions(config: Config, resources: Resources) -> SessionService:
             reauthenticate_after=dt.timedelta(seconds=session.reauthenticate_after_seconds),
             live_cache=dt.timedelta(seconds=session.revocation_cache_seconds),
             sliding=session.sliding,
+            proving_providers=frozenset(
+                name for name, provider in resources.providers.items() if provider.proves_login_time
+            ),
         ),
         metrics=resources.metrics,
     )

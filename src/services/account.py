@@ -120,11 +120,13 @@ class AccountService:
     async def delete(self, caller: Caller) -> None:
         """Delete the caller's account: its identities, every session and the account go in
         one transaction with the audit event (which, like every event, holds no email or
-        name). Needs a recent sign-in (RFC 9470). A later sign-in with the same identity is
-        a new user."""
-        self.sessions.require_recent_authentication(caller.auth_time)
+        name). Needs a recent sign-in (RFC 9470;
+        :meth:`SessionService.require_recent_sign_in`: an account must always be able to
+        delete itself, also one with no way to prove a login). A later sign-in with the same
+        identity is a new user."""
         now = self.sessions.clock.now()
         async with self.units.begin() as tx:
+            await self.sessions.require_recent_sign_in(tx, caller)
             ended = await self._delete_in(
                 tx, caller.account_id, caller.provider, now, caller.client
             )
@@ -263,10 +265,12 @@ class AccountService:
         return ended
 
     async def export(self, caller: Caller) -> AccountExport:
-        """Everything stored about the caller (data-protection requests); a recent sign-in."""
-        self.sessions.require_recent_authentication(caller.auth_time)
+        """Everything stored about the caller (data-protection requests); a recent sign-in
+        (:meth:`SessionService.require_recent_sign_in`: an account must always be able to
+        export itself, also one with no way to prove a login)."""
         view = await self.account(caller.account_id)
         async with self.units.begin() as tx:
+            await self.sessions.require_recent_sign_in(tx, caller)
             grants = await tx.grants.for_account(caller.account_id)
             passkeys = await tx.passkeys.for_account(caller.account_id)
         return AccountExport(

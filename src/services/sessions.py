@@ -26,7 +26,7 @@ from typing import Protocol
 import attrs
 
 from authgate.domain import errors
-from authgate.domain.model import ClientInfo, IssuedSession, Outcome, SessionRecord
+from authgate.domain.model import Caller, ClientInfo, IssuedSession, Outcome, SessionRecord
 from authgate.domain.secrets import random_uuid_hex
 from authgate.domain.text import printable
 from authgate.ports.clock import Clock
@@ -66,6 +66,8 @@ class SessionPolicy:
     reauthenticate_after: dt.timedelta = dt.timedelta(minutes=10)
     live_cache: dt.timedelta = dt.timedelta(seconds=5)
     sliding: bool = True  # a session used after half its lifetime is renewed
+    # The providers whose sign-ins prove a login time (a signed auth_time).
+    proving_providers: frozenset[str] = frozenset()
 
 
 class SessionService:
@@ -250,6 +252,32 @@ class SessionService:
         max_age = self.policy.reauthenticate_after
         if auth_time is None or self.clock.now() - auth_time > max_age:
             raise errors.ReauthenticationRequired(int(max_age.total_seconds()))
+
+    async def require_recent_sign_in(self, tx: Transaction, caller: Caller) -> None:
+        """RFC 9470 for changes an account must always be able to make (its export, its
+        first passkey): a recent signed login, as :meth:`require_recent_authentication`. An
+        account with no way to prove one (no passkey, no linked provider that signs
+        ``auth_time``) can never give that; for it, a sign-in completed within the window
+        will do: the session's own start, recorded by the service (never anything the browser
+        carries), the most recent evidence of a login such an account can ever give."""
+        try:
+            self.require_recent_authentication(caller.auth_time)
+        except errors.ReauthenticationRequired:
+            if await self.can_prove_login(tx, caller.account_id):
+                raise
+            record = await tx.sessions.get(caller.session_id)
+            if record is None or not record.live(self.clock.now()):
+                raise
+            if self.clock.now() - record.created_at > self.policy.reauthenticate_after:
+                raise
+
+    async def can_prove_login(self, tx: Transaction, account_id: str) -> bool:
+        """Whether the account has a way to prove a recent login: a passkey, or a linked
+        provider whose sign-ins sign ``auth_time``."""
+        identities = await tx.accounts.list_identities(account_id)
+        if any(i.identity.provider in self.policy.proving_providers for i in identities):
+            return True
+        return bool(await tx.passkeys.for_account(account_id))
 
     # -- listing and ending ---------------------------------------------------------------
 

@@ -77,6 +77,31 @@ async def test_a_plain_facebook_sign_in_proves_no_login_time(signin: SignIn) -> 
     # The Graph-style profile answer says nothing of when the user logged in at facebook.
     token = session_of(await signin.complete("facebook", user=ADA, intent="register"))
     assert claims_of(token)["auth_time"] == 0
+    # Linking needs a signed proof, which a facebook-only account can never give.
+    linking = await signin.start("google", bearer=token, intent="link")
+    assert linking.status == 401
+
+
+async def test_an_account_that_cannot_prove_a_login_exports_and_deletes_after_a_sign_in(
+    signin: SignIn,
+) -> None:
+    """No passkey, no provider that signs auth_time: the sign-in itself, completed within
+    the window, is the most recent evidence such an account can give; older, the export and
+    the deletion ask for a new sign-in, which restores them."""
+    token = session_of(await signin.complete("facebook", user=ADA, intent="register"))
+    assert (await export(signin, token)).status == 200
+    signin.clock.advance(601)
+    await assert_step_up_required(signin, token)
+    again = session_of(await signin.complete("facebook", user=ADA, intent="login"))
+    assert (await export(signin, again)).status == 200
+    assert (await signin.client.delete("/v1/account", headers=bearer(again))).status == 204
+    assert (await signin.client.get("/v1/account", headers=bearer(again))).status == 401
+
+
+async def test_an_account_that_can_prove_a_login_must_prove_it(signin: SignIn) -> None:
+    # google signs auth_time (here it did not, this once): the step-up goes through it.
+    signin.idp.google.send_auth_time = False
+    token = session_of(await signin.complete("google", user=ADA, intent="register"))
     await assert_step_up_required(signin, token)
 
 
