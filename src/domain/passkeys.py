@@ -106,6 +106,14 @@ class VerifiedAssertion:
     backed_up: bool
 
 
+def counter_advances(stored: int, seen: int) -> bool:
+    """Whether an assertion's signature counter ``seen`` may follow the ``stored`` one: it
+    went up, or both are 0 (an authenticator that keeps no counter, as synced passkeys do,
+    always reports 0). Anything else (behind, or the same non-zero value) is what a copy of
+    the authenticator would report, or a replay."""
+    return seen > stored or seen == stored == 0
+
+
 def clean_name(name: str) -> str | None:
     """The name as kept (surrounding white space dropped), or None when it is empty, longer
     than :data:`NAME_MAX` or holds a control character."""

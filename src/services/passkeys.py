@@ -30,6 +30,7 @@ from authgate.domain.passkeys import (
     PasskeyChallenge,
     PasskeyUser,
     clean_name,
+    counter_advances,
 )
 from authgate.domain.redirects import is_resume_url, safe_return_to
 from authgate.domain.secrets import binding_hash
@@ -281,7 +282,7 @@ class PasskeyService:
             except ResponseMalformed as e:
                 raise errors.InvalidPasskeyResponse(e.detail) from e
             counter = verified.sign_count
-            if (counter or passkey.sign_count) and counter <= passkey.sign_count:
+            if not counter_advances(passkey.sign_count, counter):
                 raise _Cloned(passkey, counter)
             identities = await tx.accounts.list_identities(passkey.account_id)
             disabled = next((i for i in identities if i.disabled_reason is not None), None)
@@ -296,7 +297,13 @@ class PasskeyService:
                 raise errors.AccountDisabled(
                     disabled.disabled_reason or "disabled", passkey.account_id
                 )
-            await tx.passkeys.record_use(passkey.id, counter, verified.backed_up, now)
+            # The check above read the counter; this write decides, atomically: of concurrent
+            # sign-ins with one counter value (a clone racing the original), one records it.
+            if not await tx.passkeys.record_use(passkey.id, counter, verified.backed_up, now):
+                current = await tx.passkeys.find_by_credential(assertion.credential_id)
+                if current is None:
+                    raise errors.UnknownPasskey()
+                raise _Cloned(current, counter)
             await tx.accounts.record_login(passkey.account_id, now)
             session = await self.sessions.issue(
                 tx,

@@ -6,6 +6,7 @@ EC P-256 keys, so the service's library verifies real signatures."""
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import json
 from pathlib import Path
@@ -367,6 +368,46 @@ async def test_a_cloned_authenticator_is_refused_and_audited(passkeys: Passkeys)
     assert (await exported.json())["passkeys"][0]["signCount"] == 5
     assert listed["id"] == added["id"]
     assert (await passkeys.sign_in(authenticator, sign_count=6)).status == 200
+
+
+@pytest.mark.parametrize("kind", STORES)
+async def test_concurrent_sign_ins_with_one_counter_value_one_wins(
+    request: pytest.FixtureRequest,
+    kind: str,
+    make_service: MakeService,
+    fake_idp: FakeIdP,
+    idp_clock: SettableClock,
+    tmp_path: Path,
+) -> None:
+    """A clone racing its original (or one assertion replayed at once from several browsers):
+    the counter is checked and written in one conditional statement, so of the sign-ins that
+    report the same counter exactly one gets a session."""
+    passkeys = await start_passkeys(
+        make_service,
+        fake_idp,
+        idp_clock,
+        database_url(request, kind, tmp_path),
+        ratelimit={"passkeys": "1000/minute"},
+    )
+    token, authenticator, _ = await signed_up(passkeys)
+    assert (await passkeys.sign_in(authenticator, sign_count=4)).status == 200
+    racing = []
+    for _ in range(8):  # each from a browser of its own, with a challenge of its own
+        options, binding = await passkeys.authentication_options()
+        racing.append((authenticator.get(options, ORIGIN, sign_count=5), binding))
+    answers = await asyncio.gather(*(passkeys.authenticate(a, b) for a, b in racing))
+    assert sorted(a.status for a in answers) == [200] + [400] * 7
+    for answer in answers:
+        if answer.status == 400:
+            body = await refused(answer, 400, "passkey_not_verified")
+            assert "cloned" in body["message"]
+    exported = await passkeys.client.get("/v1/account/export", headers=bearer(token))
+    export = await exported.json()
+    assert export["passkeys"][0]["signCount"] == 5
+    signed_in = [s for s in export["sessions"] if s["provider"] == "passkey"]
+    assert len(signed_in) == 2  # the sign-in at 4, and the one winner at 5
+    events = await passkeys.audit()
+    assert [e.outcome for e in events].count(Outcome.PASSKEY_COUNTER_REGRESSED) == 7
 
 
 # -- the account's rules ----------------------------------------------------------------------

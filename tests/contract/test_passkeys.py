@@ -170,6 +170,38 @@ async def test_a_unit_writes_a_passkey_use(store: Store) -> None:
     assert stored is not None and (stored.sign_count, stored.last_used_at) == (3, at(30))
 
 
+async def test_a_use_is_recorded_only_while_the_counter_advances(store: Store) -> None:
+    owner = await account(store)
+    kept = passkey(owner)
+    await store.passkeys.add(kept)
+    # An authenticator that keeps no counter reports 0 each time: allowed while both are 0.
+    assert await store.passkeys.record_use(kept.id, 0, False, at(1)) is True
+    assert await store.passkeys.record_use(kept.id, 0, False, at(2)) is True
+    assert await store.passkeys.record_use(kept.id, 5, True, at(3)) is True
+    for behind in (5, 4, 0):  # the same, lower, or back to 0: a copy or a replay
+        assert await store.passkeys.record_use(kept.id, behind, False, at(4)) is False
+    assert await store.passkeys.get(owner, kept.id) == attrs.evolve(
+        kept, sign_count=5, backed_up=True, last_used_at=at(3)
+    )
+    assert await store.passkeys.record_use(uuid.uuid4().hex, 9, False, at(5)) is False
+
+
+async def test_concurrent_uses_with_one_counter_value_record_it_once(store: Store) -> None:
+    owner = await account(store)
+    kept = passkey(owner, sign_count=4)
+    await store.passkeys.add(kept)
+
+    async def use(n: int) -> bool:
+        async with store.units.begin() as tx:
+            await tx.passkeys.find_by_credential(kept.credential_id)  # as a sign-in reads it
+            return await tx.passkeys.record_use(kept.id, 5, False, at(n))
+
+    outcomes = await asyncio.gather(*(use(n) for n in range(8)))
+    assert outcomes.count(True) == 1, outcomes
+    stored = await store.passkeys.get(owner, kept.id)
+    assert stored is not None and stored.sign_count == 5
+
+
 # -- challenges ------------------------------------------------------------------------------
 
 

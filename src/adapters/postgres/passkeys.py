@@ -109,15 +109,20 @@ class PostgresPasskeys:
 
     async def record_use(
         self, passkey_id: str, sign_count: int, backed_up: bool, now: dt.datetime
-    ) -> None:
-        await rows.write(
-            self._db,
-            "UPDATE passkeys SET sign_count = $2, backed_up = $3, last_used_at = $4 WHERE id = $1",
+    ) -> bool:
+        # Sent at once (its outcome decides the sign-in), in the unit's transaction. A
+        # concurrent sign-in's UPDATE of the row waits for this one's commit and then checks
+        # the condition again on the row as committed (READ COMMITTED): one of them wins.
+        # The condition is counter_advances (authgate.domain.passkeys).
+        status = await self._db.execute(
+            "UPDATE passkeys SET sign_count = $2, backed_up = $3, last_used_at = $4 "
+            "WHERE id = $1 AND (sign_count < $2 OR (sign_count = 0 AND $2 = 0))",
             passkey_id,
             sign_count,
             backed_up,
             rows.utc(now),
         )
+        return rows.affected(status) == 1
 
     async def delete(self, account_id: str, passkey_id: str) -> bool:
         key = rows.account_uuid(account_id)

@@ -81,12 +81,15 @@ class SqlitePasskeys:
 
     async def record_use(
         self, passkey_id: str, sign_count: int, backed_up: bool, now: dt.datetime
-    ) -> None:
+    ) -> bool:
         async with self._db.use() as conn:
-            await conn.execute(
-                "UPDATE passkeys SET sign_count = ?, backed_up = ?, last_used_at = ? WHERE id = ?",
-                (sign_count, int(backed_up), ts(now), passkey_id),
+            # counter_advances (authgate.domain.passkeys), decided on the row it writes.
+            cursor = await conn.execute(
+                "UPDATE passkeys SET sign_count = ?, backed_up = ?, last_used_at = ? "
+                "WHERE id = ? AND (sign_count < ? OR (sign_count = 0 AND ? = 0))",
+                (sign_count, int(backed_up), ts(now), passkey_id, sign_count, sign_count),
             )
+            return cursor.rowcount == 1
 
     async def delete(self, account_id: str, passkey_id: str) -> bool:
         async with self._db.transaction() as conn:
