@@ -3,7 +3,8 @@
 A passkey is a sign-in method of an account beside its linked providers. The WebAuthn
 ceremonies run on a relying party (:class:`~authgate.ports.webauthn.WebAuthnRelyingParty`):
 it makes the options and verifies the browser's responses — type, challenge, origin, RP ID
-hash, user presence and verification, the signature — while this service keeps the challenge
+hash, user presence and verification, the signature, the key's algorithm, the credential id's
+length, the backup flags — while this service keeps the challenge
 (single use, bound to the browser's binding cookie and to the ceremony), the credentials, and
 the rules around them: the user handle, the signature counter, a disabled account, the last
 sign-in method, the audit trail and the session a sign-in issues, the same as a provider's.
@@ -268,8 +269,14 @@ class PasskeyService:
             passkey = await tx.passkeys.find_by_credential(assertion.credential_id)
             if passkey is None:
                 raise errors.UnknownPasskey()
+            # A discoverable sign-in (no allowCredentials): the authenticator must name the
+            # user it holds the credential for, and that user must be the passkey's account.
             handle = assertion.user_handle
-            if handle is not None and handle != user_handle(passkey.account_id):
+            if handle is None:
+                raise errors.PasskeyNotVerified(
+                    "the authenticator returned no user handle", passkey.account_id
+                )
+            if handle != user_handle(passkey.account_id):
                 raise errors.PasskeyNotVerified(
                     "the user handle is not the passkey's account's", passkey.account_id
                 )

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +19,7 @@ from authgate.domain.model import Outcome, ProviderIdentity
 from authgate.entrypoints import assembly
 from authgate.entrypoints.config import ConfigError, parse
 from tests.fakeidp import FakeIdP, SettableClock
-from tests.support.webauthn import UP, UV, SoftAuthenticator, b64url, unb64url
+from tests.support.webauthn import ES256, RS1, UP, UV, SoftAuthenticator, b64url, unb64url
 
 from .conftest import MakeService
 from .passkeys_support import (
@@ -313,6 +314,75 @@ async def test_a_credential_of_another_account_is_refused(passkeys: Passkeys) ->
     await refused(await passkeys.register(bob, copied, binding), 409, "passkey_already_registered")
     assert len(await passkeys.listed(bob)) == 1
     assert len(await passkeys.listed(ada)) == 1
+
+
+# -- the WebAuthn steps the library leaves to its caller ---------------------------------------
+
+
+async def test_a_key_of_an_algorithm_that_was_not_offered_is_refused(passkeys: Passkeys) -> None:
+    token = await passkeys.registered()
+    options, binding = await passkeys.registration_options(token)
+    offered = {p["alg"] for p in options["pubKeyCredParams"]}
+    assert ES256 in offered and RS1 not in offered
+    sha1 = SoftAuthenticator().create(options, ORIGIN, algorithm=RS1)
+    body = await refused(await passkeys.register(token, sha1, binding), 400, "passkey_not_verified")
+    assert "algorithm" in body["message"]
+    assert await passkeys.listed(token) == []
+
+
+async def test_a_credential_id_over_1023_bytes_is_refused(passkeys: Passkeys) -> None:
+    token = await passkeys.registered()
+    options, binding = await passkeys.registration_options(token)
+    long = SoftAuthenticator().create(options, ORIGIN, credential_id=os.urandom(1024))
+    body = await refused(await passkeys.register(token, long, binding), 400, "passkey_not_verified")
+    assert "1,023 bytes" in body["message"]
+    assert await passkeys.listed(token) == []
+    # 1,023 bytes is the most, and such a passkey signs in.
+    longest = SoftAuthenticator()
+    options, binding = await passkeys.registration_options(token)
+    created = longest.create(options, ORIGIN, credential_id=os.urandom(1023))
+    assert (await passkeys.register(token, created, binding)).status == 201
+    assert (await passkeys.sign_in(longest)).status == 200
+
+
+async def test_a_backup_state_without_backup_eligibility_is_refused(passkeys: Passkeys) -> None:
+    token = await passkeys.registered()
+    options, binding = await passkeys.registration_options(token)
+    odd = SoftAuthenticator(backup_eligible=False, backed_up=True).create(options, ORIGIN)
+    body = await refused(await passkeys.register(token, odd, binding), 400, "passkey_not_verified")
+    assert "backup state" in body["message"]
+    assert await passkeys.listed(token) == []
+
+    authenticator = SoftAuthenticator(backup_eligible=True, backed_up=False)
+    added = await passkeys.add(token, authenticator)
+    authenticator.backup_eligible, authenticator.backed_up = False, True
+    body = await refused(await passkeys.sign_in(authenticator), 400, "passkey_not_verified")
+    assert "backup state" in body["message"]
+    # Eligibility is the authenticator's for good: a credential that changes it is refused.
+    authenticator.backup_eligible, authenticator.backed_up = False, False
+    body = await refused(await passkeys.sign_in(authenticator), 400, "passkey_not_verified")
+    assert "backup eligibility" in body["message"]
+    await unchanged(passkeys, token, added)
+    # Eligible, and now backed up (synced): a sign-in, and the list says so.
+    authenticator.backup_eligible, authenticator.backed_up = True, True
+    assert (await passkeys.sign_in(authenticator)).status == 200
+    [listed] = await passkeys.listed(token)
+    assert listed["backedUp"] is True
+
+
+async def test_a_discoverable_sign_in_needs_the_user_handle_of_the_passkeys_account(
+    passkeys: Passkeys,
+) -> None:
+    token, authenticator, added = await signed_up(passkeys)
+    for handle, reason in ((None, "no user handle"), (b"someone-else", "user handle")):
+        options, binding = await passkeys.authentication_options()
+        assertion = authenticator.get(options, ORIGIN, user_handle=handle)
+        body = await refused(
+            await passkeys.authenticate(assertion, binding), 400, "passkey_not_verified"
+        )
+        assert reason in body["message"]
+    await unchanged(passkeys, token, added)
+    assert (await passkeys.sign_in(authenticator)).status == 200
 
 
 async def test_a_removed_passkey_no_longer_signs_in(passkeys: Passkeys) -> None:

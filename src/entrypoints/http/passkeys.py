@@ -334,8 +334,9 @@ class PasskeyOperations(AccountArea):
             summary="Add a passkey",
             description="The browser's answer to the creation options (credential.toJSON(), "
             f"with an optional name of at most {NAME_MAX} characters): verified (type, "
-            "challenge, origin, RP ID, user presence and verification) and kept. Ends no "
-            "session; audited. Needs a recent sign-in.",
+            "challenge, origin, RP ID, user presence and verification, a key of an offered "
+            "algorithm, a credential id of at most 1,023 bytes, no backup state without backup "
+            "eligibility) and kept. Ends no session; audited. Needs a recent sign-in.",
             examples=docs.error_examples(
                 challenge,
                 errors.InvalidPasskeyResponse(
@@ -378,7 +379,8 @@ class PasskeyOperations(AccountArea):
             summary="Sign in with a passkey",
             description="The browser's answer to the request options (credential.toJSON(), "
             "with an optional returnTo): verified against this browser's challenge (type, "
-            "origin, RP ID, user presence and verification, signature, counter) and the "
+            "origin, RP ID, user presence and verification, signature, counter, the user "
+            "handle of the passkey's account, the backup flags) and the "
             "passkey's account signed in: the session cookie is set, as after a provider's "
             "callback, and redirectTo says where to go (returnTo under the same rules as a "
             "provider sign-in's). The session's auth_time is now, so it counts as a recent "
