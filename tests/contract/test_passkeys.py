@@ -72,6 +72,21 @@ async def test_a_passkey_round_trips(store: Store) -> None:
     assert await store.passkeys.for_account(owner) == [kept]
 
 
+async def test_a_passkey_keeps_where_it_was_added(store: Store) -> None:
+    owner = await account(store)
+    kept = passkey(
+        owner,
+        added_by_session="s-1",
+        added_from_address="203.0.113.9",
+        added_from_user_agent="Mozilla/5.0 ünï",
+    )
+    await store.passkeys.add(kept)
+    assert await store.passkeys.get(owner, kept.id) == kept
+    [listed] = await store.passkeys.for_account(owner)
+    assert (listed.added_by_session, listed.added_from_address) == ("s-1", "203.0.113.9")
+    assert listed.added_from_user_agent == "Mozilla/5.0 ünï"
+
+
 async def test_passkeys_are_listed_oldest_first_per_account(store: Store) -> None:
     owner, other = await account(store, "1"), await account(store, "2")
     second, first = passkey(owner, 2), passkey(owner, 1)

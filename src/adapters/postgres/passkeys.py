@@ -17,7 +17,8 @@ from .pool import ConnectionPool
 
 _COLUMNS = (
     "id, account_id, credential_id, public_key, sign_count, transports, aaguid, "
-    "backup_eligible, backed_up, name, created_at, last_used_at"
+    "backup_eligible, backed_up, name, created_at, last_used_at, added_by_session, "
+    "added_from_address, added_from_user_agent"
 )
 
 _RENAME = (
@@ -45,7 +46,7 @@ class PostgresPasskeys:
             async with rows.connection(self._db) as conn:
                 await conn.execute(
                     f"INSERT INTO passkeys ({_COLUMNS}) "  # noqa: S608 - constant columns
-                    "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)",
+                    "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)",
                     passkey.id,
                     key,
                     passkey.credential_id,
@@ -58,6 +59,9 @@ class PostgresPasskeys:
                     passkey.name,
                     rows.utc(passkey.created_at),
                     rows.utc(passkey.last_used_at) if passkey.last_used_at else None,
+                    passkey.added_by_session,
+                    passkey.added_from_address,
+                    passkey.added_from_user_agent,
                 )
         except asyncpg.UniqueViolationError as e:
             raise PasskeyTaken(passkey.id) from e
@@ -165,6 +169,9 @@ def _passkey(row: asyncpg.Record) -> Passkey:
         name=row["name"],
         created_at=row["created_at"],
         last_used_at=row["last_used_at"],
+        added_by_session=row["added_by_session"],
+        added_from_address=row["added_from_address"],
+        added_from_user_agent=row["added_from_user_agent"],
     )
 
 

@@ -6,7 +6,7 @@
 * ``POST /v1/passkeys/authentication/options`` and ``POST /v1/passkeys/authentication``: sign
   in with one; the answer sets the session cookie, as a provider's callback does.
 * ``GET /v1/account/passkeys``, ``PATCH /v1/account/passkeys/{id}`` (rename), ``DELETE
-  /v1/account/passkeys/{id}`` (a recent sign-in).
+  /v1/account/passkeys/{id}`` (a recent sign-in; ends the sessions the passkey signed in).
 
 The options and responses are WebAuthn Level 3's JSON forms (``PublicKeyCredential``'s
 ``parseCreationOptionsFromJSON``, ``toJSON()``). Every ceremony request is counted against
@@ -403,8 +403,8 @@ class PasskeyOperations(AccountArea):
             operation_id="list_passkeys",
             tags=(PASSKEYS,),
             summary="List passkeys",
-            description="The caller's passkeys: name, when added and last used, whether "
-            "backed up (synced), oldest first.",
+            description="The caller's passkeys: name, when added (by which session, from which "
+            "address and browser) and last used, whether backed up (synced), oldest first.",
             examples=docs.error_examples(docs.NO_CREDENTIAL, read_scope),
             cors=self.cors,
         )(self.list_passkeys)
@@ -446,9 +446,10 @@ class PasskeyOperations(AccountArea):
             operation_id="remove_passkey",
             tags=(PASSKEYS,),
             summary="Remove a passkey",
-            description="Removes one of the caller's passkeys: it no longer signs in. The "
-            "account's last sign-in method (providers and passkeys together) cannot be "
-            "removed. Ends no session; audited. Needs a recent sign-in.",
+            description="Removes one of the caller's passkeys: it no longer signs in, and the "
+            "sessions it signed in end (but the caller's own), as unlinking a provider ends "
+            "its sessions. The account's last sign-in method (providers and passkeys together) "
+            "cannot be removed. Audited. Needs a recent sign-in.",
             examples=docs.error_examples(
                 docs.NO_CREDENTIAL,
                 docs.STEP_UP,
