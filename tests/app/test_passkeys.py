@@ -548,6 +548,27 @@ async def test_signing_out_everywhere_else_never_removes_the_last_sign_in_method
     assert [p["id"] for p in await passkeys.listed(mine)] == [added["id"]]
 
 
+async def test_the_sessions_list_says_whether_a_sign_in_proved_its_time(
+    passkeys: Passkeys,
+) -> None:
+    """A page may offer a passkey after a sign-in that proved nothing (docs/passkeys.md)."""
+
+    async def current(token: str) -> dict[str, Any]:
+        answer = await passkeys.client.get("/v1/account/sessions", headers=bearer(token))
+        [mine] = [s for s in (await answer.json())["sessions"] if s["current"]]
+        assert isinstance(mine, dict)
+        return mine
+
+    google, authenticator, added = await signed_up(passkeys)  # an ID token's signed auth_time
+    assert (await current(google))["authTimeProven"] is True
+    by_passkey = (await passkeys.sign_in(authenticator)).cookies["session"].value
+    assert (await current(by_passkey))["authTimeProven"] is True
+    assert (await current(by_passkey))["passkeyId"] == added["id"]
+    # The facebook shape has no ID token: its sign-in says nothing of when Bob logged in.
+    facebook = session_of(await passkeys.signin.complete("facebook", user=BOB, intent="register"))
+    assert (await current(facebook))["authTimeProven"] is False
+
+
 async def test_a_malformed_response_is_refused(passkeys: Passkeys) -> None:
     token, authenticator, added = await signed_up(passkeys)
     options, binding = await passkeys.authentication_options()
