@@ -273,6 +273,7 @@ class SessionRecord:
     passes. ``auth_time`` is when the user last authenticated at the provider (RFC 9470), as
     the provider proved it (:data:`UNPROVEN_AUTH_TIME` when it proved nothing).
     ``provider_session`` is the provider's own ``sid`` claim, for back-channel logout.
+    ``passkey_id`` is the passkey a passkey sign-in used: removing it ends the session.
     """
 
     id: str
@@ -286,6 +287,7 @@ class SessionRecord:
     user_agent: str | None = None
     provider_session: str | None = None
     revoked_at: dt.datetime | None = None
+    passkey_id: str | None = None
 
     def live(self, now: dt.datetime) -> bool:
         """Neither revoked nor expired at ``now``."""

@@ -37,7 +37,13 @@ class Passkey:
     authenticator's (up to 1,023 bytes, unique across accounts); ``public_key`` the COSE key
     the authenticator gave at registration. ``sign_count`` is the signature counter last seen
     (0 for authenticators that keep none, as synced passkeys do). ``backup_eligible`` and
-    ``backed_up`` are the authenticator data's BE and BS flags: may it be synced, is it."""
+    ``backed_up`` are the authenticator data's BE and BS flags: may it be synced, is it.
+
+    ``added_by_session`` is the session that added it, ``added_from_address`` and
+    ``added_from_user_agent`` where that session ran (kept here: a session's record is purged
+    once it expired): the person sees where each passkey came from, and signing out everywhere
+    else may remove the passkeys the ended sessions added. None for passkeys kept before
+    they were recorded."""
 
     id: str
     account_id: str
@@ -51,6 +57,9 @@ class Passkey:
     name: str
     created_at: dt.datetime
     last_used_at: dt.datetime | None = None
+    added_by_session: str | None = None
+    added_from_address: str | None = None
+    added_from_user_agent: str | None = None
 
 
 @attrs.frozen
@@ -104,6 +113,14 @@ class VerifiedAssertion:
 
     sign_count: int
     backed_up: bool
+
+
+def counter_advances(stored: int, seen: int) -> bool:
+    """Whether an assertion's signature counter ``seen`` may follow the ``stored`` one: it
+    went up, or both are 0 (an authenticator that keeps no counter, as synced passkeys do,
+    always reports 0). Anything else (behind, or the same non-zero value) is what a copy of
+    the authenticator would report, or a replay."""
+    return seen > stored or seen == stored == 0
 
 
 def clean_name(name: str) -> str | None:

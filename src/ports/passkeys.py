@@ -49,8 +49,13 @@ class PasskeyStore(Protocol):
 
     async def record_use(
         self, passkey_id: str, sign_count: int, backed_up: bool, now: dt.datetime
-    ) -> None:
-        """A verified sign-in with the passkey: its counter, backup state and last use."""
+    ) -> bool:
+        """A verified sign-in with the passkey: its counter, backup state and last use, written
+        only if the counter kept now allows ``sign_count``
+        (:func:`~authgate.domain.passkeys.counter_advances`), decided and written in one
+        conditional statement: of concurrent sign-ins reporting the same counter, exactly one
+        records it. False (nothing written) when the counter does not advance or the passkey
+        is gone."""
         ...
 
     async def delete(self, account_id: str, passkey_id: str) -> bool:

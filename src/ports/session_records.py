@@ -56,9 +56,11 @@ class SessionRecords(Protocol):
         *,
         keep: str | None = None,
         provider: str | None = None,
+        passkey_id: str | None = None,
     ) -> list[str]:
         """End the account's live sessions (all but ``keep``; only those issued through
-        ``provider`` when given); the ids ended."""
+        ``provider``, only those signed in with the passkey ``passkey_id``, when given); the
+        ids ended."""
         ...
 
     async def revoke_provider_session(

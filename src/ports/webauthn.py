@@ -4,10 +4,12 @@ responses to them.
 It makes the options a page hands ``navigator.credentials.create()`` and ``.get()`` (their
 JSON form) for a challenge the caller chose, and verifies what the browser answers: the
 ceremony's type, the challenge, the origin, the RP ID hash, user presence and verification
-(required in both ceremonies), no cross-origin frame and, for an assertion, the signature by
-the stored passkey's public key. What comes around a ceremony — keeping the challenge, the
-credentials, the signature counter's rule, the user handle's meaning, sessions and audit — is
-the passkey service's.
+(required in both ceremonies), no cross-origin frame, no backup state (BS) without backup
+eligibility (BE); for a registration, a credential id of at most 1,023 bytes and a key of an
+algorithm the options offered; for an assertion, the signature by the stored passkey's public
+key and the passkey's backup eligibility unchanged. What comes around a ceremony — keeping
+the challenge, the credentials, the signature counter's rule, the user handle's meaning,
+sessions and audit — is the passkey service's.
 
 A refusal is one of two exceptions, whose texts are the answer's: :class:`ResponseMalformed`
 (the response cannot be read as this ceremony's) and :class:`ResponseNotVerified` (it was read
@@ -34,7 +36,8 @@ class ResponseMalformed(Exception):
 class ResponseNotVerified(Exception):
     """The response was read but failed a check; ``reason`` names which (the type, the
     origin, the challenge, the RP ID, user presence or verification, a cross-origin frame,
-    the signature, another credential)."""
+    the signature, another credential, the credential id's length, the key's algorithm, the
+    backup flags)."""
 
     def __init__(self, reason: str) -> None:
         self.reason = reason

@@ -26,6 +26,7 @@ from authgate.ports.accounts import AccountRepository, LastIdentityError
 from authgate.ports.events import SignInEventLog
 from authgate.ports.unit_of_work import Transaction, UnitOfWork
 from authgate.services.audit import audit_event
+from authgate.services.passkeys import remove_passkey_in
 from authgate.services.provider_tokens import ProviderTokenService, enqueue_token_revocations
 from authgate.services.sessions import SessionService
 
@@ -297,12 +298,60 @@ class AccountService:
         if not ended:
             raise errors.SessionNotFound()
 
-    async def end_other_sessions(self, caller: Caller) -> list[str]:
-        """Sign out everywhere else: every live session but the caller's (RFC 9470)."""
+    async def end_other_sessions(
+        self, caller: Caller, *, remove_passkeys: bool = False
+    ) -> list[str]:
+        """Sign out everywhere else: every live session but the caller's (RFC 9470); the
+        sessions ended.
+
+        ``remove_passkeys``: the passkeys those sessions added go too, in the same unit of
+        work (whoever held one of them could have added a passkey of their own, which would
+        outlive the sign-out) — but not the passkey the caller's own session signed in with,
+        which the caller holds. :class:`~errors.LastSignInMethod`, nothing changed, when that
+        would leave the account no way to sign in (docs/passkeys.md)."""
         self.sessions.require_recent_authentication(caller.auth_time)
-        return await self.sessions.revoke_all(
-            caller.account_id,
-            client=caller.client,
-            provider=caller.provider,
-            keep=caller.session_id,
-        )
+        if not remove_passkeys:
+            return await self.sessions.revoke_all(
+                caller.account_id,
+                client=caller.client,
+                provider=caller.provider,
+                keep=caller.session_id,
+            )
+        now = self.sessions.clock.now()
+        try:
+            async with self.units.begin() as tx:
+                ended = await self.sessions.revoke_all_in(
+                    tx, caller.account_id, now, keep=caller.session_id
+                )
+                own = await tx.sessions.get(caller.session_id)
+                held = own.passkey_id if own is not None else None
+                added = [
+                    p.id
+                    for p in await tx.passkeys.for_account(caller.account_id)
+                    if p.added_by_session in ended and p.id != held
+                ]
+                for passkey_id in added:
+                    await remove_passkey_in(
+                        self.sessions,
+                        tx,
+                        caller,
+                        passkey_id,
+                        now,
+                        keep=caller.session_id,
+                        detail="added by a session signed out everywhere else",
+                    )
+                detail = f"{len(ended)} sessions, {len(added)} passkeys removed"
+                await tx.events.record(
+                    audit_event(
+                        now,
+                        caller.provider,
+                        Outcome.SIGNED_OUT_EVERYWHERE,
+                        caller.client,
+                        caller.account_id,
+                        detail,
+                    )
+                )
+        except LastIdentityError:
+            raise errors.LastSignInMethod() from None
+        await self.sessions.announce(ended)
+        return ended

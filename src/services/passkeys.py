@@ -3,7 +3,8 @@
 A passkey is a sign-in method of an account beside its linked providers. The WebAuthn
 ceremonies run on a relying party (:class:`~authgate.ports.webauthn.WebAuthnRelyingParty`):
 it makes the options and verifies the browser's responses — type, challenge, origin, RP ID
-hash, user presence and verification, the signature — while this service keeps the challenge
+hash, user presence and verification, the signature, the key's algorithm, the credential id's
+length, the backup flags — while this service keeps the challenge
 (single use, bound to the browser's binding cookie and to the ceremony), the credentials, and
 the rules around them: the user handle, the signature counter, a disabled account, the last
 sign-in method, the audit trail and the session a sign-in issues, the same as a provider's.
@@ -30,9 +31,11 @@ from authgate.domain.passkeys import (
     PasskeyChallenge,
     PasskeyUser,
     clean_name,
+    counter_advances,
 )
 from authgate.domain.redirects import is_resume_url, safe_return_to
 from authgate.domain.secrets import binding_hash
+from authgate.domain.text import printable
 from authgate.ports.accounts import AccountRepository, LastIdentityError
 from authgate.ports.clock import Clock
 from authgate.ports.events import SignInEventLog
@@ -43,7 +46,7 @@ from authgate.ports.passkeys import (
     PasskeyStore,
     PasskeyTaken,
 )
-from authgate.ports.unit_of_work import UnitOfWork
+from authgate.ports.unit_of_work import Transaction, UnitOfWork
 from authgate.ports.webauthn import ResponseMalformed, ResponseNotVerified, WebAuthnRelyingParty
 from authgate.services.audit import audit_event, log_event
 from authgate.services.sessions import SessionService
@@ -170,6 +173,9 @@ class PasskeyService:
             backed_up=credential.backed_up,
             name=kept_name,
             created_at=now,
+            added_by_session=caller.session_id or None,
+            added_from_address=printable(caller.client.address, 64),
+            added_from_user_agent=printable(caller.client.user_agent, 512),
         )
         try:
             async with self.units.begin() as tx:
@@ -267,8 +273,14 @@ class PasskeyService:
             passkey = await tx.passkeys.find_by_credential(assertion.credential_id)
             if passkey is None:
                 raise errors.UnknownPasskey()
+            # A discoverable sign-in (no allowCredentials): the authenticator must name the
+            # user it holds the credential for, and that user must be the passkey's account.
             handle = assertion.user_handle
-            if handle is not None and handle != user_handle(passkey.account_id):
+            if handle is None:
+                raise errors.PasskeyNotVerified(
+                    "the authenticator returned no user handle", passkey.account_id
+                )
+            if handle != user_handle(passkey.account_id):
                 raise errors.PasskeyNotVerified(
                     "the user handle is not the passkey's account's", passkey.account_id
                 )
@@ -281,7 +293,7 @@ class PasskeyService:
             except ResponseMalformed as e:
                 raise errors.InvalidPasskeyResponse(e.detail) from e
             counter = verified.sign_count
-            if (counter or passkey.sign_count) and counter <= passkey.sign_count:
+            if not counter_advances(passkey.sign_count, counter):
                 raise _Cloned(passkey, counter)
             identities = await tx.accounts.list_identities(passkey.account_id)
             disabled = next((i for i in identities if i.disabled_reason is not None), None)
@@ -296,7 +308,13 @@ class PasskeyService:
                 raise errors.AccountDisabled(
                     disabled.disabled_reason or "disabled", passkey.account_id
                 )
-            await tx.passkeys.record_use(passkey.id, counter, verified.backed_up, now)
+            # The check above read the counter; this write decides, atomically: of concurrent
+            # sign-ins with one counter value (a clone racing the original), one records it.
+            if not await tx.passkeys.record_use(passkey.id, counter, verified.backed_up, now):
+                current = await tx.passkeys.find_by_credential(assertion.credential_id)
+                if current is None:
+                    raise errors.UnknownPasskey()
+                raise _Cloned(current, counter)
             await tx.accounts.record_login(passkey.account_id, now)
             session = await self.sessions.issue(
                 tx,
@@ -307,6 +325,7 @@ class PasskeyService:
                 resumes=resumed_request(
                     self._destination(return_to), challenge.created_at, self.signin
                 ),
+                passkey_id=passkey.id,
             )
             event = audit_event(
                 now,
@@ -352,27 +371,22 @@ class PasskeyService:
         return renamed
 
     async def remove(self, caller: Caller, passkey_id: str) -> None:
-        """Remove one of the caller's passkeys with its audit event; a recent sign-in. Never
-        the account's last sign-in method (:class:`~errors.LastSignInMethod`); no session
-        ends (a passkey's sessions are the account's, as after any sign-in)."""
+        """Remove one of the caller's passkeys and end the sessions it signed in (but the
+        caller's own), as unlinking a provider does, in one unit of work with its audit
+        event. A recent sign-in. Never the account's last sign-in method
+        (:class:`~errors.LastSignInMethod`)."""
         self.sessions.require_recent_authentication(caller.auth_time)
         now = self.clock.now()
         try:
             async with self.units.begin() as tx:
-                if not await tx.passkeys.delete(caller.account_id, passkey_id):
-                    raise errors.PasskeyNotFound()
-                await tx.events.record(
-                    audit_event(
-                        now,
-                        PASSKEY_PROVIDER,
-                        Outcome.PASSKEY_REMOVED,
-                        caller.client,
-                        caller.account_id,
-                        passkey_id,
-                    )
+                ended = await remove_passkey_in(
+                    self.sessions, tx, caller, passkey_id, now, keep=caller.session_id
                 )
         except LastIdentityError:
             raise errors.LastSignInMethod() from None
+        if ended is None:
+            raise errors.PasskeyNotFound()
+        await self.sessions.announce(ended)
 
     # -- challenges -----------------------------------------------------------------------
 
@@ -425,6 +439,39 @@ class _Cloned(errors.PasskeyNotVerified):
             "the signature counter went backwards: the authenticator may have been cloned",
             passkey.account_id,
         )
+
+
+async def remove_passkey_in(
+    sessions: SessionService,
+    tx: Transaction,
+    caller: Caller,
+    passkey_id: str,
+    now: dt.datetime,
+    *,
+    keep: str | None,
+    detail: str | None = None,
+) -> list[str] | None:
+    """Inside ``tx``: remove the caller's passkey, end the sessions it signed in (but
+    ``keep``) and record the audit event; the sessions ended, None when the account has no
+    such passkey. Raises LastIdentityError for the last sign-in method. The one place of a
+    passkey's removal, whether its owner asked for it alone or with signing out everywhere
+    else."""
+    if not await tx.passkeys.delete(caller.account_id, passkey_id):
+        return None
+    ended = await sessions.revoke_all_in(
+        tx, caller.account_id, now, keep=keep, passkey_id=passkey_id
+    )
+    await tx.events.record(
+        audit_event(
+            now,
+            PASSKEY_PROVIDER,
+            Outcome.PASSKEY_REMOVED,
+            caller.client,
+            caller.account_id,
+            f"{passkey_id}: {detail}" if detail else passkey_id,
+        )
+    )
+    return ended
 
 
 def user_handle(account_id: str) -> bytes:

@@ -112,10 +112,12 @@ class SessionService:
         auth_time: dt.datetime,
         provider_session: str | None = None,
         resumes: ResumedRequest | None = None,
+        passkey_id: str | None = None,
     ) -> IssuedSession:
         """A new session, recorded in the caller's unit of work (with the sign-in); the caller
         reports it to ``metrics`` once that unit of work has committed. ``resumes``: the
-        application's authorization request that started this sign-in, named in the token."""
+        application's authorization request that started this sign-in, named in the token.
+        ``passkey_id``: the passkey that signed in (its removal ends the session)."""
         now = self.clock.now()
         record = SessionRecord(
             id=random_uuid_hex(),
@@ -128,6 +130,7 @@ class SessionService:
             client_address=printable(client.address, 64),
             user_agent=printable(client.user_agent, 512),
             provider_session=printable(provider_session, 255),
+            passkey_id=passkey_id,
         )
         await tx.sessions.add(record)
         return self.tokens.issue(
@@ -371,10 +374,14 @@ class SessionService:
         *,
         keep: str | None = None,
         provider: str | None = None,
+        passkey_id: str | None = None,
     ) -> list[str]:
         """In ``tx``: end the account's live sessions (all but ``keep``; only those issued
-        through ``provider`` when given); the ids ended."""
-        ended = await tx.sessions.revoke_all(account_id, now, keep=keep, provider=provider)
+        through ``provider``, only those signed in with the passkey ``passkey_id``, when
+        given); the ids ended."""
+        ended = await tx.sessions.revoke_all(
+            account_id, now, keep=keep, provider=provider, passkey_id=passkey_id
+        )
         await self._ended(tx, {account_id: ended}, now)
         return ended
 

@@ -6,8 +6,10 @@ EC P-256 keys, so the service's library verifies real signatures."""
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -17,9 +19,9 @@ from authgate.domain.model import Outcome, ProviderIdentity
 from authgate.entrypoints import assembly
 from authgate.entrypoints.config import ConfigError, parse
 from tests.fakeidp import FakeIdP, SettableClock
-from tests.support.webauthn import UP, UV, SoftAuthenticator, b64url, unb64url
+from tests.support.webauthn import ES256, RS1, UP, UV, SoftAuthenticator, b64url, unb64url
 
-from .conftest import MakeService
+from .conftest import MakeService, session_of
 from .passkeys_support import (
     ADA,
     BOB,
@@ -39,6 +41,19 @@ async def passkeys(
     make_service: MakeService, fake_idp: FakeIdP, idp_clock: SettableClock
 ) -> Passkeys:
     return await start_passkeys(make_service, fake_idp, idp_clock)
+
+
+@pytest.fixture(params=STORES)
+async def on_every_store(
+    request: pytest.FixtureRequest,
+    make_service: MakeService,
+    fake_idp: FakeIdP,
+    idp_clock: SettableClock,
+    tmp_path: Path,
+) -> Passkeys:
+    """The service with passkeys on each store (memory, SQLite, PostgreSQL)."""
+    url = database_url(request, str(request.param), tmp_path)
+    return await start_passkeys(make_service, fake_idp, idp_clock, url)
 
 
 def claims_of(token: str) -> dict[str, Any]:
@@ -314,6 +329,75 @@ async def test_a_credential_of_another_account_is_refused(passkeys: Passkeys) ->
     assert len(await passkeys.listed(ada)) == 1
 
 
+# -- the WebAuthn steps the library leaves to its caller ---------------------------------------
+
+
+async def test_a_key_of_an_algorithm_that_was_not_offered_is_refused(passkeys: Passkeys) -> None:
+    token = await passkeys.registered()
+    options, binding = await passkeys.registration_options(token)
+    offered = {p["alg"] for p in options["pubKeyCredParams"]}
+    assert ES256 in offered and RS1 not in offered
+    sha1 = SoftAuthenticator().create(options, ORIGIN, algorithm=RS1)
+    body = await refused(await passkeys.register(token, sha1, binding), 400, "passkey_not_verified")
+    assert "algorithm" in body["message"]
+    assert await passkeys.listed(token) == []
+
+
+async def test_a_credential_id_over_1023_bytes_is_refused(passkeys: Passkeys) -> None:
+    token = await passkeys.registered()
+    options, binding = await passkeys.registration_options(token)
+    long = SoftAuthenticator().create(options, ORIGIN, credential_id=os.urandom(1024))
+    body = await refused(await passkeys.register(token, long, binding), 400, "passkey_not_verified")
+    assert "1,023 bytes" in body["message"]
+    assert await passkeys.listed(token) == []
+    # 1,023 bytes is the most, and such a passkey signs in.
+    longest = SoftAuthenticator()
+    options, binding = await passkeys.registration_options(token)
+    created = longest.create(options, ORIGIN, credential_id=os.urandom(1023))
+    assert (await passkeys.register(token, created, binding)).status == 201
+    assert (await passkeys.sign_in(longest)).status == 200
+
+
+async def test_a_backup_state_without_backup_eligibility_is_refused(passkeys: Passkeys) -> None:
+    token = await passkeys.registered()
+    options, binding = await passkeys.registration_options(token)
+    odd = SoftAuthenticator(backup_eligible=False, backed_up=True).create(options, ORIGIN)
+    body = await refused(await passkeys.register(token, odd, binding), 400, "passkey_not_verified")
+    assert "backup state" in body["message"]
+    assert await passkeys.listed(token) == []
+
+    authenticator = SoftAuthenticator(backup_eligible=True, backed_up=False)
+    added = await passkeys.add(token, authenticator)
+    authenticator.backup_eligible, authenticator.backed_up = False, True
+    body = await refused(await passkeys.sign_in(authenticator), 400, "passkey_not_verified")
+    assert "backup state" in body["message"]
+    # Eligibility is the authenticator's for good: a credential that changes it is refused.
+    authenticator.backup_eligible, authenticator.backed_up = False, False
+    body = await refused(await passkeys.sign_in(authenticator), 400, "passkey_not_verified")
+    assert "backup eligibility" in body["message"]
+    await unchanged(passkeys, token, added)
+    # Eligible, and now backed up (synced): a sign-in, and the list says so.
+    authenticator.backup_eligible, authenticator.backed_up = True, True
+    assert (await passkeys.sign_in(authenticator)).status == 200
+    [listed] = await passkeys.listed(token)
+    assert listed["backedUp"] is True
+
+
+async def test_a_discoverable_sign_in_needs_the_user_handle_of_the_passkeys_account(
+    passkeys: Passkeys,
+) -> None:
+    token, authenticator, added = await signed_up(passkeys)
+    for handle, reason in ((None, "no user handle"), (b"someone-else", "user handle")):
+        options, binding = await passkeys.authentication_options()
+        assertion = authenticator.get(options, ORIGIN, user_handle=handle)
+        body = await refused(
+            await passkeys.authenticate(assertion, binding), 400, "passkey_not_verified"
+        )
+        assert reason in body["message"]
+    await unchanged(passkeys, token, added)
+    assert (await passkeys.sign_in(authenticator)).status == 200
+
+
 async def test_a_removed_passkey_no_longer_signs_in(passkeys: Passkeys) -> None:
     token, authenticator, added = await signed_up(passkeys)
     await passkeys.add(token, SoftAuthenticator())  # another one, so that this may go
@@ -325,6 +409,164 @@ async def test_a_removed_passkey_no_longer_signs_in(passkeys: Passkeys) -> None:
     assert [e.outcome for e in await passkeys.audit()].count(Outcome.PASSKEY_REMOVED) == 1
     # Removing a passkey ended no session.
     assert (await passkeys.client.get("/v1/account", headers=bearer(token))).status == 200
+
+
+async def status(passkeys: Passkeys, token: str) -> int:
+    """What the session gets from GET /v1/account (200 live, 401 ended)."""
+    return (await passkeys.client.get("/v1/account", headers=bearer(token))).status
+
+
+async def test_removing_a_passkey_ends_the_sessions_it_signed_in(on_every_store: Passkeys) -> None:
+    passkeys = on_every_store
+    token, first_key, first = await signed_up(passkeys)
+    second_key = SoftAuthenticator()
+    second = await passkeys.add(token, second_key)
+    by_first = [(await passkeys.sign_in(first_key)).cookies["session"].value for _ in range(2)]
+    by_second = (await passkeys.sign_in(second_key)).cookies["session"].value
+    listed = await passkeys.client.get("/v1/account/sessions", headers=bearer(token))
+    signed_with = {s["passkeyId"] for s in (await listed.json())["sessions"] if "passkeyId" in s}
+    assert signed_with == {first["id"], second["id"]}
+
+    answer = await passkeys.client.delete(
+        f"/v1/account/passkeys/{first['id']}", headers=bearer(token)
+    )
+    assert answer.status == 204
+    assert [await status(passkeys, s) for s in by_first] == [401, 401]
+    assert await status(passkeys, by_second) == 200
+    assert await status(passkeys, token) == 200  # the google session that removed it
+
+    # A session removing the passkey it signed in with stays, as after unlinking a provider.
+    again = (await passkeys.sign_in(second_key)).cookies["session"].value
+    answer = await passkeys.client.delete(
+        f"/v1/account/passkeys/{second['id']}", headers=bearer(again)
+    )
+    assert answer.status == 204
+    assert await status(passkeys, again) == 200
+    assert await status(passkeys, by_second) == 401
+
+
+async def test_the_list_and_the_export_say_when_and_from_which_session_a_passkey_was_added(
+    passkeys: Passkeys,
+) -> None:
+    token = await passkeys.registered()
+    options, binding = await passkeys.registration_options(token)
+    created = SoftAuthenticator().create(options, ORIGIN)
+    laptop = {"User-Agent": "Mozilla/5.0 (X11; Linux x86_64) Firefox/128.0"}
+    answer = await passkeys.client.post(
+        "/v1/account/passkeys/registration",
+        json=created,
+        headers={**bearer(token), "Cookie": f"__Host-authgate_binding={binding}", **laptop},
+    )
+    assert answer.status == 201, await answer.text()
+    added = await answer.json()
+    sid = claims_of(token)["sid"]
+    assert added["addedBySession"] == sid
+    assert added["addedFromUserAgent"] == laptop["User-Agent"]
+    assert added["addedFromAddress"] == "127.0.0.1"
+    [listed] = await passkeys.listed(token)
+    assert {k: listed[k] for k in ("addedBySession", "addedFromUserAgent", "addedFromAddress")} == {
+        k: added[k] for k in ("addedBySession", "addedFromUserAgent", "addedFromAddress")
+    }
+    exported = await passkeys.client.get("/v1/account/export", headers=bearer(token))
+    export = await exported.json()
+    [kept] = export["passkeys"]
+    assert kept["passkey"]["addedBySession"] == sid
+    assert kept["passkey"]["addedFromUserAgent"] == laptop["User-Agent"]
+    assert kept["passkey"]["createdAt"] == added["createdAt"]
+    assert sid in [s["id"] for s in export["sessions"]]
+
+
+async def test_signing_out_everywhere_else_may_remove_the_passkeys_those_sessions_added(
+    on_every_store: Passkeys,
+) -> None:
+    """Whoever held another session (a stolen one) could have added a passkey of their own:
+    signing out everywhere else with remove_passkeys=true removes it with their sessions."""
+    passkeys = on_every_store
+    mine = await passkeys.registered()
+    stolen = await passkeys.registered()  # a second session of the same account
+    planted_key, own_key = SoftAuthenticator(), SoftAuthenticator()
+    planted = await passkeys.add(stolen, planted_key)
+    own = await passkeys.add(mine, own_key)
+    by_planted = (await passkeys.sign_in(planted_key)).cookies["session"].value
+
+    answer = await passkeys.client.delete(
+        "/v1/account/sessions", params={"remove_passkeys": "true"}, headers=bearer(mine)
+    )
+    assert answer.status == 204, await answer.text()
+    assert [await status(passkeys, s) for s in (mine, stolen, by_planted)] == [200, 401, 401]
+    assert [p["id"] for p in await passkeys.listed(mine)] == [own["id"]]
+    await refused(await passkeys.sign_in(planted_key), 401, "unknown_passkey")
+    removed = [e for e in await passkeys.audit() if e.outcome is Outcome.PASSKEY_REMOVED]
+    assert [e.detail.split(":")[0] for e in removed] == [planted["id"]]
+    assert (await passkeys.sign_in(own_key)).status == 200
+
+
+async def test_signing_out_everywhere_else_keeps_passkeys_unless_asked_and_the_callers_own(
+    passkeys: Passkeys,
+) -> None:
+    mine = await passkeys.registered()
+    other = await passkeys.registered()
+    kept = await passkeys.add(other, SoftAuthenticator())
+    answer = await passkeys.client.delete("/v1/account/sessions", headers=bearer(mine))
+    assert answer.status == 204
+    assert await status(passkeys, other) == 401
+    assert [p["id"] for p in await passkeys.listed(mine)] == [kept["id"]]
+
+    # The passkey the caller's own session signed in with is the caller's: it stays.
+    bob = await passkeys.registered(BOB)
+    bob_key = SoftAuthenticator()
+    bobs = await passkeys.add(bob, bob_key)
+    signed_in = (await passkeys.sign_in(bob_key)).cookies["session"].value
+    answer = await passkeys.client.delete(
+        "/v1/account/sessions", params={"remove_passkeys": "true"}, headers=bearer(signed_in)
+    )
+    assert answer.status == 204
+    assert await status(passkeys, bob) == 401
+    assert [p["id"] for p in await passkeys.listed(signed_in)] == [bobs["id"]]
+
+
+async def test_signing_out_everywhere_else_never_removes_the_last_sign_in_method(
+    on_every_store: Passkeys,
+) -> None:
+    passkeys = on_every_store
+    mine = await passkeys.registered()  # through google
+    link = await passkeys.signin.complete("apple", user=ADA, intent="link", bearer=mine)
+    assert link.status == 302 and "error=" not in link.headers["Location"]
+    other = session_of(await passkeys.signin.complete("apple", user=ADA))
+    added = await passkeys.add(other, SoftAuthenticator())
+    # Each session unlinks its own provider (and stays): the passkey is the only method left.
+    for token, provider in ((mine, "google"), (other, "apple")):
+        answer = await passkeys.client.delete(
+            f"/v1/account/providers/{provider}", headers=bearer(token)
+        )
+        assert answer.status == 200, await answer.text()
+    answer = await passkeys.client.delete(
+        "/v1/account/sessions", params={"remove_passkeys": "true"}, headers=bearer(mine)
+    )
+    await refused(answer, 409, "last_sign_in_method")
+    assert await status(passkeys, other) == 200  # nothing changed
+    assert [p["id"] for p in await passkeys.listed(mine)] == [added["id"]]
+
+
+async def test_the_sessions_list_says_whether_a_sign_in_proved_its_time(
+    passkeys: Passkeys,
+) -> None:
+    """A page may offer a passkey after a sign-in that proved nothing (docs/passkeys.md)."""
+
+    async def current(token: str) -> dict[str, Any]:
+        answer = await passkeys.client.get("/v1/account/sessions", headers=bearer(token))
+        [mine] = [s for s in (await answer.json())["sessions"] if s["current"]]
+        assert isinstance(mine, dict)
+        return mine
+
+    google, authenticator, added = await signed_up(passkeys)  # an ID token's signed auth_time
+    assert (await current(google))["authTimeProven"] is True
+    by_passkey = (await passkeys.sign_in(authenticator)).cookies["session"].value
+    assert (await current(by_passkey))["authTimeProven"] is True
+    assert (await current(by_passkey))["passkeyId"] == added["id"]
+    # The facebook shape has no ID token: its sign-in says nothing of when Bob logged in.
+    facebook = session_of(await passkeys.signin.complete("facebook", user=BOB, intent="register"))
+    assert (await current(facebook))["authTimeProven"] is False
 
 
 async def test_a_malformed_response_is_refused(passkeys: Passkeys) -> None:
@@ -367,6 +609,46 @@ async def test_a_cloned_authenticator_is_refused_and_audited(passkeys: Passkeys)
     assert (await exported.json())["passkeys"][0]["signCount"] == 5
     assert listed["id"] == added["id"]
     assert (await passkeys.sign_in(authenticator, sign_count=6)).status == 200
+
+
+@pytest.mark.parametrize("kind", STORES)
+async def test_concurrent_sign_ins_with_one_counter_value_one_wins(
+    request: pytest.FixtureRequest,
+    kind: str,
+    make_service: MakeService,
+    fake_idp: FakeIdP,
+    idp_clock: SettableClock,
+    tmp_path: Path,
+) -> None:
+    """A clone racing its original (or one assertion replayed at once from several browsers):
+    the counter is checked and written in one conditional statement, so of the sign-ins that
+    report the same counter exactly one gets a session."""
+    passkeys = await start_passkeys(
+        make_service,
+        fake_idp,
+        idp_clock,
+        database_url(request, kind, tmp_path),
+        ratelimit={"passkeys": "1000/minute"},
+    )
+    token, authenticator, _ = await signed_up(passkeys)
+    assert (await passkeys.sign_in(authenticator, sign_count=4)).status == 200
+    racing = []
+    for _ in range(8):  # each from a browser of its own, with a challenge of its own
+        options, binding = await passkeys.authentication_options()
+        racing.append((authenticator.get(options, ORIGIN, sign_count=5), binding))
+    answers = await asyncio.gather(*(passkeys.authenticate(a, b) for a, b in racing))
+    assert sorted(a.status for a in answers) == [200] + [400] * 7
+    for answer in answers:
+        if answer.status == 400:
+            body = await refused(answer, 400, "passkey_not_verified")
+            assert "cloned" in body["message"]
+    exported = await passkeys.client.get("/v1/account/export", headers=bearer(token))
+    export = await exported.json()
+    assert export["passkeys"][0]["signCount"] == 5
+    signed_in = [s for s in export["sessions"] if s["provider"] == "passkey"]
+    assert len(signed_in) == 2  # the sign-in at 4, and the one winner at 5
+    events = await passkeys.audit()
+    assert [e.outcome for e in events].count(Outcome.PASSKEY_COUNTER_REGRESSED) == 7
 
 
 # -- the account's rules ----------------------------------------------------------------------

@@ -16,7 +16,7 @@ import pytest
 from playwright.sync_api import Browser, CDPSession, Page, expect
 
 from tests.browser.conftest import _serve
-from tests.browser.support import watched_page
+from tests.browser.support import ANDROID_UA, watched_page
 from tests.browser.test_demo_in_chromium import Steps
 
 
@@ -282,3 +282,99 @@ def test_the_sign_in_page_s_passkey_field_resumes_the_authorization_request(
             "Allow Demo application to use your account?"
         )
         steps.shot("openid-provider-passkey-autofill")
+
+
+def test_after_a_sign_in_that_proved_nothing_the_account_page_offers_a_passkey(
+    browser: Browser, instance: Instance, artifacts: Path
+) -> None:
+    """Browsers never offer to create a passkey after a federated sign-in on their own: after a
+    provider sign-in that proved no login time (the facebook shape has no ID token, so no
+    signed auth_time), the account page offers one while the account has none. It depends on
+    the session's proven time only: not after Google's (a signed auth_time), nor once a
+    passkey is there."""
+    base = instance.start()
+    with watched_page(browser) as (page, _):
+        virtual_authenticator(page)
+        steps = Steps(page, base, artifacts)
+        offer = page.get_by_role("region", name="Add a passkey")
+
+        page.goto(f"{base}/demo")
+        page.get_by_role("link", name="Register with Facebook").click()
+        steps.choose_user("Grace Hopper")
+        expect(page.get_by_role("heading", level=1)).to_have_text("Welcome, Grace Hopper")
+        expect(offer).to_be_visible()
+        expect(offer).to_contain_text("Your sign-in with Facebook did not prove")
+        steps.shot("passkey-offer-after-facebook")
+        # Adding one needs a recent sign-in, which this one is not: the page asks for it.
+        offer.get_by_role("button", name="Add a passkey now").click()
+        expect(page.locator("#problem-codes")).to_have_text("error: reauthentication_required")
+        sign_out_of_the_demo(page)
+
+        # Google signs its auth_time: nothing to offer. Then Ada adds a passkey, links
+        # Facebook and signs in with it: a sign-in that proved nothing, but she has a passkey.
+        page.get_by_role("link", name="Register with Google").click()
+        steps.choose_user("Ada Lovelace")
+        expect(page.get_by_role("heading", level=1)).to_have_text("Welcome, Ada Lovelace")
+        expect(page.locator("#passkeys-none")).to_be_visible()
+        expect(offer).to_be_hidden()
+        page.get_by_role("button", name="Add a passkey").click()
+        expect(page.locator("#passkeys li")).to_have_count(1)
+        expect(page.locator("#passkeys li .hint")).to_contain_text("(this session)")
+        page.get_by_role("link", name="Link Facebook").click()
+        steps.choose_user("Ada Lovelace")
+        expect(page.locator("#notice")).to_have_text("Facebook is now linked to your account.")
+        sign_out_of_the_demo(page)
+        page.get_by_role("link", name="Sign in with Facebook").click()
+        steps.choose_user("Ada Lovelace")
+        expect(page.locator("#passkeys li")).to_have_count(1)
+        expect(page.locator("#sessions li[data-current='true']")).to_contain_text("Facebook")
+        expect(offer).to_be_hidden()
+
+
+def sign_out_of_the_demo(page: Page) -> None:
+    page.get_by_role("button", name="Sign out", exact=True).click()
+    expect(page.get_by_role("link", name="Register with Google")).to_be_visible()
+
+
+def test_signing_out_everywhere_else_offers_to_remove_the_passkeys_those_sessions_added(
+    browser: Browser, instance: Instance, artifacts: Path
+) -> None:
+    """A passkey shows where it was added; signing out everywhere else offers (ticked) to
+    remove the passkeys the sessions it ends added: whoever held one of them could have added
+    a passkey of their own."""
+    base = instance.start()
+    with (
+        watched_page(browser) as (laptop, _),
+        watched_page(browser, user_agent=ANDROID_UA) as (phone, _),
+    ):
+        steps = Steps(laptop, base, artifacts)
+        laptop.goto(f"{base}/demo")
+        laptop.get_by_role("link", name="Register with Google").click()
+        steps.choose_user("Ada Lovelace")
+        expect(laptop.get_by_role("heading", level=1)).to_have_text("Welcome, Ada Lovelace")
+
+        # Another device signs in to the account and adds a passkey there.
+        virtual_authenticator(phone)
+        phone.goto(f"{base}/demo")
+        phone.get_by_role("link", name="Sign in with Google").click()
+        Steps(phone, base, artifacts).choose_user("Ada Lovelace")
+        phone.get_by_role("button", name="Add a passkey").click()
+        expect(phone.locator("#passkeys li")).to_have_count(1)
+
+        laptop.reload()
+        added = laptop.locator("#passkeys li")
+        expect(added).to_have_count(1)
+        expect(added).to_contain_text("from Chrome on Android · 127.0.0.1")
+        remove_too = laptop.get_by_label(re.compile("Also remove the passkeys those sessions"))
+        expect(remove_too).to_be_checked()
+        expect(remove_too).to_have_accessible_name(re.compile("added: Chrome on Android$"))
+        steps.shot("sign-out-everywhere-else-offers-passkeys")
+
+        laptop.get_by_role("button", name="Sign out everywhere else").click()
+        expect(laptop.locator("#notice")).to_contain_text(
+            "The passkeys those sessions added were removed"
+        )
+        expect(laptop.locator("#passkeys li")).to_have_count(0)
+        expect(laptop.locator("#sessions li")).to_have_count(1)
+        phone.reload()
+        expect(phone.locator("#signed-out")).to_be_visible()

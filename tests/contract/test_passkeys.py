@@ -72,6 +72,21 @@ async def test_a_passkey_round_trips(store: Store) -> None:
     assert await store.passkeys.for_account(owner) == [kept]
 
 
+async def test_a_passkey_keeps_where_it_was_added(store: Store) -> None:
+    owner = await account(store)
+    kept = passkey(
+        owner,
+        added_by_session="s-1",
+        added_from_address="203.0.113.9",
+        added_from_user_agent="Mozilla/5.0 ünï",
+    )
+    await store.passkeys.add(kept)
+    assert await store.passkeys.get(owner, kept.id) == kept
+    [listed] = await store.passkeys.for_account(owner)
+    assert (listed.added_by_session, listed.added_from_address) == ("s-1", "203.0.113.9")
+    assert listed.added_from_user_agent == "Mozilla/5.0 ünï"
+
+
 async def test_passkeys_are_listed_oldest_first_per_account(store: Store) -> None:
     owner, other = await account(store, "1"), await account(store, "2")
     second, first = passkey(owner, 2), passkey(owner, 1)
@@ -168,6 +183,38 @@ async def test_a_unit_writes_a_passkey_use(store: Store) -> None:
         await tx.passkeys.record_use(kept.id, 3, False, at(30))
     stored = await store.passkeys.get(owner, kept.id)
     assert stored is not None and (stored.sign_count, stored.last_used_at) == (3, at(30))
+
+
+async def test_a_use_is_recorded_only_while_the_counter_advances(store: Store) -> None:
+    owner = await account(store)
+    kept = passkey(owner)
+    await store.passkeys.add(kept)
+    # An authenticator that keeps no counter reports 0 each time: allowed while both are 0.
+    assert await store.passkeys.record_use(kept.id, 0, False, at(1)) is True
+    assert await store.passkeys.record_use(kept.id, 0, False, at(2)) is True
+    assert await store.passkeys.record_use(kept.id, 5, True, at(3)) is True
+    for behind in (5, 4, 0):  # the same, lower, or back to 0: a copy or a replay
+        assert await store.passkeys.record_use(kept.id, behind, False, at(4)) is False
+    assert await store.passkeys.get(owner, kept.id) == attrs.evolve(
+        kept, sign_count=5, backed_up=True, last_used_at=at(3)
+    )
+    assert await store.passkeys.record_use(uuid.uuid4().hex, 9, False, at(5)) is False
+
+
+async def test_concurrent_uses_with_one_counter_value_record_it_once(store: Store) -> None:
+    owner = await account(store)
+    kept = passkey(owner, sign_count=4)
+    await store.passkeys.add(kept)
+
+    async def use(n: int) -> bool:
+        async with store.units.begin() as tx:
+            await tx.passkeys.find_by_credential(kept.credential_id)  # as a sign-in reads it
+            return await tx.passkeys.record_use(kept.id, 5, False, at(n))
+
+    outcomes = await asyncio.gather(*(use(n) for n in range(8)))
+    assert outcomes.count(True) == 1, outcomes
+    stored = await store.passkeys.get(owner, kept.id)
+    assert stored is not None and stored.sign_count == 5
 
 
 # -- challenges ------------------------------------------------------------------------------

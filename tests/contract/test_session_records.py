@@ -98,6 +98,20 @@ async def test_revoke_all_with_keep_and_provider(store: Store) -> None:
     assert await store.sessions.revoke_all("acct-1", at(5)) == []
 
 
+async def test_revoke_all_of_one_passkey(store: Store) -> None:
+    await store.sessions.add(record("p1", provider="passkey", passkey_id="key-1"))
+    await store.sessions.add(record("p1-own", provider="passkey", passkey_id="key-1"))
+    await store.sessions.add(record("p2", provider="passkey", passkey_id="key-2"))
+    await store.sessions.add(record("g1"))
+    await store.sessions.add(record("x", account="acct-2", provider="passkey", passkey_id="key-1"))
+    found = await store.sessions.get("p1")
+    assert found is not None and found.passkey_id == "key-1"
+    ended = await store.sessions.revoke_all("acct-1", at(1), keep="p1-own", passkey_id="key-1")
+    assert ended == ["p1"]
+    for live in ("p1-own", "p2", "g1", "x"):
+        assert await store.sessions.is_live(live, at(2)), live
+
+
 async def test_for_account_includes_revoked_and_purge_drops_expired(store: Store) -> None:
     await store.sessions.add(record("a", created_at=T0, expires_at=T0 + HOUR))
     await store.sessions.add(record("b", created_at=at(1), expires_at=T0 + 3 * HOUR))

@@ -98,6 +98,7 @@ async def test_sessions_are_listed_with_the_current_one_marked(service: Service)
         "current",
         "userAgent",
         "address",
+        "authTimeProven",  # passkeyId too, for a session a passkey signed in
     }
     assert ids[mine]["provider"] == "google"
     assert "token" not in str(listed).lower()

@@ -58,12 +58,13 @@ async def test_a_login_is_two_statements_without_begin_or_commit(
     assert [e.account_id for e in await pg.events.recent()] == [account.id]
 
 
-async def test_a_passkey_sign_in_is_three_statements_without_begin_or_commit(
+async def test_a_passkey_sign_in_reads_outside_a_transaction_then_decides_its_counter_in_one(
     pg: PostgresStore, sent: list[str]
 ) -> None:
     # What a passkey sign-in's unit does: the passkey, the account's identities (a disabled
-    # one refuses the sign-in), then the writes. Both reads go before any write, outside a
-    # transaction; the writes are one statement.
+    # one refuses the sign-in), both read outside a transaction; then the counter's
+    # conditional update, whose outcome decides the sign-in, so it is sent at once and opens
+    # the transaction; the other writes follow as one statement, and the unit commits.
     account, _ = await pg.accounts.create_with_identity(verified(subject="known"), T0)
     key = passkey(account.id)
     await pg.passkeys.add(key)
@@ -74,15 +75,14 @@ async def test_a_passkey_sign_in_is_three_statements_without_begin_or_commit(
         assert found is not None
         identities = await tx.accounts.list_identities(found.account_id)
         assert [i.identity for i in identities] == [verified(subject="known").identity]
-        await tx.passkeys.record_use(found.id, 7, True, at(5))
+        assert await tx.passkeys.record_use(found.id, 7, True, at(5))
         await tx.accounts.record_login(found.account_id, at(5))
         await tx.sessions.add(session("s-1", found.account_id))
         await tx.events.record(event(5, Outcome.SIGNED_IN, account_id=found.account_id))
     await asyncio.sleep(0)
-    assert len(sent) == 3, sent
-    assert sent[0].startswith("SELECT") and sent[1].startswith("SELECT")
-    assert sent[2].startswith("WITH w0 AS (UPDATE passkeys"), sent[2]
-    assert not any(s.startswith(("BEGIN", "COMMIT", "SAVEPOINT")) for s in sent)
+    kinds = [s.split()[0].rstrip(";") for s in sent]
+    assert kinds == ["SELECT", "SELECT", "BEGIN", "UPDATE", "WITH", "COMMIT"], sent
+    assert sent[3].startswith("UPDATE passkeys"), sent[3]
     used = await pg.passkeys.get(account.id, key.id)
     assert used is not None and used.sign_count == 7 and used.last_used_at == at(5)
     assert await pg.sessions.get("s-1") is not None

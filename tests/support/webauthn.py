@@ -7,7 +7,9 @@ data and an ECDSA signature over it and the client data's hash. Everything is en
 with ``cryptography`` and ``cbor2`` — none of it with the library the service verifies with —
 so a test fails if either side gets the format wrong. Keyword arguments make the broken
 responses the security tests need (another origin, another RP ID, no user verification, the
-wrong ceremony's type, a counter that goes backwards).
+wrong ceremony's type, a counter that goes backwards, an RS1 (RSA with SHA-1) key, a credential
+id of any length, the backup state without backup eligibility, a missing or another user
+handle).
 """
 
 from __future__ import annotations
@@ -23,9 +25,13 @@ from typing import Any
 import attrs
 import cbor2
 from cryptography.hazmat.primitives import hashes
-from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.hazmat.primitives.asymmetric import ec, padding, rsa
 
 UP, UV, BE, BS, AT = 0x01, 0x04, 0x08, 0x10, 0x40
+
+ES256, RS1 = -7, -65535  # COSE algorithms: ECDSA P-256 with SHA-256; RSA PKCS#1 v1.5 with SHA-1
+
+_OMITTED = object()
 
 
 def b64url(data: bytes) -> str:
@@ -41,22 +47,43 @@ class SoftCredential:
     """A credential the authenticator holds: its id, private key, user handle and counter."""
 
     credential_id: bytes
-    key: ec.EllipticCurvePrivateKey
+    key: ec.EllipticCurvePrivateKey | rsa.RSAPrivateKey
     user_handle: bytes
     rp_id: str
     sign_count: int = 0
 
+    @staticmethod
+    def new_key(algorithm: int) -> ec.EllipticCurvePrivateKey | rsa.RSAPrivateKey:
+        if algorithm == RS1:
+            return rsa.generate_private_key(public_exponent=65537, key_size=2048)
+        return ec.generate_private_key(ec.SECP256R1())
+
     def cose_public_key(self) -> bytes:
+        if isinstance(self.key, rsa.RSAPrivateKey):
+            rsa_numbers = self.key.public_key().public_numbers()
+            return cbor2.dumps(
+                {
+                    1: 3,  # kty: RSA
+                    3: RS1,
+                    -1: rsa_numbers.n.to_bytes((rsa_numbers.n.bit_length() + 7) // 8, "big"),
+                    -2: rsa_numbers.e.to_bytes(3, "big"),
+                }
+            )
         numbers = self.key.public_key().public_numbers()
         return cbor2.dumps(
             {
                 1: 2,  # kty: EC2
-                3: -7,  # alg: ES256
+                3: ES256,
                 -1: 1,  # crv: P-256
                 -2: numbers.x.to_bytes(32, "big"),
                 -3: numbers.y.to_bytes(32, "big"),
             }
         )
+
+    def sign(self, data: bytes) -> bytes:
+        if isinstance(self.key, rsa.RSAPrivateKey):
+            return self.key.sign(data, padding.PKCS1v15(), hashes.SHA1())
+        return self.key.sign(data, ec.ECDSA(hashes.SHA256()))
 
 
 class SoftAuthenticator:
@@ -97,16 +124,19 @@ class SoftAuthenticator:
         flags: int = UP | UV,
         challenge: str | None = None,
         credential: SoftCredential | None = None,
+        algorithm: int = ES256,
+        credential_id: bytes | None = None,
     ) -> dict[str, Any]:
         """``navigator.credentials.create()``'s answer, ``toJSON()``-ed, for the creation
         options the service gave (their ``publicKey`` member or the options themselves).
         ``credential``: register that one again (its id and key) instead of a new one, as a
-        copy of an authenticator could."""
+        copy of an authenticator could. ``algorithm``: the new key's (``ES256`` or ``RS1``,
+        offered or not); ``credential_id``: the new credential's id (32 random bytes)."""
         public_key = options.get("publicKey", options)
         rp = rp_id or public_key["rp"]["id"]
         credential = credential or SoftCredential(
-            credential_id=os.urandom(32),
-            key=ec.generate_private_key(ec.SECP256R1()),
+            credential_id=credential_id if credential_id is not None else os.urandom(32),
+            key=SoftCredential.new_key(algorithm),
             user_handle=unb64url(public_key["user"]["id"]),
             rp_id=rp,
         )
@@ -147,9 +177,12 @@ class SoftAuthenticator:
         flags: int = UP | UV,
         sign_count: int | None = None,
         challenge: str | None = None,
+        user_handle: bytes | object | None = _OMITTED,
     ) -> dict[str, Any]:
         """``navigator.credentials.get()``'s answer, ``toJSON()``-ed: signed by ``credential``
-        (the only one held, by default). ``sign_count`` overrides the counter it reports."""
+        (the only one held, by default). ``sign_count`` overrides the counter it reports;
+        ``user_handle`` the user handle it returns (None: none at all, as a credential that
+        is not discoverable answers)."""
         public_key = options.get("publicKey", options)
         if credential is None:
             [credential] = self.credentials.values()
@@ -164,9 +197,9 @@ class SoftAuthenticator:
             + bytes([self._flags(flags)])
             + struct.pack(">I", sign_count)
         )
-        signature = credential.key.sign(
-            auth_data + hashlib.sha256(client_data).digest(), ec.ECDSA(hashes.SHA256())
-        )
+        signature = credential.sign(auth_data + hashlib.sha256(client_data).digest())
+        handle = credential.user_handle if user_handle is _OMITTED else user_handle
+        assert handle is None or isinstance(handle, bytes)
         return {
             "id": b64url(credential.credential_id),
             "rawId": b64url(credential.credential_id),
@@ -175,7 +208,7 @@ class SoftAuthenticator:
                 "clientDataJSON": b64url(client_data),
                 "authenticatorData": b64url(auth_data),
                 "signature": b64url(signature),
-                "userHandle": b64url(credential.user_handle),
+                **({"userHandle": b64url(handle)} if handle is not None else {}),
             },
             "authenticatorAttachment": "platform",
             "clientExtensionResults": {},

@@ -8,7 +8,7 @@ import datetime as dt
 
 import attrs
 
-from authgate.domain.passkeys import Ceremony, Passkey, PasskeyChallenge
+from authgate.domain.passkeys import Ceremony, Passkey, PasskeyChallenge, counter_advances
 from authgate.ports.accounts import LastIdentityError
 from authgate.ports.passkeys import ChallengeStoreFull, PasskeyTaken
 
@@ -72,12 +72,14 @@ class MemoryPasskeys:
 
     async def record_use(
         self, passkey_id: str, sign_count: int, backed_up: bool, now: dt.datetime
-    ) -> None:
+    ) -> bool:
         passkey = self._passkeys.get(passkey_id)
-        if passkey is not None:
-            self._passkeys[passkey_id] = attrs.evolve(
-                passkey, sign_count=sign_count, backed_up=backed_up, last_used_at=now
-            )
+        if passkey is None or not counter_advances(passkey.sign_count, sign_count):
+            return False
+        self._passkeys[passkey_id] = attrs.evolve(
+            passkey, sign_count=sign_count, backed_up=backed_up, last_used_at=now
+        )
+        return True
 
     async def delete(self, account_id: str, passkey_id: str) -> bool:
         if await self.get(account_id, passkey_id) is None:

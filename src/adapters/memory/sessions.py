@@ -68,6 +68,7 @@ class MemorySessionRecords:
         *,
         keep: str | None = None,
         provider: str | None = None,
+        passkey_id: str | None = None,
     ) -> list[str]:
         ended = [
             r.id
@@ -76,6 +77,7 @@ class MemorySessionRecords:
             and r.live(now)
             and r.id != keep
             and (provider is None or r.provider == provider)
+            and (passkey_id is None or r.passkey_id == passkey_id)
         ]
         for sid in ended:
             self._records[sid] = attrs.evolve(self._records[sid], revoked_at=now)

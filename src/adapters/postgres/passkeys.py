@@ -17,7 +17,8 @@ from .pool import ConnectionPool
 
 _COLUMNS = (
     "id, account_id, credential_id, public_key, sign_count, transports, aaguid, "
-    "backup_eligible, backed_up, name, created_at, last_used_at"
+    "backup_eligible, backed_up, name, created_at, last_used_at, added_by_session, "
+    "added_from_address, added_from_user_agent"
 )
 
 _RENAME = (
@@ -45,7 +46,7 @@ class PostgresPasskeys:
             async with rows.connection(self._db) as conn:
                 await conn.execute(
                     f"INSERT INTO passkeys ({_COLUMNS}) "  # noqa: S608 - constant columns
-                    "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)",
+                    "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)",
                     passkey.id,
                     key,
                     passkey.credential_id,
@@ -58,6 +59,9 @@ class PostgresPasskeys:
                     passkey.name,
                     rows.utc(passkey.created_at),
                     rows.utc(passkey.last_used_at) if passkey.last_used_at else None,
+                    passkey.added_by_session,
+                    passkey.added_from_address,
+                    passkey.added_from_user_agent,
                 )
         except asyncpg.UniqueViolationError as e:
             raise PasskeyTaken(passkey.id) from e
@@ -109,15 +113,20 @@ class PostgresPasskeys:
 
     async def record_use(
         self, passkey_id: str, sign_count: int, backed_up: bool, now: dt.datetime
-    ) -> None:
-        await rows.write(
-            self._db,
-            "UPDATE passkeys SET sign_count = $2, backed_up = $3, last_used_at = $4 WHERE id = $1",
+    ) -> bool:
+        # Sent at once (its outcome decides the sign-in), in the unit's transaction. A
+        # concurrent sign-in's UPDATE of the row waits for this one's commit and then checks
+        # the condition again on the row as committed (READ COMMITTED): one of them wins.
+        # The condition is counter_advances (authgate.domain.passkeys).
+        status = await self._db.execute(
+            "UPDATE passkeys SET sign_count = $2, backed_up = $3, last_used_at = $4 "
+            "WHERE id = $1 AND (sign_count < $2 OR (sign_count = 0 AND $2 = 0))",
             passkey_id,
             sign_count,
             backed_up,
             rows.utc(now),
         )
+        return rows.affected(status) == 1
 
     async def delete(self, account_id: str, passkey_id: str) -> bool:
         key = rows.account_uuid(account_id)
@@ -160,6 +169,9 @@ def _passkey(row: asyncpg.Record) -> Passkey:
         name=row["name"],
         created_at=row["created_at"],
         last_used_at=row["last_used_at"],
+        added_by_session=row["added_by_session"],
+        added_from_address=row["added_from_address"],
+        added_from_user_agent=row["added_from_user_agent"],
     )
 
 

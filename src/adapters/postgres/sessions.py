@@ -14,7 +14,7 @@ from .housekeeping import Purging, delete_batches
 
 _SELECT = """
     SELECT id, account_id, provider, created_at, expires_at, absolute_expires_at, auth_time,
-        client_address, user_agent, provider_session, revoked_at
+        client_address, user_agent, provider_session, revoked_at, passkey_id
     FROM sessions
 """
 
@@ -32,13 +32,14 @@ def _record(row: asyncpg.Record) -> SessionRecord:
         user_agent=row["user_agent"],
         provider_session=row["provider_session"],
         revoked_at=row["revoked_at"],
+        passkey_id=row["passkey_id"],
     )
 
 
 def record_values(record: SessionRecord) -> list[object]:
     """The values of a ``sessions`` row, in its columns' order (id, account_id, provider,
     created_at, expires_at, absolute_expires_at, auth_time, client_address, user_agent,
-    provider_session, revoked_at)."""
+    provider_session, revoked_at, passkey_id)."""
     return [
         record.id,
         record.account_id,
@@ -51,6 +52,7 @@ def record_values(record: SessionRecord) -> list[object]:
         record.user_agent,
         record.provider_session,
         rows.utc(record.revoked_at) if record.revoked_at else None,
+        record.passkey_id,
     ]
 
 
@@ -67,8 +69,8 @@ class PostgresSessionRecords(Purging):
             """
             INSERT INTO sessions (id, account_id, provider, created_at, expires_at,
                 absolute_expires_at, auth_time, client_address, user_agent, provider_session,
-                revoked_at)
-            VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
+                revoked_at, passkey_id)
+            VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
             """,
             *record_values(record),
         )
@@ -142,18 +144,21 @@ class PostgresSessionRecords(Purging):
         *,
         keep: str | None = None,
         provider: str | None = None,
+        passkey_id: str | None = None,
     ) -> list[str]:
         found = await self._db.fetch(
             """
             UPDATE sessions SET revoked_at = $2
             WHERE account_id = $1 AND revoked_at IS NULL AND expires_at > $2
                 AND ($3::text IS NULL OR id <> $3) AND ($4::text IS NULL OR provider = $4)
+                AND ($5::text IS NULL OR passkey_id = $5)
             RETURNING id
             """,
             account_id,
             rows.utc(now),
             keep,
             provider,
+            passkey_id,
         )
         return [r["id"] for r in found]
 

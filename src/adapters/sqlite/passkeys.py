@@ -17,7 +17,8 @@ from .housekeeping import DEFAULT_PURGE_INTERVAL, PeriodicPurge, delete_batches
 
 _COLUMNS = (
     "id, account_id, credential_id, public_key, sign_count, transports, aaguid, "
-    "backup_eligible, backed_up, name, created_at, last_used_at"
+    "backup_eligible, backed_up, name, created_at, last_used_at, added_by_session, "
+    "added_from_address, added_from_user_agent"
 )
 
 
@@ -33,7 +34,7 @@ class SqlitePasskeys:
             async with self._db.use() as conn:
                 await conn.execute(
                     f"INSERT INTO passkeys ({_COLUMNS}) "  # noqa: S608 - constant columns
-                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                     (
                         passkey.id,
                         passkey.account_id,
@@ -47,6 +48,9 @@ class SqlitePasskeys:
                         passkey.name,
                         ts(passkey.created_at),
                         ts(passkey.last_used_at) if passkey.last_used_at else None,
+                        passkey.added_by_session,
+                        passkey.added_from_address,
+                        passkey.added_from_user_agent,
                     ),
                 )
         except sqlite3.IntegrityError as e:
@@ -81,12 +85,15 @@ class SqlitePasskeys:
 
     async def record_use(
         self, passkey_id: str, sign_count: int, backed_up: bool, now: dt.datetime
-    ) -> None:
+    ) -> bool:
         async with self._db.use() as conn:
-            await conn.execute(
-                "UPDATE passkeys SET sign_count = ?, backed_up = ?, last_used_at = ? WHERE id = ?",
-                (sign_count, int(backed_up), ts(now), passkey_id),
+            # counter_advances (authgate.domain.passkeys), decided on the row it writes.
+            cursor = await conn.execute(
+                "UPDATE passkeys SET sign_count = ?, backed_up = ?, last_used_at = ? "
+                "WHERE id = ? AND (sign_count < ? OR (sign_count = 0 AND ? = 0))",
+                (sign_count, int(backed_up), ts(now), passkey_id, sign_count, sign_count),
             )
+            return cursor.rowcount == 1
 
     async def delete(self, account_id: str, passkey_id: str) -> bool:
         async with self._db.transaction() as conn:
@@ -133,6 +140,9 @@ def _passkey(r: Sequence[Any]) -> Passkey:
         name=r[9],
         created_at=parse_ts(r[10]),
         last_used_at=parse_opt_ts(r[11]),
+        added_by_session=r[12],
+        added_from_address=r[13],
+        added_from_user_agent=r[14],
     )
 
 

@@ -304,6 +304,14 @@ VERSIONS: list[list[str]] = [
         """,
         "CREATE INDEX passkey_challenges_expires_idx ON passkey_challenges (expires_at)",
     ],
+    # 11: where each passkey came from, and the passkey a session was signed in with, as
+    # PostgreSQL's 0011.
+    [
+        "ALTER TABLE passkeys ADD COLUMN added_by_session TEXT",
+        "ALTER TABLE passkeys ADD COLUMN added_from_address TEXT",
+        "ALTER TABLE passkeys ADD COLUMN added_from_user_agent TEXT",
+        "ALTER TABLE sessions ADD COLUMN passkey_id TEXT",
+    ],
 ]
 
 

@@ -13,7 +13,7 @@ from .housekeeping import Purging, delete_batches
 
 _SELECT = (
     "SELECT id, account_id, provider, created_at, expires_at, absolute_expires_at, auth_time, "
-    "client_address, user_agent, provider_session, revoked_at FROM sessions "
+    "client_address, user_agent, provider_session, revoked_at, passkey_id FROM sessions "
 )
 
 
@@ -30,6 +30,7 @@ def _record(r: Sequence[Any]) -> SessionRecord:
         user_agent=r[8],
         provider_session=r[9],
         revoked_at=parse_opt_ts(r[10]),
+        passkey_id=r[11],
     )
 
 
@@ -46,8 +47,8 @@ class SqliteSessionRecords(Purging):
                 """
                 INSERT INTO sessions (id, account_id, provider, created_at, expires_at,
                     absolute_expires_at, auth_time, client_address, user_agent,
-                    provider_session, revoked_at)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                    provider_session, revoked_at, passkey_id)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                 """,
                 (
                     record.id,
@@ -61,6 +62,7 @@ class SqliteSessionRecords(Purging):
                     record.user_agent,
                     record.provider_session,
                     ts(record.revoked_at) if record.revoked_at else None,
+                    record.passkey_id,
                 ),
             )
         await self.housekeeping.maybe_run(lambda: self.purge_expired(record.created_at))
@@ -128,6 +130,7 @@ class SqliteSessionRecords(Purging):
         *,
         keep: str | None = None,
         provider: str | None = None,
+        passkey_id: str | None = None,
     ) -> list[str]:
         async with self._db.use() as conn:
             rows = await conn.execute_fetchall(
@@ -135,9 +138,20 @@ class SqliteSessionRecords(Purging):
                 UPDATE sessions SET revoked_at = ?
                 WHERE account_id = ? AND revoked_at IS NULL AND expires_at > ?
                     AND (? IS NULL OR id <> ?) AND (? IS NULL OR provider = ?)
+                    AND (? IS NULL OR passkey_id = ?)
                 RETURNING id
                 """,
-                (ts(now), account_id, ts(now), keep, keep, provider, provider),
+                (
+                    ts(now),
+                    account_id,
+                    ts(now),
+                    keep,
+                    keep,
+                    provider,
+                    provider,
+                    passkey_id,
+                    passkey_id,
+                ),
             )
         return [r[0] for r in rows]
 

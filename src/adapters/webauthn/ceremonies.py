@@ -24,6 +24,7 @@ from fido2.webauthn import (
     AttestationConveyancePreference,
     AttestedCredentialData,
     AuthenticationResponse,
+    AuthenticatorData,
     AuthenticatorTransport,
     PublicKeyCredentialDescriptor,
     PublicKeyCredentialRpEntity,
@@ -53,6 +54,9 @@ _REASONS = (
 )
 
 _WRONG_TYPE = "a member has the wrong type"
+
+CREDENTIAL_ID_MAX = 1023
+"""The longest credential id a relying party keeps (WebAuthn 7.1: longer ones are refused)."""
 
 
 @attrs.frozen
@@ -122,6 +126,13 @@ class Fido2Ceremonies:
             raise ResponseMalformed(_WRONG_TYPE) from e
         credential = auth_data.credential_data
         assert credential is not None  # checked above
+        # The steps of WebAuthn's registration (7.1) that fido2 leaves to its caller.
+        if len(credential.credential_id) > CREDENTIAL_ID_MAX:
+            raise ResponseNotVerified("the credential id is longer than 1,023 bytes")
+        offered = {p.alg for p in self._server.allowed_algorithms}
+        if credential.public_key.get(3) not in offered:
+            raise ResponseNotVerified("the credential's algorithm is not one that was offered")
+        _refuse_backup_state_without_eligibility(auth_data)
         return NewCredential(
             credential_id=bytes(credential.credential_id),
             public_key=cbor.encode(dict(credential.public_key)),
@@ -166,7 +177,17 @@ class Fido2Ceremonies:
         except Exception as e:  # a member of an odd type met in the checks: malformed
             raise ResponseMalformed(_WRONG_TYPE) from e
         auth_data = read.response.authenticator_data
+        # The steps of WebAuthn's authentication (7.2) that fido2 leaves to its caller.
+        _refuse_backup_state_without_eligibility(auth_data)
+        if auth_data.is_backup_eligible() != passkey.backup_eligible:
+            raise ResponseNotVerified("the backup eligibility is not the passkey's")
         return VerifiedAssertion(sign_count=auth_data.counter, backed_up=auth_data.is_backed_up())
+
+
+def _refuse_backup_state_without_eligibility(auth_data: AuthenticatorData) -> None:
+    """BS (backed up) set while BE (may be backed up) is not: no authenticator reports it."""
+    if auth_data.is_backed_up() and not auth_data.is_backup_eligible():
+        raise ResponseNotVerified("the backup state is set without backup eligibility")
 
 
 def _refuse_cross_origin(cross_origin: object) -> None:

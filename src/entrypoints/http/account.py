@@ -9,7 +9,8 @@
   and ends the sessions issued through it (but the caller's own).
 * ``GET /v1/account/sessions``: the caller's live sessions (``current`` marks the caller's).
 * ``DELETE /v1/account/sessions/{id}``: ends one; ``DELETE /v1/account/sessions``: ends every
-  one but the caller's ("sign out everywhere else").
+  one but the caller's ("sign out everywhere else"; ``remove_passkeys=true``: and removes the
+  passkeys those sessions added).
 * ``DELETE /v1/account``: deletes the account (identities, sessions), clears the cookies; 204.
 * ``GET /v1/account/export``: everything stored about the caller, as one document.
 
@@ -25,7 +26,7 @@ import base64
 from typing import Any
 
 from authgate.domain import errors
-from authgate.domain.model import Caller, ClientInfo, LinkedIdentity
+from authgate.domain.model import UNPROVEN_AUTH_TIME, Caller, ClientInfo, LinkedIdentity
 from authgate.domain.passkeys import Passkey
 from authgate.domain.scopes import ACCOUNT_MANAGE, READ_SCOPES
 from authgate.entrypoints.http import docs
@@ -64,6 +65,7 @@ from authgate.entrypoints.rest import (
     Reply,
     path,
     pattern,
+    query,
 )
 from authgate.entrypoints.rest.security import SecurityScheme
 from authgate.services.account import AccountService, AccountView
@@ -92,6 +94,9 @@ def passkey_info(p: Passkey) -> PasskeyInfo:
         transports=list(p.transports),
         aaguid=p.aaguid,
         last_used_at=p.last_used_at,
+        added_by_session=p.added_by_session,
+        added_from_address=p.added_from_address,
+        added_from_user_agent=p.added_from_user_agent,
     )
 
 
@@ -291,20 +296,37 @@ class AccountOperations(AccountArea):
         api.operation(
             "DELETE",
             "/v1/account/sessions",
+            params=[
+                query(
+                    "remove_passkeys",
+                    pattern(r"^(true|false)$"),
+                    description="true: also remove the passkeys the ended sessions added (but "
+                    "the one the caller's session signed in with); false or absent: passkeys "
+                    "stay.",
+                    examples=["false", "true"],
+                )
+            ],
             status=204,
             security=self.manage,
             responses={
                 204: "Every session but the caller's is ended",
                 401: AppError,
                 403: AppError,
+                409: AppError,
             },
             operation_id="end_other_sessions",
             tags=(docs.ACCOUNT,),
             summary="End every other session",
             description="Ends every session of the account but the caller's (sign out everywhere "
-            "else). Needs a recent sign-in.",
+            "else); with remove_passkeys=true, the passkeys those sessions added go too, in the "
+            "same transaction, unless that would leave the account no way to sign in (409, "
+            "nothing changed). Needs a recent sign-in.",
             examples=docs.error_examples(
-                docs.NO_CREDENTIAL, docs.STEP_UP, manage_scope, docs.CROSS_SITE
+                docs.NO_CREDENTIAL,
+                docs.STEP_UP,
+                manage_scope,
+                docs.CROSS_SITE,
+                errors.LastSignInMethod(),
             ),
             cors=self.cors,
         )(self.end_other_sessions)
@@ -379,6 +401,8 @@ class AccountOperations(AccountArea):
                 current=r.id == current,
                 user_agent=r.user_agent,
                 address=r.client_address,
+                auth_time_proven=r.auth_time > UNPROVEN_AUTH_TIME,
+                passkey_id=r.passkey_id,
             )
             for r in live
         ]
@@ -398,6 +422,7 @@ class AccountOperations(AccountArea):
                     revoked_at=r.revoked_at,
                     user_agent=r.user_agent,
                     address=r.client_address,
+                    passkey_id=r.passkey_id,
                 )
                 for r in exported.sessions
             ],
@@ -444,7 +469,10 @@ class AccountOperations(AccountArea):
         return Reply(None, status=204, headers=NO_STORE)
 
     async def end_other_sessions(self, call: Call[None]) -> Reply[None]:
-        await self.service.end_other_sessions(self._caller(call, change=True))
+        remove_passkeys = call.params.first("remove_passkeys") == "true"
+        await self.service.end_other_sessions(
+            self._caller(call, change=True), remove_passkeys=remove_passkeys
+        )
         return Reply(None, status=204, headers=NO_STORE)
 
     async def delete_account(self, call: Call[None]) -> Reply[None]:

@@ -67,6 +67,10 @@ class SessionInfo:
     current: bool = wire_field("current")
     user_agent: str | None = wire_field("userAgent", default=None)
     address: str | None = None
+    # Whether the sign-in proved when the person authenticated (a provider's signed
+    # auth_time, a passkey): a page may offer a passkey after one that proved nothing.
+    auth_time_proven: bool = wire_field("authTimeProven", default=False)
+    passkey_id: str | None = wire_field("passkeyId", default=None)
 
 
 @attrs.frozen
@@ -97,6 +101,7 @@ class SessionRecordExport:
     revoked_at: dt.datetime | None = wire_field("revokedAt", default=None)
     user_agent: str | None = wire_field("userAgent", default=None)
     address: str | None = None
+    passkey_id: str | None = wire_field("passkeyId", default=None)
 
 
 @attrs.frozen
@@ -134,7 +139,8 @@ class GrantExport:
 
 @attrs.frozen
 class PasskeyInfo:
-    """One passkey of the account (never its key)."""
+    """One passkey of the account (never its key), and where it was added: by which session,
+    from which address and browser (absent for passkeys added before that was kept)."""
 
     id: str
     name: str
@@ -144,6 +150,9 @@ class PasskeyInfo:
     transports: list[str] = wire_field("transports")
     aaguid: str = wire_field("aaguid")
     last_used_at: dt.datetime | None = wire_field("lastUsedAt", default=None)
+    added_by_session: str | None = wire_field("addedBySession", default=None)
+    added_from_address: str | None = wire_field("addedFromAddress", default=None)
+    added_from_user_agent: str | None = wire_field("addedFromUserAgent", default=None)
 
 
 @attrs.frozen

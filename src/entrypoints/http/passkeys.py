@@ -6,7 +6,7 @@
 * ``POST /v1/passkeys/authentication/options`` and ``POST /v1/passkeys/authentication``: sign
   in with one; the answer sets the session cookie, as a provider's callback does.
 * ``GET /v1/account/passkeys``, ``PATCH /v1/account/passkeys/{id}`` (rename), ``DELETE
-  /v1/account/passkeys/{id}`` (a recent sign-in).
+  /v1/account/passkeys/{id}`` (a recent sign-in; ends the sessions the passkey signed in).
 
 The options and responses are WebAuthn Level 3's JSON forms (``PublicKeyCredential``'s
 ``parseCreationOptionsFromJSON``, ``toJSON()``). Every ceremony request is counted against
@@ -334,8 +334,9 @@ class PasskeyOperations(AccountArea):
             summary="Add a passkey",
             description="The browser's answer to the creation options (credential.toJSON(), "
             f"with an optional name of at most {NAME_MAX} characters): verified (type, "
-            "challenge, origin, RP ID, user presence and verification) and kept. Ends no "
-            "session; audited. Needs a recent sign-in.",
+            "challenge, origin, RP ID, user presence and verification, a key of an offered "
+            "algorithm, a credential id of at most 1,023 bytes, no backup state without backup "
+            "eligibility) and kept. Ends no session; audited. Needs a recent sign-in.",
             examples=docs.error_examples(
                 challenge,
                 errors.InvalidPasskeyResponse(
@@ -378,7 +379,8 @@ class PasskeyOperations(AccountArea):
             summary="Sign in with a passkey",
             description="The browser's answer to the request options (credential.toJSON(), "
             "with an optional returnTo): verified against this browser's challenge (type, "
-            "origin, RP ID, user presence and verification, signature, counter) and the "
+            "origin, RP ID, user presence and verification, signature, counter, the user "
+            "handle of the passkey's account, the backup flags) and the "
             "passkey's account signed in: the session cookie is set, as after a provider's "
             "callback, and redirectTo says where to go (returnTo under the same rules as a "
             "provider sign-in's). The session's auth_time is now, so it counts as a recent "
@@ -401,8 +403,8 @@ class PasskeyOperations(AccountArea):
             operation_id="list_passkeys",
             tags=(PASSKEYS,),
             summary="List passkeys",
-            description="The caller's passkeys: name, when added and last used, whether "
-            "backed up (synced), oldest first.",
+            description="The caller's passkeys: name, when added (by which session, from which "
+            "address and browser) and last used, whether backed up (synced), oldest first.",
             examples=docs.error_examples(docs.NO_CREDENTIAL, read_scope),
             cors=self.cors,
         )(self.list_passkeys)
@@ -444,9 +446,10 @@ class PasskeyOperations(AccountArea):
             operation_id="remove_passkey",
             tags=(PASSKEYS,),
             summary="Remove a passkey",
-            description="Removes one of the caller's passkeys: it no longer signs in. The "
-            "account's last sign-in method (providers and passkeys together) cannot be "
-            "removed. Ends no session; audited. Needs a recent sign-in.",
+            description="Removes one of the caller's passkeys: it no longer signs in, and the "
+            "sessions it signed in end (but the caller's own), as unlinking a provider ends "
+            "its sessions. The account's last sign-in method (providers and passkeys together) "
+            "cannot be removed. Audited. Needs a recent sign-in.",
             examples=docs.error_examples(
                 docs.NO_CREDENTIAL,
                 docs.STEP_UP,

@@ -232,6 +232,15 @@ function device(userAgent) {
   return system ? `${browser} on ${system}` : browser;
 }
 
+// Where a passkey was added: the browser and address of the session that added it (kept
+// with the passkey), and whether that is this session.
+function addedFrom(passkey, current) {
+  if (!passkey.addedBySession) return "";
+  const address = passkey.addedFromAddress ? ` · ${passkey.addedFromAddress}` : "";
+  const here = current && current.id === passkey.addedBySession ? " (this session)" : "";
+  return ` from ${device(passkey.addedFromUserAgent)}${address}${here}`;
+}
+
 function formatTime(iso) {
   if (!iso) return "—";
   const when = new Date(iso);
@@ -245,6 +254,9 @@ class Demo {
     this.labels.passkey = "a passkey";
     this.base = config.base;
     this.autofill = null; // the passkey field's waiting request: { asking, done }
+    this.currentSession = null; // this device's session as GET /v1/account/sessions lists it
+    this.otherSessions = new Set(); // the ids of the other live sessions
+    this.passkeyList = null; // the account's passkeys (null: not read, or passkeys off)
   }
 
   label(id) {
@@ -496,6 +508,7 @@ class Demo {
   }
 
   showPasskeys(passkeys) {
+    this.passkeyList = passkeys;
     $("passkeys-section").hidden = false;
     $("passkeys-none").hidden = passkeys.length > 0;
     $("add-passkey").hidden = !this.passkeysUsable();
@@ -514,6 +527,7 @@ class Demo {
         { class: "hint" },
         "Added ",
         formatTime(p.createdAt),
+        addedFrom(p, this.currentSession),
         " · last used ",
         formatTime(p.lastUsedAt),
       );
@@ -524,6 +538,40 @@ class Demo {
       );
       remove.addEventListener("click", () => this.removePasskey(p));
       list.append(el("li", { "data-passkey": p.id }, what, when, remove));
+    }
+    this.showPasskeyOffers();
+  }
+
+  // The passkeys added by the sessions "Sign out everywhere else" ends, but the one this
+  // session signed in with: whoever held such a session could have added one of their own,
+  // so the page offers to remove them too (docs/passkeys.md).
+  addedElsewhere() {
+    const held = this.currentSession && this.currentSession.passkeyId;
+    return (this.passkeyList || []).filter(
+      (p) => p.addedBySession && this.otherSessions.has(p.addedBySession) && p.id !== held,
+    );
+  }
+
+  showPasskeyOffers() {
+    const elsewhere = this.addedElsewhere();
+    $("end-other-passkeys").hidden = elsewhere.length === 0;
+    $("end-other-passkeys-text").textContent =
+      `Also remove the passkeys those sessions added: ${elsewhere.map((p) => p.name).join(", ")}`;
+    // A provider sign-in that proved nothing (no signed sign-in time): browsers never offer a
+    // passkey after a federated sign-in on their own, so the page does, while there is none.
+    const current = this.currentSession;
+    const offer =
+      this.passkeysUsable() &&
+      this.passkeyList !== null &&
+      this.passkeyList.length === 0 &&
+      current !== null &&
+      current.authTimeProven === false;
+    $("passkey-offer").hidden = !offer;
+    if (offer) {
+      $("passkey-offer-text").textContent =
+        `Your sign-in with ${this.label(current.provider)} did not prove when you last entered ` +
+        "your password there. Add a passkey: next time this device's screen lock signs you " +
+        "in, without a provider, and it proves it is you.";
     }
   }
 
@@ -652,6 +700,8 @@ class Demo {
     const ordered = [...sessions].sort(
       (a, b) => b.current - a.current || b.createdAt.localeCompare(a.createdAt),
     );
+    this.currentSession = sessions.find((s) => s.current) || null;
+    this.otherSessions = new Set(sessions.filter((s) => !s.current).map((s) => s.id));
     for (const s of ordered) {
       if (s.current) this.signedInWith = s.provider;
       const what = el(
@@ -683,6 +733,7 @@ class Demo {
       list.append(item);
     }
     $("end-other-sessions").hidden = !sessions.some((s) => !s.current);
+    this.showPasskeyOffers();
   }
 
   // The applications the person consented to (only when applications are registered).
@@ -754,10 +805,23 @@ class Demo {
   async endOtherSessions() {
     this.notice("");
     this.problem("");
-    const answer = await api("DELETE", "/v1/account/sessions");
+    const removing = $("remove-other-passkeys").checked ? this.addedElsewhere() : [];
+    const query = removing.length ? "?remove_passkeys=true" : "";
+    const answer = await api("DELETE", `/v1/account/sessions${query}`);
     if (answer.status === 204) {
       await this.refreshSessions();
-      this.notice("You are signed out everywhere else; this device stays signed in.", true);
+      await this.refreshPasskeys();
+      const removed = removing.length
+        ? ` The passkeys those sessions added were removed: ${removing.map((p) => p.name).join(", ")}.`
+        : "";
+      this.notice(`You are signed out everywhere else; this device stays signed in.${removed}`, true);
+    } else if (answer.status === 409) {
+      this.problem(
+        "Those passkeys are your account's only way to sign in, so nothing changed. Add a " +
+          "passkey on this device or link a provider first.",
+        `error: ${answer.body && answer.body.error}`,
+        true,
+      );
     } else if (!this.failed("Signing out everywhere else", answer)) {
       this.offerStepUp(answer, "signing out everywhere else");
     }
@@ -808,6 +872,7 @@ class Demo {
     $("passkey-sign-in").addEventListener("click", () => this.passkeySignIn());
     $("passkey-username").addEventListener("focus", () => this.autofillPasskey());
     $("add-passkey").addEventListener("click", () => this.addPasskey());
+    $("passkey-offer-add").addEventListener("click", () => this.addPasskey());
     // The callback lands on the dashboard or onboarding page with a new session; elsewhere,
     // a page that remembers no sign-in knows it is signed out and does not ask.
     const landing = page === "dashboard" || page === "onboarding";
