@@ -23,7 +23,14 @@ from typing import Any
 import attrs
 
 from authgate.domain import errors
-from authgate.domain.model import Caller, ClientInfo, IssuedSession, Outcome, SignInEvent
+from authgate.domain.model import (
+    Caller,
+    ClientInfo,
+    IssuedSession,
+    Outcome,
+    SessionRecord,
+    SignInEvent,
+)
 from authgate.domain.passkeys import (
     CHALLENGE_LIFETIME,
     Ceremony,
@@ -46,6 +53,7 @@ from authgate.ports.passkeys import (
     PasskeyStore,
     PasskeyTaken,
 )
+from authgate.ports.sessions import InvalidSession
 from authgate.ports.unit_of_work import Transaction, UnitOfWork
 from authgate.ports.webauthn import ResponseMalformed, ResponseNotVerified, WebAuthnRelyingParty
 from authgate.services.audit import audit_event, log_event
@@ -118,7 +126,7 @@ class PasskeyService:
     async def registration_options(self, caller: Caller, binding: str) -> dict[str, Any]:
         """WebAuthn creation options (the JSON form) for the caller's account, their challenge
         kept for this browser; a recent sign-in needed, as for linking a provider."""
-        self.sessions.require_recent_authentication(caller.auth_time)
+        await self._require_recent_sign_in(caller)
         account = await self.accounts.get(caller.account_id)
         if account is None:
             raise errors.AccountGone()
@@ -137,6 +145,14 @@ class PasskeyService:
         )
         return {**options, "timeout": _milliseconds(self.policy.registration_timeout)}
 
+    async def _require_recent_sign_in(self, caller: Caller) -> None:
+        """A recent sign-in, as for linking; an account with no way to prove a login (after a
+        sign-in through a provider that signs no time) may add its first passkey within the
+        window after that sign-in, the only way it can ever gain one
+        (:meth:`SessionService.require_recent_sign_in`)."""
+        async with self.units.begin() as tx:
+            await self.sessions.require_recent_sign_in(tx, caller)
+
     async def register(
         self,
         caller: Caller,
@@ -147,7 +163,7 @@ class PasskeyService:
         """Verify the browser's answer to this browser's registration challenge and keep the
         passkey, in one unit of work with its audit event. The challenge must have been
         issued to the caller's session; the session ends nothing."""
-        self.sessions.require_recent_authentication(caller.auth_time)
+        await self._require_recent_sign_in(caller)
         kept_name = DEFAULT_NAME if name is None else clean_name(name)
         if kept_name is None:
             raise errors.InvalidPasskeyName(64)
@@ -214,15 +230,18 @@ class PasskeyService:
         response: Mapping[str, Any],
         client: ClientInfo,
         return_to: str | None = None,
+        held_session: str | None = None,
     ) -> PasskeySignedIn:
         """Verify the browser's assertion against this browser's authentication challenge
-        and sign in: the same session as a provider sign-in (its record, the last sign-in,
+        and sign in (``held_session``: the session token the browser holds already; a session of
+        the same account goes on with the newer proof instead of a second one beside it):
+        the same session as a provider sign-in (its record, the last sign-in,
         the audit event in one unit of work), with ``auth_time`` the moment of the verified
         assertion. Every refusal is audited and changes nothing but the challenge it used."""
         started = time.perf_counter()
         account_id: str | None = None
         try:
-            signed_in = await self._authenticate(binding, response, client, return_to)
+            signed_in = await self._authenticate(binding, response, client, return_to, held_session)
         except errors.SignInError as e:
             account_id = getattr(e, "account_id", None)
             reason = (
@@ -262,6 +281,7 @@ class PasskeyService:
         response: Mapping[str, Any],
         client: ClientInfo,
         return_to: str | None,
+        held_session: str | None,
     ) -> PasskeySignedIn:
         now = self.clock.now()
         challenge = await self._take(binding, Ceremony.AUTHENTICATION, now)
@@ -316,17 +336,24 @@ class PasskeyService:
                     raise errors.UnknownPasskey()
                 raise _Cloned(current, counter)
             await tx.accounts.record_login(passkey.account_id, now)
-            session = await self.sessions.issue(
-                tx,
-                passkey.account_id,
-                PASSKEY_PROVIDER,
-                client,
-                auth_time=now,
-                resumes=resumed_request(
-                    self._destination(return_to), challenge.created_at, self.signin
-                ),
-                passkey_id=passkey.id,
+            resumes = resumed_request(
+                self._destination(return_to), challenge.created_at, self.signin
             )
+            started_by = await self._browsers_session(tx, held_session, passkey.account_id, now)
+            if started_by is not None:
+                # A step-up in a browser signed in to the same account: one browser, one
+                # session, with the newer proof of login.
+                session = await self.sessions.prove(tx, started_by, now, resumes=resumes)
+            else:
+                session = await self.sessions.issue(
+                    tx,
+                    passkey.account_id,
+                    PASSKEY_PROVIDER,
+                    client,
+                    auth_time=now,
+                    resumes=resumes,
+                    passkey_id=passkey.id,
+                )
             event = audit_event(
                 now,
                 PASSKEY_PROVIDER,
@@ -345,6 +372,24 @@ class PasskeyService:
             destination=self._destination(return_to),
             session_max_age=max(int((session.expires_at - now).total_seconds()), 0),
         )
+
+    async def _browsers_session(
+        self, tx: Transaction, token: str | None, account_id: str, now: dt.datetime
+    ) -> SessionRecord | None:
+        """The live session of ``account_id`` that the browser signing in holds already (its
+        session ``token``), if any."""
+        if not token:
+            return None
+        try:
+            claims = await self.sessions.verify(token)
+        except InvalidSession:
+            return None
+        if claims.account_id != account_id or not claims.session_id:
+            return None
+        record = await tx.sessions.get(claims.session_id, for_change=True)
+        if record is None or record.account_id != account_id or not record.live(now):
+            return None
+        return record
 
     def _destination(self, return_to: str | None) -> str:
         """Where the browser goes after signing in: the rules of a provider sign-in's

@@ -24,11 +24,13 @@ from tests.support.webauthn import ES256, RS1, UP, UV, SoftAuthenticator, b64url
 from .conftest import MakeService, session_of
 from .passkeys_support import (
     ADA,
+    BINDING,
     BOB,
     ORIGIN,
     RP_ID,
     Passkeys,
     bearer,
+    browser,
     database_url,
     start_passkeys,
 )
@@ -873,3 +875,54 @@ async def test_a_challenge_asked_of_one_instance_is_answered_at_another(
     listed = [p["id"] for p in await first.listed(token)]
     assert len(listed) == 1
     assert listed == [p["id"] for p in await second.listed(token)]
+
+
+async def test_a_passkey_step_up_in_a_signed_in_browser_keeps_one_session(
+    on_every_store: Passkeys,
+) -> None:
+    passkeys = on_every_store
+    token = await passkeys.registered()
+    authenticator = SoftAuthenticator()
+    await passkeys.add(token, authenticator)
+    passkeys.clock.advance(3600)  # the provider sign-in is stale: a step-up is needed
+    options, binding = await passkeys.authentication_options()
+    answer = await passkeys.client.post(
+        "/v1/passkeys/authentication",
+        json=authenticator.get(options, ORIGIN),
+        headers={**browser(binding), "Cookie": f"session={token}; {BINDING}={binding}"},
+    )
+    assert answer.status == 200, await answer.text()
+    stepped_up = answer.cookies["session"].value
+    assert claims_of(stepped_up)["sid"] == claims_of(token)["sid"]
+    assert claims_of(stepped_up)["auth_time"] > claims_of(token)["auth_time"]
+    sessions = await passkeys.client.get("/v1/account/sessions", headers=bearer(stepped_up))
+    assert len((await sessions.json())["sessions"]) == 1
+    exported = await passkeys.client.get("/v1/account/export", headers=bearer(stepped_up))
+    assert exported.status == 200
+
+
+async def test_an_account_that_cannot_prove_a_login_may_add_its_first_passkey(
+    passkeys: Passkeys,
+) -> None:
+    """Signed up through facebook (it signs no login time), the account can gain a way to
+    prove one only by adding a passkey: right after that sign-in, not later."""
+    token = session_of(await passkeys.signin.complete("facebook", user=ADA, intent="register"))
+    assert claims_of(token)["auth_time"] == 0
+    added = await passkeys.add(token, SoftAuthenticator())
+    assert added["name"]
+    # Now it can prove a login: the next change needs the passkey, not a recent sign-in.
+    late = session_of(await passkeys.signin.complete("facebook", user=ADA, intent="login"))
+    answer = await passkeys.client.post(
+        "/v1/account/passkeys/registration/options", headers=bearer(late)
+    )
+    assert answer.status == 401
+    assert (await answer.json())["error"] == "reauthentication_required"
+
+
+async def test_an_old_sign_in_that_proved_nothing_adds_no_passkey(passkeys: Passkeys) -> None:
+    token = session_of(await passkeys.signin.complete("facebook", user=ADA, intent="register"))
+    passkeys.clock.advance(601)
+    answer = await passkeys.client.post(
+        "/v1/account/passkeys/registration/options", headers=bearer(token)
+    )
+    assert answer.status == 401

@@ -517,6 +517,7 @@ class PasskeyOperations(AccountArea):
             _response_json(body),
             ClientInfo(self.client_address.of(request), request.headers.get("User-Agent")),
             body.return_to,
+            held_session=request.cookies.get(SESSION_COOKIE),
         )
         answer = PasskeySignIn(
             account_id=signed_in.account_id,
