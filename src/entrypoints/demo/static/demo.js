@@ -345,7 +345,13 @@ class Demo {
   // is linked), and remember the window the API named for the notice on return.
   offerStepUp(answer, what, avoid = null) {
     const linked = this.config.providers.filter((p) => this.linked && this.linked.has(p.id));
-    if (this.passkeysUsable() && (this.signedInWith === "passkey" || linked.length === 0)) {
+    const hasPasskey = this.passkeyList !== null && this.passkeyList.length > 0;
+    // Only a signed statement proves a login: a passkey, or a provider whose ID tokens sign
+    // the time of the login (provesLogin). Facebook, or Google without its session age
+    // claims, cannot: the page never offers them for a step-up.
+    const proving = linked.filter((p) => p.provesLogin && p.id !== avoid);
+    const withPasskey = this.passkeysUsable() && (hasPasskey || linked.length === 0);
+    if (withPasskey && (this.signedInWith === "passkey" || proving.length === 0)) {
       // A passkey sign-in is a fresh one too (its auth_time is the moment it was verified).
       const again = el("button", { type: "button", id: "reauthenticate" }, "Sign in again with a passkey");
       again.addEventListener("click", () => this.passkeySignIn());
@@ -357,11 +363,30 @@ class Demo {
       );
       return;
     }
-    const again =
-      linked.find((p) => p.id === this.signedInWith && p.id !== avoid) ||
-      linked.find((p) => p.id !== avoid) ||
-      linked[0] ||
-      this.config.providers[0];
+    const maxAge = maxAgeOf(answer);
+    const within = maxAge ? ` within ${duration(maxAge)}` : "";
+    if (proving.length === 0) {
+      // Nothing this account holds can prove a login: a sign-in made just now is the most
+      // recent evidence it can give (the service accepts it for the window).
+      const again = linked.find((p) => p.id === this.signedInWith) || linked[0] || this.config.providers[0];
+      remember(sessionStorage, STEP_UP, JSON.stringify({ provider: again.id, maxAge: maxAgeOf(answer) }));
+      const next = `${this.config.pages.dashboard}?reauthenticated=${again.id}`;
+      const action = el(
+        "a",
+        { class: "button", href: this.startUrl(again, "login", next), id: "reauthenticate" },
+        `Sign in again with ${again.label}`,
+      );
+      this.problem(
+        `For your security, ${what} needs a recent sign-in. ${again.label} cannot prove when ` +
+          `you last signed in there: sign in again now, then try once more${within}. ` +
+          "A passkey can prove it: add one once you are back.",
+        "error: reauthentication_required",
+        true,
+        action,
+      );
+      return;
+    }
+    const again = proving.find((p) => p.id === this.signedInWith) || proving[0];
     remember(sessionStorage, STEP_UP, JSON.stringify({ provider: again.id, maxAge: maxAgeOf(answer) }));
     const next = `${this.config.pages.dashboard}?reauthenticated=${again.id}`;
     const action = el(
@@ -370,7 +395,8 @@ class Demo {
       `Sign in again with ${again.label}`,
     );
     this.problem(
-      `For your security, ${what} needs a recent sign-in. Sign in again, then try once more.`,
+      `For your security, ${what} needs a recent sign-in. Sign in again with ${again.label}, ` +
+        "which proves when you did, then try once more.",
       "error: reauthentication_required",
       true,
       action,
