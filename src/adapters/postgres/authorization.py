@@ -365,6 +365,17 @@ class PostgresRefreshTokens(Purging):
 _GRANT_COLUMNS = "account_id, client_id, scopes, granted_at, last_used_at"
 
 
+def _grant_args(grant: Grant) -> tuple[object, ...]:
+    """A grant as the statements' first five parameters, in :data:`_GRANT_COLUMNS` order."""
+    return (
+        _key(grant.account_id),
+        grant.client_id,
+        sorted(grant.scopes),
+        rows.utc(grant.granted_at),
+        rows.utc(grant.last_used_at) if grant.last_used_at else None,
+    )
+
+
 def _grant(r: asyncpg.Record) -> Grant:
     return Grant(
         account_id=str(r["account_id"]),
@@ -405,11 +416,7 @@ class PostgresGrants(rows.Bindable):
                 last_used_at = GREATEST(oauth_grants.last_used_at, EXCLUDED.last_used_at)
             RETURNING {_GRANT_COLUMNS}
             """,  # noqa: S608 - constant columns
-            _key(grant.account_id),
-            grant.client_id,
-            sorted(grant.scopes),
-            rows.utc(grant.granted_at),
-            rows.utc(grant.last_used_at) if grant.last_used_at else None,
+            *_grant_args(grant),
         )
         assert row is not None  # an upsert returns its row
         return _grant(row)
@@ -422,11 +429,7 @@ class PostgresGrants(rows.Bindable):
                 ON CONFLICT (account_id, client_id) DO NOTHING
                 RETURNING {_GRANT_COLUMNS}
                 """,  # noqa: S608 - constant columns
-                _key(grant.account_id),
-                grant.client_id,
-                sorted(grant.scopes),
-                rows.utc(grant.granted_at),
-                rows.utc(grant.last_used_at) if grant.last_used_at else None,
+                *_grant_args(grant),
             )
         else:
             row = await self._db.fetchrow(
@@ -440,11 +443,7 @@ class PostgresGrants(rows.Bindable):
                 WHERE account_id = $1 AND client_id = $2 AND granted_at = $6
                 RETURNING {_GRANT_COLUMNS}
                 """,  # noqa: S608 - constant columns
-                _key(grant.account_id),
-                grant.client_id,
-                sorted(grant.scopes),
-                rows.utc(grant.granted_at),
-                rows.utc(grant.last_used_at) if grant.last_used_at else None,
+                *_grant_args(grant),
                 rows.utc(seen),
             )
         return _grant(row) if row is not None else None

@@ -369,38 +369,37 @@ class Demo {
       // Nothing this account holds can prove a login: a sign-in made just now is the most
       // recent evidence it can give (the service accepts it for the window).
       const again = linked.find((p) => p.id === this.signedInWith) || linked[0] || this.config.providers[0];
-      remember(sessionStorage, STEP_UP, JSON.stringify({ provider: again.id, maxAge: maxAgeOf(answer) }));
-      const next = `${this.config.pages.dashboard}?reauthenticated=${again.id}`;
-      const action = el(
-        "a",
-        { class: "button", href: this.startUrl(again, "login", next), id: "reauthenticate" },
-        `Sign in again with ${again.label}`,
-      );
-      this.problem(
+      this.offerSignInAgain(
+        answer,
+        again,
+        "login",
         `For your security, ${what} needs a recent sign-in. ${again.label} cannot prove when ` +
           `you last signed in there: sign in again now, then try once more${within}. ` +
           "A passkey can prove it: add one once you are back.",
-        "error: reauthentication_required",
-        true,
-        action,
       );
       return;
     }
     const again = proving.find((p) => p.id === this.signedInWith) || proving[0];
-    remember(sessionStorage, STEP_UP, JSON.stringify({ provider: again.id, maxAge: maxAgeOf(answer) }));
-    const next = `${this.config.pages.dashboard}?reauthenticated=${again.id}`;
-    const action = el(
-      "a",
-      { class: "button", href: this.startUrl(again, "reauthenticate", next), id: "reauthenticate" },
-      `Sign in again with ${again.label}`,
-    );
-    this.problem(
+    this.offerSignInAgain(
+      answer,
+      again,
+      "reauthenticate",
       `For your security, ${what} needs a recent sign-in. Sign in again with ${again.label}, ` +
         "which proves when you did, then try once more.",
-      "error: reauthentication_required",
-      true,
-      action,
     );
+  }
+
+  // The step-up's way back through a provider (``intent``), remembering the window the API
+  // named for the notice on return.
+  offerSignInAgain(answer, provider, intent, text) {
+    remember(sessionStorage, STEP_UP, JSON.stringify({ provider: provider.id, maxAge: maxAgeOf(answer) }));
+    const next = `${this.config.pages.dashboard}?reauthenticated=${provider.id}`;
+    const action = el(
+      "a",
+      { class: "button", href: this.startUrl(provider, intent, next), id: "reauthenticate" },
+      `Sign in again with ${provider.label}`,
+    );
+    this.problem(text, "error: reauthentication_required", true, action);
   }
 
   // The API refused the session cookie: the session ended since the page last knew it live.
