@@ -1,6 +1,6 @@
 """Redis, the store of the callback rate limit, dies under a real ``authgate serve``.
 
-Documented behaviour (README, "Rate limit"; docs/resilience.md): the limiter fails open by
+Documented behaviour (docs/security.md, "Rate limits"; docs/resilience.md): the limiter fails open by
 default (``ratelimit.fail_open: true``): callbacks are still served, each within the Redis
 client's timeouts, and one error line per 10 s says so in the log; with
 ``ratelimit.fail_open: false`` a callback (and a sign-in start: the initiation limit is in the
