@@ -1,7 +1,7 @@
 """Redis, the store of the callback rate limit, dies under a real ``authgate serve``.
 
-Documented behaviour (docs/security.md, "Rate limits"; docs/resilience.md): the limiter fails open by
-default (``ratelimit.fail_open: true``): callbacks are still served, each within the Redis
+Documented behaviour (docs/security.md, "Rate limits"; docs/resilience.md): the limiter fails
+open by default (``ratelimit.fail_open: true``): callbacks are still served, each within the Redis
 client's timeouts, and one error line per 10 s says so in the log; with
 ``ratelimit.fail_open: false`` a callback (and a sign-in start: the initiation limit is in the
 same store) is answered 429 ``rate_limited`` instead. When Redis

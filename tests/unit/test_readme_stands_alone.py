@@ -47,7 +47,5 @@ def test_the_endpoint_table_lists_every_documented_operation(
 
 
 def test_the_table_says_that_redirect_uri_is_required() -> None:
-    row = next(
-        line for line in API.splitlines() if line.startswith("| `GET /v1/auth/{provider}` ")
-    )
+    row = next(line for line in API.splitlines() if line.startswith("| `GET /v1/auth/{provider}` "))
     assert "`redirect_uri` (required" in row
