@@ -3,7 +3,8 @@
 ``${VAR}`` and ``${VAR:-default}`` are replaced from the environment before the YAML is parsed.
 Every key is typed; an unknown key, a wrong type or bad YAML raises :class:`ConfigError` with one
 line naming the key and the problem. Only ``rest``, ``otel.service.name`` and
-``otel.sdk.disabled`` are required; every other section has defaults (README, config.example.yaml).
+``otel.sdk.disabled`` are required; every other section has defaults
+(docs/operations.md, config.example.yaml).
 """
 
 from __future__ import annotations
@@ -314,8 +315,8 @@ class ProviderConfig:
     response_mode: Literal["query", "form_post"] = "query"
     pkce: bool = True
     timeout_seconds: float = 10.0
-    # Provider events (README, "Provider events"). OpenID Connect Back-Channel Logout 1.0 at
-    # backchannel_logout_path (default /v1/providers/{name}/backchannel-logout).
+    # Provider events (docs/providers.md, "Provider events"). OpenID Connect Back-Channel
+    # Logout 1.0 at backchannel_logout_path (default /v1/providers/{name}/backchannel-logout).
     backchannel_logout: bool = False
     backchannel_logout_path: str | None = None
     # The provider's pushed events at notifications_path (default

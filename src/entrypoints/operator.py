@@ -140,7 +140,7 @@ async def show_account(config: Config, ref: str) -> int:
                     "emailVerified": i.email_verified,
                     "linkedAt": _time(i.linked_at),
                     "isPrimary": i.is_primary,
-                    # What the provider's events said (README, "Provider events").
+                    # What the provider's events said (docs/providers.md, "Provider events").
                     "disabledReason": i.disabled_reason,
                     "emailDisabled": i.email_disabled,
                 }

@@ -1,4 +1,4 @@
-"""The WebAuthn relying party on Yubico's fido2 (README, "Passkeys": why that library).
+"""The WebAuthn relying party on Yubico's fido2 (docs/passkeys.md, "The library": why that one).
 
 :class:`Fido2RelyingParty` is built at start-up with the service; fido2's ceremonies
 (:mod:`.ceremonies`: ``fido2.server``, ``fido2.webauthn`` with its many data classes,

@@ -120,7 +120,7 @@ ANSWERS: Mapping[type[Exception], Answer] = {
         502, "authentication_failed", redirect=("authentication_failed", None)
     ),
     # The provider reported the account disabled (RISC account-disabled): the spec's
-    # access_denied, with its own reason (README, "Provider events").
+    # access_denied, with its own reason (docs/providers.md, "Provider events").
     errors.IdentityDisabled: Answer(
         403,
         "access_denied",
@@ -155,7 +155,7 @@ ANSWERS: Mapping[type[Exception], Answer] = {
     errors.PasskeyNotFound: Answer(404, "passkey_not_found"),
     errors.LastSignInMethod: Answer(409, "last_sign_in_method"),
     errors.InvalidPasskeyName: Answer(400, "invalid_request"),
-    # Refused like a sign-in through a disabled provider identity (README, "Passkeys").
+    # Refused like a sign-in through a disabled provider identity (docs/passkeys.md).
     errors.AccountDisabled: Answer(403, "access_denied"),
     errors.TemporarilyUnavailable: Answer(
         503, "temporarily_unavailable", headers={"Retry-After": "60"}

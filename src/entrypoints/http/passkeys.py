@@ -464,7 +464,8 @@ class PasskeyOperations(AccountArea):
     # -- the ceremonies ---------------------------------------------------------------------
 
     async def _limit(self, request: web.Request) -> None:
-        """Before any work: each options request stores a challenge (README, "Rate limits")."""
+        """Before any work: each options request stores a challenge (docs/security.md, "Rate
+        limits")."""
         client = self.client_address.limit_key(self.client_address.of(request))
         decision = await self.limiter.hit(client)
         if not decision.allowed:

@@ -52,7 +52,7 @@ from authgate.services.sessions import SessionService
 from authgate.services.signin import CALLER_INTENTS, MAX_STATE_LENGTH, SignInService
 
 # ``__Host-``: the browser accepts it only with Secure, Path=/ and no Domain, so a sibling
-# subdomain cannot plant or overwrite it (README, "Browser binding").
+# subdomain cannot plant or overwrite it (docs/security.md, "Browser binding").
 BINDING_COOKIE = "__Host-authgate_binding"
 BINDING_PATH = "/"
 # The name before the prefix: cleared at sign-out for browsers that still hold it.
@@ -290,7 +290,7 @@ class SignInOperations:
 
     async def start(self, call: Call[None]) -> web.StreamResponse | Reply[ProviderDetails]:
         request = call.request
-        # Before any work: each start stores a pending sign-in (README, "Rate limits").
+        # Before any work: each start stores a pending sign-in (docs/security.md, "Rate limits").
         client = self.client_address.limit_key(self.client_address.of(request))
         decision = await self.initiation_limiter.hit(client)
         if not decision.allowed:

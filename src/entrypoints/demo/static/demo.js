@@ -8,7 +8,7 @@
 // service's origin, the page being the application on its own origin (app.allowed_origins).
 "use strict";
 
-// The callback's error and reason (README: "Redirect reasons"), in words.
+// The callback's error and reason (docs/api.md, "Redirect errors"), in words.
 const REASONS = {
   "access_denied/user_denied":
     "You denied the request at the provider, so you were not signed in.",
