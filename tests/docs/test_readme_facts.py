@@ -1,7 +1,8 @@
-"""What the README states that the code can check stays true: its command list is the
-``authgate`` command's, its ``/docs`` tag list is the OpenAPI document's, the demo's folders in
-its layout exist, the passkey autofill it shows is the demo's, and its map of the documentation
-names every page of docs/ and nothing that is missing."""
+"""The README is a front door of at most 400 lines, and what it states that the code can check
+stays true: its command list is the ``authgate`` command's, its ``/docs`` tag list is the
+OpenAPI document's, the demo's folders in its layout exist, the passkey autofill it shows is the
+demo's, and its map of the documentation names every page of docs/ and nothing that is
+missing."""
 
 from __future__ import annotations
 
@@ -105,3 +106,7 @@ def test_the_documentation_map_names_every_page() -> None:
     assert sorted(linked) == sorted(f"docs/{p.name}" for p in (ROOT / "docs").glob("*.md"))
     for target in re.findall(r"\]\(([^)#:]+)(?:#[^)]*)?\)", README):
         assert (ROOT / target).exists(), target
+
+
+def test_the_readme_is_a_front_door_of_at_most_400_lines() -> None:
+    assert len(README.splitlines()) <= 400
