@@ -1,24 +1,17 @@
-"""A real ``authgate serve`` on a free loopback port, run from a temporary copy of the default
-configuration (SQLite and keys in a temporary directory), and headless Debian Chromium."""
+"""A real ``authgate serve`` on a free loopback port (``tests.support.served.serve``: a
+temporary copy of the default configuration, SQLite and keys in a temporary directory), and
+headless Debian Chromium."""
 
 from __future__ import annotations
 
 import os
-import shutil
-import signal
-import subprocess
-import sys
-import time
-import urllib.error
-import urllib.request
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
-from tests.support.ports import free_ports
+from tests.support.served import serve as _serve
 
 ROOT = Path(__file__).resolve().parents[2]
 CHROMIUM = Path("/usr/bin/chromium")
@@ -33,68 +26,6 @@ CHROMIUM_ARGS = [
     "--disable-component-update",
     "--disable-sync",
 ]
-
-
-def _wait_ready(base: str, process: subprocess.Popen[bytes], log: Path) -> None:
-    deadline = time.monotonic() + 20
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise AssertionError(f"authgate serve exited early:\n{log.read_text()}")
-        try:
-            with urllib.request.urlopen(f"{base}/health/readiness", timeout=1) as answer:
-                if answer.status == 200:
-                    return
-        except (urllib.error.URLError, OSError):
-            pass
-        time.sleep(0.1)
-    raise AssertionError(f"authgate serve did not become ready:\n{log.read_text()}")
-
-
-def _serve(
-    workdir: Path, sections: Mapping[str, Mapping[str, Any]] | None = None, **env_vars: str
-) -> Iterator[str]:
-    """Run ``authgate serve`` on the default configuration in ``workdir``; its base address.
-
-    ``sections``: keys to set in the configuration's sections (``{"app": {"url": ...}}``),
-    the rest of the default configuration (its ``${...}`` included) kept as it is."""
-    shutil.copy(ROOT / "config.default.yaml", workdir / "config.yaml")
-    if sections:
-        data = yaml.safe_load((workdir / "config.yaml").read_text())
-        for name, values in sections.items():
-            data[name] = {**data.get(name, {}), **values}
-        (workdir / "config.yaml").write_text(yaml.safe_dump(data, sort_keys=False))
-    port, metrics_port = free_ports(2)
-    env = {
-        **os.environ,
-        "PORT": str(port),
-        "METRICS_PORT": str(metrics_port),  # not the default 9464: parallel runs would collide
-        "OTEL_SDK_DISABLED": "true",
-        **env_vars,
-    }
-    log = workdir / "serve.log"
-    authgate = Path(sys.executable).with_name("authgate")
-    with log.open("wb") as out:
-        process = subprocess.Popen(
-            [str(authgate), "serve", "--config", "config.yaml"],
-            cwd=workdir,
-            env=env,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-        )
-    base = f"http://127.0.0.1:{port}"
-    try:
-        _wait_ready(base, process, log)
-        yield base
-    finally:
-        process.send_signal(signal.SIGTERM)
-        try:
-            process.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
-        # Nothing secret reaches the log (codes, tokens and cookies never do).
-        text = log.read_text()
-        assert "code=" not in text and "id_token" not in text and "session=" not in text, text
 
 
 @pytest.fixture(scope="module")
