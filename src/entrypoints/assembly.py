@@ -34,7 +34,12 @@ from authgate.entrypoints.http.session_auth import (
     session_cookie_scheme,
 )
 from authgate.entrypoints.http.signin import SignInOperations
-from authgate.entrypoints.resources import Resources, open_resources, unopened_resources
+from authgate.entrypoints.resources import (
+    Resources,
+    check_settings,
+    open_resources,
+    unopened_resources,
+)
 from authgate.entrypoints.rest import Api, BearerJWT, Cors, RecordRequest
 from authgate.entrypoints.startup import StartupError
 from authgate.entrypoints.wiring import (
@@ -212,12 +217,22 @@ def document(config: Config) -> dict[str, Any]:
     return build_api(config, unopened_resources(config)).openapi()
 
 
+def check(config: Config) -> None:
+    """Everything :func:`create_app` refuses in the configuration before it opens anything,
+    as a :class:`StartupError`: ``serve`` runs it first, and ``authgate config check`` runs
+    the same, so that a configuration the check passes is not refused by ``serve`` for any of
+    these reasons."""
+    check_settings(config)
+    development.check(config)
+
+
 async def create_app(
     config: Config,
     build: Callable[[Api, Config], web.Application],
     clock: Clock | None = None,
 ) -> web.Application:
     """Open the resources and build the application that closes them on shutdown."""
+    check(config)
     if not config.state.require_binding_cookie:
         log.warning(
             "state.require_binding_cookie is false: callbacks without the binding cookie are "

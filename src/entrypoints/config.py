@@ -523,7 +523,10 @@ _COMMENT = re.compile(r"""[^'"\n]*?(?<!\S)#""")
 
 
 def substitute(text: str, env: dict[str, str] | os._Environ[str] = os.environ) -> str:
-    """Replace ``${VAR}`` / ``${VAR:-default}``; an unset variable with no default is an error."""
+    """Replace ``${VAR}`` / ``${VAR:-default}``; an unset variable with no default is an error,
+    and every unset one is named in it (each with its first line), so that one run lists them
+    all rather than one per run."""
+    unset: dict[str, int] = {}
 
     def replace(m: re.Match[str]) -> str:
         # A commented-out line (``# client_id: ${GOOGLE_CLIENT_ID}``) stays as it is: an unset
@@ -535,12 +538,19 @@ def substitute(text: str, env: dict[str, str] | os._Environ[str] = os.environ) -
         value = env.get(name)
         if value is None or (value == "" and default is not None):
             if default is None:
-                line = text.count("\n", 0, m.start()) + 1
-                raise ConfigError(f"line {line}: environment variable {name} is not set")
+                unset.setdefault(name, text.count("\n", 0, m.start()) + 1)
+                return m.group(0)
             return default
         return value
 
-    return _VAR.sub(replace, text)
+    result = _VAR.sub(replace, text)
+    if len(unset) == 1:
+        [(name, line)] = unset.items()
+        raise ConfigError(f"line {line}: environment variable {name} is not set")
+    if unset:
+        names = ", ".join(f"{name} (line {line})" for name, line in unset.items())
+        raise ConfigError(f"environment variables not set: {names}")
+    return result
 
 
 def parse(text: str) -> Config:

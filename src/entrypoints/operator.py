@@ -34,12 +34,14 @@ from authgate.adapters.sessions.keys import (
     SessionKeyError,
     StoredKey,
     list_key_file,
+    missing_key_file,
     prune_key_file,
     rotate_key_file,
 )
 from authgate.domain.errors import ProviderUnavailable
 from authgate.domain.model import Account, ClientInfo, Outcome, ProviderIdentity
 from authgate.entrypoints import development
+from authgate.entrypoints.assembly import check
 from authgate.entrypoints.config import Config, ProviderConfig
 from authgate.entrypoints.resources import (
     Resources,
@@ -309,6 +311,7 @@ async def check_config(config: Config) -> int:
     A provider that the service's own development identity provider serves is reported as
     such, not fetched: it answers only once the service runs. Each failure names the URL it
     fetched (without its query) and why it failed."""
+    check(config)  # what serve refuses before it opens anything: exit 2 as there
     print("config: ok")
     results = [_check_keys(config), await _check_database(config), await _check_redis(config)]
     served = _served_here(config)
@@ -405,10 +408,13 @@ def _check_keys(config: Config) -> bool:
     try:
         keys = list_key_file(path)
     except SessionKeyError as e:
-        if config.session.generate_keys and not _exists(path):
-            print(f"session keys: ok ({path} is created on first start)")
-            return True
-        print(f"session keys: FAILED {e}")
+        failure = e
+        if not _exists(path):
+            if config.session.generate_keys:
+                print(f"session keys: ok ({path} is created on first start)")
+                return True
+            failure = missing_key_file(path)  # what serve says: how to make one
+        print(f"session keys: FAILED {failure}")
         return False
     session = next(k for k in keys if k.algorithm != "RS256")
     rsa = next((k for k in keys if k.algorithm == "RS256"), None)
