@@ -310,6 +310,7 @@ async def _mount_metrics(app: web.Application, config: Config, metrics: ServiceM
     port = config.metrics.port
     if port is None:
         app.router.add_get("/metrics", scrape)
+        log.info("metrics at /metrics on the API's listener (metrics.port is null)")
         return
     host = config.metrics.host
     # A listener of its own, so that the scrape port stays off the public network.
@@ -327,6 +328,8 @@ async def _mount_metrics(app: web.Application, config: Config, metrics: ServiceM
             f"metrics.port: cannot listen on {host}:{port}: {reason} (choose another "
             "metrics.port, or metrics.enabled: false)"
         ) from None
+
+    log.info("metrics at http://%s:%s/metrics", f"[{host}]" if ":" in host else host, port)
 
     async def stop(_: web.Application) -> None:
         await runner.cleanup()

@@ -17,9 +17,9 @@ from typing import Any, NoReturn
 
 from authgate import __version__
 from authgate.entrypoints import assembly, resources, startup
-from authgate.entrypoints.config import Config, ConfigError, load
+from authgate.entrypoints.config import Config, ConfigError, load, variable_of
 from authgate.entrypoints.rest.serving import configure_logging
-from authgate.entrypoints.serve_config import build_app, serve
+from authgate.entrypoints.serve_config import build_app, check_listeners, serve
 
 # The configuration file of every command run without --config.
 CONFIG_VARIABLE = "AUTHGATE_CONFIG"
@@ -231,6 +231,7 @@ def _serve(args: argparse.Namespace, config: Config) -> int:
         config = workers.worker_config(config, worker)
     ready_fd: int | None = args.ready_fd
     on_ready = None if ready_fd is None else (lambda _: workers.report_ready(ready_fd))
+    check_listeners(config, worker, lambda setting: variable_of(args.config, setting))
     _drop_generated_sources()
     serve(assembly.create_app(config, build_app), config, on_ready, worker)
     _end_without_collecting()

@@ -572,6 +572,22 @@ def parse(text: str) -> Config:
     return config
 
 
+def variable_of(path: str | Path, setting: str) -> str | None:
+    """The environment variable ``setting`` (dotted: ``rest.port``) is read from in the file,
+    as in ``port: ${PORT:-8080}``; None when its value is written out (or the file cannot be
+    read again). An error about a setting names what the operator changes."""
+    try:
+        node: Any = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, yaml.YAMLError):
+        return None
+    for key in setting.split("."):
+        if not isinstance(node, dict):
+            return None
+        node = node.get(key)
+    match = _VAR.fullmatch(node.strip()) if isinstance(node, str) else None
+    return match.group(1) if match else None
+
+
 def load(path: str | Path) -> Config:
     """Read and parse a configuration file."""
     try:

@@ -169,3 +169,72 @@ def test_version(tmp_path: Path) -> None:
     result = authgate("--version", cwd=tmp_path)
     assert result.returncode == 0
     assert result.stdout == f"authgate {__version__}\n"
+
+
+def held_port() -> socket.socket:
+    """A port another process listens on."""
+    holder = socket.socket()
+    holder.bind(("127.0.0.1", 0))
+    holder.listen()
+    return holder
+
+
+def test_a_taken_port_is_said_first_and_names_the_variable_to_change(tmp_path: Path) -> None:
+    """The default configuration reads rest.port and metrics.port from PORT and METRICS_PORT:
+    those are what the operator changes. Nothing was made, and no line said where the service
+    would be before the refusal."""
+    path = default_config(tmp_path)
+    with held_port() as holder:
+        taken = holder.getsockname()[1]
+        for setting, variable, other, also in (
+            ("rest.port", "PORT", "METRICS_PORT", ""),
+            ("metrics.port", "METRICS_PORT", "PORT", ", or metrics.enabled: false"),
+        ):
+            env = {variable: str(taken), other: str(free_port())}
+            result = authgate("serve", "--config", str(path), cwd=tmp_path, env=env)
+            assert result.returncode == 2
+            assert result.stderr == (
+                f"authgate: {setting}: cannot listen on 127.0.0.1:{taken}: Address already in "
+                f"use (set {variable}, which {setting} is read from, to another port{also})\n"
+            )
+    assert not (tmp_path / "var").exists()
+
+
+def test_a_taken_port_written_out_names_the_setting(tmp_path: Path) -> None:
+    with held_port() as holder:
+        taken = holder.getsockname()[1]
+        path = default_config(tmp_path, {"rest.port": taken, "metrics.port": free_port()})
+        result = authgate("serve", "--config", str(path), cwd=tmp_path)
+    assert result.returncode == 2
+    assert result.stderr == (
+        f"authgate: rest.port: cannot listen on 127.0.0.1:{taken}: Address already in use "
+        "(choose another rest.port)\n"
+    )
+
+
+def test_the_start_up_log_names_the_metrics_listener(tmp_path: Path) -> None:
+    path = default_config(tmp_path)
+    env = ports()
+    environ = {k: v for k, v in os.environ.items() if k != "AUTHGATE_CONFIG"}
+    process = subprocess.Popen(
+        [sys.executable, "-m", "authgate.entrypoints.cli", "serve", "--config", str(path)],
+        stderr=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        text=True,
+        cwd=tmp_path,
+        env={**environ, **env},
+    )
+    assert process.stderr is not None
+    lines = []
+    try:
+        for line in process.stderr:
+            lines.append(line)
+            if " listening on " in line:
+                break
+    finally:
+        process.terminate()
+        process.communicate(timeout=30)
+    assert any(
+        line.rstrip().endswith(f" metrics at http://127.0.0.1:{env['METRICS_PORT']}/metrics")
+        for line in lines
+    ), lines
