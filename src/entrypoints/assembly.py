@@ -241,17 +241,24 @@ async def create_app(
         )
     # The dev Apple key file, before the adapter reads it (once the database was accepted).
     resources = await open_resources(config, clock, prepare=development.prepare)
-    services = build_services(config, resources)
-    api = build_api(config, resources, services)
-    # Renews a browser's session cookie on a successful answer (sliding sessions), and with
-    # metrics on, records each request's duration: the API's hooks, in its error handling.
-    api.after_response(renewal_hook(services.sessions))
-    record = _request_recorder(config, resources)
-    if record is not None:
-        api.record_requests(record)
-    app = build(api, config)
-    app[RESOURCES] = resources  # for diagnostics and tests that look behind the HTTP API
-    development.mount(app, config)  # /docs; /demo and /dev/idp in development
+    try:
+        services = build_services(config, resources)
+        api = build_api(config, resources, services)
+        # Renews a browser's session cookie on a successful answer (sliding sessions), and
+        # with metrics on, records each request's duration: the API's hooks, in its error
+        # handling.
+        api.after_response(renewal_hook(services.sessions))
+        record = _request_recorder(config, resources)
+        if record is not None:
+            api.record_requests(record)
+        app = build(api, config)
+        app[RESOURCES] = resources  # for diagnostics and tests that look behind the HTTP API
+        development.mount(app, config)  # /docs; /demo and /dev/idp in development
+    except BaseException:
+        # The application that would close them never runs: an open connection (the
+        # revocation channel's) would keep the refusing process from ending.
+        await resources.close()
+        raise
     if config.metrics.enabled:
         from authgate.adapters.metrics import ServiceMetrics  # imported by open_resources then
 
