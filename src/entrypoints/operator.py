@@ -18,6 +18,7 @@ import json
 import os
 import socket
 import sys
+import tempfile
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -321,15 +322,17 @@ async def check_config(config: Config) -> int:
     providers: dict[str, IdentityProvider] = {}
     async with provider_session() as http:
         for name, settings in config.providers.items():
-            if name in served:
-                print(
-                    f"provider {name}: served by this service (development identity provider "
-                    f"at {served[name]})"
-                )
-                continue
             try:
                 # One at a time, so that one provider's unusable setting fails only its line.
                 only = attrs.evolve(config, providers={name: settings})
+                if name in served:
+                    # Not fetched, but set up as serve sets it up, which refuses what it refuses.
+                    _set_up_served(only, name, http)
+                    print(
+                        f"provider {name}: served by this service (development identity "
+                        f"provider at {served[name]})"
+                    )
+                    continue
                 providers[name] = provider_adapters(only, http)[name]
             except StartupError as e:
                 print(f"provider {name}: FAILED {e}")
@@ -345,6 +348,23 @@ async def check_config(config: Config) -> int:
             elif route.provider in providers:
                 results.append(await _check_security_events(config, route.provider, providers))
     return 0 if all(results) else 1
+
+
+def _set_up_served(config: Config, name: str, http: aiohttp.ClientSession) -> None:
+    """The adapter of a provider the development provider serves, made as ``serve`` makes it
+    (:class:`StartupError` for what it refuses). Its development Apple key file is made at the
+    first start: until then, a key of the same kind made for the check stands in for it."""
+    key_file = config.providers[name].private_key_file
+    if key_file is None or Path(key_file).exists():
+        provider_adapters(config, http)
+        return
+    from authgate.entrypoints.devidp.keys import ensure_apple_key_file  # development only
+
+    with tempfile.TemporaryDirectory() as folder:
+        stand_in = str(Path(folder) / "apple-key.pem")
+        ensure_apple_key_file(stand_in)
+        settings = attrs.evolve(config.providers[name], private_key_file=stand_in)
+        provider_adapters(attrs.evolve(config, providers={name: settings}), http)
 
 
 def _served_here(config: Config) -> dict[str, str] | None:

@@ -77,6 +77,24 @@ def test_config_check_refuses_two_development_providers_with_one_client_id(
     assert not (tmp_path / "var").exists()  # refused before anything was made
 
 
+def test_config_check_sets_up_the_providers_the_development_provider_serves(
+    tmp_path: Path,
+) -> None:
+    """Not fetched (they answer once the service runs), but refused as serve refuses them;
+    the development Apple key file is still made only by the first start."""
+    path = default_config(tmp_path, {"providers.facebook.id_token_algorithms": ["HS256"]})
+    env = ports()
+    check = authgate("config", "check", "--config", str(path), cwd=tmp_path, env=env)
+    assert check.returncode == 1
+    refusal = "providers.facebook: provider 'facebook': id_token_algorithms: 'HS256' is not allowed"
+    assert f"provider facebook: FAILED {refusal}" in check.stdout
+    assert "provider apple: served by this service" in check.stdout
+    assert not (tmp_path / "var" / "dev-apple-key.pem").exists()
+    serve = authgate("serve", "--config", str(path), cwd=tmp_path, env=env)
+    assert serve.returncode == 2
+    assert serve.stderr.splitlines()[-1].startswith(f"authgate: {refusal}")
+
+
 def test_config_check_refuses_a_revocation_channel_without_its_store(tmp_path: Path) -> None:
     path = default_config(tmp_path, {"session.revocation_channel": "postgres"})
     result = authgate("config", "check", "--config", str(path), cwd=tmp_path, env=ports())
