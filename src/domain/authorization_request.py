@@ -169,12 +169,16 @@ def parse_authorization_request(
         raise NotRedirectable("the request names no client (client_id is missing)")
     client = clients.get(client_id)
     if client is None:
-        raise NotRedirectable("the client is not registered with this service")
+        raise NotRedirectable(f"the client {_shown(client_id)} is not registered with this service")
     redirect_uri = single("redirect_uri")
     if not redirect_uri:
-        raise NotRedirectable("the request has no redirect_uri")
+        raise NotRedirectable(f"the request of the client {_shown(client_id)} has no redirect_uri")
     if not client.redirect_uri_registered(redirect_uri):
-        raise NotRedirectable("the redirect_uri is not registered for this client")
+        # Both values as received: the developer compares them with the registration.
+        raise NotRedirectable(
+            f"the redirect_uri {_shown(redirect_uri)} is not registered for the client "
+            f"{_shown(client_id)}"
+        )
 
     state_values = params.get("state", ())
     state = state_values[0] if len(state_values) == 1 else None
@@ -314,3 +318,10 @@ def resume_needs_fresh_login(url: str) -> bool:
         (name == "prompt" and PROMPT_LOGIN in value.split()) or name == "max_age"
         for name, value in query
     )
+
+
+def _shown(value: str) -> str:
+    """A value from the request in an error's text: quoted, its control characters escaped
+    (it reaches a log line as well as the page, which escapes its HTML), bounded."""
+    text = repr(value)
+    return text if len(text) <= 300 else text[:297] + "..."

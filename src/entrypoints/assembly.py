@@ -34,7 +34,12 @@ from authgate.entrypoints.http.session_auth import (
     session_cookie_scheme,
 )
 from authgate.entrypoints.http.signin import SignInOperations
-from authgate.entrypoints.resources import Resources, open_resources, unopened_resources
+from authgate.entrypoints.resources import (
+    Resources,
+    check_settings,
+    open_resources,
+    unopened_resources,
+)
 from authgate.entrypoints.rest import Api, BearerJWT, Cors, RecordRequest
 from authgate.entrypoints.startup import StartupError
 from authgate.entrypoints.wiring import (
@@ -212,12 +217,22 @@ def document(config: Config) -> dict[str, Any]:
     return build_api(config, unopened_resources(config)).openapi()
 
 
+def check(config: Config) -> None:
+    """Everything :func:`create_app` refuses in the configuration before it opens anything,
+    as a :class:`StartupError`: ``serve`` runs it first, and ``authgate config check`` runs
+    the same, so that a configuration the check passes is not refused by ``serve`` for any of
+    these reasons."""
+    check_settings(config)
+    development.check(config)
+
+
 async def create_app(
     config: Config,
     build: Callable[[Api, Config], web.Application],
     clock: Clock | None = None,
 ) -> web.Application:
     """Open the resources and build the application that closes them on shutdown."""
+    check(config)
     if not config.state.require_binding_cookie:
         log.warning(
             "state.require_binding_cookie is false: callbacks without the binding cookie are "
@@ -226,17 +241,24 @@ async def create_app(
         )
     # The dev Apple key file, before the adapter reads it (once the database was accepted).
     resources = await open_resources(config, clock, prepare=development.prepare)
-    services = build_services(config, resources)
-    api = build_api(config, resources, services)
-    # Renews a browser's session cookie on a successful answer (sliding sessions), and with
-    # metrics on, records each request's duration: the API's hooks, in its error handling.
-    api.after_response(renewal_hook(services.sessions))
-    record = _request_recorder(config, resources)
-    if record is not None:
-        api.record_requests(record)
-    app = build(api, config)
-    app[RESOURCES] = resources  # for diagnostics and tests that look behind the HTTP API
-    development.mount(app, config)  # /docs; /demo and /dev/idp in development
+    try:
+        services = build_services(config, resources)
+        api = build_api(config, resources, services)
+        # Renews a browser's session cookie on a successful answer (sliding sessions), and
+        # with metrics on, records each request's duration: the API's hooks, in its error
+        # handling.
+        api.after_response(renewal_hook(services.sessions))
+        record = _request_recorder(config, resources)
+        if record is not None:
+            api.record_requests(record)
+        app = build(api, config)
+        app[RESOURCES] = resources  # for diagnostics and tests that look behind the HTTP API
+        development.mount(app, config)  # /docs; /demo and /dev/idp in development
+    except BaseException:
+        # The application that would close them never runs: an open connection (the
+        # revocation channel's) would keep the refusing process from ending.
+        await resources.close()
+        raise
     if config.metrics.enabled:
         from authgate.adapters.metrics import ServiceMetrics  # imported by open_resources then
 
@@ -295,6 +317,7 @@ async def _mount_metrics(app: web.Application, config: Config, metrics: ServiceM
     port = config.metrics.port
     if port is None:
         app.router.add_get("/metrics", scrape)
+        log.info("metrics at /metrics on the API's listener (metrics.port is null)")
         return
     host = config.metrics.host
     # A listener of its own, so that the scrape port stays off the public network.
@@ -312,6 +335,8 @@ async def _mount_metrics(app: web.Application, config: Config, metrics: ServiceM
             f"metrics.port: cannot listen on {host}:{port}: {reason} (choose another "
             "metrics.port, or metrics.enabled: false)"
         ) from None
+
+    log.info("metrics at http://%s:%s/metrics", f"[{host}]" if ":" in host else host, port)
 
     async def stop(_: web.Application) -> None:
         await runner.cleanup()

@@ -15,14 +15,19 @@ import signal
 import sys
 from typing import Any, NoReturn
 
+from authgate import __version__
 from authgate.entrypoints import assembly, resources, startup
-from authgate.entrypoints.config import Config, ConfigError, load
+from authgate.entrypoints.config import Config, ConfigError, load, variable_of
 from authgate.entrypoints.rest.serving import configure_logging
-from authgate.entrypoints.serve_config import build_app, serve
+from authgate.entrypoints.serve_config import build_app, check_listeners, serve
+
+# The configuration file of every command run without --config.
+CONFIG_VARIABLE = "AUTHGATE_CONFIG"
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="authgate", description="authgate sign-in service")
+    parser.add_argument("--version", action="version", version=f"authgate {__version__}")
     commands = parser.add_subparsers(dest="command", required=True)
     for name, text in (
         ("serve", "run the server until SIGINT/SIGTERM"),
@@ -87,7 +92,18 @@ def _end_as_a_closed_pipe_does() -> NoReturn:
 
 
 def _with_config(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
-    parser.add_argument("--config", required=True, metavar="FILE", help="YAML configuration")
+    """``--config FILE``, else ``$AUTHGATE_CONFIG`` (as ``scripts/run`` takes it): every
+    command finds the configuration the same way."""
+    default = os.environ.get(CONFIG_VARIABLE) or None
+    parser.add_argument(
+        "--config",
+        required=default is None,
+        default=default,
+        metavar="FILE",
+        help=f"YAML configuration (default: ${CONFIG_VARIABLE}"
+        + (f", now {default}" if default else ", which is not set")
+        + ")",
+    )
     return parser
 
 
@@ -215,6 +231,7 @@ def _serve(args: argparse.Namespace, config: Config) -> int:
         config = workers.worker_config(config, worker)
     ready_fd: int | None = args.ready_fd
     on_ready = None if ready_fd is None else (lambda _: workers.report_ready(ready_fd))
+    check_listeners(config, worker, lambda setting: variable_of(args.config, setting))
     _drop_generated_sources()
     serve(assembly.create_app(config, build_app), config, on_ready, worker)
     _end_without_collecting()

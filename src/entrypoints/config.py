@@ -524,7 +524,10 @@ _COMMENT = re.compile(r"""[^'"\n]*?(?<!\S)#""")
 
 
 def substitute(text: str, env: dict[str, str] | os._Environ[str] = os.environ) -> str:
-    """Replace ``${VAR}`` / ``${VAR:-default}``; an unset variable with no default is an error."""
+    """Replace ``${VAR}`` / ``${VAR:-default}``; an unset variable with no default is an error,
+    and every unset one is named in it (each with its first line), so that one run lists them
+    all rather than one per run."""
+    unset: dict[str, int] = {}
 
     def replace(m: re.Match[str]) -> str:
         # A commented-out line (``# client_id: ${GOOGLE_CLIENT_ID}``) stays as it is: an unset
@@ -536,12 +539,19 @@ def substitute(text: str, env: dict[str, str] | os._Environ[str] = os.environ) -
         value = env.get(name)
         if value is None or (value == "" and default is not None):
             if default is None:
-                line = text.count("\n", 0, m.start()) + 1
-                raise ConfigError(f"line {line}: environment variable {name} is not set")
+                unset.setdefault(name, text.count("\n", 0, m.start()) + 1)
+                return m.group(0)
             return default
         return value
 
-    return _VAR.sub(replace, text)
+    result = _VAR.sub(replace, text)
+    if len(unset) == 1:
+        [(name, line)] = unset.items()
+        raise ConfigError(f"line {line}: environment variable {name} is not set")
+    if unset:
+        names = ", ".join(f"{name} (line {line})" for name, line in unset.items())
+        raise ConfigError(f"environment variables not set: {names}")
+    return result
 
 
 def parse(text: str) -> Config:
@@ -561,6 +571,22 @@ def parse(text: str) -> Config:
         raise ConfigError(_key_error(e)) from None
     _check(config)
     return config
+
+
+def variable_of(path: str | Path, setting: str) -> str | None:
+    """The environment variable ``setting`` (dotted: ``rest.port``) is read from in the file,
+    as in ``port: ${PORT:-8080}``; None when its value is written out (or the file cannot be
+    read again). An error about a setting names what the operator changes."""
+    try:
+        node: Any = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, yaml.YAMLError):
+        return None
+    for key in setting.split("."):
+        if not isinstance(node, dict):
+            return None
+        node = node.get(key)
+    match = _VAR.fullmatch(node.strip()) if isinstance(node, str) else None
+    return match.group(1) if match else None
 
 
 def load(path: str | Path) -> Config:

@@ -27,6 +27,21 @@ def enabled(config: Config) -> bool:
     return config.environment == "development"
 
 
+def check(config: Config) -> None:
+    """What :func:`mount` refuses in the configuration (the development provider's issuer,
+    its clients' ids), checked without reading or making any file: ``authgate config check``
+    runs it as ``serve`` does, before anything is opened."""
+    if not (config.dev.identity_provider and enabled(config)):
+        return
+    from authgate.entrypoints import devidp  # development only: not imported in production
+    from authgate.entrypoints.devidp.clients import check_client_ids
+
+    try:
+        check_client_ids(config, devidp.dev_issuer(config))
+    except devidp.ClientSetupError as e:
+        raise StartupError(str(e)) from None
+
+
 def prepare(config: Config) -> None:
     """Create the development provider's Apple key file(s) when missing."""
     if not (config.dev.identity_provider and enabled(config)):

@@ -18,6 +18,7 @@ import json
 import os
 import socket
 import sys
+import tempfile
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -34,12 +35,14 @@ from authgate.adapters.sessions.keys import (
     SessionKeyError,
     StoredKey,
     list_key_file,
+    missing_key_file,
     prune_key_file,
     rotate_key_file,
 )
 from authgate.domain.errors import ProviderUnavailable
 from authgate.domain.model import Account, ClientInfo, Outcome, ProviderIdentity
 from authgate.entrypoints import development
+from authgate.entrypoints.assembly import check
 from authgate.entrypoints.config import Config, ProviderConfig
 from authgate.entrypoints.resources import (
     Resources,
@@ -309,6 +312,7 @@ async def check_config(config: Config) -> int:
     A provider that the service's own development identity provider serves is reported as
     such, not fetched: it answers only once the service runs. Each failure names the URL it
     fetched (without its query) and why it failed."""
+    check(config)  # what serve refuses before it opens anything: exit 2 as there
     print("config: ok")
     results = [_check_keys(config), await _check_database(config), await _check_redis(config)]
     served = _served_here(config)
@@ -318,15 +322,17 @@ async def check_config(config: Config) -> int:
     providers: dict[str, IdentityProvider] = {}
     async with provider_session() as http:
         for name, settings in config.providers.items():
-            if name in served:
-                print(
-                    f"provider {name}: served by this service (development identity provider "
-                    f"at {served[name]})"
-                )
-                continue
             try:
                 # One at a time, so that one provider's unusable setting fails only its line.
                 only = attrs.evolve(config, providers={name: settings})
+                if name in served:
+                    # Not fetched, but set up as serve sets it up, which refuses what it refuses.
+                    _set_up_served(only, name, http)
+                    print(
+                        f"provider {name}: served by this service (development identity "
+                        f"provider at {served[name]})"
+                    )
+                    continue
                 providers[name] = provider_adapters(only, http)[name]
             except StartupError as e:
                 print(f"provider {name}: FAILED {e}")
@@ -342,6 +348,23 @@ async def check_config(config: Config) -> int:
             elif route.provider in providers:
                 results.append(await _check_security_events(config, route.provider, providers))
     return 0 if all(results) else 1
+
+
+def _set_up_served(config: Config, name: str, http: aiohttp.ClientSession) -> None:
+    """The adapter of a provider the development provider serves, made as ``serve`` makes it
+    (:class:`StartupError` for what it refuses). Its development Apple key file is made at the
+    first start: until then, a key of the same kind made for the check stands in for it."""
+    key_file = config.providers[name].private_key_file
+    if key_file is None or Path(key_file).exists():
+        provider_adapters(config, http)
+        return
+    from authgate.entrypoints.devidp.keys import ensure_apple_key_file  # development only
+
+    with tempfile.TemporaryDirectory() as folder:
+        stand_in = str(Path(folder) / "apple-key.pem")
+        ensure_apple_key_file(stand_in)
+        settings = attrs.evolve(config.providers[name], private_key_file=stand_in)
+        provider_adapters(attrs.evolve(config, providers={name: settings}), http)
 
 
 def _served_here(config: Config) -> dict[str, str] | None:
@@ -405,10 +428,13 @@ def _check_keys(config: Config) -> bool:
     try:
         keys = list_key_file(path)
     except SessionKeyError as e:
-        if config.session.generate_keys and not _exists(path):
-            print(f"session keys: ok ({path} is created on first start)")
-            return True
-        print(f"session keys: FAILED {e}")
+        failure = e
+        if not _exists(path):
+            if config.session.generate_keys:
+                print(f"session keys: ok ({path} is created on first start)")
+                return True
+            failure = missing_key_file(path)  # what serve says: how to make one
+        print(f"session keys: FAILED {failure}")
         return False
     session = next(k for k in keys if k.algorithm != "RS256")
     rsa = next((k for k in keys if k.algorithm == "RS256"), None)

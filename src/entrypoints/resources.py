@@ -437,28 +437,43 @@ def _memory_stores(states: StateStore, challenges: PasskeyChallenges | None = No
 
 def _revocation_channel(config: Config, pool: Pool | None) -> RevocationChannel:
     """How instances tell each other about revocations (``session.revocation_channel``)."""
-    kind = config.session.revocation_channel
-    storage = config.ratelimit.storage
-    redis = storage.startswith(("redis://", "rediss://", "unix://"))
-    if kind == "auto":
-        kind = "redis" if redis else "postgres" if pool is not None else "local"
+    kind = _revocation_kind(config)
     if kind == "redis":
-        if not redis:
-            raise StartupError(
-                "session.revocation_channel: redis needs ratelimit.storage to be a Redis URL"
-            )
         from authgate.adapters.revocations import RedisRevocations  # redis: only when used
 
-        return RedisRevocations(storage)
+        return RedisRevocations(config.ratelimit.storage)
     if kind == "postgres":
-        if pool is None:
-            raise StartupError(
-                "session.revocation_channel: postgres needs a PostgreSQL database.url"
-            )
+        assert pool is not None  # _revocation_kind refuses postgres without PostgreSQL
         from authgate.adapters.revocations import PostgresRevocations  # asyncpg: only then
 
         return PostgresRevocations(pool, config.database.url)
     return LocalRevocations()
+
+
+def _revocation_kind(config: Config) -> str:
+    """The channel ``session.revocation_channel`` names (``auto`` resolved); refused when the
+    store it needs is not the configured one."""
+    kind = config.session.revocation_channel
+    redis = config.ratelimit.storage.startswith(("redis://", "rediss://", "unix://"))
+    postgres = config.database.url.startswith(("postgresql://", "postgres://"))
+    if kind == "auto":
+        kind = "redis" if redis else "postgres" if postgres else "local"
+    if kind == "redis" and not redis:
+        raise StartupError(
+            "session.revocation_channel: redis needs ratelimit.storage to be a Redis URL"
+        )
+    if kind == "postgres" and not postgres:
+        raise StartupError("session.revocation_channel: postgres needs a PostgreSQL database.url")
+    return kind
+
+
+def check_settings(config: Config) -> None:
+    """What :func:`open_resources` refuses in the configuration before it opens anything
+    (:class:`StartupError`): ``authgate config check`` runs it too, through
+    :func:`~authgate.entrypoints.assembly.check`."""
+    _revocation_kind(config)
+    _rate_limit_store(config)
+    _sealer(config)
 
 
 async def _open_store(config: Config, closers: list[Callable[[], Awaitable[Any]]]) -> _Stores:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import socket
 from collections.abc import Awaitable, Callable
 
 import attrs
@@ -9,6 +11,7 @@ from aiohttp import web
 
 from authgate.entrypoints.config import Config
 from authgate.entrypoints.rest import Api, serving
+from authgate.entrypoints.startup import StartupError
 from authgate.entrypoints.workers import worker_name
 
 
@@ -46,3 +49,53 @@ def serve(
     """Serve until SIGINT/SIGTERM, as ``rest.*`` says; in-flight requests may finish.
     ``worker``: as one of the worker processes of :mod:`authgate.entrypoints.workers`."""
     serving.serve(app, server_settings(config, worker), on_ready)
+
+
+def check_listeners(
+    config: Config,
+    worker: int | None = None,
+    variable_of: Callable[[str], str | None] = lambda _: None,
+) -> None:
+    """Refuse, as a :class:`StartupError` of one line, an address the service cannot listen
+    on (``rest.port``, and ``metrics.port`` when metrics have a listener of their own), before
+    the application is built: the error comes first, not after lines that say where the
+    service would be (the demo page's address). It names the setting to change, or the
+    environment variable it is read from (``variable_of``: ``PORT`` in the default
+    configuration). The listeners themselves are bound later; this only tries."""
+    listeners = [("rest.port", config.rest.host, config.rest.port, worker is not None, "")]
+    if config.metrics.enabled and config.metrics.port is not None:
+        also = ", or metrics.enabled: false"
+        listeners.append(("metrics.port", config.metrics.host, config.metrics.port, False, also))
+    for setting, host, port, reuse_port, also in listeners:
+        try:
+            _try_to_bind(host, port, reuse_port)
+        except OSError as e:
+            reason = os.strerror(e.errno) if e.errno else str(e)
+            variable = variable_of(setting)
+            change = (
+                f"set {variable}, which {setting} is read from, to another port"
+                if variable
+                else f"choose another {setting}"
+            )
+            raise StartupError(
+                f"{setting}: cannot listen on {host}:{port}: {reason} ({change}{also})"
+            ) from None
+
+
+def _try_to_bind(host: str, port: int, reuse_port: bool) -> None:
+    """Bind (and release) each address ``host`` names, with the options asyncio's server
+    sets (SO_REUSEADDR; IPv6 only on an IPv6 socket), and SO_REUSEPORT as a worker binds."""
+    try:
+        addresses = socket.getaddrinfo(
+            host or None, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
+        )
+    except socket.gaierror:
+        return  # the server's own bind says what is wrong with the host
+    for family, kind, proto, _, address in addresses:
+        with socket.socket(family, kind, proto) as probe:
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            if reuse_port:
+                probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+            if family == socket.AF_INET6:
+                probe.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+            probe.bind(address)

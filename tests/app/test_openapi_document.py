@@ -112,7 +112,8 @@ async def test_error_responses_are_named_with_example_bodies(
     assert "google, facebook, apple" in bad["invalid_provider"]["value"]["message"]
     # The layer's own answer to a declared parameter's invalid value, as it answers it.
     assert bad["invalid query parameter intent"]["value"] == {
-        "error": "invalid parameter value in query: intent"
+        "error": "invalid parameter value in query: intent",
+        "message": "intent must be one of login, register, link, reauthenticate",
     }
     assert "invalid_provider" in start["400"]["description"]
     assert set(start["429"]["content"]["application/json"]["examples"]) == {"rate_limited"}

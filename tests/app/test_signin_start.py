@@ -145,7 +145,11 @@ async def test_binding_cookie_attributes(signin: SignIn) -> None:
 async def test_intent_must_be_known_and_link_needs_a_caller(signin: SignIn) -> None:
     response = await signin.start(intent="delete-everything")
     assert response.status == 400
-    assert await response.json() == {"error": "invalid parameter value in query: intent"}
+    # The contract's error text, and the values that would have been accepted.
+    assert await response.json() == {
+        "error": "invalid parameter value in query: intent",
+        "message": "intent must be one of login, register, link, reauthenticate",
+    }
     response = await signin.start(intent="link")
     assert response.status == 401
     assert (await response.json())["error"] == "unauthorized"

@@ -44,7 +44,7 @@ async def test_a_confidential_clients_loopback_uri_on_another_port_is_an_error_p
     await local_op.sign_in()
     request = Request(client_id="local-web", redirect_uri=presented)
     html = await error_page(await local_op.authorize(request))
-    assert "redirect_uri is not registered" in html
+    assert f"redirect_uri &#x27;{presented}&#x27; is not registered" in html
 
 
 async def test_a_confidential_clients_loopback_uri_works_as_registered(local_op: Op) -> None:

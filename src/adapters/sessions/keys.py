@@ -111,10 +111,7 @@ def load_or_create_keys(path: str | Path, create: bool, *, rsa: bool = False) ->
     path = Path(path)
     if not create:
         if not path.exists():
-            raise SessionKeyError(
-                f"session key file {path} does not exist (set session.generate_keys: true "
-                "to create one on first start)"
-            )
+            raise missing_key_file(path)
         warn_if_exposed(path, "the session key file")
         raw, keys = _read_key_file(path)
         if rsa and not _has_rsa(raw):
@@ -138,6 +135,15 @@ def load_or_create_keys(path: str | Path, create: bool, *, rsa: bool = False) ->
                 _write_key_file(path, [*raw, new_rsa_key().as_dict(private=True)])
     _, keys = _read_key_file(path)
     return keys
+
+
+def missing_key_file(path: str | Path) -> SessionKeyError:
+    """The error for a key file that is not there and will not be made: it says how to make
+    one (``serve`` and ``authgate config check`` say the same)."""
+    return SessionKeyError(
+        f"session key file {path} does not exist (set session.generate_keys: true to create "
+        "one on first start)"
+    )
 
 
 def _create_key_file(path: Path, rsa: bool) -> None:

@@ -85,6 +85,7 @@ def shape_of(provider: ProviderConfig) -> Shape:
 
 def clients_from_config(config: Config, issuer: str) -> dict[str, DevClient]:
     """The development provider's clients by client id."""
+    check_client_ids(config, issuer)
     clients: dict[str, DevClient] = {}
     for name, provider in config.providers.items():
         if not is_dev_provider(provider, issuer):
@@ -95,11 +96,6 @@ def clients_from_config(config: Config, issuer: str) -> dict[str, DevClient]:
         if shape == "apple":
             assert provider.private_key_file is not None  # the configuration checks it
             public_key = apple_public_key(name, provider.private_key_file)
-        if provider.client_id in clients:
-            raise ClientSetupError(
-                f"providers.{name}.client_id: another development provider client uses "
-                f"{provider.client_id!r}"
-            )
         clients[provider.client_id] = DevClient(
             provider=name,
             client_id=provider.client_id,
@@ -111,6 +107,21 @@ def clients_from_config(config: Config, issuer: str) -> dict[str, DevClient]:
             apple_public_key=public_key,
         )
     return clients
+
+
+def check_client_ids(config: Config, issuer: str) -> None:
+    """Refuse two providers of the development provider with one client id (it tells its
+    clients apart by it); reads no file, so that ``authgate config check`` runs it too."""
+    seen: set[str] = set()
+    for name, provider in config.providers.items():
+        if not is_dev_provider(provider, issuer):
+            continue
+        if provider.client_id in seen:
+            raise ClientSetupError(
+                f"providers.{name}.client_id: another development provider client uses "
+                f"{provider.client_id!r}"
+            )
+        seen.add(provider.client_id)
 
 
 def apple_public_key(name: str, private_key_file: str) -> ECKey:

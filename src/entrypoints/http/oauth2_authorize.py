@@ -38,6 +38,7 @@ import base64
 import datetime as dt
 import hashlib
 import hmac
+import logging
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from urllib.parse import quote, urlencode
@@ -85,6 +86,9 @@ CONSENT_COOKIE = "__Host-authgate_consent"
 CONSENT_TTL_SECONDS = 600
 _CONSENT_KEY = re.compile(r"[A-Za-z0-9_-]{43}")
 NO_STORE = {"Cache-Control": "no-store", "Pragma": "no-cache"}
+
+# Why a request was refused at the authorization endpoint, for the developer who reads the log.
+log = logging.getLogger("authgate.security")
 
 
 @attrs.frozen
@@ -269,7 +273,7 @@ class AuthorizeOperations:
         try:
             request, client = self.service.parse(params)
         except NotRedirectable as e:
-            return error_page(e.description)
+            return _not_redirectable(e)
         except AuthorizationRefused as e:
             return self._refusal(e)
         try:
@@ -370,7 +374,7 @@ class AuthorizeOperations:
         try:
             request, client = self.service.parse(params)
         except NotRedirectable as e:
-            return error_page(e.description)
+            return _not_redirectable(e)
         except AuthorizationRefused as e:
             return self._refusal(e)
         if not self.guard.allows(http):
@@ -444,6 +448,13 @@ class AuthorizeOperations:
         return web.Response(
             status=302, headers={"Location": with_query(redirect_uri, fields), **NO_STORE}
         )
+
+
+def _not_redirectable(refused: NotRedirectable) -> web.Response:
+    """The error page, and the line that says why in the log (the description names the
+    client and the redirect_uri as received, quoted: the page escapes them)."""
+    log.info("authorize: refused: %s", refused.description)
+    return error_page(refused.description)
 
 
 def with_query(uri: str, fields: Sequence[tuple[str, str]]) -> str:

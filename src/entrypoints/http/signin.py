@@ -138,7 +138,10 @@ class SignInOperations:
                 ),
                 query(
                     "intent",
-                    pattern(r"^(login|register|link|reauthenticate)$"),
+                    pattern(
+                        r"^(login|register|link|reauthenticate)$",
+                        "intent must be one of " + ", ".join(intents),
+                    ),
                     description="Why the sign-in starts: "
                     + ", ".join(intents)
                     + " (default login). link and reauthenticate need a signed-in caller "

@@ -62,11 +62,19 @@ class HttpError(Exception):
         return json_response(self.body, self.status, self.headers)
 
 
-def layer_error(status: int, text: str, headers: Mapping[str, str] | None = None) -> HttpError:
+def layer_error(
+    status: int,
+    text: str,
+    headers: Mapping[str, str] | None = None,
+    *,
+    message: str | None = None,
+) -> HttpError:
     """A parameter validation error of the generic layer: the body is ``{"error": text}``, the
-    contract's wording for a missing or invalid declared parameter (spec 2.6, 7.3). Every other
-    error of the layer has the application's shape (:func:`service_error`)."""
-    return HttpError(status, {"error": text}, headers)
+    contract's wording for a missing or invalid declared parameter (spec 2.6, 7.3), with a
+    ``message`` where the parameter declares what it accepts. Every other error of the layer
+    has the application's shape (:func:`service_error`)."""
+    body = {"error": text} if message is None else {"error": text, "message": message}
+    return HttpError(status, body, headers)
 
 
 def service_error(

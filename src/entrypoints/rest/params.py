@@ -45,6 +45,8 @@ class Pattern:
     """
 
     regex: str
+    # What a refused value's answer adds as its ``message``: the values that are accepted, say.
+    message: str | None = attrs.field(default=None, kw_only=True, eq=False)
     compiled: re.Pattern[str] = attrs.field(init=False, eq=False, repr=False)
 
     def __attrs_post_init__(self) -> None:
@@ -129,9 +131,10 @@ required = Required()
 required_by_operation = Required(enforced=False)
 
 
-def pattern(regex: str) -> Pattern:
-    """A regular-expression validator."""
-    return Pattern(regex)
+def pattern(regex: str, message: str | None = None) -> Pattern:
+    """A regular-expression validator; ``message`` is added to the answer to a value it
+    refuses (the error text stays the contract's)."""
+    return Pattern(regex, message=message)
 
 
 @attrs.frozen
@@ -171,7 +174,12 @@ class Param:
         )
 
     def invalid(self) -> HttpError:
-        return layer_error(400, f"invalid parameter value in {self.location.value}: {self.name}")
+        message = next(
+            (v.message for v in self.validators if isinstance(v, Pattern) and v.message), None
+        )
+        return layer_error(
+            400, f"invalid parameter value in {self.location.value}: {self.name}", message=message
+        )
 
 
 def path(
