@@ -86,9 +86,11 @@ class _Site:
 
 @pytest.fixture(scope="module")
 def service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """The service with the application at APP (app.url, app.allowed_origins)."""
+    """The service with the application at APP (app.url, app.allowed_origins), both on
+    127.0.0.1: one site."""
     app = {"url": f"{APP}/demo", "allowed_origins": [APP]}
-    yield from _serve(tmp_path_factory.mktemp("authgate-cross-origin"), {"app": app})
+    workdir = tmp_path_factory.mktemp("authgate-cross-origin")
+    yield from _serve(workdir, {"app": app}, PUBLIC_HOST="127.0.0.1")
 
 
 @pytest.fixture(scope="module")

@@ -2,8 +2,8 @@
 internal transport, resident keys, user verification) adds a passkey on the demo page and
 signs in with it, again after the service restarted, and not once the passkey is removed.
 
-The demo runs on ``localhost`` (``DEMO_HOST=localhost``): browsers take a domain as the RP ID,
-never an IP address, and the default configuration's RP ID is ``localhost``."""
+The default configuration puts every face on ``http://localhost:{PORT}``: browsers take a domain
+as the RP ID, never an IP address, and its RP ID is ``localhost``."""
 
 from __future__ import annotations
 
@@ -31,11 +31,8 @@ class Instance:
         self.base = ""
 
     def start(self, **env: str) -> str:
-        # The OpenID Provider's issuer on localhost too, so its sign-in page may use them.
-        sections = {"rest": {"public_url": "http://localhost:${PORT}"}}
-        self._running = _serve(self.workdir, sections, DEMO_HOST="localhost", **env)
-        served = next(self._running)
-        self.base = served.replace("127.0.0.1", "localhost")
+        self._running = _serve(self.workdir, **env)
+        self.base = next(self._running)
         return self.base
 
     def stop(self) -> None:
@@ -105,12 +102,11 @@ def register_with_a_passkey(page: Page, base: str, steps: Steps) -> None:
 
 def demo_app_request(base: str) -> str:
     """The query of an authorization request of the demo application (code flow, PKCE)."""
-    port = base.rsplit(":", 1)[1]
     return urlencode(
         {
             "response_type": "code",
             "client_id": "demo-app",
-            "redirect_uri": f"http://127.0.0.1:{port}/demo/app/callback",
+            "redirect_uri": f"{base}/demo/app/callback",
             "scope": "openid profile",
             "state": "s-123",
             "code_challenge": "E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM",
@@ -142,8 +138,6 @@ def test_a_passkey_signs_in_also_after_a_restart_and_not_once_removed(
         steps.choose_user("Ada Lovelace")
         expect(page.get_by_role("heading", level=1)).to_have_text("Welcome, Ada Lovelace")
         expect(page.locator("#passkeys-none")).to_be_visible()
-        # The development provider is at 127.0.0.1 (its issuer); from here on only the
-        # service at localhost is asked.
         watch.requested.clear()
 
         page.get_by_role("button", name="Add a passkey").click()
