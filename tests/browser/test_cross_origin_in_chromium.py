@@ -22,7 +22,7 @@ from urllib.parse import urlsplit
 import pytest
 from playwright.sync_api import Browser, ConsoleMessage, Page, Response, expect, sync_playwright
 
-from authgate.entrypoints.demo.assets import read_static
+from authgate.entrypoints.demo.assets import read_static, stylesheet
 from tests.browser.conftest import CHROMIUM_ARGS, _serve
 from tests.browser.test_demo_in_chromium import Steps
 from tests.support.ports import free_ports
@@ -48,7 +48,7 @@ class _Site:
         files: dict[str, tuple[str, bytes]] = {
             "/demo/config.json": ("application/json", json.dumps(settings).encode()),
             "/demo/assets/demo.js": ("text/javascript", read_static("demo.js")),
-            "/demo/assets/demo.css": ("text/css", read_static("demo.css")),
+            "/demo/assets/demo.css": ("text/css", stylesheet()),
             "/demo/assets/favicon.svg": ("image/svg+xml", read_static("favicon.svg")),
         }
         page = ("text/html; charset=utf-8", read_static("demo.html"))
