@@ -45,6 +45,7 @@ header nav a, .brand { white-space: nowrap; }
 .tag { font-weight: 400; border: 1px solid GrayText; border-radius: .3rem; padding: 0 .4rem; }
 main { max-width: 46rem; margin: 0 auto; padding: 1rem 1.5rem 3rem; }
 main:focus { outline: none; }
+h1, h2 { line-height: 1.25; }
 .button, button {
   display: inline-block; font: inherit; cursor: pointer; text-decoration: none;
   border-radius: .4rem; padding: .55rem 1rem; border: 2px solid var(--accent);
