@@ -14,7 +14,7 @@ import logging
 
 from aiohttp import web
 
-from authgate.entrypoints.config import Config
+from authgate.entrypoints.config import Config, openid_issuer
 from authgate.entrypoints.demo import DEMO_PATH, mount_demo, mount_docs
 from authgate.entrypoints.startup import StartupError
 
@@ -89,10 +89,7 @@ async def _to_demo(request: web.Request) -> web.StreamResponse:
 
 
 def _base(config: Config) -> str:
-    """The service's own address, as the development provider's issuer derives it."""
-    from authgate.entrypoints import devidp  # development only: not imported in production
-
-    try:
-        return devidp.dev_issuer(config).removesuffix(devidp.BASE_PATH)
-    except devidp.ClientSetupError:
-        return ""
+    """The service's own address: its public one (``rest.public_url``) when set, the origin
+    where the passkeys, the demo and single sign-on all work; else the address it listens
+    on."""
+    return openid_issuer(config)

@@ -249,7 +249,7 @@ async def test_a_confidential_clients_loopback_uri_on_another_port_is_an_error_p
     assert page.status == 400, (page.status, page.headers.get("Location"))
     assert "Location" not in page.headers
     assert page.content_type == "text/html"
-    assert "redirect_uri is not registered" in await page.text()
+    assert "is not registered for the client" in await page.text()
 
 
 async def test_a_public_clients_loopback_uri_takes_any_port(new_browser: NewBrowser) -> None:

@@ -22,7 +22,7 @@ from urllib.parse import urlsplit
 import pytest
 from playwright.sync_api import Browser, ConsoleMessage, Page, Response, expect, sync_playwright
 
-from authgate.entrypoints.demo.assets import read_static
+from authgate.entrypoints.demo.assets import read_static, stylesheet
 from tests.browser.conftest import CHROMIUM_ARGS, _serve
 from tests.browser.test_demo_in_chromium import Steps
 from tests.support.ports import free_ports
@@ -48,7 +48,7 @@ class _Site:
         files: dict[str, tuple[str, bytes]] = {
             "/demo/config.json": ("application/json", json.dumps(settings).encode()),
             "/demo/assets/demo.js": ("text/javascript", read_static("demo.js")),
-            "/demo/assets/demo.css": ("text/css", read_static("demo.css")),
+            "/demo/assets/demo.css": ("text/css", stylesheet()),
             "/demo/assets/favicon.svg": ("image/svg+xml", read_static("favicon.svg")),
         }
         page = ("text/html; charset=utf-8", read_static("demo.html"))
@@ -86,9 +86,11 @@ class _Site:
 
 @pytest.fixture(scope="module")
 def service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """The service with the application at APP (app.url, app.allowed_origins)."""
+    """The service with the application at APP (app.url, app.allowed_origins), both on
+    127.0.0.1: one site."""
     app = {"url": f"{APP}/demo", "allowed_origins": [APP]}
-    yield from _serve(tmp_path_factory.mktemp("authgate-cross-origin"), {"app": app})
+    workdir = tmp_path_factory.mktemp("authgate-cross-origin")
+    yield from _serve(workdir, {"app": app}, PUBLIC_HOST="127.0.0.1")
 
 
 @pytest.fixture(scope="module")

@@ -90,6 +90,9 @@ def test_single_sign_on_with_the_account_page_and_logout_from_either_side(
         # ...and the account page too.
         page.goto(f"{served}/demo")
         expect(page.locator("#problem-heading")).to_have_text("You are signed out")
+        # The sign-out the person chose is no error: a neutral status, not a red alert.
+        expect(page.locator("#problem")).to_have_attribute("role", "status")
+        expect(page.locator("#problem")).to_have_class("message neutral")
         expect(page.get_by_role("link", name="Sign in with Google")).to_be_visible()
         expect(page.locator("#signed-in")).to_be_hidden()
 

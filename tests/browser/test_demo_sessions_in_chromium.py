@@ -40,10 +40,13 @@ def devices(page: Page) -> list[tuple[str, bool, bool]]:
 
 
 def expect_ended(page: Page, steps: Steps, name: str) -> None:
-    """The device's next load says its session was ended, in the problem box, not in a green
-    notice, and offers the sign-in buttons."""
+    """The device's next load says its session was ended, in the message box, not in a green
+    notice, and offers the sign-in buttons. A sign-out is no error: the box is neutral, a
+    status, not an alert."""
     page.reload()
     expect(page.locator("#problem")).to_be_visible()
+    expect(page.locator("#problem")).to_have_attribute("role", "status")
+    expect(page.locator("#problem")).to_have_class("message neutral")
     expect(page.locator("#problem-heading")).to_have_text("You are signed out")
     expect(page.locator("#problem-text")).to_have_text(ENDED)
     expect(page.locator("#notice")).to_be_hidden()

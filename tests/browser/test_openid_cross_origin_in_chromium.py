@@ -7,8 +7,9 @@ Allow and Deny, the form that posts the answer (``response_mode=form_post``), a 
 asked with ``prompt=login`` and ``max_age``, the logout confirmation, and the sign-in page's
 passkey. What the test asserts is what the application shows.
 
-The application is on ``localhost`` and authgate on ``127.0.0.1`` (the passkey test the other
-way round: passkeys need authgate on a domain): another origin, as every real application is.
+The application is on ``localhost`` and authgate on ``127.0.0.1`` (``PUBLIC_HOST``; the passkey
+test the other way round, authgate on its default ``localhost``: passkeys need a domain):
+another origin, as every real application is.
 That is what a same-origin test cannot see: browsers hold the redirect that answers a form
 post to the page's ``form-action``, so a consent page that allowed only itself recorded the
 click and the browser never reached the application. Any policy a page breaks shows as a
@@ -64,7 +65,8 @@ def _client(origin: str) -> dict[str, Any]:
 def service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """authgate at 127.0.0.1, the application registered at localhost."""
     sections = {"clients": _client(f"http://localhost:{APP_PORT}")}
-    yield from _serve(tmp_path_factory.mktemp("authgate-openid-cross-origin"), sections)
+    workdir = tmp_path_factory.mktemp("authgate-openid-cross-origin")
+    yield from _serve(workdir, sections, PUBLIC_HOST="127.0.0.1")
 
 
 @pytest.fixture(scope="module")
@@ -306,13 +308,8 @@ def test_the_logout_confirmation_goes_back_to_the_registered_address(
 @pytest.fixture(scope="module")
 def passkey_service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """authgate at localhost (passkeys need a domain), the application at 127.0.0.1."""
-    sections = {
-        "rest": {"public_url": "http://localhost:${PORT}"},
-        "clients": _client(f"http://127.0.0.1:{PASSKEY_APP_PORT}"),
-    }
-    workdir = tmp_path_factory.mktemp("authgate-openid-passkey")
-    for served in _serve(workdir, sections, DEMO_HOST="localhost"):
-        yield served.replace("127.0.0.1", "localhost")
+    sections = {"clients": _client(f"http://127.0.0.1:{PASSKEY_APP_PORT}")}
+    yield from _serve(tmp_path_factory.mktemp("authgate-openid-passkey"), sections)
 
 
 def test_the_sign_in_page_s_passkey_brings_the_application_its_code(
@@ -344,8 +341,7 @@ def test_the_sign_in_page_s_passkey_brings_the_application_its_code(
             # The passkey is the login the ID token reports.
             assert auth_time is not None and clicked <= auth_time <= time.time()
             steps.shot("openid-cross-origin-passkey")
-            # The development provider is at 127.0.0.1 (its issuer), for the registration.
-            check(watch, service, shop, service.replace("localhost", "127.0.0.1"))
+            check(watch, service, shop)
         assert shop.problems == []
     finally:
         shop.close()

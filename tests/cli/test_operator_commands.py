@@ -578,7 +578,7 @@ def test_config_check_of_the_default_configuration_passes_before_the_service_run
     for name in ("google", "facebook", "apple"):
         assert (
             f"provider {name}: served by this service (development identity provider at "
-            "http://127.0.0.1:8080/dev/idp)"
+            "http://localhost:8080/dev/idp)"
         ) in lines
     assert not [line for line in lines if "FAILED" in line]
     assert result.stderr == ""

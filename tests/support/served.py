@@ -49,7 +49,9 @@ def serve(
     """Run ``authgate serve`` on the default configuration in ``workdir``; its base address.
 
     ``sections``: keys to set in the configuration's sections (``{"app": {"url": ...}}``),
-    the rest of the default configuration (its ``${...}`` included) kept as it is."""
+    the rest of the default configuration (its ``${...}`` included) kept as it is. The base
+    address is the one origin the default configuration names, ``http://localhost:{PORT}``
+    (``PUBLIC_HOST`` in ``env_vars`` names another host)."""
     shutil.copy(ROOT / "config.default.yaml", workdir / "config.yaml")
     if sections:
         data = yaml.safe_load((workdir / "config.yaml").read_text())
@@ -74,7 +76,7 @@ def serve(
             stdout=out,
             stderr=subprocess.STDOUT,
         )
-    base = f"http://127.0.0.1:{port}"
+    base = f"http://{env_vars.get('PUBLIC_HOST', 'localhost')}:{port}"
     try:
         _wait_ready(base, process, log)
         yield base

@@ -25,6 +25,14 @@ def read_static(name: str) -> bytes:
     return (STATIC / name).read_bytes()
 
 
+def stylesheet() -> bytes:
+    """The demo's stylesheet as served: the look every page shares (the provider's pages
+    inline the same text), then the demo's own rules."""
+    from authgate.entrypoints.http.look import LOOK
+
+    return LOOK.encode() + read_static("demo.css")
+
+
 def content_type(name: str) -> str:
     for suffix, kind in CONTENT_TYPES.items():
         if name.endswith(suffix):

@@ -22,7 +22,12 @@ from aiohttp import web
 
 from authgate.domain.login_proof import proves_login_time
 from authgate.entrypoints.config import Config, ProviderConfig, callback_urls_of, passkey_rp_id
-from authgate.entrypoints.demo.assets import page_headers, read_static, static_response
+from authgate.entrypoints.demo.assets import (
+    page_headers,
+    read_static,
+    static_response,
+    stylesheet,
+)
 
 DEMO_PATH = "/demo"
 DEMO_APP_PATH = f"{DEMO_PATH}/app"
@@ -81,7 +86,8 @@ def _origin(url: str) -> str:
 def mount_demo(app: web.Application, config: Config) -> None:
     """Add ``/demo``, its pages, assets and settings to ``app``."""
     page = read_static("demo.html")
-    assets = {name: read_static(name) for name in ("demo.css", "demo.js", "favicon.svg")}
+    assets = {name: read_static(name) for name in ("demo.js", "favicon.svg")}
+    assets["demo.css"] = stylesheet()
     settings = demo_settings(config)
     app_origin = _origin(config.app.url)
     app_on_demo = urlsplit(config.app.url).path.rstrip("/") == DEMO_PATH

@@ -36,10 +36,14 @@ def _page(title: str, body: str, *, status: int, form_targets: Iterable[str] = (
     )
 
 
-def _notice(problem: str | None) -> str:
+def _notice(problem: str | None, *, done: bool = False) -> str:
+    """A problem before the sign-out, as one; after a sign-out the person chose (``done``),
+    a neutral note: the sign-out happened, only the way back did not."""
     if problem is None:
         return ""
-    return f'<p class="notice" role="alert">{html.escape(problem)}</p>\n'
+    if done:
+        return f'<p class="message neutral" role="status">{html.escape(problem)}</p>\n'
+    return f'<p class="message problem" role="alert">{html.escape(problem)}</p>\n'
 
 
 def confirmation_page(
@@ -80,7 +84,7 @@ def signed_out_page(*, problem: str | None = None) -> web.Response:
     """The sign-out is done (or there was nothing to end in this browser)."""
     body = (
         "<h1>You are signed out</h1>\n"
-        f"{_notice(problem)}"
+        f"{_notice(problem, done=True)}"
         "<p>Your authgate session in this browser has ended. You can close this window.</p>\n"
     )
     return _page("Signed out", body, status=200)

@@ -22,25 +22,27 @@ import attrs
 from aiohttp import web
 
 from authgate.domain.redirects import origin
+from authgate.entrypoints.http.look import LOOK
 
-STYLE = """\
-:root { color-scheme: light dark; font-family: system-ui, sans-serif; line-height: 1.5; }
-body { margin: 0; background: Canvas; color: CanvasText; }
-main { max-width: 32rem; margin: 2rem auto; padding: 0 1rem; }
+# The look every page shares (the demo's too), then the provider's own: one column of whole-width
+# choices, the consent's two answers side by side.
+STYLE = (
+    LOOK
+    + """\
+main { max-width: 32rem; }
 ul { list-style: none; padding: 0; margin: 0; }
 li + li { margin-top: .5rem; }
-a.button, button { display: block; box-sizing: border-box; width: 100%; font: inherit;
-  text-align: center; text-decoration: none; cursor: pointer; border-radius: .4rem;
-  padding: .6rem 1rem; border: 1px solid #1a4d8f; background: #e8f0fb; color: #0b2545; }
-button.secondary, a.secondary { border-color: GrayText; background: Canvas;
-  color: CanvasText; }
-a.button:focus-visible, button:focus-visible { outline: 3px solid #f5a623;
-  outline-offset: 2px; }
+.choices .button, .choices button, main > button { display: block; box-sizing: border-box;
+  width: 100%; text-align: center; }
 .actions { display: flex; gap: .75rem; margin-top: 1.5rem; }
 .actions button { flex: 1; }
-.note { color: GrayText; }
-.notice { padding: .75rem; border-left: 4px solid #b45309; }
+.field label { display: block; margin-bottom: .25rem; }
+.field input { width: 100%; }
 """
+)
+
+# Every page's header: the service's name, as the demo's pages show theirs.
+HEADER = '<header><p class="brand">authgate</p></header>'
 
 # Submits the form_post answer at once; without scripts its button does.
 FORM_POST_SCRIPT = 'document.getElementById("answer").submit();'
@@ -218,7 +220,7 @@ def _document(
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
         f'<meta name="referrer" content="{referrer}">'
         f"<title>{escape(title)}</title><style>{STYLE}</style></head>"
-        f"<body><main>{body}</main>{tail}</body></html>\n"
+        f"<body>{HEADER}<main>{body}</main>{tail}</body></html>\n"
     )
 
 
@@ -286,20 +288,20 @@ def sign_in_page(
         '<p class="note">Or with a passkey you added to your account:</p>'
         f'<button type="button" id="passkey" data-api="{escape(passkey.api)}" '
         f'data-return-to="{escape(passkey.return_to)}">Sign in with a passkey</button>'
-        '<p><label for="passkey-field">Or choose it here</label> '
+        '<p class="field"><label for="passkey-field">Or choose it here</label> '
         '<input id="passkey-field" name="username" autocomplete="username webauthn" '
         'placeholder="Your passkeys are offered here"></p>'
-        '<p id="passkey-problem" class="notice" role="alert" hidden></p>'
+        '<p id="passkey-problem" class="message problem" role="alert" hidden></p>'
         if passkey is not None
         else ""
     )
     body = (
         "<h1>Sign in</h1>"
         f"{why}"
-        f'<nav aria-label="Sign in with"><ul>{sign_in}</ul></nav>'
+        f'<nav class="choices" aria-label="Sign in with"><ul>{sign_in}</ul></nav>'
         f"{with_passkey}"
         "<h2>New here?</h2>"
-        f'<nav aria-label="Create an account with"><ul>{register}</ul></nav>'
+        f'<nav class="choices" aria-label="Create an account with"><ul>{register}</ul></nav>'
     )
     if passkey is None:
         return html_page("Sign in", body)

@@ -56,7 +56,10 @@ class App {
     $("notice").hidden = !text;
   }
 
-  problem(text, codes = "", heading = "That did not work") {
+  // ``kind``: "problem" (red, an alert) or "neutral" (a sign-out, not an error).
+  problem(text, codes = "", heading = "That did not work", kind = "problem") {
+    $("problem").className = `message ${kind}`;
+    $("problem").setAttribute("role", kind === "problem" ? "alert" : "status");
     $("problem").hidden = !text;
     $("problem-heading").textContent = heading;
     $("problem-text").textContent = text || "";
@@ -176,6 +179,7 @@ class App {
         : `authgate could not confirm the sign-in (HTTP ${response.status}). Sign in again.`,
       `userinfo: HTTP ${response.status}`,
       "You are signed out",
+      expired || response.status === 401 ? "neutral" : "problem",
     );
   }
 

@@ -199,18 +199,6 @@ function duration(seconds) {
   return `${Math.round(minutes / 60)} hours`;
 }
 
-// A provider identity ("user:google:1234…") may break only after a colon, never inside the
-// provider's own id.
-function identity(text) {
-  const node = el("code", { class: "identity" });
-  const parts = String(text).split(":");
-  parts.forEach((part, i) => {
-    node.append(document.createTextNode(i < parts.length - 1 ? `${part}:` : part));
-    if (i < parts.length - 1) node.append(el("wbr"));
-  });
-  return node;
-}
-
 // The session's device in words, from the user agent of its sign-in.
 function device(userAgent) {
   if (!userAgent) return "Unknown device";
@@ -309,7 +297,12 @@ class Demo {
     if (text && focus) box.focus();
   }
 
-  problem(text, codes, focus = false, action = null, heading = "That did not work") {
+  // ``kind``: "problem" (red, an alert) or "neutral" (a sign-out, not an error). Any message
+  // replaces a step-up prompt still shown.
+  problem(text, codes, focus = false, action = null, heading = "That did not work", kind = "problem") {
+    $("step-up").hidden = true;
+    $("problem").className = `message ${kind}`;
+    $("problem").setAttribute("role", kind === "problem" ? "alert" : "status");
     $("problem").hidden = !text;
     $("problem-heading").textContent = heading;
     $("problem-text").textContent = text || "";
@@ -331,7 +324,16 @@ class Demo {
     this.problem(text, `error: ${error}${reason ? `, reason: ${reason}` : ""}`);
   }
 
-  // The re-authentication this tab started: { provider, maxAge }.
+  // The step-up prompt: a change needs a recent sign-in; ``action`` is the way back.
+  prompt(text, action) {
+    this.problem("");
+    $("step-up-text").textContent = text;
+    $("step-up-action").replaceChildren(action);
+    $("step-up").hidden = false;
+    $("step-up").focus();
+  }
+
+  // The re-authentication this tab started: { provider, maxAge, resume }.
   stepUp() {
     try {
       return JSON.parse(remembered(sessionStorage, STEP_UP) || "{}") || {};
@@ -342,8 +344,10 @@ class Demo {
 
   // A change refused for an old sign-in (401 reauthentication_required): offer to sign in
   // again, with a linked provider (not ``avoid``, the one about to be unlinked, when another
-  // is linked), and remember the window the API named for the notice on return.
-  offerStepUp(answer, what, avoid = null) {
+  // is linked), and remember the window the API named for the notice on return, and the
+  // change asked for (``resume``: { kind, ... }, see ``resume``), done again on return.
+  offerStepUp(answer, what, avoid = null, resume = null) {
+    this.resuming = resume;
     const linked = this.config.providers.filter((p) => this.linked && this.linked.has(p.id));
     const hasPasskey = this.passkeyList !== null && this.passkeyList.length > 0;
     // Only a signed statement proves a login: a passkey, or a provider whose ID tokens sign
@@ -354,11 +358,12 @@ class Demo {
     if (withPasskey && (this.signedInWith === "passkey" || proving.length === 0)) {
       // A passkey sign-in is a fresh one too (its auth_time is the moment it was verified).
       const again = el("button", { type: "button", id: "reauthenticate" }, "Sign in again with a passkey");
-      again.addEventListener("click", () => this.passkeySignIn());
-      this.problem(
+      again.addEventListener("click", () => {
+        remember(sessionStorage, STEP_UP, JSON.stringify({ provider: "passkey", resume }));
+        this.passkeySignIn();
+      });
+      this.prompt(
         `For your security, ${what} needs a recent sign-in. Sign in again, then try once more.`,
-        "error: reauthentication_required",
-        true,
         again,
       );
       return;
@@ -392,14 +397,31 @@ class Demo {
   // The step-up's way back through a provider (``intent``), remembering the window the API
   // named for the notice on return.
   offerSignInAgain(answer, provider, intent, text) {
-    remember(sessionStorage, STEP_UP, JSON.stringify({ provider: provider.id, maxAge: maxAgeOf(answer) }));
+    remember(
+      sessionStorage,
+      STEP_UP,
+      JSON.stringify({ provider: provider.id, maxAge: maxAgeOf(answer), resume: this.resuming || null }),
+    );
     const next = `${this.config.pages.dashboard}?reauthenticated=${provider.id}`;
     const action = el(
       "a",
       { class: "button", href: this.startUrl(provider, intent, next), id: "reauthenticate" },
       `Sign in again with ${provider.label}`,
     );
-    this.problem(text, "error: reauthentication_required", true, action);
+    this.prompt(text, action);
+  }
+
+  // The change the person asked for before a step-up, done now that they are back.
+  async resume(what) {
+    if (!what) return;
+    if (what.kind === "addPasskey") await this.addPasskey();
+    else if (what.kind === "removePasskey") await this.removePasskey(what.passkey);
+    else if (what.kind === "withdrawApp") await this.withdrawApp(what.clientId, what.name);
+    else if (what.kind === "endSession") await this.endSession(what.session);
+    else if (what.kind === "endOtherSessions") {
+      $("remove-other-passkeys").checked = what.removePasskeys;
+      await this.endOtherSessions();
+    } else if (what.kind === "unlink") await this.unlink(what.provider);
   }
 
   // The API refused the session cookie: the session ended since the page last knew it live.
@@ -413,6 +435,7 @@ class Demo {
       true,
       null,
       "You are signed out",
+      "neutral",
     );
   }
 
@@ -605,7 +628,9 @@ class Demo {
     this.problem("");
     const options = await api("POST", "/v1/account/passkeys/registration/options");
     if (options.status !== 200) {
-      if (!this.failed("Adding a passkey", options)) this.offerStepUp(options, "adding a passkey");
+      if (!this.failed("Adding a passkey", options)) {
+        this.offerStepUp(options, "adding a passkey", null, { kind: "addPasskey" });
+      }
       return;
     }
     let credential;
@@ -634,7 +659,8 @@ class Demo {
     } else if (answer.status === 409) {
       this.passkeyProblem("Removing the passkey", answer);
     } else if (!this.failed("Removing the passkey", answer)) {
-      this.offerStepUp(answer, "removing a passkey");
+      const resume = { kind: "removePasskey", passkey: { id: passkey.id, name: passkey.name } };
+      this.offerStepUp(answer, "removing a passkey", null, resume);
     }
   }
 
@@ -651,12 +677,21 @@ class Demo {
     status.textContent = account.emailVerified ? "verified" : "not verified";
     status.dataset.verified = account.emailVerified ? "true" : "false";
     $("account-id").textContent = account.id;
+    this.account = account;
     $("account-created").replaceChildren(formatTime(account.createdAt));
     $("account-last-sign-in").replaceChildren(formatTime(account.lastSignInAt));
-    this.showProviders(account.providers);
+    this.showProviders(account.providers, account);
   }
 
-  showProviders(providers) {
+  // What the providers call the person: the account's name and email address, which its
+  // identities gave (the API's providerId, user:PROVIDER:SUBJECT, is the cell's title).
+  identityName(account) {
+    const email = account && account.email ? el("span", { class: "hint" }, account.email) : "";
+    const name = (account && account.name) || "";
+    return el("span", { class: "identity" }, name, name && email ? el("br") : "", email);
+  }
+
+  showProviders(providers, account = this.account) {
     const rows = $("linked-providers");
     rows.replaceChildren();
     for (const p of providers) {
@@ -676,7 +711,7 @@ class Demo {
           "tr",
           { "data-provider": p.provider },
           el("th", { scope: "row" }, this.label(p.provider)),
-          el("td", {}, identity(p.providerId)),
+          el("td", { title: p.providerId }, this.identityName(account)),
           el("td", {}, formatTime(p.linkedAt)),
           el("td", {}, p.isPrimary ? "yes" : "no"),
           el("td", {}, unlink),
@@ -806,7 +841,7 @@ class Demo {
       await this.refreshApps();
       this.notice(`${name} no longer has access to your account.`, true);
     } else if (!this.failed("Withdrawing the application", answer)) {
-      this.offerStepUp(answer, `withdrawing ${name}`);
+      this.offerStepUp(answer, `withdrawing ${name}`, null, { kind: "withdrawApp", clientId, name });
     }
   }
 
@@ -823,7 +858,8 @@ class Demo {
         true,
       );
     } else if (!this.failed("Ending the session", answer)) {
-      this.offerStepUp(answer, "ending another device's session");
+      const resume = { kind: "endSession", session: { id: session.id, userAgent: session.userAgent } };
+      this.offerStepUp(answer, "ending another device's session", null, resume);
     }
   }
 
@@ -848,7 +884,8 @@ class Demo {
         true,
       );
     } else if (!this.failed("Signing out everywhere else", answer)) {
-      this.offerStepUp(answer, "signing out everywhere else");
+      const resume = { kind: "endOtherSessions", removePasskeys: $("remove-other-passkeys").checked };
+      this.offerStepUp(answer, "signing out everywhere else", null, resume);
     }
   }
 
@@ -870,7 +907,7 @@ class Demo {
       );
     } else if (!this.failed("Unlinking", answer)) {
       // RFC 9470: the sign-in is too old for an account change; sign in again, then retry.
-      this.offerStepUp(answer, `unlinking ${this.label(provider)}`, provider);
+      this.offerStepUp(answer, `unlinking ${this.label(provider)}`, provider, { kind: "unlink", provider });
     }
   }
 
@@ -912,6 +949,8 @@ class Demo {
       return;
     }
     const primary = account.providers.find((p) => p.isPrimary);
+    const back = params.get("reauthenticated") || params.get("signed_in");
+    const resume = back && page !== "login" ? this.stepUp().resume : null;
     if (page === "onboarding") {
       this.notice(
         `Welcome! Your account was created with ${this.label(primary ? primary.provider : "")}.`,
@@ -930,6 +969,12 @@ class Demo {
     }
     if (page !== "login") history.replaceState(null, "", location.pathname);
     if (page !== "login") remember(sessionStorage, STEP_UP, null);
+    if (resume) {
+      // Back from the step-up: the change asked for is done now, and the page says both.
+      const returned = $("notice").textContent;
+      await this.resume(resume);
+      if (!$("notice").hidden && returned) this.notice(`${returned} ${$("notice").textContent}`, true);
+    }
   }
 }
 
