@@ -128,7 +128,7 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
     workdir = tmp_path_factory.mktemp("register-your-app")
     (workdir / "config.yaml").write_text(configuration())
     port, metrics_port, web_app_port = free_ports(3)
-    issuer = f"http://127.0.0.1:{port}"
+    issuer = f"http://localhost:{port}"
     env = {
         "PORT": str(port),
         "METRICS_PORT": str(metrics_port),
