@@ -17,12 +17,9 @@ import asyncio
 import os
 import re
 import secrets
-import signal
 import subprocess
 import sys
 import time
-import urllib.error
-import urllib.request
 from collections.abc import AsyncIterator, Iterator, Mapping
 from http.cookies import SimpleCookie
 from pathlib import Path
@@ -36,6 +33,7 @@ import pytest
 from tests.interop.support import RP_DIR
 from tests.openid.harness import parse_page
 from tests.support.ports import free_ports
+from tests.support.served import stop, wait_ready
 
 ROOT = Path(__file__).resolve().parents[2]
 PAGE = ROOT / "docs" / "openid-provider.md"
@@ -81,21 +79,6 @@ class Served:
     env: Mapping[str, str]  # what the reader's shell holds: the secret, the ports
 
 
-def _wait_ready(url: str, process: subprocess.Popen[bytes], log: Path) -> None:
-    deadline = time.monotonic() + WITHIN
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise AssertionError(f"{process.args!r} exited early:\n{log.read_text()}")
-        try:
-            with urllib.request.urlopen(url, timeout=1) as answer:
-                if answer.status == 200:
-                    return
-        except (urllib.error.URLError, OSError):
-            pass
-        time.sleep(0.1)
-    raise AssertionError(f"{process.args!r} did not answer {url}:\n{log.read_text()}")
-
-
 async def _answering(url: str, process: asyncio.subprocess.Process) -> bool:
     """Whether the program answers ``url`` (200) before it exits or time runs out."""
     deadline = time.monotonic() + WITHIN
@@ -109,16 +92,6 @@ async def _answering(url: str, process: asyncio.subprocess.Process) -> bool:
                 pass
             await asyncio.sleep(0.1)
     return False
-
-
-def _stop(process: subprocess.Popen[bytes]) -> None:
-    if process.poll() is None:
-        process.send_signal(signal.SIGTERM)
-        try:
-            process.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
 
 
 @pytest.fixture(scope="module")
@@ -148,10 +121,10 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
             stderr=subprocess.STDOUT,
         )
     try:
-        _wait_ready(f"{issuer}/health/readiness", process, log)
+        wait_ready(issuer, process, log)
         yield Served(issuer, env)
     finally:
-        _stop(process)
+        stop(process)
     text = log.read_text()
     assert "Traceback" not in text, text[-3000:]
     assert "code=" not in text and "eyJ" not in text and SECRET not in text, text[-3000:]

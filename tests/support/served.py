@@ -28,7 +28,8 @@ from tests.support.ports import free_ports
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def _wait_ready(base: str, process: subprocess.Popen[bytes], log: Path) -> None:
+def wait_ready(base: str, process: subprocess.Popen[bytes], log: Path) -> None:
+    """Until the service at ``base`` answers its readiness probe (20 s at most)."""
     deadline = time.monotonic() + 20
     while time.monotonic() < deadline:
         if process.poll() is not None:
@@ -78,18 +79,24 @@ def serve(
         )
     base = f"http://{env_vars.get('PUBLIC_HOST', 'localhost')}:{port}"
     try:
-        _wait_ready(base, process, log)
+        wait_ready(base, process, log)
         yield base
     finally:
+        stop(process)
+        # Nothing secret reaches the log (codes, tokens and cookies never do).
+        text = log.read_text()
+        assert "code=" not in text and "id_token" not in text and "session=" not in text, text
+
+
+def stop(process: subprocess.Popen[bytes]) -> None:
+    """SIGTERM (in-flight requests finish), then SIGKILL after 15 s."""
+    if process.poll() is None:
         process.send_signal(signal.SIGTERM)
         try:
             process.wait(timeout=15)
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait()
-        # Nothing secret reaches the log (codes, tokens and cookies never do).
-        text = log.read_text()
-        assert "code=" not in text and "id_token" not in text and "session=" not in text, text
 
 
 @attrs.define
