@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 import re
 import time
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from html import unescape
 from http.cookies import SimpleCookie
 from pathlib import Path
@@ -179,6 +179,17 @@ def path_qs(url: str) -> str:
     return parts.path + (f"?{parts.query}" if parts.query else "")
 
 
+def keep_cookies(jar: dict[str, str], set_cookies: Iterable[str]) -> None:
+    """What a browser keeps of ``Set-Cookie`` answers, by name: a value, or, at Max-Age=0,
+    nothing."""
+    for header in set_cookies:
+        morsel = next(iter(SimpleCookie(header).values()))
+        if morsel["max-age"] == "0":
+            jar.pop(morsel.key, None)
+        else:
+            jar[morsel.key] = morsel.value
+
+
 @attrs.define
 class Browser:
     """Keeps cookies by name (one host, so names suffice) and sends them explicitly: the test
@@ -193,12 +204,7 @@ class Browser:
         return {"Cookie": "; ".join(f"{k}={v}" for k, v in jar.items())} if jar else {}
 
     def keep(self, response: aiohttp.ClientResponse) -> None:
-        for header in response.headers.getall("Set-Cookie", ()):
-            morsel = next(iter(SimpleCookie(header).values()))
-            if morsel["max-age"] == "0":
-                self.cookies.pop(morsel.key, None)
-            else:
-                self.cookies[morsel.key] = morsel.value
+        keep_cookies(self.cookies, response.headers.getall("Set-Cookie", ()))
 
     async def request(
         self, method: str, url: str, headers: Mapping[str, str] | None = None, **kwargs: Any

@@ -21,7 +21,6 @@ import subprocess
 import sys
 import time
 from collections.abc import AsyncIterator, Iterator, Mapping
-from http.cookies import SimpleCookie
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl, urljoin, urlsplit
@@ -30,6 +29,7 @@ import aiohttp
 import attrs
 import pytest
 
+from tests.devidp.support import keep_cookies
 from tests.interop.support import RP_DIR
 from tests.openid.harness import parse_page
 from tests.support.ports import free_ports
@@ -154,12 +154,7 @@ class Browser:
         async with self.http.request(
             method, url, data=data, headers={**sent, **(headers or {})}, allow_redirects=False
         ) as answer:
-            for header in answer.headers.getall("Set-Cookie", ()):
-                morsel = next(iter(SimpleCookie(header).values()))
-                if morsel["max-age"] == "0":
-                    self.cookies.pop(morsel.key, None)
-                else:
-                    self.cookies[morsel.key] = morsel.value
+            keep_cookies(self.cookies, answer.headers.getall("Set-Cookie", ()))
             return answer.status, answer.headers.get("Location", ""), await answer.text()
 
     async def sign_in(self, url: str, *, issuer: str, user: str, until: str) -> str:

@@ -13,7 +13,6 @@ import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator, Mapping
-from http.cookies import SimpleCookie
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit
@@ -22,7 +21,7 @@ import aiohttp
 import attrs
 import yaml
 
-from tests.devidp.support import form_action, hidden_fields
+from tests.devidp.support import form_action, hidden_fields, keep_cookies
 from tests.support.ports import free_ports
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -122,12 +121,7 @@ class ServedBrowser:
         return f"{self.base}/v1/auth/{provider}/callback"
 
     def _keep(self, response: aiohttp.ClientResponse) -> None:
-        for header in response.headers.getall("Set-Cookie", ()):
-            morsel = next(iter(SimpleCookie(header).values()))
-            if morsel["max-age"] == "0":
-                self.cookies.pop(morsel.key, None)
-            else:
-                self.cookies[morsel.key] = morsel.value
+        keep_cookies(self.cookies, response.headers.getall("Set-Cookie", ()))
 
     async def request(
         self, method: str, url: str, headers: Mapping[str, str] | None = None, **kwargs: Any
