@@ -15,13 +15,13 @@ import urllib.request
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qsl, urlencode, urlsplit
+from urllib.parse import urlencode
 
 import aiohttp
 import attrs
 import yaml
 
-from tests.devidp.support import form_action, hidden_fields, keep_cookies
+from tests.devidp.support import Browser, keep_cookies
 from tests.support.ports import free_ports
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -161,18 +161,10 @@ class ServedBrowser:
         assert url.startswith(f"{self.base}/dev/idp/authorize?"), url
         return url
 
-    async def decide(self, authorization_url: str, user: str) -> aiohttp.ClientResponse:
-        """Choose ``user`` on the development provider's page."""
-        fields = dict(parse_qsl(urlsplit(authorization_url).query)) | {"user": user}
-        return await self.request("POST", "/dev/idp/authorize", data=fields)
-
-    async def back_to_service(self, answer: aiohttp.ClientResponse) -> aiohttp.ClientResponse:
-        """Deliver the provider's answer to the callback: a redirect, or a form_post page."""
-        if answer.status == 302:
-            return await self.request("GET", answer.headers["Location"])
-        assert answer.status == 200, await answer.text()
-        html = await answer.text()
-        return await self.request("POST", form_action(html), data=hidden_fields(html))
+    # The development provider's page and the way back, as the in-process browser answers
+    # them (both go through ``self.request``).
+    decide = Browser.decide
+    back_to_service = Browser.back_to_service
 
     async def sign_in(
         self, provider: str, user: str, intent: str = "register"
