@@ -36,7 +36,7 @@ import asyncpg
 import attrs
 import yaml
 
-from authgate.adapters.sessions import JwtSessionTokens, load_or_create_keys
+from authgate.adapters.jose import JwtSessionTokens, load_or_create_keys
 from tests.fakeidp import FakeIdP, FakeUser
 from tests.support.ports import free_port, free_ports
 

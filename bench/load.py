@@ -45,7 +45,7 @@ import aiohttp
 import asyncpg
 import attrs
 
-from authgate.adapters.sessions import jwt as sessions_jwt
+from authgate.adapters.jose import session_tokens as sessions_jwt
 from bench import profiling
 from bench.harness import (
     ServiceProcess,

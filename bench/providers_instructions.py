@@ -35,7 +35,7 @@ if __package__ in (None, ""):  # run as a script: make the repository importable
 
 import asyncpg
 
-from authgate.adapters.sessions.keys import load_or_create_keys
+from authgate.adapters.jose.keys import load_or_create_keys
 from authgate.entrypoints.rest.eventloop import default_event_loop
 from bench.callgrind import VALGRIND, instructions_per_request
 from bench.harness import (

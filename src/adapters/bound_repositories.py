@@ -16,14 +16,14 @@ from typing import Generic, TypeVar
 import attrs
 
 from authgate.ports.accounts import AccountRepository
-from authgate.ports.authorization import (
+from authgate.ports.events import SignInEventLog
+from authgate.ports.openid import (
     AuthorizationCodes,
     Grants,
+    LogoutOutbox,
     RefreshTokens,
     SessionClients,
 )
-from authgate.ports.events import SignInEventLog
-from authgate.ports.logout import LogoutOutbox
 from authgate.ports.passkeys import PasskeyStore
 from authgate.ports.provider_events import SeenEvents
 from authgate.ports.provider_tokens import ProviderTokenStore, RevocationOutbox

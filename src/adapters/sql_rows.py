@@ -12,13 +12,13 @@ import datetime as dt
 from collections.abc import Callable
 from typing import Any, Literal, Protocol
 
-from authgate.domain.logout import PendingLogout
 from authgate.domain.model import (
     PendingRevocation,
     ProviderIdentity,
     SealedToken,
     StoredProviderToken,
 )
+from authgate.domain.openid.logout import PendingLogout
 
 WriteTime = Callable[[dt.datetime], object]
 ReadTime = Callable[[Any], dt.datetime]

@@ -24,15 +24,15 @@ from authgate.domain.scopes import ACCOUNT_MANAGE
 from authgate.entrypoints import development
 from authgate.entrypoints.config import Config, callback_urls_of, passkey_origins
 from authgate.entrypoints.http.account import AccountOperations
-from authgate.entrypoints.http.caller import ClientAddress
-from authgate.entrypoints.http.errors import answer_error
-from authgate.entrypoints.http.jwks import JwksOperations
-from authgate.entrypoints.http.renewal import renewal_hook
-from authgate.entrypoints.http.session_auth import (
+from authgate.entrypoints.http.common.caller import ClientAddress
+from authgate.entrypoints.http.common.errors import answer_error
+from authgate.entrypoints.http.common.renewal import renewal_hook
+from authgate.entrypoints.http.common.session_auth import (
     SameOriginGuard,
     SessionVerifier,
     session_cookie_scheme,
 )
+from authgate.entrypoints.http.openid.jwks import JwksOperations
 from authgate.entrypoints.http.signin import SignInOperations
 from authgate.entrypoints.resources import (
     Resources,
@@ -108,13 +108,16 @@ def build_api(config: Config, resources: Resources, services: Services | None = 
             cors=cors,
         ).register(api)
     if services.openid is not None:
-        from authgate.entrypoints.http.discovery import DiscoveryOperations, provider_metadata
+        from authgate.entrypoints.http.openid.discovery import (
+            DiscoveryOperations,
+            provider_metadata,
+        )
 
         DiscoveryOperations(provider_metadata(config)).register(api)
         _register_openid_flow(
             api, config, resources, services.openid, services.sessions, guard, client_address
         )
-        from authgate.entrypoints.http.oauth2_logout import LogoutOperations
+        from authgate.entrypoints.http.openid.end_session import LogoutOperations
 
         LogoutOperations(
             services.openid.end_session,
@@ -124,9 +127,9 @@ def build_api(config: Config, resources: Resources, services: Services | None = 
             resources.openid_limits.logout,
         ).register(api)
     if services.openid is not None and services.openid_resource is not None:
-        from authgate.entrypoints.http.apps import AppOperations
-        from authgate.entrypoints.http.oauth2_cors import public_client_cors
-        from authgate.entrypoints.http.oauth2_resource import ResourceOperations
+        from authgate.entrypoints.http.openid.apps import AppOperations
+        from authgate.entrypoints.http.openid.cors import public_client_cors
+        from authgate.entrypoints.http.openid.resource import ResourceOperations
 
         ResourceOperations(
             services.openid_resource.access,
@@ -169,9 +172,9 @@ def _register_openid_flow(
     """The code flow's endpoints: authorize (with its sign-in and consent pages) and token,
     behind their rate limits. The sign-in page starts each provider's sign-in with its
     callback URL on the issuer's origin (else its first)."""
-    from authgate.entrypoints.http.oauth2_authorize import AuthorizeOperations, SignInStart
-    from authgate.entrypoints.http.oauth2_cors import public_client_cors
-    from authgate.entrypoints.http.oauth2_token import TokenLimits, TokenOperations
+    from authgate.entrypoints.http.openid.authorize import AuthorizeOperations, SignInStart
+    from authgate.entrypoints.http.openid.cors import public_client_cors
+    from authgate.entrypoints.http.openid.token import TokenLimits, TokenOperations
 
     issuer = openid.signer.issuer
     callbacks = {}

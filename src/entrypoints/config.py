@@ -26,7 +26,8 @@ import yaml
 from joserfc.errors import JoseError
 from joserfc.jwk import KeySet
 
-from authgate.domain.clients import (
+from authgate.domain.login_proof import DEFAULT_SIGNIN_MAX_AGE
+from authgate.domain.openid.clients import (
     AUTH_METHODS,
     MAX_CODE_LIFETIME,
     MIN_SECRET_LENGTH,
@@ -40,7 +41,6 @@ from authgate.domain.clients import (
     origins_of,
     redirect_uri_problem,
 )
-from authgate.domain.login_proof import DEFAULT_SIGNIN_MAX_AGE
 from authgate.domain.rates import parse_many
 from authgate.entrypoints.rest.cors import normalise_origin
 from authgate.entrypoints.rest.eventloop import EventLoop, default_event_loop, uvloop_available
@@ -363,7 +363,7 @@ class ClientConfig:
 
     ``token_endpoint_auth_method``: unset, ``client_secret_basic`` for a confidential client
     and ``none`` for a public one. ``secrets`` are read once and kept only as salted digests
-    (:class:`~authgate.domain.clients.SecretDigest`). ``allowed_origins``: unset, the origins
+    (:class:`~authgate.domain.openid.clients.SecretDigest`). ``allowed_origins``: unset, the origins
     of a public client's http(s) redirect URIs; a confidential client is never called from a
     browser."""
 

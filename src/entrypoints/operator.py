@@ -27,11 +27,7 @@ from urllib.parse import urlsplit, urlunsplit
 import aiohttp
 import attrs
 
-from authgate.adapters.identity.discovery import WELL_KNOWN
-from authgate.adapters.identity.fetch import provider_session
-from authgate.adapters.identity.jwks import KeySetUnavailable
-from authgate.adapters.identity.provider import OAuthIdentityProvider
-from authgate.adapters.sessions.keys import (
+from authgate.adapters.jose.keys import (
     SessionKeyError,
     StoredKey,
     list_key_file,
@@ -39,6 +35,10 @@ from authgate.adapters.sessions.keys import (
     prune_key_file,
     rotate_key_file,
 )
+from authgate.adapters.provider.discovery import WELL_KNOWN
+from authgate.adapters.provider.fetch import provider_session
+from authgate.adapters.provider.jwks import KeySetUnavailable
+from authgate.adapters.provider.provider import OAuthIdentityProvider
 from authgate.domain.errors import ProviderUnavailable
 from authgate.domain.model import Account, ClientInfo, Outcome, ProviderIdentity
 from authgate.entrypoints import development
@@ -53,7 +53,7 @@ from authgate.entrypoints.resources import (
 )
 from authgate.entrypoints.startup import StartupError
 from authgate.entrypoints.wiring import Services, build_services, receiver_routes
-from authgate.ports.identity import IdentityProvider
+from authgate.ports.provider import IdentityProvider
 from authgate.ports.provider_tokens import TokenUnreadable
 from authgate.services.audit import audit_event
 from authgate.services.provider_events import Shape

@@ -30,12 +30,15 @@ import attrs
 from joserfc.jwk import KeySet
 
 from authgate.adapters.clock import SystemClock
-from authgate.adapters.identity import (
-    OAuthIdentityProvider,
-    ProviderSettings,
-    ProviderSettingsError,
+from authgate.adapters.jose import (
+    JweTokenSealer,
+    JwtSessionTokens,
+    SealingKey,
+    SealingKeyError,
+    SessionKeyError,
+    ephemeral_keys,
+    load_or_create_keys,
 )
-from authgate.adapters.identity.fetch import provider_session
 from authgate.adapters.memory import (
     MemoryAccounts,
     MemoryEvents,
@@ -47,27 +50,26 @@ from authgate.adapters.memory import (
     MemoryUnitOfWork,
 )
 from authgate.adapters.postgres import PostgresStoreError, redact
+from authgate.adapters.provider import (
+    OAuthIdentityProvider,
+    ProviderSettings,
+    ProviderSettingsError,
+)
+from authgate.adapters.provider.fetch import provider_session
 from authgate.adapters.ratelimit import NoRateLimit, RateLimitStore
 from authgate.adapters.revocations import LocalRevocations
-from authgate.adapters.sessions import (
-    JwtSessionTokens,
-    SessionKeyError,
-    ephemeral_keys,
-    load_or_create_keys,
-)
 from authgate.adapters.sqlite import SchemaTooNew, SqliteStore, SqliteUnavailable, open_sqlite
-from authgate.adapters.tokens import JweTokenSealer, SealingKey, SealingKeyError
-from authgate.domain.clients import ClientRegistry
+from authgate.domain.openid.clients import ClientRegistry
 from authgate.entrypoints.config import Config, client_registry, openid_issuer
 from authgate.entrypoints.rest import HealthCheck
 from authgate.entrypoints.startup import StartupError
 from authgate.ports.accounts import AccountRepository
 from authgate.ports.clock import Clock
 from authgate.ports.events import SignInEventLog
-from authgate.ports.identity import IdentityProvider
-from authgate.ports.logout import LogoutTokenSender
 from authgate.ports.metrics import Metrics, NoMetrics
+from authgate.ports.openid import LogoutTokenSender
 from authgate.ports.passkeys import PasskeyChallenges, PasskeyStore
+from authgate.ports.provider import IdentityProvider
 from authgate.ports.provider_tokens import (
     ProviderTokenStore,
     RevocationOutbox,
@@ -77,7 +79,7 @@ from authgate.ports.provider_tokens import (
 from authgate.ports.ratelimit import RateLimiter
 from authgate.ports.revocations import RevocationChannel
 from authgate.ports.session_records import SessionRecords
-from authgate.ports.sessions import SessionTokens
+from authgate.ports.session_tokens import SessionTokens
 from authgate.ports.state import StateStore
 from authgate.ports.unit_of_work import UnitOfWork
 
@@ -88,8 +90,8 @@ if TYPE_CHECKING:
     from authgate.adapters.metrics import ServiceMetrics
     from authgate.adapters.postgres import PostgresStore
     from authgate.adapters.postgres.pool import ConnectionPool as Pool
-    from authgate.ports.client_assertions import ClientAssertionSignatures
-    from authgate.ports.token_signing import TokenSigner
+    from authgate.ports.jose import TokenSigner
+    from authgate.ports.openid import ClientAssertionSignatures
 
 log = logging.getLogger("authgate")
 
@@ -132,11 +134,8 @@ def _openid(
     if not config.clients:
         return None
     # The provider face's modules are imported only when clients are registered.
-    from authgate.adapters.openid import (
-        HttpLogoutTokenSender,
-        JwtTokenSigner,
-        RegisteredClientKeys,
-    )
+    from authgate.adapters.jose import JwtTokenSigner
+    from authgate.adapters.openid import HttpLogoutTokenSender, RegisteredClientKeys
 
     signer = JwtTokenSigner(keys, issuer=openid_issuer(config))
     for client in config.clients.values():

@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING, TypeVar
 
 import attrs
 
-from authgate.adapters.identity import OAuthIdentityProvider
-from authgate.domain.clients import ClientRegistry
+from authgate.adapters.provider import OAuthIdentityProvider
+from authgate.domain.openid.clients import ClientRegistry
 from authgate.entrypoints.config import (
     Config,
     LogoutTokensConfig,
@@ -29,7 +29,7 @@ from authgate.entrypoints.config import (
     passkey_rp_id,
 )
 from authgate.entrypoints.resources import Resources
-from authgate.ports.identity import IdentityProvider
+from authgate.ports.provider import IdentityProvider
 from authgate.services.account import AccountService
 from authgate.services.outbox import OutboxPolicy
 from authgate.services.provider_tokens import (
@@ -43,13 +43,13 @@ from authgate.services.signin import SignInPolicy, SignInService
 # The provider events' modules are imported only when a receiver is configured.
 if TYPE_CHECKING:
     from authgate.entrypoints.http.provider_events import ReceiverRoute
-    from authgate.ports.token_signing import TokenSigner
-    from authgate.services.client_auth import ClientAuthentication
-    from authgate.services.openid_access import TokenAccess
-    from authgate.services.openid_apps import AccountApps
-    from authgate.services.openid_authorization import AuthorizationService
-    from authgate.services.openid_logout import BackchannelLogout, RpInitiatedLogout
-    from authgate.services.openid_tokens import TokenService
+    from authgate.ports.jose import TokenSigner
+    from authgate.services.openid.access import TokenAccess
+    from authgate.services.openid.apps import AccountApps
+    from authgate.services.openid.authorization import AuthorizationService
+    from authgate.services.openid.client_authentication import ClientAuthentication
+    from authgate.services.openid.logout import BackchannelLogout, RpInitiatedLogout
+    from authgate.services.openid.tokens import TokenService
     from authgate.services.passkeys import PasskeyService
     from authgate.services.provider_events import ProviderEventService, Receiver
 
@@ -91,15 +91,15 @@ def _openid(config: Config, resources: Resources) -> OpenIdServices | None:
     if opened is None:
         return None
     # The provider face's modules are imported only when clients are registered.
-    from authgate.services.client_auth import ClientAuthentication
-    from authgate.services.openid_authorization import AuthorizationService
-    from authgate.services.openid_logout import (
+    from authgate.services.openid.authorization import AuthorizationService
+    from authgate.services.openid.client_authentication import ClientAuthentication
+    from authgate.services.openid.logout import (
         BackchannelLogout,
         LogoutPolicy,
         LogoutTokenWorker,
         RpInitiatedLogout,
     )
-    from authgate.services.openid_tokens import TokenService
+    from authgate.services.openid.tokens import TokenService
 
     issuer = opened.signer.issuer
     client_auth = ClientAuthentication(
@@ -145,8 +145,8 @@ def _openid_resource(
     """Built with the provider face (None without it), on the sessions' own check."""
     if openid is None:
         return None
-    from authgate.services.openid_access import TokenAccess
-    from authgate.services.openid_apps import AccountApps
+    from authgate.services.openid.access import TokenAccess
+    from authgate.services.openid.apps import AccountApps
 
     access = TokenAccess(
         signer=openid.signer,
@@ -322,7 +322,7 @@ def _resume_urls(config: Config) -> frozenset[str]:
     back: the request itself, on the issuer's authorization endpoint (none without clients)."""
     if not config.clients:
         return frozenset()
-    from authgate.entrypoints.http.discovery import AUTHORIZE_PATH
+    from authgate.entrypoints.http.openid.discovery import AUTHORIZE_PATH
 
     return frozenset({openid_issuer(config) + AUTHORIZE_PATH})
 

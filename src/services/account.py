@@ -20,7 +20,7 @@ from authgate.domain.model import (
     SessionRecord,
     SignInEvent,
 )
-from authgate.domain.oauth import Grant
+from authgate.domain.openid.records import Grant
 from authgate.domain.passkeys import Passkey
 from authgate.ports.accounts import AccountRepository, LastIdentityError
 from authgate.ports.events import SignInEventLog

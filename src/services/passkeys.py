@@ -53,7 +53,7 @@ from authgate.ports.passkeys import (
     PasskeyStore,
     PasskeyTaken,
 )
-from authgate.ports.sessions import InvalidSession
+from authgate.ports.session_tokens import InvalidSession
 from authgate.ports.unit_of_work import Transaction, UnitOfWork
 from authgate.ports.webauthn import ResponseMalformed, ResponseNotVerified, WebAuthnRelyingParty
 from authgate.services.audit import audit_event, log_event

@@ -33,7 +33,12 @@ from authgate.ports.clock import Clock
 from authgate.ports.metrics import Metrics, NoMetrics
 from authgate.ports.revocations import RevocationChannel
 from authgate.ports.session_records import SessionRecords
-from authgate.ports.sessions import InvalidSession, ResumedRequest, SessionClaims, SessionTokens
+from authgate.ports.session_tokens import (
+    InvalidSession,
+    ResumedRequest,
+    SessionClaims,
+    SessionTokens,
+)
 from authgate.ports.unit_of_work import Transaction, UnitOfWork
 from authgate.services.audit import audit_event
 

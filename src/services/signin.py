@@ -16,7 +16,6 @@ from urllib.parse import urlsplit
 import attrs
 
 from authgate.domain import errors
-from authgate.domain.authorization_request import resume_key, resume_needs_fresh_login
 from authgate.domain.model import (
     UNPROVEN_AUTH_TIME,
     Account,
@@ -32,15 +31,16 @@ from authgate.domain.model import (
     SignInEvent,
     VerifiedIdentity,
 )
+from authgate.domain.openid.authorization_request import resume_key, resume_needs_fresh_login
 from authgate.domain.redirects import app_url_for, is_resume_url, safe_return_to
 from authgate.domain.secrets import binding_hash, new_secret, pkce_challenge
 from authgate.domain.text import has_control_characters, printable, storable
 from authgate.ports.accounts import AccountRepository, IdentityRace, IdentityTaken
 from authgate.ports.clock import Clock
 from authgate.ports.events import SignInEventLog
-from authgate.ports.identity import ExchangeFailed, IdentityProvider, VerificationFailed
 from authgate.ports.metrics import Metrics, NoMetrics
-from authgate.ports.sessions import ResumedRequest
+from authgate.ports.provider import ExchangeFailed, IdentityProvider, VerificationFailed
+from authgate.ports.session_tokens import ResumedRequest
 from authgate.ports.state import StateStore, StateStoreFull
 from authgate.ports.unit_of_work import Transaction, UnitOfWork
 from authgate.services.audit import audit_event, log_event
@@ -155,7 +155,7 @@ class SignInService:
         session ``session_id``. ``login_hint`` is passed on to providers that take one.
 
         A sign-in that returns to an application's authorization request asking for a fresh
-        login (:func:`~authgate.domain.authorization_request.resume_needs_fresh_login`) asks
+        login (:func:`~authgate.domain.openid.authorization_request.resume_needs_fresh_login`) asks
         the provider to log the user in again, as a re-authentication does, and proves that
         login as a re-authentication does."""
         provider = self.provider(provider_name)  # rule 1

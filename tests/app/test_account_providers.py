@@ -13,7 +13,7 @@ from pathlib import Path
 from joserfc import jwt
 from joserfc.jwk import ECKey, KeySet
 
-from authgate.adapters.sessions import JwtSessionTokens, load_or_create_keys
+from authgate.adapters.jose import JwtSessionTokens, load_or_create_keys
 from authgate.domain.model import SessionRecord
 from authgate.entrypoints.assembly import RESOURCES
 

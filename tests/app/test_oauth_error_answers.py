@@ -17,10 +17,10 @@ import aiohttp
 import pytest
 
 from authgate.adapters.openid import RegisteredClientKeys
-from authgate.domain.clients import Client, ClientRegistry, SecretDigest
-from authgate.entrypoints.http.errors import answer_error
+from authgate.domain.openid.clients import Client, ClientRegistry, SecretDigest
+from authgate.entrypoints.http.common.errors import answer_error
 from authgate.entrypoints.rest import Api, Call, Reply
-from authgate.services.client_auth import JWT_BEARER, ClientAuthentication
+from authgate.services.openid.client_authentication import JWT_BEARER, ClientAuthentication
 from tests.services.fakes import FixedClock
 from tests.support.stores import MemoryStore
 

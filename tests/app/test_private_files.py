@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from authgate.adapters.sessions import load_or_create_keys
+from authgate.adapters.jose import load_or_create_keys
 from authgate.entrypoints.devidp.keys import ensure_apple_key_file
 
 from .test_serve_access_log import serving

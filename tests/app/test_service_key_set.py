@@ -21,9 +21,8 @@ import pytest
 from joserfc import jwt
 from joserfc.jwk import KeySet
 
-from authgate.adapters.openid import JwtTokenSigner
-from authgate.adapters.sessions import SessionKeyError, load_or_create_keys
-from authgate.adapters.sessions.keys import new_rsa_key
+from authgate.adapters.jose import JwtTokenSigner, SessionKeyError, load_or_create_keys
+from authgate.adapters.jose.keys import new_rsa_key
 
 from .conftest import MakeService, SignIn
 
@@ -84,7 +83,7 @@ def test_processes_starting_together_add_one_rsa_key(tmp_path: Path) -> None:
     load_or_create_keys(path, create=True)
     script = (
         "import sys\n"
-        "from authgate.adapters.sessions import load_or_create_keys\n"
+        "from authgate.adapters.jose import load_or_create_keys\n"
         "keys = load_or_create_keys(sys.argv[1], create=True, rsa=True)\n"
         "print(next(k.kid for k in keys.keys if k.key_type == 'RSA'))\n"
     )

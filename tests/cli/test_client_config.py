@@ -1,8 +1,8 @@
 """``clients:``: the applications registered with the OpenID Provider.
 
 Every class of mistake stops start-up with one line naming the key; a good entry becomes the
-:class:`~authgate.domain.clients.Client` the provider's services look up, its secrets kept only
-as digests.
+:class:`~authgate.domain.openid.clients.Client` the provider's services look up, its
+secrets kept only as digests.
 """
 
 from __future__ import annotations

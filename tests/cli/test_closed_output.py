@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from authgate.adapters.sessions.keys import load_or_create_keys
+from authgate.adapters.jose.keys import load_or_create_keys
 from tests.app.conftest import base_config, merge
 
 

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 import yaml
 
-from authgate.adapters.sessions import JwtSessionTokens, load_or_create_keys
+from authgate.adapters.jose import JwtSessionTokens, load_or_create_keys
 from authgate.domain.model import Account, Outcome, SessionRecord
 from authgate.domain.passkeys import Passkey
 from tests.app.conftest import base_config, merge

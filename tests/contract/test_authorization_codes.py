@@ -8,7 +8,7 @@ import asyncio
 
 import pytest
 
-from authgate.ports.authorization import AlreadyUsed, Redeemed
+from authgate.ports.openid import AlreadyUsed, Redeemed
 from tests.support.oauth_records import code, family, grant, new_account
 from tests.support.records import T0, at
 from tests.support.stores import Store

@@ -9,7 +9,7 @@ import datetime as dt
 import pytest
 
 from authgate.domain.model import SessionRecord
-from authgate.domain.oauth import Grant
+from authgate.domain.openid.records import Grant
 from tests.support.oauth_records import (
     DAY,
     code,

@@ -8,7 +8,7 @@ import datetime as dt
 
 import pytest
 
-from authgate.domain.logout import PendingLogout
+from authgate.domain.openid.logout import PendingLogout
 from tests.support.records import T0, at, verified
 from tests.support.stores import Store
 

@@ -11,7 +11,7 @@ import asyncpg
 import attrs
 import pytest
 
-from authgate.ports.authorization import Reused, Rotated
+from authgate.ports.openid import Reused, Rotated
 from tests.support.oauth_records import DAY, family, new_account, refresh
 from tests.support.records import T0, at
 from tests.support.stores import Store

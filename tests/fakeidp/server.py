@@ -29,7 +29,7 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 import aiohttp
 from aiohttp import web
 
-from authgate.adapters.identity import ProviderSettings
+from authgate.adapters.provider import ProviderSettings
 from tests.fakeidp.browser import callback_from_form, callback_from_redirect
 from tests.fakeidp.clock import SettableClock
 from tests.fakeidp.model import (

@@ -10,7 +10,7 @@ import aiohttp
 import attrs
 import pytest
 
-from authgate.adapters.identity import OAuthIdentityProvider
+from authgate.adapters.provider import OAuthIdentityProvider
 from authgate.domain.model import VerifiedIdentity
 from authgate.domain.secrets import pkce_challenge
 from tests.fakeidp import Callback, FakeIdP, FakeUser, SettableClock

@@ -7,8 +7,8 @@ import secrets
 
 import pytest
 
-from authgate.adapters.identity import ProviderSettingsError
-from authgate.ports.identity import ExchangeFailed, VerificationFailed
+from authgate.adapters.provider import ProviderSettingsError
+from authgate.ports.provider import ExchangeFailed, VerificationFailed
 from tests.fakeidp import FakeIdP, SettableClock, Tamper
 from tests.identity.conftest import MakeAdapter, sign_in, start
 

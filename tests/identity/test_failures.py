@@ -11,9 +11,9 @@ import time
 import aiohttp
 import pytest
 
-from authgate.adapters.identity import OAuthIdentityProvider, ProviderSettingsError
+from authgate.adapters.provider import OAuthIdentityProvider, ProviderSettingsError
 from authgate.domain.errors import ProviderUnavailable
-from authgate.ports.identity import ExchangeFailed, VerificationFailed
+from authgate.ports.provider import ExchangeFailed, VerificationFailed
 from tests.fakeidp import FakeIdP, SettableClock, Tamper, TokenMode
 from tests.identity.conftest import MakeAdapter, sign_in, start
 from tests.support.ports import free_port

@@ -20,7 +20,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
-from authgate.adapters.identity.fetch import (
+from authgate.adapters.provider.fetch import (
     FetchError,
     provider_session,
     request_json,

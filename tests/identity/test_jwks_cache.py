@@ -12,8 +12,8 @@ import secrets
 import pytest
 from joserfc.jwk import KeySet, RSAKey
 
-from authgate.adapters.identity.jwks import KeySetCache, KeySetUnavailable, Lookup
-from authgate.ports.identity import ExchangeFailed, VerificationFailed
+from authgate.adapters.provider.jwks import KeySetCache, KeySetUnavailable, Lookup
+from authgate.ports.provider import ExchangeFailed, VerificationFailed
 from authgate.ports.provider_events import EventTokenRejected, EventTokenUnavailable
 from tests.fakeidp import FakeIdP, FakeUser, SettableClock, Tamper
 from tests.fakeidp.events import EventFault, logout_token

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from authgate.entrypoints.resources import open_resources
-from authgate.ports.identity import ExchangeFailed, VerificationFailed
+from authgate.ports.provider import ExchangeFailed, VerificationFailed
 from tests.app.conftest import load_config
 from tests.fakeidp import FakeIdP
 from tests.identity.conftest import MakeAdapter

@@ -12,9 +12,9 @@ import pytest
 from joserfc import jwt
 from joserfc.jwk import ECKey
 
-from authgate.adapters.identity import OAuthIdentityProvider
+from authgate.adapters.provider import OAuthIdentityProvider
 from authgate.domain.model import ProviderIdentity
-from authgate.ports.identity import ExchangeFailed, IdentityProvider, VerificationFailed
+from authgate.ports.provider import ExchangeFailed, IdentityProvider, VerificationFailed
 from tests.fakeidp import FakeIdP, FakeUser, SettableClock, appsecret_proof
 from tests.identity.conftest import MakeAdapter, sign_in, start
 

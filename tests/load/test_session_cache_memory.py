@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import datetime as dt
 
-from authgate.adapters.sessions import JwtSessionTokens, ephemeral_keys
+from authgate.adapters.jose import JwtSessionTokens, ephemeral_keys
 
 NOW = dt.datetime(2030, 1, 1, tzinfo=dt.UTC)
 

@@ -9,7 +9,7 @@ import hashlib
 import math
 from collections import Counter
 
-from authgate.domain.oauth import AccessTokenClaims
+from authgate.domain.openid.records import AccessTokenClaims
 from tests.app.conftest import MakeService
 from tests.fakeidp import FakeIdP, SettableClock
 from tests.support.jwt import claims_of, header_of

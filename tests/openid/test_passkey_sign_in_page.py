@@ -11,7 +11,7 @@ import hashlib
 import re
 from html import unescape
 
-from authgate.entrypoints.http.oauth2_pages import PASSKEY_SCRIPT
+from authgate.entrypoints.http.openid.pages import PASSKEY_SCRIPT
 from tests.app.conftest import MakeService
 from tests.fakeidp import FakeIdP, SettableClock
 from tests.support.webauthn import SoftAuthenticator

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from authgate.domain.authorization_request import resume_needs_fresh_login
+from authgate.domain.openid.authorization_request import resume_needs_fresh_login
 from authgate.domain.redirects import MAX_RESUME_LENGTH, safe_return_to
 
 APP = "https://app.example.com"

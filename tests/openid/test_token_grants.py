@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from authgate.domain.oauth import SESSION_CLIENT_GRACE
+from authgate.domain.openid.records import SESSION_CLIENT_GRACE
 from authgate.entrypoints import assembly
 from tests.app.conftest import MakeService
 from tests.fakeidp import FakeIdP, SettableClock

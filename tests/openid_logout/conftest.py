@@ -28,8 +28,8 @@ from joserfc import jwt
 from joserfc.errors import JoseError
 from joserfc.jwk import KeySet
 
-from authgate.domain.logout import BACKCHANNEL_LOGOUT_EVENT
-from authgate.domain.oauth import RefreshToken, SessionClient, TokenFamily, token_digest
+from authgate.domain.openid.logout import BACKCHANNEL_LOGOUT_EVENT
+from authgate.domain.openid.records import RefreshToken, SessionClient, TokenFamily, token_digest
 from authgate.entrypoints.assembly import RESOURCES
 from authgate.entrypoints.resources import Resources
 from tests.app.conftest import (  # noqa: F401 - fixtures

@@ -10,8 +10,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from authgate.domain.logout import PendingLogout
 from authgate.domain.model import Outcome
+from authgate.domain.openid.logout import PendingLogout
 from authgate.entrypoints import operator
 from tests.app.conftest import CALLBACK_URL, MakeService, load_config
 from tests.fakeidp import FakeIdP, FakeUser, SettableClock

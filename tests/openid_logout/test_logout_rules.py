@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from authgate.domain.logout import (
+from authgate.domain.openid.logout import (
     BACKCHANNEL_LOGOUT_EVENT,
     PendingLogout,
     logout_token_claims,

@@ -16,7 +16,12 @@ import attrs
 import pytest
 from aiohttp import ClientResponse
 
-from authgate.domain.oauth import AccessTokenClaims, RefreshToken, TokenFamily, token_digest
+from authgate.domain.openid.records import (
+    AccessTokenClaims,
+    RefreshToken,
+    TokenFamily,
+    token_digest,
+)
 from authgate.entrypoints import assembly
 from authgate.entrypoints.resources import Resources
 from tests.app.conftest import (

@@ -1,4 +1,4 @@
-"""The one active-token check (services/openid_access.py), condition by condition, as
+"""The one active-token check (services/openid/access.py), condition by condition, as
 userinfo and introspection see it over HTTP on memory, SQLite and PostgreSQL: an access token
 is active only while its signature and ``exp`` verify, its client is registered, its session
 is live, its family is live and its account exists; a refresh token while it is current, with
@@ -11,7 +11,7 @@ import secrets
 
 import attrs
 
-from authgate.domain.oauth import RefreshToken, token_digest
+from authgate.domain.openid.records import RefreshToken, token_digest
 from tests.fakeidp import FakeUser
 from tests.openid_resource.conftest import Provider
 

@@ -10,7 +10,7 @@ from typing import Any
 from openapi_spec_validator import validate
 
 from authgate.domain.model import Outcome
-from authgate.domain.oauth import Grant
+from authgate.domain.openid.records import Grant
 from tests.fakeidp import FakeUser
 from tests.openid_resource.conftest import Person, Provider
 

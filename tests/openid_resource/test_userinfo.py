@@ -11,7 +11,7 @@ from typing import Any
 from aiohttp import ClientResponse
 from joserfc.jwk import KeySet, RSAKey
 
-from authgate.adapters.openid import JwtTokenSigner
+from authgate.adapters.jose import JwtTokenSigner
 from tests.fakeidp import FakeUser
 from tests.openid_resource.conftest import ISSUER, Provider
 

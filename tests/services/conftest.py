@@ -20,10 +20,9 @@ import attrs
 import pytest
 from joserfc.jwk import KeySet
 
+from authgate.adapters.jose import JweTokenSealer, JwtSessionTokens, SealingKey, ephemeral_keys
 from authgate.adapters.memory import MemoryStates
 from authgate.adapters.revocations import LocalRevocations
-from authgate.adapters.sessions import JwtSessionTokens, ephemeral_keys
-from authgate.adapters.tokens import JweTokenSealer, SealingKey
 from authgate.domain.model import (
     Authorization,
     Caller,

@@ -12,7 +12,7 @@ from typing import Any
 import attrs
 
 from authgate.domain.model import EventId, ProviderToken, VerifiedIdentity
-from authgate.ports.identity import ExchangeFailed, VerificationFailed
+from authgate.ports.provider import ExchangeFailed, VerificationFailed
 from authgate.ports.provider_events import (
     INVALID_KEY,
     INVALID_REQUEST,
@@ -42,7 +42,7 @@ class FixedClock:
 
 @attrs.define
 class FakeProvider:
-    """``authgate.ports.identity.IdentityProvider``: each code a test prepared with
+    """``authgate.ports.provider.IdentityProvider``: each code a test prepared with
     :meth:`code_for` redeems once for its identity. The identity's ``auth_time`` is the clock's
     time of the exchange unless the test gave one (a provider that just asked the user)."""
 

@@ -7,7 +7,7 @@ import pytest
 
 from authgate.domain import errors
 from authgate.domain.model import Caller, Intent, Outcome, SignedIn
-from authgate.ports.sessions import InvalidSession
+from authgate.ports.session_tokens import InvalidSession
 from authgate.services.account import AccountService
 from authgate.services.sessions import SessionService
 from tests.services.conftest import SignIns

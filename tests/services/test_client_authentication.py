@@ -26,9 +26,9 @@ from joserfc import jwt
 from joserfc.jwk import ECKey, Key, OctKey, RSAKey
 
 from authgate.adapters.openid import RegisteredClientKeys
-from authgate.domain.clients import Client, ClientRegistry, SecretDigest
-from authgate.domain.oauth_errors import InvalidClient, OAuthInvalidRequest, OAuthUnavailable
-from authgate.services.client_auth import JWT_BEARER, ClientAuthentication
+from authgate.domain.openid.clients import Client, ClientRegistry, SecretDigest
+from authgate.domain.openid.refusals import InvalidClient, OAuthInvalidRequest, OAuthUnavailable
+from authgate.services.openid.client_authentication import JWT_BEARER, ClientAuthentication
 from tests.services.fakes import FixedClock
 from tests.support.stores import KINDS, Store, open_store
 

@@ -9,7 +9,7 @@ import pytest
 from authgate.domain import errors
 from authgate.domain.model import Caller, Intent, Outcome, ProviderToken, SignedIn
 from authgate.ports.provider_events import INVALID_KEY, INVALID_REQUEST, EventTokenRejected
-from authgate.ports.sessions import InvalidSession
+from authgate.ports.session_tokens import InvalidSession
 from authgate.services.provider_events import (
     ProviderEventPolicy,
     ProviderEventService,

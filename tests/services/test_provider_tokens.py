@@ -7,7 +7,7 @@ import datetime as dt
 
 import pytest
 
-from authgate.adapters.tokens import JweTokenSealer
+from authgate.adapters.jose import JweTokenSealer
 from authgate.domain import errors
 from authgate.domain.model import Caller, Intent, Outcome, ProviderToken
 from authgate.ports.provider_tokens import RevocationFailed, Revoked

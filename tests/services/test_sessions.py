@@ -11,7 +11,7 @@ import pytest
 from authgate.adapters.revocations import LocalRevocations
 from authgate.domain import errors
 from authgate.domain.model import IssuedSession, Outcome
-from authgate.ports.sessions import InvalidSession
+from authgate.ports.session_tokens import InvalidSession
 from authgate.services.sessions import SessionService
 from tests.services.conftest import CLIENT
 from tests.services.fakes import FixedClock

@@ -17,7 +17,7 @@ from authgate.domain.model import (
     SignedIn,
     SignInEvent,
 )
-from authgate.ports.identity import ExchangeFailed, VerificationFailed
+from authgate.ports.provider import ExchangeFailed, VerificationFailed
 from authgate.services.sessions import SessionService
 from authgate.services.signin import SignInService
 from tests.services.conftest import APP_URL, BINDING, CLIENT, SignIns

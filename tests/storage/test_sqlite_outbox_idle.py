@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from authgate.adapters.sqlite import SqliteStore, open_sqlite
-from authgate.domain.logout import PendingLogout
+from authgate.domain.openid.logout import PendingLogout
 from authgate.ports.outbox import Outbox, P
 from authgate.services.outbox import OutboxInUnits, OutboxPolicy, OutboxWorker
 from tests.support.records import T0, at

@@ -5,7 +5,7 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any
 
-from authgate.domain.oauth import (
+from authgate.domain.openid.records import (
     AuthorizationCode,
     Grant,
     RefreshToken,

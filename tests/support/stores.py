@@ -27,14 +27,14 @@ from authgate.adapters.memory import (
 from authgate.adapters.postgres import open_postgres
 from authgate.adapters.sqlite import open_sqlite
 from authgate.ports.accounts import AccountRepository
-from authgate.ports.authorization import (
+from authgate.ports.events import SignInEventLog
+from authgate.ports.openid import (
     AuthorizationCodes,
     Grants,
+    LogoutOutbox,
     RefreshTokens,
     SessionClients,
 )
-from authgate.ports.events import SignInEventLog
-from authgate.ports.logout import LogoutOutbox
 from authgate.ports.passkeys import PasskeyChallenges, PasskeyStore
 from authgate.ports.provider_tokens import ProviderTokenStore, RevocationOutbox
 from authgate.ports.session_records import SessionRecords

@@ -6,7 +6,12 @@ from __future__ import annotations
 import attrs
 import pytest
 
-from authgate.domain.clients import Client, ClientRegistry, SecretDigest, redirect_uri_problem
+from authgate.domain.openid.clients import (
+    Client,
+    ClientRegistry,
+    SecretDigest,
+    redirect_uri_problem,
+)
 
 
 def client(*redirect_uris: str, **settings: object) -> Client:

@@ -13,7 +13,7 @@ import pytest
 import yaml
 
 from authgate.entrypoints.config import parse
-from authgate.entrypoints.http.discovery import (
+from authgate.entrypoints.http.openid.discovery import (
     DISCOVERY_PATH,
     DiscoveryOperations,
     openid_configuration,

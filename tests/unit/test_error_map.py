@@ -1,4 +1,4 @@
-"""The one error map (entrypoints/http/errors.py), tested once, table-driven: every domain
+"""The one error map (entrypoints/http/common/errors.py), tested once, table-driven: every domain
 error has an answer, and each answer is the contract's (spec 7.1, 7.2)."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 
 from authgate.domain import errors
-from authgate.entrypoints.http.errors import ANSWERS, callback_answer, http_error
+from authgate.entrypoints.http.common.errors import ANSWERS, callback_answer, http_error
 
 LOGIN = "https://app.example.com/login"
 

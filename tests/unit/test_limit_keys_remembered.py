@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import ipaddress
 
-from authgate.entrypoints.http import caller
-from authgate.entrypoints.http.caller import ClientAddress
+from authgate.entrypoints.http.common import caller
+from authgate.entrypoints.http.common.caller import ClientAddress
 
 
 def test_keys_are_the_same_the_second_time() -> None:

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from authgate.domain.oauth import (
+from authgate.domain.openid.records import (
     CODE_MAX_LIFETIME,
     AccessTokenClaims,
     AuthorizationCode,

@@ -7,7 +7,7 @@ import secrets
 
 import pytest
 
-from authgate.adapters.tokens import JweTokenSealer, SealingKey, SealingKeyError
+from authgate.adapters.jose import JweTokenSealer, SealingKey, SealingKeyError
 from authgate.domain.model import ProviderIdentity, ProviderToken, SealedToken
 from authgate.ports.provider_tokens import TokenUnreadable
 

@@ -7,9 +7,9 @@ import hashlib
 
 import pytest
 
-from authgate.adapters.sessions import JwtSessionTokens, ephemeral_keys
-from authgate.adapters.sessions import jwt as session_jwt
-from authgate.ports.sessions import InvalidSession
+from authgate.adapters.jose import JwtSessionTokens, ephemeral_keys
+from authgate.adapters.jose import session_tokens as session_jwt
+from authgate.ports.session_tokens import InvalidSession
 
 NOW = dt.datetime(2026, 6, 1, tzinfo=dt.UTC)
 

@@ -8,6 +8,7 @@ import datetime as dt
 import attrs
 import pytest
 
+from authgate.adapters.jose import JwtSessionTokens, ephemeral_keys
 from authgate.adapters.memory import (
     MemoryAccounts,
     MemoryEvents,
@@ -16,12 +17,11 @@ from authgate.adapters.memory import (
     MemoryUnitOfWork,
 )
 from authgate.adapters.revocations import LocalRevocations
-from authgate.adapters.sessions import JwtSessionTokens, ephemeral_keys
 from authgate.domain import errors
 from authgate.domain.model import ClientInfo, Intent, Outcome, ProviderIdentity, VerifiedIdentity
 from authgate.domain.redirects import safe_return_to
 from authgate.domain.secrets import pkce_challenge
-from authgate.ports.identity import ExchangeFailed, VerificationFailed
+from authgate.ports.provider import ExchangeFailed, VerificationFailed
 from authgate.services.sessions import SessionPolicy, SessionService
 from authgate.services.signin import SignInPolicy, SignInService
 

@@ -15,11 +15,10 @@ import pytest
 from joserfc import jwt
 from joserfc.jwk import ECKey, KeySet, RSAKey
 
-from authgate.adapters.openid import JwtTokenSigner
-from authgate.adapters.openid.signing import left_half_hash
-from authgate.adapters.sessions import JwtSessionTokens
-from authgate.adapters.sessions.keys import ephemeral_keys, public_jwks
-from authgate.ports.token_signing import InvalidToken
+from authgate.adapters.jose import JwtSessionTokens, JwtTokenSigner
+from authgate.adapters.jose.keys import ephemeral_keys, public_jwks
+from authgate.adapters.jose.signing import left_half_hash
+from authgate.ports.jose import InvalidToken
 
 ISSUER = "https://auth.example.com"
 KEYS = ephemeral_keys(rsa=True)

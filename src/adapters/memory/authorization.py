@@ -9,14 +9,14 @@ from collections.abc import Iterable
 
 import attrs
 
-from authgate.domain.oauth import (
+from authgate.domain.openid.records import (
     AuthorizationCode,
     Grant,
     RefreshToken,
     SessionClient,
     TokenFamily,
 )
-from authgate.ports.authorization import AlreadyUsed, Redeemed, Reused, Rotated
+from authgate.ports.openid import AlreadyUsed, Redeemed, Reused, Rotated
 
 from .sessions import MemorySessionRecords
 
@@ -29,7 +29,7 @@ class _Code:
 
 
 class MemoryAuthorizationCodes:
-    """:class:`~authgate.ports.authorization.AuthorizationCodes` in a dict."""
+    """:class:`~authgate.ports.openid.AuthorizationCodes` in a dict."""
 
     def __init__(self) -> None:
         self._codes: dict[str, _Code] = {}
@@ -94,7 +94,7 @@ def _same_owner(token: RefreshToken, family: TokenFamily) -> bool:
 
 
 class MemoryRefreshTokens:
-    """:class:`~authgate.ports.authorization.RefreshTokens` in two dicts. A token's
+    """:class:`~authgate.ports.openid.RefreshTokens` in two dicts. A token's
     ``revoked_at`` is its family's, read when the token is."""
 
     def __init__(self) -> None:
@@ -212,7 +212,7 @@ class MemoryRefreshTokens:
 
 
 class MemoryGrants:
-    """:class:`~authgate.ports.authorization.Grants` in a dict."""
+    """:class:`~authgate.ports.openid.Grants` in a dict."""
 
     def __init__(self) -> None:
         self._grants: dict[tuple[str, str], Grant] = {}
@@ -262,7 +262,7 @@ class MemoryGrants:
 
 
 class MemorySessionClients:
-    """:class:`~authgate.ports.authorization.SessionClients` in a dict."""
+    """:class:`~authgate.ports.openid.SessionClients` in a dict."""
 
     def __init__(self) -> None:
         self._clients: dict[tuple[str, str], SessionClient] = {}

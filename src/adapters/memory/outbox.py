@@ -7,7 +7,7 @@ from typing import Any, Generic
 
 import attrs
 
-from authgate.domain.logout import PendingLogout
+from authgate.domain.openid.logout import PendingLogout
 from authgate.ports.outbox import P
 
 
@@ -74,4 +74,4 @@ class MemoryOutbox(Generic[P]):
 
 
 class MemoryLogoutOutbox(MemoryOutbox[PendingLogout]):
-    """:class:`~authgate.ports.logout.LogoutOutbox` in a dict."""
+    """:class:`~authgate.ports.openid.LogoutOutbox` in a dict."""

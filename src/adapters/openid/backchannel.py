@@ -13,7 +13,7 @@ from urllib.parse import urlencode
 
 import aiohttp
 
-from authgate.ports.logout import LogoutDeliveryFailed
+from authgate.ports.openid import LogoutDeliveryFailed
 
 FORM = "application/x-www-form-urlencoded"
 # What is read of an answer: nothing is needed from it, and a client must not make the worker
@@ -22,7 +22,7 @@ MAX_ANSWER_BYTES = 8 * 1024
 
 
 class HttpLogoutTokenSender:
-    """:class:`~authgate.ports.logout.LogoutTokenSender` on an aiohttp client session (None:
+    """:class:`~authgate.ports.openid.LogoutTokenSender` on an aiohttp client session (None:
     this process sends nothing, as for the OpenAPI document's resources)."""
 
     def __init__(self, session: aiohttp.ClientSession | None, *, timeout_seconds: float) -> None:

@@ -2,7 +2,7 @@
 
 A client registers its public keys inline (``jwks``: checked against them, nothing to fetch)
 or at a ``jwks_uri``. A published set is cached as a provider's is
-(:class:`~authgate.adapters.identity.jwks.KeySetCache`, one per client): kept for
+(:class:`~authgate.adapters.provider.jwks.KeySetCache`, one per client): kept for
 ``max_age_seconds``, fetched again for an unknown ``kid`` or a signature that fails, at most
 once per ``min_refetch_seconds``, without waiting for that floor. Anyone can post an
 assertion naming a client, so forged ones cost the client's server one request per floor at
@@ -20,8 +20,8 @@ import aiohttp
 from joserfc.errors import JoseError
 from joserfc.jwk import KeySet
 
-from authgate.adapters.identity.fetch import FetchError, request_json
-from authgate.adapters.identity.id_token import (
+from authgate.adapters.provider.fetch import FetchError, request_json
+from authgate.adapters.provider.id_token import (
     header_of,
     json_object,
     loggable,
@@ -29,18 +29,18 @@ from authgate.adapters.identity.id_token import (
     verified_payload,
     verify_signature,
 )
-from authgate.adapters.identity.jwks import KeySetCache, KeySetUnavailable
-from authgate.domain.clients import ASSERTION_ALGORITHMS, Client
-from authgate.ports.client_assertions import AssertionRejected, ClientKeysUnavailable
+from authgate.adapters.provider.jwks import KeySetCache, KeySetUnavailable
+from authgate.domain.openid.clients import ASSERTION_ALGORITHMS, Client
 from authgate.ports.clock import Clock
-from authgate.ports.identity import ExchangeFailed, VerificationFailed
+from authgate.ports.openid import AssertionRejected, ClientKeysUnavailable
+from authgate.ports.provider import ExchangeFailed, VerificationFailed
 
 WHAT = "client assertion"
 MAX_KEY_SET_BYTES = 256 * 1024
 
 
 class RegisteredClientKeys:
-    """:class:`~authgate.ports.client_assertions.ClientAssertionSignatures` on the keys the
+    """:class:`~authgate.ports.openid.ClientAssertionSignatures` on the keys the
     clients registered. ``session`` None: nothing can be fetched (the resources the OpenAPI
     document is built on, where no request is ever served); a registered ``jwks_uri`` is then
     unavailable, inline keys still work."""

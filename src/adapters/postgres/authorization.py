@@ -15,14 +15,14 @@ from collections.abc import AsyncIterator
 import asyncpg
 import attrs
 
-from authgate.domain.oauth import (
+from authgate.domain.openid.records import (
     AuthorizationCode,
     Grant,
     RefreshToken,
     SessionClient,
     TokenFamily,
 )
-from authgate.ports.authorization import AlreadyUsed, Redeemed, Reused, Rotated
+from authgate.ports.openid import AlreadyUsed, Redeemed, Reused, Rotated
 
 from . import rows
 from .housekeeping import Purging, delete_batches
@@ -62,7 +62,7 @@ def _code(r: asyncpg.Record) -> AuthorizationCode:
 
 
 class PostgresAuthorizationCodes(Purging):
-    """:class:`~authgate.ports.authorization.AuthorizationCodes`: a redemption is one
+    """:class:`~authgate.ports.openid.AuthorizationCodes`: a redemption is one
     ``UPDATE … WHERE redeemed_at IS NULL``; of concurrent ones, the row lock lets the first
     through and the others find it redeemed once its transaction ends. ``add`` triggers the
     purge of expired codes."""
@@ -241,7 +241,7 @@ def _owners(token: RefreshToken) -> tuple[str, str, str, str]:
 
 
 class PostgresRefreshTokens(Purging):
-    """:class:`~authgate.ports.authorization.RefreshTokens`: a token's revocation is its
+    """:class:`~authgate.ports.openid.RefreshTokens`: a token's revocation is its
     family's row (one row to update however many tokens it has); a rotation is one statement
     on the happy path. Starting a family and rotating trigger the purge of expired tokens and
     families."""
@@ -387,7 +387,7 @@ def _grant(r: asyncpg.Record) -> Grant:
 
 
 class PostgresGrants(rows.Bindable):
-    """:class:`~authgate.ports.authorization.Grants`: ``put`` is one upsert that unions the
+    """:class:`~authgate.ports.openid.Grants`: ``put`` is one upsert that unions the
     scopes in the row it conflicts with."""
 
     async def get(self, account_id: str, client_id: str) -> Grant | None:
@@ -503,7 +503,7 @@ def _session_client(r: asyncpg.Record) -> SessionClient:
 
 
 class PostgresSessionClients(Purging):
-    """:class:`~authgate.ports.authorization.SessionClients`; ``add`` triggers the purge of
+    """:class:`~authgate.ports.openid.SessionClients`; ``add`` triggers the purge of
     the rows of sessions past their absolute expiry."""
 
     _purged = "ended session clients"

@@ -9,7 +9,7 @@ from typing import Any, ClassVar, Generic
 import asyncpg
 
 from authgate.adapters import sql_rows
-from authgate.domain.logout import PendingLogout
+from authgate.domain.openid.logout import PendingLogout
 from authgate.ports.outbox import P
 
 from . import rows
@@ -97,7 +97,7 @@ class PostgresOutbox(rows.Bindable, Generic[P]):
 
 
 class PostgresLogoutOutbox(PostgresOutbox[PendingLogout]):
-    """:class:`~authgate.ports.logout.LogoutOutbox` (``backchannel_logouts``, migration
+    """:class:`~authgate.ports.openid.LogoutOutbox` (``backchannel_logouts``, migration
     ``0009_backchannel_logouts``)."""
 
     _table = sql_rows.LOGOUT_OUTBOX

@@ -11,14 +11,14 @@ from typing import Any
 
 import attrs
 
-from authgate.domain.oauth import (
+from authgate.domain.openid.records import (
     AuthorizationCode,
     Grant,
     RefreshToken,
     SessionClient,
     TokenFamily,
 )
-from authgate.ports.authorization import AlreadyUsed, Redeemed, Reused, Rotated
+from authgate.ports.openid import AlreadyUsed, Redeemed, Reused, Rotated
 
 from .db import Database, parse_opt_ts, parse_ts, ts
 from .housekeeping import Purging, delete_batches
@@ -57,7 +57,7 @@ def _code(r: Sequence[Any]) -> AuthorizationCode:
 
 
 class SqliteAuthorizationCodes(Purging):
-    """:class:`~authgate.ports.authorization.AuthorizationCodes` in a SQLite file; ``add``
+    """:class:`~authgate.ports.openid.AuthorizationCodes` in a SQLite file; ``add``
     purges expired codes at most once per ``purge_interval``."""
 
     _purged = "expired authorization codes"
@@ -187,7 +187,7 @@ def _owners(token: RefreshToken) -> tuple[str, str, str, str]:
 
 
 class SqliteRefreshTokens(Purging):
-    """:class:`~authgate.ports.authorization.RefreshTokens` in a SQLite file: a token's
+    """:class:`~authgate.ports.openid.RefreshTokens` in a SQLite file: a token's
     revocation is its family's row. Starting a family and rotating purge expired tokens and
     families at most once per ``purge_interval``."""
 
@@ -329,7 +329,7 @@ def _grant(r: Sequence[Any]) -> Grant:
 
 
 class SqliteGrants:
-    """:class:`~authgate.ports.authorization.Grants` in a SQLite file; ``put`` reads and
+    """:class:`~authgate.ports.openid.Grants` in a SQLite file; ``put`` reads and
     writes in one transaction."""
 
     def __init__(self, db: Database) -> None:
@@ -433,7 +433,7 @@ def _session_client(r: Sequence[Any]) -> SessionClient:
 
 
 class SqliteSessionClients(Purging):
-    """:class:`~authgate.ports.authorization.SessionClients` in a SQLite file; ``add`` purges
+    """:class:`~authgate.ports.openid.SessionClients` in a SQLite file; ``add`` purges
     the rows of sessions past their absolute expiry at most once per ``purge_interval``."""
 
     _purged = "ended session clients"

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from typing import Any, ClassVar, Generic
 
 from authgate.adapters import sql_rows
-from authgate.domain.logout import PendingLogout
+from authgate.domain.openid.logout import PendingLogout
 from authgate.ports.outbox import P
 
 from .db import Database, parse_ts, ts
@@ -95,7 +95,7 @@ class SqliteOutbox(Generic[P]):
 
 
 class SqliteLogoutOutbox(SqliteOutbox[PendingLogout]):
-    """:class:`~authgate.ports.logout.LogoutOutbox` in a SQLite file (``backchannel_logouts``)."""
+    """:class:`~authgate.ports.openid.LogoutOutbox` in a SQLite file (``backchannel_logouts``)."""
 
     _table = sql_rows.LOGOUT_OUTBOX
     _columns = sql_rows.LOGOUT_COLUMNS

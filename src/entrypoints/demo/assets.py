@@ -28,7 +28,7 @@ def read_static(name: str) -> bytes:
 def stylesheet() -> bytes:
     """The demo's stylesheet as served: the look every page shares (the provider's pages
     inline the same text), then the demo's own rules."""
-    from authgate.entrypoints.http.look import LOOK
+    from authgate.entrypoints.http.common.look import LOOK
 
     return LOOK.encode() + read_static("demo.css")
 

@@ -17,7 +17,7 @@
 Changes take scope ``account:manage`` and, with the cookie as the credential, the same-origin
 guard. Linking, unlinking, ending *other* sessions, deleting and exporting need a recent
 sign-in (RFC 9470: 401 ``reauthentication_required``). The rules are the services'; failures
-map to HTTP in :mod:`authgate.entrypoints.http.errors`.
+map to HTTP in :mod:`authgate.entrypoints.http.common.errors`.
 """
 
 from __future__ import annotations
@@ -29,8 +29,8 @@ from authgate.domain import errors
 from authgate.domain.model import UNPROVEN_AUTH_TIME, Caller, ClientInfo, LinkedIdentity
 from authgate.domain.passkeys import Passkey
 from authgate.domain.scopes import ACCOUNT_MANAGE, READ_SCOPES
-from authgate.entrypoints.http import docs
-from authgate.entrypoints.http.bodies import (
+from authgate.entrypoints.http.common import docs
+from authgate.entrypoints.http.common.bodies import (
     AccountDetails,
     AccountExportBody,
     AppError,
@@ -44,9 +44,9 @@ from authgate.entrypoints.http.bodies import (
     SessionList,
     SessionRecordExport,
 )
-from authgate.entrypoints.http.caller import ClientAddress
-from authgate.entrypoints.http.docs import describe_tags
-from authgate.entrypoints.http.session_auth import (
+from authgate.entrypoints.http.common.caller import ClientAddress
+from authgate.entrypoints.http.common.docs import describe_tags
+from authgate.entrypoints.http.common.session_auth import (
     SESSION_COOKIE,
     SESSION_COOKIE_SCHEME,
     SameOriginGuard,

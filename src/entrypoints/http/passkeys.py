@@ -27,12 +27,12 @@ from authgate.domain.model import ClientInfo
 from authgate.domain.passkeys import NAME_MAX
 from authgate.domain.scopes import ACCOUNT_MANAGE, READ_SCOPES
 from authgate.domain.secrets import new_secret
-from authgate.entrypoints.http import docs
 from authgate.entrypoints.http.account import AccountArea, passkey_info
-from authgate.entrypoints.http.bodies import AppError, PasskeyInfo
-from authgate.entrypoints.http.caller import ClientAddress
-from authgate.entrypoints.http.errors import rate_limited
-from authgate.entrypoints.http.session_auth import SESSION_COOKIE, SameOriginGuard
+from authgate.entrypoints.http.common import docs
+from authgate.entrypoints.http.common.bodies import AppError, PasskeyInfo
+from authgate.entrypoints.http.common.caller import ClientAddress
+from authgate.entrypoints.http.common.errors import rate_limited
+from authgate.entrypoints.http.common.session_auth import SESSION_COOKIE, SameOriginGuard
 from authgate.entrypoints.http.signin import BINDING_COOKIE, BINDING_FORMAT, BINDING_PATH
 from authgate.entrypoints.rest import (
     Api,

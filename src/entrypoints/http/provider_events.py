@@ -27,10 +27,10 @@ import attrs
 from aiohttp import web
 
 from authgate.domain.model import ClientInfo
-from authgate.entrypoints.http import docs
-from authgate.entrypoints.http.bodies import AppError
-from authgate.entrypoints.http.caller import ClientAddress
-from authgate.entrypoints.http.errors import (
+from authgate.entrypoints.http.common import docs
+from authgate.entrypoints.http.common.bodies import AppError
+from authgate.entrypoints.http.common.caller import ClientAddress
+from authgate.entrypoints.http.common.errors import (
     OIDC_LOGOUT,
     event_refusal_body,
     http_error,

@@ -17,17 +17,17 @@ from aiohttp import web
 from authgate.domain import errors
 from authgate.domain.model import ClientInfo, Intent
 from authgate.domain.secrets import new_secret
-from authgate.entrypoints.http import docs
-from authgate.entrypoints.http.bodies import AppError, ProviderDetails
-from authgate.entrypoints.http.caller import ClientAddress, accepts_only_json, prefers_html
-from authgate.entrypoints.http.docs import describe_tags
-from authgate.entrypoints.http.errors import (
+from authgate.entrypoints.http.common import docs
+from authgate.entrypoints.http.common.bodies import AppError, ProviderDetails
+from authgate.entrypoints.http.common.caller import ClientAddress, accepts_only_json, prefers_html
+from authgate.entrypoints.http.common.docs import describe_tags
+from authgate.entrypoints.http.common.errors import (
     CALLBACK_HEADERS,
     app_error,
     callback_answer,
     rate_limited,
 )
-from authgate.entrypoints.http.session_auth import (
+from authgate.entrypoints.http.common.session_auth import (
     SESSION_COOKIE,
     SESSION_COOKIE_SCHEME,
     SameOriginGuard,
@@ -47,7 +47,7 @@ from authgate.entrypoints.rest import (
 )
 from authgate.entrypoints.rest.security import SecurityScheme, authenticate
 from authgate.ports.ratelimit import RateLimiter
-from authgate.ports.sessions import InvalidSession
+from authgate.ports.session_tokens import InvalidSession
 from authgate.services.sessions import SessionService
 from authgate.services.signin import CALLER_INTENTS, MAX_STATE_LENGTH, SignInService
 

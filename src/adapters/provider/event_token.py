@@ -1,0 +1,160 @@
+"""Verification of the signed event tokens that providers push: OpenID Connect
+logout tokens, Sign in with Apple notifications and Security Event Tokens (RFC 8417).
+
+One verifier per provider and shape, on a key-set cache of the provider's events (the keys of
+its ID tokens, or, for RISC, the key set named by the issuer's configuration document; never the
+ID tokens' cache itself, so that forged tokens posted here cannot spend the sign-ins' fetch
+budget): the signature with an allowed public-key algorithm, then ``iss`` exactly, ``aud`` as
+for ID tokens (OIDC Core 3.1.3.7 step 3, which Back-Channel Logout 1.0 section 2.6 applies to
+logout tokens: ours, and no audience we do not trust), ``iat`` neither in the future nor older
+than ``max_age``, ``exp`` (required where the shape requires it), ``jti`` present, and the JOSE
+``typ`` when given must be one the shape uses. Every failure raises
+:class:`~authgate.ports.provider_events.EventTokenRejected` with its RFC 8935 code and a
+log-safe text (never the token); a key that could not be looked up for the token raises
+:class:`~authgate.ports.provider_events.EventTokenUnavailable` (the provider retries: RFC 8935
+makes a 400 final, and a delivery refused for a key we could not fetch would be lost).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Collection
+from typing import Any
+
+from authgate.adapters.provider.id_token import header_of, json_object, loggable, verified_payload
+from authgate.adapters.provider.jwks import KeySetCache
+from authgate.domain.model import EventId
+from authgate.ports.clock import Clock
+from authgate.ports.provider import ExchangeFailed, VerificationFailed
+from authgate.ports.provider_events import (
+    INVALID_AUDIENCE,
+    INVALID_ISSUER,
+    INVALID_KEY,
+    INVALID_REQUEST,
+    EventTokenRejected,
+    EventTokenUnavailable,
+    VerifiedEventToken,
+)
+
+MAX_JTI_LENGTH = 255
+
+# The JOSE "typ" each shape may carry (compared case-insensitively, "application/" optional,
+# RFC 7515 4.1.9); absent is accepted for all.
+LOGOUT_TYPES = frozenset({"jwt", "logout+jwt"})  # Back-Channel Logout 1.0 section 2.4
+SECEVENT_TYPES = frozenset({"jwt", "secevent+jwt"})  # RFC 8417 section 2.3
+APPLE_TYPES = frozenset({"jwt"})
+
+
+class EventTokenVerifierAdapter:
+    """:class:`~authgate.ports.provider_events.EventTokenVerifier` for one provider."""
+
+    def __init__(
+        self,
+        *,
+        keys: KeySetCache,
+        clock: Clock,
+        issuers: Collection[str],
+        audiences: Collection[str],
+        algorithms: Collection[str],
+        trusted_audiences: Collection[str] = (),
+        require_exp: bool = False,
+        types: Collection[str],
+        max_age_seconds: float,
+        leeway_seconds: float = 60.0,
+        what: str = "event token",
+    ) -> None:
+        self._keys = keys
+        self._clock = clock
+        self._issuers = frozenset(issuers)
+        self._audiences = frozenset(audiences)
+        self._trusted = frozenset(trusted_audiences)
+        self._require_exp = require_exp
+        self._algorithms = frozenset(algorithms)
+        self._types = frozenset(types)
+        self._max_age = max_age_seconds
+        self._leeway = leeway_seconds
+        self._what = what
+
+    @property
+    def keys(self) -> KeySetCache:
+        """The key set the tokens are verified with (``authgate config check`` fetches it)."""
+        return self._keys
+
+    async def verify(self, token: str) -> VerifiedEventToken:
+        try:
+            header = header_of(token, self._what)
+        except VerificationFailed as e:
+            raise EventTokenRejected(INVALID_REQUEST, str(e)) from None
+        alg = header.get("alg")
+        if not isinstance(alg, str) or alg not in self._algorithms:
+            raise EventTokenRejected(
+                INVALID_KEY, f"{self._what} algorithm {loggable(alg)} is not allowed"
+            )
+        if "crit" in header or "b64" in header:
+            raise EventTokenRejected(INVALID_REQUEST, f"{self._what} has critical parameters")
+        typ = header.get("typ")
+        if typ is not None and (
+            not isinstance(typ, str) or typ.lower().removeprefix("application/") not in self._types
+        ):
+            raise EventTokenRejected(INVALID_REQUEST, f"{self._what} typ {loggable(typ)}")
+        kid = header.get("kid")
+        if kid is not None and not isinstance(kid, str):
+            raise EventTokenRejected(INVALID_REQUEST, f"{self._what} kid is not a string")
+        try:
+            payload = await verified_payload(self._keys, token, alg, kid, self._what, wait=False)
+            claims = json_object(payload, self._what)
+        except VerificationFailed as e:
+            raise EventTokenRejected(INVALID_KEY, str(e)) from None
+        except ExchangeFailed as e:
+            raise EventTokenUnavailable(str(e)) from None
+        return VerifiedEventToken(claims, self._check(claims))
+
+    def _check(self, claims: dict[str, Any]) -> EventId:
+        what = self._what
+        iss = claims.get("iss")
+        if not isinstance(iss, str) or iss not in self._issuers:
+            raise EventTokenRejected(INVALID_ISSUER, f"{what} iss {loggable(iss)} is not expected")
+        aud = claims.get("aud")
+        audiences = [aud] if isinstance(aud, str) else aud
+        if (
+            not isinstance(audiences, list)
+            or not audiences
+            or not all(isinstance(a, str) for a in audiences)
+        ):
+            raise EventTokenRejected(INVALID_AUDIENCE, f"{what} aud is missing or malformed")
+        if not self._audiences.intersection(audiences):
+            raise EventTokenRejected(INVALID_AUDIENCE, f"{what} aud does not name us")
+        # As for ID tokens: a token also addressed to a party we do not trust is one that party
+        # holds and may replay to us.
+        untrusted = [a for a in audiences if a not in self._audiences and a not in self._trusted]
+        if untrusted:
+            raise EventTokenRejected(
+                INVALID_AUDIENCE, f"{what} aud names an untrusted audience {loggable(untrusted[0])}"
+            )
+        now = self._clock.now().timestamp()
+        iat = _number(claims.get("iat"))
+        if iat is None:
+            raise EventTokenRejected(INVALID_REQUEST, f"{what} has no numeric iat")
+        if iat > now + self._leeway:
+            raise EventTokenRejected(INVALID_REQUEST, f"{what} iat is in the future")
+        if iat < now - self._max_age - self._leeway:
+            raise EventTokenRejected(INVALID_REQUEST, f"{what} iat is too old")
+        exp = _number(claims.get("exp"))
+        if self._require_exp and "exp" not in claims:
+            raise EventTokenRejected(INVALID_REQUEST, f"{what} has no exp")
+        if "exp" in claims and exp is None:
+            raise EventTokenRejected(INVALID_REQUEST, f"{what} exp is not a number")
+        if exp is not None and exp <= now - self._leeway:
+            raise EventTokenRejected(INVALID_REQUEST, f"{what} has expired")
+        jti = claims.get("jti")
+        if not isinstance(jti, str) or not jti or len(jti) > MAX_JTI_LENGTH:
+            raise EventTokenRejected(INVALID_REQUEST, f"{what} has no usable jti")
+        # Remembered for as long as an event with this iat is accepted at all.
+        until = dt.datetime.fromtimestamp(iat + self._max_age + 2 * self._leeway, dt.UTC)
+        return EventId(issuer=iss, jti=jti, expires_at=until)
+
+
+def _number(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return float(value)

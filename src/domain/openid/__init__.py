@@ -1,0 +1,1 @@
+"""authgate as the OpenID Provider of applications (clients): its records, requests and rules."""

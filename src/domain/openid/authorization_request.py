@@ -1,0 +1,327 @@
+"""An OpenID Connect authorization request (Core 1.0 section 3.1.2.1), read from its
+parameters into :class:`AuthorizationRequest`, with the checks that need no store.
+
+Two kinds of failure, as RFC 6749 section 4.1.2.1 separates them:
+
+* :class:`NotRedirectable`: the client is unknown or the ``redirect_uri`` is not one it
+  registered (or either is missing or repeated). Nothing may be sent to that URI: the browser
+  gets an error page, never a redirect (an open redirector otherwise);
+* :class:`AuthorizationRefused`: any other fault, answered at the registered ``redirect_uri``
+  with ``error``, ``error_description`` and the unchanged ``state``.
+
+Only the authorization code flow is served, with PKCE ``S256`` for every client. ``display``,
+``ui_locales``, ``claims_locales``, ``acr_values`` and parameters nobody defined are ignored
+(Core section 3.1.2.1 lets a provider ignore them); ``request`` and ``request_uri`` are refused
+as unsupported (discovery says so), never silently ignored.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import re
+from collections.abc import Mapping, Sequence
+from urllib.parse import parse_qsl, urlencode, urlsplit
+
+import attrs
+
+from authgate.domain.openid.clients import SUPPORTED_SCOPES, Client, ClientRegistry
+from authgate.domain.text import has_control_characters
+
+RESPONSE_MODES = ("query", "form_post")
+PROMPT_NONE, PROMPT_LOGIN, PROMPT_CONSENT = "none", "login", "consent"
+OPENID = "openid"
+OFFLINE_ACCESS = "offline_access"
+# authgate's own parameter: ``provider`` sends the browser straight to one configured identity
+# provider instead of authgate's sign-in page.
+PROVIDER_PARAMETER = "provider"
+MAX_NONCE_LENGTH = 512
+# The state comes back unchanged; bounded so that the request still fits in the URL that
+# resumes it after a sign-in.
+MAX_STATE_LENGTH = 1024
+MAX_LOGIN_HINT_LENGTH = 256
+MAX_ID_TOKEN_HINT_LENGTH = 16 * 1024
+MAX_MAX_AGE = 10 * 365 * 86400
+# An S256 code challenge: base64url of a SHA-256 digest, without padding (RFC 7636 4.2).
+_S256_CHALLENGE = re.compile(r"[A-Za-z0-9_-]{43}")
+_MAX_AGE = re.compile(r"[0-9]{1,10}")
+_PROVIDER_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
+# Parameters that must not repeat (RFC 6749 section 3.1); others are ignored however often.
+_SINGLE = (
+    "response_type",
+    "scope",
+    "nonce",
+    "code_challenge",
+    "code_challenge_method",
+    "prompt",
+    "max_age",
+    "login_hint",
+    "id_token_hint",
+    "request",
+    "request_uri",
+    PROVIDER_PARAMETER,
+)
+
+
+class NotRedirectable(Exception):
+    """The request cannot be answered at a redirect URI: an error page. ``description`` is
+    safe to show."""
+
+    def __init__(self, description: str) -> None:
+        self.description = description
+        super().__init__(description)
+
+
+class AuthorizationRefused(Exception):
+    """An error answered at the client's registered ``redirect_uri`` (RFC 6749 4.1.2.1,
+    OpenID Connect Core 3.1.2.6), with the request's ``state`` unchanged."""
+
+    def __init__(
+        self,
+        error: str,
+        description: str,
+        *,
+        client: Client,
+        redirect_uri: str,
+        state: str | None,
+        response_mode: str = "query",
+    ) -> None:
+        self.error = error
+        self.description = description
+        self.client = client
+        self.redirect_uri = redirect_uri
+        self.state = state
+        self.response_mode = response_mode
+        super().__init__(f"{error}: {description}")
+
+
+@attrs.frozen
+class AuthorizationRequest:
+    """A well-formed authorization request of a registered client to one of its redirect
+    URIs. ``scopes`` are in the order asked, each once; ``prompt`` the values of ``prompt``;
+    ``provider`` authgate's parameter naming the identity provider to go straight to."""
+
+    client_id: str
+    redirect_uri: str
+    scopes: tuple[str, ...]
+    code_challenge: str
+    response_mode: str = "query"
+    state: str | None = None
+    nonce: str | None = None
+    prompt: frozenset[str] = frozenset()
+    max_age: int | None = None
+    login_hint: str | None = None
+    id_token_hint: str | None = None
+    provider: str | None = None
+
+    @property
+    def needs_fresh_login(self) -> bool:
+        """Whether only a recent sign-in will do (``prompt=login`` or ``max_age``)."""
+        return PROMPT_LOGIN in self.prompt or self.max_age is not None
+
+    def parameters(self) -> list[tuple[str, str]]:
+        """The request as parameters again, what it means and nothing else (not the
+        ``id_token_hint``, which only a silent answer uses, nor any ignored parameter): how it
+        is carried through the sign-in and the consent page."""
+        out = [
+            ("response_type", "code"),
+            ("client_id", self.client_id),
+            ("redirect_uri", self.redirect_uri),
+            ("scope", " ".join(self.scopes)),
+            ("code_challenge", self.code_challenge),
+            ("code_challenge_method", "S256"),
+        ]
+        if self.response_mode != "query":
+            out.append(("response_mode", self.response_mode))
+        optional = (
+            ("state", self.state),
+            ("nonce", self.nonce),
+            ("prompt", " ".join(sorted(self.prompt)) if self.prompt else None),
+            ("max_age", str(self.max_age) if self.max_age is not None else None),
+            ("login_hint", self.login_hint),
+        )
+        out += [(name, value) for name, value in optional if value is not None]
+        return out
+
+    @property
+    def resume_key(self) -> str:
+        """What names this request in the session its sign-in issues: the
+        :func:`resume_key` of the query that resumes it."""
+        return resume_key(urlencode(self.parameters()))
+
+
+def parse_authorization_request(
+    params: Mapping[str, Sequence[str]],
+    clients: ClientRegistry,
+) -> tuple[AuthorizationRequest, Client]:
+    """Read an authorization request (each parameter with all its values, in order).
+
+    Raises :class:`NotRedirectable` or :class:`AuthorizationRefused`."""
+
+    def single(name: str) -> str | None:
+        values = params.get(name, ())
+        if len(values) > 1:
+            raise NotRedirectable(f"{name} is given more than once")
+        return values[0] if values else None
+
+    client_id = single("client_id")
+    if not client_id:
+        raise NotRedirectable("the request names no client (client_id is missing)")
+    client = clients.get(client_id)
+    if client is None:
+        raise NotRedirectable(f"the client {_shown(client_id)} is not registered with this service")
+    redirect_uri = single("redirect_uri")
+    if not redirect_uri:
+        raise NotRedirectable(f"the request of the client {_shown(client_id)} has no redirect_uri")
+    if not client.redirect_uri_registered(redirect_uri):
+        # Both values as received: the developer compares them with the registration.
+        raise NotRedirectable(
+            f"the redirect_uri {_shown(redirect_uri)} is not registered for the client "
+            f"{_shown(client_id)}"
+        )
+
+    state_values = params.get("state", ())
+    state = state_values[0] if len(state_values) == 1 else None
+    mode_values = params.get("response_mode", ())
+    response_mode = "query"
+    if len(mode_values) == 1 and mode_values[0] in RESPONSE_MODES:
+        response_mode = mode_values[0]
+
+    def refuse(error: str, description: str, *, echo_state: bool = True) -> AuthorizationRefused:
+        return AuthorizationRefused(
+            error,
+            description,
+            client=client,
+            redirect_uri=redirect_uri,
+            state=state if echo_state else None,
+            response_mode=response_mode,
+        )
+
+    if len(state_values) > 1:
+        raise refuse("invalid_request", "state is given more than once")
+    if state is not None and len(state) > MAX_STATE_LENGTH:
+        raise refuse(
+            "invalid_request",
+            f"state is longer than {MAX_STATE_LENGTH} characters",
+            echo_state=False,
+        )
+    if len(mode_values) > 1:
+        raise refuse("invalid_request", "response_mode is given more than once")
+    if mode_values and mode_values[0] not in RESPONSE_MODES:
+        raise refuse("invalid_request", "response_mode must be query or form_post")
+    for name in _SINGLE:
+        if len(params.get(name, ())) > 1:
+            raise refuse("invalid_request", f"{name} is given more than once")
+    first = {name: params[name][0] for name in _SINGLE if params.get(name)}
+
+    if "request" in first:
+        raise refuse("request_not_supported", "request objects are not supported")
+    if "request_uri" in first:
+        raise refuse("request_uri_not_supported", "request_uri is not supported")
+    response_type = first.get("response_type")
+    if not response_type:
+        raise refuse("invalid_request", "response_type is missing")
+    if response_type != "code":
+        raise refuse(
+            "unsupported_response_type", "only the authorization code flow (code) is served"
+        )
+
+    # Scope values the provider does not serve at all (address, phone, an application's own)
+    # are ignored, as OpenID Connect Core 3.1.2.1 asks; one it serves but this client may not
+    # have is refused.
+    asked = dict.fromkeys(first.get("scope", "").split())
+    scopes = tuple(s for s in asked if s in SUPPORTED_SCOPES)
+    if OPENID not in scopes:
+        raise refuse("invalid_scope", "scope must include openid")
+    refused = [s for s in scopes if s not in client.allowed_scopes]
+    if refused:
+        raise refuse("invalid_scope", "scope not allowed for this client: " + " ".join(refused))
+
+    method = first.get("code_challenge_method")
+    challenge = first.get("code_challenge")
+    if not challenge:
+        raise refuse("invalid_request", "PKCE is required: code_challenge is missing")
+    if method != "S256":
+        raise refuse("invalid_request", "PKCE is required with code_challenge_method S256")
+    if not _S256_CHALLENGE.fullmatch(challenge):
+        raise refuse("invalid_request", "code_challenge is not an S256 challenge")
+
+    prompt = frozenset(first.get("prompt", "").split())
+    if PROMPT_NONE in prompt and len(prompt) > 1:
+        raise refuse("invalid_request", "prompt none cannot be combined with other values")
+
+    max_age: int | None = None
+    if "max_age" in first:
+        text = first["max_age"]
+        if not _MAX_AGE.fullmatch(text):
+            raise refuse("invalid_request", "max_age must be a number of seconds")
+        max_age = min(int(text), MAX_MAX_AGE)
+
+    nonce = first.get("nonce")
+    if nonce is not None and (
+        not nonce or len(nonce) > MAX_NONCE_LENGTH or has_control_characters(nonce)
+    ):
+        raise refuse(
+            "invalid_request",
+            f"nonce must be 1 to {MAX_NONCE_LENGTH} characters without control characters",
+        )
+
+    id_token_hint = first.get("id_token_hint") or None
+    if id_token_hint is not None and len(id_token_hint) > MAX_ID_TOKEN_HINT_LENGTH:
+        raise refuse("invalid_request", "id_token_hint is too long")
+
+    # A hint is only a hint: one that cannot be used is dropped, never an error.
+    login_hint = first.get("login_hint") or None
+    if login_hint is not None and (
+        len(login_hint) > MAX_LOGIN_HINT_LENGTH or has_control_characters(login_hint)
+    ):
+        login_hint = None
+    provider = first.get(PROVIDER_PARAMETER)
+    if provider is not None and not _PROVIDER_NAME.fullmatch(provider):
+        provider = None
+
+    return (
+        AuthorizationRequest(
+            client_id=client.client_id,
+            redirect_uri=redirect_uri,
+            scopes=scopes,
+            code_challenge=challenge,
+            response_mode=response_mode,
+            state=state,
+            nonce=nonce,
+            prompt=prompt,
+            max_age=max_age,
+            login_hint=login_hint,
+            id_token_hint=id_token_hint,
+            provider=provider,
+        ),
+        client,
+    )
+
+
+def resume_key(query: str) -> str:
+    """A digest of the query of the address that resumes an authorization request after the
+    sign-in it started (the request's :meth:`AuthorizationRequest.parameters`, encoded): the
+    session that sign-in issues carries it, signed, so that only that request is resumed by
+    it (128 bits, base64url)."""
+    digest = hashlib.sha256(query.encode()).digest()[:16]
+    return base64.urlsafe_b64encode(digest).rstrip(b"=").decode("ascii")
+
+
+def resume_needs_fresh_login(url: str) -> bool:
+    """Whether the authorization request that ``url`` resumes (the authorization endpoint's
+    URL with the request as its query) asks for a fresh login: ``prompt`` holds ``login``, or
+    it has a ``max_age``. The sign-in it started then makes the provider log the person in
+    again, and counts the login from its own start where the provider does not date it."""
+    query = parse_qsl(urlsplit(url).query)
+    return any(
+        (name == "prompt" and PROMPT_LOGIN in value.split()) or name == "max_age"
+        for name, value in query
+    )
+
+
+def _shown(value: str) -> str:
+    """A value from the request in an error's text: quoted, its control characters escaped
+    (it reaches a log line as well as the page, which escapes its HTML), bounded."""
+    text = repr(value)
+    return text if len(text) <= 300 else text[:297] + "..."

@@ -1,0 +1,1 @@
+"""What every face's HTTP handlers share: errors, bodies, the caller, the look, documentation."""

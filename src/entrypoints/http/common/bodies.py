@@ -1,0 +1,274 @@
+"""Response bodies of the sign-in application, with the spec's field names (2.2 to 2.5), and
+the account's."""
+
+from __future__ import annotations
+
+import datetime as dt
+from urllib.parse import parse_qsl
+
+import attrs
+
+from authgate.domain.openid.refusals import OAuthInvalidRequest
+from authgate.entrypoints.rest import wire_field
+
+
+@attrs.frozen
+class ProviderDetails:
+    """Spec 2.4."""
+
+    provider: str
+    authorization_url: str = wire_field("authorizationUrl")
+    client_id: str = wire_field("clientId")
+    scopes: list[str] = wire_field("scopes")
+    response_type: str = wire_field("responseType")
+    state: str = wire_field("state")
+
+
+@attrs.frozen
+class LinkedProvider:
+    """Spec 2.2: never a provider access or refresh token."""
+
+    provider: str
+    provider_id: str = wire_field("providerId")
+    linked_at: dt.datetime = wire_field("linkedAt")
+    is_primary: bool = wire_field("isPrimary")
+
+
+@attrs.frozen
+class LinkedProviders:
+    """Spec 2.3."""
+
+    providers: list[LinkedProvider]
+
+
+@attrs.frozen
+class AccountDetails:
+    """The caller's account. ``emailVerified`` is true only when the provider of the primary
+    identity said the email address is verified; false when it said false, did not say (the
+    facebook-shaped profile endpoint) or gave no address."""
+
+    id: str
+    created_at: dt.datetime = wire_field("createdAt")
+    providers: list[LinkedProvider] = wire_field("providers")
+    email_verified: bool = wire_field("emailVerified")
+    email: str | None = None
+    name: str | None = None
+    last_sign_in_at: dt.datetime | None = wire_field("lastSignInAt", default=None)
+
+
+@attrs.frozen
+class SessionInfo:
+    """One live session of the caller (never its token)."""
+
+    id: str
+    provider: str
+    created_at: dt.datetime = wire_field("createdAt")
+    expires_at: dt.datetime = wire_field("expiresAt")
+    current: bool = wire_field("current")
+    user_agent: str | None = wire_field("userAgent", default=None)
+    address: str | None = None
+    # Whether the sign-in proved when the person authenticated (a provider's signed
+    # auth_time, a passkey): a page may offer a passkey after one that proved nothing.
+    auth_time_proven: bool = wire_field("authTimeProven", default=False)
+    passkey_id: str | None = wire_field("passkeyId", default=None)
+
+
+@attrs.frozen
+class SessionList:
+    sessions: list[SessionInfo]
+
+
+@attrs.frozen
+class AuditRecord:
+    """One audited event of the account (a sign-in or an account change)."""
+
+    at: dt.datetime
+    provider: str
+    outcome: str
+    address: str | None = None
+    user_agent: str | None = wire_field("userAgent", default=None)
+
+
+@attrs.frozen
+class SessionRecordExport:
+    """One session the service recorded, revoked and expired ones included (never a token)."""
+
+    id: str
+    provider: str
+    created_at: dt.datetime = wire_field("createdAt")
+    expires_at: dt.datetime = wire_field("expiresAt")
+    auth_time: dt.datetime = wire_field("authTime")
+    revoked_at: dt.datetime | None = wire_field("revokedAt", default=None)
+    user_agent: str | None = wire_field("userAgent", default=None)
+    address: str | None = None
+    passkey_id: str | None = wire_field("passkeyId", default=None)
+
+
+@attrs.frozen
+class AppInfo:
+    """An application of the caller (authgate as its OpenID Provider): one the caller granted
+    access to (``granted``: true), or one without consent whose tokens still work
+    (``granted``: false, ``scopes`` empty, ``grantedAt`` when its oldest working token family
+    was issued: an application that needs no consent, or tokens from before a withdrawal).
+    ``liveTokenFamilies``: how many of its token families still work. ``name`` is absent
+    when the application is no longer registered."""
+
+    client_id: str = wire_field("clientId")
+    scopes: list[str] = wire_field("scopes")
+    granted_at: dt.datetime = wire_field("grantedAt")
+    granted: bool = wire_field("granted")
+    live_token_families: int = wire_field("liveTokenFamilies")
+    name: str | None = None
+    last_used_at: dt.datetime | None = wire_field("lastUsedAt", default=None)
+
+
+@attrs.frozen
+class AppList:
+    apps: list[AppInfo]
+
+
+@attrs.frozen
+class GrantExport:
+    """One consent the caller gave an application, as stored."""
+
+    client_id: str = wire_field("clientId")
+    scopes: list[str] = wire_field("scopes")
+    granted_at: dt.datetime = wire_field("grantedAt")
+    last_used_at: dt.datetime | None = wire_field("lastUsedAt", default=None)
+
+
+@attrs.frozen
+class PasskeyInfo:
+    """One passkey of the account (never its key), and where it was added: by which session,
+    from which address and browser (absent for passkeys added before that was kept)."""
+
+    id: str
+    name: str
+    created_at: dt.datetime = wire_field("createdAt")
+    backed_up: bool = wire_field("backedUp")
+    backup_eligible: bool = wire_field("backupEligible")
+    transports: list[str] = wire_field("transports")
+    aaguid: str = wire_field("aaguid")
+    last_used_at: dt.datetime | None = wire_field("lastUsedAt", default=None)
+    added_by_session: str | None = wire_field("addedBySession", default=None)
+    added_from_address: str | None = wire_field("addedFromAddress", default=None)
+    added_from_user_agent: str | None = wire_field("addedFromUserAgent", default=None)
+
+
+@attrs.frozen
+class PasskeyExport:
+    """One passkey as stored: what the list shows, and the credential's public parts (its
+    id, COSE public key and signature counter, base64url). The service holds no private
+    value of a passkey."""
+
+    passkey: PasskeyInfo
+    credential_id: str = wire_field("credentialId")
+    public_key: str = wire_field("publicKey")
+    sign_count: int = wire_field("signCount")
+
+
+@attrs.frozen
+class AccountExportBody:
+    """Everything stored about the caller: the account, its identities, sessions, events,
+    consents to applications and passkeys."""
+
+    account: AccountDetails
+    sessions: list[SessionRecordExport]
+    events: list[AuditRecord]
+    grants: list[GrantExport]
+    passkeys: list[PasskeyExport] = wire_field("passkeys", factory=list)
+
+
+@attrs.frozen
+class AppError:
+    """Spec 2.5."""
+
+    error: str
+    message: str
+
+
+@attrs.frozen
+class PublicKey:
+    """A public JWK: ``crv``, ``x``, ``y`` for an EC or OKP key, ``n``, ``e`` for an RSA key."""
+
+    kty: str
+    kid: str
+    use: str | None = None
+    alg: str | None = None
+    crv: str | None = None
+    x: str | None = None
+    y: str | None = None
+    n: str | None = None
+    e: str | None = None
+
+
+@attrs.frozen
+class Jwks:
+    keys: list[PublicKey]
+
+
+@attrs.frozen
+class ProviderMetadata:
+    """The OpenID Provider's discovery document (OpenID Connect Discovery 1.0 section 3,
+    RFC 8414, and the logout and RFC 9207 members)."""
+
+    issuer: str
+    authorization_endpoint: str
+    token_endpoint: str
+    userinfo_endpoint: str
+    jwks_uri: str
+    revocation_endpoint: str
+    introspection_endpoint: str
+    end_session_endpoint: str
+    scopes_supported: list[str]
+    response_types_supported: list[str]
+    response_modes_supported: list[str]
+    grant_types_supported: list[str]
+    subject_types_supported: list[str]
+    id_token_signing_alg_values_supported: list[str]
+    token_endpoint_auth_methods_supported: list[str]
+    token_endpoint_auth_signing_alg_values_supported: list[str]
+    revocation_endpoint_auth_methods_supported: list[str]
+    revocation_endpoint_auth_signing_alg_values_supported: list[str]
+    introspection_endpoint_auth_methods_supported: list[str]
+    introspection_endpoint_auth_signing_alg_values_supported: list[str]
+    code_challenge_methods_supported: list[str]
+    claims_supported: list[str]
+    prompt_values_supported: list[str]
+    authorization_response_iss_parameter_supported: bool
+    backchannel_logout_supported: bool
+    backchannel_logout_session_supported: bool
+    request_parameter_supported: bool
+    request_uri_parameter_supported: bool
+    claims_parameter_supported: bool
+
+
+@attrs.frozen
+class OAuthErrorBody:
+    """The OpenID Provider's error (RFC 6749 section 5.2, RFC 6750 section 3)."""
+
+    error: str
+    error_description: str | None = None
+
+
+FORM = "application/x-www-form-urlencoded"
+MAX_FORM_FIELDS = 32
+
+
+def oauth_form(content_type: str, body: bytes) -> dict[str, str]:
+    """The fields of an OAuth request's form body (token, userinfo, revocation,
+    introspection), each once: a field sent twice is ``invalid_request`` (RFC 6749 section 3.2)
+    and one without a value is left out (section 3.1)."""
+    if content_type != FORM:
+        raise OAuthInvalidRequest(f"the request body must be {FORM}")
+    try:
+        text = body.decode("utf-8")
+        pairs = parse_qsl(text, keep_blank_values=False, max_num_fields=MAX_FORM_FIELDS)
+    except (UnicodeDecodeError, ValueError):
+        raise OAuthInvalidRequest("the form is malformed or has too many fields") from None
+    form: dict[str, str] = {}
+    for name, value in pairs:
+        if name in form:
+            raise OAuthInvalidRequest(f"{name} is given more than once")
+        form[name] = value
+    return form

@@ -1,0 +1,76 @@
+"""What the OpenAPI document (and /docs) says of the service's operations beyond their types:
+the tags that group them and example error bodies.
+
+Each example is built the way the operation answers it (:func:`~.errors.http_error` of the
+domain error, or the very function that raises it), so the status, code and message of an
+example are the service's own and cannot drift from the contract.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from authgate.domain import errors
+from authgate.entrypoints.http.common.errors import app_error, http_error
+from authgate.entrypoints.http.common.session_auth import cross_site_refusal
+from authgate.entrypoints.rest import Api, HttpError
+from authgate.entrypoints.rest.security import unauthorized
+
+SIGN_IN = "sign-in"
+ACCOUNT = "account"
+PROVIDER_EVENTS = "provider-events"
+OPENID_PROVIDER = "openid-provider"
+
+TAGS = {
+    SIGN_IN: "Signing in with an identity provider (also registering, linking another "
+    "provider, re-authenticating) and signing out.",
+    ACCOUNT: "The signed-in caller's account: linked providers, sessions, deletion and "
+    "export; and the public keys that verify session tokens.",
+    PROVIDER_EVENTS: "Security events that identity providers push to the service "
+    "(back-channel logout, Apple notifications, RISC).",
+    OPENID_PROVIDER: "The service as the OpenID Provider of the applications registered "
+    "under clients: its discovery document.",
+}
+
+Examples = dict[int, dict[str, dict[str, Any]]]
+
+
+def describe_tags(api: Api, *names: str) -> None:
+    """Describe these tags on the API's document."""
+    for name in names:
+        api.describe_tag(name, TAGS[name])
+
+
+def error_examples(*failures: Exception) -> Examples:
+    """Example error bodies by status, then by error code: an :class:`HttpError` as it is,
+    a domain error as JSON operations answer it. The first example of a code wins."""
+    found: Examples = {}
+    for failure in failures:
+        answer = failure if isinstance(failure, HttpError) else http_error(failure)
+        found.setdefault(answer.status, {}).setdefault(str(answer.body["error"]), answer.body)
+    return found
+
+
+def unknown_provider(configured: Sequence[str]) -> errors.InvalidProvider:
+    return errors.InvalidProvider("example", list(configured))
+
+
+# Failures several operations share.
+NO_CREDENTIAL = unauthorized("missing bearer token")
+BAD_TOKEN = unauthorized("invalid or expired bearer token")
+CROSS_SITE = cross_site_refusal()
+STEP_UP = errors.ReauthenticationRequired(300)
+
+
+def insufficient_scope(*scopes: str) -> HttpError:
+    """The layer's 403 for a token without any of ``scopes``."""
+    return app_error(
+        403,
+        "insufficient_scope",
+        "the token lacks the required scope: one of " + ", ".join(sorted(scopes)),
+    )
+
+
+def rate_limited_example(message: str) -> HttpError:
+    return app_error(429, "rate_limited", message)

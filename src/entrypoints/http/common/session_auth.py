@@ -1,0 +1,159 @@
+"""Session authentication: the service's own session JWT as the bearer token and as the
+``session`` cookie, and the same-origin guard of changes authenticated by the cookie.
+
+**The session cookie as a credential.** A browser page cannot read the HttpOnly ``session``
+cookie, so it cannot send it as a bearer token. The account endpoints therefore accept, besides
+``Authorization: Bearer``, the cookie itself: the ``sessionCookie`` scheme (an API key in the
+``session`` cookie, verified exactly like the bearer token). When both are present the bearer
+token is used.
+
+**CSRF.** A browser attaches cookies to requests that other sites cause, so a request that
+changes something and is authenticated by the cookie must prove that it comes from the
+service's own pages: :class:`SameOriginGuard`. Requests authenticated by the bearer token need
+no check: a browser never adds that header on its own.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Iterable
+
+from aiohttp import web
+
+from authgate.domain.redirects import origin
+from authgate.entrypoints.rest import ApiKey, HttpError, InvalidCredential, Principal
+from authgate.ports.session_tokens import InvalidSession, SessionClaims
+from authgate.services.sessions import SessionService
+
+SESSION_COOKIE = "session"
+SESSION_COOKIE_SCHEME = "sessionCookie"
+PRINCIPAL_CACHE_SIZE = 4096
+
+
+class SessionVerifier:
+    """A :class:`~authgate.entrypoints.rest.TokenVerifier` (bearer) and
+    :class:`~authgate.entrypoints.rest.ApiKeyChecker` (cookie) over the session service: a
+    token must verify *and* its session must be live (not revoked, known)."""
+
+    def __init__(self, sessions: SessionService) -> None:
+        self._sessions = sessions
+        # The principal of each (claims, scheme): the token cache answers the same claims
+        # object for a token it verified, so the principal (and its scopes) is built once per
+        # token, not per request. Bounded; an entry holds its claims, so ids are not reused.
+        self._principals: dict[tuple[int, str], tuple[SessionClaims, Principal]] = {}
+
+    async def claims(self, token: str) -> SessionClaims:
+        """The live session's claims; raises :class:`InvalidSession`."""
+        return await self._sessions.verify(token)
+
+    async def principal(self, token: str, scheme: str) -> Principal:
+        """The caller a token names; raises :class:`InvalidCredential`."""
+        try:
+            claims = await self._sessions.verify(token)
+        except InvalidSession as e:
+            raise InvalidCredential(str(e)) from None
+        key = (id(claims), scheme)
+        known = self._principals.get(key)
+        if known is not None and known[0] is claims:
+            return known[1]
+        principal = Principal(subject=claims.account_id, scheme=scheme, claims=claims.claims)
+        if len(self._principals) >= PRINCIPAL_CACHE_SIZE:
+            self._principals.clear()
+        self._principals[key] = (claims, principal)
+        return principal
+
+    async def verify(self, token: str) -> Principal:
+        return await self.principal(token, "bearer")
+
+    async def check(self, key: str) -> Principal:
+        """The :class:`~authgate.entrypoints.rest.ApiKeyChecker` of the cookie scheme."""
+        return await self.principal(key, SESSION_COOKIE_SCHEME)
+
+
+def session_id_of(principal: Principal) -> str:
+    """The id of the session a principal's token belongs to (``sid``; ``jti`` before ids)."""
+    sid = principal.claims.get("sid", principal.claims.get("jti"))
+    return sid if isinstance(sid, str) else ""
+
+
+def auth_time_of(principal: Principal) -> dt.datetime | None:
+    """When the principal last authenticated at the provider (``auth_time``, else ``iat``)."""
+    value = principal.claims.get("auth_time", principal.claims.get("iat"))
+    if isinstance(value, int) and not isinstance(value, bool):
+        return dt.datetime.fromtimestamp(value, dt.UTC)
+    return None
+
+
+def session_cookie_scheme(verifier: SessionVerifier) -> ApiKey:
+    """The ``sessionCookie`` security scheme: the ``session`` cookie as the credential."""
+    return ApiKey(SESSION_COOKIE_SCHEME, SESSION_COOKIE, verifier, True)
+
+
+class SameOriginGuard:
+    """Refuses a cookie-authenticated, state-changing request that a browser reports as coming
+    from another site.
+
+    ``Origin``, when sent, must be exactly (scheme, host and port) one of the service's own
+    public origins, with ``Sec-Fetch-Site`` (when sent) ``same-origin``, or a trusted origin
+    (``app.allowed_origins``: the application's pages, which the browser reports as same-site
+    or cross-site); without ``Origin`` (a navigation), ``Sec-Fetch-Site`` must be sent and be
+    ``same-origin``, or the ``Referer`` must be on a trusted origin. The service's own
+    origins are those configured (``rest.public_url``); when none is configured, the origin
+    the request itself was made to (its scheme and ``Host``), which only holds without a
+    TLS-terminating proxy in front — behind one, configure the public URL.
+    """
+
+    def __init__(
+        self, own_origins: Iterable[str] = (), trusted_origins: Iterable[str] = ()
+    ) -> None:
+        self._own = frozenset(origin(o) for o in own_origins if o)
+        self._trusted = frozenset(origin(o) for o in trusted_origins if o)
+
+    def _is_own(self, sent: str, request: web.Request) -> bool:
+        if self._own:
+            return sent in self._own
+        return sent == origin(f"{request.scheme}://{request.host}")
+
+    def allows(self, request: web.Request) -> bool:
+        fetch_site = request.headers.get("Sec-Fetch-Site")
+        same_origin = fetch_site is None or fetch_site.lower() == "same-origin"
+        sent = request.headers.get("Origin")
+        if sent is None:
+            if fetch_site is not None and same_origin:
+                return True
+            # A navigation (a GET link, such as starting to link a provider) carries no Origin;
+            # from the application on its own origin it is same-site or cross-site, and its
+            # Referer (which no page can forge, only suppress) names that origin.
+            referer = request.headers.get("Referer")
+            return referer is not None and self._trusted_referer(referer)
+        if sent.strip() == "null":
+            return False
+        normalised = origin(sent)
+        if self._is_own(normalised, request):
+            return same_origin
+        # The application on its own origin: the browser reports its requests as same-site
+        # (another port or sub-domain) or cross-site; the Origin it sends names it exactly.
+        return normalised in self._trusted
+
+    def _trusted_referer(self, referer: str) -> bool:
+        return referer.strip().lower().startswith(("http://", "https://")) and (
+            origin(referer) in self._trusted
+        )
+
+    def check(self, request: web.Request) -> None:
+        """Raise 403 ``cross_site_request`` unless :meth:`allows`."""
+        if not self.allows(request):
+            raise cross_site_refusal()
+
+
+def cross_site_refusal() -> HttpError:
+    """The guard's 403 (also the OpenAPI document's example of it)."""
+    return HttpError(
+        403,
+        {
+            "error": "cross_site_request",
+            "message": "a request authenticated by the session cookie must come from "
+            "this site's own pages (Origin / Sec-Fetch-Site); other clients use the "
+            "bearer token",
+        },
+    )

@@ -1,0 +1,1 @@
+"""The OpenID Provider's HTTP endpoints, one per module."""

@@ -1,0 +1,125 @@
+"""The caller's applications (the clients of authgate as an OpenID Provider they consented
+to), on the account API:
+
+* ``GET /v1/account/apps``: each application with a grant or with tokens that still work:
+  ``clientId``, ``name``, ``scopes``, ``grantedAt``, ``lastUsedAt``, ``granted`` (whether
+  it is listed for a grant) and ``liveTokenFamilies``; bearer or session cookie, scope
+  ``account:read`` or ``account:manage``;
+* ``DELETE /v1/account/apps/{client_id}``: withdraws the consent, spends the application's
+  unused codes and revokes its tokens (204); scope ``account:manage``, the same-origin
+  guard with the cookie,
+  and a recent sign-in as for unlinking a provider (RFC 9470: 401
+  ``reauthentication_required``); 404 ``app_not_found`` for an application the account has
+  neither granted nor holds tokens of.
+
+Registered only when clients are registered (the provider face is on). The rules are
+:class:`~authgate.services.openid.apps.AccountApps`'; failures map to HTTP in
+:mod:`authgate.entrypoints.http.common.errors`.
+"""
+
+from __future__ import annotations
+
+from authgate.domain import errors
+from authgate.domain.scopes import ACCOUNT_MANAGE, READ_SCOPES
+from authgate.entrypoints.http.account import AccountArea
+from authgate.entrypoints.http.common import docs
+from authgate.entrypoints.http.common.bodies import AppError, AppInfo, AppList
+from authgate.entrypoints.http.common.caller import ClientAddress
+from authgate.entrypoints.http.common.session_auth import SameOriginGuard
+from authgate.entrypoints.rest import Api, ApiKey, BearerJWT, Call, Cors, Reply, path, pattern
+from authgate.services.openid.apps import AccountApps
+
+NO_STORE = {"Cache-Control": "no-store"}
+# A registered client_id is printable ASCII (the configuration's rule); at most 255 of them.
+CLIENT_ID = r"^[!-~]{1,255}$"
+
+
+class AppOperations(AccountArea):
+    """Registers the caller's applications on the account API."""
+
+    def __init__(
+        self,
+        service: AccountApps,
+        bearer: BearerJWT,
+        cookie: ApiKey,
+        guard: SameOriginGuard,
+        client_address: ClientAddress,
+        cors: Cors | None = None,
+    ) -> None:
+        super().__init__(bearer, cookie, guard, client_address, cors)
+        self.service = service
+
+    def register(self, api: Api) -> None:
+        docs.describe_tags(api, docs.ACCOUNT)
+        api.operation(
+            "GET",
+            "/v1/account/apps",
+            response=AppList,
+            security=self.read,
+            operation_id="list_apps",
+            tags=(docs.ACCOUNT,),
+            summary="List the applications",
+            description="The applications the caller granted access to (as their OpenID "
+            "Provider), and those holding tokens of the caller that still work without a "
+            "grant (granted false: an application that needs no consent): client id, name, "
+            "scopes, when granted and when last used, and how many token families still "
+            "work.",
+            examples=docs.error_examples(docs.NO_CREDENTIAL, docs.insufficient_scope(*READ_SCOPES)),
+            cors=self.cors,
+        )(self.list_apps)
+        api.operation(
+            "DELETE",
+            "/v1/account/apps/{client_id}",
+            params=[
+                path(
+                    "client_id",
+                    pattern(CLIENT_ID),
+                    description="The client id of one of the caller's applications, as GET "
+                    "/v1/account/apps lists it.",
+                )
+            ],
+            status=204,
+            security=self.manage,
+            responses={
+                204: "The consent is withdrawn and the application's tokens are revoked",
+                401: AppError,
+                403: AppError,
+                404: AppError,
+            },
+            operation_id="withdraw_app",
+            tags=(docs.ACCOUNT,),
+            summary="Withdraw an application's access",
+            description="Withdraws the caller's consent to an application, spends the codes "
+            "it has not redeemed yet and revokes its refresh and access tokens at once; its "
+            "next sign-in asks for consent again. Needs a recent sign-in.",
+            examples=docs.error_examples(
+                docs.NO_CREDENTIAL,
+                docs.STEP_UP,
+                docs.insufficient_scope(ACCOUNT_MANAGE),
+                docs.CROSS_SITE,
+                errors.AppNotFound("example"),
+            ),
+            cors=self.cors,
+        )(self.withdraw)
+
+    async def list_apps(self, call: Call[None]) -> Reply[AppList]:
+        caller = self._caller(call, change=False)
+        apps = await self.service.for_account(caller.account_id)
+        listed = [
+            AppInfo(
+                client_id=a.client_id,
+                name=a.name,
+                scopes=list(a.scopes),
+                granted_at=a.granted_at,
+                granted=a.granted,
+                live_token_families=a.live_token_families,
+                last_used_at=a.last_used_at,
+            )
+            for a in apps
+        ]
+        return Reply(AppList(listed), headers=NO_STORE)
+
+    async def withdraw(self, call: Call[None]) -> Reply[None]:
+        caller = self._caller(call, change=True)
+        await self.service.withdraw(caller, call.path["client_id"])
+        return Reply(None, status=204, headers=NO_STORE)

@@ -1,0 +1,127 @@
+"""``GET /.well-known/openid-configuration``: what the OpenID Provider supports, and where.
+
+The document is a pure function of the configuration (:func:`provider_metadata`): the issuer
+is the service's public URL (:func:`~authgate.entrypoints.config.openid_issuer`) and every
+endpoint is under it. It lists exactly what the provider does: the authorization code flow
+with PKCE (S256 only), query and form_post answers, refresh tokens, public subjects, ID tokens
+signed RS256 (the default) or ES256, the four client authentication methods, RP-initiated and
+back-channel logout with sessions, and ``iss`` in every authorization response (RFC 9207). No
+request objects and no ``claims`` parameter: those are said to be unsupported, as OpenID
+Connect Discovery section 3 lets a provider say.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from authgate.domain.openid.clients import (
+    ASSERTION_ALGORITHMS,
+    AUTH_METHODS,
+    ID_TOKEN_ALGORITHMS,
+    SUPPORTED_SCOPES,
+)
+from authgate.entrypoints.config import Config, openid_issuer
+from authgate.entrypoints.http.common import docs
+from authgate.entrypoints.http.common.bodies import ProviderMetadata
+from authgate.entrypoints.rest import Api, Call, Reply
+from authgate.entrypoints.rest.wire import make_converter
+
+DISCOVERY_PATH = "/.well-known/openid-configuration"
+JWKS_PATH = "/.well-known/jwks.json"
+AUTHORIZE_PATH = "/oauth2/authorize"
+TOKEN_PATH = "/oauth2/token"  # noqa: S105 - a path
+USERINFO_PATH = "/oauth2/userinfo"
+REVOCATION_PATH = "/oauth2/revoke"
+INTROSPECTION_PATH = "/oauth2/introspect"
+END_SESSION_PATH = "/oauth2/logout"
+
+# The claims an ID token or the userinfo answer may carry: the ID token's own, and the
+# profile (name) and email scopes' claims.
+CLAIMS = (
+    "iss",
+    "sub",
+    "aud",
+    "exp",
+    "iat",
+    "auth_time",
+    "nonce",
+    "sid",
+    "at_hash",
+    "name",
+    "email",
+    "email_verified",
+)
+PROMPTS = ("none", "login", "consent")
+# Changes only with the configuration, that is with a restart.
+DISCOVERY_CACHING = {"Cache-Control": "public, max-age=300"}
+
+
+def provider_metadata(config: Config) -> ProviderMetadata:
+    """The discovery document of the provider the configuration describes."""
+    issuer = openid_issuer(config)
+    # Revocation and introspection authenticate the client as the token endpoint does;
+    # introspection is for confidential clients only, so never without authentication.
+    authenticated: list[str] = [m for m in AUTH_METHODS if m != "none"]
+    return ProviderMetadata(
+        issuer=issuer,
+        authorization_endpoint=issuer + AUTHORIZE_PATH,
+        token_endpoint=issuer + TOKEN_PATH,
+        userinfo_endpoint=issuer + USERINFO_PATH,
+        jwks_uri=issuer + JWKS_PATH,
+        revocation_endpoint=issuer + REVOCATION_PATH,
+        introspection_endpoint=issuer + INTROSPECTION_PATH,
+        end_session_endpoint=issuer + END_SESSION_PATH,
+        scopes_supported=list(SUPPORTED_SCOPES),
+        response_types_supported=["code"],
+        response_modes_supported=["query", "form_post"],
+        grant_types_supported=["authorization_code", "refresh_token"],
+        subject_types_supported=["public"],
+        id_token_signing_alg_values_supported=list(ID_TOKEN_ALGORITHMS),
+        token_endpoint_auth_methods_supported=list(AUTH_METHODS),
+        token_endpoint_auth_signing_alg_values_supported=list(ASSERTION_ALGORITHMS),
+        revocation_endpoint_auth_methods_supported=list(AUTH_METHODS),
+        revocation_endpoint_auth_signing_alg_values_supported=list(ASSERTION_ALGORITHMS),
+        introspection_endpoint_auth_methods_supported=authenticated,
+        introspection_endpoint_auth_signing_alg_values_supported=list(ASSERTION_ALGORITHMS),
+        code_challenge_methods_supported=["S256"],
+        claims_supported=list(CLAIMS),
+        prompt_values_supported=list(PROMPTS),
+        authorization_response_iss_parameter_supported=True,
+        backchannel_logout_supported=True,
+        backchannel_logout_session_supported=True,
+        request_parameter_supported=False,
+        request_uri_parameter_supported=False,
+        claims_parameter_supported=False,
+    )
+
+
+_converter = make_converter()
+
+
+def openid_configuration(config: Config) -> dict[str, Any]:
+    """The discovery document as JSON, as the operation answers it."""
+    document: dict[str, Any] = _converter.unstructure(provider_metadata(config))
+    return document
+
+
+class DiscoveryOperations:
+    """Serves the discovery document (public, the same for everyone, cacheable)."""
+
+    def __init__(self, metadata: ProviderMetadata) -> None:
+        self.metadata = metadata
+
+    def register(self, api: Api) -> None:
+        docs.describe_tags(api, docs.OPENID_PROVIDER)
+        api.operation(
+            "GET",
+            DISCOVERY_PATH,
+            response=ProviderMetadata,
+            operation_id="openid_configuration",
+            tags=(docs.OPENID_PROVIDER,),
+            summary="OpenID Provider discovery document",
+            description="What the OpenID Provider supports and where its endpoints are "
+            "(OpenID Connect Discovery 1.0); cacheable for five minutes.",
+        )(self.discovery)
+
+    async def discovery(self, call: Call[None]) -> Reply[ProviderMetadata]:
+        return Reply(self.metadata, headers=DISCOVERY_CACHING)

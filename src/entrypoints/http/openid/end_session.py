@@ -1,0 +1,321 @@
+"""``GET|POST /oauth2/logout``: the OpenID Provider's end-session endpoint (OpenID Connect
+RP-Initiated Logout 1.0), and ``POST /oauth2/logout/confirm``, the confirmation it may ask for.
+
+A client sends the browser here to end its authgate session (the single sign-on session) with
+``id_token_hint``, ``client_id``, ``post_logout_redirect_uri`` and ``state``; what the request
+earns is decided by :class:`~authgate.services.openid.logout.RpInitiatedLogout`. The session
+ends as ``POST /v1/auth/logout`` ends it (the sessions service, then the session and binding
+cookies cleared), and with it every client of the session is told through back-channel logout.
+
+The confirmation is CSRF-safe without relying on SameSite alone: its form carries a random
+token that must equal the ``__Host-authgate_logout`` cookie set with the page (a double-submit
+token: another site can neither read that cookie nor, thanks to the ``__Host-`` prefix, plant
+one from a sibling domain), and a browser that reports the form's origin must report this
+service's. A confirmation that fails either check ends nothing and asks again.
+
+Both count against the client address's ``ratelimit.logout`` before anything else: over it,
+a 429 page with ``Retry-After``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hmac
+import re
+from collections.abc import Callable
+
+import attrs
+from aiohttp import web
+
+from authgate.domain.model import ClientInfo
+from authgate.domain.secrets import new_secret
+from authgate.entrypoints.http.common import docs
+from authgate.entrypoints.http.common.caller import ClientAddress
+from authgate.entrypoints.http.common.session_auth import SESSION_COOKIE, SameOriginGuard
+from authgate.entrypoints.http.openid.discovery import END_SESSION_PATH
+from authgate.entrypoints.http.openid.logout_pages import (
+    confirmation_page,
+    redirect_response,
+    signed_out_page,
+)
+from authgate.entrypoints.http.openid.pages import too_many_requests_page
+from authgate.entrypoints.http.signin import signed_out_cookies
+from authgate.entrypoints.rest import Api, Call, Cookie, RawResponse, query
+from authgate.ports.ratelimit import RateLimiter
+from authgate.ports.session_tokens import InvalidSession
+from authgate.services.openid.logout import (
+    BrowserSession,
+    EndSessionDecision,
+    EndSessionRequest,
+    RpInitiatedLogout,
+    Verdict,
+)
+from authgate.services.sessions import SessionService
+
+CONFIRM_PATH = END_SESSION_PATH + "/confirm"
+CSRF_COOKIE = "__Host-authgate_logout"
+CSRF_FIELD = "csrf"
+CSRF_MAX_AGE = 600  # seconds a confirmation page may stay open
+_CSRF_FORMAT = re.compile(r"[A-Za-z0-9_-]{32,128}")
+PARAMETERS = ("id_token_hint", "client_id", "post_logout_redirect_uri", "state")
+# Form actions relative to the page's own address, so that a path prefix in front of the
+# service (rest.public_url with a path) is kept.
+_ACTION_FROM_ENDPOINT = END_SESSION_PATH.rsplit("/", 1)[1] + "/confirm"
+_ACTION_FROM_CONFIRMATION = "confirm"
+
+
+@attrs.frozen
+class EndSessionForm:
+    """The end-session request as a form post (RP-Initiated Logout 1.0 section 2)."""
+
+    id_token_hint: str | None = None
+    client_id: str | None = None
+    post_logout_redirect_uri: str | None = None
+    state: str | None = None
+    ui_locales: str | None = None  # accepted and ignored: the pages are in English
+
+
+@attrs.frozen
+class ConfirmationForm:
+    """The confirmation page's form: the request as it came, and the confirmation token."""
+
+    csrf: str | None = None
+    id_token_hint: str | None = None
+    client_id: str | None = None
+    post_logout_redirect_uri: str | None = None
+    state: str | None = None
+
+
+def _request_of(get: Callable[[str], str | None]) -> EndSessionRequest:
+    """The request's meaningful parameters (``get`` reads one); an empty value is an absent
+    one."""
+    return EndSessionRequest(**{name: get(name) or None for name in PARAMETERS})
+
+
+class LogoutOperations:
+    """Registers the end-session endpoint and its confirmation."""
+
+    def __init__(
+        self,
+        decisions: RpInitiatedLogout,
+        sessions: SessionService,
+        client_address: ClientAddress,
+        guard: SameOriginGuard,
+        limiter: RateLimiter | None = None,
+    ) -> None:
+        self.decisions = decisions
+        self.sessions = sessions
+        self.client_address = client_address
+        self.guard = guard
+        self.limiter = limiter  # ratelimit.logout, per client address
+
+    def register(self, api: Api) -> None:
+        docs.describe_tags(api, docs.OPENID_PROVIDER)
+        back = (
+            "Signed out (or nothing to end): back to the registered post_logout_redirect_uri, "
+            "with state when one was sent"
+        )
+        answers: dict[int, type | str | RawResponse] = {
+            302: back,
+            200: RawResponse(
+                "An HTML page: the confirmation asked before signing out (the request did not "
+                "carry an id_token_hint of this browser's session, or failed a check), or the "
+                "signed-out page"
+            ),
+            429: RawResponse(
+                "An HTML page with Retry-After: too many requests from this client address "
+                "(ratelimit.logout); nothing ended"
+            ),
+        }
+        description = (
+            "OpenID Connect RP-Initiated Logout 1.0. With an id_token_hint this provider "
+            "issued in the browser's own session, the session ends at once (every client that "
+            "received tokens in it is told by back-channel logout); any other request asks "
+            "the person first. The browser goes back to post_logout_redirect_uri only when it "
+            "is one the client registered, exactly, and the request identifies that client "
+            "(a valid id_token_hint or its client_id, the same client in both); otherwise it "
+            "stays on the signed-out page. An expired id_token_hint still identifies the "
+            "session; ui_locales and unknown parameters are ignored."
+        )
+        params = [
+            query("id_token_hint", description="An ID token this provider issued to the client."),
+            query("client_id", description="The client asking (must be the hint's audience)."),
+            query(
+                "post_logout_redirect_uri",
+                description="Where to go once signed out: one of the client's registered "
+                "post_logout_redirect_uris, exactly.",
+            ),
+            query("state", description="Returned unchanged with the redirect."),
+            query("ui_locales", description="Accepted and ignored."),
+        ]
+        for method in ("GET", "POST"):
+            api.operation(
+                method,
+                END_SESSION_PATH,
+                params=params if method == "GET" else [],
+                form=EndSessionForm if method == "POST" else None,
+                status=200,
+                responses=answers
+                if method == "GET"
+                else {200: answers[200], 303: back, 429: answers[429]},
+                operation_id="end_session" if method == "GET" else "end_session_form",
+                tags=(docs.OPENID_PROVIDER,),
+                summary="End the browser's authgate session (RP-initiated logout)",
+                description=description,
+            )(self.end_session)
+        api.operation(
+            "POST",
+            CONFIRM_PATH,
+            form=ConfirmationForm,
+            status=200,
+            responses={
+                200: RawResponse("An HTML page: signed out"),
+                303: back,
+                403: RawResponse(
+                    "An HTML page: the confirmation could not be verified (its token does not "
+                    "match this browser's, or another site sent it); nothing ended, the "
+                    "confirmation is asked again"
+                ),
+                429: answers[429],
+            },
+            operation_id="confirm_end_session",
+            tags=(docs.OPENID_PROVIDER,),
+            summary="Confirm signing out (the end-session endpoint's confirmation page)",
+            description="The form of the confirmation page the end-session endpoint shows: "
+            "ends the browser's session, then goes back to the client when the original "
+            "request earned it, else shows the signed-out page.",
+        )(self.confirm)
+
+    # -- GET|POST /oauth2/logout ----------------------------------------------------------
+
+    async def end_session(self, call: Call[EndSessionForm | None]) -> web.StreamResponse:
+        request = call.request
+        if (refused := await self._over_limit(request)) is not None:
+            return refused
+        body = call.body
+        if body is not None:
+            asked = _request_of(lambda name: getattr(body, name))
+        else:
+            asked = _request_of(call.params.first)
+        browser, token = await self._browser_session(request)
+        decision = self.decisions.decide(asked, browser, session_visible=_cookies_visible(request))
+        if decision.verdict is Verdict.CONFIRM:
+            return self._confirmation(asked, decision, _ACTION_FROM_ENDPOINT)
+        return await self._finish(request, decision, token, status=303 if call.body else 302)
+
+    # -- POST /oauth2/logout/confirm ------------------------------------------------------
+
+    async def confirm(self, call: Call[ConfirmationForm]) -> web.StreamResponse:
+        request = call.request
+        if (refused := await self._over_limit(request)) is not None:
+            return refused
+        form = call.body
+        asked = _request_of(lambda name: getattr(form, name))
+        sent = request.cookies.get(CSRF_COOKIE, "")
+        given = form.csrf or ""
+        genuine = (
+            _CSRF_FORMAT.fullmatch(sent) is not None
+            and hmac.compare_digest(sent.encode(), given.encode())
+            and ("Origin" not in request.headers or self.guard.allows(request))
+        )
+        browser, token = await self._browser_session(request)
+        if not genuine:
+            decision = self.decisions.decide(asked, browser, session_visible=False)
+            return self._confirmation(
+                asked,
+                attrs.evolve(
+                    decision,
+                    problem="This sign-out could not be verified: nothing was ended. Confirm "
+                    "again to sign out.",
+                ),
+                _ACTION_FROM_CONFIRMATION,
+                status=403,
+            )
+        decision = self.decisions.decide(asked, browser, session_visible=True, confirmed=True)
+        response = await self._finish(request, decision, token, status=303)
+        Cookie(CSRF_COOKIE, "", max_age=0, samesite="Strict").set_on(response)
+        return response
+
+    # -- shared ---------------------------------------------------------------------------
+
+    async def _over_limit(self, request: web.Request) -> web.StreamResponse | None:
+        """The 429 page when this client address spent its ``ratelimit.logout``."""
+        if self.limiter is None:
+            return None
+        decision = await self.limiter.hit(
+            self.client_address.limit_key(self.client_address.of(request))
+        )
+        return None if decision.allowed else too_many_requests_page(decision.retry_after_seconds)
+
+    async def _browser_session(
+        self, request: web.Request
+    ) -> tuple[BrowserSession | None, str | None]:
+        """The live session the browser's cookie names, and the cookie's token."""
+        token = request.cookies.get(SESSION_COOKIE) or None
+        if token is None:
+            return None, None
+        try:
+            claims = await self.sessions.verify(token)
+        except InvalidSession:
+            return None, token
+        return BrowserSession(claims.account_id, claims.session_id), token
+
+    def _confirmation(
+        self,
+        asked: EndSessionRequest,
+        decision: EndSessionDecision,
+        action: str,
+        *,
+        status: int = 200,
+    ) -> web.Response:
+        csrf = new_secret()
+        fields = {CSRF_FIELD: csrf}
+        for name in PARAMETERS:
+            value = getattr(asked, name)
+            if value is not None:
+                fields[name] = value
+        page = confirmation_page(
+            action=action,
+            fields=fields,
+            client_name=decision.client.name if decision.client is not None else None,
+            problem=decision.problem,
+            redirect=decision.redirect,
+            status=status,
+        )
+        Cookie(CSRF_COOKIE, csrf, max_age=CSRF_MAX_AGE, samesite="Strict").set_on(page)
+        return page
+
+    async def _finish(
+        self,
+        request: web.Request,
+        decision: EndSessionDecision,
+        token: str | None,
+        *,
+        status: int,
+    ) -> web.Response:
+        """End the browser's session when the decision says so, then go back to the client
+        or show the signed-out page; the session and binding cookies are cleared either way."""
+        if decision.verdict is Verdict.END and token is not None:
+            client = ClientInfo(self.client_address.of(request), request.headers.get("User-Agent"))
+            detail = "end-session endpoint"
+            if decision.client is not None:
+                detail += f"; client {decision.client.client_id}"
+            with contextlib.suppress(InvalidSession):  # ended meanwhile: the purpose is achieved
+                await self.sessions.sign_out(token, client=client, detail=detail)
+        if decision.redirect is not None:
+            response = redirect_response(decision.redirect, status=status)
+        else:
+            response = signed_out_page(problem=decision.problem)
+        for cookie in signed_out_cookies():
+            cookie.set_on(response)
+        return response
+
+
+def _cookies_visible(request: web.Request) -> bool:
+    """Whether the browser would have sent its session cookie (SameSite=Lax) with this
+    request: with any navigation GET, and with a post from this service's own pages; not with
+    a post another site made."""
+    if request.method == "GET" or SESSION_COOKIE in request.cookies:
+        return True
+    site = request.headers.get("Sec-Fetch-Site", "").lower()
+    return site in ("same-origin", "none")

@@ -1,0 +1,52 @@
+"""``GET /.well-known/jwks.json``: the service's public keys, so that other services can verify
+sessions (docs/integration.md) and applications the OpenID Provider's ID tokens."""
+
+from __future__ import annotations
+
+from authgate.entrypoints.http.common import docs
+from authgate.entrypoints.http.common.bodies import Jwks, PublicKey
+from authgate.entrypoints.rest import Api, Call, Reply
+from authgate.ports.session_tokens import SessionTokens
+
+# Public, the same for everyone, and cacheable, but briefly: a rotated key is published by the
+# same restart that starts signing with it, and a shared cache (a CDN) cannot tell that a token
+# names a key it lacks, as a verifier does before it fetches again (docs/integration.md).
+KEY_SET_CACHING = {"Cache-Control": "public, max-age=60"}
+
+
+class JwksOperations:
+    def __init__(self, sessions: SessionTokens) -> None:
+        self.sessions = sessions
+
+    def register(self, api: Api) -> None:
+        docs.describe_tags(api, docs.ACCOUNT)
+        api.operation(
+            "GET",
+            "/.well-known/jwks.json",
+            response=Jwks,
+            operation_id="session_keys",
+            tags=(docs.ACCOUNT,),
+            summary="Session token keys (JWKS)",
+            description="The public keys that verify the service's session tokens, for "
+            "other services, and, when applications are registered, the ID and access tokens "
+            "of its OpenID Provider (a JSON Web Key Set; cacheable for a minute).",
+        )(self.jwks)
+
+    async def jwks(self, call: Call[None]) -> Reply[Jwks]:
+        keys = Jwks(
+            [
+                PublicKey(
+                    kty=k["kty"],
+                    kid=k["kid"],
+                    use=k.get("use"),
+                    alg=k.get("alg"),
+                    crv=k.get("crv"),
+                    x=k.get("x"),
+                    y=k.get("y"),
+                    n=k.get("n"),
+                    e=k.get("e"),
+                )
+                for k in self.sessions.public_jwks()["keys"]
+            ]
+        )
+        return Reply(keys, headers=KEY_SET_CACHING)

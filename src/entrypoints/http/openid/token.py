@@ -1,0 +1,193 @@
+"""``POST /oauth2/token`` (RFC 6749 section 3.2, OpenID Connect Core 1.0 section 3.1.3): the
+``authorization_code`` and ``refresh_token`` grants.
+
+The body is a form (``application/x-www-form-urlencoded``) read here, so that every fault is an
+RFC 6749 section 5.2 error: another media type, a parameter given twice (section 3.1), a body
+that is not UTF-8 are ``invalid_request``; a parameter sent without a value counts as absent.
+The client authenticates as it registered
+(:class:`~authgate.services.openid.client_authentication.ClientAuthentication`), then spends one
+request of its own budget (``ratelimit.token``): a confidential client's is counted by its
+``client_id``, a public client's by ``client_id`` and client address, since anyone can name a
+public client. In front of all that, every request spends one of its address's
+(``ratelimit.token_address``), and an address whose failed requests spent
+``ratelimit.token_failures`` is refused before any work: junk from one address never refuses
+another's requests. Refusals are 429 ``temporarily_unavailable`` with ``Retry-After``. Answers
+are never cached.
+
+Browsers of public clients call it from the clients' origins: the operation takes the CORS
+policy the composition root gives it (none by default).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import attrs
+from aiohttp import web
+
+from authgate.domain.openid.clients import Client
+from authgate.domain.openid.refusals import OAuthError, OAuthRateLimited, OAuthUnavailable
+from authgate.entrypoints.http.common import docs
+from authgate.entrypoints.http.common.bodies import FORM, OAuthErrorBody, oauth_form
+from authgate.entrypoints.http.common.caller import ClientAddress
+from authgate.entrypoints.http.openid.cors import admit_client
+from authgate.entrypoints.http.openid.discovery import TOKEN_PATH
+from authgate.entrypoints.rest import Api, Call, Cors, Reply
+from authgate.ports.ratelimit import RateDecision, RateLimiter
+from authgate.services.openid.client_authentication import ClientAuthentication
+from authgate.services.openid.tokens import TokenService
+
+NO_STORE = {"Cache-Control": "no-store", "Pragma": "no-cache"}
+
+
+@attrs.frozen
+class TokenForm:
+    """The token request's fields (RFC 6749 4.1.3 and 6, RFC 7636, RFC 7523)."""
+
+    grant_type: str
+    code: str | None = None
+    redirect_uri: str | None = None
+    code_verifier: str | None = None
+    refresh_token: str | None = None
+    scope: str | None = None
+    client_id: str | None = None
+    client_secret: str | None = None
+    client_assertion_type: str | None = None
+    client_assertion: str | None = None
+
+
+@attrs.frozen
+class TokenResponse:
+    """RFC 6749 section 5.1 with OpenID Connect's ``id_token``; ``refresh_token`` only when
+    one is issued (``offline_access`` granted)."""
+
+    access_token: str
+    token_type: str
+    expires_in: int
+    id_token: str
+    scope: str
+    refresh_token: str | None = None
+
+
+def _example(error: str, description: str) -> dict[str, Any]:
+    return {"error": error, "error_description": description}
+
+
+EXAMPLES: dict[int, dict[str, dict[str, Any]]] = {
+    400: {
+        "invalid_request": _example("invalid_request", "code is missing"),
+        "invalid_grant": _example("invalid_grant", "the code was used already"),
+        "unsupported_grant_type": _example(
+            "unsupported_grant_type", "grant_type must be authorization_code or refresh_token"
+        ),
+        "invalid_scope": _example("invalid_scope", "the scope may only narrow what was granted"),
+    },
+    401: {"invalid_client": _example("invalid_client", "client authentication failed")},
+    429: {
+        "temporarily_unavailable": _example(
+            "temporarily_unavailable", "too many token requests from this client; retry later"
+        )
+    },
+    503: {
+        "temporarily_unavailable": _example(
+            "temporarily_unavailable", "the client's keys cannot be fetched; retry later"
+        )
+    },
+}
+
+
+@attrs.frozen
+class TokenLimits:
+    """The token endpoint's budgets (docs/security.md, "Rate limits")."""
+
+    client: RateLimiter  # an authenticated confidential client's, by client_id
+    public_client: RateLimiter  # a public client's, by client address and client_id
+    address: RateLimiter  # every request's, by client address, before anything
+    # By client address: failed requests, but an authenticated confidential client's (its own
+    # budget counts those, and its back end's address is shared by all its users).
+    failures: RateLimiter
+
+
+class TokenOperations:
+    """Registers the token endpoint."""
+
+    def __init__(
+        self,
+        service: TokenService,
+        client_auth: ClientAuthentication,
+        limits: TokenLimits,
+        client_address: ClientAddress,
+        cors: Cors | None = None,
+    ) -> None:
+        self.service = service
+        self.client_auth = client_auth
+        self.limits = limits
+        self.client_address = client_address
+        self.cors = cors
+
+    def register(self, api: Api) -> None:
+        docs.describe_tags(api, docs.OPENID_PROVIDER)
+        api.operation(
+            "POST",
+            TOKEN_PATH,
+            raw_body={FORM: TokenForm},
+            response=TokenResponse,
+            responses={status: OAuthErrorBody for status in (400, 401, 429, 503)},
+            operation_id="token",
+            tags=(docs.OPENID_PROVIDER,),
+            summary="Token endpoint (OAuth 2.0 / OpenID Connect)",
+            description="grant_type=authorization_code (code, redirect_uri, code_verifier) or "
+            "refresh_token (refresh_token, optional narrower scope), from a client "
+            "authenticated as it registered (client_secret_basic, client_secret_post, "
+            "private_key_jwt, or client_id alone for a public client). A code is single use: "
+            "presented again it revokes what it issued. Refresh tokens rotate at every use; "
+            "a replaced one presented again revokes its whole family. Never cached.",
+            examples=EXAMPLES,
+            cors=self.cors,
+        )(self.token)
+
+    async def token(self, call: Call[bytes]) -> Reply[TokenResponse] | web.StreamResponse:
+        request = call.request
+        address = self.client_address.limit_key(self.client_address.of(request))
+        _within(await self.limits.failures.peek(address))
+        _within(await self.limits.address.hit(address))
+        client: Client | None = None
+        try:
+            form = oauth_form(request.content_type, call.body)
+            client = await self.client_auth.authenticate(request.headers.get("Authorization"), form)
+            # From here on, the answer is readable by the pages of this client's own origins.
+            admit_client(request, client)
+            if client.is_public:
+                # Anyone can name it: one address spends only its own share.
+                _within(await self.limits.public_client.hit(f"{address} {client.client_id}"))
+            else:
+                _within(await self.limits.client.hit(client.client_id))
+            issued = await self.service.grant(client, form)
+        except OAuthError as e:
+            if _a_failure(e, client):
+                await self.limits.failures.hit(address)
+            raise
+        return Reply(
+            TokenResponse(
+                access_token=issued.access_token,
+                token_type="Bearer",  # noqa: S106 - the token type
+                expires_in=issued.expires_in,
+                id_token=issued.id_token,
+                scope=" ".join(issued.scopes),
+                refresh_token=issued.refresh_token,
+            ),
+            headers=NO_STORE,
+        )
+
+
+def _within(decision: RateDecision) -> None:
+    if not decision.allowed:
+        raise OAuthRateLimited(decision.retry_after_seconds)
+
+
+def _a_failure(e: OAuthError, client: Client | None) -> bool:
+    """Whether a refusal spends the address's failure budget: the caller's fault (not a
+    limit, not our outage), and not of a confidential client that authenticated."""
+    if isinstance(e, OAuthRateLimited | OAuthUnavailable):
+        return False
+    return client is None or client.is_public

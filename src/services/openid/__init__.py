@@ -1,0 +1,1 @@
+"""authgate as the OpenID Provider of applications: its use cases, one per module."""

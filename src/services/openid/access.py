@@ -1,0 +1,287 @@
+"""Whether a token the OpenID Provider issued is active: the one check userinfo, introspection
+and revocation make.
+
+An access token (an RFC 9068 JWT, read by
+:meth:`~authgate.domain.openid.records.AccessTokenClaims.from_claims`) is active only while
+
+* its signature and ``exp`` verify (:meth:`~authgate.ports.jose.TokenSigner.
+  verify_access_token`), and its client is still registered;
+* its authgate session is live: the check a session token gets
+  (:meth:`~authgate.services.sessions.SessionService.is_live`), whose short cache a revocation
+  clears at once on this instance and, through the revocation channel, on every other;
+* its token family is live (:meth:`~authgate.ports.openid.RefreshTokens.
+  is_family_live`, a row every instance reads: revoked by ``/oauth2/revoke``, a replayed code,
+  a reused refresh token, withdrawn consent or the session's end);
+* its account exists.
+
+A refresh token is active while it is current (neither rotated nor revoked, unexpired), its
+client registered and its family, session and account as above. A session token (authgate's
+own) is active while it verifies, its session is live and its account exists: introspection
+describes it too, so that a back end verifying sessions (``authgate.client``) can learn of a
+revocation at once.
+
+The checks read the stores through a unit that only reads (:meth:`~authgate.ports.
+unit_of_work.UnitOfWork.read`): on SQLite a check never takes the file's write lock, so it
+neither waits behind a writer nor holds one up.
+
+Why a token is inactive is logged, never answered: an inactive token is only inactive.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+
+import attrs
+
+from authgate.domain.model import Account
+from authgate.domain.openid.clients import Client, ClientRegistry
+from authgate.domain.openid.records import AccessTokenClaims, RefreshToken, token_digest
+from authgate.ports.clock import Clock
+from authgate.ports.jose import InvalidToken, TokenSigner
+from authgate.ports.session_tokens import InvalidSession
+from authgate.ports.unit_of_work import UnitOfWork
+from authgate.services.sessions import SessionService
+
+log = logging.getLogger("authgate.openid")
+
+ACCESS_TOKEN = "access_token"  # noqa: S105 - a token type's name
+REFRESH_TOKEN = "refresh_token"  # noqa: S105
+SESSION_TOKEN = "session_token"  # noqa: S105
+# No token the provider issues is longer; a longer one is not looked up.
+MAX_TOKEN_LENGTH = 16 * 1024
+
+
+class TokenInactive(Exception):
+    """The token is not active; the text says why, for the log only."""
+
+
+@attrs.frozen
+class ActiveAccessToken:
+    """An active access token and the account it speaks for."""
+
+    claims: AccessTokenClaims
+    account: Account
+
+
+@attrs.frozen
+class TokenDescription:
+    """What introspection says of an active token (RFC 7662 section 2.2). ``token_type`` is
+    :data:`ACCESS_TOKEN`, :data:`REFRESH_TOKEN` or :data:`SESSION_TOKEN`; a session token has
+    no client, and a refresh token no ``jti``."""
+
+    token_type: str
+    subject: str
+    scopes: tuple[str, ...]
+    issuer: str
+    audience: str
+    expires_at: dt.datetime
+    issued_at: dt.datetime | None = None
+    client_id: str | None = None
+    session_id: str | None = None
+    token_id: str | None = None
+    auth_time: dt.datetime | None = None
+
+
+def _looks_like_jwt(token: str) -> bool:
+    """A compact JWS (an access or session token); the provider's refresh tokens are opaque
+    random text, without dots."""
+    return token.count(".") == 2
+
+
+class TokenAccess:
+    """Decides whether the provider's tokens are active, describes them (introspection) and
+    revokes their families (revocation)."""
+
+    def __init__(
+        self,
+        *,
+        signer: TokenSigner,
+        clients: ClientRegistry,
+        sessions: SessionService,
+        units: UnitOfWork,
+        clock: Clock,
+    ) -> None:
+        self._signer = signer
+        self._clients = clients
+        self._sessions = sessions
+        self._units = units
+        self._clock = clock
+
+    # -- access tokens ----------------------------------------------------------------------
+
+    async def access_token(self, token: str) -> ActiveAccessToken:
+        """The active access token ``token`` is, with its account; raises
+        :class:`TokenInactive`."""
+        now = self._clock.now()
+        claims = self._access_claims(token, now)
+        if claims is None:
+            raise TokenInactive("not an access token of this provider, or expired")
+        account = await self._check_access(claims, now)
+        return ActiveAccessToken(claims, account)
+
+    def _access_claims(self, token: str, now: dt.datetime) -> AccessTokenClaims | None:
+        """The claims of an unexpired access token this provider signed; None otherwise."""
+        try:
+            verified = self._signer.verify_access_token(token, now)
+            return AccessTokenClaims.from_claims(verified)
+        except (InvalidToken, ValueError) as e:
+            log.debug("not an access token: %s", e)
+            return None
+
+    async def _check_access(self, claims: AccessTokenClaims, now: dt.datetime) -> Account:
+        """The account of an access token whose signature verified, once its client, session,
+        family and account all stand; raises :class:`TokenInactive`."""
+        return await self._check_grant(
+            claims.client_id, claims.session_id, claims.family_id, claims.subject, now
+        )
+
+    async def _check_grant(
+        self,
+        client_id: str,
+        session_id: str,
+        family_id: str,
+        account_id: str,
+        now: dt.datetime,
+    ) -> Account:
+        """The account a token of the provider speaks for, once the client it was issued to
+        is still registered and its session, its token family and its account all stand
+        (access and refresh tokens alike); raises :class:`TokenInactive`."""
+        if client_id not in self._clients:
+            raise TokenInactive(f"client {client_id!r} is no longer registered")
+        if not await self._sessions.is_live(session_id):
+            raise TokenInactive("its session has ended")
+        async with self._units.read() as tx:
+            if not await tx.refresh_tokens.is_family_live(family_id, now):
+                raise TokenInactive("its token family was revoked or has expired")
+            account = await tx.accounts.get(account_id)
+        if account is None:
+            raise TokenInactive("its account no longer exists")
+        return account
+
+    # -- refresh tokens ---------------------------------------------------------------------
+
+    async def refresh_token(self, token: str) -> RefreshToken:
+        """The current refresh token ``token`` is; raises :class:`TokenInactive`."""
+        now = self._clock.now()
+        found = await self._refresh_record(token)
+        if found is None:
+            raise TokenInactive("not a refresh token of this provider")
+        if not found.current(now):
+            raise TokenInactive("rotated, revoked or expired")
+        await self._check_grant(
+            found.client_id, found.session_id, found.family_id, found.account_id, now
+        )
+        return found
+
+    async def _refresh_record(self, token: str) -> RefreshToken | None:
+        if not token or len(token) > MAX_TOKEN_LENGTH:
+            return None
+        async with self._units.read() as tx:
+            return await tx.refresh_tokens.get(token_digest(token))
+
+    # -- introspection ----------------------------------------------------------------------
+
+    async def describe(self, token: str) -> TokenDescription | None:
+        """What RFC 7662 says of ``token`` when it is active, whatever its kind (access,
+        refresh or session token: each is told by its shape and its verification, never by a
+        hint); None when it is not."""
+        try:
+            if not _looks_like_jwt(token):
+                return self._describe_refresh(await self.refresh_token(token))
+            now = self._clock.now()
+            claims = self._access_claims(token, now)
+            if claims is not None:
+                await self._check_access(claims, now)
+                return self._describe_access(claims)
+            return await self._describe_session(token)
+        except TokenInactive as e:
+            log.info("introspection: inactive token (%s)", e)
+            return None
+
+    def _describe_access(self, claims: AccessTokenClaims) -> TokenDescription:
+        return TokenDescription(
+            token_type=ACCESS_TOKEN,
+            subject=claims.subject,
+            scopes=claims.scopes,
+            issuer=claims.issuer,
+            audience=claims.client_id,
+            issued_at=claims.issued_at,
+            expires_at=claims.expires_at,
+            client_id=claims.client_id,
+            session_id=claims.session_id,
+            token_id=claims.token_id,
+            auth_time=claims.auth_time,
+        )
+
+    def _describe_refresh(self, found: RefreshToken) -> TokenDescription:
+        return TokenDescription(
+            token_type=REFRESH_TOKEN,
+            subject=found.account_id,
+            scopes=found.scopes,
+            issuer=self._signer.issuer,
+            audience=found.client_id,
+            issued_at=found.created_at,
+            expires_at=found.expires_at,
+            client_id=found.client_id,
+            session_id=found.session_id,
+            auth_time=found.auth_time,
+        )
+
+    async def _describe_session(self, token: str) -> TokenDescription:
+        try:
+            session = await self._sessions.verify(token)
+        except InvalidSession as e:
+            raise TokenInactive(f"not an active access, refresh or session token ({e})") from None
+        async with self._units.read() as tx:
+            account = await tx.accounts.get(session.account_id)
+        if account is None:
+            raise TokenInactive("its account no longer exists")
+        claims = session.claims
+        jti = claims.get("jti")
+        return TokenDescription(
+            token_type=SESSION_TOKEN,
+            subject=session.account_id,
+            scopes=tuple(sorted(session.scopes)),
+            issuer=str(claims.get("iss", "")),
+            audience=str(claims.get("aud", "")),
+            issued_at=session.issued_at,
+            expires_at=session.expires_at,
+            session_id=session.session_id or None,
+            token_id=jti if isinstance(jti, str) else None,
+            auth_time=session.auth_time,
+        )
+
+    # -- revocation -------------------------------------------------------------------------
+
+    async def revoke(self, client: Client, token: str) -> bool:
+        """RFC 7009: when ``token`` is a refresh token or an unexpired access token issued to
+        ``client``, revoke its whole family (every refresh and access token of that grant);
+        whatever else it is (another client's, unknown, malformed) changes nothing. Whether a
+        live family was revoked. The family is a row: every instance sees it revoked at once.
+        """
+        now = self._clock.now()
+        family_id: str | None = None
+        kind = ACCESS_TOKEN
+        if _looks_like_jwt(token):
+            claims = self._access_claims(token, now)
+            if claims is not None and claims.client_id == client.client_id:
+                family_id = claims.family_id
+        else:
+            kind = REFRESH_TOKEN
+            found = await self._refresh_record(token)
+            if found is not None and found.client_id == client.client_id:
+                family_id = found.family_id
+        if family_id is None:
+            log.info("revocation by client %r: not one of its tokens", client.client_id)
+            return False
+        async with self._units.begin() as tx:
+            revoked = await tx.refresh_tokens.revoke_family(family_id, now)
+        log.info(
+            "revocation by client %r: %s's family %s (%s)",
+            client.client_id,
+            kind,
+            family_id,
+            "revoked" if revoked else "revoked before",
+        )
+        return revoked
