@@ -45,7 +45,6 @@ from authgate.entrypoints.rest import (
     Call,
     Cookie,
     Cors,
-    Param,
     Reply,
     path,
     pattern,
@@ -190,7 +189,7 @@ class SignInOperations(Operations):
         self.cors = cors  # sign-out from the application's pages on other origins
         self.configured = list(service.providers)  # the configuration's
         # Examples, not an enum: an unknown name must still answer 400 invalid_provider.
-        self.provider_param: Param = path(
+        self.provider_param = path(
             "provider",
             description="A configured identity provider: " + ", ".join(self.configured) + ".",
             examples=self.configured,
@@ -343,16 +342,10 @@ class SignInOperations(Operations):
         address = self.client_address.of(request)
         key = self.client_address.limit_key(address)
         await admit(self.limiter, key, self.service.metrics, "callback", TOO_MANY_CALLBACKS)
-        fields = _callback_fields(call)
         try:
             signed_in = await self.service.complete(
                 call.path["provider"],
-                code=fields.get("code"),
-                state=fields.get("state"),
-                error=fields.get("error"),
-                error_description=fields.get("error_description"),
-                user=fields.get("user"),
-                iss=fields.get("iss"),
+                **_callback_fields(call),
                 binding=request.cookies.get(BINDING_COOKIE),
                 client=self.client_address.client(request, address),
             )
@@ -454,10 +447,11 @@ def _intent(call: Call[None]) -> Intent:
         ) from None
 
 
-def _callback_fields(call: Call[CallbackForm | None]) -> dict[str, str]:
-    """The callback's non-empty fields: from the form body (POST, form_post) or the query."""
+def _callback_fields(call: Call[CallbackForm | None]) -> dict[str, str | None]:
+    """The callback's fields, None when absent or empty: from the form body (POST,
+    form_post) or the query."""
     if call.body is not None:
-        source = attrs.asdict(call.body)
+        sent = attrs.asdict(call.body)
     else:
-        source = {k: call.params.first(k) for k in CALLBACK_FIELDS}
-    return {k: v for k, v in source.items() if v}
+        sent = {k: call.params.first(k) for k in CALLBACK_FIELDS}
+    return {k: sent.get(k) or None for k in attrs.fields_dict(CallbackForm)}

@@ -33,24 +33,6 @@ MANAGE = Late(lambda area: area.manage)
 READ_BY_BEARER = Late(lambda area: area.read[:1])
 
 
-def caller_of(
-    call: Call[Any], guard: SameOriginGuard, client_address: ClientAddress, *, change: bool
-) -> Caller:
-    """Who calls an account operation, from where; for a change, the same-origin guard when
-    the cookie is the credential."""
-    principal = principal_of(call)
-    if change and principal.scheme == SESSION_COOKIE_SCHEME:
-        guard.check(call.request)
-    provider = principal.claims.get("provider")
-    return Caller(
-        account_id=principal.subject,
-        session_id=session_id_of(principal),
-        provider=provider if isinstance(provider, str) else "",
-        auth_time=auth_time_of(principal),
-        client=client_address.client(call.request),
-    )
-
-
 def principal_of(call: Call[Any]) -> Principal:
     """The authenticated caller (the operation's schemes checked it and its scopes)."""
     assert call.principal is not None
@@ -80,4 +62,16 @@ class AccountArea(Operations):
         ]
 
     def _caller(self, call: Call[Any], *, change: bool) -> Caller:
-        return caller_of(call, self.guard, self.client_address, change=change)
+        """Who calls, from where; for a change, the same-origin guard when the cookie is the
+        credential."""
+        principal = principal_of(call)
+        if change and principal.scheme == SESSION_COOKIE_SCHEME:
+            self.guard.check(call.request)
+        provider = principal.claims.get("provider")
+        return Caller(
+            account_id=principal.subject,
+            session_id=session_id_of(principal),
+            provider=provider if isinstance(provider, str) else "",
+            auth_time=auth_time_of(principal),
+            client=self.client_address.client(call.request),
+        )
