@@ -53,19 +53,9 @@ from authgate.entrypoints.http.common.bodies import (
     from_record,
 )
 from authgate.entrypoints.http.common.caller import ClientAddress
-from authgate.entrypoints.http.common.operations import Late, operation
+from authgate.entrypoints.http.common.operations import Late, flag, operation
 from authgate.entrypoints.http.common.session_auth import SameOriginGuard, session_id_of
-from authgate.entrypoints.rest import (
-    ApiKey,
-    BearerJWT,
-    Call,
-    Cors,
-    Param,
-    Reply,
-    path,
-    pattern,
-    query,
-)
+from authgate.entrypoints.rest import ApiKey, BearerJWT, Call, Cors, Param, Reply, path, pattern
 from authgate.services.account import AccountExport, AccountService, AccountView
 
 
@@ -234,13 +224,10 @@ class AccountOperations(AccountArea):
         "DELETE",
         "/v1/account/sessions",
         params=[
-            query(
+            flag(
                 "remove_passkeys",
-                pattern(r"^(true|false)$"),
-                description="true: also remove the passkeys the ended sessions added (but "
-                "the one the caller's session signed in with); false or absent: passkeys "
-                "stay.",
-                examples=["false", "true"],
+                "true: also remove the passkeys the ended sessions added (but the one the "
+                "caller's session signed in with); false or absent: passkeys stay.",
             )
         ],
         status=204,

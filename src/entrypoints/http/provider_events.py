@@ -105,22 +105,19 @@ DESCRIPTIONS = {
 Handler = Callable[[Call[bytes]], Awaitable[web.StreamResponse]]
 
 
+def _or_no_metrics(metrics: Metrics | None) -> Metrics:
+    return metrics or NoMetrics()
+
+
+@attrs.define(slots=False, eq=False)
 class ProviderEventOperations:
     """Registers one receiver operation per route."""
 
-    def __init__(
-        self,
-        service: ProviderEventService,
-        routes: list[ReceiverRoute],
-        limiter: RateLimiter,
-        client_address: ClientAddress,
-        metrics: Metrics | None = None,
-    ) -> None:
-        self.service = service
-        self.routes = routes
-        self.limiter = limiter
-        self.client_address = client_address
-        self.metrics: Metrics = metrics or NoMetrics()
+    service: ProviderEventService
+    routes: list[ReceiverRoute]
+    limiter: RateLimiter
+    client_address: ClientAddress
+    metrics: Metrics = attrs.field(default=None, converter=_or_no_metrics)
 
     def register(self, api: Api) -> None:
         docs.describe_tags(api, docs.PROVIDER_EVENTS)

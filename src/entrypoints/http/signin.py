@@ -25,7 +25,7 @@ from authgate.entrypoints.http.common.binding import (
     held_binding,
     signed_out_cookies,
 )
-from authgate.entrypoints.http.common.bodies import ProviderDetails, app_errors
+from authgate.entrypoints.http.common.bodies import ProviderDetails, app_errors, from_record
 from authgate.entrypoints.http.common.caller import (
     ClientAddress,
     accepts_only_json,
@@ -33,7 +33,7 @@ from authgate.entrypoints.http.common.caller import (
     prefers_html,
 )
 from authgate.entrypoints.http.common.errors import CALLBACK_HEADERS, app_error, callback_answer
-from authgate.entrypoints.http.common.operations import Late, Operations, operation
+from authgate.entrypoints.http.common.operations import Late, Operations, flag, operation
 from authgate.entrypoints.http.common.session_auth import (
     SESSION_COOKIE,
     SESSION_COOKIE_SCHEME,
@@ -45,6 +45,7 @@ from authgate.entrypoints.rest import (
     Call,
     Cookie,
     Cors,
+    Param,
     Reply,
     path,
     pattern,
@@ -163,33 +164,31 @@ class CallbackForm:
     iss: str | None = None  # RFC 9207
 
 
+@attrs.define(slots=False, eq=False)
 class SignInOperations(Operations):
     """Registers the sign-in operations on an API."""
 
     tag = docs.SIGN_IN
 
-    def __init__(
-        self,
-        service: SignInService,
-        link_schemes: tuple[SecurityScheme, ...],
-        sessions: SessionService,
-        limiter: RateLimiter,
-        client_address: ClientAddress,
-        initiation_limiter: RateLimiter,
-        guard: SameOriginGuard,
-        cors: Cors | None = None,
-    ) -> None:
-        self.service = service
-        self.link_schemes = link_schemes  # who may link: bearer, then the cookie
-        self.sessions = sessions
-        self.limiter = limiter  # the callback's
-        self.client_address = client_address
-        self.initiation_limiter = initiation_limiter
-        self.guard = guard
-        self.cors = cors  # sign-out from the application's pages on other origins
-        self.configured = list(service.providers)  # the configuration's
-        # Examples, not an enum: an unknown name must still answer 400 invalid_provider.
-        self.provider_param = path(
+    service: SignInService
+    link_schemes: tuple[SecurityScheme, ...]  # who may link: bearer, then the cookie
+    sessions: SessionService
+    limiter: RateLimiter  # the callback's
+    client_address: ClientAddress
+    initiation_limiter: RateLimiter
+    guard: SameOriginGuard
+    cors: Cors | None = None  # sign-out from the application's pages on other origins
+
+    @property
+    def configured(self) -> list[str]:
+        """The configured providers, in the configuration's order."""
+        return list(self.service.providers)
+
+    @property
+    def provider_param(self) -> Param:
+        """``{provider}``: examples, not an enum: an unknown name must still answer 400
+        ``invalid_provider``."""
+        return path(
             "provider",
             description="A configured identity provider: " + ", ".join(self.configured) + ".",
             examples=self.configured,
@@ -280,14 +279,7 @@ class SignInOperations(Operations):
             )
             cookie.set_on(redirect)
             return redirect
-        details = ProviderDetails(
-            provider=authorization.provider,
-            authorization_url=authorization.authorization_url,
-            client_id=authorization.client_id,
-            scopes=list(authorization.scopes),
-            response_type=authorization.response_type,
-            state=authorization.state,
-        )
+        details = from_record(ProviderDetails, authorization, scopes=list(authorization.scopes))
         return Reply(details, headers=NO_STORE, cookies=(cookie,))
 
     async def _signed_in_caller(
@@ -365,12 +357,10 @@ class SignInOperations(Operations):
         "POST",
         "/v1/auth/logout",
         params=[
-            query(
+            flag(
                 "everywhere",
-                pattern(r"^(true|false)$"),
-                description="true: end every session of the account (needs a recent "
-                "sign-in); false or absent: only this one.",
-                examples=["false", "true"],
+                "true: end every session of the account (needs a recent sign-in); false or "
+                "absent: only this one.",
             )
         ],
         status=204,

@@ -19,7 +19,7 @@ from typing import Any, ClassVar, TypeVar
 import attrs
 
 from authgate.entrypoints.http.common import docs
-from authgate.entrypoints.rest import Api, Cors
+from authgate.entrypoints.rest import Api, Cors, Param, pattern, query
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -75,6 +75,13 @@ def operation(
         return handler
 
     return declare
+
+
+def flag(name: str, description: str) -> Param:
+    """A query parameter that is ``true`` or ``false`` (absent: false)."""
+    return query(
+        name, pattern(r"^(true|false)$"), description=description, examples=["false", "true"]
+    )
 
 
 class Operations:
