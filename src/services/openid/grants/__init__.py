@@ -42,7 +42,7 @@ class TokenService:
         self.units = units
         self.clock = clock
         context = GrantContext(TokenIssuer(signer), units, clock)
-        self.grants = {grant_type: make(context) for grant_type, make in GRANTS.items()}
+        self.handlers = {grant_type: make(context) for grant_type, make in GRANTS.items()}
 
     async def grant(self, client: Client, form: Mapping[str, str]) -> IssuedTokens:
         """The token response for ``form`` (each field once) from ``client``; raises an
@@ -50,10 +50,10 @@ class TokenService:
         grant_type = form.get("grant_type")
         if not grant_type:
             raise OAuthInvalidRequest("grant_type is missing")
-        handler = self.grants.get(grant_type)
+        handler = self.handlers.get(grant_type)
         if handler is None:
             raise UnsupportedGrantType(
-                "grant_type must be " + " or ".join(self.grants),
+                "grant_type must be " + " or ".join(self.handlers),
                 f"unsupported grant_type {grant_type[:40]!r}",
             )
         return await handler(client, form)
