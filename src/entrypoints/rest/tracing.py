@@ -33,6 +33,7 @@ request. The tests run with the check passing and forced to fail, with the same 
 
 from __future__ import annotations
 
+import functools
 import inspect
 import logging
 import os
@@ -85,7 +86,10 @@ def tracing_middleware(tracer: trace.Tracer) -> Middleware:
     extract = _extractor()
     attach, detach = context.attach, context.detach
     with_span = trace.set_span_in_context
-    server = SpanKind.SERVER
+    # What every server span is; not the SDK's defaults for exceptions: the status is set here.
+    start_server_span = functools.partial(
+        start_span, kind=SpanKind.SERVER, record_exception=False, set_status_on_exception=False
+    )
 
     @web.middleware
     async def trace_request(
@@ -103,14 +107,8 @@ def tracing_middleware(tracer: trace.Tracer) -> Middleware:
             attributes["http.route"] = route
         # start_span + attach rather than start_as_current_span: the same span made current the
         # same way, without two generator-based context managers per request (benchmarks.md).
-        span = start_span(
-            f"{method} {route}" if route is not None else method,
-            context=extract(request.headers),
-            kind=server,
-            attributes=attributes,
-            record_exception=False,
-            set_status_on_exception=False,
-        )
+        name = f"{method} {route}" if route is not None else method
+        span = start_server_span(name, context=extract(request.headers), attributes=attributes)
         token = attach(with_span(span))
         try:
             response = await handler(request)
@@ -375,9 +373,25 @@ class _SpanRecorder:
                 record_exception=record_exception,
                 set_status_on_exception=set_status_on_exception,
             )
-        ids = tracer.id_generator
-        if parent is None or not parent.is_valid:
+        if parent is not None and not parent.is_valid:
             parent = None
+        return _RecordedSpan(
+            self,
+            name,
+            self._child_context(parent),
+            parent,
+            kind,
+            attributes,
+            context,
+            record_exception,
+            set_status_on_exception,
+        )
+
+    def _child_context(self, parent: SpanContext | None) -> SpanContext:
+        """A sampled span's context as the SDK makes it: in a new trace without a (valid)
+        parent, else in the parent's trace, with its trace state."""
+        ids = self.tracer.id_generator
+        if parent is None:
             trace_id = ids.generate_trace_id()
             random = ids.is_trace_id_random()
             state = None
@@ -385,23 +399,12 @@ class _SpanRecorder:
             trace_id = parent.trace_id
             random = parent.trace_flags.random_trace_id
             state = parent.trace_state
-        span_context = SpanContext(
+        return SpanContext(
             trace_id,
             ids.generate_span_id(),
             is_remote=False,
             trace_flags=_SAMPLED_RANDOM if random else _SAMPLED,
             trace_state=state,
-        )
-        return _RecordedSpan(
-            self,
-            name,
-            span_context,
-            parent,
-            kind,
-            attributes,
-            context,
-            record_exception,
-            set_status_on_exception,
         )
 
 
