@@ -156,19 +156,7 @@ async def verified_payload(
         raise ExchangeFailed(str(e)) from None
     key = pick_key(lookup.keys, alg, kid)
     if key is None:  # unknown kid: the provider may have rotated its keys
-        if not lookup.fresh:
-            lookup = await _refresh(keys, kid, wait)
-            key = pick_key(lookup.keys, alg, kid)
-        if key is None:
-            # A fetch made for this very token proved it absent, or the kid names a key that
-            # is not for this use or algorithm.
-            if lookup.fresh or any(k.kid == kid for k in lookup.keys):
-                raise VerificationFailed(
-                    f"no key in the provider's key set for kid {loggable(kid)}"
-                )
-            raise ExchangeFailed(
-                f"{what}: the provider's key set could not be refreshed for kid {loggable(kid)}"
-            )
+        key = await _rotated_key(keys, lookup, alg, kid, what, wait)
         return verify_signature(token, key, alg, what)
     try:
         return verify_signature(token, key, alg, what)
@@ -181,6 +169,25 @@ async def verified_payload(
         if fresh_key is None or fresh_key.as_dict() == key.as_dict():
             raise
         return verify_signature(token, fresh_key, alg, what)
+
+
+async def _rotated_key(
+    keys: KeySetCache, lookup: Lookup, alg: str, kid: str | None, what: str, wait: bool
+) -> Key:
+    """The key named by a ``kid`` that ``lookup`` does not hold, from a key set fetched for it
+    (unless ``lookup`` is one already)."""
+    if not lookup.fresh:
+        lookup = await _refresh(keys, kid, wait)
+        key = pick_key(lookup.keys, alg, kid)
+        if key is not None:
+            return key
+    # A fetch made for this very token proved it absent, or the kid names a key that is not
+    # for this use or algorithm.
+    if lookup.fresh or any(k.kid == kid for k in lookup.keys):
+        raise VerificationFailed(f"no key in the provider's key set for kid {loggable(kid)}")
+    raise ExchangeFailed(
+        f"{what}: the provider's key set could not be refreshed for kid {loggable(kid)}"
+    )
 
 
 async def _refresh(keys: KeySetCache, kid: str | None, wait: bool) -> Lookup:
