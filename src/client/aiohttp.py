@@ -89,13 +89,18 @@ def session_middleware(
                 optional=optional,
             )
         except Refusal as refusal:
-            return web.json_response(
-                dict(refusal.body),
-                status=refusal.status,
-                headers={**refusal.headers, "Cache-Control": "no-store"},
-            )
+            return _refusal_response(refusal)
         request[SESSION_KEY] = session
         response: web.StreamResponse = await handler(request)
         return response
 
     return middleware
+
+
+def _refusal_response(refusal: Refusal) -> web.Response:
+    """The JSON answer of a refused request (never cached)."""
+    return web.json_response(
+        dict(refusal.body),
+        status=refusal.status,
+        headers={**refusal.headers, "Cache-Control": "no-store"},
+    )

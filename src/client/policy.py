@@ -7,7 +7,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable, Mapping
 
-from .credentials import MalformedAuthorization, credential_from, same_origin
+from .credentials import Credential, MalformedAuthorization, credential_from, same_origin
 from .introspection import IntrospectionUnavailable
 from .keys import KeySetUnavailable
 from .verifier import InvalidSession, Session, SessionVerifier
@@ -57,23 +57,9 @@ async def authenticate(
         if optional:
             return None
         raise unauthorized("missing session (bearer token or session cookie)")
-    try:
-        session = await verifier.verify(credential.token)
-    except InvalidSession as e:
-        log.info("session refused (%s): %s", credential.source, e.reason)
-        if optional and credential.source == "cookie":
-            return None
-        raise unauthorized("invalid or expired session", 'Bearer error="invalid_token"') from None
-    except (KeySetUnavailable, IntrospectionUnavailable) as e:
-        log.warning("session not verifiable: %s", e)
-        raise Refusal(
-            503,
-            {
-                "error": "temporarily_unavailable",
-                "message": "the session cannot be verified right now",
-            },
-            {"Retry-After": "5"},
-        ) from None
+    session = await _verified(verifier, credential, optional)
+    if session is None:
+        return None
     if credential.source == "cookie" and not same_origin(method, origin, fetch_site, own_origins):
         raise Refusal(
             403,
@@ -96,3 +82,27 @@ async def authenticate(
             {"WWW-Authenticate": 'Bearer error="insufficient_scope"'},
         )
     return session
+
+
+async def _verified(
+    verifier: SessionVerifier, credential: Credential, optional: bool
+) -> Session | None:
+    """The session of ``credential``; None for a session cookie that no longer verifies on
+    an ``optional`` request. Raises :class:`Refusal`."""
+    try:
+        return await verifier.verify(credential.token)
+    except InvalidSession as e:
+        log.info("session refused (%s): %s", credential.source, e.reason)
+        if optional and credential.source == "cookie":
+            return None
+        raise unauthorized("invalid or expired session", 'Bearer error="invalid_token"') from None
+    except (KeySetUnavailable, IntrospectionUnavailable) as e:
+        log.warning("session not verifiable: %s", e)
+        raise Refusal(
+            503,
+            {
+                "error": "temporarily_unavailable",
+                "message": "the session cannot be verified right now",
+            },
+            {"Retry-After": "5"},
+        ) from None
