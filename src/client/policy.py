@@ -4,6 +4,7 @@ answer refuses it. The answers are authgate's own (401 ``unauthorized`` with
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections.abc import Iterable, Mapping
 
@@ -29,6 +30,35 @@ def unauthorized(message: str, challenge: str = "Bearer") -> Refusal:
     return Refusal(
         401, {"error": "unauthorized", "message": message}, {"WWW-Authenticate": challenge}
     )
+
+
+@dataclasses.dataclass(frozen=True)
+class SessionPolicy:
+    """What a framework adapter asks of every request (see :func:`authenticate`): its
+    ``origins`` for the cross-site check (none: the origin each request was made to)."""
+
+    verifier: SessionVerifier
+    required_scopes: frozenset[str]
+    optional: bool
+    origins: tuple[str, ...]
+    cookie_name: str
+
+    async def session_of(
+        self, method: str, headers: Mapping[str, str], cookies: Mapping[str, str], own: str
+    ) -> Session | None:
+        """The verified session of a request with these headers and cookies, made to the
+        origin ``own``; raises :class:`Refusal`."""
+        return await authenticate(
+            self.verifier,
+            method=method,
+            authorization=headers.get("Authorization"),
+            session_cookie=cookies.get(self.cookie_name),
+            origin=headers.get("Origin"),
+            fetch_site=headers.get("Sec-Fetch-Site"),
+            own_origins=self.origins or (own,),
+            required_scopes=self.required_scopes,
+            optional=self.optional,
+        )
 
 
 async def authenticate(
