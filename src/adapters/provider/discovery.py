@@ -15,14 +15,12 @@ from collections.abc import Callable
 from typing import Any
 from urllib.parse import urlsplit
 
-import aiohttp
 import attrs
 
 from authgate.adapters.provider.fetch import ProviderHttp
 from authgate.adapters.provider.settings import ProviderSettings
 from authgate.domain.errors import ProviderUnavailable
 from authgate.ports.clock import Clock
-from authgate.ports.metrics import Metrics, NoMetrics
 
 log = logging.getLogger("authgate.identity")
 
@@ -60,15 +58,9 @@ def explicit_endpoints(settings: ProviderSettings) -> Endpoints | None:
 class EndpointResolver:
     """Resolves (and caches) the endpoints of one provider."""
 
-    def __init__(
-        self,
-        settings: ProviderSettings,
-        session: aiohttp.ClientSession,
-        clock: Clock,
-        metrics: Metrics | None = None,
-    ) -> None:
+    def __init__(self, settings: ProviderSettings, http: ProviderHttp, clock: Clock) -> None:
         self._settings = settings
-        self._http = ProviderHttp.of(settings, session, metrics or NoMetrics())
+        self._http = http
         self._clock = clock
         self._explicit = explicit_endpoints(settings)
         self._cached: Endpoints | None = None

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Collection
 
+import attrs
 from joserfc.jwk import KeySet
 
 from authgate.adapters.provider.event_token import (
@@ -25,19 +26,20 @@ from authgate.adapters.provider.settings import ProviderSettings
 from authgate.ports.clock import Clock
 
 
+@attrs.frozen
 class ProviderEvents:
     """Makes the event token verifiers of one provider. ``keys``: the ID tokens' key set in
     a cache of its own, so that forged tokens posted to the public receivers spend their own
     fetch budget and never the sign-ins'."""
 
-    def __init__(
-        self, settings: ProviderSettings, http: ProviderHttp, clock: Clock, keys: KeySetCache
-    ) -> None:
-        self._settings = settings
-        self._http = http
-        self._clock = clock
-        self._keys = keys
-        self._name = settings.name
+    _settings: ProviderSettings
+    _http: ProviderHttp
+    _clock: Clock
+    _keys: KeySetCache
+
+    @property
+    def _name(self) -> str:
+        return self._settings.name
 
     def issuers(self) -> tuple[str, ...]:
         """The ``iss`` values of this provider's event tokens: its issuer as configured, with

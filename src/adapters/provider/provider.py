@@ -65,7 +65,7 @@ class OAuthIdentityProvider:
         self.proves_login_time = settings.proves_login_time
         self.discovers = explicit_endpoints(settings) is None
         self._http = ProviderHttp.of(settings, session, metrics or NoMetrics())
-        self._endpoints = EndpointResolver(settings, session, clock, metrics or NoMetrics())
+        self._endpoints = EndpointResolver(settings, self._http, clock)
         self._client_auth = ClientAuthenticator(settings, clock)
         self._identities = Identities(settings, self._http)
         self.key_set = KeySetCache.for_provider(self._key_set, clock, settings, settings.name)
@@ -73,18 +73,7 @@ class OAuthIdentityProvider:
             self._key_set, clock, settings, f"{settings.name} (events)"
         )
         self._events = ProviderEvents(settings, self._http, clock, self.event_key_set)
-        self._verifier: IdTokenVerifier | None = None
-        if settings.issuer is not None:
-            self._verifier = IdTokenVerifier(
-                keys=self.key_set,
-                clock=clock,
-                issuer=settings.issuer,
-                client_id=settings.client_id,
-                additional_issuers=settings.additional_issuers,
-                trusted_audiences=settings.trusted_audiences,
-                algorithms=settings.id_token_algorithms,
-                leeway_seconds=settings.leeway_seconds,
-            )
+        self._verifier = IdTokenVerifier.for_provider(settings, self.key_set, clock)
 
     async def endpoints(self) -> Endpoints:
         """The endpoints (discovered on first use; ``authgate config check`` reaches them);
