@@ -382,9 +382,7 @@ class _SpanRecorder:
             parent,
             kind,
             attributes,
-            context,
-            record_exception,
-            set_status_on_exception,
+            (context, record_exception, set_status_on_exception),
         )
 
     def _child_context(self, parent: SpanContext | None) -> SpanContext:
@@ -421,9 +419,7 @@ class _RecordedSpan(trace.Span):
         parent: SpanContext | None,
         kind: SpanKind,
         attributes: dict[str, types.AttributeValue],
-        parent_context: Context | None,
-        record_exception: bool,
-        set_status_on_exception: bool,
+        sdk_options: tuple[Context | None, bool, bool],
     ) -> None:
         self._recorder = recorder
         self._name = name
@@ -431,9 +427,9 @@ class _RecordedSpan(trace.Span):
         self._parent = parent
         self._kind = kind
         self._attributes = attributes
-        self._parent_context = parent_context
-        self._record_exception = record_exception
-        self._set_status_on_exception = set_status_on_exception
+        # What only the SDK's span would use (:meth:`_sdk`): the parent context it was started
+        # in, record_exception and set_status_on_exception.
+        self._sdk_options = sdk_options
         self._status = Status(StatusCode.UNSET)
         self._start_time = time_ns()
         self._end_time: int | None = None
@@ -557,6 +553,7 @@ class _RecordedSpan(trace.Span):
         on it records everything, and its end is this span's end."""
         if self._sdk_span is None:
             tracer = self._recorder.tracer
+            parent_context, record_exception, set_status_on_exception = self._sdk_options
             span = sdk_trace._Span(
                 name=self._name,
                 context=self._context,
@@ -568,13 +565,13 @@ class _RecordedSpan(trace.Span):
                 kind=self._kind,
                 links=(),
                 instrumentation_info=tracer.instrumentation_info,
-                record_exception=self._record_exception,
-                set_status_on_exception=self._set_status_on_exception,
+                record_exception=record_exception,
+                set_status_on_exception=set_status_on_exception,
                 limits=tracer._span_limits,
                 instrumentation_scope=tracer._instrumentation_scope,
             )
             # start() gives the processors on_start (a no-op for the ones allowed here).
-            span.start(start_time=self._start_time, parent_context=self._parent_context)
+            span.start(start_time=self._start_time, parent_context=parent_context)
             if self._status.status_code is not StatusCode.UNSET:
                 span.set_status(self._status)
             if self._end_time is not None:

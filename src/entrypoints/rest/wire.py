@@ -11,7 +11,7 @@ import datetime as dt
 import enum
 import types
 import typing
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
 import attrs
@@ -198,26 +198,21 @@ def describe_error(exc: BaseException) -> str:
 
 def _error_lines(exc: BaseException, path: str) -> list[str]:
     """Walk cattrs' exception groups, naming fields by their wire names."""
+    located: list[tuple[BaseException, str]] = []
+    other: Sequence[BaseException]
     if isinstance(exc, cattrs.ClassValidationError):
         names = {a.name: wire_name(a) for a in attrs.fields(exc.cl)} if attrs.has(exc.cl) else {}
         noted, other = exc.group_exceptions()
-        lines: list[str] = []
-        for inner, note in noted:
-            lines += _error_lines(inner, f"{path}.{names.get(note.name, note.name)}")
-        for inner in other:
-            lines += _error_lines(inner, path)
-        return lines
-    if isinstance(exc, cattrs.IterableValidationError):
-        inoted, iother = exc.group_exceptions()
-        lines = []
-        for inner, inote in inoted:
-            lines += _error_lines(inner, f"{path}[{inote.index!r}]")
-        for inner in iother:
-            lines += _error_lines(inner, path)
-        return lines
-    if isinstance(exc, cattrs.BaseValidationError):
-        return [line for inner in exc.exceptions for line in _error_lines(inner, path)]
-    return [f"{path}: {_describe_leaf(exc)}"]
+        located = [(inner, f"{path}.{names.get(n.name, n.name)}") for inner, n in noted]
+    elif isinstance(exc, cattrs.IterableValidationError):
+        indexed, other = exc.group_exceptions()
+        located = [(inner, f"{path}[{n.index!r}]") for inner, n in indexed]
+    elif isinstance(exc, cattrs.BaseValidationError):
+        other = exc.exceptions
+    else:
+        return [f"{path}: {_describe_leaf(exc)}"]
+    lines = [line for inner, where in located for line in _error_lines(inner, where)]
+    return lines + [line for inner in other for line in _error_lines(inner, path)]
 
 
 def _describe_leaf(exc: BaseException) -> str:
