@@ -20,7 +20,6 @@ from authgate.adapters.provider.jwks import (
     KeySetCache,
     KeySetUnavailable,
     fetch_jwks,
-    get_for_keys,
 )
 from authgate.adapters.provider.settings import ProviderSettings
 from authgate.ports.clock import Clock
@@ -109,7 +108,7 @@ class ProviderEvents:
 
     async def _security_event_keys(self, configuration_url: str) -> KeySet:
         what = f"provider {self._name}: security event configuration"
-        answer = await get_for_keys(self._http, configuration_url, what)
+        answer = await self._http.call("GET", configuration_url, what, KeySetUnavailable)
         body = answer.body
         if answer.status != 200 or not isinstance(body, dict):
             raise KeySetUnavailable(f"{what} answered HTTP {answer.status} without a document")

@@ -177,27 +177,6 @@ class ProviderHttp:
             settings.name, session, settings.timeout_seconds, settings.max_response_bytes, metrics
         )
 
-    async def fetch(
-        self,
-        method: str,
-        url: str,
-        what: str,
-        *,
-        headers: Mapping[str, str] | None = None,
-        data: Mapping[str, str] | None = None,
-    ) -> JsonResponse:
-        """:func:`request_json` within the provider's bounds (raises :class:`FetchError`)."""
-        return await request_json(
-            self.session,
-            method,
-            url,
-            what=what,
-            timeout_seconds=self.timeout_seconds,
-            max_bytes=self.max_bytes,
-            headers=headers,
-            data=data,
-        )
-
     async def call(
         self,
         method: str,
@@ -208,9 +187,19 @@ class ProviderHttp:
         headers: Mapping[str, str] | None = None,
         data: Mapping[str, str] | None = None,
     ) -> JsonResponse:
-        """:meth:`fetch`, a failure raised as ``failure`` of its log-safe text."""
+        """:func:`request_json` within the provider's bounds, a :class:`FetchError` raised as
+        ``failure`` of its log-safe text."""
         try:
-            return await self.fetch(method, url, what, headers=headers, data=data)
+            return await request_json(
+                self.session,
+                method,
+                url,
+                what=what,
+                timeout_seconds=self.timeout_seconds,
+                max_bytes=self.max_bytes,
+                headers=headers,
+                data=data,
+            )
         except FetchError as e:
             raise failure(str(e)) from None
 

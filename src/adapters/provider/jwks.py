@@ -37,7 +37,7 @@ import attrs
 from joserfc.errors import JoseError
 from joserfc.jwk import KeySet
 
-from authgate.adapters.provider.fetch import JsonResponse, ProviderHttp
+from authgate.adapters.provider.fetch import ProviderHttp
 from authgate.ports.clock import Clock
 
 if TYPE_CHECKING:
@@ -253,15 +253,10 @@ def _has_kid(keys: KeySet, kid: str) -> bool:
     return any(key.kid == kid for key in keys)
 
 
-async def get_for_keys(http: ProviderHttp, url: str, what: str) -> JsonResponse:
-    """GET a JSON document on the way to a key set; KeySetUnavailable when it fails."""
-    return await http.call("GET", url, what, KeySetUnavailable)
-
-
 async def fetch_jwks(http: ProviderHttp, jwks_uri: str) -> KeySet:
     """The provider's published key set at ``jwks_uri``: its public keys only."""
     what = f"provider {http.name}: key set"
-    answer = await get_for_keys(http, jwks_uri, what)
+    answer = await http.call("GET", jwks_uri, what, KeySetUnavailable)
     if answer.status != 200:
         raise KeySetUnavailable(f"{what} answered HTTP {answer.status}")
     body = answer.body

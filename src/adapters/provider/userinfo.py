@@ -82,7 +82,9 @@ class Identities:
         """The userinfo claims (OIDC Core 5.3), or None when the call fails (best effort)."""
         what = f"provider {self._name}: userinfo endpoint"
         try:
-            answer = await self._http.fetch("GET", url, what, headers=_bearer(access_token))
+            answer = await self._http.call(
+                "GET", url, what, FetchError, headers=_bearer(access_token)
+            )
         except FetchError as e:
             log.warning("%s; continuing without the email", e)
             return None
