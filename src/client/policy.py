@@ -91,16 +91,7 @@ async def authenticate(
     if session is None:
         return None
     if credential.source == "cookie" and not same_origin(method, origin, fetch_site, own_origins):
-        raise Refusal(
-            403,
-            {
-                "error": "cross_site_request",
-                "message": "a request authenticated by the session cookie must come from "
-                "this site's own pages (Origin / Sec-Fetch-Site); other clients use the "
-                "bearer token",
-            },
-            {},
-        )
+        raise _cross_site()
     if not session.has_scopes(required_scopes):
         raise Refusal(
             403,
@@ -112,6 +103,20 @@ async def authenticate(
             {"WWW-Authenticate": 'Bearer error="insufficient_scope"'},
         )
     return session
+
+
+def _cross_site() -> Refusal:
+    """The refusal of a cookie-authenticated request from another site's page."""
+    return Refusal(
+        403,
+        {
+            "error": "cross_site_request",
+            "message": "a request authenticated by the session cookie must come from "
+            "this site's own pages (Origin / Sec-Fetch-Site); other clients use the "
+            "bearer token",
+        },
+        {},
+    )
 
 
 async def _verified(

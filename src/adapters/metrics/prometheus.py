@@ -63,16 +63,11 @@ class ServiceMetrics:
     """Counters and histograms of the service; :meth:`exposition` is the Prometheus text."""
 
     def __init__(
-        self,
-        service_name: str,
-        *,
-        otlp: bool | None = None,
-        readers: Sequence[MetricReader] = (),
+        self, service_name: str, *, otlp: bool | None = None, readers: Sequence[MetricReader] = ()
     ) -> None:
         """``otlp``: also export by OTLP (None: when its standard environment variables are
         set); ``readers``: more readers of the SDK's records (any makes the SDK count)."""
-        if otlp is None:
-            otlp = _otlp_configured()
+        otlp = _otlp_configured() if otlp is None else otlp
         self.provider: MeterProvider | None = (
             _sdk_provider(service_name, otlp, readers) if otlp or readers else None
         )

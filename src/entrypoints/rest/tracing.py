@@ -511,10 +511,7 @@ class _RecordedSpan(trace.Span):
             processor.on_end(readable)
 
     def add_event(
-        self,
-        name: str,
-        attributes: types.Attributes = None,
-        timestamp: int | None = None,
+        self, name: str, attributes: types.Attributes = None, timestamp: int | None = None
     ) -> None:
         self._sdk().add_event(name, attributes, timestamp)
 
