@@ -14,15 +14,12 @@ An access token (an RFC 9068 JWT, read by
   a reused refresh token, withdrawn consent or the session's end);
 * its account exists.
 
-A refresh token is active while it is current (neither rotated nor revoked, unexpired), its
-client registered and its family, session and account as above. A session token (authgate's
-own) is active while it verifies, its session is live and its account exists: introspection
-describes it too, so that a back end verifying sessions (``authgate.client``) can learn of a
-revocation at once.
+A refresh token is active while it is current, and its client, family, session and account as
+above. A session token is active while it verifies and its session and account stand:
+introspection describes it so that ``authgate.client`` can learn of a revocation at once.
 
-The checks read the stores through a unit that only reads (:meth:`~authgate.ports.
-unit_of_work.UnitOfWork.read`): on SQLite a check never takes the file's write lock, so it
-neither waits behind a writer nor holds one up.
+The checks read through :meth:`~authgate.ports.unit_of_work.UnitOfWork.read`: on SQLite they
+never take the file's write lock.
 
 Why a token is inactive is logged, never answered: an inactive token is only inactive.
 """
