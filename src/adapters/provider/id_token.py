@@ -5,10 +5,7 @@ algorithm from the provider's allow-list; then the claims: ``iss`` exactly, ``au
 the client id and no other audience that is not trusted, ``azp``, ``exp``/``iat``/``nbf`` with a
 small leeway, ``nonce``, ``sub``.
 Every failure raises :class:`~authgate.ports.provider.VerificationFailed` with a log-safe text
-(never the token).
-
-The signature is checked by joserfc (``deserialize_compact`` with the one algorithm the header
-names, on the key chosen for it), for ID tokens and the providers' event tokens alike.
+(never the token). The signature is checked by joserfc, for event tokens too.
 """
 
 from __future__ import annotations

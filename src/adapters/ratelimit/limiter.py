@@ -3,9 +3,9 @@
 Every hit tests and counts in one atomic step, so concurrent requests cannot all slip through as
 they do with test-then-hit: on Redis through ``limits``' Lua scripts (imported only then), in
 memory through :class:`MovingWindow`. Several limits share one :class:`RateLimitStore`, each in
-its own namespace: one Redis connection pool, one fail-open policy. When the store is unreachable every limit fails
-open or closed as configured, and the log says so once when the store becomes unreachable and
-once when it answers again, not once per limit or per request.
+its own namespace: one Redis connection pool, one fail-open policy. When the store is
+unreachable every limit fails open or closed as configured, and the log says so once when it
+becomes unreachable and once when it answers again.
 
 The memory store (:class:`MovingWindow`) keeps, per key, the times of the requests allowed in
 the last window and tests and counts with no ``await`` between: a few dictionary and deque
