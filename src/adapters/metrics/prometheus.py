@@ -280,7 +280,6 @@ _BUCKET_LABELS = (*(f"{bound}" for bound in SECONDS_BUCKETS), "+Inf")
 
 
 def _otlp_configured() -> bool:
-    """Whether the standard OTLP variables name an endpoint for the metrics."""
     return bool(
         os.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT")
         or os.environ.get("OTEL_EXPORTER_OTLP_METRICS_ENDPOINT")
