@@ -25,7 +25,7 @@ from authgate.domain.passkeys import Passkey
 from authgate.ports.accounts import AccountRepository, LastIdentityError
 from authgate.ports.events import SignInEventLog
 from authgate.ports.unit_of_work import Transaction, UnitOfWork
-from authgate.services.audit import audit_event
+from authgate.services.audit import record_audit
 from authgate.services.passkeys import remove_passkey_in
 from authgate.services.provider_tokens import ProviderTokenService, enqueue_token_revocations
 from authgate.services.sessions import SessionService
@@ -151,71 +151,63 @@ class AccountService:
         every session. One transaction with the event's one-time ``jti``
         and the audit event: a replayed event changes nothing."""
         now = self.sessions.clock.now()
-        ended: list[str] = []
         async with self.units.begin() as tx:
             if not await tx.seen_events.first_sight(event, now):
                 return ProviderRemoval.REPLAYED
             holder = await tx.accounts.find_by_identity(identity)
             if holder is None:
-                await tx.events.record(
-                    audit_event(
-                        now,
-                        identity.provider,
-                        Outcome.PROVIDER_EVENT,
-                        client,
-                        None,
-                        f"{kind}: unknown subject",
-                    )
-                )
+                unknown = f"{kind}: unknown subject"
+                outcome = Outcome.PROVIDER_EVENT
+                await record_audit(tx, now, identity.provider, outcome, client, None, unknown)
                 return ProviderRemoval.UNKNOWN_SUBJECT
-            others = [
-                i
-                for i in await tx.accounts.list_identities(holder.id)
-                if i.identity.provider != identity.provider
-            ]
-            # A passkey is a sign-in method too: with one left, the identity goes alone.
-            if others or await tx.passkeys.for_account(holder.id):
-                ended = (
-                    await self._unlink_in(
-                        tx,
-                        holder.id,
-                        identity.provider,
-                        now,
-                        client,
-                        outcome=Outcome.PROVIDER_UNLINKED,
-                        detail=kind,
-                    )
-                    or []
-                )
-                removal = ProviderRemoval.UNLINKED
-            elif delete_when_last:
-                ended = (
-                    await self._delete_in(
-                        tx, holder.id, identity.provider, now, client, detail=kind
-                    )
-                    or []
-                )
-                removal = ProviderRemoval.ACCOUNT_DELETED
-            else:
-                # Kept as it is, signed out: a later sign-in through the provider is the user
-                # consenting again (a deleted Apple Account cannot sign in at all).
-                ended = await self.sessions.revoke_all_in(tx, holder.id, now)
-                detail = f"{kind}: only sign-in method, kept"
-                await tx.events.record(
-                    audit_event(
-                        now,
-                        identity.provider,
-                        Outcome.PROVIDER_SIGNED_OUT,
-                        client,
-                        holder.id,
-                        detail,
-                    )
-                )
-                removal = ProviderRemoval.KEPT
+            removal, ended = await self._withdraw_in(
+                tx, holder.id, identity.provider, now, client, kind, delete_when_last
+            )
         await self.sessions.announce(ended)
         if removal is not ProviderRemoval.KEPT:
             self.provider_tokens.queued()
         return removal
+
+    async def _withdraw_in(
+        self,
+        tx: Transaction,
+        account_id: str,
+        provider: str,
+        now: dt.datetime,
+        client: ClientInfo | None,
+        kind: str,
+        delete_when_last: bool,
+    ) -> tuple[ProviderRemoval, list[str]]:
+        """Inside ``tx``: the provider's withdrawal of the account's identity at ``provider``
+        carried out (unlinked, the account deleted, or kept and signed out); what it did and
+        the sessions ended."""
+        others = [
+            i
+            for i in await tx.accounts.list_identities(account_id)
+            if i.identity.provider != provider
+        ]
+        # A passkey is a sign-in method too: with one left, the identity goes alone.
+        if others or await tx.passkeys.for_account(account_id):
+            unlinked = await self._unlink_in(
+                tx,
+                account_id,
+                provider,
+                now,
+                client,
+                outcome=Outcome.PROVIDER_UNLINKED,
+                detail=kind,
+            )
+            return ProviderRemoval.UNLINKED, unlinked or []
+        if delete_when_last:
+            deleted = await self._delete_in(tx, account_id, provider, now, client, detail=kind)
+            return ProviderRemoval.ACCOUNT_DELETED, deleted or []
+        # Kept as it is, signed out: a later sign-in through the provider is the user
+        # consenting again (a deleted Apple Account cannot sign in at all).
+        ended = await self.sessions.revoke_all_in(tx, account_id, now)
+        detail = f"{kind}: only sign-in method, kept"
+        outcome = Outcome.PROVIDER_SIGNED_OUT
+        await record_audit(tx, now, provider, outcome, client, account_id, detail)
+        return ProviderRemoval.KEPT, ended
 
     async def _unlink_in(
         self,
@@ -239,7 +231,7 @@ class AccountService:
         if not await tx.accounts.unlink_identity(account_id, provider):
             return None
         ended = await self.sessions.revoke_all_in(tx, account_id, now, keep=keep, provider=provider)
-        await tx.events.record(audit_event(now, provider, outcome, client, account_id, detail))
+        await record_audit(tx, now, provider, outcome, client, account_id, detail)
         return ended
 
     async def _delete_in(
@@ -260,9 +252,8 @@ class AccountService:
         await enqueue_token_revocations(tx, account_id, now)
         if not await tx.accounts.delete(account_id):
             return None
-        await tx.events.record(
-            audit_event(now, provider, Outcome.ACCOUNT_DELETED, client, account_id, detail)
-        )
+        outcome = Outcome.ACCOUNT_DELETED
+        await record_audit(tx, now, provider, outcome, client, account_id, detail)
         return ended
 
     async def export(self, caller: Caller) -> AccountExport:
@@ -320,38 +311,39 @@ class AccountService:
         now = self.sessions.clock.now()
         try:
             async with self.units.begin() as tx:
-                ended = await self.sessions.revoke_all_in(
-                    tx, caller.account_id, now, keep=caller.session_id
-                )
-                own = await tx.sessions.get(caller.session_id)
-                held = own.passkey_id if own is not None else None
-                added = [
-                    p.id
-                    for p in await tx.passkeys.for_account(caller.account_id)
-                    if p.added_by_session in ended and p.id != held
-                ]
-                for passkey_id in added:
-                    await remove_passkey_in(
-                        self.sessions,
-                        tx,
-                        caller,
-                        passkey_id,
-                        now,
-                        keep=caller.session_id,
-                        detail="added by a session signed out everywhere else",
-                    )
-                detail = f"{len(ended)} sessions, {len(added)} passkeys removed"
-                await tx.events.record(
-                    audit_event(
-                        now,
-                        caller.provider,
-                        Outcome.SIGNED_OUT_EVERYWHERE,
-                        caller.client,
-                        caller.account_id,
-                        detail,
-                    )
-                )
+                ended = await self._end_others_in(tx, caller, now)
         except LastIdentityError:
             raise errors.LastSignInMethod() from None
         await self.sessions.announce(ended)
+        return ended
+
+    async def _end_others_in(self, tx: Transaction, caller: Caller, now: dt.datetime) -> list[str]:
+        """Inside ``tx``: end every live session but the caller's and remove the passkeys they
+        added (but the one the caller's session signed in with), audited; the sessions ended.
+        Raises LastIdentityError when that would leave no sign-in method."""
+        ended = await self.sessions.revoke_all_in(
+            tx, caller.account_id, now, keep=caller.session_id
+        )
+        own = await tx.sessions.get(caller.session_id)
+        held = own.passkey_id if own is not None else None
+        added = [
+            p.id
+            for p in await tx.passkeys.for_account(caller.account_id)
+            if p.added_by_session in ended and p.id != held
+        ]
+        for passkey_id in added:
+            await remove_passkey_in(
+                self.sessions,
+                tx,
+                caller,
+                passkey_id,
+                now,
+                keep=caller.session_id,
+                detail="added by a session signed out everywhere else",
+            )
+        detail = f"{len(ended)} sessions, {len(added)} passkeys removed"
+        outcome = Outcome.SIGNED_OUT_EVERYWHERE
+        await record_audit(
+            tx, now, caller.provider, outcome, caller.client, caller.account_id, detail
+        )
         return ended

@@ -8,6 +8,8 @@ import logging
 
 from authgate.domain.model import ClientInfo, Outcome, SignInEvent
 from authgate.domain.text import printable
+from authgate.ports.events import SignInEventLog
+from authgate.ports.unit_of_work import Transaction
 
 log = logging.getLogger("authgate.audit")
 
@@ -59,6 +61,35 @@ def audit_event(
     if logged:
         log_event(event)
     return event
+
+
+async def record_audit(
+    tx: Transaction,
+    at: dt.datetime,
+    provider: str,
+    outcome: Outcome,
+    client: ClientInfo | None,
+    account_id: str | None,
+    detail: str | None = None,
+    *,
+    logged: bool = True,
+) -> SignInEvent:
+    """Inside ``tx``: the :func:`audit_event` of a change, stored with the change it audits."""
+    event = audit_event(at, provider, outcome, client, account_id, detail, logged=logged)
+    await tx.events.record(event)
+    return event
+
+
+async def record_refusal(
+    events: SignInEventLog, event: SignInEvent, logger: logging.Logger, what: str
+) -> None:
+    """Store the audit event of a refusal on its own; a failure to store it is logged on
+    ``logger`` (as ``what``), never raised: the audit trail must not turn a refusal into a
+    500."""
+    try:
+        await events.record(event)
+    except Exception:
+        logger.exception("could not store %s", what)
 
 
 def log_event(event: SignInEvent) -> None:

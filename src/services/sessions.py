@@ -40,7 +40,7 @@ from authgate.ports.session_tokens import (
     SessionTokens,
 )
 from authgate.ports.unit_of_work import Transaction, UnitOfWork
-from authgate.services.audit import audit_event
+from authgate.services.audit import record_audit
 
 log = logging.getLogger("authgate.sessions")
 
@@ -296,15 +296,29 @@ class SessionService:
         self, account_id: str, session_id: str, *, client: ClientInfo, provider: str
     ) -> bool:
         """End one of the account's sessions (audited); False when it has no such live one."""
+        return await self._end_one(
+            account_id, session_id, Outcome.SESSION_REVOKED, client, provider
+        )
+
+    async def _end_one(
+        self,
+        account_id: str,
+        session_id: str,
+        outcome: Outcome,
+        client: ClientInfo,
+        provider: str,
+        detail: str | None = None,
+    ) -> bool:
+        """End one session and owe what ends with it, audited as ``outcome``, in one unit of
+        work; announced once committed. False when the account has no such live session."""
         now = self.clock.now()
         async with self.units.begin() as tx:
-            revoked = await self.revoke_in(tx, account_id, session_id, now)
-            if revoked:
-                event = audit_event(now, provider, Outcome.SESSION_REVOKED, client, account_id)
-                await tx.events.record(event)
-        if revoked:
+            ended = await self.revoke_in(tx, account_id, session_id, now)
+            if ended:
+                await record_audit(tx, now, provider, outcome, client, account_id, detail)
+        if ended:
             await self.announce([session_id])
-        return revoked
+        return ended
 
     async def revoke_all(
         self,
@@ -320,7 +334,7 @@ class SessionService:
         async with self.units.begin() as tx:
             ended = await self.revoke_all_in(tx, account_id, now, keep=keep)
             detail = f"{len(ended)} sessions"
-            await tx.events.record(audit_event(now, provider, outcome, client, account_id, detail))
+            await record_audit(tx, now, provider, outcome, client, account_id, detail)
         await self.announce(ended)
         return ended
 
@@ -342,18 +356,10 @@ class SessionService:
         if everywhere:
             self.require_recent_authentication(claims.auth_time)
             return await self.revoke_all(claims.account_id, client=client, provider=provider)
-        now = self.clock.now()
-        async with self.units.begin() as tx:
-            ended = await self.revoke_in(tx, claims.account_id, claims.session_id, now)
-            if ended:
-                event = audit_event(
-                    now, provider, Outcome.SIGNED_OUT, client, claims.account_id, detail
-                )
-                await tx.events.record(event)
-        if not ended:
-            return []
-        await self.announce([claims.session_id])
-        return [claims.session_id]
+        ended = await self._end_one(
+            claims.account_id, claims.session_id, Outcome.SIGNED_OUT, client, provider, detail
+        )
+        return [claims.session_id] if ended else []
 
     # -- ending sessions inside a unit of work: the one way every session ends ------------
     #
