@@ -60,6 +60,24 @@ class AccountView:
     identities: list[LinkedIdentity]
 
 
+@attrs.frozen
+class _Change:
+    """A change to an account inside a unit of work: the unit, the account, the provider it
+    is made through (the one its audit event names), when, and from which client."""
+
+    tx: Transaction
+    account_id: str
+    provider: str
+    now: dt.datetime
+    client: ClientInfo | None
+
+    async def audit(self, outcome: Outcome, detail: str | None = None) -> None:
+        """Record the change's audit event in its unit of work."""
+        await record_audit(
+            self.tx, self.now, self.provider, outcome, self.client, self.account_id, detail
+        )
+
+
 class AccountService:
     """Reads and changes the signed-in caller's account; raises the domain's errors."""
 
@@ -105,9 +123,8 @@ class AccountService:
         now = self.sessions.clock.now()
         try:
             async with self.units.begin() as tx:
-                ended = await self._unlink_in(
-                    tx, account_id, provider, now, caller.client, keep=caller.session_id
-                )
+                change = _Change(tx, account_id, provider, now, caller.client)
+                ended = await self._unlink_in(change, keep=caller.session_id)
         except LastIdentityError:
             raise errors.LastIdentity(provider) from None
         if ended is None:
@@ -128,9 +145,8 @@ class AccountService:
         now = self.sessions.clock.now()
         async with self.units.begin() as tx:
             await self.sessions.require_recent_sign_in(tx, caller)
-            ended = await self._delete_in(
-                tx, caller.account_id, caller.provider, now, caller.client
-            )
+            change = _Change(tx, caller.account_id, caller.provider, now, caller.client)
+            ended = await self._delete_in(change)
             if ended is None:
                 raise errors.AccountGone()
         await self.sessions.announce(ended)
@@ -160,100 +176,69 @@ class AccountService:
                 outcome = Outcome.PROVIDER_EVENT
                 await record_audit(tx, now, identity.provider, outcome, client, None, unknown)
                 return ProviderRemoval.UNKNOWN_SUBJECT
-            removal, ended = await self._withdraw_in(
-                tx, holder.id, identity.provider, now, client, kind, delete_when_last
-            )
+            change = _Change(tx, holder.id, identity.provider, now, client)
+            removal, ended = await self._withdraw_in(change, kind, delete_when_last)
         await self.sessions.announce(ended)
         if removal is not ProviderRemoval.KEPT:
             self.provider_tokens.queued()
         return removal
 
     async def _withdraw_in(
-        self,
-        tx: Transaction,
-        account_id: str,
-        provider: str,
-        now: dt.datetime,
-        client: ClientInfo | None,
-        kind: str,
-        delete_when_last: bool,
+        self, change: _Change, kind: str, delete_when_last: bool
     ) -> tuple[ProviderRemoval, list[str]]:
-        """Inside ``tx``: the provider's withdrawal of the account's identity at ``provider``
-        carried out (unlinked, the account deleted, or kept and signed out); what it did and
-        the sessions ended."""
+        """The provider's withdrawal of the account's identity at ``change.provider`` carried
+        out (unlinked, the account deleted, or kept and signed out); what it did and the
+        sessions ended."""
+        tx, account_id = change.tx, change.account_id
         others = [
             i
             for i in await tx.accounts.list_identities(account_id)
-            if i.identity.provider != provider
+            if i.identity.provider != change.provider
         ]
         # A passkey is a sign-in method too: with one left, the identity goes alone.
         if others or await tx.passkeys.for_account(account_id):
-            unlinked = await self._unlink_in(
-                tx,
-                account_id,
-                provider,
-                now,
-                client,
-                outcome=Outcome.PROVIDER_UNLINKED,
-                detail=kind,
-            )
+            unlinked = await self._unlink_in(change, outcome=Outcome.PROVIDER_UNLINKED, detail=kind)
             return ProviderRemoval.UNLINKED, unlinked or []
         if delete_when_last:
-            deleted = await self._delete_in(tx, account_id, provider, now, client, detail=kind)
-            return ProviderRemoval.ACCOUNT_DELETED, deleted or []
+            return ProviderRemoval.ACCOUNT_DELETED, await self._delete_in(change, kind) or []
         # Kept as it is, signed out: a later sign-in through the provider is the user
         # consenting again (a deleted Apple Account cannot sign in at all).
-        ended = await self.sessions.revoke_all_in(tx, account_id, now)
-        detail = f"{kind}: only sign-in method, kept"
-        outcome = Outcome.PROVIDER_SIGNED_OUT
-        await record_audit(tx, now, provider, outcome, client, account_id, detail)
+        ended = await self.sessions.revoke_all_in(tx, account_id, change.now)
+        await change.audit(Outcome.PROVIDER_SIGNED_OUT, f"{kind}: only sign-in method, kept")
         return ProviderRemoval.KEPT, ended
 
     async def _unlink_in(
         self,
-        tx: Transaction,
-        account_id: str,
-        provider: str,
-        now: dt.datetime,
-        client: ClientInfo | None,
+        change: _Change,
         *,
         keep: str | None = None,
         outcome: Outcome = Outcome.UNLINKED,
         detail: str | None = None,
     ) -> list[str] | None:
-        """Inside ``tx``: remove the account's identity at ``provider``, end the sessions
-        issued through it (but ``keep``) and record the audit event; the sessions ended, None
-        when the account holds no identity there. Raises LastIdentityError for the last one.
-        The one place of an unlink, whether the caller or the provider asked: the provider's
+        """Remove the account's identity at ``change.provider``, end the sessions issued
+        through it (but ``keep``) and record the audit event; the sessions ended, None when
+        the account holds no identity there. Raises LastIdentityError for the last one. The
+        one place of an unlink, whether the caller or the provider asked: the provider's
         token goes to the revocation outbox first (the identity's sealed token goes with it;
         rolled back with the unlink when that fails)."""
+        tx, account_id, provider, now = change.tx, change.account_id, change.provider, change.now
         await enqueue_token_revocations(tx, account_id, now, provider)
         if not await tx.accounts.unlink_identity(account_id, provider):
             return None
         ended = await self.sessions.revoke_all_in(tx, account_id, now, keep=keep, provider=provider)
-        await record_audit(tx, now, provider, outcome, client, account_id, detail)
+        await change.audit(outcome, detail)
         return ended
 
-    async def _delete_in(
-        self,
-        tx: Transaction,
-        account_id: str,
-        provider: str,
-        now: dt.datetime,
-        client: ClientInfo | None,
-        *,
-        detail: str | None = None,
-    ) -> list[str] | None:
-        """Inside ``tx``: end every session of the account, delete it with its identities and
-        record the audit event; the sessions ended, None when there is no such account (the
-        caller rolls back). The one place of a deletion, whether the caller or the provider
-        asked. Every provider token it kept goes to the revocation outbox."""
-        ended = await self.sessions.revoke_all_in(tx, account_id, now)
-        await enqueue_token_revocations(tx, account_id, now)
-        if not await tx.accounts.delete(account_id):
+    async def _delete_in(self, change: _Change, detail: str | None = None) -> list[str] | None:
+        """End every session of the account, delete it with its identities and record the
+        audit event; the sessions ended, None when there is no such account (the caller rolls
+        back). The one place of a deletion, whether the caller or the provider asked. Every
+        provider token it kept goes to the revocation outbox."""
+        ended = await self.sessions.revoke_all_in(change.tx, change.account_id, change.now)
+        await enqueue_token_revocations(change.tx, change.account_id, change.now)
+        if not await change.tx.accounts.delete(change.account_id):
             return None
-        outcome = Outcome.ACCOUNT_DELETED
-        await record_audit(tx, now, provider, outcome, client, account_id, detail)
+        await change.audit(Outcome.ACCOUNT_DELETED, detail)
         return ended
 
     async def export(self, caller: Caller) -> AccountExport:

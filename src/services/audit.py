@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
+from collections.abc import Callable, Coroutine
+from typing import Any, Concatenate, ParamSpec
 
 from authgate.domain.model import ClientInfo, Outcome, SignInEvent
 from authgate.domain.text import printable
@@ -16,6 +18,8 @@ log = logging.getLogger("authgate.audit")
 _LINE = "%s event: provider=%s outcome=%s client=%s user_agent=%r account=%s"
 
 NOBODY = ClientInfo(None, None)
+
+P = ParamSpec("P")
 
 # Outcomes of account changes (the others are a callback's: "sign-in events").
 ACCOUNT_CHANGES = frozenset(
@@ -63,21 +67,22 @@ def audit_event(
     return event
 
 
-async def record_audit(
-    tx: Transaction,
-    at: dt.datetime,
-    provider: str,
-    outcome: Outcome,
-    client: ClientInfo | None,
-    account_id: str | None,
-    detail: str | None = None,
-    *,
-    logged: bool = True,
-) -> SignInEvent:
-    """Inside ``tx``: the :func:`audit_event` of a change, stored with the change it audits."""
-    event = audit_event(at, provider, outcome, client, account_id, detail, logged=logged)
-    await tx.events.record(event)
-    return event
+def _stored(
+    make: Callable[P, SignInEvent],
+) -> Callable[Concatenate[Transaction, P], Coroutine[Any, Any, SignInEvent]]:
+    """``make``, its event stored in the unit of work given first."""
+
+    async def store(tx: Transaction, /, *args: P.args, **kwargs: P.kwargs) -> SignInEvent:
+        event = make(*args, **kwargs)
+        await tx.events.record(event)
+        return event
+
+    return store
+
+
+record_audit = _stored(audit_event)
+"""Inside the unit of work given first: the :func:`audit_event` of a change, stored with the
+change it audits (same arguments after the unit)."""
 
 
 async def record_refusal(
