@@ -506,13 +506,7 @@ def _new_passkey(caller: Caller, credential: NewCredential, name: str, now: dt.d
     return Passkey(
         id=uuid.uuid4().hex,
         account_id=caller.account_id,
-        credential_id=credential.credential_id,
-        public_key=credential.public_key,
-        sign_count=credential.sign_count,
-        transports=credential.transports,
-        aaguid=credential.aaguid,
-        backup_eligible=credential.backup_eligible,
-        backed_up=credential.backed_up,
+        **attrs.asdict(credential, recurse=False),  # kept as the relying party verified it
         name=name,
         created_at=now,
         added_by_session=caller.session_id or None,
