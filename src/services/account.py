@@ -27,7 +27,11 @@ from authgate.ports.events import SignInEventLog
 from authgate.ports.unit_of_work import Transaction, UnitOfWork
 from authgate.services.audit import record_audit
 from authgate.services.passkeys import remove_passkey_in
-from authgate.services.provider_tokens import ProviderTokenService, enqueue_token_revocations
+from authgate.services.provider_tokens import (
+    ProviderTokenService,
+    enqueue_token_revocations,
+    or_no_provider_tokens,
+)
 from authgate.services.sessions import SessionService
 
 
@@ -60,6 +64,11 @@ class AccountView:
     identities: list[LinkedIdentity]
 
 
+def _in_order(providers: Sequence[str]) -> tuple[str, ...]:
+    """The configured providers; their order is the order of error messages."""
+    return tuple(providers)
+
+
 @attrs.frozen
 class _Change:
     """A change to an account inside a unit of work: the unit, the account, the provider it
@@ -78,25 +87,18 @@ class _Change:
         )
 
 
+@attrs.define(eq=False, repr=False, slots=False, kw_only=True)
 class AccountService:
     """Reads and changes the signed-in caller's account; raises the domain's errors."""
 
-    def __init__(
-        self,
-        *,
-        accounts: AccountRepository,
-        events: SignInEventLog,
-        units: UnitOfWork,
-        sessions: SessionService,
-        providers: Sequence[str],
-        provider_tokens: ProviderTokenService | None = None,
-    ) -> None:
-        self.provider_tokens = provider_tokens or ProviderTokenService(None)
-        self.accounts = accounts
-        self.events = events
-        self.units = units
-        self.sessions = sessions
-        self.providers = tuple(providers)  # configured order: the order of error messages
+    accounts: AccountRepository
+    events: SignInEventLog
+    units: UnitOfWork
+    sessions: SessionService
+    providers: tuple[str, ...] = attrs.field(converter=_in_order)
+    provider_tokens: ProviderTokenService = attrs.field(
+        default=None, converter=or_no_provider_tokens
+    )
 
     async def linked_providers(self, account_id: str) -> list[LinkedIdentity]:
         """Spec 4.4: the caller's links; an empty list when there are none."""

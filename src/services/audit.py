@@ -11,6 +11,7 @@ from typing import Any, Concatenate, ParamSpec
 from authgate.domain.model import ClientInfo, Outcome, SignInEvent
 from authgate.domain.text import printable
 from authgate.ports.events import SignInEventLog
+from authgate.ports.metrics import Metrics, NoMetrics
 from authgate.ports.unit_of_work import Transaction
 
 log = logging.getLogger("authgate.audit")
@@ -108,3 +109,8 @@ def log_event(event: SignInEvent) -> None:
         event.user_agent,
         event.account_id,
     )
+
+
+def or_no_metrics(metrics: Metrics | None) -> Metrics:
+    """The metrics a service counts on: ``metrics``, or none counted when not given."""
+    return metrics or NoMetrics()

@@ -46,7 +46,7 @@ from authgate.domain.text import printable
 from authgate.ports.accounts import AccountRepository, LastIdentityError
 from authgate.ports.clock import Clock
 from authgate.ports.events import SignInEventLog
-from authgate.ports.metrics import Metrics, NoMetrics
+from authgate.ports.metrics import Metrics
 from authgate.ports.passkeys import (
     ChallengeStoreFull,
     PasskeyChallenges,
@@ -61,7 +61,13 @@ from authgate.ports.webauthn import (
     ResponseNotVerified,
     WebAuthnRelyingParty,
 )
-from authgate.services.audit import audit_event, log_event, record_audit, record_refusal
+from authgate.services.audit import (
+    audit_event,
+    log_event,
+    or_no_metrics,
+    record_audit,
+    record_refusal,
+)
 from authgate.services.sessions import SessionService
 from authgate.services.signin import (
     SignInPolicy,
@@ -101,35 +107,21 @@ class PasskeySignedIn:
     session_max_age: int
 
 
+@attrs.define(eq=False, repr=False, slots=False, kw_only=True)
 class PasskeyService:
     """The passkey ceremonies and the account's passkeys; raises the domain's errors."""
 
-    def __init__(
-        self,
-        *,
-        passkeys: PasskeyStore,
-        challenges: PasskeyChallenges,
-        accounts: AccountRepository,
-        events: SignInEventLog,
-        units: UnitOfWork,
-        sessions: SessionService,
-        clock: Clock,
-        relying_party: WebAuthnRelyingParty,
-        policy: PasskeyPolicy,
-        signin: SignInPolicy,
-        metrics: Metrics | None = None,
-    ) -> None:
-        self.passkeys = passkeys
-        self.challenges = challenges
-        self.accounts = accounts
-        self.events = events
-        self.units = units
-        self.sessions = sessions
-        self.clock = clock
-        self.relying_party = relying_party
-        self.policy = policy
-        self.signin = signin
-        self.metrics: Metrics = metrics or NoMetrics()
+    passkeys: PasskeyStore
+    challenges: PasskeyChallenges
+    accounts: AccountRepository
+    events: SignInEventLog
+    units: UnitOfWork
+    sessions: SessionService
+    clock: Clock
+    relying_party: WebAuthnRelyingParty
+    policy: PasskeyPolicy
+    signin: SignInPolicy
+    metrics: Metrics = attrs.field(default=None, converter=or_no_metrics)
 
     # -- adding a passkey -----------------------------------------------------------------
 

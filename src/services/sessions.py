@@ -30,7 +30,7 @@ from authgate.domain.model import Caller, ClientInfo, IssuedSession, Outcome, Se
 from authgate.domain.secrets import random_uuid_hex
 from authgate.domain.text import printable
 from authgate.ports.clock import Clock
-from authgate.ports.metrics import Metrics, NoMetrics
+from authgate.ports.metrics import Metrics
 from authgate.ports.revocations import RevocationChannel
 from authgate.ports.session_records import SessionRecords
 from authgate.ports.session_tokens import (
@@ -40,7 +40,7 @@ from authgate.ports.session_tokens import (
     SessionTokens,
 )
 from authgate.ports.unit_of_work import Transaction, UnitOfWork
-from authgate.services.audit import record_audit
+from authgate.services.audit import or_no_metrics, record_audit
 
 log = logging.getLogger("authgate.sessions")
 
@@ -75,35 +75,30 @@ class SessionPolicy:
     proving_providers: frozenset[str] = frozenset()
 
 
+@attrs.define(eq=False, repr=False, slots=False, kw_only=True)
 class SessionService:
     """Issues, verifies, lists and revokes sessions."""
 
-    def __init__(
-        self,
-        *,
-        tokens: SessionTokens,
-        records: SessionRecords,
-        units: UnitOfWork,
-        channel: RevocationChannel,
-        clock: Clock,
-        policy: SessionPolicy,
-        metrics: Metrics | None = None,
-        endings: SessionEndings | None = None,
-    ) -> None:
-        self.tokens = tokens
-        self.records = records
-        self.units = units
-        self.channel = channel
-        self.clock = clock
-        self.policy = policy
-        self.metrics: Metrics = metrics or NoMetrics()
-        self.endings = endings
-        # session id -> monotonic time until which it is trusted as live without a read
-        self._live: collections.OrderedDict[str, float] = collections.OrderedDict()
-        # session id -> monotonic time until which a read that began before its revocation
-        # must not put it back into the cache
-        self._revoked: collections.OrderedDict[str, float] = collections.OrderedDict()
-        channel.subscribe(self.forget)  # revocations made by any instance
+    tokens: SessionTokens
+    records: SessionRecords
+    units: UnitOfWork
+    channel: RevocationChannel
+    clock: Clock
+    policy: SessionPolicy
+    metrics: Metrics = attrs.field(default=None, converter=or_no_metrics)
+    endings: SessionEndings | None = None
+    # session id -> monotonic time until which it is trusted as live without a read
+    _live: collections.OrderedDict[str, float] = attrs.field(
+        init=False, factory=collections.OrderedDict
+    )
+    # session id -> monotonic time until which a read that began before its revocation
+    # must not put it back into the cache
+    _revoked: collections.OrderedDict[str, float] = attrs.field(
+        init=False, factory=collections.OrderedDict
+    )
+
+    def __attrs_post_init__(self) -> None:
+        self.channel.subscribe(self.forget)  # revocations made by any instance
 
     # -- issuing --------------------------------------------------------------------------
 

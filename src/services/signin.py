@@ -38,13 +38,19 @@ from authgate.domain.text import has_control_characters, printable, storable
 from authgate.ports.accounts import AccountRepository, IdentityRace, IdentityTaken
 from authgate.ports.clock import Clock
 from authgate.ports.events import SignInEventLog
-from authgate.ports.metrics import Metrics, NoMetrics
+from authgate.ports.metrics import Metrics
 from authgate.ports.provider import ExchangeFailed, IdentityProvider, VerificationFailed
 from authgate.ports.session_tokens import ResumedRequest
 from authgate.ports.state import StateStore, StateStoreFull
 from authgate.ports.unit_of_work import Transaction, UnitOfWork
-from authgate.services.audit import audit_event, log_event, record_audit, record_refusal
-from authgate.services.provider_tokens import ProviderTokenService
+from authgate.services.audit import (
+    audit_event,
+    log_event,
+    or_no_metrics,
+    record_audit,
+    record_refusal,
+)
+from authgate.services.provider_tokens import ProviderTokenService, or_no_provider_tokens
 from authgate.services.sessions import SessionService
 
 log = logging.getLogger("authgate.signin")
@@ -97,33 +103,27 @@ class SignInPolicy:
         return app_url_for(self.app_url, self.dashboard_path)
 
 
+def _in_order(providers: Mapping[str, IdentityProvider]) -> dict[str, IdentityProvider]:
+    """The configured providers; their order is the order of error messages."""
+    return dict(providers)
+
+
+@attrs.define(eq=False, repr=False, slots=False, kw_only=True)
 class SignInService:
     """Starts and completes sign-ins; creates, logs in and links accounts."""
 
-    def __init__(
-        self,
-        *,
-        providers: Mapping[str, IdentityProvider],
-        accounts: AccountRepository,
-        states: StateStore,
-        events: SignInEventLog,
-        units: UnitOfWork,
-        sessions: SessionService,
-        clock: Clock,
-        policy: SignInPolicy,
-        metrics: Metrics | None = None,
-        provider_tokens: ProviderTokenService | None = None,
-    ) -> None:
-        self.provider_tokens = provider_tokens or ProviderTokenService(None)
-        self.providers = dict(providers)  # insertion order = the order in error messages
-        self.accounts = accounts
-        self.states = states
-        self.events = events
-        self.units = units
-        self.sessions = sessions
-        self.clock = clock
-        self.policy = policy
-        self.metrics: Metrics = metrics or NoMetrics()
+    providers: dict[str, IdentityProvider] = attrs.field(converter=_in_order)
+    accounts: AccountRepository
+    states: StateStore
+    events: SignInEventLog
+    units: UnitOfWork
+    sessions: SessionService
+    clock: Clock
+    policy: SignInPolicy
+    metrics: Metrics = attrs.field(default=None, converter=or_no_metrics)
+    provider_tokens: ProviderTokenService = attrs.field(
+        default=None, converter=or_no_provider_tokens
+    )
 
     def login_url(self) -> str:
         """The application's login page, where failed callbacks send the browser."""
