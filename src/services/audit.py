@@ -16,6 +16,9 @@ from authgate.ports.unit_of_work import Transaction
 
 log = logging.getLogger("authgate.audit")
 
+security_log = logging.getLogger("authgate.security")
+"""Where the services log security events (a refused attack, a suspicious provider answer)."""
+
 _LINE = "%s event: provider=%s outcome=%s client=%s user_agent=%r account=%s"
 
 NOBODY = ClientInfo(None, None)

@@ -67,6 +67,7 @@ from authgate.services.audit import (
     or_no_metrics,
     record_audit,
     record_refusal,
+    security_log,
 )
 from authgate.services.sessions import SessionService
 from authgate.services.signin import (
@@ -77,7 +78,6 @@ from authgate.services.signin import (
 )
 
 log = logging.getLogger("authgate.passkeys")
-security_log = logging.getLogger("authgate.security")
 
 PASSKEY_PROVIDER = "passkey"
 """The provider a passkey sign-in names: in its session (the token's ``provider`` claim, the

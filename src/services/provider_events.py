@@ -42,12 +42,11 @@ from authgate.ports.provider_events import (
 )
 from authgate.ports.unit_of_work import Transaction, UnitOfWork
 from authgate.services.account import AccountService, ProviderRemoval
-from authgate.services.audit import audit_event, record_audit, record_refusal
+from authgate.services.audit import audit_event, record_audit, record_refusal, security_log
 from authgate.services.provider_tokens import enqueue_token_revocations
 from authgate.services.sessions import SessionService
 
 log = logging.getLogger("authgate.provider_events")
-security_log = logging.getLogger("authgate.security")
 
 
 class Shape(enum.Enum):

@@ -21,7 +21,7 @@ import datetime as dt
 import logging
 import time
 from collections.abc import Mapping, Sequence
-from typing import Protocol
+from typing import Protocol, TypedDict, Unpack
 
 import attrs
 
@@ -60,6 +60,15 @@ class SessionEndings(Protocol):
     def committed(self) -> None:
         """The unit of work that ended sessions committed (a worker may act now)."""
         ...
+
+
+class Which(TypedDict, total=False):
+    """Which of an account's live sessions end: all but ``keep``; only those issued through
+    ``provider``; only those signed in with the passkey ``passkey_id``."""
+
+    keep: str | None
+    provider: str | None
+    passkey_id: str | None
 
 
 @attrs.frozen
@@ -373,21 +382,12 @@ class SessionService:
         return revoked
 
     async def revoke_all_in(
-        self,
-        tx: Transaction,
-        account_id: str,
-        now: dt.datetime,
-        *,
-        keep: str | None = None,
-        provider: str | None = None,
-        passkey_id: str | None = None,
+        self, tx: Transaction, account_id: str, now: dt.datetime, **which: Unpack[Which]
     ) -> list[str]:
         """In ``tx``: end the account's live sessions (all but ``keep``; only those issued
         through ``provider``, only those signed in with the passkey ``passkey_id``, when
         given); the ids ended."""
-        ended = await tx.sessions.revoke_all(
-            account_id, now, keep=keep, provider=provider, passkey_id=passkey_id
-        )
+        ended = await tx.sessions.revoke_all(account_id, now, **which)
         await self._ended(tx, {account_id: ended}, now)
         return ended
 

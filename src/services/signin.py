@@ -49,12 +49,12 @@ from authgate.services.audit import (
     or_no_metrics,
     record_audit,
     record_refusal,
+    security_log,
 )
 from authgate.services.provider_tokens import ProviderTokenService, or_no_provider_tokens
 from authgate.services.sessions import SessionService
 
 log = logging.getLogger("authgate.signin")
-security_log = logging.getLogger("authgate.security")
 
 MAX_STATE_LENGTH = 512
 
