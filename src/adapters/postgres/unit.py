@@ -30,7 +30,7 @@ from types import TracebackType
 
 import asyncpg
 
-from authgate.adapters.sql.engine import Db, ImmediateDb
+from authgate.adapters.sql.engine import Db
 
 from .pool import ConnectionPool, Leased
 
@@ -45,7 +45,7 @@ def affected(status: str) -> int:
         return 0
 
 
-class UnitConnection:
+class UnitConnection(Db):
     """A pooled connection of one unit of work (see the module's text), the
     :class:`~authgate.adapters.sql.engine.Db` of its repositories. The unit of work calls
     :meth:`finish` when its block ends normally and :meth:`abort` when it raises."""
@@ -219,7 +219,7 @@ class UnitLease:
             await self._lease.__aexit__(None, None, None)
 
 
-class PoolDb(ImmediateDb):
+class PoolDb(Db):
     """The :class:`~authgate.adapters.sql.engine.Db` of the pool: each statement on a pooled
     connection of its own, a transaction on one for its block."""
 
@@ -243,7 +243,7 @@ class PoolDb(ImmediateDb):
     atomic = transaction
 
 
-class _InTransaction(ImmediateDb):
+class _InTransaction(Db):
     """A pooled connection inside a transaction of its own (:meth:`PoolDb.transaction`)."""
 
     def __init__(self, conn: Leased) -> None:

@@ -20,89 +20,55 @@ class Row(Protocol):
     def __getitem__(self, index: int, /) -> Any: ...
 
 
-class Db(Protocol):
-    """The store's connections, or the one connection of a unit of work.
+class Db:
+    """The store's connections, or the one connection of a unit of work: an engine's
+    subclass provides ``execute``, ``fetch``, ``fetchrow``, ``transaction`` and ``atomic``.
 
     ``write`` is a statement whose outcome nobody reads: a unit of work may hold it to send it
     with its other such writes (``defers_writes``); ``read_row`` and ``read_rows`` are plain
-    SELECTs, which such a unit may run before its transaction begins."""
-
-    defers_writes: bool
-
-    async def execute(self, query: str, *args: object) -> int:
-        """Run a statement; the number of rows it changed."""
-        ...
-
-    async def fetch(self, query: str, *args: object) -> Sequence[Row]:
-        """The rows of a statement."""
-        ...
-
-    async def fetchrow(self, query: str, *args: object) -> Row | None:
-        """The first row of a statement, or None."""
-        ...
-
-    async def write(self, query: str, *args: object) -> None:
-        """A write whose outcome is not read (see the class)."""
-        ...
-
-    async def write_amendable(self, query: str, args: list[object]) -> None:
-        """:meth:`write`, with arguments the caller may change while it waits."""
-        ...
-
-    def is_waiting(self, args: list[object]) -> bool:
-        """Whether the write of ``args`` (:meth:`write_amendable`) waits still."""
-        ...
-
-    async def read_row(self, query: str, *args: object) -> Row | None:
-        """One row of a plain SELECT."""
-        ...
-
-    async def read_rows(self, query: str, *args: object) -> Sequence[Row]:
-        """The rows of a plain SELECT."""
-        ...
-
-    def transaction(self) -> AbstractAsyncContextManager[Db]:
-        """One connection, all or nothing; in a unit of work a savepoint of its own."""
-        ...
-
-    def atomic(self) -> AbstractAsyncContextManager[Db]:
-        """One connection, all or nothing; in a unit of work the unit's own transaction."""
-        ...
-
-
-class ImmediateDb:
-    """The part of :class:`Db` of an engine whose writes never wait: a subclass provides
-    ``execute``, ``fetch``, ``fetchrow``, ``transaction`` and ``atomic``."""
+    SELECTs, which such a unit may run before its transaction begins. Here, as on every
+    engine but in PostgreSQL's unit of work, both run now."""
 
     defers_writes = False
 
     async def execute(self, query: str, *args: object) -> int:
+        """Run a statement; the number of rows it changed."""
         raise NotImplementedError
 
     async def fetch(self, query: str, *args: object) -> Sequence[Row]:
+        """The rows of a statement."""
         raise NotImplementedError
 
     async def fetchrow(self, query: str, *args: object) -> Row | None:
+        """The first row of a statement, or None."""
+        raise NotImplementedError
+
+    def transaction(self) -> AbstractAsyncContextManager[Db]:
+        """One connection, all or nothing; in a unit of work a savepoint of its own."""
+        raise NotImplementedError
+
+    def atomic(self) -> AbstractAsyncContextManager[Db]:
+        """One connection, all or nothing; in a unit of work the unit's own transaction."""
         raise NotImplementedError
 
     async def write(self, query: str, *args: object) -> None:
-        """Sent now."""
+        """A write whose outcome is not read (see the class)."""
         await self.execute(query, *args)
 
     async def write_amendable(self, query: str, args: list[object]) -> None:
-        """Sent now."""
+        """:meth:`write`, with arguments the caller may change while it waits."""
         await self.execute(query, *args)
 
     def is_waiting(self, args: list[object]) -> bool:
-        """Nothing waits."""
+        """Whether the write of ``args`` (:meth:`write_amendable`) waits still."""
         return False
 
     async def read_row(self, query: str, *args: object) -> Row | None:
-        """:meth:`fetchrow`."""
+        """One row of a plain SELECT."""
         return await self.fetchrow(query, *args)
 
     async def read_rows(self, query: str, *args: object) -> Sequence[Row]:
-        """:meth:`fetch`."""
+        """The rows of a plain SELECT."""
         return await self.fetch(query, *args)
 
 

@@ -21,7 +21,7 @@ from typing import Any
 
 import aiosqlite
 
-from authgate.adapters.sql.engine import Db, ImmediateDb
+from authgate.adapters.sql.engine import Db
 
 BUSY_TIMEOUT_MS = 5000
 
@@ -37,25 +37,26 @@ def _sqlite(query: str) -> str:
     return spelled
 
 
-class Database(ImmediateDb):
+class Database(Db):
     """The connection and the lock that gives it to one operation at a time: each statement
     alone (committing on its own), a transaction alone for its block."""
 
     def __init__(self, conn: aiosqlite.Connection) -> None:
         self.conn = conn
         self._lock = asyncio.Lock()
+        self._held = BoundDatabase(conn)
 
     async def execute(self, query: str, *args: object) -> int:
-        async with self.use() as conn:
-            return (await conn.execute(_sqlite(query), args)).rowcount
+        async with self._lock:
+            return await self._held.execute(query, *args)
 
     async def fetch(self, query: str, *args: object) -> Sequence[Any]:
-        async with self.use() as conn:
-            return list(await conn.execute_fetchall(_sqlite(query), args))
+        async with self._lock:
+            return await self._held.fetch(query, *args)
 
     async def fetchrow(self, query: str, *args: object) -> Any:
-        found = await self.fetch(query, *args)
-        return found[0] if found else None
+        async with self._lock:
+            return await self._held.fetchrow(query, *args)
 
     @asynccontextmanager
     async def use(self) -> AsyncIterator[aiosqlite.Connection]:
@@ -70,7 +71,7 @@ class Database(ImmediateDb):
         async with self._lock:
             try:
                 await self.conn.execute("BEGIN IMMEDIATE")
-                yield BoundDatabase(self.conn)
+                yield self._held
                 await self.conn.execute("COMMIT")
             except BaseException:
                 # Statements run in order on aiosqlite's thread: a statement whose await was
@@ -96,7 +97,7 @@ class Database(ImmediateDb):
             try:
                 await self.conn.execute("BEGIN DEFERRED")
                 try:
-                    yield BoundDatabase(self.conn)
+                    yield self._held
                 except BaseException:
                     with contextlib.suppress(sqlite3.Error):
                         await self.conn.execute("ROLLBACK")
@@ -111,7 +112,7 @@ class Database(ImmediateDb):
             await self.conn.close()
 
 
-class BoundDatabase(ImmediateDb):
+class BoundDatabase(Db):
     """The connection inside an open transaction: its statements need no lock (the
     transaction holds it), and ``transaction`` is a savepoint, so a step that fails rolls back
     alone and the unit decides about the rest."""
@@ -131,6 +132,7 @@ class BoundDatabase(ImmediateDb):
 
     @asynccontextmanager
     async def transaction(self) -> AsyncIterator[Db]:
+        """A savepoint: the block's writes roll back alone."""
         await self.conn.execute("SAVEPOINT step")
         try:
             yield self
