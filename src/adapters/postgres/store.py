@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
+import functools
 import logging
 
 from authgate.adapters.sql.events import DEFAULT_RETENTION
 from authgate.adapters.sql.housekeeping import DEFAULT_PURGE_INTERVAL
-from authgate.adapters.sql.store import SqlRepositories, UnitEngine
+from authgate.adapters.sql.store import SqlRepositories
 
 from .dialect import POSTGRES
 from .errors import unavailable
@@ -42,7 +43,13 @@ class PostgresStore(SqlRepositories):
             PoolDb(pool), POSTGRES, event_retention=event_retention, purge_interval=purge_interval
         )
         self.pool = pool
-        self.units = self.unit_of_work(_Units(pool), POSTGRES)
+        # A unit of work: one pooled connection in one transaction for the block (begun when
+        # first needed, its result-less writes sent together: .unit); the repositories' own
+        # transactions nest as savepoints. A unit that only reads is an ordinary one: its
+        # plain reads run outside any transaction (READ COMMITTED, no lock taken) until
+        # something writes.
+        opener = functools.partial(UnitLease, pool)
+        self.units = self.unit_of_work(POSTGRES, opener, opener)
         self._ping_timeout = ping_timeout
 
     async def ping(self) -> None:
@@ -64,22 +71,6 @@ class PostgresStore(SqlRepositories):
         except TimeoutError:
             log.warning("closing the PostgreSQL pool timed out; terminating its connections")
             self.pool.terminate()
-
-
-class _Units(UnitEngine):
-    """A unit of work on PostgreSQL: one pooled connection in one transaction for the block
-    (begun when first needed, its result-less writes sent together: :mod:`.unit`); the
-    repositories' own transactions nest as savepoints. A unit that only reads is an ordinary
-    one: its plain reads run outside any transaction (READ COMMITTED, no lock taken) until
-    something writes."""
-
-    def __init__(self, pool: ConnectionPool) -> None:
-        self._pool = pool
-
-    def begin(self) -> UnitLease:
-        return UnitLease(self._pool)
-
-    read = begin
 
 
 async def open_postgres(

@@ -221,7 +221,7 @@ class UnitLease:
 
 class PoolDb(Db):
     """The :class:`~authgate.adapters.sql.engine.Db` of the pool: each statement on a pooled
-    connection of its own, a transaction on one for its block."""
+    connection of its own; a transaction on one for its block, as a unit of work's."""
 
     def __init__(self, pool: ConnectionPool) -> None:
         self.pool = pool
@@ -235,34 +235,7 @@ class PoolDb(Db):
     async def fetchrow(self, query: str, *args: object) -> asyncpg.Record | None:
         return await self.pool.fetchrow(query, *args)
 
-    @contextlib.asynccontextmanager
-    async def transaction(self) -> AsyncIterator[Db]:
-        async with self.pool.acquire() as conn, conn.transaction():
-            yield _InTransaction(conn)
+    def transaction(self) -> UnitLease:
+        return UnitLease(self.pool)
 
     atomic = transaction
-
-
-class _InTransaction(Db):
-    """A pooled connection inside a transaction of its own (:meth:`PoolDb.transaction`)."""
-
-    def __init__(self, conn: Leased) -> None:
-        self._conn = conn
-
-    async def execute(self, query: str, *args: object) -> int:
-        return affected(await self._conn.execute(query, *args))
-
-    async def fetch(self, query: str, *args: object) -> list[asyncpg.Record]:
-        return await self._conn.fetch(query, *args)
-
-    async def fetchrow(self, query: str, *args: object) -> asyncpg.Record | None:
-        return await self._conn.fetchrow(query, *args)
-
-    @contextlib.asynccontextmanager
-    async def transaction(self) -> AsyncIterator[Db]:
-        async with self._conn.transaction():  # a savepoint
-            yield self
-
-    @contextlib.asynccontextmanager
-    async def atomic(self) -> AsyncIterator[Db]:
-        yield self

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Callable
 from contextlib import AbstractAsyncContextManager
 from types import TracebackType
 
@@ -75,36 +76,35 @@ class SqlRepositories:
             passkeys=self.passkeys.bound,
         )
 
-    def unit_of_work(self, engine: UnitEngine, sql: Dialect) -> SqlUnitOfWork:
-        """The unit of work of these repositories on ``engine``'s transactions."""
-        return SqlUnitOfWork(engine, self.makers(), sql)
+    def unit_of_work(self, sql: Dialect, begin: Opener, read: Opener) -> SqlUnitOfWork:
+        """The unit of work of these repositories on the engine's units (see
+        :class:`SqlUnitOfWork`)."""
+        return SqlUnitOfWork(self.makers(), sql, begin, read)
 
 
-class UnitEngine:
-    """What an engine provides a unit of work: the connection of a unit that may write, and
-    of one that only reads (each for an ``async with``, finishing or aborting the unit)."""
-
-    def begin(self) -> AbstractAsyncContextManager[Db]:
-        raise NotImplementedError
-
-    def read(self) -> AbstractAsyncContextManager[Db]:
-        raise NotImplementedError
+Opener = Callable[[], AbstractAsyncContextManager[Db]]
+"""How an engine opens a unit: the connection for an ``async with`` that finishes the unit
+when the block ends and aborts it when the block raises."""
 
 
 class SqlUnitOfWork:
-    """:class:`~authgate.ports.unit_of_work.UnitOfWork` on an engine's transactions."""
+    """:class:`~authgate.ports.unit_of_work.UnitOfWork` on the units an engine opens: ``begin``
+    for one that may write, ``read`` for one that only reads (what that spares is the
+    engine's)."""
 
-    def __init__(self, engine: UnitEngine, makers: RepositoryMakers[Db], sql: Dialect) -> None:
-        self._engine = engine
+    def __init__(
+        self, makers: RepositoryMakers[Db], sql: Dialect, begin: Opener, read: Opener
+    ) -> None:
         self._makers = makers
         self._sql = sql
+        self._begin = begin
+        self._read = read
 
     def begin(self) -> AbstractAsyncContextManager[BoundRepositories[Db]]:
-        return _Unit(self._engine.begin(), self._makers, self._sql)
+        return _Unit(self._begin(), self._makers, self._sql)
 
     def read(self) -> AbstractAsyncContextManager[BoundRepositories[Db]]:
-        """A unit that only reads (what that spares is the engine's)."""
-        return _Unit(self._engine.read(), self._makers, self._sql)
+        return _Unit(self._read(), self._makers, self._sql)
 
 
 class _Unit:

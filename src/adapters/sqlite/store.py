@@ -9,15 +9,13 @@ import os
 import random
 import sqlite3
 import time
-from contextlib import AbstractAsyncContextManager
 
 import aiosqlite
 
 from authgate.adapters.files import create_private_file, warn_if_exposed
-from authgate.adapters.sql.engine import Db
 from authgate.adapters.sql.events import DEFAULT_RETENTION
 from authgate.adapters.sql.housekeeping import DEFAULT_PURGE_INTERVAL
-from authgate.adapters.sql.store import SqlRepositories, SqlUnitOfWork, UnitEngine
+from authgate.adapters.sql.store import SqlRepositories, SqlUnitOfWork
 
 from . import schema
 from .db import BUSY_TIMEOUT_MS, Database
@@ -46,7 +44,11 @@ class SqliteStore(SqlRepositories):
         super().__init__(db, SQLITE, event_retention=event_retention, purge_interval=purge_interval)
         self.path = path
         self.db = db
-        self.units = self.unit_of_work(_Units(db), SQLITE)
+        # A unit of work: the file's one connection in one BEGIN IMMEDIATE transaction for
+        # the block; a unit that only reads in a deferred transaction (a snapshot of the
+        # file, no write lock), writes refused (query_only): a check of a token never waits
+        # behind another process's writer.
+        self.units = self.unit_of_work(SQLITE, db.unit, db.reading)
         self._ping_timeout = ping_timeout
 
     async def ping(self) -> None:
@@ -61,22 +63,6 @@ class SqliteStore(SqlRepositories):
 
 SqliteUnitOfWork = SqlUnitOfWork
 """The unit of work of a :class:`SqliteStore`."""
-
-
-class _Units(UnitEngine):
-    """A unit of work on SQLite: the file's one connection in one ``BEGIN IMMEDIATE``
-    transaction for the block; a unit that only reads in a deferred transaction (a snapshot
-    of the file, no write lock), writes refused (``query_only``): a check of a token never
-    waits behind another process's writer."""
-
-    def __init__(self, db: Database) -> None:
-        self._db = db
-
-    def begin(self) -> AbstractAsyncContextManager[Db]:
-        return self._db.unit()
-
-    def read(self) -> AbstractAsyncContextManager[Db]:
-        return self._db.reading()
 
 
 async def _use_wal(conn: aiosqlite.Connection) -> None:
