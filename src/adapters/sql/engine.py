@@ -102,6 +102,7 @@ class Dialect:
         raise NotImplementedError
 
     def read_scopes(self, value: Any) -> list[str]:
+        """A list of scopes as read back."""
         raise NotImplementedError
 
     def strings(self, values: Sequence[str]) -> object:
@@ -109,6 +110,7 @@ class Dialect:
         raise NotImplementedError
 
     def read_strings(self, value: Any) -> list[str]:
+        """A list of other names as read back."""
         raise NotImplementedError
 
     def lock(self, clause: str) -> str:
@@ -133,13 +135,16 @@ class Dialect:
     """A refresh token's rotation as one statement (see ``authorization``), if the engine has
     one."""
     grant_put: str | None = None
+    """A grant's upsert that unions the scopes in one statement (see ``authorization``)."""
     grant_consent_first: str | None = None
     grant_consent_again: str | None = None
 
     def is_unique_violation(self, error: BaseException) -> bool:
+        """Whether ``error`` is a violated unique key or primary key."""
         raise NotImplementedError
 
     def is_foreign_key_violation(self, error: BaseException) -> bool:
+        """Whether ``error`` is a violated foreign key."""
         raise NotImplementedError
 
     def is_identity_race(self, error: BaseException) -> bool:
