@@ -14,7 +14,7 @@ from typing import Any
 import asyncpg
 
 from authgate.adapters.sql.authorization import GRANT_COLUMNS, REFRESH_COLUMNS
-from authgate.adapters.sql.engine import Dialect, utc
+from authgate.adapters.sql.engine import Dialect
 
 IDENTITY_KEY = "identities_pkey"  # what a second insert of an identity violates
 
@@ -74,7 +74,8 @@ class PostgresDialect(Dialect):
     purge_inline = False  # in the background, on the pool
 
     def time(self, value: dt.datetime) -> object:
-        return utc(value)
+        # An aware datetime; a naive one is taken as UTC (timestamptz would read it as UTC).
+        return value if value.tzinfo is not None else value.replace(tzinfo=dt.UTC)
 
     def read_time(self, value: Any) -> dt.datetime:
         return value  # type: ignore[no-any-return]

@@ -15,8 +15,8 @@ from typing import Any, Self
 from authgate.domain.model import Account, LinkedIdentity, ProviderIdentity, VerifiedIdentity
 from authgate.ports.accounts import IdentityTaken, LastIdentityError, email_verified_of
 
-from .engine import Db, Dialect, Row, utc
-from .housekeeping import Repository
+from .engine import Db, Dialect, Row
+from .housekeeping import Repository, utc
 
 _ACCOUNT = "a.id, a.email, a.name, a.created_at, a.last_login_at, a.email_verified"
 _ACCOUNT_BY_IDENTITY = f"""

@@ -20,8 +20,8 @@ from authgate.domain.openid.records import (
 )
 from authgate.ports.openid import AlreadyUsed, Redeemed, Reused, Rotated
 
-from .engine import Db, Dialect, Row, utc
-from .housekeeping import Purging, Repository
+from .engine import Db, Dialect, Row
+from .housekeeping import Purging, Repository, utc
 
 
 def _key(sql: Dialect, account_id: str) -> object:

@@ -150,8 +150,3 @@ class Dialect:
     def is_identity_race(self, error: BaseException) -> bool:
         """Whether ``error`` is a second insert of a provider identity's key."""
         raise NotImplementedError
-
-
-def utc(value: dt.datetime) -> dt.datetime:
-    """An aware datetime; a naive one is taken as UTC."""
-    return value if value.tzinfo is not None else value.replace(tzinfo=dt.UTC)

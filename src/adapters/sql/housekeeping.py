@@ -180,6 +180,11 @@ def shallow_copy(obj: _T) -> _T:
     return copied
 
 
+def utc(value: dt.datetime) -> dt.datetime:
+    """An aware datetime; a naive one is taken as UTC."""
+    return value if value.tzinfo is not None else value.replace(tzinfo=dt.UTC)
+
+
 class Repository:
     """A repository whose statements run on ``_db`` (the store's connections, or one unit of
     work's: :meth:`bound`) in the engine's dialect ``_sql``."""

@@ -10,7 +10,6 @@ from authgate.domain.model import Intent, PendingSignIn
 from authgate.domain.passkeys import Ceremony, PasskeyChallenge
 from authgate.domain.secrets import state_lookup
 
-from .engine import utc
 from .housekeeping import Purging
 
 _PENDING = (
@@ -81,10 +80,8 @@ class SqlStates(Purging):
                 lookup,
                 sql.time(now),
             )
-        if row is None:
-            return None
-        expires_at = sql.read_time(row[7])
-        if expires_at <= utc(now):
+        # Compared as stored: both engines' times order as the times they keep.
+        if row is None or row[7] <= sql.time(now):
             return None
         return PendingSignIn(
             state=state,
@@ -95,7 +92,7 @@ class SqlStates(Purging):
             nonce=row[4],
             binding_hash=row[5],
             created_at=sql.read_time(row[6]),
-            expires_at=expires_at,
+            expires_at=sql.read_time(row[7]),
             return_to=row[8],
             account_id=row[9],
             session_id=row[10],
@@ -144,10 +141,7 @@ class SqlPasskeyChallenges(Purging):
             binding_hash,
             ceremony.value,
         )
-        if row is None:
-            return None
-        expires_at = self._sql.read_time(row[4])
-        if expires_at <= utc(now):
+        if row is None or row[4] <= self._sql.time(now):
             return None
         return PasskeyChallenge(
             binding_hash=binding_hash,
@@ -156,7 +150,7 @@ class SqlPasskeyChallenges(Purging):
             account_id=row[1],
             session_id=row[2],
             created_at=self._sql.read_time(row[3]),
-            expires_at=expires_at,
+            expires_at=self._sql.read_time(row[4]),
         )
 
     def _expired(self, now: dt.datetime) -> AsyncIterator[int]:
