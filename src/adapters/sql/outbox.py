@@ -18,6 +18,9 @@ from authgate.ports.outbox import P
 from .engine import Row
 from .housekeeping import Repository
 
+_SCHEDULE = ("created_at", "next_attempt_at", "attempts")
+"""An outbox row's last columns: when it was made, when it is due, the attempts made."""
+
 
 class SqlOutbox(Repository, Generic[P]):
     """:class:`~authgate.ports.outbox.Outbox` in a table with the columns ``_columns`` (``id``
@@ -29,8 +32,16 @@ class SqlOutbox(Repository, Generic[P]):
     _columns: ClassVar[tuple[str, ...]]
 
     def _values(self, pending: P) -> tuple[Any, ...]:
-        """The row's values in the order of ``_columns``."""
+        """The row's values in the order of ``_columns`` (:data:`_SCHEDULE` last)."""
         raise NotImplementedError
+
+    def _schedule(self, pending: P) -> tuple[object, object, int]:
+        time = self._sql.time
+        return time(pending.created_at), time(pending.next_attempt_at), pending.attempts
+
+    def _read_schedule(self, row: Row) -> tuple[dt.datetime, dt.datetime, int]:
+        read = self._sql.read_time
+        return read(row[-3]), read(row[-2]), int(row[-1])
 
     def _pending(self, row: Row) -> P:
         """The row read back."""
@@ -86,39 +97,14 @@ class SqlLogoutOutbox(SqlOutbox[PendingLogout]):
     """:class:`~authgate.ports.openid.LogoutOutbox` (``backchannel_logouts``)."""
 
     _table = "backchannel_logouts"
-    _columns = (
-        "id",
-        "client_id",
-        "account_id",
-        "session_id",
-        "created_at",
-        "next_attempt_at",
-        "attempts",
-    )
+    _columns = ("id", "client_id", "account_id", "session_id", *_SCHEDULE)
 
     def _values(self, pending: PendingLogout) -> tuple[Any, ...]:
-        time = self._sql.time
-        return (
-            pending.id,
-            pending.client_id,
-            pending.account_id,
-            pending.session_id,
-            time(pending.created_at),
-            time(pending.next_attempt_at),
-            pending.attempts,
-        )
+        p = pending
+        return (p.id, p.client_id, p.account_id, p.session_id, *self._schedule(p))
 
     def _pending(self, row: Row) -> PendingLogout:
-        read = self._sql.read_time
-        return PendingLogout(
-            id=row[0],
-            client_id=row[1],
-            account_id=row[2],
-            session_id=row[3],
-            created_at=read(row[4]),
-            next_attempt_at=read(row[5]),
-            attempts=int(row[6]),
-        )
+        return PendingLogout(row[0], row[1], row[2], row[3], *self._read_schedule(row))
 
 
 class SqlRevocationOutbox(SqlOutbox[PendingRevocation]):
@@ -126,42 +112,27 @@ class SqlRevocationOutbox(SqlOutbox[PendingRevocation]):
     (``provider_token_revocations``)."""
 
     _table = "provider_token_revocations"
-    _columns = (
-        "id",
-        "account_id",
-        "provider",
-        "subject",
-        "key_id",
-        "ciphertext",
-        "created_at",
-        "next_attempt_at",
-        "attempts",
-    )
+    _columns = ("id", "account_id", "provider", "subject", "key_id", "ciphertext", *_SCHEDULE)
 
     def _values(self, pending: PendingRevocation) -> tuple[Any, ...]:
-        time = self._sql.time
+        p = pending
         return (
-            pending.id,
-            pending.account_id,
-            pending.identity.provider,
-            pending.identity.subject,
-            pending.sealed.key_id,
-            pending.sealed.ciphertext,
-            time(pending.created_at),
-            time(pending.next_attempt_at),
-            pending.attempts,
+            p.id,
+            p.account_id,
+            p.identity.provider,
+            p.identity.subject,
+            p.sealed.key_id,
+            p.sealed.ciphertext,
+            *self._schedule(p),
         )
 
     def _pending(self, row: Row) -> PendingRevocation:
-        read = self._sql.read_time
         return PendingRevocation(
-            id=row[0],
-            account_id=row[1],
-            identity=ProviderIdentity(row[2], row[3]),
-            sealed=SealedToken(row[4], row[5]),
-            created_at=read(row[6]),
-            next_attempt_at=read(row[7]),
-            attempts=int(row[8]),
+            row[0],
+            row[1],
+            ProviderIdentity(row[2], row[3]),
+            SealedToken(row[4], row[5]),
+            *self._read_schedule(row),
         )
 
 
