@@ -290,20 +290,17 @@ class SqlAccounts(Repository):
         return self._linked(row), self._account(row, 9)
 
     async def set_identity_disabled(self, identity: ProviderIdentity, reason: str | None) -> bool:
-        changed = await self._db.execute(
-            "UPDATE identities SET disabled_reason = $3 WHERE provider = $1 AND subject = $2",
-            identity.provider,
-            identity.subject,
-            reason,
-        )
-        return changed == 1
+        return await self._set_identity("disabled_reason", identity, reason)
 
     async def set_identity_email_disabled(self, identity: ProviderIdentity, disabled: bool) -> bool:
+        return await self._set_identity("email_disabled", identity, disabled)
+
+    async def _set_identity(self, column: str, identity: ProviderIdentity, value: object) -> bool:
         changed = await self._db.execute(
-            "UPDATE identities SET email_disabled = $3 WHERE provider = $1 AND subject = $2",
+            f"UPDATE identities SET {column} = $3 WHERE provider = $1 AND subject = $2",  # noqa: S608
             identity.provider,
             identity.subject,
-            disabled,
+            value,
         )
         return changed == 1
 

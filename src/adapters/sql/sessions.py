@@ -74,23 +74,22 @@ class SqlSessionRecords(Purging):
         return [self._record(r) for r in found]
 
     async def extend(self, session_id: str, expires_at: dt.datetime, now: dt.datetime) -> bool:
-        sql = self._sql
-        changed = await self._db.execute(
-            f"UPDATE sessions SET expires_at = {sql.greatest}(expires_at, "  # noqa: S608
-            f"{sql.least}($2, absolute_expires_at)) WHERE id = $1 AND {_LIVE}$3",
-            session_id,
-            sql.time(expires_at),
-            sql.time(now),
-        )
-        return changed == 1
+        bound = f"{self._sql.least}($2, absolute_expires_at)"
+        return await self._raise("expires_at", bound, session_id, expires_at, now)
 
     async def prove(self, session_id: str, auth_time: dt.datetime, now: dt.datetime) -> bool:
+        return await self._raise("auth_time", "$2", session_id, auth_time, now)
+
+    async def _raise(
+        self, column: str, to: str, session_id: str, value: dt.datetime, now: dt.datetime
+    ) -> bool:
+        """Move a live session's ``column`` up to ``to`` (``$2``: ``value``), never down."""
         sql = self._sql
         changed = await self._db.execute(
-            f"UPDATE sessions SET auth_time = {sql.greatest}(auth_time, $2) "  # noqa: S608
+            f"UPDATE sessions SET {column} = {sql.greatest}({column}, {to}) "  # noqa: S608
             f"WHERE id = $1 AND {_LIVE}$3",
             session_id,
-            sql.time(auth_time),
+            sql.time(value),
             sql.time(now),
         )
         return changed == 1
