@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import datetime as dt
 import itertools
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import attrs
@@ -182,10 +182,12 @@ class FakeRelyingParty:
     answers the challenge it is checked against (and, for an assertion, names the passkey's
     credential), and is refused as the test asked (``refuse``: a reason, ``malformed``: a
     detail, ``malformed_on_verify``: raised by the verification, not the reading). Records the
-    options it was asked for."""
+    options it was asked for; ``while_verifying`` runs as an assertion is verified (what
+    happens meanwhile elsewhere)."""
 
     created: list[tuple[PasskeyUser, list[Passkey], bytes]] = attrs.field(factory=list)
     requested: list[bytes] = attrs.field(factory=list)
+    while_verifying: Callable[[], object] | None = None
 
     @staticmethod
     def challenge_of(options: Mapping[str, Any]) -> bytes:
@@ -286,6 +288,8 @@ class FakeRelyingParty:
         self, assertion: Any, challenge: bytes, passkey: Passkey
     ) -> VerifiedAssertion:
         assert isinstance(assertion, FakeAssertion), "an assertion another party read"
+        if self.while_verifying is not None:
+            self.while_verifying()
         if assertion.malformed:
             raise ResponseMalformed(assertion.malformed)
         if assertion.refuse:

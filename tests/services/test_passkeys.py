@@ -10,8 +10,8 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import logging
-from collections.abc import Iterator
-from typing import Any
+from collections.abc import Coroutine, Iterator
+from typing import Any, TypeVar
 
 import attrs
 import pytest
@@ -37,6 +37,7 @@ from tests.services.fakes import FakeRelyingParty, FixedClock
 from tests.support.records import verified
 from tests.support.stores import MemoryStore
 
+T = TypeVar("T")
 KEY_1, KEY_2 = b"\x01" * 32, b"\x02" * 32
 OTHER_BROWSER = "binding-cookie-of-another-browser-0000000000"
 RESUME_URL = "https://auth.example.com/v1/oauth/authorize"
@@ -556,6 +557,74 @@ async def test_a_counter_that_stands_still_or_goes_back_is_a_clone_refused_and_a
     assert await sessions.live_sessions(alice.account_id) == live_before
 
 
+class BrokenLog:
+    """An audit log that cannot store (its database is gone)."""
+
+    async def record(self, event: SignInEvent) -> None:
+        raise ConnectionError("the audit log is unreachable")
+
+
+async def test_a_refusal_stays_a_refusal_when_its_audit_cannot_be_stored(
+    service: PasskeyService, relying_party: FakeRelyingParty, caplog: pytest.LogCaptureFixture
+) -> None:
+    service.events = BrokenLog()  # type: ignore[assignment]
+    options = await service.authentication_options(BINDING)
+    answer = relying_party.assertion(relying_party.challenge_of(options), KEY_2, b"someone")
+    with pytest.raises(errors.UnknownPasskey):
+        await service.authenticate(BINDING, answer, CLIENT)
+    assert "could not store a passkey sign-in event" in caplog.text
+
+
+async def test_of_two_sign_ins_with_one_counter_value_the_second_is_a_clone(
+    flow: SignIns,
+    ceremonies: Ceremonies,
+    relying_party: FakeRelyingParty,
+    store: MemoryStore,
+    clock: FixedClock,
+) -> None:
+    # The first sign-in records counter 5 between this one's read of the passkey and its
+    # write (as another instance's would, on a database): the write decides.
+    alice, passkey = await alice_with_passkey(flow, ceremonies)
+    relying_party.while_verifying = lambda: _run(
+        store.passkeys.record_use(passkey.id, 5, False, clock.now())
+    )
+    with pytest.raises(errors.PasskeyNotVerified, match="cloned"):
+        await ceremonies.sign_in(passkey, sign_count=5)
+    event = (await audit(store, alice.account_id))[0]
+    assert event.outcome == Outcome.PASSKEY_COUNTER_REGRESSED
+    assert event.detail == f"passkey {passkey.id}: counter 5 after 5"
+    assert [s.provider for s in await store.sessions.for_account(alice.account_id)] == ["google"]
+
+
+async def test_a_passkey_removed_while_signing_in_is_unknown(
+    flow: SignIns,
+    ceremonies: Ceremonies,
+    relying_party: FakeRelyingParty,
+    store: MemoryStore,
+    clock: FixedClock,
+) -> None:
+    alice, passkey = await alice_with_passkey(flow, ceremonies)
+
+    def removed() -> None:
+        assert _run(store.passkeys.delete(alice.account_id, passkey.id))
+        assert not _run(store.passkeys.record_use(passkey.id, 1, False, clock.now()))
+
+    relying_party.while_verifying = removed
+    with pytest.raises(errors.UnknownPasskey):
+        await ceremonies.sign_in(passkey, sign_count=1)
+    assert [s.provider for s in await store.sessions.for_account(alice.account_id)] == ["google"]
+
+
+def _run(step: Coroutine[Any, Any, T]) -> T:
+    """Run a memory store's method to its end at once (it never waits): what another
+    instance's sign-in writes while this one runs."""
+    try:
+        step.send(None)
+    except StopIteration as done:
+        return done.value  # type: ignore[no-any-return]
+    raise AssertionError("the store's method waited")
+
+
 async def test_an_unknown_credential_is_refused_and_audited_without_an_account(
     ceremonies: Ceremonies, store: MemoryStore, metrics: RecordingMetrics
 ) -> None:
@@ -828,6 +897,7 @@ async def test_rename_keeps_a_clean_name_for_the_callers_own_passkey(
 async def test_remove_ends_the_sessions_the_passkey_signed_in_but_the_callers(
     flow: SignIns,
     ceremonies: Ceremonies,
+    other_instance_sessions: SessionService,
     sessions: SessionService,
     store: MemoryStore,
     metrics: RecordingMetrics,
@@ -840,10 +910,14 @@ async def test_remove_ends_the_sessions_the_passkey_signed_in_but_the_callers(
     through_other = await ceremonies.sign_in(second)
     own = await ceremonies.sign_in(passkey)  # the caller's own session, signed in with it
     caller = await caller_of(own, sessions)
+    await sessions.verify(through_passkey.session.token)  # trusted a moment, here and there
+    await other_instance_sessions.verify(through_passkey.session.token)
     await ceremonies.service.remove(caller, passkey.id)
     assert [p.id for p in await ceremonies.service.list(alice.account_id)] == [second.id]
     with pytest.raises(InvalidSession):
         await sessions.verify(through_passkey.session.token)
+    with pytest.raises(InvalidSession):  # told through the revocation channel
+        await other_instance_sessions.verify(through_passkey.session.token)
     await sessions.verify(through_other.session.token)
     await sessions.verify(own.session.token)
     assert (await sessions.verify(registered.session.token)).session_id == alice.session_id
