@@ -184,8 +184,8 @@ async def test_a_unit_that_raises_leaves_every_store_exactly_as_it_was(held: Hel
     after = held.everything()
     for name, rows in before.items():
         assert after[name] == rows, name
-    for passkey_id, passkey in before["passkeys"]:  # and the index by credential
-        assert await held.units.passkeys.find_by_credential(passkey.credential_id) == passkey
+    for _, kept in before["passkeys"]:  # and the index by credential
+        assert await held.units.passkeys.find_by_credential(kept.credential_id) == kept
 
 
 async def test_a_committed_unit_stays_when_the_next_one_fails(held: Held) -> None:
