@@ -6,14 +6,19 @@ rows (accounts with their identity, sessions, sign-in events, passkeys, grants, 
 families with their token, session clients, provider tokens, logout and revocation outbox
 rows), then three units are timed, each many times over:
 
-    read       an account, its session and its passkeys looked up (a request's reads)
+    read       an account, its session and a passkey of it looked up (a request's reads)
     write      a session extended, a sign-in recorded, an event logged, a grant touched
     rollback   the same writes, then the unit raises (its writes are put back)
 
-The report gives each unit's median microseconds at both sizes, side by side, and the ratio
-(cost at 100,000 / cost at 100): 1.0 means a unit's cost does not grow with the rows held.
+Time is this process's CPU time (the machine's other work moves it far less than the wall
+clock). After a round that warms up, the report gives each unit's median microseconds at both
+sizes, side by side, and the ratio (cost at 100,000 / cost at 100): 1.0 means a unit's cost does not
+grow with the rows held. The units touch accounts spread over the rows held (at 100,000,
+mostly out of the CPU's caches); ``--hot`` has every unit touch the same account, which
+leaves the unit's own work alone.
 
     .venv/bin/python bench/memory_unit_bench.py            # 7 rounds of 2,000 units (~30 s)
+    .venv/bin/python bench/memory_unit_bench.py --hot      # one account touched, in cache
     .venv/bin/python bench/memory_unit_bench.py --quick    # a smoke run
 """
 
@@ -167,25 +172,28 @@ def units_of(units: MemoryUnitOfWork, ids: list[str]) -> dict[str, Unit]:
     return {"read": read, "write": writes, "rollback": rollback}
 
 
-async def per_unit(unit: Unit, count: int, rows: int) -> float:
-    """Microseconds per unit over ``count`` units touching accounts spread over the rows."""
-    step = max(rows // count, 1)
-    started = time.perf_counter()
+async def per_unit(unit: Unit, count: int, rows: int, hot: bool) -> float:
+    """CPU microseconds per unit over ``count`` units touching accounts spread over the rows
+    (``hot``: the same one)."""
+    step = 0 if hot else max(rows // count, 1)
+    started = time.process_time_ns()
     for i in range(count):
         await unit((i * step) % rows)
-    return (time.perf_counter() - started) / count * 1e6
+    return (time.process_time_ns() - started) / count / 1e3
 
 
-async def measure(rounds: int, count: int) -> dict[int, dict[str, float]]:
+async def measure(rounds: int, count: int, hot: bool = False) -> dict[int, dict[str, float]]:
     """Each size's median microseconds per unit of each kind."""
     results: dict[int, dict[str, float]] = {}
     for rows in SIZES:
         units, ids = await held(rows)
         timed = units_of(units, ids)
         samples: dict[str, list[float]] = {name: [] for name in timed}
-        for _ in range(rounds):
+        for round_ in range(rounds + 1):  # the first round warms up, and is not counted
             for name, unit in timed.items():
-                samples[name].append(await per_unit(unit, count, rows))
+                cost = await per_unit(unit, count, rows, hot)
+                if round_:
+                    samples[name].append(cost)
         results[rows] = {name: statistics.median(s) for name, s in samples.items()}
         del units, ids, timed
     return results
@@ -209,10 +217,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--count", type=int, default=2_000, help="units per round")
+    parser.add_argument("--hot", action="store_true", help="every unit touches one account")
     parser.add_argument("--quick", action="store_true", help="a smoke run")
     args = parser.parse_args()
     rounds, count = (2, 200) if args.quick else (args.rounds, args.count)
-    print(report(asyncio.run(measure(rounds, count))))
+    print(report(asyncio.run(measure(rounds, count, args.hot))))
 
 
 if __name__ == "__main__":
