@@ -127,8 +127,6 @@ class TokenAccess:
             return None
 
     async def _check_access(self, claims: AccessTokenClaims, now: dt.datetime) -> Account:
-        """The account of an access token whose signature verified, once its client, session,
-        family and account all stand; raises :class:`TokenInactive`."""
         return await self._check_grant(
             claims.client_id, claims.session_id, claims.family_id, claims.subject, now
         )
@@ -141,9 +139,8 @@ class TokenAccess:
         account_id: str,
         now: dt.datetime,
     ) -> Account:
-        """The account a token of the provider speaks for, once the client it was issued to
-        is still registered and its session, its token family and its account all stand
-        (access and refresh tokens alike); raises :class:`TokenInactive`."""
+        """The account a token speaks for, once the checks of the module's text pass (access
+        and refresh tokens alike); raises :class:`TokenInactive`."""
         if client_id not in self._clients:
             raise TokenInactive(f"client {client_id!r} is no longer registered")
         if not await self._sessions.is_live(session_id):
@@ -253,10 +250,8 @@ class TokenAccess:
 
     async def revoke(self, client: Client, token: str) -> bool:
         """RFC 7009: when ``token`` is a refresh token or an unexpired access token issued to
-        ``client``, revoke its whole family (every refresh and access token of that grant);
-        whatever else it is (another client's, unknown, malformed) changes nothing. Whether a
-        live family was revoked. The family is a row: every instance sees it revoked at once.
-        """
+        ``client``, revoke its whole family; whatever else it is (another client's, unknown,
+        malformed) changes nothing. Whether a live family was revoked."""
         now = self._clock.now()
         family_id: str | None = None
         kind = ACCESS_TOKEN
