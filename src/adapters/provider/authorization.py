@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
 
+from authgate.adapters.jose.key_sets import loggable
 from authgate.adapters.provider.discovery import EndpointResolver
-from authgate.adapters.provider.id_token import loggable
 from authgate.adapters.provider.settings import ProviderSettings
 from authgate.domain.errors import ProviderUnavailable
 from authgate.ports.provider import ExchangeFailed, VerificationFailed

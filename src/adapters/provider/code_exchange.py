@@ -6,8 +6,8 @@ from typing import Any
 
 import attrs
 
+from authgate.adapters.http_fetch import ProviderHttp, oauth_error_code
 from authgate.adapters.provider.credentials import ClientAuthenticator
-from authgate.adapters.provider.fetch import ProviderHttp, oauth_error_code
 from authgate.domain.model import ProviderToken
 from authgate.ports.provider import ExchangeFailed
 

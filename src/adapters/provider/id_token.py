@@ -10,28 +10,25 @@ Every failure raises :class:`~authgate.ports.provider.VerificationFailed` with a
 
 from __future__ import annotations
 
-import base64
-import binascii
 import hmac
-import json
 import logging
 from collections.abc import Collection, Mapping
 from typing import TYPE_CHECKING, Any
 
-from joserfc import jws
-from joserfc.errors import JoseError
-from joserfc.jwk import Key, KeySet
-
-from authgate.adapters.provider.jwks import KeySetCache, KeySetUnavailable, Lookup
+from authgate.adapters.jose.key_sets import (
+    KeySetCache,
+    header_of,
+    json_object,
+    loggable,
+    verified_payload,
+)
 from authgate.ports.clock import Clock
-from authgate.ports.provider import ExchangeFailed, VerificationFailed
+from authgate.ports.provider import VerificationFailed
 
 if TYPE_CHECKING:
     from authgate.adapters.provider.settings import ProviderSettings
 
 log = logging.getLogger("authgate.identity")
-
-MAX_TOKEN_LENGTH = 16 * 1024
 
 
 class IdTokenVerifier:
@@ -144,130 +141,6 @@ class IdTokenVerifier:
             raise VerificationFailed("ID token sub is missing or malformed")
 
 
-async def verified_payload(
-    keys: KeySetCache,
-    token: str,
-    alg: str,
-    kid: str | None,
-    what: str = "ID token",
-    *,
-    wait: bool = True,
-) -> bytes:
-    """The payload of ``token`` once its signature verifies with a key of ``keys`` chosen by
-    ``kid`` and ``alg``, fetching the key set again for an unknown ``kid`` or a failed
-    signature (``wait``: see :class:`KeySetCache`). Shared by ID tokens and event tokens.
-
-    Raises VerificationFailed when the token does not verify with the keys a fetch made for it
-    found, and ExchangeFailed when they could not be looked at (no key set, or an unknown
-    ``kid`` no fetch for this token has looked for yet: "retry later", not "bad token").
-    """
-    try:
-        lookup = await keys.current(wait=wait)
-    except KeySetUnavailable as e:
-        raise ExchangeFailed(str(e)) from None
-    key = pick_key(lookup.keys, alg, kid)
-    if key is None:  # unknown kid: the provider may have rotated its keys
-        key = await _rotated_key(keys, lookup, alg, kid, what, wait)
-        return verify_signature(token, key, alg, what)
-    try:
-        return verify_signature(token, key, alg, what)
-    except VerificationFailed:
-        if lookup.fresh:
-            raise
-        # A key replaced under the same kid: look once more.
-        fresh = await _refresh(keys, None, wait)
-        fresh_key = pick_key(fresh.keys, alg, kid) if fresh.fresh else None
-        if fresh_key is None or fresh_key.as_dict() == key.as_dict():
-            raise
-        return verify_signature(token, fresh_key, alg, what)
-
-
-async def _rotated_key(
-    keys: KeySetCache, lookup: Lookup, alg: str, kid: str | None, what: str, wait: bool
-) -> Key:
-    """The key named by a ``kid`` that ``lookup`` does not hold, from a key set fetched for it
-    (unless ``lookup`` is one already)."""
-    if not lookup.fresh:
-        lookup = await _refresh(keys, kid, wait)
-        key = pick_key(lookup.keys, alg, kid)
-        if key is not None:
-            return key
-    # A fetch made for this very token proved it absent, or the kid names a key that is not
-    # for this use or algorithm.
-    if lookup.fresh or any(k.kid == kid for k in lookup.keys):
-        raise VerificationFailed(f"no key in the provider's key set for kid {loggable(kid)}")
-    raise ExchangeFailed(
-        f"{what}: the provider's key set could not be refreshed for kid {loggable(kid)}"
-    )
-
-
-async def _refresh(keys: KeySetCache, kid: str | None, wait: bool) -> Lookup:
-    try:
-        return await keys.refresh(kid, wait=wait)
-    except KeySetUnavailable as e:
-        raise ExchangeFailed(str(e)) from None
-
-
-def header_of(token: str, what: str = "ID token") -> dict[str, Any]:
-    """The JOSE header of a compact JWS (VerificationFailed when it is not one)."""
-    if not isinstance(token, str) or not token or len(token) > MAX_TOKEN_LENGTH:
-        raise VerificationFailed(f"{what} is missing or too long")
-    parts = token.split(".")
-    if len(parts) != 3:
-        raise VerificationFailed(f"{what} is not a compact JWS (three parts)")
-    return json_object(_b64decode(parts[0], "header", what), what)
-
-
-def _b64decode(segment: str, part: str, what: str = "ID token") -> bytes:
-    try:
-        return base64.urlsafe_b64decode(segment + "=" * (-len(segment) % 4))
-    except (binascii.Error, ValueError):
-        raise VerificationFailed(f"{what} {part} is not base64url") from None
-
-
-def json_object(raw: bytes, what: str = "ID token") -> dict[str, Any]:
-    """``raw`` as a JSON object (VerificationFailed otherwise)."""
-    try:
-        value = json.loads(raw)
-    except (ValueError, RecursionError):
-        raise VerificationFailed(f"{what} part is not JSON") from None
-    if not isinstance(value, dict):
-        raise VerificationFailed(f"{what} part is not a JSON object")
-    return value
-
-
-def pick_key(keys: KeySet, alg: str, kid: str | None) -> Key | None:
-    """The signature key of ``keys`` for ``alg`` named ``kid`` (the only one, when the token
-    names none), or None."""
-    key_types = KeySet.algorithm_keys.get(alg, [])
-    usable = [
-        key
-        for key in keys
-        if key.key_type in key_types
-        and key.get("use") in (None, "sig")
-        and key.get("alg") in (None, alg)
-    ]
-    if kid is None:  # only an unambiguous key set may omit the kid
-        return usable[0] if len(usable) == 1 else None
-    for key in usable:
-        if key.kid == kid:
-            return key
-    return None
-
-
-def verify_signature(token: str, key: Key, alg: str, what: str = "ID token") -> bytes:
-    """The payload of ``token`` once its signature verifies with ``key`` and ``alg``
-    (joserfc's verification of the compact JWS)."""
-    try:
-        obj = jws.deserialize_compact(token, key, algorithms=[alg])
-    except JoseError as e:
-        raise VerificationFailed(f"{what} signature does not verify ({e.error})") from None
-    except (ValueError, TypeError):
-        raise VerificationFailed(f"{what} signature does not verify") from None
-    assert obj.payload is not None
-    return obj.payload
-
-
 def _number(claims: Mapping[str, Any], name: str, *, required: bool) -> float | None:
     value = claims.get(name)
     if value is None:
@@ -290,9 +163,3 @@ def audience_list(aud: Any) -> list[str] | None:
     ):
         return None
     return audiences
-
-
-def loggable(value: object) -> str:
-    """A claim or header value for a log line: quoted, bounded."""
-    text = repr(value)
-    return text if len(text) <= 80 else text[:77] + "..."

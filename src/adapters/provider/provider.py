@@ -16,15 +16,15 @@ import aiohttp
 import attrs
 from joserfc.jwk import KeySet
 
+from authgate.adapters.http_fetch import ProviderHttp
+from authgate.adapters.jose.key_sets import KeySetCache, KeySetUnavailable, fetch_jwks
 from authgate.adapters.provider import authorization, revocation
 from authgate.adapters.provider.code_exchange import TokenResponse, redeem
 from authgate.adapters.provider.credentials import ClientAuthenticator
 from authgate.adapters.provider.discovery import EndpointResolver, Endpoints, explicit_endpoints
 from authgate.adapters.provider.event_token import EventTokenVerifierAdapter
 from authgate.adapters.provider.events import ProviderEvents
-from authgate.adapters.provider.fetch import ProviderHttp
 from authgate.adapters.provider.id_token import IdTokenVerifier
-from authgate.adapters.provider.jwks import KeySetCache, KeySetUnavailable, fetch_jwks
 from authgate.adapters.provider.settings import ProviderSettings
 from authgate.adapters.provider.userinfo import Identities
 from authgate.domain.model import ProviderToken, VerifiedIdentity

@@ -9,9 +9,9 @@ import logging
 from collections.abc import Mapping
 from typing import Any
 
+from authgate.adapters.http_fetch import FetchError, ProviderHttp
 from authgate.adapters.provider.authorization import with_query
 from authgate.adapters.provider.discovery import Endpoints
-from authgate.adapters.provider.fetch import FetchError, ProviderHttp
 from authgate.adapters.provider.settings import ProviderSettings
 from authgate.domain.model import ProviderIdentity, VerifiedIdentity
 from authgate.domain.secrets import appsecret_proof
