@@ -28,7 +28,6 @@ the client (its authentication, a malformed form) are RFC 6749 section 5.2's, an
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Mapping
 from typing import Any
@@ -46,21 +45,20 @@ from authgate.domain.openid.refusals import (
     InvalidAccessToken,
     InvalidClient,
     NoAccessToken,
-    OAuthError,
     OAuthInvalidRequest,
     OAuthRateLimited,
 )
 from authgate.entrypoints.http.common import docs
 from authgate.entrypoints.http.common.bodies import FORM, OAuthErrorBody, oauth_form
 from authgate.entrypoints.http.common.caller import ClientAddress
-from authgate.entrypoints.http.common.errors import oauth_refusal
+from authgate.entrypoints.http.common.errors import oauth_example
 from authgate.entrypoints.http.openid.cors import PublicClientCors, admit_client
 from authgate.entrypoints.http.openid.discovery import (
     INTROSPECTION_PATH,
     REVOCATION_PATH,
     USERINFO_PATH,
 )
-from authgate.entrypoints.rest import Api, Call, HttpError, Reply
+from authgate.entrypoints.rest import Api, Call, Reply
 from authgate.ports.ratelimit import RateLimiter
 from authgate.services.openid.access import TokenAccess, TokenDescription, TokenInactive
 from authgate.services.openid.client_authentication import ClientAuthentication
@@ -177,13 +175,6 @@ def bearer_token(authorization: str | None, form: Mapping[str, str]) -> str:
     return token
 
 
-def _example(e: OAuthError) -> HttpError:
-    """An error as the endpoint answers it, for the document's examples."""
-    answer = oauth_refusal(e)
-    assert isinstance(answer.body, bytes)
-    return HttpError(answer.status, json.loads(answer.body))
-
-
 class ResourceOperations:
     """Registers userinfo, revocation and introspection."""
 
@@ -214,10 +205,10 @@ class ResourceOperations:
             403: OAuthErrorBody,
         }
         userinfo_errors = docs.error_examples(
-            _example(BearerInvalidRequest("the access token was sent in more than one way")),
-            _example(InvalidAccessToken("example")),
-            _example(InsufficientScope(OPENID)),
-            _example(BearerRateLimited(1)),
+            oauth_example(BearerInvalidRequest("the access token was sent in more than one way")),
+            oauth_example(InvalidAccessToken("example")),
+            oauth_example(InsufficientScope(OPENID)),
+            oauth_example(BearerRateLimited(1)),
         )
         userinfo_refusals: dict[int, type | str] = {**refusals, 429: OAuthErrorBody}
         described = (
@@ -251,8 +242,8 @@ class ResourceOperations:
             cors=self.cors,
         )(self.userinfo_post)
         client_errors = (
-            _example(OAuthInvalidRequest("token is required")),
-            _example(InvalidClient("example", challenge="Basic")),
+            oauth_example(OAuthInvalidRequest("token is required")),
+            oauth_example(InvalidClient("example", challenge="Basic")),
         )
         api.operation(
             "POST",
@@ -292,8 +283,8 @@ class ResourceOperations:
             "for anything else.",
             examples=docs.error_examples(
                 *client_errors,
-                _example(ClientNotAllowed("this client may not introspect tokens")),
-                _example(OAuthRateLimited(1)),
+                oauth_example(ClientNotAllowed("this client may not introspect tokens")),
+                oauth_example(OAuthRateLimited(1)),
             ),
         )(self.introspect)
 
