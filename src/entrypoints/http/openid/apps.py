@@ -32,6 +32,12 @@ from authgate.services.openid.apps import AccountApps
 NO_STORE = {"Cache-Control": "no-store"}
 # A registered client_id is printable ASCII (the configuration's rule); at most 255 of them.
 CLIENT_ID = r"^[!-~]{1,255}$"
+APP_CLIENT_ID = path(
+    "client_id",
+    pattern(CLIENT_ID),
+    description="The client id of one of the caller's applications, as GET /v1/account/apps "
+    "lists it.",
+)
 
 
 class AppOperations(AccountArea):
@@ -70,21 +76,12 @@ class AppOperations(AccountArea):
         api.operation(
             "DELETE",
             "/v1/account/apps/{client_id}",
-            params=[
-                path(
-                    "client_id",
-                    pattern(CLIENT_ID),
-                    description="The client id of one of the caller's applications, as GET "
-                    "/v1/account/apps lists it.",
-                )
-            ],
+            params=[APP_CLIENT_ID],
             status=204,
             security=self.manage,
             responses={
                 204: "The consent is withdrawn and the application's tokens are revoked",
-                401: AppError,
-                403: AppError,
-                404: AppError,
+                **dict.fromkeys((401, 403, 404), AppError),
             },
             operation_id="withdraw_app",
             tags=(docs.ACCOUNT,),

@@ -52,8 +52,8 @@ from authgate.entrypoints.http.openid.flow import (
 from authgate.entrypoints.http.openid.pages import (
     PasskeyChoice,
     ProviderChoice,
+    over_limit_page,
     sign_in_page,
-    too_many_requests_page,
 )
 from authgate.entrypoints.rest import Api, Call, Param, query, required_by_operation
 from authgate.ports.ratelimit import RateLimiter
@@ -175,13 +175,17 @@ class AuthorizeOperations:
         self.consent.register(api)
 
     async def authorize(self, call: Call[None]) -> web.StreamResponse:
-        if (refused := await self._over_limit(call.request)) is not None:
+        if (
+            refused := await over_limit_page(self.limiter, self.client_address, call.request)
+        ) is not None:
             return refused
         return await self._authorize(call.request, call.query)
 
     async def authorize_form(self, call: Call[AuthorizeForm]) -> web.StreamResponse:
         request = call.request
-        if (refused := await self._over_limit(request)) is not None:
+        if (
+            refused := await over_limit_page(self.limiter, self.client_address, request)
+        ) is not None:
             return refused
         fields = await form_fields(request)
         if SESSION_COOKIE not in request.cookies:
@@ -204,14 +208,6 @@ class AuthorizeOperations:
         if isinstance(outcome, ConsentNeeded):
             return self.consent.page(http, outcome)
         return self._sign_in(outcome)
-
-    async def _over_limit(self, http: web.Request) -> web.StreamResponse | None:
-        """The 429 page when this client address spent its ``ratelimit.authorize``."""
-        if self.limiter is None:
-            return None
-        address = self.client_address.limit_key(self.client_address.of(http))
-        decision = await self.limiter.hit(address)
-        return None if decision.allowed else too_many_requests_page(decision.retry_after_seconds)
 
     def _sign_in(self, needed: SignInNeeded) -> web.StreamResponse:
         """authgate's sign-in page, or straight to the provider the request names; a request
