@@ -161,26 +161,20 @@ def parse_authorization_request(
     to = _answer_to(params, client, redirect_uri)
     first = _single_values(params, to)
     _check_response_type(first, to)
-    scopes = _scopes(first, client, to)
-    challenge = _code_challenge(first, to)
-    prompt = _prompt(first, to)
-    max_age = _max_age(first, to)
-    nonce = _nonce(first, to)
-    id_token_hint = _id_token_hint(first, to)
-    login_hint, provider = _hints(first)
+    # Each parameter's check, in the order a request's faults are reported.
     request = AuthorizationRequest(
         client_id=client.client_id,
         redirect_uri=redirect_uri,
-        scopes=scopes,
-        code_challenge=challenge,
+        scopes=_scopes(first, client, to),
+        code_challenge=_code_challenge(first, to),
+        prompt=_prompt(first, to),
+        max_age=_max_age(first, to),
+        nonce=_nonce(first, to),
+        id_token_hint=_id_token_hint(first, to),
         response_mode=to.response_mode,
         state=to.state,
-        nonce=nonce,
-        prompt=prompt,
-        max_age=max_age,
-        login_hint=login_hint,
-        id_token_hint=id_token_hint,
-        provider=provider,
+        login_hint=_login_hint(first),
+        provider=_provider(first),
     )
     return request, client
 
@@ -348,18 +342,20 @@ def _id_token_hint(first: Mapping[str, str], to: _AnswerTo) -> str | None:
     return id_token_hint
 
 
-def _hints(first: Mapping[str, str]) -> tuple[str | None, str | None]:
-    """The ``login_hint`` and the ``provider``: a hint is only a hint, one that cannot be used
-    is dropped, never an error."""
+def _login_hint(first: Mapping[str, str]) -> str | None:
+    """A hint is only a hint: one that cannot be used is dropped, never an error."""
     login_hint = first.get("login_hint") or None
     if login_hint is not None and (
         len(login_hint) > MAX_LOGIN_HINT_LENGTH or has_control_characters(login_hint)
     ):
-        login_hint = None
+        return None
+    return login_hint
+
+
+def _provider(first: Mapping[str, str]) -> str | None:
+    """authgate's ``provider``: like a hint, one that cannot be a provider's name is dropped."""
     provider = first.get(PROVIDER_PARAMETER)
-    if provider is not None and not _PROVIDER_NAME.fullmatch(provider):
-        provider = None
-    return login_hint, provider
+    return provider if provider is None or _PROVIDER_NAME.fullmatch(provider) else None
 
 
 def resume_key(query: str) -> str:

@@ -52,6 +52,7 @@ from authgate.entrypoints.http.openid.flow import (
 from authgate.entrypoints.http.openid.pages import (
     PasskeyChoice,
     ProviderChoice,
+    any_address,
     over_limit_page,
     sign_in_page,
 )
@@ -117,31 +118,28 @@ class AuthorizeForm:
     provider: str | None = None
 
 
+@attrs.define
 class AuthorizeOperations:
     """Registers the authorization endpoint and the consent form."""
 
-    def __init__(
-        self,
-        service: AuthorizationService,
-        sessions: SessionService,
-        guard: SameOriginGuard,
-        sign_in: SignInStart,
-        *,
-        passkeys: bool = False,
-        limiter: RateLimiter | None = None,
-        client_address: ClientAddress | None = None,
-    ) -> None:
-        self.service = service
-        self.sessions = sessions
-        self.sign_in = sign_in
-        self.issuer = service.issuer
-        self.answers = Answers(service.issuer)
-        self.consent = ConsentOperations(service, sessions, guard, self.answers)
-        self.passkeys = passkeys  # the sign-in page offers "Sign in with a passkey"
-        # ratelimit.authorize, per client address, before anything (a signed-in browser's
-        # request writes a code)
-        self.limiter = limiter
-        self.client_address = client_address or ClientAddress(())
+    service: AuthorizationService
+    sessions: SessionService
+    guard: SameOriginGuard
+    sign_in: SignInStart
+    passkeys: bool = attrs.field(default=False, kw_only=True)  # the page offers passkeys
+    # ratelimit.authorize, per client address, before anything (a signed-in browser's request
+    # writes a code)
+    limiter: RateLimiter | None = attrs.field(default=None, kw_only=True)
+    client_address: ClientAddress = attrs.field(default=None, converter=any_address, kw_only=True)
+
+    issuer: str = attrs.field(init=False)
+    answers: Answers = attrs.field(init=False)
+    consent: ConsentOperations = attrs.field(init=False)  # shares this endpoint's answers
+
+    def __attrs_post_init__(self) -> None:
+        self.issuer = self.service.issuer
+        self.answers = Answers(self.issuer)
+        self.consent = ConsentOperations(self.service, self.sessions, self.guard, self.answers)
 
     def register(self, api: Api) -> None:
         """Registers the endpoint (``GET`` and the form ``POST``) and the consent form."""

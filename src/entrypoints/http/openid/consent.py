@@ -69,20 +69,14 @@ class ConsentForm:
     scope: str | None = None
 
 
+@attrs.define
 class ConsentOperations:
     """Registers the consent form, and shows the page that posts it."""
 
-    def __init__(
-        self,
-        service: AuthorizationService,
-        sessions: SessionService,
-        guard: SameOriginGuard,
-        answers: Answers,
-    ) -> None:
-        self.service = service
-        self.sessions = sessions
-        self.guard = guard
-        self.answers = answers
+    service: AuthorizationService
+    sessions: SessionService
+    guard: SameOriginGuard
+    answers: Answers
 
     def register(self, api: Api) -> None:
         docs.describe_tags(api, docs.OPENID_PROVIDER)

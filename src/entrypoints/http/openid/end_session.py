@@ -130,22 +130,15 @@ def _request_of(get: Callable[[str], str | None]) -> EndSessionRequest:
     return EndSessionRequest(**{name: get(name) or None for name in PARAMETERS})
 
 
+@attrs.define
 class LogoutOperations:
     """Registers the end-session endpoint and its confirmation."""
 
-    def __init__(
-        self,
-        decisions: RpInitiatedLogout,
-        sessions: SessionService,
-        client_address: ClientAddress,
-        guard: SameOriginGuard,
-        limiter: RateLimiter | None = None,
-    ) -> None:
-        self.decisions = decisions
-        self.sessions = sessions
-        self.client_address = client_address
-        self.guard = guard
-        self.limiter = limiter  # ratelimit.logout, per client address
+    decisions: RpInitiatedLogout
+    sessions: SessionService
+    client_address: ClientAddress
+    guard: SameOriginGuard
+    limiter: RateLimiter | None = None  # ratelimit.logout, per client address
 
     def register(self, api: Api) -> None:
         """Registers the endpoint (``GET`` and the form ``POST``) and its confirmation."""

@@ -17,6 +17,7 @@ import logging
 from collections.abc import Awaitable, Iterable, Mapping, Sequence
 from urllib.parse import urlencode
 
+import attrs
 from aiohttp import web
 
 from authgate.domain.openid.authorization_request import AuthorizationRefused, NotRedirectable
@@ -32,12 +33,12 @@ from authgate.services.sessions import SessionService
 log = logging.getLogger("authgate.security")
 
 
+@attrs.frozen
 class Answers:
     """The authorization responses of the issuer ``issuer``, at the client's
     ``redirect_uri``."""
 
-    def __init__(self, issuer: str) -> None:
-        self.issuer = issuer
+    issuer: str
 
     async def refusals_answered(self, work: Awaitable[web.StreamResponse]) -> web.StreamResponse:
         """``work``'s answer; a refusal it raises answered in its own way: an error page for

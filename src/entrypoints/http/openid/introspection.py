@@ -74,15 +74,13 @@ def introspection_of(described: TokenDescription | None) -> TokenIntrospection:
     )
 
 
+@attrs.define
 class IntrospectionOperations:
     """Registers the introspection endpoint."""
 
-    def __init__(
-        self, access: TokenAccess, client_auth: ClientAuthentication, limiter: RateLimiter
-    ) -> None:
-        self.access = access
-        self.client_auth = client_auth
-        self.limiter = limiter  # ratelimit.introspection, per client
+    access: TokenAccess
+    client_auth: ClientAuthentication
+    limiter: RateLimiter  # ratelimit.introspection, per client
 
     def register(self, api: Api) -> None:
         docs.describe_tags(api, docs.OPENID_PROVIDER)

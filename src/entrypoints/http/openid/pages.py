@@ -390,6 +390,11 @@ def too_many_requests_page(retry_after_seconds: int) -> web.Response:
     return response
 
 
+def any_address(address: ClientAddress | None) -> ClientAddress:
+    """``address``, or without one the peer's address (no trusted proxy)."""
+    return address if address is not None else ClientAddress(())
+
+
 async def over_limit_page(
     limiter: RateLimiter | None, client_address: ClientAddress, request: web.Request
 ) -> web.StreamResponse | None:

@@ -4,6 +4,8 @@ module."""
 
 from __future__ import annotations
 
+import attrs
+
 from authgate.domain.openid.clients import ClientRegistry
 from authgate.entrypoints.http.common.caller import ClientAddress
 from authgate.entrypoints.http.openid.cors import PublicClientCors
@@ -16,25 +18,25 @@ from authgate.services.openid.access import TokenAccess
 from authgate.services.openid.client_authentication import ClientAuthentication
 
 
+@attrs.frozen
 class ResourceOperations:
     """Registers userinfo, revocation and introspection."""
 
-    def __init__(
-        self,
-        access: TokenAccess,
-        clients: ClientRegistry,
-        client_auth: ClientAuthentication,
-        cors: PublicClientCors,
-        introspection_limiter: RateLimiter,
-        userinfo_limiter: RateLimiter | None = None,
-        client_address: ClientAddress | None = None,
-    ) -> None:
-        self.userinfo = UserInfoOperations(access, clients, cors, userinfo_limiter, client_address)
-        self.revocation = RevocationOperations(access, client_auth, cors)
-        self.introspection = IntrospectionOperations(access, client_auth, introspection_limiter)
+    access: TokenAccess
+    clients: ClientRegistry
+    client_auth: ClientAuthentication
+    cors: PublicClientCors
+    introspection_limiter: RateLimiter
+    userinfo_limiter: RateLimiter | None = None
+    client_address: ClientAddress | None = None
 
     def register(self, api: Api) -> None:
         """Registers the three endpoints, in the order the API document lists them."""
-        self.userinfo.register(api)
-        self.revocation.register(api)
-        self.introspection.register(api)
+        address = self.client_address
+        UserInfoOperations(
+            self.access, self.clients, self.cors, self.userinfo_limiter, address
+        ).register(api)
+        RevocationOperations(self.access, self.client_auth, self.cors).register(api)
+        IntrospectionOperations(self.access, self.client_auth, self.introspection_limiter).register(
+            api
+        )

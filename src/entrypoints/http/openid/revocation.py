@@ -7,6 +7,8 @@ public clients' registered origins (:mod:`~authgate.entrypoints.http.openid.cors
 
 from __future__ import annotations
 
+import attrs
+
 from authgate.entrypoints.http.common import docs
 from authgate.entrypoints.http.common.bodies import FORM, OAuthErrorBody
 from authgate.entrypoints.http.common.errors import OAUTH_NO_STORE
@@ -23,15 +25,13 @@ from authgate.services.openid.access import TokenAccess
 from authgate.services.openid.client_authentication import ClientAuthentication
 
 
+@attrs.define
 class RevocationOperations:
     """Registers the revocation endpoint."""
 
-    def __init__(
-        self, access: TokenAccess, client_auth: ClientAuthentication, cors: PublicClientCors
-    ) -> None:
-        self.access = access
-        self.client_auth = client_auth
-        self.cors = cors
+    access: TokenAccess
+    client_auth: ClientAuthentication
+    cors: PublicClientCors
 
     def register(self, api: Api) -> None:
         docs.describe_tags(api, docs.OPENID_PROVIDER)

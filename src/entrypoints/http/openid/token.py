@@ -108,22 +108,15 @@ class TokenLimits:
     failures: RateLimiter
 
 
+@attrs.define
 class TokenOperations:
     """Registers the token endpoint."""
 
-    def __init__(
-        self,
-        service: TokenService,
-        client_auth: ClientAuthentication,
-        limits: TokenLimits,
-        client_address: ClientAddress,
-        cors: Cors | None = None,
-    ) -> None:
-        self.service = service
-        self.client_auth = client_auth
-        self.limits = limits
-        self.client_address = client_address
-        self.cors = cors
+    service: TokenService
+    client_auth: ClientAuthentication
+    limits: TokenLimits
+    client_address: ClientAddress
+    cors: Cors | None = None
 
     def register(self, api: Api) -> None:
         docs.describe_tags(api, docs.OPENID_PROVIDER)

@@ -34,6 +34,7 @@ from authgate.entrypoints.http.common.caller import ClientAddress
 from authgate.entrypoints.http.common.errors import OAUTH_NO_STORE, oauth_example
 from authgate.entrypoints.http.openid.cors import PublicClientCors, admit_client
 from authgate.entrypoints.http.openid.discovery import USERINFO_PATH
+from authgate.entrypoints.http.openid.pages import any_address
 from authgate.entrypoints.rest import Api, Call, Reply
 from authgate.ports.ratelimit import RateLimiter
 from authgate.services.openid.access import TokenAccess, TokenInactive
@@ -104,22 +105,15 @@ def bearer_token(authorization: str | None, form: Mapping[str, str]) -> str:
     return token
 
 
+@attrs.define
 class UserInfoOperations:
     """Registers the userinfo endpoint (``GET`` and ``POST``)."""
 
-    def __init__(
-        self,
-        access: TokenAccess,
-        clients: ClientRegistry,
-        cors: PublicClientCors,
-        limiter: RateLimiter | None = None,
-        client_address: ClientAddress | None = None,
-    ) -> None:
-        self.access = access
-        self.clients = clients
-        self.cors = cors
-        self.limiter = limiter  # ratelimit.userinfo, per client address
-        self.client_address = client_address or ClientAddress(())
+    access: TokenAccess
+    clients: ClientRegistry
+    cors: PublicClientCors
+    limiter: RateLimiter | None = None  # ratelimit.userinfo, per client address
+    client_address: ClientAddress = attrs.field(default=None, converter=any_address)
 
     def register(self, api: Api) -> None:
         docs.describe_tags(api, docs.OPENID_PROVIDER)
