@@ -26,16 +26,10 @@ from urllib.parse import parse_qs
 import attrs
 from aiohttp import web
 
-from authgate.domain.model import ClientInfo
 from authgate.entrypoints.http.common import docs
-from authgate.entrypoints.http.common.bodies import AppError
-from authgate.entrypoints.http.common.caller import ClientAddress
-from authgate.entrypoints.http.common.errors import (
-    OIDC_LOGOUT,
-    event_refusal_body,
-    http_error,
-    rate_limited,
-)
+from authgate.entrypoints.http.common.bodies import app_errors
+from authgate.entrypoints.http.common.caller import ClientAddress, admit
+from authgate.entrypoints.http.common.errors import OIDC_LOGOUT, event_refusal_body, http_error
 from authgate.entrypoints.rest import Api, Call
 from authgate.ports.metrics import Metrics, NoMetrics
 from authgate.ports.provider_events import (
@@ -111,22 +105,19 @@ DESCRIPTIONS = {
 Handler = Callable[[Call[bytes]], Awaitable[web.StreamResponse]]
 
 
+def _or_no_metrics(metrics: Metrics | None) -> Metrics:
+    return metrics or NoMetrics()
+
+
+@attrs.define(slots=False, eq=False)
 class ProviderEventOperations:
     """Registers one receiver operation per route."""
 
-    def __init__(
-        self,
-        service: ProviderEventService,
-        routes: list[ReceiverRoute],
-        limiter: RateLimiter,
-        client_address: ClientAddress,
-        metrics: Metrics | None = None,
-    ) -> None:
-        self.service = service
-        self.routes = routes
-        self.limiter = limiter
-        self.client_address = client_address
-        self.metrics: Metrics = metrics or NoMetrics()
+    service: ProviderEventService
+    routes: list[ReceiverRoute]
+    limiter: RateLimiter
+    client_address: ClientAddress
+    metrics: Metrics = attrs.field(default=None, converter=_or_no_metrics)
 
     def register(self, api: Api) -> None:
         docs.describe_tags(api, docs.PROVIDER_EVENTS)
@@ -142,8 +133,7 @@ class ProviderEventOperations:
                 responses={
                     SUCCESS[route.shape]: DESCRIPTIONS[route.shape],
                     400: refusal,
-                    429: AppError,
-                    503: AppError,
+                    **app_errors(429, 503),
                 },
                 operation_id=f"receive_{route.shape.value}_{route.provider}",
                 tags=(docs.PROVIDER_EVENTS,),
@@ -163,11 +153,9 @@ class ProviderEventOperations:
     async def _receive(self, route: ReceiverRoute, call: Call[bytes]) -> web.StreamResponse:
         request = call.request
         address = self.client_address.of(request)
-        decision = await self.limiter.hit(self.client_address.limit_key(address))
-        if not decision.allowed:
-            self.metrics.rate_limited("provider_events")
-            raise rate_limited(decision, _TOO_MANY)
-        client = ClientInfo(address, request.headers.get("User-Agent"))
+        key = self.client_address.limit_key(address)
+        await admit(self.limiter, key, self.metrics, "provider_events", _TOO_MANY)
+        client = self.client_address.client(request, address)
         # Its refusals are answered by the error map (http.errors), in this receiver's shape.
         request[OIDC_LOGOUT] = route.shape is Shape.BACKCHANNEL_LOGOUT
         try:

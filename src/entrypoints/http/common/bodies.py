@@ -1,15 +1,29 @@
 """Response bodies of the sign-in application, with the spec's field names (2.2 to 2.5), and
-the account's."""
+the account's; :func:`app_errors` declares the spec's error body for statuses."""
 
 from __future__ import annotations
 
 import datetime as dt
+from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import parse_qsl
 
 import attrs
 
 from authgate.domain.openid.refusals import OAuthInvalidRequest
+from authgate.domain.passkeys import Passkey
 from authgate.entrypoints.rest import wire_field
+
+if TYPE_CHECKING:
+    from attrs import AttrsInstance
+
+B = TypeVar("B", bound="AttrsInstance")
+
+
+def from_record(body: type[B], record: object, **others: Any) -> B:
+    """A body whose fields are ``record``'s attributes of the same names, but ``others``: the
+    bodies keep the records' names wherever the wire does not rename them."""
+    names = [f.name for f in attrs.fields(body) if f.name not in others]
+    return body(**{n: getattr(record, n) for n in names}, **others)
 
 
 @attrs.frozen
@@ -154,6 +168,11 @@ class PasskeyInfo:
     added_from_address: str | None = wire_field("addedFromAddress", default=None)
     added_from_user_agent: str | None = wire_field("addedFromUserAgent", default=None)
 
+    @classmethod
+    def of(cls, p: Passkey) -> PasskeyInfo:
+        """What the account's owner sees of a passkey (never its key)."""
+        return from_record(cls, p, transports=list(p.transports))
+
 
 @attrs.frozen
 class PasskeyExport:
@@ -185,6 +204,11 @@ class AppError:
 
     error: str
     message: str
+
+
+def app_errors(*statuses: int) -> dict[int, type]:
+    """An operation's ``responses`` that answer the spec's error body."""
+    return dict.fromkeys(statuses, AppError)
 
 
 @attrs.frozen

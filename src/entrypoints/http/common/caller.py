@@ -1,5 +1,5 @@
 """Facts about the caller of a request: its address (behind trusted proxies), the key the rate
-limits count it by, and what it accepts."""
+limits count it by (and the refusal of one over its limit), and what it accepts."""
 
 from __future__ import annotations
 
@@ -7,6 +7,11 @@ import ipaddress
 from collections.abc import Iterable
 
 from aiohttp import web
+
+from authgate.domain.model import ClientInfo
+from authgate.entrypoints.http.common.errors import rate_limited
+from authgate.ports.metrics import LimitName, Metrics
+from authgate.ports.ratelimit import RateLimiter
 
 Network = ipaddress.IPv4Network | ipaddress.IPv6Network
 Address = ipaddress.IPv4Address | ipaddress.IPv6Address
@@ -69,6 +74,11 @@ class ClientAddress:
                     return peer  # garbage from a proxy: fall back to the proxy itself
         return peer
 
+    def client(self, request: web.Request, address: str | None = None) -> ClientInfo:
+        """The client as the audit trail records it: its address (``address``, when known
+        already) and its ``User-Agent``."""
+        return ClientInfo(address or self.of(request), request.headers.get("User-Agent"))
+
     def limit_key(self, address: str) -> str:
         """The rate-limit key of an address :meth:`of` returned: an IPv4 address as it is, an
         IPv4-mapped IPv6 address as its IPv4 address, any other IPv6 address as its network
@@ -91,6 +101,18 @@ class ClientAddress:
             return str(ip)
         # From the integer: a scoped address (fe80::1%eth0) keys as its network, zone dropped.
         return str(ipaddress.IPv6Network((int(ip), self._ipv6_prefix), strict=False))
+
+
+async def admit(
+    limiter: RateLimiter, key: str, metrics: Metrics, limit: LimitName, refusal: str
+) -> None:
+    """Count one request of the client ``key`` against ``limiter``, before any work; over the
+    limit, count the refusal in the metrics and answer 429 ``rate_limited`` with ``refusal``
+    (docs/security.md, "Rate limits")."""
+    decision = await limiter.hit(key)
+    if not decision.allowed:
+        metrics.rate_limited(limit)
+        raise rate_limited(decision, refusal)
 
 
 def _quality(accept: str, media: str) -> float:

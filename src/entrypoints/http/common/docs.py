@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from authgate.domain import errors
+from authgate.domain.scopes import ACCOUNT_MANAGE, READ_SCOPES
 from authgate.entrypoints.http.common.errors import app_error, http_error
 from authgate.entrypoints.http.common.session_auth import cross_site_refusal
 from authgate.entrypoints.rest import Api, HttpError
@@ -20,6 +21,7 @@ from authgate.entrypoints.rest.security import unauthorized
 SIGN_IN = "sign-in"
 ACCOUNT = "account"
 PROVIDER_EVENTS = "provider-events"
+PASSKEYS = "passkeys"
 OPENID_PROVIDER = "openid-provider"
 
 TAGS = {
@@ -29,6 +31,8 @@ TAGS = {
     "export; and the public keys that verify session tokens.",
     PROVIDER_EVENTS: "Security events that identity providers push to the service "
     "(back-channel logout, Apple notifications, RISC).",
+    PASSKEYS: "Passkeys (WebAuthn): a sign-in method of an account beside its providers — "
+    "adding one, signing in with one, listing, renaming and removing them.",
     OPENID_PROVIDER: "The service as the OpenID Provider of the applications registered "
     "under clients: its discovery document.",
 }
@@ -73,4 +77,14 @@ def insufficient_scope(*scopes: str) -> HttpError:
 
 
 def rate_limited_example(message: str) -> HttpError:
+    """The 429 of a rate limit that answers ``message``."""
     return app_error(429, "rate_limited", message)
+
+
+READ_SCOPE = insufficient_scope(*READ_SCOPES)
+MANAGE_SCOPE = insufficient_scope(ACCOUNT_MANAGE)
+# What a read of the caller's account refuses: no credential, or one without a read scope.
+READ_REFUSALS = (NO_CREDENTIAL, READ_SCOPE)
+# What a change to the caller's account refuses before its own rules: no credential, a stale
+# sign-in, a credential without account:manage, a cookie sent from another site.
+CHANGE_REFUSALS = (NO_CREDENTIAL, STEP_UP, MANAGE_SCOPE, CROSS_SITE)

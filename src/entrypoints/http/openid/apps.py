@@ -21,8 +21,8 @@ from __future__ import annotations
 
 from authgate.domain import errors
 from authgate.domain.scopes import ACCOUNT_MANAGE, READ_SCOPES
-from authgate.entrypoints.http.account import AccountArea
 from authgate.entrypoints.http.common import docs
+from authgate.entrypoints.http.common.account_area import AccountArea
 from authgate.entrypoints.http.common.bodies import AppError, AppInfo, AppList
 from authgate.entrypoints.http.common.caller import ClientAddress
 from authgate.entrypoints.http.common.session_auth import SameOriginGuard

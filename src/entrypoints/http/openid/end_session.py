@@ -30,6 +30,7 @@ from aiohttp import web
 from authgate.domain.model import ClientInfo
 from authgate.domain.secrets import new_secret
 from authgate.entrypoints.http.common import docs
+from authgate.entrypoints.http.common.binding import signed_out_cookies
 from authgate.entrypoints.http.common.caller import ClientAddress
 from authgate.entrypoints.http.common.session_auth import SESSION_COOKIE, SameOriginGuard
 from authgate.entrypoints.http.openid.discovery import END_SESSION_PATH
@@ -39,7 +40,6 @@ from authgate.entrypoints.http.openid.logout_pages import (
     signed_out_page,
 )
 from authgate.entrypoints.http.openid.pages import over_limit_page
-from authgate.entrypoints.http.signin import signed_out_cookies
 from authgate.entrypoints.rest import Api, Call, Cookie, Param, RawResponse, query
 from authgate.ports.ratelimit import RateLimiter
 from authgate.ports.session_tokens import InvalidSession

@@ -1,0 +1,110 @@
+"""Operations declared beside their handlers.
+
+A face's class (sign-in, the account, passkeys) marks each handler with :func:`operation`:
+its method and path, what the document says of it, and the example refusals it can answer.
+:meth:`Operations.register` registers every declared operation on the API, in the order the
+class declares them, under the face's tag and (unless the declaration says otherwise) its
+CORS policy.
+
+What a declaration can only know from the face's instance (its security schemes, its CORS
+policy, a parameter or an example that names the configured providers) is a :class:`Late`
+value: a function of the instance, called at registration.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any, ClassVar, TypeVar
+
+import attrs
+
+from authgate.entrypoints.http.common import docs
+from authgate.entrypoints.rest import Api, Cors, Param, pattern, query
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+_DECLARED = "__declared_operations__"
+
+
+@attrs.frozen
+class Late:
+    """A declaration's value that the face's instance gives at registration."""
+
+    of: Callable[[Any], Any]
+
+
+# The face's own CORS policy (its ``cors`` attribute): every operation's unless it says.
+FACE_CORS = Late(lambda face: face.cors)
+
+
+@attrs.frozen
+class Declared:
+    """One declared operation: :meth:`Api.operation`'s arguments, some of them :class:`Late`;
+    ``refusals`` are example failures, made into example bodies by
+    :func:`~.docs.error_examples`."""
+
+    method: str
+    path: str
+    refusals: Sequence[Exception] | Late
+    options: dict[str, Any]
+
+    def register(self, api: Api, face: Operations, handler: Callable[..., Any]) -> None:
+        """Register this operation of ``face`` with ``handler``."""
+        options = {k: v.of(face) if isinstance(v, Late) else v for k, v in self.options.items()}
+        refusals = self.refusals.of(face) if isinstance(self.refusals, Late) else self.refusals
+        if refusals:
+            options["examples"] = docs.error_examples(*refusals)
+        api.operation(self.method, self.path, tags=(face.tag,), **options)(handler)
+
+
+def operation(
+    method: str,
+    path: str,
+    *,
+    refusals: Sequence[Exception] | Late = (),
+    cors: Cors | Late | None = FACE_CORS,
+    **options: Any,
+) -> Callable[[F], F]:
+    """Declare the decorated handler's operation: ``method``, ``path`` and the rest of
+    :meth:`Api.operation`'s keywords but ``tags`` (the face's) and ``examples`` (made from
+    ``refusals``). Stacked declarations register in the order they are written."""
+
+    def declare(handler: F) -> F:
+        declared = Declared(method, path, refusals, {"cors": cors, **options})
+        vars(handler).setdefault(_DECLARED, []).insert(0, declared)
+        return handler
+
+    return declare
+
+
+def flag(name: str, description: str) -> Param:
+    """A query parameter that is ``true`` or ``false`` (absent: false)."""
+    return query(
+        name, pattern(r"^(true|false)$"), description=description, examples=["false", "true"]
+    )
+
+
+class Operations:
+    """A face's operations: registers what its handlers declare, under its ``tag``."""
+
+    tag: ClassVar[str]
+    cors: Cors | None = None
+
+    def register(self, api: Api) -> None:
+        """Describe the face's tag and register its declared operations on ``api``."""
+        docs.describe_tags(api, self.tag)
+        for name, declared in _declarations(type(self)):
+            for d in declared:
+                d.register(api, self, getattr(self, name))
+
+
+def _declarations(cls: type) -> Iterator[tuple[str, list[Declared]]]:
+    """The declared handlers of ``cls`` and its bases, the bases' first, each in the order
+    its class defines them."""
+    seen: set[str] = set()
+    for klass in reversed(cls.__mro__):
+        for name, value in vars(klass).items():
+            declared = getattr(value, _DECLARED, None)
+            if declared is not None and name not in seen:
+                seen.add(name)
+                yield name, declared
