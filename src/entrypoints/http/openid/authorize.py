@@ -39,6 +39,7 @@ from authgate.domain.openid.authorization_request import (
 )
 from authgate.entrypoints.http.common import docs
 from authgate.entrypoints.http.common.caller import ClientAddress
+from authgate.entrypoints.http.common.operations import Operations, operation
 from authgate.entrypoints.http.common.session_auth import SESSION_COOKIE, SameOriginGuard
 from authgate.entrypoints.http.openid.consent import ConsentOperations
 from authgate.entrypoints.http.openid.discovery import AUTHORIZE_PATH
@@ -67,179 +68,6 @@ from authgate.services.openid.authorization import (
 from authgate.services.sessions import SessionService
 
 SIGN_IN_PATH = "/v1/auth/{provider}"
-
-
-@attrs.frozen
-class SignInStart:
-    """Where authgate's sign-in starts for each configured provider: the issuer (the public
-    base of every URL) and, per provider, the callback URL its sign-in uses; ``proving``: the
-    providers whose sign-ins prove when the person logged in (a signed ``auth_time``)."""
-
-    issuer: str
-    callbacks: Mapping[str, str]
-    proving: frozenset[str] = frozenset()
-
-    def url(
-        self,
-        provider: str,
-        *,
-        intent: str,
-        return_to: str,
-        login_hint: str | None,
-    ) -> str:
-        params = {
-            "redirect_uri": self.callbacks[provider],
-            "intent": intent,
-            "return_to": return_to,
-        }
-        if login_hint:
-            params["login_hint"] = login_hint
-        path = SIGN_IN_PATH.format(provider=quote(provider, safe=""))
-        return f"{self.issuer}{path}?{urlencode(params)}"
-
-
-@attrs.frozen
-class AuthorizeForm:
-    """The authorization request as a form (``POST /oauth2/authorize``)."""
-
-    response_type: str | None = None
-    client_id: str | None = None
-    redirect_uri: str | None = None
-    scope: str | None = None
-    state: str | None = None
-    nonce: str | None = None
-    code_challenge: str | None = None
-    code_challenge_method: str | None = None
-    response_mode: str | None = None
-    prompt: str | None = None
-    max_age: str | None = None
-    login_hint: str | None = None
-    id_token_hint: str | None = None
-    provider: str | None = None
-
-
-@attrs.define
-class AuthorizeOperations:
-    """Registers the authorization endpoint and the consent form."""
-
-    service: AuthorizationService
-    sessions: SessionService
-    guard: SameOriginGuard
-    sign_in: SignInStart
-    passkeys: bool = attrs.field(default=False, kw_only=True)  # the page offers passkeys
-    # ratelimit.authorize, per client address, before anything (a signed-in browser's request
-    # writes a code)
-    limiter: RateLimiter | None = attrs.field(default=None, kw_only=True)
-    client_address: ClientAddress = attrs.field(default=None, converter=any_address, kw_only=True)
-
-    issuer: str = attrs.field(init=False)
-    answers: Answers = attrs.field(init=False)
-    consent: ConsentOperations = attrs.field(init=False)  # shares this endpoint's answers
-
-    def __attrs_post_init__(self) -> None:
-        self.issuer = self.service.issuer
-        self.answers = Answers(self.issuer)
-        self.consent = ConsentOperations(self.service, self.sessions, self.guard, self.answers)
-
-    def register(self, api: Api) -> None:
-        """Registers the endpoint (``GET`` and the form ``POST``) and the consent form."""
-        docs.describe_tags(api, docs.OPENID_PROVIDER)
-        api.operation(
-            "GET",
-            AUTHORIZE_PATH,
-            params=list(AUTHORIZE_PARAMS),
-            status=302,
-            responses=_RESPONSES,
-            operation_id="authorize",
-            tags=(docs.OPENID_PROVIDER,),
-            summary="Authorization endpoint (OpenID Connect)",
-            description=_DESCRIPTION,
-        )(self.authorize)
-        api.operation(
-            "POST",
-            AUTHORIZE_PATH,
-            form=AuthorizeForm,
-            status=302,
-            responses={
-                **_RESPONSES,
-                303: "The same request as a GET, when the form came without the session "
-                "cookie (a cross-site POST carries no SameSite=Lax cookie)",
-            },
-            operation_id="authorize_form",
-            tags=(docs.OPENID_PROVIDER,),
-            summary="Authorization endpoint, as a form post",
-            description=_DESCRIPTION + " The same parameters as the GET, as a form.",
-        )(self.authorize_form)
-        self.consent.register(api)
-
-    async def authorize(self, call: Call[None]) -> web.StreamResponse:
-        if (
-            refused := await over_limit_page(self.limiter, self.client_address, call.request)
-        ) is not None:
-            return refused
-        return await self._authorize(call.request, call.query)
-
-    async def authorize_form(self, call: Call[AuthorizeForm]) -> web.StreamResponse:
-        request = call.request
-        if (
-            refused := await over_limit_page(self.limiter, self.client_address, request)
-        ) is not None:
-            return refused
-        fields = await form_fields(request)
-        if SESSION_COOKIE not in request.cookies:
-            return see(f"{self.issuer}{AUTHORIZE_PATH}?{urlencode(fields)}", status=303)
-        return await self._authorize(request, lists(fields))
-
-    async def _authorize(
-        self, http: web.Request, params: Mapping[str, Sequence[str]]
-    ) -> web.StreamResponse:
-        return await self.answers.refusals_answered(self._outcome(http, params))
-
-    async def _outcome(
-        self, http: web.Request, params: Mapping[str, Sequence[str]]
-    ) -> web.StreamResponse:
-        request, client = self.service.parse(params)
-        session = await browser_session(self.sessions, http)
-        outcome = await self.service.authorize(request, client, session)
-        if isinstance(outcome, CodeIssued):
-            return self.answers.code(outcome)
-        if isinstance(outcome, ConsentNeeded):
-            return self.consent.page(http, outcome)
-        return self._sign_in(outcome)
-
-    def _sign_in(self, needed: SignInNeeded) -> web.StreamResponse:
-        """authgate's sign-in page, or straight to the provider the request names; a request
-        for a fresh login that no configured way can prove is refused ``login_required``."""
-        request = needed.request
-        resume = self.answers.authorize_url(request.parameters())
-
-        def start(provider: str, intent: str) -> str:
-            return self.sign_in.url(
-                provider, intent=intent, return_to=resume, login_hint=request.login_hint
-            )
-
-        # A fresh login is asked for: only the ways that can prove one are offered.
-        names = [
-            name
-            for name in self.sign_in.callbacks
-            if not needed.fresh or name in self.sign_in.proving
-        ]
-        if request.provider is not None and request.provider in names:
-            return see(start(request.provider, "login"), status=302)
-        if needed.fresh and not names and not self.passkeys:
-            raise AuthorizationRefused(
-                "login_required",
-                "no configured way of signing in can prove a recent login",
-                client=needed.client,
-                redirect_uri=request.redirect_uri,
-                state=request.state,
-                response_mode=request.response_mode,
-            )
-        choices = [
-            ProviderChoice(name, start(name, "login"), start(name, "register")) for name in names
-        ]
-        passkey = PasskeyChoice(self.issuer, resume) if self.passkeys else None
-        return sign_in_page(needed.client.name, choices, fresh=needed.fresh, passkey=passkey)
 
 
 _RESPONSES: dict[int, type | str] = {
@@ -317,3 +145,176 @@ AUTHORIZE_PARAMS: tuple[Param, ...] = (
         description="Request objects are not supported: request_uri_not_supported.",
     ),
 )
+
+
+@attrs.frozen
+class SignInStart:
+    """Where authgate's sign-in starts for each configured provider: the issuer (the public
+    base of every URL) and, per provider, the callback URL its sign-in uses; ``proving``: the
+    providers whose sign-ins prove when the person logged in (a signed ``auth_time``)."""
+
+    issuer: str
+    callbacks: Mapping[str, str]
+    proving: frozenset[str] = frozenset()
+
+    def url(
+        self,
+        provider: str,
+        *,
+        intent: str,
+        return_to: str,
+        login_hint: str | None,
+    ) -> str:
+        params = {
+            "redirect_uri": self.callbacks[provider],
+            "intent": intent,
+            "return_to": return_to,
+        }
+        if login_hint:
+            params["login_hint"] = login_hint
+        path = SIGN_IN_PATH.format(provider=quote(provider, safe=""))
+        return f"{self.issuer}{path}?{urlencode(params)}"
+
+
+@attrs.frozen
+class AuthorizeForm:
+    """The authorization request as a form (``POST /oauth2/authorize``)."""
+
+    response_type: str | None = None
+    client_id: str | None = None
+    redirect_uri: str | None = None
+    scope: str | None = None
+    state: str | None = None
+    nonce: str | None = None
+    code_challenge: str | None = None
+    code_challenge_method: str | None = None
+    response_mode: str | None = None
+    prompt: str | None = None
+    max_age: str | None = None
+    login_hint: str | None = None
+    id_token_hint: str | None = None
+    provider: str | None = None
+
+
+@attrs.define(slots=False, eq=False)
+class AuthorizeOperations(Operations):
+    """The authorization endpoint, and the consent form it shows."""
+
+    tag = docs.OPENID_PROVIDER
+
+    service: AuthorizationService
+    sessions: SessionService
+    guard: SameOriginGuard
+    sign_in: SignInStart
+    passkeys: bool = attrs.field(default=False, kw_only=True)  # the page offers passkeys
+    # ratelimit.authorize, per client address, before anything (a signed-in browser's request
+    # writes a code)
+    limiter: RateLimiter | None = attrs.field(default=None, kw_only=True)
+    client_address: ClientAddress = attrs.field(default=None, converter=any_address, kw_only=True)
+
+    issuer: str = attrs.field(init=False)
+    answers: Answers = attrs.field(init=False)
+    consent: ConsentOperations = attrs.field(init=False)  # shares this endpoint's answers
+
+    def __attrs_post_init__(self) -> None:
+        self.issuer = self.service.issuer
+        self.answers = Answers(self.issuer)
+        self.consent = ConsentOperations(self.service, self.sessions, self.guard, self.answers)
+
+    def register(self, api: Api) -> None:
+        """Registers the endpoint (``GET`` and the form ``POST``), then the consent form."""
+        super().register(api)
+        self.consent.register(api)
+
+    @operation(
+        "GET",
+        AUTHORIZE_PATH,
+        params=list(AUTHORIZE_PARAMS),
+        status=302,
+        responses=_RESPONSES,
+        operation_id="authorize",
+        summary="Authorization endpoint (OpenID Connect)",
+        description=_DESCRIPTION,
+    )
+    async def authorize(self, call: Call[None]) -> web.StreamResponse:
+        if (
+            refused := await over_limit_page(self.limiter, self.client_address, call.request)
+        ) is not None:
+            return refused
+        return await self._authorize(call.request, call.query)
+
+    @operation(
+        "POST",
+        AUTHORIZE_PATH,
+        form=AuthorizeForm,
+        status=302,
+        responses={
+            **_RESPONSES,
+            303: "The same request as a GET, when the form came without the session cookie (a "
+            "cross-site POST carries no SameSite=Lax cookie)",
+        },
+        operation_id="authorize_form",
+        summary="Authorization endpoint, as a form post",
+        description=_DESCRIPTION + " The same parameters as the GET, as a form.",
+    )
+    async def authorize_form(self, call: Call[AuthorizeForm]) -> web.StreamResponse:
+        request = call.request
+        if (
+            refused := await over_limit_page(self.limiter, self.client_address, request)
+        ) is not None:
+            return refused
+        fields = await form_fields(request)
+        if SESSION_COOKIE not in request.cookies:
+            return see(f"{self.issuer}{AUTHORIZE_PATH}?{urlencode(fields)}", status=303)
+        return await self._authorize(request, lists(fields))
+
+    async def _authorize(
+        self, http: web.Request, params: Mapping[str, Sequence[str]]
+    ) -> web.StreamResponse:
+        return await self.answers.refusals_answered(self._outcome(http, params))
+
+    async def _outcome(
+        self, http: web.Request, params: Mapping[str, Sequence[str]]
+    ) -> web.StreamResponse:
+        request, client = self.service.parse(params)
+        session = await browser_session(self.sessions, http)
+        outcome = await self.service.authorize(request, client, session)
+        if isinstance(outcome, CodeIssued):
+            return self.answers.code(outcome)
+        if isinstance(outcome, ConsentNeeded):
+            return self.consent.page(http, outcome)
+        return self._sign_in(outcome)
+
+    def _sign_in(self, needed: SignInNeeded) -> web.StreamResponse:
+        """authgate's sign-in page, or straight to the provider the request names; a request
+        for a fresh login that no configured way can prove is refused ``login_required``."""
+        request = needed.request
+        resume = self.answers.authorize_url(request.parameters())
+
+        def start(provider: str, intent: str) -> str:
+            return self.sign_in.url(
+                provider, intent=intent, return_to=resume, login_hint=request.login_hint
+            )
+
+        # A fresh login is asked for: only the ways that can prove one are offered.
+        names = [
+            name
+            for name in self.sign_in.callbacks
+            if not needed.fresh or name in self.sign_in.proving
+        ]
+        if request.provider is not None and request.provider in names:
+            return see(start(request.provider, "login"), status=302)
+        if needed.fresh and not names and not self.passkeys:
+            raise AuthorizationRefused(
+                "login_required",
+                "no configured way of signing in can prove a recent login",
+                client=needed.client,
+                redirect_uri=request.redirect_uri,
+                state=request.state,
+                response_mode=request.response_mode,
+            )
+        choices = [
+            ProviderChoice(name, start(name, "login"), start(name, "register")) for name in names
+        ]
+        passkey = PasskeyChoice(self.issuer, resume) if self.passkeys else None
+        return sign_in_page(needed.client.name, choices, fresh=needed.fresh, passkey=passkey)

@@ -25,6 +25,7 @@ from aiohttp import web
 from authgate.domain.openid.authorization_request import AuthorizationRequest
 from authgate.domain.secrets import new_secret
 from authgate.entrypoints.http.common import docs
+from authgate.entrypoints.http.common.operations import Operations, operation
 from authgate.entrypoints.http.common.session_auth import SameOriginGuard
 from authgate.entrypoints.http.openid.flow import (
     Answers,
@@ -35,7 +36,7 @@ from authgate.entrypoints.http.openid.flow import (
     see,
 )
 from authgate.entrypoints.http.openid.pages import consent_page, error_page
-from authgate.entrypoints.rest import Api, Call, Cookie
+from authgate.entrypoints.rest import Call, Cookie
 from authgate.ports.session_tokens import SessionClaims
 from authgate.services.openid.authorization import (
     AuthorizationService,
@@ -69,39 +70,16 @@ class ConsentForm:
     scope: str | None = None
 
 
-@attrs.define
-class ConsentOperations:
-    """Registers the consent form, and shows the page that posts it."""
+@attrs.define(slots=False, eq=False)
+class ConsentOperations(Operations):
+    """The consent form, and the page that posts it."""
+
+    tag = docs.OPENID_PROVIDER
 
     service: AuthorizationService
     sessions: SessionService
     guard: SameOriginGuard
     answers: Answers
-
-    def register(self, api: Api) -> None:
-        docs.describe_tags(api, docs.OPENID_PROVIDER)
-        api.operation(
-            "POST",
-            CONSENT_PATH,
-            form=ConsentForm,
-            status=302,
-            responses={
-                200: "The form that posts the answer to the redirect_uri (form_post)",
-                302: "The authorization response at the client's redirect_uri: a code when "
-                "approved, error=access_denied when declined",
-                303: "Back to the authorization endpoint (the session ended meanwhile)",
-                400: "An HTML error page (unknown client or redirect_uri)",
-                403: "An HTML error page: the form did not come from authgate's consent page "
-                "in this browser and session, or is older than ten minutes",
-                409: "An HTML error page: the form was answered already, or the application's "
-                "access changed since it was shown (a consent form is single use)",
-            },
-            operation_id="consent",
-            tags=(docs.OPENID_PROVIDER,),
-            summary="Answer the consent page",
-            description="The consent page posts the authorization request back with its "
-            "token and decision=approve or decision=deny. Same-origin only.",
-        )(self.consent)
 
     def page(self, http: web.Request, needed: ConsentNeeded) -> web.StreamResponse:
         """The consent page for ``needed``, with its token, and this browser's key."""
@@ -125,6 +103,27 @@ class ConsentOperations:
         ).set_on(response)
         return response
 
+    @operation(
+        "POST",
+        CONSENT_PATH,
+        form=ConsentForm,
+        status=302,
+        responses={
+            200: "The form that posts the answer to the redirect_uri (form_post)",
+            302: "The authorization response at the client's redirect_uri: a code when "
+            "approved, error=access_denied when declined",
+            303: "Back to the authorization endpoint (the session ended meanwhile)",
+            400: "An HTML error page (unknown client or redirect_uri)",
+            403: "An HTML error page: the form did not come from authgate's consent page in "
+            "this browser and session, or is older than ten minutes",
+            409: "An HTML error page: the form was answered already, or the application's "
+            "access changed since it was shown (a consent form is single use)",
+        },
+        operation_id="consent",
+        summary="Answer the consent page",
+        description="The consent page posts the authorization request back with its token and "
+        "decision=approve or decision=deny. Same-origin only.",
+    )
     async def consent(self, call: Call[ConsentForm]) -> web.StreamResponse:
         http = call.request
         return await self.answers.refusals_answered(

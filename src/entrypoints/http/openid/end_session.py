@@ -23,6 +23,7 @@ import contextlib
 import hmac
 import re
 from collections.abc import Callable
+from typing import Any
 
 import attrs
 from aiohttp import web
@@ -32,6 +33,7 @@ from authgate.domain.secrets import new_secret
 from authgate.entrypoints.http.common import docs
 from authgate.entrypoints.http.common.binding import signed_out_cookies
 from authgate.entrypoints.http.common.caller import ClientAddress
+from authgate.entrypoints.http.common.operations import Operations, operation
 from authgate.entrypoints.http.common.session_auth import SESSION_COOKIE, SameOriginGuard
 from authgate.entrypoints.http.openid.discovery import END_SESSION_PATH
 from authgate.entrypoints.http.openid.logout_pages import (
@@ -40,7 +42,7 @@ from authgate.entrypoints.http.openid.logout_pages import (
     signed_out_page,
 )
 from authgate.entrypoints.http.openid.pages import over_limit_page
-from authgate.entrypoints.rest import Api, Call, Cookie, Param, RawResponse, query
+from authgate.entrypoints.rest import Call, Cookie, Param, RawResponse, query
 from authgate.ports.ratelimit import RateLimiter
 from authgate.ports.session_tokens import InvalidSession
 from authgate.services.openid.logout import (
@@ -110,6 +112,12 @@ _DESCRIPTION = (
     "client in both); otherwise it stays on the signed-out page. An expired id_token_hint "
     "still identifies the session; ui_locales and unknown parameters are ignored."
 )
+# What both methods of the endpoint declare.
+_DECLARATION: dict[str, Any] = {
+    "status": 200,
+    "summary": "End the browser's authgate session (RP-initiated logout)",
+    "description": _DESCRIPTION,
+}
 # The request's parameters in the query (RP-Initiated Logout 1.0 section 2).
 END_SESSION_PARAMS: tuple[Param, ...] = (
     query("id_token_hint", description="An ID token this provider issued to the client."),
@@ -130,9 +138,11 @@ def _request_of(get: Callable[[str], str | None]) -> EndSessionRequest:
     return EndSessionRequest(**{name: get(name) or None for name in PARAMETERS})
 
 
-@attrs.define
-class LogoutOperations:
-    """Registers the end-session endpoint and its confirmation."""
+@attrs.define(slots=False, eq=False)
+class LogoutOperations(Operations):
+    """The end-session endpoint and its confirmation."""
+
+    tag = docs.OPENID_PROVIDER
 
     decisions: RpInitiatedLogout
     sessions: SessionService
@@ -140,49 +150,24 @@ class LogoutOperations:
     guard: SameOriginGuard
     limiter: RateLimiter | None = None  # ratelimit.logout, per client address
 
-    def register(self, api: Api) -> None:
-        """Registers the endpoint (``GET`` and the form ``POST``) and its confirmation."""
-        docs.describe_tags(api, docs.OPENID_PROVIDER)
-        for method in ("GET", "POST"):
-            api.operation(
-                method,
-                END_SESSION_PATH,
-                params=list(END_SESSION_PARAMS) if method == "GET" else [],
-                form=EndSessionForm if method == "POST" else None,
-                status=200,
-                responses=_ANSWERS
-                if method == "GET"
-                else {200: _ANSWERS[200], 303: _BACK, 429: _ANSWERS[429]},
-                operation_id="end_session" if method == "GET" else "end_session_form",
-                tags=(docs.OPENID_PROVIDER,),
-                summary="End the browser's authgate session (RP-initiated logout)",
-                description=_DESCRIPTION,
-            )(self.end_session)
-        api.operation(
-            "POST",
-            CONFIRM_PATH,
-            form=ConfirmationForm,
-            status=200,
-            responses={
-                200: RawResponse("An HTML page: signed out"),
-                303: _BACK,
-                403: RawResponse(
-                    "An HTML page: the confirmation could not be verified (its token does not "
-                    "match this browser's, or another site sent it); nothing ended, the "
-                    "confirmation is asked again"
-                ),
-                429: _ANSWERS[429],
-            },
-            operation_id="confirm_end_session",
-            tags=(docs.OPENID_PROVIDER,),
-            summary="Confirm signing out (the end-session endpoint's confirmation page)",
-            description="The form of the confirmation page the end-session endpoint shows: "
-            "ends the browser's session, then goes back to the client when the original "
-            "request earned it, else shows the signed-out page.",
-        )(self.confirm)
-
     # -- GET|POST /oauth2/logout ----------------------------------------------------------
 
+    @operation(
+        "GET",
+        END_SESSION_PATH,
+        params=list(END_SESSION_PARAMS),
+        responses=_ANSWERS,
+        operation_id="end_session",
+        **_DECLARATION,
+    )
+    @operation(
+        "POST",
+        END_SESSION_PATH,
+        form=EndSessionForm,
+        responses={200: _ANSWERS[200], 303: _BACK, 429: _ANSWERS[429]},
+        operation_id="end_session_form",
+        **_DECLARATION,
+    )
     async def end_session(self, call: Call[EndSessionForm | None]) -> web.StreamResponse:
         request = call.request
         if (
@@ -202,6 +187,27 @@ class LogoutOperations:
 
     # -- POST /oauth2/logout/confirm ------------------------------------------------------
 
+    @operation(
+        "POST",
+        CONFIRM_PATH,
+        form=ConfirmationForm,
+        status=200,
+        responses={
+            200: RawResponse("An HTML page: signed out"),
+            303: _BACK,
+            403: RawResponse(
+                "An HTML page: the confirmation could not be verified (its token does not "
+                "match this browser's, or another site sent it); nothing ended, the "
+                "confirmation is asked again"
+            ),
+            429: _ANSWERS[429],
+        },
+        operation_id="confirm_end_session",
+        summary="Confirm signing out (the end-session endpoint's confirmation page)",
+        description="The form of the confirmation page the end-session endpoint shows: ends "
+        "the browser's session, then goes back to the client when the original request earned "
+        "it, else shows the signed-out page.",
+    )
     async def confirm(self, call: Call[ConfirmationForm]) -> web.StreamResponse:
         request = call.request
         if (

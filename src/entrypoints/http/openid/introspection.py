@@ -16,6 +16,7 @@ from authgate.domain.openid.refusals import ClientNotAllowed, OAuthRateLimited
 from authgate.entrypoints.http.common import docs
 from authgate.entrypoints.http.common.bodies import FORM, OAuthErrorBody
 from authgate.entrypoints.http.common.errors import OAUTH_NO_STORE, oauth_example
+from authgate.entrypoints.http.common.operations import Operations, operation
 from authgate.entrypoints.http.openid.discovery import INTROSPECTION_PATH
 from authgate.entrypoints.http.openid.presented import (
     CLIENT_ERRORS,
@@ -23,7 +24,7 @@ from authgate.entrypoints.http.openid.presented import (
     authenticated_client,
     presented_token,
 )
-from authgate.entrypoints.rest import Api, Call, Reply
+from authgate.entrypoints.rest import Call, Reply
 from authgate.ports.ratelimit import RateLimiter
 from authgate.services.openid.access import TokenAccess, TokenDescription
 from authgate.services.openid.client_authentication import ClientAuthentication
@@ -74,35 +75,33 @@ def introspection_of(described: TokenDescription | None) -> TokenIntrospection:
     )
 
 
-@attrs.define
-class IntrospectionOperations:
-    """Registers the introspection endpoint."""
+@attrs.define(slots=False, eq=False)
+class IntrospectionOperations(Operations):
+    """The introspection endpoint."""
+
+    tag = docs.OPENID_PROVIDER
 
     access: TokenAccess
     client_auth: ClientAuthentication
     limiter: RateLimiter  # ratelimit.introspection, per client
 
-    def register(self, api: Api) -> None:
-        docs.describe_tags(api, docs.OPENID_PROVIDER)
-        api.operation(
-            "POST",
-            INTROSPECTION_PATH,
-            raw_body={FORM: PresentedTokenForm},
-            response=TokenIntrospection,
-            responses={status: OAuthErrorBody for status in (400, 401, 403, 429)},
-            operation_id="introspect_token",
-            tags=(docs.OPENID_PROVIDER,),
-            summary="Token introspection",
-            description="RFC 7662, for clients registered with introspection: true: whether an "
-            'access, refresh or session token is active, and what it says; {"active": false} '
-            "for anything else.",
-            examples=docs.error_examples(
-                *CLIENT_ERRORS,
-                oauth_example(ClientNotAllowed("this client may not introspect tokens")),
-                oauth_example(OAuthRateLimited(1)),
-            ),
-        )(self.introspect)
-
+    @operation(
+        "POST",
+        INTROSPECTION_PATH,
+        raw_body={FORM: PresentedTokenForm},
+        response=TokenIntrospection,
+        responses={status: OAuthErrorBody for status in (400, 401, 403, 429)},
+        operation_id="introspect_token",
+        summary="Token introspection",
+        description="RFC 7662, for clients registered with introspection: true: whether an "
+        'access, refresh or session token is active, and what it says; {"active": false} '
+        "for anything else.",
+        examples=docs.error_examples(
+            *CLIENT_ERRORS,
+            oauth_example(ClientNotAllowed("this client may not introspect tokens")),
+            oauth_example(OAuthRateLimited(1)),
+        ),
+    )
     async def introspect(self, call: Call[bytes]) -> Reply[TokenIntrospection]:
         client, form = await authenticated_client(self.client_auth, call)
         if not client.introspection:

@@ -12,6 +12,7 @@ import attrs
 from authgate.entrypoints.http.common import docs
 from authgate.entrypoints.http.common.bodies import FORM, OAuthErrorBody
 from authgate.entrypoints.http.common.errors import OAUTH_NO_STORE
+from authgate.entrypoints.http.common.operations import Operations, operation
 from authgate.entrypoints.http.openid.cors import PublicClientCors, admit_client
 from authgate.entrypoints.http.openid.discovery import REVOCATION_PATH
 from authgate.entrypoints.http.openid.presented import (
@@ -20,41 +21,38 @@ from authgate.entrypoints.http.openid.presented import (
     authenticated_client,
     presented_token,
 )
-from authgate.entrypoints.rest import Api, Call, Reply
+from authgate.entrypoints.rest import Call, Reply
 from authgate.services.openid.access import TokenAccess
 from authgate.services.openid.client_authentication import ClientAuthentication
 
 
-@attrs.define
-class RevocationOperations:
-    """Registers the revocation endpoint."""
+@attrs.define(slots=False, eq=False)
+class RevocationOperations(Operations):
+    """The revocation endpoint."""
+
+    tag = docs.OPENID_PROVIDER
 
     access: TokenAccess
     client_auth: ClientAuthentication
     cors: PublicClientCors
 
-    def register(self, api: Api) -> None:
-        docs.describe_tags(api, docs.OPENID_PROVIDER)
-        api.operation(
-            "POST",
-            REVOCATION_PATH,
-            raw_body={FORM: PresentedTokenForm},
-            status=200,
-            responses={
-                200: "Revoked, or not a token of the client (nothing changed)",
-                400: OAuthErrorBody,
-                401: OAuthErrorBody,
-            },
-            operation_id="revoke_token",
-            tags=(docs.OPENID_PROVIDER,),
-            summary="Token revocation",
-            description="RFC 7009: a refresh or access token of the authenticated client "
-            "revokes every token issued with it (the whole grant); any other token is answered "
-            "200 too, and changes nothing.",
-            examples=docs.error_examples(*CLIENT_ERRORS),
-            cors=self.cors,
-        )(self.revoke)
-
+    @operation(
+        "POST",
+        REVOCATION_PATH,
+        raw_body={FORM: PresentedTokenForm},
+        status=200,
+        responses={
+            200: "Revoked, or not a token of the client (nothing changed)",
+            400: OAuthErrorBody,
+            401: OAuthErrorBody,
+        },
+        operation_id="revoke_token",
+        summary="Token revocation",
+        description="RFC 7009: a refresh or access token of the authenticated client "
+        "revokes every token issued with it (the whole grant); any other token is answered "
+        "200 too, and changes nothing.",
+        examples=docs.error_examples(*CLIENT_ERRORS),
+    )
     async def revoke(self, call: Call[bytes]) -> Reply[None]:
         client, form = await authenticated_client(self.client_auth, call)
         admit_client(call.request, client)

@@ -15,6 +15,7 @@ in :mod:`authgate.services.openid.access`.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Any
 
 import attrs
 from aiohttp import web
@@ -32,10 +33,11 @@ from authgate.entrypoints.http.common import docs
 from authgate.entrypoints.http.common.bodies import FORM, OAuthErrorBody, oauth_form
 from authgate.entrypoints.http.common.caller import ClientAddress
 from authgate.entrypoints.http.common.errors import OAUTH_NO_STORE, oauth_example
+from authgate.entrypoints.http.common.operations import Operations, operation
 from authgate.entrypoints.http.openid.cors import PublicClientCors, admit_client
 from authgate.entrypoints.http.openid.discovery import USERINFO_PATH
 from authgate.entrypoints.http.openid.pages import any_address
-from authgate.entrypoints.rest import Api, Call, Reply
+from authgate.entrypoints.rest import Call, Reply
 from authgate.ports.ratelimit import RateLimiter
 from authgate.services.openid.access import TokenAccess, TokenInactive
 
@@ -45,15 +47,6 @@ _DESCRIBED = (
     "(scope email) and name (scope profile) where the account has them. The access token as "
     "the Authorization header's Bearer token"
 )
-# Per method: the operation id, the summary and how the description ends.
-_METHODS = {
-    "GET": ("userinfo", "UserInfo", " (OpenID Connect Core 1.0 section 5.3)."),
-    "POST": (
-        "userinfo_post",
-        "UserInfo (POST)",
-        ", or the form's access_token (RFC 6750 section 2.2).",
-    ),
-}
 
 
 @attrs.frozen
@@ -105,9 +98,24 @@ def bearer_token(authorization: str | None, form: Mapping[str, str]) -> str:
     return token
 
 
-@attrs.define
-class UserInfoOperations:
-    """Registers the userinfo endpoint (``GET`` and ``POST``)."""
+# What both methods declare.
+_DECLARATION: dict[str, Any] = {
+    "response": UserInfo,
+    "responses": {status: OAuthErrorBody for status in (400, 401, 403, 429)},
+    "refusals": (
+        oauth_example(BearerInvalidRequest("the access token was sent in more than one way")),
+        oauth_example(InvalidAccessToken("example")),
+        oauth_example(InsufficientScope(OPENID)),
+        oauth_example(BearerRateLimited(1)),
+    ),
+}
+
+
+@attrs.define(slots=False, eq=False)
+class UserInfoOperations(Operations):
+    """The userinfo endpoint (``GET`` and ``POST``)."""
+
+    tag = docs.OPENID_PROVIDER
 
     access: TokenAccess
     clients: ClientRegistry
@@ -115,33 +123,27 @@ class UserInfoOperations:
     limiter: RateLimiter | None = None  # ratelimit.userinfo, per client address
     client_address: ClientAddress = attrs.field(default=None, converter=any_address)
 
-    def register(self, api: Api) -> None:
-        docs.describe_tags(api, docs.OPENID_PROVIDER)
-        examples = docs.error_examples(
-            oauth_example(BearerInvalidRequest("the access token was sent in more than one way")),
-            oauth_example(InvalidAccessToken("example")),
-            oauth_example(InsufficientScope(OPENID)),
-            oauth_example(BearerRateLimited(1)),
-        )
-        for method, (operation_id, summary, ending) in _METHODS.items():
-            api.operation(
-                method,
-                USERINFO_PATH,
-                raw_body={FORM: UserInfoForm} if method == "POST" else None,
-                response=UserInfo,
-                responses={status: OAuthErrorBody for status in (400, 401, 403, 429)},
-                operation_id=operation_id,
-                tags=(docs.OPENID_PROVIDER,),
-                summary=summary,
-                description=_DESCRIBED + ending,
-                examples=examples,
-                cors=self.cors,
-            )(self.userinfo_post if method == "POST" else self.userinfo)
-
+    @operation(
+        "GET",
+        USERINFO_PATH,
+        operation_id="userinfo",
+        summary="UserInfo",
+        description=_DESCRIBED + " (OpenID Connect Core 1.0 section 5.3).",
+        **_DECLARATION,
+    )
     async def userinfo(self, call: Call[None]) -> Reply[UserInfo]:
         await self._within_limit(call.request)
         return await self._userinfo(call.request, {})
 
+    @operation(
+        "POST",
+        USERINFO_PATH,
+        raw_body={FORM: UserInfoForm},
+        operation_id="userinfo_post",
+        summary="UserInfo (POST)",
+        description=_DESCRIBED + ", or the form's access_token (RFC 6750 section 2.2).",
+        **_DECLARATION,
+    )
     async def userinfo_post(self, call: Call[bytes]) -> Reply[UserInfo]:
         await self._within_limit(call.request)
         form = oauth_form(call.request.content_type, call.body) if call.body else {}
