@@ -37,12 +37,11 @@ from authgate.domain.openid.authorization_request import (
     PROVIDER_PARAMETER,
     AuthorizationRefused,
 )
-from authgate.entrypoints.http.common import docs
 from authgate.entrypoints.http.common.caller import ClientAddress
-from authgate.entrypoints.http.common.operations import Operations, operation
+from authgate.entrypoints.http.common.operations import operation
 from authgate.entrypoints.http.common.session_auth import SESSION_COOKIE, SameOriginGuard
 from authgate.entrypoints.http.openid.consent import ConsentOperations
-from authgate.entrypoints.http.openid.discovery import AUTHORIZE_PATH
+from authgate.entrypoints.http.openid.discovery import AUTHORIZE_PATH, ProviderOperations
 from authgate.entrypoints.http.openid.flow import (
     Answers,
     browser_session,
@@ -197,10 +196,8 @@ class AuthorizeForm:
 
 
 @attrs.define(slots=False, eq=False)
-class AuthorizeOperations(Operations):
+class AuthorizeOperations(ProviderOperations):
     """The authorization endpoint, and the consent form it shows."""
-
-    tag = docs.OPENID_PROVIDER
 
     service: AuthorizationService
     sessions: SessionService

@@ -24,9 +24,9 @@ from aiohttp import web
 
 from authgate.domain.openid.authorization_request import AuthorizationRequest
 from authgate.domain.secrets import new_secret
-from authgate.entrypoints.http.common import docs
-from authgate.entrypoints.http.common.operations import Operations, operation
+from authgate.entrypoints.http.common.operations import operation
 from authgate.entrypoints.http.common.session_auth import SameOriginGuard
+from authgate.entrypoints.http.openid.discovery import ProviderOperations
 from authgate.entrypoints.http.openid.flow import (
     Answers,
     browser_session,
@@ -71,10 +71,8 @@ class ConsentForm:
 
 
 @attrs.define(slots=False, eq=False)
-class ConsentOperations(Operations):
+class ConsentOperations(ProviderOperations):
     """The consent form, and the page that posts it."""
-
-    tag = docs.OPENID_PROVIDER
 
     service: AuthorizationService
     sessions: SessionService

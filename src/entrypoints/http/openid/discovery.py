@@ -38,6 +38,13 @@ REVOCATION_PATH = "/oauth2/revoke"
 INTROSPECTION_PATH = "/oauth2/introspect"
 END_SESSION_PATH = "/oauth2/logout"
 
+
+class ProviderOperations(Operations):
+    """An endpoint of the OpenID Provider: its operations under the provider's tag."""
+
+    tag = docs.OPENID_PROVIDER
+
+
 # The claims an ID token or the userinfo answer may carry: the ID token's own, and the
 # profile (name) and email scopes' claims.
 CLAIMS = (
@@ -108,10 +115,8 @@ def openid_configuration(config: Config) -> dict[str, Any]:
 
 
 @attrs.define(slots=False, eq=False)
-class DiscoveryOperations(Operations):
+class DiscoveryOperations(ProviderOperations):
     """Serves the discovery document (public, the same for everyone, cacheable)."""
-
-    tag = docs.OPENID_PROVIDER
 
     metadata: ProviderMetadata
 

@@ -30,12 +30,11 @@ from aiohttp import web
 
 from authgate.domain.model import ClientInfo
 from authgate.domain.secrets import new_secret
-from authgate.entrypoints.http.common import docs
 from authgate.entrypoints.http.common.binding import signed_out_cookies
 from authgate.entrypoints.http.common.caller import ClientAddress
-from authgate.entrypoints.http.common.operations import Operations, operation
+from authgate.entrypoints.http.common.operations import operation
 from authgate.entrypoints.http.common.session_auth import SESSION_COOKIE, SameOriginGuard
-from authgate.entrypoints.http.openid.discovery import END_SESSION_PATH
+from authgate.entrypoints.http.openid.discovery import END_SESSION_PATH, ProviderOperations
 from authgate.entrypoints.http.openid.logout_pages import (
     confirmation_page,
     redirect_response,
@@ -139,10 +138,8 @@ def _request_of(get: Callable[[str], str | None]) -> EndSessionRequest:
 
 
 @attrs.define(slots=False, eq=False)
-class LogoutOperations(Operations):
+class LogoutOperations(ProviderOperations):
     """The end-session endpoint and its confirmation."""
-
-    tag = docs.OPENID_PROVIDER
 
     decisions: RpInitiatedLogout
     sessions: SessionService

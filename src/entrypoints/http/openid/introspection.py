@@ -16,8 +16,8 @@ from authgate.domain.openid.refusals import ClientNotAllowed, OAuthRateLimited
 from authgate.entrypoints.http.common import docs
 from authgate.entrypoints.http.common.bodies import FORM, OAuthErrorBody
 from authgate.entrypoints.http.common.errors import OAUTH_NO_STORE, oauth_example
-from authgate.entrypoints.http.common.operations import Operations, operation
-from authgate.entrypoints.http.openid.discovery import INTROSPECTION_PATH
+from authgate.entrypoints.http.common.operations import operation
+from authgate.entrypoints.http.openid.discovery import INTROSPECTION_PATH, ProviderOperations
 from authgate.entrypoints.http.openid.presented import (
     CLIENT_ERRORS,
     PresentedTokenForm,
@@ -76,10 +76,8 @@ def introspection_of(described: TokenDescription | None) -> TokenIntrospection:
 
 
 @attrs.define(slots=False, eq=False)
-class IntrospectionOperations(Operations):
+class IntrospectionOperations(ProviderOperations):
     """The introspection endpoint."""
-
-    tag = docs.OPENID_PROVIDER
 
     access: TokenAccess
     client_auth: ClientAuthentication

@@ -12,9 +12,9 @@ import attrs
 from authgate.entrypoints.http.common import docs
 from authgate.entrypoints.http.common.bodies import FORM, OAuthErrorBody
 from authgate.entrypoints.http.common.errors import OAUTH_NO_STORE
-from authgate.entrypoints.http.common.operations import Operations, operation
+from authgate.entrypoints.http.common.operations import operation
 from authgate.entrypoints.http.openid.cors import PublicClientCors, admit_client
-from authgate.entrypoints.http.openid.discovery import REVOCATION_PATH
+from authgate.entrypoints.http.openid.discovery import REVOCATION_PATH, ProviderOperations
 from authgate.entrypoints.http.openid.presented import (
     CLIENT_ERRORS,
     PresentedTokenForm,
@@ -27,10 +27,8 @@ from authgate.services.openid.client_authentication import ClientAuthentication
 
 
 @attrs.define(slots=False, eq=False)
-class RevocationOperations(Operations):
+class RevocationOperations(ProviderOperations):
     """The revocation endpoint."""
-
-    tag = docs.OPENID_PROVIDER
 
     access: TokenAccess
     client_auth: ClientAuthentication

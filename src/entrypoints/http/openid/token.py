@@ -27,12 +27,11 @@ from aiohttp import web
 
 from authgate.domain.openid.clients import Client
 from authgate.domain.openid.refusals import OAuthError, OAuthRateLimited, OAuthUnavailable
-from authgate.entrypoints.http.common import docs
 from authgate.entrypoints.http.common.bodies import FORM, OAuthErrorBody, oauth_form
 from authgate.entrypoints.http.common.caller import ClientAddress
-from authgate.entrypoints.http.common.operations import Operations, operation
+from authgate.entrypoints.http.common.operations import operation
 from authgate.entrypoints.http.openid.cors import admit_client
-from authgate.entrypoints.http.openid.discovery import TOKEN_PATH
+from authgate.entrypoints.http.openid.discovery import TOKEN_PATH, ProviderOperations
 from authgate.entrypoints.rest import Call, Cors, Reply
 from authgate.ports.ratelimit import RateDecision, RateLimiter
 from authgate.services.openid.client_authentication import ClientAuthentication
@@ -110,10 +109,8 @@ class TokenLimits:
 
 
 @attrs.define(slots=False, eq=False)
-class TokenOperations(Operations):
+class TokenOperations(ProviderOperations):
     """The token endpoint."""
-
-    tag = docs.OPENID_PROVIDER
 
     service: TokenService
     client_auth: ClientAuthentication

@@ -29,13 +29,12 @@ from authgate.domain.openid.refusals import (
     InvalidAccessToken,
     NoAccessToken,
 )
-from authgate.entrypoints.http.common import docs
 from authgate.entrypoints.http.common.bodies import FORM, OAuthErrorBody, oauth_form
 from authgate.entrypoints.http.common.caller import ClientAddress
 from authgate.entrypoints.http.common.errors import OAUTH_NO_STORE, oauth_example
-from authgate.entrypoints.http.common.operations import Operations, operation
+from authgate.entrypoints.http.common.operations import operation
 from authgate.entrypoints.http.openid.cors import PublicClientCors, admit_client
-from authgate.entrypoints.http.openid.discovery import USERINFO_PATH
+from authgate.entrypoints.http.openid.discovery import USERINFO_PATH, ProviderOperations
 from authgate.entrypoints.http.openid.pages import any_address
 from authgate.entrypoints.rest import Call, Reply
 from authgate.ports.ratelimit import RateLimiter
@@ -112,10 +111,8 @@ _DECLARATION: dict[str, Any] = {
 
 
 @attrs.define(slots=False, eq=False)
-class UserInfoOperations(Operations):
+class UserInfoOperations(ProviderOperations):
     """The userinfo endpoint (``GET`` and ``POST``)."""
-
-    tag = docs.OPENID_PROVIDER
 
     access: TokenAccess
     clients: ClientRegistry
