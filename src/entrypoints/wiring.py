@@ -47,9 +47,10 @@ if TYPE_CHECKING:
     from authgate.services.openid.access import TokenAccess
     from authgate.services.openid.apps import AccountApps
     from authgate.services.openid.authorization import AuthorizationService
+    from authgate.services.openid.backchannel_logout import BackchannelLogout
     from authgate.services.openid.client_authentication import ClientAuthentication
-    from authgate.services.openid.logout import BackchannelLogout, RpInitiatedLogout
-    from authgate.services.openid.tokens import TokenService
+    from authgate.services.openid.end_session import RpInitiatedLogout
+    from authgate.services.openid.grants import TokenService
     from authgate.services.passkeys import PasskeyService
     from authgate.services.provider_events import ProviderEventService, Receiver
 
@@ -92,14 +93,14 @@ def _openid(config: Config, resources: Resources) -> OpenIdServices | None:
         return None
     # The provider face's modules are imported only when clients are registered.
     from authgate.services.openid.authorization import AuthorizationService
-    from authgate.services.openid.client_authentication import ClientAuthentication
-    from authgate.services.openid.logout import (
+    from authgate.services.openid.backchannel_logout import (
         BackchannelLogout,
         LogoutPolicy,
         LogoutTokenWorker,
-        RpInitiatedLogout,
     )
-    from authgate.services.openid.tokens import TokenService
+    from authgate.services.openid.client_authentication import ClientAuthentication
+    from authgate.services.openid.end_session import RpInitiatedLogout
+    from authgate.services.openid.grants import TokenService
 
     issuer = opened.signer.issuer
     client_auth = ClientAuthentication(

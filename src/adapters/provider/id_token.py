@@ -5,10 +5,7 @@ algorithm from the provider's allow-list; then the claims: ``iss`` exactly, ``au
 the client id and no other audience that is not trusted, ``azp``, ``exp``/``iat``/``nbf`` with a
 small leeway, ``nonce``, ``sub``.
 Every failure raises :class:`~authgate.ports.provider.VerificationFailed` with a log-safe text
-(never the token).
-
-The signature is checked by joserfc (``deserialize_compact`` with the one algorithm the header
-names, on the key chosen for it), for ID tokens and the providers' event tokens alike.
+(never the token). The signature is checked by joserfc, for event tokens too.
 """
 
 from __future__ import annotations
@@ -19,7 +16,7 @@ import hmac
 import json
 import logging
 from collections.abc import Collection, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from joserfc import jws
 from joserfc.errors import JoseError
@@ -28,6 +25,9 @@ from joserfc.jwk import Key, KeySet
 from authgate.adapters.provider.jwks import KeySetCache, KeySetUnavailable, Lookup
 from authgate.ports.clock import Clock
 from authgate.ports.provider import ExchangeFailed, VerificationFailed
+
+if TYPE_CHECKING:
+    from authgate.adapters.provider.settings import ProviderSettings
 
 log = logging.getLogger("authgate.identity")
 
@@ -57,6 +57,25 @@ class IdTokenVerifier:
         self._algorithms = frozenset(algorithms)
         self._leeway = leeway_seconds
 
+    @classmethod
+    def for_provider(
+        cls, settings: ProviderSettings, keys: KeySetCache, clock: Clock
+    ) -> IdTokenVerifier | None:
+        """The verifier of a provider's ID tokens; None for a provider without an issuer
+        (plain OAuth 2.0: it issues none)."""
+        if settings.issuer is None:
+            return None
+        return cls(
+            keys=keys,
+            clock=clock,
+            issuer=settings.issuer,
+            client_id=settings.client_id,
+            additional_issuers=settings.additional_issuers,
+            trusted_audiences=settings.trusted_audiences,
+            algorithms=settings.id_token_algorithms,
+            leeway_seconds=settings.leeway_seconds,
+        )
+
     async def verify(self, token: str, *, nonce: str | None) -> dict[str, Any]:
         """The verified claims of ``token``.
 
@@ -84,13 +103,8 @@ class IdTokenVerifier:
         iss = claims.get("iss")
         if not isinstance(iss, str) or iss not in self._issuers:
             raise VerificationFailed(f"ID token iss {loggable(iss)} is not the provider's issuer")
-        aud = claims.get("aud")
-        audiences = [aud] if isinstance(aud, str) else aud
-        if (
-            not isinstance(audiences, list)
-            or not audiences
-            or not all(isinstance(a, str) for a in audiences)
-        ):
+        audiences = audience_list(claims.get("aud"))
+        if audiences is None:
             raise VerificationFailed("ID token aud is missing or malformed")
         if self._client_id not in audiences:
             raise VerificationFailed("ID token aud does not contain the client id")
@@ -140,15 +154,12 @@ async def verified_payload(
     wait: bool = True,
 ) -> bytes:
     """The payload of ``token`` once its signature verifies with a key of ``keys`` chosen by
-    ``kid`` and ``alg``; an unknown ``kid``, or a signature that fails with the cached key,
-    fetches the key set again (``wait``: for the cache's floor when it blocks the fetch; see
-    :class:`KeySetCache`). Shared by ID tokens and the providers' event tokens.
+    ``kid`` and ``alg``, fetching the key set again for an unknown ``kid`` or a failed
+    signature (``wait``: see :class:`KeySetCache`). Shared by ID tokens and event tokens.
 
-    Raises VerificationFailed when the token does not verify with the provider's keys as a
-    fetch made for it found them (or with a cached key, for a bad signature the provider's
-    current keys cannot explain), and ExchangeFailed when they could not be looked at: no key
-    set at all, or an unknown ``kid`` that no fetch made for this token has looked for (the
-    fetch failed, or was not allowed yet: "retry later", not "bad token").
+    Raises VerificationFailed when the token does not verify with the keys a fetch made for it
+    found, and ExchangeFailed when they could not be looked at (no key set, or an unknown
+    ``kid`` no fetch for this token has looked for yet: "retry later", not "bad token").
     """
     try:
         lookup = await keys.current(wait=wait)
@@ -156,19 +167,7 @@ async def verified_payload(
         raise ExchangeFailed(str(e)) from None
     key = pick_key(lookup.keys, alg, kid)
     if key is None:  # unknown kid: the provider may have rotated its keys
-        if not lookup.fresh:
-            lookup = await _refresh(keys, kid, wait)
-            key = pick_key(lookup.keys, alg, kid)
-        if key is None:
-            # A fetch made for this very token proved it absent, or the kid names a key that
-            # is not for this use or algorithm.
-            if lookup.fresh or any(k.kid == kid for k in lookup.keys):
-                raise VerificationFailed(
-                    f"no key in the provider's key set for kid {loggable(kid)}"
-                )
-            raise ExchangeFailed(
-                f"{what}: the provider's key set could not be refreshed for kid {loggable(kid)}"
-            )
+        key = await _rotated_key(keys, lookup, alg, kid, what, wait)
         return verify_signature(token, key, alg, what)
     try:
         return verify_signature(token, key, alg, what)
@@ -181,6 +180,25 @@ async def verified_payload(
         if fresh_key is None or fresh_key.as_dict() == key.as_dict():
             raise
         return verify_signature(token, fresh_key, alg, what)
+
+
+async def _rotated_key(
+    keys: KeySetCache, lookup: Lookup, alg: str, kid: str | None, what: str, wait: bool
+) -> Key:
+    """The key named by a ``kid`` that ``lookup`` does not hold, from a key set fetched for it
+    (unless ``lookup`` is one already)."""
+    if not lookup.fresh:
+        lookup = await _refresh(keys, kid, wait)
+        key = pick_key(lookup.keys, alg, kid)
+        if key is not None:
+            return key
+    # A fetch made for this very token proved it absent, or the kid names a key that is not
+    # for this use or algorithm.
+    if lookup.fresh or any(k.kid == kid for k in lookup.keys):
+        raise VerificationFailed(f"no key in the provider's key set for kid {loggable(kid)}")
+    raise ExchangeFailed(
+        f"{what}: the provider's key set could not be refreshed for kid {loggable(kid)}"
+    )
 
 
 async def _refresh(keys: KeySetCache, kid: str | None, wait: bool) -> Lookup:
@@ -259,6 +277,19 @@ def _number(claims: Mapping[str, Any], name: str, *, required: bool) -> float | 
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise VerificationFailed(f"ID token {name} is not a number")
     return float(value)
+
+
+def audience_list(aud: Any) -> list[str] | None:
+    """The ``aud`` claim as a list of audiences: one string or a non-empty list of strings;
+    None when it is anything else."""
+    audiences = [aud] if isinstance(aud, str) else aud
+    if (
+        not isinstance(audiences, list)
+        or not audiences
+        or not all(isinstance(a, str) for a in audiences)
+    ):
+        return None
+    return audiences
 
 
 def loggable(value: object) -> str:
