@@ -14,6 +14,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import attrs
+
 from authgate.domain.openid.clients import (
     ASSERTION_ALGORITHMS,
     AUTH_METHODS,
@@ -23,7 +25,8 @@ from authgate.domain.openid.clients import (
 from authgate.entrypoints.config import Config, openid_issuer
 from authgate.entrypoints.http.common import docs
 from authgate.entrypoints.http.common.bodies import ProviderMetadata
-from authgate.entrypoints.rest import Api, Call, Reply
+from authgate.entrypoints.http.common.operations import Operations, operation
+from authgate.entrypoints.rest import Call, Reply
 from authgate.entrypoints.rest.wire import make_converter
 
 DISCOVERY_PATH = "/.well-known/openid-configuration"
@@ -34,6 +37,13 @@ USERINFO_PATH = "/oauth2/userinfo"
 REVOCATION_PATH = "/oauth2/revoke"
 INTROSPECTION_PATH = "/oauth2/introspect"
 END_SESSION_PATH = "/oauth2/logout"
+
+
+class ProviderOperations(Operations):
+    """An endpoint of the OpenID Provider: its operations under the provider's tag."""
+
+    tag = docs.OPENID_PROVIDER
+
 
 # The claims an ID token or the userinfo answer may carry: the ID token's own, and the
 # profile (name) and email scopes' claims.
@@ -104,24 +114,20 @@ def openid_configuration(config: Config) -> dict[str, Any]:
     return document
 
 
-class DiscoveryOperations:
+@attrs.define(slots=False, eq=False)
+class DiscoveryOperations(ProviderOperations):
     """Serves the discovery document (public, the same for everyone, cacheable)."""
 
-    def __init__(self, metadata: ProviderMetadata) -> None:
-        self.metadata = metadata
+    metadata: ProviderMetadata
 
-    def register(self, api: Api) -> None:
-        docs.describe_tags(api, docs.OPENID_PROVIDER)
-        api.operation(
-            "GET",
-            DISCOVERY_PATH,
-            response=ProviderMetadata,
-            operation_id="openid_configuration",
-            tags=(docs.OPENID_PROVIDER,),
-            summary="OpenID Provider discovery document",
-            description="What the OpenID Provider supports and where its endpoints are "
-            "(OpenID Connect Discovery 1.0); cacheable for five minutes.",
-        )(self.discovery)
-
+    @operation(
+        "GET",
+        DISCOVERY_PATH,
+        response=ProviderMetadata,
+        operation_id="openid_configuration",
+        summary="OpenID Provider discovery document",
+        description="What the OpenID Provider supports and where its endpoints are "
+        "(OpenID Connect Discovery 1.0); cacheable for five minutes.",
+    )
     async def discovery(self, call: Call[None]) -> Reply[ProviderMetadata]:
         return Reply(self.metadata, headers=DISCOVERY_CACHING)
