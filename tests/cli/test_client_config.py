@@ -16,7 +16,7 @@ import yaml
 from joserfc.jwk import ECKey, RSAKey
 
 from authgate.entrypoints.cli import main
-from authgate.entrypoints.config import (
+from authgate.entrypoints.app.config import (
     ConfigError,
     client_registry,
     openid_issuer,
