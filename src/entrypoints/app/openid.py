@@ -28,7 +28,6 @@ from authgate.entrypoints.http.openid.apps import AppOperations
 from authgate.entrypoints.http.openid.authorize import AuthorizeOperations, SignInStart
 from authgate.entrypoints.http.openid.cors import public_client_cors
 from authgate.entrypoints.http.openid.discovery import (
-    AUTHORIZE_PATH,
     DiscoveryOperations,
     provider_metadata,
 )
@@ -233,9 +232,3 @@ def _callbacks(
         if urls:
             callbacks[name] = (own or urls)[0]
     return callbacks
-
-
-def resume_urls(config: Config) -> frozenset[str]:
-    """Where a sign-in made for an application's authorization request may send the browser
-    back: the request itself, on the issuer's authorization endpoint."""
-    return frozenset({openid_issuer(config) + AUTHORIZE_PATH})

@@ -20,6 +20,7 @@ from authgate.entrypoints.app.config import (
     ProviderTokensConfig,
     StartupError,
     callback_urls_of,
+    openid_issuer,
 )
 from authgate.entrypoints.app.shared import Edge, Shared
 from authgate.entrypoints.app.stores import Stores
@@ -202,9 +203,9 @@ def _resume_urls(config: Config) -> frozenset[str]:
     back: the request itself, on the issuer's authorization endpoint (none without clients)."""
     if not config.clients:
         return frozenset()
-    from authgate.entrypoints.app import openid  # the provider face: only with clients
+    from authgate.entrypoints.http.openid.discovery import AUTHORIZE_PATH  # only with clients
 
-    return openid.resume_urls(config)
+    return frozenset({openid_issuer(config) + AUTHORIZE_PATH})
 
 
 _Policy = TypeVar("_Policy", bound=OutboxPolicy)
