@@ -76,7 +76,7 @@ Command = Callable[[Resources, SignIn], Awaitable[int]]
 async def _with_resources(config: Config, command: Command) -> int:
     resources = await open_resources(config)
     try:
-        return await command(resources, signin_face(config, resources))
+        return await command(resources, signin_face(config, resources)[0])
     finally:
         await resources.close()
 

@@ -29,6 +29,7 @@ from authgate.services.outbox import OutboxWorker
 
 if TYPE_CHECKING:
     from authgate.entrypoints.app.openid import OpenIdParts
+    from authgate.services.openid.logout import BackchannelLogout
 
 log = logging.getLogger("authgate")
 
@@ -98,7 +99,7 @@ def build_api(config: Config, resources: Resources) -> tuple[Api, list[OutboxWor
     opened, common, providers = resources.stores, resources.shared, resources.providers
     api = Api(TITLE, __version__, max_body_bytes=config.rest.max_body_bytes)
     api.on_exception(answer_error)  # operations let domain errors propagate; this answers them
-    face = signin_face(config, resources)
+    face, logout = signin_face(config, resources)
     edge = shared.edge(config, face.sessions)
     signin.mount(api, config, face, opened, common, edge)
     workers: list[OutboxWorker[Any]] = [face.revocation_worker]
@@ -107,10 +108,9 @@ def build_api(config: Config, resources: Resources) -> tuple[Api, list[OutboxWor
 
         service = passkeys.build(config, opened, opened.passkeys, common, face)
         passkeys.mount(api, config, service, opened, edge)
-    if resources.openid is not None:
+    if resources.openid is not None and logout is not None:
         from authgate.entrypoints.app import openid
 
-        logout = openid.backchannel_of(face.sessions)
         provider = openid.build(resources.openid, logout, opened, common, face.sessions)
         openid.mount(api, config, provider, opened, edge, face.sessions, providers)
         workers.append(logout.worker)
@@ -125,15 +125,18 @@ def build_api(config: Config, resources: Resources) -> tuple[Api, list[OutboxWor
     return api, workers
 
 
-def signin_face(config: Config, resources: Resources) -> signin.SignIn:
-    """The sign-in face on the opened resources; every session's end tells the registered
-    clients (back-channel logout) when there are any."""
+def signin_face(
+    config: Config, resources: Resources
+) -> tuple[signin.SignIn, BackchannelLogout | None]:
+    """The sign-in face on the opened resources, and the back-channel logout every session's
+    end tells when clients are registered (built first: the sessions are built on it)."""
     logout = None
     if resources.openid is not None:
         from authgate.entrypoints.app import openid  # the provider face: only with clients
 
         logout = openid.backchannel(config, resources.openid, resources.stores, resources.shared)
-    return signin.build(config, resources.stores, resources.shared, resources.providers, logout)
+    face = signin.build(config, resources.stores, resources.shared, resources.providers, logout)
+    return face, logout
 
 
 def document(config: Config) -> dict[str, Any]:

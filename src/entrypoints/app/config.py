@@ -610,8 +610,22 @@ def _is_literal(kind: Any) -> bool:
 
 _converter.register_structure_hook_func(_is_literal, _literal)
 
-# Set from the key under providers (name) or from private_key_file when opened: not YAML keys.
-_NOT_KEYS = frozenset({"name", "private_key_pem"})
+# Not YAML keys: the name is the key under providers, the key is read from private_key_file
+# when the adapter is opened, and the adapter's tuning keeps its defaults (tests shorten it).
+_NOT_KEYS = frozenset(
+    {
+        "name",
+        "private_key_pem",
+        "leeway_seconds",
+        "jwks_max_age_seconds",
+        "jwks_min_refetch_seconds",
+        "jwks_absent_kid_seconds",
+        "discovery_max_age_seconds",
+        "discovery_retry_seconds",
+        "client_secret_ttl_seconds",
+        "max_response_bytes",
+    }
+)
 
 
 def _providers(value: Any, _: type) -> dict[str, ProviderConfig]:

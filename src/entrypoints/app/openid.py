@@ -111,12 +111,6 @@ def backchannel(
     )
 
 
-def backchannel_of(sessions: SessionService) -> BackchannelLogout:
-    """The back-channel fan-out the sessions were built with."""
-    assert isinstance(sessions.endings, BackchannelLogout)
-    return sessions.endings
-
-
 def build(
     parts: OpenIdParts,
     logout: BackchannelLogout,
