@@ -108,11 +108,9 @@ def build_api(config: Config, resources: Resources) -> tuple[Api, list[OutboxWor
 
         service = passkeys.build(config, opened, opened.passkeys, common, face)
         passkeys.mount(api, config, service, opened, edge)
-    if resources.openid is not None and logout is not None:
-        from authgate.entrypoints.app import openid
-
-        provider = openid.build(resources.openid, logout, opened, common, face.sessions)
-        openid.mount(api, config, provider, opened, edge, face.sessions, providers)
+    if resources.openid is not None and logout is not None:  # the provider face's own parts
+        provider = resources.openid.build(logout, opened, common, face.sessions)
+        provider.mount(api, config, opened, edge, face.sessions, providers)
         workers.append(logout.worker)
     if receiver_paths(config):
         from authgate.entrypoints.app import provider_events
@@ -132,9 +130,7 @@ def signin_face(
     end tells when clients are registered (built first: the sessions are built on it)."""
     logout = None
     if resources.openid is not None:
-        from authgate.entrypoints.app import openid  # the provider face: only with clients
-
-        logout = openid.backchannel(config, resources.openid, resources.stores, resources.shared)
+        logout = resources.openid.backchannel(config, resources.stores, resources.shared)
     face = signin.build(config, resources.stores, resources.shared, resources.providers, logout)
     return face, logout
 

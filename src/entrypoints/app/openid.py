@@ -61,6 +61,46 @@ class OpenIdParts:
     client_keys: RegisteredClientKeys
     logout_sender: HttpLogoutTokenSender
 
+    def backchannel(self, config: Config, stores: Stores, shared: Shared) -> BackchannelLogout:
+        """The back-channel fan-out when a session ends (built before the sessions it hears)."""
+        return BackchannelLogout(
+            LogoutTokenWorker(
+                clients=self.clients,
+                units=stores.units,
+                signer=self.signer,
+                sender=self.logout_sender,
+                clock=shared.clock,
+                policy=outbox_policy(LogoutPolicy, config.logout_tokens),
+            )
+        )
+
+    def build(
+        self,
+        logout: BackchannelLogout,
+        stores: Stores,
+        shared: Shared,
+        sessions: SessionService,
+    ) -> OpenId:
+        """The provider's use cases on its parts, the stores and the sessions' own check."""
+        signer, clients, units, clock = self.signer, self.clients, stores.units, shared.clock
+        return OpenId(
+            parts=self,
+            # An assertion's one audience is the issuer (private_key_jwt, RFC 7523).
+            client_auth=ClientAuthentication(
+                clients, self.client_keys, units, clock, issuer=signer.issuer
+            ),
+            authorization=AuthorizationService(
+                clients=clients, signer=signer, units=units, clock=clock
+            ),
+            tokens=TokenService(signer=signer, units=units, clock=clock),
+            logout=logout,
+            end_session=RpInitiatedLogout(clients, signer),
+            access=TokenAccess(
+                signer=signer, clients=clients, sessions=sessions, units=units, clock=clock
+            ),
+            apps=AccountApps(clients=clients, units=units, sessions=sessions),
+        )
+
 
 @attrs.frozen
 class OpenId:
@@ -74,6 +114,43 @@ class OpenId:
     end_session: RpInitiatedLogout
     access: TokenAccess  # whether a token is active: userinfo, introspection, revocation
     apps: AccountApps  # the person's applications (their grants)
+
+    def mount(
+        self,
+        api: Api,
+        config: Config,
+        stores: Stores,
+        edge: Edge,
+        sessions: SessionService,
+        providers: dict[str, IdentityProvider],
+    ) -> None:
+        """Discovery, the code flow, logout, the tokens' resource endpoints and the apps. Only
+        a confidential client that authenticated is counted by its client_id alone: anyone can
+        name a public client, so its budget is counted by client and client address, and
+        everything else by the client address, so that junk from one address never refuses
+        another address's requests."""
+        rates, clients = config.ratelimit, self.parts.clients
+        DiscoveryOperations(provider_metadata(config)).register(api)
+        _mount_code_flow(api, config, self, stores, edge, sessions, providers)
+        LogoutOperations(
+            self.end_session,
+            sessions,
+            edge.client_address,
+            edge.guard,
+            stores.limiter(rates.logout, "authgate-logout"),
+        ).register(api)
+        ResourceOperations(
+            self.access,
+            clients,
+            self.client_auth,
+            public_client_cors(clients),
+            stores.limiter(rates.introspection, "authgate-introspection"),
+            stores.limiter(rates.userinfo, "authgate-userinfo"),
+            edge.client_address,
+        ).register(api)
+        AppOperations(
+            self.apps, edge.bearer, edge.cookie, edge.guard, edge.client_address, edge.cors
+        ).register(api)
 
 
 def open_parts(config: Config, shared: Shared) -> OpenIdParts:
@@ -93,88 +170,6 @@ def open_parts(config: Config, shared: Shared) -> OpenIdParts:
             http, timeout_seconds=config.logout_tokens.timeout_seconds
         ),
     )
-
-
-def backchannel(
-    config: Config, parts: OpenIdParts, stores: Stores, shared: Shared
-) -> BackchannelLogout:
-    """The back-channel fan-out when a session ends (built before the sessions it hears)."""
-    return BackchannelLogout(
-        LogoutTokenWorker(
-            clients=parts.clients,
-            units=stores.units,
-            signer=parts.signer,
-            sender=parts.logout_sender,
-            clock=shared.clock,
-            policy=outbox_policy(LogoutPolicy, config.logout_tokens),
-        )
-    )
-
-
-def build(
-    parts: OpenIdParts,
-    logout: BackchannelLogout,
-    stores: Stores,
-    shared: Shared,
-    sessions: SessionService,
-) -> OpenId:
-    """The provider's use cases on its parts, the stores and the sessions' own check."""
-    signer, clients, units, clock = parts.signer, parts.clients, stores.units, shared.clock
-    return OpenId(
-        parts=parts,
-        # An assertion's one audience is the issuer (private_key_jwt, RFC 7523).
-        client_auth=ClientAuthentication(
-            clients, parts.client_keys, units, clock, issuer=signer.issuer
-        ),
-        authorization=AuthorizationService(
-            clients=clients, signer=signer, units=units, clock=clock
-        ),
-        tokens=TokenService(signer=signer, units=units, clock=clock),
-        logout=logout,
-        end_session=RpInitiatedLogout(clients, signer),
-        access=TokenAccess(
-            signer=signer, clients=clients, sessions=sessions, units=units, clock=clock
-        ),
-        apps=AccountApps(clients=clients, units=units, sessions=sessions),
-    )
-
-
-def mount(
-    api: Api,
-    config: Config,
-    face: OpenId,
-    stores: Stores,
-    edge: Edge,
-    sessions: SessionService,
-    providers: dict[str, IdentityProvider],
-) -> None:
-    """Discovery, the code flow, logout, the tokens' resource endpoints and the apps. Only
-    a confidential client that authenticated is counted by its client_id alone: anyone can
-    name a public client, so its budget is counted by client and client address, and
-    everything else by the client address, so that junk from one address never refuses
-    another address's requests."""
-    rates, clients = config.ratelimit, face.parts.clients
-    DiscoveryOperations(provider_metadata(config)).register(api)
-    _mount_code_flow(api, config, face, stores, edge, sessions, providers)
-    LogoutOperations(
-        face.end_session,
-        sessions,
-        edge.client_address,
-        edge.guard,
-        stores.limiter(rates.logout, "authgate-logout"),
-    ).register(api)
-    ResourceOperations(
-        face.access,
-        clients,
-        face.client_auth,
-        public_client_cors(clients),
-        stores.limiter(rates.introspection, "authgate-introspection"),
-        stores.limiter(rates.userinfo, "authgate-userinfo"),
-        edge.client_address,
-    ).register(api)
-    AppOperations(
-        face.apps, edge.bearer, edge.cookie, edge.guard, edge.client_address, edge.cors
-    ).register(api)
 
 
 def _mount_code_flow(

@@ -62,6 +62,7 @@ class Shared:
     session_tokens: JwtSessionTokens
     http: aiohttp.ClientSession | None  # None: nothing is fetched (the OpenAPI document)
     metrics: Metrics = attrs.field(factory=NoMetrics)
+    served: ServiceMetrics | None = None  # the same metrics, recorded and served when on
     sealer: TokenSealer | None = None  # None: no provider_tokens.keys, no token is kept
 
 
@@ -71,12 +72,14 @@ def open_shared(config: Config, clock: Clock | None, closers: Closers) -> Shared
     keys = _key_set(config)
     http = provider_session()
     closers.append(http.close)
+    metrics = _metrics(config, closers)
     return Shared(
         clock=clock or SystemClock(),
         keys=keys,
         session_tokens=_session_tokens(config, keys),
         http=http,
-        metrics=_metrics(config, closers),
+        metrics=metrics or NoMetrics(),
+        served=metrics,
         sealer=sealer(config),
     )
 
@@ -122,10 +125,10 @@ def sealer(config: Config) -> TokenSealer | None:
     return JweTokenSealer(keys)
 
 
-def _metrics(config: Config, closers: Closers) -> Metrics:
+def _metrics(config: Config, closers: Closers) -> ServiceMetrics | None:
     """The service's metrics when ``metrics.enabled`` (shut down with the resources)."""
     if not config.metrics.enabled:
-        return NoMetrics()
+        return None
     from authgate.adapters.metrics import ServiceMetrics  # prometheus_client: only when on
 
     metrics = ServiceMetrics(config.otel.service.name)
@@ -138,19 +141,9 @@ def _metrics(config: Config, closers: Closers) -> Metrics:
     return metrics
 
 
-def _service_metrics(shared: Shared) -> ServiceMetrics | None:
-    """The metrics that are recorded and served, when metrics are on."""
-    if isinstance(shared.metrics, NoMetrics):
-        return None
-    from authgate.adapters.metrics import ServiceMetrics  # imported by open_shared then
-
-    return shared.metrics if isinstance(shared.metrics, ServiceMetrics) else None
-
-
 def request_recorder(shared: Shared) -> RecordRequest | None:
     """What records each request's duration for metrics, when metrics are on."""
-    metrics = _service_metrics(shared)
-    return None if metrics is None else metrics.http_request
+    return None if shared.served is None else shared.served.http_request
 
 
 @attrs.frozen
@@ -195,7 +188,7 @@ async def mount_metrics(app: web.Application, config: Config, shared: Shared) ->
     listener when ``metrics.port`` is null. Not an API operation: it is not in the OpenAPI
     document. Its own listener is bound now, not as the application starts: a taken port is
     then a :class:`StartupError` of one line (aiohttp cleans nothing up after a failed start)."""
-    metrics = _service_metrics(shared)
+    metrics = shared.served
     if metrics is None:
         return
 
