@@ -17,7 +17,7 @@ from typing import Any
 from aiohttp import web
 
 from .credentials import SESSION_COOKIE, Credential, credential_from
-from .policy import Refusal, authenticate
+from .policy import Refusal, SessionPolicy
 from .verifier import Session, SessionVerifier
 
 # Where the middleware puts the verified session (None for an anonymous request when optional):
@@ -71,31 +71,32 @@ def session_middleware(
     To protect part of an application only, put the middleware on a sub-application
     (``app.add_subapp("/api/", api)``).
     """
-    scopes = frozenset(required_scopes)
-    own = tuple(origins)
+    policy = SessionPolicy(
+        verifier, frozenset(required_scopes), optional, tuple(origins), cookie_name
+    )
 
     @web.middleware
     async def middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
         try:
-            session = await authenticate(
-                verifier,
-                method=request.method,
-                authorization=request.headers.get("Authorization"),
-                session_cookie=request.cookies.get(cookie_name),
-                origin=request.headers.get("Origin"),
-                fetch_site=request.headers.get("Sec-Fetch-Site"),
-                own_origins=own or (f"{request.scheme}://{request.host}",),
-                required_scopes=scopes,
-                optional=optional,
+            session = await policy.session_of(
+                request.method,
+                request.headers,
+                request.cookies,
+                f"{request.scheme}://{request.host}",
             )
         except Refusal as refusal:
-            return web.json_response(
-                dict(refusal.body),
-                status=refusal.status,
-                headers={**refusal.headers, "Cache-Control": "no-store"},
-            )
+            return _refusal_response(refusal)
         request[SESSION_KEY] = session
         response: web.StreamResponse = await handler(request)
         return response
 
     return middleware
+
+
+def _refusal_response(refusal: Refusal) -> web.Response:
+    """The JSON answer of a refused request (never cached)."""
+    return web.json_response(
+        dict(refusal.body),
+        status=refusal.status,
+        headers={**refusal.headers, "Cache-Control": "no-store"},
+    )

@@ -19,7 +19,7 @@ from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
 
 from .credentials import SESSION_COOKIE
-from .policy import Refusal, authenticate
+from .policy import Refusal, SessionPolicy
 from .verifier import Session, SessionVerifier
 
 
@@ -39,21 +39,15 @@ def require_session(
     object ``{"error": ..., "message": ...}``. ``optional``: None for an anonymous request."""
     from fastapi import HTTPException, Request
 
-    required = frozenset(scopes)
-    own = tuple(origins)
+    policy = SessionPolicy(verifier, frozenset(scopes), optional, tuple(origins), cookie_name)
 
     async def dependency(request: Request) -> Any:
         try:
-            return await authenticate(
-                verifier,
-                method=request.method,
-                authorization=request.headers.get("Authorization"),
-                session_cookie=request.cookies.get(cookie_name),
-                origin=request.headers.get("Origin"),
-                fetch_site=request.headers.get("Sec-Fetch-Site"),
-                own_origins=own or (f"{request.url.scheme}://{request.url.netloc}",),
-                required_scopes=required,
-                optional=optional,
+            return await policy.session_of(
+                request.method,
+                request.headers,
+                request.cookies,
+                f"{request.url.scheme}://{request.url.netloc}",
             )
         except Refusal as refusal:
             raise HTTPException(

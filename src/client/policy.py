@@ -4,10 +4,11 @@ answer refuses it. The answers are authgate's own (401 ``unauthorized`` with
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections.abc import Iterable, Mapping
 
-from .credentials import MalformedAuthorization, credential_from, same_origin
+from .credentials import Credential, MalformedAuthorization, credential_from, same_origin
 from .introspection import IntrospectionUnavailable
 from .keys import KeySetUnavailable
 from .verifier import InvalidSession, Session, SessionVerifier
@@ -29,6 +30,35 @@ def unauthorized(message: str, challenge: str = "Bearer") -> Refusal:
     return Refusal(
         401, {"error": "unauthorized", "message": message}, {"WWW-Authenticate": challenge}
     )
+
+
+@dataclasses.dataclass(frozen=True)
+class SessionPolicy:
+    """What a framework adapter asks of every request (see :func:`authenticate`): its
+    ``origins`` for the cross-site check (none: the origin each request was made to)."""
+
+    verifier: SessionVerifier
+    required_scopes: frozenset[str]
+    optional: bool
+    origins: tuple[str, ...]
+    cookie_name: str
+
+    async def session_of(
+        self, method: str, headers: Mapping[str, str], cookies: Mapping[str, str], own: str
+    ) -> Session | None:
+        """The verified session of a request with these headers and cookies, made to the
+        origin ``own``; raises :class:`Refusal`."""
+        return await authenticate(
+            self.verifier,
+            method=method,
+            authorization=headers.get("Authorization"),
+            session_cookie=cookies.get(self.cookie_name),
+            origin=headers.get("Origin"),
+            fetch_site=headers.get("Sec-Fetch-Site"),
+            own_origins=self.origins or (own,),
+            required_scopes=self.required_scopes,
+            optional=self.optional,
+        )
 
 
 async def authenticate(
@@ -57,8 +87,45 @@ async def authenticate(
         if optional:
             return None
         raise unauthorized("missing session (bearer token or session cookie)")
+    session = await _verified(verifier, credential, optional)
+    if session is None:
+        return None
+    if credential.source == "cookie" and not same_origin(method, origin, fetch_site, own_origins):
+        raise _cross_site()
+    if not session.has_scopes(required_scopes):
+        raise Refusal(
+            403,
+            {
+                "error": "insufficient_scope",
+                "message": "the session lacks the required scope: "
+                + ", ".join(sorted(required_scopes)),
+            },
+            {"WWW-Authenticate": 'Bearer error="insufficient_scope"'},
+        )
+    return session
+
+
+def _cross_site() -> Refusal:
+    """The refusal of a cookie-authenticated request from another site's page."""
+    return Refusal(
+        403,
+        {
+            "error": "cross_site_request",
+            "message": "a request authenticated by the session cookie must come from "
+            "this site's own pages (Origin / Sec-Fetch-Site); other clients use the "
+            "bearer token",
+        },
+        {},
+    )
+
+
+async def _verified(
+    verifier: SessionVerifier, credential: Credential, optional: bool
+) -> Session | None:
+    """The session of ``credential``; None for a session cookie that no longer verifies on
+    an ``optional`` request. Raises :class:`Refusal`."""
     try:
-        session = await verifier.verify(credential.token)
+        return await verifier.verify(credential.token)
     except InvalidSession as e:
         log.info("session refused (%s): %s", credential.source, e.reason)
         if optional and credential.source == "cookie":
@@ -74,25 +141,3 @@ async def authenticate(
             },
             {"Retry-After": "5"},
         ) from None
-    if credential.source == "cookie" and not same_origin(method, origin, fetch_site, own_origins):
-        raise Refusal(
-            403,
-            {
-                "error": "cross_site_request",
-                "message": "a request authenticated by the session cookie must come from "
-                "this site's own pages (Origin / Sec-Fetch-Site); other clients use the "
-                "bearer token",
-            },
-            {},
-        )
-    if not session.has_scopes(required_scopes):
-        raise Refusal(
-            403,
-            {
-                "error": "insufficient_scope",
-                "message": "the session lacks the required scope: "
-                + ", ".join(sorted(required_scopes)),
-            },
-            {"WWW-Authenticate": 'Bearer error="insufficient_scope"'},
-        )
-    return session

@@ -181,20 +181,7 @@ class JwtSessionTokens:
         return claims
 
     def _verify(self, token: str, now: dt.datetime) -> SessionClaims:
-        try:
-            decoded = jwt.decode(token, self._keys, algorithms=list(ALGORITHMS.values()))
-            registry = jwt.JWTClaimsRegistry(
-                now=int(now.timestamp()),
-                leeway=LEEWAY_SECONDS,
-                iss={"essential": True, "value": self._issuer},
-                aud={"essential": True, "value": self._audience},
-                sub={"essential": True},
-                exp={"essential": True},
-                iat={"essential": True},
-            )
-            registry.validate(decoded.claims)
-        except (JoseError, ValueError, TypeError, KeyError) as e:
-            raise InvalidSession(f"{type(e).__name__}: {e}") from None
+        decoded = self._decoded(token, now)
         claims = decoded.claims
         if decoded.header.get("kid") is None:
             raise InvalidSession("token without kid")
@@ -232,6 +219,25 @@ class JwtSessionTokens:
             if started is None
             else dt.datetime.fromtimestamp(started, dt.UTC),
         )
+
+    def _decoded(self, token: str, now: dt.datetime) -> jwt.Token:
+        """The token, its signature verified by one of the keys and its registered claims
+        checked (issuer, audience, times); InvalidSession otherwise."""
+        try:
+            decoded = jwt.decode(token, self._keys, algorithms=list(ALGORITHMS.values()))
+            registry = jwt.JWTClaimsRegistry(
+                now=int(now.timestamp()),
+                leeway=LEEWAY_SECONDS,
+                iss={"essential": True, "value": self._issuer},
+                aud={"essential": True, "value": self._audience},
+                sub={"essential": True},
+                exp={"essential": True},
+                iat={"essential": True},
+            )
+            registry.validate(decoded.claims)
+        except (JoseError, ValueError, TypeError, KeyError) as e:
+            raise InvalidSession(f"{type(e).__name__}: {e}") from None
+        return decoded
 
     def public_jwks(self) -> Mapping[str, Any]:
         return self._jwks

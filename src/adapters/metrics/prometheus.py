@@ -25,7 +25,7 @@ from __future__ import annotations
 import os
 from bisect import bisect_left
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Generic, TypeVar
 
 from authgate.ports.metrics import LimitName, ProviderCall
 
@@ -56,78 +56,72 @@ SCOPE_LABELS: Mapping[str, str] = {
 Attributes = Mapping[str, str | int]
 # A point's label values, in the instrument's label order; None: the point lacks that label.
 LabelValues = tuple[str | int | None, ...]
+Point = TypeVar("Point")
 
 
 class ServiceMetrics:
     """Counters and histograms of the service; :meth:`exposition` is the Prometheus text."""
 
     def __init__(
-        self,
-        service_name: str,
-        *,
-        otlp: bool | None = None,
-        readers: Sequence[MetricReader] = (),
+        self, service_name: str, *, otlp: bool | None = None, readers: Sequence[MetricReader] = ()
     ) -> None:
         """``otlp``: also export by OTLP (None: when its standard environment variables are
         set); ``readers``: more readers of the SDK's records (any makes the SDK count)."""
-        if otlp is None:
-            otlp = bool(
-                os.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT")
-                or os.environ.get("OTEL_EXPORTER_OTLP_METRICS_ENDPOINT")
-            )
+        otlp = _otlp_configured() if otlp is None else otlp
         self.provider: MeterProvider | None = (
             _sdk_provider(service_name, otlp, readers) if otlp or readers else None
         )
-        meter = self.provider.get_meter("authgate") if self.provider is not None else None
+        self._meter = self.provider.get_meter("authgate") if self.provider is not None else None
         self._instruments: list[Counter | Histogram] = []
-
-        def counter(name: str, unit: str, description: str, labels: tuple[str, ...]) -> Counter:
-            mirror = None
-            if meter is not None:
-                mirror = meter.create_counter(name, unit=unit, description=description).add
-            made = Counter(name, description, labels, mirror)
-            self._instruments.append(made)
-            return made
-
-        def histogram(name: str, description: str, labels: tuple[str, ...]) -> Histogram:
-            mirror = None if meter is None else _sdk_histogram(meter, name, description)
-            made = Histogram(name, description, labels, mirror)
-            self._instruments.append(made)
-            return made
-
-        self._sign_ins = counter(
+        self._sign_ins = self._counter(
             "authgate.sign_ins",
             "{sign_in}",
             "Completed callbacks by outcome",
             ("provider", "outcome", "reason"),
         )
-        self._callback = histogram(
+        self._callback = self._histogram(
             "authgate.callback.duration", "Duration of sign-in callbacks", ("provider",)
         )
-        self._initiation = histogram(
+        self._initiation = self._histogram(
             "authgate.initiation.duration", "Duration of sign-in initiations", ("provider",)
         )
-        self._provider = histogram(
+        self._provider = self._histogram(
             "authgate.provider.request.duration",
             "Duration of calls to identity providers by call and outcome",
             ("provider", "call", "outcome"),
         )
-        self._rate_limited = counter(
+        self._rate_limited = self._counter(
             "authgate.rate_limit.rejections",
             "{request}",
             "Requests refused by a rate limit",
             ("limit",),
         )
-        self._issued = counter(
+        self._issued = self._counter(
             "authgate.sessions.issued", "{session}", "Sessions issued", ("provider",)
         )
-        self._revoked = counter("authgate.sessions.revoked", "{session}", "Sessions revoked", ())
-        self._http = histogram(
+        self._revoked = self._counter(
+            "authgate.sessions.revoked", "{session}", "Sessions revoked", ()
+        )
+        self._http = self._histogram(
             "http.server.request.duration",
             "Duration of HTTP server requests",
             ("http.request.method", "http.route", "http.response.status_code"),
         )
         self._registry: CollectorRegistry | None = None  # made by the first scrape
+
+    def _counter(self, name: str, unit: str, description: str, labels: tuple[str, ...]) -> Counter:
+        mirror = None
+        if self._meter is not None:
+            mirror = self._meter.create_counter(name, unit=unit, description=description).add
+        made = Counter(name, description, labels, mirror)
+        self._instruments.append(made)
+        return made
+
+    def _histogram(self, name: str, description: str, labels: tuple[str, ...]) -> Histogram:
+        mirror = None if self._meter is None else _sdk_histogram(self._meter, name, description)
+        made = Histogram(name, description, labels, mirror)
+        self._instruments.append(made)
+        return made
 
     # -- the port ---------------------------------------------------------------------------
 
@@ -193,18 +187,27 @@ class ServiceMetrics:
             self.provider.shutdown()
 
 
-class _Instrument:
+class _Instrument(Generic[Point]):
     """What the instruments share: the exporter's names (dots become underscores) and the
     label set of a family: the union of the points' labels and the scope's, sorted, a label
-    some points lack being empty on them, as the OpenTelemetry exporter makes it."""
+    some points lack being empty on them, as the OpenTelemetry exporter makes it. ``mirror``
+    records every measurement on the OpenTelemetry SDK as well."""
 
-    def __init__(self, name: str, description: str, labels: tuple[str, ...]) -> None:
+    def __init__(
+        self,
+        name: str,
+        description: str,
+        labels: tuple[str, ...],
+        mirror: Callable[[float, Attributes], None] | None = None,
+    ) -> None:
         self.name = name.replace(".", "_")
         self.description = description
         self.labels = tuple(label.replace(".", "_") for label in labels)
         # label values -> the SDK's attributes for them (only when mirrored)
         self._attributes: dict[LabelValues, Attributes] = {}
         self._otel_labels = labels
+        self._points: dict[LabelValues, Point] = {}
+        self._mirror = mirror
 
     def _rows(self, points: Mapping[LabelValues, object]) -> tuple[list[str], list[list[str]]]:
         present = [
@@ -224,19 +227,8 @@ class _Instrument:
         return found
 
 
-class Counter(_Instrument):
+class Counter(_Instrument[float]):
     """A monotonic counter (``<name>_total``)."""
-
-    def __init__(
-        self,
-        name: str,
-        description: str,
-        labels: tuple[str, ...],
-        mirror: Callable[[float, Attributes], None] | None = None,
-    ) -> None:
-        super().__init__(name, description, labels)
-        self._points: dict[LabelValues, float] = {}
-        self._mirror = mirror
 
     def add(self, amount: float, values: LabelValues) -> None:
         self._points[values] = self._points.get(values, 0.0) + amount
@@ -255,23 +247,10 @@ class Counter(_Instrument):
         return family
 
 
-class Histogram(_Instrument):
+class Histogram(_Instrument[list[float]]):
     """A histogram in seconds with :data:`SECONDS_BUCKETS` (``bounds[i-1] < value <=
-    bounds[i]``, as the SDK counts) and the sum."""
-
-    def __init__(
-        self,
-        name: str,
-        description: str,
-        labels: tuple[str, ...],
-        mirror: Callable[[float, Attributes], None] | None = None,
-    ) -> None:
-        super().__init__(name, description, labels)
-        # the bucket labels as the exporter writes them (str of the bound, then +Inf)
-        self._les = (*(f"{bound}" for bound in SECONDS_BUCKETS), "+Inf")
-        # label values -> [count per bucket..., sum]
-        self._points: dict[LabelValues, list[float]] = {}
-        self._mirror = mirror
+    bounds[i]``, as the SDK counts) and the sum: its points are the count per bucket, then
+    the sum."""
 
     def record(self, value: float, values: LabelValues) -> None:
         point = self._points.get(values)
@@ -291,11 +270,23 @@ class Histogram(_Instrument):
         family = HistogramMetricFamily(self.name, self.description, labels=keys, unit="seconds")
         for row, point in zip(rows, self._points.values(), strict=True):
             cumulative, buckets = 0, []
-            for le, count in zip(self._les, point[:-1], strict=True):
+            for le, count in zip(_BUCKET_LABELS, point[:-1], strict=True):
                 cumulative += int(count)
                 buckets.append((le, cumulative))
             family.add_metric(row, buckets, sum_value=point[-1])
         return family
+
+
+# The bucket labels as the exporter writes them (str of the bound, then +Inf).
+_BUCKET_LABELS = (*(f"{bound}" for bound in SECONDS_BUCKETS), "+Inf")
+
+
+def _otlp_configured() -> bool:
+    """Whether the standard OTLP variables name an endpoint for the metrics."""
+    return bool(
+        os.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT")
+        or os.environ.get("OTEL_EXPORTER_OTLP_METRICS_ENDPOINT")
+    )
 
 
 def _sdk_provider(service_name: str, otlp: bool, readers: Sequence[MetricReader]) -> MeterProvider:

@@ -11,17 +11,16 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 import logging
+from collections.abc import Callable
 from typing import Any
 from urllib.parse import urlsplit
 
-import aiohttp
 import attrs
 
-from authgate.adapters.provider.fetch import FetchError, ProviderCallTimer, request_json
+from authgate.adapters.provider.fetch import ProviderHttp
 from authgate.adapters.provider.settings import ProviderSettings
 from authgate.domain.errors import ProviderUnavailable
 from authgate.ports.clock import Clock
-from authgate.ports.metrics import Metrics, NoMetrics
 
 log = logging.getLogger("authgate.identity")
 
@@ -59,16 +58,9 @@ def explicit_endpoints(settings: ProviderSettings) -> Endpoints | None:
 class EndpointResolver:
     """Resolves (and caches) the endpoints of one provider."""
 
-    def __init__(
-        self,
-        settings: ProviderSettings,
-        session: aiohttp.ClientSession,
-        clock: Clock,
-        metrics: Metrics | None = None,
-    ) -> None:
+    def __init__(self, settings: ProviderSettings, http: ProviderHttp, clock: Clock) -> None:
         self._settings = settings
-        self._metrics: Metrics = metrics or NoMetrics()
-        self._session = session
+        self._http = http
         self._clock = clock
         self._explicit = explicit_endpoints(settings)
         self._cached: Endpoints | None = None
@@ -95,7 +87,7 @@ class EndpointResolver:
                     f"provider {self._settings.name}: discovery failed recently"
                 )
             try:
-                with ProviderCallTimer(self._metrics, self._settings.name, "discovery"):
+                with self._http.timed("discovery"):
                     endpoints = await self._discover()
             except ProviderUnavailable as e:
                 self._failed_at = now
@@ -106,6 +98,13 @@ class EndpointResolver:
             self._cached, self._fetched_at, self._failed_at = endpoints, now, None
             return endpoints
 
+    async def get_or(self, failure: Callable[[str], Exception]) -> Endpoints:
+        """:meth:`get`, ProviderUnavailable raised as ``failure`` of its text."""
+        try:
+            return await self.get()
+        except ProviderUnavailable as e:
+            raise failure(str(e)) from None
+
     def _stale(self) -> bool:
         assert self._fetched_at is not None
         return self._seconds_since(self._fetched_at) >= self._settings.discovery_max_age_seconds
@@ -115,28 +114,9 @@ class EndpointResolver:
 
     async def _discover(self) -> Endpoints:
         settings = self._settings
-        assert settings.issuer is not None
-        url = settings.issuer.rstrip("/") + WELL_KNOWN
         what = f"provider {settings.name}: discovery"
-        try:
-            answer = await request_json(
-                self._session,
-                "GET",
-                url,
-                what=what,
-                timeout_seconds=settings.timeout_seconds,
-                max_bytes=settings.max_response_bytes,
-            )
-        except FetchError as e:
-            raise ProviderUnavailable(str(e)) from None
-        if answer.status != 200:
-            raise ProviderUnavailable(f"{what} answered HTTP {answer.status}")
-        document = answer.body
-        if not isinstance(document, dict):
-            raise ProviderUnavailable(f"{what} answered a body that is not a JSON object")
-        # OpenID Connect Discovery 4.3: the document's issuer is exactly the configured one.
-        if document.get("issuer") != settings.issuer:
-            raise ProviderUnavailable(f"{what}: the document's issuer differs from the configured")
+        document = await self._document(what)
+        assert settings.issuer is not None
         secure = urlsplit(settings.issuer).scheme == "https"
 
         def endpoint(key: str, explicit: str | None, required: bool) -> str | None:
@@ -164,6 +144,22 @@ class EndpointResolver:
             response_iss_supported=document.get("authorization_response_iss_parameter_supported")
             is True,
         )
+
+    async def _document(self, what: str) -> dict[str, Any]:
+        """The discovery document, checked to be the configured issuer's."""
+        issuer = self._settings.issuer
+        assert issuer is not None
+        url = issuer.rstrip("/") + WELL_KNOWN
+        answer = await self._http.call("GET", url, what, ProviderUnavailable)
+        if answer.status != 200:
+            raise ProviderUnavailable(f"{what} answered HTTP {answer.status}")
+        document = answer.body
+        if not isinstance(document, dict):
+            raise ProviderUnavailable(f"{what} answered a body that is not a JSON object")
+        # OpenID Connect Discovery 4.3: the document's issuer is exactly the configured one.
+        if document.get("issuer") != issuer:
+            raise ProviderUnavailable(f"{what}: the document's issuer differs from the configured")
+        return document
 
 
 def _is_url(value: str, secure: bool) -> bool:

@@ -21,7 +21,13 @@ import datetime as dt
 from collections.abc import Collection
 from typing import Any
 
-from authgate.adapters.provider.id_token import header_of, json_object, loggable, verified_payload
+from authgate.adapters.provider.id_token import (
+    audience_list,
+    header_of,
+    json_object,
+    loggable,
+    verified_payload,
+)
 from authgate.adapters.provider.jwks import KeySetCache
 from authgate.domain.model import EventId
 from authgate.ports.clock import Clock
@@ -114,13 +120,8 @@ class EventTokenVerifierAdapter:
         iss = claims.get("iss")
         if not isinstance(iss, str) or iss not in self._issuers:
             raise EventTokenRejected(INVALID_ISSUER, f"{what} iss {loggable(iss)} is not expected")
-        aud = claims.get("aud")
-        audiences = [aud] if isinstance(aud, str) else aud
-        if (
-            not isinstance(audiences, list)
-            or not audiences
-            or not all(isinstance(a, str) for a in audiences)
-        ):
+        audiences = audience_list(claims.get("aud"))
+        if audiences is None:
             raise EventTokenRejected(INVALID_AUDIENCE, f"{what} aud is missing or malformed")
         if not self._audiences.intersection(audiences):
             raise EventTokenRejected(INVALID_AUDIENCE, f"{what} aud does not name us")

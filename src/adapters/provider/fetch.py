@@ -11,15 +11,18 @@ from __future__ import annotations
 import functools
 import json
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from types import TracebackType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlencode
 
 import aiohttp
 import attrs
 
 from authgate.ports.metrics import Metrics, ProviderCall
+
+if TYPE_CHECKING:
+    from authgate.adapters.provider.settings import ProviderSettings
 
 FORM = "application/x-www-form-urlencoded"
 
@@ -154,10 +157,62 @@ class ProviderCallTimer:
         self._metrics.provider_call(self._provider, self._call, seconds, self.ok and kind is None)
 
 
+@attrs.frozen
+class ProviderHttp:
+    """The calls of one provider: on the shared session, within the time and size bounds of
+    its settings, timed for the metrics under its name."""
+
+    name: str
+    session: aiohttp.ClientSession
+    timeout_seconds: float
+    max_bytes: int
+    metrics: Metrics
+
+    @classmethod
+    def of(
+        cls, settings: ProviderSettings, session: aiohttp.ClientSession, metrics: Metrics
+    ) -> ProviderHttp:
+        """The calls of the provider ``settings`` configures."""
+        return cls(
+            settings.name, session, settings.timeout_seconds, settings.max_response_bytes, metrics
+        )
+
+    async def call(
+        self,
+        method: str,
+        url: str,
+        what: str,
+        failure: Callable[[str], Exception],
+        *,
+        headers: Mapping[str, str] | None = None,
+        data: Mapping[str, str] | None = None,
+    ) -> JsonResponse:
+        """:func:`request_json` within the provider's bounds, a :class:`FetchError` raised as
+        ``failure`` of its log-safe text."""
+        try:
+            return await request_json(
+                self.session,
+                method,
+                url,
+                what=what,
+                timeout_seconds=self.timeout_seconds,
+                max_bytes=self.max_bytes,
+                headers=headers,
+                data=data,
+            )
+        except FetchError as e:
+            raise failure(str(e)) from None
+
+    def timed(self, call: ProviderCall) -> ProviderCallTimer:
+        """A timer of one call of this provider (a ``with`` block)."""
+        return ProviderCallTimer(self.metrics, self.name, call)
+
+
 __all__ = [
     "FetchError",
     "JsonResponse",
     "ProviderCallTimer",
+    "ProviderHttp",
     "oauth_error_code",
     "provider_session",
     "request_json",

@@ -19,7 +19,7 @@ import hmac
 import json
 import logging
 from collections.abc import Collection, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from joserfc import jws
 from joserfc.errors import JoseError
@@ -28,6 +28,9 @@ from joserfc.jwk import Key, KeySet
 from authgate.adapters.provider.jwks import KeySetCache, KeySetUnavailable, Lookup
 from authgate.ports.clock import Clock
 from authgate.ports.provider import ExchangeFailed, VerificationFailed
+
+if TYPE_CHECKING:
+    from authgate.adapters.provider.settings import ProviderSettings
 
 log = logging.getLogger("authgate.identity")
 
@@ -57,6 +60,25 @@ class IdTokenVerifier:
         self._algorithms = frozenset(algorithms)
         self._leeway = leeway_seconds
 
+    @classmethod
+    def for_provider(
+        cls, settings: ProviderSettings, keys: KeySetCache, clock: Clock
+    ) -> IdTokenVerifier | None:
+        """The verifier of a provider's ID tokens; None for a provider without an issuer
+        (plain OAuth 2.0: it issues none)."""
+        if settings.issuer is None:
+            return None
+        return cls(
+            keys=keys,
+            clock=clock,
+            issuer=settings.issuer,
+            client_id=settings.client_id,
+            additional_issuers=settings.additional_issuers,
+            trusted_audiences=settings.trusted_audiences,
+            algorithms=settings.id_token_algorithms,
+            leeway_seconds=settings.leeway_seconds,
+        )
+
     async def verify(self, token: str, *, nonce: str | None) -> dict[str, Any]:
         """The verified claims of ``token``.
 
@@ -84,13 +106,8 @@ class IdTokenVerifier:
         iss = claims.get("iss")
         if not isinstance(iss, str) or iss not in self._issuers:
             raise VerificationFailed(f"ID token iss {loggable(iss)} is not the provider's issuer")
-        aud = claims.get("aud")
-        audiences = [aud] if isinstance(aud, str) else aud
-        if (
-            not isinstance(audiences, list)
-            or not audiences
-            or not all(isinstance(a, str) for a in audiences)
-        ):
+        audiences = audience_list(claims.get("aud"))
+        if audiences is None:
             raise VerificationFailed("ID token aud is missing or malformed")
         if self._client_id not in audiences:
             raise VerificationFailed("ID token aud does not contain the client id")
@@ -156,19 +173,7 @@ async def verified_payload(
         raise ExchangeFailed(str(e)) from None
     key = pick_key(lookup.keys, alg, kid)
     if key is None:  # unknown kid: the provider may have rotated its keys
-        if not lookup.fresh:
-            lookup = await _refresh(keys, kid, wait)
-            key = pick_key(lookup.keys, alg, kid)
-        if key is None:
-            # A fetch made for this very token proved it absent, or the kid names a key that
-            # is not for this use or algorithm.
-            if lookup.fresh or any(k.kid == kid for k in lookup.keys):
-                raise VerificationFailed(
-                    f"no key in the provider's key set for kid {loggable(kid)}"
-                )
-            raise ExchangeFailed(
-                f"{what}: the provider's key set could not be refreshed for kid {loggable(kid)}"
-            )
+        key = await _rotated_key(keys, lookup, alg, kid, what, wait)
         return verify_signature(token, key, alg, what)
     try:
         return verify_signature(token, key, alg, what)
@@ -181,6 +186,25 @@ async def verified_payload(
         if fresh_key is None or fresh_key.as_dict() == key.as_dict():
             raise
         return verify_signature(token, fresh_key, alg, what)
+
+
+async def _rotated_key(
+    keys: KeySetCache, lookup: Lookup, alg: str, kid: str | None, what: str, wait: bool
+) -> Key:
+    """The key named by a ``kid`` that ``lookup`` does not hold, from a key set fetched for it
+    (unless ``lookup`` is one already)."""
+    if not lookup.fresh:
+        lookup = await _refresh(keys, kid, wait)
+        key = pick_key(lookup.keys, alg, kid)
+        if key is not None:
+            return key
+    # A fetch made for this very token proved it absent, or the kid names a key that is not
+    # for this use or algorithm.
+    if lookup.fresh or any(k.kid == kid for k in lookup.keys):
+        raise VerificationFailed(f"no key in the provider's key set for kid {loggable(kid)}")
+    raise ExchangeFailed(
+        f"{what}: the provider's key set could not be refreshed for kid {loggable(kid)}"
+    )
 
 
 async def _refresh(keys: KeySetCache, kid: str | None, wait: bool) -> Lookup:
@@ -259,6 +283,19 @@ def _number(claims: Mapping[str, Any], name: str, *, required: bool) -> float | 
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise VerificationFailed(f"ID token {name} is not a number")
     return float(value)
+
+
+def audience_list(aud: Any) -> list[str] | None:
+    """The ``aud`` claim as a list of audiences: one string or a non-empty list of strings;
+    None when it is anything else."""
+    audiences = [aud] if isinstance(aud, str) else aud
+    if (
+        not isinstance(audiences, list)
+        or not audiences
+        or not all(isinstance(a, str) for a in audiences)
+    ):
+        return None
+    return audiences
 
 
 def loggable(value: object) -> str:

@@ -30,12 +30,18 @@ import asyncio
 import datetime as dt
 import logging
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
+from typing import TYPE_CHECKING, Any
 
 import attrs
+from joserfc.errors import JoseError
 from joserfc.jwk import KeySet
 
+from authgate.adapters.provider.fetch import ProviderHttp
 from authgate.ports.clock import Clock
+
+if TYPE_CHECKING:
+    from authgate.adapters.provider.settings import ProviderSettings
 
 log = logging.getLogger("authgate.identity")
 
@@ -91,6 +97,20 @@ class KeySetCache:
         self._absent: OrderedDict[str, dt.datetime] = OrderedDict()
         self._lock = asyncio.Lock()
         self.fetches = 0  # attempts, for observation
+
+    @classmethod
+    def for_provider(
+        cls, fetch: FetchKeySet, clock: Clock, settings: ProviderSettings, name: str
+    ) -> KeySetCache:
+        """A cache with the provider's ``jwks_*`` settings, named ``name`` in its log lines."""
+        return cls(
+            fetch,
+            clock,
+            max_age_seconds=settings.jwks_max_age_seconds,
+            min_refetch_seconds=settings.jwks_min_refetch_seconds,
+            absent_kid_seconds=settings.jwks_absent_kid_seconds,
+            name=name,
+        )
 
     async def get(self) -> KeySet:
         """The current key set, fetched when there is none yet or it is older than max age."""
@@ -231,3 +251,24 @@ class KeySetCache:
 
 def _has_kid(keys: KeySet, kid: str) -> bool:
     return any(key.kid == kid for key in keys)
+
+
+async def fetch_jwks(http: ProviderHttp, jwks_uri: str) -> KeySet:
+    """The provider's published key set at ``jwks_uri``: its public keys only."""
+    what = f"provider {http.name}: key set"
+    answer = await http.call("GET", jwks_uri, what, KeySetUnavailable)
+    if answer.status != 200:
+        raise KeySetUnavailable(f"{what} answered HTTP {answer.status}")
+    body = answer.body
+    if not isinstance(body, dict) or not isinstance(body.get("keys"), list):
+        raise KeySetUnavailable(f"{what} is not a JSON Web Key Set")
+    public = [k for k in body["keys"] if isinstance(k, dict) and not _is_private_jwk(k)]
+    try:
+        return KeySet.import_key_set({"keys": public})
+    except (JoseError, ValueError, TypeError, KeyError):
+        raise KeySetUnavailable(f"{what} holds no usable key") from None
+
+
+def _is_private_jwk(jwk: Mapping[str, Any]) -> bool:
+    # A published set never holds private parts; symmetric keys ("oct") are never accepted.
+    return jwk.get("kty") == "oct" or any(p in jwk for p in ("d", "p", "q", "k"))

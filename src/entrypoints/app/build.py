@@ -29,7 +29,7 @@ from authgate.services.outbox import OutboxWorker
 
 if TYPE_CHECKING:
     from authgate.entrypoints.app.openid import OpenIdParts
-    from authgate.services.openid.logout import BackchannelLogout
+    from authgate.services.openid.backchannel_logout import BackchannelLogout
 
 log = logging.getLogger("authgate")
 

@@ -39,14 +39,14 @@ from authgate.ports.provider import IdentityProvider
 from authgate.services.openid.access import TokenAccess
 from authgate.services.openid.apps import AccountApps
 from authgate.services.openid.authorization import AuthorizationService
-from authgate.services.openid.client_authentication import ClientAuthentication
-from authgate.services.openid.logout import (
+from authgate.services.openid.backchannel_logout import (
     BackchannelLogout,
     LogoutPolicy,
     LogoutTokenWorker,
-    RpInitiatedLogout,
 )
-from authgate.services.openid.tokens import TokenService
+from authgate.services.openid.client_authentication import ClientAuthentication
+from authgate.services.openid.end_session import RpInitiatedLogout
+from authgate.services.openid.grants import TokenService
 from authgate.services.sessions import SessionService
 
 

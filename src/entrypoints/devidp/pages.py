@@ -65,27 +65,12 @@ def authorization_page(
 
     ``reauthentication``: the application asked the user to authenticate again (step-up before
     an account change), so the page says so instead of looking like a first sign-in."""
-    choices = "".join(
-        f'<li><button class="user" type="submit" name="user" value="{escape(u.key)}">'
-        f"Continue as {escape(u.name)}<small>{escape(u.email)}"
-        + (f" — {escape(u.note)}" if u.note else "")
-        + "</small></button></li>"
-        for u in users
-    )
+    choices = "".join(_user_choice(u) for u in users)
     scope_text = ", ".join(escape(s) for s in scopes) or "(none)"
     label = escape(provider_label)
-    if reauthentication:
-        heading = (
-            "<h1>Confirm it&#39;s you "
-            '<span class="why">(re-authentication requested by the application)</span></h1>'
-            f'<p class="reauth">The application asks you to sign in to {label} again before '
-            "it lets you change your account. Choose the same user you are signed in as: "
-            "another one is refused.</p>"
-        )
-        legend = "Choose the test user you are signed in as"
-    else:
-        heading = f"<h1>Sign in with {label}</h1>"
-        legend = "Choose a test user to sign in as"
+    heading, legend = (
+        _reauthentication_heading(label) if reauthentication else _first_heading(label)
+    )
     body = (
         '<p class="badge">Development identity provider — no real '
         f"{label} account is used</p>"
@@ -101,6 +86,33 @@ def authorization_page(
     )
     title = "Confirm it's you" if reauthentication else "Sign in"
     return _page(f"{title} with {provider_label} (development)", body, base)
+
+
+def _user_choice(user: TestUser) -> str:
+    """The button that signs in as ``user``."""
+    return (
+        f'<li><button class="user" type="submit" name="user" value="{escape(user.key)}">'
+        f"Continue as {escape(user.name)}<small>{escape(user.email)}"
+        + (f" — {escape(user.note)}" if user.note else "")
+        + "</small></button></li>"
+    )
+
+
+def _first_heading(label: str) -> tuple[str, str]:
+    """The heading and the users' legend of a sign-in."""
+    return f"<h1>Sign in with {label}</h1>", "Choose a test user to sign in as"
+
+
+def _reauthentication_heading(label: str) -> tuple[str, str]:
+    """The heading and the users' legend when the application asked for authentication again."""
+    heading = (
+        "<h1>Confirm it&#39;s you "
+        '<span class="why">(re-authentication requested by the application)</span></h1>'
+        f'<p class="reauth">The application asks you to sign in to {label} again before '
+        "it lets you change your account. Choose the same user you are signed in as: "
+        "another one is refused.</p>"
+    )
+    return heading, "Choose the test user you are signed in as"
 
 
 def form_post_page(*, base: str, redirect_uri: str, fields: Mapping[str, str]) -> str:

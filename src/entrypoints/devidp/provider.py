@@ -92,14 +92,21 @@ class _Return:
     response_mode: str
 
 
-class _RedirectError(Exception):
+class _Refused(Exception):
+    """A request refused with an OAuth ``error`` code and its description."""
+
+    def __init__(self, error: str, description: str) -> None:
+        super().__init__(error)
+        self.error = error
+        self.description = description
+
+
+class _RedirectError(_Refused):
     """An error answered to the client at its redirect URI."""
 
     def __init__(self, back: _Return, error: str, description: str) -> None:
-        super().__init__(error)
+        super().__init__(error, description)
         self.back = back
-        self.error = error
-        self.description = description
 
 
 @attrs.frozen
@@ -111,12 +118,12 @@ class _Authorization:
     fields: dict[str, str]
 
 
-class _TokenError(Exception):
+class _TokenError(_Refused):
+    """An error answered by the token endpoint, with its status."""
+
     def __init__(self, status: int, error: str, description: str) -> None:
-        super().__init__(error)
+        super().__init__(error, description)
         self.status = status
-        self.error = error
-        self.description = description
 
     def response(self) -> web.Response:
         headers = dict(TOKEN_HEADERS)

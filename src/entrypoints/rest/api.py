@@ -8,8 +8,8 @@ JSON), :mod:`.health` (the probes) and :mod:`.openapi` (the document).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
-from typing import Any
+from collections.abc import Callable, Iterable
+from typing import Any, Unpack
 
 import attrs
 import cattrs
@@ -28,12 +28,14 @@ from .errors import (
 )
 from .health import Probe
 from .openapi import document
-from .operation import Invoker, Operation, RawResponse
+from .operation import Invoker, Operation, OperationOptions
 from .params import Location, Param, header, pattern, required
-from .routing import add_routes
-from .security import SecurityScheme
+from .routing import RouteHandler, add_routes
 from .tracing import tracing_middleware
 from .wire import make_converter
+
+Route = tuple[str, str, RouteHandler]
+"""(method, path template, handler)."""
 
 API_VERSION_HEADER = header("API-Version", required, pattern(r"^v\d+$"))
 """The header scheme of versioning (spec 9.3): declare it once, reuse it on operations."""
@@ -48,12 +50,11 @@ class Group:
     params: tuple[Param, ...] = ()
 
     def operation(
-        self, method: str, path: str, *, params: Iterable[Param] = (), **options: Any
+        self, method: str, path: str, **options: Unpack[OperationOptions]
     ) -> Callable[[Handler], Handler]:
         """:meth:`Api.operation` under this group's prefix, after its parameters."""
-        return self.api.operation(
-            method, self.prefix + path, params=(*self.params, *params), **options
-        )
+        options["params"] = (*self.params, *options.get("params", ()))
+        return self.api.operation(method, self.prefix + path, **options)
 
 
 class Api:
@@ -104,25 +105,7 @@ class Api:
         return Group(self, prefix, tuple(params))
 
     def operation(
-        self,
-        method: str,
-        path: str,
-        *,
-        params: Iterable[Param] = (),
-        request: type | None = None,
-        form: type | None = None,
-        response: type | None = None,
-        status: int | None = None,
-        security: Iterable[SecurityScheme] = (),
-        security_optional: bool = False,
-        responses: Mapping[int, type | str | RawResponse] | None = None,
-        operation_id: str | None = None,
-        tags: Iterable[str] = (),
-        cors: Cors | None = None,
-        raw_body: Mapping[str, type | None] | None = None,
-        summary: str | None = None,
-        description: str | None = None,
-        examples: Mapping[int, Mapping[str, Mapping[str, Any]]] | None = None,
+        self, method: str, path: str, **options: Unpack[OperationOptions]
     ) -> Callable[[Handler], Handler]:
         """Register the decorated coroutine as an operation.
 
@@ -137,28 +120,7 @@ class Api:
         """
 
         def register(handler: Handler) -> Handler:
-            self.add(
-                Operation(
-                    method=method,
-                    path=path,
-                    handler=handler,
-                    params=tuple(params),
-                    request=request,
-                    form=form,
-                    response=response,
-                    status=status,
-                    security=tuple(security),
-                    security_optional=security_optional,
-                    responses=dict(responses or {}),
-                    operation_id=operation_id,
-                    tags=tuple(tags),
-                    cors=cors,
-                    raw_body=raw_body,
-                    summary=summary,
-                    description=description,
-                    examples={k: dict(v) for k, v in (examples or {}).items()},
-                )
-            )
+            self.add(Operation(method=method, path=path, handler=handler, **options))
             return handler
 
         return register
@@ -208,10 +170,6 @@ class Api:
         (:mod:`.errors`): every failure (an exception, a router error, routes added later
         included) is answered as JSON. No answer carries a ``Server`` header.
         """
-        cors_paths: dict[str, tuple[Cors, list[str]]] = {}
-        for op in self.operations:
-            if op.cors is not None:
-                cors_paths.setdefault(op.path, (op.cors, []))[1].append(op.method)
         errors = error_middleware(
             exception_handler=self.exception_handler,
             after=self.after_success,
@@ -222,34 +180,49 @@ class Api:
             middlewares=[*tracing, *middlewares, errors],
             client_max_size=client_max_size or self.max_body_bytes,
         )
+        routes, preflights = self._routes()
         # aiohttp names its own and Python's exact versions in a Server header: a free lookup
         # of known vulnerabilities for whoever scans the service. Every response the
         # application answers (operations, router errors, files, pages added later) goes
         # through this signal; one receiver, not two: each costs a coroutine per response.
         app.on_response_prepare.append(
-            _drop_server_header_add_cors if cors_paths else _drop_server_header
+            _drop_server_header_add_cors if preflights else _drop_server_header
         )
-        # Written once: the document does not change while the application runs, and its
-        # text is a third of the memory its dictionaries would keep.
-        openapi = json_text(self.openapi()).encode()
-
-        async def openapi_json(_: web.Request) -> web.StreamResponse:
-            # Public, but it changes with each release and configuration: always ask again.
-            return web.Response(body=openapi, content_type=JSON_CONTENT_TYPE, headers=_REVALIDATE)
-
-        app.router.add_get("/openapi.json", openapi_json)
+        app.router.add_get("/openapi.json", _document_handler(self.openapi()))
         app.router.add_get("/health/liveness", self.liveness.respond)
         app.router.add_get("/health/readiness", self.readiness.respond)
+        add_routes(app, [*routes, *preflights])
+        return app
+
+    def _routes(self) -> tuple[list[Route], list[Route]]:
+        """The operations' routes, and a CORS preflight route per path whose operations
+        declare CORS (for all their methods)."""
         # The bound coroutine method, not the Invoker: aiohttp wraps (and warns about) any
         # handler that is not a coroutine function.
-        routes = []
+        routes: list[Route] = []
+        cors_paths: dict[str, tuple[Cors, list[str]]] = {}
         for op in self.operations:
             handler = Invoker(op, self.converter, self.max_body_bytes).__call__
             routes.append((op.method, op.path, op.cors.wrap(handler) if op.cors else handler))
-        for path, (cors, methods) in cors_paths.items():
-            routes.append(("OPTIONS", path, cors.preflight(methods)))
-        add_routes(app, routes)
-        return app
+            if op.cors is not None:
+                cors_paths.setdefault(op.path, (op.cors, []))[1].append(op.method)
+        preflights: list[Route] = [
+            ("OPTIONS", path, cors.preflight(methods))
+            for path, (cors, methods) in cors_paths.items()
+        ]
+        return routes, preflights
+
+
+def _document_handler(document: dict[str, Any]) -> RouteHandler:
+    """The handler of ``/openapi.json``. The document is written once: it does not change while
+    the application runs, and its text is a third of the memory its dictionaries would keep."""
+    text = json_text(document).encode()
+
+    async def openapi_json(_: web.Request) -> web.StreamResponse:
+        # Public, but it changes with each release and configuration: always ask again.
+        return web.Response(body=text, content_type=JSON_CONTENT_TYPE, headers=_REVALIDATE)
+
+    return openapi_json
 
 
 _REVALIDATE = {"Cache-Control": "no-cache"}

@@ -53,17 +53,41 @@ def document(
     """The OpenAPI 3.0 document of an API with these operations (spec 2.9); ``tags``
     describes the tags the operations use (the top-level ``tags``, in this order)."""
     builder = SchemaBuilder()
-    paths: dict[str, dict[str, Any]] = {}
-    schemes: dict[str, Schema] = {}
     error = builder.ref(ErrorBody)
-    health = builder.ref(HealthReport)
-    paths["/openapi.json"] = {
-        "get": {
-            "operationId": "openapi",
-            "summary": "This OpenAPI document",
-            "description": "The OpenAPI 3.0 document of every operation of this API.",
-            "tags": [SERVICE_TAG],
-            "responses": {"200": _json_response("OpenAPI document", {"type": "object"})},
+    paths = _built_in_paths(builder.ref(HealthReport))
+    schemes: dict[str, Schema] = {}
+    used_tags: dict[str, None] = {}
+    used_ids = {"openapi", "liveness", "readiness"}
+    for op in operations:
+        doc = _operation_doc(op, builder, error)
+        doc["operationId"] = _unique_id(doc["operationId"], used_ids)
+        paths.setdefault(op.path, {})[op.method.lower()] = doc
+        used_tags.update(dict.fromkeys(op.tags))
+        for scheme in op.security:
+            schemes[scheme.name] = scheme.openapi()
+    components: dict[str, Any] = {"schemas": dict(sorted(builder.components.items()))}
+    if schemes:
+        components["securitySchemes"] = schemes
+    return {
+        "openapi": OPENAPI_VERSION,
+        "info": {"title": title, "version": version},
+        "tags": _tag_list(tags or {}, used_tags),
+        "paths": paths,
+        "components": components,
+    }
+
+
+def _built_in_paths(health: Schema) -> dict[str, dict[str, Any]]:
+    """The paths every API serves: this document and the health probes."""
+    paths: dict[str, dict[str, Any]] = {
+        "/openapi.json": {
+            "get": {
+                "operationId": "openapi",
+                "summary": "This OpenAPI document",
+                "description": "The OpenAPI 3.0 document of every operation of this API.",
+                "tags": [SERVICE_TAG],
+                "responses": {"200": _json_response("OpenAPI document", {"type": "object"})},
+            }
         }
     }
     for probe, (summary, description) in _PROBES.items():
@@ -79,36 +103,25 @@ def document(
                 },
             }
         }
-    used_tags: dict[str, None] = {}
-    used_ids = {"openapi", "liveness", "readiness"}
-    for op in operations:
-        doc = _operation_doc(op, builder, error)
-        # operationId must be unique; a handler registered twice gets a numbered suffix.
-        base = candidate = doc["operationId"]
-        n = 1
-        while candidate in used_ids:
-            n += 1
-            candidate = f"{base}_{n}"
-        used_ids.add(candidate)
-        doc["operationId"] = candidate
-        paths.setdefault(op.path, {})[op.method.lower()] = doc
-        used_tags.update(dict.fromkeys(op.tags))
-        for scheme in op.security:
-            schemes[scheme.name] = scheme.openapi()
-    components: dict[str, Any] = {"schemas": dict(sorted(builder.components.items()))}
-    if schemes:
-        components["securitySchemes"] = schemes
-    described = {**(tags or {}), **_BUILT_IN_TAGS}
-    # Described tags in their declared order, then any tag an operation uses undescribed.
+    return paths
+
+
+def _unique_id(base: str, used: set[str]) -> str:
+    """operationId must be unique; a handler registered twice gets a numbered suffix."""
+    candidate = base
+    n = 1
+    while candidate in used:
+        n += 1
+        candidate = f"{base}_{n}"
+    used.add(candidate)
+    return candidate
+
+
+def _tag_list(tags: Mapping[str, str], used: Iterable[str]) -> list[dict[str, str]]:
+    """Described tags in their declared order, then any tag an operation uses undescribed."""
+    described = {**tags, **_BUILT_IN_TAGS}
     tag_list = [{"name": n, "description": d} for n, d in described.items()]
-    tag_list += [{"name": n} for n in used_tags if n not in described]
-    return {
-        "openapi": OPENAPI_VERSION,
-        "info": {"title": title, "version": version},
-        "tags": tag_list,
-        "paths": paths,
-        "components": components,
-    }
+    return tag_list + [{"name": n} for n in used if n not in described]
 
 
 def _operation_doc(op: Operation, builder: SchemaBuilder, error: Schema) -> dict[str, Any]:
@@ -121,15 +134,30 @@ def _operation_doc(op: Operation, builder: SchemaBuilder, error: Schema) -> dict
         doc["tags"] = list(op.tags)
     if op.params:
         doc["parameters"] = [_param_doc(p) for p in op.params]
+    body = _request_body(op, builder)
+    if body is not None:
+        doc["requestBody"] = body
+    if op.security:
+        doc["security"] = [{s.name: []} for s in op.security]
+        if op.security_optional:
+            doc["security"].append({})  # OpenAPI 3.0's "anonymous allowed"
+    responses = _responses(op, builder, error)
+    _add_examples(responses, op, error)
+    doc["responses"] = dict(sorted(responses.items()))
+    return doc
+
+
+def _request_body(op: Operation, builder: SchemaBuilder) -> dict[str, Any] | None:
+    """The operation's ``requestBody``: JSON, a form, or what it reads itself (exclusive)."""
     if op.request is not None:
-        doc["requestBody"] = {
+        return {
             "required": True,
             "content": {"application/json": {"schema": builder.schema(op.request)}},
         }
     if op.form is not None:
         form_schema = builder.schema(op.form)
         form_schema.pop("required", None)  # every form field is optional
-        doc["requestBody"] = {
+        return {
             "required": False,
             "content": {
                 "application/x-www-form-urlencoded": {"schema": form_schema},
@@ -137,33 +165,33 @@ def _operation_doc(op: Operation, builder: SchemaBuilder, error: Schema) -> dict
             },
         }
     if op.raw_body is not None:
-        doc["requestBody"] = {
+        return {
             "required": True,
             "content": {
                 media: {"schema": builder.schema(kind) if kind else {"type": "string"}}
                 for media, kind in op.raw_body.items()
             },
         }
+    return None
+
+
+def _responses(op: Operation, builder: SchemaBuilder, error: Schema) -> dict[str, Any]:
+    """Success, the errors the layer itself may answer, then the declared responses."""
     has_body = op.request is not None or op.form is not None
     responses: dict[str, Any] = {}
-    status = str(op.success_status)
     if op.response is not None:
-        responses[status] = _json_response("Success", builder.schema(op.response))
+        responses[str(op.success_status)] = _json_response("Success", builder.schema(op.response))
     else:
-        responses[status] = {"description": "Success"}
+        responses[str(op.success_status)] = {"description": "Success"}
     if op.params or has_body:
         responses["400"] = _json_response("Invalid request", error)
-    if op.raw_body is not None:
+    if op.raw_body is not None or has_body:
         responses["413"] = _json_response("Request body too large", error)
     if op.security:
-        doc["security"] = [{s.name: []} for s in op.security]
-        if op.security_optional:
-            doc["security"].append({})  # OpenAPI 3.0's "anonymous allowed"
         responses["401"] = _json_response("Unauthorized", error)
         if any(s.scopes for s in op.security):
             responses["403"] = _json_response("Forbidden", error)
     if has_body:
-        responses["413"] = _json_response("Request body too large", error)
         responses["415"] = _json_response("Unsupported media type", error)
     for code, kind in op.responses.items():
         if isinstance(kind, str):
@@ -176,6 +204,12 @@ def _operation_doc(op: Operation, builder: SchemaBuilder, error: Schema) -> dict
         else:
             responses[str(code)] = _json_response(_phrase(code), builder.schema(kind))
     responses.setdefault("500", _json_response("Internal error", error))
+    return responses
+
+
+def _add_examples(responses: dict[str, Any], op: Operation, error: Schema) -> None:
+    """The declared example bodies, and the layer's own 400s for the declared parameters,
+    each on its response (named by its status and codes), added where only examples name it."""
     examples = {code: dict(named) for code, named in op.examples.items()}
     parameter_errors = _parameter_errors(op.params)
     if parameter_errors:
@@ -190,8 +224,6 @@ def _operation_doc(op: Operation, builder: SchemaBuilder, error: Schema) -> dict
         response["description"] = f"{_phrase(code)}: {', '.join(named)}"
         media = response["content"]["application/json"]
         media["examples"] = {name: {"value": body} for name, body in named.items()}
-    doc["responses"] = dict(sorted(responses.items()))
-    return doc
 
 
 def _phrase(status: int) -> str:

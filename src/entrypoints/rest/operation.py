@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Awaitable, Callable, Mapping
-from typing import Any
+from collections.abc import Awaitable, Callable, Iterable, Mapping
+from typing import Any, TypedDict
 
 import attrs
 import cattrs
@@ -36,6 +36,52 @@ class RawResponse:
     media_type: str = "text/html"
 
 
+# The converters of the declaration's collections: copies of what the caller gave.
+def _params(params: Iterable[Param]) -> tuple[Param, ...]:
+    return tuple(params)
+
+
+def _schemes(schemes: Iterable[SecurityScheme]) -> tuple[SecurityScheme, ...]:
+    return tuple(schemes)
+
+
+def _tags(tags: Iterable[str]) -> tuple[str, ...]:
+    return tuple(tags)
+
+
+def _responses(
+    responses: Mapping[int, type | str | RawResponse] | None,
+) -> dict[int, type | str | RawResponse]:
+    return dict(responses or {})
+
+
+def _examples(
+    examples: Mapping[int, Mapping[str, Mapping[str, Any]]] | None,
+) -> dict[int, dict[str, Mapping[str, Any]]]:
+    return {status: dict(named) for status, named in (examples or {}).items()}
+
+
+class OperationOptions(TypedDict, total=False):
+    """What an operation declares besides its method, path and handler: the keywords of
+    :meth:`~.api.Api.operation`, with :class:`Operation`'s fields' meanings and defaults."""
+
+    params: Iterable[Param]
+    request: type | None
+    form: type | None
+    response: type | None
+    status: int | None
+    security: Iterable[SecurityScheme]
+    security_optional: bool
+    responses: Mapping[int, type | str | RawResponse] | None
+    operation_id: str | None
+    tags: Iterable[str]
+    cors: Cors | None
+    raw_body: Mapping[str, type | None] | None
+    summary: str | None
+    description: str | None
+    examples: Mapping[int, Mapping[str, Mapping[str, Any]]] | None
+
+
 @attrs.frozen
 class Operation:
     """(method, path shape, parameter declarations) plus the typed request/response."""
@@ -43,21 +89,25 @@ class Operation:
     method: str
     path: str
     handler: Handler = attrs.field(eq=False)
-    params: tuple[Param, ...] = ()
+    params: tuple[Param, ...] = attrs.field(default=(), converter=_params)
     request: type | None = None
     form: type | None = None
     response: type | None = None
     status: int | None = None
-    security: tuple[SecurityScheme, ...] = ()
+    security: tuple[SecurityScheme, ...] = attrs.field(default=(), converter=_schemes)
     security_optional: bool = False
-    responses: Mapping[int, type | str | RawResponse] = attrs.field(factory=dict)
+    responses: Mapping[int, type | str | RawResponse] = attrs.field(
+        factory=dict, converter=_responses
+    )
     operation_id: str | None = None
-    tags: tuple[str, ...] = ()
+    tags: tuple[str, ...] = attrs.field(default=(), converter=_tags)
     # Documentation only (the OpenAPI document and /docs): a one-line summary, a longer
     # description, and example error bodies by status and name (the codes it can answer).
     summary: str | None = None
     description: str | None = None
-    examples: Mapping[int, Mapping[str, Mapping[str, Any]]] = attrs.field(factory=dict)
+    examples: Mapping[int, Mapping[str, Mapping[str, Any]]] = attrs.field(
+        factory=dict, converter=_examples
+    )
     # Pages of other origins may call it from a browser (not part of the OpenAPI document).
     cors: Cors | None = None
     # A body the operation reads itself (``call.body`` is its bytes, at most the API's body

@@ -85,44 +85,49 @@ def ecma_regex(source: str) -> re.Pattern[str]:
     i, n = 0, len(source)
     while i < n:
         c = source[i]
-        if c == "\\" and i + 1 < n:
-            escaped = source[i + 1]
-            i += 2
-            if escaped == "s":
-                out.append(_ECMA_SPACE if in_class else f"[{_ECMA_SPACE}]")
-            elif escaped == "S":
-                if in_class:
-                    raise ValueError(f"pattern {source!r}: \\S inside a class is not supported")
-                out.append(f"[^{_ECMA_SPACE}]")
-            else:
-                out.append(c + escaped)
-            continue
         i += 1
-        if in_class:
+        if c == "\\" and i < n:
+            out.append(_escape(source, source[i], in_class))
+            i += 1
+        elif in_class:
             in_class = c != "]"
             # Literal members in ECMA; Python reserves them for nested sets and set operations.
             out.append("\\" + c if c in "[&~|" else c)
         elif c == "[":
-            # ECMA's [] and [^] are complete classes; in Python a leading ] is a member.
-            if source.startswith("]", i):
-                out.append("(?!)")
-                i += 1
-            elif source.startswith("^]", i):
-                out.append("(?s:.)")
-                i += 2
-            else:
-                in_class = True
-                out.append(c)
-                if source.startswith("^", i):
-                    out.append("^")
-                    i += 1
-        elif c == "$":
-            out.append("\\Z")
-        elif c == ".":
-            out.append(_ECMA_DOT)
+            opened, skipped, in_class = _open_class(source, i)
+            out.append(opened)
+            i += skipped
         else:
-            out.append(c)
+            out.append(_OUTSIDE_CLASS.get(c, c))
     return re.compile("".join(out), re.ASCII)
+
+
+# What ECMA's ``$`` and ``.`` mean outside a class, in Python's syntax.
+_OUTSIDE_CLASS = {"$": "\\Z", ".": _ECMA_DOT}
+
+
+def _escape(source: str, escaped: str, in_class: bool) -> str:
+    """The Python for ECMA's ``\\`` + ``escaped``: its own whitespace set for ``\\s``/``\\S``."""
+    if escaped == "s":
+        return _ECMA_SPACE if in_class else f"[{_ECMA_SPACE}]"
+    if escaped == "S":
+        if in_class:
+            raise ValueError(f"pattern {source!r}: \\S inside a class is not supported")
+        return f"[^{_ECMA_SPACE}]"
+    return "\\" + escaped
+
+
+def _open_class(source: str, i: int) -> tuple[str, int, bool]:
+    """A class opening at ``source[i - 1]``: its Python text, how many more characters that
+    takes, and whether the class is still open. ECMA's ``[]`` and ``[^]`` are complete
+    classes; in Python a leading ``]`` is a member."""
+    if source.startswith("]", i):
+        return "(?!)", 1, False
+    if source.startswith("^]", i):
+        return "(?s:.)", 2, False
+    if source.startswith("^", i):
+        return "[^", 1, True
+    return "[", 0, True
 
 
 Validator = Required | Pattern
@@ -253,17 +258,7 @@ def extractor(declared: Sequence[Param]) -> Callable[[web.Request], Params]:
     """Read and validate the declared parameters of a request, in declaration order: compiled
     once per operation (it runs on every request), so the validators are turned into
     (search, error) pairs here, not per request."""
-    plan: list[tuple[Location, str, tuple[Check, ...]]] = []
-    for param in declared:
-        checks: list[Check] = []
-        for v in param.validators:
-            if isinstance(v, Required):
-                if v.enforced:
-                    checks.append((None, param.missing))
-            else:
-                checks.append((v.compiled.search, param.invalid))
-        plan.append((param.location, param.name, tuple(checks)))
-    steps = tuple(plan)
+    steps = _plan(declared)
     path_loc, query_loc, header_loc = Location.PATH, Location.QUERY, Location.HEADER
 
     def extract_declared(request: web.Request) -> Params:
@@ -303,3 +298,18 @@ def extractor(declared: Sequence[Param]) -> Callable[[web.Request], Params]:
         return Params(path_values, query_values, header_values, cookie_values)
 
     return extract_declared
+
+
+def _plan(declared: Sequence[Param]) -> tuple[tuple[Location, str, tuple[Check, ...]], ...]:
+    """Each declared parameter's location, name and compiled checks, in declaration order."""
+    plan: list[tuple[Location, str, tuple[Check, ...]]] = []
+    for param in declared:
+        checks: list[Check] = []
+        for v in param.validators:
+            if isinstance(v, Required):
+                if v.enforced:
+                    checks.append((None, param.missing))
+            else:
+                checks.append((v.compiled.search, param.invalid))
+        plan.append((param.location, param.name, tuple(checks)))
+    return tuple(plan)

@@ -99,26 +99,10 @@ def serve(
     address = f"http://{settings.host}:{settings.port}"
     loop = new_event_loop(settings.event_loop)
     stopping: list[float] = []
-
-    def stop(signum: signal.Signals) -> None:
-        if not stopping:
-            stopping.append(time.monotonic())
-            log.info(
-                "%s stopping (%s): no new connections; requests in flight may finish within %g s",
-                settings.name,
-                signum.name,
-                settings.shutdown_timeout_seconds,
-            )
-        elif not settings.repeat_stops_at_once:
-            return  # already stopping, within the bound its parent enforces
-        else:  # as aiohttp's own handler: a second signal ends the graceful stop
-            log.warning("%s stopping at once (%s again)", settings.name, signum.name)
-        raise web.GracefulExit()
-
     # Our handlers instead of aiohttp's (handle_signals=False below), which do the same but
     # say nothing; run_app removes them when it closes the loop.
     for signum in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(signum, stop, signum)
+        loop.add_signal_handler(signum, _stop, settings, stopping, signum)
 
     def announce(*_: object) -> None:
         # The loop named as it runs (run_app calls this from inside it), not as configured.
@@ -147,3 +131,21 @@ def serve(
     )
     if stopping:
         log.info("%s stopped in %.3f s", settings.name, time.monotonic() - stopping[0])
+
+
+def _stop(settings: ServerSettings, stopping: list[float], signum: signal.Signals) -> None:
+    """A stop signal: the first starts the graceful stop (noted in ``stopping``); a second one
+    ends it at once, unless ``settings`` leaves that to a parent process."""
+    if not stopping:
+        stopping.append(time.monotonic())
+        log.info(
+            "%s stopping (%s): no new connections; requests in flight may finish within %g s",
+            settings.name,
+            signum.name,
+            settings.shutdown_timeout_seconds,
+        )
+    elif not settings.repeat_stops_at_once:
+        return  # already stopping, within the bound its parent enforces
+    else:  # as aiohttp's own handler: a second signal ends the graceful stop
+        log.warning("%s stopping at once (%s again)", settings.name, signum.name)
+    raise web.GracefulExit()

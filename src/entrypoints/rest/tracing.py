@@ -33,6 +33,7 @@ request. The tests run with the check passing and forced to fail, with the same 
 
 from __future__ import annotations
 
+import functools
 import inspect
 import logging
 import os
@@ -85,7 +86,10 @@ def tracing_middleware(tracer: trace.Tracer) -> Middleware:
     extract = _extractor()
     attach, detach = context.attach, context.detach
     with_span = trace.set_span_in_context
-    server = SpanKind.SERVER
+    # What every server span is; not the SDK's defaults for exceptions: the status is set here.
+    start_server_span = functools.partial(
+        start_span, kind=SpanKind.SERVER, record_exception=False, set_status_on_exception=False
+    )
 
     @web.middleware
     async def trace_request(
@@ -103,14 +107,8 @@ def tracing_middleware(tracer: trace.Tracer) -> Middleware:
             attributes["http.route"] = route
         # start_span + attach rather than start_as_current_span: the same span made current the
         # same way, without two generator-based context managers per request (benchmarks.md).
-        span = start_span(
-            f"{method} {route}" if route is not None else method,
-            context=extract(request.headers),
-            kind=server,
-            attributes=attributes,
-            record_exception=False,
-            set_status_on_exception=False,
-        )
+        name = f"{method} {route}" if route is not None else method
+        span = start_server_span(name, context=extract(request.headers), attributes=attributes)
         token = attach(with_span(span))
         try:
             response = await handler(request)
@@ -375,9 +373,23 @@ class _SpanRecorder:
                 record_exception=record_exception,
                 set_status_on_exception=set_status_on_exception,
             )
-        ids = tracer.id_generator
-        if parent is None or not parent.is_valid:
+        if parent is not None and not parent.is_valid:
             parent = None
+        return _RecordedSpan(
+            self,
+            name,
+            self._child_context(parent),
+            parent,
+            kind,
+            attributes,
+            (context, record_exception, set_status_on_exception),
+        )
+
+    def _child_context(self, parent: SpanContext | None) -> SpanContext:
+        """A sampled span's context as the SDK makes it: in a new trace without a (valid)
+        parent, else in the parent's trace, with its trace state."""
+        ids = self.tracer.id_generator
+        if parent is None:
             trace_id = ids.generate_trace_id()
             random = ids.is_trace_id_random()
             state = None
@@ -385,23 +397,12 @@ class _SpanRecorder:
             trace_id = parent.trace_id
             random = parent.trace_flags.random_trace_id
             state = parent.trace_state
-        span_context = SpanContext(
+        return SpanContext(
             trace_id,
             ids.generate_span_id(),
             is_remote=False,
             trace_flags=_SAMPLED_RANDOM if random else _SAMPLED,
             trace_state=state,
-        )
-        return _RecordedSpan(
-            self,
-            name,
-            span_context,
-            parent,
-            kind,
-            attributes,
-            context,
-            record_exception,
-            set_status_on_exception,
         )
 
 
@@ -418,9 +419,7 @@ class _RecordedSpan(trace.Span):
         parent: SpanContext | None,
         kind: SpanKind,
         attributes: dict[str, types.AttributeValue],
-        parent_context: Context | None,
-        record_exception: bool,
-        set_status_on_exception: bool,
+        sdk_options: tuple[Context | None, bool, bool],
     ) -> None:
         self._recorder = recorder
         self._name = name
@@ -428,9 +427,9 @@ class _RecordedSpan(trace.Span):
         self._parent = parent
         self._kind = kind
         self._attributes = attributes
-        self._parent_context = parent_context
-        self._record_exception = record_exception
-        self._set_status_on_exception = set_status_on_exception
+        # What only the SDK's span would use (:meth:`_sdk`): the parent context it was started
+        # in, record_exception and set_status_on_exception.
+        self._sdk_options = sdk_options
         self._status = Status(StatusCode.UNSET)
         self._start_time = time_ns()
         self._end_time: int | None = None
@@ -512,10 +511,7 @@ class _RecordedSpan(trace.Span):
             processor.on_end(readable)
 
     def add_event(
-        self,
-        name: str,
-        attributes: types.Attributes = None,
-        timestamp: int | None = None,
+        self, name: str, attributes: types.Attributes = None, timestamp: int | None = None
     ) -> None:
         self._sdk().add_event(name, attributes, timestamp)
 
@@ -554,6 +550,7 @@ class _RecordedSpan(trace.Span):
         on it records everything, and its end is this span's end."""
         if self._sdk_span is None:
             tracer = self._recorder.tracer
+            parent_context, record_exception, set_status_on_exception = self._sdk_options
             span = sdk_trace._Span(
                 name=self._name,
                 context=self._context,
@@ -565,13 +562,13 @@ class _RecordedSpan(trace.Span):
                 kind=self._kind,
                 links=(),
                 instrumentation_info=tracer.instrumentation_info,
-                record_exception=self._record_exception,
-                set_status_on_exception=self._set_status_on_exception,
+                record_exception=record_exception,
+                set_status_on_exception=set_status_on_exception,
                 limits=tracer._span_limits,
                 instrumentation_scope=tracer._instrumentation_scope,
             )
             # start() gives the processors on_start (a no-op for the ones allowed here).
-            span.start(start_time=self._start_time, parent_context=self._parent_context)
+            span.start(start_time=self._start_time, parent_context=parent_context)
             if self._status.status_code is not StatusCode.UNSET:
                 span.set_status(self._status)
             if self._end_time is not None:

@@ -11,6 +11,7 @@ import datetime as dt
 import enum
 import types
 import typing
+from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
 import attrs
@@ -93,89 +94,91 @@ def _json_kind(value: Any) -> str:
 def make_converter() -> cattrs.Converter:
     """The converter used at the HTTP edge."""
     conv = cattrs.Converter(forbid_extra_keys=True, detailed_validation=True)
-    conv.register_structure_hook(str, _strict_str)
-    conv.register_structure_hook(int, _strict_int)
-    conv.register_structure_hook(float, _strict_float)
-    conv.register_structure_hook(bool, _strict_bool)
-    conv.register_structure_hook(dt.datetime, _datetime)
+    for kind, hook in _STRICT_SCALARS.items():
+        conv.register_structure_hook(kind, hook)
     conv.register_unstructure_hook(dt.datetime, dt.datetime.isoformat)  # no lambda frame
+    conv.register_structure_hook_func(_is_enum, _structure_enum)
+    conv.register_structure_hook_factory(is_sequence, _sequence_structure)
+    conv.register_structure_hook_factory(is_mapping, _mapping_structure)
+    conv.register_structure_hook_factory(attrs.has, _attrs_structure)
+    conv.register_unstructure_hook_factory(attrs.has, _attrs_unstructure)
+    conv.register_unstructure_hook_factory(_is_optional, _optional_unstructure)
+    return conv
 
-    def structure_enum(value: Any, cls: type[enum.Enum]) -> enum.Enum:
-        return cls(value)
 
-    conv.register_structure_hook_func(
-        lambda t: isinstance(t, type) and issubclass(t, enum.Enum), structure_enum
+_STRICT_SCALARS: dict[type, Callable[[Any, type], Any]] = {
+    str: _strict_str,
+    int: _strict_int,
+    float: _strict_float,
+    bool: _strict_bool,
+    dt.datetime: _datetime,
+}
+
+
+def _is_enum(t: Any) -> bool:
+    return isinstance(t, type) and issubclass(t, enum.Enum)
+
+
+def _structure_enum(value: Any, cls: type[enum.Enum]) -> enum.Enum:
+    return cls(value)
+
+
+def _checked(base: Callable[[Any, Any], Any], t: Any, kind: type, expected: str) -> Any:
+    """``base`` (a hook cattrs made for ``t``), refusing a JSON value that is not ``kind``."""
+
+    def structure(value: Any, _: Any) -> Any:
+        if not isinstance(value, kind):
+            raise TypeError(f"expected {expected}, got {_json_kind(value)}")
+        return base(value, t)
+
+    return structure
+
+
+def _sequence_structure(t: Any, conv: cattrs.Converter) -> Any:
+    return _checked(list_structure_factory(t, conv), t, list, "an array")
+
+
+def _mapping_structure(t: Any, conv: cattrs.Converter) -> Any:
+    return _checked(mapping_structure_factory(t, conv), t, dict, "an object")
+
+
+# The hooks cattrs generates keep no copy of their source in ``linecache`` (cattrs keeps one for
+# debuggers by default): a hook is made per wire class, at start or on first use, and that text
+# would stay resident as long as the service runs (0.7 MiB of its idle memory). A traceback
+# through a hook shows its file name and line, not the text.
+def _attrs_structure(cls: type[Any], conv: cattrs.Converter) -> Any:
+    overrides = {a.name: override(rename=wire_name(a)) for a in attrs.fields(cls)}
+    base = make_dict_structure_fn(
+        cls,
+        conv,
+        _cattrs_forbid_extra_keys=True,
+        _cattrs_use_linecache=False,
+        **overrides,  # type: ignore[arg-type]
+    )
+    return _checked(base, cls, dict, "an object")
+
+
+def _attrs_unstructure(cls: type[Any], conv: cattrs.Converter) -> Any:
+    overrides = {
+        a.name: override(rename=wire_name(a), omit_if_default=a.default is None)
+        for a in attrs.fields(cls)
+    }
+    return make_dict_unstructure_fn(
+        cls,
+        conv,
+        _cattrs_use_linecache=False,
+        **overrides,  # type: ignore[arg-type]
     )
 
-    # The hooks cattrs generates keep no copy of their source in ``linecache`` (cattrs keeps
-    # one for debuggers by default): a hook is made per wire class, at start or on first
-    # use, and that text would stay resident as long as the service runs (0.7 MiB of its
-    # idle memory). A traceback through a hook shows its file name and line, not the text.
-    def attrs_structure(cls: type[Any]) -> Any:
-        overrides = {a.name: override(rename=wire_name(a)) for a in attrs.fields(cls)}
-        base = make_dict_structure_fn(
-            cls,
-            conv,
-            _cattrs_forbid_extra_keys=True,
-            _cattrs_use_linecache=False,
-            **overrides,  # type: ignore[arg-type]
-        )
 
-        def structure(value: Any, _: Any) -> Any:
-            if not isinstance(value, dict):
-                raise TypeError(f"expected an object, got {_json_kind(value)}")
-            return base(value, cls)
-
-        return structure
-
-    def attrs_unstructure(cls: type[Any]) -> Any:
-        overrides = {
-            a.name: override(rename=wire_name(a), omit_if_default=a.default is None)
-            for a in attrs.fields(cls)
-        }
-        return make_dict_unstructure_fn(
-            cls,
-            conv,
-            _cattrs_use_linecache=False,
-            **overrides,  # type: ignore[arg-type]
-        )
-
-    def sequence_structure(t: Any) -> Any:
-        base = list_structure_factory(t, conv)
-
-        def structure(value: Any, _: Any) -> Any:
-            if not isinstance(value, list):
-                raise TypeError(f"expected an array, got {_json_kind(value)}")
-            return base(value, t)
-
-        return structure
-
-    def mapping_structure(t: Any) -> Any:
-        base = mapping_structure_factory(t, conv)
-
-        def structure(value: Any, _: Any) -> Any:
-            if not isinstance(value, dict):
-                raise TypeError(f"expected an object, got {_json_kind(value)}")
-            return base(value, t)
-
-        return structure
-
-    conv.register_structure_hook_factory(is_sequence, sequence_structure)
-    conv.register_structure_hook_factory(is_mapping, mapping_structure)
-    conv.register_structure_hook_factory(attrs.has, attrs_structure)
-    conv.register_unstructure_hook_factory(attrs.has, attrs_unstructure)
-
-    def optional_unstructure(t: Any) -> Any:
-        # ``X | None`` where X passes through as it is (str, int, bool...) passes through too:
-        # cattrs' own hook would call two functions per such field of every answer, where the
-        # generated code reads the attribute when a field's hook is ``identity``.
-        [inner] = [a for a in typing.get_args(t) if a is not type(None)]
-        if conv.get_unstructure_hook(inner) is identity:
-            return identity
-        return conv.gen_unstructure_optional(t)
-
-    conv.register_unstructure_hook_factory(_is_optional, optional_unstructure)
-    return conv
+def _optional_unstructure(t: Any, conv: cattrs.Converter) -> Any:
+    # ``X | None`` where X passes through as it is (str, int, bool...) passes through too:
+    # cattrs' own hook would call two functions per such field of every answer, where the
+    # generated code reads the attribute when a field's hook is ``identity``.
+    [inner] = [a for a in typing.get_args(t) if a is not type(None)]
+    if conv.get_unstructure_hook(inner) is identity:
+        return identity
+    return conv.gen_unstructure_optional(t)
 
 
 def _is_optional(t: Any) -> bool:
@@ -195,26 +198,21 @@ def describe_error(exc: BaseException) -> str:
 
 def _error_lines(exc: BaseException, path: str) -> list[str]:
     """Walk cattrs' exception groups, naming fields by their wire names."""
+    located: list[tuple[BaseException, str]] = []
+    other: Sequence[BaseException]
     if isinstance(exc, cattrs.ClassValidationError):
         names = {a.name: wire_name(a) for a in attrs.fields(exc.cl)} if attrs.has(exc.cl) else {}
         noted, other = exc.group_exceptions()
-        lines: list[str] = []
-        for inner, note in noted:
-            lines += _error_lines(inner, f"{path}.{names.get(note.name, note.name)}")
-        for inner in other:
-            lines += _error_lines(inner, path)
-        return lines
-    if isinstance(exc, cattrs.IterableValidationError):
-        inoted, iother = exc.group_exceptions()
-        lines = []
-        for inner, inote in inoted:
-            lines += _error_lines(inner, f"{path}[{inote.index!r}]")
-        for inner in iother:
-            lines += _error_lines(inner, path)
-        return lines
-    if isinstance(exc, cattrs.BaseValidationError):
-        return [line for inner in exc.exceptions for line in _error_lines(inner, path)]
-    return [f"{path}: {_describe_leaf(exc)}"]
+        located = [(inner, f"{path}.{names.get(n.name, n.name)}") for inner, n in noted]
+    elif isinstance(exc, cattrs.IterableValidationError):
+        indexed, other = exc.group_exceptions()
+        located = [(inner, f"{path}[{n.index!r}]") for inner, n in indexed]
+    elif isinstance(exc, cattrs.BaseValidationError):
+        other = exc.exceptions
+    else:
+        return [f"{path}: {_describe_leaf(exc)}"]
+    lines = [line for inner, where in located for line in _error_lines(inner, where)]
+    return lines + [line for inner in other for line in _error_lines(inner, path)]
 
 
 def _describe_leaf(exc: BaseException) -> str:

@@ -3,7 +3,7 @@ RP-Initiated Logout 1.0), and ``POST /oauth2/logout/confirm``, the confirmation 
 
 A client sends the browser here to end its authgate session (the single sign-on session) with
 ``id_token_hint``, ``client_id``, ``post_logout_redirect_uri`` and ``state``; what the request
-earns is decided by :class:`~authgate.services.openid.logout.RpInitiatedLogout`. The session
+earns is decided by :class:`~authgate.services.openid.end_session.RpInitiatedLogout`. The session
 ends as ``POST /v1/auth/logout`` ends it (the sessions service, then the session and binding
 cookies cleared), and with it every client of the session is told through back-channel logout.
 
@@ -43,7 +43,7 @@ from authgate.entrypoints.http.openid.pages import too_many_requests_page
 from authgate.entrypoints.rest import Api, Call, Cookie, RawResponse, query
 from authgate.ports.ratelimit import RateLimiter
 from authgate.ports.session_tokens import InvalidSession
-from authgate.services.openid.logout import (
+from authgate.services.openid.end_session import (
     BrowserSession,
     EndSessionDecision,
     EndSessionRequest,

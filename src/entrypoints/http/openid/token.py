@@ -35,7 +35,7 @@ from authgate.entrypoints.http.openid.discovery import TOKEN_PATH
 from authgate.entrypoints.rest import Api, Call, Cors, Reply
 from authgate.ports.ratelimit import RateDecision, RateLimiter
 from authgate.services.openid.client_authentication import ClientAuthentication
-from authgate.services.openid.tokens import TokenService
+from authgate.services.openid.grants import TokenService
 
 NO_STORE = {"Cache-Control": "no-store", "Pragma": "no-cache"}
 

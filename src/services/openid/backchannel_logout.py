@@ -1,40 +1,33 @@
-"""Logout both ways for authgate as an OpenID Provider.
+"""Back-channel logout (OpenID Connect Back-Channel Logout 1.0) for authgate as an OpenID
+Provider.
 
-**Back-channel logout** (OpenID Connect Back-Channel Logout 1.0). An authgate session is the
-single sign-on session of the clients that received tokens in it; whatever ends it (a sign-out,
-a revocation, an unlink, a deletion, a provider's event, the operator) ends it through the
-sessions service, which calls :meth:`BackchannelLogout.ended` inside the same unit of work: the
-session's token families are revoked, and each client of the session with a
-``backchannel_logout_uri`` gets an outbox row. A session that ends by expiring is ended the
-same way by the worker (:meth:`LogoutTokenWorker.end_expired`): nothing revokes it, so the
-worker takes the recorded clients of sessions that expired unrevoked, once across instances.
-After the commit :class:`LogoutTokenWorker` (an outbox worker, started with the application on
-every instance) claims the rows with a lease and POSTs a newly signed logout token to each
-client, retried with backoff until the client answers 2xx or the row is older than the maximum
-age; each delivery and each give-up is audited.
-
-**RP-initiated logout** (OpenID Connect RP-Initiated Logout 1.0). :class:`RpInitiatedLogout`
-decides what a request to the end-session endpoint earns: end the browser's session at once
-(a valid ``id_token_hint`` of this very session), ask the person first, or nothing to end; and
-whether the browser may then go back to the client's registered ``post_logout_redirect_uri``
-(only for a request that identifies a registered client and names one of its URIs exactly).
+An authgate session is the single sign-on session of the clients that received tokens in it;
+whatever ends it (a sign-out, a revocation, an unlink, a deletion, a provider's event, the
+operator) ends it through the sessions service, which calls :meth:`BackchannelLogout.ended`
+inside the same unit of work: the session's token families are revoked, and each client of the
+session with a ``backchannel_logout_uri`` gets an outbox row. A session that ends by expiring
+is ended the same way by the worker (:meth:`LogoutTokenWorker.end_expired`): nothing revokes
+it, so the worker takes the recorded clients of sessions that expired unrevoked, once across
+instances. After the commit :class:`LogoutTokenWorker` (an outbox worker, started with the
+application on every instance) claims the rows with a lease and POSTs a newly signed logout
+token to each client, retried with backoff until the client answers 2xx or the row is older
+than the maximum age; each delivery and each give-up is audited.
 """
 
 from __future__ import annotations
 
 import datetime as dt
-import enum
 import logging
 from collections.abc import Mapping, Sequence
 
 import attrs
 
 from authgate.domain.model import Outcome
-from authgate.domain.openid.clients import Client, ClientRegistry
-from authgate.domain.openid.logout import PendingLogout, logout_token_claims, post_logout_redirect
+from authgate.domain.openid.clients import ClientRegistry
+from authgate.domain.openid.logout import PendingLogout, logout_token_claims
 from authgate.domain.secrets import random_uuid_hex
 from authgate.ports.clock import Clock
-from authgate.ports.jose import InvalidToken, TokenSigner, VerifiedIdToken
+from authgate.ports.jose import TokenSigner
 from authgate.ports.openid import LogoutDeliveryFailed, LogoutTokenSender
 from authgate.ports.unit_of_work import Transaction, UnitOfWork
 from authgate.services.audit import audit_event
@@ -239,152 +232,3 @@ class LogoutTokenWorker(OutboxWorker[PendingLogout]):
                 pending.client_id,
                 detail,
             )
-
-
-# -- RP-initiated logout --------------------------------------------------------------------
-
-
-@attrs.frozen
-class EndSessionRequest:
-    """The parameters of a request to the end-session endpoint that mean something here
-    (``ui_locales`` and any other are ignored)."""
-
-    id_token_hint: str | None = None
-    client_id: str | None = None
-    post_logout_redirect_uri: str | None = None
-    state: str | None = None
-
-
-@attrs.frozen
-class BrowserSession:
-    """The browser's live authgate session."""
-
-    account_id: str
-    session_id: str
-
-
-class Verdict(enum.Enum):
-    END = "end"  # end the browser's session now
-    CONFIRM = "confirm"  # ask the person before ending anything
-    NOTHING_TO_END = "nothing_to_end"  # the browser holds no live session
-
-
-@attrs.frozen
-class EndSessionDecision:
-    """What a request to the end-session endpoint earns.
-
-    ``redirect``: where the browser goes once signed out (the registered URI with ``state``),
-    None for the signed-out page. ``client``: the registered client the request identified, if
-    any. ``problem``: why the request cannot be acted on as sent (shown to the person, never
-    the request's own text)."""
-
-    verdict: Verdict
-    redirect: str | None = None
-    client: Client | None = None
-    problem: str | None = None
-
-
-@attrs.frozen
-class _Checked:
-    hint: VerifiedIdToken | None
-    client: Client | None
-    redirect: str | None
-    problem: str | None
-
-
-class RpInitiatedLogout:
-    """Decides what a request to the end-session endpoint earns (RP-Initiated Logout 1.0)."""
-
-    def __init__(self, clients: ClientRegistry, signer: TokenSigner) -> None:
-        self.clients = clients
-        self.signer = signer
-
-    def decide(
-        self,
-        request: EndSessionRequest,
-        browser: BrowserSession | None,
-        *,
-        session_visible: bool,
-        confirmed: bool = False,
-    ) -> EndSessionDecision:
-        """``browser``: the live session the request's cookie names, if any;
-        ``session_visible``: whether the browser would have sent that cookie (a cross-site
-        POST carries no SameSite=Lax cookie: no session seen proves nothing then);
-        ``confirmed``: the person confirmed on the confirmation page (its token checked).
-
-        The session ends at once only for a request whose ``id_token_hint`` this provider
-        issued in the very session the browser holds; any other request, and any request
-        that fails a check, is confirmed by the person first. The browser goes back to the
-        client only when the request is valid throughout: a hint the provider signed for a
-        registered client (or that client's ``client_id``), the same client in both when
-        both are sent, and one of its registered ``post_logout_redirect_uris`` exactly."""
-        checked = self._check(request)
-        redirect = checked.redirect
-        if confirmed:
-            verdict = Verdict.END if browser is not None else Verdict.NOTHING_TO_END
-            return EndSessionDecision(verdict, redirect, checked.client, checked.problem)
-        if checked.problem is not None:
-            if browser is None and session_visible:
-                return EndSessionDecision(
-                    Verdict.NOTHING_TO_END, None, checked.client, checked.problem
-                )
-            return EndSessionDecision(Verdict.CONFIRM, None, checked.client, checked.problem)
-        hint = checked.hint
-        if (
-            browser is not None
-            and hint is not None
-            and hint.session_id == browser.session_id
-            and hint.subject == browser.account_id
-        ):
-            return EndSessionDecision(Verdict.END, redirect, checked.client)
-        if browser is None and session_visible:
-            return EndSessionDecision(Verdict.NOTHING_TO_END, redirect, checked.client)
-        return EndSessionDecision(Verdict.CONFIRM, redirect, checked.client)
-
-    def _check(self, request: EndSessionRequest) -> _Checked:
-        hint: VerifiedIdToken | None = None
-        client: Client | None = None
-        if request.id_token_hint is not None:
-            try:
-                hint = self.signer.verify_id_token(request.id_token_hint)
-            except InvalidToken as e:
-                log.info("end-session request with an id_token_hint refused: %s", e)
-                return _Checked(None, None, None, _BAD_HINT)
-            if not any(a in self.clients for a in hint.audiences):
-                # The service's session tokens are signed by the same keys: their audience is
-                # never a client's.
-                return _Checked(None, None, None, _BAD_HINT)
-        if request.client_id is not None:
-            client = self.clients.get(request.client_id)
-            if client is None:
-                return _Checked(hint, None, None, _UNKNOWN_CLIENT)
-            if hint is not None and client.client_id not in hint.audiences:
-                return _Checked(hint, None, None, _CLIENT_MISMATCH)
-        elif hint is not None:
-            client = self._client_of(hint)
-        uri = request.post_logout_redirect_uri
-        if uri is None:
-            return _Checked(hint, client, None, None)
-        if client is None:
-            return _Checked(hint, None, None, _WHO_ASKS)
-        if not client.post_logout_redirect_uri_registered(uri):
-            return _Checked(hint, client, None, _UNREGISTERED_URI)
-        return _Checked(hint, client, post_logout_redirect(uri, request.state), None)
-
-    def _client_of(self, hint: VerifiedIdToken) -> Client | None:
-        """The client an ID token was issued to: its one audience, or its ``azp`` among
-        several."""
-        audiences = hint.audiences
-        if len(audiences) == 1:
-            return self.clients.get(audiences[0])
-        azp = hint.claims.get("azp")
-        if isinstance(azp, str) and azp in audiences:
-            return self.clients.get(azp)
-        return None
-
-
-_BAD_HINT = "The application's sign-out request could not be verified."
-_UNKNOWN_CLIENT = "The sign-out request names an application that is not registered."
-_CLIENT_MISMATCH = "The sign-out request names two different applications."
-_WHO_ASKS = "The sign-out request does not say which application sent it."
-_UNREGISTERED_URI = "The application asked to return to an address it has not registered."

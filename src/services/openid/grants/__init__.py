@@ -1,0 +1,59 @@
+"""The OpenID Provider's token endpoint as a use case: the grants of an authenticated client,
+one module each, chosen by ``grant_type`` in :data:`GRANTS`.
+
+A new grant (``client_credentials``, the device grant) is one module with a class built on a
+:class:`~authgate.services.openid.grants.base.GrantContext` and called with the client and the
+form, and one row here. The tokens every grant issues are built in
+:mod:`authgate.services.openid.issuing`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+
+from authgate.domain.openid.clients import Client
+from authgate.domain.openid.refusals import OAuthInvalidRequest, UnsupportedGrantType
+from authgate.ports.clock import Clock
+from authgate.ports.jose import TokenSigner
+from authgate.ports.unit_of_work import UnitOfWork
+from authgate.services.openid.grants.authorization_code import (
+    AUTHORIZATION_CODE,
+    AuthorizationCodeGrant,
+)
+from authgate.services.openid.grants.base import Grant, GrantContext
+from authgate.services.openid.grants.refresh_token import REFRESH_TOKEN, RefreshTokenGrant
+from authgate.services.openid.issuing import IssuedTokens, TokenIssuer
+
+GRANTS: Mapping[str, Callable[[GrantContext], Grant]] = {
+    AUTHORIZATION_CODE: AuthorizationCodeGrant,
+    REFRESH_TOKEN: RefreshTokenGrant,
+}
+"""The grants the token endpoint serves, by ``grant_type``."""
+
+__all__ = ["GRANTS", "IssuedTokens", "TokenService"]
+
+
+class TokenService:
+    """Spends codes and refresh tokens for the clients that
+    :class:`~authgate.services.openid.client_authentication.ClientAuthentication` authenticated."""
+
+    def __init__(self, *, signer: TokenSigner, units: UnitOfWork, clock: Clock) -> None:
+        self.signer = signer
+        self.units = units
+        self.clock = clock
+        context = GrantContext(TokenIssuer(signer), units, clock)
+        self.handlers = {grant_type: make(context) for grant_type, make in GRANTS.items()}
+
+    async def grant(self, client: Client, form: Mapping[str, str]) -> IssuedTokens:
+        """The token response for ``form`` (each field once) from ``client``; raises an
+        :class:`~authgate.domain.openid.refusals.OAuthError`."""
+        grant_type = form.get("grant_type")
+        if not grant_type:
+            raise OAuthInvalidRequest("grant_type is missing")
+        handler = self.handlers.get(grant_type)
+        if handler is None:
+            raise UnsupportedGrantType(
+                "grant_type must be " + " or ".join(self.handlers),
+                f"unsupported grant_type {grant_type[:40]!r}",
+            )
+        return await handler(client, form)
