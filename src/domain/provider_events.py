@@ -293,25 +293,8 @@ def decide(event: ProviderEvent) -> Decision:
     """What ``event`` means for the account holding the identity it names."""
     kind = event.kind
     action = event.action
-    if action is Action.END_SESSIONS and event.provider_session is not None:
-        # A logout by sid ends that provider session; with a sub, only if it is the holder's.
-        return Decision(
-            kind,
-            Outcome.PROVIDER_SIGNED_OUT,
-            kind,
-            needs_account=event.subject is not None,
-            ending=Ending.PROVIDER_SESSION,
-            counted=True,
-        )
     if action is Action.END_SESSIONS:
-        return Decision(
-            kind,
-            Outcome.PROVIDER_SIGNED_OUT,
-            kind,
-            ending=Ending.EVERY_PROVIDER if event.every_provider else Ending.THIS_PROVIDER,
-            kept_token=KeptToken.DROP if kind == TOKENS_REVOKED else KeptToken.KEEP,
-            counted=True,
-        )
+        return _end_sessions(event)
     if action in (Action.NOTHING, Action.REVIEW):
         return Decision(
             kind,
@@ -322,19 +305,7 @@ def decide(event: ProviderEvent) -> Decision:
             unrecognised=kind == UNKNOWN,
         )
     if action is Action.DISABLE_IDENTITY:
-        # Other reasons: only the sessions this provider vouched for. The kept token of a
-        # hijacked identity is revoked at the provider; a new one is kept at the next sign-in
-        # once the identity is enabled again.
-        reason = event.reason or "unspecified"
-        hijacked = reason == HIJACKING
-        return Decision(
-            kind,
-            Outcome.IDENTITY_DISABLED,
-            f"{kind}: {reason}",
-            ending=Ending.EVERY_PROVIDER if hijacked else Ending.THIS_PROVIDER,
-            disable_identity=reason,
-            kept_token=KeptToken.REVOKE if hijacked else KeptToken.KEEP,
-        )
+        return _disable_identity(event)
     if action is Action.ENABLE_IDENTITY:
         return Decision(kind, Outcome.IDENTITY_ENABLED, kind, enable_identity=True)
     if action is Action.EMAIL_DISABLED:
@@ -343,6 +314,45 @@ def decide(event: ProviderEvent) -> Decision:
         return Decision(kind, Outcome.EMAIL_ENABLED, kind, email_disabled=False)
     # REMOVE_IDENTITY arrives alone in a token and goes through the account service.
     return Decision(kind, Outcome.PROVIDER_EVENT, kind)
+
+
+def _end_sessions(event: ProviderEvent) -> Decision:
+    """A logout, or a provider's word that its sessions (or tokens) are over."""
+    kind = event.kind
+    if event.provider_session is not None:
+        # A logout by sid ends that provider session; with a sub, only if it is the holder's.
+        return Decision(
+            kind,
+            Outcome.PROVIDER_SIGNED_OUT,
+            kind,
+            needs_account=event.subject is not None,
+            ending=Ending.PROVIDER_SESSION,
+            counted=True,
+        )
+    return Decision(
+        kind,
+        Outcome.PROVIDER_SIGNED_OUT,
+        kind,
+        ending=Ending.EVERY_PROVIDER if event.every_provider else Ending.THIS_PROVIDER,
+        kept_token=KeptToken.DROP if kind == TOKENS_REVOKED else KeptToken.KEEP,
+        counted=True,
+    )
+
+
+def _disable_identity(event: ProviderEvent) -> Decision:
+    """The provider disabled the identity. Other reasons than a hijacking: only the sessions
+    this provider vouched for. The kept token of a hijacked identity is revoked at the
+    provider; a new one is kept at the next sign-in once the identity is enabled again."""
+    reason = event.reason or "unspecified"
+    hijacked = reason == HIJACKING
+    return Decision(
+        event.kind,
+        Outcome.IDENTITY_DISABLED,
+        f"{event.kind}: {reason}",
+        ending=Ending.EVERY_PROVIDER if hijacked else Ending.THIS_PROVIDER,
+        disable_identity=reason,
+        kept_token=KeptToken.REVOKE if hijacked else KeptToken.KEEP,
+    )
 
 
 def _optional_text(values: Mapping[str, Any], name: str) -> str | None:

@@ -25,9 +25,13 @@ from authgate.domain.passkeys import Passkey
 from authgate.ports.accounts import AccountRepository, LastIdentityError
 from authgate.ports.events import SignInEventLog
 from authgate.ports.unit_of_work import Transaction, UnitOfWork
-from authgate.services.audit import audit_event
+from authgate.services.audit import record_audit
 from authgate.services.passkeys import remove_passkey_in
-from authgate.services.provider_tokens import ProviderTokenService, enqueue_token_revocations
+from authgate.services.provider_tokens import (
+    ProviderTokenService,
+    enqueue_token_revocations,
+    or_no_provider_tokens,
+)
 from authgate.services.sessions import SessionService
 
 
@@ -60,25 +64,41 @@ class AccountView:
     identities: list[LinkedIdentity]
 
 
+def _in_order(providers: Sequence[str]) -> tuple[str, ...]:
+    """The configured providers; their order is the order of error messages."""
+    return tuple(providers)
+
+
+@attrs.frozen
+class _Change:
+    """A change to an account inside a unit of work: the unit, the account, the provider it
+    is made through (the one its audit event names), when, and from which client."""
+
+    tx: Transaction
+    account_id: str
+    provider: str
+    now: dt.datetime
+    client: ClientInfo | None
+
+    async def audit(self, outcome: Outcome, detail: str | None = None) -> None:
+        """Record the change's audit event in its unit of work."""
+        await record_audit(
+            self.tx, self.now, self.provider, outcome, self.client, self.account_id, detail
+        )
+
+
+@attrs.define(eq=False, repr=False, slots=False, kw_only=True)
 class AccountService:
     """Reads and changes the signed-in caller's account; raises the domain's errors."""
 
-    def __init__(
-        self,
-        *,
-        accounts: AccountRepository,
-        events: SignInEventLog,
-        units: UnitOfWork,
-        sessions: SessionService,
-        providers: Sequence[str],
-        provider_tokens: ProviderTokenService | None = None,
-    ) -> None:
-        self.provider_tokens = provider_tokens or ProviderTokenService(None)
-        self.accounts = accounts
-        self.events = events
-        self.units = units
-        self.sessions = sessions
-        self.providers = tuple(providers)  # configured order: the order of error messages
+    accounts: AccountRepository
+    events: SignInEventLog
+    units: UnitOfWork
+    sessions: SessionService
+    providers: tuple[str, ...] = attrs.field(converter=_in_order)
+    provider_tokens: ProviderTokenService = attrs.field(
+        default=None, converter=or_no_provider_tokens
+    )
 
     async def linked_providers(self, account_id: str) -> list[LinkedIdentity]:
         """Spec 4.4: the caller's links; an empty list when there are none."""
@@ -105,9 +125,8 @@ class AccountService:
         now = self.sessions.clock.now()
         try:
             async with self.units.begin() as tx:
-                ended = await self._unlink_in(
-                    tx, account_id, provider, now, caller.client, keep=caller.session_id
-                )
+                change = _Change(tx, account_id, provider, now, caller.client)
+                ended = await self._unlink_in(change, keep=caller.session_id)
         except LastIdentityError:
             raise errors.LastIdentity(provider) from None
         if ended is None:
@@ -128,9 +147,8 @@ class AccountService:
         now = self.sessions.clock.now()
         async with self.units.begin() as tx:
             await self.sessions.require_recent_sign_in(tx, caller)
-            ended = await self._delete_in(
-                tx, caller.account_id, caller.provider, now, caller.client
-            )
+            change = _Change(tx, caller.account_id, caller.provider, now, caller.client)
+            ended = await self._delete_in(change)
             if ended is None:
                 raise errors.AccountGone()
         await self.sessions.announce(ended)
@@ -151,118 +169,78 @@ class AccountService:
         every session. One transaction with the event's one-time ``jti``
         and the audit event: a replayed event changes nothing."""
         now = self.sessions.clock.now()
-        ended: list[str] = []
         async with self.units.begin() as tx:
             if not await tx.seen_events.first_sight(event, now):
                 return ProviderRemoval.REPLAYED
             holder = await tx.accounts.find_by_identity(identity)
             if holder is None:
-                await tx.events.record(
-                    audit_event(
-                        now,
-                        identity.provider,
-                        Outcome.PROVIDER_EVENT,
-                        client,
-                        None,
-                        f"{kind}: unknown subject",
-                    )
-                )
+                unknown = f"{kind}: unknown subject"
+                outcome = Outcome.PROVIDER_EVENT
+                await record_audit(tx, now, identity.provider, outcome, client, None, unknown)
                 return ProviderRemoval.UNKNOWN_SUBJECT
-            others = [
-                i
-                for i in await tx.accounts.list_identities(holder.id)
-                if i.identity.provider != identity.provider
-            ]
-            # A passkey is a sign-in method too: with one left, the identity goes alone.
-            if others or await tx.passkeys.for_account(holder.id):
-                ended = (
-                    await self._unlink_in(
-                        tx,
-                        holder.id,
-                        identity.provider,
-                        now,
-                        client,
-                        outcome=Outcome.PROVIDER_UNLINKED,
-                        detail=kind,
-                    )
-                    or []
-                )
-                removal = ProviderRemoval.UNLINKED
-            elif delete_when_last:
-                ended = (
-                    await self._delete_in(
-                        tx, holder.id, identity.provider, now, client, detail=kind
-                    )
-                    or []
-                )
-                removal = ProviderRemoval.ACCOUNT_DELETED
-            else:
-                # Kept as it is, signed out: a later sign-in through the provider is the user
-                # consenting again (a deleted Apple Account cannot sign in at all).
-                ended = await self.sessions.revoke_all_in(tx, holder.id, now)
-                detail = f"{kind}: only sign-in method, kept"
-                await tx.events.record(
-                    audit_event(
-                        now,
-                        identity.provider,
-                        Outcome.PROVIDER_SIGNED_OUT,
-                        client,
-                        holder.id,
-                        detail,
-                    )
-                )
-                removal = ProviderRemoval.KEPT
+            change = _Change(tx, holder.id, identity.provider, now, client)
+            removal, ended = await self._withdraw_in(change, kind, delete_when_last)
         await self.sessions.announce(ended)
         if removal is not ProviderRemoval.KEPT:
             self.provider_tokens.queued()
         return removal
 
+    async def _withdraw_in(
+        self, change: _Change, kind: str, delete_when_last: bool
+    ) -> tuple[ProviderRemoval, list[str]]:
+        """The provider's withdrawal of the account's identity at ``change.provider`` carried
+        out (unlinked, the account deleted, or kept and signed out); what it did and the
+        sessions ended."""
+        tx, account_id = change.tx, change.account_id
+        others = [
+            i
+            for i in await tx.accounts.list_identities(account_id)
+            if i.identity.provider != change.provider
+        ]
+        # A passkey is a sign-in method too: with one left, the identity goes alone.
+        if others or await tx.passkeys.for_account(account_id):
+            unlinked = await self._unlink_in(change, outcome=Outcome.PROVIDER_UNLINKED, detail=kind)
+            return ProviderRemoval.UNLINKED, unlinked or []
+        if delete_when_last:
+            return ProviderRemoval.ACCOUNT_DELETED, await self._delete_in(change, kind) or []
+        # Kept as it is, signed out: a later sign-in through the provider is the user
+        # consenting again (a deleted Apple Account cannot sign in at all).
+        ended = await self.sessions.revoke_all_in(tx, account_id, change.now)
+        await change.audit(Outcome.PROVIDER_SIGNED_OUT, f"{kind}: only sign-in method, kept")
+        return ProviderRemoval.KEPT, ended
+
     async def _unlink_in(
         self,
-        tx: Transaction,
-        account_id: str,
-        provider: str,
-        now: dt.datetime,
-        client: ClientInfo | None,
+        change: _Change,
         *,
         keep: str | None = None,
         outcome: Outcome = Outcome.UNLINKED,
         detail: str | None = None,
     ) -> list[str] | None:
-        """Inside ``tx``: remove the account's identity at ``provider``, end the sessions
-        issued through it (but ``keep``) and record the audit event; the sessions ended, None
-        when the account holds no identity there. Raises LastIdentityError for the last one.
-        The one place of an unlink, whether the caller or the provider asked: the provider's
+        """Remove the account's identity at ``change.provider``, end the sessions issued
+        through it (but ``keep``) and record the audit event; the sessions ended, None when
+        the account holds no identity there. Raises LastIdentityError for the last one. The
+        one place of an unlink, whether the caller or the provider asked: the provider's
         token goes to the revocation outbox first (the identity's sealed token goes with it;
         rolled back with the unlink when that fails)."""
+        tx, account_id, provider, now = change.tx, change.account_id, change.provider, change.now
         await enqueue_token_revocations(tx, account_id, now, provider)
         if not await tx.accounts.unlink_identity(account_id, provider):
             return None
         ended = await self.sessions.revoke_all_in(tx, account_id, now, keep=keep, provider=provider)
-        await tx.events.record(audit_event(now, provider, outcome, client, account_id, detail))
+        await change.audit(outcome, detail)
         return ended
 
-    async def _delete_in(
-        self,
-        tx: Transaction,
-        account_id: str,
-        provider: str,
-        now: dt.datetime,
-        client: ClientInfo | None,
-        *,
-        detail: str | None = None,
-    ) -> list[str] | None:
-        """Inside ``tx``: end every session of the account, delete it with its identities and
-        record the audit event; the sessions ended, None when there is no such account (the
-        caller rolls back). The one place of a deletion, whether the caller or the provider
-        asked. Every provider token it kept goes to the revocation outbox."""
-        ended = await self.sessions.revoke_all_in(tx, account_id, now)
-        await enqueue_token_revocations(tx, account_id, now)
-        if not await tx.accounts.delete(account_id):
+    async def _delete_in(self, change: _Change, detail: str | None = None) -> list[str] | None:
+        """End every session of the account, delete it with its identities and record the
+        audit event; the sessions ended, None when there is no such account (the caller rolls
+        back). The one place of a deletion, whether the caller or the provider asked. Every
+        provider token it kept goes to the revocation outbox."""
+        ended = await self.sessions.revoke_all_in(change.tx, change.account_id, change.now)
+        await enqueue_token_revocations(change.tx, change.account_id, change.now)
+        if not await change.tx.accounts.delete(change.account_id):
             return None
-        await tx.events.record(
-            audit_event(now, provider, Outcome.ACCOUNT_DELETED, client, account_id, detail)
-        )
+        await change.audit(Outcome.ACCOUNT_DELETED, detail)
         return ended
 
     async def export(self, caller: Caller) -> AccountExport:
@@ -320,38 +298,39 @@ class AccountService:
         now = self.sessions.clock.now()
         try:
             async with self.units.begin() as tx:
-                ended = await self.sessions.revoke_all_in(
-                    tx, caller.account_id, now, keep=caller.session_id
-                )
-                own = await tx.sessions.get(caller.session_id)
-                held = own.passkey_id if own is not None else None
-                added = [
-                    p.id
-                    for p in await tx.passkeys.for_account(caller.account_id)
-                    if p.added_by_session in ended and p.id != held
-                ]
-                for passkey_id in added:
-                    await remove_passkey_in(
-                        self.sessions,
-                        tx,
-                        caller,
-                        passkey_id,
-                        now,
-                        keep=caller.session_id,
-                        detail="added by a session signed out everywhere else",
-                    )
-                detail = f"{len(ended)} sessions, {len(added)} passkeys removed"
-                await tx.events.record(
-                    audit_event(
-                        now,
-                        caller.provider,
-                        Outcome.SIGNED_OUT_EVERYWHERE,
-                        caller.client,
-                        caller.account_id,
-                        detail,
-                    )
-                )
+                ended = await self._end_others_in(tx, caller, now)
         except LastIdentityError:
             raise errors.LastSignInMethod() from None
         await self.sessions.announce(ended)
+        return ended
+
+    async def _end_others_in(self, tx: Transaction, caller: Caller, now: dt.datetime) -> list[str]:
+        """Inside ``tx``: end every live session but the caller's and remove the passkeys they
+        added (but the one the caller's session signed in with), audited; the sessions ended.
+        Raises LastIdentityError when that would leave no sign-in method."""
+        ended = await self.sessions.revoke_all_in(
+            tx, caller.account_id, now, keep=caller.session_id
+        )
+        own = await tx.sessions.get(caller.session_id)
+        held = own.passkey_id if own is not None else None
+        added = [
+            p.id
+            for p in await tx.passkeys.for_account(caller.account_id)
+            if p.added_by_session in ended and p.id != held
+        ]
+        for passkey_id in added:
+            await remove_passkey_in(
+                self.sessions,
+                tx,
+                caller,
+                passkey_id,
+                now,
+                keep=caller.session_id,
+                detail="added by a session signed out everywhere else",
+            )
+        detail = f"{len(ended)} sessions, {len(added)} passkeys removed"
+        outcome = Outcome.SIGNED_OUT_EVERYWHERE
+        await record_audit(
+            tx, now, caller.provider, outcome, caller.client, caller.account_id, detail
+        )
         return ended

@@ -29,11 +29,11 @@ from authgate.domain.model import (
     IssuedSession,
     Outcome,
     SessionRecord,
-    SignInEvent,
 )
 from authgate.domain.passkeys import (
     CHALLENGE_LIFETIME,
     Ceremony,
+    NewCredential,
     Passkey,
     PasskeyChallenge,
     PasskeyUser,
@@ -46,22 +46,38 @@ from authgate.domain.text import printable
 from authgate.ports.accounts import AccountRepository, LastIdentityError
 from authgate.ports.clock import Clock
 from authgate.ports.events import SignInEventLog
-from authgate.ports.metrics import Metrics, NoMetrics
+from authgate.ports.metrics import Metrics
 from authgate.ports.passkeys import (
     ChallengeStoreFull,
     PasskeyChallenges,
     PasskeyStore,
     PasskeyTaken,
 )
-from authgate.ports.session_tokens import InvalidSession
+from authgate.ports.session_tokens import InvalidSession, ResumedRequest
 from authgate.ports.unit_of_work import Transaction, UnitOfWork
-from authgate.ports.webauthn import ResponseMalformed, ResponseNotVerified, WebAuthnRelyingParty
-from authgate.services.audit import audit_event, log_event
+from authgate.ports.webauthn import (
+    ReadAssertion,
+    ResponseMalformed,
+    ResponseNotVerified,
+    WebAuthnRelyingParty,
+)
+from authgate.services.audit import (
+    audit_event,
+    log_event,
+    or_no_metrics,
+    record_audit,
+    record_refusal,
+    security_log,
+)
 from authgate.services.sessions import SessionService
-from authgate.services.signin import SignInPolicy, resumed_request
+from authgate.services.signin import (
+    SignInPolicy,
+    error_kind,
+    resumed_request,
+    session_max_age,
+)
 
 log = logging.getLogger("authgate.passkeys")
-security_log = logging.getLogger("authgate.security")
 
 PASSKEY_PROVIDER = "passkey"
 """The provider a passkey sign-in names: in its session (the token's ``provider`` claim, the
@@ -91,35 +107,21 @@ class PasskeySignedIn:
     session_max_age: int
 
 
+@attrs.define(eq=False, repr=False, slots=False, kw_only=True)
 class PasskeyService:
     """The passkey ceremonies and the account's passkeys; raises the domain's errors."""
 
-    def __init__(
-        self,
-        *,
-        passkeys: PasskeyStore,
-        challenges: PasskeyChallenges,
-        accounts: AccountRepository,
-        events: SignInEventLog,
-        units: UnitOfWork,
-        sessions: SessionService,
-        clock: Clock,
-        relying_party: WebAuthnRelyingParty,
-        policy: PasskeyPolicy,
-        signin: SignInPolicy,
-        metrics: Metrics | None = None,
-    ) -> None:
-        self.passkeys = passkeys
-        self.challenges = challenges
-        self.accounts = accounts
-        self.events = events
-        self.units = units
-        self.sessions = sessions
-        self.clock = clock
-        self.relying_party = relying_party
-        self.policy = policy
-        self.signin = signin
-        self.metrics: Metrics = metrics or NoMetrics()
+    passkeys: PasskeyStore
+    challenges: PasskeyChallenges
+    accounts: AccountRepository
+    events: SignInEventLog
+    units: UnitOfWork
+    sessions: SessionService
+    clock: Clock
+    relying_party: WebAuthnRelyingParty
+    policy: PasskeyPolicy
+    signin: SignInPolicy
+    metrics: Metrics = attrs.field(default=None, converter=or_no_metrics)
 
     # -- adding a passkey -----------------------------------------------------------------
 
@@ -177,34 +179,13 @@ class PasskeyService:
             raise errors.InvalidPasskeyResponse(e.detail) from e
         except ResponseNotVerified as e:
             raise errors.PasskeyNotVerified(e.reason) from e
-        passkey = Passkey(
-            id=uuid.uuid4().hex,
-            account_id=caller.account_id,
-            credential_id=credential.credential_id,
-            public_key=credential.public_key,
-            sign_count=credential.sign_count,
-            transports=credential.transports,
-            aaguid=credential.aaguid,
-            backup_eligible=credential.backup_eligible,
-            backed_up=credential.backed_up,
-            name=kept_name,
-            created_at=now,
-            added_by_session=caller.session_id or None,
-            added_from_address=printable(caller.client.address, 64),
-            added_from_user_agent=printable(caller.client.user_agent, 512),
-        )
+        passkey = _new_passkey(caller, credential, kept_name, now)
         try:
             async with self.units.begin() as tx:
                 await tx.passkeys.add(passkey)
-                await tx.events.record(
-                    audit_event(
-                        now,
-                        PASSKEY_PROVIDER,
-                        Outcome.PASSKEY_ADDED,
-                        caller.client,
-                        caller.account_id,
-                        passkey.id,
-                    )
+                outcome = Outcome.PASSKEY_ADDED
+                await record_audit(
+                    tx, now, PASSKEY_PROVIDER, outcome, caller.client, caller.account_id, passkey.id
                 )
         except PasskeyTaken:
             raise errors.PasskeyAlreadyRegistered() from None
@@ -239,41 +220,42 @@ class PasskeyService:
         the audit event in one unit of work), with ``auth_time`` the moment of the verified
         assertion. Every refusal is audited and changes nothing but the challenge it used."""
         started = time.perf_counter()
-        account_id: str | None = None
         try:
             signed_in = await self._authenticate(binding, response, client, return_to, held_session)
         except errors.SignInError as e:
-            account_id = getattr(e, "account_id", None)
-            reason = (
-                Outcome.PASSKEY_COUNTER_REGRESSED.value
-                if isinstance(e, _Cloned)
-                else _snake(type(e).__name__)
-            )
-            self.metrics.sign_in(PASSKEY_PROVIDER, Outcome.FAILED.value, reason)
-            if isinstance(e, _Cloned):
-                security_log.warning(
-                    "security event: passkey %s of account %s signed with counter %d after %d: "
-                    "the authenticator may have been cloned; refused",
-                    e.passkey.id,
-                    e.passkey.account_id,
-                    e.counter,
-                    e.passkey.sign_count,
-                )
-                outcome = Outcome.PASSKEY_COUNTER_REGRESSED
-                detail = f"passkey {e.passkey.id}: counter {e.counter} after {e.passkey.sign_count}"
-            elif isinstance(e, errors.InvalidPasskeyChallenge):
-                outcome, detail = Outcome.INVALID_STATE, e.detail
-            else:
-                outcome, detail = Outcome.FAILED, _detail(e)
-            await self._record(
-                audit_event(self.clock.now(), PASSKEY_PROVIDER, outcome, client, account_id, detail)
-            )
+            await self._refused(e, client)
             raise
         finally:
             self.metrics.callback_duration(PASSKEY_PROVIDER, time.perf_counter() - started)
         self.metrics.sign_in(PASSKEY_PROVIDER, Outcome.SIGNED_IN.value, "none")
         self.metrics.sessions_issued(PASSKEY_PROVIDER)
         return signed_in
+
+    async def _refused(self, e: errors.SignInError, client: ClientInfo) -> None:
+        """A refused passkey sign-in counted, logged when it looks like a clone, and audited
+        on its own."""
+        account_id: str | None = getattr(e, "account_id", None)
+        reason = (
+            Outcome.PASSKEY_COUNTER_REGRESSED.value if isinstance(e, _Cloned) else error_kind(e)
+        )
+        self.metrics.sign_in(PASSKEY_PROVIDER, Outcome.FAILED.value, reason)
+        if isinstance(e, _Cloned):
+            security_log.warning(
+                "security event: passkey %s of account %s signed with counter %d after %d: "
+                "the authenticator may have been cloned; refused",
+                e.passkey.id,
+                e.passkey.account_id,
+                e.counter,
+                e.passkey.sign_count,
+            )
+            outcome = Outcome.PASSKEY_COUNTER_REGRESSED
+            detail = f"passkey {e.passkey.id}: counter {e.counter} after {e.passkey.sign_count}"
+        elif isinstance(e, errors.InvalidPasskeyChallenge):
+            outcome, detail = Outcome.INVALID_STATE, e.detail
+        else:
+            outcome, detail = Outcome.FAILED, _detail(e)
+        event = audit_event(self.clock.now(), PASSKEY_PROVIDER, outcome, client, account_id, detail)
+        await record_refusal(self.events, event, log, "a passkey sign-in event")
 
     async def _authenticate(
         self,
@@ -290,71 +272,14 @@ class PasskeyService:
         except ResponseMalformed as e:
             raise errors.InvalidPasskeyResponse(e.detail) from e
         async with self.units.begin() as tx:
-            passkey = await tx.passkeys.find_by_credential(assertion.credential_id)
-            if passkey is None:
-                raise errors.UnknownPasskey()
-            # A discoverable sign-in (no allowCredentials): the authenticator must name the
-            # user it holds the credential for, and that user must be the passkey's account.
-            handle = assertion.user_handle
-            if handle is None:
-                raise errors.PasskeyNotVerified(
-                    "the authenticator returned no user handle", passkey.account_id
-                )
-            if handle != user_handle(passkey.account_id):
-                raise errors.PasskeyNotVerified(
-                    "the user handle is not the passkey's account's", passkey.account_id
-                )
-            try:
-                verified = self.relying_party.verify_assertion(
-                    assertion, challenge.challenge, passkey
-                )
-            except ResponseNotVerified as e:
-                raise errors.PasskeyNotVerified(e.reason, passkey.account_id) from e
-            except ResponseMalformed as e:
-                raise errors.InvalidPasskeyResponse(e.detail) from e
-            counter = verified.sign_count
-            if not counter_advances(passkey.sign_count, counter):
-                raise _Cloned(passkey, counter)
-            identities = await tx.accounts.list_identities(passkey.account_id)
-            disabled = next((i for i in identities if i.disabled_reason is not None), None)
-            if disabled is not None:
-                security_log.warning(
-                    "security event: passkey sign-in to account %s refused: its identity %s "
-                    "is disabled (%s)",
-                    passkey.account_id,
-                    disabled.identity,
-                    disabled.disabled_reason,
-                )
-                raise errors.AccountDisabled(
-                    disabled.disabled_reason or "disabled", passkey.account_id
-                )
-            # The check above read the counter; this write decides, atomically: of concurrent
-            # sign-ins with one counter value (a clone racing the original), one records it.
-            if not await tx.passkeys.record_use(passkey.id, counter, verified.backed_up, now):
-                current = await tx.passkeys.find_by_credential(assertion.credential_id)
-                if current is None:
-                    raise errors.UnknownPasskey()
-                raise _Cloned(current, counter)
+            passkey = await self._use(tx, assertion, challenge, now)
             await tx.accounts.record_login(passkey.account_id, now)
             resumes = resumed_request(
                 self._destination(return_to), challenge.created_at, self.signin
             )
-            started_by = await self._browsers_session(tx, held_session, passkey.account_id, now)
-            if started_by is not None:
-                # A step-up in a browser signed in to the same account: one browser, one
-                # session, with the newer proof of login.
-                session = await self.sessions.prove(tx, started_by, now, resumes=resumes)
-            else:
-                session = await self.sessions.issue(
-                    tx,
-                    passkey.account_id,
-                    PASSKEY_PROVIDER,
-                    client,
-                    auth_time=now,
-                    resumes=resumes,
-                    passkey_id=passkey.id,
-                )
-            event = audit_event(
+            session = await self._session_in(tx, passkey, client, held_session, resumes, now)
+            event = await record_audit(
+                tx,
                 now,
                 PASSKEY_PROVIDER,
                 Outcome.SIGNED_IN,
@@ -363,14 +288,70 @@ class PasskeyService:
                 passkey.id,
                 logged=False,
             )
-            await tx.events.record(event)
         log_event(event)
         return PasskeySignedIn(
             account_id=passkey.account_id,
             passkey=passkey,
             session=session,
             destination=self._destination(return_to),
-            session_max_age=max(int((session.expires_at - now).total_seconds()), 0),
+            session_max_age=session_max_age(session, now),
+        )
+
+    async def _use(
+        self,
+        tx: Transaction,
+        assertion: ReadAssertion,
+        challenge: PasskeyChallenge,
+        now: dt.datetime,
+    ) -> Passkey:
+        """Inside ``tx``: the passkey that signed ``assertion``, verified against the
+        challenge, its account not disabled, and its use (the new counter) recorded."""
+        passkey = await tx.passkeys.find_by_credential(assertion.credential_id)
+        if passkey is None:
+            raise errors.UnknownPasskey()
+        _check_user_handle(assertion, passkey)
+        try:
+            verified = self.relying_party.verify_assertion(assertion, challenge.challenge, passkey)
+        except ResponseNotVerified as e:
+            raise errors.PasskeyNotVerified(e.reason, passkey.account_id) from e
+        except ResponseMalformed as e:
+            raise errors.InvalidPasskeyResponse(e.detail) from e
+        counter = verified.sign_count
+        if not counter_advances(passkey.sign_count, counter):
+            raise _Cloned(passkey, counter)
+        await _refuse_disabled(tx, passkey)
+        # The check above read the counter; this write decides, atomically: of concurrent
+        # sign-ins with one counter value (a clone racing the original), one records it.
+        if not await tx.passkeys.record_use(passkey.id, counter, verified.backed_up, now):
+            current = await tx.passkeys.find_by_credential(assertion.credential_id)
+            if current is None:
+                raise errors.UnknownPasskey()
+            raise _Cloned(current, counter)
+        return passkey
+
+    async def _session_in(
+        self,
+        tx: Transaction,
+        passkey: Passkey,
+        client: ClientInfo,
+        held_session: str | None,
+        resumes: ResumedRequest | None,
+        now: dt.datetime,
+    ) -> IssuedSession:
+        """Inside ``tx``: the session the passkey signs in, proven at ``now``."""
+        started_by = await self._browsers_session(tx, held_session, passkey.account_id, now)
+        if started_by is not None:
+            # A step-up in a browser signed in to the same account: one browser, one
+            # session, with the newer proof of login.
+            return await self.sessions.prove(tx, started_by, now, resumes=resumes)
+        return await self.sessions.issue(
+            tx,
+            passkey.account_id,
+            PASSKEY_PROVIDER,
+            client,
+            auth_time=now,
+            resumes=resumes,
+            passkey_id=passkey.id,
         )
 
     async def _browsers_session(
@@ -467,12 +448,6 @@ class PasskeyService:
             raise errors.InvalidPasskeyChallenge(f"no {ceremony.value} challenge for this browser")
         return challenge
 
-    async def _record(self, event: SignInEvent) -> None:
-        try:
-            await self.events.record(event)
-        except Exception:  # the audit trail must not turn a refusal into a 500
-            log.exception("could not store a passkey sign-in event")
-
 
 class _Cloned(errors.PasskeyNotVerified):
     """The signature counter went backwards (or stood still): audited, then refused."""
@@ -506,17 +481,60 @@ async def remove_passkey_in(
     ended = await sessions.revoke_all_in(
         tx, caller.account_id, now, keep=keep, passkey_id=passkey_id
     )
-    await tx.events.record(
-        audit_event(
-            now,
-            PASSKEY_PROVIDER,
-            Outcome.PASSKEY_REMOVED,
-            caller.client,
-            caller.account_id,
-            f"{passkey_id}: {detail}" if detail else passkey_id,
-        )
+    await record_audit(
+        tx,
+        now,
+        PASSKEY_PROVIDER,
+        Outcome.PASSKEY_REMOVED,
+        caller.client,
+        caller.account_id,
+        f"{passkey_id}: {detail}" if detail else passkey_id,
     )
     return ended
+
+
+def _new_passkey(caller: Caller, credential: NewCredential, name: str, now: dt.datetime) -> Passkey:
+    """The passkey a verified registration adds to the caller's account."""
+    return Passkey(
+        id=uuid.uuid4().hex,
+        account_id=caller.account_id,
+        **attrs.asdict(credential, recurse=False),  # kept as the relying party verified it
+        name=name,
+        created_at=now,
+        added_by_session=caller.session_id or None,
+        added_from_address=printable(caller.client.address, 64),
+        added_from_user_agent=printable(caller.client.user_agent, 512),
+    )
+
+
+def _check_user_handle(assertion: ReadAssertion, passkey: Passkey) -> None:
+    """A discoverable sign-in (no allowCredentials): the authenticator must name the user it
+    holds the credential for, and that user must be the passkey's account."""
+    handle = assertion.user_handle
+    if handle is None:
+        raise errors.PasskeyNotVerified(
+            "the authenticator returned no user handle", passkey.account_id
+        )
+    if handle != user_handle(passkey.account_id):
+        raise errors.PasskeyNotVerified(
+            "the user handle is not the passkey's account's", passkey.account_id
+        )
+
+
+async def _refuse_disabled(tx: Transaction, passkey: Passkey) -> None:
+    """A provider reported one of the account's identities disabled (RISC): the account's
+    passkeys sign nobody in either until it is enabled."""
+    identities = await tx.accounts.list_identities(passkey.account_id)
+    disabled = next((i for i in identities if i.disabled_reason is not None), None)
+    if disabled is not None:
+        security_log.warning(
+            "security event: passkey sign-in to account %s refused: its identity %s "
+            "is disabled (%s)",
+            passkey.account_id,
+            disabled.identity,
+            disabled.disabled_reason,
+        )
+        raise errors.AccountDisabled(disabled.disabled_reason or "disabled", passkey.account_id)
 
 
 def user_handle(account_id: str) -> bytes:
@@ -526,10 +544,6 @@ def user_handle(account_id: str) -> bytes:
 
 def _milliseconds(delta: dt.timedelta) -> int:
     return int(delta.total_seconds() * 1000)
-
-
-def _snake(name: str) -> str:
-    return "".join(f"_{c.lower()}" if c.isupper() else c for c in name).lstrip("_")
 
 
 def _detail(e: errors.SignInError) -> str:

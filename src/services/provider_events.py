@@ -18,7 +18,7 @@ from collections.abc import Collection, Mapping
 
 import attrs
 
-from authgate.domain.model import ClientInfo, Outcome, ProviderIdentity, SignInEvent
+from authgate.domain.model import ClientInfo, Outcome, ProviderIdentity
 from authgate.domain.provider_events import (
     Action,
     Audit,
@@ -42,12 +42,11 @@ from authgate.ports.provider_events import (
 )
 from authgate.ports.unit_of_work import Transaction, UnitOfWork
 from authgate.services.account import AccountService, ProviderRemoval
-from authgate.services.audit import audit_event
+from authgate.services.audit import audit_event, record_audit, record_refusal, security_log
 from authgate.services.provider_tokens import enqueue_token_revocations
 from authgate.services.sessions import SessionService
 
 log = logging.getLogger("authgate.provider_events")
-security_log = logging.getLogger("authgate.security")
 
 
 class Shape(enum.Enum):
@@ -92,30 +91,25 @@ class Applied:
     queued: int = 0  # provider-token revocations queued
 
 
+def _by_provider_and_shape(
+    receivers: Collection[Receiver],
+) -> Mapping[tuple[str, Shape], Receiver]:
+    """The receivers, found by the provider and the shape of the tokens they receive."""
+    return {(r.provider, r.shape): r for r in receivers}
+
+
+@attrs.define(eq=False, repr=False, slots=False, kw_only=True)
 class ProviderEventService:
     """Receives the providers' event tokens; raises EventTokenRejected for a bad one (and
     EventTokenUnavailable when the provider's keys cannot be loaded)."""
 
-    def __init__(
-        self,
-        *,
-        receivers: Collection[Receiver],
-        units: UnitOfWork,
-        events: SignInEventLog,
-        sessions: SessionService,
-        account: AccountService,
-        clock: Clock,
-        policy: ProviderEventPolicy,
-    ) -> None:
-        self.receivers: Mapping[tuple[str, Shape], Receiver] = {
-            (r.provider, r.shape): r for r in receivers
-        }
-        self.units = units
-        self.events = events
-        self.sessions = sessions
-        self.account = account
-        self.clock = clock
-        self.policy = policy
+    receivers: Mapping[tuple[str, Shape], Receiver] = attrs.field(converter=_by_provider_and_shape)
+    units: UnitOfWork
+    events: SignInEventLog
+    sessions: SessionService
+    account: AccountService
+    clock: Clock
+    policy: ProviderEventPolicy
 
     async def receive(
         self, provider: str, shape: Shape, token: str, client: ClientInfo
@@ -170,9 +164,8 @@ class ProviderEventService:
         )
         detail = f"{shape.value}: {e.code}"
         now = self.clock.now()
-        await self._record(
-            audit_event(now, provider, Outcome.PROVIDER_EVENT_REJECTED, client, None, detail)
-        )
+        event = audit_event(now, provider, Outcome.PROVIDER_EVENT_REJECTED, client, None, detail)
+        await record_refusal(self.events, event, log, "a provider event's audit event")
 
     async def _apply(
         self,
@@ -220,15 +213,7 @@ class ProviderEventService:
         audits: Collection[Audit],
     ) -> None:
         for a in audits:
-            await tx.events.record(
-                audit_event(now, provider, a.outcome, client, a.account_id, a.detail)
-            )
-
-    async def _record(self, event: SignInEvent) -> None:
-        try:
-            await self.events.record(event)
-        except Exception:  # the audit trail must not turn a refusal into a 500
-            log.exception("could not store a provider event's audit event")
+            await record_audit(tx, now, provider, a.outcome, client, a.account_id, a.detail)
 
 
 async def _change_identity(tx: Transaction, identity: ProviderIdentity, decision: Decision) -> None:

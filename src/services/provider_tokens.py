@@ -134,6 +134,11 @@ class ProviderTokenService:
             self.worker.wake()
 
 
+def or_no_provider_tokens(tokens: ProviderTokenService | None) -> ProviderTokenService:
+    """The provider tokens a service keeps: ``tokens``, or none kept when not given."""
+    return tokens or ProviderTokenService(None)
+
+
 class RevocationWorker(OutboxWorker[PendingRevocation]):
     """Processes the revocation outbox in the background (one task per running instance)."""
 

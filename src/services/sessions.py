@@ -21,7 +21,7 @@ import datetime as dt
 import logging
 import time
 from collections.abc import Mapping, Sequence
-from typing import Protocol
+from typing import Protocol, TypedDict, Unpack
 
 import attrs
 
@@ -30,7 +30,7 @@ from authgate.domain.model import Caller, ClientInfo, IssuedSession, Outcome, Se
 from authgate.domain.secrets import random_uuid_hex
 from authgate.domain.text import printable
 from authgate.ports.clock import Clock
-from authgate.ports.metrics import Metrics, NoMetrics
+from authgate.ports.metrics import Metrics
 from authgate.ports.revocations import RevocationChannel
 from authgate.ports.session_records import SessionRecords
 from authgate.ports.session_tokens import (
@@ -40,7 +40,7 @@ from authgate.ports.session_tokens import (
     SessionTokens,
 )
 from authgate.ports.unit_of_work import Transaction, UnitOfWork
-from authgate.services.audit import audit_event
+from authgate.services.audit import or_no_metrics, record_audit
 
 log = logging.getLogger("authgate.sessions")
 
@@ -62,6 +62,15 @@ class SessionEndings(Protocol):
         ...
 
 
+class Which(TypedDict, total=False):
+    """Which of an account's live sessions end: all but ``keep``; only those issued through
+    ``provider``; only those signed in with the passkey ``passkey_id``."""
+
+    keep: str | None
+    provider: str | None
+    passkey_id: str | None
+
+
 @attrs.frozen
 class SessionPolicy:
     """The configurable rules of sessions (``session.*``)."""
@@ -75,35 +84,30 @@ class SessionPolicy:
     proving_providers: frozenset[str] = frozenset()
 
 
+@attrs.define(eq=False, repr=False, slots=False, kw_only=True)
 class SessionService:
     """Issues, verifies, lists and revokes sessions."""
 
-    def __init__(
-        self,
-        *,
-        tokens: SessionTokens,
-        records: SessionRecords,
-        units: UnitOfWork,
-        channel: RevocationChannel,
-        clock: Clock,
-        policy: SessionPolicy,
-        metrics: Metrics | None = None,
-        endings: SessionEndings | None = None,
-    ) -> None:
-        self.tokens = tokens
-        self.records = records
-        self.units = units
-        self.channel = channel
-        self.clock = clock
-        self.policy = policy
-        self.metrics: Metrics = metrics or NoMetrics()
-        self.endings = endings
-        # session id -> monotonic time until which it is trusted as live without a read
-        self._live: collections.OrderedDict[str, float] = collections.OrderedDict()
-        # session id -> monotonic time until which a read that began before its revocation
-        # must not put it back into the cache
-        self._revoked: collections.OrderedDict[str, float] = collections.OrderedDict()
-        channel.subscribe(self.forget)  # revocations made by any instance
+    tokens: SessionTokens
+    records: SessionRecords
+    units: UnitOfWork
+    channel: RevocationChannel
+    clock: Clock
+    policy: SessionPolicy
+    metrics: Metrics = attrs.field(default=None, converter=or_no_metrics)
+    endings: SessionEndings | None = None
+    # session id -> monotonic time until which it is trusted as live without a read
+    _live: collections.OrderedDict[str, float] = attrs.field(
+        init=False, factory=collections.OrderedDict
+    )
+    # session id -> monotonic time until which a read that began before its revocation
+    # must not put it back into the cache
+    _revoked: collections.OrderedDict[str, float] = attrs.field(
+        init=False, factory=collections.OrderedDict
+    )
+
+    def __attrs_post_init__(self) -> None:
+        self.channel.subscribe(self.forget)  # revocations made by any instance
 
     # -- issuing --------------------------------------------------------------------------
 
@@ -296,15 +300,29 @@ class SessionService:
         self, account_id: str, session_id: str, *, client: ClientInfo, provider: str
     ) -> bool:
         """End one of the account's sessions (audited); False when it has no such live one."""
+        return await self._end_one(
+            account_id, session_id, Outcome.SESSION_REVOKED, client, provider
+        )
+
+    async def _end_one(
+        self,
+        account_id: str,
+        session_id: str,
+        outcome: Outcome,
+        client: ClientInfo,
+        provider: str,
+        detail: str | None = None,
+    ) -> bool:
+        """End one session and owe what ends with it, audited as ``outcome``, in one unit of
+        work; announced once committed. False when the account has no such live session."""
         now = self.clock.now()
         async with self.units.begin() as tx:
-            revoked = await self.revoke_in(tx, account_id, session_id, now)
-            if revoked:
-                event = audit_event(now, provider, Outcome.SESSION_REVOKED, client, account_id)
-                await tx.events.record(event)
-        if revoked:
+            ended = await self.revoke_in(tx, account_id, session_id, now)
+            if ended:
+                await record_audit(tx, now, provider, outcome, client, account_id, detail)
+        if ended:
             await self.announce([session_id])
-        return revoked
+        return ended
 
     async def revoke_all(
         self,
@@ -320,7 +338,7 @@ class SessionService:
         async with self.units.begin() as tx:
             ended = await self.revoke_all_in(tx, account_id, now, keep=keep)
             detail = f"{len(ended)} sessions"
-            await tx.events.record(audit_event(now, provider, outcome, client, account_id, detail))
+            await record_audit(tx, now, provider, outcome, client, account_id, detail)
         await self.announce(ended)
         return ended
 
@@ -342,18 +360,10 @@ class SessionService:
         if everywhere:
             self.require_recent_authentication(claims.auth_time)
             return await self.revoke_all(claims.account_id, client=client, provider=provider)
-        now = self.clock.now()
-        async with self.units.begin() as tx:
-            ended = await self.revoke_in(tx, claims.account_id, claims.session_id, now)
-            if ended:
-                event = audit_event(
-                    now, provider, Outcome.SIGNED_OUT, client, claims.account_id, detail
-                )
-                await tx.events.record(event)
-        if not ended:
-            return []
-        await self.announce([claims.session_id])
-        return [claims.session_id]
+        ended = await self._end_one(
+            claims.account_id, claims.session_id, Outcome.SIGNED_OUT, client, provider, detail
+        )
+        return [claims.session_id] if ended else []
 
     # -- ending sessions inside a unit of work: the one way every session ends ------------
     #
@@ -372,21 +382,12 @@ class SessionService:
         return revoked
 
     async def revoke_all_in(
-        self,
-        tx: Transaction,
-        account_id: str,
-        now: dt.datetime,
-        *,
-        keep: str | None = None,
-        provider: str | None = None,
-        passkey_id: str | None = None,
+        self, tx: Transaction, account_id: str, now: dt.datetime, **which: Unpack[Which]
     ) -> list[str]:
         """In ``tx``: end the account's live sessions (all but ``keep``; only those issued
         through ``provider``, only those signed in with the passkey ``passkey_id``, when
         given); the ids ended."""
-        ended = await tx.sessions.revoke_all(
-            account_id, now, keep=keep, provider=provider, passkey_id=passkey_id
-        )
+        ended = await tx.sessions.revoke_all(account_id, now, **which)
         await self._ended(tx, {account_id: ended}, now)
         return ended
 

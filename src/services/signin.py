@@ -38,17 +38,23 @@ from authgate.domain.text import has_control_characters, printable, storable
 from authgate.ports.accounts import AccountRepository, IdentityRace, IdentityTaken
 from authgate.ports.clock import Clock
 from authgate.ports.events import SignInEventLog
-from authgate.ports.metrics import Metrics, NoMetrics
+from authgate.ports.metrics import Metrics
 from authgate.ports.provider import ExchangeFailed, IdentityProvider, VerificationFailed
 from authgate.ports.session_tokens import ResumedRequest
 from authgate.ports.state import StateStore, StateStoreFull
 from authgate.ports.unit_of_work import Transaction, UnitOfWork
-from authgate.services.audit import audit_event, log_event
-from authgate.services.provider_tokens import ProviderTokenService
+from authgate.services.audit import (
+    audit_event,
+    log_event,
+    or_no_metrics,
+    record_audit,
+    record_refusal,
+    security_log,
+)
+from authgate.services.provider_tokens import ProviderTokenService, or_no_provider_tokens
 from authgate.services.sessions import SessionService
 
 log = logging.getLogger("authgate.signin")
-security_log = logging.getLogger("authgate.security")
 
 MAX_STATE_LENGTH = 512
 
@@ -97,33 +103,27 @@ class SignInPolicy:
         return app_url_for(self.app_url, self.dashboard_path)
 
 
+def _in_order(providers: Mapping[str, IdentityProvider]) -> dict[str, IdentityProvider]:
+    """The configured providers; their order is the order of error messages."""
+    return dict(providers)
+
+
+@attrs.define(eq=False, repr=False, slots=False, kw_only=True)
 class SignInService:
     """Starts and completes sign-ins; creates, logs in and links accounts."""
 
-    def __init__(
-        self,
-        *,
-        providers: Mapping[str, IdentityProvider],
-        accounts: AccountRepository,
-        states: StateStore,
-        events: SignInEventLog,
-        units: UnitOfWork,
-        sessions: SessionService,
-        clock: Clock,
-        policy: SignInPolicy,
-        metrics: Metrics | None = None,
-        provider_tokens: ProviderTokenService | None = None,
-    ) -> None:
-        self.provider_tokens = provider_tokens or ProviderTokenService(None)
-        self.providers = dict(providers)  # insertion order = the order in error messages
-        self.accounts = accounts
-        self.states = states
-        self.events = events
-        self.units = units
-        self.sessions = sessions
-        self.clock = clock
-        self.policy = policy
-        self.metrics: Metrics = metrics or NoMetrics()
+    providers: dict[str, IdentityProvider] = attrs.field(converter=_in_order)
+    accounts: AccountRepository
+    states: StateStore
+    events: SignInEventLog
+    units: UnitOfWork
+    sessions: SessionService
+    clock: Clock
+    policy: SignInPolicy
+    metrics: Metrics = attrs.field(default=None, converter=or_no_metrics)
+    provider_tokens: ProviderTokenService = attrs.field(
+        default=None, converter=or_no_provider_tokens
+    )
 
     def login_url(self) -> str:
         """The application's login page, where failed callbacks send the browser."""
@@ -187,44 +187,12 @@ class SignInService:
         *,
         login_hint: str | None = None,
     ) -> Authorization:
-        if not redirect_uri:  # rule 2
-            raise errors.MissingParameter("redirect_uri")
-        if redirect_uri not in self.policy.callback_urls.get(provider.name, ()):  # rule 5
-            raise errors.InvalidRequest(
-                f"redirect_uri is not an allowed callback address for provider {provider.name}"
-            )
+        redirect_uri = self._allowed_callback(provider, redirect_uri)
         if intent in CALLER_INTENTS:
-            if caller is None:
-                raise errors.NotAuthenticated(
-                    f"{intent.value} needs a signed-in caller", intent.value
-                )
-            if intent is Intent.REAUTHENTICATE and provider.name not in {
-                i.identity.provider for i in await self.accounts.list_identities(caller[0])
-            }:
-                raise errors.InvalidRequest(
-                    f"provider {provider.name} is not linked to the signed-in account: "
-                    "re-authenticate with a linked one"
-                )
-            if intent is Intent.REAUTHENTICATE and not provider.proves_login_time:
-                # Its answer would prove no login time: the step-up could never succeed.
-                raise errors.InvalidRequest(
-                    f"provider {provider.name} cannot prove a recent sign-in (it signs no "
-                    "auth_time): re-authenticate with a passkey or with a linked provider "
-                    "that can"
-                )
-        if state is not None and (
-            not 0 < len(state) <= MAX_STATE_LENGTH or has_control_characters(state)
-        ):
-            raise errors.InvalidRequest(
-                f"state must be 1 to {MAX_STATE_LENGTH} characters without control characters"
-            )
-        state = state or new_secret()  # rule 4
+            await self._check_caller(provider, intent, caller)
+        state = _state_or_new(state)  # rule 4
         verifier = new_secret(48) if provider.uses_pkce else None  # rule 7
         nonce = new_secret() if provider.uses_nonce else None
-        # A hint is only a hint: one that cannot be passed on safely is dropped.
-        hint = {}
-        if login_hint and len(login_hint) <= 256 and not has_control_characters(login_hint):
-            hint["login_hint"] = login_hint
         return_to = safe_return_to(return_to, self.policy.app_url, self.policy.resume_urls)
         url = await provider.authorization_url(  # rule 3: ProviderUnavailable → 500
             state=state,
@@ -232,9 +200,10 @@ class SignInService:
             code_challenge=pkce_challenge(verifier) if verifier else None,
             nonce=nonce,
             reauthenticate=intent is Intent.REAUTHENTICATE or self._forces_login(return_to),
-            **hint,
+            **_hint(login_hint),
         )
         now = self.clock.now()
+        caller = caller if intent in CALLER_INTENTS else None
         pending = PendingSignIn(
             state=state,
             provider=provider.name,
@@ -246,16 +215,55 @@ class SignInService:
             created_at=now,
             expires_at=now + self.policy.state_ttl,
             return_to=return_to,
-            account_id=caller[0] if caller and intent in CALLER_INTENTS else None,
-            session_id=caller[1] if caller and intent in CALLER_INTENTS else None,
+            account_id=caller[0] if caller else None,
+            session_id=caller[1] if caller else None,
         )
+        await self._keep_pending(pending)
+        return self._authorization(provider, url, state)
+
+    def _allowed_callback(self, provider: IdentityProvider, redirect_uri: str | None) -> str:
+        """Rules 2 and 5: the callback address, one configured for the provider."""
+        if not redirect_uri:
+            raise errors.MissingParameter("redirect_uri")
+        if redirect_uri not in self.policy.callback_urls.get(provider.name, ()):
+            raise errors.InvalidRequest(
+                f"redirect_uri is not an allowed callback address for provider {provider.name}"
+            )
+        return redirect_uri
+
+    async def _check_caller(
+        self, provider: IdentityProvider, intent: Intent, caller: tuple[str, str] | None
+    ) -> None:
+        """A link or a re-authentication: started by a signed-in caller; a re-authentication
+        through a provider linked to the caller's account that proves its login time."""
+        if caller is None:
+            raise errors.NotAuthenticated(f"{intent.value} needs a signed-in caller", intent.value)
+        if intent is Intent.REAUTHENTICATE and provider.name not in {
+            i.identity.provider for i in await self.accounts.list_identities(caller[0])
+        }:
+            raise errors.InvalidRequest(
+                f"provider {provider.name} is not linked to the signed-in account: "
+                "re-authenticate with a linked one"
+            )
+        if intent is Intent.REAUTHENTICATE and not provider.proves_login_time:
+            # Its answer would prove no login time: the step-up could never succeed.
+            raise errors.InvalidRequest(
+                f"provider {provider.name} cannot prove a recent sign-in (it signs no "
+                "auth_time): re-authenticate with a passkey or with a linked provider "
+                "that can"
+            )
+
+    async def _keep_pending(self, pending: PendingSignIn) -> None:
+        """Rule 11: keep the pending sign-in, keyed by provider, state and browser (a caller's
+        state value is echoed whoever else uses it, rule 4)."""
         try:
-            # rule 11; keyed by provider, state and browser: a caller's state value is echoed
-            # whoever else uses it (rule 4)
             await self.states.put(pending)
         except StateStoreFull as e:
             log.error("pending sign-in refused: the state store is full (%s)", e)
             raise errors.TemporarilyUnavailable() from None
+
+    def _authorization(self, provider: IdentityProvider, url: str, state: str) -> Authorization:
+        """Where the browser goes to sign in at the provider, with what the caller may show."""
         return Authorization(
             provider=provider.name,
             authorization_url=url,
@@ -306,7 +314,7 @@ class SignInService:
             self.metrics.sign_in(provider.name, outcome.value, _reason_of(e))
             self.metrics.callback_duration(provider.name, time.perf_counter() - started)
             failed = self._event(provider.name, outcome, client, None, _detail_of(e))
-            await self._record_failure(failed)
+            await record_refusal(self.events, failed, log, "sign-in event")
             raise
         self.metrics.sign_in(provider.name, signed_in.outcome.value, "none")
         self.metrics.callback_duration(provider.name, time.perf_counter() - started)
@@ -454,31 +462,45 @@ class SignInService:
                 tx.accounts, pending, verified, holder, authenticated_at, now
             )
             await tx.accounts.record_login(account.id, now)
-            resumes = resumed_request(pending.return_to, pending.created_at, self.policy)
-            if started_by is not None:
-                # One browser, one session: the session that started the link or the
-                # re-authentication goes on, with the newer proof of login.
-                session = await self.sessions.prove(
-                    tx, started_by, authenticated_at, resumes=resumes
-                )
-            else:
-                session = await self.sessions.issue(
-                    tx,
-                    account.id,
-                    provider.name,
-                    client,
-                    auth_time=authenticated_at,
-                    provider_session=verified.provider_session,
-                    resumes=resumes,
-                )
+            session = await self._session_in(
+                tx, account, pending, verified, client, started_by, authenticated_at
+            )
             await self.provider_tokens.keep(tx, account.id, verified, now)
-            event = self._event(provider.name, outcome, client, account.id, None, logged=False)
-            await tx.events.record(event)
+            at = self.clock.now()
+            event = await record_audit(
+                tx, at, provider.name, outcome, client, account.id, logged=False
+            )
         # Logged and counted once committed: a unit of work that fails (one that lost the race
         # for a new identity runs again) signed nobody in and issued no session.
         log_event(event)
         self.metrics.sessions_issued(provider.name)
         return self._signed_in(provider, pending, account, outcome, session, now)
+
+    async def _session_in(
+        self,
+        tx: Transaction,
+        account: Account,
+        pending: PendingSignIn,
+        verified: VerifiedIdentity,
+        client: ClientInfo,
+        started_by: SessionRecord | None,
+        authenticated_at: dt.datetime,
+    ) -> IssuedSession:
+        """Inside ``tx``: the session the sign-in signs in, with its proof of login."""
+        resumes = resumed_request(pending.return_to, pending.created_at, self.policy)
+        if started_by is not None:
+            # One browser, one session: the session that started the link or the
+            # re-authentication goes on, with the newer proof of login.
+            return await self.sessions.prove(tx, started_by, authenticated_at, resumes=resumes)
+        return await self.sessions.issue(
+            tx,
+            account.id,
+            verified.identity.provider,
+            client,
+            auth_time=authenticated_at,
+            provider_session=verified.provider_session,
+            resumes=resumes,
+        )
 
     async def _starting_session(
         self, tx: Transaction, pending: PendingSignIn, now: dt.datetime
@@ -532,7 +554,7 @@ class SignInService:
             destination=destination,
             session=session,
             outcome=outcome,
-            session_max_age=max(int((session.expires_at - now).total_seconds()), 0),
+            session_max_age=session_max_age(session, now),
         )
 
     @staticmethod
@@ -590,12 +612,6 @@ class SignInService:
             self.clock.now(), provider, outcome, client, account_id, detail, logged=logged
         )
 
-    async def _record_failure(self, event: SignInEvent) -> None:
-        try:
-            await self.events.record(event)
-        except Exception:  # the audit trail must not turn a refusal into a 500
-            log.exception("could not store sign-in event")
-
 
 def _outcome_of(e: errors.SignInError) -> Outcome:
     if isinstance(e, errors.AccessDenied):
@@ -612,11 +628,36 @@ def _reason_of(e: errors.SignInError) -> str:
     the provider's error text, which the provider chooses)."""
     if isinstance(e, errors.AuthenticationFailed | errors.ReauthenticationRefused):
         return e.reason
-    return _snake(type(e).__name__)
+    return error_kind(e)
 
 
-def _snake(name: str) -> str:
+def error_kind(e: Exception) -> str:
+    """The error's kind as a bounded reason code: its class name in snake case."""
+    name = type(e).__name__
     return "".join(f"_{c.lower()}" if c.isupper() else c for c in name).lstrip("_")
+
+
+def session_max_age(session: IssuedSession, now: dt.datetime) -> int:
+    """The seconds left of a session issued or proven ``now``: its cookie's ``Max-Age``."""
+    return max(int((session.expires_at - now).total_seconds()), 0)
+
+
+def _state_or_new(state: str | None) -> str:
+    """The caller's state value, when it can be echoed safely; a new one when none."""
+    if state is None:
+        return new_secret()
+    if not 0 < len(state) <= MAX_STATE_LENGTH or has_control_characters(state):
+        raise errors.InvalidRequest(
+            f"state must be 1 to {MAX_STATE_LENGTH} characters without control characters"
+        )
+    return state
+
+
+def _hint(login_hint: str | None) -> dict[str, str]:
+    """A hint is only a hint: one that cannot be passed on safely is dropped."""
+    if login_hint and len(login_hint) <= 256 and not has_control_characters(login_hint):
+        return {"login_hint": login_hint}
+    return {}
 
 
 def _detail_of(e: errors.SignInError) -> str:
