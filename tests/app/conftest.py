@@ -16,8 +16,8 @@ from aiohttp.test_utils import TestClient, TestServer
 
 from authgate.entrypoints.app import build as assembly
 from authgate.entrypoints.app.config import Config, parse
-from authgate.entrypoints.rest.serving import AccessLogger
 from authgate.entrypoints.app.serving import build_app
+from authgate.entrypoints.rest.serving import AccessLogger
 from authgate.ports.clock import Clock
 from tests.fakeidp import FakeIdP, FakeUser, SettableClock
 from tests.fakeidp.fixtures import fake_idp, http_session, idp_clock  # noqa: F401

@@ -62,7 +62,9 @@ async def providers_of(events: Events, token: str) -> list[str]:
 
 
 async def identity(events: Events, sub: str) -> Any:
-    return await events.client.app[RESOURCES].stores.accounts.get_identity(ProviderIdentity("apple", sub))
+    return await events.client.app[RESOURCES].stores.accounts.get_identity(
+        ProviderIdentity("apple", sub)
+    )
 
 
 @pytest.mark.parametrize("event_type", ["consent-revoked", "account-delete"])

@@ -30,8 +30,7 @@ from joserfc.jwk import KeySet
 
 from authgate.domain.openid.logout import BACKCHANNEL_LOGOUT_EVENT
 from authgate.domain.openid.records import RefreshToken, SessionClient, TokenFamily, token_digest
-from authgate.entrypoints.app.build import RESOURCES
-from authgate.entrypoints.app.build import Resources
+from authgate.entrypoints.app.build import RESOURCES, Resources
 from tests.app.conftest import (  # noqa: F401 - fixtures
     APP_URL,
     CALLBACK_URL,

@@ -15,8 +15,8 @@ import sys
 import attrs
 
 from authgate.entrypoints.app.config import load
-from authgate.entrypoints.rest import Api, Call
 from authgate.entrypoints.app.serving import build_app, serve
+from authgate.entrypoints.rest import Api, Call
 
 
 @attrs.frozen
