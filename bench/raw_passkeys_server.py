@@ -10,7 +10,7 @@ work authgate does, with the same libraries, and no less:
 * ``POST /v1/passkeys/authentication/options``: a binding secret (cookie
   ``__Host-authgate_binding``, 256 bits) and a challenge (256 bits); ONE upsert of the
   challenge keyed by the SHA-256 of the binding and the ceremony (as
-  src/adapters/postgres/passkeys.py); fido2's request options (``Fido2Server
+  src/adapters/sql/passkeys.py); fido2's request options (``Fido2Server
   .authenticate_begin``: empty ``allowCredentials``, user verification required); the JSON
   answer with its timeout.
 * ``POST /v1/passkeys/authentication``: ONE ``DELETE ... RETURNING`` of this browser's

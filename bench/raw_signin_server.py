@@ -10,7 +10,7 @@ migrate``). It does per sign-in the protocol work authgate does, and no less:
   callback addresses, ``intent`` login or register; a random state (256 bits), PKCE verifier
   and S256 challenge, nonce, binding secret (cookie ``__Host-authgate_binding``); ONE INSERT
   of the pending sign-in (keyed by SHA-256 of provider and state, and of the binding, as
-  src/adapters/postgres/state.py); the authorization URL; the JSON answer (spec 2.4).
+  src/adapters/sql/state.py); the authorization URL; the JSON answer (spec 2.4).
 * ``GET /v1/auth/google/callback``: ONE ``DELETE ... RETURNING`` of the pending sign-in by
   provider, state and binding hash, expiry checked; the token request (client_secret_post,
   with the PKCE verifier) on one shared ClientSession; the RS256 ID token verified with
@@ -70,7 +70,7 @@ TAKE_STATE = """
     DELETE FROM sign_in_states WHERE lookup = $1 AND binding_hash = $2
     RETURNING redirect_uri, intent, code_verifier, nonce, expires_at
 """
-# The same row as authgate's find_with_identity (src/adapters/postgres/accounts.py).
+# The same row as authgate's find_with_identity (src/adapters/sql/accounts.py).
 FIND = """
     SELECT i.account_id, i.provider, i.subject, i.email AS identity_email, i.linked_at,
         i.is_primary, i.email_verified AS identity_email_verified, i.disabled_reason,

@@ -9,9 +9,8 @@ its repositories are bound to (its connection, its database handle).
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 import attrs
 
@@ -31,6 +30,7 @@ from authgate.ports.session_records import SessionRecords
 
 Handle = TypeVar("Handle")
 """What a unit's repositories are bound to (a connection, a database handle)."""
+R = TypeVar("R")
 
 
 @attrs.frozen
@@ -52,6 +52,19 @@ class RepositoryMakers(Generic[Handle]):
     passkeys: Callable[[Handle], PasskeyStore]
 
 
+class _Made(Generic[R]):
+    """A repository of a :class:`BoundRepositories`, made on first use by the maker of its
+    name and kept in the instance (which then shadows this descriptor)."""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self._name = name
+
+    def __get__(self, bound: BoundRepositories[Any], owner: type | None = None) -> R:
+        made: R = getattr(bound._makers, self._name)(bound._handle)
+        bound.__dict__[self._name] = made
+        return made
+
+
 class BoundRepositories(Generic[Handle]):
     """:class:`~authgate.ports.unit_of_work.Transaction`: repositories bound to one transaction
     (``handle``), each made on first use."""
@@ -60,50 +73,15 @@ class BoundRepositories(Generic[Handle]):
         self._makers = makers
         self._handle = handle
 
-    @functools.cached_property
-    def accounts(self) -> AccountRepository:
-        return self._makers.accounts(self._handle)
-
-    @functools.cached_property
-    def events(self) -> SignInEventLog:
-        return self._makers.events(self._handle)
-
-    @functools.cached_property
-    def sessions(self) -> SessionRecords:
-        return self._makers.sessions(self._handle)
-
-    @functools.cached_property
-    def seen_events(self) -> SeenEvents:
-        return self._makers.seen_events(self._handle)
-
-    @functools.cached_property
-    def provider_tokens(self) -> ProviderTokenStore:
-        return self._makers.provider_tokens(self._handle)
-
-    @functools.cached_property
-    def revocations(self) -> RevocationOutbox:
-        return self._makers.revocations(self._handle)
-
-    @functools.cached_property
-    def authorization_codes(self) -> AuthorizationCodes:
-        return self._makers.authorization_codes(self._handle)
-
-    @functools.cached_property
-    def refresh_tokens(self) -> RefreshTokens:
-        return self._makers.refresh_tokens(self._handle)
-
-    @functools.cached_property
-    def grants(self) -> Grants:
-        return self._makers.grants(self._handle)
-
-    @functools.cached_property
-    def session_clients(self) -> SessionClients:
-        return self._makers.session_clients(self._handle)
-
-    @functools.cached_property
-    def logout_outbox(self) -> LogoutOutbox:
-        return self._makers.logout_outbox(self._handle)
-
-    @functools.cached_property
-    def passkeys(self) -> PasskeyStore:
-        return self._makers.passkeys(self._handle)
+    accounts = _Made[AccountRepository]()
+    events = _Made[SignInEventLog]()
+    sessions = _Made[SessionRecords]()
+    seen_events = _Made[SeenEvents]()
+    provider_tokens = _Made[ProviderTokenStore]()
+    revocations = _Made[RevocationOutbox]()
+    authorization_codes = _Made[AuthorizationCodes]()
+    refresh_tokens = _Made[RefreshTokens]()
+    grants = _Made[Grants]()
+    session_clients = _Made[SessionClients]()
+    logout_outbox = _Made[LogoutOutbox]()
+    passkeys = _Made[PasskeyStore]()

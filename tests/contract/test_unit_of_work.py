@@ -131,3 +131,27 @@ async def test_a_unit_creating_a_taken_identity_writes_nothing(store: Store) -> 
     else:  # an adapter that creates at once returns the holder
         assert (account.id, created) == (holder.id, False)
     assert [i.account_id for i in await store.accounts.list_identities(holder.id)] == [holder.id]
+
+
+async def test_a_failure_among_many_rows_puts_back_exactly_what_it_wrote(store: Store) -> None:
+    accounts = [
+        (await store.accounts.create_with_identity(verified(subject=f"many-{n}"), T0))[0]
+        for n in range(200)
+    ]
+    await store.accounts.record_login(accounts[7].id, at(1))
+    before = [await store.accounts.get(a.id) for a in accounts]
+    with pytest.raises(Boom):
+        async with store.units.begin() as tx:
+            await tx.accounts.record_login(accounts[7].id, at(9))
+            await tx.accounts.delete(accounts[8].id)
+            await tx.accounts.link_identity(accounts[9].id, verified("apple", "many-9"), at(9))
+            await tx.accounts.create_with_identity(verified(subject="many-new"), at(9))
+            await tx.events.record(event(9, Outcome.REGISTERED, account_id=accounts[9].id))
+            raise Boom
+    assert [await store.accounts.get(a.id) for a in accounts] == before
+    assert before[7] is not None and before[7].last_login_at == at(1)
+    assert [i.identity.provider for i in await store.accounts.list_identities(accounts[9].id)] == [
+        "google"
+    ]
+    assert await store.accounts.find_by_identity(verified(subject="many-new").identity) is None
+    assert await store.events.recent() == []

@@ -1,17 +1,19 @@
 """In-process stand-ins for the ports that leave the process: a clock tests move, identity
 providers that hand out prepared identities, a provider's event tokens and its revocation
-endpoint. Each implements its port's Protocol and records what the services asked of it."""
+endpoint, a WebAuthn relying party. Each implements its port's Protocol and records what the
+services asked of it."""
 
 from __future__ import annotations
 
 import datetime as dt
 import itertools
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import attrs
 
 from authgate.domain.model import EventId, ProviderToken, VerifiedIdentity
+from authgate.domain.passkeys import NewCredential, Passkey, PasskeyUser, VerifiedAssertion
 from authgate.ports.provider import ExchangeFailed, VerificationFailed
 from authgate.ports.provider_events import (
     INVALID_KEY,
@@ -20,6 +22,7 @@ from authgate.ports.provider_events import (
     VerifiedEventToken,
 )
 from authgate.ports.provider_tokens import RevocationFailed, Revoked
+from authgate.ports.webauthn import ResponseMalformed, ResponseNotVerified
 
 # Whole seconds: session tokens count whole seconds, so times compare exactly.
 START = dt.datetime(2026, 3, 2, 9, 0, 0, tzinfo=dt.UTC)
@@ -157,3 +160,142 @@ class FakeRevoker:
         if isinstance(answer, RevocationFailed):
             raise answer
         return answer
+
+
+@attrs.frozen
+class FakeAssertion:
+    """``authgate.ports.webauthn.ReadAssertion`` as :class:`FakeRelyingParty` reads it."""
+
+    credential_id: bytes
+    user_handle: bytes | None
+    challenge: bytes
+    sign_count: int
+    backed_up: bool
+    refuse: str | None
+    malformed: str | None
+
+
+@attrs.define
+class FakeRelyingParty:
+    """``authgate.ports.webauthn.WebAuthnRelyingParty`` whose browser responses are the
+    mappings :meth:`registration` and :meth:`assertion` make: a response verifies when it
+    answers the challenge it is checked against (and, for an assertion, names the passkey's
+    credential), and is refused as the test asked (``refuse``: a reason, ``malformed``: a
+    detail, ``malformed_on_verify``: raised by the verification, not the reading). Records the
+    options it was asked for; ``while_verifying`` runs as an assertion is verified (what
+    happens meanwhile elsewhere)."""
+
+    created: list[tuple[PasskeyUser, list[Passkey], bytes]] = attrs.field(factory=list)
+    requested: list[bytes] = attrs.field(factory=list)
+    while_verifying: Callable[[], object] | None = None
+
+    @staticmethod
+    def challenge_of(options: Mapping[str, Any]) -> bytes:
+        """The challenge the options carry (hex, as these options write it)."""
+        return bytes.fromhex(options["challenge"])
+
+    def creation_options(
+        self, user: PasskeyUser, excluded: Sequence[Passkey], challenge: bytes
+    ) -> dict[str, Any]:
+        self.created.append((user, list(excluded), challenge))
+        return {
+            "challenge": challenge.hex(),
+            "user": {"id": user.handle.hex(), "name": user.name, "displayName": user.display_name},
+            "excludeCredentials": [p.credential_id.hex() for p in excluded],
+        }
+
+    def request_options(self, challenge: bytes) -> dict[str, Any]:
+        self.requested.append(challenge)
+        return {"challenge": challenge.hex(), "allowCredentials": []}
+
+    @staticmethod
+    def registration(
+        challenge: bytes,
+        credential_id: bytes,
+        *,
+        sign_count: int = 0,
+        backed_up: bool = False,
+        refuse: str | None = None,
+        malformed: str | None = None,
+    ) -> dict[str, Any]:
+        """A registration response answering ``challenge`` with a new credential."""
+        return {
+            "type": "webauthn.create",
+            "challenge": challenge,
+            "credential_id": credential_id,
+            "sign_count": sign_count,
+            "backed_up": backed_up,
+            "refuse": refuse,
+            "malformed": malformed,
+        }
+
+    def verify_registration(self, response: Mapping[str, Any], challenge: bytes) -> NewCredential:
+        if response.get("type") != "webauthn.create" or response.get("malformed"):
+            raise ResponseMalformed(response.get("malformed") or "not a registration response")
+        if response["refuse"]:
+            raise ResponseNotVerified(response["refuse"])
+        if response["challenge"] != challenge:
+            raise ResponseNotVerified("the challenge is not the one issued")
+        return NewCredential(
+            credential_id=response["credential_id"],
+            public_key=b"cose-key-of-" + response["credential_id"],
+            sign_count=response["sign_count"],
+            aaguid="00000000-0000-0000-0000-0000000000aa",
+            backup_eligible=True,
+            backed_up=response["backed_up"],
+            transports=("internal", "hybrid"),
+        )
+
+    @staticmethod
+    def assertion(
+        challenge: bytes,
+        credential_id: bytes,
+        user_handle: bytes | None,
+        *,
+        sign_count: int = 0,
+        backed_up: bool = False,
+        refuse: str | None = None,
+        malformed: str | None = None,
+        malformed_on_verify: str | None = None,
+    ) -> dict[str, Any]:
+        """An authentication response answering ``challenge``, signed by ``credential_id``."""
+        return {
+            "type": "webauthn.get",
+            "challenge": challenge,
+            "credential_id": credential_id,
+            "user_handle": user_handle,
+            "sign_count": sign_count,
+            "backed_up": backed_up,
+            "refuse": refuse,
+            "malformed": malformed,
+            "malformed_on_verify": malformed_on_verify,
+        }
+
+    def read_assertion(self, response: Mapping[str, Any]) -> FakeAssertion:
+        if response.get("type") != "webauthn.get" or response.get("malformed"):
+            raise ResponseMalformed(response.get("malformed") or "not an authentication response")
+        return FakeAssertion(
+            credential_id=response["credential_id"],
+            user_handle=response["user_handle"],
+            challenge=response["challenge"],
+            sign_count=response["sign_count"],
+            backed_up=response["backed_up"],
+            refuse=response["refuse"],
+            malformed=response["malformed_on_verify"],
+        )
+
+    def verify_assertion(
+        self, assertion: Any, challenge: bytes, passkey: Passkey
+    ) -> VerifiedAssertion:
+        assert isinstance(assertion, FakeAssertion), "an assertion another party read"
+        if self.while_verifying is not None:
+            self.while_verifying()
+        if assertion.malformed:
+            raise ResponseMalformed(assertion.malformed)
+        if assertion.refuse:
+            raise ResponseNotVerified(assertion.refuse)
+        if assertion.challenge != challenge:
+            raise ResponseNotVerified("the challenge is not the one issued")
+        if assertion.credential_id != passkey.credential_id:
+            raise ResponseNotVerified("signed by another credential")
+        return VerifiedAssertion(assertion.sign_count, assertion.backed_up)

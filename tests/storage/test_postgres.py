@@ -11,7 +11,7 @@ import asyncpg
 import pytest
 
 from authgate.adapters.postgres import DatabaseUnavailable, PostgresStore, open_postgres
-from authgate.adapters.postgres.housekeeping import PeriodicPurge
+from authgate.adapters.sql.housekeeping import PeriodicPurge
 from tests.support.ports import free_port
 from tests.support.postgres import terminate_backends
 from tests.support.records import T0, at, event, pending, verified

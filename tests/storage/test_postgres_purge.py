@@ -19,8 +19,8 @@ import asyncpg
 import pytest
 
 from authgate.adapters.postgres import PostgresStore
-from authgate.adapters.postgres.housekeeping import PURGE_BATCH
 from authgate.adapters.postgres.pool import ConnectionPool, Pool
+from authgate.adapters.sql.housekeeping import PURGE_BATCH
 from authgate.domain.model import EventId, SessionRecord
 from tests.support.records import T0, event, pending
 

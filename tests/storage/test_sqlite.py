@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from authgate.adapters.sql.housekeeping import PURGE_BATCH
 from authgate.adapters.sqlite import SqliteStore, SqliteUnavailable, open_sqlite
-from authgate.adapters.sqlite.housekeeping import PURGE_BATCH
 from authgate.adapters.sqlite.schema import VERSIONS
 from authgate.domain.model import ProviderIdentity
 from tests.support.records import T0, at, event, pending, verified

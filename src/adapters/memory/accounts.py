@@ -12,11 +12,13 @@ import attrs
 from authgate.domain.model import Account, LinkedIdentity, ProviderIdentity, VerifiedIdentity
 from authgate.ports.accounts import IdentityTaken, LastIdentityError, email_verified_of
 
+from .journal import Journal, Table
+
 
 class MemoryAccounts:
     def __init__(self) -> None:
-        self._accounts: dict[str, Account] = {}
-        self._identities: dict[ProviderIdentity, LinkedIdentity] = {}
+        self._accounts: Table[str, Account] = Table()
+        self._identities: Table[ProviderIdentity, LinkedIdentity] = Table()
         self._dependents: list[Callable[[str], None]] = []
         self._other_methods: list[Callable[[str], int]] = []
 
@@ -34,14 +36,13 @@ class MemoryAccounts:
         """How many identities the account holds."""
         return sum(1 for i in self._identities.values() if i.account_id == account_id)
 
+    def join(self, journal: Journal) -> None:
+        """Note this store's writes within a unit in ``journal`` (the unit of work's)."""
+        journal.watch(self._accounts, self._identities)
+
     def snapshot(self) -> tuple[dict[str, Account], dict[ProviderIdentity, LinkedIdentity]]:
         """What the adapter holds (the records are immutable: shallow copies suffice)."""
-        return dict(self._accounts), dict(self._identities)
-
-    def restore(
-        self, snapshot: tuple[dict[str, Account], dict[ProviderIdentity, LinkedIdentity]]
-    ) -> None:
-        self._accounts, self._identities = snapshot
+        return self._accounts.copy(), self._identities.copy()
 
     async def find_by_identity(self, identity: ProviderIdentity) -> Account | None:
         linked = self._identities.get(identity)
@@ -105,9 +106,11 @@ class MemoryAccounts:
         )
 
     async def delete(self, account_id: str) -> bool:
-        if self._accounts.pop(account_id, None) is None:
+        if self._accounts.pop(account_id) is None:
             return False
-        self._identities = {k: v for k, v in self._identities.items() if v.account_id != account_id}
+        self._identities.delete_where(
+            k for k, v in self._identities.items() if v.account_id == account_id
+        )
         for drop in self._dependents:
             drop(account_id)
         return True

@@ -1,6 +1,7 @@
 """Authorization codes, refresh-token families, grants and session clients in memory (tests,
 and a single instance). Each method runs without an await between its reads and writes, so it
-is atomic on the event loop; the records are immutable, so a snapshot is a shallow copy."""
+is atomic on the event loop; the records are immutable, so a failed unit puts back the rows
+it replaced (see ``.journal``)."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from authgate.domain.openid.records import (
 )
 from authgate.ports.openid import AlreadyUsed, Redeemed, Reused, Rotated
 
+from .journal import Journal, Table
 from .sessions import MemorySessionRecords
 
 
@@ -32,17 +34,21 @@ class MemoryAuthorizationCodes:
     """:class:`~authgate.ports.openid.AuthorizationCodes` in a dict."""
 
     def __init__(self) -> None:
-        self._codes: dict[str, _Code] = {}
+        self._codes: Table[str, _Code] = Table()
+
+    def join(self, journal: Journal) -> None:
+        """Note this store's writes within a unit in ``journal`` (the unit of work's)."""
+        journal.watch(self._codes)
 
     def snapshot(self) -> dict[str, _Code]:
-        return dict(self._codes)
-
-    def restore(self, snapshot: dict[str, _Code]) -> None:
-        self._codes = snapshot
+        """The codes held (immutable: a shallow copy)."""
+        return self._codes.copy()
 
     def drop_account(self, account_id: str) -> None:
         """The account was deleted: its codes go with it (a foreign key in SQL)."""
-        self._codes = {k: v for k, v in self._codes.items() if v.code.account_id != account_id}
+        self._codes.delete_where(
+            k for k, v in self._codes.items() if v.code.account_id == account_id
+        )
 
     async def add(self, code: AuthorizationCode) -> None:
         if code.code_hash in self._codes:
@@ -73,15 +79,12 @@ class MemoryAuthorizationCodes:
             and v.code.account_id == account_id
             and v.code.client_id == client_id
         ]
-        for key in outstanding:
-            del self._codes[key]
-        return len(outstanding)
+        return self._codes.delete_where(outstanding)
 
     async def purge_expired(self, now: dt.datetime) -> int:
-        expired = [k for k, v in self._codes.items() if v.code.expires_at <= now]
-        for key in expired:
-            del self._codes[key]
-        return len(expired)
+        return self._codes.delete_where(
+            [k for k, v in self._codes.items() if v.code.expires_at <= now]
+        )
 
 
 def _same_owner(token: RefreshToken, family: TokenFamily) -> bool:
@@ -98,19 +101,29 @@ class MemoryRefreshTokens:
     ``revoked_at`` is its family's, read when the token is."""
 
     def __init__(self) -> None:
-        self._families: dict[str, TokenFamily] = {}
-        self._tokens: dict[str, RefreshToken] = {}
+        self._families: Table[str, TokenFamily] = Table()
+        self._tokens: Table[str, RefreshToken] = Table()
+
+    def join(self, journal: Journal) -> None:
+        """Note this store's writes within a unit in ``journal`` (the unit of work's)."""
+        journal.watch(self._families, self._tokens)
 
     def snapshot(self) -> tuple[dict[str, TokenFamily], dict[str, RefreshToken]]:
-        return dict(self._families), dict(self._tokens)
-
-    def restore(self, snapshot: tuple[dict[str, TokenFamily], dict[str, RefreshToken]]) -> None:
-        self._families, self._tokens = snapshot
+        """The families and tokens held (immutable: shallow copies)."""
+        return self._families.copy(), self._tokens.copy()
 
     def drop_account(self, account_id: str) -> None:
         """The account was deleted: its families and tokens go with it."""
-        self._families = {k: f for k, f in self._families.items() if f.account_id != account_id}
-        self._tokens = {k: t for k, t in self._tokens.items() if t.family_id in self._families}
+        self._families.delete_where(
+            k for k, f in self._families.items() if f.account_id == account_id
+        )
+        self._drop_orphans()
+
+    def _drop_orphans(self) -> None:
+        """Tokens whose family is gone go too."""
+        self._tokens.delete_where(
+            k for k, t in self._tokens.items() if t.family_id not in self._families
+        )
 
     def _read(self, token: RefreshToken) -> RefreshToken:
         return attrs.evolve(token, revoked_at=self._families[token.family_id].revoked_at)
@@ -201,31 +214,33 @@ class MemoryRefreshTokens:
         return sorted(found, key=lambda f: (f.created_at, f.family_id), reverse=True)
 
     async def purge_expired(self, now: dt.datetime) -> int:
-        tokens = [k for k, t in self._tokens.items() if t.expires_at <= now]
-        for key in tokens:
-            del self._tokens[key]
-        families = [k for k, f in self._families.items() if f.expires_at <= now]
-        for key in families:
-            del self._families[key]
-        self._tokens = {k: t for k, t in self._tokens.items() if t.family_id in self._families}
-        return len(tokens) + len(families)
+        tokens = self._tokens.delete_where(
+            [k for k, t in self._tokens.items() if t.expires_at <= now]
+        )
+        families = self._families.delete_where(
+            [k for k, f in self._families.items() if f.expires_at <= now]
+        )
+        self._drop_orphans()
+        return tokens + families
 
 
 class MemoryGrants:
     """:class:`~authgate.ports.openid.Grants` in a dict."""
 
     def __init__(self) -> None:
-        self._grants: dict[tuple[str, str], Grant] = {}
+        self._grants: Table[tuple[str, str], Grant] = Table()
+
+    def join(self, journal: Journal) -> None:
+        """Note this store's writes within a unit in ``journal`` (the unit of work's)."""
+        journal.watch(self._grants)
 
     def snapshot(self) -> dict[tuple[str, str], Grant]:
-        return dict(self._grants)
-
-    def restore(self, snapshot: dict[tuple[str, str], Grant]) -> None:
-        self._grants = snapshot
+        """The grants held (immutable: a shallow copy)."""
+        return self._grants.copy()
 
     def drop_account(self, account_id: str) -> None:
         """The account was deleted: its grants go with it."""
-        self._grants = {k: g for k, g in self._grants.items() if k[0] != account_id}
+        self._grants.delete_where(k for k in self._grants if k[0] == account_id)
 
     async def get(self, account_id: str, client_id: str) -> Grant | None:
         return self._grants.get((account_id, client_id))
@@ -258,25 +273,29 @@ class MemoryGrants:
         return [g for k, g in sorted(self._grants.items()) if k[0] == account_id]
 
     async def remove(self, account_id: str, client_id: str) -> bool:
-        return self._grants.pop((account_id, client_id), None) is not None
+        return self._grants.pop((account_id, client_id)) is not None
 
 
 class MemorySessionClients:
     """:class:`~authgate.ports.openid.SessionClients` in a dict."""
 
     def __init__(self) -> None:
-        self._clients: dict[tuple[str, str], SessionClient] = {}
+        self._clients: Table[tuple[str, str], SessionClient] = Table()
         self._sessions: MemorySessionRecords | None = None
 
-    def snapshot(self) -> dict[tuple[str, str], SessionClient]:
-        return dict(self._clients)
+    def join(self, journal: Journal) -> None:
+        """Note this store's writes within a unit in ``journal`` (the unit of work's)."""
+        journal.watch(self._clients)
 
-    def restore(self, snapshot: dict[tuple[str, str], SessionClient]) -> None:
-        self._clients = snapshot
+    def snapshot(self) -> dict[tuple[str, str], SessionClient]:
+        """The session clients held (immutable: a shallow copy)."""
+        return self._clients.copy()
 
     def drop_account(self, account_id: str) -> None:
         """The account was deleted: its session clients go with it."""
-        self._clients = {k: c for k, c in self._clients.items() if c.account_id != account_id}
+        self._clients.delete_where(
+            k for k, c in self._clients.items() if c.account_id == account_id
+        )
 
     async def add(self, client: SessionClient) -> None:
         self._clients.setdefault((client.session_id, client.client_id), client)
@@ -305,14 +324,14 @@ class MemorySessionClients:
             if record is not None and record.revoked_at is None and record.expires_at <= now:
                 due.append((record.expires_at, key))
         due.sort()
-        taken = [self._clients.pop(key) for _, key in due[:limit]]
+        taken = [self._clients[key] for _, key in due[:limit]]
+        self._clients.delete_where(key for _, key in due[:limit])
         return _first_served(taken)
 
     async def purge_expired(self, now: dt.datetime) -> int:
-        expired = [k for k, c in self._clients.items() if c.expires_at <= now]
-        for key in expired:
-            del self._clients[key]
-        return len(expired)
+        return self._clients.delete_where(
+            [k for k, c in self._clients.items() if c.expires_at <= now]
+        )
 
 
 def _first_served(clients: Iterable[SessionClient]) -> list[SessionClient]:

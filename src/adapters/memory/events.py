@@ -2,21 +2,24 @@
 
 from __future__ import annotations
 
-import collections
 import datetime as dt
 
 from authgate.domain.model import SignInEvent
 
+from .journal import Journal, Log
+
 
 class MemoryEvents:
     def __init__(self, max_events: int = 10_000) -> None:
-        self._events: collections.deque[SignInEvent] = collections.deque(maxlen=max_events)
+        self._events: Log[SignInEvent] = Log(max_events)
+
+    def join(self, journal: Journal) -> None:
+        """Note this store's writes within a unit in ``journal`` (the unit of work's)."""
+        journal.watch(self._events)
 
     def snapshot(self) -> list[SignInEvent]:
+        """The events held, oldest first."""
         return list(self._events)
-
-    def restore(self, snapshot: list[SignInEvent]) -> None:
-        self._events = collections.deque(snapshot, maxlen=self._events.maxlen)
 
     async def record(self, event: SignInEvent) -> None:
         self._events.append(event)
@@ -32,7 +35,5 @@ class MemoryEvents:
 
     async def purge_before(self, cutoff: dt.datetime) -> int:
         before = len(self._events)
-        self._events = collections.deque(
-            (e for e in self._events if e.at >= cutoff), maxlen=self._events.maxlen
-        )
+        self._events.replace([e for e in self._events if e.at >= cutoff])
         return before - len(self._events)

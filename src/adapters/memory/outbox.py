@@ -10,8 +10,10 @@ import attrs
 from authgate.domain.openid.logout import PendingLogout
 from authgate.ports.outbox import P
 
+from .journal import Journal, Table
 
-@attrs.define
+
+@attrs.frozen
 class OutboxRow(Generic[P]):
     pending: P
     leased_until: dt.datetime | None = None
@@ -30,13 +32,15 @@ class MemoryOutbox(Generic[P]):
     a worker that dies, which here takes the rows with it)."""
 
     def __init__(self) -> None:
-        self._rows: dict[str, OutboxRow[P]] = {}
+        self._rows: Table[str, OutboxRow[P]] = Table()
+
+    def join(self, journal: Journal) -> None:
+        """Note this store's writes within a unit in ``journal`` (the unit of work's)."""
+        journal.watch(self._rows)
 
     def snapshot(self) -> dict[str, OutboxRow[P]]:
-        return {k: attrs.evolve(v) for k, v in self._rows.items()}
-
-    def restore(self, snapshot: dict[str, OutboxRow[P]]) -> None:
-        self._rows = snapshot
+        """The rows held (immutable: a shallow copy)."""
+        return self._rows.copy()
 
     async def add(self, pending: P) -> None:
         if pending.id in self._rows:
@@ -50,11 +54,11 @@ class MemoryOutbox(Generic[P]):
         due = [r for r in self._rows.values() if _claimable(r, now)]
         due.sort(key=lambda r: (r.pending.next_attempt_at, r.pending.id))
         for row in due[:limit]:
-            row.leased_until = now + lease
+            self._rows[row.pending.id] = attrs.evolve(row, leased_until=now + lease)
         return [r.pending for r in due[:limit]]
 
     async def complete(self, pending_id: str) -> None:
-        self._rows.pop(pending_id, None)
+        self._rows.pop(pending_id)
 
     async def retry(
         self, pending_id: str, attempts: int, next_attempt_at: dt.datetime, error: str
@@ -64,9 +68,11 @@ class MemoryOutbox(Generic[P]):
             return
         # Every outbox row is an attrs record (the protocol cannot say so).
         pending: Any = row.pending
-        row.pending = attrs.evolve(pending, attempts=attempts, next_attempt_at=next_attempt_at)
-        row.leased_until = None
-        row.error = error
+        self._rows[pending_id] = OutboxRow(
+            attrs.evolve(pending, attempts=attempts, next_attempt_at=next_attempt_at),
+            leased_until=None,
+            error=error,
+        )
 
     async def pending(self) -> list[P]:
         rows = sorted(self._rows.values(), key=lambda r: (r.pending.created_at, r.pending.id))

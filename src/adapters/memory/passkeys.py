@@ -1,6 +1,6 @@
 """Passkeys and their ceremonies' challenges in memory (tests, and a single instance). Each
 method runs without an await between its reads and writes, so it is atomic on the event loop;
-the records are immutable, so a snapshot is a shallow copy."""
+the records are immutable, so a failed unit puts back the rows it replaced (see ``.journal``)."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from authgate.ports.accounts import LastIdentityError
 from authgate.ports.passkeys import ChallengeStoreFull, PasskeyTaken
 
 from .accounts import MemoryAccounts
+from .journal import Journal, Table
 
 
 class MemoryPasskeys:
@@ -22,37 +23,39 @@ class MemoryPasskeys:
 
     def __init__(self, accounts: MemoryAccounts) -> None:
         self._accounts = accounts
-        self._passkeys: dict[str, Passkey] = {}
+        self._passkeys: Table[str, Passkey] = Table()
+        self._by_credential: Table[bytes, str] = Table()  # credential id -> passkey id
         accounts.cascade_to(self.drop_account)
         accounts.count_other_methods(self.count)
 
-    def snapshot(self) -> dict[str, Passkey]:
-        return dict(self._passkeys)
+    def join(self, journal: Journal) -> None:
+        """Note this store's writes within a unit in ``journal`` (the unit of work's)."""
+        journal.watch(self._passkeys, self._by_credential)
 
-    def restore(self, snapshot: dict[str, Passkey]) -> None:
-        self._passkeys = snapshot
+    def snapshot(self) -> dict[str, Passkey]:
+        """The passkeys held (immutable: a shallow copy)."""
+        return self._passkeys.copy()
 
     def drop_account(self, account_id: str) -> None:
         """The account was deleted: its passkeys go with it (a foreign key in SQL)."""
-        self._passkeys = {k: v for k, v in self._passkeys.items() if v.account_id != account_id}
+        mine = [p for p in self._passkeys.values() if p.account_id == account_id]
+        self._by_credential.delete_where(p.credential_id for p in mine)
+        self._passkeys.delete_where(p.id for p in mine)
 
     def count(self, account_id: str) -> int:
         return sum(1 for p in self._passkeys.values() if p.account_id == account_id)
 
     async def add(self, passkey: Passkey) -> None:
-        if any(p.credential_id == passkey.credential_id for p in self._passkeys.values()):
-            raise PasskeyTaken(passkey.id)
-        if passkey.id in self._passkeys:
+        if passkey.credential_id in self._by_credential or passkey.id in self._passkeys:
             raise PasskeyTaken(passkey.id)
         if await self._accounts.get(passkey.account_id) is None:
             raise KeyError(passkey.account_id)
         self._passkeys[passkey.id] = passkey
+        self._by_credential[passkey.credential_id] = passkey.id
 
     async def find_by_credential(self, credential_id: bytes) -> Passkey | None:
-        for passkey in self._passkeys.values():
-            if passkey.credential_id == credential_id:
-                return passkey
-        return None
+        passkey_id = self._by_credential.get(credential_id)
+        return self._passkeys.get(passkey_id) if passkey_id is not None else None
 
     async def get(self, account_id: str, passkey_id: str) -> Passkey | None:
         passkey = self._passkeys.get(passkey_id)
@@ -86,6 +89,7 @@ class MemoryPasskeys:
             return False
         if self.count(account_id) == 1 and self._accounts.identity_count(account_id) == 0:
             raise LastIdentityError(account_id)
+        del self._by_credential[self._passkeys[passkey_id].credential_id]
         del self._passkeys[passkey_id]
         return True
 

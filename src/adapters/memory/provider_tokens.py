@@ -6,6 +6,7 @@ import attrs
 
 from authgate.domain.model import PendingRevocation, StoredProviderToken
 
+from .journal import Journal, Table
 from .outbox import MemoryOutbox
 
 
@@ -13,13 +14,15 @@ class MemoryProviderTokens:
     """:class:`~authgate.ports.provider_tokens.ProviderTokenStore` in a dict."""
 
     def __init__(self) -> None:
-        self._tokens: dict[tuple[str, str], StoredProviderToken] = {}
+        self._tokens: Table[tuple[str, str], StoredProviderToken] = Table()
+
+    def join(self, journal: Journal) -> None:
+        """Note this store's writes within a unit in ``journal`` (the unit of work's)."""
+        journal.watch(self._tokens)
 
     def snapshot(self) -> dict[tuple[str, str], StoredProviderToken]:
-        return dict(self._tokens)
-
-    def restore(self, snapshot: dict[tuple[str, str], StoredProviderToken]) -> None:
-        self._tokens = snapshot
+        """The tokens held (immutable: a shallow copy)."""
+        return self._tokens.copy()
 
     async def put(self, stored: StoredProviderToken) -> None:
         self._tokens[(stored.account_id, stored.identity.provider)] = stored
@@ -28,7 +31,9 @@ class MemoryProviderTokens:
         keys = [
             k for k in self._tokens if k[0] == account_id and (provider is None or k[1] == provider)
         ]
-        return [self._tokens.pop(k) for k in sorted(keys)]
+        taken = [self._tokens[k] for k in sorted(keys)]
+        self._tokens.delete_where(keys)
+        return taken
 
     async def for_account(self, account_id: str) -> list[StoredProviderToken]:
         return [t for k, t in sorted(self._tokens.items()) if k[0] == account_id]

@@ -9,20 +9,24 @@ import attrs
 
 from authgate.domain.model import SessionRecord
 
+from .journal import Journal, Table
+
 
 class MemorySessionRecords:
     """:class:`~authgate.ports.session_records.SessionRecords` in a dict. Each method runs
     without an await between its reads and writes, so it is atomic on the event loop."""
 
     def __init__(self) -> None:
-        self._records: dict[str, SessionRecord] = {}
+        self._records: Table[str, SessionRecord] = Table()
         self._owed: Callable[[str], bool] | None = None
 
-    def snapshot(self) -> dict[str, SessionRecord]:
-        return dict(self._records)
+    def join(self, journal: Journal) -> None:
+        """Note this store's writes within a unit in ``journal`` (the unit of work's)."""
+        journal.watch(self._records)
 
-    def restore(self, snapshot: dict[str, SessionRecord]) -> None:
-        self._records = snapshot
+    def snapshot(self) -> dict[str, SessionRecord]:
+        """The records held (immutable: a shallow copy)."""
+        return self._records.copy()
 
     async def add(self, record: SessionRecord) -> None:
         self._records[record.id] = record
@@ -120,6 +124,4 @@ class MemorySessionRecords:
             for sid, r in self._records.items()
             if r.expires_at <= now and (r.revoked_at is not None or owed is None or not owed(sid))
         ]
-        for sid in expired:
-            del self._records[sid]
-        return len(expired)
+        return self._records.delete_where(expired)

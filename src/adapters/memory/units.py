@@ -16,6 +16,7 @@ from .authorization import (
     MemorySessionClients,
 )
 from .events import MemoryEvents
+from .journal import Journal
 from .outbox import MemoryLogoutOutbox
 from .passkeys import MemoryPasskeys
 from .provider_tokens import MemoryProviderTokens, MemoryRevocationOutbox
@@ -25,9 +26,10 @@ from .sessions import MemorySessionRecords
 
 class MemoryUnitOfWork:
     """:class:`~authgate.ports.unit_of_work.UnitOfWork` on memory adapters: units run one at a
-    time, and a unit that fails puts back what the adapters held when it began. Writes made
-    outside any unit while one runs would be undone by its rollback: the services write
-    through units only.
+    time, and a unit that fails puts back what the adapters held when it began: each store
+    notes the rows a unit writes as it writes them (a unit that only reads copies nothing).
+    Writes made outside any unit while one runs would be undone by its rollback: the
+    services write through units only.
 
     The OpenID Provider's stores (codes, refresh tokens, grants, session clients) and the
     passkeys lose an account's rows when ``accounts`` deletes it, as the SQL stores' foreign
@@ -61,7 +63,7 @@ class MemoryUnitOfWork:
         self.session_clients = session_clients or MemorySessionClients()
         self.logout_outbox = logout_outbox or MemoryLogoutOutbox()
         self.passkeys = passkeys or MemoryPasskeys(accounts)
-        # A unit hands out the stores themselves: what it changed is restored if it raises.
+        # A unit hands out the stores themselves: what it wrote is put back if it raises.
         self._makers: RepositoryMakers[None] = RepositoryMakers(
             accounts=lambda _: self._accounts,
             events=lambda _: self._events,
@@ -76,6 +78,15 @@ class MemoryUnitOfWork:
             logout_outbox=lambda _: self.logout_outbox,
             passkeys=lambda _: self.passkeys,
         )
+        self._journal = Journal()
+        self._wire(accounts, events, sessions)
+        self._lock = asyncio.Lock()
+
+    def _wire(
+        self, accounts: MemoryAccounts, events: MemoryEvents, sessions: MemorySessionRecords
+    ) -> None:
+        """Join the stores as the SQL schema does (cascades, the session clients' join) and
+        have each note its writes in the units' journal."""
         for dependent in (
             self.authorization_codes,
             self.refresh_tokens,
@@ -85,33 +96,34 @@ class MemoryUnitOfWork:
             accounts.cascade_to(dependent.drop_account)
         self.session_clients.follow_sessions(sessions)
         sessions.keep_while(self.session_clients.has_session)
-        self._lock = asyncio.Lock()
+        for store in (
+            accounts,
+            events,
+            sessions,
+            self.seen_events,
+            self.provider_tokens,
+            self.revocations,
+            self.authorization_codes,
+            self.refresh_tokens,
+            self.grants,
+            self.session_clients,
+            self.logout_outbox,
+            self.passkeys,
+        ):
+            store.join(self._journal)
 
     @asynccontextmanager
     async def begin(self) -> AsyncIterator[BoundRepositories[None]]:
+        """A unit: the rows it writes are noted as it writes them (nothing is copied before),
+        and put back if it raises."""
         async with self._lock:
-            accounts, events = self._accounts.snapshot(), self._events.snapshot()
-            sessions, seen = self._sessions.snapshot(), self.seen_events.snapshot()
-            tokens, revocations = self.provider_tokens.snapshot(), self.revocations.snapshot()
-            codes, families = self.authorization_codes.snapshot(), self.refresh_tokens.snapshot()
-            grants, clients = self.grants.snapshot(), self.session_clients.snapshot()
-            logouts, passkeys = self.logout_outbox.snapshot(), self.passkeys.snapshot()
+            self._journal.open()
             try:
                 yield BoundRepositories(self._makers, None)
             except BaseException:
-                self._accounts.restore(accounts)
-                self._events.restore(events)
-                self._sessions.restore(sessions)
-                self.seen_events.restore(seen)
-                self.provider_tokens.restore(tokens)
-                self.revocations.restore(revocations)
-                self.authorization_codes.restore(codes)
-                self.refresh_tokens.restore(families)
-                self.grants.restore(grants)
-                self.session_clients.restore(clients)
-                self.logout_outbox.restore(logouts)
-                self.passkeys.restore(passkeys)
+                self._journal.rollback()
                 raise
+            self._journal.commit()
 
     def read(self) -> AbstractAsyncContextManager[BoundRepositories[None]]:
         """A unit that only reads is an ordinary one (units run one at a time, in memory)."""

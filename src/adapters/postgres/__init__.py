@@ -1,4 +1,5 @@
-"""PostgreSQL adapters (asyncpg): the production store of accounts, state and sign-in events.
+"""PostgreSQL (asyncpg): the production store, the SQL repositories (:mod:`authgate.adapters.sql`)
+on a pool of its own.
 
 Entry points: :func:`open_postgres` (the adapters on one pool), :func:`migrate` and
 :func:`check_schema` (the schema in the package's ``migrations/`` folder).
@@ -23,10 +24,7 @@ from .errors import (
 )
 
 if TYPE_CHECKING:
-    from .accounts import PostgresAccounts
-    from .events import PostgresEvents
     from .migrations import check_schema, migrate
-    from .state import PostgresStates
     from .store import PostgresStore, open_postgres
 
 __all__ = [
@@ -34,9 +32,6 @@ __all__ = [
     "MigrationEdited",
     "MigrationFailed",
     "MigrationsNotFound",
-    "PostgresAccounts",
-    "PostgresEvents",
-    "PostgresStates",
     "PostgresStore",
     "PostgresStoreError",
     "SchemaBehind",
@@ -47,9 +42,6 @@ __all__ = [
 ]
 
 _LAZY = {
-    "PostgresAccounts": ".accounts",
-    "PostgresEvents": ".events",
-    "PostgresStates": ".state",
     "PostgresStore": ".store",
     "open_postgres": ".store",
     "check_schema": ".migrations",

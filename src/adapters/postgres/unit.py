@@ -14,10 +14,10 @@ A sign-in's unit of work used to cost a round trip per statement plus ``BEGIN`` 
 
 So a login's unit is two round trips (the identity's state with its account, then the
 writes), and so is a registration's: its new account and identity wait with the other writes
-(:meth:`~.accounts.PostgresAccounts.create_with_identity`), and a concurrent registration of
-the same identity makes the whole statement fail on the identity's primary key, so the unit
-wrote nothing and is run again (``IdentityRace``). A statement run
-after waiting writes sees them (they are sent first), and a write whose statement already
+(:meth:`authgate.adapters.sql.accounts.SqlAccounts.create_with_identity`), and a concurrent
+registration of the same identity makes the whole statement fail on the identity's primary
+key, so the unit wrote nothing and is run again (``IdentityRace``). A statement run after
+waiting writes sees them (they are sent first), and a write whose statement already
 waits is sent after the others, so no row is changed twice by one statement.
 """
 
@@ -26,18 +26,31 @@ from __future__ import annotations
 import contextlib
 import re
 from collections.abc import AsyncIterator, Sequence
-from typing import Any
+from types import TracebackType
 
 import asyncpg
 
-from .pool import Leased
+from authgate.adapters.sql.engine import Db
+
+from .pool import ConnectionPool, Leased
 
 _PARAMETER = re.compile(r"\$(\d+)")
 
 
-class UnitConnection:
-    """A pooled connection of one unit of work (see the module's text). The unit of work
-    calls :meth:`finish` when its block ends normally and :meth:`abort` when it raises."""
+def affected(status: str) -> int:
+    """The row count of a command status such as ``DELETE 3``."""
+    try:
+        return int(status.rsplit(" ", 1)[-1])
+    except ValueError:
+        return 0
+
+
+class UnitConnection(Db):
+    """A pooled connection of one unit of work (see the module's text), the
+    :class:`~authgate.adapters.sql.engine.Db` of its repositories. The unit of work calls
+    :meth:`finish` when its block ends normally and :meth:`abort` when it raises."""
+
+    defers_writes = True
 
     def __init__(self, conn: Leased) -> None:
         self._conn = conn
@@ -76,29 +89,29 @@ class UnitConnection:
         return await self.fetch(query, *args)
 
     async def fetchrow(self, query: str, *args: object) -> asyncpg.Record | None:
+        """One row, in the unit's transaction."""
         return await (await self._ready()).fetchrow(query, *args)
 
-    async def fetchval(self, query: str, *args: object) -> Any:
-        return await (await self._ready()).fetchval(query, *args)
-
     async def fetch(self, query: str, *args: object) -> list[asyncpg.Record]:
+        """The rows, in the unit's transaction."""
         return await (await self._ready()).fetch(query, *args)
 
-    async def execute(self, query: str, *args: object) -> str:
-        return await (await self._ready()).execute(query, *args)
+    async def execute(self, query: str, *args: object) -> int:
+        """A statement in the unit's transaction; the rows it changed."""
+        return affected(await (await self._ready()).execute(query, *args))
 
     @contextlib.asynccontextmanager
-    async def transaction(self) -> AsyncIterator[None]:
+    async def transaction(self) -> AsyncIterator[Db]:
         """A savepoint in the unit's transaction: the block's writes roll back alone."""
         conn = await self._ready()
         async with conn.transaction():
-            yield
+            yield self
 
     @contextlib.asynccontextmanager
-    async def atomic(self) -> AsyncIterator[None]:
+    async def atomic(self) -> AsyncIterator[Db]:
         """The block in the unit's transaction (no savepoint: a failure fails the unit)."""
         await self._ready()
-        yield
+        yield self
 
     # -- the end of the unit -------------------------------------------------------------
 
@@ -171,3 +184,58 @@ def _combined_text(shape: Sequence[tuple[str, int]]) -> str:
 
 def _renumbered(query: str, offset: int) -> str:
     return _PARAMETER.sub(lambda m: f"${int(m.group(1)) + offset}", query)
+
+
+class UnitLease:
+    """The ``async with`` of a unit of work on PostgreSQL: a pooled connection for the block
+    as a :class:`UnitConnection`, its unit finished when the block ends and aborted when it
+    raises."""
+
+    __slots__ = ("_lease", "_unit")
+
+    def __init__(self, pool: ConnectionPool) -> None:
+        self._lease = pool.acquire()
+
+    async def __aenter__(self) -> Db:
+        self._unit = UnitConnection(await self._lease.__aenter__())
+        return self._unit
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        try:
+            if exc is None:
+                try:
+                    await self._unit.finish()
+                except BaseException as e:
+                    await self._unit.abort(e)
+                    raise
+            else:
+                await self._unit.abort(exc)
+        finally:
+            await self._lease.__aexit__(None, None, None)
+
+
+class PoolDb(Db):
+    """The :class:`~authgate.adapters.sql.engine.Db` of the pool: each statement on a pooled
+    connection of its own; a transaction on one for its block, as a unit of work's."""
+
+    def __init__(self, pool: ConnectionPool) -> None:
+        self.pool = pool
+
+    async def execute(self, query: str, *args: object) -> int:
+        return affected(await self.pool.execute(query, *args))
+
+    async def fetch(self, query: str, *args: object) -> list[asyncpg.Record]:
+        return await self.pool.fetch(query, *args)
+
+    async def fetchrow(self, query: str, *args: object) -> asyncpg.Record | None:
+        return await self.pool.fetchrow(query, *args)
+
+    def transaction(self) -> UnitLease:
+        return UnitLease(self.pool)
+
+    atomic = transaction

@@ -1,32 +1,62 @@
-"""One aiosqlite connection shared by the SQLite adapters, and the conversions they share.
+"""One aiosqlite connection shared by the SQL repositories (:mod:`authgate.adapters.sql`).
 
 aiosqlite runs the connection on its own thread; an :class:`asyncio.Lock` gives each operation
 the connection to itself, so a transaction never interleaves with another coroutine's
 statements. Changes of several statements run in ``BEGIN IMMEDIATE`` (the write lock up
 front: another process on the same file waits up to ``busy_timeout`` instead of failing late);
 a unit that only reads runs in a deferred transaction (a WAL snapshot, no write lock).
+
+The repositories' ``$1``-numbered parameters are SQLite's ``?1``.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import datetime as dt
+import re
 import sqlite3
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
+from typing import Any
 
 import aiosqlite
 
+from authgate.adapters.sql.engine import Db
+
 BUSY_TIMEOUT_MS = 5000
 
+_PARAMETER = re.compile(r"\$(\d+)")
+_SPELLED: dict[str, str] = {}
 
-class Database:
-    """The connection and the lock that gives it to one operation at a time."""
+
+def _sqlite(query: str) -> str:
+    """``query`` with SQLite's numbered parameters (the texts are the repositories' few)."""
+    spelled = _SPELLED.get(query)
+    if spelled is None:
+        spelled = _SPELLED[query] = _PARAMETER.sub(r"?\1", query)
+    return spelled
+
+
+class Database(Db):
+    """The connection and the lock that gives it to one operation at a time: each statement
+    alone (committing on its own), a transaction alone for its block."""
 
     def __init__(self, conn: aiosqlite.Connection) -> None:
         self.conn = conn
         self._lock = asyncio.Lock()
+        self._held = BoundDatabase(conn)
+
+    async def execute(self, query: str, *args: object) -> int:
+        async with self._lock:
+            return await self._held.execute(query, *args)
+
+    async def fetch(self, query: str, *args: object) -> Sequence[Any]:
+        async with self._lock:
+            return await self._held.fetch(query, *args)
+
+    async def fetchrow(self, query: str, *args: object) -> Any:
+        async with self._lock:
+            return await self._held.fetchrow(query, *args)
 
     @asynccontextmanager
     async def use(self) -> AsyncIterator[aiosqlite.Connection]:
@@ -35,13 +65,13 @@ class Database:
             yield self.conn
 
     @asynccontextmanager
-    async def transaction(self) -> AsyncIterator[aiosqlite.Connection]:
+    async def transaction(self) -> AsyncIterator[Db]:
         """The connection, alone, inside ``BEGIN IMMEDIATE`` … ``COMMIT``; rolled back when
         anything fails or the task is cancelled, so no transaction is ever left open."""
         async with self._lock:
             try:
                 await self.conn.execute("BEGIN IMMEDIATE")
-                yield self.conn
+                yield self._held
                 await self.conn.execute("COMMIT")
             except BaseException:
                 # Statements run in order on aiosqlite's thread: a statement whose await was
@@ -51,16 +81,13 @@ class Database:
                     await self.conn.execute("ROLLBACK")
                 raise
 
-    @asynccontextmanager
-    async def unit(self) -> AsyncIterator[Database]:
-        """A unit of work: the connection, alone, in one ``BEGIN IMMEDIATE`` transaction for
-        the whole block, handed out as a :class:`BoundDatabase` so that the adapters' own
-        ``use`` and ``transaction`` run inside it."""
-        async with self.transaction() as conn:
-            yield BoundDatabase(conn)
+    atomic = transaction
+    unit = transaction
+    """A unit of work: the connection, alone, in one ``BEGIN IMMEDIATE`` transaction for the
+    whole block, its repositories' own transactions savepoints (:class:`BoundDatabase`)."""
 
     @asynccontextmanager
-    async def reading(self) -> AsyncIterator[Database]:
+    async def reading(self) -> AsyncIterator[Db]:
         """A unit that only reads: the connection, alone, in one deferred transaction
         (``BEGIN``, a read snapshot of the WAL: it takes no write lock, so it neither waits
         for another process's writer nor holds one up) with ``query_only`` on, so that a
@@ -70,7 +97,7 @@ class Database:
             try:
                 await self.conn.execute("BEGIN DEFERRED")
                 try:
-                    yield BoundDatabase(self.conn)
+                    yield self._held
                 except BaseException:
                     with contextlib.suppress(sqlite3.Error):
                         await self.conn.execute("ROLLBACK")
@@ -80,24 +107,35 @@ class Database:
                 await self.conn.execute("PRAGMA query_only = OFF")
 
     async def close(self) -> None:
+        """Close the connection."""
         async with self._lock:
             await self.conn.close()
 
 
-class BoundDatabase(Database):
-    """The connection inside a unit of work's open transaction: ``use`` needs no lock (the
-    unit holds it) and ``transaction`` is a savepoint, so a step that fails rolls back alone
-    and the unit decides about the rest."""
+class BoundDatabase(Db):
+    """The connection inside an open transaction: its statements need no lock (the
+    transaction holds it), and ``transaction`` is a savepoint, so a step that fails rolls back
+    alone and the unit decides about the rest."""
+
+    def __init__(self, conn: aiosqlite.Connection) -> None:
+        self.conn = conn
+
+    async def execute(self, query: str, *args: object) -> int:
+        return (await self.conn.execute(_sqlite(query), args)).rowcount
+
+    async def fetch(self, query: str, *args: object) -> Sequence[Any]:
+        return list(await self.conn.execute_fetchall(_sqlite(query), args))
+
+    async def fetchrow(self, query: str, *args: object) -> Any:
+        found = await self.fetch(query, *args)
+        return found[0] if found else None
 
     @asynccontextmanager
-    async def use(self) -> AsyncIterator[aiosqlite.Connection]:
-        yield self.conn
-
-    @asynccontextmanager
-    async def transaction(self) -> AsyncIterator[aiosqlite.Connection]:
+    async def transaction(self) -> AsyncIterator[Db]:
+        """A savepoint: the block's writes roll back alone."""
         await self.conn.execute("SAVEPOINT step")
         try:
-            yield self.conn
+            yield self
         except BaseException:
             with contextlib.suppress(sqlite3.Error):
                 await self.conn.execute("ROLLBACK TO step")
@@ -106,28 +144,5 @@ class BoundDatabase(Database):
         await self.conn.execute("RELEASE step")
 
     @asynccontextmanager
-    async def unit(self) -> AsyncIterator[Database]:
+    async def atomic(self) -> AsyncIterator[Db]:
         yield self
-
-    async def close(self) -> None:
-        raise RuntimeError("a unit of work's connection is closed with its store")
-
-
-def utc(value: dt.datetime) -> dt.datetime:
-    """An aware UTC datetime (naive is taken as UTC)."""
-    if value.tzinfo is None:
-        return value.replace(tzinfo=dt.UTC)
-    return value.astimezone(dt.UTC)
-
-
-def ts(value: dt.datetime) -> str:
-    """A time as stored: UTC ISO 8601 with microseconds."""
-    return utc(value).isoformat(timespec="microseconds")
-
-
-def parse_ts(value: str) -> dt.datetime:
-    return dt.datetime.fromisoformat(value)
-
-
-def parse_opt_ts(value: str | None) -> dt.datetime | None:
-    return dt.datetime.fromisoformat(value) if value is not None else None

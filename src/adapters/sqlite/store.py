@@ -9,30 +9,17 @@ import os
 import random
 import sqlite3
 import time
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 
 import aiosqlite
 
-from authgate.adapters.bound_repositories import BoundRepositories, RepositoryMakers
 from authgate.adapters.files import create_private_file, warn_if_exposed
+from authgate.adapters.sql.events import DEFAULT_RETENTION
+from authgate.adapters.sql.housekeeping import DEFAULT_PURGE_INTERVAL
+from authgate.adapters.sql.store import SqlRepositories, SqlUnitOfWork
 
-from . import events, housekeeping, schema
-from .accounts import SqliteAccounts
-from .authorization import (
-    SqliteAuthorizationCodes,
-    SqliteGrants,
-    SqliteRefreshTokens,
-    SqliteSessionClients,
-)
+from . import schema
 from .db import BUSY_TIMEOUT_MS, Database
-from .events import SqliteEvents
-from .outbox import SqliteLogoutOutbox
-from .passkeys import SqlitePasskeyChallenges, SqlitePasskeys
-from .provider_tokens import SqliteProviderTokens, SqliteRevocationOutbox
-from .seen_events import SqliteSeenEvents
-from .sessions import SqliteSessionRecords
-from .state import SqliteStates
+from .dialect import SQLITE
 
 log = logging.getLogger("authgate.storage")
 
@@ -41,8 +28,8 @@ class SqliteUnavailable(Exception):
     """The database file cannot be opened or initialised (one line, naming the file)."""
 
 
-class SqliteStore:
-    """The accounts, state and event adapters on one SQLite connection (``db``: the
+class SqliteStore(SqlRepositories):
+    """The repositories (:mod:`authgate.adapters.sql`) on one SQLite connection (``db``: the
     connection and its lock, for diagnostics and tests)."""
 
     def __init__(
@@ -50,89 +37,32 @@ class SqliteStore:
         db: Database,
         *,
         path: str,
-        event_retention: dt.timedelta = events.DEFAULT_RETENTION,
-        purge_interval: dt.timedelta = housekeeping.DEFAULT_PURGE_INTERVAL,
+        event_retention: dt.timedelta = DEFAULT_RETENTION,
+        purge_interval: dt.timedelta = DEFAULT_PURGE_INTERVAL,
         ping_timeout: float = 1.0,
     ) -> None:
+        super().__init__(db, SQLITE, event_retention=event_retention, purge_interval=purge_interval)
         self.path = path
         self.db = db
-        self.accounts = SqliteAccounts(db)
-        self.states = SqliteStates(db, purge_interval)
-        self.events = SqliteEvents(db, event_retention, purge_interval)
-        self.sessions = SqliteSessionRecords(db, purge_interval)
-        self.provider_tokens = SqliteProviderTokens(db)
-        self.revocations = SqliteRevocationOutbox(db)
-        self.authorization_codes = SqliteAuthorizationCodes(db, purge_interval)
-        self.refresh_tokens = SqliteRefreshTokens(db, purge_interval)
-        self.grants = SqliteGrants(db)
-        self.session_clients = SqliteSessionClients(db, purge_interval)
-        self.logout_outbox = SqliteLogoutOutbox(db)
-        self.passkeys = SqlitePasskeys(db)
-        self.passkey_challenges = SqlitePasskeyChallenges(db, purge_interval)
-        self.units = SqliteUnitOfWork(
-            db,
-            self.events,
-            self.sessions,
-            authorization_codes=self.authorization_codes,
-            refresh_tokens=self.refresh_tokens,
-            session_clients=self.session_clients,
-        )
+        # A unit of work: the file's one connection in one BEGIN IMMEDIATE transaction for
+        # the block; a unit that only reads in a deferred transaction (a snapshot of the
+        # file, no write lock), writes refused (query_only): a check of a token never waits
+        # behind another process's writer.
+        self.units = self.unit_of_work(SQLITE, db.unit, db.reading)
         self._ping_timeout = ping_timeout
 
     async def ping(self) -> None:
         """Readiness: the file answers a query within the ping timeout; raises otherwise."""
-        async with asyncio.timeout(self._ping_timeout), self.db.use() as conn:
-            await conn.execute_fetchall("SELECT 1")
+        async with asyncio.timeout(self._ping_timeout):
+            await self.db.fetch("SELECT 1")
 
     async def close(self) -> None:
+        """Close the file."""
         await self.db.close()
 
 
-class SqliteUnitOfWork:
-    """:class:`~authgate.ports.unit_of_work.UnitOfWork`: the file's one connection in one
-    ``BEGIN IMMEDIATE`` transaction for the block."""
-
-    def __init__(
-        self,
-        db: Database,
-        events: SqliteEvents,
-        sessions: SqliteSessionRecords,
-        *,
-        authorization_codes: SqliteAuthorizationCodes,
-        refresh_tokens: SqliteRefreshTokens,
-        session_clients: SqliteSessionClients,
-    ) -> None:
-        self._db = db
-        self._makers: RepositoryMakers[Database] = RepositoryMakers(
-            accounts=SqliteAccounts,
-            events=events.bound,
-            sessions=sessions.bound,
-            seen_events=SqliteSeenEvents,
-            provider_tokens=SqliteProviderTokens,
-            revocations=SqliteRevocationOutbox,
-            authorization_codes=authorization_codes.bound,
-            refresh_tokens=refresh_tokens.bound,
-            grants=SqliteGrants,
-            session_clients=session_clients.bound,
-            logout_outbox=SqliteLogoutOutbox,
-            passkeys=SqlitePasskeys,
-        )
-
-    @asynccontextmanager
-    async def begin(self) -> AsyncIterator[BoundRepositories[Database]]:
-        async with self._db.unit() as bound:
-            yield self._repositories(bound)
-
-    @asynccontextmanager
-    async def read(self) -> AsyncIterator[BoundRepositories[Database]]:
-        """A unit that only reads: a deferred transaction (a snapshot of the file, no write
-        lock), writes refused (``query_only``); a check of a token never waits behind
-        another process's writer."""
-        async with self._db.reading() as bound:
-            yield self._repositories(bound)
-
-    def _repositories(self, bound: Database) -> BoundRepositories[Database]:
-        return BoundRepositories(self._makers, bound)
+SqliteUnitOfWork = SqlUnitOfWork
+"""The unit of work of a :class:`SqliteStore`."""
 
 
 async def _use_wal(conn: aiosqlite.Connection) -> None:
@@ -153,8 +83,8 @@ async def _use_wal(conn: aiosqlite.Connection) -> None:
 async def open_sqlite(
     path: str | os.PathLike[str],
     *,
-    event_retention: dt.timedelta = events.DEFAULT_RETENTION,
-    purge_interval: dt.timedelta = housekeeping.DEFAULT_PURGE_INTERVAL,
+    event_retention: dt.timedelta = DEFAULT_RETENTION,
+    purge_interval: dt.timedelta = DEFAULT_PURGE_INTERVAL,
     ping_timeout: float = 1.0,
 ) -> SqliteStore:
     """Open (creating it 0600 and its parent folders 0700 on first start) the SQLite file at

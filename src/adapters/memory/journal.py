@@ -1,0 +1,259 @@
+"""What a memory unit of work puts back when it fails: each table notes, on its first write
+within the unit, what it held before, so a unit pays only for what it writes.
+
+A :class:`Table` notes the value a key had (or that it had none) the first time the unit
+writes that key; deleting a row that was there when the unit began copies the table once (a
+row put back would otherwise land at the end of the dict's order; the deletions that do so
+scan the table already). A :class:`Log` notes what its appends evicted. Outside a unit, or
+in a store no unit of work watches, nothing is noted.
+"""
+
+from __future__ import annotations
+
+import collections
+from collections.abc import ItemsView, Iterable, Iterator, KeysView, ValuesView
+from typing import Generic, Protocol, TypeVar
+
+K = TypeVar("K")
+V = TypeVar("V")
+T = TypeVar("T")
+
+
+class _Missing:
+    """The mark of a key a table did not hold when the unit began."""
+
+
+_MISSING = _Missing()
+
+
+class Journaled(Protocol):
+    """A part of a store that can put back what a unit changed, or forget it."""
+
+    def undo(self) -> None:
+        """Put back what the table held when the unit began."""
+
+    def forget(self) -> None:
+        """The unit committed: what was noted is dropped."""
+
+
+class Watched(Protocol):
+    """A part of a store that notes its writes in the journal it is given."""
+
+    journal: Journal | None
+
+
+class Journal:
+    """The parts a unit has written so far. :meth:`open` starts a unit's journal;
+    :meth:`rollback` or :meth:`commit` ends it."""
+
+    def __init__(self) -> None:
+        self.active = False
+        self._touched: list[Journaled] = []
+
+    def watch(self, *parts: Watched) -> None:
+        """Have ``parts`` note their writes in this journal."""
+        for part in parts:
+            part.journal = self
+
+    def touched(self, part: Journaled) -> None:
+        """``part`` was written for the first time in this unit."""
+        self._touched.append(part)
+
+    def open(self) -> None:
+        """A unit begins: nothing is noted yet."""
+        self.active = True
+
+    def commit(self) -> None:
+        """The unit ended normally: its writes stay."""
+        self._end(undo=False)
+
+    def rollback(self) -> None:
+        """The unit raised: every part it wrote holds what it held when the unit began."""
+        self._end(undo=True)
+
+    def _end(self, *, undo: bool) -> None:
+        touched, self._touched, self.active = self._touched, [], False
+        for part in touched:
+            if undo:
+                part.undo()
+            else:
+                part.forget()
+
+
+class Table(Generic[K, V]):
+    """A dict whose writes within a unit are noted in the journal watching it. Reads go
+    straight to the dict."""
+
+    def __init__(self) -> None:
+        self.journal: Journal | None = None
+        self._rows: dict[K, V] = {}
+        self._before: dict[K, V | _Missing] | None = None
+        self._copy: dict[K, V] | None = None
+
+    def _note(self, key: K, *, deleting: bool = False) -> None:
+        journal = self.journal
+        if journal is None or not journal.active or self._copy is not None:
+            return
+        if self._before is None:
+            self._before = {}
+            journal.touched(self)
+        before = self._before
+        if key not in before:
+            before[key] = self._rows.get(key, _MISSING)
+        if deleting and before[key] is not _MISSING:
+            self._copy = self._as_it_was()
+
+    def _as_it_was(self) -> dict[K, V]:
+        """The rows as the unit found them, in their order (no row of theirs deleted yet)."""
+        rows = dict(self._rows)
+        for key, value in (self._before or {}).items():
+            if isinstance(value, _Missing):
+                rows.pop(key, None)
+            else:
+                rows[key] = value
+        return rows
+
+    def undo(self) -> None:
+        """Put back the rows the unit found (see :class:`Journaled`)."""
+        if self._copy is not None:
+            self._rows.clear()
+            self._rows.update(self._copy)
+        else:
+            for key, value in (self._before or {}).items():
+                if isinstance(value, _Missing):
+                    self._rows.pop(key, None)
+                else:
+                    self._rows[key] = value
+        self.forget()
+
+    def forget(self) -> None:
+        """Drop what was noted (see :class:`Journaled`)."""
+        self._before = self._copy = None
+
+    def __getitem__(self, key: K) -> V:
+        return self._rows[key]
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._rows
+
+    def __len__(self) -> int:
+        return len(self._rows)
+
+    def __iter__(self) -> Iterator[K]:
+        return iter(self._rows)
+
+    def get(self, key: K) -> V | None:
+        """The row of ``key``, or None."""
+        return self._rows.get(key)
+
+    def keys(self) -> KeysView[K]:
+        """The keys, as the dict's view."""
+        return self._rows.keys()
+
+    def values(self) -> ValuesView[V]:
+        """The rows, as the dict's view."""
+        return self._rows.values()
+
+    def items(self) -> ItemsView[K, V]:
+        """The keys and rows, as the dict's view."""
+        return self._rows.items()
+
+    def copy(self) -> dict[K, V]:
+        """A shallow copy of the rows."""
+        return dict(self._rows)
+
+    def __setitem__(self, key: K, value: V) -> None:
+        self._note(key)
+        self._rows[key] = value
+
+    def __delitem__(self, key: K) -> None:
+        self._note(key, deleting=True)
+        del self._rows[key]
+
+    def pop(self, key: K) -> V | None:
+        """Remove the row of ``key`` and return it (None when there is none)."""
+        if key not in self._rows:
+            return None
+        self._note(key, deleting=True)
+        return self._rows.pop(key)
+
+    def setdefault(self, key: K, value: V) -> V:
+        """The row of ``key``, ``value`` put there first when there is none."""
+        if key not in self._rows:
+            self[key] = value
+        return self._rows[key]
+
+    def delete_where(self, keys: Iterable[K]) -> int:
+        """Remove the rows of ``keys`` (each held); how many."""
+        count = 0
+        for key in list(keys):
+            del self[key]
+            count += 1
+        return count
+
+
+class Log(Generic[T]):
+    """A bounded deque whose appends within a unit are noted in the journal watching it."""
+
+    def __init__(self, maxlen: int) -> None:
+        self.journal: Journal | None = None
+        self._items: collections.deque[T] = collections.deque(maxlen=maxlen)
+        self._maxlen = maxlen
+        self._noted = False
+        self._own = 0  # items appended in this unit and still held
+        self._evicted: list[T] = []  # items the unit found, evicted by its appends, in order
+        self._copy: list[T] | None = None
+
+    def _note(self) -> bool:
+        """Whether this write is noted (a unit is open and the log was not copied)."""
+        journal = self.journal
+        if journal is None or not journal.active or self._copy is not None:
+            return False
+        if not self._noted:
+            self._noted = True
+            journal.touched(self)
+        return True
+
+    def append(self, item: T) -> None:
+        """Add ``item`` at the end (the oldest goes when the log is full)."""
+        if self._note():
+            if len(self._items) == self._maxlen:
+                if len(self._items) > self._own:
+                    self._evicted.append(self._items[0])
+                else:
+                    self._own -= 1
+            self._own += 1
+        self._items.append(item)
+
+    def replace(self, items: Iterable[T]) -> None:
+        """Hold ``items`` instead (the unit's first such write copies the log once)."""
+        if self._note():
+            self._copy = self._as_it_was()
+        self._items = collections.deque(items, maxlen=self._maxlen)
+
+    def _as_it_was(self) -> list[T]:
+        held = list(self._items)
+        return self._evicted + held[: len(held) - self._own]
+
+    def undo(self) -> None:
+        """Put back the items the unit found (see :class:`Journaled`)."""
+        if self._copy is not None:
+            self._items = collections.deque(self._copy, maxlen=self._maxlen)
+        else:
+            for _ in range(self._own):
+                self._items.pop()
+            self._items.extendleft(reversed(self._evicted))
+        self.forget()
+
+    def forget(self) -> None:
+        """Drop what was noted (see :class:`Journaled`)."""
+        self._noted, self._own, self._evicted, self._copy = False, 0, [], None
+
+    def __iter__(self) -> Iterator[T]:
+        return iter(self._items)
+
+    def __reversed__(self) -> Iterator[T]:
+        return reversed(self._items)
+
+    def __len__(self) -> int:
+        return len(self._items)

@@ -1,0 +1,153 @@
+"""Passkeys."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+from authgate.domain.passkeys import Passkey
+from authgate.ports.accounts import LastIdentityError
+from authgate.ports.passkeys import PasskeyTaken
+
+from .accounts import locked_rows
+from .engine import Row
+from .housekeeping import Repository
+
+_COLUMNS = (
+    "id, account_id, credential_id, public_key, sign_count, transports, aaguid, "
+    "backup_eligible, backed_up, name, created_at, last_used_at, added_by_session, "
+    "added_from_address, added_from_user_agent"
+)
+
+
+class SqlPasskeys(Repository):
+    """:class:`~authgate.ports.passkeys.PasskeyStore`; an account's passkeys go with it
+    (``ON DELETE CASCADE``). Removing a passkey and unlinking an identity both lock the
+    account's row first, so two concurrent removals cannot both leave "another one"."""
+
+    async def add(self, passkey: Passkey) -> None:
+        sql = self._sql
+        key = sql.account_key(passkey.account_id)
+        if key is None:
+            raise KeyError(passkey.account_id)
+        try:
+            await self._db.execute(
+                f"INSERT INTO passkeys ({_COLUMNS}) "  # noqa: S608 - constant columns
+                "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)",
+                passkey.id,
+                key,
+                passkey.credential_id,
+                passkey.public_key,
+                passkey.sign_count,
+                sql.strings(passkey.transports),
+                passkey.aaguid,
+                passkey.backup_eligible,
+                passkey.backed_up,
+                passkey.name,
+                sql.time(passkey.created_at),
+                sql.time(passkey.last_used_at) if passkey.last_used_at else None,
+                passkey.added_by_session,
+                passkey.added_from_address,
+                passkey.added_from_user_agent,
+            )
+        except Exception as e:
+            if sql.is_unique_violation(e):
+                raise PasskeyTaken(passkey.id) from e
+            if sql.is_foreign_key_violation(e):
+                raise KeyError(passkey.account_id) from e
+            raise
+
+    async def find_by_credential(self, credential_id: bytes) -> Passkey | None:
+        row = await self._db.read_row(
+            f"SELECT {_COLUMNS} FROM passkeys WHERE credential_id = $1",  # noqa: S608
+            credential_id,
+        )
+        return self._passkey(row) if row is not None else None
+
+    async def get(self, account_id: str, passkey_id: str) -> Passkey | None:
+        key = self._sql.account_key(account_id)
+        if key is None:
+            return None
+        row = await self._db.read_row(
+            f"SELECT {_COLUMNS} FROM passkeys WHERE id = $1 AND account_id = $2",  # noqa: S608
+            passkey_id,
+            key,
+        )
+        return self._passkey(row) if row is not None else None
+
+    async def for_account(self, account_id: str) -> list[Passkey]:
+        key = self._sql.account_key(account_id)
+        if key is None:
+            return []
+        found = await self._db.fetch(
+            f"SELECT {_COLUMNS} FROM passkeys "  # noqa: S608 - constant columns
+            "WHERE account_id = $1 ORDER BY created_at, id",
+            key,
+        )
+        return [self._passkey(r) for r in found]
+
+    async def rename(self, account_id: str, passkey_id: str, name: str) -> Passkey | None:
+        key = self._sql.account_key(account_id)
+        if key is None:
+            return None
+        row = await self._db.fetchrow(
+            "UPDATE passkeys SET name = $3 WHERE id = $1 AND account_id = $2 "  # noqa: S608
+            f"RETURNING {_COLUMNS}",
+            passkey_id,
+            key,
+            name,
+        )
+        return self._passkey(row) if row is not None else None
+
+    async def record_use(
+        self, passkey_id: str, sign_count: int, backed_up: bool, now: dt.datetime
+    ) -> bool:
+        # Sent at once (its outcome decides the sign-in), in the unit's transaction. A
+        # concurrent sign-in's UPDATE of the row waits for this one's commit and then checks
+        # the condition again on the row as committed (READ COMMITTED): one of them wins.
+        # The condition is counter_advances (authgate.domain.passkeys).
+        changed = await self._db.execute(
+            "UPDATE passkeys SET sign_count = $2, backed_up = $3, last_used_at = $4 "
+            "WHERE id = $1 AND (sign_count < $2 OR (sign_count = 0 AND $2 = 0))",
+            passkey_id,
+            sign_count,
+            backed_up,
+            self._sql.time(now),
+        )
+        return changed == 1
+
+    async def delete(self, account_id: str, passkey_id: str) -> bool:
+        key = self._sql.account_key(account_id)
+        if key is None:
+            return False
+        async with self._db.atomic() as db:
+            mine = await locked_rows(db, self._sql, key, "id", "passkeys")
+            if mine is None:
+                return False
+            if passkey_id not in mine:
+                return False
+            if len(mine) == 1 and not await db.fetchrow(
+                "SELECT true FROM identities WHERE account_id = $1 LIMIT 1", key
+            ):
+                raise LastIdentityError(account_id)
+            await db.execute("DELETE FROM passkeys WHERE id = $1", passkey_id)
+            return True
+
+    def _passkey(self, row: Row) -> Passkey:
+        sql = self._sql
+        return Passkey(
+            id=row[0],
+            account_id=str(row[1]),
+            credential_id=bytes(row[2]),
+            public_key=bytes(row[3]),
+            sign_count=row[4],
+            transports=tuple(sql.read_strings(row[5])),
+            aaguid=row[6],
+            backup_eligible=bool(row[7]),
+            backed_up=bool(row[8]),
+            name=row[9],
+            created_at=sql.read_time(row[10]),
+            last_used_at=sql.read_time(row[11]) if row[11] is not None else None,
+            added_by_session=row[12],
+            added_from_address=row[13],
+            added_from_user_agent=row[14],
+        )
