@@ -5,10 +5,7 @@ algorithm from the provider's allow-list; then the claims: ``iss`` exactly, ``au
 the client id and no other audience that is not trusted, ``azp``, ``exp``/``iat``/``nbf`` with a
 small leeway, ``nonce``, ``sub``.
 Every failure raises :class:`~authgate.ports.provider.VerificationFailed` with a log-safe text
-(never the token).
-
-The signature is checked by joserfc (``deserialize_compact`` with the one algorithm the header
-names, on the key chosen for it), for ID tokens and the providers' event tokens alike.
+(never the token). The signature is checked by joserfc, for event tokens too.
 """
 
 from __future__ import annotations
@@ -157,15 +154,12 @@ async def verified_payload(
     wait: bool = True,
 ) -> bytes:
     """The payload of ``token`` once its signature verifies with a key of ``keys`` chosen by
-    ``kid`` and ``alg``; an unknown ``kid``, or a signature that fails with the cached key,
-    fetches the key set again (``wait``: for the cache's floor when it blocks the fetch; see
-    :class:`KeySetCache`). Shared by ID tokens and the providers' event tokens.
+    ``kid`` and ``alg``, fetching the key set again for an unknown ``kid`` or a failed
+    signature (``wait``: see :class:`KeySetCache`). Shared by ID tokens and event tokens.
 
-    Raises VerificationFailed when the token does not verify with the provider's keys as a
-    fetch made for it found them (or with a cached key, for a bad signature the provider's
-    current keys cannot explain), and ExchangeFailed when they could not be looked at: no key
-    set at all, or an unknown ``kid`` that no fetch made for this token has looked for (the
-    fetch failed, or was not allowed yet: "retry later", not "bad token").
+    Raises VerificationFailed when the token does not verify with the keys a fetch made for it
+    found, and ExchangeFailed when they could not be looked at (no key set, or an unknown
+    ``kid`` no fetch for this token has looked for yet: "retry later", not "bad token").
     """
     try:
         lookup = await keys.current(wait=wait)

@@ -138,14 +138,9 @@ class KeySetCache:
             return await self._fetch_now()
 
     async def refresh(self, kid: str | None = None, *, wait: bool = False) -> Lookup:
-        """A key set fetched for the caller's token (the on-demand fetch for ``kid``, or for a
-        signature that failed when ``kid`` is None).
-
-        Without fetching, it returns the cached set, not fresh: when it already holds ``kid``
-        (another caller's fetch brought it), when the fetch fails, and, without ``wait``, when
-        ``kid`` was proved absent less than ``absent_kid_seconds`` ago or the last attempt is
-        more recent than ``min_refetch``. With ``wait`` the floor is waited for instead.
-        """
+        """A key set fetched for the caller's token (for ``kid``, or for a signature that
+        failed when ``kid`` is None); the cached set, not fresh, when it already holds ``kid``,
+        when the fetch fails, or when the floor blocks it without ``wait`` (module text)."""
         keys = self._keys
         if kid is not None and keys is not None and _has_kid(keys, kid):
             return Lookup(keys, fresh=False)

@@ -90,7 +90,6 @@ class OAuthIdentityProvider:
         reauthenticate: bool = False,
         login_hint: str | None = None,
     ) -> str:
-        """The authorization URL (:class:`~authgate.ports.provider.IdentityProvider`)."""
         endpoints = await self._endpoints.get()
         return authorization.authorization_url(
             self._settings,
@@ -104,7 +103,6 @@ class OAuthIdentityProvider:
         )
 
     async def check_response_issuer(self, iss: str | None) -> None:
-        """RFC 9207 (:class:`~authgate.ports.provider.IdentityProvider`)."""
         await authorization.check_response_issuer(self._settings, self._endpoints, iss)
 
     async def exchange(
@@ -116,7 +114,6 @@ class OAuthIdentityProvider:
         nonce: str | None,
         user: str | None = None,
     ) -> VerifiedIdentity:
-        """The identity the code proves (:class:`~authgate.ports.provider.IdentityProvider`)."""
         endpoints = await self._endpoints.get_or(ExchangeFailed)
         with self._http.timed("token"):
             tokens = await redeem(

@@ -88,7 +88,6 @@ class PostgresRevocations:
 
 
 def _setter(event: asyncio.Event) -> Any:
-    """A termination listener that sets ``event``."""
 
     def on_terminated(_conn: Any) -> None:
         event.set()
