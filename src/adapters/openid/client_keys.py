@@ -2,7 +2,7 @@
 
 A client registers its public keys inline (``jwks``: checked against them, nothing to fetch)
 or at a ``jwks_uri``, cached as a provider's event keys are
-(:class:`~authgate.adapters.provider.jwks.KeySetCache`, one per client, without waiting for the
+(:class:`~authgate.adapters.jose.key_sets.KeySetCache`, one per client, without waiting for the
 floor): anyone can post an assertion naming a client, so forged ones cost the client's server
 one request per floor at most.
 """
@@ -17,8 +17,10 @@ import aiohttp
 from joserfc.errors import JoseError
 from joserfc.jwk import KeySet
 
-from authgate.adapters.provider.fetch import FetchError, request_json
-from authgate.adapters.provider.id_token import (
+from authgate.adapters.http_fetch import FetchError, request_json
+from authgate.adapters.jose.key_sets import (
+    KeySetCache,
+    KeySetUnavailable,
     header_of,
     json_object,
     loggable,
@@ -26,7 +28,6 @@ from authgate.adapters.provider.id_token import (
     verified_payload,
     verify_signature,
 )
-from authgate.adapters.provider.jwks import KeySetCache, KeySetUnavailable
 from authgate.domain.openid.clients import ASSERTION_ALGORITHMS, Client
 from authgate.ports.clock import Clock
 from authgate.ports.openid import AssertionRejected, ClientKeysUnavailable

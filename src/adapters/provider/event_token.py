@@ -19,14 +19,14 @@ import datetime as dt
 from collections.abc import Collection
 from typing import Any
 
-from authgate.adapters.provider.id_token import (
-    audience_list,
+from authgate.adapters.jose.key_sets import (
+    KeySetCache,
     header_of,
     json_object,
     loggable,
     verified_payload,
 )
-from authgate.adapters.provider.jwks import KeySetCache
+from authgate.adapters.provider.id_token import audience_list
 from authgate.domain.model import EventId
 from authgate.ports.clock import Clock
 from authgate.ports.provider import ExchangeFailed, VerificationFailed

@@ -20,6 +20,7 @@ from aiohttp import web
 from joserfc.jwk import KeySet
 
 from authgate.adapters.clock import SystemClock
+from authgate.adapters.http_fetch import provider_session
 from authgate.adapters.jose import (
     JweTokenSealer,
     JwtSessionTokens,
@@ -29,7 +30,6 @@ from authgate.adapters.jose import (
     ephemeral_keys,
     load_or_create_keys,
 )
-from authgate.adapters.provider.fetch import provider_session
 from authgate.domain.redirects import origin
 from authgate.domain.scopes import ACCOUNT_MANAGE
 from authgate.entrypoints.app.config import Config, StartupError
