@@ -147,9 +147,7 @@ def test_only_the_composition_root_and_cli_know_the_adapters() -> None:
         if not v.endswith(" imports authgate")
         and not v.startswith(
             (
-                "src/entrypoints/resources.py",
-                "src/entrypoints/wiring.py",
-                "src/entrypoints/assembly.py",
+                "src/entrypoints/app/",
                 "src/entrypoints/devidp",
                 # the operator's commands act on the key file and the providers themselves
                 "src/entrypoints/operator.py",

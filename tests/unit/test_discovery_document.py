@@ -12,7 +12,7 @@ from urllib.parse import urlsplit
 import pytest
 import yaml
 
-from authgate.entrypoints.config import parse
+from authgate.entrypoints.app.config import parse
 from authgate.entrypoints.http.openid.discovery import (
     DISCOVERY_PATH,
     DiscoveryOperations,

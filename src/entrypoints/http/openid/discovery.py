@@ -1,7 +1,7 @@
 """``GET /.well-known/openid-configuration``: what the OpenID Provider supports, and where.
 
 The document is a pure function of the configuration (:func:`provider_metadata`): the issuer
-is the service's public URL (:func:`~authgate.entrypoints.config.openid_issuer`) and every
+is the service's public URL (:func:`~authgate.entrypoints.app.config.openid_issuer`) and every
 endpoint is under it. It lists exactly what the provider does: the authorization code flow
 with PKCE (S256 only), query and form_post answers, refresh tokens, public subjects, ID tokens
 signed RS256 (the default) or ES256, the four client authentication methods, RP-initiated and
@@ -22,7 +22,7 @@ from authgate.domain.openid.clients import (
     ID_TOKEN_ALGORITHMS,
     SUPPORTED_SCOPES,
 )
-from authgate.entrypoints.config import Config, openid_issuer
+from authgate.entrypoints.app.config import Config, openid_issuer
 from authgate.entrypoints.http.common import docs
 from authgate.entrypoints.http.common.bodies import ProviderMetadata
 from authgate.entrypoints.http.common.operations import Operations, operation
