@@ -130,7 +130,7 @@ class OpenId:
         everything else by the client address, so that junk from one address never refuses
         another address's requests."""
         rates, clients = config.ratelimit, self.parts.clients
-        DiscoveryOperations(provider_metadata(config)).register(api)
+        DiscoveryOperations(provider_metadata(openid_issuer(config))).register(api)
         _mount_code_flow(api, config, self, stores, edge, sessions, providers)
         LogoutOperations(
             self.end_session,

@@ -1,7 +1,7 @@
 """``GET /.well-known/openid-configuration``: what the OpenID Provider supports, and where.
 
 The document is a pure function of the configuration (:func:`provider_metadata`): the issuer
-is the service's public URL (:func:`~authgate.entrypoints.app.config.openid_issuer`) and every
+is the service's public URL (the composition root's ``openid_issuer``) and every
 endpoint is under it. It lists exactly what the provider does: the authorization code flow
 with PKCE (S256 only), query and form_post answers, refresh tokens, public subjects, ID tokens
 signed RS256 (the default) or ES256, the four client authentication methods, RP-initiated and
@@ -22,12 +22,12 @@ from authgate.domain.openid.clients import (
     ID_TOKEN_ALGORITHMS,
     SUPPORTED_SCOPES,
 )
-from authgate.entrypoints.app.config import Config, openid_issuer
 from authgate.entrypoints.http.common import docs
 from authgate.entrypoints.http.common.bodies import ProviderMetadata
 from authgate.entrypoints.http.common.operations import Operations, operation
 from authgate.entrypoints.rest import Call, Reply
 from authgate.entrypoints.rest.wire import make_converter
+from authgate.services.openid.grants import GRANTS
 
 DISCOVERY_PATH = "/.well-known/openid-configuration"
 JWKS_PATH = "/.well-known/jwks.json"
@@ -66,9 +66,8 @@ PROMPTS = ("none", "login", "consent")
 DISCOVERY_CACHING = {"Cache-Control": "public, max-age=300"}
 
 
-def provider_metadata(config: Config) -> ProviderMetadata:
-    """The discovery document of the provider the configuration describes."""
-    issuer = openid_issuer(config)
+def provider_metadata(issuer: str) -> ProviderMetadata:
+    """The discovery document of the provider whose issuer identifier is ``issuer``."""
     # Revocation and introspection authenticate the client as the token endpoint does;
     # introspection is for confidential clients only, so never without authentication.
     authenticated: list[str] = [m for m in AUTH_METHODS if m != "none"]
@@ -84,7 +83,7 @@ def provider_metadata(config: Config) -> ProviderMetadata:
         scopes_supported=list(SUPPORTED_SCOPES),
         response_types_supported=["code"],
         response_modes_supported=["query", "form_post"],
-        grant_types_supported=["authorization_code", "refresh_token"],
+        grant_types_supported=list(GRANTS),
         subject_types_supported=["public"],
         id_token_signing_alg_values_supported=list(ID_TOKEN_ALGORITHMS),
         token_endpoint_auth_methods_supported=list(AUTH_METHODS),
@@ -108,9 +107,9 @@ def provider_metadata(config: Config) -> ProviderMetadata:
 _converter = make_converter()
 
 
-def openid_configuration(config: Config) -> dict[str, Any]:
+def openid_configuration(issuer: str) -> dict[str, Any]:
     """The discovery document as JSON, as the operation answers it."""
-    document: dict[str, Any] = _converter.unstructure(provider_metadata(config))
+    document: dict[str, Any] = _converter.unstructure(provider_metadata(issuer))
     return document
 
 
