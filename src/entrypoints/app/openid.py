@@ -32,8 +32,10 @@ from authgate.entrypoints.http.openid.discovery import (
     provider_metadata,
 )
 from authgate.entrypoints.http.openid.end_session import LogoutOperations
-from authgate.entrypoints.http.openid.resource import ResourceOperations
+from authgate.entrypoints.http.openid.introspection import IntrospectionOperations
+from authgate.entrypoints.http.openid.revocation import RevocationOperations
 from authgate.entrypoints.http.openid.token import TokenLimits, TokenOperations
+from authgate.entrypoints.http.openid.userinfo import UserInfoOperations
 from authgate.entrypoints.rest import Api
 from authgate.ports.provider import IdentityProvider
 from authgate.services.openid.access import TokenAccess
@@ -139,15 +141,17 @@ class OpenId:
             edge.guard,
             stores.limiter(rates.logout, "authgate-logout"),
         ).register(api)
-        ResourceOperations(
+        cors = public_client_cors(clients)
+        UserInfoOperations(
             self.access,
             clients,
-            self.client_auth,
-            public_client_cors(clients),
-            stores.limiter(rates.introspection, "authgate-introspection"),
+            cors,
             stores.limiter(rates.userinfo, "authgate-userinfo"),
             edge.client_address,
         ).register(api)
+        RevocationOperations(self.access, self.client_auth, cors).register(api)
+        introspection_limiter = stores.limiter(rates.introspection, "authgate-introspection")
+        IntrospectionOperations(self.access, self.client_auth, introspection_limiter).register(api)
         AppOperations(
             self.apps, edge.bearer, edge.cookie, edge.guard, edge.client_address, edge.cors
         ).register(api)
