@@ -1,13 +1,11 @@
 """Passkeys: adding one to the signed-in account, signing in with one, managing them.
 
-A passkey is a sign-in method of an account beside its linked providers. The WebAuthn
-ceremonies run on a relying party (:class:`~authgate.ports.webauthn.WebAuthnRelyingParty`):
-it makes the options and verifies the browser's responses — type, challenge, origin, RP ID
-hash, user presence and verification, the signature, the key's algorithm, the credential id's
-length, the backup flags — while this service keeps the challenge
-(single use, bound to the browser's binding cookie and to the ceremony), the credentials, and
-the rules around them: the user handle, the signature counter, a disabled account, the last
-sign-in method, the audit trail and the session a sign-in issues, the same as a provider's.
+A passkey is a sign-in method of an account beside its linked providers. The relying party
+(:class:`~authgate.ports.webauthn.WebAuthnRelyingParty`) makes the options and verifies the
+browser's responses; this service keeps the challenge (single use, bound to the browser's
+binding cookie and to the ceremony), the credentials, and the rules around them: the user
+handle, the signature counter, a disabled account, the last sign-in method, the audit trail
+and the session a sign-in issues, the same as a provider's.
 """
 
 from __future__ import annotations

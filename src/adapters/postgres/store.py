@@ -87,12 +87,10 @@ async def open_postgres(
 ) -> PostgresStore:
     """Open a pool on ``url`` (``postgresql://user:pass@host:port/db``) and the adapters on it.
 
-    ``timeout`` bounds connecting and every command. With ``check`` (the default), refuse a
-    database whose schema is behind (:class:`~.migrations.SchemaBehind`, naming
-    ``authgate migrate --config FILE``). An unreachable server raises
-    :class:`~.errors.DatabaseUnavailable`. Both are :class:`~.errors.PostgresStoreError`.
-    ``asyncpg_pool``: on asyncpg's pool instead of ours (:mod:`.pool` says why ours; the tests
-    and bench/pool_bench.py run both).
+    ``timeout`` bounds connecting and every command. With ``check`` (the default),
+    :func:`~.migrations.check_schema`. An unreachable server raises
+    :class:`~.errors.DatabaseUnavailable`. ``asyncpg_pool``: on asyncpg's pool instead of ours
+    (:mod:`.pool`).
     """
     opener = open_asyncpg_pool if asyncpg_pool else open_pool
     try:

@@ -65,14 +65,12 @@ class UnitConnection(Db):
         await self.write_amendable(query, args)
 
     async def write_amendable(self, query: str, args: Sequence[object]) -> None:
-        """:meth:`write`, with arguments (a list) the caller may still change while the write
-        waits (:meth:`is_waiting`)."""
+        """:meth:`write`, its ``args`` (a list) still open to change while it waits."""
         if any(waiting == query for waiting, _ in self._waiting):
             await self._ready()  # the same statement twice: the first goes first
         self._waiting.append((query, args))
 
     def is_waiting(self, args: Sequence[object]) -> bool:
-        """Whether the write of ``args`` (:meth:`write_amendable`) has not been sent yet."""
         return any(waiting is args for _, waiting in self._waiting)
 
     async def read_row(self, query: str, *args: object) -> asyncpg.Record | None:
@@ -83,17 +81,14 @@ class UnitConnection(Db):
         return await self.fetchrow(query, *args)
 
     async def read_rows(self, query: str, *args: object) -> list[asyncpg.Record]:
-        """The rows of a read (a plain SELECT), as :meth:`read_row` reads one."""
         if self._transaction is None and not self._waiting:
             return await self._conn.fetch(query, *args)
         return await self.fetch(query, *args)
 
     async def fetchrow(self, query: str, *args: object) -> asyncpg.Record | None:
-        """One row, in the unit's transaction."""
         return await (await self._ready()).fetchrow(query, *args)
 
     async def fetch(self, query: str, *args: object) -> list[asyncpg.Record]:
-        """The rows, in the unit's transaction."""
         return await (await self._ready()).fetch(query, *args)
 
     async def execute(self, query: str, *args: object) -> int:

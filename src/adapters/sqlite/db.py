@@ -107,7 +107,6 @@ class Database(Db):
                 await self.conn.execute("PRAGMA query_only = OFF")
 
     async def close(self) -> None:
-        """Close the connection."""
         async with self._lock:
             await self.conn.close()
 
