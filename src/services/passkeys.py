@@ -146,10 +146,8 @@ class PasskeyService:
         return {**options, "timeout": _milliseconds(self.policy.registration_timeout)}
 
     async def _require_recent_sign_in(self, caller: Caller) -> None:
-        """A recent sign-in, as for linking; an account with no way to prove a login (after a
-        sign-in through a provider that signs no time) may add its first passkey within the
-        window after that sign-in, the only way it can ever gain one
-        (:meth:`SessionService.require_recent_sign_in`)."""
+        """:meth:`SessionService.require_recent_sign_in`: an account with no way to prove a
+        login may still add its first passkey, the only way it can ever gain one."""
         async with self.units.begin() as tx:
             await self.sessions.require_recent_sign_in(tx, caller)
 
@@ -336,7 +334,6 @@ class PasskeyService:
         resumes: ResumedRequest | None,
         now: dt.datetime,
     ) -> IssuedSession:
-        """Inside ``tx``: the session the passkey signs in, proven at ``now``."""
         started_by = await self._browsers_session(tx, held_session, passkey.account_id, now)
         if started_by is not None:
             # A step-up in a browser signed in to the same account: one browser, one
@@ -492,7 +489,6 @@ async def remove_passkey_in(
 
 
 def _new_passkey(caller: Caller, credential: NewCredential, name: str, now: dt.datetime) -> Passkey:
-    """The passkey a verified registration adds to the caller's account."""
     return Passkey(
         id=uuid.uuid4().hex,
         account_id=caller.account_id,

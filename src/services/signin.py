@@ -275,8 +275,6 @@ class SignInService:
         )
 
     def _forces_login(self, return_to: str | None) -> bool:
-        """Whether the sign-in returns to an application's authorization request that asks
-        for a fresh login."""
         return (
             return_to is not None
             and is_resume_url(return_to, self.policy.resume_urls)

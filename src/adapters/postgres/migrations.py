@@ -160,7 +160,6 @@ async def migrate(url: str, directory: str | os.PathLike[str] | None = None) -> 
 
 
 async def _applied(conn: Leased) -> dict[str, str]:
-    """The applied migrations: name -> recorded checksum."""
     if not await conn.fetchval("SELECT to_regclass('schema_migrations') IS NOT NULL"):
         return {}
     rows = await conn.fetch("SELECT name, checksum FROM schema_migrations")

@@ -225,8 +225,6 @@ class Pool:
 
 
 class _Lease:
-    """The ``async with`` of :meth:`Pool.acquire`."""
-
     __slots__ = ("_conn", "_pool")
 
     def __init__(self, pool: Pool) -> None:

@@ -235,7 +235,6 @@ class Purging(Repository):
         return await total(self._expired(now))
 
     def _expired(self, now: dt.datetime) -> AsyncIterator[int]:
-        """The purge's batches: the rows expired at ``now``."""
         raise NotImplementedError
 
     def _batches(self, table: Purged, bound: dt.datetime) -> AsyncIterator[int]:
