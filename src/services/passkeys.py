@@ -210,11 +210,10 @@ class PasskeyService:
         held_session: str | None = None,
     ) -> PasskeySignedIn:
         """Verify the browser's assertion against this browser's authentication challenge
-        and sign in (``held_session``: the session token the browser holds already; a session of
-        the same account goes on with the newer proof instead of a second one beside it):
-        the same session as a provider sign-in (its record, the last sign-in,
-        the audit event in one unit of work), with ``auth_time`` the moment of the verified
-        assertion. Every refusal is audited and changes nothing but the challenge it used."""
+        and sign in as a provider sign-in does (``held_session``: the browser's session token,
+        proven anew when it is the same account's: :meth:`SessionService.prove`), with
+        ``auth_time`` the moment of the verified assertion. Every refusal is audited and
+        changes nothing but the challenge it used."""
         started = time.perf_counter()
         try:
             signed_in = await self._authenticate(binding, response, client, return_to, held_session)

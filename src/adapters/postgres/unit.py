@@ -13,12 +13,11 @@ A sign-in's unit of work used to cost a round trip per statement plus ``BEGIN`` 
   (READ COMMITTED: each statement its own snapshot; a plain ``SELECT`` takes no lock).
 
 So a login's unit is two round trips (the identity's state with its account, then the
-writes), and so is a registration's: its new account and identity wait with the other writes
-(:meth:`authgate.adapters.sql.accounts.SqlAccounts.create_with_identity`), and a concurrent
-registration of the same identity makes the whole statement fail on the identity's primary
-key, so the unit wrote nothing and is run again (``IdentityRace``). A statement run after
-waiting writes sees them (they are sent first), and a write whose statement already
-waits is sent after the others, so no row is changed twice by one statement.
+writes), and so is a registration's: its new account and identity wait with the other writes,
+and a concurrent registration's lost race fails the whole statement (``IdentityRace``,
+:class:`~authgate.adapters.sql.store.SqlUnitOfWork`). A statement run after waiting writes
+sees them (they are sent first), and a write whose statement already waits is sent after the
+others, so no row is changed twice by one statement.
 """
 
 from __future__ import annotations

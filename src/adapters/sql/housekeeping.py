@@ -231,7 +231,6 @@ class Purging(Repository):
             self.housekeeping.trigger(lambda: owner._expired(now))
 
     async def purge_expired(self, now: dt.datetime) -> int:
-        """Delete the rows expired at ``now``; how many."""
         return await total(self._expired(now))
 
     def _expired(self, now: dt.datetime) -> AsyncIterator[int]:
