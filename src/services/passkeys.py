@@ -227,8 +227,6 @@ class PasskeyService:
         return signed_in
 
     async def _refused(self, e: errors.SignInError, client: ClientInfo) -> None:
-        """A refused passkey sign-in counted, logged when it looks like a clone, and audited
-        on its own."""
         account_id: str | None = getattr(e, "account_id", None)
         reason = (
             Outcome.PASSKEY_COUNTER_REGRESSED.value if isinstance(e, _Cloned) else error_kind(e)
