@@ -11,7 +11,7 @@ Two measurements that do not depend on the machine's other load as much as a thr
   served by another process (the fake's answer), on the session the service builds
   (``provider_session``) and on a default ``aiohttp.ClientSession``; the server's CPU is not
   counted. ``--baseline-fetch FILE`` adds another version of ``fetch.py`` (e.g. ``git show
-  main:src/adapters/provider/fetch.py > /tmp/fetch_main.py``) on a default session, measured in
+  main:src/adapters/http_fetch.py > /tmp/fetch_main.py``) on a default session, measured in
   the same run.
 
 With ``--instructions`` (valgrind's callgrind), the signature checks are also counted in
@@ -48,8 +48,8 @@ import aiohttp
 from aiohttp import web
 from joserfc.jwk import KeySet
 
+from authgate.adapters.jose.key_sets import KeySetCache
 from authgate.adapters.provider import fetch, id_token
-from authgate.adapters.provider.jwks import KeySetCache
 from tests.fakeidp.model import Shape
 from tests.fakeidp.provider import FakeProvider
 

@@ -17,8 +17,6 @@ active. Each answer is kept in a small cache:
 When authgate cannot be asked (unreachable, a 5xx, a refusal of the credentials),
 :meth:`Introspection.active` raises :class:`IntrospectionUnavailable` (the framework adapters
 answer 503), or, with ``fail_open``, trusts the verified token and logs a warning.
-
-Independent of the rest of authgate (this package is for other services): aiohttp only.
 """
 
 from __future__ import annotations

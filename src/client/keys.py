@@ -7,9 +7,6 @@
   distinct ``kid`` values: a flood of forged tokens costs authgate one request per floor;
 * single flight: concurrent callers needing a fetch share one request;
 * the last good set is kept when a fetch fails (authgate briefly unreachable).
-
-Independent of the rest of authgate (this package is for other services): aiohttp and joserfc
-only.
 """
 
 from __future__ import annotations

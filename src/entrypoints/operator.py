@@ -27,6 +27,8 @@ from urllib.parse import urlsplit, urlunsplit
 import aiohttp
 import attrs
 
+from authgate.adapters.http_fetch import provider_session
+from authgate.adapters.jose.key_sets import KeySetUnavailable
 from authgate.adapters.jose.keys import (
     SessionKeyError,
     StoredKey,
@@ -36,8 +38,6 @@ from authgate.adapters.jose.keys import (
     rotate_key_file,
 )
 from authgate.adapters.provider.discovery import WELL_KNOWN
-from authgate.adapters.provider.fetch import provider_session
-from authgate.adapters.provider.jwks import KeySetUnavailable
 from authgate.adapters.provider.provider import OAuthIdentityProvider
 from authgate.domain.errors import ProviderUnavailable
 from authgate.domain.model import Account, ClientInfo, Outcome, ProviderIdentity

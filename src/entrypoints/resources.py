@@ -30,6 +30,7 @@ import attrs
 from joserfc.jwk import KeySet
 
 from authgate.adapters.clock import SystemClock
+from authgate.adapters.http_fetch import provider_session
 from authgate.adapters.jose import (
     JweTokenSealer,
     JwtSessionTokens,
@@ -55,7 +56,6 @@ from authgate.adapters.provider import (
     ProviderSettings,
     ProviderSettingsError,
 )
-from authgate.adapters.provider.fetch import provider_session
 from authgate.adapters.ratelimit import NoRateLimit, RateLimitStore
 from authgate.adapters.revocations import LocalRevocations
 from authgate.adapters.sqlite import SchemaTooNew, SqliteStore, SqliteUnavailable, open_sqlite

@@ -1,12 +1,10 @@
-"""The OpenID Provider's ports: what it keeps (authorization codes, refresh-token families,
-consents (grants), which clients received tokens in which session, the outbox of back-channel
-logouts), the signatures of clients' assertions and the clients' logout endpoints.
+"""The OpenID Provider's ports: what it keeps (codes, token families, grants, session clients,
+the back-channel logout outbox), the signatures of clients' assertions and the clients' logout
+endpoints.
 
-Every method is atomic on its own (one statement, or one transaction, in the SQL stores); the
-methods of one unit of work (:mod:`authgate.ports.unit_of_work`) commit together, so a token
-response's writes (the code redeemed, the family started, the code's issue recorded, the
-session's client, the grant used) all happen or none does. Deleting an account deletes its
-codes, families, refresh tokens, grants and session clients with it.
+Every method is atomic on its own; the methods of one unit of work
+(:mod:`authgate.ports.unit_of_work`) commit together, so a token response's writes all happen or
+none does. Deleting an account deletes its codes, families, tokens, grants and session clients.
 """
 
 from __future__ import annotations
@@ -38,9 +36,8 @@ class Redeemed:
 
 @attrs.frozen
 class AlreadyUsed:
-    """The code was redeemed before: a replay. ``family_id`` is what the first redemption
-    recorded it issued (:meth:`AuthorizationCodes.record_issued`), None if it recorded
-    nothing; the caller revokes that family (RFC 6749 section 4.1.2)."""
+    """The code was redeemed before: a replay. The caller revokes ``family_id``, what the
+    first redemption recorded (RFC 6749 section 4.1.2), if any."""
 
     code: AuthorizationCode
     family_id: str | None
@@ -48,8 +45,7 @@ class AlreadyUsed:
 
 @attrs.frozen
 class Rotated:
-    """The presented refresh token was current: it is now replaced by ``current``, stored in
-    the same family."""
+    """The presented refresh token was current: ``current`` replaces it in its family."""
 
     previous: RefreshToken
     current: RefreshToken
@@ -72,30 +68,25 @@ class AuthorizationCodes(Protocol):
         ...
 
     async def redeem(self, code_hash: str, now: dt.datetime) -> Redeemed | AlreadyUsed | None:
-        """Take the code, atomically, once: the first call before the code expires gets
-        :class:`Redeemed` and marks it used; every later call, concurrent ones included,
-        :class:`AlreadyUsed` (after it expired too, for as long as the code is kept: at least
-        until its expiry). None for an unknown code, or one that expired unused.
+        """Take the code, atomically, once: the first call before it expires gets
+        :class:`Redeemed`; every later call, concurrent ones included, :class:`AlreadyUsed`
+        (while the code is kept). None for an unknown code, or one that expired unused.
 
-        A concurrent call waits for the transaction of the first to end, so redeem and
+        A concurrent call waits for the first one's transaction, so redeem and
         :meth:`record_issued` in one unit of work: the replay then learns the family."""
         ...
 
     async def record_issued(self, code_hash: str, family_id: str) -> None:
-        """Remember that the code's redemption started ``family_id``, so that a replay of the
-        code revokes it."""
+        """Remember that the code's redemption started ``family_id`` (a replay revokes it)."""
         ...
 
     async def discard_outstanding(self, account_id: str, client_id: str) -> int:
-        """Drop the account's codes of ``client_id`` that were never redeemed (consent to the
-        client withdrawn): none of them is redeemed after this; how many. Redeemed codes stay,
-        so that a replay still revokes what they issued.
+        """Drop the account's unredeemed codes of ``client_id`` (consent withdrawn); how many.
+        Redeemed codes stay, so that a replay still revokes what they issued.
 
-        A redemption of one of them that is under way (redeemed in a unit of work not yet
-        committed) is waited for, on the SQL stores by its row lock: the code is then
-        redeemed and stays, and its family is committed before this returns, so a
-        :meth:`RefreshTokens.revoke_for_client` after it in the same unit of work revokes
-        that family too."""
+        A redemption under way is waited for (the SQL stores' row lock): its family is then
+        committed before this returns, so a :meth:`RefreshTokens.revoke_for_client` after it in
+        the same unit of work revokes that family too."""
         ...
 
     async def purge_expired(self, now: dt.datetime) -> int:
@@ -105,18 +96,13 @@ class AuthorizationCodes(Protocol):
 
 class RefreshTokens(Protocol):
     """Refresh tokens by their digest, in families
-    (:class:`~authgate.domain.openid.records.TokenFamily`).
-
-    Whether a token is usable depends on its family: revoking a family ends every token in
-    it, including one a rotation running at that very moment adds, and every access token
-    that names it (:meth:`is_family_live`)."""
+    (:class:`~authgate.domain.openid.records.TokenFamily`): revoking a family ends every token
+    in it, one a concurrent rotation adds included, and every access token naming it."""
 
     async def start_family(self, family: TokenFamily, first: RefreshToken | None = None) -> None:
-        """Keep a new family (its id is new), with its first refresh token when one is issued
-        (``first`` has the family's id, client, account and session, or the memory store
-        raises :class:`ValueError` and the SQL stores' foreign key refuses it; the family's
-        expiry becomes the later of the two). A family without refresh tokens still stands
-        for the access tokens issued in it."""
+        """Keep a new family, with its first refresh token when one is issued (``first``
+        must match the family, or it is refused; the family's expiry becomes the later of the
+        two). A family without refresh tokens still stands for its access tokens."""
         ...
 
     async def rotate(
@@ -133,8 +119,8 @@ class RefreshTokens(Protocol):
           legitimate client never sends one token twice at once);
         * unknown, expired, or current in a revoked family: None, and nothing changes.
 
-        ``new_token`` must belong to the presented token's family (same family, client,
-        account and session): :class:`ValueError` otherwise, and nothing changes."""
+        ``new_token`` must belong to the presented token's family: :class:`ValueError`
+        otherwise, and nothing changes."""
         ...
 
     async def get(self, token_hash: str) -> RefreshToken | None:
@@ -142,8 +128,7 @@ class RefreshTokens(Protocol):
         ...
 
     async def is_family_live(self, family_id: str, now: dt.datetime) -> bool:
-        """Whether the family exists, is not revoked and has not expired: the check of an
-        access token that names it (one indexed read)."""
+        """Whether the family exists, is not revoked and has not expired (one indexed read)."""
         ...
 
     async def revoke_family(self, family_id: str, now: dt.datetime) -> bool:
@@ -180,21 +165,18 @@ class Grants(Protocol):
     async def get(self, account_id: str, client_id: str) -> Grant | None: ...
 
     async def put(self, grant: Grant) -> Grant:
-        """Record consent, atomically: a new grant is kept as given; for an existing one the
-        scopes become the union of both (consent only widens; :meth:`remove` withdraws it),
-        ``granted_at`` the given one, ``last_used_at`` the later of both. The grant as kept."""
+        """Record consent, atomically; for an existing grant the scopes become the union of
+        both (consent only widens), ``last_used_at`` the later of both. The grant as kept."""
         ...
 
     async def consent(self, grant: Grant, seen: dt.datetime | None) -> Grant | None:
-        """Record consent as :meth:`put` does, only while the grant is as the consent page
-        found it: granted at ``seen`` (None: no grant). A compare-and-set, atomically: the
-        grant as kept, or None, nothing written, when it changed meanwhile (the same consent
-        form was answered already, or consent was given or withdrawn elsewhere)."""
+        """:meth:`put`, only while the grant is as the consent page found it (granted at
+        ``seen``; None: no grant): a compare-and-set. None, nothing written, when it changed."""
         ...
 
     async def touch(self, account_id: str, client_id: str, now: dt.datetime) -> None:
         """Tokens were issued under the grant at ``now`` (``last_used_at`` never moves back);
-        nothing when there is no grant (a client that needs no consent)."""
+        nothing without a grant."""
         ...
 
     async def for_account(self, account_id: str) -> list[Grant]:
@@ -223,11 +205,9 @@ class SessionClients(Protocol):
         ...
 
     async def take_expired(self, now: dt.datetime, limit: int) -> list[SessionClient]:
-        """Remove and return (at most ``limit``, the sessions that expired first first) the
-        rows of sessions that ended by expiring: their record expired at ``now`` at the latest
-        and was never revoked (a revoked session's clients were told when it ended). Each row
-        is taken once, however many instances ask at the same time; the session's record is
-        not purged while such rows remain, so none is lost."""
+        """Remove and return (at most ``limit``, oldest first) the rows of sessions that
+        ended by expiring, not revoked (a revoked session's clients were told). Each row is
+        taken once across instances; the session's record is kept while such rows remain."""
         ...
 
     async def purge_expired(self, now: dt.datetime) -> int:
@@ -245,33 +225,24 @@ class ClientKeysUnavailable(Exception):
 
 class ClientAssertionSignatures(Protocol):
     async def verified_claims(self, client: Client, assertion: str) -> Mapping[str, Any]:
-        """The claims of ``assertion`` once its signature verifies with a key of ``client``
-        and one of :data:`~authgate.domain.openid.clients.ASSERTION_ALGORITHMS`. The claims
-        themselves are not checked here. Raises :class:`AssertionRejected` or
-        :class:`ClientKeysUnavailable`."""
+        """The claims of ``assertion`` (unchecked) once its signature verifies with a key of
+        ``client`` and one of :data:`~authgate.domain.openid.clients.ASSERTION_ALGORITHMS`."""
         ...
 
 
-# Back-channel logout (OpenID Connect Back-Channel Logout 1.0): when an authgate session ends,
-# every client that received tokens in it and registered a backchannel_logout_uri is owed a
-# logout token, written in the transaction that ends the session and delivered after commit.
-
-
 class LogoutOutbox(Outbox[PendingLogout], Protocol):
-    """Pending back-channel logouts (:class:`~authgate.ports.outbox.Outbox`): claimed with a
-    lease by one worker of any instance at a time, delivered at least once."""
+    """Pending back-channel logouts, written in the transaction that ends the session and
+    delivered after commit, at least once."""
 
 
 class LogoutDeliveryFailed(Exception):
-    """The client did not confirm the logout (unreachable, a timeout, an answer other than
-    2xx). The text is for the log and the audit trail: the status or the error, never the
-    token."""
+    """The client did not confirm the logout (no 2xx); the text never holds the token."""
 
 
 class LogoutTokenSender(Protocol):
     """The clients' back-channel logout endpoints."""
 
     async def send(self, uri: str, logout_token: str) -> None:
-        """POST ``logout_token`` to ``uri`` as the form field ``logout_token``; returns when
-        the client answered 2xx, raises :class:`LogoutDeliveryFailed` otherwise."""
+        """POST ``logout_token`` to ``uri`` as a form field; :class:`LogoutDeliveryFailed`
+        unless the client answers 2xx."""
         ...

@@ -39,10 +39,8 @@ class IdentityProvider(Protocol):
 
     @property
     def proves_login_time(self) -> bool:
-        """Whether a sign-in through this provider proves when the person logged in: its ID
-        tokens carry a signed ``auth_time``. Only such a statement makes a sign-in fresh
-        (step-up, an application's ``max_age``); a parameter that asked the provider to log
-        the person in again proves nothing, since the browser that carries it can strip it."""
+        """Whether a sign-in through this provider proves when the person logged in (a signed
+        ``auth_time``; :mod:`authgate.domain.login_proof` says why nothing else does)."""
         ...
 
     async def authorization_url(
@@ -64,15 +62,10 @@ class IdentityProvider(Protocol):
         ...
 
     async def check_response_issuer(self, iss: str | None) -> None:
-        """RFC 9207: check the ``iss`` parameter of the authorization response (``None`` when
-        absent) before the code is redeemed.
-
-        Raises :class:`VerificationFailed` when ``iss`` is given and is not exactly the
-        provider's issuer (a provider without an issuer accepts no ``iss`` at all), or when it
-        is absent although the provider promises it (its discovery document advertises
-        ``authorization_response_iss_parameter_supported``, or the configuration requires it);
-        :class:`ExchangeFailed` when the provider's configuration (discovery) cannot be loaded
-        to tell."""
+        """RFC 9207: check the authorization response's ``iss`` (None when absent) before the
+        code is redeemed. :class:`VerificationFailed` when it is not exactly the provider's
+        issuer, or absent although the provider promises it (discovery or configuration);
+        :class:`ExchangeFailed` when discovery cannot be loaded to tell."""
         ...
 
     async def exchange(

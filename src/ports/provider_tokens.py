@@ -71,9 +71,7 @@ class ProviderTokenStore(Protocol):
 
 
 class RevocationOutbox(Outbox[PendingRevocation], Protocol):
-    """Pending revocations of provider tokens (:class:`~authgate.ports.outbox.Outbox`): a
-    claim leases rows so that concurrent workers (other instances) never hold the same row at
-    once; a lease that runs out (a worker died) makes the row claimable again."""
+    """Pending revocations of provider tokens."""
 
 
 class Revoked(enum.Enum):
@@ -84,8 +82,8 @@ class Revoked(enum.Enum):
 
 
 class RevocationFailed(Exception):
-    """The provider did not confirm the revocation (unreachable, 5xx, an error answer). The
-    text is for the log and the audit trail: status and OAuth error code, never the token."""
+    """The provider did not confirm the revocation; the text (status and OAuth error code, for
+    the log and the audit trail) never holds the token."""
 
 
 class TokenRevoker(Protocol):

@@ -1,12 +1,9 @@
 """A unit of work: the writes of one use case commit together or not at all.
 
 ``async with uow.begin() as tx:`` gives repositories bound to one transaction; leaving the
-block normally commits, an exception rolls every write of the block back. The sign-in
-callback writes the account or identity, the last sign-in time and the audit event through
-one transaction, with the session record and the sealed provider token; unlinking and
-deleting write the revocation outbox row in the transaction of the change; a token response
-redeems its code, starts its token family and records who got it in one; ending a session
-revokes its token families and writes the back-channel logouts it owes in the same transaction.
+block normally commits, an exception rolls every write of the block back: a change, its audit
+event and the outbox rows it owes (provider-token revocations, back-channel logouts) are one
+transaction.
 """
 
 from __future__ import annotations
@@ -48,9 +45,7 @@ class Transaction(Protocol):
         ...
 
     @property
-    def provider_tokens(self) -> ProviderTokenStore:
-        """Sealed provider tokens, per account and provider."""
-        ...
+    def provider_tokens(self) -> ProviderTokenStore: ...
 
     @property
     def revocations(self) -> RevocationOutbox:
@@ -59,24 +54,16 @@ class Transaction(Protocol):
         ...
 
     @property
-    def authorization_codes(self) -> AuthorizationCodes:
-        """The codes issued to clients (authgate as an OpenID Provider)."""
-        ...
+    def authorization_codes(self) -> AuthorizationCodes: ...
 
     @property
-    def refresh_tokens(self) -> RefreshTokens:
-        """The token families and refresh tokens issued to clients."""
-        ...
+    def refresh_tokens(self) -> RefreshTokens: ...
 
     @property
-    def grants(self) -> Grants:
-        """The consents people gave to clients."""
-        ...
+    def grants(self) -> Grants: ...
 
     @property
-    def session_clients(self) -> SessionClients:
-        """Which clients received tokens in which session (back-channel logout)."""
-        ...
+    def session_clients(self) -> SessionClients: ...
 
     @property
     def logout_outbox(self) -> LogoutOutbox:
@@ -97,8 +84,6 @@ class UnitOfWork(Protocol):
         ...
 
     def read(self) -> AbstractAsyncContextManager[Transaction]:
-        """Open a transaction that only reads (whether a token is still active): one
-        consistent view of the stores that takes no write lock, so that a check never waits
-        behind a writer nor holds one up. Writing through it is an error where the store can
-        tell (SQLite refuses it); where reads take no lock anyway it is :meth:`begin`."""
+        """Open a transaction that only reads: one consistent view that takes no write lock,
+        so a check never waits behind a writer nor holds one up (SQLite refuses writes)."""
         ...

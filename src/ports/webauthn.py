@@ -1,19 +1,12 @@
-"""The WebAuthn relying party: the ceremonies' options, and the verification of the browser's
-responses to them.
+"""The WebAuthn relying party: the ceremonies' options (the JSON form a page hands
+``navigator.credentials``), and the verification of the browser's responses to them.
 
-It makes the options a page hands ``navigator.credentials.create()`` and ``.get()`` (their
-JSON form) for a challenge the caller chose, and verifies what the browser answers: the
-ceremony's type, the challenge, the origin, the RP ID hash, user presence and verification
-(required in both ceremonies), no cross-origin frame, no backup state (BS) without backup
-eligibility (BE); for a registration, a credential id of at most 1,023 bytes and a key of an
-algorithm the options offered; for an assertion, the signature by the stored passkey's public
-key and the passkey's backup eligibility unchanged. What comes around a ceremony — keeping
-the challenge, the credentials, the signature counter's rule, the user handle's meaning,
-sessions and audit — is the passkey service's.
-
-A refusal is one of two exceptions, whose texts are the answer's: :class:`ResponseMalformed`
-(the response cannot be read as this ceremony's) and :class:`ResponseNotVerified` (it was read
-and failed a check, ``reason`` naming which).
+It verifies the ceremony's type, the challenge, the origin, the RP ID hash, user presence and
+verification (required in both ceremonies), no cross-origin frame, no backup state (BS) without
+backup eligibility (BE); for a registration, a credential id of at most 1,023 bytes and a key
+of an algorithm the options offered; for an assertion, the signature and the passkey's backup
+eligibility unchanged. What comes around a ceremony (challenges, credentials, the signature
+counter, sessions, audit) is the passkey service's. A refusal's text is the answer's.
 """
 
 from __future__ import annotations

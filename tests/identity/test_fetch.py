@@ -20,7 +20,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
-from authgate.adapters.provider.fetch import (
+from authgate.adapters.http_fetch import (
     FetchError,
     provider_session,
     request_json,

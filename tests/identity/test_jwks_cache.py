@@ -12,7 +12,7 @@ import secrets
 import pytest
 from joserfc.jwk import KeySet, RSAKey
 
-from authgate.adapters.provider.jwks import KeySetCache, KeySetUnavailable, Lookup
+from authgate.adapters.jose.key_sets import KeySetCache, KeySetUnavailable, Lookup
 from authgate.ports.provider import ExchangeFailed, VerificationFailed
 from authgate.ports.provider_events import EventTokenRejected, EventTokenUnavailable
 from tests.fakeidp import FakeIdP, FakeUser, SettableClock, Tamper

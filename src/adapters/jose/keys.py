@@ -235,9 +235,8 @@ def _kind(raw: Mapping[str, Any]) -> str:
 
 def rotate_key_file(path: str | Path, now: dt.datetime, *, rsa: bool = False) -> list[StoredKey]:
     """Put a new session key first in the existing key file, and a new RSA key when ``rsa``
-    or when the file holds one already, keeping every other key (they still verify the tokens
-    they signed); the keys added. Running instances sign with them once they restart. The
-    file is replaced atomically with mode 0600."""
+    or when the file holds one already, keeping every other key; the keys added. Running
+    instances sign with them once they restart."""
     path = Path(path)
     stamp = int(now.timestamp())
     with _exclusive(path):
@@ -252,14 +251,10 @@ def rotate_key_file(path: str | Path, now: dt.datetime, *, rsa: bool = False) ->
 def prune_key_file(
     path: str | Path, now: dt.datetime, retired_for: dt.timedelta
 ) -> list[StoredKey]:
-    """Remove the keys that stopped signing more than ``retired_for`` ago; the keys removed.
-
-    A key stopped signing when the key of its kind before it in the file was added (that
-    key's ``created``), so that is the time that counts, not the key's own age: a key added
-    long ago that signed until yesterday still verifies tokens issued yesterday. The signing
-    key of each kind (its first) is never removed, nor a key whose successor has no
-    ``created`` (its age is unknown). The file is replaced atomically with mode 0600, and only
-    when something is removed."""
+    """Remove the keys that stopped signing more than ``retired_for`` ago (their successor's
+    ``created``, not their own age); the keys removed. The signing key of each kind is never
+    removed, nor a key whose successor has no ``created``. The file is replaced only when
+    something is removed."""
     path = Path(path)
     limit = now.timestamp() - retired_for.total_seconds()
     with _exclusive(path):

@@ -153,17 +153,11 @@ class JwtSessionTokens:
     def verify(self, token: str, now: dt.datetime) -> SessionClaims:
         """Verify a session token; a token verified recently is answered from a bounded cache.
 
-        A client presents the same token on every request, and the ECDSA verification is the
-        largest cost of an authenticated request. The cache is keyed by the exact token (only
-        verified tokens enter it), and an entry serves for at most ``VERIFIED_CACHE_SECONDS``
-        and never past the token's ``exp``, so it changes no verdict: sessions are stateless and
-        a token that verified keeps verifying until it expires (a key removed from the key file
-        takes effect after a restart, when the cache is empty anyway).
-
-        The key is the token's SHA-256, not the token: thousands of long-lived ~700-byte
-        strings, allocated outside Python's small-object allocator among each request's
-        short-lived buffers, fragmented the heap (+20 % resident memory in a minute of load,
-        docs/benchmarks.md)."""
+        The ECDSA verification is the largest cost of an authenticated request, and a client
+        presents the same token every time. An entry serves at most ``VERIFIED_CACHE_SECONDS``
+        and never past ``exp``, so it changes no verdict (a verified token keeps verifying until
+        it expires). It is keyed by the token's SHA-256: thousands of ~700-byte tokens kept
+        fragmented the heap (+20 % resident memory, docs/benchmarks.md)."""
         at = now.timestamp()
         key = hashlib.sha256(token.encode()).digest()
         cached = self._verified.get(key)

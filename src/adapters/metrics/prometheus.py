@@ -15,9 +15,8 @@ never pays it.
 
 When the standard ``OTEL_EXPORTER_OTLP_ENDPOINT`` or ``OTEL_EXPORTER_OTLP_METRICS_ENDPOINT`` is
 set, every measurement is also recorded on the OpenTelemetry metrics SDK, whose periodic OTLP
-exporter sends it; ``/metrics`` stays ``prometheus_client``'s. Every label value is bounded
-(configured provider names, outcome and reason codes, route templates, status codes), so the
-points, and the SDK's attribute dicts built once per label combination, are bounded too.
+exporter sends it. Every label value is bounded (provider names, codes, route templates), so
+the points and the SDK's attribute dicts are bounded too.
 """
 
 from __future__ import annotations
@@ -149,9 +148,8 @@ class ServiceMetrics:
     # -- HTTP server ------------------------------------------------------------------------
 
     def http_request(self, method: str, route: str | None, status: int, seconds: float) -> None:
-        """One served request (the semantic conventions' ``http.server.request.duration``);
-        ``route`` is the matched route's template, None when no route matched (the point then
-        has no ``http.route``)."""
+        """One served request (``http.server.request.duration``); ``route``: the matched
+        route's template, None when none matched."""
         # Normalised before counting: a client's made-up method must not add label values.
         method = method if method in KNOWN_METHODS else "_OTHER"
         self._http.record(seconds, (method, route, status))
@@ -282,7 +280,6 @@ _BUCKET_LABELS = (*(f"{bound}" for bound in SECONDS_BUCKETS), "+Inf")
 
 
 def _otlp_configured() -> bool:
-    """Whether the standard OTLP variables name an endpoint for the metrics."""
     return bool(
         os.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT")
         or os.environ.get("OTEL_EXPORTER_OTLP_METRICS_ENDPOINT")

@@ -1,13 +1,10 @@
 """The keys of ``private_key_jwt`` clients, and the signatures of their assertions (RFC 7523).
 
 A client registers its public keys inline (``jwks``: checked against them, nothing to fetch)
-or at a ``jwks_uri``. A published set is cached as a provider's is
-(:class:`~authgate.adapters.provider.jwks.KeySetCache`, one per client): kept for
-``max_age_seconds``, fetched again for an unknown ``kid`` or a signature that fails, at most
-once per ``min_refetch_seconds``, without waiting for that floor. Anyone can post an
-assertion naming a client, so forged ones cost the client's server one request per floor at
-most, and a genuine assertion signed with a key published before it was used is always found
-by that fetch. The signature is checked by joserfc, as ID tokens are.
+or at a ``jwks_uri``, cached as a provider's event keys are
+(:class:`~authgate.adapters.jose.key_sets.KeySetCache`, one per client, without waiting for the
+floor): anyone can post an assertion naming a client, so forged ones cost the client's server
+one request per floor at most.
 """
 
 from __future__ import annotations
@@ -20,8 +17,10 @@ import aiohttp
 from joserfc.errors import JoseError
 from joserfc.jwk import KeySet
 
-from authgate.adapters.provider.fetch import FetchError, request_json
-from authgate.adapters.provider.id_token import (
+from authgate.adapters.http_fetch import FetchError, request_json
+from authgate.adapters.jose.key_sets import (
+    KeySetCache,
+    KeySetUnavailable,
     header_of,
     json_object,
     loggable,
@@ -29,7 +28,6 @@ from authgate.adapters.provider.id_token import (
     verified_payload,
     verify_signature,
 )
-from authgate.adapters.provider.jwks import KeySetCache, KeySetUnavailable
 from authgate.domain.openid.clients import ASSERTION_ALGORITHMS, Client
 from authgate.ports.clock import Clock
 from authgate.ports.openid import AssertionRejected, ClientKeysUnavailable

@@ -17,7 +17,7 @@ from urllib.parse import urlsplit
 
 import attrs
 
-from authgate.adapters.provider.fetch import ProviderHttp
+from authgate.adapters.http_fetch import ProviderHttp
 from authgate.adapters.provider.settings import ProviderSettings
 from authgate.domain.errors import ProviderUnavailable
 from authgate.ports.clock import Clock

@@ -1,18 +1,16 @@
 """Verification of the signed event tokens that providers push: OpenID Connect
 logout tokens, Sign in with Apple notifications and Security Event Tokens (RFC 8417).
 
-One verifier per provider and shape, on a key-set cache of the provider's events (the keys of
-its ID tokens, or, for RISC, the key set named by the issuer's configuration document; never the
-ID tokens' cache itself, so that forged tokens posted here cannot spend the sign-ins' fetch
-budget): the signature with an allowed public-key algorithm, then ``iss`` exactly, ``aud`` as
-for ID tokens (OIDC Core 3.1.3.7 step 3, which Back-Channel Logout 1.0 section 2.6 applies to
-logout tokens: ours, and no audience we do not trust), ``iat`` neither in the future nor older
-than ``max_age``, ``exp`` (required where the shape requires it), ``jti`` present, and the JOSE
-``typ`` when given must be one the shape uses. Every failure raises
-:class:`~authgate.ports.provider_events.EventTokenRejected` with its RFC 8935 code and a
-log-safe text (never the token); a key that could not be looked up for the token raises
-:class:`~authgate.ports.provider_events.EventTokenUnavailable` (the provider retries: RFC 8935
-makes a 400 final, and a delivery refused for a key we could not fetch would be lost).
+One verifier per provider and shape, on the key-set cache of the provider's events (:mod:`.jwks`
+says why it is not the ID tokens'): the signature with an allowed public-key algorithm, then ``iss``
+exactly, ``aud`` as for ID tokens (OIDC Core 3.1.3.7 step 3, which Back-Channel Logout 1.0 section
+2.6 applies to logout tokens: ours, and no audience we do not trust), ``iat`` neither in the future
+nor older than ``max_age``, ``exp`` (required where the shape requires it), ``jti`` present, and the
+JOSE ``typ`` when given must be one the shape uses. Every failure raises
+:class:`~authgate.ports.provider_events.EventTokenRejected` with its RFC 8935 code and a log-safe
+text (never the token); a key that could not be looked up for the token raises
+:class:`~authgate.ports.provider_events.EventTokenUnavailable` (the provider retries: RFC 8935 makes
+a 400 final, and a delivery refused for a key we could not fetch would be lost).
 """
 
 from __future__ import annotations
@@ -21,14 +19,14 @@ import datetime as dt
 from collections.abc import Collection
 from typing import Any
 
-from authgate.adapters.provider.id_token import (
-    audience_list,
+from authgate.adapters.jose.key_sets import (
+    KeySetCache,
     header_of,
     json_object,
     loggable,
     verified_payload,
 )
-from authgate.adapters.provider.jwks import KeySetCache
+from authgate.adapters.provider.id_token import audience_list
 from authgate.domain.model import EventId
 from authgate.ports.clock import Clock
 from authgate.ports.provider import ExchangeFailed, VerificationFailed

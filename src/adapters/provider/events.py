@@ -8,18 +8,18 @@ from collections.abc import Collection
 import attrs
 from joserfc.jwk import KeySet
 
+from authgate.adapters.http_fetch import ProviderHttp
+from authgate.adapters.jose.key_sets import (
+    KeySetCache,
+    KeySetUnavailable,
+    fetch_jwks,
+    loggable,
+)
 from authgate.adapters.provider.event_token import (
     APPLE_TYPES,
     LOGOUT_TYPES,
     SECEVENT_TYPES,
     EventTokenVerifierAdapter,
-)
-from authgate.adapters.provider.fetch import ProviderHttp
-from authgate.adapters.provider.id_token import loggable
-from authgate.adapters.provider.jwks import (
-    KeySetCache,
-    KeySetUnavailable,
-    fetch_jwks,
 )
 from authgate.adapters.provider.settings import ProviderSettings
 from authgate.ports.clock import Clock

@@ -5,27 +5,33 @@ algorithm from the provider's allow-list; then the claims: ``iss`` exactly, ``au
 the client id and no other audience that is not trusted, ``azp``, ``exp``/``iat``/``nbf`` with a
 small leeway, ``nonce``, ``sub``.
 Every failure raises :class:`~authgate.ports.provider.VerificationFailed` with a log-safe text
-(never the token).
+(never the token). The signature is checked by joserfc, for event tokens too.
 
-The signature is checked by joserfc (``deserialize_compact`` with the one algorithm the header
-names, on the key chosen for it), for ID tokens and the providers' event tokens alike.
+Then the identity the sign-in proves (:class:`Identities`): from the verified ID token's claims,
+completed by the userinfo endpoint (OpenID Connect), or from a profile request (plain OAuth 2.0).
 """
 
 from __future__ import annotations
 
-import base64
-import binascii
+import datetime as dt
 import hmac
 import json
 import logging
 from collections.abc import Collection, Mapping
 from typing import TYPE_CHECKING, Any
 
-from joserfc import jws
-from joserfc.errors import JoseError
-from joserfc.jwk import Key, KeySet
-
-from authgate.adapters.provider.jwks import KeySetCache, KeySetUnavailable, Lookup
+from authgate.adapters.http_fetch import FetchError, ProviderHttp, with_query
+from authgate.adapters.jose.key_sets import (
+    KeySetCache,
+    header_of,
+    json_object,
+    loggable,
+    verified_payload,
+)
+from authgate.adapters.provider.discovery import Endpoints
+from authgate.adapters.provider.settings import ProviderSettings
+from authgate.domain.model import ProviderIdentity, VerifiedIdentity
+from authgate.domain.secrets import appsecret_proof
 from authgate.ports.clock import Clock
 from authgate.ports.provider import ExchangeFailed, VerificationFailed
 
@@ -33,8 +39,6 @@ if TYPE_CHECKING:
     from authgate.adapters.provider.settings import ProviderSettings
 
 log = logging.getLogger("authgate.identity")
-
-MAX_TOKEN_LENGTH = 16 * 1024
 
 
 class IdTokenVerifier:
@@ -147,133 +151,6 @@ class IdTokenVerifier:
             raise VerificationFailed("ID token sub is missing or malformed")
 
 
-async def verified_payload(
-    keys: KeySetCache,
-    token: str,
-    alg: str,
-    kid: str | None,
-    what: str = "ID token",
-    *,
-    wait: bool = True,
-) -> bytes:
-    """The payload of ``token`` once its signature verifies with a key of ``keys`` chosen by
-    ``kid`` and ``alg``; an unknown ``kid``, or a signature that fails with the cached key,
-    fetches the key set again (``wait``: for the cache's floor when it blocks the fetch; see
-    :class:`KeySetCache`). Shared by ID tokens and the providers' event tokens.
-
-    Raises VerificationFailed when the token does not verify with the provider's keys as a
-    fetch made for it found them (or with a cached key, for a bad signature the provider's
-    current keys cannot explain), and ExchangeFailed when they could not be looked at: no key
-    set at all, or an unknown ``kid`` that no fetch made for this token has looked for (the
-    fetch failed, or was not allowed yet: "retry later", not "bad token").
-    """
-    try:
-        lookup = await keys.current(wait=wait)
-    except KeySetUnavailable as e:
-        raise ExchangeFailed(str(e)) from None
-    key = pick_key(lookup.keys, alg, kid)
-    if key is None:  # unknown kid: the provider may have rotated its keys
-        key = await _rotated_key(keys, lookup, alg, kid, what, wait)
-        return verify_signature(token, key, alg, what)
-    try:
-        return verify_signature(token, key, alg, what)
-    except VerificationFailed:
-        if lookup.fresh:
-            raise
-        # A key replaced under the same kid: look once more.
-        fresh = await _refresh(keys, None, wait)
-        fresh_key = pick_key(fresh.keys, alg, kid) if fresh.fresh else None
-        if fresh_key is None or fresh_key.as_dict() == key.as_dict():
-            raise
-        return verify_signature(token, fresh_key, alg, what)
-
-
-async def _rotated_key(
-    keys: KeySetCache, lookup: Lookup, alg: str, kid: str | None, what: str, wait: bool
-) -> Key:
-    """The key named by a ``kid`` that ``lookup`` does not hold, from a key set fetched for it
-    (unless ``lookup`` is one already)."""
-    if not lookup.fresh:
-        lookup = await _refresh(keys, kid, wait)
-        key = pick_key(lookup.keys, alg, kid)
-        if key is not None:
-            return key
-    # A fetch made for this very token proved it absent, or the kid names a key that is not
-    # for this use or algorithm.
-    if lookup.fresh or any(k.kid == kid for k in lookup.keys):
-        raise VerificationFailed(f"no key in the provider's key set for kid {loggable(kid)}")
-    raise ExchangeFailed(
-        f"{what}: the provider's key set could not be refreshed for kid {loggable(kid)}"
-    )
-
-
-async def _refresh(keys: KeySetCache, kid: str | None, wait: bool) -> Lookup:
-    try:
-        return await keys.refresh(kid, wait=wait)
-    except KeySetUnavailable as e:
-        raise ExchangeFailed(str(e)) from None
-
-
-def header_of(token: str, what: str = "ID token") -> dict[str, Any]:
-    """The JOSE header of a compact JWS (VerificationFailed when it is not one)."""
-    if not isinstance(token, str) or not token or len(token) > MAX_TOKEN_LENGTH:
-        raise VerificationFailed(f"{what} is missing or too long")
-    parts = token.split(".")
-    if len(parts) != 3:
-        raise VerificationFailed(f"{what} is not a compact JWS (three parts)")
-    return json_object(_b64decode(parts[0], "header", what), what)
-
-
-def _b64decode(segment: str, part: str, what: str = "ID token") -> bytes:
-    try:
-        return base64.urlsafe_b64decode(segment + "=" * (-len(segment) % 4))
-    except (binascii.Error, ValueError):
-        raise VerificationFailed(f"{what} {part} is not base64url") from None
-
-
-def json_object(raw: bytes, what: str = "ID token") -> dict[str, Any]:
-    """``raw`` as a JSON object (VerificationFailed otherwise)."""
-    try:
-        value = json.loads(raw)
-    except (ValueError, RecursionError):
-        raise VerificationFailed(f"{what} part is not JSON") from None
-    if not isinstance(value, dict):
-        raise VerificationFailed(f"{what} part is not a JSON object")
-    return value
-
-
-def pick_key(keys: KeySet, alg: str, kid: str | None) -> Key | None:
-    """The signature key of ``keys`` for ``alg`` named ``kid`` (the only one, when the token
-    names none), or None."""
-    key_types = KeySet.algorithm_keys.get(alg, [])
-    usable = [
-        key
-        for key in keys
-        if key.key_type in key_types
-        and key.get("use") in (None, "sig")
-        and key.get("alg") in (None, alg)
-    ]
-    if kid is None:  # only an unambiguous key set may omit the kid
-        return usable[0] if len(usable) == 1 else None
-    for key in usable:
-        if key.kid == kid:
-            return key
-    return None
-
-
-def verify_signature(token: str, key: Key, alg: str, what: str = "ID token") -> bytes:
-    """The payload of ``token`` once its signature verifies with ``key`` and ``alg``
-    (joserfc's verification of the compact JWS)."""
-    try:
-        obj = jws.deserialize_compact(token, key, algorithms=[alg])
-    except JoseError as e:
-        raise VerificationFailed(f"{what} signature does not verify ({e.error})") from None
-    except (ValueError, TypeError):
-        raise VerificationFailed(f"{what} signature does not verify") from None
-    assert obj.payload is not None
-    return obj.payload
-
-
 def _number(claims: Mapping[str, Any], name: str, *, required: bool) -> float | None:
     value = claims.get(name)
     if value is None:
@@ -298,7 +175,173 @@ def audience_list(aud: Any) -> list[str] | None:
     return audiences
 
 
-def loggable(value: object) -> str:
-    """A claim or header value for a log line: quoted, bounded."""
-    text = repr(value)
-    return text if len(text) <= 80 else text[:77] + "..."
+log = logging.getLogger("authgate.identity")
+
+# Claims of an ID token or userinfo answer kept as profile data (no token material, no nonce).
+PROFILE_CLAIMS = (
+    "name",
+    "given_name",
+    "family_name",
+    "picture",
+    "locale",
+    "email",
+    "email_verified",
+    "is_private_email",
+)
+PROFILE_FIELDS = ("id", "name", "first_name", "last_name", "email", "picture")
+MAX_NAME_LENGTH = 200
+
+
+class Identities:
+    """Makes the :class:`VerifiedIdentity` of a sign-in at one provider."""
+
+    def __init__(self, settings: ProviderSettings, http: ProviderHttp) -> None:
+        self._settings = settings
+        self._http = http
+        self._name = settings.name
+
+    async def from_claims(
+        self, endpoints: Endpoints, claims: Mapping[str, Any], access_token: str, user: str | None
+    ) -> VerifiedIdentity:
+        """The identity of verified ID token ``claims``; without an email among them, the
+        userinfo endpoint's (best effort). ``user``: Apple's first-time JSON (for the name)."""
+        subject = claims["sub"]
+        profile = {k: claims[k] for k in PROFILE_CLAIMS if k in claims}
+        email = _email(claims.get("email"))
+        email_verified = _email_verified(claims.get("email_verified")) if email else None
+        name = _name(claims.get("name"))
+        if email is None and endpoints.userinfo_endpoint is not None:
+            with self._http.timed("userinfo") as timed:
+                info = await self._userinfo(endpoints.userinfo_endpoint, access_token, subject)
+                timed.ok = info is not None  # a failed best-effort call answers None
+            if info is not None:
+                profile.update({k: info[k] for k in PROFILE_CLAIMS if k in info})
+                email = _email(info.get("email"))
+                email_verified = _email_verified(info.get("email_verified")) if email else None
+                name = name or _name(info.get("name"))
+        if name is None and user is not None and self._settings.is_apple:
+            name = _apple_user_name(user, self._name)
+            if name is not None:
+                profile["name"] = name
+        sid = claims.get("sid")
+        return VerifiedIdentity(
+            identity=ProviderIdentity(self._name, subject),
+            email=email,
+            email_verified=email_verified,
+            name=name,
+            profile=profile,
+            provider_session=sid if isinstance(sid, str) and 0 < len(sid) <= 255 else None,
+            auth_time=_auth_time(claims.get("auth_time")),
+        )
+
+    async def _userinfo(
+        self, url: str, access_token: str, subject: str
+    ) -> Mapping[str, Any] | None:
+        """The userinfo claims (OIDC Core 5.3), or None when the call fails (best effort)."""
+        what = f"provider {self._name}: userinfo endpoint"
+        try:
+            answer = await self._http.call(
+                "GET", url, what, FetchError, headers=_bearer(access_token)
+            )
+        except FetchError as e:
+            log.warning("%s; continuing without the email", e)
+            return None
+        if answer.status != 200 or not isinstance(answer.body, dict):
+            log.warning(
+                "provider %s: userinfo endpoint answered HTTP %s; continuing without the email",
+                self._name,
+                answer.status,
+            )
+            return None
+        # OIDC Core 5.3.4: the userinfo sub must be the ID token's, or the answer is not used.
+        if answer.body.get("sub") != subject:
+            raise VerificationFailed(
+                f"provider {self._name}: userinfo sub differs from the ID token"
+            )
+        return answer.body
+
+    async def from_profile(self, endpoints: Endpoints, access_token: str) -> VerifiedIdentity:
+        """The identity of the profile endpoint's (or the userinfo endpoint's) answer."""
+        settings = self._settings
+        url = settings.profile_endpoint or endpoints.userinfo_endpoint
+        assert url is not None
+        params: dict[str, str] = {}
+        if settings.profile_endpoint is not None:
+            assert settings.client_secret is not None
+            # Graph API: proves that the call comes from the app holding the secret.
+            params["appsecret_proof"] = appsecret_proof(settings.client_secret, access_token)
+        what = f"provider {self._name}: profile endpoint"
+        answer = await self._http.call(
+            "GET", with_query(url, params), what, ExchangeFailed, headers=_bearer(access_token)
+        )
+        body = answer.body
+        if answer.status != 200:
+            raise ExchangeFailed(f"{what} answered HTTP {answer.status}")
+        if not isinstance(body, dict):
+            raise ExchangeFailed(f"{what} answered a body that is not a JSON object")
+        subject = body.get("id", body.get("sub"))
+        if isinstance(subject, int) and not isinstance(subject, bool):
+            subject = str(subject)
+        if not isinstance(subject, str) or not subject or len(subject) > 255:
+            raise VerificationFailed(f"{what}: the answer has no usable id")
+        return VerifiedIdentity(
+            identity=ProviderIdentity(self._name, subject),
+            email=_email(body.get("email")),
+            # A profile answer is not a signed statement that the address was verified.
+            email_verified=None,
+            name=_name(body.get("name")),
+            profile={k: body[k] for k in PROFILE_FIELDS if k in body},
+        )
+
+
+def _bearer(access_token: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer {access_token}"}
+
+
+def _email(value: Any) -> str | None:
+    if isinstance(value, str) and "@" in value and len(value) <= 320:
+        return value
+    return None
+
+
+def _email_verified(value: Any) -> bool | None:
+    """``email_verified``: a boolean, or (Apple) the string "true" / "false"."""
+    if value is None:
+        return None
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.lower() in ("true", "false"):
+        return value.lower() == "true"
+    raise VerificationFailed("email_verified is neither a boolean nor 'true'/'false'")
+
+
+def _auth_time(value: Any) -> dt.datetime | None:
+    """The ``auth_time`` claim (seconds since the epoch); None when absent or not a time, so
+    that it proves nothing rather than failing the sign-in."""
+    if not isinstance(value, int | float) or isinstance(value, bool):
+        return None
+    try:
+        return dt.datetime.fromtimestamp(value, dt.UTC)
+    except (OverflowError, ValueError, OSError):  # infinite, NaN, or beyond the calendar
+        return None
+
+
+def _name(value: Any) -> str | None:
+    if isinstance(value, str) and value.strip():
+        return value.strip()[:MAX_NAME_LENGTH]
+    return None
+
+
+def _apple_user_name(user: str, provider: str) -> str | None:
+    """The name in Apple's first-time ``user`` JSON (unsigned: used for the name only)."""
+    try:
+        data = json.loads(user)
+    except (ValueError, RecursionError):
+        log.info("provider %s: the user parameter is not JSON; ignored", provider)
+        return None
+    name = data.get("name") if isinstance(data, dict) else None
+    if not isinstance(name, dict):
+        return None
+    first, last = name.get("firstName"), name.get("lastName")
+    words = [w.strip() for w in (first, last) if isinstance(w, str) and w.strip()]
+    return _name(" ".join(words))

@@ -1,8 +1,9 @@
 """The identity-provider adapter: one class, configured per provider (google, facebook, apple).
 
 It puts together one collaborator per job: the endpoints (:mod:`.discovery`), the
-authorization request (:mod:`.authorization`), the code exchange (:mod:`.code_exchange`), the
-ID token's verification (:mod:`.id_token`), the identity it proves (:mod:`.userinfo`), token
+authorization request (below), the code exchange and how authgate authenticates there
+(:mod:`.code_exchange`), the ID token's verification and the identity it proves
+(:mod:`.id_token`), token
 revocation (:mod:`.revocation`) and the verifiers of the provider's event tokens
 (:mod:`.events`).
 """
@@ -16,17 +17,16 @@ import aiohttp
 import attrs
 from joserfc.jwk import KeySet
 
-from authgate.adapters.provider import authorization, revocation
-from authgate.adapters.provider.code_exchange import TokenResponse, redeem
-from authgate.adapters.provider.credentials import ClientAuthenticator
+from authgate.adapters.http_fetch import ProviderHttp, with_query
+from authgate.adapters.jose.key_sets import KeySetCache, KeySetUnavailable, fetch_jwks, loggable
+from authgate.adapters.provider import revocation
+from authgate.adapters.provider.code_exchange import ClientAuthenticator, TokenResponse, redeem
 from authgate.adapters.provider.discovery import EndpointResolver, Endpoints, explicit_endpoints
 from authgate.adapters.provider.event_token import EventTokenVerifierAdapter
 from authgate.adapters.provider.events import ProviderEvents
-from authgate.adapters.provider.fetch import ProviderHttp
-from authgate.adapters.provider.id_token import IdTokenVerifier
-from authgate.adapters.provider.jwks import KeySetCache, KeySetUnavailable, fetch_jwks
+from authgate.adapters.provider.id_token import Identities, IdTokenVerifier
 from authgate.adapters.provider.settings import ProviderSettings
-from authgate.adapters.provider.userinfo import Identities
+from authgate.domain.errors import ProviderUnavailable
 from authgate.domain.model import ProviderToken, VerifiedIdentity
 from authgate.ports.clock import Clock
 from authgate.ports.metrics import Metrics, NoMetrics
@@ -35,6 +35,10 @@ from authgate.ports.provider_tokens import RevocationFailed, Revoked
 
 if TYPE_CHECKING:
     from authgate.ports.provider import IdentityProvider
+
+    def _conforms(provider: OAuthIdentityProvider) -> IdentityProvider:
+        return provider
+
 
 __all__ = ["OAuthIdentityProvider", "TokenResponse"]
 
@@ -90,9 +94,8 @@ class OAuthIdentityProvider:
         reauthenticate: bool = False,
         login_hint: str | None = None,
     ) -> str:
-        """The authorization URL (:class:`~authgate.ports.provider.IdentityProvider`)."""
         endpoints = await self._endpoints.get()
-        return authorization.authorization_url(
+        return authorization_url(
             self._settings,
             endpoints.authorization_endpoint,
             state=state,
@@ -104,8 +107,7 @@ class OAuthIdentityProvider:
         )
 
     async def check_response_issuer(self, iss: str | None) -> None:
-        """RFC 9207 (:class:`~authgate.ports.provider.IdentityProvider`)."""
-        await authorization.check_response_issuer(self._settings, self._endpoints, iss)
+        await check_response_issuer(self._settings, self._endpoints, iss)
 
     async def exchange(
         self,
@@ -116,7 +118,6 @@ class OAuthIdentityProvider:
         nonce: str | None,
         user: str | None = None,
     ) -> VerifiedIdentity:
-        """The identity the code proves (:class:`~authgate.ports.provider.IdentityProvider`)."""
         endpoints = await self._endpoints.get_or(ExchangeFailed)
         with self._http.timed("token"):
             tokens = await redeem(
@@ -199,7 +200,89 @@ class OAuthIdentityProvider:
             return await fetch_jwks(self._http, endpoints.jwks_uri)
 
 
-if TYPE_CHECKING:
+def authorization_url(
+    settings: ProviderSettings,
+    endpoint: str,
+    *,
+    state: str,
+    redirect_uri: str,
+    code_challenge: str | None,
+    nonce: str | None,
+    reauthenticate: bool,
+    login_hint: str | None,
+) -> str:
+    """The URL that sends the browser to the provider's authorization ``endpoint``
+    (:meth:`~authgate.ports.provider.IdentityProvider.authorization_url`)."""
+    params: dict[str, str] = {
+        "client_id": settings.client_id,
+        "redirect_uri": redirect_uri,
+        "response_type": "code",
+        "scope": " ".join(settings.scopes),
+        "state": state,
+    }
+    if code_challenge is not None:
+        params["code_challenge"] = code_challenge
+        params["code_challenge_method"] = "S256"
+    if nonce is not None:
+        params["nonce"] = nonce
+    if settings.response_mode == "form_post":
+        params["response_mode"] = "form_post"
+    params |= _reauthentication(settings, reauthenticate)
+    if login_hint and settings.uses_id_token:
+        params["login_hint"] = login_hint
+    try:
+        return with_query(endpoint, params)
+    except ValueError:
+        raise ProviderUnavailable(
+            f"provider {settings.name}: the authorization endpoint is not a valid URL"
+        ) from None
 
-    def _conforms(provider: OAuthIdentityProvider) -> IdentityProvider:
-        return provider
+
+def _reauthentication(settings: ProviderSettings, reauthenticate: bool) -> dict[str, str]:
+    """The parameters asking the provider to authenticate the person again, or to say when
+    it last did."""
+    if reauthenticate and settings.uses_id_token:
+        # OIDC Core 3.1.2.1: authenticate again, whatever session the provider holds. Only
+        # the ID token's signed auth_time proves that it did: the browser can strip these.
+        return {"prompt": "login", "max_age": "0"}
+    if settings.uses_id_token and settings.signin_max_age_seconds:
+        # With max_age, auth_time is a required claim (OIDC Core 3.1.2.1): every sign-in
+        # then proves when the person logged in.
+        return {"max_age": str(settings.signin_max_age_seconds)}
+    if reauthenticate and settings.profile_endpoint is not None:
+        # Facebook Login: ask for the password again, even with a facebook session.
+        return {"auth_type": "reauthenticate"}
+    return {}
+
+
+async def check_response_issuer(
+    settings: ProviderSettings, endpoints: EndpointResolver, iss: str | None
+) -> None:
+    """RFC 9207 (mix-up defence): the authorization response's ``iss`` is this provider's.
+
+    A given ``iss`` needs no discovery: it is compared with the configured issuer, which
+    discovery has checked to be the document's. Only a missing ``iss`` asks whether the
+    provider promises to send it.
+    """
+    expected = settings.issuer
+    if iss is not None:
+        if expected is None:
+            raise VerificationFailed(
+                f"provider {settings.name}: the authorization response has iss {loggable(iss)} "
+                "but this provider has no issuer (mix-up?)"
+            )
+        if iss != expected:  # exactly (RFC 9207 2.4): no normalisation
+            raise VerificationFailed(
+                f"provider {settings.name}: the authorization response iss {loggable(iss)} "
+                "is not the provider's issuer (mix-up?)"
+            )
+        return
+    if settings.require_response_iss:
+        raise VerificationFailed(
+            f"provider {settings.name}: the authorization response has no iss (required)"
+        )
+    if expected is not None and (await endpoints.get_or(ExchangeFailed)).response_iss_supported:
+        raise VerificationFailed(
+            f"provider {settings.name}: the authorization response has no iss, "
+            "which the provider's discovery document promises"
+        )

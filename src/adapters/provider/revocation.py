@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from authgate.adapters.provider.credentials import ClientAuthenticator
-from authgate.adapters.provider.fetch import ProviderHttp, oauth_error_code
+from authgate.adapters.http_fetch import ProviderHttp, oauth_error_code
+from authgate.adapters.provider.code_exchange import ClientAuthenticator
 from authgate.domain.model import ProviderToken
 from authgate.ports.provider_tokens import RevocationFailed, Revoked
 

@@ -2,20 +2,15 @@
 
 Every hit tests and counts in one atomic step, so concurrent requests cannot all slip through as
 they do with test-then-hit: on Redis through ``limits``' Lua scripts (imported only then), in
-memory through :class:`MovingWindow`. Several limits (the
-callback's, the initiation's) share one :class:`RateLimitStore`, each in its own namespace: one
-Redis connection pool, one fail-open policy. When the store is unreachable every limit fails
-open or closed as configured, and the log says so once when the store becomes unreachable and
-once when it answers again, not once per limit or per request.
+memory through :class:`MovingWindow`. Several limits share one :class:`RateLimitStore`, each in
+its own namespace: one Redis connection pool, one fail-open policy. When the store is
+unreachable every limit fails open or closed as configured, and the log says so once when it
+becomes unreachable and once when it answers again.
 
-The memory store (:class:`MovingWindow`) keeps, for each key, the times of the requests it
-allowed in the last window, oldest first. A hit drops the times that left the window, then
-allows and records the request when fewer than ``amount`` remain: test and count in one step
-with no ``await`` between them, so concurrent requests on the event loop cannot all slip
-through. ``limits``' own asynchronous memory store does the same with a task and a thread hop
-per hit and a list insertion at its front; this costs a few dictionary and deque operations.
-Keys whose window emptied are swept out every few seconds, so the store holds little more than
-the requests of the last window of each limit.
+The memory store (:class:`MovingWindow`) keeps, per key, the times of the requests allowed in
+the last window and tests and counts with no ``await`` between: a few dictionary and deque
+operations, where ``limits``' own asynchronous memory store takes a task and a thread hop per
+hit. Keys whose window emptied are swept out every few seconds.
 """
 
 from __future__ import annotations
@@ -132,11 +127,9 @@ class LimitsRateLimiter:
         return self._item
 
     async def hit(self, key: str) -> RateDecision:
-        """Count one request for ``key``; refused with the seconds until one is allowed."""
         return await self._store.hit(self._item, self._namespace, key)
 
     async def peek(self, key: str) -> RateDecision:
-        """Whether one more request for ``key`` is allowed now, counting nothing."""
         return await self._store.peek(self._item, self._namespace, key)
 
 
@@ -154,11 +147,9 @@ class MemoryRateLimiter:
         return self._rate
 
     async def hit(self, key: str) -> RateDecision:
-        """Count one request for ``key``; refused with the seconds until one is allowed."""
         return self._window.hit(self._amount, self._seconds, self._prefix + key)
 
     async def peek(self, key: str) -> RateDecision:
-        """Whether one more request for ``key`` is allowed now, counting nothing."""
         return self._window.peek(self._amount, self._seconds, self._prefix + key)
 
 
@@ -174,8 +165,7 @@ class MovingWindow:
         self._next_sweep = clock() + self.SWEEP_SECONDS
 
     def hit(self, amount: int, seconds: int, key: str) -> RateDecision:
-        """Count one request for ``key`` (namespaced by the caller) against ``amount`` per
-        ``seconds``."""
+        """Count one request for ``key`` against ``amount`` per ``seconds``."""
         now = self._clock()
         if now >= self._next_sweep:
             self._sweep(now)
@@ -192,8 +182,7 @@ class MovingWindow:
         return _refused(window, seconds, now)
 
     def peek(self, amount: int, seconds: int, key: str) -> RateDecision:
-        """Whether one more request for ``key`` is within ``amount`` per ``seconds`` now,
-        counting nothing (and keeping no key for it)."""
+        """Whether one more request for ``key`` is within the limit now, counting nothing."""
         entry = self._windows.get(key)
         if entry is None:
             return RateDecision(True)
@@ -233,11 +222,9 @@ class NoRateLimit:
     """A limit switched off (``ratelimit.initiation: null``): every request is allowed."""
 
     async def hit(self, key: str) -> RateDecision:
-        """Allow, without counting."""
         return RateDecision(True)
 
     async def peek(self, key: str) -> RateDecision:
-        """Allow."""
         return RateDecision(True)
 
 

@@ -6,11 +6,10 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Protocol
 
 import asyncpg
 
-from authgate.adapters.postgres.pool import ConnectionPool
 from authgate.ports.revocations import OnRevoked
 
 from .messages import CHANNEL, Subscribers, decode, encode
@@ -20,11 +19,17 @@ log = logging.getLogger("authgate.sessions")
 RETRY_SECONDS = 1.0
 
 
+class Executes(Protocol):
+    """What the channel needs of the store's pool: one statement at a time."""
+
+    async def execute(self, query: str, *args: object) -> str: ...
+
+
 class PostgresRevocations:
     """:class:`~authgate.ports.revocations.RevocationChannel` on PostgreSQL: ``NOTIFY`` through
     the pool, ``LISTEN`` on a dedicated connection that is re-opened after a failure."""
 
-    def __init__(self, pool: ConnectionPool, url: str) -> None:
+    def __init__(self, pool: Executes, url: str) -> None:
         self._pool = pool
         self._url = url
         self._task: asyncio.Task[None] | None = None
@@ -88,7 +93,6 @@ class PostgresRevocations:
 
 
 def _setter(event: asyncio.Event) -> Any:
-    """A termination listener that sets ``event``."""
 
     def on_terminated(_conn: Any) -> None:
         event.set()

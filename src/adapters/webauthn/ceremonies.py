@@ -1,9 +1,7 @@
 """The WebAuthn ceremonies on fido2's ``Fido2Server``: everything of the library but the type
 hints' fast path (:mod:`.fido2_hints`).
 
-Imported on the first ceremony (:class:`~.relying_party.Fido2RelyingParty` loads it), never
-at start-up: ``fido2.server`` brings ``fido2.webauthn`` (its many data classes), ``fido2.cose``
-and ``fido2.arkg``, which a process that runs no ceremony need not hold.
+Imported on the first ceremony (:mod:`.relying_party` says why).
 
 fido2 raises :class:`ValueError` for a check that fails, with its own English text;
 :data:`_REASONS` turns those texts into the answer's reasons. Anything else it raises while

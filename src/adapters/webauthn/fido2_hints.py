@@ -12,8 +12,7 @@ class, for fido2's own classes only (a bounded set), and handed out as copies.
 It replaces one name, ``fido2.utils.get_type_hints``, which fido2 imports from ``typing``:
 pyproject.toml pins fido2 to 2.2, and :func:`memoize_type_hints` checks at start-up that the
 name is still ``typing.get_type_hints``; if it is not (another fido2), the library's own path
-stays, with one warning. The library's path stays tested (tests/unit/test_fido2_hints.py
-parses the same responses both ways).
+stays, with one warning.
 """
 
 from __future__ import annotations

@@ -3,10 +3,8 @@
 :class:`Fido2RelyingParty` is built at start-up with the service; fido2's ceremonies
 (:mod:`.ceremonies`: ``fido2.server``, ``fido2.webauthn`` with its many data classes,
 ``fido2.cose``, ``fido2.arkg``) are imported on the first ceremony, not then. Loading them
-at start-up cost 1.8 MiB of the service's idle resident memory (bench/startup_bench.py, the
-default configuration), whose target is tight, in every process, including those that never
-run a ceremony (a worker that serves no passkey page, a service whose people sign in through
-providers). The first ceremony pays the import once; the ones after it find it loaded.
+at start-up cost 1.8 MiB of idle resident memory (bench/startup_bench.py) in every process,
+including those that never run a ceremony.
 
 What runs at start-up is the check of the type hints' fast path (:mod:`.fido2_hints`), which
 imports ``fido2.utils`` alone: a fido2 that no longer matches it is reported when the service

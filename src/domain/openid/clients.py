@@ -4,9 +4,6 @@ A :class:`Client` is what the provider's services look a ``client_id`` up to: ho
 authenticates at the token endpoint, where its redirects may go, what it may ask for and how
 long its tokens live. They come from the configuration and never change while the service runs;
 :class:`ClientRegistry` holds them.
-
-Secrets are kept as :class:`SecretDigest` values only (the secret itself is dropped once read),
-and compared in constant time.
 """
 
 from __future__ import annotations

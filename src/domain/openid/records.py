@@ -177,9 +177,8 @@ class AccessTokenClaims:
     """What an access token (an RFC 9068 JWT, ``typ: at+jwt``) says, as the provider issues it
     and as userinfo, introspection and revocation read it back.
 
-    ``family_id`` (claim ``fam``) names the token family it was issued in (every code
-    redemption starts one, with or without a refresh token): revoking the family, the grant or
-    the session makes the access token inactive at once, though its signature still verifies.
+    ``family_id`` (claim ``fam``) names the :class:`TokenFamily` it was issued in: revoking it
+    makes the access token inactive at once, though its signature still verifies.
     ``audience`` is the client it was issued to (never ``session.audience``, so a session token
     and an access token cannot pass for each other)."""
 

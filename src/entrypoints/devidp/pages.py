@@ -89,7 +89,6 @@ def authorization_page(
 
 
 def _user_choice(user: TestUser) -> str:
-    """The button that signs in as ``user``."""
     return (
         f'<li><button class="user" type="submit" name="user" value="{escape(user.key)}">'
         f"Continue as {escape(user.name)}<small>{escape(user.email)}"
@@ -99,12 +98,10 @@ def _user_choice(user: TestUser) -> str:
 
 
 def _first_heading(label: str) -> tuple[str, str]:
-    """The heading and the users' legend of a sign-in."""
     return f"<h1>Sign in with {label}</h1>", "Choose a test user to sign in as"
 
 
 def _reauthentication_heading(label: str) -> tuple[str, str]:
-    """The heading and the users' legend when the application asked for authentication again."""
     heading = (
         "<h1>Confirm it&#39;s you "
         '<span class="why">(re-authentication requested by the application)</span></h1>'

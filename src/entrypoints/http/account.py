@@ -1,23 +1,9 @@
-"""The caller's account: every ``/v1/account*`` operation but its applications' and passkeys'.
-
-* ``GET /v1/account/providers`` (spec 4.4): the caller's linked providers; the bearer JWT only
-  (spec 2.9: one security requirement), scope ``account:read`` or ``account:manage``.
-* ``GET /v1/account``: the account (id, email and whether it is verified, name, created, last
-  sign-in, linked providers); bearer or session cookie, scope ``account:read`` or
-  ``account:manage``.
-* ``DELETE /v1/account/providers/{provider}``: unlinks a provider, answers those that remain,
-  and ends the sessions issued through it (but the caller's own).
-* ``GET /v1/account/sessions``: the caller's live sessions (``current`` marks the caller's).
-* ``DELETE /v1/account/sessions/{id}``: ends one; ``DELETE /v1/account/sessions``: ends every
-  one but the caller's ("sign out everywhere else"; ``remove_passkeys=true``: and removes the
-  passkeys those sessions added).
-* ``DELETE /v1/account``: deletes the account (identities, sessions), clears the cookies; 204.
-* ``GET /v1/account/export``: everything stored about the caller, as one document.
+"""The caller's account: every ``/v1/account*`` operation but its applications' and passkeys'
+(each operation's docstring is its description in the OpenAPI document).
 
 Changes take scope ``account:manage`` and, with the cookie as the credential, the same-origin
-guard. Linking, unlinking, ending *other* sessions, deleting and exporting need a recent
-sign-in (RFC 9470: 401 ``reauthentication_required``). The rules are the services'; failures
-map to HTTP in :mod:`authgate.entrypoints.http.common.errors`.
+guard. The rules are the services'; failures map to HTTP in
+:mod:`authgate.entrypoints.http.common.errors`.
 """
 
 from __future__ import annotations

@@ -1,13 +1,5 @@
 """Passkeys over HTTP: the WebAuthn ceremonies and the account's passkeys.
 
-* ``POST /v1/account/passkeys/registration/options`` and ``POST
-  /v1/account/passkeys/registration``: add a passkey to the signed-in account (scope
-  ``account:manage``, a recent sign-in, the same-origin guard with the cookie).
-* ``POST /v1/passkeys/authentication/options`` and ``POST /v1/passkeys/authentication``: sign
-  in with one; the answer sets the session cookie, as a provider's callback does.
-* ``GET /v1/account/passkeys``, ``PATCH /v1/account/passkeys/{id}`` (rename), ``DELETE
-  /v1/account/passkeys/{id}`` (a recent sign-in; ends the sessions the passkey signed in).
-
 The options and responses are WebAuthn Level 3's JSON forms (:mod:`.webauthn`). Every
 ceremony request is counted against ``ratelimit.passkeys`` per client before any work. A
 challenge belongs to the browser that asked (the binding cookie, set here when absent) and to

@@ -1,14 +1,5 @@
-"""The providers' event receivers, one operation per configured provider and shape:
-
-* ``POST /v1/providers/{name}/backchannel-logout`` (OpenID Connect Back-Channel Logout 1.0):
-  a form with ``logout_token``; 200 (``Cache-Control: no-store``), or 400
-  ``{"error": "invalid_request", "error_description": …}`` (its section 2.8) carrying the
-  RFC 8935 members ``err`` and ``description`` too, so every receiver's refusal has them;
-* ``POST /v1/providers/{name}/notifications`` for an Apple-shaped provider: JSON
-  ``{"payload": "<JWT>"}``; 200, or 400 with the RFC 8935 error body;
-* the same path for any other provider: a Security Event Token (RFC 8417) pushed per RFC 8935
-  (the raw JWT, ``application/secevent+jwt``); 202, or 400
-  ``{"err": "<code>", "description": …}``.
+"""The providers' event receivers (back-channel logout, Apple notifications, RFC 8935 Security
+Event Tokens), one operation per configured provider and shape.
 
 None is behind session authentication (the token is the proof); each is rate-limited per
 client like the callback; the token is never logged. A provider whose keys cannot be loaded,
@@ -215,7 +206,6 @@ SUMMARIES = {
 
 
 def _examples(shape: Shape) -> dict[int, dict[str, dict[str, Any]]]:
-    """Example refusals of a receiver, as it answers them."""
     malformed = _malformed("the event token is missing or too long")
     return {
         400: {

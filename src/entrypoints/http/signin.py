@@ -286,18 +286,10 @@ class SignInOperations(Operations):
         self, request: web.Request, *, step_up: bool
     ) -> tuple[str, str] | None:
         """The signed-in caller who may link a provider to their account (its account and
-        session ids), or None.
-
-        Linking changes the account, so it follows the rules of the other account changes:
-        the caller is authenticated by the REST layer's schemes (bearer first, then the
-        session cookie) with scope ``account:manage`` (403 ``insufficient_scope``), and when
-        the cookie is the credential the request must pass the same-origin guard (403
-        ``cross_site_request``): a cross-site page must not be able to start a link on a
-        signed-in user's behalf with a top-level GET. A plain sign-in start looks at no
-        credential at all (a stale cookie must not stop anyone signing in again).
-        And like every account change it needs a recent sign-in (RFC 9470: 401
-        ``reauthentication_required``).
-        """
+        session ids), or None. Linking is an account change and follows their rules (scope
+        ``account:manage``, the same-origin guard with the cookie, a recent sign-in): a
+        cross-site page must not start a link with a top-level GET. A plain sign-in start
+        looks at no credential (a stale cookie must not stop anyone signing in again)."""
         principal = await authenticate(request, self.link_schemes, optional=True)
         if principal is None:
             return None
@@ -426,7 +418,6 @@ class SignInOperations(Operations):
 
 
 def _intent(call: Call[None]) -> Intent:
-    """The start's ``intent`` (``login`` when absent)."""
     try:
         return Intent(call.params.first("intent") or "login")
     except ValueError:  # the declared pattern refuses it first; never a 500 regardless

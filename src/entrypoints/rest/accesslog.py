@@ -8,17 +8,11 @@ configuration applies writes it; in the service's log format (:data:`LOG_FORMAT`
 
     2026-11-23 12:00:00,123 INFO authgate.access 127.0.0.1 GET /v1/account/providers 200 1.4ms
 
-The service's handler (:func:`install_service_handler`, which ``authgate serve`` installs unless
-logging is configured already) is the standard library's pair for logging from an event loop:
-a :class:`logging.handlers.QueueHandler` on the root logger only puts each record on a queue,
-and a :class:`logging.handlers.QueueListener`'s thread formats the lines and writes them to
-stderr, in bursts (:class:`LingeringListener`: woken by a record, it lets those logged in the
-next 50 ms gather, so that it is not woken once per record; :class:`BurstWriter` writes the
-lines of a burst in one write, not one each). The loop pays for the record, not for the line's
-time stamp or the write; one queue keeps the records of every thread (an access
-line, a sign-in's audit line, a warning) in the order they were logged. The listener stops
-when logging shuts down (``logging.shutdown``, at the interpreter's exit: after a SIGTERM/SIGINT
-stop too), once every record queued before has been written.
+The service's handler (:func:`install_service_handler`) is the standard library's pair for
+logging from an event loop: a :class:`~logging.handlers.QueueHandler` only queues each record,
+and a :class:`~logging.handlers.QueueListener`'s thread formats and writes the lines to stderr
+in bursts. The loop pays for the record, not for the time stamp or the write; one queue keeps
+every thread's records in order. ``logging.shutdown`` writes what is queued before it stops.
 """
 
 from __future__ import annotations
@@ -43,13 +37,10 @@ LINGER_SECONDS = 0.05
 
 
 class LingeringListener(logging.handlers.QueueListener):
-    """A :class:`~logging.handlers.QueueListener` that writes what was logged in bursts: woken
-    by a record, it waits ``linger`` seconds, then writes that record and every one logged
-    meanwhile before it waits on the queue again. Its thread is woken at most once per
-    ``linger`` under load, not once per record: each wake-up costs a futex call, two context
-    switches and the interpreter's lock handed over and back (``bench/log_listener_bench.py``,
-    both threads on one CPU: 15.9 µs of CPU per record woken for each, 10.1 µs lingering; 1.44
-    context switches per record, 0.03). A line is written at most ``linger`` later."""
+    """A :class:`~logging.handlers.QueueListener` that, woken by a record, waits ``linger``
+    seconds and then writes every record logged meanwhile. Each wake-up costs a futex call, two
+    context switches and the GIL handed over and back (``bench/log_listener_bench.py``: 15.9 µs
+    of CPU per record woken for each, 10.1 µs lingering)."""
 
     def __init__(
         self,
@@ -62,9 +53,7 @@ class LingeringListener(logging.handlers.QueueListener):
         self.linger = linger
 
     def dequeue(self, block: bool) -> logging.LogRecord:
-        """The next record: at once when one is waiting, else the next one logged, after
-        ``linger`` (the logging module's documented point to change how records are taken).
-        Before it waits, the burst written so far is over: its handlers write it out."""
+        """The next record; before waiting for one, the burst so far is written out."""
         try:
             return self._records.get_nowait()
         except queue.Empty:
@@ -85,12 +74,9 @@ class LingeringListener(logging.handlers.QueueListener):
 
 
 class BurstWriter(logging.StreamHandler):  # type: ignore[type-arg]
-    """A :class:`logging.StreamHandler` that writes the lines of a burst together: each record
-    is formatted as it comes, and :meth:`flush` (the listener's, once the burst is over) writes
-    them to the stream in one write. A plain ``StreamHandler`` writes and flushes every line, a
-    system call each (``sys.stderr`` is line-buffered): about 2 µs of the listener's CPU per
-    line to a file, 5 µs to a pipe, against 0.1 µs a line written 50 together. At most
-    :attr:`MAX_LINES` wait: a longer burst is written as it reaches them."""
+    """A :class:`logging.StreamHandler` that writes a burst's lines in one write at
+    :meth:`flush` (or every :attr:`MAX_LINES`): a plain one makes a system call per line
+    (about 2 µs of CPU to a file, 5 µs to a pipe, against 0.1 µs a line written 50 together)."""
 
     MAX_LINES = 256
 
@@ -125,10 +111,8 @@ class BurstWriter(logging.StreamHandler):  # type: ignore[type-arg]
 
 
 class ServiceFormatter(logging.Formatter):
-    """:data:`LOG_FORMAT`, with the time stamp's seconds (``time.strftime``, a third of what
-    formatting a line costs) made once a second: records come in bursts, mostly within one
-    second. The text is the standard formatter's (``default_time_format``,
-    ``default_msec_format``, ``converter``)."""
+    """:data:`LOG_FORMAT`, with the standard time stamp's seconds (``time.strftime``, a third of
+    what formatting a line costs) made once a second."""
 
     def __init__(self) -> None:
         super().__init__(LOG_FORMAT)
@@ -161,19 +145,16 @@ class ServiceLogHandler(logging.handlers.QueueHandler):
         self._listening = True
 
     def prepare(self, record: logging.LogRecord) -> logging.LogRecord:
-        """The record itself, its message merged with its arguments now (they may change once
-        the call returns), nothing formatted: the listener's thread formats the line. The base
-        class also formats the record and copies it, as a queue to another process needs (it
-        pickles the record); this queue stays in the process, and that work would double what
-        a record costs the thread that logs it (the event loop, for an access line)."""
+        """The record itself, its message merged with its arguments now (they may change).
+        The base class also formats and copies it, for a queue to another process; in-process
+        that would double what a record costs the event loop."""
         if record.args:
             record.msg = record.getMessage()
             record.args = None
         return record
 
     def close(self) -> None:
-        """Write every record queued so far and stop the listener (``logging.shutdown`` calls
-        this at the interpreter's exit)."""
+        """Write every record queued so far and stop the listener."""
         try:
             if self._listening:  # the listener may be stopped once only
                 self._listening = False
@@ -183,34 +164,28 @@ class ServiceLogHandler(logging.handlers.QueueHandler):
 
 
 def install_service_handler(level: int = logging.INFO) -> None:
-    """Log to stderr in :data:`LOG_FORMAT` through a :class:`ServiceLogHandler` on the root
-    logger (as ``logging.basicConfig``: nothing changes when the root logger already has
-    handlers, that is when logging was configured otherwise). fido2's own lines are written
-    from WARNING up, unless its logger has a level already."""
+    """Log to stderr through a :class:`ServiceLogHandler` on the root logger, unless it has
+    handlers already (as ``logging.basicConfig``)."""
     root = logging.getLogger()
     if root.handlers:
         return
     root.addHandler(ServiceLogHandler(sys.stderr))
     root.setLevel(level)
-    # LOG_FORMAT shows no thread, process or source location: not gathered for every record
-    # (the logging HOWTO's "Optimization"; an application that configures logging itself,
-    # and so may show them, returned above).
+    # LOG_FORMAT shows no thread, process or source location: not gathered (logging HOWTO,
+    # "Optimization").
     logging.logThreads = False
     logging.logProcesses = False
     logging.logMultiprocessing = False
     logging._srcfile = None
-    # fido2 writes an INFO line of its own at every passkey ceremony, naming the credential's
-    # id; the sign-in's audit line already says what happened, and names the passkey by its id.
+    # fido2 writes an INFO line at every passkey ceremony; the sign-in's audit line says it.
     fido2 = logging.getLogger("fido2")
     if fido2.level == logging.NOTSET:
         fido2.setLevel(logging.WARNING)
 
 
 def access_message(request: web.BaseRequest, response: web.StreamResponse, seconds: float) -> str:
-    """The message of a request's line: ``REMOTE METHOD PATH STATUS DURATIONms``, the request's
-    values :func:`log_safe`. The duration is measured from when the error handling began with
-    the request (``time.perf_counter``), else (a request aiohttp refused before that) it is
-    aiohttp's ``seconds``, which under uvloop counts whole milliseconds."""
+    """``REMOTE METHOD PATH STATUS DURATIONms``. The duration is from when the error handling
+    began with the request; else aiohttp's ``seconds`` (whole milliseconds under uvloop)."""
     started = request.get(REQUEST_STARTED)
     if started is not None:
         seconds = time.perf_counter() - started
@@ -222,9 +197,7 @@ def access_message(request: web.BaseRequest, response: web.StreamResponse, secon
 
 
 class AccessLogger(AbstractAccessLogger):
-    """The access log: one INFO record per request on the given logger (aiohttp asks
-    :attr:`enabled` once per connection and calls :meth:`log` only when it is true). The
-    message is made whole here, with no arguments left for a handler to merge."""
+    """One INFO record per request, its message made whole here."""
 
     @property
     def enabled(self) -> bool:

@@ -165,10 +165,8 @@ class Api:
     ) -> web.Application:
         """A fresh aiohttp application serving the operations and the built-in endpoints.
 
-        Its middlewares, outermost first: with ``tracer``, a server span around each request
-        (:mod:`.tracing`); then ``middlewares``; then the error handling with the hooks
-        (:mod:`.errors`): every failure (an exception, a router error, routes added later
-        included) is answered as JSON. No answer carries a ``Server`` header.
+        Middlewares, outermost first: the server span with ``tracer`` (:mod:`.tracing`),
+        ``middlewares``, then the error handling (:mod:`.errors`). No ``Server`` header.
         """
         errors = error_middleware(
             exception_handler=self.exception_handler,

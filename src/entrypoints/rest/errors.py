@@ -114,15 +114,10 @@ def error_middleware(
     after: AfterSuccess | None = None,
     record: RecordRequest | None = None,
 ) -> Middleware:
-    """The innermost middleware of an :meth:`~.api.Api.app` application: every failure of a
-    request (router errors included) answered as JSON, with the application's hooks.
-
-    ``exception_handler`` answers the exceptions that are neither :class:`HttpError` nor
-    aiohttp's (an application's domain errors: one map of them to HTTP, not a ``try`` in each
-    handler). ``after`` runs on a successful answer of the handler (none when it raised),
-    before the error handling; ``record`` gets each request's method, route template, final
-    status (500 for an exception that is not an HTTP answer) and duration, never the concrete
-    path or query."""
+    """The innermost middleware: every failure of a request (router errors included) answered
+    as JSON. ``exception_handler`` maps an application's domain errors to HTTP in one place;
+    ``after`` runs on a successful answer; ``record`` gets the method, route template, final
+    status and duration, never the concrete path or query."""
     clock = time.perf_counter
 
     @web.middleware

@@ -89,7 +89,6 @@ def _resolve(text: str, namespace: dict[str, Any]) -> Any:
 
 
 def _members(annotation: Any) -> tuple[Any, ...]:
-    """The alternatives of a union, or the annotation itself."""
     if typing.get_origin(annotation) in (typing.Union, types.UnionType):
         return typing.get_args(annotation)
     return (annotation,)

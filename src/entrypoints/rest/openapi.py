@@ -78,7 +78,6 @@ def document(
 
 
 def _built_in_paths(health: Schema) -> dict[str, dict[str, Any]]:
-    """The paths every API serves: this document and the health probes."""
     paths: dict[str, dict[str, Any]] = {
         "/openapi.json": {
             "get": {

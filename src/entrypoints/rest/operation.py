@@ -231,7 +231,6 @@ class Invoker:
             raise _invalid_body(f"invalid request body: {describe_error(e)}") from None
 
     async def _read_raw(self, request: web.Request) -> bytes:
-        """The body's bytes, for an operation that reads its own format."""
         if request.content_length is not None and request.content_length > self.max_body:
             raise too_large(self.max_body)
         return await request.read()

@@ -36,13 +36,8 @@ class Required:
 
 @attrs.frozen
 class Pattern:
-    """Every present value must match the regular expression (searched, as in JSON Schema).
-
-    ``regex`` is an ECMA-262 regular expression, as OpenAPI's ``pattern`` is, and it is published
-    in the document exactly as declared; the check means what the document says (see
-    :func:`ecma_regex`). Anchor it with ``^…$`` to match whole values. An absent optional
-    parameter passes.
-    """
+    """Every present value must match the ECMA-262 regular expression (searched, as in JSON
+    Schema; anchor it with ``^…$``), published as declared and checked as :func:`ecma_regex`."""
 
     regex: str
     # What a refused value's answer adds as its ``message``: the values that are accepted, say.
@@ -76,9 +71,8 @@ def ecma_regex(source: str) -> re.Pattern[str]:
       (``\\n``, ``\\r``, U+2028, U+2029);
     * ``[]`` matches nothing and ``[^]`` any character.
 
-    Escaped characters (``\\$``) and class members (``[$]``) keep their literal meaning. A
-    construct without a faithful translation (``\\S`` inside a class) raises ValueError, at
-    declaration time rather than as a wrong answer later; so does invalid syntax (re.error).
+    A construct without a faithful translation (``\\S`` inside a class) raises ValueError, at
+    declaration time rather than as a wrong answer later.
     """
     out: list[str] = []
     in_class = False
@@ -118,9 +112,8 @@ def _escape(source: str, escaped: str, in_class: bool) -> str:
 
 
 def _open_class(source: str, i: int) -> tuple[str, int, bool]:
-    """A class opening at ``source[i - 1]``: its Python text, how many more characters that
-    takes, and whether the class is still open. ECMA's ``[]`` and ``[^]`` are complete
-    classes; in Python a leading ``]`` is a member."""
+    """A class opening at ``source[i - 1]``: its Python text, the characters it consumed, and
+    whether it is still open (ECMA's ``[]`` and ``[^]`` are complete classes)."""
     if source.startswith("]", i):
         return "(?!)", 1, False
     if source.startswith("^]", i):
@@ -137,15 +130,13 @@ required_by_operation = Required(enforced=False)
 
 
 def pattern(regex: str, message: str | None = None) -> Pattern:
-    """A regular-expression validator; ``message`` is added to the answer to a value it
-    refuses (the error text stays the contract's)."""
+    """A regular-expression validator; ``message`` is added to the answer to a refused value."""
     return Pattern(regex, message=message)
 
 
 @attrs.frozen
 class Param:
-    """A declared parameter; build it with :func:`path`, :func:`query`, :func:`header` or
-    :func:`cookie`."""
+    """A declared parameter; see :func:`path`, :func:`query`, :func:`header`, :func:`cookie`."""
 
     location: Location
     name: str
@@ -255,9 +246,8 @@ Check = tuple[Callable[[str], object] | None, Callable[[], HttpError]]
 
 
 def extractor(declared: Sequence[Param]) -> Callable[[web.Request], Params]:
-    """Read and validate the declared parameters of a request, in declaration order: compiled
-    once per operation (it runs on every request), so the validators are turned into
-    (search, error) pairs here, not per request."""
+    """Read and validate the declared parameters of a request, in declaration order; the
+    validators are compiled once per operation here."""
     steps = _plan(declared)
     path_loc, query_loc, header_loc = Location.PATH, Location.QUERY, Location.HEADER
 
@@ -301,7 +291,6 @@ def extractor(declared: Sequence[Param]) -> Callable[[web.Request], Params]:
 
 
 def _plan(declared: Sequence[Param]) -> tuple[tuple[Location, str, tuple[Check, ...]], ...]:
-    """Each declared parameter's location, name and compiled checks, in declaration order."""
     plan: list[tuple[Location, str, tuple[Check, ...]]] = []
     for param in declared:
         checks: list[Check] = []

@@ -73,7 +73,6 @@ def unauthorized(message: str, challenge: str | None = "Bearer") -> HttpError:
 def _require_scopes(
     principal: Principal, any_of: frozenset[str], challenge: str | None
 ) -> Principal:
-    """The principal, if ``any_of`` is empty or it carries one of them; 403 otherwise."""
     if any_of and not (principal.scopes & any_of):
         raise HttpError(
             403,
@@ -89,11 +88,7 @@ def _require_scopes(
 
 @attrs.frozen
 class BearerJWT:
-    """``Authorization: Bearer <JWT>``, verified by ``verifier``.
-
-    ``scopes``: when not empty, the token must carry at least one of them (403 otherwise, with
-    ``WWW-Authenticate: Bearer error="insufficient_scope"``).
-    """
+    """``Authorization: Bearer <JWT>``, verified by ``verifier``; ``scopes``: see the module."""
 
     name: str
     verifier: TokenVerifier = attrs.field(eq=False)
@@ -132,11 +127,8 @@ class BearerJWT:
 @attrs.frozen
 class ApiKey:
     """An API key in a named header (or, with ``in_cookie``, a named cookie: a session
-    cookie is declared this way, its checker verifying the session token).
-
-    ``scopes``: when not empty, the checker's principal must carry at least one of them
-    (403 otherwise; an API key has no HTTP challenge, so no ``WWW-Authenticate``).
-    """
+    cookie is declared this way, its checker verifying the session token); ``scopes``: see the
+    module (an API key has no HTTP challenge, so no ``WWW-Authenticate``)."""
 
     name: str
     key_name: str

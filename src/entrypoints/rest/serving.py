@@ -92,10 +92,8 @@ def serve(
     settings: ServerSettings,
     on_ready: Callable[[str], None] | None = None,
 ) -> None:
-    """Serve until SIGINT/SIGTERM; then stop accepting and let in-flight requests finish.
-
-    The signal and the end of the stop are logged, one line each (an operator sees that the
-    service heard the signal, and how long the stop took)."""
+    """Serve until SIGINT/SIGTERM; then stop accepting and let in-flight requests finish
+    (the signal and the end of the stop are logged)."""
     address = f"http://{settings.host}:{settings.port}"
     loop = new_event_loop(settings.event_loop)
     stopping: list[float] = []

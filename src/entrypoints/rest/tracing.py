@@ -9,26 +9,18 @@ credentials.
 The contrib aiohttp-server instrumentation was measured to halve throughput even with the SDK
 off; this costs one span and a handful of attributes (see docs/benchmarks.md).
 
-The span itself: the SDK's ``Tracer.start_span`` and ``Span`` cost about ten times the rest of
-the tracing code: a sampler call chain, a lock, attribute validation into a
-``BoundedAttributes`` and two ``BoundedList`` per span, for attributes we make ourselves (valid
-strings and an int) and events and links a server span never has. Measured with
-bench/rest_instructions.py, a traced request costs 1.4 times the instructions with the SDK's
-span that it costs with :class:`_RecordedSpan`, which is why this one exists. When the tracer
-is an SDK tracer configured the way this reproduces exactly -- every root span sampled
-(``ParentBased(ALWAYS_ON)``, the default), no attribute length limit, span processors that only
-act at the end (the batch and simple processors) -- :class:`_SpanRecorder` makes the span
-context as the SDK does and hands the span processors the same ``ReadableSpan`` the SDK would:
-same name, ids, flags, trace state, parent, kind, attributes, status, times, resource and scope.
-Anything else (another sampler or processor, a parent that is not sampled, a disabled tracer)
-goes through ``Tracer.start_span`` unchanged; and a handler that uses the current span for more
-than its context (an event, a link, an attribute of its own) turns it into the SDK's span from
-then on.
+The SDK's ``Tracer.start_span`` and ``Span`` cost about ten times the rest (sampler chain,
+lock, attribute validation, bounded lists for events and links a server span never has): a
+traced request costs 1.4 times the instructions with them (bench/rest_instructions.py). So for
+an SDK tracer configured the way it can be reproduced exactly -- ``ParentBased(ALWAYS_ON)``, no
+attribute length limit, only batch or simple processors -- :class:`_SpanRecorder` makes the
+span context as the SDK does and hands the processors the same ``ReadableSpan`` the SDK would.
+Anything else goes through ``Tracer.start_span``; a handler that uses the current span for
+more than its context turns it into the SDK's span from then on.
 
-It uses private names of the OpenTelemetry API and SDK, whose minor versions pyproject.toml
-pins. Every one is checked once, when the middleware is built (:func:`_missing_private_names`):
-should one differ, every span is the SDK's own (a warning says so, once), never a failing
-request. The tests run with the check passing and forced to fail, with the same exports.
+It uses private names of the pinned OpenTelemetry API and SDK, checked once when the middleware
+is built (:func:`_missing_private_names`): should one differ, every span is the SDK's own (a
+warning says so, once), never a failing request.
 """
 
 from __future__ import annotations
@@ -77,10 +69,8 @@ def make_tracer_provider(service_name: str, exporter: SpanExporter | None = None
 
 
 def tracing_middleware(tracer: trace.Tracer) -> Middleware:
-    """A middleware that wraps every request in a server span (the outermost one of an
-    :meth:`~.api.Api.app` application given a tracer). The span starts after aiohttp's routing,
-    with its name and route, and records the final status, the error handling's answer
-    included. The private names the lean span needs are checked here, once."""
+    """A middleware that wraps every request in a server span; it starts after routing and
+    records the final status, the error handling's answer included."""
     recorder = _SpanRecorder.of(tracer)
     start_span = recorder.start_span if recorder is not None else tracer.start_span
     extract = _extractor()
@@ -129,12 +119,8 @@ def tracing_middleware(tracer: trace.Tracer) -> Middleware:
 
 
 def _extractor() -> Callable[[Mapping[str, str]], Context]:
-    """``propagate.extract``: the caller's context from a request's headers, as the global
-    propagator reads it. With the default propagator (W3C trace context, then baggage) and
-    neither a ``traceparent`` nor a ``baggage`` header, the answer is known without asking it
-    (an empty context, what its trace-context part starts from); any other propagator (set
-    with ``OTEL_PROPAGATORS`` or ``propagate.set_global_textmap``), or either header present,
-    and it is asked."""
+    """``propagate.extract``, short-cut to an empty context when the propagator is the default
+    one and neither ``traceparent`` nor ``baggage`` is present (what it would answer)."""
     extract = propagate.extract
     get_global_textmap = propagate.get_global_textmap
     checked: list[object] = [None, False]  # the propagator last seen, whether it is the default
@@ -155,9 +141,7 @@ _BAGGAGE = "baggage"
 
 
 def _is_default_propagator(propagator: object) -> bool:
-    """Whether ``propagator`` is the default one, or trace context alone: what reads nothing
-    but ``traceparent`` (then ``tracestate``) and ``baggage`` and, with neither, returns a new
-    empty context."""
+    """Whether ``propagator`` is the default one, or trace context alone."""
     parts = getattr(propagator, "_propagators", None)
     return (
         type(propagator) is CompositePropagator
@@ -177,7 +161,6 @@ def _record_status(span: trace.Span, status: int) -> None:
 
 
 def _current_span_value() -> object:
-    """The span of the current context (or whatever is there under its key)."""
     return context.get_current().get(_SPAN_KEY)
 
 
@@ -233,10 +216,8 @@ def _parameters(function: object) -> set[str]:
 
 
 def _missing_private_names(tracer: sdk_trace.Tracer) -> str | None:
-    """The first name the recorded span uses that the installed API and SDK do not have as it
-    expects (their pinned minor versions have them all), or None. Checked once, when the
-    tracing middleware is built: a mismatch means the SDK's own span for every request, never
-    a failing request."""
+    """The first private name the recorded span needs that the installed API and SDK lack, or
+    None."""
     processor = tracer.span_processor
     limits = getattr(tracer, "_span_limits", None)
     ids = tracer.id_generator
@@ -288,8 +269,7 @@ _PLAIN_VALUE = (str, int, float, bool)
 
 
 class _SpanRecorder:
-    """Starts spans of an SDK tracer as its ``start_span`` would, for the configuration it
-    reproduces (see the module's text); :meth:`of` says whether a tracer has it."""
+    """Starts spans of an SDK tracer as its ``start_span`` would (see the module's text)."""
 
     def __init__(self, tracer: sdk_trace.Tracer, processor: SynchronousMultiSpanProcessor) -> None:
         self.tracer = tracer
@@ -325,8 +305,7 @@ class _SpanRecorder:
         return cls(tracer, processor)
 
     def _reproducible(self) -> bool:
-        """Whether the tracer is (still) as :meth:`of` found it: enabled, span processors that
-        act only at the end, no attribute length limit. Processors may be added at any time."""
+        """Whether the tracer is still reproducible; processors may be added at any time."""
         tracer = self.tracer
         if not tracer._is_enabled():
             return False
@@ -386,8 +365,7 @@ class _SpanRecorder:
         )
 
     def _child_context(self, parent: SpanContext | None) -> SpanContext:
-        """A sampled span's context as the SDK makes it: in a new trace without a (valid)
-        parent, else in the parent's trace, with its trace state."""
+        """A sampled span's context as the SDK makes it."""
         ids = self.tracer.id_generator
         if parent is None:
             trace_id = ids.generate_trace_id()
@@ -407,9 +385,8 @@ class _SpanRecorder:
 
 
 class _RecordedSpan(trace.Span):
-    """A sampled span that records what a server span has (attributes, a status) and, at its
-    end, gives the span processors the ``ReadableSpan`` the SDK's span would. Any other use
-    makes it the SDK's span (:meth:`_sdk`), which then does everything."""
+    """A sampled span that records attributes and a status and ends as the SDK's span would;
+    any other use makes it the SDK's span (:meth:`_sdk`)."""
 
     def __init__(
         self,
@@ -427,8 +404,6 @@ class _RecordedSpan(trace.Span):
         self._parent = parent
         self._kind = kind
         self._attributes = attributes
-        # What only the SDK's span would use (:meth:`_sdk`): the parent context it was started
-        # in, record_exception and set_status_on_exception.
         self._sdk_options = sdk_options
         self._status = Status(StatusCode.UNSET)
         self._start_time = time_ns()
@@ -546,8 +521,7 @@ class _RecordedSpan(trace.Span):
         super().__exit__(exc_type, exc_val, exc_tb)
 
     def _sdk(self) -> sdk_trace.Span:
-        """The SDK's span with this one's context, start time, attributes and status: from now
-        on it records everything, and its end is this span's end."""
+        """The SDK's span with this one's state; from now on it records everything."""
         if self._sdk_span is None:
             tracer = self._recorder.tracer
             parent_context, record_exception, set_status_on_exception = self._sdk_options

@@ -14,15 +14,12 @@ An access token (an RFC 9068 JWT, read by
   a reused refresh token, withdrawn consent or the session's end);
 * its account exists.
 
-A refresh token is active while it is current (neither rotated nor revoked, unexpired), its
-client registered and its family, session and account as above. A session token (authgate's
-own) is active while it verifies, its session is live and its account exists: introspection
-describes it too, so that a back end verifying sessions (``authgate.client``) can learn of a
-revocation at once.
+A refresh token is active while it is current, and its client, family, session and account as
+above. A session token is active while it verifies and its session and account stand:
+introspection describes it so that ``authgate.client`` can learn of a revocation at once.
 
-The checks read the stores through a unit that only reads (:meth:`~authgate.ports.
-unit_of_work.UnitOfWork.read`): on SQLite a check never takes the file's write lock, so it
-neither waits behind a writer nor holds one up.
+The checks read through :meth:`~authgate.ports.unit_of_work.UnitOfWork.read`: on SQLite they
+never take the file's write lock.
 
 Why a token is inactive is logged, never answered: an inactive token is only inactive.
 """
@@ -130,8 +127,6 @@ class TokenAccess:
             return None
 
     async def _check_access(self, claims: AccessTokenClaims, now: dt.datetime) -> Account:
-        """The account of an access token whose signature verified, once its client, session,
-        family and account all stand; raises :class:`TokenInactive`."""
         return await self._check_grant(
             claims.client_id, claims.session_id, claims.family_id, claims.subject, now
         )
@@ -144,9 +139,8 @@ class TokenAccess:
         account_id: str,
         now: dt.datetime,
     ) -> Account:
-        """The account a token of the provider speaks for, once the client it was issued to
-        is still registered and its session, its token family and its account all stand
-        (access and refresh tokens alike); raises :class:`TokenInactive`."""
+        """The account a token speaks for, once the checks of the module's text pass (access
+        and refresh tokens alike); raises :class:`TokenInactive`."""
         if client_id not in self._clients:
             raise TokenInactive(f"client {client_id!r} is no longer registered")
         if not await self._sessions.is_live(session_id):
@@ -256,10 +250,8 @@ class TokenAccess:
 
     async def revoke(self, client: Client, token: str) -> bool:
         """RFC 7009: when ``token`` is a refresh token or an unexpired access token issued to
-        ``client``, revoke its whole family (every refresh and access token of that grant);
-        whatever else it is (another client's, unknown, malformed) changes nothing. Whether a
-        live family was revoked. The family is a row: every instance sees it revoked at once.
-        """
+        ``client``, revoke its whole family; whatever else it is (another client's, unknown,
+        malformed) changes nothing. Whether a live family was revoked."""
         now = self._clock.now()
         family_id: str | None = None
         kind = ACCESS_TOKEN

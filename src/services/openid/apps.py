@@ -1,19 +1,12 @@
 """The person's applications: the clients they consented to (grants) or that hold tokens of
 theirs still working (live token families), listed, and consent withdrawn.
 
-Withdrawing removes the grant, spends the account's codes of that client not yet redeemed
-and revokes the account's token families of it in one unit of work with its audit event, in
-that order: a code redeemed at the same moment either finds no grant (or no code), or its
-family is committed before the revocation, which then ends it too. The application's refresh
-tokens stop working, and its access tokens are inactive at once on every instance (their
-family is a row every instance reads, :mod:`authgate.services.openid.access`). Like unlinking
-a provider, it needs a recent sign-in (RFC 9470). The application's next authorization asks
-for consent again.
+Withdrawing removes the grant, spends the unredeemed codes and revokes the token families, in
+that order, in one unit of work: a code redeemed at the same moment either finds no grant (or
+no code), or its family is committed before the revocation, which then ends it too.
 
-The list shows every application the person can withdraw: one with a grant, and one without
-a grant whose tokens still work (an application that needs no consent, or tokens issued
-under a grant since removed), so that no application holds working tokens the person cannot
-see.
+The list shows applications without a grant whose tokens still work too, so that no
+application holds working tokens the person cannot see.
 """
 
 from __future__ import annotations

@@ -3,12 +3,10 @@ request and the browser's authgate session (if any) to what happens next.
 
 * **Single sign-on.** A live authgate session is the sign-in: a code is issued at once, with
   no round trip to the upstream provider, unless the request asks for a fresh login.
-* **Freshness** (``prompt=login``, ``max_age``) is only what someone signed: the session's
-  ``auth_time``, from the upstream provider's verified ID token or a passkey assertion with
-  user verification, as for step-up (RFC 9470); never the moment of authgate's callback, nor
-  anything the browser carries. A session whose sign-in proved no login time is never fresh.
-  ``prompt=login`` needs a login at or after the sign-in this request started; ``max_age``
-  one within that many seconds.
+* **Freshness** (``prompt=login``, ``max_age``) is only the session's signed ``auth_time``
+  (:mod:`authgate.domain.login_proof`), never the moment of authgate's callback. A session
+  whose sign-in proved no login time is never fresh. ``prompt=login`` needs a login at or
+  after the sign-in this request started; ``max_age`` one within that many seconds.
 * **Sign-in**: without a session that will do, the browser signs in (authgate's sign-in page,
   or straight at one provider) and the request resumes. The session that sign-in issues names
   the request and when the sign-in began, signed with the session (``resumes``); nothing in

@@ -6,9 +6,8 @@ whatever ends it (a sign-out, a revocation, an unlink, a deletion, a provider's 
 operator) ends it through the sessions service, which calls :meth:`BackchannelLogout.ended`
 inside the same unit of work: the session's token families are revoked, and each client of the
 session with a ``backchannel_logout_uri`` gets an outbox row. A session that ends by expiring
-is ended the same way by the worker (:meth:`LogoutTokenWorker.end_expired`): nothing revokes
-it, so the worker takes the recorded clients of sessions that expired unrevoked, once across
-instances. After the commit :class:`LogoutTokenWorker` (an outbox worker, started with the
+is ended the same way by the worker (:meth:`LogoutTokenWorker.end_expired`), since nothing
+revokes it. After the commit :class:`LogoutTokenWorker` (an outbox worker, started with the
 application on every instance) claims the rows with a lease and POSTs a newly signed logout
 token to each client, retried with backoff until the client answers 2xx or the row is older
 than the maximum age; each delivery and each give-up is audited.
@@ -116,11 +115,8 @@ async def owe_logouts(
 
 
 class LogoutTokenWorker(OutboxWorker[PendingLogout]):
-    """Delivers the logout tokens of the outbox (one task per running instance).
-
-    Before each look at the outbox it ends, for the provider, the sessions that ended by
-    expiring (:meth:`end_expired`): nothing else notices them, since an expired session is
-    simply no longer live."""
+    """Delivers the logout tokens of the outbox (one task per running instance); before each
+    look it ends the sessions that expired (:meth:`end_expired`)."""
 
     name = "back-channel logout worker"
 

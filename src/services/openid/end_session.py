@@ -1,11 +1,5 @@
 """RP-initiated logout (OpenID Connect RP-Initiated Logout 1.0) for authgate as an OpenID
-Provider: the end-session endpoint's decisions.
-
-:class:`RpInitiatedLogout` decides what a request to the end-session endpoint earns: end the
-browser's session at once (a valid ``id_token_hint`` of this very session), ask the person
-first, or nothing to end; and whether the browser may then go back to the client's registered
-``post_logout_redirect_uri`` (only for a request that identifies a registered client and names
-one of its URIs exactly).
+Provider: the end-session endpoint's decisions (:meth:`RpInitiatedLogout.decide`).
 """
 
 from __future__ import annotations

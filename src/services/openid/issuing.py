@@ -3,13 +3,10 @@ and, with ``offline_access``, the record of a refresh token.
 
 **The access token** (:class:`~authgate.domain.openid.records.AccessTokenClaims`) is named by
 its token family, so that revoking the family ends it. **The ID token** is signed with the
-client's algorithm: ``iss``, ``sub`` (the account id), ``aud`` and ``azp`` (the client),
-``exp``, ``iat``, ``auth_time`` (when the upstream provider proved it), ``nonce`` (when the
-request had one), ``sid`` (the authgate session) and ``at_hash`` (the signer's, of the access
-token issued with it). The profile and email claims are not in the ID token: the userinfo
-endpoint serves them to the access token (OpenID Connect Core section 5.4, and the
-conformance suite warns when an ID token carries them in the code flow). A refreshed ID token
-keeps the ``iss``, ``sub``, ``aud``, ``azp`` and ``auth_time`` of the first.
+client's algorithm; the profile and email claims are not in it: the userinfo endpoint serves
+them to the access token (OpenID Connect Core section 5.4; the conformance suite warns when an
+ID token carries them in the code flow). A refreshed ID token keeps the ``iss``, ``sub``,
+``aud``, ``azp`` and ``auth_time`` of the first.
 
 **A refresh token** is issued only when the person granted ``offline_access`` (OpenID Connect
 Core section 11; a first-party client needs no consent for it); it is kept as its digest only.

@@ -120,12 +120,8 @@ class SessionRecordExport:
 
 @attrs.frozen
 class AppInfo:
-    """An application of the caller (authgate as its OpenID Provider): one the caller granted
-    access to (``granted``: true), or one without consent whose tokens still work
-    (``granted``: false, ``scopes`` empty, ``grantedAt`` when its oldest working token family
-    was issued: an application that needs no consent, or tokens from before a withdrawal).
-    ``liveTokenFamilies``: how many of its token families still work. ``name`` is absent
-    when the application is no longer registered."""
+    """An application of the caller, as
+    :class:`~authgate.services.openid.apps.AccountApp` describes it, in the wire's names."""
 
     client_id: str = wire_field("clientId")
     scopes: list[str] = wire_field("scopes")

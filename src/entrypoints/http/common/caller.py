@@ -14,7 +14,6 @@ from authgate.ports.metrics import LimitName, Metrics
 from authgate.ports.ratelimit import RateLimiter
 
 Network = ipaddress.IPv4Network | ipaddress.IPv6Network
-Address = ipaddress.IPv4Address | ipaddress.IPv6Address
 
 
 def _unmapped(

@@ -1,4 +1,4 @@
-"""A provider's public key set (JWKS), cached.
+"""A public key set (JWKS) fetched from its issuer, cached, and compact JWS verified against it.
 
 * used for ``max_age`` (spec 8: 24 hours) after a successful fetch, then fetched again;
 * fetched again *on demand* (an unknown ``kid``, a signature that does not verify, spec 8:
@@ -27,21 +27,23 @@ The last good set is kept when a fetch fails.
 from __future__ import annotations
 
 import asyncio
+import base64
+import binascii
 import datetime as dt
+import json
 import logging
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import attrs
+from joserfc import jws
 from joserfc.errors import JoseError
-from joserfc.jwk import KeySet
+from joserfc.jwk import Key, KeySet
 
-from authgate.adapters.provider.fetch import ProviderHttp
+from authgate.adapters.http_fetch import ProviderHttp
 from authgate.ports.clock import Clock
-
-if TYPE_CHECKING:
-    from authgate.adapters.provider.settings import ProviderSettings
+from authgate.ports.provider import ExchangeFailed, VerificationFailed
 
 log = logging.getLogger("authgate.identity")
 
@@ -50,6 +52,17 @@ Sleep = Callable[[float], Awaitable[None]]
 
 ABSENT_KID_LIMIT = 256
 WAIT_STEP_SECONDS = 0.25  # a waiting caller looks at the clock this often
+
+
+class KeySetTuning(Protocol):
+    """The ``jwks_*`` settings of a provider (its ``ProviderSettings``)."""
+
+    @property
+    def jwks_max_age_seconds(self) -> float: ...
+    @property
+    def jwks_min_refetch_seconds(self) -> float: ...
+    @property
+    def jwks_absent_kid_seconds(self) -> float: ...
 
 
 class KeySetUnavailable(Exception):
@@ -100,7 +113,7 @@ class KeySetCache:
 
     @classmethod
     def for_provider(
-        cls, fetch: FetchKeySet, clock: Clock, settings: ProviderSettings, name: str
+        cls, fetch: FetchKeySet, clock: Clock, settings: KeySetTuning, name: str
     ) -> KeySetCache:
         """A cache with the provider's ``jwks_*`` settings, named ``name`` in its log lines."""
         return cls(
@@ -138,14 +151,9 @@ class KeySetCache:
             return await self._fetch_now()
 
     async def refresh(self, kid: str | None = None, *, wait: bool = False) -> Lookup:
-        """A key set fetched for the caller's token (the on-demand fetch for ``kid``, or for a
-        signature that failed when ``kid`` is None).
-
-        Without fetching, it returns the cached set, not fresh: when it already holds ``kid``
-        (another caller's fetch brought it), when the fetch fails, and, without ``wait``, when
-        ``kid`` was proved absent less than ``absent_kid_seconds`` ago or the last attempt is
-        more recent than ``min_refetch``. With ``wait`` the floor is waited for instead.
-        """
+        """A key set fetched for the caller's token (for ``kid``, or for a signature that
+        failed when ``kid`` is None); the cached set, not fresh, when it already holds ``kid``,
+        when the fetch fails, or when the floor blocks it without ``wait`` (module text)."""
         keys = self._keys
         if kid is not None and keys is not None and _has_kid(keys, kid):
             return Lookup(keys, fresh=False)
@@ -272,3 +280,138 @@ async def fetch_jwks(http: ProviderHttp, jwks_uri: str) -> KeySet:
 def _is_private_jwk(jwk: Mapping[str, Any]) -> bool:
     # A published set never holds private parts; symmetric keys ("oct") are never accepted.
     return jwk.get("kty") == "oct" or any(p in jwk for p in ("d", "p", "q", "k"))
+
+
+# Verifying a compact JWS against such a key set: ID tokens, event tokens, clients' assertions.
+
+MAX_TOKEN_LENGTH = 16 * 1024
+
+
+async def verified_payload(
+    keys: KeySetCache,
+    token: str,
+    alg: str,
+    kid: str | None,
+    what: str = "ID token",
+    *,
+    wait: bool = True,
+) -> bytes:
+    """The payload of ``token`` once its signature verifies with a key of ``keys`` chosen by
+    ``kid`` and ``alg``, fetching the key set again for an unknown ``kid`` or a failed
+    signature (``wait``: see :class:`KeySetCache`). Shared by ID tokens and event tokens.
+
+    Raises VerificationFailed when the token does not verify with the keys a fetch made for it
+    found, and ExchangeFailed when they could not be looked at (no key set, or an unknown
+    ``kid`` no fetch for this token has looked for yet: "retry later", not "bad token").
+    """
+    try:
+        lookup = await keys.current(wait=wait)
+    except KeySetUnavailable as e:
+        raise ExchangeFailed(str(e)) from None
+    key = pick_key(lookup.keys, alg, kid)
+    if key is None:  # unknown kid: the provider may have rotated its keys
+        key = await _rotated_key(keys, lookup, alg, kid, what, wait)
+        return verify_signature(token, key, alg, what)
+    try:
+        return verify_signature(token, key, alg, what)
+    except VerificationFailed:
+        if lookup.fresh:
+            raise
+        # A key replaced under the same kid: look once more.
+        fresh = await _refresh(keys, None, wait)
+        fresh_key = pick_key(fresh.keys, alg, kid) if fresh.fresh else None
+        if fresh_key is None or fresh_key.as_dict() == key.as_dict():
+            raise
+        return verify_signature(token, fresh_key, alg, what)
+
+
+async def _rotated_key(
+    keys: KeySetCache, lookup: Lookup, alg: str, kid: str | None, what: str, wait: bool
+) -> Key:
+    """The key named by a ``kid`` that ``lookup`` does not hold, from a key set fetched for it
+    (unless ``lookup`` is one already)."""
+    if not lookup.fresh:
+        lookup = await _refresh(keys, kid, wait)
+        key = pick_key(lookup.keys, alg, kid)
+        if key is not None:
+            return key
+    # A fetch made for this very token proved it absent, or the kid names a key that is not
+    # for this use or algorithm.
+    if lookup.fresh or any(k.kid == kid for k in lookup.keys):
+        raise VerificationFailed(f"no key in the provider's key set for kid {loggable(kid)}")
+    raise ExchangeFailed(
+        f"{what}: the provider's key set could not be refreshed for kid {loggable(kid)}"
+    )
+
+
+async def _refresh(keys: KeySetCache, kid: str | None, wait: bool) -> Lookup:
+    try:
+        return await keys.refresh(kid, wait=wait)
+    except KeySetUnavailable as e:
+        raise ExchangeFailed(str(e)) from None
+
+
+def header_of(token: str, what: str = "ID token") -> dict[str, Any]:
+    """The JOSE header of a compact JWS (VerificationFailed when it is not one)."""
+    if not isinstance(token, str) or not token or len(token) > MAX_TOKEN_LENGTH:
+        raise VerificationFailed(f"{what} is missing or too long")
+    parts = token.split(".")
+    if len(parts) != 3:
+        raise VerificationFailed(f"{what} is not a compact JWS (three parts)")
+    return json_object(_b64decode(parts[0], "header", what), what)
+
+
+def _b64decode(segment: str, part: str, what: str = "ID token") -> bytes:
+    try:
+        return base64.urlsafe_b64decode(segment + "=" * (-len(segment) % 4))
+    except (binascii.Error, ValueError):
+        raise VerificationFailed(f"{what} {part} is not base64url") from None
+
+
+def json_object(raw: bytes, what: str = "ID token") -> dict[str, Any]:
+    """``raw`` as a JSON object (VerificationFailed otherwise)."""
+    try:
+        value = json.loads(raw)
+    except (ValueError, RecursionError):
+        raise VerificationFailed(f"{what} part is not JSON") from None
+    if not isinstance(value, dict):
+        raise VerificationFailed(f"{what} part is not a JSON object")
+    return value
+
+
+def pick_key(keys: KeySet, alg: str, kid: str | None) -> Key | None:
+    """The signature key of ``keys`` for ``alg`` named ``kid`` (the only one, when the token
+    names none), or None."""
+    key_types = KeySet.algorithm_keys.get(alg, [])
+    usable = [
+        key
+        for key in keys
+        if key.key_type in key_types
+        and key.get("use") in (None, "sig")
+        and key.get("alg") in (None, alg)
+    ]
+    if kid is None:  # only an unambiguous key set may omit the kid
+        return usable[0] if len(usable) == 1 else None
+    for key in usable:
+        if key.kid == kid:
+            return key
+    return None
+
+
+def verify_signature(token: str, key: Key, alg: str, what: str = "ID token") -> bytes:
+    """The payload of ``token`` once its signature verifies with ``key`` and ``alg``
+    (joserfc's verification of the compact JWS)."""
+    try:
+        obj = jws.deserialize_compact(token, key, algorithms=[alg])
+    except JoseError as e:
+        raise VerificationFailed(f"{what} signature does not verify ({e.error})") from None
+    except (ValueError, TypeError):
+        raise VerificationFailed(f"{what} signature does not verify") from None
+    assert obj.payload is not None
+    return obj.payload
+
+
+def loggable(value: object) -> str:
+    """A claim or header value for a log line: quoted, bounded."""
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."

@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable, Mapping
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
-from urllib.parse import urlencode
+from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
 
 import aiohttp
 import attrs
@@ -217,3 +217,13 @@ __all__ = [
     "provider_session",
     "request_json",
 ]
+
+
+def with_query(url: str, params: Mapping[str, str]) -> str:
+    """``url`` with ``params`` added to its query (replacing same-named ones), %20 for spaces."""
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        raise ValueError("not an absolute http(s) URL")
+    kept = [(k, v) for k, v in parse_qsl(parts.query, keep_blank_values=True) if k not in params]
+    query = urlencode([*kept, *params.items()], quote_via=quote)
+    return urlunsplit((parts.scheme, parts.netloc, parts.path, query, parts.fragment))
