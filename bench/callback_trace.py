@@ -85,9 +85,9 @@ def _name(frame: FrameType) -> str:
 
 
 async def trace(admin_url: str) -> CallTrace:
-    from authgate.entrypoints import assembly  # the service's own application assembly
-    from authgate.entrypoints.config import parse
-    from authgate.entrypoints.serve_config import build_app
+    from authgate.entrypoints.app import build as assembly  # the service's own application assembly
+    from authgate.entrypoints.app.config import parse
+    from authgate.entrypoints.app.serving import build_app
 
     folder = temp_folder("authgate-callback-trace-")
     settings = Settings(users=2, admin_url=admin_url, database="postgres")

@@ -147,9 +147,7 @@ def test_only_the_composition_root_and_cli_know_the_adapters() -> None:
         if not v.endswith(" imports authgate")
         and not v.startswith(
             (
-                "src/entrypoints/resources.py",
-                "src/entrypoints/wiring.py",
-                "src/entrypoints/assembly.py",
+                "src/entrypoints/app/",
                 "src/entrypoints/devidp",
                 # the operator's commands act on the key file and the providers themselves
                 "src/entrypoints/operator.py",
@@ -236,3 +234,92 @@ def test_pyproject_lists_every_package() -> None:
     }
     # And the data folders mapped in from outside src/ (the migrations).
     assert set(setuptools["packages"]) == present | set(setuptools["package-dir"])
+
+
+# Each HTTP face imports only its own services (and the session every face stands on), the
+# shared http/common, the generic REST layer, and the domain and ports it renders: what two
+# faces share lives in http/common, never in one face's handlers.
+HTTP_FACES: dict[str, tuple[str, ...]] = {
+    "signin": ("authgate.services.signin", "authgate.services.account"),
+    "account": ("authgate.services.account", "authgate.services.signin"),
+    "passkeys": ("authgate.services.passkeys", "authgate.entrypoints.http.webauthn"),
+    "webauthn": (),
+    "provider_events": ("authgate.services.provider_events",),
+    "openid": ("authgate.services.openid", "authgate.entrypoints.http.openid"),
+    "common": (),
+}
+HTTP_GROUND = (
+    "authgate.domain",
+    "authgate.ports",
+    "authgate.entrypoints.rest",
+    "authgate.entrypoints.http.common",
+    "authgate.services.sessions",
+)
+
+
+def test_each_http_face_imports_only_its_services_common_and_rest() -> None:
+    faces = {
+        p.relative_to(SRC / "entrypoints/http").parts[0].removesuffix(".py")
+        for p in _files("entrypoints/http")
+    } - {"__init__"}
+    assert faces == set(HTTP_FACES), "a new HTTP face needs its services named in HTTP_FACES"
+    bad = []
+    for face, own in HTTP_FACES.items():
+        folder = f"entrypoints/http/{face}"
+        paths = _files(folder) if (SRC / folder).is_dir() else [SRC / f"{folder}.py"]
+        for path in paths:
+            for module in _module_imports(path):
+                if not any(module == a or module.startswith(a + ".") for a in HTTP_GROUND + own):
+                    bad.append(f"{path.relative_to(ROOT)} imports {module}")
+    assert bad == []
+
+
+DATABASE_DRIVERS = ("asyncpg", "aiosqlite", "sqlite3", "psycopg", "psycopg2")
+
+
+def test_the_sql_written_once_imports_no_driver() -> None:
+    assert _files("adapters/sql")
+    drivers = [
+        f"{path.relative_to(ROOT)} imports {module}"
+        for path in _files("adapters/sql")
+        for module in sorted(_imports(path))
+        if module.split(".")[0] in DATABASE_DRIVERS
+    ]
+    assert drivers == []
+    assert any(  # the scan sees a driver where one is
+        m.split(".")[0] == "asyncpg" for p in _files("adapters/postgres") for m in _imports(p)
+    )
+
+
+def test_adapter_packages_share_only_sql_and_jose() -> None:
+    # An adapter package is one technology's implementation of ports; two may share only the
+    # SQL written once, the service's keys and signatures, and the top-level helper modules of
+    # adapters/ (files, clock, the repositories a unit hands out).
+    packages = {p.name for p in (SRC / "adapters").iterdir() if (p / "__init__.py").exists()}
+    shared = {"sql", "jose"} | {p.stem for p in (SRC / "adapters").glob("*.py")}
+    bad = []
+    for package in sorted(packages):
+        for path in _files(f"adapters/{package}"):
+            for module in _module_imports(path):
+                parts = module.split(".")
+                foreign = parts[:2] == ["authgate", "adapters"] and len(parts) > 2
+                if foreign and parts[2] not in shared | {package}:
+                    bad.append(f"{path.relative_to(ROOT)} imports {module}")
+    assert packages >= {"sql", "postgres", "sqlite", "memory", "jose", "provider"}
+    assert bad == []
+
+
+def test_only_the_composition_root_reads_the_configuration() -> None:
+    # The configuration is read once, into the settings the adapters and services take; the
+    # commands (cli, operator) and the development surfaces the root mounts with it (devidp,
+    # demo) are the only other readers. An HTTP face, a service or an adapter never is.
+    config = "authgate.entrypoints.app.config"
+    readers = {
+        str(path.relative_to(SRC))
+        for path in SRC.rglob("*.py")
+        if any(m == config or m.startswith(config + ".") for m in _module_imports(path))
+    }
+    assert readers
+    allowed = ("entrypoints/app/", "entrypoints/devidp/", "entrypoints/demo/")
+    outside = {r for r in readers if not r.startswith(allowed)}
+    assert outside <= {"entrypoints/cli.py", "entrypoints/operator.py"}, outside

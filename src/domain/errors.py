@@ -1,16 +1,59 @@
-"""The domain's failures. The HTTP entrypoint maps each to a status and body in one place."""
+"""The domain's failures, each with its answer in the contract's format (spec 7.1, 7.2): the
+status, the code and the message of the body ``{"error", "message"}``, and the callback's
+redirect to the login page where there is one. The HTTP entrypoint only renders them."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import ClassVar
+
+import attrs
 
 
-class SignInError(Exception):
+@attrs.frozen
+class Wire:
+    """How the contract answers one kind of failure.
+
+    ``message``: the body's message (None: the error's own text, which is safe to show).
+    ``redirect``: the callback's ``(error, reason)`` for the login page (reason None: the
+    error's ``reason``); a callback failure without one answers JSON.
+    ``json_first``: the callback answers JSON anyway to a client that accepts only JSON.
+    ``headers``: fixed headers of the answer.
+    ``logged``: an outage the operator must see, logged as an error (with the request's path,
+    which names the provider).
+    """
+
+    status: int
+    code: str
+    message: str | None = None
+    redirect: tuple[str, str | None] | None = None
+    json_first: bool = False
+    headers: Mapping[str, str] = attrs.field(factory=dict)
+    logged: bool = False
+
+
+class ContractError(Exception):
+    """A failure answered in the contract's own format: its class's :attr:`wire` says how."""
+
+    wire: ClassVar[Wire]
+
+    def public_message(self) -> str:
+        """The body's message."""
+        return self.wire.message or str(self)
+
+    def wire_headers(self) -> Mapping[str, str]:
+        """The answer's headers (an error may name its own values in them)."""
+        return self.wire.headers
+
+
+class SignInError(ContractError):
     """Base of every expected failure of sign-in and of the account. ``str(e)`` is safe to
     show to a client."""
 
 
 class InvalidProvider(SignInError):
+    wire = Wire(400, "invalid_provider")
+
     def __init__(self, given: str, supported: Sequence[str]) -> None:
         self.given = given
         self.supported = tuple(supported)
@@ -20,6 +63,8 @@ class InvalidProvider(SignInError):
 
 
 class MissingParameter(SignInError):
+    wire = Wire(400, "missing_parameter")
+
     def __init__(self, name: str) -> None:
         self.name = name
         super().__init__(f"missing required parameter: {name}")
@@ -28,9 +73,13 @@ class MissingParameter(SignInError):
 class InvalidRequest(SignInError):
     """A malformed request other than a missing redirect_uri (code/state absent, bad URI)."""
 
+    wire = Wire(400, "invalid_request")
+
 
 class InvalidState(SignInError):
     """The state is absent, expired, already used, for another provider or not this browser's."""
+
+    wire = Wire(401, "invalid_state")
 
     def __init__(self, detail: str) -> None:
         self.detail = detail  # for the log only
@@ -40,6 +89,14 @@ class InvalidState(SignInError):
 class AccessDenied(SignInError):
     """The user (or the provider) refused the authorization."""
 
+    wire = Wire(
+        403,
+        "access_denied",
+        "the authorization was denied at the provider",
+        redirect=("access_denied", "user_denied"),
+        json_first=True,
+    )
+
     def __init__(self, provider_error: str, description: str | None = None) -> None:
         self.provider_error = provider_error
         self.description = description
@@ -48,6 +105,8 @@ class AccessDenied(SignInError):
 
 class ProviderError(SignInError):
     """The provider answered the authorization with an error other than a denial."""
+
+    wire = Wire(502, "provider_error", redirect=("authentication_failed", "provider_error"))
 
     def __init__(self, provider_error: str, description: str | None = None) -> None:
         self.provider_error = provider_error
@@ -62,6 +121,8 @@ class AuthenticationFailed(SignInError):
     ``detail`` only to the log.
     """
 
+    wire = Wire(502, "authentication_failed", redirect=("authentication_failed", None))
+
     def __init__(self, reason: str, detail: str) -> None:
         self.reason = reason
         self.detail = detail
@@ -69,12 +130,18 @@ class AuthenticationFailed(SignInError):
 
 
 class AccountNotFound(SignInError):
+    wire = Wire(404, "account_not_found", redirect=("account_not_found", "no_account_for_provider"))
+
     def __init__(self) -> None:
         super().__init__("no account exists for this provider identity")
 
 
 class IdentityLinkedElsewhere(SignInError):
     """Linking an identity that already belongs to another account."""
+
+    wire = Wire(
+        409, "account_conflict", redirect=("account_conflict", "identity_linked_to_another_account")
+    )
 
     def __init__(self) -> None:
         super().__init__("this provider identity is linked to another account")
@@ -84,13 +151,27 @@ class NotAuthenticated(SignInError):
     """An operation that needs a signed-in caller (linking, re-authenticating) got none;
     ``intent`` says which, so the answer can tell the person what to do first."""
 
+    wire = Wire(401, "unauthorized", headers={"WWW-Authenticate": "Bearer"})
+
     def __init__(self, message: str, intent: str = "link") -> None:
         self.intent = intent
         super().__init__(message)
 
+    def public_message(self) -> str:
+        """What a signed-out caller must do first, for the intent that needs a signed-in one."""
+        return _SIGN_IN_FIRST.get(self.intent, "sign in first")
+
+
+_SIGN_IN_FIRST = {
+    "link": "sign in before linking another provider",
+    "reauthenticate": "sign in before re-authenticating",
+}
+
 
 class LastIdentity(SignInError):
     """Unlinking the only provider identity of an account would lock its owner out."""
+
+    wire = Wire(409, "last_provider")
 
     def __init__(self, provider: str) -> None:
         self.provider = provider
@@ -103,6 +184,8 @@ class LastIdentity(SignInError):
 class IdentityNotLinked(SignInError):
     """The account holds no identity at that provider."""
 
+    wire = Wire(404, "provider_not_linked")
+
     def __init__(self, provider: str) -> None:
         self.provider = provider
         super().__init__(f"provider '{provider}' is not linked to this account")
@@ -111,12 +194,16 @@ class IdentityNotLinked(SignInError):
 class AccountGone(SignInError):
     """The signed-in caller's account no longer exists (deleted since the token was issued)."""
 
+    wire = Wire(404, "account_not_found")
+
     def __init__(self) -> None:
         super().__init__("the signed-in account no longer exists")
 
 
 class TemporarilyUnavailable(SignInError):
     """The service cannot take a new sign-in right now (its pending sign-ins are at capacity)."""
+
+    wire = Wire(503, "temporarily_unavailable", headers={"Retry-After": "60"})
 
     def __init__(self) -> None:
         super().__init__("the service cannot start a sign-in right now; retry shortly")
@@ -126,6 +213,8 @@ class ReauthenticationRefused(SignInError):
     """A re-authentication that did not prove the caller: another identity, or a provider
     authentication older than the request (the provider did not ask again)."""
 
+    wire = Wire(403, "reauthentication_refused", redirect=("authentication_failed", None))
+
     def __init__(self, reason: str) -> None:
         self.reason = reason
         super().__init__("the re-authentication did not confirm the signed-in user")
@@ -134,12 +223,16 @@ class ReauthenticationRefused(SignInError):
 class SessionNotFound(SignInError):
     """The account has no live session with that id."""
 
+    wire = Wire(404, "session_not_found")
+
     def __init__(self) -> None:
         super().__init__("no live session of this account has that id")
 
 
 class AppNotFound(SignInError):
     """The account has neither a grant nor live tokens of that application (client_id)."""
+
+    wire = Wire(404, "app_not_found")
 
     def __init__(self, client_id: str) -> None:
         self.client_id = client_id
@@ -149,6 +242,8 @@ class AppNotFound(SignInError):
 class ReauthenticationRequired(SignInError):
     """RFC 9470: the change needs a sign-in at the provider no older than ``max_age`` seconds."""
 
+    wire = Wire(401, "reauthentication_required")
+
     def __init__(self, max_age: int) -> None:
         self.max_age = max_age
         super().__init__(
@@ -156,10 +251,28 @@ class ReauthenticationRequired(SignInError):
             "with intent=reauthenticate"
         )
 
+    def wire_headers(self) -> Mapping[str, str]:
+        """RFC 9470 section 3: the resource server tells the client what authentication it
+        needs."""
+        return {
+            "WWW-Authenticate": f'Bearer error="insufficient_user_authentication", '
+            f'error_description="A more recent authentication is required", '
+            f"max_age={self.max_age}"
+        }
+
 
 class IdentityDisabled(SignInError):
     """Sign-in through this provider identity is refused: its provider reported the account
-    disabled (RISC ``account-disabled``) and has not reported it enabled again."""
+    disabled (RISC ``account-disabled``) and has not reported it enabled again: the spec's
+    access_denied, with its own reason (docs/providers.md, "Provider events")."""
+
+    wire = Wire(
+        403,
+        "access_denied",
+        "sign-in through this provider account is disabled",
+        redirect=("access_denied", "identity_disabled"),
+        json_first=True,
+    )
 
     def __init__(self, reason: str) -> None:
         self.reason = reason  # for the log and the audit only
@@ -169,6 +282,8 @@ class IdentityDisabled(SignInError):
 class InvalidPasskeyChallenge(SignInError):
     """No challenge of this ceremony is waiting for this browser: none was asked for, it was
     used, it expired, or it was issued to another browser or the other ceremony."""
+
+    wire = Wire(400, "invalid_challenge")
 
     def __init__(self, detail: str) -> None:
         self.detail = detail  # for the log and the audit only
@@ -181,6 +296,8 @@ class InvalidPasskeyChallenge(SignInError):
 class InvalidPasskeyResponse(SignInError):
     """The browser's passkey response cannot be read (missing members, bad encodings)."""
 
+    wire = Wire(400, "invalid_passkey_response")
+
     def __init__(self, detail: str) -> None:
         self.detail = detail
         super().__init__(f"the passkey response is malformed: {detail}")
@@ -189,6 +306,8 @@ class InvalidPasskeyResponse(SignInError):
 class PasskeyNotVerified(SignInError):
     """The passkey response was read but failed a check: ``reason`` names which (origin, RP
     ID, type, user presence or verification, signature, counter)."""
+
+    wire = Wire(400, "passkey_not_verified")
 
     def __init__(self, reason: str, account_id: str | None = None) -> None:
         self.reason = reason
@@ -199,12 +318,16 @@ class PasskeyNotVerified(SignInError):
 class UnknownPasskey(SignInError):
     """No account holds the credential that signed (never registered, or removed)."""
 
+    wire = Wire(401, "unknown_passkey")
+
     def __init__(self) -> None:
         super().__init__("no account has this passkey (it may have been removed)")
 
 
 class PasskeyAlreadyRegistered(SignInError):
     """The credential is registered already (to this or another account)."""
+
+    wire = Wire(409, "passkey_already_registered")
 
     def __init__(self) -> None:
         super().__init__("this passkey is registered already")
@@ -213,12 +336,16 @@ class PasskeyAlreadyRegistered(SignInError):
 class PasskeyNotFound(SignInError):
     """The account has no passkey with that id."""
 
+    wire = Wire(404, "passkey_not_found")
+
     def __init__(self) -> None:
         super().__init__("no passkey of this account has that id")
 
 
 class LastSignInMethod(SignInError):
     """Removing the passkey would leave the account with no way to sign in."""
+
+    wire = Wire(409, "last_sign_in_method")
 
     def __init__(self) -> None:
         super().__init__(
@@ -228,13 +355,17 @@ class LastSignInMethod(SignInError):
 
 
 class InvalidPasskeyName(SignInError):
+    wire = Wire(400, "invalid_request")
+
     def __init__(self, limit: int) -> None:
         super().__init__(f"a passkey's name is 1 to {limit} characters without control characters")
 
 
 class AccountDisabled(SignInError):
     """A provider reported an identity of the account disabled (RISC account-disabled): a
-    passkey sign-in to it is refused as a sign-in through that provider is."""
+    passkey sign-in to it is refused as a sign-in through that provider is (docs/passkeys.md)."""
+
+    wire = Wire(403, "access_denied")
 
     def __init__(self, reason: str, account_id: str | None = None) -> None:
         self.reason = reason  # for the log and the audit only
@@ -242,5 +373,9 @@ class AccountDisabled(SignInError):
         super().__init__("sign-in to this account is disabled")
 
 
-class ProviderUnavailable(Exception):
+class ProviderUnavailable(ContractError):
     """A provider's configuration could not be loaded (discovery failed, …): an internal error."""
+
+    wire = Wire(
+        500, "internal_error", "the provider's configuration could not be loaded", logged=True
+    )

@@ -16,10 +16,10 @@ import sys
 from typing import Any, NoReturn
 
 from authgate import __version__
-from authgate.entrypoints import assembly, resources, startup
-from authgate.entrypoints.config import Config, ConfigError, load, variable_of
+from authgate.entrypoints.app import build, stores
+from authgate.entrypoints.app.config import Config, ConfigError, StartupError, load, variable_of
+from authgate.entrypoints.app.serving import build_app, check_listeners, serve
 from authgate.entrypoints.rest.serving import configure_logging
-from authgate.entrypoints.serve_config import build_app, check_listeners, serve
 
 # The configuration file of every command run without --config.
 CONFIG_VARIABLE = "AUTHGATE_CONFIG"
@@ -52,7 +52,7 @@ def main(argv: list[str] | None = None) -> int:
         if not _stdout_closed():
             raise  # another pipe, a socket: not the reader of our output
         _end_as_a_closed_pipe_does()
-    except startup.StartupError as e:
+    except StartupError as e:
         _last_words(f"authgate: {e}")
         return 2
     except OSError as e:
@@ -141,8 +141,34 @@ ACCOUNT_HELP = (
 
 
 def _operator_commands(commands: Any) -> None:
-    """``accounts show|delete``, ``sessions revoke``, ``keys rotate|prune``, ``config check``: each
-    becomes the command name ``"<group> <action>"``."""
+    """``accounts show|delete``, ``sessions revoke``, ``keys rotate|prune``,
+    ``provider-tokens rekey``, ``config check``: each becomes the command name
+    ``"<group> <action>"``."""
+    _account_commands(commands)
+    _key_commands(commands)
+    tokens = commands.add_parser("provider-tokens", help="the provider tokens kept for revocation")
+    actions = tokens.add_subparsers(dest="action", required=True)
+    _with_config(
+        actions.add_parser(
+            "rekey",
+            help="re-seal every kept provider token under the first key of "
+            "provider_tokens.keys, so that the older keys can be removed",
+        )
+    )
+    config = commands.add_parser("config", help="check the configuration")
+    actions = config.add_subparsers(dest="action", required=True)
+    _with_config(
+        actions.add_parser(
+            "check",
+            help="load the configuration, reach the database and each provider's discovery and "
+            "key set; one line per check (exit 0: all pass, 1: a check failed, 2: unusable "
+            "configuration)",
+        )
+    )
+
+
+def _account_commands(commands: Any) -> None:
+    """``accounts show|delete`` and ``sessions revoke``."""
     accounts = commands.add_parser("accounts", help="show or delete an account")
     actions = accounts.add_subparsers(dest="action", required=True)
     show = _with_config(
@@ -155,7 +181,6 @@ def _operator_commands(commands: Any) -> None:
         )
     )
     delete.add_argument("account", metavar=ACCOUNT, help=ACCOUNT_HELP)
-
     sessions = commands.add_parser("sessions", help="end an account's sessions")
     actions = sessions.add_subparsers(dest="action", required=True)
     revoke = _with_config(
@@ -163,6 +188,9 @@ def _operator_commands(commands: Any) -> None:
     )
     revoke.add_argument("--account", required=True, metavar=ACCOUNT, help=ACCOUNT_HELP)
 
+
+def _key_commands(commands: Any) -> None:
+    """``keys rotate|prune``."""
     keys = commands.add_parser("keys", help="rotate and prune the session signing keys")
     actions = keys.add_subparsers(dest="action", required=True)
     _with_config(
@@ -182,45 +210,24 @@ def _operator_commands(commands: Any) -> None:
         )
     )
 
-    tokens = commands.add_parser("provider-tokens", help="the provider tokens kept for revocation")
-    actions = tokens.add_subparsers(dest="action", required=True)
-    _with_config(
-        actions.add_parser(
-            "rekey",
-            help="re-seal every kept provider token under the first key of "
-            "provider_tokens.keys, so that the older keys can be removed",
-        )
-    )
-
-    config = commands.add_parser("config", help="check the configuration")
-    actions = config.add_subparsers(dest="action", required=True)
-    _with_config(
-        actions.add_parser(
-            "check",
-            help="load the configuration, reach the database and each provider's discovery and "
-            "key set; one line per check (exit 0: all pass, 1: a check failed, 2: unusable "
-            "configuration)",
-        )
-    )
-
 
 def _run(args: argparse.Namespace, config: Config) -> int:
     command = " ".join(filter(None, (args.command, getattr(args, "action", None))))
     if command == "openapi":
-        print(json.dumps(assembly.document(config), indent=2))
+        print(json.dumps(build.document(config), indent=2))
         return 0
     if command not in ("serve", "migrate"):
         return _operate(command, args, config)
     configure_logging()
     if command == "migrate":
-        return resources.migrate(config)
+        return stores.migrate(config)
     return _serve(args, config)
 
 
 def _serve(args: argparse.Namespace, config: Config) -> int:
     """One process serving, or (``--workers``/``rest.workers`` above 1) the parent of the
     worker processes, or one of those (``--worker``)."""
-    from authgate.entrypoints import workers
+    from authgate.entrypoints.app import workers
 
     worker: int | None = args.worker
     if worker is None:
@@ -233,7 +240,7 @@ def _serve(args: argparse.Namespace, config: Config) -> int:
     on_ready = None if ready_fd is None else (lambda _: workers.report_ready(ready_fd))
     check_listeners(config, worker, lambda setting: variable_of(args.config, setting))
     _drop_generated_sources()
-    serve(assembly.create_app(config, build_app), config, on_ready, worker)
+    serve(build.create_app(config, build_app), config, on_ready, worker)
     _end_without_collecting()
     return 0
 

@@ -41,18 +41,12 @@ from authgate.adapters.provider.discovery import WELL_KNOWN
 from authgate.adapters.provider.provider import OAuthIdentityProvider
 from authgate.domain.errors import ProviderUnavailable
 from authgate.domain.model import Account, ClientInfo, Outcome, ProviderIdentity
-from authgate.entrypoints import development
-from authgate.entrypoints.assembly import check
-from authgate.entrypoints.config import Config, ProviderConfig
-from authgate.entrypoints.resources import (
-    Resources,
-    open_resources,
-    provider_adapters,
-    reach_database,
-    reach_redis,
-)
-from authgate.entrypoints.startup import StartupError
-from authgate.entrypoints.wiring import Services, build_services, receiver_routes
+from authgate.entrypoints.app import development
+from authgate.entrypoints.app.build import Resources, check, open_resources, signin_face
+from authgate.entrypoints.app.config import Config, ProviderConfig, StartupError
+from authgate.entrypoints.app.provider_events import receiver_routes
+from authgate.entrypoints.app.signin import SignIn, provider_adapters
+from authgate.entrypoints.app.stores import reach_database, reach_redis
 from authgate.ports.provider import IdentityProvider
 from authgate.ports.provider_tokens import TokenUnreadable
 from authgate.services.audit import audit_event
@@ -76,13 +70,13 @@ def _fail(command: str, message: str, status: int) -> int:
     return status
 
 
-Command = Callable[[Resources, Services], Awaitable[int]]
+Command = Callable[[Resources, SignIn], Awaitable[int]]
 
 
 async def _with_resources(config: Config, command: Command) -> int:
     resources = await open_resources(config)
     try:
-        return await command(resources, build_services(config, resources))
+        return await command(resources, signin_face(config, resources)[0])
     finally:
         await resources.close()
 
@@ -95,19 +89,19 @@ async def _find_account(resources: Resources, ref: str) -> Account:
     ``user:provider:subject``, or ``provider:subject``), an email address or an account id."""
     identity = ProviderIdentity.parse(ref)
     if identity is not None:
-        found = await resources.accounts.find_by_identity(identity)
+        found = await resources.stores.accounts.find_by_identity(identity)
         if found is None:
             raise NotFound(f"no account holds the identity {identity.provider_id}")
         return found
     if "@" in ref:
-        matches = await resources.accounts.find_by_email(ref)
+        matches = await resources.stores.accounts.find_by_email(ref)
         if not matches:
             raise NotFound(f"no account has the email {ref}")
         if len(matches) > 1:
             ids = ", ".join(a.id for a in matches)
             raise NotFound(f"{len(matches)} accounts have the email {ref} ({ids}); show one by id")
         return matches[0]
-    found = await resources.accounts.get(ref)
+    found = await resources.stores.accounts.get(ref)
     if found is None:
         raise NotFound(f"no account {ref}")
     return found
@@ -120,14 +114,14 @@ def _time(value: dt.datetime | None) -> str | None:
 async def show_account(config: Config, ref: str) -> int:
     """``accounts show``: the account as JSON (never a token); 1 when nothing matches."""
 
-    async def command(resources: Resources, _: Services) -> int:
+    async def command(resources: Resources, _: SignIn) -> int:
         try:
             account = await _find_account(resources, ref)
         except NotFound as e:
             return _fail("accounts show", str(e), 1)
-        identities = await resources.accounts.list_identities(account.id)
-        now = resources.clock.now()
-        live = await resources.session_records.live_for_account(account.id, now)
+        identities = await resources.stores.accounts.list_identities(account.id)
+        now = resources.shared.clock.now()
+        live = await resources.stores.session_records.live_for_account(account.id, now)
         document: dict[str, Any] = {
             "id": account.id,
             "email": account.email,
@@ -151,7 +145,7 @@ async def show_account(config: Config, ref: str) -> int:
             ],
             "liveSessions": len(live),
         }
-        if resources.passkeys is not None:
+        if resources.stores.passkeys is not None:
             document["passkeys"] = [
                 {
                     "id": p.id,
@@ -161,7 +155,7 @@ async def show_account(config: Config, ref: str) -> int:
                     "backedUp": p.backed_up,
                     "signCount": p.sign_count,
                 }
-                for p in await resources.passkeys.for_account(account.id)
+                for p in await resources.stores.passkeys.for_account(account.id)
             ]
         print(json.dumps(document, indent=2))
         return 0
@@ -175,14 +169,14 @@ async def delete_account(config: Config, ref: str) -> int:
     announced. 1 when nothing matches."""
     name = "accounts delete"
 
-    async def command(resources: Resources, services: Services) -> int:
-        now = resources.clock.now()
+    async def command(resources: Resources, services: SignIn) -> int:
+        now = resources.shared.clock.now()
         try:
             account_id = (await _find_account(resources, ref)).id
         except NotFound as e:
             return _fail(name, str(e), 1)
         try:
-            async with resources.units.begin() as tx:
+            async with resources.stores.units.begin() as tx:
                 ended = await services.sessions.revoke_all_in(tx, account_id, now)
                 # The running instances' workers revoke the provider tokens.
                 await enqueue_token_revocations(tx, account_id, now)
@@ -209,7 +203,7 @@ async def revoke_sessions(config: Config, ref: str) -> int:
     instances). 1 when nothing matches."""
     name = "sessions revoke"
 
-    async def command(resources: Resources, services: Services) -> int:
+    async def command(resources: Resources, services: SignIn) -> int:
         try:
             account_id = (await _find_account(resources, ref)).id
         except NotFound as e:
@@ -278,18 +272,17 @@ async def rekey_provider_tokens(config: Config) -> int:
     or a token opens under no configured key (one of its keys was removed too early)."""
     name = "provider-tokens rekey"
 
-    async def command(resources: Resources, services: Services) -> int:
-        if resources.sealer is None:
+    async def command(resources: Resources, services: SignIn) -> int:
+        sealer = resources.shared.sealer
+        if sealer is None:
             return _fail(name, "provider_tokens.keys is empty: nothing is sealed", 2)
         try:
-            done = await services.provider_tokens.rekey(resources.provider_tokens)
+            done = await services.provider_tokens.rekey(resources.stores.provider_tokens)
         except TokenUnreadable as e:
             return _fail(name, f"a kept token cannot be opened: {e}", 2)
-        pending = await resources.revocation_outbox.pending()
-        older = sum(1 for p in pending if p.sealed.key_id != resources.sealer.seal_key_id)
-        print(
-            f"authgate: re-sealed {done} provider token(s) under key {resources.sealer.seal_key_id}"
-        )
+        pending = await resources.stores.revocation_outbox.pending()
+        older = sum(1 for p in pending if p.sealed.key_id != sealer.seal_key_id)
+        print(f"authgate: re-sealed {done} provider token(s) under key {sealer.seal_key_id}")
         if older:
             # Outbox rows keep the key they were sealed with: they are sent (or given up)
             # within provider_tokens.give_up_after_seconds.

@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Mapping
-from typing import Any, Protocol
+from typing import Any, ClassVar, Protocol
 
 import attrs
 
+from authgate.domain.errors import ContractError, Wire
 from authgate.domain.model import EventId
 
 # RFC 8935 section 2.4 (Security Event Token error codes), also answered by the Apple
@@ -22,7 +23,12 @@ INVALID_AUDIENCE = "invalid_audience"
 
 class EventTokenRejected(Exception):
     """The event token does not verify. ``code`` is the RFC 8935 error code; the text is a
-    log-safe description (never the token) that may be returned to the provider."""
+    log-safe description (never the token) that may be returned to the provider. Answered
+    ``status`` (RFC 8935 section 2.3: final, the provider does not retry) with RFC 8935's
+    body ``{"err", "description"}``, and for a back-channel logout OpenID Connect's ``error``
+    (:data:`INVALID_REQUEST`) and ``error_description`` besides (its section 2.8)."""
+
+    status: ClassVar[int] = 400
 
     def __init__(self, code: str, description: str) -> None:
         self.code = code
@@ -30,9 +36,18 @@ class EventTokenRejected(Exception):
         super().__init__(description)
 
 
-class EventTokenUnavailable(Exception):
+class EventTokenUnavailable(ContractError):
     """The provider's key set (or its configuration document) cannot be loaded at all: an
-    outage, not a bad token; the provider should retry later."""
+    outage, not a bad token; the provider should retry later (a 503: RFC 8935 makes a 400
+    final)."""
+
+    wire = Wire(
+        503,
+        "temporarily_unavailable",
+        "the provider's keys cannot be loaded; retry later",
+        headers={"Retry-After": "60", "Cache-Control": "no-store"},
+        logged=True,
+    )
 
 
 @attrs.frozen

@@ -73,9 +73,9 @@ async def enqueue_token_revocations(
 class ProviderTokenService:
     """Keeps provider tokens sealed; wakes the worker when revocations were queued."""
 
-    def __init__(self, sealer: TokenSealer | None) -> None:
+    def __init__(self, sealer: TokenSealer | None, worker: RevocationWorker | None = None) -> None:
         self.sealer = sealer
-        self.worker: RevocationWorker | None = None
+        self.worker = worker
         self._warned: set[str] = set()
 
     async def keep(

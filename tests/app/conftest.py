@@ -14,10 +14,10 @@ import yaml
 from aiohttp import ClientResponse, web
 from aiohttp.test_utils import TestClient, TestServer
 
-from authgate.entrypoints import assembly
-from authgate.entrypoints.config import Config, parse
+from authgate.entrypoints.app import build as assembly
+from authgate.entrypoints.app.config import Config, parse
+from authgate.entrypoints.app.serving import build_app
 from authgate.entrypoints.rest.serving import AccessLogger
-from authgate.entrypoints.serve_config import build_app
 from authgate.ports.clock import Clock
 from tests.fakeidp import FakeIdP, FakeUser, SettableClock
 from tests.fakeidp.fixtures import fake_idp, http_session, idp_clock  # noqa: F401
@@ -198,7 +198,7 @@ class Events:
         return answer.status
 
     async def audit(self) -> list[Any]:
-        return await self.client.app[assembly.RESOURCES].events.recent(1000)
+        return await self.client.app[assembly.RESOURCES].stores.events.recent(1000)
 
 
 def events_config(

@@ -136,9 +136,9 @@ class Passkeys:
         return body
 
     async def audit(self) -> list[Any]:
-        from authgate.entrypoints import assembly
+        from authgate.entrypoints.app import build as assembly
 
-        return await self.client.app[assembly.RESOURCES].events.recent(1000)
+        return await self.client.app[assembly.RESOURCES].stores.events.recent(1000)
 
 
 async def start_passkeys(

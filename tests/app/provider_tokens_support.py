@@ -11,7 +11,7 @@ from typing import Any
 import asyncpg
 
 from authgate.domain.model import Outcome
-from authgate.entrypoints.assembly import RESOURCES
+from authgate.entrypoints.app.build import RESOURCES
 
 from .conftest import Client
 
@@ -43,7 +43,7 @@ async def outbox_empty(database_url: str) -> bool:
 
 async def outcomes(client: Client, account_id: str) -> list[tuple[str, str]]:
     """(provider, outcome) of every audit event of the account."""
-    events = await client.app[RESOURCES].events.for_account(account_id)
+    events = await client.app[RESOURCES].stores.events.for_account(account_id)
     return [(e.provider, e.outcome.value) for e in events]
 
 

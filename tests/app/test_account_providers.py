@@ -15,7 +15,7 @@ from joserfc.jwk import ECKey, KeySet
 
 from authgate.adapters.jose import JwtSessionTokens, load_or_create_keys
 from authgate.domain.model import SessionRecord
-from authgate.entrypoints.assembly import RESOURCES
+from authgate.entrypoints.app.build import RESOURCES
 
 from .conftest import Client, MakeService
 
@@ -65,7 +65,7 @@ async def live_session(client: Client, account_id: str = "acct-1", sid: str = SE
     """A session the service recorded, as a sign-in does (tokens are accepted only for a
     live recorded session)."""
     now = dt.datetime.now(dt.UTC)
-    await client.app[RESOURCES].session_records.add(
+    await client.app[RESOURCES].stores.session_records.add(
         SessionRecord(
             id=sid,
             account_id=account_id,

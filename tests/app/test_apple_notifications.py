@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from authgate.domain.model import Outcome, ProviderIdentity
-from authgate.entrypoints.assembly import RESOURCES
+from authgate.entrypoints.app.build import RESOURCES
 from tests.fakeidp import FakeIdP, FakeUser, SettableClock
 from tests.fakeidp.events import EventFault, apple_notification, sign_event
 from tests.support.jwt import claims_of
@@ -62,7 +62,9 @@ async def providers_of(events: Events, token: str) -> list[str]:
 
 
 async def identity(events: Events, sub: str) -> Any:
-    return await events.client.app[RESOURCES].accounts.get_identity(ProviderIdentity("apple", sub))
+    return await events.client.app[RESOURCES].stores.accounts.get_identity(
+        ProviderIdentity("apple", sub)
+    )
 
 
 @pytest.mark.parametrize("event_type", ["consent-revoked", "account-delete"])

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from authgate.entrypoints.config import ConfigError
+from authgate.entrypoints.app.config import ConfigError
 from tests.fakeidp import FakeIdP
 
 from .conftest import APP_URL, CALLBACK_URL, Client, MakeService, load_config

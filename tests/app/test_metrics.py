@@ -17,9 +17,9 @@ import pytest
 import yaml
 from prometheus_client.parser import text_string_to_metric_families
 
-from authgate.entrypoints import assembly
-from authgate.entrypoints.config import ConfigError, parse
-from authgate.entrypoints.serve_config import build_app
+from authgate.entrypoints.app import build as assembly
+from authgate.entrypoints.app.config import ConfigError, parse
+from authgate.entrypoints.app.serving import build_app
 from tests.fakeidp import FakeIdP, FakeUser, SettableClock, TokenMode
 
 from .conftest import (
@@ -166,14 +166,14 @@ async def test_scrape_counts_sign_ins_failures_and_rejections(
 
 
 async def accounts_of(signin: SignIn) -> list[Any]:
-    from authgate.entrypoints.assembly import RESOURCES
+    from authgate.entrypoints.app.build import RESOURCES
 
     resources = signin.client.app[RESOURCES]  # type: ignore[index]
     found = []
     for user in ("metrics-alice-sub", "metrics-bob-sub"):
         from authgate.domain.model import ProviderIdentity
 
-        account = await resources.accounts.find_by_identity(ProviderIdentity("google", user))
+        account = await resources.stores.accounts.find_by_identity(ProviderIdentity("google", user))
         assert account is not None
         found.append(account)
     return found

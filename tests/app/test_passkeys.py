@@ -16,8 +16,8 @@ from typing import Any
 import pytest
 
 from authgate.domain.model import Outcome, ProviderIdentity
-from authgate.entrypoints import assembly
-from authgate.entrypoints.config import ConfigError, parse
+from authgate.entrypoints.app import build as assembly
+from authgate.entrypoints.app.config import ConfigError, parse
 from tests.fakeidp import FakeIdP, SettableClock
 from tests.support.webauthn import ES256, RS1, UP, UV, SoftAuthenticator, b64url, unb64url
 
@@ -734,7 +734,7 @@ async def test_deleting_the_account_deletes_its_passkeys(passkeys: Passkeys) -> 
 async def test_a_disabled_account_is_refused_like_a_provider_sign_in(passkeys: Passkeys) -> None:
     token, authenticator, added = await signed_up(passkeys)
     resources = passkeys.client.app[assembly.RESOURCES]
-    await resources.accounts.set_identity_disabled(
+    await resources.stores.accounts.set_identity_disabled(
         ProviderIdentity("google", ADA.sub), "account-disabled"
     )
     body = await refused(await passkeys.sign_in(authenticator), 403, "access_denied")
@@ -820,7 +820,7 @@ passkeys: {enabled: true, rp_id: example.com}
 
 
 def test_passkeys_are_off_unless_enabled(tmp_path: Path) -> None:
-    from authgate.entrypoints.assembly import document
+    from authgate.entrypoints.app.build import document
 
     text = "rest: {port: 8080}\notel: {service: {name: t}, sdk: {disabled: true}}\n"
     assert not [p for p in document(parse(text))["paths"] if "passkeys" in p]

@@ -318,7 +318,7 @@ async def test_a_callback_url_of_another_provider_is_refused_at_initiation(
 async def test_a_callback_url_that_names_no_provider_is_refused_at_start_up(
     make_service: MakeService,
 ) -> None:
-    from authgate.entrypoints.config import ConfigError
+    from authgate.entrypoints.app.config import ConfigError
 
     with pytest.raises(ConfigError, match=r"app\.callback_urls: .*names no configured provider"):
         await make_service({"app": {"url": APP_URL, "callback_urls": ["https://x.example/cb"]}})

@@ -8,8 +8,9 @@ from typing import Any
 
 import pytest
 
-from authgate.entrypoints import assembly, wiring
-from authgate.entrypoints.config import ConfigError
+from authgate.entrypoints.app import build as assembly
+from authgate.entrypoints.app import provider_events as wiring
+from authgate.entrypoints.app.config import ConfigError
 from tests.fakeidp import FakeIdP, SettableClock
 from tests.fakeidp.events import logout_token
 

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from authgate.domain.model import Outcome
-from authgate.entrypoints.assembly import RESOURCES
+from authgate.entrypoints.app.build import RESOURCES
 from tests.fakeidp import FakeIdP, FakeUser, RevocationStyle, SettableClock
 from tests.fakeidp.events import apple_notification, security_event
 from tests.support.stores import service_database_url
@@ -83,7 +83,7 @@ async def ada_with_google_and_apple(events: Events) -> str:
 
 
 async def audit_details(events: Events, account_id: str, outcome: Outcome) -> list[str | None]:
-    found = await events.client.app[RESOURCES].events.for_account(account_id)
+    found = await events.client.app[RESOURCES].stores.events.for_account(account_id)
     return [e.detail for e in found if e.outcome is outcome]
 
 

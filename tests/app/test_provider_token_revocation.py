@@ -21,7 +21,7 @@ from aiohttp import ClientResponse
 
 from authgate.domain.model import Outcome
 from authgate.entrypoints import operator
-from authgate.entrypoints.assembly import RESOURCES
+from authgate.entrypoints.app.build import RESOURCES
 from tests.fakeidp import FakeIdP, FakeUser, RevocationStyle, SettableClock, Shape
 from tests.support.stores import service_database_url
 from tests.support.waiting import eventually
@@ -252,7 +252,7 @@ async def test_a_token_the_provider_no_longer_knows_counts_as_revoked(
     assert idp.google.revocations[0].known is False  # Google answered 400 invalid_token
 
     async def audited() -> list[str | None]:
-        events = await signin.client.app[RESOURCES].events.for_account(account_of(token))
+        events = await signin.client.app[RESOURCES].stores.events.for_account(account_of(token))
         return [e.detail for e in events if e.outcome is Outcome.PROVIDER_TOKEN_REVOKED]
 
     await eventually(audited, what="the revocation audited")
@@ -342,7 +342,7 @@ async def test_no_provider_token_in_responses_logs_or_the_export(
     await eventually(lambda: len(idp.google.revocations) == 1, what="google revocation")
     export = await signin.client.get("/v1/account/export", headers=bearer(token))
     bodies.append(await export.text())
-    events = await signin.client.app[RESOURCES].events.for_account(account_of(token))
+    events = await signin.client.app[RESOURCES].stores.events.for_account(account_of(token))
     issued = [*idp.apple.refresh_tokens, *idp.apple.access_tokens, *idp.google.access_tokens]
     issued += [r.token for r in idp.google.revocations]
     assert issued

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from authgate.entrypoints.config import ConfigError
+from authgate.entrypoints.app.config import ConfigError
 from tests.fakeidp import FakeIdP, FakeUser, SettableClock
 
 from .conftest import APP_URL, CALLBACK_URL, Client, MakeService, SignIn, load_config

@@ -34,7 +34,7 @@ import attrs
 import pytest
 
 from authgate.adapters.postgres import migrate
-from authgate.entrypoints.config import ConfigError
+from authgate.entrypoints.app.config import ConfigError
 from bench.harness import ServiceProcess, mint_session, service_config, write_config
 from bench.openid_bench import basic, pkce, seed
 from tests.support.postgres import PostgresServer, run_sync

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from authgate.entrypoints.config import ConfigError
+from authgate.entrypoints.app.config import ConfigError
 from authgate.entrypoints.demo.docs import SWAGGER_FILES
 
 from .conftest import MakeService, load_config

@@ -15,13 +15,13 @@ import pytest
 import yaml
 from joserfc.jwk import ECKey, RSAKey
 
-from authgate.entrypoints.cli import main
-from authgate.entrypoints.config import (
+from authgate.entrypoints.app.config import (
     ConfigError,
     client_registry,
     openid_issuer,
     parse,
 )
+from authgate.entrypoints.cli import main
 from tests.cli.test_config_cli import run_cli
 
 SECRET = "s3cr3t-" + "x" * 40

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 from openapi_spec_validator import validate
 
+from authgate.entrypoints.app.config import ConfigError, load, parse
 from authgate.entrypoints.cli import main
-from authgate.entrypoints.config import ConfigError, load, parse
 
 GOOD = """\
 rest:

@@ -77,22 +77,21 @@ def test_config_check_refuses_two_development_providers_with_one_client_id(
     assert not (tmp_path / "var").exists()  # refused before anything was made
 
 
-def test_config_check_sets_up_the_providers_the_development_provider_serves(
-    tmp_path: Path,
-) -> None:
-    """Not fetched (they answer once the service runs), but refused as serve refuses them;
-    the development Apple key file is still made only by the first start."""
+def test_config_check_refuses_a_provider_setting_as_serve_does(tmp_path: Path) -> None:
+    """A provider's YAML is read straight into the adapter's settings, which refuse it as
+    the configuration is read: the check and ``serve`` alike, before anything is made (the
+    development Apple key file included)."""
     path = default_config(tmp_path, {"providers.facebook.id_token_algorithms": ["HS256"]})
     env = ports()
-    check = authgate("config", "check", "--config", str(path), cwd=tmp_path, env=env)
-    assert check.returncode == 1
     refusal = "providers.facebook: provider 'facebook': id_token_algorithms: 'HS256' is not allowed"
-    assert f"provider facebook: FAILED {refusal}" in check.stdout
-    assert "provider apple: served by this service" in check.stdout
-    assert not (tmp_path / "var" / "dev-apple-key.pem").exists()
+    check = authgate("config", "check", "--config", str(path), cwd=tmp_path, env=env)
     serve = authgate("serve", "--config", str(path), cwd=tmp_path, env=env)
-    assert serve.returncode == 2
-    assert serve.stderr.splitlines()[-1].startswith(f"authgate: {refusal}")
+    for result in (check, serve):
+        assert result.returncode == 2, result.stdout + result.stderr
+        last = result.stderr.strip().splitlines()[-1]
+        assert last.startswith(f"authgate: configuration error in {path}: {refusal}")
+    assert check.stdout == ""  # not "config: ok"
+    assert not (tmp_path / "var").exists()  # refused before anything was made
 
 
 def test_config_check_refuses_a_revocation_channel_without_its_store(tmp_path: Path) -> None:

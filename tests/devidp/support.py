@@ -22,9 +22,9 @@ from aiohttp.test_utils import TestClient, TestServer
 from joserfc import jwt
 from joserfc.jwk import ECKey
 
-from authgate.entrypoints import assembly
-from authgate.entrypoints.config import Config, parse
-from authgate.entrypoints.serve_config import build_app
+from authgate.entrypoints.app import build as assembly
+from authgate.entrypoints.app.config import Config, parse
+from authgate.entrypoints.app.serving import build_app
 from tests.support.ports import free_port, free_ports
 
 APP_URL = "https://app.example.com"

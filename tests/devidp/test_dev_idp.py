@@ -562,7 +562,7 @@ async def test_not_mounted_unless_enabled(make_dev_service: Any, tmp_path: Path)
 
 
 async def test_issuer_override_must_end_with_the_mount_path(make_dev_service: Any) -> None:
-    from authgate.entrypoints.startup import StartupError
+    from authgate.entrypoints.app.config import StartupError
 
     with pytest.raises(StartupError, match=r"dev\.issuer"):
         await make_dev_service({"dev": {"issuer": "http://127.0.0.1:1/elsewhere"}})

@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from authgate.entrypoints import cli
-from authgate.entrypoints.assembly import document
-from authgate.entrypoints.config import load
+from authgate.entrypoints.app.build import document
+from authgate.entrypoints.app.config import load
 
 ROOT = Path(__file__).resolve().parents[2]
 README = (ROOT / "README.md").read_text()

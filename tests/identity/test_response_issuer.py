@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from authgate.entrypoints.resources import open_resources
+from authgate.entrypoints.app.build import open_resources
 from authgate.ports.provider import ExchangeFailed, VerificationFailed
 from tests.app.conftest import load_config
 from tests.fakeidp import FakeIdP

@@ -360,7 +360,7 @@ async def test_apple_adapter_type(make_adapter: MakeAdapter) -> None:
 
 async def test_fake_config_is_a_valid_providers_section(fake_idp: FakeIdP) -> None:
     """``fake.config(name)`` is what the service's YAML ``providers`` section takes."""
-    from authgate.entrypoints.config import parse
+    from authgate.entrypoints.app.config import parse
 
     providers = {name: fake_idp.config(name) for name in ("google", "facebook", "apple")}
     text = json.dumps(

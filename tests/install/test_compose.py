@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 import yaml
 
-from authgate.entrypoints.config import load
+from authgate.entrypoints.app.config import load
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from authgate.entrypoints.config import ConfigError
+from authgate.entrypoints.app.config import ConfigError
 from tests.devidp.support import APP_URL, Service, StartService, to_config
 from tests.lifecycle.test_lifecycle import bearer, signed_in
 

@@ -11,7 +11,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from authgate.entrypoints.config import ConfigError
+from authgate.entrypoints.app.config import ConfigError
 from tests.app.conftest import load_config
 
 from .harness import CLIENTS, ISSUER, Op

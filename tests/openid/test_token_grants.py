@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from authgate.domain.openid.records import SESSION_CLIENT_GRACE
-from authgate.entrypoints import assembly
+from authgate.entrypoints.app import build as assembly
 from tests.app.conftest import MakeService
 from tests.fakeidp import FakeIdP, SettableClock
 from tests.support.jwt import claims_of
@@ -28,7 +28,7 @@ async def family_live(op: Op, access_token: str) -> bool:
     ask), read from the store behind the HTTP API."""
     family = claims_of(access_token)["fam"]
     resources = op.client.app[assembly.RESOURCES]
-    async with resources.units.begin() as tx:
+    async with resources.stores.units.begin() as tx:
         return await tx.refresh_tokens.is_family_live(family, op.clock.now())
 
 
@@ -222,7 +222,7 @@ async def test_the_session_remembers_its_client_past_its_absolute_expiry(op: Op)
     await op.tokens(request, await op.code(request))
     sid = claims_of(session)["sid"]
     resources = op.client.app[assembly.RESOURCES]
-    async with resources.units.begin() as tx:
+    async with resources.stores.units.begin() as tx:
         record = await tx.sessions.get(sid)
         [served] = await tx.session_clients.for_session(sid)
     assert record is not None

@@ -10,8 +10,8 @@ from typing import Any
 import attrs
 from aiohttp import ClientResponse
 
-from authgate.entrypoints import assembly
-from authgate.entrypoints.resources import Resources
+from authgate.entrypoints.app import build as assembly
+from authgate.entrypoints.app.build import Resources
 from tests.support.jwt import claims_of
 
 from .harness import SAME_ORIGIN, THIRD_REDIRECT, THIRD_SECRET, Answer, Op, Request
@@ -66,7 +66,7 @@ async def test_consent_code_withdraw_redeem_is_invalid_grant(op_on: Op) -> None:
     assert await refused(await redeem_third(op, request, answer)) == "invalid_grant"
     assert await apps(op) == []
     # Nothing was issued: no family of the client, live or not.
-    async with resources(op).units.begin() as tx:
+    async with resources(op).stores.units.begin() as tx:
         families = await tx.refresh_tokens.for_account(op_account(op))
     assert [f for f in families if f.client_id == "third"] == []
     # The next authorization asks for consent again.
@@ -83,7 +83,7 @@ async def test_a_code_is_refused_once_its_grant_is_gone_even_if_it_was_not_spent
     await op.sign_in()
     request = third()
     answer = await op.answer(await op.consent(await op.authorize(request)))
-    async with resources(op).units.begin() as tx:
+    async with resources(op).stores.units.begin() as tx:
         assert await tx.grants.remove(op_account(op), "third")
     assert await refused(await redeem_third(op, request, answer)) == "invalid_grant"
     # The code is spent by the attempt: a later grant does not revive it.
@@ -98,7 +98,7 @@ async def test_a_code_of_a_wider_request_than_the_grant_is_refused(op_on: Op) ->
     await op.sign_in()
     request = third("openid profile email")
     answer = await op.answer(await op.consent(await op.authorize(request)))
-    async with resources(op).units.begin() as tx:
+    async with resources(op).stores.units.begin() as tx:
         kept = await tx.grants.get(op_account(op), "third")
         assert kept is not None
         await tx.grants.remove(op_account(op), "third")

@@ -30,8 +30,7 @@ from joserfc.jwk import KeySet
 
 from authgate.domain.openid.logout import BACKCHANNEL_LOGOUT_EVENT
 from authgate.domain.openid.records import RefreshToken, SessionClient, TokenFamily, token_digest
-from authgate.entrypoints.assembly import RESOURCES
-from authgate.entrypoints.resources import Resources
+from authgate.entrypoints.app.build import RESOURCES, Resources
 from tests.app.conftest import (  # noqa: F401 - fixtures
     APP_URL,
     CALLBACK_URL,
@@ -286,7 +285,7 @@ class Provider:
     async def served(self, session: Session, *client_ids: str) -> None:
         """The clients received tokens in the session (what the token endpoint records)."""
         now = self.clock.now()
-        async with self.resources.units.begin() as tx:
+        async with self.resources.stores.units.begin() as tx:
             for client_id in client_ids:
                 await tx.session_clients.add(
                     SessionClient(
@@ -303,7 +302,7 @@ class Provider:
         now = self.clock.now()
         family_id = uuid.uuid4().hex
         expires = now + dt.timedelta(days=30)
-        async with self.resources.units.begin() as tx:
+        async with self.resources.stores.units.begin() as tx:
             await tx.refresh_tokens.start_family(
                 TokenFamily(
                     family_id, client_id, session.account_id, session.session_id, now, expires
@@ -323,7 +322,7 @@ class Provider:
         return family_id
 
     async def family_live(self, family_id: str) -> bool:
-        async with self.resources.units.begin() as tx:
+        async with self.resources.stores.units.begin() as tx:
             return await tx.refresh_tokens.is_family_live(family_id, self.clock.now())
 
     async def status(self, session: Session) -> int:
@@ -359,11 +358,11 @@ class Provider:
         return params["error"]
 
     async def outbox(self) -> list[Any]:
-        async with self.resources.units.begin() as tx:
+        async with self.resources.stores.units.begin() as tx:
             return await tx.logout_outbox.pending()
 
     async def audit(self) -> list[Any]:
-        return await self.resources.events.recent(1000)
+        return await self.resources.stores.events.recent(1000)
 
 
 async def open_provider(

@@ -335,7 +335,7 @@ async def test_a_client_no_longer_registered_is_given_up_at_once(op: Provider) -
     """A row queued for a client the configuration has since dropped (a restart in between):
     nothing to send it to, so it is given up, audited, without waiting for the bound."""
     now = op.clock.now()
-    async with op.resources.units.begin() as tx:
+    async with op.resources.stores.units.begin() as tx:
         await tx.logout_outbox.add(
             PendingLogout("row-1", "retired", "acct-1", "sid-1", now, next_attempt_at=now)
         )

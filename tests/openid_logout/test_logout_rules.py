@@ -15,7 +15,7 @@ from authgate.domain.openid.logout import (
     logout_token_claims,
     post_logout_redirect,
 )
-from authgate.entrypoints.config import ConfigError
+from authgate.entrypoints.app.config import ConfigError
 from tests.app.conftest import load_config
 
 SRC = Path(__file__).resolve().parents[2] / "src"

@@ -45,7 +45,7 @@ async def op_short(
 
 
 async def live(op: Provider, session: Session) -> bool:
-    async with op.resources.units.begin() as tx:
+    async with op.resources.stores.units.begin() as tx:
         return await tx.sessions.is_live(session.session_id, op.clock.now())
 
 

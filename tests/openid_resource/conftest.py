@@ -22,8 +22,8 @@ from authgate.domain.openid.records import (
     TokenFamily,
     token_digest,
 )
-from authgate.entrypoints import assembly
-from authgate.entrypoints.resources import Resources
+from authgate.entrypoints.app import build as assembly
+from authgate.entrypoints.app.build import Resources
 from tests.app.conftest import (
     APP_URL,
     CALLBACK_URL,
@@ -183,7 +183,7 @@ class Provider:
                 created_at=now,
                 expires_at=now + dt.timedelta(days=30),
             )
-        async with self.resources.units.begin() as tx:
+        async with self.resources.stores.units.begin() as tx:
             await tx.refresh_tokens.start_family(family, first)
         claims = AccessTokenClaims(
             issuer=ISSUER,

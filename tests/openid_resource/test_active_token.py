@@ -56,7 +56,7 @@ async def test_a_revoked_family_ends_its_tokens_at_once(provider: Provider) -> N
     sibling = await provider.issue(person)  # another family of the same session and client
     assert issued.refresh_token is not None
     assert await provider.active(issued.access_token)
-    async with provider.resources.units.begin() as tx:
+    async with provider.resources.stores.units.begin() as tx:
         assert await tx.refresh_tokens.revoke_family(issued.family_id, provider.clock.now())
     assert not await provider.active(issued.access_token)
     assert not await provider.active(issued.refresh_token)
@@ -100,7 +100,7 @@ async def test_a_rotated_or_expired_refresh_token_is_inactive(provider: Provider
     assert issued.refresh_token is not None
     now = provider.clock.now()
     successor = secrets.token_urlsafe(32)
-    async with provider.resources.units.begin() as tx:
+    async with provider.resources.stores.units.begin() as tx:
         old = await tx.refresh_tokens.get(token_digest(issued.refresh_token))
         assert old is not None
         new = RefreshToken(

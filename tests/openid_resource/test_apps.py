@@ -30,7 +30,7 @@ async def grant(provider: Provider, person: Person, client_id: str, *scopes: str
         granted_at=at - dt.timedelta(days=2),
         last_used_at=at - dt.timedelta(hours=1) if client_id == "web" else None,
     )
-    async with provider.resources.units.begin() as tx:
+    async with provider.resources.stores.units.begin() as tx:
         return await tx.grants.put(kept)
 
 
@@ -85,7 +85,7 @@ async def test_an_application_whose_tokens_still_work_is_listed_without_a_grant(
     await provider.issue(person, client_id="other")
     # Not working: a revoked family, and one of a session that ended.
     revoked = await provider.issue(person, client_id="spa")
-    async with provider.resources.units.begin() as tx:
+    async with provider.resources.stores.units.begin() as tx:
         await tx.refresh_tokens.revoke_family(revoked.family_id, provider.clock.now())
     elsewhere = await provider.sign_in(FRANK)
     await provider.issue(elsewhere, client_id="api")
@@ -135,7 +135,7 @@ async def test_withdrawing_revokes_the_applications_tokens_at_once(provider: Pro
     assert [a["clientId"] for a in await apps_of(provider, person)] == ["other"]
     audited = [
         e
-        for e in await provider.resources.events.for_account(person.account_id)
+        for e in await provider.resources.stores.events.for_account(person.account_id)
         if e.outcome is Outcome.APP_WITHDRAWN
     ]
     assert len(audited) == 1

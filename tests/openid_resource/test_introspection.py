@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from authgate.entrypoints.config import ConfigError
+from authgate.entrypoints.app.config import ConfigError
 from tests.app.conftest import MakeService, load_config
 from tests.fakeidp import FakeIdP, FakeUser, SettableClock
 from tests.openid_resource.conftest import (
@@ -87,7 +87,7 @@ async def test_a_session_token_is_described_while_its_session_lives(provider: Pr
 async def test_anything_inactive_is_active_false_and_nothing_else(provider: Provider) -> None:
     person = await provider.sign_in(DAN)
     issued = await provider.issue(person)
-    async with provider.resources.units.begin() as tx:
+    async with provider.resources.stores.units.begin() as tx:
         await tx.refresh_tokens.revoke_family(issued.family_id, provider.clock.now())
     assert issued.refresh_token is not None
     for token in (

@@ -61,7 +61,7 @@ async def test_a_unit_that_only_reads_refuses_to_write(
     provider, _ = sqlite_provider
     person = await provider.sign_in(EVE)
     issued = await provider.issue(person)
-    units = provider.resources.units
+    units = provider.resources.stores.units
     assert isinstance(units, SqliteUnitOfWork)
     now = provider.clock.now()
     with pytest.raises(sqlite3.OperationalError, match="readonly"):

@@ -2,7 +2,7 @@
 
     python slow_server.py CONFIG
 
-Serves through :func:`authgate.entrypoints.serve_config.serve`, as ``authgate serve`` does. Prints
+Serves through :func:`authgate.entrypoints.app.serving.serve`, as ``authgate serve`` does. Prints
 ``READY <address>`` once listening and ``STARTED`` when the slow operation begins; the
 operation finishes once a line arrives on stdin, so the test decides how long it is in flight.
 """
@@ -14,9 +14,9 @@ import sys
 
 import attrs
 
-from authgate.entrypoints.config import load
+from authgate.entrypoints.app.config import load
+from authgate.entrypoints.app.serving import build_app, serve
 from authgate.entrypoints.rest import Api, Call
-from authgate.entrypoints.serve_config import build_app, serve
 
 
 @attrs.frozen

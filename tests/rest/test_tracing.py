@@ -36,8 +36,8 @@ from opentelemetry.sdk.trace.sampling import (
 from opentelemetry.trace import SpanKind, Status, StatusCode
 from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
-from authgate.entrypoints import serve_config
-from authgate.entrypoints.config import parse
+from authgate.entrypoints.app import serving as serve_config
+from authgate.entrypoints.app.config import parse
 from authgate.entrypoints.rest import (
     Api,
     Call,

@@ -15,9 +15,9 @@ ROOT = Path(__file__).resolve().parents[2]
 _PROBE = """
 import asyncio, json, sys, yaml
 from aiohttp.test_utils import TestClient, TestServer
-from authgate.entrypoints import assembly
-from authgate.entrypoints.config import parse
-from authgate.entrypoints.serve_config import build_app
+from authgate.entrypoints.app import build as assembly
+from authgate.entrypoints.app.config import parse
+from authgate.entrypoints.app.serving import build_app
 
 async def main(folder, more):
     settings = {{

@@ -12,7 +12,7 @@ from urllib.parse import urlsplit
 import pytest
 import yaml
 
-from authgate.entrypoints.config import parse
+from authgate.entrypoints.app.config import openid_issuer, parse
 from authgate.entrypoints.http.openid.discovery import (
     DISCOVERY_PATH,
     DiscoveryOperations,
@@ -42,7 +42,7 @@ def configuration(public_url: str | None = PUBLIC_URL, environment: str = "produ
 
 @pytest.fixture
 def document() -> dict[str, Any]:
-    return openid_configuration(configuration())
+    return openid_configuration(openid_issuer(configuration()))
 
 
 def is_https_url(value: Any) -> bool:
@@ -179,10 +179,10 @@ def test_logout_and_the_authorization_response_issuer(document: dict[str, Any]) 
 
 
 def test_the_document_is_json_and_a_function_of_the_configuration() -> None:
-    document = openid_configuration(configuration(PUBLIC_URL + "/"))
+    document = openid_configuration(openid_issuer(configuration(PUBLIC_URL + "/")))
     assert json.loads(json.dumps(document)) == document
     assert document["issuer"] == PUBLIC_URL  # a trailing slash of the public URL dropped
-    development = openid_configuration(configuration(None, "development"))
+    development = openid_configuration(openid_issuer(configuration(None, "development")))
     assert development["issuer"] == "http://127.0.0.1:8080"
     assert development["token_endpoint"] == "http://127.0.0.1:8080/oauth2/token"
 
@@ -190,12 +190,12 @@ def test_the_document_is_json_and_a_function_of_the_configuration() -> None:
 async def test_the_operation_serves_the_document(aiohttp_client: Any) -> None:
     config = configuration()
     api = Api("t", "1")
-    DiscoveryOperations(provider_metadata(config)).register(api)
+    DiscoveryOperations(provider_metadata(openid_issuer(config))).register(api)
     client = await aiohttp_client(api.app())
     answer = await client.get(DISCOVERY_PATH)
     assert answer.status == 200
     assert answer.headers["Content-Type"].startswith("application/json")
     assert answer.headers["Cache-Control"] == "public, max-age=300"
-    assert await answer.json() == openid_configuration(config)
+    assert await answer.json() == openid_configuration(openid_issuer(config))
     document = api.openapi()
     assert DISCOVERY_PATH in document["paths"]

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from authgate.entrypoints.assembly import document
-from authgate.entrypoints.config import load
+from authgate.entrypoints.app.build import document
+from authgate.entrypoints.app.config import load
 
 ROOT = Path(__file__).resolve().parents[2]
 API = (ROOT / "docs" / "api.md").read_text()

@@ -1,8 +1,9 @@
 """The configuration of one identity provider, as the adapter needs it.
 
-Field names follow ``ProviderConfig`` of the YAML configuration where both have the field;
-the composition root maps one to the other (reading ``private_key_file`` into
-``private_key_pem``).
+The YAML configuration's ``providers.<name>`` is read straight into these settings (the
+composition root's ``ProviderConfig`` adds only what the entry points use) and validated once,
+as they are made. ``private_key_file`` is read into ``private_key_pem`` when the adapter is
+opened (the development Apple key is made after the configuration is read).
 """
 
 from __future__ import annotations
@@ -72,6 +73,8 @@ class ProviderSettings:
     team_id: str | None = None
     key_id: str | None = None
     private_key_pem: str | None = attrs.field(default=None, repr=False)
+    private_key_file: str | None = None
+    """Where ``private_key_pem`` is read from when the adapter is opened."""
     response_mode: ResponseMode = "query"
     pkce: bool = True
     timeout_seconds: float = 10.0
@@ -149,6 +152,12 @@ class ProviderSettings:
         return self.token_endpoint_auth == APPLE_CLIENT_SECRET_JWT
 
     def _problems(self) -> Iterable[str]:
+        yield from self._identity_problems()
+        yield from self._secret_problems()
+        yield from self._token_problems()
+        yield from self._tuning_problems()
+
+    def _identity_problems(self) -> Iterable[str]:
         if not self.name:
             yield "name: must not be empty"
         if not self.client_id:
@@ -164,16 +173,22 @@ class ProviderSettings:
                 yield "needs issuer (discovery) or authorization_endpoint and token_endpoint"
             if self.profile_endpoint is None and self.userinfo_endpoint is None:
                 yield "without issuer (no ID token) needs profile_endpoint or userinfo_endpoint"
+
+    def _secret_problems(self) -> Iterable[str]:
         if self.is_apple:
-            for field in ("team_id", "key_id", "private_key_pem"):
+            for field in ("team_id", "key_id"):
                 if not getattr(self, field):
                     yield f"{field}: required for apple_client_secret_jwt"
+            if not (self.private_key_pem or self.private_key_file):
+                yield "private_key_file: required for apple_client_secret_jwt"
             if self.issuer is None:
                 yield "issuer: required for apple_client_secret_jwt (it is the JWT's audience)"
         elif not self.client_secret:
             yield "client_secret: required"
         if self.profile_endpoint is not None and not self.client_secret:
             yield "client_secret: required for profile_endpoint (appsecret_proof)"
+
+    def _token_problems(self) -> Iterable[str]:
         if not self.id_token_algorithms:
             yield "id_token_algorithms: must not be empty"
         for alg in self.id_token_algorithms:
@@ -192,6 +207,8 @@ class ProviderSettings:
             yield f"revocation_auth: unknown method {self.revocation_auth!r}"
         if self.response_mode not in ("query", "form_post"):
             yield f"response_mode: unknown mode {self.response_mode!r}"
+
+    def _tuning_problems(self) -> Iterable[str]:
         for field in (
             "timeout_seconds",
             "jwks_max_age_seconds",

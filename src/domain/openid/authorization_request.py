@@ -157,6 +157,55 @@ def parse_authorization_request(
     """Read an authorization request (each parameter with all its values, in order).
 
     Raises :class:`NotRedirectable` or :class:`AuthorizationRefused`."""
+    client, redirect_uri = _redirectable(params, clients)
+    to = _answer_to(params, client, redirect_uri)
+    first = _single_values(params, to)
+    _check_response_type(first, to)
+    # Each parameter's check, in the order a request's faults are reported.
+    request = AuthorizationRequest(
+        client_id=client.client_id,
+        redirect_uri=redirect_uri,
+        scopes=_scopes(first, client, to),
+        code_challenge=_code_challenge(first, to),
+        prompt=_prompt(first, to),
+        max_age=_max_age(first, to),
+        nonce=_nonce(first, to),
+        id_token_hint=_id_token_hint(first, to),
+        response_mode=to.response_mode,
+        state=to.state,
+        login_hint=_login_hint(first),
+        provider=_provider(first),
+    )
+    return request, client
+
+
+@attrs.frozen
+class _AnswerTo:
+    """Where and how a refusal of the request is answered: the client's registered
+    ``redirect_uri``, with the request's ``state`` and in its ``response_mode``."""
+
+    client: Client
+    redirect_uri: str
+    state: str | None
+    response_mode: str
+
+    def refuse(
+        self, error: str, description: str, *, echo_state: bool = True
+    ) -> AuthorizationRefused:
+        return AuthorizationRefused(
+            error,
+            description,
+            client=self.client,
+            redirect_uri=self.redirect_uri,
+            state=self.state if echo_state else None,
+            response_mode=self.response_mode,
+        )
+
+
+def _redirectable(
+    params: Mapping[str, Sequence[str]], clients: ClientRegistry
+) -> tuple[Client, str]:
+    """The registered client and one of its redirect URIs; :class:`NotRedirectable` else."""
 
     def single(name: str) -> str | None:
         values = params.get(name, ())
@@ -179,124 +228,134 @@ def parse_authorization_request(
             f"the redirect_uri {_shown(redirect_uri)} is not registered for the client "
             f"{_shown(client_id)}"
         )
+    return client, redirect_uri
 
+
+def _answer_to(params: Mapping[str, Sequence[str]], client: Client, redirect_uri: str) -> _AnswerTo:
+    """How refusals are answered: the ``state`` and ``response_mode`` given once and valid
+    (else none and ``query``), then their own faults refused that way."""
     state_values = params.get("state", ())
     state = state_values[0] if len(state_values) == 1 else None
     mode_values = params.get("response_mode", ())
     response_mode = "query"
     if len(mode_values) == 1 and mode_values[0] in RESPONSE_MODES:
         response_mode = mode_values[0]
-
-    def refuse(error: str, description: str, *, echo_state: bool = True) -> AuthorizationRefused:
-        return AuthorizationRefused(
-            error,
-            description,
-            client=client,
-            redirect_uri=redirect_uri,
-            state=state if echo_state else None,
-            response_mode=response_mode,
-        )
-
+    to = _AnswerTo(client, redirect_uri, state, response_mode)
     if len(state_values) > 1:
-        raise refuse("invalid_request", "state is given more than once")
+        raise to.refuse("invalid_request", "state is given more than once")
     if state is not None and len(state) > MAX_STATE_LENGTH:
-        raise refuse(
+        raise to.refuse(
             "invalid_request",
             f"state is longer than {MAX_STATE_LENGTH} characters",
             echo_state=False,
         )
     if len(mode_values) > 1:
-        raise refuse("invalid_request", "response_mode is given more than once")
+        raise to.refuse("invalid_request", "response_mode is given more than once")
     if mode_values and mode_values[0] not in RESPONSE_MODES:
-        raise refuse("invalid_request", "response_mode must be query or form_post")
+        raise to.refuse("invalid_request", "response_mode must be query or form_post")
+    return to
+
+
+def _single_values(params: Mapping[str, Sequence[str]], to: _AnswerTo) -> dict[str, str]:
+    """The value of each parameter that must not repeat, where given; refused if repeated."""
     for name in _SINGLE:
         if len(params.get(name, ())) > 1:
-            raise refuse("invalid_request", f"{name} is given more than once")
-    first = {name: params[name][0] for name in _SINGLE if params.get(name)}
+            raise to.refuse("invalid_request", f"{name} is given more than once")
+    return {name: params[name][0] for name in _SINGLE if params.get(name)}
 
+
+def _check_response_type(first: Mapping[str, str], to: _AnswerTo) -> None:
+    """No request object; ``response_type`` is ``code``."""
     if "request" in first:
-        raise refuse("request_not_supported", "request objects are not supported")
+        raise to.refuse("request_not_supported", "request objects are not supported")
     if "request_uri" in first:
-        raise refuse("request_uri_not_supported", "request_uri is not supported")
+        raise to.refuse("request_uri_not_supported", "request_uri is not supported")
     response_type = first.get("response_type")
     if not response_type:
-        raise refuse("invalid_request", "response_type is missing")
+        raise to.refuse("invalid_request", "response_type is missing")
     if response_type != "code":
-        raise refuse(
+        raise to.refuse(
             "unsupported_response_type", "only the authorization code flow (code) is served"
         )
 
-    # Scope values the provider does not serve at all (address, phone, an application's own)
-    # are ignored, as OpenID Connect Core 3.1.2.1 asks; one it serves but this client may not
-    # have is refused.
+
+def _scopes(first: Mapping[str, str], client: Client, to: _AnswerTo) -> tuple[str, ...]:
+    """The scopes asked that the provider serves, each once, in order: ``openid`` among them
+    and every one allowed to the client. Scope values the provider does not serve at all
+    (address, phone, an application's own) are ignored, as OpenID Connect Core 3.1.2.1 asks;
+    one it serves but this client may not have is refused."""
     asked = dict.fromkeys(first.get("scope", "").split())
     scopes = tuple(s for s in asked if s in SUPPORTED_SCOPES)
     if OPENID not in scopes:
-        raise refuse("invalid_scope", "scope must include openid")
+        raise to.refuse("invalid_scope", "scope must include openid")
     refused = [s for s in scopes if s not in client.allowed_scopes]
     if refused:
-        raise refuse("invalid_scope", "scope not allowed for this client: " + " ".join(refused))
+        raise to.refuse("invalid_scope", "scope not allowed for this client: " + " ".join(refused))
+    return scopes
 
+
+def _code_challenge(first: Mapping[str, str], to: _AnswerTo) -> str:
+    """The PKCE challenge: required, and S256."""
     method = first.get("code_challenge_method")
     challenge = first.get("code_challenge")
     if not challenge:
-        raise refuse("invalid_request", "PKCE is required: code_challenge is missing")
+        raise to.refuse("invalid_request", "PKCE is required: code_challenge is missing")
     if method != "S256":
-        raise refuse("invalid_request", "PKCE is required with code_challenge_method S256")
+        raise to.refuse("invalid_request", "PKCE is required with code_challenge_method S256")
     if not _S256_CHALLENGE.fullmatch(challenge):
-        raise refuse("invalid_request", "code_challenge is not an S256 challenge")
+        raise to.refuse("invalid_request", "code_challenge is not an S256 challenge")
+    return challenge
 
+
+def _prompt(first: Mapping[str, str], to: _AnswerTo) -> frozenset[str]:
     prompt = frozenset(first.get("prompt", "").split())
     if PROMPT_NONE in prompt and len(prompt) > 1:
-        raise refuse("invalid_request", "prompt none cannot be combined with other values")
+        raise to.refuse("invalid_request", "prompt none cannot be combined with other values")
+    return prompt
 
-    max_age: int | None = None
-    if "max_age" in first:
-        text = first["max_age"]
-        if not _MAX_AGE.fullmatch(text):
-            raise refuse("invalid_request", "max_age must be a number of seconds")
-        max_age = min(int(text), MAX_MAX_AGE)
 
+def _max_age(first: Mapping[str, str], to: _AnswerTo) -> int | None:
+    if "max_age" not in first:
+        return None
+    text = first["max_age"]
+    if not _MAX_AGE.fullmatch(text):
+        raise to.refuse("invalid_request", "max_age must be a number of seconds")
+    return min(int(text), MAX_MAX_AGE)
+
+
+def _nonce(first: Mapping[str, str], to: _AnswerTo) -> str | None:
     nonce = first.get("nonce")
     if nonce is not None and (
         not nonce or len(nonce) > MAX_NONCE_LENGTH or has_control_characters(nonce)
     ):
-        raise refuse(
+        raise to.refuse(
             "invalid_request",
             f"nonce must be 1 to {MAX_NONCE_LENGTH} characters without control characters",
         )
+    return nonce
 
+
+def _id_token_hint(first: Mapping[str, str], to: _AnswerTo) -> str | None:
     id_token_hint = first.get("id_token_hint") or None
     if id_token_hint is not None and len(id_token_hint) > MAX_ID_TOKEN_HINT_LENGTH:
-        raise refuse("invalid_request", "id_token_hint is too long")
+        raise to.refuse("invalid_request", "id_token_hint is too long")
+    return id_token_hint
 
-    # A hint is only a hint: one that cannot be used is dropped, never an error.
+
+def _login_hint(first: Mapping[str, str]) -> str | None:
+    """A hint is only a hint: one that cannot be used is dropped, never an error."""
     login_hint = first.get("login_hint") or None
     if login_hint is not None and (
         len(login_hint) > MAX_LOGIN_HINT_LENGTH or has_control_characters(login_hint)
     ):
-        login_hint = None
-    provider = first.get(PROVIDER_PARAMETER)
-    if provider is not None and not _PROVIDER_NAME.fullmatch(provider):
-        provider = None
+        return None
+    return login_hint
 
-    return (
-        AuthorizationRequest(
-            client_id=client.client_id,
-            redirect_uri=redirect_uri,
-            scopes=scopes,
-            code_challenge=challenge,
-            response_mode=response_mode,
-            state=state,
-            nonce=nonce,
-            prompt=prompt,
-            max_age=max_age,
-            login_hint=login_hint,
-            id_token_hint=id_token_hint,
-            provider=provider,
-        ),
-        client,
-    )
+
+def _provider(first: Mapping[str, str]) -> str | None:
+    """authgate's ``provider``: like a hint, one that cannot be a provider's name is dropped."""
+    provider = first.get(PROVIDER_PARAMETER)
+    return provider if provider is None or _PROVIDER_NAME.fullmatch(provider) else None
 
 
 def resume_key(query: str) -> str:

@@ -21,7 +21,7 @@ from urllib.parse import urlsplit
 from aiohttp import web
 
 from authgate.domain.login_proof import proves_login_time
-from authgate.entrypoints.config import Config, ProviderConfig, callback_urls_of, passkey_rp_id
+from authgate.entrypoints.app.config import Config, ProviderConfig, callback_urls_of, passkey_rp_id
 from authgate.entrypoints.demo.assets import (
     page_headers,
     read_static,

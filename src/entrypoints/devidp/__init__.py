@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from urllib.parse import urlsplit
 
-from authgate.entrypoints.config import Config, local_url
+from authgate.entrypoints.app.config import Config, local_url
 from authgate.entrypoints.devidp.clients import (
     ClientSetupError,
     DevClient,

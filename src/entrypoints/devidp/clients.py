@@ -22,7 +22,7 @@ import attrs
 from joserfc.errors import JoseError
 from joserfc.jwk import ECKey
 
-from authgate.entrypoints.config import Config, ProviderConfig, callback_urls_of
+from authgate.entrypoints.app.config import Config, ProviderConfig, callback_urls_of
 
 Shape = Literal["oidc", "profile", "apple"]
 

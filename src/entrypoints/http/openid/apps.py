@@ -20,22 +20,29 @@ Registered only when clients are registered (the provider face is on). The rules
 from __future__ import annotations
 
 from authgate.domain import errors
-from authgate.domain.scopes import ACCOUNT_MANAGE, READ_SCOPES
+from authgate.domain.scopes import ACCOUNT_MANAGE
 from authgate.entrypoints.http.common import docs
-from authgate.entrypoints.http.common.account_area import AccountArea
-from authgate.entrypoints.http.common.bodies import AppError, AppInfo, AppList
+from authgate.entrypoints.http.common.account_area import MANAGE, READ, AccountArea
+from authgate.entrypoints.http.common.bodies import AppInfo, AppList, app_errors
 from authgate.entrypoints.http.common.caller import ClientAddress
+from authgate.entrypoints.http.common.operations import operation
 from authgate.entrypoints.http.common.session_auth import SameOriginGuard
-from authgate.entrypoints.rest import Api, ApiKey, BearerJWT, Call, Cors, Reply, path, pattern
+from authgate.entrypoints.rest import ApiKey, BearerJWT, Call, Cors, Reply, path, pattern
 from authgate.services.openid.apps import AccountApps
 
 NO_STORE = {"Cache-Control": "no-store"}
 # A registered client_id is printable ASCII (the configuration's rule); at most 255 of them.
 CLIENT_ID = r"^[!-~]{1,255}$"
+APP_CLIENT_ID = path(
+    "client_id",
+    pattern(CLIENT_ID),
+    description="The client id of one of the caller's applications, as GET /v1/account/apps "
+    "lists it.",
+)
 
 
 class AppOperations(AccountArea):
-    """Registers the caller's applications on the account API."""
+    """The caller's applications on the account API."""
 
     def __init__(
         self,
@@ -49,59 +56,19 @@ class AppOperations(AccountArea):
         super().__init__(bearer, cookie, guard, client_address, cors)
         self.service = service
 
-    def register(self, api: Api) -> None:
-        docs.describe_tags(api, docs.ACCOUNT)
-        api.operation(
-            "GET",
-            "/v1/account/apps",
-            response=AppList,
-            security=self.read,
-            operation_id="list_apps",
-            tags=(docs.ACCOUNT,),
-            summary="List the applications",
-            description="The applications the caller granted access to (as their OpenID "
-            "Provider), and those holding tokens of the caller that still work without a "
-            "grant (granted false: an application that needs no consent): client id, name, "
-            "scopes, when granted and when last used, and how many token families still "
-            "work.",
-            examples=docs.error_examples(docs.NO_CREDENTIAL, docs.insufficient_scope(*READ_SCOPES)),
-            cors=self.cors,
-        )(self.list_apps)
-        api.operation(
-            "DELETE",
-            "/v1/account/apps/{client_id}",
-            params=[
-                path(
-                    "client_id",
-                    pattern(CLIENT_ID),
-                    description="The client id of one of the caller's applications, as GET "
-                    "/v1/account/apps lists it.",
-                )
-            ],
-            status=204,
-            security=self.manage,
-            responses={
-                204: "The consent is withdrawn and the application's tokens are revoked",
-                401: AppError,
-                403: AppError,
-                404: AppError,
-            },
-            operation_id="withdraw_app",
-            tags=(docs.ACCOUNT,),
-            summary="Withdraw an application's access",
-            description="Withdraws the caller's consent to an application, spends the codes "
-            "it has not redeemed yet and revokes its refresh and access tokens at once; its "
-            "next sign-in asks for consent again. Needs a recent sign-in.",
-            examples=docs.error_examples(
-                docs.NO_CREDENTIAL,
-                docs.STEP_UP,
-                docs.insufficient_scope(ACCOUNT_MANAGE),
-                docs.CROSS_SITE,
-                errors.AppNotFound("example"),
-            ),
-            cors=self.cors,
-        )(self.withdraw)
-
+    @operation(
+        "GET",
+        "/v1/account/apps",
+        response=AppList,
+        security=READ,
+        operation_id="list_apps",
+        summary="List the applications",
+        description="The applications the caller granted access to (as their OpenID Provider), "
+        "and those holding tokens of the caller that still work without a grant (granted "
+        "false: an application that needs no consent): client id, name, scopes, when granted "
+        "and when last used, and how many token families still work.",
+        refusals=docs.READ_REFUSALS,
+    )
     async def list_apps(self, call: Call[None]) -> Reply[AppList]:
         caller = self._caller(call, change=False)
         apps = await self.service.for_account(caller.account_id)
@@ -119,6 +86,29 @@ class AppOperations(AccountArea):
         ]
         return Reply(AppList(listed), headers=NO_STORE)
 
+    @operation(
+        "DELETE",
+        "/v1/account/apps/{client_id}",
+        params=[APP_CLIENT_ID],
+        status=204,
+        security=MANAGE,
+        responses={
+            204: "The consent is withdrawn and the application's tokens are revoked",
+            **app_errors(401, 403, 404),
+        },
+        operation_id="withdraw_app",
+        summary="Withdraw an application's access",
+        description="Withdraws the caller's consent to an application, spends the codes it has "
+        "not redeemed yet and revokes its refresh and access tokens at once; its next sign-in "
+        "asks for consent again. Needs a recent sign-in.",
+        refusals=(
+            docs.NO_CREDENTIAL,
+            docs.STEP_UP,
+            docs.insufficient_scope(ACCOUNT_MANAGE),
+            docs.CROSS_SITE,
+            errors.AppNotFound("example"),
+        ),
+    )
     async def withdraw(self, call: Call[None]) -> Reply[None]:
         caller = self._caller(call, change=True)
         await self.service.withdraw(caller, call.path["client_id"])

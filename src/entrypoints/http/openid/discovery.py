@@ -1,7 +1,7 @@
 """``GET /.well-known/openid-configuration``: what the OpenID Provider supports, and where.
 
 The document is a pure function of the configuration (:func:`provider_metadata`): the issuer
-is the service's public URL (:func:`~authgate.entrypoints.config.openid_issuer`) and every
+is the service's public URL (the composition root's ``openid_issuer``) and every
 endpoint is under it. It lists exactly what the provider does: the authorization code flow
 with PKCE (S256 only), query and form_post answers, refresh tokens, public subjects, ID tokens
 signed RS256 (the default) or ES256, the four client authentication methods, RP-initiated and
@@ -14,17 +14,20 @@ from __future__ import annotations
 
 from typing import Any
 
+import attrs
+
 from authgate.domain.openid.clients import (
     ASSERTION_ALGORITHMS,
     AUTH_METHODS,
     ID_TOKEN_ALGORITHMS,
     SUPPORTED_SCOPES,
 )
-from authgate.entrypoints.config import Config, openid_issuer
 from authgate.entrypoints.http.common import docs
 from authgate.entrypoints.http.common.bodies import ProviderMetadata
-from authgate.entrypoints.rest import Api, Call, Reply
+from authgate.entrypoints.http.common.operations import Operations, operation
+from authgate.entrypoints.rest import Call, Reply
 from authgate.entrypoints.rest.wire import make_converter
+from authgate.services.openid.grants import GRANTS
 
 DISCOVERY_PATH = "/.well-known/openid-configuration"
 JWKS_PATH = "/.well-known/jwks.json"
@@ -34,6 +37,13 @@ USERINFO_PATH = "/oauth2/userinfo"
 REVOCATION_PATH = "/oauth2/revoke"
 INTROSPECTION_PATH = "/oauth2/introspect"
 END_SESSION_PATH = "/oauth2/logout"
+
+
+class ProviderOperations(Operations):
+    """An endpoint of the OpenID Provider: its operations under the provider's tag."""
+
+    tag = docs.OPENID_PROVIDER
+
 
 # The claims an ID token or the userinfo answer may carry: the ID token's own, and the
 # profile (name) and email scopes' claims.
@@ -56,9 +66,8 @@ PROMPTS = ("none", "login", "consent")
 DISCOVERY_CACHING = {"Cache-Control": "public, max-age=300"}
 
 
-def provider_metadata(config: Config) -> ProviderMetadata:
-    """The discovery document of the provider the configuration describes."""
-    issuer = openid_issuer(config)
+def provider_metadata(issuer: str) -> ProviderMetadata:
+    """The discovery document of the provider whose issuer identifier is ``issuer``."""
     # Revocation and introspection authenticate the client as the token endpoint does;
     # introspection is for confidential clients only, so never without authentication.
     authenticated: list[str] = [m for m in AUTH_METHODS if m != "none"]
@@ -74,7 +83,7 @@ def provider_metadata(config: Config) -> ProviderMetadata:
         scopes_supported=list(SUPPORTED_SCOPES),
         response_types_supported=["code"],
         response_modes_supported=["query", "form_post"],
-        grant_types_supported=["authorization_code", "refresh_token"],
+        grant_types_supported=list(GRANTS),
         subject_types_supported=["public"],
         id_token_signing_alg_values_supported=list(ID_TOKEN_ALGORITHMS),
         token_endpoint_auth_methods_supported=list(AUTH_METHODS),
@@ -98,30 +107,26 @@ def provider_metadata(config: Config) -> ProviderMetadata:
 _converter = make_converter()
 
 
-def openid_configuration(config: Config) -> dict[str, Any]:
+def openid_configuration(issuer: str) -> dict[str, Any]:
     """The discovery document as JSON, as the operation answers it."""
-    document: dict[str, Any] = _converter.unstructure(provider_metadata(config))
+    document: dict[str, Any] = _converter.unstructure(provider_metadata(issuer))
     return document
 
 
-class DiscoveryOperations:
+@attrs.define(slots=False, eq=False)
+class DiscoveryOperations(ProviderOperations):
     """Serves the discovery document (public, the same for everyone, cacheable)."""
 
-    def __init__(self, metadata: ProviderMetadata) -> None:
-        self.metadata = metadata
+    metadata: ProviderMetadata
 
-    def register(self, api: Api) -> None:
-        docs.describe_tags(api, docs.OPENID_PROVIDER)
-        api.operation(
-            "GET",
-            DISCOVERY_PATH,
-            response=ProviderMetadata,
-            operation_id="openid_configuration",
-            tags=(docs.OPENID_PROVIDER,),
-            summary="OpenID Provider discovery document",
-            description="What the OpenID Provider supports and where its endpoints are "
-            "(OpenID Connect Discovery 1.0); cacheable for five minutes.",
-        )(self.discovery)
-
+    @operation(
+        "GET",
+        DISCOVERY_PATH,
+        response=ProviderMetadata,
+        operation_id="openid_configuration",
+        summary="OpenID Provider discovery document",
+        description="What the OpenID Provider supports and where its endpoints are "
+        "(OpenID Connect Discovery 1.0); cacheable for five minutes.",
+    )
     async def discovery(self, call: Call[None]) -> Reply[ProviderMetadata]:
         return Reply(self.metadata, headers=DISCOVERY_CACHING)

@@ -23,24 +23,25 @@ import contextlib
 import hmac
 import re
 from collections.abc import Callable
+from typing import Any
 
 import attrs
 from aiohttp import web
 
 from authgate.domain.model import ClientInfo
 from authgate.domain.secrets import new_secret
-from authgate.entrypoints.http.common import docs
 from authgate.entrypoints.http.common.binding import signed_out_cookies
 from authgate.entrypoints.http.common.caller import ClientAddress
+from authgate.entrypoints.http.common.operations import operation
 from authgate.entrypoints.http.common.session_auth import SESSION_COOKIE, SameOriginGuard
-from authgate.entrypoints.http.openid.discovery import END_SESSION_PATH
+from authgate.entrypoints.http.openid.discovery import END_SESSION_PATH, ProviderOperations
 from authgate.entrypoints.http.openid.logout_pages import (
     confirmation_page,
     redirect_response,
     signed_out_page,
 )
-from authgate.entrypoints.http.openid.pages import too_many_requests_page
-from authgate.entrypoints.rest import Api, Call, Cookie, RawResponse, query
+from authgate.entrypoints.http.openid.pages import over_limit_page
+from authgate.entrypoints.rest import Call, Cookie, Param, RawResponse, query
 from authgate.ports.ratelimit import RateLimiter
 from authgate.ports.session_tokens import InvalidSession
 from authgate.services.openid.end_session import (
@@ -86,111 +87,89 @@ class ConfirmationForm:
     state: str | None = None
 
 
+_BACK = (
+    "Signed out (or nothing to end): back to the registered post_logout_redirect_uri, with "
+    "state when one was sent"
+)
+_ANSWERS: dict[int, type | str | RawResponse] = {
+    302: _BACK,
+    200: RawResponse(
+        "An HTML page: the confirmation asked before signing out (the request did not carry an "
+        "id_token_hint of this browser's session, or failed a check), or the signed-out page"
+    ),
+    429: RawResponse(
+        "An HTML page with Retry-After: too many requests from this client address "
+        "(ratelimit.logout); nothing ended"
+    ),
+}
+_DESCRIPTION = (
+    "OpenID Connect RP-Initiated Logout 1.0. With an id_token_hint this provider issued in the "
+    "browser's own session, the session ends at once (every client that received tokens in it "
+    "is told by back-channel logout); any other request asks the person first. The browser "
+    "goes back to post_logout_redirect_uri only when it is one the client registered, exactly, "
+    "and the request identifies that client (a valid id_token_hint or its client_id, the same "
+    "client in both); otherwise it stays on the signed-out page. An expired id_token_hint "
+    "still identifies the session; ui_locales and unknown parameters are ignored."
+)
+# What both methods of the endpoint declare.
+_DECLARATION: dict[str, Any] = {
+    "status": 200,
+    "summary": "End the browser's authgate session (RP-initiated logout)",
+    "description": _DESCRIPTION,
+}
+# The request's parameters in the query (RP-Initiated Logout 1.0 section 2).
+END_SESSION_PARAMS: tuple[Param, ...] = (
+    query("id_token_hint", description="An ID token this provider issued to the client."),
+    query("client_id", description="The client asking (must be the hint's audience)."),
+    query(
+        "post_logout_redirect_uri",
+        description="Where to go once signed out: one of the client's registered "
+        "post_logout_redirect_uris, exactly.",
+    ),
+    query("state", description="Returned unchanged with the redirect."),
+    query("ui_locales", description="Accepted and ignored."),
+)
+
+
 def _request_of(get: Callable[[str], str | None]) -> EndSessionRequest:
     """The request's meaningful parameters (``get`` reads one); an empty value is an absent
     one."""
     return EndSessionRequest(**{name: get(name) or None for name in PARAMETERS})
 
 
-class LogoutOperations:
-    """Registers the end-session endpoint and its confirmation."""
+@attrs.define(slots=False, eq=False)
+class LogoutOperations(ProviderOperations):
+    """The end-session endpoint and its confirmation."""
 
-    def __init__(
-        self,
-        decisions: RpInitiatedLogout,
-        sessions: SessionService,
-        client_address: ClientAddress,
-        guard: SameOriginGuard,
-        limiter: RateLimiter | None = None,
-    ) -> None:
-        self.decisions = decisions
-        self.sessions = sessions
-        self.client_address = client_address
-        self.guard = guard
-        self.limiter = limiter  # ratelimit.logout, per client address
-
-    def register(self, api: Api) -> None:
-        docs.describe_tags(api, docs.OPENID_PROVIDER)
-        back = (
-            "Signed out (or nothing to end): back to the registered post_logout_redirect_uri, "
-            "with state when one was sent"
-        )
-        answers: dict[int, type | str | RawResponse] = {
-            302: back,
-            200: RawResponse(
-                "An HTML page: the confirmation asked before signing out (the request did not "
-                "carry an id_token_hint of this browser's session, or failed a check), or the "
-                "signed-out page"
-            ),
-            429: RawResponse(
-                "An HTML page with Retry-After: too many requests from this client address "
-                "(ratelimit.logout); nothing ended"
-            ),
-        }
-        description = (
-            "OpenID Connect RP-Initiated Logout 1.0. With an id_token_hint this provider "
-            "issued in the browser's own session, the session ends at once (every client that "
-            "received tokens in it is told by back-channel logout); any other request asks "
-            "the person first. The browser goes back to post_logout_redirect_uri only when it "
-            "is one the client registered, exactly, and the request identifies that client "
-            "(a valid id_token_hint or its client_id, the same client in both); otherwise it "
-            "stays on the signed-out page. An expired id_token_hint still identifies the "
-            "session; ui_locales and unknown parameters are ignored."
-        )
-        params = [
-            query("id_token_hint", description="An ID token this provider issued to the client."),
-            query("client_id", description="The client asking (must be the hint's audience)."),
-            query(
-                "post_logout_redirect_uri",
-                description="Where to go once signed out: one of the client's registered "
-                "post_logout_redirect_uris, exactly.",
-            ),
-            query("state", description="Returned unchanged with the redirect."),
-            query("ui_locales", description="Accepted and ignored."),
-        ]
-        for method in ("GET", "POST"):
-            api.operation(
-                method,
-                END_SESSION_PATH,
-                params=params if method == "GET" else [],
-                form=EndSessionForm if method == "POST" else None,
-                status=200,
-                responses=answers
-                if method == "GET"
-                else {200: answers[200], 303: back, 429: answers[429]},
-                operation_id="end_session" if method == "GET" else "end_session_form",
-                tags=(docs.OPENID_PROVIDER,),
-                summary="End the browser's authgate session (RP-initiated logout)",
-                description=description,
-            )(self.end_session)
-        api.operation(
-            "POST",
-            CONFIRM_PATH,
-            form=ConfirmationForm,
-            status=200,
-            responses={
-                200: RawResponse("An HTML page: signed out"),
-                303: back,
-                403: RawResponse(
-                    "An HTML page: the confirmation could not be verified (its token does not "
-                    "match this browser's, or another site sent it); nothing ended, the "
-                    "confirmation is asked again"
-                ),
-                429: answers[429],
-            },
-            operation_id="confirm_end_session",
-            tags=(docs.OPENID_PROVIDER,),
-            summary="Confirm signing out (the end-session endpoint's confirmation page)",
-            description="The form of the confirmation page the end-session endpoint shows: "
-            "ends the browser's session, then goes back to the client when the original "
-            "request earned it, else shows the signed-out page.",
-        )(self.confirm)
+    decisions: RpInitiatedLogout
+    sessions: SessionService
+    client_address: ClientAddress
+    guard: SameOriginGuard
+    limiter: RateLimiter | None = None  # ratelimit.logout, per client address
 
     # -- GET|POST /oauth2/logout ----------------------------------------------------------
 
+    @operation(
+        "GET",
+        END_SESSION_PATH,
+        params=list(END_SESSION_PARAMS),
+        responses=_ANSWERS,
+        operation_id="end_session",
+        **_DECLARATION,
+    )
+    @operation(
+        "POST",
+        END_SESSION_PATH,
+        form=EndSessionForm,
+        responses={200: _ANSWERS[200], 303: _BACK, 429: _ANSWERS[429]},
+        operation_id="end_session_form",
+        **_DECLARATION,
+    )
     async def end_session(self, call: Call[EndSessionForm | None]) -> web.StreamResponse:
         request = call.request
-        if (refused := await self._over_limit(request)) is not None:
+        if (
+            refused := await over_limit_page(self.limiter, self.client_address, request)
+        ) is not None:
             return refused
         body = call.body
         if body is not None:
@@ -205,9 +184,32 @@ class LogoutOperations:
 
     # -- POST /oauth2/logout/confirm ------------------------------------------------------
 
+    @operation(
+        "POST",
+        CONFIRM_PATH,
+        form=ConfirmationForm,
+        status=200,
+        responses={
+            200: RawResponse("An HTML page: signed out"),
+            303: _BACK,
+            403: RawResponse(
+                "An HTML page: the confirmation could not be verified (its token does not "
+                "match this browser's, or another site sent it); nothing ended, the "
+                "confirmation is asked again"
+            ),
+            429: _ANSWERS[429],
+        },
+        operation_id="confirm_end_session",
+        summary="Confirm signing out (the end-session endpoint's confirmation page)",
+        description="The form of the confirmation page the end-session endpoint shows: ends "
+        "the browser's session, then goes back to the client when the original request earned "
+        "it, else shows the signed-out page.",
+    )
     async def confirm(self, call: Call[ConfirmationForm]) -> web.StreamResponse:
         request = call.request
-        if (refused := await self._over_limit(request)) is not None:
+        if (
+            refused := await over_limit_page(self.limiter, self.client_address, request)
+        ) is not None:
             return refused
         form = call.body
         asked = _request_of(lambda name: getattr(form, name))
@@ -237,15 +239,6 @@ class LogoutOperations:
         return response
 
     # -- shared ---------------------------------------------------------------------------
-
-    async def _over_limit(self, request: web.Request) -> web.StreamResponse | None:
-        """The 429 page when this client address spent its ``ratelimit.logout``."""
-        if self.limiter is None:
-            return None
-        decision = await self.limiter.hit(
-            self.client_address.limit_key(self.client_address.of(request))
-        )
-        return None if decision.allowed else too_many_requests_page(decision.retry_after_seconds)
 
     async def _browser_session(
         self, request: web.Request

@@ -3,9 +3,12 @@ sessions (docs/integration.md) and applications the OpenID Provider's ID tokens.
 
 from __future__ import annotations
 
+import attrs
+
 from authgate.entrypoints.http.common import docs
 from authgate.entrypoints.http.common.bodies import Jwks, PublicKey
-from authgate.entrypoints.rest import Api, Call, Reply
+from authgate.entrypoints.http.common.operations import Operations, operation
+from authgate.entrypoints.rest import Call, Reply
 from authgate.ports.session_tokens import SessionTokens
 
 # Public, the same for everyone, and cacheable, but briefly: a rotated key is published by the
@@ -14,24 +17,24 @@ from authgate.ports.session_tokens import SessionTokens
 KEY_SET_CACHING = {"Cache-Control": "public, max-age=60"}
 
 
-class JwksOperations:
-    def __init__(self, sessions: SessionTokens) -> None:
-        self.sessions = sessions
+@attrs.define(slots=False, eq=False)
+class JwksOperations(Operations):
+    """The service's public keys (a JSON Web Key Set), on the account's tag."""
 
-    def register(self, api: Api) -> None:
-        docs.describe_tags(api, docs.ACCOUNT)
-        api.operation(
-            "GET",
-            "/.well-known/jwks.json",
-            response=Jwks,
-            operation_id="session_keys",
-            tags=(docs.ACCOUNT,),
-            summary="Session token keys (JWKS)",
-            description="The public keys that verify the service's session tokens, for "
-            "other services, and, when applications are registered, the ID and access tokens "
-            "of its OpenID Provider (a JSON Web Key Set; cacheable for a minute).",
-        )(self.jwks)
+    tag = docs.ACCOUNT
 
+    sessions: SessionTokens
+
+    @operation(
+        "GET",
+        "/.well-known/jwks.json",
+        response=Jwks,
+        operation_id="session_keys",
+        summary="Session token keys (JWKS)",
+        description="The public keys that verify the service's session tokens, for "
+        "other services, and, when applications are registered, the ID and access tokens "
+        "of its OpenID Provider (a JSON Web Key Set; cacheable for a minute).",
+    )
     async def jwks(self, call: Call[None]) -> Reply[Jwks]:
         keys = Jwks(
             [

@@ -22,7 +22,9 @@ import attrs
 from aiohttp import web
 
 from authgate.domain.redirects import origin
+from authgate.entrypoints.http.common.caller import ClientAddress
 from authgate.entrypoints.http.common.look import LOOK
+from authgate.ports.ratelimit import RateLimiter
 
 # The look every page shares (the demo's too), then the provider's own: one column of whole-width
 # choices, the consent's two answers side by side.
@@ -386,6 +388,22 @@ def too_many_requests_page(retry_after_seconds: int) -> web.Response:
     )
     response.headers["Retry-After"] = str(retry_after_seconds)
     return response
+
+
+def any_address(address: ClientAddress | None) -> ClientAddress:
+    """``address``, or without one the peer's address (no trusted proxy)."""
+    return address if address is not None else ClientAddress(())
+
+
+async def over_limit_page(
+    limiter: RateLimiter | None, client_address: ClientAddress, request: web.Request
+) -> web.StreamResponse | None:
+    """Spends one of the client address's requests against ``limiter``: the 429 page when it
+    has none left, else None (and None without a limiter)."""
+    if limiter is None:
+        return None
+    decision = await limiter.hit(client_address.limit_key(client_address.of(request)))
+    return None if decision.allowed else too_many_requests_page(decision.retry_after_seconds)
 
 
 def form_action_source(uri: str) -> str:

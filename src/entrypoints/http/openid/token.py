@@ -27,12 +27,12 @@ from aiohttp import web
 
 from authgate.domain.openid.clients import Client
 from authgate.domain.openid.refusals import OAuthError, OAuthRateLimited, OAuthUnavailable
-from authgate.entrypoints.http.common import docs
 from authgate.entrypoints.http.common.bodies import FORM, OAuthErrorBody, oauth_form
 from authgate.entrypoints.http.common.caller import ClientAddress
+from authgate.entrypoints.http.common.operations import operation
 from authgate.entrypoints.http.openid.cors import admit_client
-from authgate.entrypoints.http.openid.discovery import TOKEN_PATH
-from authgate.entrypoints.rest import Api, Call, Cors, Reply
+from authgate.entrypoints.http.openid.discovery import TOKEN_PATH, ProviderOperations
+from authgate.entrypoints.rest import Call, Cors, Reply
 from authgate.ports.ratelimit import RateDecision, RateLimiter
 from authgate.services.openid.client_authentication import ClientAuthentication
 from authgate.services.openid.grants import TokenService
@@ -108,44 +108,32 @@ class TokenLimits:
     failures: RateLimiter
 
 
-class TokenOperations:
-    """Registers the token endpoint."""
+@attrs.define(slots=False, eq=False)
+class TokenOperations(ProviderOperations):
+    """The token endpoint."""
 
-    def __init__(
-        self,
-        service: TokenService,
-        client_auth: ClientAuthentication,
-        limits: TokenLimits,
-        client_address: ClientAddress,
-        cors: Cors | None = None,
-    ) -> None:
-        self.service = service
-        self.client_auth = client_auth
-        self.limits = limits
-        self.client_address = client_address
-        self.cors = cors
+    service: TokenService
+    client_auth: ClientAuthentication
+    limits: TokenLimits
+    client_address: ClientAddress
+    cors: Cors | None = None
 
-    def register(self, api: Api) -> None:
-        docs.describe_tags(api, docs.OPENID_PROVIDER)
-        api.operation(
-            "POST",
-            TOKEN_PATH,
-            raw_body={FORM: TokenForm},
-            response=TokenResponse,
-            responses={status: OAuthErrorBody for status in (400, 401, 429, 503)},
-            operation_id="token",
-            tags=(docs.OPENID_PROVIDER,),
-            summary="Token endpoint (OAuth 2.0 / OpenID Connect)",
-            description="grant_type=authorization_code (code, redirect_uri, code_verifier) or "
-            "refresh_token (refresh_token, optional narrower scope), from a client "
-            "authenticated as it registered (client_secret_basic, client_secret_post, "
-            "private_key_jwt, or client_id alone for a public client). A code is single use: "
-            "presented again it revokes what it issued. Refresh tokens rotate at every use; "
-            "a replaced one presented again revokes its whole family. Never cached.",
-            examples=EXAMPLES,
-            cors=self.cors,
-        )(self.token)
-
+    @operation(
+        "POST",
+        TOKEN_PATH,
+        raw_body={FORM: TokenForm},
+        response=TokenResponse,
+        responses={status: OAuthErrorBody for status in (400, 401, 429, 503)},
+        operation_id="token",
+        summary="Token endpoint (OAuth 2.0 / OpenID Connect)",
+        description="grant_type=authorization_code (code, redirect_uri, code_verifier) or "
+        "refresh_token (refresh_token, optional narrower scope), from a client "
+        "authenticated as it registered (client_secret_basic, client_secret_post, "
+        "private_key_jwt, or client_id alone for a public client). A code is single use: "
+        "presented again it revokes what it issued. Refresh tokens rotate at every use; "
+        "a replaced one presented again revokes its whole family. Never cached.",
+        examples=EXAMPLES,
+    )
     async def token(self, call: Call[bytes]) -> Reply[TokenResponse] | web.StreamResponse:
         request = call.request
         address = self.client_address.limit_key(self.client_address.of(request))

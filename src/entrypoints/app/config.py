@@ -23,10 +23,11 @@ from urllib.parse import urlsplit
 import attrs
 import cattrs
 import yaml
+from cattrs.errors import IterableValidationNote
 from joserfc.errors import JoseError
 from joserfc.jwk import KeySet
 
-from authgate.domain.login_proof import DEFAULT_SIGNIN_MAX_AGE
+from authgate.adapters.provider.settings import ProviderSettings
 from authgate.domain.openid.clients import (
     AUTH_METHODS,
     MAX_CODE_LIFETIME,
@@ -51,6 +52,11 @@ class ConfigError(Exception):
     """A configuration problem, worded for one line on stderr."""
 
 
+class StartupError(Exception):
+    """The service cannot start as configured (something the configuration names cannot be
+    opened or used); the text is one line for stderr, printed with exit status 2."""
+
+
 @attrs.frozen
 class RestConfig:
     port: int
@@ -65,7 +71,7 @@ class RestConfig:
     # The event loop `authgate serve` runs on: uvloop when it is importable, else asyncio.
     event_loop: EventLoop = attrs.field(factory=default_event_loop)
     # Worker processes of `authgate serve`, sharing rest.port through SO_REUSEPORT (one per
-    # core); more than one needs what they must share to be shared (authgate.entrypoints.workers).
+    # core); more than one needs what they must share to be shared (app.workers).
     workers: int = 1
 
 
@@ -283,38 +289,13 @@ class LogoutTokensConfig:
 
 
 @attrs.frozen
-class ProviderConfig:
-    client_id: str
-    scopes: list[str]
-    client_secret: str | None = None
-    issuer: str | None = None
-    additional_issuers: list[str] = attrs.field(factory=list)
-    trusted_audiences: list[str] = attrs.field(factory=list)
-    require_response_iss: bool = False
-    # Freshness (docs/providers.md, "What proves a login"): the max_age sent with every
-    # OpenID Connect sign-in (null: none), and whether the ID tokens carry a signed auth_time
-    # (unset: every OpenID Connect provider but Google; true for Google once its "session
-    # age claims" setting is on).
-    signin_max_age_seconds: int | None = DEFAULT_SIGNIN_MAX_AGE
-    states_auth_time: bool | None = None
-    authorization_endpoint: str | None = None
-    token_endpoint: str | None = None
-    jwks_uri: str | None = None
-    userinfo_endpoint: str | None = None
-    profile_endpoint: str | None = None
-    token_endpoint_auth: Literal[
-        "client_secret_post", "client_secret_basic", "apple_client_secret_jwt"
-    ] = "client_secret_post"  # noqa: S105 - a method name, not a secret
-    id_token_algorithms: list[str] = attrs.field(factory=lambda: ["RS256", "ES256"])
-    team_id: str | None = None
-    key_id: str | None = None
-    private_key_file: str | None = None
+class ProviderConfig(ProviderSettings):
+    """``providers.<name>``: the adapter's own settings (read straight into them, validated
+    as they are made), and what the entry points add around the adapter."""
+
     # The redirect_uri values this provider's callback accepts, besides those of
     # app.callback_urls whose path ends with /{name}/callback.
     callback_urls: list[str] = attrs.field(factory=list)
-    response_mode: Literal["query", "form_post"] = "query"
-    pkce: bool = True
-    timeout_seconds: float = 10.0
     # Provider events (docs/providers.md, "Provider events"). OpenID Connect Back-Channel
     # Logout 1.0 at backchannel_logout_path (default /v1/providers/{name}/backchannel-logout).
     backchannel_logout: bool = False
@@ -329,10 +310,6 @@ class ProviderConfig:
     # Other aud values the provider's event tokens may carry beside client_id (Apple names the
     # primary App ID its notification endpoint is registered on).
     event_audiences: list[str] = attrs.field(factory=list)
-    # RFC 7009: where tokens are revoked (unset: the discovery document's, if any), and whether
-    # the request authenticates the client as at the token endpoint (unset: not for Google).
-    revocation_endpoint: str | None = None
-    revocation_auth: Literal["client", "none"] | None = None
 
 
 @attrs.frozen
@@ -633,6 +610,49 @@ def _is_literal(kind: Any) -> bool:
 
 _converter.register_structure_hook_func(_is_literal, _literal)
 
+# Not YAML keys: the name is the key under providers, the key is read from private_key_file
+# when the adapter is opened, and the adapter's tuning keeps its defaults (tests shorten it).
+_NOT_KEYS = frozenset(
+    {
+        "name",
+        "private_key_pem",
+        "leeway_seconds",
+        "jwks_max_age_seconds",
+        "jwks_min_refetch_seconds",
+        "jwks_absent_kid_seconds",
+        "discovery_max_age_seconds",
+        "discovery_retry_seconds",
+        "client_secret_ttl_seconds",
+        "max_response_bytes",
+    }
+)
+
+
+def _providers(value: Any, _: type) -> dict[str, ProviderConfig]:
+    """``providers``: each read straight into the adapter's settings, named by its key."""
+    if not isinstance(value, dict):
+        raise TypeError("expected a mapping of provider names")
+    providers, errors = {}, []
+    for name, body in value.items():
+        try:
+            if not isinstance(body, dict):
+                raise TypeError("expected a mapping")
+            if _NOT_KEYS & body.keys():
+                raise cattrs.ForbiddenExtraKeysError(
+                    "", ProviderConfig, set(_NOT_KEYS & body.keys())
+                )
+            providers[name] = _converter.structure({**body, "name": name}, ProviderConfig)
+        except Exception as e:
+            note = f"Structuring mapping value @ key {name!r}"
+            e.__notes__ = [*getattr(e, "__notes__", []), IterableValidationNote(note, name, Any)]
+            errors.append(e)
+    if errors:
+        raise cattrs.IterableValidationError("providers", errors, dict)
+    return providers
+
+
+_converter.register_structure_hook_func(lambda t: t == dict[str, ProviderConfig], _providers)
+
 
 def _key_error(exc: BaseException) -> str:
     first = describe_error(exc).split("; ")[0]
@@ -648,6 +668,23 @@ def _key_error(exc: BaseException) -> str:
 
 
 def _check(config: Config) -> None:
+    """Every rule between settings that typing alone does not hold, section by section."""
+    _check_rest(config)
+    _check_session(config)
+    _check_storage(config)
+    _check_ratelimit(config.ratelimit)
+    _check_provider_tokens(config.provider_tokens)
+    _check_logout_tokens(config.logout_tokens)
+    if config.passkeys.enabled:
+        _check_passkeys(config)
+    _check_development(config)
+    _check_origins(config)
+    _check_providers(config)
+    _check_receivers(config)
+    _check_clients(config)
+
+
+def _check_rest(config: Config) -> None:
     if not 0 < config.rest.port < 65536:
         raise ConfigError("rest.port: must be between 1 and 65535")
     if config.rest.workers < 1:
@@ -664,6 +701,9 @@ def _check(config: Config) -> None:
         )
     if config.metrics.port is not None and not config.metrics.host.strip():
         raise ConfigError("metrics.host: must be an address to listen on (default 127.0.0.1)")
+
+
+def _check_session(config: Config) -> None:
     if config.session.ttl_seconds <= 0:
         raise ConfigError("session.ttl_seconds: must be positive")
     if config.session.absolute_max_seconds < config.session.ttl_seconds:
@@ -672,6 +712,9 @@ def _check(config: Config) -> None:
         raise ConfigError("session.reauthenticate_after_seconds: must be positive")
     if not 0 <= config.session.revocation_cache_seconds <= 60:
         raise ConfigError("session.revocation_cache_seconds: must be between 0 and 60")
+
+
+def _check_storage(config: Config) -> None:
     if config.database.event_retention_days <= 0:
         raise ConfigError("database.event_retention_days: must be positive")
     if config.database.pool_max_size < 1:
@@ -682,11 +725,9 @@ def _check(config: Config) -> None:
         raise ConfigError("state.memory_max_entries: must be positive")
     if config.state.ttl_seconds <= 0:
         raise ConfigError("state.ttl_seconds: must be positive")
-    _check_ratelimit(config.ratelimit)
-    _check_provider_tokens(config.provider_tokens)
-    _check_logout_tokens(config.logout_tokens)
-    if config.passkeys.enabled:
-        _check_passkeys(config)
+
+
+def _check_development(config: Config) -> None:
     if config.environment == "production" and config.dev.identity_provider:
         raise ConfigError(
             "dev.identity_provider: the development identity provider is refused in production"
@@ -696,6 +737,9 @@ def _check(config: Config) -> None:
             "dev.identity_provider: the development identity provider needs "
             "environment: development"
         )
+
+
+def _check_origins(config: Config) -> None:
     if config.rest.public_url is not None:
         try:  # its origin is the one the service's own pages call from
             normalise_origin(_origin_of(config.rest.public_url))
@@ -713,32 +757,19 @@ def _check(config: Config) -> None:
                 f"app.callback_urls: {url} names no configured provider (its path must end "
                 "with /{provider}/callback); list it under providers.<name>.callback_urls"
             )
+
+
+def _check_providers(config: Config) -> None:
+    """What the entry points add to each provider's own settings (checked as they are made)."""
     for name, provider in config.providers.items():
         if not re.fullmatch(r"[a-z][a-z0-9_-]*", name):
             raise ConfigError(f"providers.{name}: identifiers are lower-case letters and digits")
-        if provider.issuer is None and (
-            provider.authorization_endpoint is None or provider.token_endpoint is None
-        ):
-            raise ConfigError(
-                f"providers.{name}: needs issuer (discovery) or authorization_endpoint and "
-                "token_endpoint"
-            )
-        if provider.token_endpoint_auth == "apple_client_secret_jwt":  # noqa: S105
-            for key in ("team_id", "key_id", "private_key_file"):
-                if getattr(provider, key) is None:
-                    raise ConfigError(
-                        f"providers.{name}.{key}: required for apple_client_secret_jwt"
-                    )
-        elif provider.client_secret is None:
-            raise ConfigError(f"providers.{name}.client_secret: required key missing")
         for key in ("backchannel_logout", "notifications"):
             if getattr(provider, key) and provider.issuer is None:
                 raise ConfigError(
                     f"providers.{name}.{key}: needs issuer (the provider's signed event tokens "
                     "are verified with its issuer and keys)"
                 )
-    _check_receivers(config)
-    _check_clients(config)
 
 
 def _check_receivers(config: Config) -> None:
@@ -784,6 +815,18 @@ def _check_client(config: Config, client_id: str, c: ClientConfig) -> None:
     if not c.name.strip() or len(c.name) > 100 or not c.name.isprintable():
         raise ConfigError(f"{key}.name: 1 to 100 printable characters")
     _check_client_authentication(key, c)
+    _check_client_urls(key, c)
+    _check_client_scopes(key, c)
+    _check_client_lifetimes(key, c)
+    if c.introspection and c.client_type == "public":
+        raise ConfigError(
+            f"{key}.introspection: only a confidential client may introspect (a public one "
+            "cannot authenticate)"
+        )
+    _check_client_origins(key, c)
+
+
+def _check_client_urls(key: str, c: ClientConfig) -> None:
     if not c.redirect_uris:
         raise ConfigError(f"{key}.redirect_uris: at least one redirect URI")
     native = c.client_type == "public"
@@ -796,6 +839,9 @@ def _check_client(config: Config, client_id: str, c: ClientConfig) -> None:
         problem = _server_url_problem(c.backchannel_logout_uri)
         if problem is not None:
             raise ConfigError(f"{key}.backchannel_logout_uri: {problem}")
+
+
+def _check_client_scopes(key: str, c: ClientConfig) -> None:
     for scope in c.allowed_scopes:
         if not _SCOPE_TOKEN.fullmatch(scope) or scope not in SUPPORTED_SCOPES:
             raise ConfigError(
@@ -804,6 +850,9 @@ def _check_client(config: Config, client_id: str, c: ClientConfig) -> None:
             )
     if "openid" not in c.allowed_scopes:
         raise ConfigError(f"{key}.allowed_scopes: must include openid")
+
+
+def _check_client_lifetimes(key: str, c: ClientConfig) -> None:
     longest_code = int(MAX_CODE_LIFETIME.total_seconds())
     for setting, longest in (
         ("access_token_seconds", 86400),
@@ -813,22 +862,21 @@ def _check_client(config: Config, client_id: str, c: ClientConfig) -> None:
     ):
         if not 1 <= getattr(c, setting) <= longest:
             raise ConfigError(f"{key}.{setting}: must be between 1 and {longest}")
-    if c.introspection and c.client_type == "public":
+
+
+def _check_client_origins(key: str, c: ClientConfig) -> None:
+    if c.allowed_origins is None:
+        return
+    if c.allowed_origins and c.client_type == "confidential":
         raise ConfigError(
-            f"{key}.introspection: only a confidential client may introspect (a public one "
-            "cannot authenticate)"
+            f"{key}.allowed_origins: only public clients are called from browsers; a "
+            "confidential client keeps its secret on a server"
         )
-    if c.allowed_origins is not None:
-        if c.allowed_origins and c.client_type == "confidential":
-            raise ConfigError(
-                f"{key}.allowed_origins: only public clients are called from browsers; a "
-                "confidential client keeps its secret on a server"
-            )
-        for allowed in c.allowed_origins:
-            try:
-                normalise_origin(allowed)
-            except ValueError as e:
-                raise ConfigError(f"{key}.allowed_origins: {e}") from None
+    for allowed in c.allowed_origins:
+        try:
+            normalise_origin(allowed)
+        except ValueError as e:
+            raise ConfigError(f"{key}.allowed_origins: {e}") from None
 
 
 def _check_client_authentication(key: str, c: ClientConfig) -> None:

@@ -29,8 +29,7 @@ from types import FrameType
 
 import attrs
 
-from authgate.entrypoints.config import Config
-from authgate.entrypoints.startup import StartupError
+from authgate.entrypoints.app.config import Config, StartupError
 
 log = logging.getLogger("authgate")
 

@@ -2,10 +2,10 @@
 only with ``dev.identity_provider: true``, which the configuration refuses outside development),
 the demo page (``/demo``, in development only) and the API documentation page (``/docs``).
 
-The application's assembly (:func:`~authgate.entrypoints.assembly.create_app`) has
+The application's assembly (:func:`~authgate.entrypoints.app.build.create_app`) has
 :func:`prepare` run as the resources are opened (the development Apple key file must exist
 before the Apple adapter reads it) and calls :func:`mount` once the application is built. This
-module imports none of the composition root's modules: the dependency runs one way.
+module imports no other module of the composition root but its configuration.
 """
 
 from __future__ import annotations
@@ -14,9 +14,8 @@ import logging
 
 from aiohttp import web
 
-from authgate.entrypoints.config import Config, openid_issuer
+from authgate.entrypoints.app.config import Config, StartupError, openid_issuer
 from authgate.entrypoints.demo import DEMO_PATH, mount_demo, mount_docs
-from authgate.entrypoints.startup import StartupError
 
 log = logging.getLogger("authgate")
 

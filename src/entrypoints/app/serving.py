@@ -9,10 +9,9 @@ from collections.abc import Awaitable, Callable
 import attrs
 from aiohttp import web
 
-from authgate.entrypoints.config import Config
+from authgate.entrypoints.app.config import Config, StartupError
+from authgate.entrypoints.app.workers import worker_name
 from authgate.entrypoints.rest import Api, serving
-from authgate.entrypoints.startup import StartupError
-from authgate.entrypoints.workers import worker_name
 
 
 def server_settings(config: Config, worker: int | None = None) -> serving.ServerSettings:
@@ -47,7 +46,7 @@ def serve(
     worker: int | None = None,
 ) -> None:
     """Serve until SIGINT/SIGTERM, as ``rest.*`` says; in-flight requests may finish.
-    ``worker``: as one of the worker processes of :mod:`authgate.entrypoints.workers`."""
+    ``worker``: as one of the worker processes of :mod:`authgate.entrypoints.app.workers`."""
     serving.serve(app, server_settings(config, worker), on_ready)
 
 

@@ -1,0 +1,223 @@
+"""The OpenID Provider face (authgate as the provider of the registered clients), imported only
+when clients are registered: the clients, the signer of their tokens (the service's key set,
+its RSA key first), client authentication, the code flow, the tokens' resource endpoints, the
+person's applications and logout both ways; mounted as discovery, authorize, token, userinfo,
+introspection, revocation, end-session and the account's apps."""
+
+from __future__ import annotations
+
+import aiohttp
+import attrs
+
+from authgate.adapters.jose import JwtTokenSigner
+from authgate.adapters.openid import HttpLogoutTokenSender, RegisteredClientKeys
+from authgate.domain.openid.clients import ClientRegistry
+from authgate.domain.redirects import origin
+from authgate.entrypoints.app.config import (
+    Config,
+    StartupError,
+    callback_urls_of,
+    client_registry,
+    openid_issuer,
+    passkey_origins,
+)
+from authgate.entrypoints.app.shared import Edge, Shared
+from authgate.entrypoints.app.signin import outbox_policy, proving
+from authgate.entrypoints.app.stores import Stores
+from authgate.entrypoints.http.openid.apps import AppOperations
+from authgate.entrypoints.http.openid.authorize import AuthorizeOperations, SignInStart
+from authgate.entrypoints.http.openid.cors import public_client_cors
+from authgate.entrypoints.http.openid.discovery import (
+    DiscoveryOperations,
+    provider_metadata,
+)
+from authgate.entrypoints.http.openid.end_session import LogoutOperations
+from authgate.entrypoints.http.openid.resource import ResourceOperations
+from authgate.entrypoints.http.openid.token import TokenLimits, TokenOperations
+from authgate.entrypoints.rest import Api
+from authgate.ports.provider import IdentityProvider
+from authgate.services.openid.access import TokenAccess
+from authgate.services.openid.apps import AccountApps
+from authgate.services.openid.authorization import AuthorizationService
+from authgate.services.openid.backchannel_logout import (
+    BackchannelLogout,
+    LogoutPolicy,
+    LogoutTokenWorker,
+)
+from authgate.services.openid.client_authentication import ClientAuthentication
+from authgate.services.openid.end_session import RpInitiatedLogout
+from authgate.services.openid.grants import TokenService
+from authgate.services.sessions import SessionService
+
+
+@attrs.frozen
+class OpenIdParts:
+    """What the provider's services stand on: the registered clients, the signer of their ID,
+    access and logout tokens, the keys ``private_key_jwt`` clients sign their assertions
+    with, and the clients' back-channel logout endpoints."""
+
+    clients: ClientRegistry
+    signer: JwtTokenSigner
+    client_keys: RegisteredClientKeys
+    logout_sender: HttpLogoutTokenSender
+
+    def backchannel(self, config: Config, stores: Stores, shared: Shared) -> BackchannelLogout:
+        """The back-channel fan-out when a session ends (built before the sessions it hears)."""
+        return BackchannelLogout(
+            LogoutTokenWorker(
+                clients=self.clients,
+                units=stores.units,
+                signer=self.signer,
+                sender=self.logout_sender,
+                clock=shared.clock,
+                policy=outbox_policy(LogoutPolicy, config.logout_tokens),
+            )
+        )
+
+    def build(
+        self,
+        logout: BackchannelLogout,
+        stores: Stores,
+        shared: Shared,
+        sessions: SessionService,
+    ) -> OpenId:
+        """The provider's use cases on its parts, the stores and the sessions' own check."""
+        signer, clients, units, clock = self.signer, self.clients, stores.units, shared.clock
+        return OpenId(
+            parts=self,
+            # An assertion's one audience is the issuer (private_key_jwt, RFC 7523).
+            client_auth=ClientAuthentication(
+                clients, self.client_keys, units, clock, issuer=signer.issuer
+            ),
+            authorization=AuthorizationService(
+                clients=clients, signer=signer, units=units, clock=clock
+            ),
+            tokens=TokenService(signer=signer, units=units, clock=clock),
+            logout=logout,
+            end_session=RpInitiatedLogout(clients, signer),
+            access=TokenAccess(
+                signer=signer, clients=clients, sessions=sessions, units=units, clock=clock
+            ),
+            apps=AccountApps(clients=clients, units=units, sessions=sessions),
+        )
+
+
+@attrs.frozen
+class OpenId:
+    """authgate as the OpenID Provider of the registered clients, built once."""
+
+    parts: OpenIdParts
+    client_auth: ClientAuthentication
+    authorization: AuthorizationService  # the authorization endpoint's decisions
+    tokens: TokenService  # the token endpoint's grants
+    logout: BackchannelLogout  # what ends with a session
+    end_session: RpInitiatedLogout
+    access: TokenAccess  # whether a token is active: userinfo, introspection, revocation
+    apps: AccountApps  # the person's applications (their grants)
+
+    def mount(
+        self,
+        api: Api,
+        config: Config,
+        stores: Stores,
+        edge: Edge,
+        sessions: SessionService,
+        providers: dict[str, IdentityProvider],
+    ) -> None:
+        """Discovery, the code flow, logout, the tokens' resource endpoints and the apps. Only
+        a confidential client that authenticated is counted by its client_id alone: anyone can
+        name a public client, so its budget is counted by client and client address, and
+        everything else by the client address, so that junk from one address never refuses
+        another address's requests."""
+        rates, clients = config.ratelimit, self.parts.clients
+        DiscoveryOperations(provider_metadata(openid_issuer(config))).register(api)
+        _mount_code_flow(api, config, self, stores, edge, sessions, providers)
+        LogoutOperations(
+            self.end_session,
+            sessions,
+            edge.client_address,
+            edge.guard,
+            stores.limiter(rates.logout, "authgate-logout"),
+        ).register(api)
+        ResourceOperations(
+            self.access,
+            clients,
+            self.client_auth,
+            public_client_cors(clients),
+            stores.limiter(rates.introspection, "authgate-introspection"),
+            stores.limiter(rates.userinfo, "authgate-userinfo"),
+            edge.client_address,
+        ).register(api)
+        AppOperations(
+            self.apps, edge.bearer, edge.cookie, edge.guard, edge.client_address, edge.cors
+        ).register(api)
+
+
+def open_parts(config: Config, shared: Shared) -> OpenIdParts:
+    """The provider's parts on the shared key set and HTTP client (None: fetches nothing)."""
+    signer = JwtTokenSigner(shared.keys, issuer=openid_issuer(config))
+    for client in config.clients.values():
+        if client.id_token_signed_response_alg == "ES256" and not signer.supports("ES256"):  # noqa: S105
+            raise StartupError(
+                "clients: ES256 ID tokens need a P-256 session key; the key file's is Ed25519"
+            )
+    http: aiohttp.ClientSession | None = shared.http
+    return OpenIdParts(
+        clients=client_registry(config),
+        signer=signer,
+        client_keys=RegisteredClientKeys(http, shared.clock),
+        logout_sender=HttpLogoutTokenSender(
+            http, timeout_seconds=config.logout_tokens.timeout_seconds
+        ),
+    )
+
+
+def _mount_code_flow(
+    api: Api,
+    config: Config,
+    face: OpenId,
+    stores: Stores,
+    edge: Edge,
+    sessions: SessionService,
+    providers: dict[str, IdentityProvider],
+) -> None:
+    """Authorize (with its sign-in and consent pages) and token, behind their limits, each
+    in a namespace of its own (a public client's budget apart from the confidential ones')."""
+    issuer, rates = face.parts.signer.issuer, config.ratelimit
+    AuthorizeOperations(
+        face.authorization,
+        sessions,
+        edge.guard,
+        SignInStart(issuer, _callbacks(config, issuer, providers), proving=proving(providers)),
+        # Only where a browser would run the ceremony: the page's origin (the issuer's) is one
+        # of the passkey origins (and so under the RP ID).
+        passkeys=config.passkeys.enabled and origin(issuer) in passkey_origins(config),
+        limiter=stores.limiter(rates.authorize, "authgate-authorize"),
+        client_address=edge.client_address,
+    ).register(api)
+    TokenOperations(
+        face.tokens,
+        face.client_auth,
+        TokenLimits(
+            client=stores.limiter(rates.token, "authgate-token"),
+            public_client=stores.limiter(rates.token, "authgate-token-public"),
+            address=stores.limiter(rates.token_address, "authgate-token-address"),
+            failures=stores.limiter(rates.token_failures, "authgate-token-failures"),
+        ),
+        edge.client_address,
+        cors=public_client_cors(face.parts.clients),
+    ).register(api)
+
+
+def _callbacks(
+    config: Config, issuer: str, providers: dict[str, IdentityProvider]
+) -> dict[str, str]:
+    """The callback URL the sign-in page starts each provider's sign-in with: the first on the
+    issuer's origin, else its first."""
+    callbacks = {}
+    for name in providers or config.providers:
+        urls = callback_urls_of(config, name)
+        own = [u for u in urls if origin(u) == origin(issuer)]
+        if urls:
+            callbacks[name] = (own or urls)[0]
+    return callbacks

@@ -1,0 +1,304 @@
+"""The stores: the database's repositories (memory, SQLite or PostgreSQL), the rate-limit
+store (memory or Redis), and the revocation channel between instances (Redis, PostgreSQL
+LISTEN/NOTIFY or this process only); the operator's ``migrate`` and ``config check`` reach
+the same stores here (:func:`migrate`, :func:`reach_database`, :func:`reach_redis`).
+
+asyncpg, redis and their adapters are imported only when the configuration names them: they
+cost start-up time and resident memory that the embedded default (SQLite) does not need.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import sqlite3
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any
+
+import attrs
+
+from authgate.adapters.memory import (
+    MemoryAccounts,
+    MemoryEvents,
+    MemoryPasskeyChallenges,
+    MemoryProviderTokens,
+    MemoryRevocationOutbox,
+    MemorySessionRecords,
+    MemoryStates,
+    MemoryUnitOfWork,
+)
+from authgate.adapters.postgres import PostgresStoreError, redact
+from authgate.adapters.ratelimit import NoRateLimit, RateLimitStore
+from authgate.adapters.revocations import LocalRevocations
+from authgate.adapters.sqlite import SchemaTooNew, SqliteStore, SqliteUnavailable, open_sqlite
+from authgate.entrypoints.app.config import Config, StartupError
+from authgate.entrypoints.rest import HealthCheck
+from authgate.ports.accounts import AccountRepository
+from authgate.ports.events import SignInEventLog
+from authgate.ports.passkeys import PasskeyChallenges, PasskeyStore
+from authgate.ports.provider_tokens import ProviderTokenStore, RevocationOutbox
+from authgate.ports.ratelimit import RateLimiter
+from authgate.ports.revocations import RevocationChannel
+from authgate.ports.session_records import SessionRecords
+from authgate.ports.state import StateStore
+from authgate.ports.unit_of_work import UnitOfWork
+
+if TYPE_CHECKING:
+    from authgate.adapters.postgres import PostgresStore
+    from authgate.adapters.postgres.pool import ConnectionPool as Pool
+
+Closers = list[Callable[[], Awaitable[Any]]]
+
+
+@attrs.frozen
+class Stores:
+    """The repositories of the configured database, the rate-limit store and the revocation
+    channel, with the readiness checks that come with them."""
+
+    accounts: AccountRepository
+    states: StateStore
+    events: SignInEventLog
+    units: UnitOfWork
+    session_records: SessionRecords
+    provider_tokens: ProviderTokenStore = attrs.field(factory=MemoryProviderTokens)
+    revocation_outbox: RevocationOutbox = attrs.field(factory=MemoryRevocationOutbox)
+    passkeys: PasskeyStore | None = None
+    passkey_challenges: PasskeyChallenges = attrs.field(factory=MemoryPasskeyChallenges)
+    readiness: list[HealthCheck] = attrs.field(factory=list)
+    pool: Pool | None = None  # PostgreSQL's, for LISTEN/NOTIFY
+    limits: RateLimitStore = attrs.field(factory=lambda: RateLimitStore("memory://"))
+    revocations: RevocationChannel = attrs.field(factory=LocalRevocations)
+
+    def limiter(self, limit: str | None, namespace: str) -> RateLimiter:
+        """A limit in a namespace of its own; null or empty: none."""
+        if not limit:
+            return NoRateLimit()
+        return self.limits.limiter(limit, namespace=namespace)
+
+
+async def open_stores(config: Config, closers: Closers) -> Stores:
+    """The database ``database.url`` names (first: a schema this version cannot serve is
+    refused before anything else is made), the rate-limit store and the revocation channel,
+    started; each closer is added to ``closers``."""
+    stores = await _open_database(config, closers)
+    limits = rate_limit_store(config)
+    revocations = _revocation_channel(config, stores.pool)
+    await revocations.start()
+    closers.append(revocations.close)
+    return attrs.evolve(
+        stores,
+        limits=limits,
+        revocations=revocations,
+        readiness=[*stores.readiness, *_redis_readiness(config, limits)],
+    )
+
+
+def memory_stores(
+    states: StateStore | None = None, challenges: PasskeyChallenges | None = None
+) -> Stores:
+    """Stores that open nothing (a memory database)."""
+    accounts, events, sessions = MemoryAccounts(), MemoryEvents(), MemorySessionRecords()
+    units = MemoryUnitOfWork(accounts, events, sessions)
+    return Stores(
+        accounts=accounts,
+        states=states or MemoryStates(),
+        events=events,
+        units=units,
+        session_records=sessions,
+        provider_tokens=units.provider_tokens,
+        revocation_outbox=units.revocations,
+        passkeys=units.passkeys,
+        passkey_challenges=challenges or MemoryPasskeyChallenges(),
+    )
+
+
+def check(config: Config) -> None:
+    """What :func:`open_stores` refuses in the configuration before it opens anything."""
+    _revocation_kind(config)
+    rate_limit_store(config)
+
+
+def rate_limit_store(config: Config) -> RateLimitStore:
+    """The store ``ratelimit.storage`` names (memory or Redis); Redis is reached later."""
+    try:
+        return RateLimitStore(
+            config.ratelimit.storage,
+            fail_open=config.ratelimit.fail_open,
+            timeout_seconds=config.ratelimit.redis_timeout_seconds,
+        )
+    except ValueError as e:
+        raise StartupError(f"ratelimit: {e}") from None
+
+
+def _redis_readiness(config: Config, store: RateLimitStore) -> list[HealthCheck]:
+    """Readiness names Redis where it is configured (the rate limits' store, and the
+    revocation channel with it). It fails readiness only when the limits fail closed: with
+    ``ratelimit.fail_open`` the service serves without Redis, degraded (the body says so)."""
+    if config.ratelimit.storage.startswith("memory://"):
+        return []
+    return [HealthCheck("redis", store.ping, timeout=1.5, required=not store.fail_open)]
+
+
+def _revocation_channel(config: Config, pool: Pool | None) -> RevocationChannel:
+    """How instances tell each other about revocations (``session.revocation_channel``)."""
+    kind = _revocation_kind(config)
+    if kind == "redis":
+        from authgate.adapters.revocations import RedisRevocations  # redis: only when used
+
+        return RedisRevocations(config.ratelimit.storage)
+    if kind == "postgres":
+        assert pool is not None  # _revocation_kind refuses postgres without PostgreSQL
+        from authgate.adapters.revocations import PostgresRevocations  # asyncpg: only then
+
+        return PostgresRevocations(pool, config.database.url)
+    return LocalRevocations()
+
+
+def _revocation_kind(config: Config) -> str:
+    """The channel ``session.revocation_channel`` names (``auto`` resolved); refused when the
+    store it needs is not the configured one."""
+    kind = config.session.revocation_channel
+    redis = config.ratelimit.storage.startswith(("redis://", "rediss://", "unix://"))
+    postgres = config.database.url.startswith(("postgresql://", "postgres://"))
+    if kind == "auto":
+        kind = "redis" if redis else "postgres" if postgres else "local"
+    if kind == "redis" and not redis:
+        raise StartupError(
+            "session.revocation_channel: redis needs ratelimit.storage to be a Redis URL"
+        )
+    if kind == "postgres" and not postgres:
+        raise StartupError("session.revocation_channel: postgres needs a PostgreSQL database.url")
+    return kind
+
+
+async def _open_database(config: Config, closers: Closers) -> Stores:
+    """The repositories ``database.url`` names, with their readiness check."""
+    url = config.database.url
+    memory_states = MemoryStates(config.state.memory_max_entries)
+    memory_challenges = MemoryPasskeyChallenges(config.passkeys.memory_max_challenges)
+    if url.startswith("memory://"):
+        return memory_stores(memory_states, memory_challenges)
+    store: PostgresStore | SqliteStore
+    if url.startswith(("postgresql://", "postgres://")):
+        store = await _open_postgres(config)
+    elif url.startswith("sqlite:///"):
+        store = await _open_sqlite(config)
+    else:
+        raise StartupError(
+            f"database.url: unsupported database {redact(url)!r} "
+            "(postgresql://…, sqlite:///path or memory://)"
+        )
+    closers.append(store.close)
+
+    async def ping() -> None:
+        await store.ping()
+
+    memory = config.state.store == "memory"
+    return Stores(
+        accounts=store.accounts,
+        states=memory_states if memory else store.states,
+        events=store.events,
+        units=store.units,
+        session_records=store.sessions,
+        provider_tokens=store.provider_tokens,
+        revocation_outbox=store.revocations,
+        passkeys=store.passkeys,
+        passkey_challenges=memory_challenges if memory else store.passkey_challenges,
+        readiness=[
+            HealthCheck("database", ping, timeout=config.database.readiness_timeout_seconds + 0.5)
+        ],
+        pool=None if isinstance(store, SqliteStore) else store.pool,
+    )
+
+
+async def _open_postgres(config: Config) -> PostgresStore:
+    db = config.database
+    from authgate.adapters.postgres import open_postgres  # asyncpg: only for PostgreSQL
+
+    try:
+        return await open_postgres(
+            db.url,
+            db.pool_min_size,
+            db.pool_max_size,
+            db.timeout_seconds,
+            ping_timeout=db.readiness_timeout_seconds,
+            event_retention=dt.timedelta(days=db.event_retention_days),
+        )
+    except PostgresStoreError as e:  # each is one line without a credential
+        raise StartupError(f"database: {e}") from None
+
+
+async def _open_sqlite(config: Config) -> SqliteStore:
+    db = config.database
+    # sqlite:///relative/path, sqlite:////absolute/path (SQLAlchemy's convention)
+    path = db.url.removeprefix("sqlite:///")
+    try:
+        return await open_sqlite(
+            path,
+            ping_timeout=db.readiness_timeout_seconds,
+            event_retention=dt.timedelta(days=db.event_retention_days),
+        )
+    except (SqliteUnavailable, SchemaTooNew) as e:
+        raise StartupError(f"database: {e}") from None
+
+
+def migrate(config: Config) -> int:
+    """``authgate migrate``: apply pending PostgreSQL migrations (SQLite migrates on open)."""
+    url = config.database.url
+    if not url.startswith(("postgresql://", "postgres://")):
+        print(f"authgate: nothing to migrate for {url.split(':', 1)[0]} databases")
+        return 0
+    import asyncpg  # only for PostgreSQL (the embedded default does not need it)
+
+    from authgate.adapters.postgres import migrate as postgres_migrate
+
+    try:
+        applied = asyncio.run(postgres_migrate(url))
+    except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError, PostgresStoreError) as e:
+        raise StartupError(f"migrate: {e}") from None
+    if applied:
+        print(f"authgate: applied {len(applied)} migration(s): {', '.join(applied)}")
+    else:
+        print("authgate: the database schema is up to date")
+    return 0
+
+
+async def reach_redis(config: Config) -> str | None:
+    """``authgate config check``: ping the Redis the configuration names (None: none is
+    configured); what was reached. Raises :class:`StartupError` with one line naming the
+    address (without a password) when it cannot."""
+    url = config.ratelimit.storage
+    if url.startswith("memory://"):
+        return None
+    where = redact(url).split("?", 1)[0]
+    store = rate_limit_store(config)
+    try:
+        await asyncio.wait_for(store.ping(), max(3.0, config.ratelimit.redis_timeout_seconds))
+    except Exception as e:
+        raise StartupError(f"{where} does not answer ({type(e).__name__}: {e})") from None
+    return where
+
+
+async def reach_database(config: Config) -> str:
+    """``authgate config check``: open the configured database (its schema checked as
+    ``serve`` checks it), ask it one question and close it; what was reached. Raises
+    :class:`StartupError` with one line (no credential) when it cannot."""
+    if config.database.url.startswith("memory://"):
+        return "memory (nothing is kept after the process ends)"
+    closers: Closers = []
+    try:
+        stores = await _open_database(config, closers)
+        errors: tuple[type[Exception], ...] = (TimeoutError, OSError, sqlite3.Error)
+        if stores.pool is not None:  # PostgreSQL: _open_database has imported asyncpg
+            import asyncpg
+
+            errors = (*errors, asyncpg.PostgresError)
+        for check in stores.readiness:
+            try:
+                await asyncio.wait_for(check.check(), check.timeout)
+            except errors as e:
+                raise StartupError(f"database: does not answer: {e or type(e).__name__}") from None
+    finally:
+        for close in reversed(closers):
+            await close()
+    return redact(config.database.url).split("?", 1)[0]

@@ -1,0 +1,118 @@
+"""``POST /oauth2/introspect`` (RFC 7662): only clients registered with ``introspection:
+true`` (another authenticated client: 403 ``unauthorized_client``); an active access, refresh
+or session token is described, anything else is exactly ``{"active": false}``. Counted per
+client against ``ratelimit.introspection`` when it is set (429 with ``Retry-After``). For
+servers only: no CORS. Whether a token is active is decided in one place,
+:mod:`authgate.services.openid.access`.
+"""
+
+from __future__ import annotations
+
+import logging
+
+import attrs
+
+from authgate.domain.openid.refusals import ClientNotAllowed, OAuthRateLimited
+from authgate.entrypoints.http.common import docs
+from authgate.entrypoints.http.common.bodies import FORM, OAuthErrorBody
+from authgate.entrypoints.http.common.errors import OAUTH_NO_STORE, oauth_example
+from authgate.entrypoints.http.common.operations import operation
+from authgate.entrypoints.http.openid.discovery import INTROSPECTION_PATH, ProviderOperations
+from authgate.entrypoints.http.openid.presented import (
+    CLIENT_ERRORS,
+    PresentedTokenForm,
+    authenticated_client,
+    presented_token,
+)
+from authgate.entrypoints.rest import Call, Reply
+from authgate.ports.ratelimit import RateLimiter
+from authgate.services.openid.access import TokenAccess, TokenDescription
+from authgate.services.openid.client_authentication import ClientAuthentication
+
+log = logging.getLogger("authgate.openid")
+
+
+@attrs.frozen
+class TokenIntrospection:
+    """RFC 7662 section 2.2: ``active`` alone for a token that is not active."""
+
+    active: bool
+    scope: str | None = None
+    client_id: str | None = None
+    sub: str | None = None
+    exp: int | None = None
+    iat: int | None = None
+    iss: str | None = None
+    aud: str | None = None
+    jti: str | None = None
+    sid: str | None = None
+    token_type: str | None = None
+    auth_time: int | None = None
+
+
+INACTIVE = TokenIntrospection(active=False)
+
+
+def introspection_of(described: TokenDescription | None) -> TokenIntrospection:
+    """The RFC 7662 answer for what :meth:`TokenAccess.describe` found."""
+    if described is None:
+        return INACTIVE
+    auth_time = described.auth_time
+    issued_at = described.issued_at
+    return TokenIntrospection(
+        active=True,
+        scope=" ".join(described.scopes),
+        client_id=described.client_id,
+        sub=described.subject,
+        exp=int(described.expires_at.timestamp()),
+        iat=int(issued_at.timestamp()) if issued_at is not None else None,
+        iss=described.issuer,
+        aud=described.audience,
+        jti=described.token_id,
+        sid=described.session_id,
+        token_type=described.token_type,
+        auth_time=int(auth_time.timestamp()) if auth_time is not None else None,
+    )
+
+
+@attrs.define(slots=False, eq=False)
+class IntrospectionOperations(ProviderOperations):
+    """The introspection endpoint."""
+
+    access: TokenAccess
+    client_auth: ClientAuthentication
+    limiter: RateLimiter  # ratelimit.introspection, per client
+
+    @operation(
+        "POST",
+        INTROSPECTION_PATH,
+        raw_body={FORM: PresentedTokenForm},
+        response=TokenIntrospection,
+        responses={status: OAuthErrorBody for status in (400, 401, 403, 429)},
+        operation_id="introspect_token",
+        summary="Token introspection",
+        description="RFC 7662, for clients registered with introspection: true: whether an "
+        'access, refresh or session token is active, and what it says; {"active": false} '
+        "for anything else.",
+        examples=docs.error_examples(
+            *CLIENT_ERRORS,
+            oauth_example(ClientNotAllowed("this client may not introspect tokens")),
+            oauth_example(OAuthRateLimited(1)),
+        ),
+    )
+    async def introspect(self, call: Call[bytes]) -> Reply[TokenIntrospection]:
+        client, form = await authenticated_client(self.client_auth, call)
+        if not client.introspection:
+            log.warning(
+                "introspection refused: client %r is not registered with introspection: true",
+                client.client_id,
+            )
+            raise ClientNotAllowed(
+                "this client may not introspect tokens",
+                f"introspection by client {client.client_id!r}, not registered for it",
+            )
+        decision = await self.limiter.hit(client.client_id)
+        if not decision.allowed:
+            raise OAuthRateLimited(decision.retry_after_seconds)
+        described = await self.access.describe(presented_token(form))
+        return Reply(introspection_of(described), headers=OAUTH_NO_STORE)
