@@ -2,9 +2,7 @@
 
 Each repository is made the first time the use case asks for it, so a unit of work pays only
 for what it touches: a sign-in's unit never builds the seen-events, grant or code repositories
-it does not use (nor does a reader following it meet them). How each is made
-(:class:`RepositoryMakers`) is fixed once per unit-of-work adapter; a unit brings only what
-its repositories are bound to (its connection, its database handle).
+it does not use (nor does a reader following it meet them).
 """
 
 from __future__ import annotations
@@ -35,8 +33,8 @@ R = TypeVar("R")
 
 @attrs.frozen
 class RepositoryMakers(Generic[Handle]):
-    """How a unit of work makes each of its repositories from the unit's handle (called at most
-    once each per unit)."""
+    """How a unit-of-work adapter makes each repository from a unit's handle (fixed once per
+    adapter; called at most once each per unit)."""
 
     accounts: Callable[[Handle], AccountRepository]
     events: Callable[[Handle], SignInEventLog]

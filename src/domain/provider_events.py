@@ -1,17 +1,10 @@
 """What identity providers tell us about their users, read from a verified event token.
 
-Three shapes, each parsed by one small function into :class:`ProviderEvent` values;
-:func:`decide` says what each means for the account (a :class:`Decision`), which the service
-carries out:
-
-* OpenID Connect Back-Channel Logout 1.0 (:func:`logout_event`): a logout token naming the
-  provider's ``sid`` and/or ``sub``;
-* Sign in with Apple server-to-server notifications (:func:`apple_event`): the ``events``
-  claim is a JSON *string* holding ``type``, ``sub``, ``email``, ``is_private_email`` and
-  ``event_time``;
-* Security Event Tokens of Google's Cross-Account Protection (RISC, RFC 8417) (:func:`risc_events`):
-  ``events`` maps event-type URIs (RISC's and the OAuth event types) to their payloads, the
-  user as an ``iss_sub`` subject (a token-revoked event names a token instead).
+Three shapes, each parsed by one small function into :class:`ProviderEvent` values: OpenID
+Connect Back-Channel Logout 1.0 (:func:`logout_event`), Sign in with Apple server-to-server
+notifications (:func:`apple_event`), and Security Event Tokens of Google's Cross-Account
+Protection (RISC, RFC 8417: :func:`risc_events`). :func:`decide` says what each means for the
+account (a :class:`Decision`), which the service carries out.
 
 Pure: the signature, ``iss``, ``aud``, ``iat`` and ``jti`` were checked before (adapters).
 """

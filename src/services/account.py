@@ -71,8 +71,7 @@ def _in_order(providers: Sequence[str]) -> tuple[str, ...]:
 
 @attrs.frozen
 class _Change:
-    """A change to an account inside a unit of work: the unit, the account, the provider it
-    is made through (the one its audit event names), when, and from which client."""
+    """A change to an account inside a unit of work; ``provider`` is the one its audit names."""
 
     tx: Transaction
     account_id: str
@@ -81,7 +80,6 @@ class _Change:
     client: ClientInfo | None
 
     async def audit(self, outcome: Outcome, detail: str | None = None) -> None:
-        """Record the change's audit event in its unit of work."""
         await record_audit(
             self.tx, self.now, self.provider, outcome, self.client, self.account_id, detail
         )
@@ -140,10 +138,8 @@ class AccountService:
     async def delete(self, caller: Caller) -> None:
         """Delete the caller's account: its identities, every session and the account go in
         one transaction with the audit event (which, like every event, holds no email or
-        name). Needs a recent sign-in (RFC 9470;
-        :meth:`SessionService.require_recent_sign_in`: an account must always be able to
-        delete itself, also one with no way to prove a login). A later sign-in with the same
-        identity is a new user."""
+        name). Needs a recent sign-in (:meth:`SessionService.require_recent_sign_in`). A later
+        sign-in with the same identity is a new user."""
         now = self.sessions.clock.now()
         async with self.units.begin() as tx:
             await self.sessions.require_recent_sign_in(tx, caller)
@@ -245,8 +241,7 @@ class AccountService:
 
     async def export(self, caller: Caller) -> AccountExport:
         """Everything stored about the caller (data-protection requests); a recent sign-in
-        (:meth:`SessionService.require_recent_sign_in`: an account must always be able to
-        export itself, also one with no way to prove a login)."""
+        (:meth:`SessionService.require_recent_sign_in`)."""
         view = await self.account(caller.account_id)
         async with self.units.begin() as tx:
             await self.sessions.require_recent_sign_in(tx, caller)

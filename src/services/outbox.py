@@ -2,9 +2,8 @@
 
 One task per running instance claims due rows with a lease, tries each once and then completes
 it (done, or given up) or puts it back for later: a failure is retried with exponential backoff
-up to a cap, and given up once the row is older than the maximum age. Delivery is at least once:
-a worker that dies mid-attempt leaves a lease that runs out, and another worker tries again. A
-subclass says what an attempt is (:meth:`OutboxWorker.attempt`).
+up to a cap, and given up once the row is older than the maximum age; a lease that runs out
+makes delivery at least once. A subclass says what an attempt is (:meth:`OutboxWorker.attempt`).
 """
 
 from __future__ import annotations

@@ -1,13 +1,11 @@
 """Passkeys: adding one to the signed-in account, signing in with one, managing them.
 
-A passkey is a sign-in method of an account beside its linked providers. The WebAuthn
-ceremonies run on a relying party (:class:`~authgate.ports.webauthn.WebAuthnRelyingParty`):
-it makes the options and verifies the browser's responses — type, challenge, origin, RP ID
-hash, user presence and verification, the signature, the key's algorithm, the credential id's
-length, the backup flags — while this service keeps the challenge
-(single use, bound to the browser's binding cookie and to the ceremony), the credentials, and
-the rules around them: the user handle, the signature counter, a disabled account, the last
-sign-in method, the audit trail and the session a sign-in issues, the same as a provider's.
+A passkey is a sign-in method of an account beside its linked providers. The relying party
+(:class:`~authgate.ports.webauthn.WebAuthnRelyingParty`) makes the options and verifies the
+browser's responses; this service keeps the challenge (single use, bound to the browser's
+binding cookie and to the ceremony), the credentials, and the rules around them: the user
+handle, the signature counter, a disabled account, the last sign-in method, the audit trail
+and the session a sign-in issues, the same as a provider's.
 """
 
 from __future__ import annotations
@@ -148,10 +146,8 @@ class PasskeyService:
         return {**options, "timeout": _milliseconds(self.policy.registration_timeout)}
 
     async def _require_recent_sign_in(self, caller: Caller) -> None:
-        """A recent sign-in, as for linking; an account with no way to prove a login (after a
-        sign-in through a provider that signs no time) may add its first passkey within the
-        window after that sign-in, the only way it can ever gain one
-        (:meth:`SessionService.require_recent_sign_in`)."""
+        """:meth:`SessionService.require_recent_sign_in`: an account with no way to prove a
+        login may still add its first passkey, the only way it can ever gain one."""
         async with self.units.begin() as tx:
             await self.sessions.require_recent_sign_in(tx, caller)
 
@@ -214,11 +210,10 @@ class PasskeyService:
         held_session: str | None = None,
     ) -> PasskeySignedIn:
         """Verify the browser's assertion against this browser's authentication challenge
-        and sign in (``held_session``: the session token the browser holds already; a session of
-        the same account goes on with the newer proof instead of a second one beside it):
-        the same session as a provider sign-in (its record, the last sign-in,
-        the audit event in one unit of work), with ``auth_time`` the moment of the verified
-        assertion. Every refusal is audited and changes nothing but the challenge it used."""
+        and sign in as a provider sign-in does (``held_session``: the browser's session token,
+        proven anew when it is the same account's: :meth:`SessionService.prove`), with
+        ``auth_time`` the moment of the verified assertion. Every refusal is audited and
+        changes nothing but the challenge it used."""
         started = time.perf_counter()
         try:
             signed_in = await self._authenticate(binding, response, client, return_to, held_session)
@@ -232,8 +227,6 @@ class PasskeyService:
         return signed_in
 
     async def _refused(self, e: errors.SignInError, client: ClientInfo) -> None:
-        """A refused passkey sign-in counted, logged when it looks like a clone, and audited
-        on its own."""
         account_id: str | None = getattr(e, "account_id", None)
         reason = (
             Outcome.PASSKEY_COUNTER_REGRESSED.value if isinstance(e, _Cloned) else error_kind(e)
@@ -338,7 +331,6 @@ class PasskeyService:
         resumes: ResumedRequest | None,
         now: dt.datetime,
     ) -> IssuedSession:
-        """Inside ``tx``: the session the passkey signs in, proven at ``now``."""
         started_by = await self._browsers_session(tx, held_session, passkey.account_id, now)
         if started_by is not None:
             # A step-up in a browser signed in to the same account: one browser, one
@@ -494,7 +486,6 @@ async def remove_passkey_in(
 
 
 def _new_passkey(caller: Caller, credential: NewCredential, name: str, now: dt.datetime) -> Passkey:
-    """The passkey a verified registration adds to the caller's account."""
     return Passkey(
         id=uuid.uuid4().hex,
         account_id=caller.account_id,

@@ -94,7 +94,6 @@ class Applied:
 def _by_provider_and_shape(
     receivers: Collection[Receiver],
 ) -> Mapping[tuple[str, Shape], Receiver]:
-    """The receivers, found by the provider and the shape of the tokens they receive."""
     return {(r.provider, r.shape): r for r in receivers}
 
 

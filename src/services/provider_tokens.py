@@ -8,10 +8,8 @@ account deletion committed, through an outbox that survives restarts.
   only if the change committed.
 * :class:`RevocationWorker` (started with the application; an outbox worker,
   :mod:`authgate.services.outbox`) claims due outbox rows with a lease, sends each token to its
-  provider, and deletes the row with an audit event once the provider confirmed; a failure is
-  retried with exponential backoff up to a cap, and given up with an audit event once the row
-  is older than the maximum age. Delivery is at least once: a worker that dies mid-send leaves
-  a lease that runs out, and another worker sends again.
+  provider, and deletes the row with an audit event once the provider confirmed, or gives it
+  up with an audit event (retries and at-least-once delivery: the outbox's).
 """
 
 from __future__ import annotations

@@ -7,11 +7,6 @@ live is trusted for ``live_cache`` (a few seconds) without asking the store, and
 removes it from that cache on this instance at once and, through the revocation channel, on
 every other instance within a moment. When the channel is down, ``live_cache`` bounds how
 long another instance may still accept a revoked session.
-
-Every session ends through this service, inside the unit of work of whatever ended it
-(:meth:`SessionService.revoke_in` and its siblings), so that what ends with a session
-(:class:`SessionEndings`: for an OpenID Provider, its token families and the back-channel
-logouts owed to its clients) is written in the same transaction.
 """
 
 from __future__ import annotations
@@ -384,9 +379,7 @@ class SessionService:
     async def revoke_all_in(
         self, tx: Transaction, account_id: str, now: dt.datetime, **which: Unpack[Which]
     ) -> list[str]:
-        """In ``tx``: end the account's live sessions (all but ``keep``; only those issued
-        through ``provider``, only those signed in with the passkey ``passkey_id``, when
-        given); the ids ended."""
+        """In ``tx``: end the account's live sessions chosen by ``which``; the ids ended."""
         ended = await tx.sessions.revoke_all(account_id, now, **which)
         await self._ended(tx, {account_id: ended}, now)
         return ended

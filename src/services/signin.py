@@ -275,8 +275,6 @@ class SignInService:
         )
 
     def _forces_login(self, return_to: str | None) -> bool:
-        """Whether the sign-in returns to an application's authorization request that asks
-        for a fresh login."""
         return (
             return_to is not None
             and is_resume_url(return_to, self.policy.resume_urls)
@@ -488,9 +486,7 @@ class SignInService:
     ) -> IssuedSession:
         """Inside ``tx``: the session the sign-in signs in, with its proof of login."""
         resumes = resumed_request(pending.return_to, pending.created_at, self.policy)
-        if started_by is not None:
-            # One browser, one session: the session that started the link or the
-            # re-authentication goes on, with the newer proof of login.
+        if started_by is not None:  # one browser, one session
             return await self.sessions.prove(tx, started_by, authenticated_at, resumes=resumes)
         return await self.sessions.issue(
             tx,

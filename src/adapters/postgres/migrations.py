@@ -160,7 +160,6 @@ async def migrate(url: str, directory: str | os.PathLike[str] | None = None) -> 
 
 
 async def _applied(conn: Leased) -> dict[str, str]:
-    """The applied migrations: name -> recorded checksum."""
     if not await conn.fetchval("SELECT to_regclass('schema_migrations') IS NOT NULL"):
         return {}
     rows = await conn.fetch("SELECT name, checksum FROM schema_migrations")
@@ -201,10 +200,8 @@ async def pending_migrations(
 async def check_schema(
     pool_or_url: ConnectionPool | str, directory: str | os.PathLike[str] | None = None
 ) -> None:
-    """Refuse a database this version cannot serve: :class:`MigrationEdited` when an applied
-    migration's file has changed since it was applied, :class:`SchemaBehind` (naming
-    ``authgate migrate --config FILE``) when a migration is pending. A database ahead of this
-    version (a newer deployment migrated it) passes."""
+    """Refuse a database this version cannot serve (:class:`MigrationEdited`, or
+    :class:`SchemaBehind` when a migration is pending); one ahead of this version passes."""
     files = migration_files(directory)
     texts = {path.stem: path.read_text(encoding="utf-8") for path in files}
     done = await _ledger(pool_or_url)

@@ -2,12 +2,10 @@
 
 Why our own: on the account read (``GET /v1/account/providers``, one lease per request)
 authgate on asyncpg's ``Pool`` spends more per request than on this one, even with asyncpg's
-reset query switched off (``reset=`` a coroutine that sends nothing, the cheapest reset that is
-correct here: the adapters leave no session state on a connection, and asyncpg still rolls
-back a transaction left open): 1.18-1.20x the server's instructions per request under
-callgrind (four runs), 1.14-1.19x the server's CPU per request, and 1.11-1.19x the CPU of the
-server and its PostgreSQL backends together (medians of per-round ratios, six runs of 10 to 30
-alternating rounds on a busy two-core machine), measured side by side by::
+reset query switched off (:func:`_send_nothing`): 1.18-1.20x the server's instructions per
+request under callgrind (four runs), 1.14-1.19x the server's CPU per request, and 1.11-1.19x
+the CPU of the server and its PostgreSQL backends together (medians of per-round ratios, six
+runs of 10 to 30 alternating rounds on a busy two-core machine), measured side by side by::
 
     .venv/bin/python bench/pool_bench.py --callgrind 2000
 
@@ -31,9 +29,6 @@ times. :class:`Pool` keeps what the adapters rely on and nothing else, with asyn
 * idle connections beyond ``min_size`` unused for ``max_idle_seconds`` are closed, checked
   when connections are given back (at most once a minute), as asyncpg's pool does with a
   timer per connection.
-
-Leasing and giving back are plain method calls without a task, a timer or a proxy; a lease
-yields the :class:`asyncpg.Connection` itself, valid until the ``async with`` block ends.
 
 The library's path is kept working beside it: :func:`open_asyncpg_pool` opens asyncpg's pool
 with the same settings, ``open_postgres(..., asyncpg_pool=True)`` puts the adapters on it, and
@@ -78,7 +73,6 @@ class Pool:
             raise ValueError("pool sizes: need 0 <= min_size <= max_size, max_size >= 1")
         self._connect = connect
         self._min_size = min_size
-        self._max_size = max_size
         self._max_idle = max_idle_seconds
         self._sweep_interval = sweep_interval
         self._permits = asyncio.Semaphore(max_size)  # one per lease
@@ -191,9 +185,6 @@ class Pool:
         """Connections open: leased and idle."""
         return len(self._leased) + len(self._idle)
 
-    def get_idle_size(self) -> int:
-        return len(self._idle)
-
     async def _fill(self) -> None:
         """Open ``min_size`` connections (all or none)."""
         opened = await asyncio.gather(
@@ -234,8 +225,6 @@ class Pool:
 
 
 class _Lease:
-    """The ``async with`` of :meth:`Pool.acquire`."""
-
     __slots__ = ("_conn", "_pool")
 
     def __init__(self, pool: Pool) -> None:

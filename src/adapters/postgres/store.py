@@ -23,13 +23,9 @@ log = logging.getLogger("authgate.storage")
 
 class PostgresStore(SqlRepositories):
     """The repositories on one pool (:mod:`authgate.adapters.sql`), with readiness and
-    shutdown.
-
-    Connection loss needs no handling by callers: an operation during an outage raises
-    (``OSError``, ``asyncpg.PostgresConnectionError``, ``asyncpg.InterfaceError`` or
-    ``TimeoutError``), and the pool replaces a broken connection at its next lease, so the
-    same pool serves again once the server is back.
-    """
+    shutdown. Connection loss needs no handling by callers: an operation during an outage
+    raises (``OSError``, ``asyncpg.PostgresConnectionError``, ``asyncpg.InterfaceError`` or
+    ``TimeoutError``), and the pool serves again once the server is back."""
 
     def __init__(
         self,
@@ -43,11 +39,7 @@ class PostgresStore(SqlRepositories):
             PoolDb(pool), POSTGRES, event_retention=event_retention, purge_interval=purge_interval
         )
         self.pool = pool
-        # A unit of work: one pooled connection in one transaction for the block (begun when
-        # first needed, its result-less writes sent together: .unit); the repositories' own
-        # transactions nest as savepoints. A unit that only reads is an ordinary one: its
-        # plain reads run outside any transaction (READ COMMITTED, no lock taken) until
-        # something writes.
+        # A unit that only reads is an ordinary one (.unit: its plain reads take no lock).
         opener = functools.partial(UnitLease, pool)
         self.units = self.unit_of_work(POSTGRES, opener, opener)
         self._ping_timeout = ping_timeout
@@ -87,12 +79,10 @@ async def open_postgres(
 ) -> PostgresStore:
     """Open a pool on ``url`` (``postgresql://user:pass@host:port/db``) and the adapters on it.
 
-    ``timeout`` bounds connecting and every command. With ``check`` (the default), refuse a
-    database whose schema is behind (:class:`~.migrations.SchemaBehind`, naming
-    ``authgate migrate --config FILE``). An unreachable server raises
-    :class:`~.errors.DatabaseUnavailable`. Both are :class:`~.errors.PostgresStoreError`.
-    ``asyncpg_pool``: on asyncpg's pool instead of ours (:mod:`.pool` says why ours; the tests
-    and bench/pool_bench.py run both).
+    ``timeout`` bounds connecting and every command. With ``check`` (the default),
+    :func:`~.migrations.check_schema`. An unreachable server raises
+    :class:`~.errors.DatabaseUnavailable`. ``asyncpg_pool``: on asyncpg's pool instead of ours
+    (:mod:`.pool`).
     """
     opener = open_asyncpg_pool if asyncpg_pool else open_pool
     try:

@@ -13,12 +13,11 @@ A sign-in's unit of work used to cost a round trip per statement plus ``BEGIN`` 
   (READ COMMITTED: each statement its own snapshot; a plain ``SELECT`` takes no lock).
 
 So a login's unit is two round trips (the identity's state with its account, then the
-writes), and so is a registration's: its new account and identity wait with the other writes
-(:meth:`authgate.adapters.sql.accounts.SqlAccounts.create_with_identity`), and a concurrent
-registration of the same identity makes the whole statement fail on the identity's primary
-key, so the unit wrote nothing and is run again (``IdentityRace``). A statement run after
-waiting writes sees them (they are sent first), and a write whose statement already
-waits is sent after the others, so no row is changed twice by one statement.
+writes), and so is a registration's: its new account and identity wait with the other writes,
+and a concurrent registration's lost race fails the whole statement (``IdentityRace``,
+:class:`~authgate.adapters.sql.store.SqlUnitOfWork`). A statement run after waiting writes
+sees them (they are sent first), and a write whose statement already waits is sent after the
+others, so no row is changed twice by one statement.
 """
 
 from __future__ import annotations
@@ -65,14 +64,12 @@ class UnitConnection(Db):
         await self.write_amendable(query, args)
 
     async def write_amendable(self, query: str, args: Sequence[object]) -> None:
-        """:meth:`write`, with arguments (a list) the caller may still change while the write
-        waits (:meth:`is_waiting`)."""
+        """:meth:`write`, its ``args`` (a list) still open to change while it waits."""
         if any(waiting == query for waiting, _ in self._waiting):
             await self._ready()  # the same statement twice: the first goes first
         self._waiting.append((query, args))
 
     def is_waiting(self, args: Sequence[object]) -> bool:
-        """Whether the write of ``args`` (:meth:`write_amendable`) has not been sent yet."""
         return any(waiting is args for _, waiting in self._waiting)
 
     async def read_row(self, query: str, *args: object) -> asyncpg.Record | None:
@@ -83,17 +80,14 @@ class UnitConnection(Db):
         return await self.fetchrow(query, *args)
 
     async def read_rows(self, query: str, *args: object) -> list[asyncpg.Record]:
-        """The rows of a read (a plain SELECT), as :meth:`read_row` reads one."""
         if self._transaction is None and not self._waiting:
             return await self._conn.fetch(query, *args)
         return await self.fetch(query, *args)
 
     async def fetchrow(self, query: str, *args: object) -> asyncpg.Record | None:
-        """One row, in the unit's transaction."""
         return await (await self._ready()).fetchrow(query, *args)
 
     async def fetch(self, query: str, *args: object) -> list[asyncpg.Record]:
-        """The rows, in the unit's transaction."""
         return await (await self._ready()).fetch(query, *args)
 
     async def execute(self, query: str, *args: object) -> int:

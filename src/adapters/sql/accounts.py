@@ -80,10 +80,8 @@ async def locked_rows(
 
 
 class SqlAccounts(Repository):
-    """:class:`~authgate.ports.accounts.AccountRepository`. In a unit of work whose writes
-    wait (PostgreSQL's), a registration is two of those writes, and a concurrent registration
-    of the same identity makes the unit's one combined statement fail on the identity's key:
-    the unit of work then raises ``IdentityRace``."""
+    """:class:`~authgate.ports.accounts.AccountRepository`; a registration's lost race in a
+    unit of work whose writes wait is the unit's to raise (``IdentityRace``)."""
 
     def __init__(self, db: Db, sql: Dialect) -> None:
         super().__init__(db, sql)

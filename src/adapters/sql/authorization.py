@@ -50,8 +50,7 @@ _CODE_COLUMNS = (
 
 class SqlAuthorizationCodes(Purging):
     """:class:`~authgate.ports.openid.AuthorizationCodes`: a redemption is one
-    ``UPDATE … WHERE redeemed_at IS NULL``; of concurrent ones, the first through finds it
-    unredeemed, the others find it redeemed. ``add`` triggers the purge of expired codes."""
+    ``UPDATE … WHERE redeemed_at IS NULL``; ``add`` triggers the purge of expired codes."""
 
     _purged = "expired authorization codes"
 
@@ -365,9 +364,8 @@ _SELECT_GRANT = (
 
 
 class SqlGrants(Repository):
-    """:class:`~authgate.ports.openid.Grants`: ``put`` unions the scopes with the row it
-    meets, in one upsert where the engine has one (:attr:`~.engine.Dialect.grant_put`), else
-    in one transaction under the engine's one writer."""
+    """:class:`~authgate.ports.openid.Grants`: ``put`` is one upsert where the engine has one
+    (:attr:`~.engine.Dialect.grant_put`), else one transaction under the engine's one writer."""
 
     async def get(self, account_id: str, client_id: str) -> Grant | None:
         key = self._sql.account_key(account_id)

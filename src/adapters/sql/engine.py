@@ -1,9 +1,5 @@
 """What the SQL repositories run on: a connection of either engine (:class:`Db`) and the
-spelling of the engine's SQL (:class:`Dialect`).
-
-The repositories (this package) are written once, in ``$1``-numbered SQL; an engine
-(``adapters/postgres``, ``adapters/sqlite``) provides the :class:`Db` they run on (the store's
-connections, or one unit of work's) and its :class:`Dialect`. Nothing here imports a driver.
+spelling of the engine's SQL (:class:`Dialect`), each engine's subclasses (see the package).
 """
 
 from __future__ import annotations
@@ -36,11 +32,9 @@ class Db:
         raise NotImplementedError
 
     async def fetch(self, query: str, *args: object) -> Sequence[Row]:
-        """The rows of a statement."""
         raise NotImplementedError
 
     async def fetchrow(self, query: str, *args: object) -> Row | None:
-        """The first row of a statement, or None."""
         raise NotImplementedError
 
     def transaction(self) -> AbstractAsyncContextManager[Db]:
@@ -68,7 +62,6 @@ class Db:
         return await self.fetchrow(query, *args)
 
     async def read_rows(self, query: str, *args: object) -> Sequence[Row]:
-        """The rows of a plain SELECT."""
         return await self.fetch(query, *args)
 
 
@@ -102,7 +95,6 @@ class Dialect:
         raise NotImplementedError
 
     def read_scopes(self, value: Any) -> list[str]:
-        """A list of scopes as read back."""
         raise NotImplementedError
 
     def strings(self, values: Sequence[str]) -> object:
@@ -110,7 +102,6 @@ class Dialect:
         raise NotImplementedError
 
     def read_strings(self, value: Any) -> list[str]:
-        """A list of other names as read back."""
         raise NotImplementedError
 
     def lock(self, clause: str) -> str:
@@ -140,11 +131,9 @@ class Dialect:
     grant_consent_again: str | None = None
 
     def is_unique_violation(self, error: BaseException) -> bool:
-        """Whether ``error`` is a violated unique key or primary key."""
         raise NotImplementedError
 
     def is_foreign_key_violation(self, error: BaseException) -> bool:
-        """Whether ``error`` is a violated foreign key."""
         raise NotImplementedError
 
     def is_identity_race(self, error: BaseException) -> bool:

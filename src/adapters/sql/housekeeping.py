@@ -231,11 +231,9 @@ class Purging(Repository):
             self.housekeeping.trigger(lambda: owner._expired(now))
 
     async def purge_expired(self, now: dt.datetime) -> int:
-        """Delete the rows expired at ``now``; how many."""
         return await total(self._expired(now))
 
     def _expired(self, now: dt.datetime) -> AsyncIterator[int]:
-        """The purge's batches: the rows expired at ``now``."""
         raise NotImplementedError
 
     def _batches(self, table: Purged, bound: dt.datetime) -> AsyncIterator[int]:

@@ -25,8 +25,7 @@ _SCHEDULE = ("created_at", "next_attempt_at", "attempts")
 class SqlOutbox(Repository, Generic[P]):
     """:class:`~authgate.ports.outbox.Outbox` in a table with the columns ``_columns`` (``id``
     first) and ``leased_until`` and ``last_error``; in a unit of work ``add`` waits to be sent
-    with the unit's other writes. A claim leases at most ``limit`` due rows in one statement,
-    so concurrent instances claim disjoint rows (:meth:`~.engine.Dialect.claim`)."""
+    with the unit's other writes; a claim is one statement (:meth:`~.engine.Dialect.claim`)."""
 
     _table: ClassVar[str]
     _columns: ClassVar[tuple[str, ...]]
@@ -44,7 +43,6 @@ class SqlOutbox(Repository, Generic[P]):
         return read(row[-3]), read(row[-2]), int(row[-1])
 
     def _pending(self, row: Row) -> P:
-        """The row read back."""
         raise NotImplementedError
 
     async def add(self, pending: P) -> None:

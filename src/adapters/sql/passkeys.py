@@ -21,8 +21,7 @@ _COLUMNS = (
 
 class SqlPasskeys(Repository):
     """:class:`~authgate.ports.passkeys.PasskeyStore`; an account's passkeys go with it
-    (``ON DELETE CASCADE``). Removing a passkey and unlinking an identity both lock the
-    account's row first, so two concurrent removals cannot both leave "another one"."""
+    (``ON DELETE CASCADE``); removals lock as :func:`~.accounts.locked_rows` says."""
 
     async def add(self, passkey: Passkey) -> None:
         sql = self._sql

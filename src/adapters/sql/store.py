@@ -77,8 +77,7 @@ class SqlRepositories:
         )
 
     def unit_of_work(self, sql: Dialect, begin: Opener, read: Opener) -> SqlUnitOfWork:
-        """The unit of work of these repositories on the engine's units (see
-        :class:`SqlUnitOfWork`)."""
+        """The unit of work of these repositories on the engine's units."""
         return SqlUnitOfWork(self.makers(), sql, begin, read)
 
 

@@ -1,13 +1,5 @@
-"""One aiosqlite connection shared by the SQL repositories (:mod:`authgate.adapters.sql`).
-
-aiosqlite runs the connection on its own thread; an :class:`asyncio.Lock` gives each operation
-the connection to itself, so a transaction never interleaves with another coroutine's
-statements. Changes of several statements run in ``BEGIN IMMEDIATE`` (the write lock up
-front: another process on the same file waits up to ``busy_timeout`` instead of failing late);
-a unit that only reads runs in a deferred transaction (a WAL snapshot, no write lock).
-
-The repositories' ``$1``-numbered parameters are SQLite's ``?1``.
-"""
+"""One aiosqlite connection shared by the SQL repositories (:mod:`authgate.adapters.sql`),
+their ``$1``-numbered parameters spelled as SQLite's ``?1``."""
 
 from __future__ import annotations
 
@@ -38,8 +30,8 @@ def _sqlite(query: str) -> str:
 
 
 class Database(Db):
-    """The connection and the lock that gives it to one operation at a time: each statement
-    alone (committing on its own), a transaction alone for its block."""
+    """The connection and a lock that gives it to one operation at a time, so a transaction
+    never interleaves with another coroutine's statements; a statement alone commits alone."""
 
     def __init__(self, conn: aiosqlite.Connection) -> None:
         self.conn = conn
@@ -66,8 +58,9 @@ class Database(Db):
 
     @asynccontextmanager
     async def transaction(self) -> AsyncIterator[Db]:
-        """The connection, alone, inside ``BEGIN IMMEDIATE`` … ``COMMIT``; rolled back when
-        anything fails or the task is cancelled, so no transaction is ever left open."""
+        """The connection, alone, inside ``BEGIN IMMEDIATE`` … ``COMMIT`` (the write lock up
+        front: another process on the file waits up to ``busy_timeout`` instead of failing
+        late); rolled back when anything fails or the task is cancelled."""
         async with self._lock:
             try:
                 await self.conn.execute("BEGIN IMMEDIATE")
@@ -107,7 +100,6 @@ class Database(Db):
                 await self.conn.execute("PRAGMA query_only = OFF")
 
     async def close(self) -> None:
-        """Close the connection."""
         async with self._lock:
             await self.conn.close()
 

@@ -1,6 +1,7 @@
 """SQLite's spelling of the SQL repositories (:mod:`authgate.adapters.sql`): times as ISO
-text in UTC (which sorts and compares like the times), scopes space-separated, other lists as
-JSON, no row locks (one writer at a time has the file), purges inline."""
+text in UTC with microseconds (which sorts and compares like the times), scopes
+space-separated, other lists as JSON, no row locks (one writer at a time has the file), purges
+inline."""
 
 from __future__ import annotations
 

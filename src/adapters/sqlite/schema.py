@@ -2,8 +2,7 @@
 
 ``PRAGMA user_version`` records how many of :data:`VERSIONS` are applied; each version's
 statements run in one ``BEGIN IMMEDIATE`` transaction that re-reads the version first, so two
-processes opening a new file at once apply it once. Times are ISO 8601 text in UTC with
-microseconds (``2024-05-01T12:00:00.000000+00:00``), which sorts like the times it encodes.
+processes opening a new file at once apply it once. Times: :mod:`.dialect`.
 """
 
 from __future__ import annotations

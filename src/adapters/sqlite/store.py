@@ -57,7 +57,6 @@ class SqliteStore(SqlRepositories):
             await self.db.fetch("SELECT 1")
 
     async def close(self) -> None:
-        """Close the file."""
         await self.db.close()
 
 
