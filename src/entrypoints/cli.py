@@ -144,71 +144,55 @@ def _operator_commands(commands: Any) -> None:
     """``accounts show|delete``, ``sessions revoke``, ``keys rotate|prune``,
     ``provider-tokens rekey``, ``config check``: each becomes the command name
     ``"<group> <action>"``."""
-    _account_commands(commands)
-    _key_commands(commands)
-    tokens = commands.add_parser("provider-tokens", help="the provider tokens kept for revocation")
-    actions = tokens.add_subparsers(dest="action", required=True)
-    _with_config(
-        actions.add_parser(
-            "rekey",
-            help="re-seal every kept provider token under the first key of "
-            "provider_tokens.keys, so that the older keys can be removed",
-        )
+    accounts = _group(
+        commands,
+        "accounts",
+        "show or delete an account",
+        show="print an account as JSON (exit 1: no such account)",
+        delete="delete an account, its identities and sessions (audited)",
     )
-    config = commands.add_parser("config", help="check the configuration")
-    actions = config.add_subparsers(dest="action", required=True)
-    _with_config(
-        actions.add_parser(
-            "check",
-            help="load the configuration, reach the database and each provider's discovery and "
-            "key set; one line per check (exit 0: all pass, 1: a check failed, 2: unusable "
-            "configuration)",
-        )
+    for action in accounts.values():
+        action.add_argument("account", metavar=ACCOUNT, help=ACCOUNT_HELP)
+    sessions = _group(
+        commands,
+        "sessions",
+        "end an account's sessions",
+        revoke="end every live session of an account (audited)",
+    )
+    sessions["revoke"].add_argument("--account", required=True, metavar=ACCOUNT, help=ACCOUNT_HELP)
+    _group(
+        commands,
+        "keys",
+        "rotate and prune the session signing keys",
+        rotate="put a new signing key first in session.keys_file (the others keep verifying); "
+        "instances sign with it once restarted. Removes nothing (see keys prune)",
+        prune="remove the keys that stopped signing more than session.absolute_max_seconds "
+        "ago; adds nothing. Not session.ttl_seconds, although no token outlives it: running "
+        "instances keep signing with the old key until they restart, which the file does not "
+        "record; the longest a session lasts is the margin that covers a late restart",
+    )
+    _group(
+        commands,
+        "provider-tokens",
+        "the provider tokens kept for revocation",
+        rekey="re-seal every kept provider token under the first key of "
+        "provider_tokens.keys, so that the older keys can be removed",
+    )
+    _group(
+        commands,
+        "config",
+        "check the configuration",
+        check="load the configuration, reach the database and each provider's discovery and "
+        "key set; one line per check (exit 0: all pass, 1: a check failed, 2: unusable "
+        "configuration)",
     )
 
 
-def _account_commands(commands: Any) -> None:
-    """``accounts show|delete`` and ``sessions revoke``."""
-    accounts = commands.add_parser("accounts", help="show or delete an account")
-    actions = accounts.add_subparsers(dest="action", required=True)
-    show = _with_config(
-        actions.add_parser("show", help="print an account as JSON (exit 1: no such account)")
-    )
-    show.add_argument("account", metavar=ACCOUNT, help=ACCOUNT_HELP)
-    delete = _with_config(
-        actions.add_parser(
-            "delete", help="delete an account, its identities and sessions (audited)"
-        )
-    )
-    delete.add_argument("account", metavar=ACCOUNT, help=ACCOUNT_HELP)
-    sessions = commands.add_parser("sessions", help="end an account's sessions")
-    actions = sessions.add_subparsers(dest="action", required=True)
-    revoke = _with_config(
-        actions.add_parser("revoke", help="end every live session of an account (audited)")
-    )
-    revoke.add_argument("--account", required=True, metavar=ACCOUNT, help=ACCOUNT_HELP)
-
-
-def _key_commands(commands: Any) -> None:
-    """``keys rotate|prune``."""
-    keys = commands.add_parser("keys", help="rotate and prune the session signing keys")
-    actions = keys.add_subparsers(dest="action", required=True)
-    _with_config(
-        actions.add_parser(
-            "rotate",
-            help="put a new signing key first in session.keys_file (the others keep verifying); "
-            "instances sign with it once restarted. Removes nothing (see keys prune)",
-        )
-    )
-    _with_config(
-        actions.add_parser(
-            "prune",
-            help="remove the keys that stopped signing more than session.absolute_max_seconds "
-            "ago; adds nothing. Not session.ttl_seconds, although no token outlives it: running "
-            "instances keep signing with the old key until they restart, which the file does not "
-            "record; the longest a session lasts is the margin that covers a late restart",
-        )
-    )
+def _group(commands: Any, name: str, help: str, **actions: str) -> dict[str, Any]:
+    """A command ``name`` whose ``actions`` (action -> help) each take ``--config``."""
+    group = commands.add_parser(name, help=help)
+    parsers = group.add_subparsers(dest="action", required=True)
+    return {a: _with_config(parsers.add_parser(a, help=h)) for a, h in actions.items()}
 
 
 def _run(args: argparse.Namespace, config: Config) -> int:
