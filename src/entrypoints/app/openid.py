@@ -153,7 +153,7 @@ class OpenId:
         introspection_limiter = stores.limiter(rates.introspection, "authgate-introspection")
         IntrospectionOperations(self.access, self.client_auth, introspection_limiter).register(api)
         AppOperations(
-            self.apps, edge.bearer, edge.cookie, edge.guard, edge.client_address, edge.cors
+            edge.bearer, edge.cookie, edge.guard, edge.client_address, edge.cors, service=self.apps
         ).register(api)
 
 

@@ -19,15 +19,15 @@ Registered only when clients are registered (the provider face is on). The rules
 
 from __future__ import annotations
 
+import attrs
+
 from authgate.domain import errors
 from authgate.domain.scopes import ACCOUNT_MANAGE
 from authgate.entrypoints.http.common import docs
 from authgate.entrypoints.http.common.account_area import MANAGE, READ, AccountArea
 from authgate.entrypoints.http.common.bodies import AppInfo, AppList, app_errors
-from authgate.entrypoints.http.common.caller import ClientAddress
 from authgate.entrypoints.http.common.operations import operation
-from authgate.entrypoints.http.common.session_auth import SameOriginGuard
-from authgate.entrypoints.rest import ApiKey, BearerJWT, Call, Cors, Reply, path, pattern
+from authgate.entrypoints.rest import Call, Reply, path, pattern
 from authgate.services.openid.apps import AccountApps
 
 NO_STORE = {"Cache-Control": "no-store"}
@@ -41,20 +41,11 @@ APP_CLIENT_ID = path(
 )
 
 
+@attrs.define(slots=False, eq=False)
 class AppOperations(AccountArea):
     """The caller's applications on the account API."""
 
-    def __init__(
-        self,
-        service: AccountApps,
-        bearer: BearerJWT,
-        cookie: ApiKey,
-        guard: SameOriginGuard,
-        client_address: ClientAddress,
-        cors: Cors | None = None,
-    ) -> None:
-        super().__init__(bearer, cookie, guard, client_address, cors)
-        self.service = service
+    service: AccountApps = attrs.field(kw_only=True)
 
     @operation(
         "GET",
