@@ -38,7 +38,7 @@ from authgate.domain.passkeys import (
     clean_name,
     counter_advances,
 )
-from authgate.domain.redirects import is_resume_url, safe_return_to
+from authgate.domain.redirects import safe_return_to
 from authgate.domain.secrets import binding_hash
 from authgate.domain.text import printable
 from authgate.ports.accounts import AccountRepository, LastIdentityError
@@ -70,6 +70,7 @@ from authgate.services.audit import (
 from authgate.services.sessions import SessionService
 from authgate.services.signin import (
     SignInPolicy,
+    error_detail,
     error_kind,
     resumed_request,
     session_max_age,
@@ -246,7 +247,7 @@ class PasskeyService:
         elif isinstance(e, errors.InvalidPasskeyChallenge):
             outcome, detail = Outcome.INVALID_STATE, e.detail
         else:
-            outcome, detail = Outcome.FAILED, _detail(e)
+            outcome, detail = Outcome.FAILED, error_detail(e)
         event = audit_event(self.clock.now(), PASSKEY_PROVIDER, outcome, client, account_id, detail)
         await record_refusal(self.events, event, log, "a passkey sign-in event")
 
@@ -264,12 +265,14 @@ class PasskeyService:
             assertion = self.relying_party.read_assertion(response)
         except ResponseMalformed as e:
             raise errors.InvalidPasskeyResponse(e.detail) from e
+        policy = self.signin
+        destination = policy.destination(
+            safe_return_to(return_to, policy.app_url, policy.resume_urls)
+        )
         async with self.units.begin() as tx:
             passkey = await self._use(tx, assertion, challenge, now)
             await tx.accounts.record_login(passkey.account_id, now)
-            resumes = resumed_request(
-                self._destination(return_to), challenge.created_at, self.signin
-            )
+            resumes = resumed_request(destination, challenge.created_at, policy)
             session = await self._session_in(tx, passkey, client, held_session, resumes, now)
             event = await record_audit(
                 tx,
@@ -286,7 +289,7 @@ class PasskeyService:
             account_id=passkey.account_id,
             passkey=passkey,
             session=session,
-            destination=self._destination(return_to),
+            destination=destination,
             session_max_age=session_max_age(session, now),
         )
 
@@ -363,16 +366,6 @@ class PasskeyService:
         if record is None or record.account_id != account_id or not record.live(now):
             return None
         return record
-
-    def _destination(self, return_to: str | None) -> str:
-        """Where the browser goes after signing in: the rules of a provider sign-in's
-        ``return_to`` (an application's authorization request, a path or address on the
-        application, else its dashboard)."""
-        policy = self.signin
-        wanted = safe_return_to(return_to, policy.app_url, policy.resume_urls)
-        if wanted and is_resume_url(wanted, policy.resume_urls):
-            return wanted
-        return wanted or policy.dashboard_url
 
     # -- the account's passkeys -----------------------------------------------------------
 
@@ -535,11 +528,3 @@ def user_handle(account_id: str) -> bytes:
 
 def _milliseconds(delta: dt.timedelta) -> int:
     return int(delta.total_seconds() * 1000)
-
-
-def _detail(e: errors.SignInError) -> str:
-    if isinstance(e, errors.InvalidPasskeyChallenge | errors.InvalidPasskeyResponse):
-        return e.detail
-    if isinstance(e, errors.PasskeyNotVerified):
-        return e.reason
-    return type(e).__name__

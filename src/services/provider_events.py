@@ -247,13 +247,9 @@ async def _end_sessions(
     """End the sessions ``ending`` names; the sessions ended by account (the holder's
     included, even when none was)."""
     if ending is Ending.PROVIDER_SESSION and provider_session is not None:
-        pairs = await sessions.revoke_provider_session_in(
+        return await sessions.revoke_provider_session_in(
             tx, provider, provider_session, now, account_id=account_id
         )
-        ended: dict[str, list[str]] = {}
-        for holder, sid in pairs:
-            ended.setdefault(holder, []).append(sid)
-        return ended
     if ending is Ending.NONE or account_id is None:
         return {}
     only = None if ending is Ending.EVERY_PROVIDER else provider

@@ -292,24 +292,18 @@ class SessionService:
         return await self.records.live_for_account(account_id, self.clock.now())
 
     async def revoke(
-        self, account_id: str, session_id: str, *, client: ClientInfo, provider: str
-    ) -> bool:
-        """End one of the account's sessions (audited); False when it has no such live one."""
-        return await self._end_one(
-            account_id, session_id, Outcome.SESSION_REVOKED, client, provider
-        )
-
-    async def _end_one(
         self,
         account_id: str,
         session_id: str,
-        outcome: Outcome,
+        *,
         client: ClientInfo,
         provider: str,
+        outcome: Outcome = Outcome.SESSION_REVOKED,
         detail: str | None = None,
     ) -> bool:
-        """End one session and owe what ends with it, audited as ``outcome``, in one unit of
-        work; announced once committed. False when the account has no such live session."""
+        """End one of the account's sessions and owe what ends with it, audited as
+        ``outcome``, in one unit of work; announced once committed. False when the account has
+        no such live session."""
         now = self.clock.now()
         async with self.units.begin() as tx:
             ended = await self.revoke_in(tx, account_id, session_id, now)
@@ -355,8 +349,13 @@ class SessionService:
         if everywhere:
             self.require_recent_authentication(claims.auth_time)
             return await self.revoke_all(claims.account_id, client=client, provider=provider)
-        ended = await self._end_one(
-            claims.account_id, claims.session_id, Outcome.SIGNED_OUT, client, provider, detail
+        ended = await self.revoke(
+            claims.account_id,
+            claims.session_id,
+            client=client,
+            provider=provider,
+            outcome=Outcome.SIGNED_OUT,
+            detail=detail,
         )
         return [claims.session_id] if ended else []
 
@@ -392,10 +391,10 @@ class SessionService:
         now: dt.datetime,
         *,
         account_id: str | None = None,
-    ) -> list[tuple[str, str]]:
+    ) -> dict[str, list[str]]:
         """In ``tx``: end the live sessions signed in through ``provider`` whose provider
-        session is ``provider_session`` (only the account's when given); the (account id,
-        session id) pairs ended."""
+        session is ``provider_session`` (only the account's when given); those ended, by
+        account."""
         pairs = await tx.sessions.revoke_provider_session(
             provider, provider_session, now, account_id=account_id
         )
@@ -403,7 +402,7 @@ class SessionService:
         for holder, sid in pairs:
             by_account.setdefault(holder, []).append(sid)
         await self._ended(tx, by_account, now)
-        return pairs
+        return by_account
 
     async def _ended(
         self, tx: Transaction, ended: Mapping[str, Sequence[str]], now: dt.datetime

@@ -28,7 +28,6 @@ from authgate.domain.model import (
     PendingSignIn,
     SessionRecord,
     SignedIn,
-    SignInEvent,
     VerifiedIdentity,
 )
 from authgate.domain.openid.authorization_request import resume_key, resume_needs_fresh_login
@@ -102,6 +101,16 @@ class SignInPolicy:
     def _dashboard_url(self) -> str:
         return app_url_for(self.app_url, self.dashboard_path)
 
+    def destination(self, return_to: str | None, first_time: bool = False) -> str:
+        """Rule 9: where the browser goes once signed in (``return_to`` made safe already): an
+        application's authorization request, else the onboarding page the first time, else
+        ``return_to`` or the dashboard."""
+        if return_to and is_resume_url(return_to, self.resume_urls):
+            return return_to
+        if first_time:
+            return self.onboarding_url
+        return return_to or self.dashboard_url
+
 
 def _in_order(providers: Mapping[str, IdentityProvider]) -> dict[str, IdentityProvider]:
     """The configured providers; their order is the order of error messages."""
@@ -160,66 +169,43 @@ class SignInService:
         login as a re-authentication does."""
         provider = self.provider(provider_name)  # rule 1
         started = time.perf_counter()
-        caller = (account_id, session_id) if account_id and session_id else None
         try:
-            return await self._start(
-                provider,
-                redirect_uri,
-                binding,
-                state,
-                return_to,
-                intent,
-                caller,
-                login_hint=login_hint,
+            redirect_uri = self._allowed_callback(provider, redirect_uri)
+            caller = None
+            if intent in CALLER_INTENTS:
+                caller = (account_id, session_id) if account_id and session_id else None
+                await self._check_caller(provider, intent, caller)
+            state = _state_or_new(state)  # rule 4
+            verifier = new_secret(48) if provider.uses_pkce else None  # rule 7
+            nonce = new_secret() if provider.uses_nonce else None
+            return_to = safe_return_to(return_to, self.policy.app_url, self.policy.resume_urls)
+            url = await provider.authorization_url(  # rule 3: ProviderUnavailable → 500
+                state=state,
+                redirect_uri=redirect_uri,
+                code_challenge=pkce_challenge(verifier) if verifier else None,
+                nonce=nonce,
+                reauthenticate=intent is Intent.REAUTHENTICATE or self._forces_login(return_to),
+                **_hint(login_hint),
             )
+            now = self.clock.now()
+            pending = PendingSignIn(
+                state=state,
+                provider=provider.name,
+                redirect_uri=redirect_uri,
+                intent=intent,
+                code_verifier=verifier,
+                nonce=nonce,
+                binding_hash=binding_hash(binding),
+                created_at=now,
+                expires_at=now + self.policy.state_ttl,
+                return_to=return_to,
+                account_id=caller[0] if caller else None,
+                session_id=caller[1] if caller else None,
+            )
+            await self._keep_pending(pending)
+            return self._authorization(provider, url, state)
         finally:
             self.metrics.initiation_duration(provider.name, time.perf_counter() - started)
-
-    async def _start(
-        self,
-        provider: IdentityProvider,
-        redirect_uri: str | None,
-        binding: str,
-        state: str | None,
-        return_to: str | None,
-        intent: Intent,
-        caller: tuple[str, str] | None,
-        *,
-        login_hint: str | None = None,
-    ) -> Authorization:
-        redirect_uri = self._allowed_callback(provider, redirect_uri)
-        if intent in CALLER_INTENTS:
-            await self._check_caller(provider, intent, caller)
-        state = _state_or_new(state)  # rule 4
-        verifier = new_secret(48) if provider.uses_pkce else None  # rule 7
-        nonce = new_secret() if provider.uses_nonce else None
-        return_to = safe_return_to(return_to, self.policy.app_url, self.policy.resume_urls)
-        url = await provider.authorization_url(  # rule 3: ProviderUnavailable → 500
-            state=state,
-            redirect_uri=redirect_uri,
-            code_challenge=pkce_challenge(verifier) if verifier else None,
-            nonce=nonce,
-            reauthenticate=intent is Intent.REAUTHENTICATE or self._forces_login(return_to),
-            **_hint(login_hint),
-        )
-        now = self.clock.now()
-        caller = caller if intent in CALLER_INTENTS else None
-        pending = PendingSignIn(
-            state=state,
-            provider=provider.name,
-            redirect_uri=redirect_uri,
-            intent=intent,
-            code_verifier=verifier,
-            nonce=nonce,
-            binding_hash=binding_hash(binding),
-            created_at=now,
-            expires_at=now + self.policy.state_ttl,
-            return_to=return_to,
-            account_id=caller[0] if caller else None,
-            session_id=caller[1] if caller else None,
-        )
-        await self._keep_pending(pending)
-        return self._authorization(provider, url, state)
 
     def _allowed_callback(self, provider: IdentityProvider, redirect_uri: str | None) -> str:
         """Rules 2 and 5: the callback address, one configured for the provider."""
@@ -311,7 +297,9 @@ class SignInService:
             outcome = _outcome_of(e)
             self.metrics.sign_in(provider.name, outcome.value, _reason_of(e))
             self.metrics.callback_duration(provider.name, time.perf_counter() - started)
-            failed = self._event(provider.name, outcome, client, None, _detail_of(e))
+            failed = audit_event(
+                self.clock.now(), provider.name, outcome, client, None, error_detail(e)
+            )
             await record_refusal(self.events, failed, log, "sign-in event")
             raise
         self.metrics.sign_in(provider.name, signed_in.outcome.value, "none")
@@ -533,21 +521,13 @@ class SignInService:
         session: IssuedSession,
         now: dt.datetime,
     ) -> SignedIn:
-        """Rule 9: where the browser goes after a committed sign-in, with its session."""
+        """What a committed sign-in answers: its session and where the browser goes."""
         first_time = outcome is Outcome.REGISTERED
-        if pending.return_to and is_resume_url(pending.return_to, self.policy.resume_urls):
-            destination = pending.return_to  # an application's authorization request
-        elif first_time:
-            destination = self.policy.onboarding_url
-        elif pending.return_to:
-            destination = pending.return_to
-        else:
-            destination = self.policy.dashboard_url
         return SignedIn(
             account=account,
             provider=provider.name,
             first_time=first_time,
-            destination=destination,
+            destination=self.policy.destination(pending.return_to, first_time),
             session=session,
             outcome=outcome,
             session_max_age=session_max_age(session, now),
@@ -592,31 +572,16 @@ class SignInService:
         created, first_time = await accounts.create_with_identity(verified, now)
         return created, Outcome.REGISTERED if first_time else Outcome.SIGNED_IN
 
-    def _event(
-        self,
-        provider: str,
-        outcome: Outcome,
-        client: ClientInfo,
-        account_id: str | None,
-        detail: str | None,
-        *,
-        logged: bool = True,
-    ) -> SignInEvent:
-        """The audit event of a callback (logged here unless not ``logged``; stored by the
-        caller)."""
-        return audit_event(
-            self.clock.now(), provider, outcome, client, account_id, detail, logged=logged
-        )
+
+_OUTCOMES = {
+    errors.AccessDenied: Outcome.DENIED,
+    errors.InvalidState: Outcome.INVALID_STATE,
+    errors.AccountNotFound: Outcome.ACCOUNT_NOT_FOUND,
+}
 
 
 def _outcome_of(e: errors.SignInError) -> Outcome:
-    if isinstance(e, errors.AccessDenied):
-        return Outcome.DENIED
-    if isinstance(e, errors.InvalidState):
-        return Outcome.INVALID_STATE
-    if isinstance(e, errors.AccountNotFound):
-        return Outcome.ACCOUNT_NOT_FOUND
-    return Outcome.FAILED
+    return next((o for kind, o in _OUTCOMES.items() if isinstance(e, kind)), Outcome.FAILED)
 
 
 def _reason_of(e: errors.SignInError) -> str:
@@ -656,12 +621,15 @@ def _hint(login_hint: str | None) -> dict[str, str]:
     return {}
 
 
-def _detail_of(e: errors.SignInError) -> str:
-    if isinstance(e, errors.AuthenticationFailed):
+def error_detail(e: errors.SignInError) -> str:
+    """The audit event's detail of a refused sign-in, a provider's or a passkey's."""
+    if isinstance(e, errors.AuthenticationFailed | errors.PasskeyNotVerified):
         return e.reason
     if isinstance(e, errors.AccessDenied | errors.ProviderError):
         return e.provider_error[:100]
-    if isinstance(e, errors.InvalidState):
+    if isinstance(e, errors.InvalidState | errors.InvalidPasskeyChallenge):
+        return e.detail
+    if isinstance(e, errors.InvalidPasskeyResponse):
         return e.detail
     return type(e).__name__
 
