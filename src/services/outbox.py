@@ -3,7 +3,8 @@
 One task per running instance claims due rows with a lease, tries each once and then completes
 it (done, or given up) or puts it back for later: a failure is retried with exponential backoff
 up to a cap, and given up once the row is older than the maximum age; a lease that runs out
-makes delivery at least once. A subclass says what an attempt is (:meth:`OutboxWorker.attempt`).
+makes delivery at least once. A subclass says what an attempt is (:meth:`OutboxWorker.attempt`)
+and how a row ends (:meth:`OutboxWorker.finish`).
 """
 
 from __future__ import annotations
@@ -60,6 +61,7 @@ class OutboxWorker(Generic[P]):
     """Processes one outbox in the background (one task per running instance)."""
 
     name = "outbox worker"  # how its log lines name it
+    log = log
 
     def __init__(self, *, outbox: Outbox[P], clock: Clock, policy: OutboxPolicy) -> None:
         self.outbox = outbox
@@ -108,19 +110,37 @@ class OutboxWorker(Generic[P]):
         return len(claimed)
 
     async def attempt(self, pending: P) -> None:
-        """Try the row once, then complete it (done or given up) or put it back
-        (:meth:`put_back`)."""
+        """Try the row once, then :meth:`finish` it or, failed, hand it to :meth:`failed`."""
         raise NotImplementedError
 
-    async def put_back(self, pending: P, error: str) -> dt.datetime | None:
-        """After a failed attempt: the row is due again after the backoff (when it is; the
-        caller logs it), or None when it is older than the maximum age and the caller gives it
-        up. ``error`` is kept for operators (never a token)."""
+    async def finish(self, pending: P, done: bool, detail: str) -> None:
+        """Remove the row with its audit event: ``done``, or given up."""
+        raise NotImplementedError
+
+    async def give_up(self, pending: P, reason: str) -> None:
+        attempts = pending.attempts + 1
+        await self.finish(pending, False, f"given up after {attempts} attempt(s): {reason}")
+
+    def describe(self, pending: P) -> str:
+        """What the row is, for the log."""
+        raise NotImplementedError
+
+    async def failed(self, pending: P, error: str) -> None:
+        """After a failed attempt: the row is due again after the backoff, or given up once
+        older than the maximum age. ``error`` is kept for operators (never a token)."""
         attempts = pending.attempts + 1
         due = self.policy.next_attempt(pending.created_at, attempts, self.clock.now())
-        if due is not None:
-            await self.outbox.retry(pending.id, attempts, due, error[:500])
-        return due
+        if due is None:
+            await self.give_up(pending, error)
+            return
+        await self.outbox.retry(pending.id, attempts, due, error[:500])
+        self.log.warning(
+            "%s failed (attempt %d, next at %s): %s",
+            self.describe(pending),
+            attempts,
+            due.isoformat(timespec="seconds"),
+            error,
+        )
 
 
 class OutboxInUnits(Generic[P]):

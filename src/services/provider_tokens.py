@@ -141,6 +141,7 @@ class RevocationWorker(OutboxWorker[PendingRevocation]):
     """Processes the revocation outbox in the background (one task per running instance)."""
 
     name = "revocation worker"
+    log = log
 
     def __init__(
         self,
@@ -158,82 +159,50 @@ class RevocationWorker(OutboxWorker[PendingRevocation]):
         self.revokers = dict(revokers)
 
     async def attempt(self, pending: PendingRevocation) -> None:
-        provider = pending.identity.provider
-        revoker = self.revokers.get(provider)
+        revoker = self.revokers.get(pending.identity.provider)
         if revoker is None:
-            await self._give_up(pending, "the provider is no longer configured")
+            await self.give_up(pending, "the provider is no longer configured")
             return
         if self.sealer is None:
-            await self._give_up(pending, "no provider_tokens.keys are configured")
+            await self.give_up(pending, "no provider_tokens.keys are configured")
             return
         try:
             token = self.sealer.open(pending.sealed, pending.identity)
         except TokenUnreadable as e:
-            await self._give_up(pending, f"cannot open the sealed token: {e}")
+            await self.give_up(pending, f"cannot open the sealed token: {e}")
             return
         try:
             result = await revoker.revoke(token)
         except RevocationFailed as e:
-            await self._failed(pending, str(e))
+            await self.failed(pending, str(e))
             return
-        attempts = pending.attempts + 1
-        detail = f"after {attempts} attempt(s)"
+        detail = f"after {pending.attempts + 1} attempt(s)"
         if result is Revoked.ALREADY_INVALID:
             detail += "; the provider no longer knew the token"
+        await self.finish(pending, True, detail)
+
+    def describe(self, pending: PendingRevocation) -> str:
+        return (
+            f"revocation of a provider token of account {pending.account_id} at "
+            f"{pending.identity.provider}"
+        )
+
+    async def finish(self, pending: PendingRevocation, done: bool, detail: str) -> None:
+        provider = pending.identity.provider
+        outcome = (
+            Outcome.PROVIDER_TOKEN_REVOKED if done else Outcome.PROVIDER_TOKEN_REVOCATION_FAILED
+        )
         async with self.units.begin() as tx:
             await tx.revocations.complete(pending.id)
             await tx.events.record(
-                audit_event(
-                    self.clock.now(),
-                    provider,
-                    Outcome.PROVIDER_TOKEN_REVOKED,
-                    None,
-                    pending.account_id,
-                    detail,
-                )
+                audit_event(self.clock.now(), provider, outcome, None, pending.account_id, detail)
             )
-        log.info(
-            "provider token of account %s revoked at %s (%s)",
-            pending.account_id,
-            provider,
-            detail,
-        )
-
-    async def _failed(self, pending: PendingRevocation, error: str) -> None:
-        due = await self.put_back(pending, error)
-        if due is None:
-            await self._give_up(pending, error, pending.attempts + 1)
-            return
-        log.warning(
-            "revocation of a provider token of account %s at %s failed (attempt %d, next at "
-            "%s): %s",
-            pending.account_id,
-            pending.identity.provider,
-            pending.attempts + 1,
-            due.isoformat(timespec="seconds"),
-            error,
-        )
-
-    async def _give_up(
-        self, pending: PendingRevocation, reason: str, attempts: int | None = None
-    ) -> None:
-        attempts = pending.attempts + 1 if attempts is None else attempts
-        detail = f"given up after {attempts} attempt(s): {reason}"
-        async with self.units.begin() as tx:
-            await tx.revocations.complete(pending.id)
-            await tx.events.record(
-                audit_event(
-                    self.clock.now(),
-                    pending.identity.provider,
-                    Outcome.PROVIDER_TOKEN_REVOCATION_FAILED,
-                    None,
-                    pending.account_id,
-                    detail,
-                )
+        if done:
+            log.info(
+                "provider token of account %s revoked at %s (%s)",
+                pending.account_id,
+                provider,
+                detail,
             )
-        log.error(
-            "revocation of a provider token of account %s at %s failed permanently: %s",
-            pending.account_id,
-            pending.identity.provider,
-            detail,
-        )
+        else:
+            log.error("%s failed permanently: %s", self.describe(pending), detail)

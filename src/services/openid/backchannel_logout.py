@@ -119,6 +119,7 @@ class LogoutTokenWorker(OutboxWorker[PendingLogout]):
     look it ends the sessions that expired (:meth:`end_expired`)."""
 
     name = "back-channel logout worker"
+    log = log
 
     def __init__(
         self,
@@ -178,39 +179,22 @@ class LogoutTokenWorker(OutboxWorker[PendingLogout]):
         uri = client.backchannel_logout_uri if client is not None else None
         if uri is None:
             reason = "the client is no longer registered with a backchannel_logout_uri"
-            await self._finish(pending, Outcome.BACKCHANNEL_LOGOUT_FAILED, reason)
+            await self.finish(pending, False, reason)
             return
         now = self.clock.now()
         token = self.signer.logout_token(logout_token_claims(pending, now, random_uuid_hex()))
         try:
             await self.sender.send(uri, token)
         except LogoutDeliveryFailed as e:
-            await self._failed(pending, str(e))
+            await self.failed(pending, str(e))
             return
-        detail = f"after {pending.attempts + 1} attempt(s)"
-        await self._finish(pending, Outcome.BACKCHANNEL_LOGOUT_SENT, detail)
+        await self.finish(pending, True, f"after {pending.attempts + 1} attempt(s)")
 
-    async def _failed(self, pending: PendingLogout, error: str) -> None:
-        due = await self.put_back(pending, error)
-        attempts = pending.attempts + 1
-        if due is None:
-            await self._finish(
-                pending,
-                Outcome.BACKCHANNEL_LOGOUT_FAILED,
-                f"given up after {attempts} attempt(s): {error}",
-            )
-            return
-        log.warning(
-            "back-channel logout of session %s at client %s failed (attempt %d, next at %s): %s",
-            pending.session_id,
-            pending.client_id,
-            attempts,
-            due.isoformat(timespec="seconds"),
-            error,
-        )
+    def describe(self, pending: PendingLogout) -> str:
+        return f"back-channel logout of session {pending.session_id} at client {pending.client_id}"
 
-    async def _finish(self, pending: PendingLogout, outcome: Outcome, detail: str) -> None:
-        """Remove the row with its audit event: delivered, or given up."""
+    async def finish(self, pending: PendingLogout, done: bool, detail: str) -> None:
+        outcome = Outcome.BACKCHANNEL_LOGOUT_SENT if done else Outcome.BACKCHANNEL_LOGOUT_FAILED
         text = f"session {pending.session_id}: {detail}"
         async with self.units.begin() as tx:
             await tx.logout_outbox.complete(pending.id)
@@ -219,7 +203,7 @@ class LogoutTokenWorker(OutboxWorker[PendingLogout]):
                     self.clock.now(), pending.client_id, outcome, None, pending.account_id, text
                 )
             )
-        if outcome is Outcome.BACKCHANNEL_LOGOUT_FAILED:
+        if not done:
             security_log.error(
                 "security event: back-channel logout of session %s of account %s at client %s "
                 "failed permanently: %s",
