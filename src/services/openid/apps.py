@@ -72,30 +72,17 @@ class AccountApps:
             name = client.name if client is not None else None
             working = live.get(client_id, [])
             grant = by_client.get(client_id)
-            if grant is not None:
-                apps.append(
-                    AccountApp(
-                        client_id=client_id,
-                        name=name,
-                        scopes=tuple(sorted(grant.scopes)),
-                        granted_at=grant.granted_at,
-                        last_used_at=grant.last_used_at,
-                        granted=True,
-                        live_token_families=len(working),
-                    )
+            apps.append(
+                AccountApp(
+                    client_id=client_id,
+                    name=name,
+                    scopes=tuple(sorted(grant.scopes)) if grant else (),
+                    granted_at=grant.granted_at if grant else min(f.created_at for f in working),
+                    last_used_at=grant.last_used_at if grant else None,
+                    granted=grant is not None,
+                    live_token_families=len(working),
                 )
-            else:
-                apps.append(
-                    AccountApp(
-                        client_id=client_id,
-                        name=name,
-                        scopes=(),
-                        granted_at=min(f.created_at for f in working),
-                        last_used_at=None,
-                        granted=False,
-                        live_token_families=len(working),
-                    )
-                )
+            )
         return apps
 
     async def withdraw(self, caller: Caller, client_id: str) -> list[str]:

@@ -38,9 +38,6 @@ class TokenService:
     :class:`~authgate.services.openid.client_authentication.ClientAuthentication` authenticated."""
 
     def __init__(self, *, signer: TokenSigner, units: UnitOfWork, clock: Clock) -> None:
-        self.signer = signer
-        self.units = units
-        self.clock = clock
         context = GrantContext(TokenIssuer(signer), units, clock)
         self.handlers = {grant_type: make(context) for grant_type, make in GRANTS.items()}
 

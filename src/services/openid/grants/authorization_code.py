@@ -15,8 +15,6 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Mapping
 
-import attrs
-
 from authgate.domain.model import SessionRecord
 from authgate.domain.openid.clients import Client
 from authgate.domain.openid.records import (
@@ -37,15 +35,6 @@ from authgate.services.openid.issuing import Issuance, IssuedTokens, first_refre
 AUTHORIZATION_CODE = "authorization_code"
 
 
-@attrs.frozen
-class CodeRedemption:
-    """The parameters of a code's redemption."""
-
-    code: str = attrs.field(repr=False)
-    redirect_uri: str
-    code_verifier: str | None = attrs.field(default=None, repr=False)
-
-
 # What a redemption that commits leads to: tokens to issue (with the first refresh token, if
 # any), or the refusal raised once the unit of work committed.
 _Redeemed = tuple[Issuance, str | None] | InvalidGrant
@@ -58,22 +47,12 @@ class AuthorizationCodeGrant:
         self.context = context
 
     async def __call__(self, client: Client, form: Mapping[str, str]) -> IssuedTokens:
-        """The token response for the code in ``form``."""
-        return await self.redeem(
-            client,
-            CodeRedemption(
-                code=required(form, "code"),
-                redirect_uri=required(form, "redirect_uri"),
-                code_verifier=form.get("code_verifier"),
-            ),
-        )
-
-    async def redeem(self, client: Client, request: CodeRedemption) -> IssuedTokens:
-        """The tokens ``request``'s code earns ``client``; raises
+        """The tokens the code in ``form`` earns ``client``; raises
         :class:`~authgate.domain.openid.refusals.InvalidGrant`."""
+        code, redirect_uri = required(form, "code"), required(form, "redirect_uri")
         now = self.context.clock.now()
         async with self.context.units.begin() as tx:
-            redeemed = await _redeem(tx, client, request, now)
+            redeemed = await _redeem(tx, client, code, redirect_uri, form.get("code_verifier"), now)
         # Raised once committed: the code stays used, a replay's revocation stays made.
         if isinstance(redeemed, InvalidGrant):
             raise redeemed
@@ -82,16 +61,21 @@ class AuthorizationCodeGrant:
 
 
 async def _redeem(
-    tx: Transaction, client: Client, request: CodeRedemption, now: dt.datetime
+    tx: Transaction,
+    client: Client,
+    code: str,
+    redirect_uri: str,
+    verifier: str | None,
+    now: dt.datetime,
 ) -> _Redeemed:
     """In ``tx``: spend the code and, when every check passes, start its token family."""
-    redeemed = await tx.authorization_codes.redeem(token_digest(request.code), now)
+    redeemed = await tx.authorization_codes.redeem(token_digest(code), now)
     if redeemed is None:
         return InvalidGrant("the code is unknown or expired", "code unknown or expired unused")
     if isinstance(redeemed, AlreadyUsed):
         return await _replayed(tx, redeemed, now)
     stored = redeemed.code
-    refusal = _mismatch(stored, client, request.redirect_uri, request.code_verifier)
+    refusal = _mismatch(stored, client, redirect_uri, verifier)
     if refusal is not None:
         return refusal
     session = await tx.sessions.get(stored.session_id)

@@ -34,22 +34,14 @@ class RefreshTokenGrant:
         self.context = context
 
     async def __call__(self, client: Client, form: Mapping[str, str]) -> IssuedTokens:
-        """The token response for the refresh token in ``form`` (and its ``scope``, if any)."""
+        """The tokens the refresh token in ``form`` earns ``client``, the access token's scope
+        narrowed to the form's ``scope`` when given; raises
+        :class:`~authgate.domain.openid.refusals.InvalidGrant` or
+        :class:`~authgate.domain.openid.refusals.InvalidScope`."""
+        presented_hash = token_digest(required(form, "refresh_token"))
         scope = form.get("scope")
-        return await self.refresh(
-            client,
-            refresh_token=required(form, "refresh_token"),
-            scopes=tuple(dict.fromkeys(scope.split())) if scope is not None else None,
-        )
-
-    async def refresh(
-        self, client: Client, *, refresh_token: str, scopes: tuple[str, ...] | None
-    ) -> IssuedTokens:
-        """The tokens ``refresh_token`` earns ``client``, the access token's scope narrowed to
-        ``scopes`` when given; raises :class:`~authgate.domain.openid.refusals.InvalidGrant`
-        or :class:`~authgate.domain.openid.refusals.InvalidScope`."""
+        scopes = tuple(dict.fromkeys(scope.split())) if scope is not None else None
         now = self.context.clock.now()
-        presented_hash = token_digest(refresh_token)
         new_token = new_secret()
         async with self.context.units.begin() as tx:
             presented = await _presented(tx, client, presented_hash, scopes, now)
