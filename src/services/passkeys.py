@@ -217,7 +217,39 @@ class PasskeyService:
         changes nothing but the challenge it used."""
         started = time.perf_counter()
         try:
-            signed_in = await self._authenticate(binding, response, client, return_to, held_session)
+            now = self.clock.now()
+            challenge = await self._take(binding, Ceremony.AUTHENTICATION, now)
+            try:
+                assertion = self.relying_party.read_assertion(response)
+            except ResponseMalformed as e:
+                raise errors.InvalidPasskeyResponse(e.detail) from e
+            policy = self.signin
+            destination = policy.destination(
+                safe_return_to(return_to, policy.app_url, policy.resume_urls)
+            )
+            async with self.units.begin() as tx:
+                passkey = await self._use(tx, assertion, challenge, now)
+                await tx.accounts.record_login(passkey.account_id, now)
+                resumes = resumed_request(destination, challenge.created_at, policy)
+                session = await self._session_in(tx, passkey, client, held_session, resumes, now)
+                event = await record_audit(
+                    tx,
+                    now,
+                    PASSKEY_PROVIDER,
+                    Outcome.SIGNED_IN,
+                    client,
+                    passkey.account_id,
+                    passkey.id,
+                    logged=False,
+                )
+            log_event(event)
+            signed_in = PasskeySignedIn(
+                account_id=passkey.account_id,
+                passkey=passkey,
+                session=session,
+                destination=destination,
+                session_max_age=session_max_age(session, now),
+            )
         except errors.SignInError as e:
             await self._refused(e, client)
             raise
@@ -250,48 +282,6 @@ class PasskeyService:
             outcome, detail = Outcome.FAILED, error_detail(e)
         event = audit_event(self.clock.now(), PASSKEY_PROVIDER, outcome, client, account_id, detail)
         await record_refusal(self.events, event, log, "a passkey sign-in event")
-
-    async def _authenticate(
-        self,
-        binding: str | None,
-        response: Mapping[str, Any],
-        client: ClientInfo,
-        return_to: str | None,
-        held_session: str | None,
-    ) -> PasskeySignedIn:
-        now = self.clock.now()
-        challenge = await self._take(binding, Ceremony.AUTHENTICATION, now)
-        try:
-            assertion = self.relying_party.read_assertion(response)
-        except ResponseMalformed as e:
-            raise errors.InvalidPasskeyResponse(e.detail) from e
-        policy = self.signin
-        destination = policy.destination(
-            safe_return_to(return_to, policy.app_url, policy.resume_urls)
-        )
-        async with self.units.begin() as tx:
-            passkey = await self._use(tx, assertion, challenge, now)
-            await tx.accounts.record_login(passkey.account_id, now)
-            resumes = resumed_request(destination, challenge.created_at, policy)
-            session = await self._session_in(tx, passkey, client, held_session, resumes, now)
-            event = await record_audit(
-                tx,
-                now,
-                PASSKEY_PROVIDER,
-                Outcome.SIGNED_IN,
-                client,
-                passkey.account_id,
-                passkey.id,
-                logged=False,
-            )
-        log_event(event)
-        return PasskeySignedIn(
-            account_id=passkey.account_id,
-            passkey=passkey,
-            session=session,
-            destination=destination,
-            session_max_age=session_max_age(session, now),
-        )
 
     async def _use(
         self,

@@ -290,9 +290,24 @@ class SignInService:
         provider = self.provider(provider_name)  # rule 1
         started = time.perf_counter()
         try:
-            signed_in = await self._complete(
-                provider, code, state, binding, client, error, error_description, user, iss
-            )
+            now = self.clock.now()
+            if error is not None:  # rule 2
+                if state:
+                    # Consume this browser's pending sign-in so it cannot be completed later; a
+                    # callback from anyone else (no or another binding cookie) consumes nothing.
+                    with contextlib.suppress(errors.InvalidState):
+                        await self._take_state(provider, state, binding, now)
+                if error in DENIALS:
+                    raise errors.AccessDenied(error, error_description)
+                raise errors.ProviderError(error, error_description)
+            if not code:  # rule 3
+                raise errors.InvalidRequest("missing required parameter: code")
+            if not state:
+                raise errors.InvalidRequest("missing required parameter: state")
+            pending = await self._take_state(provider, state, binding, now)  # rule 4
+            await self._check_response_issuer(provider, iss)  # RFC 9207, before the code is sent
+            verified = await self._verify(provider, pending, code, user)  # rules 5-7
+            signed_in = await self._sign_in(provider, pending, verified, client)  # rules 8-9
         except errors.SignInError as e:
             outcome = _outcome_of(e)
             self.metrics.sign_in(provider.name, outcome.value, _reason_of(e))
@@ -305,37 +320,6 @@ class SignInService:
         self.metrics.sign_in(provider.name, signed_in.outcome.value, "none")
         self.metrics.callback_duration(provider.name, time.perf_counter() - started)
         return signed_in
-
-    async def _complete(
-        self,
-        provider: IdentityProvider,
-        code: str | None,
-        state: str | None,
-        binding: str | None,
-        client: ClientInfo,
-        error: str | None,
-        error_description: str | None,
-        user: str | None,
-        iss: str | None,
-    ) -> SignedIn:
-        now = self.clock.now()
-        if error is not None:  # rule 2
-            if state:
-                # Consume this browser's pending sign-in so it cannot be completed later; a
-                # callback from anyone else (no or another binding cookie) consumes nothing.
-                with contextlib.suppress(errors.InvalidState):
-                    await self._take_state(provider, state, binding, now)
-            if error in DENIALS:
-                raise errors.AccessDenied(error, error_description)
-            raise errors.ProviderError(error, error_description)
-        if not code:  # rule 3
-            raise errors.InvalidRequest("missing required parameter: code")
-        if not state:
-            raise errors.InvalidRequest("missing required parameter: state")
-        pending = await self._take_state(provider, state, binding, now)  # rule 4
-        await self._check_response_issuer(provider, iss)  # RFC 9207, before the code is sent
-        verified = await self._verify(provider, pending, code, user)  # rules 5-7
-        return await self._sign_in(provider, pending, verified, client)  # rules 8-9
 
     async def _take_state(
         self, provider: IdentityProvider, state: str, binding: str | None, now: dt.datetime

@@ -90,28 +90,22 @@ class RpInitiatedLogout:
         client only when the request is valid throughout: a hint the provider signed for a
         registered client (or that client's ``client_id``), the same client in both when
         both are sent, and one of its registered ``post_logout_redirect_uris`` exactly."""
-        checked = self._check(request)
-        redirect = checked.redirect
+        checked = self._check(request)  # with a problem, no redirect
+        hint = checked.hint
         if confirmed:
             verdict = Verdict.END if browser is not None else Verdict.NOTHING_TO_END
-            return EndSessionDecision(verdict, redirect, checked.client, checked.problem)
-        if checked.problem is not None:
-            if browser is None and session_visible:
-                return EndSessionDecision(
-                    Verdict.NOTHING_TO_END, None, checked.client, checked.problem
-                )
-            return EndSessionDecision(Verdict.CONFIRM, None, checked.client, checked.problem)
-        hint = checked.hint
-        if (
-            browser is not None
+        elif (
+            checked.problem is None
+            and browser is not None
             and hint is not None
-            and hint.session_id == browser.session_id
-            and hint.subject == browser.account_id
+            and (hint.session_id, hint.subject) == (browser.session_id, browser.account_id)
         ):
-            return EndSessionDecision(Verdict.END, redirect, checked.client)
-        if browser is None and session_visible:
-            return EndSessionDecision(Verdict.NOTHING_TO_END, redirect, checked.client)
-        return EndSessionDecision(Verdict.CONFIRM, redirect, checked.client)
+            verdict = Verdict.END
+        elif browser is None and session_visible:
+            verdict = Verdict.NOTHING_TO_END
+        else:
+            verdict = Verdict.CONFIRM
+        return EndSessionDecision(verdict, checked.redirect, checked.client, checked.problem)
 
     def _check(self, request: EndSessionRequest) -> _Checked:
         hint: VerifiedIdToken | None = None
