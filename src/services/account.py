@@ -112,12 +112,10 @@ class AccountService:
     async def unlink(self, caller: Caller, provider: str) -> list[LinkedIdentity]:
         """Remove the caller's identity at ``provider`` and end the sessions issued through it
         (but the caller's own), in one transaction with its audit event; the identities that
-        remain. Needs a recent sign-in (RFC 9470).
-
-        Never the last one (its owner could not sign in again): :class:`~errors.LastIdentity`.
-        :class:`~errors.InvalidProvider` for a provider this service does not know and the
-        account does not hold; :class:`~errors.IdentityNotLinked` for a known one it does not
-        hold."""
+        remain. Needs a recent sign-in (RFC 9470). Never the last one (its owner could not sign
+        in again): :class:`~errors.LastIdentity`; :class:`~errors.InvalidProvider` for a
+        provider neither configured nor held, :class:`~errors.IdentityNotLinked` for a
+        configured one not held."""
         self.sessions.require_recent_authentication(caller.auth_time)
         account_id = caller.account_id
         now = self.sessions.clock.now()
@@ -161,9 +159,9 @@ class AccountService:
     ) -> ProviderRemoval:
         """The provider says its user withdrew (Apple ``consent-revoked``, ``account-delete``):
         unlink ``identity`` and end the sessions issued through it; when it is the account's
-        only sign-in method, delete the account (``delete_when_last``) or else keep it and end
-        every session. One transaction with the event's one-time ``jti``
-        and the audit event: a replayed event changes nothing."""
+        only sign-in method, delete the account (``delete_when_last``) or keep it and end every
+        session. One transaction with the event's one-time ``jti`` and the audit event: a
+        replayed event changes nothing."""
         now = self.sessions.clock.now()
         async with self.units.begin() as tx:
             if not await tx.seen_events.first_sight(event, now):
@@ -184,9 +182,7 @@ class AccountService:
     async def _withdraw_in(
         self, change: _Change, kind: str, delete_when_last: bool
     ) -> tuple[ProviderRemoval, list[str]]:
-        """The provider's withdrawal of the account's identity at ``change.provider`` carried
-        out (unlinked, the account deleted, or kept and signed out); what it did and the
-        sessions ended."""
+        """The provider's withdrawal carried out; what it did and the sessions ended."""
         tx, account_id = change.tx, change.account_id
         others = [
             i
@@ -213,12 +209,10 @@ class AccountService:
         outcome: Outcome = Outcome.UNLINKED,
         detail: str | None = None,
     ) -> list[str] | None:
-        """Remove the account's identity at ``change.provider``, end the sessions issued
-        through it (but ``keep``) and record the audit event; the sessions ended, None when
-        the account holds no identity there. Raises LastIdentityError for the last one. The
-        one place of an unlink, whether the caller or the provider asked: the provider's
-        token goes to the revocation outbox first (the identity's sealed token goes with it;
-        rolled back with the unlink when that fails)."""
+        """The one place of an unlink, whoever asked: the provider's token goes to the revocation
+        outbox first (rolled back with the unlink when that fails), then the identity and the
+        sessions issued through it (but ``keep``) go, audited; the sessions ended, None when the
+        account holds no identity there. Raises LastIdentityError for the last one."""
         tx, account_id, provider, now = change.tx, change.account_id, change.provider, change.now
         await enqueue_token_revocations(tx, account_id, now, provider)
         if not await tx.accounts.unlink_identity(account_id, provider):
@@ -228,10 +222,9 @@ class AccountService:
         return ended
 
     async def _delete_in(self, change: _Change, detail: str | None = None) -> list[str] | None:
-        """End every session of the account, delete it with its identities and record the
-        audit event; the sessions ended, None when there is no such account (the caller rolls
-        back). The one place of a deletion, whether the caller or the provider asked. Every
-        provider token it kept goes to the revocation outbox."""
+        """The one place of a deletion, whoever asked: every session ended, every kept provider
+        token queued for revocation, the account deleted with its identities, audited; the
+        sessions ended, None when there is no such account (the caller rolls back)."""
         ended = await self.sessions.revoke_all_in(change.tx, change.account_id, change.now)
         await enqueue_token_revocations(change.tx, change.account_id, change.now)
         if not await change.tx.accounts.delete(change.account_id):
@@ -300,9 +293,8 @@ class AccountService:
         return ended
 
     async def _end_others_in(self, tx: Transaction, caller: Caller, now: dt.datetime) -> list[str]:
-        """Inside ``tx``: end every live session but the caller's and remove the passkeys they
-        added (but the one the caller's session signed in with), audited; the sessions ended.
-        Raises LastIdentityError when that would leave no sign-in method."""
+        """Inside ``tx``: :meth:`end_other_sessions` with ``remove_passkeys``; raises
+        LastIdentityError when that would leave no sign-in method."""
         ended = await self.sessions.revoke_all_in(
             tx, caller.account_id, now, keep=caller.session_id
         )

@@ -37,24 +37,20 @@ class OutboxPolicy:
     poll_seconds: float = 5.0
     batch: int = 20
 
-    def delay(self, attempts: int) -> dt.timedelta:
-        """The wait after the ``attempts``-th failed attempt: doubling from ``retry_initial``,
-        capped at ``retry_max``, shortened by up to a fifth at random so that rows failed
-        together spread out (never lengthened: the cap holds)."""
-        base = min(
-            self.retry_initial.total_seconds() * 2 ** min(attempts - 1, 40),
-            self.retry_max.total_seconds(),
-        )
-        return dt.timedelta(seconds=base * (1 - 0.2 * random.random()))  # noqa: S311 - jitter
-
     def next_attempt(
         self, created_at: dt.datetime, attempts: int, now: dt.datetime
     ) -> dt.datetime | None:
         """When a row written at ``created_at`` whose ``attempts``-th attempt just failed is
-        due again; None when it is to be given up (older than ``give_up_after``)."""
+        due again: after a wait doubling from ``retry_initial``, capped at ``retry_max``,
+        shortened by up to a fifth at random so that rows failed together spread out (never
+        lengthened: the cap holds). None when it is older than ``give_up_after``: given up."""
         if now - created_at >= self.give_up_after:
             return None
-        return now + self.delay(attempts)
+        base = min(
+            self.retry_initial.total_seconds() * 2 ** min(attempts - 1, 40),
+            self.retry_max.total_seconds(),
+        )
+        return now + dt.timedelta(seconds=base * (1 - 0.2 * random.random()))  # noqa: S311 - jitter
 
 
 class OutboxWorker(Generic[P]):

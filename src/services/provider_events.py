@@ -1,12 +1,10 @@
 """Provider events: acting on what the identity providers say about their users.
 
-One path for every receiver: the provider's token is verified (signature against its key
-set, ``iss``, ``aud``, ``iat``, ``jti``: the adapter behind
-:class:`~authgate.ports.provider_events.EventTokenVerifier`), its events are parsed by the
-shape's function (:mod:`authgate.domain.provider_events`), then carried out in one transaction
-together with the event's one-time ``jti`` and the audit events, so that a replayed event
-changes nothing and a failed one is delivered again. Revoked sessions are announced to every
-instance after the commit.
+One path for every receiver: the provider's token is verified
+(:class:`~authgate.ports.provider_events.EventTokenVerifier`), its events parsed by the shape's
+function (:mod:`authgate.domain.provider_events`), then carried out in one transaction with the
+event's one-time ``jti`` and the audit events: a replayed event changes nothing and a failed
+one is delivered again. Revoked sessions are announced to every instance after the commit.
 """
 
 from __future__ import annotations

@@ -1,15 +1,8 @@
-"""Provider tokens: kept sealed at sign-in, revoked at the provider after an unlink or an
-account deletion committed, through an outbox that survives restarts.
-
-* :meth:`ProviderTokenService.keep` runs in the sign-in's unit of work: the token the provider
-  issued (when it has a revocation endpoint) is sealed and replaces the one kept before.
-* :func:`enqueue_token_revocations` runs in the unit of work of an unlink or a deletion: the
-  sealed tokens move into the outbox in the same transaction, so the revocation happens if and
-  only if the change committed.
-* :class:`RevocationWorker` (started with the application; an outbox worker,
-  :mod:`authgate.services.outbox`) claims due outbox rows with a lease, sends each token to its
-  provider, and deletes the row with an audit event once the provider confirmed, or gives it
-  up with an audit event (retries and at-least-once delivery: the outbox's).
+"""Provider tokens: kept sealed at sign-in (:meth:`ProviderTokenService.keep`), revoked at the
+provider after an unlink or an account deletion committed. :func:`enqueue_token_revocations`
+moves the sealed tokens into the revocation outbox in the unit of work of the change, so the
+revocation happens if and only if the change committed; :class:`RevocationWorker` (an outbox
+worker, :mod:`authgate.services.outbox`) sends each to its provider, audited.
 """
 
 from __future__ import annotations

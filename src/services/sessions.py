@@ -270,21 +270,16 @@ class SessionService:
         try:
             self.require_recent_authentication(caller.auth_time)
         except errors.ReauthenticationRequired:
-            if await self.can_prove_login(tx, caller.account_id):
+            identities = await tx.accounts.list_identities(caller.account_id)
+            if any(i.identity.provider in self.policy.proving_providers for i in identities):
+                raise
+            if await tx.passkeys.for_account(caller.account_id):
                 raise
             record = await tx.sessions.get(caller.session_id)
             if record is None or not record.live(self.clock.now()):
                 raise
             if self.clock.now() - record.created_at > self.policy.reauthenticate_after:
                 raise
-
-    async def can_prove_login(self, tx: Transaction, account_id: str) -> bool:
-        """Whether the account has a way to prove a recent login: a passkey, or a linked
-        provider whose sign-ins sign ``auth_time``."""
-        identities = await tx.accounts.list_identities(account_id)
-        if any(i.identity.provider in self.policy.proving_providers for i in identities):
-            return True
-        return bool(await tx.passkeys.for_account(account_id))
 
     # -- listing and ending ---------------------------------------------------------------
 

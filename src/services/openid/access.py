@@ -1,25 +1,13 @@
 """Whether a token the OpenID Provider issued is active: the one check userinfo, introspection
 and revocation make.
 
-An access token (an RFC 9068 JWT, read by
-:meth:`~authgate.domain.openid.records.AccessTokenClaims.from_claims`) is active only while
-
-* its signature and ``exp`` verify (:meth:`~authgate.ports.jose.TokenSigner.
-  verify_access_token`), and its client is still registered;
-* its authgate session is live: the check a session token gets
-  (:meth:`~authgate.services.sessions.SessionService.is_live`), whose short cache a revocation
-  clears at once on this instance and, through the revocation channel, on every other;
-* its token family is live (:meth:`~authgate.ports.openid.RefreshTokens.
-  is_family_live`, a row every instance reads: revoked by ``/oauth2/revoke``, a replayed code,
-  a reused refresh token, withdrawn consent or the session's end);
-* its account exists.
-
-A refresh token is active while it is current, and its client, family, session and account as
-above. A session token is active while it verifies and its session and account stand:
-introspection describes it so that ``authgate.client`` can learn of a revocation at once.
-
-The checks read through :meth:`~authgate.ports.unit_of_work.UnitOfWork.read`: on SQLite they
-never take the file's write lock.
+An access token (RFC 9068) or a refresh token (while current) is active while its client is
+still registered, its authgate session is live (the check a session token gets:
+:meth:`~authgate.services.sessions.SessionService.is_live`, whose cache a revocation clears on
+every instance), its token family is live (a row every instance reads) and its account exists.
+A session token is active while it verifies and its session and account stand: introspection
+describes it so that ``authgate.client`` learns of a revocation at once. The checks read
+through :meth:`~authgate.ports.unit_of_work.UnitOfWork.read` (on SQLite: no write lock).
 
 Why a token is inactive is logged, never answered: an inactive token is only inactive.
 """

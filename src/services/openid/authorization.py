@@ -1,26 +1,15 @@
 """The OpenID Provider's authorization endpoint as a use case: from a parsed authorization
-request and the browser's authgate session (if any) to what happens next.
+request and the browser's authgate session (if any) to what happens next: a code at once
+(single sign-on), a sign-in first, or consent (docs/openid-provider.md, "What the browser
+sees").
 
-* **Single sign-on.** A live authgate session is the sign-in: a code is issued at once, with
-  no round trip to the upstream provider, unless the request asks for a fresh login.
-* **Freshness** (``prompt=login``, ``max_age``) is only the session's signed ``auth_time``
-  (:mod:`authgate.domain.login_proof`), never the moment of authgate's callback. A session
-  whose sign-in proved no login time is never fresh. ``prompt=login`` needs a login at or
-  after the sign-in this request started; ``max_age`` one within that many seconds.
-* **Sign-in**: without a session that will do, the browser signs in (authgate's sign-in page,
-  or straight at one provider) and the request resumes. The session that sign-in issues names
-  the request and when the sign-in began, signed with the session (``resumes``); nothing in
-  the resumed address marks it, so no browser can claim a sign-in it did not make. A resumed
-  request is satisfied by a login proved at or after that moment; if it still is not (the
-  provider proved no recent login) it ends with ``login_required`` rather than sending the
-  browser round again. An ``id_token_hint`` naming another account than the one signed in is
-  never relaxed: ``login_required`` once the sign-in it started signed in someone else.
-* **Consent**: a client that is not ``first_party`` needs the person's consent once per
-  account, client and scope set (``prompt=consent`` asks again); ``prompt=none`` never shows a
-  page: it answers ``login_required`` or ``consent_required`` instead.
-* **Codes**: 256 random bits, kept only as their digest, live at most a minute, bound to the
-  client, the ``redirect_uri``, the PKCE challenge, the nonce, the session and its
-  ``auth_time``.
+Freshness (``prompt=login``, ``max_age``) is only the session's signed ``auth_time``
+(:mod:`authgate.domain.login_proof`), never the moment of authgate's callback. A resumed
+request knows the sign-in it started only by the session's signed ``resumes`` (never by the
+resumed address, so no browser can claim a sign-in it did not make); when that sign-in still
+does not satisfy it, it ends with ``login_required`` rather than sending the browser round
+again. Codes: 256 random bits kept as their digest, live at most a minute, bound to the
+client, the ``redirect_uri``, the PKCE challenge, the nonce, the session and its ``auth_time``.
 """
 
 from __future__ import annotations

@@ -1,16 +1,11 @@
 """Back-channel logout (OpenID Connect Back-Channel Logout 1.0) for authgate as an OpenID
-Provider.
+Provider (docs/openid-provider.md, "To the applications: back-channel logout").
 
-An authgate session is the single sign-on session of the clients that received tokens in it;
-whatever ends it (a sign-out, a revocation, an unlink, a deletion, a provider's event, the
-operator) ends it through the sessions service, which calls :meth:`BackchannelLogout.ended`
-inside the same unit of work: the session's token families are revoked, and each client of the
-session with a ``backchannel_logout_uri`` gets an outbox row. A session that ends by expiring
-is ended the same way by the worker (:meth:`LogoutTokenWorker.end_expired`), since nothing
-revokes it. After the commit :class:`LogoutTokenWorker` (an outbox worker, started with the
-application on every instance) claims the rows with a lease and POSTs a newly signed logout
-token to each client, retried with backoff until the client answers 2xx or the row is older
-than the maximum age; each delivery and each give-up is audited.
+Whatever ends an authgate session ends it through the sessions service, which calls
+:meth:`BackchannelLogout.ended` in the same unit of work: the session's token families are
+revoked and each of its clients with a ``backchannel_logout_uri`` gets an outbox row. Nothing
+revokes a session that expires, so the worker ends those (:meth:`LogoutTokenWorker.end_expired`).
+:class:`LogoutTokenWorker` (an outbox worker) POSTs a newly signed logout token for each row.
 """
 
 from __future__ import annotations

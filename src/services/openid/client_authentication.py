@@ -1,26 +1,17 @@
 """Client authentication at the provider's token endpoint (and wherever a client authenticates as
-there: revocation, introspection).
+there: revocation, introspection): from the ``Authorization`` header and the form fields to the
+authenticated :class:`~authgate.domain.openid.clients.Client`, or an RFC 6749 section 5.2 error.
 
-From what a request carries, its ``Authorization`` header and its form fields, to the
-authenticated :class:`~authgate.domain.openid.clients.Client`, or an RFC 6749 section 5.2 error:
+Methods: ``client_secret_basic`` (RFC 6749 section 2.3.1; the raw values are accepted beside
+the form-urlencoded ones, which many clients skip), ``client_secret_post``,
+``private_key_jwt`` (RFC 7523 section 2.2; its ``jti`` is remembered until ``exp`` in the store
+of one-time ids, so every instance refuses a replay) and ``none``. A client authenticates only
+with the method it registered; more than one method at once is ``invalid_request`` (RFC 6749
+section 2.3). Secrets are compared in constant time (every secret of a rotation, always). Why
+authentication failed is logged, never answered.
 
-* ``client_secret_basic`` (RFC 6749 section 2.3.1): ``Authorization: Basic`` of the
-  form-urlencoded client_id and secret. Many clients send them without the encoding, so the
-  raw values are accepted too (a secret of ``openssl rand -base64`` holds ``+``, ``/``, ``=``);
-* ``client_secret_post``: ``client_id`` and ``client_secret`` in the form;
-* ``private_key_jwt`` (RFC 7523 section 2.2, OpenID Connect Core section 9): a JWT signed by a
-  key the client registered, with ``iss`` = ``sub`` = its client_id, an ``aud`` that is the
-  issuer identifier itself, one string (:meth:`ClientAuthentication._audience_problem`), an
-  ``exp`` at most an hour ahead, and a ``jti`` used once: remembered until ``exp`` in the
-  store of one-time ids, so that every instance refuses a replay;
-* ``none``: a public client, named by ``client_id`` alone.
-
-A client authenticates only with the method it registered, and a request presenting more than
-one method is ``invalid_request`` (RFC 6749 section 2.3). Secrets are compared in constant time
-(every secret of a rotation, always). Why authentication failed is logged, never answered.
-
-This is a service, not an adapter: it is the provider's rule for who a caller is, over plain
-values; the signature of an assertion is the one thing it asks an adapter
+A service, not an adapter: it is the provider's rule for who a caller is, over plain values;
+only an assertion's signature is an adapter's
 (:class:`~authgate.ports.openid.ClientAssertionSignatures`).
 """
 
