@@ -161,12 +161,9 @@ class SignInService:
     ) -> Authorization:
         """Store a pending sign-in and build the provider's authorization URL. A link or a
         re-authentication is for the signed-in caller's ``account_id``, started by its
-        session ``session_id``. ``login_hint`` is passed on to providers that take one.
-
-        A sign-in that returns to an application's authorization request asking for a fresh
-        login (:func:`~authgate.domain.openid.authorization_request.resume_needs_fresh_login`) asks
-        the provider to log the user in again, as a re-authentication does, and proves that
-        login as a re-authentication does."""
+        session ``session_id``. ``login_hint`` is passed on to providers that take one. A
+        sign-in returning to an application's authorization request that needs a fresh login
+        asks the provider to log the user in again, as a re-authentication does."""
         provider = self.provider(provider_name)  # rule 1
         started = time.perf_counter()
         try:
@@ -179,12 +176,17 @@ class SignInService:
             verifier = new_secret(48) if provider.uses_pkce else None  # rule 7
             nonce = new_secret() if provider.uses_nonce else None
             return_to = safe_return_to(return_to, self.policy.app_url, self.policy.resume_urls)
+            fresh_login = (
+                return_to is not None
+                and is_resume_url(return_to, self.policy.resume_urls)
+                and resume_needs_fresh_login(return_to)
+            )
             url = await provider.authorization_url(  # rule 3: ProviderUnavailable → 500
                 state=state,
                 redirect_uri=redirect_uri,
                 code_challenge=pkce_challenge(verifier) if verifier else None,
                 nonce=nonce,
-                reauthenticate=intent is Intent.REAUTHENTICATE or self._forces_login(return_to),
+                reauthenticate=intent is Intent.REAUTHENTICATE or fresh_login,
                 **_hint(login_hint),
             )
             now = self.clock.now()
@@ -202,8 +204,22 @@ class SignInService:
                 account_id=caller[0] if caller else None,
                 session_id=caller[1] if caller else None,
             )
-            await self._keep_pending(pending)
-            return self._authorization(provider, url, state)
+            # Rule 11: kept by provider, state and browser (a caller's state value is echoed
+            # whoever else uses it, rule 4).
+            try:
+                await self.states.put(pending)
+            except StateStoreFull as e:
+                log.error("pending sign-in refused: the state store is full (%s)", e)
+                raise errors.TemporarilyUnavailable() from None
+            return Authorization(
+                provider=provider.name,
+                authorization_url=url,
+                client_id=provider.client_id,
+                scopes=provider.scopes,
+                response_type="code",
+                state=state,
+                state_max_age=int(self.policy.state_ttl.total_seconds()),
+            )
         finally:
             self.metrics.initiation_duration(provider.name, time.perf_counter() - started)
 
@@ -238,34 +254,6 @@ class SignInService:
                 "auth_time): re-authenticate with a passkey or with a linked provider "
                 "that can"
             )
-
-    async def _keep_pending(self, pending: PendingSignIn) -> None:
-        """Rule 11: keep the pending sign-in, keyed by provider, state and browser (a caller's
-        state value is echoed whoever else uses it, rule 4)."""
-        try:
-            await self.states.put(pending)
-        except StateStoreFull as e:
-            log.error("pending sign-in refused: the state store is full (%s)", e)
-            raise errors.TemporarilyUnavailable() from None
-
-    def _authorization(self, provider: IdentityProvider, url: str, state: str) -> Authorization:
-        """Where the browser goes to sign in at the provider, with what the caller may show."""
-        return Authorization(
-            provider=provider.name,
-            authorization_url=url,
-            client_id=provider.client_id,
-            scopes=provider.scopes,
-            response_type="code",
-            state=state,
-            state_max_age=int(self.policy.state_ttl.total_seconds()),
-        )
-
-    def _forces_login(self, return_to: str | None) -> bool:
-        return (
-            return_to is not None
-            and is_resume_url(return_to, self.policy.resume_urls)
-            and resume_needs_fresh_login(return_to)
-        )
 
     # -- callback (spec 4.6) ----------------------------------------------------------------
 
@@ -307,7 +295,12 @@ class SignInService:
             pending = await self._take_state(provider, state, binding, now)  # rule 4
             await self._check_response_issuer(provider, iss)  # RFC 9207, before the code is sent
             verified = await self._verify(provider, pending, code, user)  # rules 5-7
-            signed_in = await self._sign_in(provider, pending, verified, client)  # rules 8-9
+            try:  # rules 8-9
+                signed_in = await self._sign_in(provider, pending, verified, client)
+            except IdentityRace:
+                # A concurrent first sign-in of the same identity created its account first;
+                # this unit wrote nothing. Once more: the look-up now finds that account.
+                signed_in = await self._sign_in(provider, pending, verified, client)
         except errors.SignInError as e:
             outcome = _outcome_of(e)
             self.metrics.sign_in(provider.name, outcome.value, _reason_of(e))
@@ -396,20 +389,6 @@ class SignInService:
         verified: VerifiedIdentity,
         client: ClientInfo,
     ) -> SignedIn:
-        try:
-            return await self._sign_in_once(provider, pending, verified, client)
-        except IdentityRace:
-            # A concurrent first sign-in of the same identity created its account first; this
-            # unit wrote nothing. Once more: the look-up now finds that account.
-            return await self._sign_in_once(provider, pending, verified, client)
-
-    async def _sign_in_once(
-        self,
-        provider: IdentityProvider,
-        pending: PendingSignIn,
-        verified: VerifiedIdentity,
-        client: ClientInfo,
-    ) -> SignedIn:
         """The callback's one account step: look the identity up, refuse a disabled one, find,
         create or link the account (rule 8) and write what a sign-in writes, in one unit of
         work: the account or identity, the last sign-in, the session's record, the sealed
@@ -432,9 +411,21 @@ class SignInService:
                 tx.accounts, pending, verified, holder, authenticated_at, now
             )
             await tx.accounts.record_login(account.id, now)
-            session = await self._session_in(
-                tx, account, pending, verified, client, started_by, authenticated_at
-            )
+            resumes = resumed_request(pending.return_to, pending.created_at, self.policy)
+            if started_by is not None:  # one browser, one session
+                session = await self.sessions.prove(
+                    tx, started_by, authenticated_at, resumes=resumes
+                )
+            else:
+                session = await self.sessions.issue(
+                    tx,
+                    account.id,
+                    verified.identity.provider,
+                    client,
+                    auth_time=authenticated_at,
+                    provider_session=verified.provider_session,
+                    resumes=resumes,
+                )
             await self.provider_tokens.keep(tx, account.id, verified, now)
             at = self.clock.now()
             event = await record_audit(
@@ -444,30 +435,15 @@ class SignInService:
         # for a new identity runs again) signed nobody in and issued no session.
         log_event(event)
         self.metrics.sessions_issued(provider.name)
-        return self._signed_in(provider, pending, account, outcome, session, now)
-
-    async def _session_in(
-        self,
-        tx: Transaction,
-        account: Account,
-        pending: PendingSignIn,
-        verified: VerifiedIdentity,
-        client: ClientInfo,
-        started_by: SessionRecord | None,
-        authenticated_at: dt.datetime,
-    ) -> IssuedSession:
-        """Inside ``tx``: the session the sign-in signs in, with its proof of login."""
-        resumes = resumed_request(pending.return_to, pending.created_at, self.policy)
-        if started_by is not None:  # one browser, one session
-            return await self.sessions.prove(tx, started_by, authenticated_at, resumes=resumes)
-        return await self.sessions.issue(
-            tx,
-            account.id,
-            verified.identity.provider,
-            client,
-            auth_time=authenticated_at,
-            provider_session=verified.provider_session,
-            resumes=resumes,
+        first_time = outcome is Outcome.REGISTERED
+        return SignedIn(
+            account=account,
+            provider=provider.name,
+            first_time=first_time,
+            destination=self.policy.destination(pending.return_to, first_time),  # rule 9
+            session=session,
+            outcome=outcome,
+            session_max_age=session_max_age(session, now),
         )
 
     async def _starting_session(
@@ -495,27 +471,6 @@ class SignInService:
                     "the sign-in of the session that started this link is no longer recent",
                 ) from None
         return record
-
-    def _signed_in(
-        self,
-        provider: IdentityProvider,
-        pending: PendingSignIn,
-        account: Account,
-        outcome: Outcome,
-        session: IssuedSession,
-        now: dt.datetime,
-    ) -> SignedIn:
-        """What a committed sign-in answers: its session and where the browser goes."""
-        first_time = outcome is Outcome.REGISTERED
-        return SignedIn(
-            account=account,
-            provider=provider.name,
-            first_time=first_time,
-            destination=self.policy.destination(pending.return_to, first_time),
-            session=session,
-            outcome=outcome,
-            session_max_age=session_max_age(session, now),
-        )
 
     @staticmethod
     async def _account_for(
