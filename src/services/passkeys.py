@@ -31,7 +31,6 @@ from authgate.domain.model import (
 from authgate.domain.passkeys import (
     CHALLENGE_LIFETIME,
     Ceremony,
-    NewCredential,
     Passkey,
     PasskeyChallenge,
     PasskeyUser,
@@ -51,7 +50,7 @@ from authgate.ports.passkeys import (
     PasskeyStore,
     PasskeyTaken,
 )
-from authgate.ports.session_tokens import InvalidSession, ResumedRequest
+from authgate.ports.session_tokens import InvalidSession
 from authgate.ports.unit_of_work import Transaction, UnitOfWork
 from authgate.ports.webauthn import (
     ReadAssertion,
@@ -176,7 +175,16 @@ class PasskeyService:
             raise errors.InvalidPasskeyResponse(e.detail) from e
         except ResponseNotVerified as e:
             raise errors.PasskeyNotVerified(e.reason) from e
-        passkey = _new_passkey(caller, credential, kept_name, now)
+        passkey = Passkey(
+            id=uuid.uuid4().hex,
+            account_id=caller.account_id,
+            **attrs.asdict(credential, recurse=False),  # kept as the relying party verified it
+            name=kept_name,
+            created_at=now,
+            added_by_session=caller.session_id or None,
+            added_from_address=printable(caller.client.address, 64),
+            added_from_user_agent=printable(caller.client.user_agent, 512),
+        )
         try:
             async with self.units.begin() as tx:
                 await tx.passkeys.add(passkey)
@@ -231,7 +239,21 @@ class PasskeyService:
                 passkey = await self._use(tx, assertion, challenge, now)
                 await tx.accounts.record_login(passkey.account_id, now)
                 resumes = resumed_request(destination, challenge.created_at, policy)
-                session = await self._session_in(tx, passkey, client, held_session, resumes, now)
+                started_by = await self._browsers_session(tx, held_session, passkey.account_id, now)
+                if started_by is not None:
+                    # A step-up in a browser signed in to the same account: one browser, one
+                    # session, with the newer proof of login.
+                    session = await self.sessions.prove(tx, started_by, now, resumes=resumes)
+                else:
+                    session = await self.sessions.issue(
+                        tx,
+                        passkey.account_id,
+                        PASSKEY_PROVIDER,
+                        client,
+                        auth_time=now,
+                        resumes=resumes,
+                        passkey_id=passkey.id,
+                    )
                 event = await record_audit(
                     tx,
                     now,
@@ -314,30 +336,6 @@ class PasskeyService:
                 raise errors.UnknownPasskey()
             raise _Cloned(current, counter)
         return passkey
-
-    async def _session_in(
-        self,
-        tx: Transaction,
-        passkey: Passkey,
-        client: ClientInfo,
-        held_session: str | None,
-        resumes: ResumedRequest | None,
-        now: dt.datetime,
-    ) -> IssuedSession:
-        started_by = await self._browsers_session(tx, held_session, passkey.account_id, now)
-        if started_by is not None:
-            # A step-up in a browser signed in to the same account: one browser, one
-            # session, with the newer proof of login.
-            return await self.sessions.prove(tx, started_by, now, resumes=resumes)
-        return await self.sessions.issue(
-            tx,
-            passkey.account_id,
-            PASSKEY_PROVIDER,
-            client,
-            auth_time=now,
-            resumes=resumes,
-            passkey_id=passkey.id,
-        )
 
     async def _browsers_session(
         self, tx: Transaction, token: str | None, account_id: str, now: dt.datetime
@@ -466,19 +464,6 @@ async def remove_passkey_in(
         f"{passkey_id}: {detail}" if detail else passkey_id,
     )
     return ended
-
-
-def _new_passkey(caller: Caller, credential: NewCredential, name: str, now: dt.datetime) -> Passkey:
-    return Passkey(
-        id=uuid.uuid4().hex,
-        account_id=caller.account_id,
-        **attrs.asdict(credential, recurse=False),  # kept as the relying party verified it
-        name=name,
-        created_at=now,
-        added_by_session=caller.session_id or None,
-        added_from_address=printable(caller.client.address, 64),
-        added_from_user_agent=printable(caller.client.user_agent, 512),
-    )
 
 
 def _check_user_handle(assertion: ReadAssertion, passkey: Passkey) -> None:

@@ -81,14 +81,6 @@ class Received(enum.Enum):
     REPLAYED = "replayed"  # the jti was seen already: nothing done again
 
 
-@attrs.frozen
-class Applied:
-    """What carrying out one event did inside its transaction."""
-
-    ended: list[str] = attrs.field(factory=list)  # the sessions ended
-    queued: int = 0  # provider-token revocations queued
-
-
 def _by_provider_and_shape(
     receivers: Collection[Receiver],
 ) -> Mapping[tuple[str, Shape], Receiver]:
@@ -139,9 +131,9 @@ class ProviderEventService:
                 log.info("provider event: %s %s: replayed jti, nothing done", provider, kinds)
                 return Received.REPLAYED
             for event in events:
-                applied = await self._apply(tx, provider, event, client, now)
-                ended += applied.ended
-                queued += applied.queued
+                event_ended, event_queued = await self._apply(tx, provider, event, client, now)
+                ended += event_ended
+                queued += event_queued
         await self.sessions.announce(ended)
         if queued:
             self.account.provider_tokens.queued()
@@ -171,7 +163,7 @@ class ProviderEventService:
         event: ProviderEvent,
         client: ClientInfo,
         now: dt.datetime,
-    ) -> Applied:
+    ) -> tuple[list[str], int]:
         """Carry out what ``event`` means (:func:`decide`) inside ``tx``; the sessions it
         ended and the revocations of provider tokens it queued."""
         decision = decide(event)
@@ -181,7 +173,7 @@ class ProviderEventService:
             log.info("provider event: %s sent an event type we do not act on", provider)
         if decision.needs_account and holder is None:
             await self._audit(tx, now, provider, client, [decision.unknown_subject()])
-            return Applied()
+            return [], 0
         account_id = holder.id if holder else None
         if identity is not None and holder is not None:
             await _change_identity(tx, identity, decision)
@@ -199,7 +191,7 @@ class ProviderEventService:
         counts = {a: len(sids) for a, sids in ended.items()}
         audits = decision.audits(account_id, counts, dropped)
         await self._audit(tx, now, provider, client, audits)
-        return Applied([sid for sids in ended.values() for sid in sids], queued)
+        return [sid for sids in ended.values() for sid in sids], queued
 
     async def _audit(
         self,

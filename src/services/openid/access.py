@@ -170,45 +170,40 @@ class TokenAccess:
         hint); None when it is not."""
         try:
             if not _looks_like_jwt(token):
-                return self._describe_refresh(await self.refresh_token(token))
+                found = await self.refresh_token(token)
+                return TokenDescription(
+                    token_type=REFRESH_TOKEN,
+                    subject=found.account_id,
+                    scopes=found.scopes,
+                    issuer=self._signer.issuer,
+                    audience=found.client_id,
+                    issued_at=found.created_at,
+                    expires_at=found.expires_at,
+                    client_id=found.client_id,
+                    session_id=found.session_id,
+                    auth_time=found.auth_time,
+                )
             now = self._clock.now()
             claims = self._access_claims(token, now)
             if claims is not None:
                 await self._check_access(claims, now)
-                return self._describe_access(claims)
+                return TokenDescription(
+                    token_type=ACCESS_TOKEN,
+                    subject=claims.subject,
+                    scopes=claims.scopes,
+                    issuer=claims.issuer,
+                    audience=claims.client_id,
+                    issued_at=claims.issued_at,
+                    expires_at=claims.expires_at,
+                    client_id=claims.client_id,
+                    session_id=claims.session_id,
+                    token_id=claims.token_id,
+                    auth_time=claims.auth_time,
+                )
             return await self._describe_session(token)
         except TokenInactive as e:
             log.info("introspection: inactive token (%s)", e)
             return None
-
-    def _describe_access(self, claims: AccessTokenClaims) -> TokenDescription:
-        return TokenDescription(
-            token_type=ACCESS_TOKEN,
-            subject=claims.subject,
-            scopes=claims.scopes,
-            issuer=claims.issuer,
-            audience=claims.client_id,
-            issued_at=claims.issued_at,
-            expires_at=claims.expires_at,
-            client_id=claims.client_id,
-            session_id=claims.session_id,
-            token_id=claims.token_id,
-            auth_time=claims.auth_time,
-        )
-
-    def _describe_refresh(self, found: RefreshToken) -> TokenDescription:
-        return TokenDescription(
-            token_type=REFRESH_TOKEN,
-            subject=found.account_id,
-            scopes=found.scopes,
-            issuer=self._signer.issuer,
-            audience=found.client_id,
-            issued_at=found.created_at,
-            expires_at=found.expires_at,
-            client_id=found.client_id,
-            session_id=found.session_id,
-            auth_time=found.auth_time,
-        )
 
     async def _describe_session(self, token: str) -> TokenDescription:
         try:
