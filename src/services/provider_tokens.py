@@ -63,13 +63,13 @@ async def enqueue_token_revocations(
     return len(taken)
 
 
+@attrs.define(eq=False, repr=False, slots=False)
 class ProviderTokenService:
     """Keeps provider tokens sealed; wakes the worker when revocations were queued."""
 
-    def __init__(self, sealer: TokenSealer | None, worker: RevocationWorker | None = None) -> None:
-        self.sealer = sealer
-        self.worker = worker
-        self._warned: set[str] = set()
+    sealer: TokenSealer | None
+    worker: RevocationWorker | None = None
+    _warned: set[str] = attrs.field(init=False, factory=set)
 
     async def keep(
         self, tx: Transaction, account_id: str, verified: VerifiedIdentity, now: dt.datetime

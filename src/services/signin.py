@@ -11,6 +11,7 @@ import datetime as dt
 import logging
 import time
 from collections.abc import Mapping
+from typing import Any
 from urllib.parse import urlsplit
 
 import attrs
@@ -69,6 +70,13 @@ CALLER_INTENTS = frozenset({Intent.LINK, Intent.REAUTHENTICATE})
 DENIALS = frozenset({"access_denied", "user_cancelled_authorize"})
 
 
+def _page(path_field: str) -> Any:
+    """The default of a page's address: the application's address joined with its path."""
+    return attrs.Factory(
+        lambda policy: app_url_for(policy.app_url, getattr(policy, path_field)), takes_self=True
+    )
+
+
 @attrs.frozen
 class SignInPolicy:
     """The configurable rules of sign-in."""
@@ -85,21 +93,9 @@ class SignInPolicy:
     resume_urls: frozenset[str] = frozenset()
     # Where a sign-in sends the browser on the application: fixed by the configuration, so
     # joined once here rather than at every callback.
-    login_url: str = attrs.field(init=False)
-    onboarding_url: str = attrs.field(init=False)
-    dashboard_url: str = attrs.field(init=False)
-
-    @login_url.default
-    def _login_url(self) -> str:
-        return app_url_for(self.app_url, self.login_path)
-
-    @onboarding_url.default
-    def _onboarding_url(self) -> str:
-        return app_url_for(self.app_url, self.onboarding_path)
-
-    @dashboard_url.default
-    def _dashboard_url(self) -> str:
-        return app_url_for(self.app_url, self.dashboard_path)
+    login_url: str = attrs.field(init=False, default=_page("login_path"))
+    onboarding_url: str = attrs.field(init=False, default=_page("onboarding_path"))
+    dashboard_url: str = attrs.field(init=False, default=_page("dashboard_path"))
 
     def destination(self, return_to: str | None, first_time: bool = False) -> str:
         """Rule 9: where the browser goes once signed in (``return_to`` made safe already): an

@@ -74,24 +74,16 @@ def _looks_like_jwt(token: str) -> bool:
     return token.count(".") == 2
 
 
+@attrs.define(eq=False, repr=False, slots=False, kw_only=True)
 class TokenAccess:
     """Decides whether the provider's tokens are active, describes them (introspection) and
     revokes their families (revocation)."""
 
-    def __init__(
-        self,
-        *,
-        signer: TokenSigner,
-        clients: ClientRegistry,
-        sessions: SessionService,
-        units: UnitOfWork,
-        clock: Clock,
-    ) -> None:
-        self._signer = signer
-        self._clients = clients
-        self._sessions = sessions
-        self._units = units
-        self._clock = clock
+    _signer: TokenSigner
+    _clients: ClientRegistry
+    _sessions: SessionService
+    _units: UnitOfWork
+    _clock: Clock
 
     # -- access tokens ----------------------------------------------------------------------
 

@@ -42,15 +42,13 @@ class AccountApp:
     live_token_families: int = 0
 
 
+@attrs.define(eq=False, repr=False, slots=False, kw_only=True)
 class AccountApps:
     """Lists the caller's applications and withdraws consent to one."""
 
-    def __init__(
-        self, *, clients: ClientRegistry, units: UnitOfWork, sessions: SessionService
-    ) -> None:
-        self._clients = clients
-        self._units = units
-        self._sessions = sessions
+    _clients: ClientRegistry
+    _units: UnitOfWork
+    _sessions: SessionService
 
     async def for_account(self, account_id: str) -> list[AccountApp]:
         """The account's applications with a grant or a live token family, by client id."""

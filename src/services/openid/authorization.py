@@ -89,23 +89,15 @@ class CodeIssued:
 Outcome = SignInNeeded | ConsentNeeded | CodeIssued
 
 
+@attrs.define(eq=False, repr=False, slots=False, kw_only=True)
 class AuthorizationService:
     """Decides authorization requests and issues their codes."""
 
-    def __init__(
-        self,
-        *,
-        clients: ClientRegistry,
-        signer: TokenSigner,
-        units: UnitOfWork,
-        clock: Clock,
-        policy: AuthorizationPolicy | None = None,
-    ) -> None:
-        self.clients = clients
-        self.signer = signer
-        self.units = units
-        self.clock = clock
-        self.policy = policy or AuthorizationPolicy()
+    clients: ClientRegistry
+    signer: TokenSigner
+    units: UnitOfWork
+    clock: Clock
+    policy: AuthorizationPolicy = attrs.field(factory=AuthorizationPolicy)
 
     @property
     def issuer(self) -> str:

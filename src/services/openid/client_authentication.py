@@ -26,6 +26,8 @@ from collections.abc import Mapping
 from typing import Any
 from urllib.parse import unquote_plus
 
+import attrs
+
 from authgate.domain.model import EventId
 from authgate.domain.openid.clients import AuthMethod, Client, ClientRegistry
 from authgate.domain.openid.refusals import InvalidClient, OAuthInvalidRequest, OAuthUnavailable
@@ -50,25 +52,16 @@ MAX_ASSERTION_LENGTH = 16 * 1024
 ASSERTION_ISSUER_PREFIX = "client:"
 
 
+@attrs.define(eq=False, repr=False, slots=False)
 class ClientAuthentication:
     """Authenticates the client of a request."""
 
-    def __init__(
-        self,
-        clients: ClientRegistry,
-        assertions: ClientAssertionSignatures,
-        units: UnitOfWork,
-        clock: Clock,
-        *,
-        issuer: str,
-    ) -> None:
-        """``issuer``: the provider's issuer identifier, the one ``aud`` an assertion may
-        have."""
-        self._clients = clients
-        self._assertions = assertions
-        self._units = units
-        self._clock = clock
-        self._issuer = issuer
+    _clients: ClientRegistry
+    _assertions: ClientAssertionSignatures
+    _units: UnitOfWork
+    _clock: Clock
+    # The provider's issuer identifier, the one ``aud`` an assertion may have.
+    _issuer: str = attrs.field(kw_only=True)
 
     async def authenticate(self, authorization: str | None, form: Mapping[str, str]) -> Client:
         """The client that ``authorization`` (the ``Authorization`` header, if any) and

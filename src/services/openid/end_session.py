@@ -64,12 +64,12 @@ class _Checked:
     problem: str | None
 
 
+@attrs.define(eq=False, repr=False, slots=False)
 class RpInitiatedLogout:
     """Decides what a request to the end-session endpoint earns (RP-Initiated Logout 1.0)."""
 
-    def __init__(self, clients: ClientRegistry, signer: TokenSigner) -> None:
-        self.clients = clients
-        self.signer = signer
+    clients: ClientRegistry
+    signer: TokenSigner
 
     def decide(
         self,
