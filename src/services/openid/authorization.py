@@ -125,25 +125,16 @@ class AuthorizationService:
             if session is not None and session.account_id != hinted:
                 if silent or resumed_at is not None:
                     # Silent, or the sign-in this request started signed in someone else.
-                    raise _refused(
-                        request, client, "login_required", "another account is signed in"
-                    )
+                    why = "another account is signed in"
+                    raise _refused(request, client, "login_required", why)
                 session = None
         if session is None or not self._fresh_enough(request, session, resumed_at, now):
             if silent:
-                raise _refused(
-                    request,
-                    client,
-                    "login_required",
-                    "no sign-in recent enough" if session else "nobody is signed in",
-                )
+                why = "no sign-in recent enough" if session else "nobody is signed in"
+                raise _refused(request, client, "login_required", why)
             if resumed_at is not None:
-                raise _refused(
-                    request,
-                    client,
-                    "login_required",
-                    "the sign-in did not prove a login recent enough for this request",
-                )
+                why = "the sign-in did not prove a login recent enough for this request"
+                raise _refused(request, client, "login_required", why)
             return SignInNeeded(request, client, fresh=request.needs_fresh_login)
         async with self.units.begin() as tx:
             if not client.first_party:
@@ -152,9 +143,8 @@ class AuthorizationService:
                 new = tuple(s for s in request.scopes if s not in granted)
                 if new or PROMPT_CONSENT in request.prompt:
                     if silent:
-                        raise _refused(
-                            request, client, "consent_required", "the person has not consented"
-                        )
+                        why = "the person has not consented"
+                        raise _refused(request, client, "consent_required", why)
                     seen = grant.granted_at if grant is not None else None
                     return ConsentNeeded(request, client, session, new, seen)
             code = await self._issue_code(tx, request, client, session, now)
@@ -224,16 +214,11 @@ class AuthorizationService:
         try:
             verified = self.signer.verify_id_token(request.id_token_hint)
         except InvalidToken:
-            raise _refused(
-                request,
-                client,
-                "invalid_request",
-                "id_token_hint is not an ID token this provider issued",
-            ) from None
+            why = "id_token_hint is not an ID token this provider issued"
+            raise _refused(request, client, "invalid_request", why) from None
         if client.client_id not in verified.audiences:
-            raise _refused(
-                request, client, "invalid_request", "id_token_hint was issued to another client"
-            )
+            why = "id_token_hint was issued to another client"
+            raise _refused(request, client, "invalid_request", why)
         return verified.subject
 
     async def _issue_code(

@@ -56,12 +56,8 @@ class EndSessionDecision:
     problem: str | None = None
 
 
-@attrs.frozen
-class _Checked:
-    hint: VerifiedIdToken | None
-    client: Client | None
-    redirect: str | None
-    problem: str | None
+# What a request's checks found: its hint, its client, its redirect, and its problem (if any).
+_Checked = tuple[VerifiedIdToken | None, Client | None, str | None, str | None]
 
 
 @attrs.define(eq=False, repr=False, slots=False)
@@ -90,12 +86,11 @@ class RpInitiatedLogout:
         client only when the request is valid throughout: a hint the provider signed for a
         registered client (or that client's ``client_id``), the same client in both when
         both are sent, and one of its registered ``post_logout_redirect_uris`` exactly."""
-        checked = self._check(request)  # with a problem, no redirect
-        hint = checked.hint
+        hint, client, redirect, problem = self._check(request)  # with a problem, no redirect
         if confirmed:
             verdict = Verdict.END if browser is not None else Verdict.NOTHING_TO_END
         elif (
-            checked.problem is None
+            problem is None
             and browser is not None
             and hint is not None
             and (hint.session_id, hint.subject) == (browser.session_id, browser.account_id)
@@ -105,7 +100,7 @@ class RpInitiatedLogout:
             verdict = Verdict.NOTHING_TO_END
         else:
             verdict = Verdict.CONFIRM
-        return EndSessionDecision(verdict, checked.redirect, checked.client, checked.problem)
+        return EndSessionDecision(verdict, redirect, client, problem)
 
     def _check(self, request: EndSessionRequest) -> _Checked:
         hint: VerifiedIdToken | None = None
@@ -115,27 +110,27 @@ class RpInitiatedLogout:
                 hint = self.signer.verify_id_token(request.id_token_hint)
             except InvalidToken as e:
                 log.info("end-session request with an id_token_hint refused: %s", e)
-                return _Checked(None, None, None, _BAD_HINT)
+                return None, None, None, _BAD_HINT
             if not any(a in self.clients for a in hint.audiences):
                 # The service's session tokens are signed by the same keys: their audience is
                 # never a client's.
-                return _Checked(None, None, None, _BAD_HINT)
+                return None, None, None, _BAD_HINT
         if request.client_id is not None:
             client = self.clients.get(request.client_id)
             if client is None:
-                return _Checked(hint, None, None, _UNKNOWN_CLIENT)
+                return hint, None, None, _UNKNOWN_CLIENT
             if hint is not None and client.client_id not in hint.audiences:
-                return _Checked(hint, None, None, _CLIENT_MISMATCH)
+                return hint, None, None, _CLIENT_MISMATCH
         elif hint is not None:
             client = self._client_of(hint)
         uri = request.post_logout_redirect_uri
         if uri is None:
-            return _Checked(hint, client, None, None)
+            return hint, client, None, None
         if client is None:
-            return _Checked(hint, None, None, _WHO_ASKS)
+            return hint, None, None, _WHO_ASKS
         if not client.post_logout_redirect_uri_registered(uri):
-            return _Checked(hint, client, None, _UNREGISTERED_URI)
-        return _Checked(hint, client, post_logout_redirect(uri, request.state), None)
+            return hint, client, None, _UNREGISTERED_URI
+        return hint, client, post_logout_redirect(uri, request.state), None
 
     def _client_of(self, hint: VerifiedIdToken) -> Client | None:
         """The client an ID token was issued to: its one audience, or its ``azp`` among
