@@ -1,11 +1,9 @@
 """Passkeys: adding one to the signed-in account, signing in with one, managing them.
 
-A passkey is a sign-in method of an account beside its linked providers. The relying party
-(:class:`~authgate.ports.webauthn.WebAuthnRelyingParty`) makes the options and verifies the
-browser's responses; this service keeps the challenge (single use, bound to the browser's
-binding cookie and to the ceremony), the credentials, and the rules around them: the user
-handle, the signature counter, a disabled account, the last sign-in method, the audit trail
-and the session a sign-in issues, the same as a provider's.
+The relying party (:class:`~authgate.ports.webauthn.WebAuthnRelyingParty`) makes the options
+and verifies the browser's responses; this service keeps the challenge (single use, bound to
+the browser's binding cookie and to the ceremony), the credentials and the rules around them,
+and signs in as a provider's sign-in does.
 """
 
 from __future__ import annotations

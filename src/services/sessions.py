@@ -1,12 +1,11 @@
 """Sessions: issued with a server-side record, verified at stateless speed, ended at will.
 
 A session token stays a self-contained JWT that other services verify with the published
-keys; authgate itself also records each session (by its id, never the token) and refuses one
-that was revoked or that it does not know. Verification stays a cache hit: a session found
-live is trusted for ``live_cache`` (a few seconds) without asking the store, and a revocation
-removes it from that cache on this instance at once and, through the revocation channel, on
-every other instance within a moment. When the channel is down, ``live_cache`` bounds how
-long another instance may still accept a revoked session.
+keys; authgate also records each session (by its id, never the token) and refuses one revoked
+or unknown. A session found live is trusted for ``live_cache`` (a few seconds) without asking
+the store; a revocation clears it from that cache here at once and, through the revocation
+channel, on every other instance; with the channel down, ``live_cache`` bounds how long
+another instance may still accept a revoked session.
 """
 
 from __future__ import annotations

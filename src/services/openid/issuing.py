@@ -1,15 +1,10 @@
-"""The tokens both grants issue, built and signed here: an RFC 9068 access token, an ID token
-and, with ``offline_access``, the record of a refresh token.
-
-**The access token** (:class:`~authgate.domain.openid.records.AccessTokenClaims`) is named by
-its token family, so that revoking the family ends it. **The ID token** is signed with the
-client's algorithm; the profile and email claims are not in it: the userinfo endpoint serves
-them to the access token (OpenID Connect Core section 5.4; the conformance suite warns when an
-ID token carries them in the code flow). A refreshed ID token keeps the ``iss``, ``sub``,
-``aud``, ``azp`` and ``auth_time`` of the first.
-
-**A refresh token** is issued only when the person granted ``offline_access`` (OpenID Connect
-Core section 11; a first-party client needs no consent for it); it is kept as its digest only.
+"""The tokens both grants issue, built and signed here: an RFC 9068 access token, named by its
+token family so that revoking the family ends it; an ID token signed with the client's
+algorithm, without the profile and email claims, which the userinfo endpoint serves (OpenID
+Connect Core section 5.4; the conformance suite warns when an ID token carries them in the
+code flow), a refreshed one with the ``iss``, ``sub``, ``aud``, ``azp`` and ``auth_time`` of
+the first; and, only when the person granted ``offline_access`` (OpenID Connect Core section
+11), the record of a refresh token, kept as its digest only.
 """
 
 from __future__ import annotations

@@ -1,10 +1,6 @@
 """The OpenID Provider's token endpoint as a use case: the grants of an authenticated client,
-one module each, chosen by ``grant_type`` in :data:`GRANTS`.
-
-A new grant (``client_credentials``, the device grant) is one module with a class built on a
-:class:`~authgate.services.openid.grants.base.GrantContext` and called with the client and the
-form, and one row here. The tokens every grant issues are built in
-:mod:`authgate.services.openid.issuing`.
+one module each, chosen by ``grant_type`` in :data:`GRANTS` (a new grant is one module and
+one row there); the tokens they issue are built in :mod:`authgate.services.openid.issuing`.
 """
 
 from __future__ import annotations
