@@ -76,18 +76,9 @@ class ProviderTokenService:
     ) -> None:
         """In the sign-in's unit of work: keep the provider's token sealed for ``account_id``
         (replacing the one kept before). Nothing without a token or without keys."""
-        stored = self._sealed(verified, now, account_id)
-        if stored is not None:
-            await tx.provider_tokens.put(stored)
-
-    def _sealed(
-        self, verified: VerifiedIdentity, now: dt.datetime, account_id: str
-    ) -> StoredProviderToken | None:
-        """The provider's token sealed to be kept for ``account_id``; None without a token or
-        without keys."""
         token = verified.provider_token
         if token is None:
-            return None
+            return
         if self.sealer is None:
             provider = verified.identity.provider
             if provider not in self._warned:
@@ -98,9 +89,11 @@ class ProviderTokenService:
                     "revoke them at the provider",
                     provider,
                 )
-            return None
+            return
         sealed = self.sealer.seal(token, verified.identity)
-        return StoredProviderToken(account_id, verified.identity, sealed, now)
+        await tx.provider_tokens.put(
+            StoredProviderToken(account_id, verified.identity, sealed, now)
+        )
 
     async def rekey(self, store: ProviderTokenStore, batch: int = 100) -> int:
         """Re-seal every kept token under the current (first) key, so that an older key can be

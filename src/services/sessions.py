@@ -187,10 +187,8 @@ class SessionService:
         return claims
 
     async def is_live(self, session_id: str) -> bool:
-        """Whether the session is live, decided as :meth:`verify` decides it for a session
-        token: found live a moment ago (on this instance, and not revoked since on any), or
-        live in the store now. For what else names a session (the OpenID Provider's tokens
-        carry it as ``sid``)."""
+        """Whether the session is live, decided as :meth:`verify` decides it, for what else
+        names a session (the OpenID Provider's tokens carry it as ``sid``)."""
         until = self._live.get(session_id)
         if until is not None and time.monotonic() < until:
             return True
@@ -226,10 +224,9 @@ class SessionService:
             del self._revoked[oldest]
 
     async def renew_if_due(self, claims: SessionClaims) -> IssuedSession | None:
-        """Sliding sessions: a session used after half its token's lifetime gets a new token
-        (same session id and auth_time, a fresh lifetime) up to the session's absolute limit
-        since the sign-in; None when not due, switched off, or at the limit. The older token
-        stays valid until it expires or the session is revoked."""
+        """Sliding sessions: a session used after half its token's lifetime gets a new token (same
+        id and auth_time) up to the session's absolute limit; None when not due, switched off, or at
+        the limit. The older token stays valid until it expires or the session is revoked."""
         if not self.policy.sliding or claims.issued_at is None:
             return None
         now = self.clock.now()
@@ -260,12 +257,11 @@ class SessionService:
             raise errors.ReauthenticationRequired(int(max_age.total_seconds()))
 
     async def require_recent_sign_in(self, tx: Transaction, caller: Caller) -> None:
-        """RFC 9470 for changes an account must always be able to make (its export, its
-        first passkey): a recent signed login, as :meth:`require_recent_authentication`. An
-        account with no way to prove one (no passkey, no linked provider that signs
-        ``auth_time``) can never give that; for it, a sign-in completed within the window
-        will do: the session's own start, recorded by the service (never anything the browser
-        carries), the most recent evidence of a login such an account can ever give."""
+        """RFC 9470 for changes an account must always be able to make (its export, its first
+        passkey): a recent signed login, as :meth:`require_recent_authentication`, or, for an
+        account with no way to prove one (no passkey, no linked provider that signs ``auth_time``),
+        the start of its session within the window, recorded by the service (never anything the
+        browser carries)."""
         try:
             self.require_recent_authentication(caller.auth_time)
         except errors.ReauthenticationRequired:
@@ -333,11 +329,10 @@ class SessionService:
         everywhere: bool = False,
         detail: str | None = None,
     ) -> list[str]:
-        """End the session of ``token`` (``everywhere``: every session of its account, after
-        the RFC 9470 check). Only a live session signs anything out: :class:`InvalidSession`,
-        nothing ended, for a token that does not verify or whose session has ended already
-        (a copy of a revoked token must not end the sessions that followed it). ``detail``:
-        the audit event's (who asked, for a sign-out another page started)."""
+        """End the session of ``token`` (``everywhere``: every session of its account, after the
+        RFC 9470 check). Only a live session signs anything out (a copy of a revoked token must not
+        end the sessions that followed it): :class:`InvalidSession` otherwise. ``detail``: the
+        audit event's (who asked, for a sign-out another page started)."""
         claims = await self.verify(token)
         provider = claims.provider or ""
         if everywhere:

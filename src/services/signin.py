@@ -267,10 +267,8 @@ class SignInService:
         iss: str | None = None,
     ) -> SignedIn:
         """Complete a sign-in; raises a :class:`~authgate.domain.errors.SignInError` otherwise.
-
-        Every outcome, success or failure, is recorded as a sign-in event: a success in the
-        unit of work that signs in, a failure on its own.
-        """
+        Every outcome is recorded as a sign-in event: a success in the unit of work that signs in,
+        a failure on its own."""
         provider = self.provider(provider_name)  # rule 1
         started = time.perf_counter()
         try:
@@ -445,10 +443,9 @@ class SignInService:
     async def _starting_session(
         self, tx: Transaction, pending: PendingSignIn, now: dt.datetime
     ) -> SessionRecord:
-        """The caller's session that started a link or re-authentication. Its callback
-        completes only while that session is live (not revoked, not expired: signing out
-        cancels what the session started) and, for a link, an account change, while its sign-in
-        is recent enough (RFC 9470). Otherwise nothing changes."""
+        """The caller's session that started a link or re-authentication: its callback completes
+        only while that session is live (signing out cancels what the session started) and, for a
+        link, while its sign-in is recent enough (RFC 9470)."""
         record = (
             await tx.sessions.get(pending.session_id, for_change=True)
             if pending.session_id
@@ -570,13 +567,12 @@ def error_detail(e: errors.SignInError) -> str:
 
 
 def _authenticated_at(verified: VerifiedIdentity, now: dt.datetime) -> dt.datetime:
-    """When the person last logged in at the provider, as far as this sign-in proves it: the
-    session's ``auth_time``. Only a signed statement proves it: the ``auth_time`` of a
-    verified ID token (never after now). A request that asked the provider to log the person
-    in again (``prompt=login``, ``max_age=0``, ``auth_type=reauthenticate``) proves nothing by
-    itself: those parameters travel in the browser's address, and whoever holds the browser
-    can strip them so that the provider answers from its own long-lived session. Without a
-    signed time: :data:`~authgate.domain.model.UNPROVEN_AUTH_TIME`."""
+    """When the person last logged in at the provider, as far as this sign-in proves it: only
+    a signed statement does, the ``auth_time`` of a verified ID token (never after now), else
+    :data:`~authgate.domain.model.UNPROVEN_AUTH_TIME`. A request that asked the provider to
+    log the person in again (``prompt=login``, ``max_age=0``, ``auth_type=reauthenticate``)
+    proves nothing: whoever holds the browser can strip those parameters from its address, and
+    the provider then answers from its own long-lived session."""
     if verified.auth_time is not None:
         return min(verified.auth_time, now)
     return UNPROVEN_AUTH_TIME

@@ -86,10 +86,8 @@ class AccountApps:
     async def withdraw(self, caller: Caller, client_id: str) -> list[str]:
         """Withdraw the caller's consent to ``client_id``, spend the account's outstanding
         codes of it and revoke its token families, audited, in one unit of work; the families
-        revoked. Needs a recent sign-in (:class:`~errors.ReauthenticationRequired`);
-        :class:`~errors.AppNotFound` when the account has neither a grant, nor a live family,
-        nor an outstanding code of that client (an application that needs no consent has
-        families only)."""
+        revoked. Needs a recent sign-in; :class:`~errors.AppNotFound` when there is nothing of that
+        client to withdraw (an application that needs no consent has families only)."""
         self._sessions.require_recent_authentication(caller.auth_time)
         account_id = caller.account_id
         now = self._sessions.clock.now()

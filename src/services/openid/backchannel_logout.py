@@ -139,11 +139,9 @@ class LogoutTokenWorker(OutboxWorker[PendingLogout]):
         return await super().run_once()
 
     async def end_expired(self) -> int:
-        """What ends with a session that expired (its clients recorded, never revoked), once
-        per session whichever instance sees it first: its token families are revoked and each
-        client that received tokens in it and registered a ``backchannel_logout_uri`` is owed
-        a logout token, in one unit of work with taking its clients' rows. How many clients'
-        rows were taken."""
+        """End the sessions that expired (their clients recorded, never revoked) as
+        :meth:`BackchannelLogout.ended` ends a revoked one, once per session whichever instance
+        takes its clients' rows first, in the unit of work that takes them; how many rows."""
         taken_in_all = 0
         while True:
             now = self.clock.now()

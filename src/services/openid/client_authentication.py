@@ -81,15 +81,16 @@ class ClientAuthentication:
                 "the client authenticated in more than one way; use one",
                 f"client authentication: several methods at once ({', '.join(presented)})",
             )
-        method = presented[0] if presented else "none"
-        if method == "client_secret_basic":
-            assert authorization is not None
+        if authorization is not None:
             return self._basic(authorization, form)
-        if method == "client_secret_post":
-            return self._post(form)
-        if method == "private_key_jwt":
+        if presented == ["private_key_jwt"]:
             return await self._assertion(form)
-        return self._public(form)
+        method = presented[0] if presented else "none"  # client_secret_post or none
+        client = self._named_client(form)
+        self._check_method(client, method)
+        if method == "client_secret_post" and not client.secret_matches(form["client_secret"]):
+            raise _refused(InvalidClient(f"client {_shown(client.client_id)}: wrong secret"))
+        return client
 
     def _basic(self, authorization: str, form: Mapping[str, str]) -> Client:
         def refuse(detail: str) -> InvalidClient:
@@ -116,18 +117,6 @@ class ClientAuthentication:
         encoded = client.secret_matches(unquote_plus(raw_secret))
         if not (client.secret_matches(raw_secret) | encoded):
             raise refuse(f"client {_shown(client.client_id)}: wrong secret")
-        return client
-
-    def _post(self, form: Mapping[str, str]) -> Client:
-        client = self._named_client(form)
-        self._check_method(client, "client_secret_post")
-        if not client.secret_matches(form["client_secret"]):
-            raise _refused(InvalidClient(f"client {_shown(client.client_id)}: wrong secret"))
-        return client
-
-    def _public(self, form: Mapping[str, str]) -> Client:
-        client = self._named_client(form)
-        self._check_method(client, "none")
         return client
 
     async def _assertion(self, form: Mapping[str, str]) -> Client:
