@@ -228,27 +228,21 @@ class TokenAccess:
         ``client``, revoke its whole family; whatever else it is (another client's, unknown,
         malformed) changes nothing. Whether a live family was revoked."""
         now = self._clock.now()
-        family_id: str | None = None
-        kind = ACCESS_TOKEN
+        found: AccessTokenClaims | RefreshToken | None
         if _looks_like_jwt(token):
-            claims = self._access_claims(token, now)
-            if claims is not None and claims.client_id == client.client_id:
-                family_id = claims.family_id
+            kind, found = ACCESS_TOKEN, self._access_claims(token, now)
         else:
-            kind = REFRESH_TOKEN
-            found = await self._refresh_record(token)
-            if found is not None and found.client_id == client.client_id:
-                family_id = found.family_id
-        if family_id is None:
+            kind, found = REFRESH_TOKEN, await self._refresh_record(token)
+        if found is None or found.client_id != client.client_id:
             log.info("revocation by client %r: not one of its tokens", client.client_id)
             return False
         async with self._units.begin() as tx:
-            revoked = await tx.refresh_tokens.revoke_family(family_id, now)
+            revoked = await tx.refresh_tokens.revoke_family(found.family_id, now)
         log.info(
             "revocation by client %r: %s's family %s (%s)",
             client.client_id,
             kind,
-            family_id,
+            found.family_id,
             "revoked" if revoked else "revoked before",
         )
         return revoked
