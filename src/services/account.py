@@ -286,38 +286,32 @@ class AccountService:
         now = self.sessions.clock.now()
         try:
             async with self.units.begin() as tx:
-                ended = await self._end_others_in(tx, caller, now)
+                ended = await self.sessions.revoke_all_in(
+                    tx, caller.account_id, now, keep=caller.session_id
+                )
+                own = await tx.sessions.get(caller.session_id)
+                held = own.passkey_id if own is not None else None
+                added = [
+                    p.id
+                    for p in await tx.passkeys.for_account(caller.account_id)
+                    if p.added_by_session in ended and p.id != held
+                ]
+                for passkey_id in added:
+                    await remove_passkey_in(
+                        self.sessions,
+                        tx,
+                        caller,
+                        passkey_id,
+                        now,
+                        keep=caller.session_id,
+                        detail="added by a session signed out everywhere else",
+                    )
+                detail = f"{len(ended)} sessions, {len(added)} passkeys removed"
+                outcome = Outcome.SIGNED_OUT_EVERYWHERE
+                await record_audit(
+                    tx, now, caller.provider, outcome, caller.client, caller.account_id, detail
+                )
         except LastIdentityError:
             raise errors.LastSignInMethod() from None
         await self.sessions.announce(ended)
-        return ended
-
-    async def _end_others_in(self, tx: Transaction, caller: Caller, now: dt.datetime) -> list[str]:
-        """Inside ``tx``: :meth:`end_other_sessions` with ``remove_passkeys``; raises
-        LastIdentityError when that would leave no sign-in method."""
-        ended = await self.sessions.revoke_all_in(
-            tx, caller.account_id, now, keep=caller.session_id
-        )
-        own = await tx.sessions.get(caller.session_id)
-        held = own.passkey_id if own is not None else None
-        added = [
-            p.id
-            for p in await tx.passkeys.for_account(caller.account_id)
-            if p.added_by_session in ended and p.id != held
-        ]
-        for passkey_id in added:
-            await remove_passkey_in(
-                self.sessions,
-                tx,
-                caller,
-                passkey_id,
-                now,
-                keep=caller.session_id,
-                detail="added by a session signed out everywhere else",
-            )
-        detail = f"{len(ended)} sessions, {len(added)} passkeys removed"
-        outcome = Outcome.SIGNED_OUT_EVERYWHERE
-        await record_audit(
-            tx, now, caller.provider, outcome, caller.client, caller.account_id, detail
-        )
         return ended
