@@ -1,10 +1,4 @@
-"""The caller's account: every ``/v1/account*`` operation but its applications' and passkeys'
-(each operation's docstring is its description in the OpenAPI document).
-
-Changes take scope ``account:manage`` and, with the cookie as the credential, the same-origin
-guard. The rules are the services'; failures map to HTTP in
-:mod:`authgate.entrypoints.http.common.errors`.
-"""
+"""The caller's account: every ``/v1/account*`` operation but its applications' and passkeys'."""
 
 from __future__ import annotations
 

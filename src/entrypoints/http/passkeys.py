@@ -1,10 +1,6 @@
-"""Passkeys over HTTP: the WebAuthn ceremonies and the account's passkeys.
-
-The options and responses are WebAuthn Level 3's JSON forms (:mod:`.webauthn`). Every
-ceremony request is counted against ``ratelimit.passkeys`` per client before any work. A
-challenge belongs to the browser that asked (the binding cookie, set here when absent) and to
-its ceremony.
-"""
+"""Passkeys over HTTP: the WebAuthn ceremonies and the account's passkeys. Every ceremony request
+is counted against ``ratelimit.passkeys`` first; a challenge belongs to the browser that asked
+(the binding cookie) and to its ceremony."""
 
 from __future__ import annotations
 

@@ -1,11 +1,7 @@
 """The providers' event receivers (back-channel logout, Apple notifications, RFC 8935 Security
-Event Tokens), one operation per configured provider and shape.
-
-None is behind session authentication (the token is the proof); each is rate-limited per
-client like the callback; the token is never logged. A provider whose keys cannot be loaded,
-or whose token names a ``kid`` that no fetch made for it has looked for yet, gets 503 with
-``Retry-After`` (its delivery is retried: RFC 8935 makes a 400 final).
-"""
+Event Tokens), one operation per provider and shape, rate-limited like the callback; the token
+is the proof and is never logged. Keys that cannot be loaded answer 503 with ``Retry-After``, so
+that the delivery is retried (RFC 8935 makes a 400 final)."""
 
 from __future__ import annotations
 

@@ -1,11 +1,5 @@
 """Signing in and out: ``GET /v1/auth/{provider}`` (spec 4.5), ``GET|POST
-/v1/auth/{provider}/callback`` (spec 4.6) and ``POST /v1/auth/logout``.
-
-Sign-out clears the ``session`` cookie and the binding cookie (and the binding cookie's
-name before it took the ``__Host-`` prefix). With a cookie present it is a cookie-
-authenticated change and passes the same-origin guard. The session JWT is stateless: a copy
-of it stays valid until it expires.
-"""
+/v1/auth/{provider}/callback`` (spec 4.6) and ``POST /v1/auth/logout``."""
 
 from __future__ import annotations
 

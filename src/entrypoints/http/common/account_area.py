@@ -1,8 +1,6 @@
-"""What the operations on the caller's account share (the account's own, its sessions, its
-applications, its passkeys): who may read (``account:read`` or ``account:manage``) and who may
-change (``account:manage``), by bearer token or session cookie; the same-origin guard of a
-change made with the cookie; the client's address for the audit trail; and CORS, as the
-application's pages on other origins call every one of them."""
+"""What the operations on the caller's account share: read (``account:read`` or
+``account:manage``) and change (``account:manage``) security, the same-origin guard of a cookie's
+change, the client's address and CORS."""
 
 from __future__ import annotations
 

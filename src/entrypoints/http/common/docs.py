@@ -1,10 +1,5 @@
-"""What the OpenAPI document (and /docs) says of the service's operations beyond their types:
-the tags that group them and example error bodies.
-
-Each example is built the way the operation answers it (:func:`~.errors.http_error` of the
-domain error, or the very function that raises it), so the status, code and message of an
-example are the service's own and cannot drift from the contract.
-"""
+"""What the OpenAPI document says beyond the types: the tags and example error bodies, each built
+the way the operation answers it, so that an example cannot drift from the contract."""
 
 from __future__ import annotations
 

@@ -1,15 +1,7 @@
-"""Where failures become HTTP answers: one renderer per wire format (spec 7.1, 7.2).
-
-Every error class says its own answer (its status, code, message and headers): the contract's
-:class:`~authgate.domain.errors.ContractError` (body ``{"error", "message"}``, and the
-callback's redirect to the login page), the OpenID Provider's
-:class:`~authgate.domain.openid.refusals.OAuthError` (RFC 6749 section 5.2) and its protected
-resources' :class:`~authgate.domain.openid.refusals.BearerTokenError` (RFC 6750 section 3), and
-the providers' refused event tokens (RFC 8935). Operations let them propagate:
-:func:`answer_error` is the API's exception handler
-(:meth:`~authgate.entrypoints.rest.Api.on_exception`) and renders each in its format; the
-callback answers :func:`callback_answer`.
-"""
+"""Where failures become HTTP answers, one renderer per wire format (spec 7.1, 7.2): the
+contract's :class:`~authgate.domain.errors.ContractError`, RFC 6749 section 5.2's
+:class:`~authgate.domain.openid.refusals.OAuthError`, RFC 6750's
+:class:`~authgate.domain.openid.refusals.BearerTokenError` and RFC 8935's refused event tokens."""
 
 from __future__ import annotations
 

@@ -1,15 +1,6 @@
-"""Operations declared beside their handlers.
-
-A face's class (sign-in, the account, passkeys) marks each handler with :func:`operation`:
-its method and path, what the document says of it, and the example refusals it can answer.
-:meth:`Operations.register` registers every declared operation on the API, in the order the
-class declares them, under the face's tag and (unless the declaration says otherwise) its
-CORS policy.
-
-What a declaration can only know from the face's instance (its security schemes, its CORS
-policy, a parameter or an example that names the configured providers) is a :class:`Late`
-value: a function of the instance, called at registration.
-"""
+"""Operations declared beside their handlers (:func:`operation`), registered by
+:meth:`Operations.register` in the order the class declares them, under the face's tag and CORS
+policy. What only the face's instance knows is a :class:`Late` value, called at registration."""
 
 from __future__ import annotations
 

@@ -1,17 +1,7 @@
-"""Session authentication: the service's own session JWT as the bearer token and as the
-``session`` cookie, and the same-origin guard of changes authenticated by the cookie.
-
-**The session cookie as a credential.** A browser page cannot read the HttpOnly ``session``
-cookie, so it cannot send it as a bearer token. The account endpoints therefore accept, besides
-``Authorization: Bearer``, the cookie itself: the ``sessionCookie`` scheme (an API key in the
-``session`` cookie, verified exactly like the bearer token). When both are present the bearer
-token is used.
-
-**CSRF.** A browser attaches cookies to requests that other sites cause, so a request that
-changes something and is authenticated by the cookie must prove that it comes from the
-service's own pages: :class:`SameOriginGuard`. Requests authenticated by the bearer token need
-no check: a browser never adds that header on its own.
-"""
+"""Session authentication: the session JWT as the bearer token and as the HttpOnly ``session``
+cookie (the ``sessionCookie`` scheme, for pages that cannot read it; the bearer token wins when
+both are sent), and :class:`SameOriginGuard`: a browser attaches cookies to requests other sites
+cause, so a change authenticated by the cookie must prove it comes from the service's pages."""
 
 from __future__ import annotations
 

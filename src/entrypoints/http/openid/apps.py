@@ -1,21 +1,5 @@
-"""The caller's applications (the clients of authgate as an OpenID Provider they consented
-to), on the account API:
-
-* ``GET /v1/account/apps``: each application with a grant or with tokens that still work:
-  ``clientId``, ``name``, ``scopes``, ``grantedAt``, ``lastUsedAt``, ``granted`` (whether
-  it is listed for a grant) and ``liveTokenFamilies``; bearer or session cookie, scope
-  ``account:read`` or ``account:manage``;
-* ``DELETE /v1/account/apps/{client_id}``: withdraws the consent, spends the application's
-  unused codes and revokes its tokens (204); scope ``account:manage``, the same-origin
-  guard with the cookie,
-  and a recent sign-in as for unlinking a provider (RFC 9470: 401
-  ``reauthentication_required``); 404 ``app_not_found`` for an application the account has
-  neither granted nor holds tokens of.
-
-Registered only when clients are registered (the provider face is on). The rules are
-:class:`~authgate.services.openid.apps.AccountApps`'; failures map to HTTP in
-:mod:`authgate.entrypoints.http.common.errors`.
-"""
+"""The caller's applications (the OpenID Provider's clients it consented to or holds tokens of)
+on the account API, registered only when clients are."""
 
 from __future__ import annotations
 

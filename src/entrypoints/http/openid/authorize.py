@@ -1,29 +1,17 @@
-"""``GET|POST /oauth2/authorize`` (OpenID Connect Core 1.0 section 3.1.2) and ``POST
-/oauth2/consent``: the browser's side of the authorization code flow.
+"""``GET|POST /oauth2/authorize`` (OpenID Connect Core 1.0 section 3.1.2): the browser's side
+of the authorization code flow.
 
-**Which session.** The browser's authgate session is the ``session`` cookie (HttpOnly, Secure,
-SameSite=Lax, Path=/), verified as the account operations verify it. Lax lets a browser send it
-on a top-level GET navigation from another site, which is how an application sends the browser
-here: single sign-on needs nothing more, and the cookie stays unavailable to cross-site
-requests of any other kind, so the account API's CSRF guarantees are unchanged. A cross-site
-form POST (the POST form of this endpoint) carries no Lax cookie; when it arrives without one
-it is answered ``303 See Other`` to the same request as a GET, which the browser sends as a
-top-level navigation with the cookie. A GET is never sent on to a POST, so this cannot loop.
+The browser's session is the ``session`` cookie (SameSite=Lax): sent with the top-level GET
+navigation that brings the browser here, so single sign-on needs nothing more. A cross-site form
+POST carries no Lax cookie: without one it is answered ``303`` to the same request as a GET
+(a GET is never sent on to a POST, so this cannot loop).
 
-**Signing in.** Without a session that will do, authgate's sign-in page offers each configured
-provider, to sign in (``intent=login``) or to create an account (``intent=register``), through
-the existing ``GET /v1/auth/{provider}`` whose ``return_to`` resumes this request (the sign-in
-admits exactly this endpoint's URL as a destination, beside the application's). The parameter
-``provider=<name>`` skips the page and goes straight to that provider. The session that sign-in
-issues names the request it resumes and when it began, signed (see
-:mod:`authgate.services.openid.authorization`): nothing in the resumed address marks it. When
-the request asks for a fresh login (``prompt=login``, ``max_age``), only the ways that prove
-one are offered: the providers whose ID tokens sign ``auth_time``, and passkeys; without any,
-the application receives ``login_required``.
-
-**Consent** (a client that is not first-party, once per scope set) is the page and form of
-:mod:`~.consent`; the answers at the client's ``redirect_uri`` are :mod:`~.flow`'s.
-"""
+Without a usable session, the sign-in page offers each configured provider through ``GET
+/v1/auth/{provider}`` whose ``return_to`` resumes this request (``provider=<name>`` goes straight
+there); the session it issues names that request, signed
+(:mod:`authgate.services.openid.authorization`). A fresh login (``prompt=login``, ``max_age``)
+offers only the ways that prove one (providers that sign ``auth_time``, passkeys); without any,
+``login_required``. Consent is :mod:`~.consent`'s; the answers are :mod:`~.flow`'s."""
 
 from __future__ import annotations
 

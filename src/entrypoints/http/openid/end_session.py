@@ -1,21 +1,12 @@
-"""``GET|POST /oauth2/logout``: the OpenID Provider's end-session endpoint (OpenID Connect
-RP-Initiated Logout 1.0), and ``POST /oauth2/logout/confirm``, the confirmation it may ask for.
+"""``GET|POST /oauth2/logout`` (OpenID Connect RP-Initiated Logout 1.0) and ``POST
+/oauth2/logout/confirm``, the confirmation it may ask for.
 
-A client sends the browser here to end its authgate session (the single sign-on session) with
-``id_token_hint``, ``client_id``, ``post_logout_redirect_uri`` and ``state``; what the request
-earns is decided by :class:`~authgate.services.openid.end_session.RpInitiatedLogout`. The session
-ends as ``POST /v1/auth/logout`` ends it (the sessions service, then the session and binding
-cookies cleared), and with it every client of the session is told through back-channel logout.
-
-The confirmation is CSRF-safe without relying on SameSite alone: its form carries a random
-token that must equal the ``__Host-authgate_logout`` cookie set with the page (a double-submit
-token: another site can neither read that cookie nor, thanks to the ``__Host-`` prefix, plant
-one from a sibling domain), and a browser that reports the form's origin must report this
-service's. A confirmation that fails either check ends nothing and asks again.
-
-Both count against the client address's ``ratelimit.logout`` before anything else: over it,
-a 429 page with ``Retry-After``.
-"""
+What a request earns is :class:`~authgate.services.openid.end_session.RpInitiatedLogout`'s
+decision; the session ends as ``POST /v1/auth/logout`` ends it, clients told by back-channel
+logout. The confirmation is CSRF-safe without relying on SameSite alone: its form's random token
+must equal the ``__Host-authgate_logout`` cookie (double submit; ``__Host-``: no sibling domain
+plants one), and a reported ``Origin`` must be this service's. Both count against
+``ratelimit.logout`` first."""
 
 from __future__ import annotations
 

@@ -1,15 +1,7 @@
-"""What the authorization endpoint (:mod:`~.authorize`) and the consent form (:mod:`~.consent`)
-share: the browser's session, the request's fields, and the answers at the client's
-``redirect_uri``.
-
-Every answer to the client goes to its registered ``redirect_uri`` with ``iss`` (RFC 9207):
-``code`` and ``state``, or ``error``, ``error_description`` and ``state`` (an
-:class:`~authgate.domain.openid.authorization_request.AuthorizationRefused` says which); as the
-query (302) or, with ``response_mode=form_post``, as a form the browser posts. An unknown
-client or a ``redirect_uri`` it did not register
-(:class:`~authgate.domain.openid.authorization_request.NotRedirectable`) is an error page,
-never a redirect.
-"""
+"""What the authorization endpoint and the consent form share: the browser's session, the request's
+fields, and the answers at the client's ``redirect_uri``: always with ``iss`` (RFC 9207), as the
+query (302) or a ``form_post`` page. What cannot be redirected (an unknown client, an
+unregistered ``redirect_uri``) is an error page."""
 
 from __future__ import annotations
 

@@ -1,16 +1,8 @@
-"""The end-session endpoint's pages: the confirmation asked before a sign-out another site
-started, and the signed-out page.
+"""The end-session endpoint's pages: the confirmation asked before a sign-out another site started,
+and the signed-out page.
 
-Built on the provider's page skeleton (``pages.html_page``: nothing external, the
-shared style allowed by its hash, never cached or framed), readable by screen readers (a
-language, a title, a heading, a real form and button). Every value shown or carried in a hidden
-field is escaped. The policy allows the confirmation's form to post here only, and the redirect
-that may follow it to go only where the request earned (a browser checks a form's redirect
-against ``form-action`` too). No page passes its address (it may carry an ID token) to
-another origin: ``Referrer-Policy: same-origin``, not ``no-referrer``, because under
-``no-referrer`` a browser sends ``Origin: null`` with the confirmation's post, which the
-same-origin check must refuse: no sign-out could ever be confirmed.
-"""
+``Referrer-Policy: same-origin``, not ``no-referrer``: under ``no-referrer`` a browser sends
+``Origin: null`` with the confirmation's post, which the same-origin check must refuse."""
 
 from __future__ import annotations
 

@@ -1,14 +1,10 @@
-"""The OpenID Provider's pages: sign-in, consent, the form that answers with
-``response_mode=form_post``, and the error page; and the skeleton, style and headers every page
-of the provider shares (the end-session endpoint's pages in ``logout_pages`` too).
+"""The OpenID Provider's pages (sign-in, consent, ``form_post``, errors) and the skeleton, style
+and headers they share with the end-session pages.
 
-Plain, accessible HTML with nothing external: one inline style sheet and, on the form_post
-page only, one inline script, each allowed by its hash in the Content Security Policy (no
-``unsafe-inline``); every value from a request or the configuration is escaped. No page may be
-framed (``frame-ancestors 'none'``, ``X-Frame-Options: DENY``: a framed consent button could be
-clicked without the person knowing), cached (``no-store``: a page carries a request's state and
-a form's token) or leak its address to another site (``Referrer-Policy: same-origin``).
-"""
+Nothing external: the inline style and scripts are allowed by their hashes (no
+``unsafe-inline``); every value is escaped. No page may be framed (a framed consent button could
+be clicked unknowingly), cached (it carries a request's state and a form's token) or leak its
+address to another site."""
 
 from __future__ import annotations
 

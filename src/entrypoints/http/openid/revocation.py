@@ -1,9 +1,6 @@
-"""``POST /oauth2/revoke`` (RFC 7009): the client authenticates as at the token endpoint; a
-refresh or access token of that client revokes its whole family; any other token (another
-client's, unknown, expired) answers 200 too and changes nothing. ``token_type_hint`` is
-accepted and not needed: the token's kind is told by the token itself. It answers CORS for
-public clients' registered origins (:mod:`~authgate.entrypoints.http.openid.cors`).
-"""
+"""``POST /oauth2/revoke`` (RFC 7009): a token of the authenticated client revokes its whole
+family; any other token answers 200 too and changes nothing (``token_type_hint`` is not needed:
+the token tells its kind)."""
 
 from __future__ import annotations
 

@@ -1,22 +1,10 @@
 """``POST /oauth2/token`` (RFC 6749 section 3.2, OpenID Connect Core 1.0 section 3.1.3): the
 ``authorization_code`` and ``refresh_token`` grants.
 
-The body is a form (``application/x-www-form-urlencoded``) read here, so that every fault is an
-RFC 6749 section 5.2 error: another media type, a parameter given twice (section 3.1), a body
-that is not UTF-8 are ``invalid_request``; a parameter sent without a value counts as absent.
-The client authenticates as it registered
-(:class:`~authgate.services.openid.client_authentication.ClientAuthentication`), then spends one
-request of its own budget (``ratelimit.token``): a confidential client's is counted by its
-``client_id``, a public client's by ``client_id`` and client address, since anyone can name a
-public client. In front of all that, every request spends one of its address's
-(``ratelimit.token_address``), and an address whose failed requests spent
-``ratelimit.token_failures`` is refused before any work: junk from one address never refuses
-another's requests. Refusals are 429 ``temporarily_unavailable`` with ``Retry-After``. Answers
-are never cached.
-
-Browsers of public clients call it from the clients' origins: the operation takes the CORS
-policy the composition root gives it (none by default).
-"""
+The form is read here so that every fault is an RFC 6749 section 5.2 error. Budgets
+(``ratelimit.token*``, 429 ``temporarily_unavailable``): every request spends its address's, an
+address whose failures spent theirs is refused before any work, then the authenticated client
+spends its own: a public client's per client address too, since anyone can name it."""
 
 from __future__ import annotations
 

@@ -1,16 +1,6 @@
-"""``GET``/``POST /oauth2/userinfo`` (OpenID Connect Core section 5.3).
-
-The bearer access token in the ``Authorization`` header, or (``POST``) the form field
-``access_token`` (RFC 6750 section 2.2), never both; ``sub`` and the claims its scopes cover
-(``email`` and ``email_verified`` for ``email``; ``name`` for ``profile``), claims the account
-lacks left out; ``Cache-Control: no-store``. Refusals are RFC 6750's: 401 with
-``WWW-Authenticate: Bearer error="invalid_token"`` (a bare challenge without a token), 403
-``insufficient_scope`` for a token without ``openid``, 400 ``invalid_request``. Counted per
-client address against ``ratelimit.userinfo`` before anything (429 with ``Retry-After`` and a
-challenge naming ``temporarily_unavailable``). It answers CORS for public clients' registered
-origins (:mod:`~authgate.entrypoints.http.openid.cors`); whether a token is active is decided
-in :mod:`authgate.services.openid.access`.
-"""
+"""``GET``/``POST /oauth2/userinfo`` (OpenID Connect Core section 5.3): the access token as
+``Authorization: Bearer`` or the form's ``access_token`` (RFC 6750 section 2), never both;
+refusals are RFC 6750's. Counted per client address against ``ratelimit.userinfo`` first."""
 
 from __future__ import annotations
 
