@@ -32,10 +32,6 @@ class SessionVerifier:
         # token, not per request. Bounded; an entry holds its claims, so ids are not reused.
         self._principals: dict[tuple[int, str], tuple[SessionClaims, Principal]] = {}
 
-    async def claims(self, token: str) -> SessionClaims:
-        """The live session's claims; raises :class:`InvalidSession`."""
-        return await self._sessions.verify(token)
-
     async def principal(self, token: str, scheme: str) -> Principal:
         """The caller a token names; raises :class:`InvalidCredential`."""
         try:

@@ -8,13 +8,12 @@ import attrs
 from authgate.domain import errors
 from authgate.domain.scopes import ACCOUNT_MANAGE
 from authgate.entrypoints.http.common import docs
-from authgate.entrypoints.http.common.account_area import MANAGE, READ, AccountArea
-from authgate.entrypoints.http.common.bodies import AppInfo, AppList, app_errors
+from authgate.entrypoints.http.common.account_area import MANAGE, NO_STORE, READ, AccountArea
+from authgate.entrypoints.http.common.bodies import AppInfo, AppList, app_errors, from_record
 from authgate.entrypoints.http.common.operations import operation
 from authgate.entrypoints.rest import Call, Reply, path, pattern
 from authgate.services.openid.apps import AccountApps
 
-NO_STORE = {"Cache-Control": "no-store"}
 # A registered client_id is printable ASCII (the configuration's rule); at most 255 of them.
 CLIENT_ID = r"^[!-~]{1,255}$"
 APP_CLIENT_ID = path(
@@ -47,18 +46,7 @@ class AppOperations(AccountArea):
     async def list_apps(self, call: Call[None]) -> Reply[AppList]:
         caller = self._caller(call, change=False)
         apps = await self.service.for_account(caller.account_id)
-        listed = [
-            AppInfo(
-                client_id=a.client_id,
-                name=a.name,
-                scopes=list(a.scopes),
-                granted_at=a.granted_at,
-                granted=a.granted,
-                live_token_families=a.live_token_families,
-                last_used_at=a.last_used_at,
-            )
-            for a in apps
-        ]
+        listed = [from_record(AppInfo, a, scopes=list(a.scopes)) for a in apps]
         return Reply(AppList(listed), headers=NO_STORE)
 
     @operation(

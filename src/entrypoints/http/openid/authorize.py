@@ -222,11 +222,10 @@ class AuthorizeOperations(ProviderOperations):
         description=_DESCRIPTION,
     )
     async def authorize(self, call: Call[None]) -> web.StreamResponse:
-        if (
-            refused := await over_limit_page(self.limiter, self.client_address, call.request)
-        ) is not None:
+        refused = await over_limit_page(self.limiter, self.client_address, call.request)
+        if refused is not None:
             return refused
-        return await self._authorize(call.request, call.query)
+        return await self.answers.refusals_answered(self._outcome(call.request, call.query))
 
     @operation(
         "POST",
@@ -244,19 +243,13 @@ class AuthorizeOperations(ProviderOperations):
     )
     async def authorize_form(self, call: Call[AuthorizeForm]) -> web.StreamResponse:
         request = call.request
-        if (
-            refused := await over_limit_page(self.limiter, self.client_address, request)
-        ) is not None:
+        refused = await over_limit_page(self.limiter, self.client_address, request)
+        if refused is not None:
             return refused
         fields = await form_fields(request)
         if SESSION_COOKIE not in request.cookies:
             return see(f"{self.issuer}{AUTHORIZE_PATH}?{urlencode(fields)}", status=303)
-        return await self._authorize(request, lists(fields))
-
-    async def _authorize(
-        self, http: web.Request, params: Mapping[str, Sequence[str]]
-    ) -> web.StreamResponse:
-        return await self.answers.refusals_answered(self._outcome(http, params))
+        return await self.answers.refusals_answered(self._outcome(request, lists(fields)))
 
     async def _outcome(
         self, http: web.Request, params: Mapping[str, Sequence[str]]

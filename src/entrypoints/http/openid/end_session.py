@@ -26,6 +26,7 @@ from authgate.entrypoints.http.common.caller import ClientAddress
 from authgate.entrypoints.http.common.operations import operation
 from authgate.entrypoints.http.common.session_auth import SESSION_COOKIE, SameOriginGuard
 from authgate.entrypoints.http.openid.discovery import END_SESSION_PATH, ProviderOperations
+from authgate.entrypoints.http.openid.flow import browser_session
 from authgate.entrypoints.http.openid.logout_pages import (
     confirmation_page,
     redirect_response,
@@ -158,9 +159,8 @@ class LogoutOperations(ProviderOperations):
     )
     async def end_session(self, call: Call[EndSessionForm | None]) -> web.StreamResponse:
         request = call.request
-        if (
-            refused := await over_limit_page(self.limiter, self.client_address, request)
-        ) is not None:
+        refused = await over_limit_page(self.limiter, self.client_address, request)
+        if refused is not None:
             return refused
         body = call.body
         if body is not None:
@@ -198,9 +198,8 @@ class LogoutOperations(ProviderOperations):
     )
     async def confirm(self, call: Call[ConfirmationForm]) -> web.StreamResponse:
         request = call.request
-        if (
-            refused := await over_limit_page(self.limiter, self.client_address, request)
-        ) is not None:
+        refused = await over_limit_page(self.limiter, self.client_address, request)
+        if refused is not None:
             return refused
         form = call.body
         asked = _request_of(lambda name: getattr(form, name))
@@ -235,14 +234,9 @@ class LogoutOperations(ProviderOperations):
         self, request: web.Request
     ) -> tuple[BrowserSession | None, str | None]:
         """The live session the browser's cookie names, and the cookie's token."""
-        token = request.cookies.get(SESSION_COOKIE) or None
-        if token is None:
-            return None, None
-        try:
-            claims = await self.sessions.verify(token)
-        except InvalidSession:
-            return None, token
-        return BrowserSession(claims.account_id, claims.session_id), token
+        claims = await browser_session(self.sessions, request)
+        browser = BrowserSession(claims.account_id, claims.session_id) if claims else None
+        return browser, request.cookies.get(SESSION_COOKIE) or None
 
     def _confirmation(
         self,
@@ -253,11 +247,8 @@ class LogoutOperations(ProviderOperations):
         status: int = 200,
     ) -> web.Response:
         csrf = new_secret()
-        fields = {CSRF_FIELD: csrf}
-        for name in PARAMETERS:
-            value = getattr(asked, name)
-            if value is not None:
-                fields[name] = value
+        given = {name: getattr(asked, name) for name in PARAMETERS}
+        fields = {CSRF_FIELD: csrf, **{k: v for k, v in given.items() if v is not None}}
         page = confirmation_page(
             action=action,
             fields=fields,

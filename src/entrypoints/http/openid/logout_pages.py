@@ -15,22 +15,13 @@ from authgate.entrypoints.http.openid.pages import form_action_source, hidden_fi
 
 
 def _page(title: str, body: str, *, status: int, form_targets: Iterable[str] = ()) -> web.Response:
-    # form_targets: where a confirmed sign-out may be redirected (the client's post-logout
-    # redirect URI). The end-session URL carries the id_token_hint: it goes to this origin
-    # only (the form's post, which must say where it comes from), never to another.
+    # form_targets: where a confirmed sign-out may be redirected.
     sources = ["'self'", *sorted({form_action_source(t) for t in form_targets})]
-    return html_page(
-        f"{title} · authgate",
-        body,
-        status=status,
-        form_action=" ".join(sources),
-        referrer="same-origin",
-    )
+    return html_page(f"{title} · authgate", body, status=status, form_action=" ".join(sources))
 
 
 def _notice(problem: str | None, *, done: bool = False) -> str:
-    """A problem before the sign-out, as one; after a sign-out the person chose (``done``),
-    a neutral note: the sign-out happened, only the way back did not."""
+    """A problem before the sign-out; after one (``done``), a neutral note."""
     if problem is None:
         return ""
     if done:
@@ -47,9 +38,8 @@ def confirmation_page(
     redirect: str | None,
     status: int = 200,
 ) -> web.Response:
-    """Asks the person to confirm the sign-out: a form that posts ``fields`` (the request's
-    parameters and the confirmation token) to ``action``. ``redirect``: where a confirmed
-    sign-out will send the browser (None: the signed-out page)."""
+    """Asks the person to confirm the sign-out: a form that posts ``fields`` to ``action``.
+    ``redirect``: where a confirmed sign-out goes (None: the signed-out page)."""
     who = (
         f"<p>{html.escape(client_name)} asks authgate to sign you out.</p>\n" if client_name else ""
     )
