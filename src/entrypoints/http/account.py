@@ -95,8 +95,6 @@ class AccountOperations(AccountArea):
             errors.LastIdentity(self.example_provider),
         )
 
-    # -- the account ----------------------------------------------------------------------
-
     # Browser pages, whose session cookie is HttpOnly, read the same list from GET /v1/account.
     @operation(
         "GET",
@@ -147,8 +145,6 @@ class AccountOperations(AccountArea):
         caller = self._caller(call, change=True)
         remaining = await self.service.unlink(caller, call.path["provider"])
         return Reply(LinkedProviders([linked_provider(i) for i in remaining]), headers=NO_STORE)
-
-    # -- its sessions ---------------------------------------------------------------------
 
     @operation(
         "GET",
@@ -227,8 +223,6 @@ class AccountOperations(AccountArea):
             self._caller(call, change=True), remove_passkeys=remove_passkeys
         )
         return Reply(None, status=204, headers=NO_STORE)
-
-    # -- the whole account ----------------------------------------------------------------
 
     @operation(
         "DELETE",

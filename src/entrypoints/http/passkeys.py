@@ -84,8 +84,6 @@ class PasskeyOperations(AccountArea):
         key = self.client_address.limit_key(self.client_address.of(request))
         await admit(self.limiter, key, self.service.metrics, "passkeys", TOO_MANY)
 
-    # -- adding one -----------------------------------------------------------------------
-
     @operation(
         "POST",
         "/v1/account/passkeys/registration/options",
@@ -143,8 +141,6 @@ class PasskeyOperations(AccountArea):
             caller, call.request.cookies.get(BINDING_COOKIE), response_json(body), body.name
         )
         return Reply(PasskeyInfo.of(passkey), status=201, headers=NO_STORE)
-
-    # -- signing in with one --------------------------------------------------------------
 
     @operation(
         "POST",
@@ -205,8 +201,6 @@ class PasskeyOperations(AccountArea):
         )
         session = Cookie(SESSION_COOKIE, signed_in.session.token, max_age=signed_in.session_max_age)
         return Reply(answer, headers=NO_STORE, cookies=(session,))
-
-    # -- the account's passkeys -----------------------------------------------------------
 
     @operation(
         "GET",

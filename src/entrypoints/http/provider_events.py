@@ -193,7 +193,6 @@ def _malformed(description: str) -> EventTokenRejected:
     return EventTokenRejected(INVALID_REQUEST, description)
 
 
-# What the document says of each receiver, by shape: a summary and a description.
 SUMMARIES = {
     Shape.BACKCHANNEL_LOGOUT: "Receive a back-channel logout",
     Shape.APPLE: "Receive an Apple server-to-server notification",

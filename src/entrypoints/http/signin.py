@@ -121,7 +121,6 @@ CALLBACK_QUERIES = [
         "against the provider's when present.",
     ),
 ]
-# What both forms of the callback declare alike.
 CALLBACK_DECLARATION: dict[str, Any] = {
     "status": 302,
     "responses": {
@@ -218,8 +217,6 @@ class SignInOperations(Operations):
             errors.ProviderError("server_error", "the provider failed"),
         )
 
-    # -- GET /v1/auth/{provider} ----------------------------------------------------------
-
     @operation(
         "GET",
         "/v1/auth/{provider}",
@@ -287,8 +284,6 @@ class SignInOperations(Operations):
             self.sessions.require_recent_authentication(auth_time_of(principal))
         return principal.subject, session_id_of(principal)
 
-    # -- GET|POST /v1/auth/{provider}/callback --------------------------------------------
-
     @operation(
         "GET",
         CALLBACK,
@@ -330,8 +325,6 @@ class SignInOperations(Operations):
             response
         )
         return response
-
-    # -- POST /v1/auth/logout ---------------------------------------------------------------
 
     @operation(
         "POST",

@@ -55,7 +55,6 @@ def unknown_provider(configured: Sequence[str]) -> errors.InvalidProvider:
     return errors.InvalidProvider("example", list(configured))
 
 
-# Failures several operations share.
 NO_CREDENTIAL = unauthorized("missing bearer token")
 BAD_TOKEN = unauthorized("invalid or expired bearer token")
 CROSS_SITE = cross_site_refusal()

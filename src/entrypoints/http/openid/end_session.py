@@ -6,14 +6,19 @@ decision; the session ends as ``POST /v1/auth/logout`` ends it, clients told by 
 logout. The confirmation is CSRF-safe without relying on SameSite alone: its form's random token
 must equal the ``__Host-authgate_logout`` cookie (double submit; ``__Host-``: no sibling domain
 plants one), and a reported ``Origin`` must be this service's. Both count against
-``ratelimit.logout`` first."""
+``ratelimit.logout`` first.
+
+The pages' ``Referrer-Policy`` is ``same-origin``, not ``no-referrer``: under ``no-referrer`` a
+browser sends ``Origin: null`` with the confirmation's post, which the same-origin check must
+refuse."""
 
 from __future__ import annotations
 
 import contextlib
 import hmac
+import html
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 import attrs
@@ -27,12 +32,12 @@ from authgate.entrypoints.http.common.operations import operation
 from authgate.entrypoints.http.common.session_auth import SESSION_COOKIE, SameOriginGuard
 from authgate.entrypoints.http.openid.discovery import END_SESSION_PATH, ProviderOperations
 from authgate.entrypoints.http.openid.flow import browser_session
-from authgate.entrypoints.http.openid.logout_pages import (
-    confirmation_page,
-    redirect_response,
-    signed_out_page,
+from authgate.entrypoints.http.openid.pages import (
+    form_action_source,
+    hidden_fields,
+    html_page,
+    over_limit_page,
 )
-from authgate.entrypoints.http.openid.pages import over_limit_page
 from authgate.entrypoints.rest import Call, Cookie, Param, RawResponse, query
 from authgate.ports.ratelimit import RateLimiter
 from authgate.ports.session_tokens import InvalidSession
@@ -103,7 +108,6 @@ _DESCRIPTION = (
     "client in both); otherwise it stays on the signed-out page. An expired id_token_hint "
     "still identifies the session; ui_locales and unknown parameters are ignored."
 )
-# What both methods of the endpoint declare.
 _DECLARATION: dict[str, Any] = {
     "status": 200,
     "summary": "End the browser's authgate session (RP-initiated logout)",
@@ -139,8 +143,6 @@ class LogoutOperations(ProviderOperations):
     guard: SameOriginGuard
     limiter: RateLimiter | None = None  # ratelimit.logout, per client address
 
-    # -- GET|POST /oauth2/logout ----------------------------------------------------------
-
     @operation(
         "GET",
         END_SESSION_PATH,
@@ -172,8 +174,6 @@ class LogoutOperations(ProviderOperations):
         if decision.verdict is Verdict.CONFIRM:
             return self._confirmation(asked, decision, _ACTION_FROM_ENDPOINT)
         return await self._finish(request, decision, token, status=303 if call.body else 302)
-
-    # -- POST /oauth2/logout/confirm ------------------------------------------------------
 
     @operation(
         "POST",
@@ -227,8 +227,6 @@ class LogoutOperations(ProviderOperations):
         response = await self._finish(request, decision, token, status=303)
         Cookie(CSRF_COOKIE, "", max_age=0, samesite="Strict").set_on(response)
         return response
-
-    # -- shared ---------------------------------------------------------------------------
 
     async def _browser_session(
         self, request: web.Request
@@ -294,3 +292,73 @@ def _cookies_visible(request: web.Request) -> bool:
         return True
     site = request.headers.get("Sec-Fetch-Site", "").lower()
     return site in ("same-origin", "none")
+
+
+def _page(title: str, body: str, *, status: int, form_targets: Iterable[str] = ()) -> web.Response:
+    # form_targets: where a confirmed sign-out may be redirected.
+    sources = ["'self'", *sorted({form_action_source(t) for t in form_targets})]
+    return html_page(f"{title} · authgate", body, status=status, form_action=" ".join(sources))
+
+
+def _notice(problem: str | None, *, done: bool = False) -> str:
+    """A problem before the sign-out; after one (``done``), a neutral note."""
+    if problem is None:
+        return ""
+    if done:
+        return f'<p class="message neutral" role="status">{html.escape(problem)}</p>\n'
+    return f'<p class="message problem" role="alert">{html.escape(problem)}</p>\n'
+
+
+def confirmation_page(
+    *,
+    action: str,
+    fields: Mapping[str, str],
+    client_name: str | None,
+    problem: str | None,
+    redirect: str | None,
+    status: int = 200,
+) -> web.Response:
+    """Asks the person to confirm the sign-out: a form that posts ``fields`` to ``action``.
+    ``redirect``: where a confirmed sign-out goes (None: the signed-out page)."""
+    who = (
+        f"<p>{html.escape(client_name)} asks authgate to sign you out.</p>\n" if client_name else ""
+    )
+    hidden = hidden_fields(fields.items())
+    after = (
+        "<p>You will then go back to the application.</p>\n"
+        if redirect is not None
+        else "<p>You will stay on authgate's signed-out page.</p>\n"
+    )
+    body = (
+        "<h1>Sign out of authgate?</h1>\n"
+        f"{who}{_notice(problem)}"
+        "<p>This ends your authgate session in this browser. The applications you signed in "
+        "to through it are told that you signed out.</p>\n"
+        f"{after}"
+        f'<form method="post" action="{html.escape(action)}">\n{hidden}'
+        '<button type="submit">Sign out</button>\n</form>\n'
+    )
+    targets = [redirect] if redirect is not None else []
+    return _page("Sign out?", body, status=status, form_targets=targets)
+
+
+def signed_out_page(*, problem: str | None = None) -> web.Response:
+    """The sign-out is done (or there was nothing to end in this browser)."""
+    body = (
+        "<h1>You are signed out</h1>\n"
+        f"{_notice(problem, done=True)}"
+        "<p>Your authgate session in this browser has ended. You can close this window.</p>\n"
+    )
+    return _page("Signed out", body, status=200)
+
+
+def redirect_response(location: str, *, status: int) -> web.Response:
+    """Back to the client: 302 after a GET, 303 after a form post (the browser then GETs)."""
+    return web.Response(
+        status=status,
+        headers={
+            "Location": location,
+            "Cache-Control": "no-store",
+            "Referrer-Policy": "no-referrer",
+        },
+    )

@@ -14,7 +14,7 @@ from authgate.entrypoints.http.common.bodies import FORM, OAuthErrorBody
 from authgate.entrypoints.http.common.errors import OAUTH_NO_STORE, oauth_example
 from authgate.entrypoints.http.common.operations import operation
 from authgate.entrypoints.http.openid.discovery import INTROSPECTION_PATH, ProviderOperations
-from authgate.entrypoints.http.openid.presented import (
+from authgate.entrypoints.http.openid.revocation import (
     CLIENT_ERRORS,
     PresentedTokenForm,
     authenticated_client,

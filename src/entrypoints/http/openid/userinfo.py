@@ -87,7 +87,6 @@ def bearer_token(authorization: str | None, form: Mapping[str, str]) -> str:
     return token
 
 
-# What both methods declare.
 _DECLARATION: dict[str, Any] = {
     "response": UserInfo,
     "responses": {status: OAuthErrorBody for status in (400, 401, 403, 429)},
