@@ -14,7 +14,7 @@ import attrs
 from aiohttp import web
 
 from authgate.entrypoints.http.common import docs
-from authgate.entrypoints.http.common.bodies import app_errors
+from authgate.entrypoints.http.common.bodies import FORM, app_errors
 from authgate.entrypoints.http.common.caller import ClientAddress, admit
 from authgate.entrypoints.http.common.errors import OIDC_LOGOUT, event_refusal_body, http_error
 from authgate.entrypoints.rest import Api, Call
@@ -28,7 +28,6 @@ from authgate.ports.ratelimit import RateLimiter
 from authgate.services.provider_events import ProviderEventService, Shape
 
 NO_STORE = {"Cache-Control": "no-store"}
-FORM = "application/x-www-form-urlencoded"
 SECEVENT = "application/secevent+jwt"
 MAX_TOKEN_CHARACTERS = 16 * 1024
 _TOO_MANY = "too many provider events; retry later"

@@ -76,18 +76,12 @@ def session_cookie_scheme(verifier: SessionVerifier) -> ApiKey:
 
 
 class SameOriginGuard:
-    """Refuses a cookie-authenticated, state-changing request that a browser reports as coming
-    from another site.
-
-    ``Origin``, when sent, must be exactly (scheme, host and port) one of the service's own
-    public origins, with ``Sec-Fetch-Site`` (when sent) ``same-origin``, or a trusted origin
-    (``app.allowed_origins``: the application's pages, which the browser reports as same-site
-    or cross-site); without ``Origin`` (a navigation), ``Sec-Fetch-Site`` must be sent and be
-    ``same-origin``, or the ``Referer`` must be on a trusted origin. The service's own
-    origins are those configured (``rest.public_url``); when none is configured, the origin
-    the request itself was made to (its scheme and ``Host``), which only holds without a
-    TLS-terminating proxy in front — behind one, configure the public URL.
-    """
+    """Refuses a cookie-authenticated change that a browser reports as coming from another
+    site: ``Origin`` must be one of the service's own (``rest.public_url``; without one, the
+    request's own scheme and ``Host``: wrong behind a TLS-terminating proxy) with
+    ``Sec-Fetch-Site`` ``same-origin`` when sent, or a trusted one (``app.allowed_origins``);
+    without ``Origin`` (a navigation), ``Sec-Fetch-Site: same-origin`` or a trusted
+    ``Referer``."""
 
     def __init__(
         self, own_origins: Iterable[str] = (), trusted_origins: Iterable[str] = ()

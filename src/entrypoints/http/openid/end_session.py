@@ -15,6 +15,7 @@ refuse."""
 from __future__ import annotations
 
 import contextlib
+import functools
 import hmac
 import html
 import re
@@ -164,11 +165,8 @@ class LogoutOperations(ProviderOperations):
         refused = await over_limit_page(self.limiter, self.client_address, request)
         if refused is not None:
             return refused
-        body = call.body
-        if body is not None:
-            asked = _request_of(lambda name: getattr(body, name))
-        else:
-            asked = _request_of(call.params.first)
+        form = call.body
+        asked = _request_of(call.params.first if form is None else functools.partial(getattr, form))
         browser, token = await self._browser_session(request)
         decision = self.decisions.decide(asked, browser, session_visible=_cookies_visible(request))
         if decision.verdict is Verdict.CONFIRM:
@@ -202,7 +200,7 @@ class LogoutOperations(ProviderOperations):
         if refused is not None:
             return refused
         form = call.body
-        asked = _request_of(lambda name: getattr(form, name))
+        asked = _request_of(functools.partial(getattr, form))
         sent = request.cookies.get(CSRF_COOKIE, "")
         given = form.csrf or ""
         genuine = (
