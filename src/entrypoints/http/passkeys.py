@@ -42,8 +42,7 @@ LIMITED = docs.rate_limited_example(TOO_MANY)
 
 
 def answer_refusals(ceremony: str) -> tuple[Exception, ...]:
-    """What the browser's answer to a ceremony is refused for whatever its account: no
-    challenge of this browser, a body that is not the ceremony's, a failed verification."""
+    """What the browser's answer to a ceremony is refused for, whatever its account."""
     return (
         errors.InvalidPasskeyChallenge("example"),
         errors.InvalidPasskeyResponse(f"it cannot be decoded as a WebAuthn {ceremony} response"),

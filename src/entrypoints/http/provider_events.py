@@ -155,8 +155,7 @@ class ProviderEventOperations:
 
 
 def _token_of(shape: Shape, body: bytes, content_type: str) -> str:
-    """The event token out of the shape's body; EventTokenRejected(invalid_request) when the
-    body is not that shape's."""
+    """The event token out of the shape's body; ``invalid_request`` when it is not one."""
     try:
         text = body.decode("utf-8")
     except UnicodeDecodeError:

@@ -39,8 +39,7 @@ def principal_of(call: Call[Any]) -> Principal:
 
 @attrs.define(slots=False, eq=False)
 class AccountArea(Operations):
-    """The operations on the caller's account, under the account's tag: their security
-    (:data:`READ`, :data:`MANAGE`), guard, client address and CORS policy."""
+    """The operations on the caller's account, under the account's tag."""
 
     tag = docs.ACCOUNT
 
@@ -60,8 +59,7 @@ class AccountArea(Operations):
         ]
 
     def _caller(self, call: Call[Any], *, change: bool) -> Caller:
-        """Who calls, from where; for a change, the same-origin guard when the cookie is the
-        credential."""
+        """Who calls, from where; a change with the cookie passes the same-origin guard."""
         principal = principal_of(call)
         if change and principal.scheme == SESSION_COOKIE_SCHEME:
             self.guard.check(call.request)

@@ -20,8 +20,7 @@ B = TypeVar("B", bound="AttrsInstance")
 
 
 def from_record(body: type[B], record: object, **others: Any) -> B:
-    """A body whose fields are ``record``'s attributes of the same names, but ``others``: the
-    bodies keep the records' names wherever the wire does not rename them."""
+    """A body whose fields are ``record``'s attributes of the same names, but ``others``."""
     names = [f.name for f in attrs.fields(body) if f.name not in others]
     return body(**{n: getattr(record, n) for n in names}, **others)
 
@@ -120,8 +119,7 @@ class SessionRecordExport:
 
 @attrs.frozen
 class AppInfo:
-    """An application of the caller, as
-    :class:`~authgate.services.openid.apps.AccountApp` describes it, in the wire's names."""
+    """An application of the caller (:class:`~authgate.services.openid.apps.AccountApp`)."""
 
     client_id: str = wire_field("clientId")
     scopes: list[str] = wire_field("scopes")
@@ -184,8 +182,7 @@ class PasskeyExport:
 
 @attrs.frozen
 class AccountExportBody:
-    """Everything stored about the caller: the account, its identities, sessions, events,
-    consents to applications and passkeys."""
+    """Everything stored about the caller."""
 
     account: AccountDetails
     sessions: list[SessionRecordExport]
@@ -276,9 +273,8 @@ MAX_FORM_FIELDS = 32
 
 
 def oauth_form(content_type: str, body: bytes) -> dict[str, str]:
-    """The fields of an OAuth request's form body (token, userinfo, revocation,
-    introspection), each once: a field sent twice is ``invalid_request`` (RFC 6749 section 3.2)
-    and one without a value is left out (section 3.1)."""
+    """An OAuth request's form fields: one sent twice is ``invalid_request`` (RFC 6749 section
+    3.2), one without a value is left out (section 3.1)."""
     if content_type != FORM:
         raise OAuthInvalidRequest(f"the request body must be {FORM}")
     try:

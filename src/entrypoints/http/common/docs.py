@@ -42,8 +42,7 @@ def describe_tags(api: Api, *names: str) -> None:
 
 
 def error_examples(*failures: Exception) -> Examples:
-    """Example error bodies by status, then by error code: an :class:`HttpError` as it is,
-    a domain error as JSON operations answer it. The first example of a code wins."""
+    """Example error bodies by status, then by code (the first of a code wins)."""
     found: Examples = {}
     for failure in failures:
         answer = failure if isinstance(failure, HttpError) else http_error(failure)

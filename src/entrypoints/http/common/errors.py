@@ -30,8 +30,8 @@ specification's ``error`` and ``error_description`` besides RFC 8935's members."
 
 
 def answer_error(request: web.Request, e: Exception) -> web.StreamResponse | None:
-    """The API's exception handler: the answer of an error that an operation let propagate,
-    in its format; None (the REST layer's logged 500) for anything else, a bug."""
+    """The API's exception handler: an error's answer in its format; None (a logged 500) for
+    anything else, a bug."""
     if isinstance(e, EventTokenRejected):
         return event_refusal(e, oidc_logout=request.get(OIDC_LOGOUT, False))
     if isinstance(e, BearerTokenError):
@@ -51,16 +51,14 @@ def oauth_body(e: OAuthError) -> dict[str, str]:
 
 
 def oauth_refusal(e: OAuthError) -> web.Response:
-    """RFC 6749 section 5.2: the error's status and body, never cached, with the headers it
-    adds (``WWW-Authenticate``, ``Retry-After``)."""
+    """RFC 6749 section 5.2: the error's status, body and headers, never cached."""
     headers = {**OAUTH_NO_STORE, **e.wire_headers()}
     return json_response(oauth_body(e), e.status, headers)
 
 
 def bearer_refusal(e: BearerTokenError) -> web.Response:
-    """RFC 6750 section 3: the protected resource's challenge, ``WWW-Authenticate: Bearer``
-    with the error's parameters (none for a request without a token), and the error as
-    RFC 6749's JSON."""
+    """RFC 6750 section 3: ``WWW-Authenticate: Bearer`` with the error's parameters, and the
+    error as RFC 6749's JSON."""
     challenge = f'Bearer realm="{OAUTH_REALM}"' + "".join(
         f', {name}="{_challenge_text(value)}"' for name, value in e.challenge()
     )
@@ -79,8 +77,8 @@ def oauth_example(e: OAuthError) -> HttpError:
 
 
 def event_refusal(e: EventTokenRejected, *, oidc_logout: bool) -> web.Response:
-    """RFC 8935's ``{"err", "description"}`` (and, for a back-channel logout, the OpenID
-    Connect ``error`` and ``error_description`` first, its section 2.8), never cached."""
+    """RFC 8935's ``{"err", "description"}`` (a back-channel logout's with OpenID Connect's
+    ``error`` and ``error_description`` first, its section 2.8), never cached."""
     return json_response(
         event_refusal_body(e, oidc_logout=oidc_logout), e.status, {"Cache-Control": "no-store"}
     )
@@ -102,8 +100,7 @@ def app_error(
 
 
 def http_error(e: Exception) -> HttpError:
-    """The contract's JSON answer of a failure (spec 2.5); any other exception is a bug and
-    propagates, to the REST layer's 500."""
+    """The contract's JSON answer of a failure (spec 2.5); anything else propagates."""
     if not isinstance(e, ContractError):
         raise e
     return app_error(e.wire.status, e.wire.code, e.public_message(), e.wire_headers())

@@ -30,9 +30,8 @@ FACE_CORS = Late(lambda face: face.cors)
 
 @attrs.frozen
 class Declared:
-    """One declared operation: :meth:`Api.operation`'s arguments, some of them :class:`Late`;
-    ``refusals`` are example failures, made into example bodies by
-    :func:`~.docs.error_examples`."""
+    """One declared operation: :meth:`Api.operation`'s arguments, some :class:`Late`, and
+    example ``refusals``."""
 
     method: str
     path: str
@@ -56,9 +55,8 @@ def operation(
     cors: Cors | Late | None = FACE_CORS,
     **options: Any,
 ) -> Callable[[F], F]:
-    """Declare the decorated handler's operation: ``method``, ``path`` and the rest of
-    :meth:`Api.operation`'s keywords but ``tags`` (the face's) and ``examples`` (made from
-    ``refusals``). Stacked declarations register in the order they are written."""
+    """Declare the decorated handler's operation (:meth:`Api.operation`'s keywords but
+    ``tags`` and ``examples``); stacked ones register in the order written."""
 
     def declare(handler: F) -> F:
         declared = Declared(method, path, refusals, {"cors": cors, **options})
@@ -90,8 +88,7 @@ class Operations:
 
 
 def _declarations(cls: type) -> Iterator[tuple[str, list[Declared]]]:
-    """The declared handlers of ``cls`` and its bases, the bases' first, each in the order
-    its class defines them."""
+    """The declared handlers of ``cls`` and its bases, the bases' first, in definition order."""
     seen: set[str] = set()
     for klass in reversed(cls.__mro__):
         for name, value in vars(klass).items():

@@ -21,9 +21,8 @@ log = logging.getLogger("authgate.sessions")
 def renewal_hook(
     sessions: SessionService,
 ) -> Callable[[web.Request, web.StreamResponse], Awaitable[None] | None]:
-    """The API's ``after_response`` hook (:meth:`~authgate.entrypoints.rest.Api.after_response`):
-    nothing to await (None) unless the operation authenticated the caller by the session
-    cookie and the answer is a success that does not set it."""
+    """The API's ``after_response`` hook: None (nothing to await) unless the caller was
+    authenticated by the session cookie and the success does not set it."""
 
     def due(request: web.Request, response: web.StreamResponse) -> Awaitable[None] | None:
         if SESSION_COOKIE not in request.cookies:

@@ -21,15 +21,14 @@ PRINCIPAL_CACHE_SIZE = 4096
 
 
 class SessionVerifier:
-    """A :class:`~authgate.entrypoints.rest.TokenVerifier` (bearer) and
-    :class:`~authgate.entrypoints.rest.ApiKeyChecker` (cookie) over the session service: a
-    token must verify *and* its session must be live (not revoked, known)."""
+    """The bearer :class:`~authgate.entrypoints.rest.TokenVerifier` and the cookie's
+    :class:`~authgate.entrypoints.rest.ApiKeyChecker`: a token must verify and its session be
+    live."""
 
     def __init__(self, sessions: SessionService) -> None:
         self._sessions = sessions
-        # The principal of each (claims, scheme): the token cache answers the same claims
-        # object for a token it verified, so the principal (and its scopes) is built once per
-        # token, not per request. Bounded; an entry holds its claims, so ids are not reused.
+        # Per (claims, scheme): the token cache answers the same claims object for a token, so
+        # a principal is built once per token. An entry holds its claims: ids are not reused.
         self._principals: dict[tuple[int, str], tuple[SessionClaims, Principal]] = {}
 
     async def principal(self, token: str, scheme: str) -> Principal:
@@ -101,9 +100,7 @@ class SameOriginGuard:
         if sent is None:
             if fetch_site is not None and same_origin:
                 return True
-            # A navigation (a GET link, such as starting to link a provider) carries no Origin;
-            # from the application on its own origin it is same-site or cross-site, and its
-            # Referer (which no page can forge, only suppress) names that origin.
+            # A navigation carries no Origin; its Referer (no page can forge it) names the app.
             referer = request.headers.get("Referer")
             return referer is not None and self._trusted_referer(referer)
         if sent.strip() == "null":
@@ -111,8 +108,6 @@ class SameOriginGuard:
         normalised = origin(sent)
         if self._is_own(normalised, request):
             return same_origin
-        # The application on its own origin: the browser reports its requests as same-site
-        # (another port or sub-domain) or cross-site; the Origin it sends names it exactly.
         return normalised in self._trusted
 
     def _trusted_referer(self, referer: str) -> bool:

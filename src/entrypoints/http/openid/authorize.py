@@ -136,9 +136,8 @@ AUTHORIZE_PARAMS: tuple[Param, ...] = (
 
 @attrs.frozen
 class SignInStart:
-    """Where authgate's sign-in starts for each configured provider: the issuer (the public
-    base of every URL) and, per provider, the callback URL its sign-in uses; ``proving``: the
-    providers whose sign-ins prove when the person logged in (a signed ``auth_time``)."""
+    """Where authgate's sign-in starts: the issuer, each provider's callback URL, and the
+    providers whose sign-ins prove when the person logged in (``proving``)."""
 
     issuer: str
     callbacks: Mapping[str, str]
@@ -264,8 +263,7 @@ class AuthorizeOperations(ProviderOperations):
         return self._sign_in(outcome)
 
     def _sign_in(self, needed: SignInNeeded) -> web.StreamResponse:
-        """authgate's sign-in page, or straight to the provider the request names; a request
-        for a fresh login that no configured way can prove is refused ``login_required``."""
+        """authgate's sign-in page, or straight to the provider the request names."""
         request = needed.request
         resume = self.answers.authorize_url(request.parameters())
 
@@ -274,7 +272,6 @@ class AuthorizeOperations(ProviderOperations):
                 provider, intent=intent, return_to=resume, login_hint=request.login_hint
             )
 
-        # A fresh login is asked for: only the ways that can prove one are offered.
         names = [
             name
             for name in self.sign_in.callbacks

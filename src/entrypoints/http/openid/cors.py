@@ -19,9 +19,8 @@ _CLIENT_ORIGINS = web.RequestKey("authgate_oauth_client_origins", frozenset)
 
 @attrs.frozen
 class PublicClientCors(Cors):
-    """:class:`~authgate.entrypoints.rest.Cors` without credentials, for the origins of every
-    public client, narrowed per request to the origins of the client the request turned out
-    to be (:func:`admit_client`)."""
+    """:class:`~authgate.entrypoints.rest.Cors` for every public client's origins, narrowed
+    per request by :func:`admit_client`."""
 
     def response_headers(self, request: web.BaseRequest) -> dict[str, str]:
         narrowed: frozenset[str] | None = request.get(_CLIENT_ORIGINS)

@@ -39,20 +39,8 @@ class ProviderOperations(Operations):
 
 # The claims an ID token or the userinfo answer may carry: the ID token's own, and the
 # profile (name) and email scopes' claims.
-CLAIMS = (
-    "iss",
-    "sub",
-    "aud",
-    "exp",
-    "iat",
-    "auth_time",
-    "nonce",
-    "sid",
-    "at_hash",
-    "name",
-    "email",
-    "email_verified",
-)
+_ID_TOKEN_CLAIMS = ("iss", "sub", "aud", "exp", "iat", "auth_time", "nonce", "sid", "at_hash")
+CLAIMS = (*_ID_TOKEN_CLAIMS, "name", "email", "email_verified")
 PROMPTS = ("none", "login", "consent")
 # Changes only with the configuration, that is with a restart.
 DISCOVERY_CACHING = {"Cache-Control": "public, max-age=300"}

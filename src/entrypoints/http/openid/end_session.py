@@ -129,8 +129,7 @@ END_SESSION_PARAMS: tuple[Param, ...] = (
 
 
 def _request_of(get: Callable[[str], str | None]) -> EndSessionRequest:
-    """The request's meaningful parameters (``get`` reads one); an empty value is an absent
-    one."""
+    """The request's parameters (``get`` reads one); an empty value is an absent one."""
     return EndSessionRequest(**{name: get(name) or None for name in PARAMETERS})
 
 
@@ -264,8 +263,8 @@ class LogoutOperations(ProviderOperations):
         *,
         status: int,
     ) -> web.Response:
-        """End the browser's session when the decision says so, then go back to the client
-        or show the signed-out page; the session and binding cookies are cleared either way."""
+        """End the session when the decision says so, go back or show the signed-out page, and
+        clear the cookies either way."""
         if decision.verdict is Verdict.END and token is not None:
             client = ClientInfo(self.client_address.of(request), request.headers.get("User-Agent"))
             detail = "end-session endpoint"

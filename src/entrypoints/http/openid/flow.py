@@ -21,20 +21,17 @@ from authgate.ports.session_tokens import InvalidSession, SessionClaims
 from authgate.services.openid.authorization import CodeIssued
 from authgate.services.sessions import SessionService
 
-# Why a request was refused at the authorization endpoint, for the developer who reads the log.
 log = logging.getLogger("authgate.security")
 
 
 @attrs.frozen
 class Answers:
-    """The authorization responses of the issuer ``issuer``, at the client's
-    ``redirect_uri``."""
+    """The authorization responses of ``issuer``, at the client's ``redirect_uri``."""
 
     issuer: str
 
     async def refusals_answered(self, work: Awaitable[web.StreamResponse]) -> web.StreamResponse:
-        """``work``'s answer; a refusal it raises answered in its own way: an error page for
-        what cannot be redirected, else the error at the ``redirect_uri``."""
+        """``work``'s answer, or the error page or ``redirect_uri`` error it raised."""
         try:
             return await work
         except NotRedirectable as e:
@@ -75,8 +72,7 @@ def see(location: str, *, status: int) -> web.Response:
 
 
 def _not_redirectable(refused: NotRedirectable) -> web.Response:
-    """The error page, and the line that says why in the log (the description names the
-    client and the redirect_uri as received, quoted: the page escapes them)."""
+    """The error page, and why in the log."""
     log.info("authorize: refused: %s", refused.description)
     return error_page(refused.description)
 
