@@ -192,24 +192,11 @@ def request_options(o: dict[str, Any]) -> RequestOptions:
 
 def response_json(body: RegistrationCredential | AuthenticationCredential) -> dict[str, Any]:
     """The credential as the browser sent it (its JSON members), for the library."""
-    inner = {
-        _wire(type(body.response), name): value
-        for name, value in attrs.asdict(body.response).items()
-        if value is not None
-    }
-    return {
-        "id": body.id,
-        "rawId": body.raw_id,
-        "type": body.type,
-        "response": inner,
-        "clientExtensionResults": body.client_extension_results or {},
-        **(
-            {"authenticatorAttachment": body.authenticator_attachment}
-            if body.authenticator_attachment
-            else {}
-        ),
-    }
-
-
-def _wire(cls: type, name: str) -> str:
-    return wire_name(attrs.fields_dict(cls)[name])
+    answer = body.response
+    members = {wire_name(a): getattr(answer, a.name) for a in attrs.fields(type(answer))}
+    sent: dict[str, Any] = {"id": body.id, "rawId": body.raw_id, "type": body.type}
+    sent["response"] = {k: v for k, v in members.items() if v is not None}
+    sent["clientExtensionResults"] = body.client_extension_results or {}
+    if body.authenticator_attachment:
+        sent["authenticatorAttachment"] = body.authenticator_attachment
+    return sent

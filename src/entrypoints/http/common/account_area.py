@@ -52,11 +52,8 @@ class AccountArea(Operations):
     manage: list[SecurityScheme] = attrs.field(init=False)
 
     def __attrs_post_init__(self) -> None:
-        self.read = [self.bearer.with_scopes(*READ_SCOPES), self.cookie.with_scopes(*READ_SCOPES)]
-        self.manage = [
-            self.bearer.with_scopes(ACCOUNT_MANAGE),
-            self.cookie.with_scopes(ACCOUNT_MANAGE),
-        ]
+        self.read = [s.with_scopes(*READ_SCOPES) for s in (self.bearer, self.cookie)]
+        self.manage = [s.with_scopes(ACCOUNT_MANAGE) for s in (self.bearer, self.cookie)]
 
     def _caller(self, call: Call[Any], *, change: bool) -> Caller:
         """Who calls, from where; a change with the cookie passes the same-origin guard."""

@@ -33,11 +33,13 @@ def answer_error(request: web.Request, e: Exception) -> web.StreamResponse | Non
     """The API's exception handler: an error's answer in its format; None (a logged 500) for
     anything else, a bug."""
     if isinstance(e, EventTokenRejected):
-        return event_refusal(e, oidc_logout=request.get(OIDC_LOGOUT, False))
-    if isinstance(e, BearerTokenError):
-        return bearer_refusal(e)
-    if isinstance(e, OAuthError):
-        return oauth_refusal(e)
+        body = event_refusal_body(e, oidc_logout=request.get(OIDC_LOGOUT, False))
+        return json_response(body, e.status, {"Cache-Control": "no-store"})
+    if isinstance(e, OAuthError):  # RFC 6749 section 5.2, never cached
+        headers = {**OAUTH_NO_STORE, **e.wire_headers()}
+        if isinstance(e, BearerTokenError):  # RFC 6750 section 3: the challenge first
+            headers = {"WWW-Authenticate": _bearer_challenge(e), **headers}
+        return json_response(oauth_body(e), e.status, headers)
     if not isinstance(e, ContractError):
         return None
     if e.wire.logged:
@@ -50,20 +52,10 @@ def oauth_body(e: OAuthError) -> dict[str, str]:
     return {"error": e.error, "error_description": e.description}
 
 
-def oauth_refusal(e: OAuthError) -> web.Response:
-    """RFC 6749 section 5.2: the error's status, body and headers, never cached."""
-    headers = {**OAUTH_NO_STORE, **e.wire_headers()}
-    return json_response(oauth_body(e), e.status, headers)
-
-
-def bearer_refusal(e: BearerTokenError) -> web.Response:
-    """RFC 6750 section 3: ``WWW-Authenticate: Bearer`` with the error's parameters, and the
-    error as RFC 6749's JSON."""
-    challenge = f'Bearer realm="{OAUTH_REALM}"' + "".join(
+def _bearer_challenge(e: BearerTokenError) -> str:
+    return f'Bearer realm="{OAUTH_REALM}"' + "".join(
         f', {name}="{_challenge_text(value)}"' for name, value in e.challenge()
     )
-    headers = {"WWW-Authenticate": challenge, **OAUTH_NO_STORE, **e.wire_headers()}
-    return json_response(oauth_body(e), e.status, headers)
 
 
 def _challenge_text(value: str) -> str:
@@ -76,16 +68,9 @@ def oauth_example(e: OAuthError) -> HttpError:
     return HttpError(e.status, oauth_body(e))
 
 
-def event_refusal(e: EventTokenRejected, *, oidc_logout: bool) -> web.Response:
-    """RFC 8935's ``{"err", "description"}`` (a back-channel logout's with OpenID Connect's
-    ``error`` and ``error_description`` first, its section 2.8), never cached."""
-    return json_response(
-        event_refusal_body(e, oidc_logout=oidc_logout), e.status, {"Cache-Control": "no-store"}
-    )
-
-
 def event_refusal_body(e: EventTokenRejected, *, oidc_logout: bool) -> dict[str, str]:
-    """The body of :func:`event_refusal`."""
+    """RFC 8935's ``{"err", "description"}`` (a back-channel logout's with OpenID Connect's
+    ``error`` and ``error_description`` first, its section 2.8)."""
     body: dict[str, str] = {"err": e.code, "description": e.description}
     if oidc_logout:
         body = {"error": INVALID_REQUEST, "error_description": e.description, **body}
@@ -116,12 +101,6 @@ def rate_limited(decision: RateDecision, message: str) -> HttpError:
     )
 
 
-def login_redirect(login_url: str, error: str, reason: str) -> web.Response:
-    """302 to ``{app_url}/login?error=…&reason=…`` (spec 7.2)."""
-    location = f"{login_url}?{urlencode({'error': error, 'reason': reason})}"
-    return web.Response(status=302, headers={"Location": location, **CALLBACK_HEADERS})
-
-
 def callback_answer(e: Exception, login_url: str, json_only: bool) -> web.Response:
     """Spec 4.6 / 7.1 / 7.2: a redirect to the login page, or a JSON error."""
     if not isinstance(e, ContractError):
@@ -131,6 +110,7 @@ def callback_answer(e: Exception, login_url: str, json_only: bool) -> web.Respon
         error, reason = wire.redirect
         if reason is None:  # the error names its own reason (AuthenticationFailed)
             reason = str(getattr(e, "reason", error))
-        return login_redirect(login_url, error, reason)
+        location = f"{login_url}?{urlencode({'error': error, 'reason': reason})}"
+        return web.Response(status=302, headers={"Location": location, **CALLBACK_HEADERS})
     body = {"error": wire.code, "message": e.public_message()}
     return json_response(body, wire.status, {**e.wire_headers(), **CALLBACK_HEADERS})
