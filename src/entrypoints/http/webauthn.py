@@ -1,7 +1,6 @@
-"""WebAuthn Level 3's JSON forms, as the passkey operations answer and read them: the creation
-and request options (``PublicKeyCredential``'s ``parseCreationOptionsFromJSON``), the
-browser's credentials (``credential.toJSON()``), and the passkey answers of this service.
-"""
+"""WebAuthn Level 3's JSON forms the passkey operations answer and read: the creation and
+request options, the browser's credentials (``credential.toJSON()``), and the service's
+answers."""
 
 from __future__ import annotations
 

@@ -147,8 +147,8 @@ class GrantExport:
 
 @attrs.frozen
 class PasskeyInfo:
-    """One passkey of the account (never its key), and where it was added: by which session,
-    from which address and browser (absent for passkeys added before that was kept)."""
+    """One passkey of the account (never its key), and by which session, address and browser
+    it was added (absent for passkeys added before that was kept)."""
 
     id: str
     name: str
@@ -170,9 +170,8 @@ class PasskeyInfo:
 
 @attrs.frozen
 class PasskeyExport:
-    """One passkey as stored: what the list shows, and the credential's public parts (its
-    id, COSE public key and signature counter, base64url). The service holds no private
-    value of a passkey."""
+    """One passkey as stored: what the list shows, and the credential's public parts
+    (base64url); the service holds no private value of a passkey."""
 
     passkey: PasskeyInfo
     credential_id: str = wire_field("credentialId")

@@ -46,6 +46,6 @@ def public_client_cors(clients: ClientRegistry) -> PublicClientCors:
 
 
 def admit_client(request: web.Request, client: Client) -> None:
-    """From now on, ``request``'s answer is readable only by pages of ``client``'s own
-    registered origins (none unless it is a public client)."""
+    """From now on, only ``client``'s own origins may read the answer (none but a public
+    client's)."""
     request[_CLIENT_ORIGINS] = client.allowed_origins if client.is_public else frozenset()

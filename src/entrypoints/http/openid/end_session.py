@@ -282,9 +282,8 @@ class LogoutOperations(ProviderOperations):
 
 
 def _cookies_visible(request: web.Request) -> bool:
-    """Whether the browser would have sent its session cookie (SameSite=Lax) with this
-    request: with any navigation GET, and with a post from this service's own pages; not with
-    a post another site made."""
+    """Whether the browser would have sent its SameSite=Lax session cookie: with a GET, and
+    with a post from this service's own pages, not another site's."""
     if request.method == "GET" or SESSION_COOKIE in request.cookies:
         return True
     site = request.headers.get("Sec-Fetch-Site", "").lower()

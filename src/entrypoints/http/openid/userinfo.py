@@ -40,8 +40,8 @@ _DESCRIBED = (
 
 @attrs.frozen
 class UserInfo:
-    """The userinfo answer: ``sub`` and the claims the token's scopes cover that the account
-    has (OpenID Connect Core section 5.3.2: a claim without a value is left out)."""
+    """``sub`` and the claims the token's scopes cover that the account has (a claim without a
+    value is left out: OpenID Connect Core section 5.3.2)."""
 
     sub: str
     name: str | None = None
@@ -68,8 +68,8 @@ def userinfo_claims(account: Account, scopes: tuple[str, ...]) -> UserInfo:
 
 
 def bearer_token(authorization: str | None, form: Mapping[str, str]) -> str:
-    """The access token of a userinfo request: ``Authorization: Bearer`` or the form's
-    ``access_token``, exactly one of them (RFC 6750 section 2)."""
+    """The access token: ``Authorization: Bearer`` or the form's ``access_token``, exactly
+    one (RFC 6750 section 2)."""
     from_form = form.get("access_token")
     from_header: str | None = None
     if authorization is not None:
