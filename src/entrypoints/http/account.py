@@ -1,10 +1,4 @@
-"""The caller's account: every ``/v1/account*`` operation but its applications' and passkeys'
-(each operation's docstring is its description in the OpenAPI document).
-
-Changes take scope ``account:manage`` and, with the cookie as the credential, the same-origin
-guard. The rules are the services'; failures map to HTTP in
-:mod:`authgate.entrypoints.http.common.errors`.
-"""
+"""The caller's account: every ``/v1/account*`` operation but its applications' and passkeys'."""
 
 from __future__ import annotations
 
@@ -101,8 +95,6 @@ class AccountOperations(AccountArea):
             errors.LastIdentity(self.example_provider),
         )
 
-    # -- the account ----------------------------------------------------------------------
-
     # Browser pages, whose session cookie is HttpOnly, read the same list from GET /v1/account.
     @operation(
         "GET",
@@ -153,8 +145,6 @@ class AccountOperations(AccountArea):
         caller = self._caller(call, change=True)
         remaining = await self.service.unlink(caller, call.path["provider"])
         return Reply(LinkedProviders([linked_provider(i) for i in remaining]), headers=NO_STORE)
-
-    # -- its sessions ---------------------------------------------------------------------
 
     @operation(
         "GET",
@@ -233,8 +223,6 @@ class AccountOperations(AccountArea):
             self._caller(call, change=True), remove_passkeys=remove_passkeys
         )
         return Reply(None, status=204, headers=NO_STORE)
-
-    # -- the whole account ----------------------------------------------------------------
 
     @operation(
         "DELETE",

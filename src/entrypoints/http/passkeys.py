@@ -1,10 +1,6 @@
-"""Passkeys over HTTP: the WebAuthn ceremonies and the account's passkeys.
-
-The options and responses are WebAuthn Level 3's JSON forms (:mod:`.webauthn`). Every
-ceremony request is counted against ``ratelimit.passkeys`` per client before any work. A
-challenge belongs to the browser that asked (the binding cookie, set here when absent) and to
-its ceremony.
-"""
+"""Passkeys over HTTP: the WebAuthn ceremonies and the account's passkeys. Every ceremony request
+is counted against ``ratelimit.passkeys`` first; a challenge belongs to the browser that asked
+(the binding cookie) and to its ceremony."""
 
 from __future__ import annotations
 
@@ -46,8 +42,7 @@ LIMITED = docs.rate_limited_example(TOO_MANY)
 
 
 def answer_refusals(ceremony: str) -> tuple[Exception, ...]:
-    """What the browser's answer to a ceremony is refused for whatever its account: no
-    challenge of this browser, a body that is not the ceremony's, a failed verification."""
+    """What the browser's answer to a ceremony is refused for, whatever its account."""
     return (
         errors.InvalidPasskeyChallenge("example"),
         errors.InvalidPasskeyResponse(f"it cannot be decoded as a WebAuthn {ceremony} response"),
@@ -87,8 +82,6 @@ class PasskeyOperations(AccountArea):
         """Before any work: each options request stores a challenge."""
         key = self.client_address.limit_key(self.client_address.of(request))
         await admit(self.limiter, key, self.service.metrics, "passkeys", TOO_MANY)
-
-    # -- adding one -----------------------------------------------------------------------
 
     @operation(
         "POST",
@@ -147,8 +140,6 @@ class PasskeyOperations(AccountArea):
             caller, call.request.cookies.get(BINDING_COOKIE), response_json(body), body.name
         )
         return Reply(PasskeyInfo.of(passkey), status=201, headers=NO_STORE)
-
-    # -- signing in with one --------------------------------------------------------------
 
     @operation(
         "POST",
@@ -209,8 +200,6 @@ class PasskeyOperations(AccountArea):
         )
         session = Cookie(SESSION_COOKIE, signed_in.session.token, max_age=signed_in.session_max_age)
         return Reply(answer, headers=NO_STORE, cookies=(session,))
-
-    # -- the account's passkeys -----------------------------------------------------------
 
     @operation(
         "GET",

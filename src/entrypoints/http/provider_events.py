@@ -1,11 +1,7 @@
 """The providers' event receivers (back-channel logout, Apple notifications, RFC 8935 Security
-Event Tokens), one operation per configured provider and shape.
-
-None is behind session authentication (the token is the proof); each is rate-limited per
-client like the callback; the token is never logged. A provider whose keys cannot be loaded,
-or whose token names a ``kid`` that no fetch made for it has looked for yet, gets 503 with
-``Retry-After`` (its delivery is retried: RFC 8935 makes a 400 final).
-"""
+Event Tokens), one operation per provider and shape, rate-limited like the callback; the token
+is the proof and is never logged. Keys that cannot be loaded answer 503 with ``Retry-After``, so
+that the delivery is retried (RFC 8935 makes a 400 final)."""
 
 from __future__ import annotations
 
@@ -18,7 +14,7 @@ import attrs
 from aiohttp import web
 
 from authgate.entrypoints.http.common import docs
-from authgate.entrypoints.http.common.bodies import app_errors
+from authgate.entrypoints.http.common.bodies import FORM, app_errors
 from authgate.entrypoints.http.common.caller import ClientAddress, admit
 from authgate.entrypoints.http.common.errors import OIDC_LOGOUT, event_refusal_body, http_error
 from authgate.entrypoints.rest import Api, Call
@@ -32,7 +28,6 @@ from authgate.ports.ratelimit import RateLimiter
 from authgate.services.provider_events import ProviderEventService, Shape
 
 NO_STORE = {"Cache-Control": "no-store"}
-FORM = "application/x-www-form-urlencoded"
 SECEVENT = "application/secevent+jwt"
 MAX_TOKEN_CHARACTERS = 16 * 1024
 _TOO_MANY = "too many provider events; retry later"
@@ -160,8 +155,7 @@ class ProviderEventOperations:
 
 
 def _token_of(shape: Shape, body: bytes, content_type: str) -> str:
-    """The event token out of the shape's body; EventTokenRejected(invalid_request) when the
-    body is not that shape's."""
+    """The event token out of the shape's body; ``invalid_request`` when it is not one."""
     try:
         text = body.decode("utf-8")
     except UnicodeDecodeError:
@@ -197,7 +191,6 @@ def _malformed(description: str) -> EventTokenRejected:
     return EventTokenRejected(INVALID_REQUEST, description)
 
 
-# What the document says of each receiver, by shape: a summary and a description.
 SUMMARIES = {
     Shape.BACKCHANNEL_LOGOUT: "Receive a back-channel logout",
     Shape.APPLE: "Receive an Apple server-to-server notification",

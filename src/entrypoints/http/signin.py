@@ -1,11 +1,5 @@
 """Signing in and out: ``GET /v1/auth/{provider}`` (spec 4.5), ``GET|POST
-/v1/auth/{provider}/callback`` (spec 4.6) and ``POST /v1/auth/logout``.
-
-Sign-out clears the ``session`` cookie and the binding cookie (and the binding cookie's
-name before it took the ``__Host-`` prefix). With a cookie present it is a cookie-
-authenticated change and passes the same-origin guard. The session JWT is stateless: a copy
-of it stays valid until it expires.
-"""
+/v1/auth/{provider}/callback`` (spec 4.6) and ``POST /v1/auth/logout``."""
 
 from __future__ import annotations
 
@@ -69,7 +63,6 @@ TOO_MANY_STARTS = "too many sign-ins started; retry later"
 TOO_MANY_CALLBACKS = "too many sign-in callbacks; retry later"
 INTENTS = [i.value for i in Intent]
 
-# The start's query parameters (its {provider} names the configured providers).
 START_QUERIES = [
     query(
         "redirect_uri",
@@ -105,7 +98,6 @@ START_QUERIES = [
         "OpenID Connect providers.",
     ),
 ]
-# The callback's query parameters when the provider redirects (a form post carries them).
 CALLBACK_QUERIES = [
     query(
         "code",
@@ -123,14 +115,12 @@ CALLBACK_QUERIES = [
         "(access_denied: the user declined).",
     ),
     query("error_description", description="The provider's text for its error."),
-    # RFC 9207: the issuer of the authorization response
     query(
         "iss",
         description="The issuer of the authorization response (RFC 9207); checked "
         "against the provider's when present.",
     ),
 ]
-# What both forms of the callback declare alike.
 CALLBACK_DECLARATION: dict[str, Any] = {
     "status": 302,
     "responses": {
@@ -152,9 +142,9 @@ CALLBACK_DESCRIPTION = (
 
 @attrs.frozen
 class CallbackForm:
-    """The fields a provider posts with ``response_mode=form_post`` (Apple adds ``user``, its
-    first-time name and email as JSON; other posted fields, such as ``id_token``, are ignored:
-    the ID token is taken from the token endpoint, never from the browser)."""
+    """The fields a provider posts with ``response_mode=form_post`` (Apple adds ``user``); any
+    other (``id_token``) is ignored: the ID token comes from the token endpoint, never the
+    browser."""
 
     code: str | None = None
     state: str | None = None
@@ -186,8 +176,7 @@ class SignInOperations(Operations):
 
     @property
     def provider_param(self) -> Param:
-        """``{provider}``: examples, not an enum: an unknown name must still answer 400
-        ``invalid_provider``."""
+        """``{provider}``: examples, not an enum (an unknown name answers 400)."""
         return path(
             "provider",
             description="A configured identity provider: " + ", ".join(self.configured) + ".",
@@ -228,8 +217,6 @@ class SignInOperations(Operations):
             errors.ProviderError("server_error", "the provider failed"),
         )
 
-    # -- GET /v1/auth/{provider} ----------------------------------------------------------
-
     @operation(
         "GET",
         "/v1/auth/{provider}",
@@ -254,7 +241,7 @@ class SignInOperations(Operations):
             self.initiation_limiter, key, self.service.metrics, "initiation", TOO_MANY_STARTS
         )
         binding = held_binding(request) or new_secret()
-        intent = _intent(call)
+        intent = Intent(call.params.first("intent") or "login")  # its pattern checked it
         caller = (
             await self._signed_in_caller(request, step_up=intent is Intent.LINK)
             if intent in CALLER_INTENTS
@@ -285,11 +272,9 @@ class SignInOperations(Operations):
     async def _signed_in_caller(
         self, request: web.Request, *, step_up: bool
     ) -> tuple[str, str] | None:
-        """The signed-in caller who may link a provider to their account (its account and
-        session ids), or None. Linking is an account change and follows their rules (scope
-        ``account:manage``, the same-origin guard with the cookie, a recent sign-in): a
-        cross-site page must not start a link with a top-level GET. A plain sign-in start
-        looks at no credential (a stale cookie must not stop anyone signing in again)."""
+        """The signed-in caller's account and session ids, or None. Linking is an account
+        change and follows its rules: a cross-site page must not start a link with a top-level
+        GET."""
         principal = await authenticate(request, self.link_schemes, optional=True)
         if principal is None:
             return None
@@ -298,8 +283,6 @@ class SignInOperations(Operations):
         if step_up:  # linking; re-authentication is what restores a stale sign-in
             self.sessions.require_recent_authentication(auth_time_of(principal))
         return principal.subject, session_id_of(principal)
-
-    # -- GET|POST /v1/auth/{provider}/callback --------------------------------------------
 
     @operation(
         "GET",
@@ -343,8 +326,6 @@ class SignInOperations(Operations):
         )
         return response
 
-    # -- POST /v1/auth/logout ---------------------------------------------------------------
-
     @operation(
         "POST",
         "/v1/auth/logout",
@@ -373,16 +354,10 @@ class SignInOperations(Operations):
         ),
     )
     async def logout(self, call: Call[None]) -> web.StreamResponse | Reply[None]:
-        """Revoke the caller's session (``everywhere=true``: every session of the account,
-        which like other revocations of other sessions needs a recent sign-in), then clear
-        the cookies.
-
-        Only a live session signs anything out. Without one (no token, or one that expired,
-        was revoked or never verified) a plain sign-out has nothing left to end and answers
-        204, its purpose achieved (as RFC 7009 answers the revocation of an invalid token);
-        ``everywhere=true`` answers 401 ``unauthorized``, nothing signed out: a copy of an
-        ended session must not end the sessions that followed it. The cookies are cleared
-        either way: the browser holds nothing it can still use."""
+        """Revoke the caller's session (or all of them), then clear the cookies either way.
+        Without a live session a plain sign-out has nothing to end (204, as RFC 7009 answers
+        an invalid token); ``everywhere=true`` is refused: a copy of an ended session must not
+        end the sessions that followed it."""
         request = call.request
         if any(
             c in request.cookies for c in (SESSION_COOKIE, BINDING_COOKIE, LEGACY_BINDING_COOKIE[0])
@@ -417,20 +392,8 @@ class SignInOperations(Operations):
         return Reply(None, status=204, headers=NO_STORE, cookies=cleared)
 
 
-def _intent(call: Call[None]) -> Intent:
-    try:
-        return Intent(call.params.first("intent") or "login")
-    except ValueError:  # the declared pattern refuses it first; never a 500 regardless
-        raise app_error(
-            400,
-            "invalid_request",
-            "intent must be one of login, register, link, reauthenticate",
-        ) from None
-
-
 def _callback_fields(call: Call[CallbackForm | None]) -> dict[str, str | None]:
-    """The callback's fields, None when absent or empty: from the form body (POST,
-    form_post) or the query."""
+    """The callback's fields from the form or the query, None when absent or empty."""
     if call.body is not None:
         sent = attrs.asdict(call.body)
     else:

@@ -1,16 +1,16 @@
-"""WebAuthn Level 3's JSON forms, as the passkey operations answer and read them: the creation
-and request options (``PublicKeyCredential``'s ``parseCreationOptionsFromJSON``), the
-browser's credentials (``credential.toJSON()``), and the passkey answers of this service.
-"""
+"""WebAuthn Level 3's JSON forms the passkey operations answer and read: the creation and
+request options, the browser's credentials (``credential.toJSON()``), and the service's
+answers."""
 
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Mapping
 from typing import Any
 
 import attrs
 
-from authgate.entrypoints.http.common.bodies import PasskeyInfo
+from authgate.entrypoints.http.common.bodies import B, PasskeyInfo
 from authgate.entrypoints.rest import wire_field
 from authgate.entrypoints.rest.wire import wire_name
 
@@ -161,67 +161,41 @@ class PasskeyRename:
     name: str
 
 
+def _of(body: type[B], members: Mapping[str, Any]) -> B:
+    """``body`` from the JSON members of the same wire names (any other left out)."""
+    return body(**{a.name: members.get(wire_name(a)) for a in attrs.fields(body)})
+
+
 def _descriptors(listed: Any) -> list[CredentialDescriptor]:
-    return [
-        CredentialDescriptor(type=d["type"], id=d["id"], transports=d.get("transports"))
-        for d in listed or []
-    ]
+    return [_of(CredentialDescriptor, d) for d in listed or []]
 
 
 def creation_options(o: dict[str, Any]) -> CreationOptions:
     """The service's creation options (their JSON form) as the typed body."""
-    selection = o["authenticatorSelection"]
     return CreationOptions(
-        rp=RelyingParty(id=o["rp"]["id"], name=o["rp"]["name"]),
-        user=UserEntity(
-            id=o["user"]["id"], name=o["user"]["name"], display_name=o["user"]["displayName"]
-        ),
+        rp=_of(RelyingParty, o["rp"]),
+        user=_of(UserEntity, o["user"]),
         challenge=o["challenge"],
-        pub_key_cred_params=[
-            CredentialParameters(type=p["type"], alg=p["alg"]) for p in o["pubKeyCredParams"]
-        ],
+        pub_key_cred_params=[_of(CredentialParameters, p) for p in o["pubKeyCredParams"]],
         timeout=o["timeout"],
         exclude_credentials=_descriptors(o.get("excludeCredentials")),
-        authenticator_selection=AuthenticatorSelection(
-            resident_key=selection["residentKey"],
-            require_resident_key=selection["requireResidentKey"],
-            user_verification=selection["userVerification"],
-        ),
+        authenticator_selection=_of(AuthenticatorSelection, o["authenticatorSelection"]),
         attestation=o["attestation"],
     )
 
 
 def request_options(o: dict[str, Any]) -> RequestOptions:
     """The service's request options (their JSON form) as the typed body."""
-    return RequestOptions(
-        challenge=o["challenge"],
-        timeout=o["timeout"],
-        rp_id=o["rpId"],
-        allow_credentials=_descriptors(o.get("allowCredentials")),
-        user_verification=o["userVerification"],
-    )
+    return _of(RequestOptions, {**o, "allowCredentials": _descriptors(o.get("allowCredentials"))})
 
 
 def response_json(body: RegistrationCredential | AuthenticationCredential) -> dict[str, Any]:
     """The credential as the browser sent it (its JSON members), for the library."""
-    inner = {
-        _wire(type(body.response), name): value
-        for name, value in attrs.asdict(body.response).items()
-        if value is not None
-    }
-    return {
-        "id": body.id,
-        "rawId": body.raw_id,
-        "type": body.type,
-        "response": inner,
-        "clientExtensionResults": body.client_extension_results or {},
-        **(
-            {"authenticatorAttachment": body.authenticator_attachment}
-            if body.authenticator_attachment
-            else {}
-        ),
-    }
-
-
-def _wire(cls: type, name: str) -> str:
-    return wire_name(attrs.fields_dict(cls)[name])
+    answer = body.response
+    members = {wire_name(a): getattr(answer, a.name) for a in attrs.fields(type(answer))}
+    sent: dict[str, Any] = {"id": body.id, "rawId": body.raw_id, "type": body.type}
+    sent["response"] = {k: v for k, v in members.items() if v is not None}
+    sent["clientExtensionResults"] = body.client_extension_results or {}
+    if body.authenticator_attachment:
+        sent["authenticatorAttachment"] = body.authenticator_attachment
+    return sent

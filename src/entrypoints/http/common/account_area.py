@@ -1,8 +1,6 @@
-"""What the operations on the caller's account share (the account's own, its sessions, its
-applications, its passkeys): who may read (``account:read`` or ``account:manage``) and who may
-change (``account:manage``), by bearer token or session cookie; the same-origin guard of a
-change made with the cookie; the client's address for the audit trail; and CORS, as the
-application's pages on other origins call every one of them."""
+"""What the operations on the caller's account share: read (``account:read`` or
+``account:manage``) and change (``account:manage``) security, the same-origin guard of a cookie's
+change, the client's address and CORS."""
 
 from __future__ import annotations
 
@@ -41,8 +39,7 @@ def principal_of(call: Call[Any]) -> Principal:
 
 @attrs.define(slots=False, eq=False)
 class AccountArea(Operations):
-    """The operations on the caller's account, under the account's tag: their security
-    (:data:`READ`, :data:`MANAGE`), guard, client address and CORS policy."""
+    """The operations on the caller's account, under the account's tag."""
 
     tag = docs.ACCOUNT
 
@@ -55,15 +52,11 @@ class AccountArea(Operations):
     manage: list[SecurityScheme] = attrs.field(init=False)
 
     def __attrs_post_init__(self) -> None:
-        self.read = [self.bearer.with_scopes(*READ_SCOPES), self.cookie.with_scopes(*READ_SCOPES)]
-        self.manage = [
-            self.bearer.with_scopes(ACCOUNT_MANAGE),
-            self.cookie.with_scopes(ACCOUNT_MANAGE),
-        ]
+        self.read = [s.with_scopes(*READ_SCOPES) for s in (self.bearer, self.cookie)]
+        self.manage = [s.with_scopes(ACCOUNT_MANAGE) for s in (self.bearer, self.cookie)]
 
     def _caller(self, call: Call[Any], *, change: bool) -> Caller:
-        """Who calls, from where; for a change, the same-origin guard when the cookie is the
-        credential."""
+        """Who calls, from where; a change with the cookie passes the same-origin guard."""
         principal = principal_of(call)
         if change and principal.scheme == SESSION_COOKIE_SCHEME:
             self.guard.check(call.request)

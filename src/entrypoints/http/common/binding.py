@@ -1,10 +1,6 @@
-"""The browser binding cookie: a random value that ties what a browser starts (a pending
-sign-in, a passkey ceremony's challenge) to that browser, and the cookies a sign-out clears.
-
-``__Host-``: the browser accepts it only with Secure, Path=/ and no Domain, so a sibling
-subdomain cannot plant or overwrite it (docs/security.md, "Browser binding"). ``SameSite=None``:
-a provider's ``form_post`` callback is a cross-site POST, and it must carry the cookie.
-"""
+"""The browser binding cookie, which ties a pending sign-in or a passkey challenge to the browser
+that started it, and the cookies a sign-out clears. ``__Host-``: no sibling subdomain can plant
+it; ``SameSite=None``: a provider's ``form_post`` callback is a cross-site POST."""
 
 from __future__ import annotations
 

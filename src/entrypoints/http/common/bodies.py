@@ -20,8 +20,7 @@ B = TypeVar("B", bound="AttrsInstance")
 
 
 def from_record(body: type[B], record: object, **others: Any) -> B:
-    """A body whose fields are ``record``'s attributes of the same names, but ``others``: the
-    bodies keep the records' names wherever the wire does not rename them."""
+    """A body whose fields are ``record``'s attributes of the same names, but ``others``."""
     names = [f.name for f in attrs.fields(body) if f.name not in others]
     return body(**{n: getattr(record, n) for n in names}, **others)
 
@@ -120,8 +119,7 @@ class SessionRecordExport:
 
 @attrs.frozen
 class AppInfo:
-    """An application of the caller, as
-    :class:`~authgate.services.openid.apps.AccountApp` describes it, in the wire's names."""
+    """An application of the caller (:class:`~authgate.services.openid.apps.AccountApp`)."""
 
     client_id: str = wire_field("clientId")
     scopes: list[str] = wire_field("scopes")
@@ -149,8 +147,8 @@ class GrantExport:
 
 @attrs.frozen
 class PasskeyInfo:
-    """One passkey of the account (never its key), and where it was added: by which session,
-    from which address and browser (absent for passkeys added before that was kept)."""
+    """One passkey of the account (never its key), and by which session, address and browser
+    it was added (absent for passkeys added before that was kept)."""
 
     id: str
     name: str
@@ -172,9 +170,8 @@ class PasskeyInfo:
 
 @attrs.frozen
 class PasskeyExport:
-    """One passkey as stored: what the list shows, and the credential's public parts (its
-    id, COSE public key and signature counter, base64url). The service holds no private
-    value of a passkey."""
+    """One passkey as stored: what the list shows, and the credential's public parts
+    (base64url); the service holds no private value of a passkey."""
 
     passkey: PasskeyInfo
     credential_id: str = wire_field("credentialId")
@@ -184,8 +181,7 @@ class PasskeyExport:
 
 @attrs.frozen
 class AccountExportBody:
-    """Everything stored about the caller: the account, its identities, sessions, events,
-    consents to applications and passkeys."""
+    """Everything stored about the caller."""
 
     account: AccountDetails
     sessions: list[SessionRecordExport]
@@ -276,9 +272,8 @@ MAX_FORM_FIELDS = 32
 
 
 def oauth_form(content_type: str, body: bytes) -> dict[str, str]:
-    """The fields of an OAuth request's form body (token, userinfo, revocation,
-    introspection), each once: a field sent twice is ``invalid_request`` (RFC 6749 section 3.2)
-    and one without a value is left out (section 3.1)."""
+    """An OAuth request's form fields: one sent twice is ``invalid_request`` (RFC 6749 section
+    3.2), one without a value is left out (section 3.1)."""
     if content_type != FORM:
         raise OAuthInvalidRequest(f"the request body must be {FORM}")
     try:

@@ -29,21 +29,15 @@ _KEYS_KEPT = 4096
 
 
 class ClientAddress:
-    """The client's address: the peer, or — only when the peer is a trusted proxy — the
-    right-most ``X-Forwarded-For`` entry that is not itself a trusted proxy. A client cannot
-    choose its own address by sending the header: the left-most entries are never believed.
-
-    :meth:`limit_key` is what the rate limits count by: one IPv6 client holds a whole network
-    (a /64 by default), so counting exact IPv6 addresses would give it 2^64 budgets."""
+    """The client's address: the peer, or behind a trusted proxy the right-most
+    ``X-Forwarded-For`` entry that is not a trusted proxy (a client can write the left-most)."""
 
     def __init__(self, trusted_proxies: Iterable[str], ipv6_prefix: int = 64) -> None:
         self._trusted: tuple[Network, ...] = tuple(
             ipaddress.ip_network(p, strict=False) for p in trusted_proxies
         )
         self._ipv6_prefix = ipv6_prefix
-        # limit_key's answers: the same few clients (a proxy, a busy network) call again and
-        # again, and parsing an address costs more than the rest of the key. Bounded: emptied
-        # when full.
+        # limit_key's answers (parsing costs more than the rest of the key); emptied when full.
         self._keys: dict[str, str] = {}
 
     def _is_trusted(self, address: str) -> bool:
@@ -79,10 +73,8 @@ class ClientAddress:
         return ClientInfo(address or self.of(request), request.headers.get("User-Agent"))
 
     def limit_key(self, address: str) -> str:
-        """The rate-limit key of an address :meth:`of` returned: an IPv4 address as it is, an
-        IPv4-mapped IPv6 address as its IPv4 address, any other IPv6 address as its network
-        of ``ipv6_prefix`` bits (``2001:db8:1:2::/64``). Anything else (a Unix socket's
-        peer) is its own key."""
+        """The rate-limit key of an address: an IPv6 address as its network of ``ipv6_prefix``
+        bits (one client holds a whole /64: exact addresses would give it 2^64 budgets)."""
         key = self._keys.get(address)
         if key is None:
             key = self._limit_key(address)
@@ -105,9 +97,8 @@ class ClientAddress:
 async def admit(
     limiter: RateLimiter, key: str, metrics: Metrics, limit: LimitName, refusal: str
 ) -> None:
-    """Count one request of the client ``key`` against ``limiter``, before any work; over the
-    limit, count the refusal in the metrics and answer 429 ``rate_limited`` with ``refusal``
-    (docs/security.md, "Rate limits")."""
+    """Count one request of the client ``key`` against ``limiter``; over the limit, 429
+    ``rate_limited`` with ``refusal`` (docs/security.md, "Rate limits")."""
     decision = await limiter.hit(key)
     if not decision.allowed:
         metrics.rate_limited(limit)

@@ -1,10 +1,5 @@
-"""What the OpenAPI document (and /docs) says of the service's operations beyond their types:
-the tags that group them and example error bodies.
-
-Each example is built the way the operation answers it (:func:`~.errors.http_error` of the
-domain error, or the very function that raises it), so the status, code and message of an
-example are the service's own and cannot drift from the contract.
-"""
+"""What the OpenAPI document says beyond the types: the tags and example error bodies, each built
+the way the operation answers it, so that an example cannot drift from the contract."""
 
 from __future__ import annotations
 
@@ -47,8 +42,7 @@ def describe_tags(api: Api, *names: str) -> None:
 
 
 def error_examples(*failures: Exception) -> Examples:
-    """Example error bodies by status, then by error code: an :class:`HttpError` as it is,
-    a domain error as JSON operations answer it. The first example of a code wins."""
+    """Example error bodies by status, then by code (the first of a code wins)."""
     found: Examples = {}
     for failure in failures:
         answer = failure if isinstance(failure, HttpError) else http_error(failure)
@@ -60,7 +54,6 @@ def unknown_provider(configured: Sequence[str]) -> errors.InvalidProvider:
     return errors.InvalidProvider("example", list(configured))
 
 
-# Failures several operations share.
 NO_CREDENTIAL = unauthorized("missing bearer token")
 BAD_TOKEN = unauthorized("invalid or expired bearer token")
 CROSS_SITE = cross_site_refusal()

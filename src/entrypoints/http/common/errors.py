@@ -1,15 +1,7 @@
-"""Where failures become HTTP answers: one renderer per wire format (spec 7.1, 7.2).
-
-Every error class says its own answer (its status, code, message and headers): the contract's
-:class:`~authgate.domain.errors.ContractError` (body ``{"error", "message"}``, and the
-callback's redirect to the login page), the OpenID Provider's
-:class:`~authgate.domain.openid.refusals.OAuthError` (RFC 6749 section 5.2) and its protected
-resources' :class:`~authgate.domain.openid.refusals.BearerTokenError` (RFC 6750 section 3), and
-the providers' refused event tokens (RFC 8935). Operations let them propagate:
-:func:`answer_error` is the API's exception handler
-(:meth:`~authgate.entrypoints.rest.Api.on_exception`) and renders each in its format; the
-callback answers :func:`callback_answer`.
-"""
+"""Where failures become HTTP answers, one renderer per wire format (spec 7.1, 7.2): the
+contract's :class:`~authgate.domain.errors.ContractError`, RFC 6749 section 5.2's
+:class:`~authgate.domain.openid.refusals.OAuthError`, RFC 6750's
+:class:`~authgate.domain.openid.refusals.BearerTokenError` and RFC 8935's refused event tokens."""
 
 from __future__ import annotations
 
@@ -38,14 +30,16 @@ specification's ``error`` and ``error_description`` besides RFC 8935's members."
 
 
 def answer_error(request: web.Request, e: Exception) -> web.StreamResponse | None:
-    """The API's exception handler: the answer of an error that an operation let propagate,
-    in its format; None (the REST layer's logged 500) for anything else, a bug."""
+    """The API's exception handler: an error's answer in its format; None (a logged 500) for
+    anything else, a bug."""
     if isinstance(e, EventTokenRejected):
-        return event_refusal(e, oidc_logout=request.get(OIDC_LOGOUT, False))
-    if isinstance(e, BearerTokenError):
-        return bearer_refusal(e)
-    if isinstance(e, OAuthError):
-        return oauth_refusal(e)
+        body = event_refusal_body(e, oidc_logout=request.get(OIDC_LOGOUT, False))
+        return json_response(body, e.status, {"Cache-Control": "no-store"})
+    if isinstance(e, OAuthError):  # RFC 6749 section 5.2, never cached
+        headers = {**OAUTH_NO_STORE, **e.wire_headers()}
+        if isinstance(e, BearerTokenError):  # RFC 6750 section 3: the challenge first
+            headers = {"WWW-Authenticate": _bearer_challenge(e), **headers}
+        return json_response(oauth_body(e), e.status, headers)
     if not isinstance(e, ContractError):
         return None
     if e.wire.logged:
@@ -58,22 +52,10 @@ def oauth_body(e: OAuthError) -> dict[str, str]:
     return {"error": e.error, "error_description": e.description}
 
 
-def oauth_refusal(e: OAuthError) -> web.Response:
-    """RFC 6749 section 5.2: the error's status and body, never cached, with the headers it
-    adds (``WWW-Authenticate``, ``Retry-After``)."""
-    headers = {**OAUTH_NO_STORE, **e.wire_headers()}
-    return json_response(oauth_body(e), e.status, headers)
-
-
-def bearer_refusal(e: BearerTokenError) -> web.Response:
-    """RFC 6750 section 3: the protected resource's challenge, ``WWW-Authenticate: Bearer``
-    with the error's parameters (none for a request without a token), and the error as
-    RFC 6749's JSON."""
-    challenge = f'Bearer realm="{OAUTH_REALM}"' + "".join(
+def _bearer_challenge(e: BearerTokenError) -> str:
+    return f'Bearer realm="{OAUTH_REALM}"' + "".join(
         f', {name}="{_challenge_text(value)}"' for name, value in e.challenge()
     )
-    headers = {"WWW-Authenticate": challenge, **OAUTH_NO_STORE, **e.wire_headers()}
-    return json_response(oauth_body(e), e.status, headers)
 
 
 def _challenge_text(value: str) -> str:
@@ -86,16 +68,9 @@ def oauth_example(e: OAuthError) -> HttpError:
     return HttpError(e.status, oauth_body(e))
 
 
-def event_refusal(e: EventTokenRejected, *, oidc_logout: bool) -> web.Response:
-    """RFC 8935's ``{"err", "description"}`` (and, for a back-channel logout, the OpenID
-    Connect ``error`` and ``error_description`` first, its section 2.8), never cached."""
-    return json_response(
-        event_refusal_body(e, oidc_logout=oidc_logout), e.status, {"Cache-Control": "no-store"}
-    )
-
-
 def event_refusal_body(e: EventTokenRejected, *, oidc_logout: bool) -> dict[str, str]:
-    """The body of :func:`event_refusal`."""
+    """RFC 8935's ``{"err", "description"}`` (a back-channel logout's with OpenID Connect's
+    ``error`` and ``error_description`` first, its section 2.8)."""
     body: dict[str, str] = {"err": e.code, "description": e.description}
     if oidc_logout:
         body = {"error": INVALID_REQUEST, "error_description": e.description, **body}
@@ -110,8 +85,7 @@ def app_error(
 
 
 def http_error(e: Exception) -> HttpError:
-    """The contract's JSON answer of a failure (spec 2.5); any other exception is a bug and
-    propagates, to the REST layer's 500."""
+    """The contract's JSON answer of a failure (spec 2.5); anything else propagates."""
     if not isinstance(e, ContractError):
         raise e
     return app_error(e.wire.status, e.wire.code, e.public_message(), e.wire_headers())
@@ -127,12 +101,6 @@ def rate_limited(decision: RateDecision, message: str) -> HttpError:
     )
 
 
-def login_redirect(login_url: str, error: str, reason: str) -> web.Response:
-    """302 to ``{app_url}/login?error=…&reason=…`` (spec 7.2)."""
-    location = f"{login_url}?{urlencode({'error': error, 'reason': reason})}"
-    return web.Response(status=302, headers={"Location": location, **CALLBACK_HEADERS})
-
-
 def callback_answer(e: Exception, login_url: str, json_only: bool) -> web.Response:
     """Spec 4.6 / 7.1 / 7.2: a redirect to the login page, or a JSON error."""
     if not isinstance(e, ContractError):
@@ -142,6 +110,7 @@ def callback_answer(e: Exception, login_url: str, json_only: bool) -> web.Respon
         error, reason = wire.redirect
         if reason is None:  # the error names its own reason (AuthenticationFailed)
             reason = str(getattr(e, "reason", error))
-        return login_redirect(login_url, error, reason)
+        location = f"{login_url}?{urlencode({'error': error, 'reason': reason})}"
+        return web.Response(status=302, headers={"Location": location, **CALLBACK_HEADERS})
     body = {"error": wire.code, "message": e.public_message()}
     return json_response(body, wire.status, {**e.wire_headers(), **CALLBACK_HEADERS})

@@ -1,7 +1,5 @@
-"""The look every page a person sees shares: the provider's pages (sign-in, consent, logout,
-errors; inlined, allowed by its hash) and the demo's pages (served ahead of their own rules).
-One text, so that the provider's face never looks like another product beside the demo: the
-same colours, header, buttons, messages and focus rings."""
+"""The look every page a person sees shares, the provider's pages and the demo's: one text, so
+that the provider never looks like another product beside the demo."""
 
 from __future__ import annotations
 

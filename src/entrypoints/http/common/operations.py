@@ -1,15 +1,6 @@
-"""Operations declared beside their handlers.
-
-A face's class (sign-in, the account, passkeys) marks each handler with :func:`operation`:
-its method and path, what the document says of it, and the example refusals it can answer.
-:meth:`Operations.register` registers every declared operation on the API, in the order the
-class declares them, under the face's tag and (unless the declaration says otherwise) its
-CORS policy.
-
-What a declaration can only know from the face's instance (its security schemes, its CORS
-policy, a parameter or an example that names the configured providers) is a :class:`Late`
-value: a function of the instance, called at registration.
-"""
+"""Operations declared beside their handlers (:func:`operation`), registered by
+:meth:`Operations.register` in the order the class declares them, under the face's tag and CORS
+policy. What only the face's instance knows is a :class:`Late` value, called at registration."""
 
 from __future__ import annotations
 
@@ -39,9 +30,8 @@ FACE_CORS = Late(lambda face: face.cors)
 
 @attrs.frozen
 class Declared:
-    """One declared operation: :meth:`Api.operation`'s arguments, some of them :class:`Late`;
-    ``refusals`` are example failures, made into example bodies by
-    :func:`~.docs.error_examples`."""
+    """One declared operation: :meth:`Api.operation`'s arguments, some :class:`Late`, and
+    example ``refusals``."""
 
     method: str
     path: str
@@ -65,9 +55,8 @@ def operation(
     cors: Cors | Late | None = FACE_CORS,
     **options: Any,
 ) -> Callable[[F], F]:
-    """Declare the decorated handler's operation: ``method``, ``path`` and the rest of
-    :meth:`Api.operation`'s keywords but ``tags`` (the face's) and ``examples`` (made from
-    ``refusals``). Stacked declarations register in the order they are written."""
+    """Declare the decorated handler's operation (:meth:`Api.operation`'s keywords but
+    ``tags`` and ``examples``); stacked ones register in the order written."""
 
     def declare(handler: F) -> F:
         declared = Declared(method, path, refusals, {"cors": cors, **options})
@@ -99,8 +88,7 @@ class Operations:
 
 
 def _declarations(cls: type) -> Iterator[tuple[str, list[Declared]]]:
-    """The declared handlers of ``cls`` and its bases, the bases' first, each in the order
-    its class defines them."""
+    """The declared handlers of ``cls`` and its bases, the bases' first, in definition order."""
     seen: set[str] = set()
     for klass in reversed(cls.__mro__):
         for name, value in vars(klass).items():

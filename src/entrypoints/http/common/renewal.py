@@ -1,11 +1,6 @@
-"""Sliding sessions for browsers: the answer of an operation that authenticated the caller by a
-``session`` cookie past half its lifetime carries a renewed cookie (same session, fresh
-``Max-Age``).
-
-Only those answers: the account operations and the sign-in starts that act for a signed-in
-caller (link, re-authentication). A public document (the key set, the OpenAPI document,
-health, metrics, the demo's pages) never carries a session cookie, whatever the browser sent:
-a shared cache could otherwise keep one browser's session and hand it to the next."""
+"""Sliding sessions: an answer to a caller authenticated by a ``session`` cookie past half its
+lifetime carries the renewed cookie. Never a public document's: a shared cache could hand one
+browser's session to the next."""
 
 from __future__ import annotations
 
@@ -26,9 +21,8 @@ log = logging.getLogger("authgate.sessions")
 def renewal_hook(
     sessions: SessionService,
 ) -> Callable[[web.Request, web.StreamResponse], Awaitable[None] | None]:
-    """The API's ``after_response`` hook (:meth:`~authgate.entrypoints.rest.Api.after_response`):
-    nothing to await (None) unless the operation authenticated the caller by the session
-    cookie and the answer is a success that does not set it."""
+    """The API's ``after_response`` hook: None (nothing to await) unless the caller was
+    authenticated by the session cookie and the success does not set it."""
 
     def due(request: web.Request, response: web.StreamResponse) -> Awaitable[None] | None:
         if SESSION_COOKIE not in request.cookies:

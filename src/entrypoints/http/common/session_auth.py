@@ -1,17 +1,7 @@
-"""Session authentication: the service's own session JWT as the bearer token and as the
-``session`` cookie, and the same-origin guard of changes authenticated by the cookie.
-
-**The session cookie as a credential.** A browser page cannot read the HttpOnly ``session``
-cookie, so it cannot send it as a bearer token. The account endpoints therefore accept, besides
-``Authorization: Bearer``, the cookie itself: the ``sessionCookie`` scheme (an API key in the
-``session`` cookie, verified exactly like the bearer token). When both are present the bearer
-token is used.
-
-**CSRF.** A browser attaches cookies to requests that other sites cause, so a request that
-changes something and is authenticated by the cookie must prove that it comes from the
-service's own pages: :class:`SameOriginGuard`. Requests authenticated by the bearer token need
-no check: a browser never adds that header on its own.
-"""
+"""Session authentication: the session JWT as the bearer token and as the HttpOnly ``session``
+cookie (the ``sessionCookie`` scheme, for pages that cannot read it; the bearer token wins when
+both are sent), and :class:`SameOriginGuard`: a browser attaches cookies to requests other sites
+cause, so a change authenticated by the cookie must prove it comes from the service's pages."""
 
 from __future__ import annotations
 
@@ -31,20 +21,15 @@ PRINCIPAL_CACHE_SIZE = 4096
 
 
 class SessionVerifier:
-    """A :class:`~authgate.entrypoints.rest.TokenVerifier` (bearer) and
-    :class:`~authgate.entrypoints.rest.ApiKeyChecker` (cookie) over the session service: a
-    token must verify *and* its session must be live (not revoked, known)."""
+    """The bearer :class:`~authgate.entrypoints.rest.TokenVerifier` and the cookie's
+    :class:`~authgate.entrypoints.rest.ApiKeyChecker`: a token must verify and its session be
+    live."""
 
     def __init__(self, sessions: SessionService) -> None:
         self._sessions = sessions
-        # The principal of each (claims, scheme): the token cache answers the same claims
-        # object for a token it verified, so the principal (and its scopes) is built once per
-        # token, not per request. Bounded; an entry holds its claims, so ids are not reused.
+        # Per (claims, scheme): the token cache answers the same claims object for a token, so
+        # a principal is built once per token. An entry holds its claims: ids are not reused.
         self._principals: dict[tuple[int, str], tuple[SessionClaims, Principal]] = {}
-
-    async def claims(self, token: str) -> SessionClaims:
-        """The live session's claims; raises :class:`InvalidSession`."""
-        return await self._sessions.verify(token)
 
     async def principal(self, token: str, scheme: str) -> Principal:
         """The caller a token names; raises :class:`InvalidCredential`."""
@@ -90,18 +75,12 @@ def session_cookie_scheme(verifier: SessionVerifier) -> ApiKey:
 
 
 class SameOriginGuard:
-    """Refuses a cookie-authenticated, state-changing request that a browser reports as coming
-    from another site.
-
-    ``Origin``, when sent, must be exactly (scheme, host and port) one of the service's own
-    public origins, with ``Sec-Fetch-Site`` (when sent) ``same-origin``, or a trusted origin
-    (``app.allowed_origins``: the application's pages, which the browser reports as same-site
-    or cross-site); without ``Origin`` (a navigation), ``Sec-Fetch-Site`` must be sent and be
-    ``same-origin``, or the ``Referer`` must be on a trusted origin. The service's own
-    origins are those configured (``rest.public_url``); when none is configured, the origin
-    the request itself was made to (its scheme and ``Host``), which only holds without a
-    TLS-terminating proxy in front — behind one, configure the public URL.
-    """
+    """Refuses a cookie-authenticated change that a browser reports as coming from another
+    site: ``Origin`` must be one of the service's own (``rest.public_url``; without one, the
+    request's own scheme and ``Host``: wrong behind a TLS-terminating proxy) with
+    ``Sec-Fetch-Site`` ``same-origin`` when sent, or a trusted one (``app.allowed_origins``);
+    without ``Origin`` (a navigation), ``Sec-Fetch-Site: same-origin`` or a trusted
+    ``Referer``."""
 
     def __init__(
         self, own_origins: Iterable[str] = (), trusted_origins: Iterable[str] = ()
@@ -121,9 +100,7 @@ class SameOriginGuard:
         if sent is None:
             if fetch_site is not None and same_origin:
                 return True
-            # A navigation (a GET link, such as starting to link a provider) carries no Origin;
-            # from the application on its own origin it is same-site or cross-site, and its
-            # Referer (which no page can forge, only suppress) names that origin.
+            # A navigation carries no Origin; its Referer (no page can forge it) names the app.
             referer = request.headers.get("Referer")
             return referer is not None and self._trusted_referer(referer)
         if sent.strip() == "null":
@@ -131,8 +108,6 @@ class SameOriginGuard:
         normalised = origin(sent)
         if self._is_own(normalised, request):
             return same_origin
-        # The application on its own origin: the browser reports its requests as same-site
-        # (another port or sub-domain) or cross-site; the Origin it sends names it exactly.
         return normalised in self._trusted
 
     def _trusted_referer(self, referer: str) -> bool:

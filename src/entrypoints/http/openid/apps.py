@@ -1,21 +1,5 @@
-"""The caller's applications (the clients of authgate as an OpenID Provider they consented
-to), on the account API:
-
-* ``GET /v1/account/apps``: each application with a grant or with tokens that still work:
-  ``clientId``, ``name``, ``scopes``, ``grantedAt``, ``lastUsedAt``, ``granted`` (whether
-  it is listed for a grant) and ``liveTokenFamilies``; bearer or session cookie, scope
-  ``account:read`` or ``account:manage``;
-* ``DELETE /v1/account/apps/{client_id}``: withdraws the consent, spends the application's
-  unused codes and revokes its tokens (204); scope ``account:manage``, the same-origin
-  guard with the cookie,
-  and a recent sign-in as for unlinking a provider (RFC 9470: 401
-  ``reauthentication_required``); 404 ``app_not_found`` for an application the account has
-  neither granted nor holds tokens of.
-
-Registered only when clients are registered (the provider face is on). The rules are
-:class:`~authgate.services.openid.apps.AccountApps`'; failures map to HTTP in
-:mod:`authgate.entrypoints.http.common.errors`.
-"""
+"""The caller's applications (the OpenID Provider's clients it consented to or holds tokens of)
+on the account API, registered only when clients are."""
 
 from __future__ import annotations
 
@@ -24,13 +8,12 @@ import attrs
 from authgate.domain import errors
 from authgate.domain.scopes import ACCOUNT_MANAGE
 from authgate.entrypoints.http.common import docs
-from authgate.entrypoints.http.common.account_area import MANAGE, READ, AccountArea
-from authgate.entrypoints.http.common.bodies import AppInfo, AppList, app_errors
+from authgate.entrypoints.http.common.account_area import MANAGE, NO_STORE, READ, AccountArea
+from authgate.entrypoints.http.common.bodies import AppInfo, AppList, app_errors, from_record
 from authgate.entrypoints.http.common.operations import operation
 from authgate.entrypoints.rest import Call, Reply, path, pattern
 from authgate.services.openid.apps import AccountApps
 
-NO_STORE = {"Cache-Control": "no-store"}
 # A registered client_id is printable ASCII (the configuration's rule); at most 255 of them.
 CLIENT_ID = r"^[!-~]{1,255}$"
 APP_CLIENT_ID = path(
@@ -63,18 +46,7 @@ class AppOperations(AccountArea):
     async def list_apps(self, call: Call[None]) -> Reply[AppList]:
         caller = self._caller(call, change=False)
         apps = await self.service.for_account(caller.account_id)
-        listed = [
-            AppInfo(
-                client_id=a.client_id,
-                name=a.name,
-                scopes=list(a.scopes),
-                granted_at=a.granted_at,
-                granted=a.granted,
-                live_token_families=a.live_token_families,
-                last_used_at=a.last_used_at,
-            )
-            for a in apps
-        ]
+        listed = [from_record(AppInfo, a, scopes=list(a.scopes)) for a in apps]
         return Reply(AppList(listed), headers=NO_STORE)
 
     @operation(

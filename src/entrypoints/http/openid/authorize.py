@@ -1,29 +1,17 @@
-"""``GET|POST /oauth2/authorize`` (OpenID Connect Core 1.0 section 3.1.2) and ``POST
-/oauth2/consent``: the browser's side of the authorization code flow.
+"""``GET|POST /oauth2/authorize`` (OpenID Connect Core 1.0 section 3.1.2): the browser's side
+of the authorization code flow.
 
-**Which session.** The browser's authgate session is the ``session`` cookie (HttpOnly, Secure,
-SameSite=Lax, Path=/), verified as the account operations verify it. Lax lets a browser send it
-on a top-level GET navigation from another site, which is how an application sends the browser
-here: single sign-on needs nothing more, and the cookie stays unavailable to cross-site
-requests of any other kind, so the account API's CSRF guarantees are unchanged. A cross-site
-form POST (the POST form of this endpoint) carries no Lax cookie; when it arrives without one
-it is answered ``303 See Other`` to the same request as a GET, which the browser sends as a
-top-level navigation with the cookie. A GET is never sent on to a POST, so this cannot loop.
+The browser's session is the ``session`` cookie (SameSite=Lax): sent with the top-level GET
+navigation that brings the browser here, so single sign-on needs nothing more. A cross-site form
+POST carries no Lax cookie: without one it is answered ``303`` to the same request as a GET
+(a GET is never sent on to a POST, so this cannot loop).
 
-**Signing in.** Without a session that will do, authgate's sign-in page offers each configured
-provider, to sign in (``intent=login``) or to create an account (``intent=register``), through
-the existing ``GET /v1/auth/{provider}`` whose ``return_to`` resumes this request (the sign-in
-admits exactly this endpoint's URL as a destination, beside the application's). The parameter
-``provider=<name>`` skips the page and goes straight to that provider. The session that sign-in
-issues names the request it resumes and when it began, signed (see
-:mod:`authgate.services.openid.authorization`): nothing in the resumed address marks it. When
-the request asks for a fresh login (``prompt=login``, ``max_age``), only the ways that prove
-one are offered: the providers whose ID tokens sign ``auth_time``, and passkeys; without any,
-the application receives ``login_required``.
-
-**Consent** (a client that is not first-party, once per scope set) is the page and form of
-:mod:`~.consent`; the answers at the client's ``redirect_uri`` are :mod:`~.flow`'s.
-"""
+Without a usable session, the sign-in page offers each configured provider through ``GET
+/v1/auth/{provider}`` whose ``return_to`` resumes this request (``provider=<name>`` goes straight
+there); the session it issues names that request, signed
+(:mod:`authgate.services.openid.authorization`). A fresh login (``prompt=login``, ``max_age``)
+offers only the ways that prove one (providers that sign ``auth_time``, passkeys); without any,
+``login_required``. Consent is :mod:`~.consent`'s; the answers are :mod:`~.flow`'s."""
 
 from __future__ import annotations
 
@@ -148,9 +136,8 @@ AUTHORIZE_PARAMS: tuple[Param, ...] = (
 
 @attrs.frozen
 class SignInStart:
-    """Where authgate's sign-in starts for each configured provider: the issuer (the public
-    base of every URL) and, per provider, the callback URL its sign-in uses; ``proving``: the
-    providers whose sign-ins prove when the person logged in (a signed ``auth_time``)."""
+    """Where authgate's sign-in starts: the issuer, each provider's callback URL, and the
+    providers whose sign-ins prove when the person logged in (``proving``)."""
 
     issuer: str
     callbacks: Mapping[str, str]
@@ -234,11 +221,10 @@ class AuthorizeOperations(ProviderOperations):
         description=_DESCRIPTION,
     )
     async def authorize(self, call: Call[None]) -> web.StreamResponse:
-        if (
-            refused := await over_limit_page(self.limiter, self.client_address, call.request)
-        ) is not None:
+        refused = await over_limit_page(self.limiter, self.client_address, call.request)
+        if refused is not None:
             return refused
-        return await self._authorize(call.request, call.query)
+        return await self.answers.refusals_answered(self._outcome(call.request, call.query))
 
     @operation(
         "POST",
@@ -256,19 +242,13 @@ class AuthorizeOperations(ProviderOperations):
     )
     async def authorize_form(self, call: Call[AuthorizeForm]) -> web.StreamResponse:
         request = call.request
-        if (
-            refused := await over_limit_page(self.limiter, self.client_address, request)
-        ) is not None:
+        refused = await over_limit_page(self.limiter, self.client_address, request)
+        if refused is not None:
             return refused
         fields = await form_fields(request)
         if SESSION_COOKIE not in request.cookies:
             return see(f"{self.issuer}{AUTHORIZE_PATH}?{urlencode(fields)}", status=303)
-        return await self._authorize(request, lists(fields))
-
-    async def _authorize(
-        self, http: web.Request, params: Mapping[str, Sequence[str]]
-    ) -> web.StreamResponse:
-        return await self.answers.refusals_answered(self._outcome(http, params))
+        return await self.answers.refusals_answered(self._outcome(request, lists(fields)))
 
     async def _outcome(
         self, http: web.Request, params: Mapping[str, Sequence[str]]
@@ -283,8 +263,7 @@ class AuthorizeOperations(ProviderOperations):
         return self._sign_in(outcome)
 
     def _sign_in(self, needed: SignInNeeded) -> web.StreamResponse:
-        """authgate's sign-in page, or straight to the provider the request names; a request
-        for a fresh login that no configured way can prove is refused ``login_required``."""
+        """authgate's sign-in page, or straight to the provider the request names."""
         request = needed.request
         resume = self.answers.authorize_url(request.parameters())
 
@@ -293,7 +272,6 @@ class AuthorizeOperations(ProviderOperations):
                 provider, intent=intent, return_to=resume, login_hint=request.login_hint
             )
 
-        # A fresh login is asked for: only the ways that can prove one are offered.
         names = [
             name
             for name in self.sign_in.callbacks

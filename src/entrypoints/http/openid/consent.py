@@ -1,13 +1,9 @@
-"""``POST /oauth2/consent``: the answer to the consent page the authorization endpoint shows
-(:mod:`~.authorize`), and that page.
+"""``POST /oauth2/consent``: the answer to the consent page the authorization endpoint shows,
+and that page.
 
-**Consent** is a form posted back to authgate's own origin: it must pass the same-origin guard
-and carry a token, the HMAC of the request, the session id and the time the page was shown
-under a random key held in a ``__Host-`` cookie (SameSite=Strict) of this browser. A page of
-another site can neither read the key nor make the browser send the form with it. The form is
-single use: its token names the grant it found, and its answer is recorded only against that
-grant.
-"""
+The form must pass the same-origin guard and carry a token: the HMAC of the request, the session
+and the time shown, under a random key in a ``__Host-`` SameSite=Strict cookie that another site
+can neither read nor make the browser send. Single use: the token names the grant it found."""
 
 from __future__ import annotations
 

@@ -1,14 +1,6 @@
-"""``GET /.well-known/openid-configuration``: what the OpenID Provider supports, and where.
-
-The document is a pure function of the configuration (:func:`provider_metadata`): the issuer
-is the service's public URL (the composition root's ``openid_issuer``) and every
-endpoint is under it. It lists exactly what the provider does: the authorization code flow
-with PKCE (S256 only), query and form_post answers, refresh tokens, public subjects, ID tokens
-signed RS256 (the default) or ES256, the four client authentication methods, RP-initiated and
-back-channel logout with sessions, and ``iss`` in every authorization response (RFC 9207). No
-request objects and no ``claims`` parameter: those are said to be unsupported, as OpenID
-Connect Discovery section 3 lets a provider say.
-"""
+"""``GET /.well-known/openid-configuration``: what the OpenID Provider supports, and where; a pure
+function of the configuration (:func:`provider_metadata`). Request objects and the ``claims``
+parameter are said to be unsupported (OpenID Connect Discovery section 3)."""
 
 from __future__ import annotations
 
@@ -47,20 +39,8 @@ class ProviderOperations(Operations):
 
 # The claims an ID token or the userinfo answer may carry: the ID token's own, and the
 # profile (name) and email scopes' claims.
-CLAIMS = (
-    "iss",
-    "sub",
-    "aud",
-    "exp",
-    "iat",
-    "auth_time",
-    "nonce",
-    "sid",
-    "at_hash",
-    "name",
-    "email",
-    "email_verified",
-)
+_ID_TOKEN_CLAIMS = ("iss", "sub", "aud", "exp", "iat", "auth_time", "nonce", "sid", "at_hash")
+CLAIMS = (*_ID_TOKEN_CLAIMS, "name", "email", "email_verified")
 PROMPTS = ("none", "login", "consent")
 # Changes only with the configuration, that is with a restart.
 DISCOVERY_CACHING = {"Cache-Control": "public, max-age=300"}

@@ -1,28 +1,25 @@
-"""``GET|POST /oauth2/logout``: the OpenID Provider's end-session endpoint (OpenID Connect
-RP-Initiated Logout 1.0), and ``POST /oauth2/logout/confirm``, the confirmation it may ask for.
+"""``GET|POST /oauth2/logout`` (OpenID Connect RP-Initiated Logout 1.0) and ``POST
+/oauth2/logout/confirm``, the confirmation it may ask for.
 
-A client sends the browser here to end its authgate session (the single sign-on session) with
-``id_token_hint``, ``client_id``, ``post_logout_redirect_uri`` and ``state``; what the request
-earns is decided by :class:`~authgate.services.openid.end_session.RpInitiatedLogout`. The session
-ends as ``POST /v1/auth/logout`` ends it (the sessions service, then the session and binding
-cookies cleared), and with it every client of the session is told through back-channel logout.
+What a request earns is :class:`~authgate.services.openid.end_session.RpInitiatedLogout`'s
+decision; the session ends as ``POST /v1/auth/logout`` ends it, clients told by back-channel
+logout. The confirmation is CSRF-safe without relying on SameSite alone: its form's random token
+must equal the ``__Host-authgate_logout`` cookie (double submit; ``__Host-``: no sibling domain
+plants one), and a reported ``Origin`` must be this service's. Both count against
+``ratelimit.logout`` first.
 
-The confirmation is CSRF-safe without relying on SameSite alone: its form carries a random
-token that must equal the ``__Host-authgate_logout`` cookie set with the page (a double-submit
-token: another site can neither read that cookie nor, thanks to the ``__Host-`` prefix, plant
-one from a sibling domain), and a browser that reports the form's origin must report this
-service's. A confirmation that fails either check ends nothing and asks again.
-
-Both count against the client address's ``ratelimit.logout`` before anything else: over it,
-a 429 page with ``Retry-After``.
-"""
+The pages' ``Referrer-Policy`` is ``same-origin``, not ``no-referrer``: under ``no-referrer`` a
+browser sends ``Origin: null`` with the confirmation's post, which the same-origin check must
+refuse."""
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import hmac
+import html
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 import attrs
@@ -35,12 +32,13 @@ from authgate.entrypoints.http.common.caller import ClientAddress
 from authgate.entrypoints.http.common.operations import operation
 from authgate.entrypoints.http.common.session_auth import SESSION_COOKIE, SameOriginGuard
 from authgate.entrypoints.http.openid.discovery import END_SESSION_PATH, ProviderOperations
-from authgate.entrypoints.http.openid.logout_pages import (
-    confirmation_page,
-    redirect_response,
-    signed_out_page,
+from authgate.entrypoints.http.openid.flow import browser_session
+from authgate.entrypoints.http.openid.pages import (
+    form_action_source,
+    hidden_fields,
+    html_page,
+    over_limit_page,
 )
-from authgate.entrypoints.http.openid.pages import over_limit_page
 from authgate.entrypoints.rest import Call, Cookie, Param, RawResponse, query
 from authgate.ports.ratelimit import RateLimiter
 from authgate.ports.session_tokens import InvalidSession
@@ -111,7 +109,6 @@ _DESCRIPTION = (
     "client in both); otherwise it stays on the signed-out page. An expired id_token_hint "
     "still identifies the session; ui_locales and unknown parameters are ignored."
 )
-# What both methods of the endpoint declare.
 _DECLARATION: dict[str, Any] = {
     "status": 200,
     "summary": "End the browser's authgate session (RP-initiated logout)",
@@ -132,8 +129,7 @@ END_SESSION_PARAMS: tuple[Param, ...] = (
 
 
 def _request_of(get: Callable[[str], str | None]) -> EndSessionRequest:
-    """The request's meaningful parameters (``get`` reads one); an empty value is an absent
-    one."""
+    """The request's parameters (``get`` reads one); an empty value is an absent one."""
     return EndSessionRequest(**{name: get(name) or None for name in PARAMETERS})
 
 
@@ -146,8 +142,6 @@ class LogoutOperations(ProviderOperations):
     client_address: ClientAddress
     guard: SameOriginGuard
     limiter: RateLimiter | None = None  # ratelimit.logout, per client address
-
-    # -- GET|POST /oauth2/logout ----------------------------------------------------------
 
     @operation(
         "GET",
@@ -167,22 +161,16 @@ class LogoutOperations(ProviderOperations):
     )
     async def end_session(self, call: Call[EndSessionForm | None]) -> web.StreamResponse:
         request = call.request
-        if (
-            refused := await over_limit_page(self.limiter, self.client_address, request)
-        ) is not None:
+        refused = await over_limit_page(self.limiter, self.client_address, request)
+        if refused is not None:
             return refused
-        body = call.body
-        if body is not None:
-            asked = _request_of(lambda name: getattr(body, name))
-        else:
-            asked = _request_of(call.params.first)
+        form = call.body
+        asked = _request_of(call.params.first if form is None else functools.partial(getattr, form))
         browser, token = await self._browser_session(request)
         decision = self.decisions.decide(asked, browser, session_visible=_cookies_visible(request))
         if decision.verdict is Verdict.CONFIRM:
             return self._confirmation(asked, decision, _ACTION_FROM_ENDPOINT)
         return await self._finish(request, decision, token, status=303 if call.body else 302)
-
-    # -- POST /oauth2/logout/confirm ------------------------------------------------------
 
     @operation(
         "POST",
@@ -207,12 +195,11 @@ class LogoutOperations(ProviderOperations):
     )
     async def confirm(self, call: Call[ConfirmationForm]) -> web.StreamResponse:
         request = call.request
-        if (
-            refused := await over_limit_page(self.limiter, self.client_address, request)
-        ) is not None:
+        refused = await over_limit_page(self.limiter, self.client_address, request)
+        if refused is not None:
             return refused
         form = call.body
-        asked = _request_of(lambda name: getattr(form, name))
+        asked = _request_of(functools.partial(getattr, form))
         sent = request.cookies.get(CSRF_COOKIE, "")
         given = form.csrf or ""
         genuine = (
@@ -238,20 +225,13 @@ class LogoutOperations(ProviderOperations):
         Cookie(CSRF_COOKIE, "", max_age=0, samesite="Strict").set_on(response)
         return response
 
-    # -- shared ---------------------------------------------------------------------------
-
     async def _browser_session(
         self, request: web.Request
     ) -> tuple[BrowserSession | None, str | None]:
         """The live session the browser's cookie names, and the cookie's token."""
-        token = request.cookies.get(SESSION_COOKIE) or None
-        if token is None:
-            return None, None
-        try:
-            claims = await self.sessions.verify(token)
-        except InvalidSession:
-            return None, token
-        return BrowserSession(claims.account_id, claims.session_id), token
+        claims = await browser_session(self.sessions, request)
+        browser = BrowserSession(claims.account_id, claims.session_id) if claims else None
+        return browser, request.cookies.get(SESSION_COOKIE) or None
 
     def _confirmation(
         self,
@@ -262,11 +242,8 @@ class LogoutOperations(ProviderOperations):
         status: int = 200,
     ) -> web.Response:
         csrf = new_secret()
-        fields = {CSRF_FIELD: csrf}
-        for name in PARAMETERS:
-            value = getattr(asked, name)
-            if value is not None:
-                fields[name] = value
+        given = {name: getattr(asked, name) for name in PARAMETERS}
+        fields = {CSRF_FIELD: csrf, **{k: v for k, v in given.items() if v is not None}}
         page = confirmation_page(
             action=action,
             fields=fields,
@@ -286,8 +263,8 @@ class LogoutOperations(ProviderOperations):
         *,
         status: int,
     ) -> web.Response:
-        """End the browser's session when the decision says so, then go back to the client
-        or show the signed-out page; the session and binding cookies are cleared either way."""
+        """End the session when the decision says so, go back or show the signed-out page, and
+        clear the cookies either way."""
         if decision.verdict is Verdict.END and token is not None:
             client = ClientInfo(self.client_address.of(request), request.headers.get("User-Agent"))
             detail = "end-session endpoint"
@@ -305,10 +282,79 @@ class LogoutOperations(ProviderOperations):
 
 
 def _cookies_visible(request: web.Request) -> bool:
-    """Whether the browser would have sent its session cookie (SameSite=Lax) with this
-    request: with any navigation GET, and with a post from this service's own pages; not with
-    a post another site made."""
+    """Whether the browser would have sent its SameSite=Lax session cookie: with a GET, and
+    with a post from this service's own pages, not another site's."""
     if request.method == "GET" or SESSION_COOKIE in request.cookies:
         return True
     site = request.headers.get("Sec-Fetch-Site", "").lower()
     return site in ("same-origin", "none")
+
+
+def _page(title: str, body: str, *, status: int, form_targets: Iterable[str] = ()) -> web.Response:
+    # form_targets: where a confirmed sign-out may be redirected.
+    sources = ["'self'", *sorted({form_action_source(t) for t in form_targets})]
+    return html_page(f"{title} · authgate", body, status=status, form_action=" ".join(sources))
+
+
+def _notice(problem: str | None, *, done: bool = False) -> str:
+    """A problem before the sign-out; after one (``done``), a neutral note."""
+    if problem is None:
+        return ""
+    if done:
+        return f'<p class="message neutral" role="status">{html.escape(problem)}</p>\n'
+    return f'<p class="message problem" role="alert">{html.escape(problem)}</p>\n'
+
+
+def confirmation_page(
+    *,
+    action: str,
+    fields: Mapping[str, str],
+    client_name: str | None,
+    problem: str | None,
+    redirect: str | None,
+    status: int = 200,
+) -> web.Response:
+    """Asks the person to confirm the sign-out: a form that posts ``fields`` to ``action``.
+    ``redirect``: where a confirmed sign-out goes (None: the signed-out page)."""
+    who = (
+        f"<p>{html.escape(client_name)} asks authgate to sign you out.</p>\n" if client_name else ""
+    )
+    hidden = hidden_fields(fields.items())
+    after = (
+        "<p>You will then go back to the application.</p>\n"
+        if redirect is not None
+        else "<p>You will stay on authgate's signed-out page.</p>\n"
+    )
+    body = (
+        "<h1>Sign out of authgate?</h1>\n"
+        f"{who}{_notice(problem)}"
+        "<p>This ends your authgate session in this browser. The applications you signed in "
+        "to through it are told that you signed out.</p>\n"
+        f"{after}"
+        f'<form method="post" action="{html.escape(action)}">\n{hidden}'
+        '<button type="submit">Sign out</button>\n</form>\n'
+    )
+    targets = [redirect] if redirect is not None else []
+    return _page("Sign out?", body, status=status, form_targets=targets)
+
+
+def signed_out_page(*, problem: str | None = None) -> web.Response:
+    """The sign-out is done (or there was nothing to end in this browser)."""
+    body = (
+        "<h1>You are signed out</h1>\n"
+        f"{_notice(problem, done=True)}"
+        "<p>Your authgate session in this browser has ended. You can close this window.</p>\n"
+    )
+    return _page("Signed out", body, status=200)
+
+
+def redirect_response(location: str, *, status: int) -> web.Response:
+    """Back to the client: 302 after a GET, 303 after a form post (the browser then GETs)."""
+    return web.Response(
+        status=status,
+        headers={
+            "Location": location,
+            "Cache-Control": "no-store",
+            "Referrer-Policy": "no-referrer",
+        },
+    )

@@ -1,15 +1,7 @@
-"""What the authorization endpoint (:mod:`~.authorize`) and the consent form (:mod:`~.consent`)
-share: the browser's session, the request's fields, and the answers at the client's
-``redirect_uri``.
-
-Every answer to the client goes to its registered ``redirect_uri`` with ``iss`` (RFC 9207):
-``code`` and ``state``, or ``error``, ``error_description`` and ``state`` (an
-:class:`~authgate.domain.openid.authorization_request.AuthorizationRefused` says which); as the
-query (302) or, with ``response_mode=form_post``, as a form the browser posts. An unknown
-client or a ``redirect_uri`` it did not register
-(:class:`~authgate.domain.openid.authorization_request.NotRedirectable`) is an error page,
-never a redirect.
-"""
+"""What the authorization endpoint and the consent form share: the browser's session, the request's
+fields, and the answers at the client's ``redirect_uri``: always with ``iss`` (RFC 9207), as the
+query (302) or a ``form_post`` page. What cannot be redirected (an unknown client, an
+unregistered ``redirect_uri``) is an error page."""
 
 from __future__ import annotations
 
@@ -29,20 +21,17 @@ from authgate.ports.session_tokens import InvalidSession, SessionClaims
 from authgate.services.openid.authorization import CodeIssued
 from authgate.services.sessions import SessionService
 
-# Why a request was refused at the authorization endpoint, for the developer who reads the log.
 log = logging.getLogger("authgate.security")
 
 
 @attrs.frozen
 class Answers:
-    """The authorization responses of the issuer ``issuer``, at the client's
-    ``redirect_uri``."""
+    """The authorization responses of ``issuer``, at the client's ``redirect_uri``."""
 
     issuer: str
 
     async def refusals_answered(self, work: Awaitable[web.StreamResponse]) -> web.StreamResponse:
-        """``work``'s answer; a refusal it raises answered in its own way: an error page for
-        what cannot be redirected, else the error at the ``redirect_uri``."""
+        """``work``'s answer, or the error page or ``redirect_uri`` error it raised."""
         try:
             return await work
         except NotRedirectable as e:
@@ -83,8 +72,7 @@ def see(location: str, *, status: int) -> web.Response:
 
 
 def _not_redirectable(refused: NotRedirectable) -> web.Response:
-    """The error page, and the line that says why in the log (the description names the
-    client and the redirect_uri as received, quoted: the page escapes them)."""
+    """The error page, and why in the log."""
     log.info("authorize: refused: %s", refused.description)
     return error_page(refused.description)
 

@@ -1,10 +1,6 @@
-"""``POST /oauth2/introspect`` (RFC 7662): only clients registered with ``introspection:
-true`` (another authenticated client: 403 ``unauthorized_client``); an active access, refresh
-or session token is described, anything else is exactly ``{"active": false}``. Counted per
-client against ``ratelimit.introspection`` when it is set (429 with ``Retry-After``). For
-servers only: no CORS. Whether a token is active is decided in one place,
-:mod:`authgate.services.openid.access`.
-"""
+"""``POST /oauth2/introspect`` (RFC 7662), for clients registered with ``introspection: true``
+only; anything not active is exactly ``{"active": false}``. Counted per client against
+``ratelimit.introspection``. For servers only: no CORS."""
 
 from __future__ import annotations
 
@@ -18,7 +14,7 @@ from authgate.entrypoints.http.common.bodies import FORM, OAuthErrorBody
 from authgate.entrypoints.http.common.errors import OAUTH_NO_STORE, oauth_example
 from authgate.entrypoints.http.common.operations import operation
 from authgate.entrypoints.http.openid.discovery import INTROSPECTION_PATH, ProviderOperations
-from authgate.entrypoints.http.openid.presented import (
+from authgate.entrypoints.http.openid.revocation import (
     CLIENT_ERRORS,
     PresentedTokenForm,
     authenticated_client,

@@ -15,6 +15,8 @@ from authgate.ports.session_tokens import SessionTokens
 # same restart that starts signing with it, and a shared cache (a CDN) cannot tell that a token
 # names a key it lacks, as a verifier does before it fetches again (docs/integration.md).
 KEY_SET_CACHING = {"Cache-Control": "public, max-age=60"}
+# The members of a public JWK the answer carries (any other is left out).
+_MEMBERS = tuple(a.name for a in attrs.fields(PublicKey))
 
 
 @attrs.define(slots=False, eq=False)
@@ -36,20 +38,8 @@ class JwksOperations(Operations):
         "of its OpenID Provider (a JSON Web Key Set; cacheable for a minute).",
     )
     async def jwks(self, call: Call[None]) -> Reply[Jwks]:
-        keys = Jwks(
-            [
-                PublicKey(
-                    kty=k["kty"],
-                    kid=k["kid"],
-                    use=k.get("use"),
-                    alg=k.get("alg"),
-                    crv=k.get("crv"),
-                    x=k.get("x"),
-                    y=k.get("y"),
-                    n=k.get("n"),
-                    e=k.get("e"),
-                )
-                for k in self.sessions.public_jwks()["keys"]
-            ]
-        )
-        return Reply(keys, headers=KEY_SET_CACHING)
+        keys = [
+            PublicKey(**{m: k.get(m) for m in _MEMBERS})
+            for k in self.sessions.public_jwks()["keys"]
+        ]
+        return Reply(Jwks(keys), headers=KEY_SET_CACHING)

@@ -1,14 +1,10 @@
-"""The OpenID Provider's pages: sign-in, consent, the form that answers with
-``response_mode=form_post``, and the error page; and the skeleton, style and headers every page
-of the provider shares (the end-session endpoint's pages in ``logout_pages`` too).
+"""The OpenID Provider's pages (sign-in, consent, ``form_post``, errors) and the skeleton, style
+and headers they share with the end-session pages.
 
-Plain, accessible HTML with nothing external: one inline style sheet and, on the form_post
-page only, one inline script, each allowed by its hash in the Content Security Policy (no
-``unsafe-inline``); every value from a request or the configuration is escaped. No page may be
-framed (``frame-ancestors 'none'``, ``X-Frame-Options: DENY``: a framed consent button could be
-clicked without the person knowing), cached (``no-store``: a page carries a request's state and
-a form's token) or leak its address to another site (``Referrer-Policy: same-origin``).
-"""
+Nothing external: the inline style and scripts are allowed by their hashes (no
+``unsafe-inline``); every value is escaped. No page may be framed (a framed consent button could
+be clicked unknowingly), cached (it carries a request's state and a form's token) or leak its
+address to another site."""
 
 from __future__ import annotations
 
@@ -26,8 +22,7 @@ from authgate.entrypoints.http.common.caller import ClientAddress
 from authgate.entrypoints.http.common.look import LOOK
 from authgate.ports.ratelimit import RateLimiter
 
-# The look every page shares (the demo's too), then the provider's own: one column of whole-width
-# choices, the consent's two answers side by side.
+# The look every page shares, then the provider's own.
 STYLE = (
     LOOK
     + """\
@@ -49,13 +44,9 @@ HEADER = '<header><p class="brand">authgate</p></header>'
 # Submits the form_post answer at once; without scripts its button does.
 FORM_POST_SCRIPT = 'document.getElementById("answer").submit();'
 
-# The sign-in page's passkeys (with passkeys on): the WebAuthn request options from the
-# service, the browser's passkey, its answer; then on to where the service says (the
-# authorization request resumed). The button asks with the browser's dialog; the passkey field
-# asks once it has the focus, without a dialog (conditional mediation: the browser lists the
-# device's passkeys among the field's suggestions), and that request is aborted, and awaited,
-# before the button's own (a browser runs one at a time). The button carries the API's base
-# and that address.
+# The sign-in page's passkeys: the button asks with the browser's dialog; the field asks once
+# focused, without one (conditional mediation), and that request is aborted, and awaited, before
+# the button's own (a browser runs one at a time).
 PASSKEY_SCRIPT = """(() => {
   const button = document.getElementById("passkey");
   const field = document.getElementById("passkey-field");
@@ -196,27 +187,15 @@ def html_page(
     status: int = 200,
     form_action: str = "'self'",
     referrer: str = "same-origin",
-) -> web.Response:
-    """A page of the provider with ``body`` (already escaped) and the shared headers."""
-    return _response(
-        status,
-        _document(title, body, referrer=referrer),
-        page_headers(form_action, referrer=referrer),
-    )
-
-
-def _document(
-    title: str,
-    body: str,
-    *,
     script: bool = False,
-    referrer: str = "same-origin",
     passkey: bool = False,
-) -> str:
+) -> web.Response:
+    """A page of the provider with ``body`` (already escaped) and the shared headers;
+    ``script``, ``passkey``: with the form_post or the passkey script."""
     tail = f"<script>{FORM_POST_SCRIPT}</script>" if script else ""
     if passkey:
         tail += f"<script>{PASSKEY_SCRIPT}</script>"
-    return (
+    html = (
         "<!doctype html>\n"
         '<html lang="en"><head><meta charset="utf-8">'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
@@ -224,9 +203,7 @@ def _document(
         f"<title>{escape(title)}</title><style>{STYLE}</style></head>"
         f"<body>{HEADER}<main>{body}</main>{tail}</body></html>\n"
     )
-
-
-def _response(status: int, html: str, headers: dict[str, str]) -> web.Response:
+    headers = page_headers(form_action, script=script, referrer=referrer, passkey=passkey)
     return web.Response(
         status=status, text=html, content_type="text/html", charset="utf-8", headers=headers
     )
@@ -265,9 +242,8 @@ def sign_in_page(
     fresh: bool,
     passkey: PasskeyChoice | None = None,
 ) -> web.Response:
-    """The sign-in page of an authorization request: one button per provider (sign in), and
-    the same to create an account; with passkeys on, "Sign in with a passkey" too (a script:
-    WebAuthn has no form)."""
+    """The sign-in page of an authorization request: per provider, sign in or create an
+    account; with passkeys on, a passkey too (a script: WebAuthn has no form)."""
     app = escape(client_name)
     if not choices and passkey is None:
         return error_page("No identity provider is configured to sign in with.", status=503)
@@ -305,9 +281,7 @@ def sign_in_page(
         "<h2>New here?</h2>"
         f'<nav class="choices" aria-label="Create an account with"><ul>{register}</ul></nav>'
     )
-    if passkey is None:
-        return html_page("Sign in", body)
-    return _response(200, _document("Sign in", body, passkey=True), page_headers(passkey=True))
+    return html_page("Sign in", body, passkey=passkey is not None)
 
 
 def consent_page(
@@ -320,10 +294,8 @@ def consent_page(
     redirect_uri: str,
 ) -> web.Response:
     """The consent page: what the client asks for, in words, and a form that approves or
-    declines (posted to ``action`` with ``fields``). Browsers hold the redirect that answers
-    the post to the page's ``form-action`` as well, so the policy admits the client's
-    ``redirect_uri`` beside this origin: without it the person's click is recorded and the
-    browser never reaches the application."""
+    declines. Browsers hold the redirect after the post to ``form-action`` too, so the policy
+    admits the client's ``redirect_uri``: else the browser never reaches the application."""
     app = escape(client_name)
     # On a wider request than was consented to before, what is new is marked.
     widening = len(new_scopes) < len(scopes)
@@ -355,16 +327,12 @@ def form_post_page(redirect_uri: str, fields: Iterable[tuple[str, str]]) -> web.
         f'<form id="answer" method="post" action="{escape(redirect_uri)}">{hidden_fields(fields)}'
         '<noscript><button type="submit">Continue</button></noscript></form>'
     )
-    return _response(
-        200,
-        _document("Returning to the application", body, script=True),
-        page_headers(form_action_source(redirect_uri), script=True),
-    )
+    form_action = form_action_source(redirect_uri)
+    return html_page("Returning to the application", body, form_action=form_action, script=True)
 
 
 def error_page(description: str, *, status: int = 400) -> web.Response:
-    """The answer to a request that cannot go back to an application (an unknown client, a
-    redirect URI it did not register): said plainly, no link onward."""
+    """The answer to a request that cannot go back to an application: no link onward."""
     body = (
         "<h1>This sign-in request cannot be completed</h1>"
         f"<p>{escape(description)}</p>"
@@ -375,9 +343,8 @@ def error_page(description: str, *, status: int = 400) -> web.Response:
 
 
 def too_many_requests_page(retry_after_seconds: int) -> web.Response:
-    """429 with ``Retry-After`` to a browser whose address spent a limit of the provider's
-    pages (authorize, logout): said plainly, no form, no link onward, no address passed on
-    (the request's may carry an ID token)."""
+    """429 with ``Retry-After``: no form, no link, no address passed on (it may carry an ID
+    token)."""
     body = (
         "<h1>Too many requests</h1>"
         f"<p>Too many requests came from your network. Try again in {retry_after_seconds} "
@@ -398,8 +365,8 @@ def any_address(address: ClientAddress | None) -> ClientAddress:
 async def over_limit_page(
     limiter: RateLimiter | None, client_address: ClientAddress, request: web.Request
 ) -> web.StreamResponse | None:
-    """Spends one of the client address's requests against ``limiter``: the 429 page when it
-    has none left, else None (and None without a limiter)."""
+    """Spends one of the client address's requests: the 429 page when none is left, else
+    None."""
     if limiter is None:
         return None
     decision = await limiter.hit(client_address.limit_key(client_address.of(request)))

@@ -1,43 +1,40 @@
 """``POST /oauth2/token`` (RFC 6749 section 3.2, OpenID Connect Core 1.0 section 3.1.3): the
 ``authorization_code`` and ``refresh_token`` grants.
 
-The body is a form (``application/x-www-form-urlencoded``) read here, so that every fault is an
-RFC 6749 section 5.2 error: another media type, a parameter given twice (section 3.1), a body
-that is not UTF-8 are ``invalid_request``; a parameter sent without a value counts as absent.
-The client authenticates as it registered
-(:class:`~authgate.services.openid.client_authentication.ClientAuthentication`), then spends one
-request of its own budget (``ratelimit.token``): a confidential client's is counted by its
-``client_id``, a public client's by ``client_id`` and client address, since anyone can name a
-public client. In front of all that, every request spends one of its address's
-(``ratelimit.token_address``), and an address whose failed requests spent
-``ratelimit.token_failures`` is refused before any work: junk from one address never refuses
-another's requests. Refusals are 429 ``temporarily_unavailable`` with ``Retry-After``. Answers
-are never cached.
-
-Browsers of public clients call it from the clients' origins: the operation takes the CORS
-policy the composition root gives it (none by default).
-"""
+The form is read here so that every fault is an RFC 6749 section 5.2 error. Budgets
+(``ratelimit.token*``, 429 ``temporarily_unavailable``): every request spends its address's, an
+address whose failures spent theirs is refused before any work, then the authenticated client
+spends its own: a public client's per client address too, since anyone can name it."""
 
 from __future__ import annotations
-
-from typing import Any
 
 import attrs
 from aiohttp import web
 
 from authgate.domain.openid.clients import Client
-from authgate.domain.openid.refusals import OAuthError, OAuthRateLimited, OAuthUnavailable
+from authgate.domain.openid.refusals import (
+    InvalidClient,
+    InvalidGrant,
+    InvalidScope,
+    OAuthError,
+    OAuthInvalidRequest,
+    OAuthRateLimited,
+    OAuthUnavailable,
+    UnsupportedGrantType,
+)
+from authgate.entrypoints.http.common import docs
 from authgate.entrypoints.http.common.bodies import FORM, OAuthErrorBody, oauth_form
 from authgate.entrypoints.http.common.caller import ClientAddress
+from authgate.entrypoints.http.common.errors import OAUTH_NO_STORE, oauth_example
 from authgate.entrypoints.http.common.operations import operation
 from authgate.entrypoints.http.openid.cors import admit_client
 from authgate.entrypoints.http.openid.discovery import TOKEN_PATH, ProviderOperations
-from authgate.entrypoints.rest import Call, Cors, Reply
+from authgate.entrypoints.rest import Call, Cors, HttpError, Reply
 from authgate.ports.ratelimit import RateDecision, RateLimiter
 from authgate.services.openid.client_authentication import ClientAuthentication
 from authgate.services.openid.grants import TokenService
 
-NO_STORE = {"Cache-Control": "no-store", "Pragma": "no-cache"}
+TOO_MANY = "too many token requests from this client; retry later"
 
 
 @attrs.frozen
@@ -69,31 +66,15 @@ class TokenResponse:
     refresh_token: str | None = None
 
 
-def _example(error: str, description: str) -> dict[str, Any]:
-    return {"error": error, "error_description": description}
-
-
-EXAMPLES: dict[int, dict[str, dict[str, Any]]] = {
-    400: {
-        "invalid_request": _example("invalid_request", "code is missing"),
-        "invalid_grant": _example("invalid_grant", "the code was used already"),
-        "unsupported_grant_type": _example(
-            "unsupported_grant_type", "grant_type must be authorization_code or refresh_token"
-        ),
-        "invalid_scope": _example("invalid_scope", "the scope may only narrow what was granted"),
-    },
-    401: {"invalid_client": _example("invalid_client", "client authentication failed")},
-    429: {
-        "temporarily_unavailable": _example(
-            "temporarily_unavailable", "too many token requests from this client; retry later"
-        )
-    },
-    503: {
-        "temporarily_unavailable": _example(
-            "temporarily_unavailable", "the client's keys cannot be fetched; retry later"
-        )
-    },
-}
+EXAMPLES = docs.error_examples(
+    oauth_example(OAuthInvalidRequest("code is missing")),
+    oauth_example(InvalidGrant("the code was used already")),
+    oauth_example(UnsupportedGrantType("grant_type must be authorization_code or refresh_token")),
+    oauth_example(InvalidScope("the scope may only narrow what was granted")),
+    oauth_example(InvalidClient("example")),
+    HttpError(429, {"error": "temporarily_unavailable", "error_description": TOO_MANY}),
+    oauth_example(OAuthUnavailable("the client's keys cannot be fetched; retry later")),
+)
 
 
 @attrs.frozen
@@ -164,7 +145,7 @@ class TokenOperations(ProviderOperations):
                 scope=" ".join(issued.scopes),
                 refresh_token=issued.refresh_token,
             ),
-            headers=NO_STORE,
+            headers=OAUTH_NO_STORE,
         )
 
 

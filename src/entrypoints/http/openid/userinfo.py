@@ -1,16 +1,6 @@
-"""``GET``/``POST /oauth2/userinfo`` (OpenID Connect Core section 5.3).
-
-The bearer access token in the ``Authorization`` header, or (``POST``) the form field
-``access_token`` (RFC 6750 section 2.2), never both; ``sub`` and the claims its scopes cover
-(``email`` and ``email_verified`` for ``email``; ``name`` for ``profile``), claims the account
-lacks left out; ``Cache-Control: no-store``. Refusals are RFC 6750's: 401 with
-``WWW-Authenticate: Bearer error="invalid_token"`` (a bare challenge without a token), 403
-``insufficient_scope`` for a token without ``openid``, 400 ``invalid_request``. Counted per
-client address against ``ratelimit.userinfo`` before anything (429 with ``Retry-After`` and a
-challenge naming ``temporarily_unavailable``). It answers CORS for public clients' registered
-origins (:mod:`~authgate.entrypoints.http.openid.cors`); whether a token is active is decided
-in :mod:`authgate.services.openid.access`.
-"""
+"""``GET``/``POST /oauth2/userinfo`` (OpenID Connect Core section 5.3): the access token as
+``Authorization: Bearer`` or the form's ``access_token`` (RFC 6750 section 2), never both;
+refusals are RFC 6750's. Counted per client address against ``ratelimit.userinfo`` first."""
 
 from __future__ import annotations
 
@@ -50,8 +40,8 @@ _DESCRIBED = (
 
 @attrs.frozen
 class UserInfo:
-    """The userinfo answer: ``sub`` and the claims the token's scopes cover that the account
-    has (OpenID Connect Core section 5.3.2: a claim without a value is left out)."""
+    """``sub`` and the claims the token's scopes cover that the account has (a claim without a
+    value is left out: OpenID Connect Core section 5.3.2)."""
 
     sub: str
     name: str | None = None
@@ -78,8 +68,8 @@ def userinfo_claims(account: Account, scopes: tuple[str, ...]) -> UserInfo:
 
 
 def bearer_token(authorization: str | None, form: Mapping[str, str]) -> str:
-    """The access token of a userinfo request: ``Authorization: Bearer`` or the form's
-    ``access_token``, exactly one of them (RFC 6750 section 2)."""
+    """The access token: ``Authorization: Bearer`` or the form's ``access_token``, exactly
+    one (RFC 6750 section 2)."""
     from_form = form.get("access_token")
     from_header: str | None = None
     if authorization is not None:
@@ -97,7 +87,6 @@ def bearer_token(authorization: str | None, form: Mapping[str, str]) -> str:
     return token
 
 
-# What both methods declare.
 _DECLARATION: dict[str, Any] = {
     "response": UserInfo,
     "responses": {status: OAuthErrorBody for status in (400, 401, 403, 429)},
