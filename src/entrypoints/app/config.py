@@ -61,15 +61,21 @@ class StartupError(Exception):
 Validator = Callable[[Any, "attrs.Attribute[Any]", Any], None]
 
 
-def _rule(problem: str, holds: Callable[[Any], bool]) -> Validator:
-    """An attrs validator of one setting: ``holds(value)`` (None always holds), else
-    ``name: problem`` (``{!r}`` in it the value), to which :func:`_key_error` adds the path."""
+def _valid(problem_of: Callable[[Any], str | None]) -> Validator:
+    """An attrs validator of one setting (None is always valid): ``name: problem``, to which
+    :func:`_key_error` adds the section's path."""
 
     def validate(_: Any, a: attrs.Attribute[Any], value: Any) -> None:
-        if value is not None and not holds(value):
-            raise ValueError(f"{wire_name(a)}: {problem.format(value)}")
+        problem = None if value is None else problem_of(value)
+        if problem is not None:
+            raise ValueError(f"{wire_name(a)}: {problem}")
 
     return validate
+
+
+def _rule(problem: str, holds: Callable[[Any], bool]) -> Validator:
+    """``problem`` (``{!r}`` in it the value) unless ``holds(value)``."""
+    return _valid(lambda v: None if holds(v) else problem.format(v))
 
 
 def _between(low: int, high: int) -> Validator:
@@ -86,6 +92,14 @@ def _one_rate(value: str) -> bool:
     return len(items) == 1 and items[0].amount >= 1
 
 
+def _origin_problem(value: str) -> str | None:
+    try:
+        normalise_origin(value)
+    except ValueError as e:  # "*" included: with credentials every site could read accounts
+        return str(e)
+    return None
+
+
 def _is_network(value: str) -> bool:
     try:
         ipaddress.ip_network(value, strict=False)
@@ -98,6 +112,7 @@ _POSITIVE = _rule("must be positive", lambda v: v > 0)
 _AT_LEAST_1 = _rule("must be at least 1", lambda v: v >= 1)
 _PORT = _between(1, 65535)
 _POLL = _rule("must be between 0 and 3600", lambda v: 0 < v <= 3600)
+_ORIGINS = attrs.validators.deep_iterable(_valid(_origin_problem))
 _RATE_PROBLEM = "{!r} is not one rate limit such as '10/minute'"
 _RATE = _rule(_RATE_PROBLEM, _one_rate)
 _OPTIONAL_RATE = _rule(_RATE_PROBLEM, lambda v: not v or _one_rate(v))  # empty: no limit
@@ -177,7 +192,8 @@ class AppConfig:
     url: str = "http://localhost:3000"
     callback_urls: list[str] = attrs.field(factory=list)
     allowed_origins: list[str] = attrs.field(
-        default=attrs.Factory(lambda app: [_origin_of(app.url)], takes_self=True)
+        default=attrs.Factory(lambda app: [_origin_of(app.url)], takes_self=True),
+        validator=_ORIGINS,
     )
     login_path: str = "/login"
     onboarding_path: str = "/onboarding"
@@ -378,6 +394,38 @@ _SCOPE_TOKEN = re.compile(r"[\x21\x23-\x5b\x5d-\x7e]+")  # RFC 6749 section 3.3
 _LONGEST_CODE = int(MAX_CODE_LIFETIME.total_seconds())
 
 
+def _server_url_problem(url: str) -> str | None:
+    """Why ``url`` cannot be a server's address authgate calls (https, or http on loopback),
+    or None."""
+    parts = urlsplit(url)
+    if parts.fragment or "#" in url:
+        return f"{url!r} must not have a fragment"
+    if parts.scheme == "https" and parts.hostname and "@" not in parts.netloc:
+        return None
+    if parts.scheme == "http" and redirect_uri_problem(url, native=False) is None:
+        return None
+    return f"{url!r} must be an https URL (http only on loopback)"
+
+
+def _public_jwks_problem(jwks: dict[str, Any]) -> str | None:
+    """Why ``jwks`` is not a set of public signature keys, or None."""
+    keys = jwks.get("keys")
+    if not isinstance(keys, list) or not keys:
+        return "must be a JWK Set ({keys: [...]}) with at least one key"
+    for jwk in keys:
+        if not isinstance(jwk, dict) or jwk.get("kty") not in ("RSA", "EC", "OKP"):
+            return "every key must be an RSA, EC or OKP public key"
+        if any(member in jwk for member in ("d", "p", "q")):
+            return "must hold public keys only (a private member is there)"
+        if jwk.get("use", "sig") != "sig":
+            return "every key must be a signature key (use: sig)"
+    try:
+        KeySet.import_key_set(jwks)  # type: ignore[arg-type]
+    except (JoseError, ValueError, TypeError, KeyError) as e:
+        return f"a key cannot be read ({e})"
+    return None
+
+
 @attrs.frozen
 class ClientConfig:
     """An application registered with authgate as its OpenID Provider (``clients.<client_id>``).
@@ -394,14 +442,14 @@ class ClientConfig:
             lambda n: bool(n.strip()) and len(n) <= 100 and n.isprintable(),
         )
     )
-    redirect_uris: list[str]
+    redirect_uris: list[str] = attrs.field(validator=_rule("at least one redirect URI", bool))
     client_type: Literal["confidential", "public"] = wire_field("type")
     token_endpoint_auth_method: AuthMethod | None = None
     secrets: list[SecretDigest] = attrs.field(factory=list, repr=False)
-    jwks_uri: str | None = None
-    jwks: dict[str, Any] | None = None
+    jwks_uri: str | None = _setting(None, _valid(_server_url_problem))
+    jwks: dict[str, Any] | None = attrs.field(default=None, validator=_valid(_public_jwks_problem))
     post_logout_redirect_uris: list[str] = attrs.field(factory=list)
-    backchannel_logout_uri: str | None = None
+    backchannel_logout_uri: str | None = _setting(None, _valid(_server_url_problem))
     allowed_scopes: list[str] = attrs.field(
         factory=lambda: list(SUPPORTED_SCOPES),
         validator=[
@@ -421,7 +469,9 @@ class ClientConfig:
     code_seconds: int = _setting(_LONGEST_CODE, _between(1, _LONGEST_CODE))
     id_token_signed_response_alg: IdTokenAlgorithm = "RS256"  # noqa: S105 - an algorithm
     introspection: bool = False
-    allowed_origins: list[str] | None = None
+    allowed_origins: list[str] | None = attrs.field(
+        default=None, validator=attrs.validators.optional(_ORIGINS)
+    )
 
     @property
     def auth_method(self) -> AuthMethod:
@@ -811,12 +861,6 @@ def _check_origins(config: Config) -> None:
             normalise_origin(_origin_of(config.rest.public_url))
         except ValueError as e:
             raise ConfigError(f"rest.public_url: {e}") from None
-    for allowed in config.app.allowed_origins:
-        try:
-            normalise_origin(allowed)
-        except ValueError as e:
-            # "*" included: a wildcard with credentials would let every site read accounts.
-            raise ConfigError(f"app.allowed_origins: {e}") from None
     for url in config.app.callback_urls:
         if not any(urlsplit(url).path.endswith(f"/{name}/callback") for name in config.providers):
             raise ConfigError(
@@ -886,33 +930,20 @@ def _check_client(config: Config, client_id: str, c: ClientConfig) -> None:
 
 
 def _check_client_urls(key: str, c: ClientConfig) -> None:
-    if not c.redirect_uris:
-        raise ConfigError(f"{key}.redirect_uris: at least one redirect URI")
     native = c.client_type == "public"
     for setting in ("redirect_uris", "post_logout_redirect_uris"):
         for uri in getattr(c, setting):
             problem = redirect_uri_problem(uri, native=native)
             if problem is not None:
                 raise ConfigError(f"{key}.{setting}: {uri!r} {problem}")
-    if c.backchannel_logout_uri is not None:
-        problem = _server_url_problem(c.backchannel_logout_uri)
-        if problem is not None:
-            raise ConfigError(f"{key}.backchannel_logout_uri: {problem}")
 
 
 def _check_client_origins(key: str, c: ClientConfig) -> None:
-    if c.allowed_origins is None:
-        return
     if c.allowed_origins and c.client_type == "confidential":
         raise ConfigError(
             f"{key}.allowed_origins: only public clients are called from browsers; a "
             "confidential client keeps its secret on a server"
         )
-    for allowed in c.allowed_origins:
-        try:
-            normalise_origin(allowed)
-        except ValueError as e:
-            raise ConfigError(f"{key}.allowed_origins: {e}") from None
 
 
 def _check_client_authentication(key: str, c: ClientConfig) -> None:
@@ -939,46 +970,6 @@ def _check_client_authentication(key: str, c: ClientConfig) -> None:
         return
     if (c.jwks_uri is None) == (c.jwks is None):
         raise ConfigError(f"{key}: private_key_jwt needs jwks_uri or jwks (one of them)")
-    if c.jwks_uri is not None:
-        problem = _server_url_problem(c.jwks_uri)
-        if problem is not None:
-            raise ConfigError(f"{key}.jwks_uri: {problem}")
-    if c.jwks is not None:
-        problem = _public_jwks_problem(c.jwks)
-        if problem is not None:
-            raise ConfigError(f"{key}.jwks: {problem}")
-
-
-def _server_url_problem(url: str) -> str | None:
-    """Why ``url`` cannot be a server's address authgate calls (https, or http on loopback),
-    or None."""
-    parts = urlsplit(url)
-    if parts.fragment or "#" in url:
-        return f"{url!r} must not have a fragment"
-    if parts.scheme == "https" and parts.hostname and "@" not in parts.netloc:
-        return None
-    if parts.scheme == "http" and redirect_uri_problem(url, native=False) is None:
-        return None
-    return f"{url!r} must be an https URL (http only on loopback)"
-
-
-def _public_jwks_problem(jwks: dict[str, Any]) -> str | None:
-    """Why ``jwks`` is not a set of public signature keys, or None."""
-    keys = jwks.get("keys")
-    if not isinstance(keys, list) or not keys:
-        return "must be a JWK Set ({keys: [...]}) with at least one key"
-    for jwk in keys:
-        if not isinstance(jwk, dict) or jwk.get("kty") not in ("RSA", "EC", "OKP"):
-            return "every key must be an RSA, EC or OKP public key"
-        if any(member in jwk for member in ("d", "p", "q")):
-            return "must hold public keys only (a private member is there)"
-        if jwk.get("use", "sig") != "sig":
-            return "every key must be a signature key (use: sig)"
-    try:
-        KeySet.import_key_set(jwks)  # type: ignore[arg-type]
-    except (JoseError, ValueError, TypeError, KeyError) as e:
-        return f"a key cannot be read ({e})"
-    return None
 
 
 def _check_passkeys(config: Config) -> None:
