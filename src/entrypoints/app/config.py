@@ -112,7 +112,7 @@ _POSITIVE = _rule("must be positive", lambda v: v > 0)
 _AT_LEAST_1 = _rule("must be at least 1", lambda v: v >= 1)
 _PORT = _between(1, 65535)
 _POLL = _rule("must be between 0 and 3600", lambda v: 0 < v <= 3600)
-_ORIGINS = attrs.validators.deep_iterable(_valid(_origin_problem))
+_ORIGINS = _valid(lambda origins: next(filter(None, map(_origin_problem, origins)), None))
 _RATE_PROBLEM = "{!r} is not one rate limit such as '10/minute'"
 _RATE = _rule(_RATE_PROBLEM, _one_rate)
 _OPTIONAL_RATE = _rule(_RATE_PROBLEM, lambda v: not v or _one_rate(v))  # empty: no limit
@@ -469,9 +469,7 @@ class ClientConfig:
     code_seconds: int = _setting(_LONGEST_CODE, _between(1, _LONGEST_CODE))
     id_token_signed_response_alg: IdTokenAlgorithm = "RS256"  # noqa: S105 - an algorithm
     introspection: bool = False
-    allowed_origins: list[str] | None = attrs.field(
-        default=None, validator=attrs.validators.optional(_ORIGINS)
-    )
+    allowed_origins: list[str] | None = attrs.field(default=None, validator=_ORIGINS)
 
     @property
     def auth_method(self) -> AuthMethod:
@@ -512,24 +510,16 @@ def callback_urls_of(config: Config, provider: str) -> list[str]:
     return list(dict.fromkeys([*configured, *shared]))
 
 
-def backchannel_logout_path_of(name: str, provider: ProviderConfig) -> str:
-    """Where the provider's back-channel logout tokens are received."""
-    return provider.backchannel_logout_path or f"/v1/providers/{name}/backchannel-logout"
-
-
-def notifications_path_of(name: str, provider: ProviderConfig) -> str:
-    """Where the provider's pushed events (Apple notifications, RISC) are received."""
-    return provider.notifications_path or f"/v1/providers/{name}/notifications"
-
-
-def receiver_paths(config: Config) -> list[tuple[str, str]]:
-    """(provider, path) of every enabled event receiver, in configuration order."""
+def receiver_paths(config: Config) -> list[tuple[str, str, str]]:
+    """(provider, kind, path) of every enabled event receiver, in configuration order: kind
+    ``backchannel_logout`` or ``notifications`` (Apple's, or RISC), at ``<kind>_path``, by
+    default ``/v1/providers/{name}/backchannel-logout`` or ``…/notifications``."""
     paths = []
     for name, p in config.providers.items():
-        if p.backchannel_logout:
-            paths.append((name, backchannel_logout_path_of(name, p)))
-        if p.notifications:
-            paths.append((name, notifications_path_of(name, p)))
+        for kind in ("backchannel_logout", "notifications"):
+            if getattr(p, kind):
+                default = f"/v1/providers/{name}/{kind.replace('_', '-')}"
+                paths.append((name, kind, getattr(p, f"{kind}_path") or default))
     return paths
 
 
@@ -871,20 +861,19 @@ def _check_origins(config: Config) -> None:
 
 def _check_providers(config: Config) -> None:
     """What the entry points add to each provider's own settings (checked as they are made)."""
-    for name, provider in config.providers.items():
+    for name in config.providers:
         if not re.fullmatch(r"[a-z][a-z0-9_-]*", name):
             raise ConfigError(f"providers.{name}: identifiers are lower-case letters and digits")
-        for key in ("backchannel_logout", "notifications"):
-            if getattr(provider, key) and provider.issuer is None:
-                raise ConfigError(
-                    f"providers.{name}.{key}: needs issuer (the provider's signed event tokens "
-                    "are verified with its issuer and keys)"
-                )
 
 
 def _check_receivers(config: Config) -> None:
     seen: set[str] = set()
-    for name, path in receiver_paths(config):
+    for name, kind, path in receiver_paths(config):
+        if config.providers[name].issuer is None:
+            raise ConfigError(
+                f"providers.{name}.{kind}: needs issuer (the provider's signed event tokens "
+                "are verified with its issuer and keys)"
+            )
         if not re.fullmatch(r"(/[A-Za-z0-9._~-]+)+", path):
             raise ConfigError(
                 f"providers.{name}: receiver path {path!r} must be an absolute path of plain "
