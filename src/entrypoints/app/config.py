@@ -755,7 +755,7 @@ _converter.register_structure_hook_func(lambda t: t == dict[str, ProviderConfig]
 
 
 def _key_error(exc: BaseException) -> str:
-    first = describe_error(exc).split("; ")[0]
+    first = describe_error(exc).split("; $")[0]  # each error begins with its path, $…
     path, _, problem = first.partition(": ")
     key = re.sub(r"\['([^']*)'\]", r".\1", path).removeprefix("$").removeprefix(".")
     if problem.startswith("unknown field(s): "):
