@@ -253,7 +253,9 @@ class RateLimitConfig:
     can name one: one address must not spend its users' budget). ``token_address`` counts
     every token request of an address (keep it above the token budgets of the clients a back
     end serves), ``token_failures`` the failed ones, which once spent refuse the address's
-    token requests for the rest of the window. ``passkeys``: a sign-in spends two.
+    token requests for the rest of the window. ``initiation`` stores a pending sign-in each
+    time; each ``authorize`` of a signed-in browser writes a code. ``passkeys``: a sign-in
+    spends two.
     """
 
     storage: str = "memory://"
@@ -389,8 +391,6 @@ class DevConfig:
 
 
 _SCOPE_TOKEN = re.compile(r"[\x21\x23-\x5b\x5d-\x7e]+")  # RFC 6749 section 3.3
-
-
 _LONGEST_CODE = int(MAX_CODE_LIFETIME.total_seconds())
 
 
