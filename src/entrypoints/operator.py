@@ -300,7 +300,11 @@ async def check_config(config: Config) -> int:
     once the service runs. Each failure names the URL it fetched (no query) and why."""
     check(config)  # what serve refuses before it opens anything: exit 2 as there
     print("config: ok")
-    results = [_check_keys(config), await _check_database(config), await _check_redis(config)]
+    results = [
+        _check_keys(config),
+        await _check_reached("database", reach_database, config),
+        await _check_reached("redis", reach_redis, config),
+    ]
     served = _served_here(config)
     if served is None:
         results.append(False)
@@ -439,25 +443,18 @@ def _check_keys(config: Config) -> bool:
     return True
 
 
-async def _check_database(config: Config) -> bool:
+async def _check_reached(
+    label: str, reach: Callable[[Config], Awaitable[str | None]], config: Config
+) -> bool:
+    """The database, or Redis (where the rate limits and the revocation channel are kept):
+    what was reached (nothing for no Redis), or why not."""
     try:
-        reached = await reach_database(config)
+        reached = await reach(config)
     except StartupError as e:
-        print(f"database: FAILED {str(e).removeprefix('database: ')}")
-        return False
-    print(f"database: ok ({reached})")
-    return True
-
-
-async def _check_redis(config: Config) -> bool:
-    """Redis, where the rate limits (and the revocation channel with them) are kept."""
-    try:
-        reached = await reach_redis(config)
-    except StartupError as e:
-        print(f"redis: FAILED {e}")
+        print(f"{label}: FAILED {str(e).removeprefix(f'{label}: ')}")
         return False
     if reached is not None:
-        print(f"redis: ok ({reached})")
+        print(f"{label}: ok ({reached})")
     return True
 
 

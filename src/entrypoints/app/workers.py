@@ -156,18 +156,8 @@ class Supervisor:
 
     def _start(self, index: int) -> None:
         read, write = os.pipe()
-        command = [
-            sys.executable,
-            "-m",
-            "authgate.entrypoints.cli",
-            "serve",
-            "--config",
-            self.config_file,
-            "--worker",
-            str(index),
-            "--ready-fd",
-            str(write),
-        ]
+        command = [sys.executable, "-m", "authgate.entrypoints.cli", "serve"]
+        command += ["--config", self.config_file, "--worker", str(index), "--ready-fd", str(write)]
         parent = os.getpid()
         # Telemetry exported by OTLP tells the workers apart (their counts are their own and
         # would otherwise overwrite each other as the points of one source).
