@@ -446,8 +446,8 @@ class ClientConfig:
     client_type: Literal["confidential", "public"] = wire_field("type")
     token_endpoint_auth_method: AuthMethod | None = None
     secrets: list[SecretDigest] = attrs.field(factory=list, repr=False)
-    jwks_uri: str | None = _setting(None, _valid(_server_url_problem))
-    jwks: dict[str, Any] | None = attrs.field(default=None, validator=_valid(_public_jwks_problem))
+    jwks_uri: str | None = None
+    jwks: dict[str, Any] | None = None
     post_logout_redirect_uris: list[str] = attrs.field(factory=list)
     backchannel_logout_uri: str | None = _setting(None, _valid(_server_url_problem))
     allowed_scopes: list[str] = attrs.field(
@@ -469,7 +469,7 @@ class ClientConfig:
     code_seconds: int = _setting(_LONGEST_CODE, _between(1, _LONGEST_CODE))
     id_token_signed_response_alg: IdTokenAlgorithm = "RS256"  # noqa: S105 - an algorithm
     introspection: bool = False
-    allowed_origins: list[str] | None = attrs.field(default=None, validator=_ORIGINS)
+    allowed_origins: list[str] | None = None
 
     @property
     def auth_method(self) -> AuthMethod:
@@ -933,6 +933,10 @@ def _check_client_origins(key: str, c: ClientConfig) -> None:
             f"{key}.allowed_origins: only public clients are called from browsers; a "
             "confidential client keeps its secret on a server"
         )
+    for allowed in c.allowed_origins or []:
+        problem = _origin_problem(allowed)
+        if problem is not None:
+            raise ConfigError(f"{key}.allowed_origins: {problem}")
 
 
 def _check_client_authentication(key: str, c: ClientConfig) -> None:
@@ -959,6 +963,14 @@ def _check_client_authentication(key: str, c: ClientConfig) -> None:
         return
     if (c.jwks_uri is None) == (c.jwks is None):
         raise ConfigError(f"{key}: private_key_jwt needs jwks_uri or jwks (one of them)")
+    if c.jwks_uri is not None:
+        problem = _server_url_problem(c.jwks_uri)
+        if problem is not None:
+            raise ConfigError(f"{key}.jwks_uri: {problem}")
+    if c.jwks is not None:
+        problem = _public_jwks_problem(c.jwks)
+        if problem is not None:
+            raise ConfigError(f"{key}.jwks: {problem}")
 
 
 def _check_passkeys(config: Config) -> None:
