@@ -754,16 +754,21 @@ def _providers(value: Any, _: type) -> dict[str, ProviderConfig]:
 _converter.register_structure_hook_func(lambda t: t == dict[str, ProviderConfig], _providers)
 
 
+_OWN_RULE = re.compile(r"(\w+): (.*)")  # what a setting's own rule (_valid) says
+
+
 def _key_error(exc: BaseException) -> str:
-    first = describe_error(exc).split("; $")[0]  # each error begins with its path, $…
-    path, _, problem = first.partition(": ")
+    """The first error, one of typing before any of a setting's own rule (whose checks once
+    came after typing); each error begins with its path, ``$…``."""
+    errors = [error.partition(": ")[::2] for error in describe_error(exc).split("; $")]
+    path, problem = min(errors, key=lambda error: bool(_OWN_RULE.fullmatch(error[1])))
     key = re.sub(r"\['([^']*)'\]", r".\1", path).removeprefix("$").removeprefix(".")
     if problem.startswith("unknown field(s): "):
         names = problem.removeprefix("unknown field(s): ").split(", ")
         return f"{'.'.join(filter(None, [key, names[0]]))}: unknown key"
     if problem == "required field missing":
         return f"{key}: required key missing"
-    own = re.fullmatch(r"(\w+): (.*)", problem)  # a setting's own rule (_rule)
+    own = _OWN_RULE.fullmatch(problem)
     if own is not None:
         key, problem = ".".join(filter(None, [key, own[1]])), own[2]
     return f"{key or '(top level)'}: {problem}"
