@@ -839,15 +839,10 @@ def _key_bytes(secret: str) -> int:
 
 
 def _check_development(config: Config) -> None:
-    if config.environment == "production" and config.dev.identity_provider:
-        raise ConfigError(
-            "dev.identity_provider: the development identity provider is refused in production"
-        )
-    if config.environment != "development" and config.dev.identity_provider:
-        raise ConfigError(
-            "dev.identity_provider: the development identity provider needs "
-            "environment: development"
-        )
+    if config.dev.identity_provider and config.environment != "development":
+        production = config.environment == "production"
+        refused = "is refused in production" if production else "needs environment: development"
+        raise ConfigError(f"dev.identity_provider: the development identity provider {refused}")
 
 
 def _check_origins(config: Config) -> None:
