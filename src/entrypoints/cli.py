@@ -223,31 +223,16 @@ def _serve(args: argparse.Namespace, config: Config) -> int:
     ready_fd: int | None = args.ready_fd
     on_ready = None if ready_fd is None else (lambda _: workers.report_ready(ready_fd))
     check_listeners(config, worker, lambda setting: variable_of(args.config, setting))
-    _drop_generated_sources()
-    serve(build.create_app(config, build_app), config, on_ready, worker)
-    _end_without_collecting()
-    return 0
-
-
-def _drop_generated_sources() -> None:
-    """attrs keeps the source text of every class's generated methods in ``linecache``, for
-    debuggers: about 1 MiB for the service's classes and its libraries', which a running
-    server never reads. Emptied once the modules are loaded and before the application is
-    built, whose own allocations then reuse that memory (1.4 MiB less at idle). A traceback
-    through a generated method still names its file and line, without the text; source
-    files' lines are read again when a traceback needs them."""
+    # attrs keeps the source of every generated method in linecache for debuggers, which a
+    # server never reads (docs/benchmarks.md): emptied before the application is built.
     linecache.clearcache()
-
-
-def _end_without_collecting() -> None:
-    """After a stop, only the interpreter's teardown is left, and its final garbage
-    collections walk every object the service made: a quarter of a second of CPU for an idle
-    service, more than a second of waiting on a busy machine, to free memory the operating
-    system takes back anyway. Frozen objects are left out of those collections; atexit
-    handlers (the telemetry's last export), thread joins and the streams' flushing still
-    run."""
+    serve(build.create_app(config, build_app), config, on_ready, worker)
+    # After a stop, the interpreter's final collections would walk every object the service
+    # made, to free memory the system takes back anyway: frozen objects are left out of them
+    # (atexit handlers, thread joins and the streams' flushing still run).
     gc.disable()
     gc.freeze()
+    return 0
 
 
 def _operate(command: str, args: argparse.Namespace, config: Config) -> int:
@@ -255,21 +240,16 @@ def _operate(command: str, args: argparse.Namespace, config: Config) -> int:
     the provider events' modules, which the server loads only when a receiver is on)."""
     from authgate.entrypoints import operator
 
-    if command == "keys rotate":
-        return operator.rotate_keys(config)
-    if command == "keys prune":
-        return operator.prune_keys(config)
-    if command == "accounts show":
-        return asyncio.run(operator.show_account(config, args.account))
-    if command == "accounts delete":
-        return asyncio.run(operator.delete_account(config, args.account))
-    if command == "sessions revoke":
-        return asyncio.run(operator.revoke_sessions(config, args.account))
-    if command == "provider-tokens rekey":
-        return asyncio.run(operator.rekey_provider_tokens(config))
-    if command == "config check":
-        return asyncio.run(operator.check_config(config))
-    raise AssertionError(f"no such command: {command}")
+    run = {
+        "keys rotate": lambda: operator.rotate_keys(config),
+        "keys prune": lambda: operator.prune_keys(config),
+        "accounts show": lambda: asyncio.run(operator.show_account(config, args.account)),
+        "accounts delete": lambda: asyncio.run(operator.delete_account(config, args.account)),
+        "sessions revoke": lambda: asyncio.run(operator.revoke_sessions(config, args.account)),
+        "provider-tokens rekey": lambda: asyncio.run(operator.rekey_provider_tokens(config)),
+        "config check": lambda: asyncio.run(operator.check_config(config)),
+    }
+    return run[command]()
 
 
 if __name__ == "__main__":

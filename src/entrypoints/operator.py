@@ -27,6 +27,7 @@ from urllib.parse import urlsplit, urlunsplit
 import aiohttp
 import attrs
 
+from authgate.adapters.clock import SystemClock
 from authgate.adapters.http_fetch import provider_session
 from authgate.adapters.jose.key_sets import KeySetUnavailable
 from authgate.adapters.jose.keys import (
@@ -45,7 +46,7 @@ from authgate.entrypoints.app import development
 from authgate.entrypoints.app.build import Resources, check, open_resources, signin_face
 from authgate.entrypoints.app.config import Config, ProviderConfig, StartupError
 from authgate.entrypoints.app.provider_events import receiver_routes
-from authgate.entrypoints.app.signin import SignIn, provider_adapters
+from authgate.entrypoints.app.signin import SignIn, open_providers
 from authgate.entrypoints.app.stores import reach_database, reach_redis
 from authgate.ports.provider import IdentityProvider
 from authgate.ports.provider_tokens import TokenUnreadable
@@ -85,8 +86,7 @@ async def _with_resources(config: Config, command: Command) -> int:
 
 
 async def _find_account(resources: Resources, ref: str) -> Account:
-    """The account ``ref`` names: an identity (the API's ``providerId``,
-    ``user:provider:subject``, or ``provider:subject``), an email address or an account id."""
+    """The account ``ref`` names (cli.ACCOUNT)."""
     identity = ProviderIdentity.parse(ref)
     if identity is not None:
         found = await resources.stores.accounts.find_by_identity(identity)
@@ -164,9 +164,8 @@ async def show_account(config: Config, ref: str) -> int:
 
 
 async def delete_account(config: Config, ref: str) -> int:
-    """``accounts delete``: the account (named as ``accounts show`` takes it), its identities,
-    passkeys and sessions go in one transaction with the audit event; then the ended sessions are
-    announced. 1 when nothing matches."""
+    """``accounts delete``: the account, its identities, passkeys and sessions go in one
+    transaction with the audit event; then the ended sessions are announced. 1: no match."""
     name = "accounts delete"
 
     async def command(resources: Resources, services: SignIn) -> int:
@@ -198,9 +197,8 @@ async def delete_account(config: Config, ref: str) -> int:
 
 
 async def revoke_sessions(config: Config, ref: str) -> int:
-    """``sessions revoke --account``: end every live session of the account (named as
-    ``accounts show`` takes it; audited as a sign-out everywhere, announced to running
-    instances). 1 when nothing matches."""
+    """``sessions revoke --account``: end every live session of the account (audited as a
+    sign-out everywhere, announced to running instances). 1 when nothing matches."""
     name = "sessions revoke"
 
     async def command(resources: Resources, services: SignIn) -> int:
@@ -241,9 +239,8 @@ def _key_kind(key: StoredKey) -> str:
 
 
 def prune_keys(config: Config) -> int:
-    """``keys prune``: the keys that stopped signing more than ``session.absolute_max_seconds``
-    ago go (the margin: instances sign with the old key until they restart, which the file
-    does not record); nothing is added. 2 when the file cannot be read or written."""
+    """``keys prune`` (its help says why ``session.absolute_max_seconds``): nothing is added.
+    2 when the file cannot be read or written."""
     path = config.session.keys_file
     retired_for = dt.timedelta(seconds=config.session.absolute_max_seconds)
     try:
@@ -267,9 +264,8 @@ def prune_keys(config: Config) -> int:
 
 
 async def rekey_provider_tokens(config: Config) -> int:
-    """``provider-tokens rekey``: re-seal every kept provider token under the first key of
-    ``provider_tokens.keys``, so that the others can be removed. 2 when no key is configured
-    or a token opens under no configured key (one of its keys was removed too early)."""
+    """``provider-tokens rekey``: 2 when no key is configured or a token opens under no
+    configured key (one of its keys was removed too early)."""
     name = "provider-tokens rekey"
 
     async def command(resources: Resources, services: SignIn) -> int:
@@ -299,15 +295,16 @@ async def rekey_provider_tokens(config: Config) -> int:
 
 
 async def check_config(config: Config) -> int:
-    """``config check``: one line per check; 0 when every check passes, 1 otherwise (the
-    configuration itself was loaded: an unusable one exits 2 before this).
-
-    A provider that the service's own development identity provider serves is reported as
-    such, not fetched: it answers only once the service runs. Each failure names the URL it
-    fetched (without its query) and why it failed."""
+    """``config check``: one line per check; 0 when every check passes, else 1. A provider
+    that this service's development identity provider serves is not fetched: it answers only
+    once the service runs. Each failure names the URL it fetched (no query) and why."""
     check(config)  # what serve refuses before it opens anything: exit 2 as there
     print("config: ok")
-    results = [_check_keys(config), await _check_database(config), await _check_redis(config)]
+    results = [
+        _check_keys(config),
+        await _check_reached("database", reach_database, config),
+        await _check_reached("redis", reach_redis, config),
+    ]
     served = _served_here(config)
     if served is None:
         results.append(False)
@@ -326,7 +323,7 @@ async def check_config(config: Config) -> int:
                         f"provider at {served[name]})"
                     )
                     continue
-                providers[name] = provider_adapters(only, http)[name]
+                providers[name] = open_providers(only, http, SystemClock())[name]
             except StartupError as e:
                 print(f"provider {name}: FAILED {e}")
                 results.append(False)
@@ -349,7 +346,7 @@ def _set_up_served(config: Config, name: str, http: aiohttp.ClientSession) -> No
     first start: until then, a key of the same kind made for the check stands in for it."""
     key_file = config.providers[name].private_key_file
     if key_file is None or Path(key_file).exists():
-        provider_adapters(config, http)
+        open_providers(config, http, SystemClock())
         return
     from authgate.entrypoints.devidp.keys import ensure_apple_key_file  # development only
 
@@ -357,7 +354,7 @@ def _set_up_served(config: Config, name: str, http: aiohttp.ClientSession) -> No
         stand_in = str(Path(folder) / "apple-key.pem")
         ensure_apple_key_file(stand_in)
         settings = attrs.evolve(config.providers[name], private_key_file=stand_in)
-        provider_adapters(attrs.evolve(config, providers={name: settings}), http)
+        open_providers(attrs.evolve(config, providers={name: settings}), http, SystemClock())
 
 
 def _served_here(config: Config) -> dict[str, str] | None:
@@ -422,7 +419,7 @@ def _check_keys(config: Config) -> bool:
         keys = list_key_file(path)
     except SessionKeyError as e:
         failure = e
-        if not _exists(path):
+        if not Path(path).exists():
             if config.session.generate_keys:
                 print(f"session keys: ok ({path} is created on first start)")
                 return True
@@ -446,29 +443,18 @@ def _check_keys(config: Config) -> bool:
     return True
 
 
-def _exists(path: str) -> bool:
-    return Path(path).exists()
-
-
-async def _check_database(config: Config) -> bool:
+async def _check_reached(
+    label: str, reach: Callable[[Config], Awaitable[str | None]], config: Config
+) -> bool:
+    """The database, or Redis (where the rate limits and the revocation channel are kept):
+    what was reached (nothing for no Redis), or why not."""
     try:
-        reached = await reach_database(config)
+        reached = await reach(config)
     except StartupError as e:
-        print(f"database: FAILED {str(e).removeprefix('database: ')}")
-        return False
-    print(f"database: ok ({reached})")
-    return True
-
-
-async def _check_redis(config: Config) -> bool:
-    """Redis, where the rate limits (and the revocation channel with them) are kept."""
-    try:
-        reached = await reach_redis(config)
-    except StartupError as e:
-        print(f"redis: FAILED {e}")
+        print(f"{label}: FAILED {str(e).removeprefix(f'{label}: ')}")
         return False
     if reached is not None:
-        print(f"redis: ok ({reached})")
+        print(f"{label}: ok ({reached})")
     return True
 
 
@@ -501,10 +487,9 @@ async def _check_provider(name: str, provider: IdentityProvider, settings: Provi
 
 
 def _failure(error: Exception, prefix: str, step: str = "", url: str = "") -> str:
-    """The adapter's one-line failure without the provider's name, with the URL fetched (no
-    query, no user-info) after the step it names, and the system's reason for a connection
-    that failed: ``discovery at http://…/.well-known/openid-configuration: could not be
-    reached (ClientConnectorError: connection refused)``."""
+    """The adapter's one-line failure without the provider's name, with the URL fetched after
+    the step it names, and the system's reason for a connection that failed: ``discovery at
+    http://…/.well-known/openid-configuration: could not be reached (…: connection refused)``."""
     text = str(error).removeprefix(prefix)
     why = _connection_failure(error)
     if why and text.endswith(")"):
@@ -515,9 +500,8 @@ def _failure(error: Exception, prefix: str, step: str = "", url: str = "") -> st
 
 
 def _connection_failure(error: BaseException) -> str | None:
-    """Why a connection failed (``connection refused``, ``name or service not known``), from
-    the client error the adapter's own error replaced (its ``__context__``): the adapter keeps
-    its texts short for the logs, a person checking a configuration wants the reason."""
+    """Why a connection failed (``connection refused``), from the client error the adapter's
+    own replaced: the adapter keeps its texts short for the logs, a person checking wants it."""
     seen: BaseException | None = error.__context__
     for _ in range(8):  # a short chain: the adapter's error, its fetch error, the client's
         if seen is None:

@@ -164,9 +164,8 @@ async def create_app(
     resources = await open_resources(config, clock, prepare=development.prepare)
     try:
         api, workers = build_api(config, resources)
-        record = shared.request_recorder(resources.shared)
-        if record is not None:
-            api.record_requests(record)  # each request's duration, in the API's error handling
+        if resources.shared.served is not None:  # each request's duration, for the metrics
+            api.record_requests(resources.shared.served.http_request)
         app = build(api, config)
         app[RESOURCES] = resources
         development.mount(app, config)  # /docs; /demo and /dev/idp in development

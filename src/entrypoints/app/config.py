@@ -16,6 +16,7 @@ import ipaddress
 import json
 import os
 import re
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Literal, get_args, get_origin
 from urllib.parse import urlsplit
@@ -45,7 +46,7 @@ from authgate.domain.openid.clients import (
 from authgate.domain.rates import parse_many
 from authgate.entrypoints.rest.cors import normalise_origin
 from authgate.entrypoints.rest.eventloop import EventLoop, default_event_loop, uvloop_available
-from authgate.entrypoints.rest.wire import describe_error, make_converter, wire_field
+from authgate.entrypoints.rest.wire import describe_error, make_converter, wire_field, wire_name
 
 
 class ConfigError(Exception):
@@ -57,9 +58,74 @@ class StartupError(Exception):
     opened or used); the text is one line for stderr, printed with exit status 2."""
 
 
+Validator = Callable[[Any, "attrs.Attribute[Any]", Any], None]
+
+
+def _valid(problem_of: Callable[[Any], str | None]) -> Validator:
+    """An attrs validator of one setting (None is always valid): ``name: problem``, to which
+    :func:`_key_error` adds the section's path."""
+
+    def validate(_: Any, a: attrs.Attribute[Any], value: Any) -> None:
+        problem = None if value is None else problem_of(value)
+        if problem is not None:
+            raise ValueError(f"{wire_name(a)}: {problem}")
+
+    return validate
+
+
+def _rule(problem: str, holds: Callable[[Any], bool]) -> Validator:
+    """``problem`` (``{!r}`` in it the value) unless ``holds(value)``."""
+    return _valid(lambda v: None if holds(v) else problem.format(v))
+
+
+def _between(low: int, high: int) -> Validator:
+    return _rule(f"must be between {low} and {high}", lambda v: low <= v <= high)
+
+
+def _one_rate(value: str) -> bool:
+    # One limit, of at least one request: "0/minute" would refuse everyone, and limits
+    # would silently take only the first of "5/minute;100/hour".
+    try:
+        items = parse_many(value)
+    except ValueError:
+        return False
+    return len(items) == 1 and items[0].amount >= 1
+
+
+def _origin_problem(value: str) -> str | None:
+    try:
+        normalise_origin(value)
+    except ValueError as e:  # "*" included: with credentials every site could read accounts
+        return str(e)
+    return None
+
+
+def _is_network(value: str) -> bool:
+    try:
+        ipaddress.ip_network(value, strict=False)
+    except ValueError:
+        return False
+    return True
+
+
+_POSITIVE = _rule("must be positive", lambda v: v > 0)
+_AT_LEAST_1 = _rule("must be at least 1", lambda v: v >= 1)
+_PORT = _between(1, 65535)
+_POLL = _rule("must be between 0 and 3600", lambda v: 0 < v <= 3600)
+_ORIGINS = _valid(lambda origins: next(filter(None, map(_origin_problem, origins)), None))
+_RATE_PROBLEM = "{!r} is not one rate limit such as '10/minute'"
+_RATE = _rule(_RATE_PROBLEM, _one_rate)
+_OPTIONAL_RATE = _rule(_RATE_PROBLEM, lambda v: not v or _one_rate(v))  # empty: no limit
+
+
+def _setting(default: Any, *validators: Validator) -> Any:
+    """A setting with its default and its own rules."""
+    return attrs.field(default=default, validator=list(validators))
+
+
 @attrs.frozen
 class RestConfig:
-    port: int
+    port: int = attrs.field(validator=_PORT)
     host: str = "127.0.0.1"
     max_body_bytes: int = 1 << 20
     shutdown_timeout_seconds: float = 30.0
@@ -68,11 +134,10 @@ class RestConfig:
     # proxy: the origin that cookie-authenticated changes must come from. Unset: the origin
     # each request was made to (scheme and Host), right only without a TLS-terminating proxy.
     public_url: str | None = None
-    # The event loop `authgate serve` runs on: uvloop when it is importable, else asyncio.
+    # uvloop when it is importable, else asyncio.
     event_loop: EventLoop = attrs.field(factory=default_event_loop)
-    # Worker processes of `authgate serve`, sharing rest.port through SO_REUSEPORT (one per
-    # core); more than one needs what they must share to be shared (app.workers).
-    workers: int = 1
+    # Worker processes sharing rest.port through SO_REUSEPORT (app.workers).
+    workers: int = _setting(1, _AT_LEAST_1)
 
 
 @attrs.frozen
@@ -95,15 +160,14 @@ class OtelConfig:
 class MetricsConfig:
     """``metrics.enabled``: count and serve ``GET /metrics`` (Prometheus text format).
 
-    Where: a listener of its own on ``metrics.host``:``metrics.port`` (loopback, 9464 — the
-    OpenTelemetry Prometheus exporter's port — by default), never where the API is unless asked:
-    the counts tell an outsider how many people sign in, fail and from which providers.
-    ``metrics.port: null`` serves it on the main listener (``rest.port``), for a deployment
-    whose proxy keeps ``/metrics`` from the public."""
+    On a listener of its own (loopback, 9464 — the OpenTelemetry Prometheus exporter's port —
+    by default), never where the API is unless asked: the counts tell an outsider how many
+    people sign in, fail and from which providers. ``metrics.port: null`` serves it on
+    ``rest.port``, for a deployment whose proxy keeps ``/metrics`` from the public."""
 
     enabled: bool = True
     host: str = "127.0.0.1"
-    port: int | None = 9464
+    port: int | None = _setting(9464, _PORT)
 
 
 def _origin_of(url: str) -> str:
@@ -120,15 +184,16 @@ def _origin_of(url: str) -> str:
 class AppConfig:
     """The front-end application (the spec's {app_url}) and where the callback sends users.
 
-    ``allowed_origins``: the origins (scheme://host[:port]) whose pages may call the account
-    operations and sign-out from a browser with the session cookie (CORS with credentials) and
-    make cookie-authenticated changes; by default the origin of ``url``; ``[]``: none.
+    ``allowed_origins``: the origins whose pages may call the account operations and sign-out
+    with the session cookie (CORS with credentials) and make cookie-authenticated changes; by
+    default the origin of ``url``; ``[]``: none.
     """
 
     url: str = "http://localhost:3000"
     callback_urls: list[str] = attrs.field(factory=list)
     allowed_origins: list[str] = attrs.field(
-        default=attrs.Factory(lambda app: [_origin_of(app.url)], takes_self=True)
+        default=attrs.Factory(lambda app: [_origin_of(app.url)], takes_self=True),
+        validator=_ORIGINS,
     )
     login_path: str = "/login"
     onboarding_path: str = "/onboarding"
@@ -139,15 +204,15 @@ class AppConfig:
 class DatabaseConfig:
     url: str = "sqlite:///./var/authgate.db"
     pool_min_size: int = 1
-    pool_max_size: int = 10
+    pool_max_size: int = _setting(10, _AT_LEAST_1)
     timeout_seconds: float = 5.0
     readiness_timeout_seconds: float = 1.0
-    event_retention_days: int = 90
+    event_retention_days: int = _setting(90, _POSITIVE)
 
 
 @attrs.frozen
 class SessionConfig:
-    ttl_seconds: int = 86400
+    ttl_seconds: int = _setting(86400, _POSITIVE)
     keys_file: str = "./var/session-keys.json"
     generate_keys: bool = False
     issuer: str = "authgate"
@@ -155,86 +220,81 @@ class SessionConfig:
     # Sliding sessions: a session used after half its lifetime gets a renewed cookie (a new
     # token, same session), up to absolute_max_seconds since the sign-in; false: never.
     sliding: bool = True
-    # The limit no renewal of a session passes, counted from the sign-in.
     absolute_max_seconds: int = 30 * 86400
     # RFC 9470: linking, unlinking, ending other sessions need a sign-in no older than this.
-    reauthenticate_after_seconds: int = 600
+    reauthenticate_after_seconds: int = _setting(600, _POSITIVE)
     # How long a session found live is trusted without asking the store: the bound on how
     # long another instance may accept a revoked session when the revocation channel is down.
-    revocation_cache_seconds: float = 5.0
-    # How instances tell each other about revocations: auto = Redis when ratelimit.storage is
-    # Redis, else PostgreSQL LISTEN/NOTIFY on a PostgreSQL database, else this process only.
+    revocation_cache_seconds: float = _setting(5.0, _between(0, 60))
+    # auto = Redis when ratelimit.storage is Redis, else PostgreSQL LISTEN/NOTIFY on a
+    # PostgreSQL database, else this process only.
     revocation_channel: Literal["auto", "redis", "postgres", "local"] = "auto"
 
 
 @attrs.frozen
 class StateConfig:
-    ttl_seconds: int = 600
+    ttl_seconds: int = _setting(600, _POSITIVE)
     require_binding_cookie: bool = True
     store: Literal["database", "memory"] = "database"
-    # The most pending sign-ins a memory store holds; past it new initiations answer 503
-    # (live ones are never evicted). The database stores are bounded by the initiation limit.
-    memory_max_entries: int = 100_000
+    # Past it new initiations answer 503 (live ones are never evicted). The database stores
+    # are bounded by the initiation limit.
+    memory_max_entries: int = _setting(100_000, _POSITIVE)
 
 
 @attrs.frozen
 class RateLimitConfig:
-    """Per-client limits (``limits`` syntax, "10/minute") in one store, memory or Redis.
+    """Per-client limits (``limits`` syntax, "10/minute") in one store, memory or Redis; null
+    or empty switches an optional one off (docs/security.md, "Rate limits"). Clients are
+    counted by address: IPv4 as it is, an IPv4-mapped address as its IPv4 address, IPv6 by its
+    network of ``ipv6_prefix`` bits.
 
-    ``initiation`` limits ``GET /v1/auth/{provider}``, which stores a pending sign-in each
-    time; null or empty switches it off. Clients are counted by address: IPv4 as it is, an
-    IPv4-mapped address as its IPv4 address, IPv6 by its network of ``ipv6_prefix`` bits.
+    ``token`` counts a confidential client by its client_id once it authenticated (its back
+    end makes every request of its users), a public client by client_id and address (anyone
+    can name one: one address must not spend its users' budget). ``token_address`` counts
+    every token request of an address (keep it above the token budgets of the clients a back
+    end serves), ``token_failures`` the failed ones, which once spent refuse the address's
+    token requests for the rest of the window. ``initiation`` stores a pending sign-in each
+    time; each ``authorize`` of a signed-in browser writes a code. ``passkeys``: a sign-in
+    spends two.
     """
 
     storage: str = "memory://"
-    callback: str = "10/minute"
-    # The providers' event receivers (back-channel logout, Apple notifications, RISC), per
-    # client address like the callback, in a budget of their own.
-    provider_events: str = "60/minute"
-    initiation: str | None = "60/minute"
-    # The OpenID Provider's token endpoint, per client: a confidential client by its client_id
-    # once it authenticated (not per address: its back end makes every request of its users),
-    # a public client by client_id and client address (anyone can name a public client: one
-    # address's requests must not spend its users' budget); null or empty switches it off.
-    token: str | None = "3000/minute"  # noqa: S105 - a rate
-    # Per client address, before anything else: every token request (a back end serving
-    # several clients makes theirs from one address: keep it above their token budgets), and
-    # the failed ones (refused client authentication, a malformed request, any refused grant
-    # of a public client), which once spent refuse the address's token requests for the rest
-    # of the window. Null or empty switches either off.
-    token_address: str | None = "6000/minute"  # noqa: S105 - a rate
-    token_failures: str | None = "60/minute"  # noqa: S105 - a rate
-    # Per client address in front of the provider's other endpoints: authorize (each request
-    # of a signed-in browser writes a code), userinfo (back ends call it for their users),
-    # logout (and its confirmation). Null or empty switches one off.
-    authorize: str | None = "300/minute"
-    userinfo: str | None = "6000/minute"
-    logout: str | None = "60/minute"
-    # The OpenID Provider's introspection endpoint, per client; null or empty: no limit.
-    introspection: str | None = None
-    # The passkey ceremonies (options and responses, both ceremonies), per client address like
-    # the callback, in a budget of their own: a sign-in spends two.
-    passkeys: str = "20/minute"
-    trusted_proxies: list[str] = attrs.field(factory=list)
-    ipv6_prefix: int = 64
+    callback: str = _setting("10/minute", _RATE)
+    provider_events: str = _setting("60/minute", _RATE)
+    initiation: str | None = _setting("60/minute", _OPTIONAL_RATE)
+    token: str | None = _setting("3000/minute", _OPTIONAL_RATE)
+    token_address: str | None = _setting("6000/minute", _OPTIONAL_RATE)
+    token_failures: str | None = _setting("60/minute", _OPTIONAL_RATE)
+    authorize: str | None = _setting("300/minute", _OPTIONAL_RATE)
+    userinfo: str | None = _setting("6000/minute", _OPTIONAL_RATE)
+    logout: str | None = _setting("60/minute", _OPTIONAL_RATE)
+    introspection: str | None = _setting(None, _OPTIONAL_RATE)
+    passkeys: str = _setting("20/minute", _RATE)
+    trusted_proxies: list[str] = attrs.field(
+        factory=list,
+        validator=attrs.validators.deep_iterable(
+            _rule("{!r} is not an address or network", _is_network)
+        ),
+    )
+    ipv6_prefix: int = _setting(64, _between(1, 128))
     fail_open: bool = True
     # How long connecting to Redis, or one answer of it, may take before it counts as
-    # unreachable (and fail_open decides): a request waits that long at most.
-    redis_timeout_seconds: float = 0.5
+    # unreachable (and fail_open decides).
+    redis_timeout_seconds: float = _setting(
+        0.5, _rule("must be above 0 and at most 30", lambda v: 0 < v <= 30)
+    )
 
 
 @attrs.frozen
 class PasskeysConfig:
     """Passkeys (WebAuthn), a sign-in method beside the providers.
 
-    ``rp_id``: the relying party's id, a domain that every origin in ``origins`` is or is
-    under (unset: the host of the service's own address, :func:`openid_issuer`); passkeys
-    are bound to it, so changing it later orphans every passkey made. ``origins``: the
-    pages that may run the ceremonies (unset: the service's own origin and
-    ``app.allowed_origins``). The timeouts are what browsers are told and at most 300 s, the
-    life of a challenge. ``memory_max_challenges`` bounds the memory store (``state.store:
-    memory`` or a memory database); the database stores are bounded by ``ratelimit.passkeys``
-    and their purge."""
+    ``rp_id``: a domain that every origin in ``origins`` is or is under (unset: the host of
+    :func:`openid_issuer`); passkeys are bound to it, so changing it later orphans every
+    passkey made. ``origins``: the pages that may run the ceremonies (unset: the service's own
+    origin and ``app.allowed_origins``). The timeouts are what browsers are told and at most
+    300 s, the life of a challenge. ``memory_max_challenges`` bounds the memory store; the
+    database stores are bounded by ``ratelimit.passkeys`` and their purge."""
 
     enabled: bool = False
     rp_id: str | None = None
@@ -260,32 +320,31 @@ class ProviderTokensConfig:
 
     ``keys``: the first seals, every one opens (rotation: a new key first, the old one kept
     until ``authgate provider-tokens rekey`` re-sealed its tokens). No keys: no token is kept
-    and nothing can be revoked at the providers (a warning at start-up when a provider has a
-    revocation endpoint)."""
+    and nothing can be revoked at the providers."""
 
     keys: list[ProviderTokenKeyConfig] = attrs.field(factory=list)
-    retry_initial_seconds: float = 10.0
-    retry_max_seconds: float = 3600.0
-    give_up_after_seconds: float = 7 * 86400.0
-    lease_seconds: float = 60.0
-    poll_seconds: float = 5.0
+    retry_initial_seconds: float = _setting(10.0, _POSITIVE)
+    retry_max_seconds: float = _setting(3600.0, _POSITIVE)
+    give_up_after_seconds: float = _setting(7 * 86400.0, _POSITIVE)
+    # Longer than a revocation request may take (providers' timeout_seconds).
+    lease_seconds: float = _setting(60.0, _rule("must be at least 5", lambda v: v >= 5))
+    poll_seconds: float = _setting(5.0, _POLL)
 
 
 @attrs.frozen
 class LogoutTokensConfig:
-    """The delivery of back-channel logout tokens to the registered clients (authgate as an
-    OpenID Provider): each is retried with a doubling delay from ``retry_initial_seconds`` up
-    to ``retry_max_seconds`` until the client answers 2xx, and given up (audited) once
-    ``give_up_after_seconds`` have passed since the session ended. ``timeout_seconds`` bounds
-    one delivery; ``lease_seconds`` (longer) is how long an instance holds a delivery before
-    another may try it."""
+    """The delivery of back-channel logout tokens to the registered clients: each is retried
+    with a doubling delay from ``retry_initial_seconds`` up to ``retry_max_seconds`` until the
+    client answers 2xx, and given up (audited) ``give_up_after_seconds`` after the session
+    ended. ``timeout_seconds`` bounds one delivery; ``lease_seconds`` (longer) is how long an
+    instance holds a delivery before another may try it."""
 
-    retry_initial_seconds: float = 5.0
-    retry_max_seconds: float = 600.0
-    give_up_after_seconds: float = 86400.0
+    retry_initial_seconds: float = _setting(5.0, _POSITIVE)
+    retry_max_seconds: float = _setting(600.0, _POSITIVE)
+    give_up_after_seconds: float = _setting(86400.0, _POSITIVE)
     lease_seconds: float = 60.0
-    poll_seconds: float = 5.0
-    timeout_seconds: float = 10.0
+    poll_seconds: float = _setting(5.0, _POLL)
+    timeout_seconds: float = _setting(10.0, _POSITIVE)
 
 
 @attrs.frozen
@@ -293,17 +352,14 @@ class ProviderConfig(ProviderSettings):
     """``providers.<name>``: the adapter's own settings (read straight into them, validated
     as they are made), and what the entry points add around the adapter."""
 
-    # The redirect_uri values this provider's callback accepts, besides those of
-    # app.callback_urls whose path ends with /{name}/callback.
+    # Accepted redirect_uri values besides those of app.callback_urls ending /{name}/callback.
     callback_urls: list[str] = attrs.field(factory=list)
-    # Provider events (docs/providers.md, "Provider events"). OpenID Connect Back-Channel
-    # Logout 1.0 at backchannel_logout_path (default /v1/providers/{name}/backchannel-logout).
+    # Provider events (docs/providers.md, "Provider events"): OpenID Connect Back-Channel
+    # Logout 1.0, and pushed events (Sign in with Apple notifications for an
+    # apple_client_secret_jwt provider, else RISC Security Event Tokens whose keys come from
+    # risc_configuration, by default {issuer}/.well-known/risc-configuration).
     backchannel_logout: bool = False
     backchannel_logout_path: str | None = None
-    # The provider's pushed events at notifications_path (default
-    # /v1/providers/{name}/notifications): Sign in with Apple notifications for an
-    # apple_client_secret_jwt provider, else Security Event Tokens (RISC) whose keys come from
-    # risc_configuration (default {issuer}/.well-known/risc-configuration).
     notifications: bool = False
     notifications_path: str | None = None
     risc_configuration: str | None = None
@@ -314,11 +370,11 @@ class ProviderConfig(ProviderSettings):
 
 @attrs.frozen
 class ProviderEventsConfig:
-    """``provider_events``: how old an event token may be (its ``iat``; its ``jti`` is
-    remembered as long), and what a provider's withdrawal of an account's only sign-in method
-    does (delete the account, or keep it and end its sessions)."""
+    """How old an event token may be (its ``iat``; its ``jti`` is remembered as long), and
+    whether a provider's withdrawal of an account's only sign-in method deletes the account
+    (or keeps it and ends its sessions)."""
 
-    max_age_seconds: int = 86400
+    max_age_seconds: int = _setting(86400, _POSITIVE)
     delete_account_when_last_identity: bool = True
 
 
@@ -326,12 +382,48 @@ class ProviderEventsConfig:
 class DevConfig:
     """Development aids (refused in production): the built-in identity provider at /dev/idp.
 
-    ``issuer``: the dev provider's issuer; by default ``http://{rest.host}:{rest.port}/dev/idp``
-    (127.0.0.1 when the host is a wildcard address). It must end with ``/dev/idp``.
+    ``issuer``: by default ``http://{rest.host}:{rest.port}/dev/idp`` (127.0.0.1 for a
+    wildcard host); it must end with ``/dev/idp``.
     """
 
     identity_provider: bool = False
     issuer: str | None = None
+
+
+_SCOPE_TOKEN = re.compile(r"[\x21\x23-\x5b\x5d-\x7e]+")  # RFC 6749 section 3.3
+_LONGEST_CODE = int(MAX_CODE_LIFETIME.total_seconds())
+
+
+def _server_url_problem(url: str) -> str | None:
+    """Why ``url`` cannot be a server's address authgate calls (https, or http on loopback),
+    or None."""
+    parts = urlsplit(url)
+    if parts.fragment or "#" in url:
+        return f"{url!r} must not have a fragment"
+    if parts.scheme == "https" and parts.hostname and "@" not in parts.netloc:
+        return None
+    if parts.scheme == "http" and redirect_uri_problem(url, native=False) is None:
+        return None
+    return f"{url!r} must be an https URL (http only on loopback)"
+
+
+def _public_jwks_problem(jwks: dict[str, Any]) -> str | None:
+    """Why ``jwks`` is not a set of public signature keys, or None."""
+    keys = jwks.get("keys")
+    if not isinstance(keys, list) or not keys:
+        return "must be a JWK Set ({keys: [...]}) with at least one key"
+    for jwk in keys:
+        if not isinstance(jwk, dict) or jwk.get("kty") not in ("RSA", "EC", "OKP"):
+            return "every key must be an RSA, EC or OKP public key"
+        if any(member in jwk for member in ("d", "p", "q")):
+            return "must hold public keys only (a private member is there)"
+        if jwk.get("use", "sig") != "sig":
+            return "every key must be a signature key (use: sig)"
+    try:
+        KeySet.import_key_set(jwks)  # type: ignore[arg-type]
+    except (JoseError, ValueError, TypeError, KeyError) as e:
+        return f"a key cannot be read ({e})"
+    return None
 
 
 @attrs.frozen
@@ -344,21 +436,37 @@ class ClientConfig:
     of a public client's http(s) redirect URIs; a confidential client is never called from a
     browser."""
 
-    name: str
-    redirect_uris: list[str]
+    name: str = attrs.field(
+        validator=_rule(
+            "1 to 100 printable characters",
+            lambda n: bool(n.strip()) and len(n) <= 100 and n.isprintable(),
+        )
+    )
+    redirect_uris: list[str] = attrs.field(validator=_rule("at least one redirect URI", bool))
     client_type: Literal["confidential", "public"] = wire_field("type")
     token_endpoint_auth_method: AuthMethod | None = None
     secrets: list[SecretDigest] = attrs.field(factory=list, repr=False)
     jwks_uri: str | None = None
     jwks: dict[str, Any] | None = None
     post_logout_redirect_uris: list[str] = attrs.field(factory=list)
-    backchannel_logout_uri: str | None = None
-    allowed_scopes: list[str] = attrs.field(factory=lambda: list(SUPPORTED_SCOPES))
+    backchannel_logout_uri: str | None = _setting(None, _valid(_server_url_problem))
+    allowed_scopes: list[str] = attrs.field(
+        factory=lambda: list(SUPPORTED_SCOPES),
+        validator=[
+            attrs.validators.deep_iterable(
+                _rule(
+                    f"{{!r}} is not a scope of the provider ({', '.join(SUPPORTED_SCOPES)})",
+                    lambda s: bool(_SCOPE_TOKEN.fullmatch(s)) and s in SUPPORTED_SCOPES,
+                )
+            ),
+            _rule("must include openid", lambda scopes: "openid" in scopes),
+        ],
+    )
     first_party: bool = False
-    access_token_seconds: int = 300
-    id_token_seconds: int = 300
-    refresh_token_seconds: int = 30 * 86400
-    code_seconds: int = int(MAX_CODE_LIFETIME.total_seconds())
+    access_token_seconds: int = _setting(300, _between(1, 86400))
+    id_token_seconds: int = _setting(300, _between(1, 86400))
+    refresh_token_seconds: int = _setting(30 * 86400, _between(1, 365 * 86400))
+    code_seconds: int = _setting(_LONGEST_CODE, _between(1, _LONGEST_CODE))
     id_token_signed_response_alg: IdTokenAlgorithm = "RS256"  # noqa: S105 - an algorithm
     introspection: bool = False
     allowed_origins: list[str] | None = None
@@ -402,24 +510,16 @@ def callback_urls_of(config: Config, provider: str) -> list[str]:
     return list(dict.fromkeys([*configured, *shared]))
 
 
-def backchannel_logout_path_of(name: str, provider: ProviderConfig) -> str:
-    """Where the provider's back-channel logout tokens are received."""
-    return provider.backchannel_logout_path or f"/v1/providers/{name}/backchannel-logout"
-
-
-def notifications_path_of(name: str, provider: ProviderConfig) -> str:
-    """Where the provider's pushed events (Apple notifications, RISC) are received."""
-    return provider.notifications_path or f"/v1/providers/{name}/notifications"
-
-
-def receiver_paths(config: Config) -> list[tuple[str, str]]:
-    """(provider, path) of every enabled event receiver, in configuration order."""
+def receiver_paths(config: Config) -> list[tuple[str, str, str]]:
+    """(provider, kind, path) of every enabled event receiver, in configuration order: kind
+    ``backchannel_logout`` or ``notifications`` (Apple's, or RISC), at ``<kind>_path``, by
+    default ``/v1/providers/{name}/backchannel-logout`` or ``…/notifications``."""
     paths = []
     for name, p in config.providers.items():
-        if p.backchannel_logout:
-            paths.append((name, backchannel_logout_path_of(name, p)))
-        if p.notifications:
-            paths.append((name, notifications_path_of(name, p)))
+        for kind in ("backchannel_logout", "notifications"):
+            if getattr(p, kind):
+                default = f"/v1/providers/{name}/{kind.replace('_', '-')}"
+                paths.append((name, kind, getattr(p, f"{kind}_path") or default))
     return paths
 
 
@@ -654,27 +754,30 @@ def _providers(value: Any, _: type) -> dict[str, ProviderConfig]:
 _converter.register_structure_hook_func(lambda t: t == dict[str, ProviderConfig], _providers)
 
 
+_OWN_RULE = re.compile(r"(\w+): (.*)")  # what a setting's own rule (_valid) says
+
+
 def _key_error(exc: BaseException) -> str:
-    first = describe_error(exc).split("; ")[0]
-    path, _, problem = first.partition(": ")
+    """The first error, one of typing before any of a setting's own rule (whose checks once
+    came after typing); each error begins with its path, ``$…``."""
+    errors = [error.partition(": ")[::2] for error in describe_error(exc).split("; $")]
+    path, problem = min(errors, key=lambda error: bool(_OWN_RULE.fullmatch(error[1])))
     key = re.sub(r"\['([^']*)'\]", r".\1", path).removeprefix("$").removeprefix(".")
     if problem.startswith("unknown field(s): "):
         names = problem.removeprefix("unknown field(s): ").split(", ")
-        key = ".".join(filter(None, [key, names[0]]))
-        return f"{key}: unknown key"
+        return f"{'.'.join(filter(None, [key, names[0]]))}: unknown key"
     if problem == "required field missing":
         return f"{key}: required key missing"
+    own = _OWN_RULE.fullmatch(problem)
+    if own is not None:
+        key, problem = ".".join(filter(None, [key, own[1]])), own[2]
     return f"{key or '(top level)'}: {problem}"
 
 
 def _check(config: Config) -> None:
-    """Every rule between settings that typing alone does not hold, section by section."""
+    """The rules between settings, which no one setting's own rule holds."""
     _check_rest(config)
-    _check_session(config)
-    _check_storage(config)
-    _check_ratelimit(config.ratelimit)
-    _check_provider_tokens(config.provider_tokens)
-    _check_logout_tokens(config.logout_tokens)
+    _check_limits(config)
     if config.passkeys.enabled:
         _check_passkeys(config)
     _check_development(config)
@@ -685,16 +788,10 @@ def _check(config: Config) -> None:
 
 
 def _check_rest(config: Config) -> None:
-    if not 0 < config.rest.port < 65536:
-        raise ConfigError("rest.port: must be between 1 and 65535")
-    if config.rest.workers < 1:
-        raise ConfigError("rest.workers: must be at least 1")
     if config.rest.event_loop == "uvloop" and not uvloop_available():
         raise ConfigError(
             "rest.event_loop: uvloop is not installed (pip install uvloop), or set asyncio"
         )
-    if config.metrics.port is not None and not 0 < config.metrics.port < 65536:
-        raise ConfigError("metrics.port: must be between 1 and 65535")
     if config.metrics.port == config.rest.port:
         raise ConfigError(
             "metrics.port: must differ from rest.port (null serves /metrics on rest.port)"
@@ -703,40 +800,49 @@ def _check_rest(config: Config) -> None:
         raise ConfigError("metrics.host: must be an address to listen on (default 127.0.0.1)")
 
 
-def _check_session(config: Config) -> None:
-    if config.session.ttl_seconds <= 0:
-        raise ConfigError("session.ttl_seconds: must be positive")
+def _check_limits(config: Config) -> None:
+    """Lower bounds of one setting that another sets, and the sealing keys."""
     if config.session.absolute_max_seconds < config.session.ttl_seconds:
         raise ConfigError("session.absolute_max_seconds: must be at least session.ttl_seconds")
-    if config.session.reauthenticate_after_seconds <= 0:
-        raise ConfigError("session.reauthenticate_after_seconds: must be positive")
-    if not 0 <= config.session.revocation_cache_seconds <= 60:
-        raise ConfigError("session.revocation_cache_seconds: must be between 0 and 60")
-
-
-def _check_storage(config: Config) -> None:
-    if config.database.event_retention_days <= 0:
-        raise ConfigError("database.event_retention_days: must be positive")
-    if config.database.pool_max_size < 1:
-        raise ConfigError("database.pool_max_size: must be at least 1")
     if not 0 <= config.database.pool_min_size <= config.database.pool_max_size:
         raise ConfigError("database.pool_min_size: must be between 0 and database.pool_max_size")
-    if config.state.memory_max_entries <= 0:
-        raise ConfigError("state.memory_max_entries: must be positive")
-    if config.state.ttl_seconds <= 0:
-        raise ConfigError("state.ttl_seconds: must be positive")
+    for name in ("provider_tokens", "logout_tokens"):
+        section = getattr(config, name)
+        if section.retry_max_seconds < section.retry_initial_seconds:
+            raise ConfigError(f"{name}.retry_max_seconds: must be at least retry_initial_seconds")
+    if config.logout_tokens.lease_seconds <= config.logout_tokens.timeout_seconds:
+        # A delivery still under way when its lease runs out would be sent twice at once.
+        raise ConfigError("logout_tokens.lease_seconds: must be longer than timeout_seconds")
+    keys = config.provider_tokens.keys
+    for key in keys:
+        if not key.id or len(key.id) > 64 or not key.id.isprintable():
+            raise ConfigError(f"provider_tokens.keys: id {key.id!r}: 1 to 64 characters")
+        if _key_bytes(key.secret) != 32:
+            # The secret itself is never repeated in a message.
+            raise ConfigError(
+                f"provider_tokens.keys: key {key.id}: the secret must be 32 random bytes in "
+                "base64 (python3 -c 'import secrets; print(secrets.token_urlsafe(32))')"
+            )
+    if len({k.id for k in keys}) != len(keys):
+        raise ConfigError("provider_tokens.keys: key ids must be unique")
+
+
+def _key_bytes(secret: str) -> int:
+    """How many bytes a base64 (or base64url) secret holds; 0 when it is not base64."""
+    text = secret.strip()
+    for decode in (base64.urlsafe_b64decode, base64.standard_b64decode):
+        try:
+            return len(decode(text + "=" * (-len(text) % 4)))
+        except (binascii.Error, ValueError):
+            continue
+    return 0
 
 
 def _check_development(config: Config) -> None:
-    if config.environment == "production" and config.dev.identity_provider:
-        raise ConfigError(
-            "dev.identity_provider: the development identity provider is refused in production"
-        )
-    if config.environment != "development" and config.dev.identity_provider:
-        raise ConfigError(
-            "dev.identity_provider: the development identity provider needs "
-            "environment: development"
-        )
+    if config.dev.identity_provider and config.environment != "development":
+        production = config.environment == "production"
+        refused = "is refused in production" if production else "needs environment: development"
+        raise ConfigError(f"dev.identity_provider: the development identity provider {refused}")
 
 
 def _check_origins(config: Config) -> None:
@@ -745,12 +851,6 @@ def _check_origins(config: Config) -> None:
             normalise_origin(_origin_of(config.rest.public_url))
         except ValueError as e:
             raise ConfigError(f"rest.public_url: {e}") from None
-    for allowed in config.app.allowed_origins:
-        try:
-            normalise_origin(allowed)
-        except ValueError as e:
-            # "*" included: a wildcard with credentials would let every site read accounts.
-            raise ConfigError(f"app.allowed_origins: {e}") from None
     for url in config.app.callback_urls:
         if not any(urlsplit(url).path.endswith(f"/{name}/callback") for name in config.providers):
             raise ConfigError(
@@ -761,22 +861,19 @@ def _check_origins(config: Config) -> None:
 
 def _check_providers(config: Config) -> None:
     """What the entry points add to each provider's own settings (checked as they are made)."""
-    for name, provider in config.providers.items():
+    for name in config.providers:
         if not re.fullmatch(r"[a-z][a-z0-9_-]*", name):
             raise ConfigError(f"providers.{name}: identifiers are lower-case letters and digits")
-        for key in ("backchannel_logout", "notifications"):
-            if getattr(provider, key) and provider.issuer is None:
-                raise ConfigError(
-                    f"providers.{name}.{key}: needs issuer (the provider's signed event tokens "
-                    "are verified with its issuer and keys)"
-                )
 
 
 def _check_receivers(config: Config) -> None:
-    if config.provider_events.max_age_seconds <= 0:
-        raise ConfigError("provider_events.max_age_seconds: must be positive")
     seen: set[str] = set()
-    for name, path in receiver_paths(config):
+    for name, kind, path in receiver_paths(config):
+        if config.providers[name].issuer is None:
+            raise ConfigError(
+                f"providers.{name}.{kind}: needs issuer (the provider's signed event tokens "
+                "are verified with its issuer and keys)"
+            )
         if not re.fullmatch(r"(/[A-Za-z0-9._~-]+)+", path):
             raise ConfigError(
                 f"providers.{name}: receiver path {path!r} must be an absolute path of plain "
@@ -788,7 +885,6 @@ def _check_receivers(config: Config) -> None:
 
 
 _CLIENT_ID = re.compile(r"[\x21-\x7e]{1,255}")  # RFC 6749 appendix A.1, without the space
-_SCOPE_TOKEN = re.compile(r"[\x21\x23-\x5b\x5d-\x7e]+")  # RFC 6749 section 3.3
 
 
 def _check_clients(config: Config) -> None:
@@ -812,12 +908,8 @@ def _check_client(config: Config, client_id: str, c: ClientConfig) -> None:
     if client_id == config.session.audience:
         # A token for this client would then carry the audience of session tokens.
         raise ConfigError(f"{key}: a client_id must differ from session.audience")
-    if not c.name.strip() or len(c.name) > 100 or not c.name.isprintable():
-        raise ConfigError(f"{key}.name: 1 to 100 printable characters")
     _check_client_authentication(key, c)
     _check_client_urls(key, c)
-    _check_client_scopes(key, c)
-    _check_client_lifetimes(key, c)
     if c.introspection and c.client_type == "public":
         raise ConfigError(
             f"{key}.introspection: only a confidential client may introspect (a public one "
@@ -827,56 +919,24 @@ def _check_client(config: Config, client_id: str, c: ClientConfig) -> None:
 
 
 def _check_client_urls(key: str, c: ClientConfig) -> None:
-    if not c.redirect_uris:
-        raise ConfigError(f"{key}.redirect_uris: at least one redirect URI")
     native = c.client_type == "public"
     for setting in ("redirect_uris", "post_logout_redirect_uris"):
         for uri in getattr(c, setting):
             problem = redirect_uri_problem(uri, native=native)
             if problem is not None:
                 raise ConfigError(f"{key}.{setting}: {uri!r} {problem}")
-    if c.backchannel_logout_uri is not None:
-        problem = _server_url_problem(c.backchannel_logout_uri)
-        if problem is not None:
-            raise ConfigError(f"{key}.backchannel_logout_uri: {problem}")
-
-
-def _check_client_scopes(key: str, c: ClientConfig) -> None:
-    for scope in c.allowed_scopes:
-        if not _SCOPE_TOKEN.fullmatch(scope) or scope not in SUPPORTED_SCOPES:
-            raise ConfigError(
-                f"{key}.allowed_scopes: {scope!r} is not a scope of the provider "
-                f"({', '.join(SUPPORTED_SCOPES)})"
-            )
-    if "openid" not in c.allowed_scopes:
-        raise ConfigError(f"{key}.allowed_scopes: must include openid")
-
-
-def _check_client_lifetimes(key: str, c: ClientConfig) -> None:
-    longest_code = int(MAX_CODE_LIFETIME.total_seconds())
-    for setting, longest in (
-        ("access_token_seconds", 86400),
-        ("id_token_seconds", 86400),
-        ("refresh_token_seconds", 365 * 86400),
-        ("code_seconds", longest_code),
-    ):
-        if not 1 <= getattr(c, setting) <= longest:
-            raise ConfigError(f"{key}.{setting}: must be between 1 and {longest}")
 
 
 def _check_client_origins(key: str, c: ClientConfig) -> None:
-    if c.allowed_origins is None:
-        return
     if c.allowed_origins and c.client_type == "confidential":
         raise ConfigError(
             f"{key}.allowed_origins: only public clients are called from browsers; a "
             "confidential client keeps its secret on a server"
         )
-    for allowed in c.allowed_origins:
-        try:
-            normalise_origin(allowed)
-        except ValueError as e:
-            raise ConfigError(f"{key}.allowed_origins: {e}") from None
+    for allowed in c.allowed_origins or []:
+        problem = _origin_problem(allowed)
+        if problem is not None:
+            raise ConfigError(f"{key}.allowed_origins: {problem}")
 
 
 def _check_client_authentication(key: str, c: ClientConfig) -> None:
@@ -913,83 +973,6 @@ def _check_client_authentication(key: str, c: ClientConfig) -> None:
             raise ConfigError(f"{key}.jwks: {problem}")
 
 
-def _server_url_problem(url: str) -> str | None:
-    """Why ``url`` cannot be a server's address authgate calls (https, or http on loopback),
-    or None."""
-    parts = urlsplit(url)
-    if parts.fragment or "#" in url:
-        return f"{url!r} must not have a fragment"
-    if parts.scheme == "https" and parts.hostname and "@" not in parts.netloc:
-        return None
-    if parts.scheme == "http" and redirect_uri_problem(url, native=False) is None:
-        return None
-    return f"{url!r} must be an https URL (http only on loopback)"
-
-
-def _public_jwks_problem(jwks: dict[str, Any]) -> str | None:
-    """Why ``jwks`` is not a set of public signature keys, or None."""
-    keys = jwks.get("keys")
-    if not isinstance(keys, list) or not keys:
-        return "must be a JWK Set ({keys: [...]}) with at least one key"
-    for jwk in keys:
-        if not isinstance(jwk, dict) or jwk.get("kty") not in ("RSA", "EC", "OKP"):
-            return "every key must be an RSA, EC or OKP public key"
-        if any(member in jwk for member in ("d", "p", "q")):
-            return "must hold public keys only (a private member is there)"
-        if jwk.get("use", "sig") != "sig":
-            return "every key must be a signature key (use: sig)"
-    try:
-        KeySet.import_key_set(jwks)  # type: ignore[arg-type]
-    except (JoseError, ValueError, TypeError, KeyError) as e:
-        return f"a key cannot be read ({e})"
-    return None
-
-
-def _check_provider_tokens(tokens: ProviderTokensConfig) -> None:
-    for key in tokens.keys:
-        if not key.id or len(key.id) > 64 or not key.id.isprintable():
-            raise ConfigError(f"provider_tokens.keys: id {key.id!r}: 1 to 64 characters")
-        if _key_bytes(key.secret) != 32:
-            # The secret itself is never repeated in a message.
-            raise ConfigError(
-                f"provider_tokens.keys: key {key.id}: the secret must be 32 random bytes in "
-                "base64 (python3 -c 'import secrets; print(secrets.token_urlsafe(32))')"
-            )
-    ids = [k.id for k in tokens.keys]
-    if len(set(ids)) != len(ids):
-        raise ConfigError("provider_tokens.keys: key ids must be unique")
-    for setting in ("retry_initial_seconds", "retry_max_seconds", "give_up_after_seconds"):
-        if getattr(tokens, setting) <= 0:
-            raise ConfigError(f"provider_tokens.{setting}: must be positive")
-    if tokens.retry_max_seconds < tokens.retry_initial_seconds:
-        raise ConfigError(
-            "provider_tokens.retry_max_seconds: must be at least retry_initial_seconds"
-        )
-    if not 0 < tokens.poll_seconds <= 3600:
-        raise ConfigError("provider_tokens.poll_seconds: must be between 0 and 3600")
-    if tokens.lease_seconds < 5:
-        # Longer than a revocation request may take (providers' timeout_seconds).
-        raise ConfigError("provider_tokens.lease_seconds: must be at least 5")
-
-
-def _check_logout_tokens(tokens: LogoutTokensConfig) -> None:
-    for setting in (
-        "retry_initial_seconds",
-        "retry_max_seconds",
-        "give_up_after_seconds",
-        "timeout_seconds",
-    ):
-        if getattr(tokens, setting) <= 0:
-            raise ConfigError(f"logout_tokens.{setting}: must be positive")
-    if tokens.retry_max_seconds < tokens.retry_initial_seconds:
-        raise ConfigError("logout_tokens.retry_max_seconds: must be at least retry_initial_seconds")
-    if not 0 < tokens.poll_seconds <= 3600:
-        raise ConfigError("logout_tokens.poll_seconds: must be between 0 and 3600")
-    if tokens.lease_seconds <= tokens.timeout_seconds:
-        # A delivery still under way when its lease runs out would be sent twice at once.
-        raise ConfigError("logout_tokens.lease_seconds: must be longer than timeout_seconds")
-
-
 def _check_passkeys(config: Config) -> None:
     passkeys = config.passkeys
     for setting in ("registration_timeout_seconds", "authentication_timeout_seconds"):
@@ -1015,58 +998,3 @@ def _check_passkeys(config: Config) -> None:
                 f"passkeys.rp_id: {rp_id!r} does not cover the allowed origin {o} (its host "
                 f"must be {rp_id} or end with .{rp_id}; set passkeys.rp_id or passkeys.origins)"
             )
-
-
-def _key_bytes(secret: str) -> int:
-    """How many bytes a base64 (or base64url) secret holds; 0 when it is not base64."""
-    text = secret.strip()
-    for decode in (base64.urlsafe_b64decode, base64.standard_b64decode):
-        try:
-            return len(decode(text + "=" * (-len(text) % 4)))
-        except (binascii.Error, ValueError):
-            continue
-    return 0
-
-
-def _check_ratelimit(ratelimit: RateLimitConfig) -> None:
-    limits = {
-        "callback": ratelimit.callback,
-        "provider_events": ratelimit.provider_events,
-        "passkeys": ratelimit.passkeys,
-    }
-    if ratelimit.initiation:  # null or empty: no initiation limit
-        limits["initiation"] = ratelimit.initiation
-    # The OpenID Provider's limits: null or empty switches each off.
-    optional = {
-        "token": ratelimit.token,
-        "token_address": ratelimit.token_address,
-        "token_failures": ratelimit.token_failures,
-        "authorize": ratelimit.authorize,
-        "userinfo": ratelimit.userinfo,
-        "logout": ratelimit.logout,
-    }
-    limits.update({key: value for key, value in optional.items() if value})
-    if ratelimit.introspection:  # null or empty: no introspection limit
-        limits["introspection"] = ratelimit.introspection
-    for key, value in limits.items():
-        try:
-            items = parse_many(value)
-        except ValueError:
-            items = []
-        # One limit, of at least one request: "0/minute" would refuse everyone, and limits
-        # would silently take only the first of "5/minute;100/hour".
-        if len(items) != 1 or items[0].amount < 1:
-            raise ConfigError(
-                f"ratelimit.{key}: {value!r} is not one rate limit such as '10/minute'"
-            )
-    if not 1 <= ratelimit.ipv6_prefix <= 128:
-        raise ConfigError("ratelimit.ipv6_prefix: must be between 1 and 128")
-    if not 0 < ratelimit.redis_timeout_seconds <= 30:
-        raise ConfigError("ratelimit.redis_timeout_seconds: must be above 0 and at most 30")
-    for proxy in ratelimit.trusted_proxies:
-        try:
-            ipaddress.ip_network(proxy, strict=False)
-        except ValueError:
-            raise ConfigError(
-                f"ratelimit.trusted_proxies: {proxy!r} is not an address or network"
-            ) from None

@@ -66,7 +66,7 @@ def mount(app: web.Application, config: Config) -> None:
         mount_demo(app, config)
         # The address `authgate serve` prints leads somewhere a person can start from.
         app.router.add_get("/", _to_demo)
-        log.info("demo page at %s%s, API documentation at /docs", _base(config), DEMO_PATH)
+        log.info("demo page at %s%s, API documentation at /docs", openid_issuer(config), DEMO_PATH)
     if config.dev.identity_provider and enabled(config):
         from authgate.entrypoints import devidp  # development only: not imported in production
 
@@ -85,10 +85,3 @@ def mount(app: web.Application, config: Config) -> None:
 
 async def _to_demo(request: web.Request) -> web.StreamResponse:
     raise web.HTTPFound(DEMO_PATH)
-
-
-def _base(config: Config) -> str:
-    """The service's own address: its public one (``rest.public_url``) when set, the origin
-    where the passkeys, the demo and single sign-on all work; else the address it listens
-    on."""
-    return openid_issuer(config)

@@ -5,11 +5,7 @@ the configuration alone (:func:`receiver_routes`), its verifiers from the provid
 from __future__ import annotations
 
 from authgate.adapters.provider import OAuthIdentityProvider
-from authgate.entrypoints.app.config import (
-    Config,
-    backchannel_logout_path_of,
-    notifications_path_of,
-)
+from authgate.entrypoints.app.config import Config, receiver_paths
 from authgate.entrypoints.app.shared import Edge, Shared
 from authgate.entrypoints.app.signin import SignIn
 from authgate.entrypoints.app.stores import Stores
@@ -29,13 +25,10 @@ def receiver_routes(config: Config) -> list[ReceiverRoute]:
     provider's shape (Apple's for an apple_client_secret_jwt provider, Security Event Tokens
     for any other)."""
     routes = []
-    for name, p in config.providers.items():
-        if p.backchannel_logout:
-            path = backchannel_logout_path_of(name, p)
-            routes.append(ReceiverRoute(name, Shape.BACKCHANNEL_LOGOUT, path))
-        if p.notifications:
-            shape = Shape.APPLE if p.is_apple else Shape.RISC
-            routes.append(ReceiverRoute(name, shape, notifications_path_of(name, p)))
+    for name, kind, path in receiver_paths(config):
+        notified = Shape.APPLE if config.providers[name].is_apple else Shape.RISC
+        shape = Shape.BACKCHANNEL_LOGOUT if kind == "backchannel_logout" else notified
+        routes.append(ReceiverRoute(name, shape, path))
     return routes
 
 

@@ -40,7 +40,7 @@ from authgate.entrypoints.http.common.session_auth import (
     SessionVerifier,
     session_cookie_scheme,
 )
-from authgate.entrypoints.rest import BearerJWT, Cors, RecordRequest
+from authgate.entrypoints.rest import BearerJWT, Cors
 from authgate.entrypoints.rest.security import ApiKey
 from authgate.ports.clock import Clock
 from authgate.ports.metrics import Metrics, NoMetrics
@@ -139,11 +139,6 @@ def _metrics(config: Config, closers: Closers) -> ServiceMetrics | None:
 
     closers.append(shutdown)
     return metrics
-
-
-def request_recorder(shared: Shared) -> RecordRequest | None:
-    """What records each request's duration for metrics, when metrics are on."""
-    return None if shared.served is None else shared.served.http_request
 
 
 @attrs.frozen

@@ -11,7 +11,6 @@ from typing import TypeVar
 import aiohttp
 import attrs
 
-from authgate.adapters.clock import SystemClock
 from authgate.adapters.provider import OAuthIdentityProvider, ProviderSettingsError
 from authgate.entrypoints.app.config import (
     Config,
@@ -56,8 +55,8 @@ class SignIn:
 def open_providers(
     config: Config, http: aiohttp.ClientSession, clock: Clock, metrics: Metrics | None = None
 ) -> dict[str, IdentityProvider]:
-    """One adapter per configured provider, in configuration order, on its own settings
-    (its Apple key read from ``private_key_file``)."""
+    """One adapter per configured provider, in configuration order (its Apple key read from
+    ``private_key_file``); :class:`StartupError` for one that cannot be set up."""
     providers: dict[str, IdentityProvider] = {}
     for name, settings in config.providers.items():
         try:
@@ -65,12 +64,6 @@ def open_providers(
         except ProviderSettingsError as e:
             raise StartupError(f"providers.{name}: {e}") from None
     return providers
-
-
-def provider_adapters(config: Config, http: aiohttp.ClientSession) -> dict[str, IdentityProvider]:
-    """The configured providers' adapters on ``http`` (``authgate config check`` reaches
-    them); :class:`StartupError` for a provider that cannot be set up."""
-    return open_providers(config, http, SystemClock())
 
 
 def _with_key(settings: ProviderConfig) -> ProviderConfig:

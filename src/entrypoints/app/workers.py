@@ -1,12 +1,9 @@
-"""``authgate serve`` on every core: worker processes that share ``rest.port`` through
-``SO_REUSEPORT`` (the kernel spreads new connections among them), and the parent that starts,
-watches and stops them.
+"""``authgate serve`` on every core: worker processes sharing ``rest.port`` through
+``SO_REUSEPORT``, and the parent that starts, watches and stops them.
 
-Each worker is a fresh ``authgate serve`` process (not a fork: no pool, socket or event loop is
-inherited half-open) with its own database pool, revocation listener and outbox worker. What
-they must agree on lives outside them — accounts, sessions and pending sign-ins in PostgreSQL,
-rate-limit counts in Redis, revocations over LISTEN/NOTIFY or Redis — so a configuration that
-keeps any of it inside one process is refused (:func:`refusal`).
+Each worker is a fresh ``authgate serve`` process (not a fork: nothing is inherited half-open).
+What they must agree on lives outside them (PostgreSQL, Redis), so a configuration that keeps
+any of it inside one process is refused (:func:`refusal`).
 
 The parent binds nothing. It starts worker 0 alone first (it creates the session key file on a
 first start, and meets a refusal such as a schema that is behind or a taken port alone), then
@@ -110,7 +107,7 @@ class _Worker:
 
     @property
     def label(self) -> str:
-        return f"authgate worker {self.index} (pid {self.process.pid})"
+        return f"{worker_name(self.index)} (pid {self.process.pid})"
 
 
 def _die_with_parent(parent: int) -> None:
@@ -159,18 +156,8 @@ class Supervisor:
 
     def _start(self, index: int) -> None:
         read, write = os.pipe()
-        command = [
-            sys.executable,
-            "-m",
-            "authgate.entrypoints.cli",
-            "serve",
-            "--config",
-            self.config_file,
-            "--worker",
-            str(index),
-            "--ready-fd",
-            str(write),
-        ]
+        command = [sys.executable, "-m", "authgate.entrypoints.cli", "serve"]
+        command += ["--config", self.config_file, "--worker", str(index), "--ready-fd", str(write)]
         parent = os.getpid()
         # Telemetry exported by OTLP tells the workers apart (their counts are their own and
         # would otherwise overwrite each other as the points of one source).
