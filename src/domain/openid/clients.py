@@ -1,10 +1,5 @@
-"""The applications registered with authgate as their OpenID Provider (``clients:``).
-
-A :class:`Client` is what the provider's services look a ``client_id`` up to: how it
-authenticates at the token endpoint, where its redirects may go, what it may ask for and how
-long its tokens live. They come from the configuration and never change while the service runs;
-:class:`ClientRegistry` holds them.
-"""
+"""The applications registered with authgate as their OpenID Provider (``clients:``): they
+come from the configuration and never change while the service runs."""
 
 from __future__ import annotations
 
@@ -14,30 +9,28 @@ import hmac
 import os
 import re
 from collections.abc import Iterable, Iterator
-from typing import Literal
+from typing import Literal, get_args
 from urllib.parse import urlsplit
 
 import attrs
+
+from authgate.domain.openid.records import CODE_MAX_LIFETIME
+from authgate.domain.redirects import origin
 
 ClientType = Literal["confidential", "public"]
 AuthMethod = Literal["client_secret_basic", "client_secret_post", "private_key_jwt", "none"]
 IdTokenAlgorithm = Literal["RS256", "ES256"]
 
-AUTH_METHODS: tuple[AuthMethod, ...] = (
-    "client_secret_basic",
-    "client_secret_post",
-    "private_key_jwt",
-    "none",
-)
+AUTH_METHODS: tuple[AuthMethod, ...] = get_args(AuthMethod)
 SECRET_METHODS: tuple[AuthMethod, ...] = ("client_secret_basic", "client_secret_post")
-ID_TOKEN_ALGORITHMS: tuple[IdTokenAlgorithm, ...] = ("RS256", "ES256")
+ID_TOKEN_ALGORITHMS: tuple[IdTokenAlgorithm, ...] = get_args(IdTokenAlgorithm)
 # What a private_key_jwt client may sign its assertions with: asymmetric algorithms only
 # (never none, never an HMAC, which would make a public key a shared secret).
 ASSERTION_ALGORITHMS = ("RS256", "PS256", "ES256", "EdDSA")
 # The scopes the provider knows: the ID token's own, the claims of the profile and email
 # scopes, and refresh tokens (offline_access).
 SUPPORTED_SCOPES = ("openid", "profile", "email", "offline_access")
-MAX_CODE_LIFETIME = dt.timedelta(seconds=60)
+MAX_CODE_LIFETIME = CODE_MAX_LIFETIME
 # A client secret is a long random value, not a password (see SecretDigest).
 MIN_SECRET_LENGTH = 32
 # RFC 8252 section 7.3: a native app's (a public client's) loopback redirect may use any port.
@@ -199,18 +192,11 @@ def redirect_uri_problem(uri: str, *, native: bool) -> str | None:
 
 
 def origins_of(uris: Iterable[str]) -> frozenset[str]:
-    """The browser origins (scheme://host[:port], lower case) of the http(s) URIs among
-    ``uris``; a private-use scheme has none."""
-    found = set()
-    for uri in uris:
-        parts = urlsplit(uri)
-        scheme = parts.scheme.lower()
-        if scheme not in ("http", "https") or not parts.netloc:
-            continue
-        netloc = parts.netloc.lower()
-        default = {"http": ":80", "https": ":443"}[scheme]
-        found.add(f"{scheme}://{netloc.removesuffix(default)}")
-    return frozenset(found)
+    """The browser origins of the http(s) URIs among ``uris``; a private-use scheme has none."""
+    web = (urlsplit(uri) for uri in uris)
+    return frozenset(
+        origin(p.geturl()) for p in web if p.scheme.lower() in ("http", "https") and p.netloc
+    )
 
 
 class ClientRegistry:
