@@ -81,7 +81,7 @@ class InvalidRequest(SignInError):
 
 
 class InvalidState(SignInError):
-    """The state is absent, expired, already used, for another provider or not this browser's."""
+    """The state is absent, expired, used, for another provider or not this browser's."""
 
     wire = Wire(401, "invalid_state")
 
@@ -254,9 +254,8 @@ class ReauthenticationRequired(SignInError):
 
 
 class IdentityDisabled(SignInError):
-    """Sign-in through this provider identity is refused: its provider reported the account
-    disabled (RISC ``account-disabled``) and has not reported it enabled again: the spec's
-    access_denied, with its own reason (docs/providers.md, "Provider events")."""
+    """Its provider reported the identity disabled (RISC ``account-disabled``) and not enabled
+    again (docs/providers.md, "Provider events")."""
 
     wire = Wire(
         403,
@@ -268,12 +267,11 @@ class IdentityDisabled(SignInError):
 
     def __init__(self, reason: str) -> None:
         self.reason = reason  # for the log and the audit only
-        super().__init__("sign-in through this provider account is disabled")
+        super().__init__()
 
 
 class InvalidPasskeyChallenge(SignInError):
-    """No challenge of this ceremony is waiting for this browser: none was asked for, it was
-    used, it expired, or it was issued to another browser or the other ceremony."""
+    """No challenge of this ceremony is waiting for this browser."""
 
     wire = Wire(400, "invalid_challenge")
 
@@ -296,8 +294,7 @@ class InvalidPasskeyResponse(SignInError):
 
 
 class PasskeyNotVerified(SignInError):
-    """The passkey response was read but failed a check: ``reason`` names which (origin, RP
-    ID, type, user presence or verification, signature, counter)."""
+    """The passkey response was read but failed a check: ``reason`` names which."""
 
     wire = Wire(400, "passkey_not_verified")
 
@@ -338,8 +335,8 @@ class InvalidPasskeyName(SignInError):
 
 
 class AccountDisabled(SignInError):
-    """A provider reported an identity of the account disabled (RISC account-disabled): a
-    passkey sign-in to it is refused as a sign-in through that provider is (docs/passkeys.md)."""
+    """A provider reported an identity of the account disabled: a passkey sign-in is refused
+    as one through that provider is (docs/passkeys.md)."""
 
     wire = Wire(403, "access_denied")
 
