@@ -34,14 +34,12 @@ class AccountRepository(Protocol):
 
     async def find_by_identity(self, identity: ProviderIdentity) -> Account | None:
         """The account holding this provider identity, if any."""
-        ...
 
     async def get(self, account_id: str) -> Account | None: ...
 
     async def find_by_email(self, email: str) -> list[Account]:
         """The accounts whose email, or an identity's, is ``email`` ignoring case, oldest first
         (an operator's look-up: email addresses are not identities)."""
-        ...
 
     async def create_with_identity(
         self, verified: VerifiedIdentity, now: dt.datetime
@@ -55,7 +53,6 @@ class AccountRepository(Protocol):
         it ends (one round trip): the account is returned as created and the unit raises
         :class:`IdentityRace` if the identity was taken, so a unit looks the identity up first
         (:meth:`find_with_identity`) and runs again on :class:`IdentityRace`."""
-        ...
 
     async def link_identity(
         self, account_id: str, verified: VerifiedIdentity, now: dt.datetime
@@ -63,42 +60,33 @@ class AccountRepository(Protocol):
         """Attach an identity, with its own email and :func:`email_verified_of`, to an account
         (whose email stays). Idempotent; :class:`IdentityTaken` when another account holds
         it."""
-        ...
 
     async def unlink_identity(self, account_id: str, provider: str) -> bool:
         """Remove the account's identity at ``provider``; False when it has none there,
         :class:`LastIdentityError` instead of removing the last one."""
-        ...
 
     async def delete(self, account_id: str) -> bool:
         """Remove the account and its identities; False for an unknown id."""
-        ...
 
     async def record_login(self, account_id: str, now: dt.datetime) -> None:
         """Set the account's last-login time."""
-        ...
 
     async def list_identities(self, account_id: str) -> list[LinkedIdentity]:
         """The account's identities, oldest link first."""
-        ...
 
     async def get_identity(self, identity: ProviderIdentity) -> LinkedIdentity | None:
         """The linked identity (with its provider-reported state), if an account holds it."""
-        ...
 
     async def find_with_identity(
         self, identity: ProviderIdentity
     ) -> tuple[LinkedIdentity, Account] | None:
         """:meth:`get_identity` and :meth:`find_by_identity` in one read (what a sign-in reads
         before it writes)."""
-        ...
 
     async def set_identity_disabled(self, identity: ProviderIdentity, reason: str | None) -> bool:
         """Refuse sign-ins through ``identity`` for ``reason``, or allow them again (None);
         False when no account holds it."""
-        ...
 
     async def set_identity_email_disabled(self, identity: ProviderIdentity, disabled: bool) -> bool:
         """Record whether the user turned off mail forwarding to the identity's address (Apple);
         False when no account holds it."""
-        ...

@@ -42,7 +42,6 @@ class TokenSigner(Protocol):
 
     def supports(self, algorithm: IdTokenAlgorithm) -> bool:
         """Whether a key signs ID tokens with ``algorithm``."""
-        ...
 
     def id_token(
         self,
@@ -53,23 +52,18 @@ class TokenSigner(Protocol):
     ) -> str:
         """An ID token (``typ: JWT``); with ``access_token``, its ``at_hash`` (OpenID Connect
         Core section 3.1.3.6) added."""
-        ...
 
     def access_token(self, claims: Mapping[str, Any]) -> str:
         """An RFC 9068 access token: RS256, header ``typ: at+jwt``."""
-        ...
 
     def logout_token(self, claims: Mapping[str, Any]) -> str:
         """A back-channel logout token: RS256, ``typ: logout+jwt`` (Back-Channel Logout 1.0
         section 2.4)."""
-        ...
 
     def verify_id_token(self, token: str) -> VerifiedIdToken:
         """An ID token this provider signed (RS256 or ES256, its ``iss``, ``exp`` not
         enforced); :class:`InvalidToken` otherwise."""
-        ...
 
     def verify_access_token(self, token: str, now: dt.datetime) -> Mapping[str, Any]:
         """The claims of an unexpired access token this provider signed (``typ: at+jwt``,
         RS256, its ``iss``); :class:`InvalidToken` otherwise. Its family is the caller's."""
-        ...

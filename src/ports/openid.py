@@ -60,7 +60,6 @@ class AuthorizationCodes(Protocol):
 
     async def add(self, code: AuthorizationCode) -> None:
         """Keep a newly issued code (its digest is new)."""
-        ...
 
     async def redeem(self, code_hash: str, now: dt.datetime) -> Redeemed | AlreadyUsed | None:
         """Take the code, atomically: the first call before it expires gets :class:`Redeemed`,
@@ -68,22 +67,18 @@ class AuthorizationCodes(Protocol):
         code or one that expired unused. A concurrent call waits for the first one's
         transaction: redeem and :meth:`record_issued` in one unit of work, so that a replay
         learns the family."""
-        ...
 
     async def record_issued(self, code_hash: str, family_id: str) -> None:
         """Remember that the code's redemption started ``family_id`` (a replay revokes it)."""
-        ...
 
     async def discard_outstanding(self, account_id: str, client_id: str) -> int:
         """Drop the account's unredeemed codes of ``client_id`` (consent withdrawn); how many.
         Redeemed codes stay, so that a replay still revokes what they issued. A redemption
         under way is waited for (a row lock), so a later :meth:`RefreshTokens.revoke_for_client`
         in the unit of work revokes its family too."""
-        ...
 
     async def purge_expired(self, now: dt.datetime) -> int:
         """Drop codes expired at ``now``, used or not; how many."""
-        ...
 
 
 class RefreshTokens(Protocol):
@@ -93,7 +88,6 @@ class RefreshTokens(Protocol):
     async def start_family(self, family: TokenFamily, first: RefreshToken | None = None) -> None:
         """Keep a new family, with its first refresh token if any (which must match it; the
         family's expiry becomes the later of both)."""
-        ...
 
     async def rotate(
         self, presented_hash: str, new_token: RefreshToken, now: dt.datetime
@@ -107,41 +101,32 @@ class RefreshTokens(Protocol):
           :class:`Reused`. Of concurrent rotations of one token exactly one rotates; the
           others are reuse (a legitimate client never sends one token twice at once);
         * unknown, expired, or in a revoked family: None, and nothing changes."""
-        ...
 
     async def get(self, token_hash: str) -> RefreshToken | None:
         """The token, replaced or revoked ones included; None for an unknown digest."""
-        ...
 
     async def is_family_live(self, family_id: str, now: dt.datetime) -> bool:
         """Whether the family exists, unrevoked and unexpired (one indexed read)."""
-        ...
 
     async def revoke_family(self, family_id: str, now: dt.datetime) -> bool:
         """Revoke one family; False when it was not live."""
-        ...
 
     async def revoke_for_session(self, session_id: str, now: dt.datetime) -> list[str]:
         """Revoke every live family of the (ended) authgate session; their ids."""
-        ...
 
     async def revoke_for_client(
         self, account_id: str, client_id: str, now: dt.datetime
     ) -> list[str]:
         """Revoke the account's live families of one client (consent withdrawn); their ids."""
-        ...
 
     async def revoke_for_account(self, account_id: str, now: dt.datetime) -> list[str]:
         """Revoke every live family of the account; their ids."""
-        ...
 
     async def for_account(self, account_id: str) -> list[TokenFamily]:
         """Every family of the account, revoked and expired ones included, newest first."""
-        ...
 
     async def purge_expired(self, now: dt.datetime) -> int:
         """Drop the refresh tokens, then the families, expired at ``now``; how many of both."""
-        ...
 
 
 class Grants(Protocol):
@@ -152,24 +137,19 @@ class Grants(Protocol):
     async def put(self, grant: Grant) -> Grant:
         """Record consent, atomically, merged into an existing grant (the union of the scopes,
         the later ``last_used_at``); the grant as kept."""
-        ...
 
     async def consent(self, grant: Grant, seen: dt.datetime | None) -> Grant | None:
         """:meth:`put` only while the grant is as the consent page found it (granted at
         ``seen``; None: no grant); None, nothing written, when it changed."""
-        ...
 
     async def touch(self, account_id: str, client_id: str, now: dt.datetime) -> None:
         """Tokens were issued under the grant at ``now`` (``last_used_at`` never moves back)."""
-        ...
 
     async def for_account(self, account_id: str) -> list[Grant]:
         """The account's grants, by client id."""
-        ...
 
     async def remove(self, account_id: str, client_id: str) -> bool:
         """Withdraw the consent; False when there was none."""
-        ...
 
 
 class SessionClients(Protocol):
@@ -177,25 +157,20 @@ class SessionClients(Protocol):
 
     async def add(self, client: SessionClient) -> None:
         """Remember the client in the session; idempotent (the first ``first_at`` stays)."""
-        ...
 
     async def for_session(self, session_id: str) -> list[SessionClient]:
         """The session's clients, first served first."""
-        ...
 
     async def for_account(self, account_id: str) -> list[SessionClient]:
         """The account's session clients, first served first."""
-        ...
 
     async def take_expired(self, now: dt.datetime, limit: int) -> list[SessionClient]:
         """Remove and return (at most ``limit``, oldest first, each once across instances) the
         rows of sessions that expired unrevoked (a revoked session's clients were told); the
         session's record is kept while such rows remain."""
-        ...
 
     async def purge_expired(self, now: dt.datetime) -> int:
         """Drop rows whose session ended at ``now`` at the latest; how many."""
-        ...
 
 
 class AssertionRejected(Exception):
@@ -210,7 +185,6 @@ class ClientAssertionSignatures(Protocol):
     async def verified_claims(self, client: Client, assertion: str) -> Mapping[str, Any]:
         """The (unchecked) claims of ``assertion`` once it verifies with a key of ``client``
         and one of the :data:`~authgate.domain.openid.clients.ASSERTION_ALGORITHMS`."""
-        ...
 
 
 class LogoutOutbox(Outbox[PendingLogout], Protocol):
@@ -227,4 +201,3 @@ class LogoutTokenSender(Protocol):
     async def send(self, uri: str, logout_token: str) -> None:
         """POST ``logout_token`` to ``uri`` as a form field; :class:`LogoutDeliveryFailed`
         unless 2xx."""
-        ...

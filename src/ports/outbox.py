@@ -35,29 +35,23 @@ class Outbox(Protocol[P]):
 
     async def add(self, pending: P) -> None:
         """Keep a new row (its id is new), due at its ``next_attempt_at``."""
-        ...
 
     async def due(self, now: dt.datetime) -> bool:
         """Whether a row is due at ``now`` and not leased, writing nothing (a claim writes,
         and on SQLite takes the file's write lock even when nothing is due)."""
-        ...
 
     async def claim(self, now: dt.datetime, lease: dt.timedelta, limit: int) -> list[P]:
         """Up to ``limit`` rows due at ``now`` and not leased, oldest due first, each now
         leased until ``now + lease``."""
-        ...
 
     async def complete(self, pending_id: str) -> None:
         """Remove the row (done, or given up)."""
-        ...
 
     async def retry(
         self, pending_id: str, attempts: int, next_attempt_at: dt.datetime, error: str
     ) -> None:
         """Record a failed attempt: the row is due again, unleased, at ``next_attempt_at``
         (``error``: for operators, never a token)."""
-        ...
 
     async def pending(self) -> list[P]:
         """Every row, oldest first (tests and the operator)."""
-        ...

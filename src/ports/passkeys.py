@@ -23,23 +23,18 @@ class PasskeyStore(Protocol):
     async def add(self, passkey: Passkey) -> None:
         """Keep a new passkey; :class:`PasskeyTaken`, nothing written, when its credential id
         is kept already."""
-        ...
 
     async def find_by_credential(self, credential_id: bytes) -> Passkey | None:
         """The passkey with this credential id, whichever account holds it."""
-        ...
 
     async def get(self, account_id: str, passkey_id: str) -> Passkey | None:
         """The account's passkey of that id; None for another account's."""
-        ...
 
     async def for_account(self, account_id: str) -> list[Passkey]:
         """The account's passkeys, oldest first."""
-        ...
 
     async def rename(self, account_id: str, passkey_id: str, name: str) -> Passkey | None:
         """Rename the account's passkey; the passkey as it now is, None when there is none."""
-        ...
 
     async def record_use(
         self, passkey_id: str, sign_count: int, backed_up: bool, now: dt.datetime
@@ -48,28 +43,23 @@ class PasskeyStore(Protocol):
         in one conditional statement only if the kept counter allows ``sign_count``
         (:func:`~authgate.domain.passkeys.counter_advances`), so of concurrent sign-ins with
         one counter exactly one records it. False, nothing written, otherwise."""
-        ...
 
     async def delete(self, account_id: str, passkey_id: str) -> bool:
         """Remove the account's passkey; False when there is none,
         :class:`~authgate.ports.accounts.LastIdentityError` instead of removing the account's
         last sign-in method."""
-        ...
 
 
 class PasskeyChallenges(Protocol):
     async def put(self, challenge: PasskeyChallenge) -> None:
         """Keep a challenge, replacing one of the same browser and ceremony (a browser answers
         its newest); :class:`ChallengeStoreFull` when the store may hold no more."""
-        ...
 
     async def take(
         self, binding_hash: str, ceremony: Ceremony, now: dt.datetime
     ) -> PasskeyChallenge | None:
         """Remove and return the browser's unexpired challenge of ``ceremony``, atomically (of
         concurrent takes exactly one gets it)."""
-        ...
 
     async def purge_expired(self, now: dt.datetime) -> int:
         """Drop expired challenges; how many."""
-        ...

@@ -32,7 +32,6 @@ class IdentityProvider(Protocol):
     @property
     def uses_nonce(self) -> bool:
         """Whether the provider returns an ID token carrying the nonce (OIDC)."""
-        ...
 
     @property
     def uses_pkce(self) -> bool: ...
@@ -41,7 +40,6 @@ class IdentityProvider(Protocol):
     def proves_login_time(self) -> bool:
         """Whether a sign-in proves when the person logged in
         (:mod:`authgate.domain.login_proof`)."""
-        ...
 
     async def authorization_url(
         self,
@@ -56,13 +54,11 @@ class IdentityProvider(Protocol):
         """The authorization URL; ``reauthenticate`` asks the provider to log the user in again
         where it can; ``login_hint`` only for OpenID Connect. Raises
         :class:`~authgate.domain.errors.ProviderUnavailable` when discovery fails."""
-        ...
 
     async def check_response_issuer(self, iss: str | None) -> None:
         """RFC 9207: before the code is redeemed, :class:`VerificationFailed` when the
         response's ``iss`` is not the provider's issuer, or absent although promised;
         :class:`ExchangeFailed` when discovery cannot be loaded to tell."""
-        ...
 
     async def exchange(
         self,
@@ -75,4 +71,3 @@ class IdentityProvider(Protocol):
     ) -> VerifiedIdentity:
         """Exchange the code and verify the answer (``user``: Apple's first-time JSON); raises
         :class:`ExchangeFailed` or :class:`VerificationFailed`."""
-        ...

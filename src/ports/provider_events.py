@@ -61,7 +61,6 @@ class EventTokenVerifier(Protocol):
 
     async def verify(self, token: str) -> VerifiedEventToken:
         """Raises :class:`EventTokenRejected` or :class:`EventTokenUnavailable`."""
-        ...
 
 
 class SeenEvents(Protocol):
@@ -70,4 +69,3 @@ class SeenEvents(Protocol):
     async def first_sight(self, event: EventId, now: dt.datetime) -> bool:
         """Remember ``event`` until its ``expires_at`` (dropping expired ones on the way);
         False for a replay."""
-        ...

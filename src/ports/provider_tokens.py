@@ -33,7 +33,6 @@ class TokenSealer(Protocol):
 
     def open(self, sealed: SealedToken, identity: ProviderIdentity) -> ProviderToken:
         """Raises :class:`TokenUnreadable`."""
-        ...
 
 
 class ProviderTokenStore(Protocol):
@@ -41,24 +40,19 @@ class ProviderTokenStore(Protocol):
 
     async def put(self, stored: StoredProviderToken) -> None:
         """Keep the token, replacing any of the same account and provider."""
-        ...
 
     async def take(self, account_id: str, provider: str | None = None) -> list[StoredProviderToken]:
         """Remove and return the account's tokens (only ``provider``'s when given)."""
-        ...
 
     async def for_account(self, account_id: str) -> list[StoredProviderToken]:
         """The account's sealed tokens (for tests and the operator)."""
-        ...
 
     async def sealed_under_other_keys(self, key_id: str, limit: int) -> list[StoredProviderToken]:
         """Up to ``limit`` tokens sealed under another key than ``key_id`` (re-encryption)."""
-        ...
 
     async def replace_sealed(self, stored: StoredProviderToken, old_key_id: str) -> bool:
         """Store ``stored.sealed`` if the row is still sealed under ``old_key_id`` (a sign-in
         may have replaced it meanwhile); whether it was."""
-        ...
 
 
 class RevocationOutbox(Outbox[PendingRevocation], Protocol):
@@ -85,4 +79,3 @@ class TokenRevoker(Protocol):
 
     async def revoke(self, token: ProviderToken) -> Revoked:
         """Raises :class:`RevocationFailed`."""
-        ...

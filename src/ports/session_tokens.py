@@ -59,16 +59,12 @@ class SessionTokens(Protocol):
     ) -> IssuedSession:
         """A new token, for a new session (no ``session_id``) or a renewed one.
         ``auth_time`` defaults to ``now``, ``expires_at`` to ``now`` plus the lifetime."""
-        ...
 
     def expiry(self, now: dt.datetime) -> dt.datetime:
         """When a token :meth:`issue` gives at ``now`` without ``expires_at`` expires."""
-        ...
 
     def verify(self, token: str, now: dt.datetime) -> SessionClaims:
         """Raises :class:`InvalidSession`."""
-        ...
 
     def public_jwks(self) -> Mapping[str, Any]:
         """The public keys, as a JWKS document."""
-        ...

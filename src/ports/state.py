@@ -21,7 +21,6 @@ class StateStore(Protocol):
     async def put(self, pending: PendingSignIn) -> None:
         """Store a pending sign-in, replacing one of the same browser, provider and state (the
         browser started again); :class:`StateStoreFull` when the store may hold no more."""
-        ...
 
     async def take(
         self, provider: str, state: str, binding_hash: str | None, now: dt.datetime
@@ -30,8 +29,6 @@ class StateStore(Protocol):
         ``binding_hash``, atomically (of concurrent takes exactly one gets it).
         ``binding_hash=None`` (where configured to admit callbacks without the binding cookie)
         takes the newest of any browser."""
-        ...
 
     async def purge_expired(self, now: dt.datetime) -> int:
         """Drop expired entries; returns how many."""
-        ...

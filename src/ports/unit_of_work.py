@@ -37,7 +37,6 @@ class Transaction(Protocol):
     def seen_events(self) -> SeenEvents:
         """Provider events already acted on, in the transaction of what the event changes: a
         failed change leaves the event to be delivered again."""
-        ...
 
     @property
     def provider_tokens(self) -> ProviderTokenStore: ...
@@ -68,9 +67,7 @@ class UnitOfWork(Protocol):
     def begin(self) -> AbstractAsyncContextManager[Transaction]:
         """A transaction: committed when the block ends normally, rolled back when it raises
         (or is cancelled)."""
-        ...
 
     def read(self) -> AbstractAsyncContextManager[Transaction]:
         """A read-only transaction: one consistent view that takes no write lock, so a check
         never waits behind a writer nor holds one up."""
-        ...

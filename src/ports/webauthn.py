@@ -37,12 +37,10 @@ class ReadAssertion(Protocol):
     @property
     def credential_id(self) -> bytes:
         """The credential that signed (``rawId``)."""
-        ...
 
     @property
     def user_handle(self) -> bytes | None:
         """The user handle the authenticator returned, if any."""
-        ...
 
 
 class WebAuthnRelyingParty(Protocol):
@@ -53,21 +51,17 @@ class WebAuthnRelyingParty(Protocol):
     ) -> dict[str, Any]:
         """``PublicKeyCredentialCreationOptions`` (JSON form, no ``timeout``, no attestation)
         excluding the passkeys in ``excluded``."""
-        ...
 
     def verify_registration(self, response: Mapping[str, Any], challenge: bytes) -> NewCredential:
         """The credential of a registration response that answers ``challenge``;
         :class:`ResponseMalformed` or :class:`ResponseNotVerified`."""
-        ...
 
     def request_options(self, challenge: bytes) -> dict[str, Any]:
         """``PublicKeyCredentialRequestOptions`` (JSON form, no ``timeout``, an empty
         ``allowCredentials``)."""
-        ...
 
     def read_assertion(self, response: Mapping[str, Any]) -> ReadAssertion:
         """Decode an authentication response; :class:`ResponseMalformed` when it cannot be."""
-        ...
 
     def verify_assertion(
         self, assertion: ReadAssertion, challenge: bytes, passkey: Passkey
@@ -75,4 +69,3 @@ class WebAuthnRelyingParty(Protocol):
         """Verify an assertion this relying party read against ``challenge`` and ``passkey``;
         :class:`ResponseNotVerified` or :class:`ResponseMalformed`. The signature counter is
         reported, not judged."""
-        ...
