@@ -59,35 +59,27 @@ _SINGLE = (
 )
 
 
+@attrs.define
 class NotRedirectable(Exception):
     """Answered with an error page; ``description`` is safe to show."""
 
-    def __init__(self, description: str) -> None:
-        self.description = description
-        super().__init__(description)
+    description: str
 
 
+@attrs.define
 class AuthorizationRefused(Exception):
     """An error answered at the client's registered ``redirect_uri`` with the request's
     ``state`` unchanged (RFC 6749 4.1.2.1, OpenID Connect Core 3.1.2.6)."""
 
-    def __init__(
-        self,
-        error: str,
-        description: str,
-        *,
-        client: Client,
-        redirect_uri: str,
-        state: str | None,
-        response_mode: str = "query",
-    ) -> None:
-        self.error = error
-        self.description = description
-        self.client = client
-        self.redirect_uri = redirect_uri
-        self.state = state
-        self.response_mode = response_mode
-        super().__init__(f"{error}: {description}")
+    error: str
+    description: str
+    client: Client = attrs.field(kw_only=True)
+    redirect_uri: str = attrs.field(kw_only=True)
+    state: str | None = attrs.field(kw_only=True)
+    response_mode: str = attrs.field(default="query", kw_only=True)
+
+    def __str__(self) -> str:
+        return f"{self.error}: {self.description}"
 
 
 @attrs.frozen
