@@ -16,11 +16,9 @@ class Wire:
 
     ``message``: the body's message (None: the error's own text, which is safe to show).
     ``redirect``: the callback's ``(error, reason)`` for the login page (reason None: the
-    error's ``reason``); a callback failure without one answers JSON.
-    ``json_first``: the callback answers JSON anyway to a client that accepts only JSON.
-    ``headers``: fixed headers of the answer.
-    ``logged``: an outage the operator must see, logged as an error (with the request's path,
-    which names the provider).
+    error's ``reason``); a callback failure without one answers JSON, as does one
+    ``json_first`` to a client that accepts only JSON. ``logged``: an outage the operator must
+    see, logged as an error (with the request's path, which names the provider).
     """
 
     status: int

@@ -11,9 +11,8 @@ from __future__ import annotations
 # Google's issuer, as its ID tokens spell it (both forms are documented).
 GOOGLE_ISSUERS = frozenset({"https://accounts.google.com", "accounts.google.com"})
 
-# The max_age sent with every OpenID Connect sign-in: a year, so that it practically never
-# makes a provider ask for a login it would not have asked for, while its ID token must then
-# state auth_time.
+# The max_age of every OpenID Connect sign-in: a year practically never makes a provider ask
+# for a login, but makes its ID token state auth_time.
 DEFAULT_SIGNIN_MAX_AGE = 365 * 86400
 
 

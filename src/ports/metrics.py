@@ -1,9 +1,6 @@
-"""Operational metrics: the outcomes the services and adapters report, counted elsewhere.
-
-Every argument is a bounded value chosen by the code (a provider's configured name, an outcome,
-a reason code, a limit's name): never user data, a state, a code or a token, so an adapter may
-use each as a metric label as it is.
-"""
+"""Operational metrics. Every argument is a bounded value chosen by the code (a provider's
+configured name, an outcome, a reason code), never user data or a secret, so an adapter may use
+each as a metric label as it is."""
 
 from __future__ import annotations
 

@@ -19,6 +19,7 @@ class OAuthError(Exception):
 
     error: ClassVar[str] = "invalid_request"
     status: ClassVar[int] = 400
+    retry_after: int | None = None  # seconds, the answer's Retry-After
 
     def __init__(self, description: str, detail: str = "") -> None:
         self.description = description
@@ -27,7 +28,7 @@ class OAuthError(Exception):
 
     def wire_headers(self) -> Mapping[str, str]:
         """The headers the answer adds to its ``Cache-Control`` and ``Pragma``."""
-        return {}
+        return {} if self.retry_after is None else {"Retry-After": str(self.retry_after)}
 
 
 class OAuthInvalidRequest(OAuthError):
@@ -61,9 +62,7 @@ class OAuthUnavailable(OAuthError):
 
     error = "temporarily_unavailable"
     status = 503
-
-    def wire_headers(self) -> Mapping[str, str]:
-        return {"Retry-After": str(OAUTH_RETRY_AFTER_SECONDS)}
+    retry_after = OAUTH_RETRY_AFTER_SECONDS
 
 
 class InvalidGrant(OAuthError):
@@ -101,11 +100,8 @@ class OAuthRateLimited(OAuthError):
     status = 429
 
     def __init__(self, retry_after_seconds: int) -> None:
-        self.retry_after_seconds = retry_after_seconds
+        self.retry_after = retry_after_seconds
         super().__init__(f"too many requests; retry in {retry_after_seconds} s")
-
-    def wire_headers(self) -> Mapping[str, str]:
-        return {"Retry-After": str(self.retry_after_seconds)}
 
 
 class BearerTokenError(OAuthError):
