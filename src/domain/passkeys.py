@@ -22,15 +22,12 @@ class Ceremony(enum.Enum):
 
 @attrs.frozen
 class Passkey:
-    """A public-key credential of an account.
-
-    ``id`` is the API's; ``credential_id`` the authenticator's (unique across accounts);
-    ``public_key`` the COSE key given at registration. ``sign_count``: the signature counter
-    last seen (0 for authenticators that keep none, as synced passkeys do).
-    ``backup_eligible`` and ``backed_up``: the BE and BS flags. ``added_by_session`` and where
-    it ran are kept here (a session's record is purged once expired): the person sees where
-    each passkey came from, and signing out everywhere else may remove those the ended
-    sessions added (None for passkeys kept before they were recorded)."""
+    """A public-key credential of an account. ``id`` is the API's, ``credential_id`` the
+    authenticator's (unique across accounts). ``sign_count``: the counter last seen (0 for
+    authenticators that keep none, as synced passkeys do); ``backup_eligible`` and
+    ``backed_up``: the BE and BS flags. ``added_by_session`` and where it ran are kept here, as
+    a session's record is purged once expired: the person sees where each passkey came from,
+    and signing out everywhere else may remove those the ended sessions added."""
 
     id: str
     account_id: str

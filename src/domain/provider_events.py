@@ -214,12 +214,11 @@ class Audit:
 @attrs.frozen
 class Decision:
     """What one event means, carried out in one transaction without knowing event kinds.
-
-    ``needs_account``: it acts on the account holding the identity it names (without one it is
-    audited as an unknown subject). ``disable_identity``: refuse the identity's sign-ins for
-    that reason. ``email_disabled``: the relay email turned off (True) or on (False).
-    ``outcome``/``detail`` is the audit event; ``counted``: recorded per account whose
-    sessions ended, with how many. ``review``: logged as a warning for an operator."""
+    ``needs_account``: it acts on the account holding the identity it names (else it is
+    audited as an unknown subject). ``disable_identity``: refuse its sign-ins for that reason;
+    ``email_disabled``: relay email off (True) or on (False). ``outcome``/``detail``: the audit
+    event, with ``counted`` recorded per account whose sessions ended, with how many.
+    ``review``: logged as a warning for an operator."""
 
     kind: str
     outcome: Outcome

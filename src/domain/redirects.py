@@ -32,15 +32,11 @@ def app_url_for(app_url: str, path: str) -> str:
 def safe_return_to(
     value: str | None, app_url: str, resume_urls: Collection[str] = ()
 ) -> str | None:
-    """The absolute destination for a requested ``return_to``, or None to ignore it.
-
-    Accepted: a path on the application, an absolute URL on its origin, or a
-    :func:`is_resume_url` (the service's own authorization endpoint, which a sign-in started
-    for an authorization request returns to). Refused: other origins, ``//host``, backslashes
-    (``/\\host`` is ``//host`` to browsers), control characters (CR/LF header injection),
-    user-info, and anything over :data:`MAX_RETURN_TO_LENGTH` characters. Non-ASCII is
-    percent-encoded: a ``Location`` header is ASCII.
-    """
+    """The absolute destination for a requested ``return_to``, or None to ignore it: a path
+    on the application, an absolute URL on its origin, or a :func:`is_resume_url`. Refused:
+    other origins, ``//host``, backslashes (``/\\host`` is ``//host`` to browsers), control
+    characters (CR/LF header injection), user-info, and anything over
+    :data:`MAX_RETURN_TO_LENGTH`. Non-ASCII is percent-encoded: a ``Location`` is ASCII."""
     if not value or "\\" in value or any(ord(c) < 0x21 or 0x7F <= ord(c) <= 0x9F for c in value):
         return None
     value = _NON_ASCII.sub(lambda m: quote(m.group(), safe="", errors="replace"), value)

@@ -30,7 +30,7 @@ class LastIdentityError(Exception):
 
 
 class AccountRepository(Protocol):
-    """Every method is atomic on its own (one transaction in SQL adapters)."""
+    """Every method is atomic on its own."""
 
     async def find_by_identity(self, identity: ProviderIdentity) -> Account | None:
         """The account holding this provider identity, if any."""
@@ -46,13 +46,11 @@ class AccountRepository(Protocol):
     ) -> tuple[Account, bool]:
         """(account, created): a new account holding ``verified`` as its primary identity (its
         email and :func:`email_verified_of` stored on both), or the one that already holds
-        it. Concurrent calls for one identity create exactly one account (a unique
-        constraint, not a check-then-insert).
-
+        it; of concurrent calls for one identity exactly one creates (a unique constraint).
         In a unit of work an adapter may send the creation with the unit's other writes when
-        it ends (one round trip): the account is returned as created and the unit raises
-        :class:`IdentityRace` if the identity was taken, so a unit looks the identity up first
-        (:meth:`find_with_identity`) and runs again on :class:`IdentityRace`."""
+        it ends (one round trip), the unit then raising :class:`IdentityRace` if the identity
+        was taken: a unit looks the identity up first (:meth:`find_with_identity`) and runs
+        again on :class:`IdentityRace`."""
 
     async def link_identity(
         self, account_id: str, verified: VerifiedIdentity, now: dt.datetime

@@ -93,14 +93,11 @@ class RefreshTokens(Protocol):
         self, presented_hash: str, new_token: RefreshToken, now: dt.datetime
     ) -> Rotated | Reused | None:
         """Exchange the presented token for ``new_token`` (of its family, else
-        :class:`ValueError`), atomically:
-
-        * current: it is marked replaced and ``new_token`` stored (the family's expiry moves
-          to the new token's if later): :class:`Rotated`;
-        * replaced already (not expired): the family is revoked unless it was:
-          :class:`Reused`. Of concurrent rotations of one token exactly one rotates; the
-          others are reuse (a legitimate client never sends one token twice at once);
-        * unknown, expired, or in a revoked family: None, and nothing changes."""
+        :class:`ValueError`), atomically. Current: it is marked replaced, ``new_token`` stored
+        (the family's expiry moves to the new token's if later), :class:`Rotated`. Replaced
+        already (not expired): the family is revoked, :class:`Reused`; of concurrent
+        rotations of one token exactly one rotates, the others are reuse (a legitimate client
+        never sends one token twice at once). Otherwise None, and nothing changes."""
 
     async def get(self, token_hash: str) -> RefreshToken | None:
         """The token, replaced or revoked ones included; None for an unknown digest."""

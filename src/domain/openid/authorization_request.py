@@ -1,14 +1,11 @@
 """An OpenID Connect authorization request (Core 1.0 section 3.1.2.1), read from its
-parameters into :class:`AuthorizationRequest`, with the checks that need no store.
-
-Two kinds of failure, as RFC 6749 section 4.1.2.1 separates them: :class:`NotRedirectable`
-(an unknown client or unregistered ``redirect_uri``: an error page, never a redirect, which
-would make an open redirector) and :class:`AuthorizationRefused` (any other fault, answered at
-the registered ``redirect_uri``).
+parameters, with the checks that need no store. An unknown client or unregistered
+``redirect_uri`` is :class:`NotRedirectable` (an error page: a redirect would make an open
+redirector); any other fault is :class:`AuthorizationRefused` (RFC 6749 section 4.1.2.1).
 
 Only the code flow is served, with PKCE ``S256`` for every client. ``display``, ``ui_locales``,
-``claims_locales``, ``acr_values`` and unknown parameters are ignored (as Core 3.1.2.1 allows);
-``request`` and ``request_uri`` are refused, never silently ignored.
+``acr_values`` and other unknown parameters are ignored (as Core 3.1.2.1 allows); ``request``
+and ``request_uri`` are refused, never silently ignored.
 """
 
 from __future__ import annotations
