@@ -1,6 +1,5 @@
-"""The domain's failures, each with its answer in the contract's format (spec 7.1, 7.2): the
-status, the code and the message of the body ``{"error", "message"}``, and the callback's
-redirect to the login page where there is one. The HTTP entrypoint only renders them."""
+"""The domain's failures, each with its answer in the contract's format (spec 7.1, 7.2): status,
+body ``{"error", "message"}`` and the callback's redirect, rendered by the HTTP entrypoint."""
 
 from __future__ import annotations
 

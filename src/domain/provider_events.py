@@ -101,10 +101,9 @@ def apple_event(claims: Mapping[str, Any]) -> ProviderEvent:
     sub = _optional_text(event, "sub")
     if sub is None:
         raise MalformedEvent("notification event has no sub")
-    action = APPLE_ACTIONS.get(kind)
-    if action is None:
+    if kind not in APPLE_ACTIONS:
         return ProviderEvent(UNKNOWN, Action.NOTHING, sub)
-    return ProviderEvent(kind, action, sub)
+    return ProviderEvent(kind, APPLE_ACTIONS[kind], sub)
 
 
 # -- RISC (Google Cross-Account Protection) ---------------------------------------------------

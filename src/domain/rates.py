@@ -74,9 +74,7 @@ def parse(text: str) -> Rate:
 
 def _granularity(unit: str) -> str:
     name = unit.lower()
-    singular = name[:-1] if name.endswith("s") else name
-    if name in _SECONDS:
-        return name
-    if singular in _SECONDS:
-        return singular
+    for candidate in (name, name.removesuffix("s")):
+        if candidate in _SECONDS:
+            return candidate
     raise ValueError(f"no granularity matched for {unit}")

@@ -18,9 +18,7 @@ def origin(url: str) -> str:
     parts = urlsplit(url.strip())
     scheme = parts.scheme.lower()
     netloc = parts.netloc.lower().rpartition("@")[2]
-    default = {"http": ":80", "https": ":443"}.get(scheme)
-    if default and netloc.endswith(default):
-        netloc = netloc.removesuffix(default)
+    netloc = netloc.removesuffix({"http": ":80", "https": ":443"}.get(scheme, ""))
     return f"{scheme}://{netloc}"
 
 

@@ -19,10 +19,9 @@ class InvalidToken(Exception):
 
 @attrs.frozen
 class VerifiedIdToken:
-    """An ID token the provider signed, presented back to it (``id_token_hint``). Its expiry
-    is reported, not enforced: a hint often comes after it (a logout long after the sign-in).
-    The caller checks ``audiences`` name a registered client, which also sets apart the
-    session tokens (signed by the same keys, with ``session.audience``, no client_id)."""
+    """An ID token the provider signed, presented back as ``id_token_hint``, often after it
+    expired (a logout long after the sign-in). The caller checks ``audiences`` name a client,
+    which also sets apart the session tokens (same keys, but ``session.audience``)."""
 
     subject: str
     audiences: tuple[str, ...]

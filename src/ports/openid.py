@@ -1,7 +1,6 @@
 """The OpenID Provider's ports: what it keeps, the signatures of clients' assertions and the
 clients' logout endpoints. Every method is atomic on its own; those of one unit of work commit
-together. Deleting an account deletes its codes, families, tokens, grants and session clients.
-"""
+together. Deleting an account deletes its codes, families, tokens, grants and session clients."""
 
 from __future__ import annotations
 

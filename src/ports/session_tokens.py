@@ -24,10 +24,9 @@ class ResumedRequest:
 
 @attrs.frozen
 class SessionClaims:
-    """A verified session token (``session_id``: its ``sid``; ``auth_time``: RFC 9470). One
-    issued by a sign-in that an authorization request started names it (``resumes``: its
-    ``resume_key``) and when the sign-in began: signed, so no browser can forge them, as it
-    could a parameter of the resumed request's address."""
+    """A verified session token (``session_id``: its ``sid``). One issued by a sign-in that
+    an authorization request started names it (``resumes``) and when the sign-in began:
+    signed, so no browser can forge them as it could the resumed request's address."""
 
     account_id: str
     provider: str | None

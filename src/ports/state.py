@@ -26,9 +26,8 @@ class StateStore(Protocol):
         self, provider: str, state: str, binding_hash: str | None, now: dt.datetime
     ) -> PendingSignIn | None:
         """Remove and return the unexpired pending sign-in of ``provider``, ``state`` and
-        ``binding_hash``, atomically (of concurrent takes exactly one gets it).
-        ``binding_hash=None`` (where configured to admit callbacks without the binding cookie)
-        takes the newest of any browser."""
+        ``binding_hash``, atomically (of concurrent takes exactly one gets it); with None
+        (callbacks admitted without the binding cookie) the newest of any browser."""
 
     async def purge_expired(self, now: dt.datetime) -> int:
         """Drop expired entries; returns how many."""

@@ -82,15 +82,13 @@ class Client:
     post_logout_redirect_uris: tuple[str, ...] = ()
     backchannel_logout_uri: str | None = None
     allowed_scopes: frozenset[str] = frozenset(SUPPORTED_SCOPES)
-    # No consent screen: an application of the same party as authgate.
-    first_party: bool = False
+    first_party: bool = False  # no consent screen: an application of authgate's own party
     access_token_lifetime: dt.timedelta = dt.timedelta(seconds=300)
     id_token_lifetime: dt.timedelta = dt.timedelta(seconds=300)
     refresh_token_lifetime: dt.timedelta = dt.timedelta(days=30)
     code_lifetime: dt.timedelta = MAX_CODE_LIFETIME
     id_token_signed_response_alg: IdTokenAlgorithm = "RS256"  # noqa: S105 - an algorithm
-    # Whether the client may call the introspection endpoint (RFC 7662).
-    introspection: bool = False
+    introspection: bool = False  # may call the introspection endpoint (RFC 7662)
     # The browser origins that may call the token, userinfo and revocation endpoints (CORS).
     allowed_origins: frozenset[str] = frozenset()
 

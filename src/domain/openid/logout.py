@@ -21,9 +21,8 @@ LOGOUT_TOKEN_LIFETIME = dt.timedelta(minutes=2)
 @attrs.frozen
 class PendingLogout:
     """An outbox row (:class:`~authgate.ports.outbox.Pending`): a client to tell that an
-    authgate session ended, once the change that ended it committed. ``account_id`` and
-    ``session_id`` are the logout token's ``sub`` and ``sid``, as the session's ID tokens
-    named them."""
+    authgate session ended, once that committed; ``account_id`` and ``session_id`` are the
+    logout token's ``sub`` and ``sid``, as the session's ID tokens named them."""
 
     id: str
     client_id: str
@@ -52,9 +51,8 @@ def logout_token_claims(pending: PendingLogout, now: dt.datetime, jti: str) -> d
 
 
 def post_logout_redirect(uri: str, state: str | None) -> str:
-    """Where the browser goes after an RP-initiated logout: the registered
-    ``post_logout_redirect_uri`` as registered, with ``state`` added to its query only when the
-    client sent one (RP-Initiated Logout 1.0 section 3)."""
+    """Where the browser goes after an RP-initiated logout: the registered URI, with ``state``
+    added to its query when the client sent one (RP-Initiated Logout 1.0 section 3)."""
     if state is None:
         return uri
     # A registered URI has no fragment (the configuration refuses one).

@@ -40,9 +40,9 @@ def is_code_verifier(verifier: str) -> bool:
 def pkce_matches(verifier: str, challenge: str) -> bool:
     """Whether ``verifier`` is well formed and its S256 challenge is ``challenge``, compared in
     constant time (``plain`` is never accepted: the challenge is always S256)."""
-    if not is_code_verifier(verifier):
-        return False
-    return hmac.compare_digest(pkce_challenge(verifier).encode(), challenge.encode())
+    return is_code_verifier(verifier) and hmac.compare_digest(
+        pkce_challenge(verifier).encode(), challenge.encode()
+    )
 
 
 def _scope_tuple(scopes: Iterable[str]) -> tuple[str, ...]:
@@ -83,11 +83,10 @@ class AuthorizationCode:
 
 @attrs.frozen
 class TokenFamily:
-    """Everything issued from one redeemed authorization code: its refresh tokens (each
-    rotation adds one) and the access tokens naming it. Revoking the family ends all of them
-    at once: a code presented twice, a replaced refresh token presented again (RFC 9700
-    section 4.14), the session ending, consent withdrawn. ``expires_at``: when the last thing
-    issued in it expires (moved later as refresh tokens rotate)."""
+    """Everything issued from one redeemed authorization code: its refresh tokens and the
+    access tokens naming it, all ended at once by revoking it (a code presented twice, a
+    replaced refresh token presented again (RFC 9700 section 4.14), the session ending,
+    consent withdrawn). ``expires_at`` moves later as refresh tokens rotate."""
 
     family_id: str
     client_id: str
