@@ -1,6 +1,5 @@
-"""The domain's failures, each with its answer in the contract's format (spec 7.1, 7.2): the
-status, the code and the message of the body ``{"error", "message"}``, and the callback's
-redirect to the login page where there is one. The HTTP entrypoint only renders them."""
+"""The domain's failures, each with its answer in the contract's format (spec 7.1, 7.2): status,
+body ``{"error", "message"}`` and the callback's redirect, rendered by the HTTP entrypoint."""
 
 from __future__ import annotations
 
@@ -16,11 +15,9 @@ class Wire:
 
     ``message``: the body's message (None: the error's own text, which is safe to show).
     ``redirect``: the callback's ``(error, reason)`` for the login page (reason None: the
-    error's ``reason``); a callback failure without one answers JSON.
-    ``json_first``: the callback answers JSON anyway to a client that accepts only JSON.
-    ``headers``: fixed headers of the answer.
-    ``logged``: an outage the operator must see, logged as an error (with the request's path,
-    which names the provider).
+    error's ``reason``); a callback failure without one answers JSON, as does one
+    ``json_first`` to a client that accepts only JSON. ``logged``: an outage the operator must
+    see, logged as an error (with the request's path, which names the provider).
     """
 
     status: int
@@ -33,9 +30,13 @@ class Wire:
 
 
 class ContractError(Exception):
-    """A failure answered in the contract's own format: its class's :attr:`wire` says how."""
+    """A failure answered in the contract's own format: its class's :attr:`wire` says how.
+    Raised without arguments, its text is the wire's message."""
 
     wire: ClassVar[Wire]
+
+    def __init__(self, *args: object) -> None:
+        super().__init__(*(args or (self.wire.message,)))
 
     def public_message(self) -> str:
         """The body's message."""
@@ -77,7 +78,7 @@ class InvalidRequest(SignInError):
 
 
 class InvalidState(SignInError):
-    """The state is absent, expired, already used, for another provider or not this browser's."""
+    """The state is absent, expired, used, for another provider or not this browser's."""
 
     wire = Wire(401, "invalid_state")
 
@@ -115,11 +116,8 @@ class ProviderError(SignInError):
 
 
 class AuthenticationFailed(SignInError):
-    """The code exchange or the verification of the provider's answer failed.
-
-    ``reason`` goes to the redirect (``token_exchange_failed``, ``invalid_id_token``, …);
-    ``detail`` only to the log.
-    """
+    """The code exchange or the verification of the provider's answer failed. ``reason`` goes
+    to the redirect (``token_exchange_failed``, ``invalid_id_token``, …), ``detail`` to the log."""
 
     wire = Wire(502, "authentication_failed", redirect=("authentication_failed", None))
 
@@ -130,21 +128,21 @@ class AuthenticationFailed(SignInError):
 
 
 class AccountNotFound(SignInError):
-    wire = Wire(404, "account_not_found", redirect=("account_not_found", "no_account_for_provider"))
-
-    def __init__(self) -> None:
-        super().__init__("no account exists for this provider identity")
+    wire = Wire(
+        404,
+        "account_not_found",
+        "no account exists for this provider identity",
+        redirect=("account_not_found", "no_account_for_provider"),
+    )
 
 
 class IdentityLinkedElsewhere(SignInError):
-    """Linking an identity that already belongs to another account."""
-
     wire = Wire(
-        409, "account_conflict", redirect=("account_conflict", "identity_linked_to_another_account")
+        409,
+        "account_conflict",
+        "this provider identity is linked to another account",
+        redirect=("account_conflict", "identity_linked_to_another_account"),
     )
-
-    def __init__(self) -> None:
-        super().__init__("this provider identity is linked to another account")
 
 
 class NotAuthenticated(SignInError):
@@ -182,8 +180,6 @@ class LastIdentity(SignInError):
 
 
 class IdentityNotLinked(SignInError):
-    """The account holds no identity at that provider."""
-
     wire = Wire(404, "provider_not_linked")
 
     def __init__(self, provider: str) -> None:
@@ -192,21 +188,20 @@ class IdentityNotLinked(SignInError):
 
 
 class AccountGone(SignInError):
-    """The signed-in caller's account no longer exists (deleted since the token was issued)."""
+    """Deleted since the caller's token was issued."""
 
-    wire = Wire(404, "account_not_found")
-
-    def __init__(self) -> None:
-        super().__init__("the signed-in account no longer exists")
+    wire = Wire(404, "account_not_found", "the signed-in account no longer exists")
 
 
 class TemporarilyUnavailable(SignInError):
     """The service cannot take a new sign-in right now (its pending sign-ins are at capacity)."""
 
-    wire = Wire(503, "temporarily_unavailable", headers={"Retry-After": "60"})
-
-    def __init__(self) -> None:
-        super().__init__("the service cannot start a sign-in right now; retry shortly")
+    wire = Wire(
+        503,
+        "temporarily_unavailable",
+        "the service cannot start a sign-in right now; retry shortly",
+        headers={"Retry-After": "60"},
+    )
 
 
 class ReauthenticationRefused(SignInError):
@@ -221,12 +216,7 @@ class ReauthenticationRefused(SignInError):
 
 
 class SessionNotFound(SignInError):
-    """The account has no live session with that id."""
-
-    wire = Wire(404, "session_not_found")
-
-    def __init__(self) -> None:
-        super().__init__("no live session of this account has that id")
+    wire = Wire(404, "session_not_found", "no live session of this account has that id")
 
 
 class AppNotFound(SignInError):
@@ -252,8 +242,7 @@ class ReauthenticationRequired(SignInError):
         )
 
     def wire_headers(self) -> Mapping[str, str]:
-        """RFC 9470 section 3: the resource server tells the client what authentication it
-        needs."""
+        """RFC 9470 section 3: what authentication the client needs."""
         return {
             "WWW-Authenticate": f'Bearer error="insufficient_user_authentication", '
             f'error_description="A more recent authentication is required", '
@@ -262,9 +251,8 @@ class ReauthenticationRequired(SignInError):
 
 
 class IdentityDisabled(SignInError):
-    """Sign-in through this provider identity is refused: its provider reported the account
-    disabled (RISC ``account-disabled``) and has not reported it enabled again: the spec's
-    access_denied, with its own reason (docs/providers.md, "Provider events")."""
+    """Its provider reported the identity disabled (RISC ``account-disabled``) and not enabled
+    again (docs/providers.md, "Provider events")."""
 
     wire = Wire(
         403,
@@ -276,12 +264,11 @@ class IdentityDisabled(SignInError):
 
     def __init__(self, reason: str) -> None:
         self.reason = reason  # for the log and the audit only
-        super().__init__("sign-in through this provider account is disabled")
+        super().__init__()
 
 
 class InvalidPasskeyChallenge(SignInError):
-    """No challenge of this ceremony is waiting for this browser: none was asked for, it was
-    used, it expired, or it was issued to another browser or the other ceremony."""
+    """No challenge of this ceremony is waiting for this browser."""
 
     wire = Wire(400, "invalid_challenge")
 
@@ -304,8 +291,7 @@ class InvalidPasskeyResponse(SignInError):
 
 
 class PasskeyNotVerified(SignInError):
-    """The passkey response was read but failed a check: ``reason`` names which (origin, RP
-    ID, type, user presence or verification, signature, counter)."""
+    """The passkey response was read but failed a check: ``reason`` names which."""
 
     wire = Wire(400, "passkey_not_verified")
 
@@ -316,42 +302,26 @@ class PasskeyNotVerified(SignInError):
 
 
 class UnknownPasskey(SignInError):
-    """No account holds the credential that signed (never registered, or removed)."""
-
-    wire = Wire(401, "unknown_passkey")
-
-    def __init__(self) -> None:
-        super().__init__("no account has this passkey (it may have been removed)")
+    wire = Wire(401, "unknown_passkey", "no account has this passkey (it may have been removed)")
 
 
 class PasskeyAlreadyRegistered(SignInError):
-    """The credential is registered already (to this or another account)."""
+    """To this or another account."""
 
-    wire = Wire(409, "passkey_already_registered")
-
-    def __init__(self) -> None:
-        super().__init__("this passkey is registered already")
+    wire = Wire(409, "passkey_already_registered", "this passkey is registered already")
 
 
 class PasskeyNotFound(SignInError):
-    """The account has no passkey with that id."""
-
-    wire = Wire(404, "passkey_not_found")
-
-    def __init__(self) -> None:
-        super().__init__("no passkey of this account has that id")
+    wire = Wire(404, "passkey_not_found", "no passkey of this account has that id")
 
 
 class LastSignInMethod(SignInError):
-    """Removing the passkey would leave the account with no way to sign in."""
-
-    wire = Wire(409, "last_sign_in_method")
-
-    def __init__(self) -> None:
-        super().__init__(
-            "this passkey is the account's only sign-in method; add another passkey or link a "
-            "provider before removing it"
-        )
+    wire = Wire(
+        409,
+        "last_sign_in_method",
+        "this passkey is the account's only sign-in method; add another passkey or link a "
+        "provider before removing it",
+    )
 
 
 class InvalidPasskeyName(SignInError):
@@ -362,8 +332,8 @@ class InvalidPasskeyName(SignInError):
 
 
 class AccountDisabled(SignInError):
-    """A provider reported an identity of the account disabled (RISC account-disabled): a
-    passkey sign-in to it is refused as a sign-in through that provider is (docs/passkeys.md)."""
+    """A provider reported an identity of the account disabled: a passkey sign-in is refused
+    as one through that provider is (docs/passkeys.md)."""
 
     wire = Wire(403, "access_denied")
 

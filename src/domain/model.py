@@ -31,15 +31,14 @@ class ProviderIdentity:
 
     @property
     def provider_id(self) -> str:
-        """How the API, the demo and the operator's commands name it: ``providerId``,
-        ``user:{provider}:{subject}`` (spec 2.2)."""
+        """The API's ``providerId``, ``user:{provider}:{subject}`` (spec 2.2)."""
         return f"{PROVIDER_ID_PREFIX}{self.provider}:{self.subject}"
 
     @classmethod
     def parse(cls, text: str) -> ProviderIdentity | None:
-        """The identity written as a ``providerId`` (``user:PROVIDER:SUBJECT``) or as
-        ``PROVIDER:SUBJECT``; None for text that is neither. The ``providerId`` form is read
-        first: a subject may hold colons, a provider name does not."""
+        """The identity written as a ``providerId`` or as ``PROVIDER:SUBJECT``; None for text
+        that is neither. The ``providerId`` form is read first: a subject may hold colons, a
+        provider name does not."""
         body = text.removeprefix(PROVIDER_ID_PREFIX) if text.count(":") >= 2 else text
         provider, colon, subject = body.partition(":")
         if not (colon and provider and subject):
@@ -69,8 +68,7 @@ class VerifiedIdentity:
 @attrs.frozen
 class ProviderToken:
     """A token the provider issued to this service for a user, as its revocation endpoint
-    takes it: the value (never logged, never shown) and RFC 7009's ``token_type_hint``
-    (``refresh_token`` or ``access_token``)."""
+    takes it, with RFC 7009's ``token_type_hint``."""
 
     value: str = attrs.field(repr=False)
     hint: str
@@ -96,10 +94,8 @@ class StoredProviderToken:
 
 @attrs.frozen
 class PendingRevocation:
-    """An outbox row: a provider token to revoke once the change that dropped it committed.
-
-    ``attempts`` made so far; ``next_attempt_at`` when it is due again; ``created_at`` starts
-    the clock of the maximum age after which it is given up."""
+    """An outbox row (:class:`~authgate.ports.outbox.Pending`): a provider token to revoke
+    once the change that dropped it committed."""
 
     id: str
     account_id: str
@@ -134,9 +130,8 @@ class LinkedIdentity:
     is_primary: bool
     # True only when the provider said the address is verified (ports.accounts.email_verified_of).
     email_verified: bool = False
-    # Set by the provider's events: why sign-in through this identity is refused
-    # (RISC account-disabled's reason), None while it is allowed; and whether the user turned
-    # off forwarding to their address (Apple's email-disabled).
+    # Set by the provider's events: why sign-in through it is refused (RISC account-disabled),
+    # and whether the user turned off forwarding to their address (Apple's email-disabled).
     disabled_reason: str | None = None
     email_disabled: bool = False
 
@@ -257,24 +252,19 @@ class SignedIn:
     session_max_age: int = 0  # seconds from now until the session expires (the cookie's)
 
 
-# A session's ``auth_time`` when its sign-in proved no login time (an ordinary sign-in through
-# a provider that does not say when its user authenticated, who may have passed through the
-# provider's own long-lived session): as early as a time can be, so that no change needing a
+# A session's ``auth_time`` when its sign-in proved no login time (the provider may have let
+# its user through on a long-lived session of its own): so early that no change needing a
 # recent sign-in (RFC 9470) accepts it, here or at a service reading the token's claim.
 UNPROVEN_AUTH_TIME = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
 
 
 @attrs.frozen
 class SessionRecord:
-    """What the service keeps of a session it issued: never the token itself.
-
-    ``id`` is the session's id (the token's ``sid`` claim; a renewed token keeps it).
-    ``expires_at`` is the newest token's expiry; ``absolute_expires_at`` the limit no renewal
-    passes. ``auth_time`` is when the user last authenticated at the provider (RFC 9470), as
-    the provider proved it (:data:`UNPROVEN_AUTH_TIME` when it proved nothing).
-    ``provider_session`` is the provider's own ``sid`` claim, for back-channel logout.
-    ``passkey_id`` is the passkey a passkey sign-in used: removing it ends the session.
-    """
+    """What the service keeps of a session it issued, never the token. ``id``: the token's
+    ``sid`` (a renewed token keeps it). ``expires_at``: the newest token's expiry, never past
+    ``absolute_expires_at``. ``auth_time``: the last login the provider proved (RFC 9470).
+    ``provider_session``: the provider's ``sid``. ``passkey_id``: the passkey a passkey
+    sign-in used (removing it ends the session)."""
 
     id: str
     account_id: str
@@ -296,8 +286,8 @@ class SessionRecord:
 
 @attrs.frozen
 class EventId:
-    """A provider event's one-time identity: its issuer's ``jti``, remembered until
-    ``expires_at`` (past it, the event's ``iat`` is too old to be accepted anyway)."""
+    """A provider event's one-time identity, remembered until ``expires_at`` (past it, the
+    event's ``iat`` is too old to be accepted anyway)."""
 
     issuer: str
     jti: str

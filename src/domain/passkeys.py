@@ -1,11 +1,5 @@
 """Passkeys (WebAuthn credentials): a sign-in method of an account beside its linked providers.
-
-Values only. The WebAuthn ceremonies themselves (options, verifying a browser's response) are
-the work of a relying party (:mod:`authgate.ports.webauthn`) that
-:mod:`authgate.services.passkeys` drives; what is kept is what a later sign-in needs to verify
-an assertion (the credential id and COSE public key, the signature counter) and what the
-person sees when managing them (name, times, backed up or not).
-"""
+The ceremonies themselves are a relying party's (:mod:`authgate.ports.webauthn`)."""
 
 from __future__ import annotations
 
@@ -14,16 +8,13 @@ import enum
 
 import attrs
 
+# How long a challenge may be answered: the ceremony's timeout, and the most kept.
 CHALLENGE_LIFETIME = dt.timedelta(minutes=5)
-"""How long a challenge may be answered: the ceremony's timeout, and the most kept."""
-
-NAME_MAX = 64
-"""The longest name a passkey may be given (characters)."""
+NAME_MAX = 64  # characters of a passkey's name
 
 
 class Ceremony(enum.Enum):
-    """Which WebAuthn ceremony a challenge was issued for: a challenge of one is never
-    accepted by the other."""
+    """Which ceremony a challenge was issued for: one's is never accepted by the other."""
 
     REGISTRATION = "registration"
     AUTHENTICATION = "authentication"
@@ -31,19 +22,12 @@ class Ceremony(enum.Enum):
 
 @attrs.frozen
 class Passkey:
-    """A public-key credential of an account.
-
-    ``id`` is this service's name for it (the API's ``{id}``); ``credential_id`` is the
-    authenticator's (up to 1,023 bytes, unique across accounts); ``public_key`` the COSE key
-    the authenticator gave at registration. ``sign_count`` is the signature counter last seen
-    (0 for authenticators that keep none, as synced passkeys do). ``backup_eligible`` and
-    ``backed_up`` are the authenticator data's BE and BS flags: may it be synced, is it.
-
-    ``added_by_session`` is the session that added it, ``added_from_address`` and
-    ``added_from_user_agent`` where that session ran (kept here: a session's record is purged
-    once it expired): the person sees where each passkey came from, and signing out everywhere
-    else may remove the passkeys the ended sessions added. None for passkeys kept before
-    they were recorded."""
+    """A public-key credential of an account. ``id`` is the API's, ``credential_id`` the
+    authenticator's (unique across accounts). ``sign_count``: the counter last seen (0 for
+    authenticators that keep none, as synced passkeys do); ``backup_eligible`` and
+    ``backed_up``: the BE and BS flags. ``added_by_session`` and where it ran are kept here, as
+    a session's record is purged once expired: the person sees where each passkey came from,
+    and signing out everywhere else may remove those the ended sessions added."""
 
     id: str
     account_id: str
@@ -64,11 +48,8 @@ class Passkey:
 
 @attrs.frozen
 class PasskeyChallenge:
-    """A challenge handed to one browser for one ceremony, kept until answered or expired.
-
-    ``binding_hash`` is the SHA-256 of the browser's binding cookie (as for a pending
-    sign-in): a response from another browser finds no challenge. A registration challenge
-    also names the account and the session that asked for it."""
+    """A challenge handed to one browser (``binding_hash``, as for a pending sign-in) for one
+    ceremony; a registration's also names the account and session that asked for it."""
 
     binding_hash: str
     ceremony: Ceremony
@@ -81,9 +62,8 @@ class PasskeyChallenge:
 
 @attrs.frozen
 class PasskeyUser:
-    """The account as the creation options name it to the authenticator: ``handle`` is the
-    WebAuthn user handle (opaque bytes), ``name`` and ``display_name`` what the device shows
-    when offering the passkey."""
+    """The account as the creation options name it to the authenticator (``handle``: the
+    opaque WebAuthn user handle)."""
 
     handle: bytes
     name: str
@@ -92,10 +72,9 @@ class PasskeyUser:
 
 @attrs.frozen
 class NewCredential:
-    """The credential of a verified registration, as a :class:`Passkey` keeps it: the
-    authenticator's credential id, its COSE public key (CBOR), its signature counter, AAGUID
-    (the authenticator model, a UUID's text), the BE and BS flags, and the transports the
-    browser reported (the known values, in its order, without repeats, at most 8)."""
+    """The credential of a verified registration, as a :class:`Passkey` keeps it (``aaguid``:
+    the authenticator model; ``transports``: the known values the browser reported, in its
+    order, without repeats, at most 8)."""
 
     credential_id: bytes = attrs.field(repr=False)
     public_key: bytes = attrs.field(repr=False)
@@ -108,24 +87,22 @@ class NewCredential:
 
 @attrs.frozen
 class VerifiedAssertion:
-    """What a verified assertion says of its passkey: the authenticator's signature counter
-    (0 when it keeps none) and whether the credential is backed up (BS flag) now."""
+    """What a verified assertion says of its passkey: its signature counter and BS flag."""
 
     sign_count: int
     backed_up: bool
 
 
 def counter_advances(stored: int, seen: int) -> bool:
-    """Whether an assertion's signature counter ``seen`` may follow the ``stored`` one: it
-    went up, or both are 0 (an authenticator that keeps no counter, as synced passkeys do,
-    always reports 0). Anything else (behind, or the same non-zero value) is what a copy of
+    """Whether an assertion's signature counter ``seen`` may follow the ``stored`` one: it went
+    up, or both are 0 (an authenticator without a counter). Anything else is what a copy of
     the authenticator would report, or a replay."""
     return seen > stored or seen == stored == 0
 
 
 def clean_name(name: str) -> str | None:
-    """The name as kept (surrounding white space dropped), or None when it is empty, longer
-    than :data:`NAME_MAX` or holds a control character."""
+    """The name as kept (stripped), or None when it is empty, too long or holds a control
+    character."""
     text = name.strip()
     if not text or len(text) > NAME_MAX:
         return None

@@ -1,13 +1,8 @@
-"""What identity providers tell us about their users, read from a verified event token.
-
-Three shapes, each parsed by one small function into :class:`ProviderEvent` values: OpenID
-Connect Back-Channel Logout 1.0 (:func:`logout_event`), Sign in with Apple server-to-server
-notifications (:func:`apple_event`), and Security Event Tokens of Google's Cross-Account
-Protection (RISC, RFC 8417: :func:`risc_events`). :func:`decide` says what each means for the
-account (a :class:`Decision`), which the service carries out.
-
-Pure: the signature, ``iss``, ``aud``, ``iat`` and ``jti`` were checked before (adapters).
-"""
+"""What identity providers tell us about their users, read from a verified event token (its
+signature, ``iss``, ``aud``, ``iat`` and ``jti`` checked by the adapters): OpenID Connect
+Back-Channel Logout 1.0, Sign in with Apple server-to-server notifications, and Google's
+Cross-Account Protection (RISC, RFC 8417). :func:`decide` says what each event means for the
+account."""
 
 from __future__ import annotations
 
@@ -47,14 +42,10 @@ class Action(enum.Enum):
 
 @attrs.frozen
 class ProviderEvent:
-    """One event about one user of the provider.
-
-    ``kind`` is the event's bounded name for the audit trail (``backchannel-logout``,
-    ``consent-revoked``, ``sessions-revoked``, ``unknown``...). ``subject`` is the user's
-    ``sub`` at the provider (None: a logout by ``sid`` alone, or RISC ``verification``).
-    ``provider_session`` is the logout token's ``sid``. ``every_provider``: END_SESSIONS ends
-    every session of the account, not only those signed in through this provider.
-    """
+    """One event about one user of the provider. ``kind``: its bounded name for the audit
+    trail. ``subject``: the user's ``sub`` (None: a logout by ``sid`` alone, or RISC
+    ``verification``). ``every_provider``: END_SESSIONS ends every session of the account, not
+    only those signed in through this provider."""
 
     kind: str
     action: Action
@@ -68,8 +59,7 @@ class ProviderEvent:
 
 
 def logout_event(claims: Mapping[str, Any]) -> ProviderEvent:
-    """The logout of a verified logout token: ``events`` holds the back-channel logout
-    member (a JSON object), ``sid`` and/or ``sub`` are present, ``nonce`` is absent."""
+    """The logout of a verified logout token."""
     events = claims.get("events")
     if not isinstance(events, Mapping) or not isinstance(events.get(BACKCHANNEL_LOGOUT), Mapping):
         raise MalformedEvent(f"logout token events claim has no {BACKCHANNEL_LOGOUT} object")
@@ -111,21 +101,16 @@ def apple_event(claims: Mapping[str, Any]) -> ProviderEvent:
     sub = _optional_text(event, "sub")
     if sub is None:
         raise MalformedEvent("notification event has no sub")
-    action = APPLE_ACTIONS.get(kind)
-    if action is None:
+    if kind not in APPLE_ACTIONS:
         return ProviderEvent(UNKNOWN, Action.NOTHING, sub)
-    return ProviderEvent(kind, action, sub)
+    return ProviderEvent(kind, APPLE_ACTIONS[kind], sub)
 
 
 # -- RISC (Google Cross-Account Protection) ---------------------------------------------------
 
-# Every event type of Google's Cross-Account Protection, by URI (the token events live in the
-# OAuth namespace, the others in RISC's), with what its documentation asks of a receiver:
-# sessions-revoked: end the open sessions; tokens-revoked: for sign-in, end the open sessions,
-# and delete the OAuth tokens kept; token-revoked: delete the refresh token it names if kept;
-# account-disabled: hijacking, re-secure (end the sessions), no reason, disable sign-in through
-# Google, bulk-account, look into the user's activity; account-enabled: enable sign-in again;
-# account-credential-change-required: watch for suspicious activity; verification: log it.
+# Every event type of Google's Cross-Account Protection, as its documentation asks a receiver
+# to act on it (account-disabled: end the sessions on hijacking, disable sign-in through
+# Google without a reason, look into the user's activity on bulk-account).
 RISC_ACTIONS: Mapping[str, Action] = {
     RISC_EVENT_TYPE + "sessions-revoked": Action.END_SESSIONS,
     OAUTH_EVENT_TYPE + "tokens-revoked": Action.END_SESSIONS,
@@ -142,10 +127,9 @@ MAX_REASON_LENGTH = 64
 
 
 def risc_events(claims: Mapping[str, Any], issuers: Collection[str]) -> list[ProviderEvent]:
-    """The events of a verified Security Event Token (RFC 8417 section 2.2: ``events`` maps
-    event-type URIs to JSON objects). The subject (``iss_sub``, RFC 9493; Google writes
-    ``subject_type: iss-sub`` and its issuer with a trailing slash) must name one of
-    ``issuers``; an event without a usable subject acts on nobody. Unknown types are
+    """The events of a verified Security Event Token (RFC 8417 section 2.2). The subject
+    (``iss_sub``, RFC 9493; Google writes ``iss-sub`` and its issuer with a trailing slash)
+    must name one of ``issuers``, else the event acts on nobody. Unknown types are
     Action.NOTHING, never an error."""
     events = claims.get("events")
     if not isinstance(events, Mapping) or not events:
@@ -177,8 +161,7 @@ def risc_events(claims: Mapping[str, Any], issuers: Collection[str]) -> list[Pro
 
 
 def _token_kind(subject: Any) -> str | None:
-    """The kind of token a token-revoked event names (its ``token_type``, e.g.
-    ``refresh_token``), from its ``oauth_token`` subject."""
+    """The ``token_type`` of a token-revoked event's ``oauth_token`` subject."""
     if not isinstance(subject, Mapping) or subject.get("subject_type") != "oauth_token":
         return None
     kind = subject.get("token_type")
@@ -230,15 +213,11 @@ class Audit:
 @attrs.frozen
 class Decision:
     """What one event means, carried out in one transaction without knowing event kinds.
-
-    ``needs_account``: it acts on the account holding the identity it names; without one it
-    changes nothing and is audited as an unknown subject. ``disable_identity`` refuses the
-    identity's sign-ins for that reason; ``enable_identity`` allows them again;
-    ``email_disabled`` turns the provider's relay email off (True) or on (False).
-    ``outcome``/``detail`` is the audit event; with ``counted`` it is recorded per account
-    whose sessions ended, the detail followed by how many. ``review``: logged as a security
-    warning for an operator to follow up. ``unrecognised``: a type we do not act on.
-    """
+    ``needs_account``: it acts on the account holding the identity it names (else it is
+    audited as an unknown subject). ``disable_identity``: refuse its sign-ins for that reason;
+    ``email_disabled``: relay email off (True) or on (False). ``outcome``/``detail``: the audit
+    event, with ``counted`` recorded per account whose sessions ended, with how many.
+    ``review``: logged as a warning for an operator."""
 
     kind: str
     outcome: Outcome
@@ -260,9 +239,8 @@ class Decision:
     def audits(
         self, account_id: str | None, ended: Mapping[str, int], token_dropped: bool = False
     ) -> list[Audit]:
-        """The audit events once carried out for ``account_id`` (None: nobody known):
-        ``ended`` counts the sessions ended by account; ``token_dropped``: a kept token was
-        dropped."""
+        """The audit events once carried out for ``account_id`` (None: nobody known); ``ended``
+        counts the sessions ended by account."""
         if not self.counted:
             return [Audit(self.outcome, account_id, self.detail)]
         if not ended:
@@ -333,9 +311,8 @@ def _end_sessions(event: ProviderEvent) -> Decision:
 
 
 def _disable_identity(event: ProviderEvent) -> Decision:
-    """The provider disabled the identity. Other reasons than a hijacking: only the sessions
-    this provider vouched for. The kept token of a hijacked identity is revoked at the
-    provider; a new one is kept at the next sign-in once the identity is enabled again."""
+    """The provider disabled the identity: on a hijacking every session ends and the kept
+    token is revoked; otherwise only the sessions this provider vouched for end."""
     reason = event.reason or "unspecified"
     hijacked = reason == HIJACKING
     return Decision(

@@ -1,7 +1,5 @@
-"""Rate limits in ``limits``' notation ("10/minute", "10 per minute", "5/2 hours"; several joined
-by ``,``, ``;`` or ``|``), parsed exactly as ``limits.parse_many`` parses them
-(tests/unit/test_rate_window.py compares the two), so that checking the configuration and
-counting in memory do not import ``limits`` at all: the Redis store alone counts through it.
+"""Rate limits in ``limits``' notation ("10/minute", "5/2 hours; 100/day"), parsed exactly as
+``limits.parse_many`` parses them, so that only the Redis store imports ``limits``.
 """
 
 from __future__ import annotations
@@ -76,9 +74,7 @@ def parse(text: str) -> Rate:
 
 def _granularity(unit: str) -> str:
     name = unit.lower()
-    singular = name[:-1] if name.endswith("s") else name
-    if name in _SECONDS:
-        return name
-    if singular in _SECONDS:
-        return singular
+    for candidate in (name, name.removesuffix("s")):
+        if candidate in _SECONDS:
+            return candidate
     raise ValueError(f"no granularity matched for {unit}")

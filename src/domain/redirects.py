@@ -18,9 +18,7 @@ def origin(url: str) -> str:
     parts = urlsplit(url.strip())
     scheme = parts.scheme.lower()
     netloc = parts.netloc.lower().rpartition("@")[2]
-    default = {"http": ":80", "https": ":443"}.get(scheme)
-    if default and netloc.endswith(default):
-        netloc = netloc.removesuffix(default)
+    netloc = netloc.removesuffix({"http": ":80", "https": ":443"}.get(scheme, ""))
     return f"{scheme}://{netloc}"
 
 
@@ -32,18 +30,11 @@ def app_url_for(app_url: str, path: str) -> str:
 def safe_return_to(
     value: str | None, app_url: str, resume_urls: Collection[str] = ()
 ) -> str | None:
-    """The absolute destination for a requested ``return_to``, or None to ignore it.
-
-    Accepted: a path on the application (``/settings?tab=1``), an absolute URL on the
-    application's own origin, or one of ``resume_urls`` exactly (scheme, host, port and path;
-    any query, up to :data:`MAX_RESUME_LENGTH` characters): the service's own authorization
-    endpoint, which a sign-in started for an authorization request returns to. Refused (None):
-    other origins, scheme-relative ``//host``,
-    backslashes (``/\\host`` is ``//host`` to browsers), control characters (CR/LF header
-    injection), user-info, and anything over :data:`MAX_RETURN_TO_LENGTH` characters (it is
-    stored with the pending sign-in). Non-ASCII characters are percent-encoded (UTF-8): the
-    result goes into a ``Location`` header, which is ASCII.
-    """
+    """The absolute destination for a requested ``return_to``, or None to ignore it: a path
+    on the application, an absolute URL on its origin, or a :func:`is_resume_url`. Refused:
+    other origins, ``//host``, backslashes (``/\\host`` is ``//host`` to browsers), control
+    characters (CR/LF header injection), user-info, and anything over
+    :data:`MAX_RETURN_TO_LENGTH`. Non-ASCII is percent-encoded: a ``Location`` is ASCII."""
     if not value or "\\" in value or any(ord(c) < 0x21 or 0x7F <= ord(c) <= 0x9F for c in value):
         return None
     value = _NON_ASCII.sub(lambda m: quote(m.group(), safe="", errors="replace"), value)
@@ -64,9 +55,8 @@ def safe_return_to(
 
 
 def is_resume_url(value: str, resume_urls: Collection[str]) -> bool:
-    """Whether ``value`` is one of ``resume_urls``, any query added: the same scheme, host,
-    port and path exactly, no user-info, no fragment, no white space or control character, at
-    most :data:`MAX_RESUME_LENGTH` characters."""
+    """Whether ``value`` is one of ``resume_urls`` with any query added (no user-info,
+    fragment, white space or control character; at most :data:`MAX_RESUME_LENGTH`)."""
     if len(value) > MAX_RESUME_LENGTH or "\\" in value:
         return False
     if any(ord(c) < 0x21 or 0x7F <= ord(c) <= 0x9F for c in value):

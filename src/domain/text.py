@@ -1,9 +1,6 @@
-"""Text that a client or a provider chose, made safe to store and to show.
-
-Every store must hold what the service records, whichever adapter it is: PostgreSQL refuses
-NUL in text and JSON, and no encoder accepts the lone surrogates that stand for undecodable
-bytes in a header. So the domain cleans such values once, before any port sees them, and all
-adapters store the same thing.
+"""Text that a client or a provider chose, made safe to store and to show: cleaned once,
+before any port sees it, so that every adapter stores the same thing (PostgreSQL refuses NUL,
+and no encoder accepts the lone surrogates that stand for a header's undecodable bytes).
 """
 
 from __future__ import annotations

@@ -9,4 +9,3 @@ from typing import Protocol
 class Clock(Protocol):
     def now(self) -> dt.datetime:
         """The current time, timezone-aware (UTC)."""
-        ...

@@ -13,12 +13,9 @@ class SignInEventLog(Protocol):
 
     async def recent(self, limit: int = 100) -> list[SignInEvent]:
         """The newest events first."""
-        ...
 
     async def for_account(self, account_id: str, limit: int = 1000) -> list[SignInEvent]:
         """The account's events, newest first."""
-        ...
 
     async def purge_before(self, cutoff: dt.datetime) -> int:
         """Drop events older than ``cutoff``; returns how many."""
-        ...

@@ -19,13 +19,9 @@ class InvalidToken(Exception):
 
 @attrs.frozen
 class VerifiedIdToken:
-    """An ID token the provider signed, as presented back to it (``id_token_hint``).
-
-    Its expiry is reported, not enforced: a hint is typically presented after its ID token
-    expired (a logout long after the sign-in), so the caller decides what an old one means.
-    ``audiences`` are the clients it was issued to: the caller checks they name a registered
-    client, which also sets apart the service's session tokens (signed by the same keys, with
-    ``session.audience``, which no client_id may be)."""
+    """An ID token the provider signed, presented back as ``id_token_hint``, often after it
+    expired (a logout long after the sign-in). The caller checks ``audiences`` name a client,
+    which also sets apart the session tokens (same keys, but ``session.audience``)."""
 
     subject: str
     audiences: tuple[str, ...]
@@ -37,17 +33,14 @@ class VerifiedIdToken:
 
 
 class TokenSigner(Protocol):
-    """Signs with the first key of the kind each token needs and stamps ``iss`` (the
-    provider's issuer), so the claims given must not carry one."""
+    """Signs with the first key of the kind each token needs and stamps ``iss``
+    (:attr:`issuer`), so the claims given must not carry one."""
 
     @property
-    def issuer(self) -> str:
-        """The ``iss`` of every token it signs."""
-        ...
+    def issuer(self) -> str: ...
 
     def supports(self, algorithm: IdTokenAlgorithm) -> bool:
-        """Whether the key set holds a key that signs ID tokens with ``algorithm``."""
-        ...
+        """Whether a key signs ID tokens with ``algorithm``."""
 
     def id_token(
         self,
@@ -56,26 +49,20 @@ class TokenSigner(Protocol):
         algorithm: IdTokenAlgorithm = "RS256",
         access_token: str | None = None,
     ) -> str:
-        """An ID token (header ``typ: JWT`` with the key's ``kid``); with ``access_token``,
-        its ``at_hash`` (OpenID Connect Core section 3.1.3.6) added to the claims."""
-        ...
+        """An ID token (``typ: JWT``); with ``access_token``, its ``at_hash`` (OpenID Connect
+        Core section 3.1.3.6) added."""
 
     def access_token(self, claims: Mapping[str, Any]) -> str:
         """An RFC 9068 access token: RS256, header ``typ: at+jwt``."""
-        ...
 
     def logout_token(self, claims: Mapping[str, Any]) -> str:
-        """A back-channel logout token: RS256, header ``typ: logout+jwt`` (OpenID Connect
-        Back-Channel Logout 1.0 section 2.4)."""
-        ...
+        """A back-channel logout token: RS256, ``typ: logout+jwt`` (Back-Channel Logout 1.0
+        section 2.4)."""
 
     def verify_id_token(self, token: str) -> VerifiedIdToken:
-        """An ID token this provider signed (any of its keys, RS256 or ES256), with its
-        ``iss``: raises :class:`InvalidToken` otherwise. ``exp`` is not enforced."""
-        ...
+        """An ID token this provider signed (RS256 or ES256, its ``iss``, ``exp`` not
+        enforced); :class:`InvalidToken` otherwise."""
 
     def verify_access_token(self, token: str, now: dt.datetime) -> Mapping[str, Any]:
         """The claims of an unexpired access token this provider signed (``typ: at+jwt``,
-        RS256, its ``iss``); raises :class:`InvalidToken` otherwise. Whether its session or
-        grant still stands is the caller's question."""
-        ...
+        RS256, its ``iss``); :class:`InvalidToken` otherwise. Its family is the caller's."""

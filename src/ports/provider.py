@@ -32,16 +32,14 @@ class IdentityProvider(Protocol):
     @property
     def uses_nonce(self) -> bool:
         """Whether the provider returns an ID token carrying the nonce (OIDC)."""
-        ...
 
     @property
     def uses_pkce(self) -> bool: ...
 
     @property
     def proves_login_time(self) -> bool:
-        """Whether a sign-in through this provider proves when the person logged in (a signed
-        ``auth_time``; :mod:`authgate.domain.login_proof` says why nothing else does)."""
-        ...
+        """Whether a sign-in proves when the person logged in
+        (:mod:`authgate.domain.login_proof`)."""
 
     async def authorization_url(
         self,
@@ -53,20 +51,14 @@ class IdentityProvider(Protocol):
         reauthenticate: bool = False,
         login_hint: str | None = None,
     ) -> str:
-        """The complete authorization URL; with ``reauthenticate``, asking the provider to
-        authenticate the user again (OIDC ``prompt=login`` and ``max_age=0``, the Graph API's
-        ``auth_type=reauthenticate``) where it can; ``login_hint`` passed on to an OpenID
-        Connect provider (OIDC Core 3.1.2.1), ignored by others.
-        Raises ProviderUnavailable (domain) when the provider's configuration (discovery)
-        cannot be loaded."""
-        ...
+        """The authorization URL; ``reauthenticate`` asks the provider to log the user in again
+        where it can; ``login_hint`` only for OpenID Connect. Raises
+        :class:`~authgate.domain.errors.ProviderUnavailable` when discovery fails."""
 
     async def check_response_issuer(self, iss: str | None) -> None:
-        """RFC 9207: check the authorization response's ``iss`` (None when absent) before the
-        code is redeemed. :class:`VerificationFailed` when it is not exactly the provider's
-        issuer, or absent although the provider promises it (discovery or configuration);
+        """RFC 9207: before the code is redeemed, :class:`VerificationFailed` when the
+        response's ``iss`` is not the provider's issuer, or absent although promised;
         :class:`ExchangeFailed` when discovery cannot be loaded to tell."""
-        ...
 
     async def exchange(
         self,
@@ -77,6 +69,5 @@ class IdentityProvider(Protocol):
         nonce: str | None,
         user: str | None = None,
     ) -> VerifiedIdentity:
-        """Exchange the code and verify the answer. ``user`` is Apple's first-time JSON.
-        Raises :class:`ExchangeFailed` or :class:`VerificationFailed`."""
-        ...
+        """Exchange the code and verify the answer (``user``: Apple's first-time JSON); raises
+        :class:`ExchangeFailed` or :class:`VerificationFailed`."""

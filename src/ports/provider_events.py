@@ -1,5 +1,5 @@
-"""Provider events: verifying the providers' signed event tokens, and remembering
-which events were seen so that a replayed one changes nothing twice."""
+"""Provider events: verifying the providers' signed event tokens, and remembering which were
+seen so that a replayed one changes nothing twice."""
 
 from __future__ import annotations
 
@@ -22,11 +22,9 @@ INVALID_AUDIENCE = "invalid_audience"
 
 
 class EventTokenRejected(Exception):
-    """The event token does not verify. ``code`` is the RFC 8935 error code; the text is a
-    log-safe description (never the token) that may be returned to the provider. Answered
-    ``status`` (RFC 8935 section 2.3: final, the provider does not retry) with RFC 8935's
-    body ``{"err", "description"}``, and for a back-channel logout OpenID Connect's ``error``
-    (:data:`INVALID_REQUEST`) and ``error_description`` besides (its section 2.8)."""
+    """The event token does not verify: ``code`` is the RFC 8935 error code, the text a
+    log-safe description that may be returned to the provider. A 400 is final (RFC 8935
+    section 2.3: the provider does not retry)."""
 
     status: ClassVar[int] = 400
 
@@ -37,9 +35,8 @@ class EventTokenRejected(Exception):
 
 
 class EventTokenUnavailable(ContractError):
-    """The provider's key set (or its configuration document) cannot be loaded at all: an
-    outage, not a bad token; the provider should retry later (a 503: RFC 8935 makes a 400
-    final)."""
+    """The provider's key set or configuration cannot be loaded: an outage, not a bad token,
+    so a 503 that the provider retries (RFC 8935 makes a 400 final)."""
 
     wire = Wire(
         503,
@@ -64,13 +61,11 @@ class EventTokenVerifier(Protocol):
 
     async def verify(self, token: str) -> VerifiedEventToken:
         """Raises :class:`EventTokenRejected` or :class:`EventTokenUnavailable`."""
-        ...
 
 
 class SeenEvents(Protocol):
     """The one-time ``jti`` store of provider events."""
 
     async def first_sight(self, event: EventId, now: dt.datetime) -> bool:
-        """Remember ``event`` until its ``expires_at``; False when it is remembered already
-        (a replay). Records that expired are dropped on the way."""
-        ...
+        """Remember ``event`` until its ``expires_at`` (dropping expired ones on the way);
+        False for a replay."""

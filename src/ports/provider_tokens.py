@@ -1,10 +1,6 @@
-"""Provider tokens kept for revocation: sealed (encrypted) at rest, revoked through an outbox.
-
-A provider's token (Apple's refresh token, Google's refresh or access token, any RFC 7009
-provider's) is kept sealed per identity; unlinking the identity or deleting the account moves
-it, still sealed, into the revocation outbox in the same transaction; a background worker
-sends it to the provider's revocation endpoint after the change committed.
-"""
+"""Provider tokens kept for revocation: sealed (encrypted) at rest per identity, moved into
+the revocation outbox in the transaction that unlinks the identity or deletes the account, and
+sent to the provider's revocation endpoint once that committed."""
 
 from __future__ import annotations
 
@@ -22,52 +18,41 @@ from authgate.ports.outbox import Outbox
 
 
 class TokenUnreadable(Exception):
-    """A sealed token cannot be opened: its key is no longer configured, or it was altered or
-    moved to another identity. The text names the key id, never the token."""
+    """A sealed token cannot be opened (its key is gone, or it was altered or moved to another
+    identity). The text names the key id, never the token."""
 
 
 class TokenSealer(Protocol):
-    """Encrypts provider tokens at rest (authenticated encryption bound to the identity)."""
+    """Encrypts provider tokens at rest (authenticated encryption bound to the identity) under
+    the first configured key, and opens them under any configured key."""
 
     @property
-    def seal_key_id(self) -> str:
-        """The id of the key that seals (the first configured)."""
-        ...
+    def seal_key_id(self) -> str: ...
 
-    def seal(self, token: ProviderToken, identity: ProviderIdentity) -> SealedToken:
-        """Encrypt under the current (first) key."""
-        ...
+    def seal(self, token: ProviderToken, identity: ProviderIdentity) -> SealedToken: ...
 
     def open(self, sealed: SealedToken, identity: ProviderIdentity) -> ProviderToken:
-        """Decrypt under the key ``sealed.key_id`` names (any configured key); raises
-        :class:`TokenUnreadable`."""
-        ...
+        """Raises :class:`TokenUnreadable`."""
 
 
 class ProviderTokenStore(Protocol):
     """Sealed tokens per (account, provider). Every method is atomic on its own."""
 
     async def put(self, stored: StoredProviderToken) -> None:
-        """Keep the token of the account's identity at that provider, replacing any kept
-        before for the same account and provider."""
-        ...
+        """Keep the token, replacing any of the same account and provider."""
 
     async def take(self, account_id: str, provider: str | None = None) -> list[StoredProviderToken]:
         """Remove and return the account's tokens (only ``provider``'s when given)."""
-        ...
 
     async def for_account(self, account_id: str) -> list[StoredProviderToken]:
-        """The account's sealed tokens (for tests and the operator; never shown to users)."""
-        ...
+        """The account's sealed tokens (for tests and the operator)."""
 
     async def sealed_under_other_keys(self, key_id: str, limit: int) -> list[StoredProviderToken]:
         """Up to ``limit`` tokens sealed under another key than ``key_id`` (re-encryption)."""
-        ...
 
     async def replace_sealed(self, stored: StoredProviderToken, old_key_id: str) -> bool:
-        """Store ``stored.sealed`` for its account and provider if the row is still sealed
-        under ``old_key_id`` (a sign-in may have replaced it meanwhile); whether it was."""
-        ...
+        """Store ``stored.sealed`` if the row is still sealed under ``old_key_id`` (a sign-in
+        may have replaced it meanwhile); whether it was."""
 
 
 class RevocationOutbox(Outbox[PendingRevocation], Protocol):
@@ -82,8 +67,8 @@ class Revoked(enum.Enum):
 
 
 class RevocationFailed(Exception):
-    """The provider did not confirm the revocation; the text (status and OAuth error code, for
-    the log and the audit trail) never holds the token."""
+    """The provider did not confirm the revocation; the text (for the log and the audit
+    trail) never holds the token."""
 
 
 class TokenRevoker(Protocol):
@@ -93,6 +78,4 @@ class TokenRevoker(Protocol):
     def name(self) -> str: ...
 
     async def revoke(self, token: ProviderToken) -> Revoked:
-        """Send ``token`` to the provider's revocation endpoint with the client's
-        authentication as the provider wants it; raises :class:`RevocationFailed`."""
-        ...
+        """Raises :class:`RevocationFailed`."""

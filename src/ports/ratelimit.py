@@ -16,10 +16,8 @@ class RateDecision:
 class RateLimiter(Protocol):
     async def hit(self, key: str) -> RateDecision:
         """Count one request for ``key`` and say whether it is within the limit."""
-        ...
 
     async def peek(self, key: str) -> RateDecision:
         """Whether one more request for ``key`` would be within the limit now, counting
         nothing: for a budget spent only by some outcomes (failures), checked before any
         work."""
-        ...

@@ -11,17 +11,13 @@ OnRevoked = Callable[[Sequence[str]], None]
 
 class RevocationChannel(Protocol):
     async def publish(self, session_ids: Sequence[str]) -> None:
-        """Tell every instance (this one included) that these sessions were revoked. Best
-        effort: a failure is logged, never raised (the cache lifetime bounds staleness)."""
-        ...
+        """Tell every instance (this one included); best effort: a failure is logged, never
+        raised (the cache lifetime bounds staleness)."""
 
     def subscribe(self, on_revoked: OnRevoked) -> None:
-        """Deliver every revocation published from now on (by any instance) to
-        ``on_revoked``."""
-        ...
+        """Deliver every revocation published from now on to ``on_revoked``."""
 
     async def start(self) -> None:
         """Connect and listen, reconnecting after a failure, until :meth:`close`."""
-        ...
 
     async def close(self) -> None: ...

@@ -14,40 +14,29 @@ class SessionRecords(Protocol):
 
     async def add(self, record: SessionRecord) -> None:
         """Record a newly issued session (its id is new)."""
-        ...
 
     async def get(self, session_id: str, *, for_change: bool = False) -> SessionRecord | None:
-        """The record, revoked or not; None for an unknown id.
-
-        ``for_change``: the caller's unit of work goes on to change something that holds only
-        while this session lives (a link it started): the record stays locked until the unit
-        ends, so a revocation running meanwhile waits for the unit, or the unit sees it."""
-        ...
+        """The record, revoked or not; None for an unknown id. ``for_change``: the unit of work
+        changes something that holds only while this session lives (a link it started), so
+        the record stays locked until the unit ends and a revocation meanwhile waits."""
 
     async def is_live(self, session_id: str, now: dt.datetime) -> bool:
-        """Whether the session exists, is not revoked and has not expired: the check on every
+        """Whether the session exists, unrevoked and unexpired: the check on every
         authenticated request (one indexed read)."""
-        ...
 
     async def live_for_account(self, account_id: str, now: dt.datetime) -> list[SessionRecord]:
         """The account's live sessions, newest first."""
-        ...
 
     async def extend(self, session_id: str, expires_at: dt.datetime, now: dt.datetime) -> bool:
-        """A renewed token's expiry (never past ``absolute_expires_at``, never earlier than the
-        current one); False when the session is not live."""
-        ...
+        """A renewed token's expiry (never past ``absolute_expires_at``, never moved back);
+        False when the session is not live."""
 
     async def prove(self, session_id: str, auth_time: dt.datetime, now: dt.datetime) -> bool:
-        """A newer proof of login for a live session (a link or a re-authentication made in
-        it): its ``auth_time`` becomes ``auth_time`` where that is later; False when the
-        session is not live."""
-        ...
+        """A newer proof of login (a link or re-authentication) moves a live session's
+        ``auth_time`` later; False when the session is not live."""
 
     async def revoke(self, account_id: str, session_id: str, now: dt.datetime) -> bool:
-        """End one of the account's sessions; False when it has no such live session (another
-        account's id is never revoked)."""
-        ...
+        """End one of the account's sessions; False when it has no such live session."""
 
     async def revoke_all(
         self,
@@ -58,10 +47,8 @@ class SessionRecords(Protocol):
         provider: str | None = None,
         passkey_id: str | None = None,
     ) -> list[str]:
-        """End the account's live sessions (all but ``keep``; only those issued through
-        ``provider``, only those signed in with the passkey ``passkey_id``, when given); the
-        ids ended."""
-        ...
+        """End the account's live sessions, but ``keep``, only those of ``provider`` or
+        ``passkey_id`` when given; the ids ended."""
 
     async def revoke_provider_session(
         self,
@@ -71,16 +58,11 @@ class SessionRecords(Protocol):
         *,
         account_id: str | None = None,
     ) -> list[tuple[str, str]]:
-        """End the live sessions signed in through ``provider`` whose provider session (the ID
-        token's ``sid``) is ``provider_session`` (only the account's when given): the
-        (account id, session id) pairs ended. Back-channel logout."""
-        ...
+        """Back-channel logout: end the live sessions of ``provider`` with that provider
+        ``sid`` (only the account's when given); the (account id, session id) pairs ended."""
 
     async def for_account(self, account_id: str) -> list[SessionRecord]:
-        """Every record of the account, revoked and expired ones included, newest first (the
-        data-protection export)."""
-        ...
+        """Every record of the account, newest first (the data-protection export)."""
 
     async def purge_expired(self, now: dt.datetime) -> int:
         """Drop records whose sessions expired (revoked ones too, once expired)."""
-        ...

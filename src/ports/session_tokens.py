@@ -15,9 +15,8 @@ __all__ = ["InvalidSession", "IssuedSession", "ResumedRequest", "SessionClaims",
 
 @attrs.frozen
 class ResumedRequest:
-    """An application's authorization request that started a sign-in (``key``, its
-    :func:`~authgate.domain.openid.authorization_request.resume_key`) and when that sign-in
-    began."""
+    """An application's authorization request that started a sign-in (``key``: its
+    ``resume_key``) and when that sign-in began."""
 
     key: str
     signin_started_at: dt.datetime
@@ -25,12 +24,9 @@ class ResumedRequest:
 
 @attrs.frozen
 class SessionClaims:
-    """A verified session token. ``session_id`` is its ``sid`` (a renewed token keeps it);
-    ``auth_time`` when the user last authenticated at the provider (RFC 9470). A token issued
-    by a sign-in that an application's authorization request started names that request
-    (``resumes``, :func:`~authgate.domain.openid.authorization_request.resume_key`) and when the
-    sign-in began (``signin_started_at``): signed with the session, so no browser can forge
-    them, as it could a parameter of the resumed request's address."""
+    """A verified session token (``session_id``: its ``sid``). One issued by a sign-in that
+    an authorization request started names it (``resumes``) and when the sign-in began:
+    signed, so no browser can forge them as it could the resumed request's address."""
 
     account_id: str
     provider: str | None
@@ -60,20 +56,14 @@ class SessionTokens(Protocol):
         expires_at: dt.datetime | None = None,
         resumes: ResumedRequest | None = None,
     ) -> IssuedSession:
-        """A new token: for a new session (a fresh ``session_id``) or a renewed one (the same
-        id). ``auth_time`` defaults to ``now``; ``expires_at`` to ``now`` plus the lifetime;
-        ``resumes``: the authorization request whose sign-in issues it."""
-        ...
+        """A new token, for a new session (no ``session_id``) or a renewed one.
+        ``auth_time`` defaults to ``now``, ``expires_at`` to ``now`` plus the lifetime."""
 
     def expiry(self, now: dt.datetime) -> dt.datetime:
-        """When a token issued at ``now`` without an ``expires_at`` expires (what
-        :meth:`issue` puts in it)."""
-        ...
+        """When a token :meth:`issue` gives at ``now`` without ``expires_at`` expires."""
 
     def verify(self, token: str, now: dt.datetime) -> SessionClaims:
         """Raises :class:`InvalidSession`."""
-        ...
 
     def public_jwks(self) -> Mapping[str, Any]:
         """The public keys, as a JWKS document."""
-        ...

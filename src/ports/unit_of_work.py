@@ -1,10 +1,5 @@
-"""A unit of work: the writes of one use case commit together or not at all.
-
-``async with uow.begin() as tx:`` gives repositories bound to one transaction; leaving the
-block normally commits, an exception rolls every write of the block back: a change, its audit
-event and the outbox rows it owes (provider-token revocations, back-channel logouts) are one
-transaction.
-"""
+"""A unit of work: the writes of one use case (a change, its audit event, the outbox rows it
+owes) commit together or not at all."""
 
 from __future__ import annotations
 
@@ -40,18 +35,14 @@ class Transaction(Protocol):
 
     @property
     def seen_events(self) -> SeenEvents:
-        """Provider events already acted on (one-time ``jti``), in the same transaction as
-        what the event changes: a failed change leaves the event to be delivered again."""
-        ...
+        """Provider events already acted on, in the transaction of what the event changes: a
+        failed change leaves the event to be delivered again."""
 
     @property
     def provider_tokens(self) -> ProviderTokenStore: ...
 
     @property
-    def revocations(self) -> RevocationOutbox:
-        """The outbox of provider-token revocations, written with the change that drops a
-        token and processed after it committed."""
-        ...
+    def revocations(self) -> RevocationOutbox: ...
 
     @property
     def authorization_codes(self) -> AuthorizationCodes: ...
@@ -66,24 +57,17 @@ class Transaction(Protocol):
     def session_clients(self) -> SessionClients: ...
 
     @property
-    def logout_outbox(self) -> LogoutOutbox:
-        """The outbox of back-channel logouts, written with the change that ends a session
-        and delivered after it committed."""
-        ...
+    def logout_outbox(self) -> LogoutOutbox: ...
 
     @property
-    def passkeys(self) -> PasskeyStore:
-        """The accounts' passkeys: added, used and removed with their audit event."""
-        ...
+    def passkeys(self) -> PasskeyStore: ...
 
 
 class UnitOfWork(Protocol):
     def begin(self) -> AbstractAsyncContextManager[Transaction]:
-        """Open a transaction: committed when the block ends normally, rolled back when it
-        raises (or is cancelled)."""
-        ...
+        """A transaction: committed when the block ends normally, rolled back when it raises
+        (or is cancelled)."""
 
     def read(self) -> AbstractAsyncContextManager[Transaction]:
-        """Open a transaction that only reads: one consistent view that takes no write lock,
-        so a check never waits behind a writer nor holds one up (SQLite refuses writes)."""
-        ...
+        """A read-only transaction: one consistent view that takes no write lock, so a check
+        never waits behind a writer nor holds one up."""

@@ -1,18 +1,11 @@
 """An OpenID Connect authorization request (Core 1.0 section 3.1.2.1), read from its
-parameters into :class:`AuthorizationRequest`, with the checks that need no store.
+parameters, with the checks that need no store. An unknown client or unregistered
+``redirect_uri`` is :class:`NotRedirectable` (an error page: a redirect would make an open
+redirector); any other fault is :class:`AuthorizationRefused` (RFC 6749 section 4.1.2.1).
 
-Two kinds of failure, as RFC 6749 section 4.1.2.1 separates them:
-
-* :class:`NotRedirectable`: the client is unknown or the ``redirect_uri`` is not one it
-  registered (or either is missing or repeated). Nothing may be sent to that URI: the browser
-  gets an error page, never a redirect (an open redirector otherwise);
-* :class:`AuthorizationRefused`: any other fault, answered at the registered ``redirect_uri``
-  with ``error``, ``error_description`` and the unchanged ``state``.
-
-Only the authorization code flow is served, with PKCE ``S256`` for every client. ``display``,
-``ui_locales``, ``claims_locales``, ``acr_values`` and parameters nobody defined are ignored
-(Core section 3.1.2.1 lets a provider ignore them); ``request`` and ``request_uri`` are refused
-as unsupported (discovery says so), never silently ignored.
+Only the code flow is served, with PKCE ``S256`` for every client. ``display``, ``ui_locales``,
+``acr_values`` and other unknown parameters are ignored (as Core 3.1.2.1 allows); ``request``
+and ``request_uri`` are refused, never silently ignored.
 """
 
 from __future__ import annotations
@@ -63,43 +56,33 @@ _SINGLE = (
 )
 
 
+@attrs.define
 class NotRedirectable(Exception):
-    """The request cannot be answered at a redirect URI: an error page. ``description`` is
-    safe to show."""
+    """Answered with an error page; ``description`` is safe to show."""
 
-    def __init__(self, description: str) -> None:
-        self.description = description
-        super().__init__(description)
+    description: str
 
 
+@attrs.define
 class AuthorizationRefused(Exception):
-    """An error answered at the client's registered ``redirect_uri`` (RFC 6749 4.1.2.1,
-    OpenID Connect Core 3.1.2.6), with the request's ``state`` unchanged."""
+    """An error answered at the client's registered ``redirect_uri`` with the request's
+    ``state`` unchanged (RFC 6749 4.1.2.1, OpenID Connect Core 3.1.2.6)."""
 
-    def __init__(
-        self,
-        error: str,
-        description: str,
-        *,
-        client: Client,
-        redirect_uri: str,
-        state: str | None,
-        response_mode: str = "query",
-    ) -> None:
-        self.error = error
-        self.description = description
-        self.client = client
-        self.redirect_uri = redirect_uri
-        self.state = state
-        self.response_mode = response_mode
-        super().__init__(f"{error}: {description}")
+    error: str
+    description: str
+    client: Client = attrs.field(kw_only=True)
+    redirect_uri: str = attrs.field(kw_only=True)
+    state: str | None = attrs.field(kw_only=True)
+    response_mode: str = attrs.field(default="query", kw_only=True)
+
+    def __str__(self) -> str:
+        return f"{self.error}: {self.description}"
 
 
 @attrs.frozen
 class AuthorizationRequest:
     """A well-formed authorization request of a registered client to one of its redirect
-    URIs. ``scopes`` are in the order asked, each once; ``prompt`` the values of ``prompt``;
-    ``provider`` authgate's parameter naming the identity provider to go straight to."""
+    URIs; ``scopes`` in the order asked, each once."""
 
     client_id: str
     redirect_uri: str
@@ -120,9 +103,8 @@ class AuthorizationRequest:
         return PROMPT_LOGIN in self.prompt or self.max_age is not None
 
     def parameters(self) -> list[tuple[str, str]]:
-        """The request as parameters again, what it means and nothing else (not the
-        ``id_token_hint``, which only a silent answer uses, nor any ignored parameter): how it
-        is carried through the sign-in and the consent page."""
+        """The request's meaning as parameters again, as carried through the sign-in and the
+        consent page (not the ``id_token_hint``, which only a silent answer uses)."""
         out = [
             ("response_type", "code"),
             ("client_id", self.client_id),
@@ -145,8 +127,7 @@ class AuthorizationRequest:
 
     @property
     def resume_key(self) -> str:
-        """What names this request in the session its sign-in issues: the
-        :func:`resume_key` of the query that resumes it."""
+        """The :func:`resume_key` of the query that resumes it."""
         return resume_key(urlencode(self.parameters()))
 
 
@@ -154,9 +135,8 @@ def parse_authorization_request(
     params: Mapping[str, Sequence[str]],
     clients: ClientRegistry,
 ) -> tuple[AuthorizationRequest, Client]:
-    """Read an authorization request (each parameter with all its values, in order).
-
-    Raises :class:`NotRedirectable` or :class:`AuthorizationRefused`."""
+    """Read an authorization request (each parameter with all its values, in order); raises
+    :class:`NotRedirectable` or :class:`AuthorizationRefused`."""
     client, redirect_uri = _redirectable(params, clients)
     to = _answer_to(params, client, redirect_uri)
     first = _single_values(params, to)
@@ -181,8 +161,8 @@ def parse_authorization_request(
 
 @attrs.frozen
 class _AnswerTo:
-    """Where and how a refusal of the request is answered: the client's registered
-    ``redirect_uri``, with the request's ``state`` and in its ``response_mode``."""
+    """Where and how a refusal is answered: the registered ``redirect_uri``, with the
+    request's ``state``, in its ``response_mode``."""
 
     client: Client
     redirect_uri: str
@@ -281,9 +261,8 @@ def _check_response_type(first: Mapping[str, str], to: _AnswerTo) -> None:
 
 def _scopes(first: Mapping[str, str], client: Client, to: _AnswerTo) -> tuple[str, ...]:
     """The scopes asked that the provider serves, each once, in order: ``openid`` among them
-    and every one allowed to the client. Scope values the provider does not serve at all
-    (address, phone, an application's own) are ignored, as OpenID Connect Core 3.1.2.1 asks;
-    one it serves but this client may not have is refused."""
+    and each allowed to the client. Others (address, an application's own) are ignored, as
+    OpenID Connect Core 3.1.2.1 asks."""
     asked = dict.fromkeys(first.get("scope", "").split())
     scopes = tuple(s for s in asked if s in SUPPORTED_SCOPES)
     if OPENID not in scopes:
@@ -359,19 +338,17 @@ def _provider(first: Mapping[str, str]) -> str | None:
 
 
 def resume_key(query: str) -> str:
-    """A digest of the query of the address that resumes an authorization request after the
-    sign-in it started (the request's :meth:`AuthorizationRequest.parameters`, encoded): the
-    session that sign-in issues carries it, signed, so that only that request is resumed by
-    it (128 bits, base64url)."""
+    """A digest (128 bits, base64url) of the query that resumes an authorization request
+    after the sign-in it started: the session that sign-in issues carries it, signed, so that
+    only that request is resumed by it."""
     digest = hashlib.sha256(query.encode()).digest()[:16]
     return base64.urlsafe_b64encode(digest).rstrip(b"=").decode("ascii")
 
 
 def resume_needs_fresh_login(url: str) -> bool:
-    """Whether the authorization request that ``url`` resumes (the authorization endpoint's
-    URL with the request as its query) asks for a fresh login: ``prompt`` holds ``login``, or
-    it has a ``max_age``. The sign-in it started then makes the provider log the person in
-    again, and counts the login from its own start where the provider does not date it."""
+    """Whether the authorization request that ``url`` resumes asks for a fresh login
+    (:attr:`AuthorizationRequest.needs_fresh_login`): its sign-in then makes the provider log
+    the person in again."""
     query = parse_qsl(urlsplit(url).query)
     return any(
         (name == "prompt" and PROMPT_LOGIN in value.split()) or name == "max_age"
@@ -380,7 +357,7 @@ def resume_needs_fresh_login(url: str) -> bool:
 
 
 def _shown(value: str) -> str:
-    """A value from the request in an error's text: quoted, its control characters escaped
-    (it reaches a log line as well as the page, which escapes its HTML), bounded."""
+    """A value from the request in an error's text: quoted, control characters escaped (it
+    reaches a log line as well as the page), bounded."""
     text = repr(value)
     return text if len(text) <= 300 else text[:297] + "..."

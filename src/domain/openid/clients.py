@@ -1,10 +1,5 @@
-"""The applications registered with authgate as their OpenID Provider (``clients:``).
-
-A :class:`Client` is what the provider's services look a ``client_id`` up to: how it
-authenticates at the token endpoint, where its redirects may go, what it may ask for and how
-long its tokens live. They come from the configuration and never change while the service runs;
-:class:`ClientRegistry` holds them.
-"""
+"""The applications registered with authgate as their OpenID Provider (``clients:``): they
+come from the configuration and never change while the service runs."""
 
 from __future__ import annotations
 
@@ -14,30 +9,26 @@ import hmac
 import os
 import re
 from collections.abc import Iterable, Iterator
-from typing import Literal
+from typing import Literal, get_args
 from urllib.parse import urlsplit
 
 import attrs
+
+from authgate.domain.openid.records import CODE_MAX_LIFETIME
+from authgate.domain.redirects import origin
 
 ClientType = Literal["confidential", "public"]
 AuthMethod = Literal["client_secret_basic", "client_secret_post", "private_key_jwt", "none"]
 IdTokenAlgorithm = Literal["RS256", "ES256"]
 
-AUTH_METHODS: tuple[AuthMethod, ...] = (
-    "client_secret_basic",
-    "client_secret_post",
-    "private_key_jwt",
-    "none",
-)
+AUTH_METHODS: tuple[AuthMethod, ...] = get_args(AuthMethod)
 SECRET_METHODS: tuple[AuthMethod, ...] = ("client_secret_basic", "client_secret_post")
-ID_TOKEN_ALGORITHMS: tuple[IdTokenAlgorithm, ...] = ("RS256", "ES256")
+ID_TOKEN_ALGORITHMS: tuple[IdTokenAlgorithm, ...] = get_args(IdTokenAlgorithm)
 # What a private_key_jwt client may sign its assertions with: asymmetric algorithms only
 # (never none, never an HMAC, which would make a public key a shared secret).
 ASSERTION_ALGORITHMS = ("RS256", "PS256", "ES256", "EdDSA")
-# The scopes the provider knows: the ID token's own, the claims of the profile and email
-# scopes, and refresh tokens (offline_access).
 SUPPORTED_SCOPES = ("openid", "profile", "email", "offline_access")
-MAX_CODE_LIFETIME = dt.timedelta(seconds=60)
+MAX_CODE_LIFETIME = CODE_MAX_LIFETIME
 # A client secret is a long random value, not a password (see SecretDigest).
 MIN_SECRET_LENGTH = 32
 # RFC 8252 section 7.3: a native app's (a public client's) loopback redirect may use any port.
@@ -50,11 +41,10 @@ _PRIVATE_SCHEME = re.compile(r"[a-z][a-z0-9+-]*(\.[a-z0-9+-]+)+")
 class SecretDigest:
     """A client secret as kept in memory: a random salt and SHA-256 of salt and secret.
 
-    A fast digest, not a password hash: a confidential client presents its secret at every
-    token request and refresh, and its secrets must be at least :data:`MIN_SECRET_LENGTH`
-    characters of random text, which no guessing reaches whatever the digest costs. The salt
-    keeps two clients' equal secrets (or a secret reused elsewhere) from showing as equal
-    digests in a memory dump."""
+    A fast digest, not a password hash: a client presents its secret at every token request,
+    and a secret of :data:`MIN_SECRET_LENGTH` random characters is beyond guessing whatever
+    the digest costs. The salt keeps equal secrets from showing as equal digests in a memory
+    dump."""
 
     salt: bytes
     digest: bytes
@@ -65,8 +55,7 @@ class SecretDigest:
         return cls(salt, _digest(salt, secret))
 
     def matches(self, presented: str) -> bool:
-        """Whether ``presented`` is the secret; the comparison takes the same time wherever
-        the two differ."""
+        """Whether ``presented`` is the secret, compared in constant time."""
         return hmac.compare_digest(_digest(self.salt, presented), self.digest)
 
     def __repr__(self) -> str:
@@ -87,29 +76,25 @@ class Client:
     token_endpoint_auth_method: AuthMethod
     redirect_uris: tuple[str, ...]
     secrets: tuple[SecretDigest, ...] = ()
-    # private_key_jwt: where the client publishes its public keys, or the keys themselves
-    # (a JWK Set as JSON text).
+    # private_key_jwt: the client's public keys, where published or as JWK Set JSON.
     jwks_uri: str | None = None
     jwks: str | None = None
     post_logout_redirect_uris: tuple[str, ...] = ()
     backchannel_logout_uri: str | None = None
     allowed_scopes: frozenset[str] = frozenset(SUPPORTED_SCOPES)
-    # No consent screen: an application of the same party as authgate.
-    first_party: bool = False
+    first_party: bool = False  # no consent screen: an application of authgate's own party
     access_token_lifetime: dt.timedelta = dt.timedelta(seconds=300)
     id_token_lifetime: dt.timedelta = dt.timedelta(seconds=300)
     refresh_token_lifetime: dt.timedelta = dt.timedelta(days=30)
     code_lifetime: dt.timedelta = MAX_CODE_LIFETIME
     id_token_signed_response_alg: IdTokenAlgorithm = "RS256"  # noqa: S105 - an algorithm
-    # Whether the client may call the introspection endpoint (RFC 7662).
-    introspection: bool = False
+    introspection: bool = False  # may call the introspection endpoint (RFC 7662)
     # The browser origins that may call the token, userinfo and revocation endpoints (CORS).
     allowed_origins: frozenset[str] = frozenset()
 
     @property
     def is_public(self) -> bool:
-        """A client that cannot keep a secret (a browser or native app): no authentication
-        at the token endpoint beyond its client_id."""
+        """A client that cannot keep a secret (a browser or native app)."""
         return self.client_type == "public"
 
     def secret_matches(self, presented: str) -> bool:
@@ -122,11 +107,10 @@ class Client:
 
     def redirect_uri_registered(self, uri: str) -> bool:
         """Whether ``uri`` is a registered redirect URI: the same string exactly (RFC 9700
-        section 4.1.3), except that for a public client a loopback one (http on 127.0.0.1,
-        [::1] or localhost) matches on any port (RFC 8252 section 7.3: a native app listens
-        on whatever port the system gives it). A confidential client is a web server with
-        an address of its own: its redirect URIs match exactly, loopback ones included, so
-        that another program on the same machine cannot take its codes on another port."""
+        section 4.1.3), but for a public client's loopback one on any port (RFC 8252 section
+        7.3: a native app listens where the system lets it). A confidential client's match
+        exactly, so that another program on its machine cannot take its codes on another
+        port."""
         if uri in self.redirect_uris:
             return True
         if not self.is_public:
@@ -137,14 +121,13 @@ class Client:
         )
 
     def post_logout_redirect_uri_registered(self, uri: str) -> bool:
-        """Whether ``uri`` is a registered post-logout redirect URI: the same string exactly
-        (a query added to a registered one is another URI)."""
+        """Whether ``uri`` is a registered post-logout redirect URI, exactly."""
         return uri in self.post_logout_redirect_uris
 
 
 def _loopback_without_port(uri: str) -> tuple[str, str, str, str] | None:
-    """(host, path, query, fragment) of an http loopback URI, its port left out, as written
-    (no case folding: the match is exact but for the port); None for any other URI."""
+    """(host, path, query, fragment) of an http loopback URI, as written; None for any
+    other URI."""
     if not uri.startswith("http://"):
         return None
     parts = urlsplit(uri)
@@ -163,11 +146,9 @@ def _loopback_without_port(uri: str) -> tuple[str, str, str, str] | None:
 
 
 def redirect_uri_problem(uri: str, *, native: bool) -> str | None:
-    """Why ``uri`` cannot be registered as a redirect URI, or None when it can.
-
-    https anywhere; http only on loopback (RFC 8252 section 7.3); a private-use scheme such
-    as ``com.example.app:/callback`` only when ``native`` (a public client: RFC 8252 section
-    7.1); never a fragment (RFC 6749 section 3.1.2), user-info or white space."""
+    """Why ``uri`` cannot be registered as a redirect URI, or None when it can: https; http
+    only on loopback (RFC 8252 section 7.3); a private-use scheme only when ``native`` (RFC
+    8252 section 7.1); never a fragment (RFC 6749 section 3.1.2), user-info or white space."""
     if not uri or any(c.isspace() or not c.isprintable() for c in uri):
         return "must be a URI without white space"
     if "#" in uri:
@@ -199,18 +180,11 @@ def redirect_uri_problem(uri: str, *, native: bool) -> str | None:
 
 
 def origins_of(uris: Iterable[str]) -> frozenset[str]:
-    """The browser origins (scheme://host[:port], lower case) of the http(s) URIs among
-    ``uris``; a private-use scheme has none."""
-    found = set()
-    for uri in uris:
-        parts = urlsplit(uri)
-        scheme = parts.scheme.lower()
-        if scheme not in ("http", "https") or not parts.netloc:
-            continue
-        netloc = parts.netloc.lower()
-        default = {"http": ":80", "https": ":443"}[scheme]
-        found.add(f"{scheme}://{netloc.removesuffix(default)}")
-    return frozenset(found)
+    """The browser origins of the http(s) URIs among ``uris``; a private-use scheme has none."""
+    web = (urlsplit(uri) for uri in uris)
+    return frozenset(
+        origin(p.geturl()) for p in web if p.scheme.lower() in ("http", "https") and p.netloc
+    )
 
 
 class ClientRegistry:
@@ -224,7 +198,6 @@ class ClientRegistry:
             self._clients[client.client_id] = client
 
     def get(self, client_id: str) -> Client | None:
-        """The client registered as ``client_id``, or None."""
         return self._clients.get(client_id)
 
     def __contains__(self, client_id: object) -> bool:

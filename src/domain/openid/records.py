@@ -1,10 +1,6 @@
-"""The records of authgate as an OpenID Provider: what it keeps of the authorization codes,
-refresh tokens, consents and single sign-on sessions of its registered applications (clients),
-and the pure checks on them.
-
-Codes and refresh tokens are kept only as their digest (:func:`token_digest`): a copy of the
-database never yields a usable one.
-"""
+"""What authgate as an OpenID Provider keeps of its clients' codes, refresh tokens, consents
+and sessions, and the pure checks on them. Codes and refresh tokens are kept only as their
+digest (:func:`token_digest`): a copy of the database never yields a usable one."""
 
 from __future__ import annotations
 
@@ -20,9 +16,9 @@ import attrs
 
 from authgate.domain.secrets import pkce_challenge
 
+# OAuth 2.0 recommends ten minutes at most; a client redeems its code at once, so a minute is
+# plenty and narrows the window of a leak.
 CODE_MAX_LIFETIME = dt.timedelta(seconds=60)
-"""An authorization code lives at most this long (OAuth 2.0 recommends ten minutes at most;
-a client redeems its code at once, so a minute is plenty and narrows the window of a leak)."""
 
 # RFC 7636 section 4.1: code_verifier = 43*128unreserved, unreserved = ALPHA / DIGIT / "-" /
 # "." / "_" / "~".
@@ -30,24 +26,23 @@ _CODE_VERIFIER = re.compile(r"[A-Za-z0-9\-._~]{43,128}")
 
 
 def token_digest(value: str) -> str:
-    """What is stored of a code or refresh token: its SHA-256, base64url without padding. The
-    token carries enough entropy that no salt or slow hash is needed."""
+    """What is stored of a code or refresh token: its SHA-256, base64url without padding (its
+    entropy needs no salt or slow hash)."""
     digest = hashlib.sha256(value.encode()).digest()
     return base64.urlsafe_b64encode(digest).rstrip(b"=").decode("ascii")
 
 
 def is_code_verifier(verifier: str) -> bool:
-    """Whether ``verifier`` has the syntax RFC 7636 requires (43 to 128 unreserved
-    characters)."""
+    """Whether ``verifier`` has the syntax RFC 7636 requires."""
     return _CODE_VERIFIER.fullmatch(verifier) is not None
 
 
 def pkce_matches(verifier: str, challenge: str) -> bool:
     """Whether ``verifier`` is well formed and its S256 challenge is ``challenge``, compared in
     constant time (``plain`` is never accepted: the challenge is always S256)."""
-    if not is_code_verifier(verifier):
-        return False
-    return hmac.compare_digest(pkce_challenge(verifier).encode(), challenge.encode())
+    return is_code_verifier(verifier) and hmac.compare_digest(
+        pkce_challenge(verifier).encode(), challenge.encode()
+    )
 
 
 def _scope_tuple(scopes: Iterable[str]) -> tuple[str, ...]:
@@ -60,13 +55,9 @@ def _scope_set(scopes: Iterable[str]) -> frozenset[str]:
 
 @attrs.frozen
 class AuthorizationCode:
-    """An issued authorization code, by its digest (the code itself is never stored).
-
-    It is bound to the client, the ``redirect_uri`` of the request and the PKCE S256
-    ``code_challenge``; ``session_id`` is the authgate session it was issued in (the single
-    sign-on session, the ID token's ``sid``); ``auth_time`` is when the person last
-    authenticated in it. It lives at most :data:`CODE_MAX_LIFETIME`.
-    """
+    """An issued authorization code, by its digest, bound to the client, the request's
+    ``redirect_uri`` and PKCE ``code_challenge``. ``session_id`` is the authgate session it
+    was issued in (the ID token's ``sid``); ``auth_time`` when the person last authenticated."""
 
     code_hash: str
     client_id: str
@@ -92,14 +83,10 @@ class AuthorizationCode:
 
 @attrs.frozen
 class TokenFamily:
-    """Everything issued from one redeemed authorization code: its refresh tokens (each
-    rotation adds one) and the access tokens issued with them, which name the family.
-
-    Revoking the family ends all of them at once: a code presented twice, a replaced refresh
-    token presented again (RFC 9700 section 4.14), the session ending, consent withdrawn.
-    ``expires_at`` is when the last thing issued in it expires (the store moves it later as
-    refresh tokens are rotated); ``revoked_at`` is kept by the store.
-    """
+    """Everything issued from one redeemed authorization code: its refresh tokens and the
+    access tokens naming it, all ended at once by revoking it (a code presented twice, a
+    replaced refresh token presented again (RFC 9700 section 4.14), the session ending,
+    consent withdrawn). ``expires_at`` moves later as refresh tokens rotate."""
 
     family_id: str
     client_id: str
@@ -116,12 +103,8 @@ class TokenFamily:
 
 @attrs.frozen
 class RefreshToken:
-    """An issued refresh token, by its digest (the token itself is never stored).
-
-    It belongs to a :class:`TokenFamily` and has its client, account and session.
-    ``replaced_at`` (when it was rotated) and ``revoked_at`` (when its family was revoked) are
-    kept by the store; a token is usable only while neither is set and it has not expired.
-    """
+    """An issued refresh token, by its digest, in a :class:`TokenFamily`. ``replaced_at``:
+    when it was rotated; ``revoked_at``: when its family was revoked."""
 
     token_hash: str
     family_id: str
@@ -152,18 +135,17 @@ class Grant:
     last_used_at: dt.datetime | None = None
 
 
+# How long a session's clients are kept past its absolute expiry: the logout worker takes
+# those of an expired session within seconds; the grace only outlasts a worker that was down.
 SESSION_CLIENT_GRACE = dt.timedelta(days=1)
-"""How long a session's clients are kept past its absolute expiry: the logout worker takes
-those of an expired session within seconds; the grace only outlasts a worker that was down."""
 
 
 @attrs.frozen
 class SessionClient:
-    """A client that received tokens in an authgate session: who is told when the session
-    ends (OpenID Connect Back-Channel Logout). ``expires_at`` is when the row may be purged:
-    a while after the session ends at the latest (its absolute expiry), so that a session
-    that ends by expiring is still found with its clients to be told
-    (:data:`SESSION_CLIENT_GRACE`)."""
+    """A client that received tokens in an authgate session: told when the session ends
+    (OpenID Connect Back-Channel Logout). ``expires_at``: when the row may be purged, a
+    :data:`SESSION_CLIENT_GRACE` past the session's absolute expiry, so that a session that
+    expires is still found with its clients to tell."""
 
     session_id: str
     client_id: str
@@ -174,13 +156,10 @@ class SessionClient:
 
 @attrs.frozen
 class AccessTokenClaims:
-    """What an access token (an RFC 9068 JWT, ``typ: at+jwt``) says, as the provider issues it
-    and as userinfo, introspection and revocation read it back.
-
-    ``family_id`` (claim ``fam``) names the :class:`TokenFamily` it was issued in: revoking it
-    makes the access token inactive at once, though its signature still verifies.
-    ``audience`` is the client it was issued to (never ``session.audience``, so a session token
-    and an access token cannot pass for each other)."""
+    """What an access token (an RFC 9068 JWT, ``typ: at+jwt``) says. ``family_id`` (claim
+    ``fam``) names its :class:`TokenFamily`: revoking that makes the token inactive at once,
+    though its signature still verifies. Its audience is the client (never
+    ``session.audience``, so a session token and an access token cannot pass for each other)."""
 
     issuer: str
     subject: str  # the account id

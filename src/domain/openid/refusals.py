@@ -1,9 +1,6 @@
-"""The OpenID Provider's failures, as RFC 6749 section 5.2 names them, each with its answer:
-``status``, the ``error`` code of the JSON body (``error``, ``error_description``) and the
-headers it adds (:meth:`OAuthError.wire_headers`). A protected resource's refusals
-(:class:`BearerTokenError`) are RFC 6750's: the same body, and a ``WWW-Authenticate: Bearer``
-challenge with :meth:`BearerTokenError.challenge`'s parameters. The HTTP entrypoint only
-renders them."""
+"""The OpenID Provider's failures, as RFC 6749 section 5.2 names them, each with its answer's
+status, ``error`` code and headers; a protected resource's (:class:`BearerTokenError`) are RFC
+6750's, with a ``WWW-Authenticate: Bearer`` challenge. The HTTP entrypoint only renders them."""
 
 from __future__ import annotations
 
@@ -22,6 +19,7 @@ class OAuthError(Exception):
 
     error: ClassVar[str] = "invalid_request"
     status: ClassVar[int] = 400
+    retry_after: int | None = None  # seconds, the answer's Retry-After
 
     def __init__(self, description: str, detail: str = "") -> None:
         self.description = description
@@ -30,7 +28,7 @@ class OAuthError(Exception):
 
     def wire_headers(self) -> Mapping[str, str]:
         """The headers the answer adds to its ``Cache-Control`` and ``Pragma``."""
-        return {}
+        return {} if self.retry_after is None else {"Retry-After": str(self.retry_after)}
 
 
 class OAuthInvalidRequest(OAuthError):
@@ -40,10 +38,9 @@ class OAuthInvalidRequest(OAuthError):
 
 
 class InvalidClient(OAuthError):
-    """Client authentication failed (401). ``challenge`` is the authentication scheme the
-    client tried in the ``Authorization`` header (``Basic``): the answer then carries
-    ``WWW-Authenticate`` with it (RFC 6749 section 5.2). The description never says which
-    part was wrong; ``detail`` does, for the log."""
+    """Client authentication failed. ``challenge``: the scheme the client tried in its
+    ``Authorization`` header, answered with ``WWW-Authenticate`` (RFC 6749 section 5.2). Only
+    ``detail``, for the log, says which part was wrong."""
 
     error = "invalid_client"
     status = 401
@@ -60,15 +57,12 @@ class InvalidClient(OAuthError):
 
 
 class OAuthUnavailable(OAuthError):
-    """Something the request needs cannot be had right now (a client's key set that cannot be
-    fetched): a 503, to be retried, not a verdict on the client."""
+    """Something the request needs cannot be had now (a client's key set): to be retried, not
+    a verdict on the client."""
 
     error = "temporarily_unavailable"
     status = 503
-
-    def wire_headers(self) -> Mapping[str, str]:
-        """``Retry-After``: a little later."""
-        return {"Retry-After": str(OAUTH_RETRY_AFTER_SECONDS)}
+    retry_after = OAUTH_RETRY_AFTER_SECONDS
 
 
 class InvalidGrant(OAuthError):
@@ -91,33 +85,28 @@ class InvalidScope(OAuthError):
 
 
 class ClientNotAllowed(OAuthError):
-    """The client authenticated but may not use this endpoint (introspection by a client not
-    registered with ``introspection: true``): 403, so an operator sees a misconfiguration
-    rather than tokens that seem inactive or credentials that seem wrong."""
+    """The client authenticated but may not use this endpoint (introspection without
+    ``introspection: true``): a 403 shows an operator the misconfiguration, where inactive
+    tokens or a 401 would mislead."""
 
     error = "unauthorized_client"
     status = 403
 
 
 class OAuthRateLimited(OAuthError):
-    """The client made more requests than its limit allows: 429, with ``Retry-After``."""
+    """The client is over its rate limit."""
 
     error = "temporarily_unavailable"
     status = 429
 
     def __init__(self, retry_after_seconds: int) -> None:
-        self.retry_after_seconds = retry_after_seconds
+        self.retry_after = retry_after_seconds
         super().__init__(f"too many requests; retry in {retry_after_seconds} s")
-
-    def wire_headers(self) -> Mapping[str, str]:
-        """``Retry-After``: when the limit admits the client again."""
-        return {"Retry-After": str(self.retry_after_seconds)}
 
 
 class BearerTokenError(OAuthError):
-    """A protected resource's refusal of the access token a request carries (RFC 6750
-    section 3.1), answered with a ``WWW-Authenticate: Bearer`` challenge that names it: 401
-    unless a subclass says otherwise (this base's ``invalid_request`` is 400)."""
+    """A protected resource's refusal of a request's access token (RFC 6750 section 3.1),
+    answered with a ``WWW-Authenticate: Bearer`` challenge."""
 
     def challenge(self) -> tuple[tuple[str, str], ...]:
         """The challenge's parameters after its realm: the error and its description."""
@@ -125,8 +114,8 @@ class BearerTokenError(OAuthError):
 
 
 class NoAccessToken(BearerTokenError):
-    """The request carries no access token: 401 with a bare challenge (RFC 6750 section 3.1
-    gives no error code to a request without any authentication)."""
+    """The request carries no access token: a bare challenge (RFC 6750 section 3.1 gives no
+    error code to a request without any authentication)."""
 
     error = "invalid_token"
     status = 401
@@ -135,13 +124,11 @@ class NoAccessToken(BearerTokenError):
         super().__init__("an access token is required")
 
     def challenge(self) -> tuple[tuple[str, str], ...]:
-        """None: a bare challenge."""
         return ()
 
 
 class InvalidAccessToken(BearerTokenError):
-    """The access token is not active (expired, revoked, not ours, malformed): 401.
-    ``detail`` (why) is for the log only."""
+    """The access token is not active (expired, revoked, not ours, malformed)."""
 
     error = "invalid_token"
     status = 401
@@ -151,7 +138,7 @@ class InvalidAccessToken(BearerTokenError):
 
 
 class InsufficientScope(BearerTokenError):
-    """The access token is active but lacks ``scope``: 403."""
+    """The access token is active but lacks ``scope``."""
 
     error = "insufficient_scope"
     status = 403
@@ -161,17 +148,15 @@ class InsufficientScope(BearerTokenError):
         super().__init__(f"the access token lacks the {scope} scope")
 
     def challenge(self) -> tuple[tuple[str, str], ...]:
-        """The error, its description and the scope needed."""
         return (*super().challenge(), ("scope", self.scope))
 
 
 class BearerRateLimited(OAuthRateLimited, BearerTokenError):
-    """A protected resource's refusal of a client address over its limit: 429 with
-    ``Retry-After``, and the challenge naming ``temporarily_unavailable`` as RFC 6750's answers
-    name their errors (the token is not judged)."""
+    """A protected resource's refusal of a client address over its limit, its challenge
+    naming ``temporarily_unavailable`` (the token is not judged)."""
 
 
 class BearerInvalidRequest(BearerTokenError):
-    """The token was sent in more than one way, or the request is otherwise malformed: 400."""
+    """The token was sent in more than one way, or the request is otherwise malformed."""
 
     error = "invalid_request"
