@@ -26,15 +26,10 @@ from authgate.entrypoints.app.config import Config, ProviderConfig, callback_url
 
 Shape = Literal["oidc", "profile", "apple"]
 
-# Token-endpoint client authentication each shape accepts (as its real counterpart does).
-CLIENT_SECRET_POST = "client_secret_post"  # noqa: S105 - a method name
+# Token-endpoint client authentication methods (method names, not secrets).
+CLIENT_SECRET_POST = "client_secret_post"  # noqa: S105
 CLIENT_SECRET_BASIC = "client_secret_basic"  # noqa: S105
 APPLE_CLIENT_SECRET_JWT = "apple_client_secret_jwt"  # noqa: S105
-AUTH_METHODS: dict[Shape, frozenset[str]] = {
-    "oidc": frozenset({CLIENT_SECRET_POST, CLIENT_SECRET_BASIC}),
-    "profile": frozenset({CLIENT_SECRET_POST}),
-    "apple": frozenset({APPLE_CLIENT_SECRET_JWT}),
-}
 
 
 class ClientSetupError(Exception):
@@ -53,10 +48,6 @@ class DevClient:
     team_id: str | None = None
     key_id: str | None = None
     apple_public_key: ECKey | None = attrs.field(default=None, repr=False, eq=False)
-
-    @property
-    def auth_methods(self) -> frozenset[str]:
-        return AUTH_METHODS[self.shape]
 
     @property
     def issues_id_token(self) -> bool:
