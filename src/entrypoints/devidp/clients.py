@@ -23,6 +23,7 @@ from joserfc.errors import JoseError
 from joserfc.jwk import ECKey
 
 from authgate.entrypoints.app.config import Config, ProviderConfig, callback_urls_of
+from authgate.entrypoints.http.openid.pages import provider_label
 
 Shape = Literal["oidc", "profile", "apple"]
 
@@ -55,7 +56,7 @@ class DevClient:
 
     @property
     def label(self) -> str:
-        return self.provider.replace("_", " ").replace("-", " ").title()
+        return provider_label(self.provider)
 
 
 def is_dev_provider(provider: ProviderConfig, issuer: str) -> bool:

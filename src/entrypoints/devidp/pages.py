@@ -6,6 +6,7 @@ from collections.abc import Iterable, Mapping
 from html import escape
 
 from authgate.entrypoints.devidp.users import TestUser
+from authgate.entrypoints.http.openid.pages import hidden_fields
 
 STYLE = """\
 :root { color-scheme: light dark; font-family: system-ui, sans-serif; line-height: 1.5; }
@@ -44,12 +45,6 @@ def _page(title: str, body: str, base: str, script: str | None = None) -> str:
     )
 
 
-def _hidden(fields: Mapping[str, str]) -> str:
-    return "".join(
-        f'<input type="hidden" name="{escape(k)}" value="{escape(v)}">' for k, v in fields.items()
-    )
-
-
 def authorization_page(
     *,
     base: str,
@@ -78,7 +73,7 @@ def authorization_page(
         + f"<p>The application <code>{escape(client_id)}</code> asks for: {scope_text}. "
         f"After your choice you return to <code>{escape(redirect_uri)}</code>.</p>"
         f'<form method="post" action="{escape(base)}/authorize">'
-        + _hidden(request_fields)
+        + hidden_fields(request_fields.items())
         + f"<fieldset><legend>{legend}</legend>"
         f"<ul>{choices}</ul></fieldset>"
         '<button class="deny" type="submit" name="deny" value="1">Deny access</button>'
@@ -118,7 +113,7 @@ def form_post_page(*, base: str, redirect_uri: str, fields: Mapping[str, str]) -
     body = (
         "<h1>Returning to the application…</h1>"
         f'<form id="form-post" method="post" action="{escape(redirect_uri)}">'
-        + _hidden(fields)
+        + hidden_fields(fields.items())
         + '<button type="submit">Continue</button></form>'
     )
     return _page("Returning to the application", body, base, script=f"{base}/form-post.js")

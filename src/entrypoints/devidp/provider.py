@@ -64,6 +64,7 @@ AUTHORIZATION_FIELDS = (
     "code_challenge_method",
     "response_mode",
 )
+TOKEN_FIELDS = ("grant_type", "code", "redirect_uri", "client_id", "client_secret", "code_verifier")
 PROFILE_FIELDS = ("id", "name", "email", "first_name", "last_name")
 _CODE_CHALLENGE = re.compile(r"^[A-Za-z0-9_-]{43}$")
 
@@ -368,17 +369,7 @@ class DevIdentityProvider:
             raise _TokenError(400, "invalid_request", "the body must be form-encoded")
         form = await request.post()
         try:
-            fields = _single(
-                form.items(),
-                (
-                    "grant_type",
-                    "code",
-                    "redirect_uri",
-                    "client_id",
-                    "client_secret",
-                    "code_verifier",
-                ),
-            )
+            fields = _single(form.items(), TOKEN_FIELDS)
         except ValueError as e:
             raise _TokenError(400, "invalid_request", f"{e} appears more than once") from None
         client = self._authenticate_client(request, fields)
