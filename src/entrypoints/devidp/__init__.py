@@ -19,7 +19,8 @@ from authgate.entrypoints.devidp.clients import (
 )
 from authgate.entrypoints.devidp.grants import GrantStore
 from authgate.entrypoints.devidp.keys import ensure_apple_key_file
-from authgate.entrypoints.devidp.provider import BASE_PATH, DevIdentityProvider
+from authgate.entrypoints.devidp.pages import BASE_PATH
+from authgate.entrypoints.devidp.provider import DevIdentityProvider
 from authgate.entrypoints.devidp.users import USERS, TestUser
 
 __all__ = [

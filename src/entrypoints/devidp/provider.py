@@ -39,17 +39,17 @@ from authgate.entrypoints.devidp.clients import (
 )
 from authgate.entrypoints.devidp.grants import CodeGrant, GrantStore, TokenGrant
 from authgate.entrypoints.devidp.pages import (
+    BASE_PATH,
     FORM_POST_SCRIPT,
     STYLE,
     authorization_page,
     error_page,
     form_post_page,
 )
-from authgate.entrypoints.devidp.users import USERS, USERS_BY_KEY, TestUser, subject_for
+from authgate.entrypoints.devidp.users import USERS_BY_KEY, TestUser, subject_for
 
 log = logging.getLogger("authgate.devidp")
 
-BASE_PATH = "/dev/idp"
 ID_TOKEN_TTL_SECONDS = 3600
 APPLE_MAX_SECRET_LIFETIME = 15_777_000  # six months, Apple's limit
 LEEWAY_SECONDS = 60
@@ -66,19 +66,9 @@ AUTHORIZATION_FIELDS = (
 )
 TOKEN_FIELDS = ("grant_type", "code", "redirect_uri", "client_id", "client_secret", "code_verifier")
 PROFILE_FIELDS = ("id", "name", "email", "first_name", "last_name")
+TOKEN_CLAIMS = ("iss", "aud", "sub", "iat", "exp", "auth_time", "nonce")
+USER_CLAIMS = ("email", "email_verified", "name", "given_name", "family_name")  # by scope
 _CODE_CHALLENGE = re.compile(r"^[A-Za-z0-9_-]{43}$")
-
-# The pages: no framing (the consent page must not be clickjacked), no referrer (the callback
-# URL carries the code), scripts and styles from this origin only. No form-action: the
-# form_post answer goes to the client's redirect URI, which may be another origin.
-PAGE_HEADERS = {
-    "Content-Security-Policy": "default-src 'none'; style-src 'self'; script-src 'self'; "
-    "img-src 'self'; base-uri 'none'; frame-ancestors 'none'",
-    "X-Frame-Options": "DENY",
-    "X-Content-Type-Options": "nosniff",
-    "Referrer-Policy": "no-referrer",
-    "Cache-Control": "no-store",
-}
 TOKEN_HEADERS = {"Cache-Control": "no-store", "Pragma": "no-cache"}
 
 
@@ -97,7 +87,7 @@ class _Refused(Exception):
     4.1.2.1): answered by an error page."""
 
     def response(self) -> web.Response:
-        return _error_page(str(self))
+        return error_page(str(self))
 
 
 class _RedirectError(_Refused):
@@ -215,20 +205,7 @@ class DevIdentityProvider:
             "scopes_supported": ["openid", "email", "profile", "name"],
             "token_endpoint_auth_methods_supported": [CLIENT_SECRET_POST, CLIENT_SECRET_BASIC],
             "code_challenge_methods_supported": ["S256"],
-            "claims_supported": [
-                "iss",
-                "aud",
-                "sub",
-                "iat",
-                "exp",
-                "auth_time",
-                "nonce",
-                "email",
-                "email_verified",
-                "name",
-                "given_name",
-                "family_name",
-            ],
+            "claims_supported": [*TOKEN_CLAIMS, *USER_CLAIMS],
         }
 
     async def discovery(self, request: web.Request) -> web.Response:
@@ -293,18 +270,13 @@ class DevIdentityProvider:
             authz = self._validate(request.query.items())
         except _Refused as e:
             return e.response()
-        client = authz.back.client
-        html = authorization_page(
-            base=BASE_PATH,
-            provider_label=client.label,
-            client_id=client.client_id,
+        return authorization_page(
+            client=authz.back.client,
             scopes=authz.scopes,
             redirect_uri=authz.back.redirect_uri,
             request_fields=authz.fields,
-            users=USERS,
             reauthentication=_asks_to_reauthenticate(request.query),
         )
-        return web.Response(text=html, content_type="text/html", headers=PAGE_HEADERS)
 
     async def authorize_decision(self, request: web.Request) -> web.StreamResponse:
         form = await request.post()
@@ -318,7 +290,7 @@ class DevIdentityProvider:
             return _answer(back, _denial(back.client))
         user = USERS_BY_KEY.get(str(form.get("user", "")))
         if user is None:
-            return _error_page("choose one of the listed test users")
+            return error_page("choose one of the listed test users")
         code = self.grants.issue_code(
             CodeGrant(
                 client_id=back.client.client_id,
@@ -546,8 +518,7 @@ def _answer(back: _Return, fields: Mapping[str, str]) -> web.Response:
     if back.state is not None:
         answer["state"] = back.state
     if back.response_mode == "form_post":
-        html = form_post_page(base=BASE_PATH, redirect_uri=back.redirect_uri, fields=answer)
-        return web.Response(text=html, content_type="text/html", headers=PAGE_HEADERS)
+        return form_post_page(back.redirect_uri, answer)
     separator = "&" if "?" in back.redirect_uri else "?"
     location = back.redirect_uri + separator + urlencode(answer)
     return web.Response(
@@ -557,15 +528,6 @@ def _answer(back: _Return, fields: Mapping[str, str]) -> web.Response:
             "Cache-Control": "no-store",
             "Referrer-Policy": "no-referrer",
         },
-    )
-
-
-def _error_page(message: str) -> web.Response:
-    return web.Response(
-        status=400,
-        text=error_page(base=BASE_PATH, message=message),
-        content_type="text/html",
-        headers=PAGE_HEADERS,
     )
 
 
