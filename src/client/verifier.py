@@ -167,9 +167,8 @@ class SessionVerifier(HttpUser):
             ).validate(dict(claims))
         except (JoseError, ValueError, TypeError, KeyError) as e:
             raise InvalidSession(f"claims: {type(e).__name__}: {e}") from None
+        # The registry has checked that sub is a non-empty string.
         sub, exp, iat = claims["sub"], claims["exp"], claims["iat"]
-        if not isinstance(sub, str) or not sub:
-            raise InvalidSession("sub is not a non-empty string")
         if not isinstance(exp, int) or not isinstance(iat, int):
             raise InvalidSession("exp and iat must be integers")
         if iat > now + self._leeway:

@@ -99,8 +99,9 @@ def mount_demo(app: web.Application, config: Config) -> None:
     # Pages without an icon of their own (the development provider's) get the browser's
     # default request for one answered, not a 404 in the console.
     app.router.add_get("/favicon.ico", static_file("favicon.svg", assets["favicon.svg"]))
-    if DEMO_CLIENT_ID in config.clients:
-        _mount_demo_app(app, config)
+    app_settings = demo_app_settings(config)
+    if app_settings is not None:
+        _mount_demo_app(app, app_settings)
 
 
 def _registered(uris: list[str], path: str) -> str | None:
@@ -128,10 +129,7 @@ def demo_app_settings(config: Config) -> dict[str, Any] | None:
     }
 
 
-def _mount_demo_app(app: web.Application, config: Config) -> None:
-    settings = demo_app_settings(config)
-    if settings is None:
-        return
+def _mount_demo_app(app: web.Application, settings: dict[str, Any]) -> None:
     # Its tokens live in one origin's storage and its callback is registered on one origin:
     # continue there.
     page = html_page(read_static("app.html"), CSP, origin(settings["redirectUri"]))

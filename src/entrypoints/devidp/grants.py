@@ -82,7 +82,6 @@ class GrantStore:
         code_ttl: float = CODE_TTL_SECONDS,
         token_ttl: float = ACCESS_TOKEN_TTL_SECONDS,
     ) -> None:
-        self.now = now
         self.token_ttl = token_ttl
         self._codes: _Expiring[CodeGrant] = _Expiring(code_ttl, now)
         self._tokens: _Expiring[TokenGrant] = _Expiring(token_ttl, now)
