@@ -13,7 +13,6 @@ from authgate.entrypoints.app.config import Config, local_url
 from authgate.entrypoints.devidp.clients import (
     APPLE_CLIENT_SECRET_JWT,
     ClientSetupError,
-    DevClient,
     clients_from_config,
     is_dev_provider,
 )
@@ -21,16 +20,12 @@ from authgate.entrypoints.devidp.grants import GrantStore
 from authgate.entrypoints.devidp.keys import ensure_apple_key_file
 from authgate.entrypoints.devidp.pages import BASE_PATH
 from authgate.entrypoints.devidp.provider import DevIdentityProvider
-from authgate.entrypoints.devidp.users import USERS, TestUser
 
 __all__ = [
     "BASE_PATH",
-    "USERS",
     "ClientSetupError",
-    "DevClient",
     "DevIdentityProvider",
     "GrantStore",
-    "TestUser",
     "create_missing_apple_keys",
     "dev_issuer",
     "from_config",

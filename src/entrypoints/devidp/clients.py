@@ -9,8 +9,6 @@ provider's base address is one of its clients, in the shape its configuration im
 * ``apple``: ``token_endpoint_auth: apple_client_secret_jwt``; the client secret is an ES256
   JWT that the provider verifies with the public half of ``private_key_file``; the answer comes
   back by ``form_post`` and carries the first-time ``user`` JSON.
-
-The registered redirect URIs are the callback URLs configured for that provider.
 """
 
 from __future__ import annotations

@@ -225,7 +225,6 @@ class DevIdentityProvider:
     def _validate(self, pairs: Iterable[tuple[str, Any]]) -> _Authorization:
         """The authorization request, validated in the order of RFC 6749 4.1.2.1: client and
         redirect URI first (a page), then the rest (an error sent to the redirect URI)."""
-        pairs = list(pairs)
         try:
             fields = _single(pairs, AUTHORIZATION_FIELDS)
         except ValueError as e:
