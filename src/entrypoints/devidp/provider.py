@@ -122,11 +122,7 @@ class _TokenError(Exception):
 
 def _scopes(value: str | None) -> tuple[str, ...]:
     """Space- (OAuth) or comma-separated (Graph API) scopes, in order, without repeats."""
-    seen: dict[str, None] = {}
-    for s in re.split(r"[\s,]+", value or ""):
-        if s:
-            seen.setdefault(s, None)
-    return tuple(seen)
+    return tuple(dict.fromkeys(s for s in re.split(r"[\s,]+", value or "") if s))
 
 
 def _single(pairs: Iterable[tuple[str, Any]], names: Iterable[str]) -> dict[str, str]:
