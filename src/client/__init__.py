@@ -1,9 +1,6 @@
-"""``authgate.client``: trusting authgate's session in the application's own Python back end.
-
-Verifies the session token (the bearer token or the ``session`` cookie) against authgate's
-published keys (``/.well-known/jwks.json``, cached), and answers the account id and scopes.
-Depends on aiohttp and joserfc only; nothing else of authgate is imported, so the package can
-be used by any service. See docs/integration.md.
+"""``authgate.client``: trusting authgate's session in the application's own Python back end
+(docs/integration.md). Depends on aiohttp and joserfc only; nothing else of authgate is
+imported, so the package can be used by any service.
 
 * :class:`SessionVerifier`: ``await verifier.verify(token)`` → :class:`Session`, or
   :class:`InvalidSession`;

@@ -72,13 +72,8 @@ def same_origin(
     rule authgate applies to its own cookie-authenticated changes."""
     if method.upper() in SAFE_METHODS:
         return True
-    if fetch_site is None and origin is None:
-        return False
     if fetch_site is not None and fetch_site.strip().lower() != "same-origin":
         return False
-    if origin is not None:
-        if origin.strip() == "null":
-            return False
-        if origin_of(origin) not in {origin_of(o) for o in own_origins}:
-            return False
-    return True
+    if origin is None:
+        return fetch_site is not None
+    return origin.strip() != "null" and origin_of(origin) in {origin_of(o) for o in own_origins}

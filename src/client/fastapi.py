@@ -1,15 +1,7 @@
-"""A FastAPI dependency that verifies authgate's session.
+"""A FastAPI dependency that verifies authgate's session (an example: docs/integration.md).
 
 FastAPI is imported when :func:`require_session` is called, so ``authgate.client`` works where
 FastAPI is not installed.
-
-    verifier = SessionVerifier.for_service("https://auth.example.com",
-                                           issuer="authgate", audience="authgate")
-    current_session = require_session(verifier, scopes={"account:read"})
-
-    @app.get("/me")
-    async def me(session: Session = Depends(current_session)) -> dict[str, str]:
-        return {"account": session.account_id}
 """
 
 # No ``from __future__ import annotations``: FastAPI reads the dependency's parameter
@@ -51,9 +43,7 @@ def require_session(
             )
         except Refusal as refusal:
             raise HTTPException(
-                refusal.status,
-                detail=dict(refusal.body),
-                headers={**refusal.headers, "Cache-Control": "no-store"},
+                refusal.status, detail=refusal.body, headers=refusal.headers
             ) from None
 
     return dependency

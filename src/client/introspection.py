@@ -1,22 +1,13 @@
 """Asking authgate whether a session is still live (RFC 7662 token introspection), for back
 ends that must see a revocation at once rather than when the token expires.
 
-Verifying a session token against the published keys is stateless: a copy of a revoked token
-keeps verifying until ``exp``. With an :class:`Introspection` given to
-:class:`~authgate.client.SessionVerifier`, a token that verifies is also sent to authgate's
-``/oauth2/introspect``, authenticated as an application registered there with
-``introspection: true`` (``client_secret_basic``), and refused when authgate says it is not
-active. Each answer is kept in a small cache:
-
-* "active" for ``cache_seconds`` (15 by default): how long a revocation may go unseen here;
-* "not active" until the token would have expired anyway (a revoked session never comes back);
-* at most ``max_entries`` answers, the least recently used dropped first; the tokens
-  themselves are not kept, only their SHA-256;
-* concurrent checks of one token share one request.
-
-When authgate cannot be asked (unreachable, a 5xx, a refusal of the credentials),
-:meth:`Introspection.active` raises :class:`IntrospectionUnavailable` (the framework adapters
-answer 503), or, with ``fail_open``, trusts the verified token and logs a warning.
+With an :class:`Introspection` given to :class:`~authgate.client.SessionVerifier`, a token
+that verifies is also sent to authgate's ``/oauth2/introspect`` (``client_secret_basic``) and
+refused when authgate says it is not active. The answers are cached (docs/integration.md):
+"active" for ``cache_seconds``, "not active" until the token would have expired anyway (a
+revoked session never comes back), at most ``max_entries`` of them, least recently used dropped
+first, keyed by the token's SHA-256, never the token; concurrent checks of one token share one
+request.
 """
 
 from __future__ import annotations
@@ -57,11 +48,9 @@ class Introspection(HttpUser):
 
     ``url``: authgate's ``/oauth2/introspect`` (or use :meth:`for_service` with its base URL).
     ``client_id``, ``client_secret``: an application registered with ``introspection: true``.
-    ``cache_seconds``: how long an "active" answer is trusted (the longest a revocation goes
-    unseen); ``max_entries``: how many answers are kept. ``fail_open``: when authgate cannot be
-    asked, trust the locally verified token instead of raising. ``http``: an
-    :class:`aiohttp.ClientSession` to use (the caller closes it); without one an own session is
-    created on first use and closed by :meth:`close`.
+    ``fail_open``: when authgate cannot be asked (unreachable, a 5xx, a refusal of the
+    credentials), trust the locally verified token (logged) instead of raising
+    :class:`IntrospectionUnavailable`. ``http``: as :class:`~authgate.client._http.HttpUser`.
     """
 
     def __init__(

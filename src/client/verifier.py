@@ -1,17 +1,10 @@
 """Verifying authgate's session token in another service.
 
 The token is a JWT that authgate signs with its own keys (ES256 on P-256, or EdDSA on Ed25519,
-with a ``kid``) and publishes the public halves of at ``GET /.well-known/jwks.json``. Claims:
-``iss`` (``session.issuer``), ``aud`` (``session.audience``), ``sub`` (the account id), ``iat``,
-``nbf``, ``exp``, ``jti``, ``scope`` (space-separated, ``account:read account:manage``) and
-``provider`` (the provider of the sign-in).
-
-Verification is stateless: a token that verifies keeps verifying until it expires, whatever
-authgate has done since (sign-out clears the cookie, not copies of the token). Only the keys
-can be withdrawn: a key removed from authgate's key file stops verifying here once the cached
-key set is older than ``cache_ttl_seconds``. A back end that must see a revoked session at once
-gives the verifier an :class:`~authgate.client.introspection.Introspection`: every token that
-verifies is then also checked with authgate (cached for a few seconds).
+with a ``kid``) and publishes the public halves of at ``GET /.well-known/jwks.json``.
+Verification is stateless: a token keeps verifying until it expires, whatever authgate has done
+since, unless the verifier has an :class:`~authgate.client.introspection.Introspection` to ask
+authgate too (docs/integration.md).
 """
 
 from __future__ import annotations
@@ -72,15 +65,12 @@ class SessionVerifier(HttpUser):
     """Verifies authgate session tokens against authgate's published keys.
 
     ``jwks_url``: authgate's ``/.well-known/jwks.json`` (or use :meth:`for_service` with its
-    base URL). ``issuer`` and ``audience``: the values of authgate's ``session.issuer`` and
+    base URL). ``issuer`` and ``audience``: authgate's ``session.issuer`` and
     ``session.audience``. ``leeway_seconds``: tolerated clock skew for ``exp``, ``nbf`` and
-    ``iat``. ``cache_ttl_seconds``: how long a fetched key set is used before it is fetched
-    again (a key removed at authgate stops verifying after at most this long);
-    ``min_refetch_seconds``: the floor between two fetches caused by unknown ``kid`` values.
-    ``http``: an :class:`aiohttp.ClientSession` to use (the caller closes it); without one the
-    verifier creates its own on first use and closes it in :meth:`close`.
-    ``introspection``: also ask authgate whether each verified token's session is still live
-    (a short cache; :mod:`authgate.client.introspection`); :meth:`close` closes it too.
+    ``iat``; ``cache_ttl_seconds`` (the key cache's ``max_age_seconds``) and
+    ``min_refetch_seconds``: see :mod:`authgate.client.keys`. ``http``: as
+    :class:`~authgate.client._http.HttpUser`. ``introspection``: also ask authgate whether
+    each verified token's session is still live; :meth:`close` closes it too.
     """
 
     def __init__(
@@ -177,9 +167,8 @@ class SessionVerifier(HttpUser):
             ).validate(dict(claims))
         except (JoseError, ValueError, TypeError, KeyError) as e:
             raise InvalidSession(f"claims: {type(e).__name__}: {e}") from None
+        # The registry has checked that sub is a non-empty string.
         sub, exp, iat = claims["sub"], claims["exp"], claims["iat"]
-        if not isinstance(sub, str) or not sub:
-            raise InvalidSession("sub is not a non-empty string")
         if not isinstance(exp, int) or not isinstance(iat, int):
             raise InvalidSession("exp and iat must be integers")
         if iat > now + self._leeway:

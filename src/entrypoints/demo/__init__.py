@@ -1,9 +1,5 @@
-"""The demo page (``/demo``, development only) and the API documentation page (``/docs``).
-
-Plain HTML, CSS and JavaScript served from files inside this package: no build step, nothing
-loaded from another site at run time. Swagger UI's assets come from the ``swagger-ui-bundle``
-package.
-"""
+"""The demo page (``/demo``, development only) and the API documentation page (``/docs``):
+plain HTML, CSS and JavaScript served from files inside this package, no build step."""
 
 from authgate.entrypoints.demo.docs import mount_docs
 from authgate.entrypoints.demo.site import DEMO_PATH, demo_settings, mount_demo

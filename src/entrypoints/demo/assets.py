@@ -1,10 +1,16 @@
-"""Static files of the demo and docs pages, and the headers they are served with."""
+"""Static files of the demo and docs pages, and the handlers that serve them."""
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from pathlib import Path
+from typing import Any
 
 from aiohttp import web
+
+from authgate.domain.redirects import origin
+
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 # The folder beside this module, not importlib.resources: that would load zipfile, and the
 # readers of every package kind, into the service for three small files (docs/benchmarks.md).
@@ -34,26 +40,46 @@ def stylesheet() -> bytes:
 
 
 def content_type(name: str) -> str:
-    for suffix, kind in CONTENT_TYPES.items():
-        if name.endswith(suffix):
-            return kind
-    return "application/octet-stream"
+    return CONTENT_TYPES.get(Path(name).suffix, "application/octet-stream")
 
 
-def page_headers(csp: str) -> dict[str, str]:
-    return {
-        "Content-Security-Policy": csp,
-        "X-Frame-Options": "DENY",
-        "X-Content-Type-Options": "nosniff",
-        "Referrer-Policy": "same-origin",
-        "Cache-Control": "no-store",
-    }
+def html_page(body: bytes, csp: str, only_at: str | None = None) -> Handler:
+    """Serves the page ``body`` under ``csp``; with ``only_at`` (an origin), a request made to
+    another origin continues there."""
+
+    async def serve(request: web.Request) -> web.StreamResponse:
+        if only_at is not None and origin(f"{request.scheme}://{request.host}") != only_at:
+            raise web.HTTPFound(only_at + request.rel_url.path_qs)
+        return web.Response(
+            body=body,
+            content_type="text/html",
+            charset="utf-8",
+            headers={
+                "Content-Security-Policy": csp,
+                "X-Frame-Options": "DENY",
+                "X-Content-Type-Options": "nosniff",
+                "Referrer-Policy": "same-origin",
+                "Cache-Control": "no-store",
+            },
+        )
+
+    return serve
 
 
-def static_response(name: str, body: bytes) -> web.Response:
-    return web.Response(
-        body=body,
-        content_type=content_type(name),
-        charset="utf-8" if not name.endswith(".png") else None,
-        headers={"X-Content-Type-Options": "nosniff", "Cache-Control": "no-cache"},
-    )
+def static_file(name: str, body: bytes) -> Handler:
+    async def serve(request: web.Request) -> web.StreamResponse:
+        return web.Response(
+            body=body,
+            content_type=content_type(name),
+            charset="utf-8" if not name.endswith(".png") else None,
+            headers={"X-Content-Type-Options": "nosniff", "Cache-Control": "no-cache"},
+        )
+
+    return serve
+
+
+def json_document(document: Any) -> Handler:
+    async def serve(request: web.Request) -> web.StreamResponse:
+        return web.json_response(document, headers={"Cache-Control": "no-store"})
+
+    return serve

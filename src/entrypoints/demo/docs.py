@@ -6,17 +6,17 @@ validator, and the content security policy would block any other origin anyway.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
 from importlib.util import find_spec
 from pathlib import Path
 
 from aiohttp import web
 
 from authgate.entrypoints.demo.assets import (
+    Handler,
     content_type,
-    page_headers,
+    html_page,
     read_static,
-    static_response,
+    static_file,
 )
 
 DOCS_PATH = "/docs"
@@ -38,21 +38,13 @@ CSP = (
 
 def mount_docs(app: web.Application) -> None:
     """Add ``/docs`` and its assets to ``app``."""
-    page = read_static("docs.html")
-    script = read_static("docs.js")
+    page = html_page(read_static("docs.html"), CSP)
     folder = swagger_ui_folder()
-
-    async def serve_page(request: web.Request) -> web.Response:
-        return web.Response(
-            body=page, content_type="text/html", charset="utf-8", headers=page_headers(CSP)
-        )
-
-    async def serve_script(request: web.Request) -> web.Response:
-        return static_response("docs.js", script)
-
-    app.router.add_get(DOCS_PATH, serve_page)
-    app.router.add_get(f"{DOCS_PATH}/", serve_page)
-    app.router.add_get(f"{DOCS_PATH}/assets/docs.js", serve_script)
+    app.router.add_get(DOCS_PATH, page)
+    app.router.add_get(f"{DOCS_PATH}/", page)
+    app.router.add_get(
+        f"{DOCS_PATH}/assets/docs.js", static_file("docs.js", read_static("docs.js"))
+    )
     for name in SWAGGER_FILES:
         app.router.add_get(f"{DOCS_PATH}/assets/{name}", _file(folder / name))
 
@@ -70,7 +62,7 @@ def swagger_ui_folder() -> Path:
     return folders[-1]
 
 
-def _file(path: Path) -> Callable[[web.Request], Awaitable[web.StreamResponse]]:
+def _file(path: Path) -> Handler:
     async def serve(request: web.Request) -> web.StreamResponse:
         return web.FileResponse(
             path,

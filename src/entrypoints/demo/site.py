@@ -21,11 +21,13 @@ from urllib.parse import urlsplit
 from aiohttp import web
 
 from authgate.domain.login_proof import proves_login_time
+from authgate.domain.redirects import origin
 from authgate.entrypoints.app.config import Config, ProviderConfig, callback_urls_of, passkey_rp_id
 from authgate.entrypoints.demo.assets import (
-    page_headers,
+    html_page,
+    json_document,
     read_static,
-    static_response,
+    static_file,
     stylesheet,
 )
 
@@ -78,45 +80,28 @@ def demo_settings(config: Config, api_base: str = "") -> dict[str, Any]:
     }
 
 
-def _origin(url: str) -> str:
-    parts = urlsplit(url)
-    return f"{parts.scheme.lower()}://{parts.netloc.lower()}"
-
-
 def mount_demo(app: web.Application, config: Config) -> None:
     """Add ``/demo``, its pages, assets and settings to ``app``."""
-    page = read_static("demo.html")
     assets = {name: read_static(name) for name in ("demo.js", "favicon.svg")}
     assets["demo.css"] = stylesheet()
-    settings = demo_settings(config)
-    app_origin = _origin(config.app.url)
+    # Cookies belong to one host name: when app.url names this demo on another host
+    # (127.0.0.1 vs localhost), continue there, where the callbacks will send the browser.
     app_on_demo = urlsplit(config.app.url).path.rstrip("/") == DEMO_PATH
-
-    async def serve_page(request: web.Request) -> web.StreamResponse:
-        # Cookies belong to one host name: when app.url names this demo on another host
-        # (127.0.0.1 vs localhost), continue there, where the callbacks will send the browser.
-        if app_on_demo and f"{request.scheme}://{request.host}".lower() != app_origin:
-            raise web.HTTPFound(app_origin + request.rel_url.path_qs)
-        return web.Response(
-            body=page, content_type="text/html", charset="utf-8", headers=page_headers(CSP)
-        )
-
-    async def serve_settings(request: web.Request) -> web.Response:
-        return web.json_response(settings, headers={"Cache-Control": "no-store"})
-
-    app.router.add_get(DEMO_PATH, serve_page)
-    app.router.add_get(f"{DEMO_PATH}/", serve_page)
+    page = html_page(read_static("demo.html"), CSP, origin(config.app.url) if app_on_demo else None)
+    app.router.add_get(DEMO_PATH, page)
+    app.router.add_get(f"{DEMO_PATH}/", page)
     pages = {config.app.login_path, config.app.onboarding_path, config.app.dashboard_path}
     for path in sorted(pages):
-        app.router.add_get(DEMO_PATH + "/" + path.strip("/"), serve_page)
-    app.router.add_get(f"{DEMO_PATH}/config.json", serve_settings)
+        app.router.add_get(DEMO_PATH + "/" + path.strip("/"), page)
+    app.router.add_get(f"{DEMO_PATH}/config.json", json_document(demo_settings(config)))
     for name, body in assets.items():
-        app.router.add_get(f"{DEMO_PATH}/assets/{name}", _static(name, body))
+        app.router.add_get(f"{DEMO_PATH}/assets/{name}", static_file(name, body))
     # Pages without an icon of their own (the development provider's) get the browser's
     # default request for one answered, not a 404 in the console.
-    app.router.add_get("/favicon.ico", _static("favicon.svg", assets["favicon.svg"]))
-    if DEMO_CLIENT_ID in config.clients:
-        _mount_demo_app(app, config)
+    app.router.add_get("/favicon.ico", static_file("favicon.svg", assets["favicon.svg"]))
+    app_settings = demo_app_settings(config)
+    if app_settings is not None:
+        _mount_demo_app(app, app_settings)
 
 
 def _registered(uris: list[str], path: str) -> str | None:
@@ -144,34 +129,11 @@ def demo_app_settings(config: Config) -> dict[str, Any] | None:
     }
 
 
-def _mount_demo_app(app: web.Application, config: Config) -> None:
-    settings = demo_app_settings(config)
-    if settings is None:
-        return
-    page = read_static("app.html")
-    script = read_static("app.js")
-    origin = _origin(settings["redirectUri"])
-
-    async def serve_page(request: web.Request) -> web.StreamResponse:
-        # Its tokens live in one origin's storage and its callback is registered on one
-        # origin: continue there.
-        if f"{request.scheme}://{request.host}".lower() != origin:
-            raise web.HTTPFound(origin + request.rel_url.path_qs)
-        return web.Response(
-            body=page, content_type="text/html", charset="utf-8", headers=page_headers(CSP)
-        )
-
-    async def serve_settings(request: web.Request) -> web.Response:
-        return web.json_response(settings, headers={"Cache-Control": "no-store"})
-
-    app.router.add_get(DEMO_APP_PATH, serve_page)
-    app.router.add_get(DEMO_APP_CALLBACK, serve_page)
-    app.router.add_get(f"{DEMO_APP_PATH}/config.json", serve_settings)
-    app.router.add_get(f"{DEMO_PATH}/assets/app.js", _static("app.js", script))
-
-
-def _static(name: str, body: bytes) -> Any:
-    async def serve(request: web.Request) -> web.Response:
-        return static_response(name, body)
-
-    return serve
+def _mount_demo_app(app: web.Application, settings: dict[str, Any]) -> None:
+    # Its tokens live in one origin's storage and its callback is registered on one origin:
+    # continue there.
+    page = html_page(read_static("app.html"), CSP, origin(settings["redirectUri"]))
+    app.router.add_get(DEMO_APP_PATH, page)
+    app.router.add_get(DEMO_APP_CALLBACK, page)
+    app.router.add_get(f"{DEMO_APP_PATH}/config.json", json_document(settings))
+    app.router.add_get(f"{DEMO_PATH}/assets/app.js", static_file("app.js", read_static("app.js")))

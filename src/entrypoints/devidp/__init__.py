@@ -11,25 +11,21 @@ from urllib.parse import urlsplit
 
 from authgate.entrypoints.app.config import Config, local_url
 from authgate.entrypoints.devidp.clients import (
+    APPLE_CLIENT_SECRET_JWT,
     ClientSetupError,
-    DevClient,
     clients_from_config,
     is_dev_provider,
 )
 from authgate.entrypoints.devidp.grants import GrantStore
-from authgate.entrypoints.devidp.keys import SigningKey, ensure_apple_key_file
-from authgate.entrypoints.devidp.provider import BASE_PATH, DevIdentityProvider
-from authgate.entrypoints.devidp.users import USERS, TestUser
+from authgate.entrypoints.devidp.keys import ensure_apple_key_file
+from authgate.entrypoints.devidp.pages import BASE_PATH
+from authgate.entrypoints.devidp.provider import DevIdentityProvider
 
 __all__ = [
     "BASE_PATH",
-    "USERS",
     "ClientSetupError",
-    "DevClient",
     "DevIdentityProvider",
     "GrantStore",
-    "SigningKey",
-    "TestUser",
     "create_missing_apple_keys",
     "dev_issuer",
     "from_config",
@@ -55,7 +51,7 @@ def create_missing_apple_keys(config: Config) -> list[str]:
     created = []
     for provider in config.providers.values():
         if (
-            provider.token_endpoint_auth == "apple_client_secret_jwt"  # noqa: S105
+            provider.token_endpoint_auth == APPLE_CLIENT_SECRET_JWT
             and provider.private_key_file is not None
             and is_dev_provider(provider, issuer)
             and ensure_apple_key_file(provider.private_key_file)

@@ -9,8 +9,6 @@ provider's base address is one of its clients, in the shape its configuration im
 * ``apple``: ``token_endpoint_auth: apple_client_secret_jwt``; the client secret is an ES256
   JWT that the provider verifies with the public half of ``private_key_file``; the answer comes
   back by ``form_post`` and carries the first-time ``user`` JSON.
-
-The registered redirect URIs are the callback URLs configured for that provider.
 """
 
 from __future__ import annotations
@@ -23,18 +21,14 @@ from joserfc.errors import JoseError
 from joserfc.jwk import ECKey
 
 from authgate.entrypoints.app.config import Config, ProviderConfig, callback_urls_of
+from authgate.entrypoints.http.openid.pages import provider_label
 
 Shape = Literal["oidc", "profile", "apple"]
 
-# Token-endpoint client authentication each shape accepts (as its real counterpart does).
-CLIENT_SECRET_POST = "client_secret_post"  # noqa: S105 - a method name
+# Token-endpoint client authentication methods (method names, not secrets).
+CLIENT_SECRET_POST = "client_secret_post"  # noqa: S105
 CLIENT_SECRET_BASIC = "client_secret_basic"  # noqa: S105
 APPLE_CLIENT_SECRET_JWT = "apple_client_secret_jwt"  # noqa: S105
-AUTH_METHODS: dict[Shape, frozenset[str]] = {
-    "oidc": frozenset({CLIENT_SECRET_POST, CLIENT_SECRET_BASIC}),
-    "profile": frozenset({CLIENT_SECRET_POST}),
-    "apple": frozenset({APPLE_CLIENT_SECRET_JWT}),
-}
 
 
 class ClientSetupError(Exception):
@@ -55,16 +49,12 @@ class DevClient:
     apple_public_key: ECKey | None = attrs.field(default=None, repr=False, eq=False)
 
     @property
-    def auth_methods(self) -> frozenset[str]:
-        return AUTH_METHODS[self.shape]
-
-    @property
     def issues_id_token(self) -> bool:
         return self.shape != "profile"
 
     @property
     def label(self) -> str:
-        return self.provider.replace("_", " ").replace("-", " ").title()
+        return provider_label(self.provider)
 
 
 def is_dev_provider(provider: ProviderConfig, issuer: str) -> bool:

@@ -58,13 +58,9 @@ class _Expiring(Generic[G]):
 
     def get(self, value: str, *, take: bool = False) -> G | None:
         entry = self._items.pop(value, None) if take else self._items.get(value)
-        if entry is None:
-            return None
-        grant, expires_at = entry
-        if expires_at <= self._now():
-            self._items.pop(value, None)
-            return None
-        return grant
+        if entry is None or entry[1] <= self._now():
+            return None  # an expired entry left here goes at the next add
+        return entry[0]
 
     def _prune(self, now: float) -> None:
         for value in [v for v, (_, exp) in self._items.items() if exp <= now]:
@@ -82,7 +78,6 @@ class GrantStore:
         code_ttl: float = CODE_TTL_SECONDS,
         token_ttl: float = ACCESS_TOKEN_TTL_SECONDS,
     ) -> None:
-        self.now = now
         self.token_ttl = token_ttl
         self._codes: _Expiring[CodeGrant] = _Expiring(code_ttl, now)
         self._tokens: _Expiring[TokenGrant] = _Expiring(token_ttl, now)

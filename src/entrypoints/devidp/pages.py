@@ -5,7 +5,24 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from html import escape
 
-from authgate.entrypoints.devidp.users import TestUser
+from aiohttp import web
+
+from authgate.entrypoints.devidp.clients import DevClient
+from authgate.entrypoints.devidp.users import USERS, TestUser
+from authgate.entrypoints.http.openid.pages import hidden_fields
+
+BASE_PATH = "/dev/idp"
+# No framing (the consent page must not be clickjacked), no referrer (the callback URL carries
+# the code), scripts and styles from this origin only. No form-action: the form_post answer
+# goes to the client's redirect URI, which may be another origin.
+PAGE_HEADERS = {
+    "Content-Security-Policy": "default-src 'none'; style-src 'self'; script-src 'self'; "
+    "img-src 'self'; base-uri 'none'; frame-ancestors 'none'",
+    "X-Frame-Options": "DENY",
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "no-referrer",
+    "Cache-Control": "no-store",
+}
 
 STYLE = """\
 :root { color-scheme: light dark; font-family: system-ui, sans-serif; line-height: 1.5; }
@@ -32,60 +49,61 @@ h1 .why { display: block; font-size: 1rem; font-weight: 600; color: #8a4500; }
 FORM_POST_SCRIPT = 'document.getElementById("form-post").submit();\n'
 
 
-def _page(title: str, body: str, base: str, script: str | None = None) -> str:
-    tail = f'<script src="{escape(script)}"></script>' if script else ""
-    return (
+def _page(title: str, body: str, script: str | None = None, status: int = 200) -> web.Response:
+    tail = f'<script src="{BASE_PATH}/{script}"></script>' if script else ""
+    html = (
         "<!doctype html>\n"
         '<html lang="en"><head><meta charset="utf-8">'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
         f"<title>{escape(title)}</title>"
-        f'<link rel="stylesheet" href="{escape(base)}/idp.css"></head>'
+        f'<link rel="stylesheet" href="{BASE_PATH}/idp.css"></head>'
         f"<body><main>{body}</main>{tail}</body></html>\n"
     )
-
-
-def _hidden(fields: Mapping[str, str]) -> str:
-    return "".join(
-        f'<input type="hidden" name="{escape(k)}" value="{escape(v)}">' for k, v in fields.items()
-    )
+    return web.Response(status=status, text=html, content_type="text/html", headers=PAGE_HEADERS)
 
 
 def authorization_page(
     *,
-    base: str,
-    provider_label: str,
-    client_id: str,
+    client: DevClient,
     scopes: Iterable[str],
     redirect_uri: str,
     request_fields: Mapping[str, str],
-    users: Iterable[TestUser],
     reauthentication: bool = False,
-) -> str:
+    users: Iterable[TestUser] = USERS,
+) -> web.Response:
     """The consent page: one button per test user, and a button that denies.
 
     ``reauthentication``: the application asked the user to authenticate again (step-up before
     an account change), so the page says so instead of looking like a first sign-in."""
     choices = "".join(_user_choice(u) for u in users)
     scope_text = ", ".join(escape(s) for s in scopes) or "(none)"
-    label = escape(provider_label)
-    heading, legend = (
-        _reauthentication_heading(label) if reauthentication else _first_heading(label)
-    )
+    label = escape(client.label)
+    if reauthentication:
+        title, legend = "Confirm it's you", "Choose the test user you are signed in as"
+        heading = (
+            "<h1>Confirm it&#39;s you "
+            '<span class="why">(re-authentication requested by the application)</span></h1>'
+            f'<p class="reauth">The application asks you to sign in to {label} again before '
+            "it lets you change your account. Choose the same user you are signed in as: "
+            "another one is refused.</p>"
+        )
+    else:
+        title, legend = "Sign in", "Choose a test user to sign in as"
+        heading = f"<h1>Sign in with {label}</h1>"
     body = (
         '<p class="badge">Development identity provider — no real '
         f"{label} account is used</p>"
         + heading
-        + f"<p>The application <code>{escape(client_id)}</code> asks for: {scope_text}. "
+        + f"<p>The application <code>{escape(client.client_id)}</code> asks for: {scope_text}. "
         f"After your choice you return to <code>{escape(redirect_uri)}</code>.</p>"
-        f'<form method="post" action="{escape(base)}/authorize">'
-        + _hidden(request_fields)
+        f'<form method="post" action="{BASE_PATH}/authorize">'
+        + hidden_fields(request_fields.items())
         + f"<fieldset><legend>{legend}</legend>"
         f"<ul>{choices}</ul></fieldset>"
         '<button class="deny" type="submit" name="deny" value="1">Deny access</button>'
         "</form>"
     )
-    title = "Confirm it's you" if reauthentication else "Sign in"
-    return _page(f"{title} with {provider_label} (development)", body, base)
+    return _page(f"{title} with {client.label} (development)", body)
 
 
 def _user_choice(user: TestUser) -> str:
@@ -97,38 +115,23 @@ def _user_choice(user: TestUser) -> str:
     )
 
 
-def _first_heading(label: str) -> tuple[str, str]:
-    return f"<h1>Sign in with {label}</h1>", "Choose a test user to sign in as"
-
-
-def _reauthentication_heading(label: str) -> tuple[str, str]:
-    heading = (
-        "<h1>Confirm it&#39;s you "
-        '<span class="why">(re-authentication requested by the application)</span></h1>'
-        f'<p class="reauth">The application asks you to sign in to {label} again before '
-        "it lets you change your account. Choose the same user you are signed in as: "
-        "another one is refused.</p>"
-    )
-    return heading, "Choose the test user you are signed in as"
-
-
-def form_post_page(*, base: str, redirect_uri: str, fields: Mapping[str, str]) -> str:
+def form_post_page(redirect_uri: str, fields: Mapping[str, str]) -> web.Response:
     """``response_mode=form_post``: the answer goes back as a POSTed form (submitted by script,
     or by the button when scripts are off)."""
     body = (
         "<h1>Returning to the application…</h1>"
         f'<form id="form-post" method="post" action="{escape(redirect_uri)}">'
-        + _hidden(fields)
+        + hidden_fields(fields.items())
         + '<button type="submit">Continue</button></form>'
     )
-    return _page("Returning to the application", body, base, script=f"{base}/form-post.js")
+    return _page("Returning to the application", body, script="form-post.js")
 
 
-def error_page(*, base: str, message: str) -> str:
+def error_page(message: str) -> web.Response:
     """A request that cannot be answered by a redirect (unknown client or redirect URI)."""
     body = (
         '<p class="badge">Development identity provider</p>'
         "<h1>This sign-in request is invalid</h1>"
         f'<p role="alert">{escape(message)}</p>'
     )
-    return _page("Invalid sign-in request (development)", body, base)
+    return _page("Invalid sign-in request (development)", body, status=400)

@@ -26,29 +26,33 @@ import attrs
 from aiohttp import web
 from joserfc import jwt
 from joserfc.errors import JoseError
+from joserfc.jwk import KeySet
 
-from authgate.domain.secrets import appsecret_proof, pkce_challenge
+from authgate.adapters.jose.keys import RSA_ALGORITHM, new_rsa_key, public_jwks
+from authgate.adapters.jose.signing import JwtTokenSigner
+from authgate.domain.openid.records import is_code_verifier, pkce_matches
+from authgate.domain.secrets import appsecret_proof
 from authgate.entrypoints.devidp.clients import (
     CLIENT_SECRET_BASIC,
     CLIENT_SECRET_POST,
     DevClient,
 )
 from authgate.entrypoints.devidp.grants import CodeGrant, GrantStore, TokenGrant
-from authgate.entrypoints.devidp.keys import ID_TOKEN_ALGORITHM, SigningKey
 from authgate.entrypoints.devidp.pages import (
+    BASE_PATH,
     FORM_POST_SCRIPT,
     STYLE,
     authorization_page,
     error_page,
     form_post_page,
 )
-from authgate.entrypoints.devidp.users import USERS, TestUser, find_user, subject_for
+from authgate.entrypoints.devidp.users import USERS_BY_KEY, TestUser, subject_for
 
 log = logging.getLogger("authgate.devidp")
 
-BASE_PATH = "/dev/idp"
 ID_TOKEN_TTL_SECONDS = 3600
 APPLE_MAX_SECRET_LIFETIME = 15_777_000  # six months, Apple's limit
+LEEWAY_SECONDS = 60
 AUTHORIZATION_FIELDS = (
     "client_id",
     "redirect_uri",
@@ -60,26 +64,12 @@ AUTHORIZATION_FIELDS = (
     "code_challenge_method",
     "response_mode",
 )
+TOKEN_FIELDS = ("grant_type", "code", "redirect_uri", "client_id", "client_secret", "code_verifier")
 PROFILE_FIELDS = ("id", "name", "email", "first_name", "last_name")
+TOKEN_CLAIMS = ("iss", "aud", "sub", "iat", "exp", "auth_time", "nonce")
+USER_CLAIMS = ("email", "email_verified", "name", "given_name", "family_name")  # by scope
 _CODE_CHALLENGE = re.compile(r"^[A-Za-z0-9_-]{43}$")
-_CODE_VERIFIER = re.compile(r"^[A-Za-z0-9._~-]{43,128}$")
-
-# The pages: no framing (the consent page must not be clickjacked), no referrer (the callback
-# URL carries the code), scripts and styles from this origin only. No form-action: the
-# form_post answer goes to the client's redirect URI, which may be another origin.
-PAGE_HEADERS = {
-    "Content-Security-Policy": "default-src 'none'; style-src 'self'; script-src 'self'; "
-    "img-src 'self'; base-uri 'none'; frame-ancestors 'none'",
-    "X-Frame-Options": "DENY",
-    "X-Content-Type-Options": "nosniff",
-    "Referrer-Policy": "no-referrer",
-    "Cache-Control": "no-store",
-}
 TOKEN_HEADERS = {"Cache-Control": "no-store", "Pragma": "no-cache"}
-
-
-class _PageError(Exception):
-    """The request cannot be answered by a redirect to the client (RFC 6749 4.1.2.1)."""
 
 
 @attrs.frozen
@@ -93,20 +83,23 @@ class _Return:
 
 
 class _Refused(Exception):
-    """A request refused with an OAuth ``error`` code and its description."""
+    """An authorization request that cannot be answered by a redirect to the client (RFC 6749
+    4.1.2.1): answered by an error page."""
 
-    def __init__(self, error: str, description: str) -> None:
-        super().__init__(error)
-        self.error = error
-        self.description = description
+    def response(self) -> web.Response:
+        return error_page(str(self))
 
 
 class _RedirectError(_Refused):
     """An error answered to the client at its redirect URI."""
 
     def __init__(self, back: _Return, error: str, description: str) -> None:
-        super().__init__(error, description)
+        super().__init__(error)
         self.back = back
+        self.description = description
+
+    def response(self) -> web.Response:
+        return _answer(self.back, {"error": str(self), "error_description": self.description})
 
 
 @attrs.frozen
@@ -118,31 +111,18 @@ class _Authorization:
     fields: dict[str, str]
 
 
-class _TokenError(_Refused):
+class _TokenError(Exception):
     """An error answered by the token endpoint, with its status."""
 
     def __init__(self, status: int, error: str, description: str) -> None:
-        super().__init__(error, description)
+        super().__init__(error)
         self.status = status
-
-    def response(self) -> web.Response:
-        headers = dict(TOKEN_HEADERS)
-        if self.status == 401:
-            headers["WWW-Authenticate"] = 'Basic realm="dev-idp"'
-        return web.json_response(
-            {"error": self.error, "error_description": self.description},
-            status=self.status,
-            headers=headers,
-        )
+        self.body = {"error": error, "error_description": description}
 
 
 def _scopes(value: str | None) -> tuple[str, ...]:
     """Space- (OAuth) or comma-separated (Graph API) scopes, in order, without repeats."""
-    seen: dict[str, None] = {}
-    for s in re.split(r"[\s,]+", value or ""):
-        if s:
-            seen.setdefault(s, None)
-    return tuple(seen)
+    return tuple(dict.fromkeys(s for s in re.split(r"[\s,]+", value or "") if s))
 
 
 def _single(pairs: Iterable[tuple[str, Any]], names: Iterable[str]) -> dict[str, str]:
@@ -178,19 +158,15 @@ class DevIdentityProvider:
         issuer: str,
         clients: Mapping[str, DevClient],
         *,
-        users: Iterable[TestUser] = USERS,
-        grants: GrantStore | None = None,
-        signing_key: SigningKey | None = None,
         now: Callable[[], float] = time.time,
-        leeway_seconds: float = 60.0,
     ) -> None:
         self.issuer = issuer.rstrip("/")
         self.clients = dict(clients)
-        self.users = tuple(users)
-        self.grants = grants or GrantStore(now)
-        self.signing_key = signing_key or SigningKey()
+        self.grants = GrantStore(now)
         self.now = now
-        self.leeway = leeway_seconds
+        # In memory only: a restart publishes a new key set, the rotation the adapters handle.
+        self._keys = KeySet([new_rsa_key()])
+        self._signer = JwtTokenSigner(self._keys, issuer=self.issuer)
         self._apple_users_seen: set[tuple[str, str]] = set()
 
     def mount(self, app: web.Application) -> None:
@@ -221,31 +197,18 @@ class DevIdentityProvider:
             "response_modes_supported": ["query", "form_post"],
             "grant_types_supported": ["authorization_code"],
             "subject_types_supported": ["pairwise"],
-            "id_token_signing_alg_values_supported": [ID_TOKEN_ALGORITHM],
+            "id_token_signing_alg_values_supported": [RSA_ALGORITHM],
             "scopes_supported": ["openid", "email", "profile", "name"],
             "token_endpoint_auth_methods_supported": [CLIENT_SECRET_POST, CLIENT_SECRET_BASIC],
             "code_challenge_methods_supported": ["S256"],
-            "claims_supported": [
-                "iss",
-                "aud",
-                "sub",
-                "iat",
-                "exp",
-                "auth_time",
-                "nonce",
-                "email",
-                "email_verified",
-                "name",
-                "given_name",
-                "family_name",
-            ],
+            "claims_supported": [*TOKEN_CLAIMS, *USER_CLAIMS],
         }
 
     async def discovery(self, request: web.Request) -> web.Response:
         return web.json_response(self.metadata())
 
     async def jwks(self, request: web.Request) -> web.Response:
-        return web.json_response(self.signing_key.public_jwks())
+        return web.json_response(public_jwks(self._keys))
 
     async def stylesheet(self, request: web.Request) -> web.Response:
         return web.Response(text=STYLE, content_type="text/css")
@@ -258,18 +221,17 @@ class DevIdentityProvider:
     def _validate(self, pairs: Iterable[tuple[str, Any]]) -> _Authorization:
         """The authorization request, validated in the order of RFC 6749 4.1.2.1: client and
         redirect URI first (a page), then the rest (an error sent to the redirect URI)."""
-        pairs = list(pairs)
         try:
             fields = _single(pairs, AUTHORIZATION_FIELDS)
         except ValueError as e:
             # Which redirect URI to trust is unclear when a field repeats: answer on the page.
-            raise _PageError(f"the parameter {e} appears more than once") from None
+            raise _Refused(f"the parameter {e} appears more than once") from None
         client = self.clients.get(fields.get("client_id", ""))
         if client is None:
-            raise _PageError("unknown client_id: no such client is registered here")
+            raise _Refused("unknown client_id: no such client is registered here")
         redirect_uri = fields.get("redirect_uri")
         if redirect_uri is None or redirect_uri not in client.redirect_uris:
-            raise _PageError("redirect_uri is not registered for this client")
+            raise _Refused("redirect_uri is not registered for this client")
         mode = fields.get("response_mode", "query")
         back = _Return(client, redirect_uri, fields.get("state"), mode)
         if mode not in ("query", "form_post"):
@@ -301,38 +263,29 @@ class DevIdentityProvider:
     async def authorize_page(self, request: web.Request) -> web.StreamResponse:
         try:
             authz = self._validate(request.query.items())
-        except _PageError as e:
-            return self._error_page(str(e))
-        except _RedirectError as e:
-            return self._answer(e.back, {"error": e.error, "error_description": e.description})
-        client = authz.back.client
-        html = authorization_page(
-            base=BASE_PATH,
-            provider_label=client.label,
-            client_id=client.client_id,
+        except _Refused as e:
+            return e.response()
+        return authorization_page(
+            client=authz.back.client,
             scopes=authz.scopes,
             redirect_uri=authz.back.redirect_uri,
             request_fields=authz.fields,
-            users=self.users,
             reauthentication=_asks_to_reauthenticate(request.query),
         )
-        return web.Response(text=html, content_type="text/html", headers=PAGE_HEADERS)
 
     async def authorize_decision(self, request: web.Request) -> web.StreamResponse:
         form = await request.post()
         try:
             authz = self._validate(form.items())
-        except _PageError as e:
-            return self._error_page(str(e))
-        except _RedirectError as e:
-            return self._answer(e.back, {"error": e.error, "error_description": e.description})
+        except _Refused as e:
+            return e.response()
         back = authz.back
         if form.get("deny"):
             log.info("dev idp: the user denied %s", back.client.provider)
-            return self._answer(back, self._denial(back.client))
-        user = find_user(str(form.get("user", "")))
-        if user is None or user not in self.users:
-            return self._error_page("choose one of the listed test users")
+            return _answer(back, _denial(back.client))
+        user = USERS_BY_KEY.get(str(form.get("user", "")))
+        if user is None:
+            return error_page("choose one of the listed test users")
         code = self.grants.issue_code(
             CodeGrant(
                 client_id=back.client.client_id,
@@ -350,15 +303,7 @@ class DevIdentityProvider:
             if user_json is not None:
                 fields["user"] = user_json
         log.info("dev idp: test user %s signed in to %s", user.key, back.client.provider)
-        return self._answer(back, fields)
-
-    def _denial(self, client: DevClient) -> dict[str, str]:
-        if client.shape == "apple":  # what Sign in with Apple posts when the user cancels
-            return {"error": "user_cancelled_authorize"}
-        denial = {"error": "access_denied", "error_description": "The user denied the request"}
-        if client.shape == "profile":  # the Graph API's extra fields
-            denial |= {"error_reason": "user_denied", "error_code": "200"}
-        return denial
+        return _answer(back, fields)
 
     def _apple_first_time_user(
         self, client: DevClient, user: TestUser, scopes: tuple[str, ...]
@@ -375,56 +320,23 @@ class DevIdentityProvider:
             data["email"] = user.email
         return json.dumps(data)
 
-    def _answer(self, back: _Return, fields: Mapping[str, str]) -> web.Response:
-        answer = dict(fields)
-        if back.state is not None:
-            answer["state"] = back.state
-        if back.response_mode == "form_post":
-            html = form_post_page(base=BASE_PATH, redirect_uri=back.redirect_uri, fields=answer)
-            return web.Response(text=html, content_type="text/html", headers=PAGE_HEADERS)
-        separator = "&" if "?" in back.redirect_uri else "?"
-        location = back.redirect_uri + separator + urlencode(answer)
-        return web.Response(
-            status=302,
-            headers={
-                "Location": location,
-                "Cache-Control": "no-store",
-                "Referrer-Policy": "no-referrer",
-            },
-        )
-
-    def _error_page(self, message: str) -> web.Response:
-        return web.Response(
-            status=400,
-            text=error_page(base=BASE_PATH, message=message),
-            content_type="text/html",
-            headers=PAGE_HEADERS,
-        )
-
     # -- token endpoint ---------------------------------------------------------------------
 
     async def token(self, request: web.Request) -> web.Response:
         try:
             return await self._token(request)
         except _TokenError as e:
-            return e.response()
+            headers = dict(TOKEN_HEADERS)
+            if e.status == 401:
+                headers["WWW-Authenticate"] = 'Basic realm="dev-idp"'
+            return web.json_response(e.body, status=e.status, headers=headers)
 
     async def _token(self, request: web.Request) -> web.Response:
         if request.content_type != "application/x-www-form-urlencoded":
             raise _TokenError(400, "invalid_request", "the body must be form-encoded")
         form = await request.post()
         try:
-            fields = _single(
-                form.items(),
-                (
-                    "grant_type",
-                    "code",
-                    "redirect_uri",
-                    "client_id",
-                    "client_secret",
-                    "code_verifier",
-                ),
-            )
+            fields = _single(form.items(), TOKEN_FIELDS)
         except ValueError as e:
             raise _TokenError(400, "invalid_request", f"{e} appears more than once") from None
         client = self._authenticate_client(request, fields)
@@ -440,9 +352,8 @@ class DevIdentityProvider:
             raise _TokenError(400, "invalid_grant", "the code was issued to another client")
         if fields.get("redirect_uri") != grant.redirect_uri:
             raise _TokenError(400, "invalid_grant", "redirect_uri differs from the request's")
-        self._check_pkce(grant, fields.get("code_verifier"))
-        user = find_user(grant.user_key)
-        assert user is not None
+        _check_pkce(grant, fields.get("code_verifier"))
+        user = USERS_BY_KEY[grant.user_key]
         access_token = self.grants.issue_token(
             TokenGrant(client_id=client.client_id, user_key=user.key, scopes=grant.scopes)
         )
@@ -484,9 +395,10 @@ class DevIdentityProvider:
                 raise _TokenError(401, "invalid_client", "the client secret must be a JWT")
             self._verify_apple_secret(client, secret)
             return client
-        used = CLIENT_SECRET_BASIC if method == "basic" else CLIENT_SECRET_POST
-        if used not in client.auth_methods:
-            raise _TokenError(401, "invalid_client", f"{used} is not allowed for this client")
+        if method == "basic" and client.shape == "profile":  # Facebook: in the form only
+            raise _TokenError(
+                401, "invalid_client", f"{CLIENT_SECRET_BASIC} is not allowed for this client"
+            )
         assert client.client_secret is not None
         if not hmac.compare_digest(secret.encode(), client.client_secret.encode()):
             raise _TokenError(401, "invalid_client", "client authentication failed")
@@ -496,48 +408,33 @@ class DevIdentityProvider:
         """The ES256 client-secret JWT of Sign in with Apple: signed by the client's key (``kid``
         = key id), ``iss`` = team id, ``sub`` = client id, ``aud`` = this issuer, unexpired, and
         at most six months long."""
-        assert client.apple_public_key is not None
-        fail = _TokenError(401, "invalid_client", "the client secret JWT does not verify")
+        assert client.apple_public_key is not None and client.team_id is not None
+        rules = jwt.JWTClaimsRegistry(
+            now=int(self.now()),
+            leeway=LEEWAY_SECONDS,
+            iss={"essential": True, "value": client.team_id},
+            sub={"essential": True, "value": client.client_id},
+            aud={"essential": True, "value": self.issuer},
+            exp={"essential": True},
+            iat={"essential": True},
+        )
         try:
             token = jwt.decode(secret, client.apple_public_key, algorithms=["ES256"])
+            rules.validate(token.claims)
         except (JoseError, ValueError, TypeError):
-            raise fail from None
-        claims = token.claims
-        if token.header.get("kid") != client.key_id:
-            raise fail
-        if claims.get("iss") != client.team_id or claims.get("sub") != client.client_id:
-            raise fail
-        aud = claims.get("aud")
-        audiences = aud if isinstance(aud, list) else [aud]
-        if self.issuer not in audiences:
-            raise fail
-        exp, iat = claims.get("exp"), claims.get("iat")
-        if not all(isinstance(v, int | float) and not isinstance(v, bool) for v in (exp, iat)):
-            raise fail
-        assert isinstance(exp, int | float) and isinstance(iat, int | float)
-        now = self.now()
-        if exp <= now - self.leeway or iat > now + self.leeway:
-            raise fail
-        if exp - iat > APPLE_MAX_SECRET_LIFETIME:
-            raise fail
-
-    def _check_pkce(self, grant: CodeGrant, verifier: str | None) -> None:
-        """RFC 7636 4.6: S256(code_verifier) must equal the code_challenge of the request."""
-        if grant.code_challenge is None:
-            if verifier is not None:
-                raise _TokenError(400, "invalid_grant", "no code_challenge was sent")
-            return
-        if verifier is None or not _CODE_VERIFIER.match(verifier):
-            raise _TokenError(400, "invalid_grant", "code_verifier is missing or malformed")
-        if not hmac.compare_digest(pkce_challenge(verifier), grant.code_challenge):
-            raise _TokenError(400, "invalid_grant", "code_verifier does not match")
+            token = None
+        if (
+            token is None
+            or token.header.get("kid") != client.key_id
+            or token.claims["exp"] - token.claims["iat"] > APPLE_MAX_SECRET_LIFETIME
+        ):
+            raise _TokenError(401, "invalid_client", "the client secret JWT does not verify")
 
     def id_token(self, client: DevClient, user: TestUser, grant: CodeGrant) -> str:
         now = int(self.now())
         claims: dict[str, Any] = {
-            "iss": self.issuer,
             "aud": client.client_id,
-            "sub": subject_for(client.client_id, user, self._style(client)),
+            "sub": subject_for(client, user),
             "iat": now,
             "exp": now + ID_TOKEN_TTL_SECONDS,
             "auth_time": grant.auth_time,
@@ -553,59 +450,40 @@ class DevIdentityProvider:
             claims["nonce_supported"] = True
         else:
             claims["azp"] = client.client_id
-            claims |= self._standard_claims(user, grant.scopes)
-        return self.signing_key.sign(claims)
-
-    @staticmethod
-    def _style(client: DevClient) -> str:
-        return {"oidc": "google", "profile": "facebook", "apple": "apple"}[client.shape]
-
-    @staticmethod
-    def _standard_claims(user: TestUser, scopes: Iterable[str]) -> dict[str, Any]:
-        scopes = set(scopes)
-        claims: dict[str, Any] = {}
-        if "email" in scopes:
-            claims["email"] = user.email
-            claims["email_verified"] = user.email_verified
-        if "profile" in scopes:
-            claims["name"] = user.name
-            claims["given_name"] = user.given_name
-            claims["family_name"] = user.family_name
-        return claims
+            claims |= _standard_claims(user, grant.scopes)
+        return self._signer.id_token(claims)  # iss: this issuer
 
     # -- resources: userinfo, profile ------------------------------------------------------
 
-    def _bearer(self, request: web.Request) -> tuple[str, TokenGrant] | None:
+    def _bearer(self, request: web.Request) -> tuple[str, TokenGrant, DevClient] | None:
+        """The access token of ``request``, its grant and its client (None: none valid)."""
         header = request.headers.get("Authorization", "")
         token = header[7:].strip() if header[:7].lower() == "bearer " else ""
         token = token or request.query.get("access_token", "")
         grant = self.grants.token(token) if token else None
-        return (token, grant) if grant is not None else None
+        client = self.clients.get(grant.client_id) if grant is not None else None
+        return (token, grant, client) if grant is not None and client is not None else None
 
     async def userinfo(self, request: web.Request) -> web.Response:
         found = self._bearer(request)
-        client = self.clients.get(found[1].client_id) if found else None
-        if found is None or client is None or not client.issues_id_token:
+        if found is None or not found[2].issues_id_token:
             return web.json_response(
                 {"error": "invalid_token", "error_description": "missing or invalid token"},
                 status=401,
                 headers={"WWW-Authenticate": 'Bearer error="invalid_token"'},
             )
-        grant = found[1]
-        user = find_user(grant.user_key)
-        assert user is not None
-        body = {"sub": subject_for(client.client_id, user, self._style(client))}
-        body |= self._standard_claims(user, grant.scopes)
+        _, grant, client = found
+        user = USERS_BY_KEY[grant.user_key]
+        body = {"sub": subject_for(client, user)} | _standard_claims(user, grant.scopes)
         return web.json_response(body, headers={"Cache-Control": "no-store"})
 
     async def profile(self, request: web.Request) -> web.Response:
         """``/me?fields=id,name,email`` in the Graph API's manner: the access token and its
         ``appsecret_proof`` (HMAC-SHA256 of the token keyed by the app secret) are required."""
         found = self._bearer(request)
-        client = self.clients.get(found[1].client_id) if found else None
-        if found is None or client is None or client.shape != "profile":
+        if found is None or found[2].shape != "profile":
             return _graph_error(400, "Invalid OAuth access token.", "OAuthException", 190)
-        token, grant = found
+        token, grant, client = found
         assert client.client_secret is not None
         proof = request.query.get("appsecret_proof", "")
         expected = appsecret_proof(client.client_secret, token)
@@ -616,10 +494,9 @@ class DevIdentityProvider:
                 "GraphMethodException",
                 100,
             )
-        user = find_user(grant.user_key)
-        assert user is not None
+        user = USERS_BY_KEY[grant.user_key]
         values = {
-            "id": subject_for(client.client_id, user, "facebook"),
+            "id": subject_for(client, user),
             "name": user.name,
             "first_name": user.given_name,
             "last_name": user.family_name,
@@ -629,6 +506,58 @@ class DevIdentityProvider:
         wanted = [f for f in _scopes(request.query.get("fields", "id,name")) if f in PROFILE_FIELDS]
         body = {f: values[f] for f in ["id", *wanted] if f in values}
         return web.json_response(body, headers={"Cache-Control": "no-store"})
+
+
+def _answer(back: _Return, fields: Mapping[str, str]) -> web.Response:
+    answer = dict(fields)
+    if back.state is not None:
+        answer["state"] = back.state
+    if back.response_mode == "form_post":
+        return form_post_page(back.redirect_uri, answer)
+    separator = "&" if "?" in back.redirect_uri else "?"
+    location = back.redirect_uri + separator + urlencode(answer)
+    return web.Response(
+        status=302,
+        headers={
+            "Location": location,
+            "Cache-Control": "no-store",
+            "Referrer-Policy": "no-referrer",
+        },
+    )
+
+
+def _denial(client: DevClient) -> dict[str, str]:
+    if client.shape == "apple":  # what Sign in with Apple posts when the user cancels
+        return {"error": "user_cancelled_authorize"}
+    denial = {"error": "access_denied", "error_description": "The user denied the request"}
+    if client.shape == "profile":  # the Graph API's extra fields
+        denial |= {"error_reason": "user_denied", "error_code": "200"}
+    return denial
+
+
+def _check_pkce(grant: CodeGrant, verifier: str | None) -> None:
+    """RFC 7636 4.6: S256(code_verifier) must equal the code_challenge of the request."""
+    if grant.code_challenge is None:
+        if verifier is not None:
+            raise _TokenError(400, "invalid_grant", "no code_challenge was sent")
+        return
+    if verifier is None or not is_code_verifier(verifier):
+        raise _TokenError(400, "invalid_grant", "code_verifier is missing or malformed")
+    if not pkce_matches(verifier, grant.code_challenge):
+        raise _TokenError(400, "invalid_grant", "code_verifier does not match")
+
+
+def _standard_claims(user: TestUser, scopes: Iterable[str]) -> dict[str, Any]:
+    scopes = set(scopes)
+    claims: dict[str, Any] = {}
+    if "email" in scopes:
+        claims["email"] = user.email
+        claims["email_verified"] = user.email_verified
+    if "profile" in scopes:
+        claims["name"] = user.name
+        claims["given_name"] = user.given_name
+        claims["family_name"] = user.family_name
+    return claims
 
 
 def _graph_error(status: int, message: str, kind: str, code: int) -> web.Response:

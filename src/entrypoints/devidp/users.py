@@ -6,6 +6,8 @@ import hashlib
 
 import attrs
 
+from authgate.entrypoints.devidp.clients import DevClient
+
 
 @attrs.frozen
 class TestUser:
@@ -38,27 +40,19 @@ USERS: tuple[TestUser, ...] = (
 )
 
 
-def find_user(key: str | None) -> TestUser | None:
-    for user in USERS:
-        if user.key == key:
-            return user
-    return None
+USERS_BY_KEY = {user.key: user for user in USERS}
 
 
-def _digest(client_id: str, user: TestUser) -> bytes:
-    return hashlib.sha256(f"{client_id}\0{user.key}".encode()).digest()
-
-
-def subject_for(client_id: str, user: TestUser, style: str) -> str:
+def subject_for(client: DevClient, user: TestUser) -> str:
     """The user's stable identifier at a client, in the style of the provider it imitates.
 
     Deterministic, so that accounts kept in a database across restarts still match; different
     per client, as with real providers (one person, one identifier per provider).
     """
-    digest = _digest(client_id, user)
+    digest = hashlib.sha256(f"{client.client_id}\0{user.key}".encode()).digest()
     number = int.from_bytes(digest[:8], "big")
-    if style == "apple":  # Apple: "000123.<32 hex>.0456"
+    if client.shape == "apple":  # Apple: "000123.<32 hex>.0456"
         return f"{number % 1_000_000:06d}.{digest[8:24].hex()}.{number % 10_000:04d}"
-    if style == "facebook":  # Graph API: an app-scoped numeric id
+    if client.shape == "profile":  # Graph API: an app-scoped numeric id
         return str(10**15 + number % 9 * 10**14 + number % 10**14)
     return str(10**20 + number % 10**20)  # Google: a 21-digit number
