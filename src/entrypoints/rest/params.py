@@ -7,6 +7,7 @@ with the spec's wording (7.3) and the operation does not run.
 from __future__ import annotations
 
 import enum
+import functools
 import re
 from collections.abc import Callable, Mapping, Sequence
 
@@ -178,50 +179,24 @@ class Param:
         )
 
 
-def path(
+def _param(
+    location: Location,
     name: str,
     *validators: Validator,
     description: str | None = None,
     examples: Sequence[str] = (),
 ) -> Param:
-    """A path parameter (always required); the name must appear as ``{name}`` in the path."""
-    return Param(Location.PATH, name, validators, description=description, examples=tuple(examples))
+    return Param(location, name, validators, description=description, examples=tuple(examples))
 
 
-def query(
-    name: str,
-    *validators: Validator,
-    description: str | None = None,
-    examples: Sequence[str] = (),
-) -> Param:
-    """A query parameter; it may repeat, and every value is delivered in order."""
-    return Param(
-        Location.QUERY, name, validators, description=description, examples=tuple(examples)
-    )
-
-
-def header(
-    name: str,
-    *validators: Validator,
-    description: str | None = None,
-    examples: Sequence[str] = (),
-) -> Param:
-    """A header parameter, matched case-insensitively by name."""
-    return Param(
-        Location.HEADER, name, validators, description=description, examples=tuple(examples)
-    )
-
-
-def cookie(
-    name: str,
-    *validators: Validator,
-    description: str | None = None,
-    examples: Sequence[str] = (),
-) -> Param:
-    """A cookie parameter, read from the Cookie header by cookie name."""
-    return Param(
-        Location.COOKIE, name, validators, description=description, examples=tuple(examples)
-    )
+path = functools.partial(_param, Location.PATH)
+"""A path parameter (always required); the name must appear as ``{name}`` in the path."""
+query = functools.partial(_param, Location.QUERY)
+"""A query parameter; it may repeat, and every value is delivered in order."""
+header = functools.partial(_param, Location.HEADER)
+"""A header parameter, matched case-insensitively by name."""
+cookie = functools.partial(_param, Location.COOKIE)
+"""A cookie parameter, read from the Cookie header by cookie name."""
 
 
 # Not frozen, though read-only by intent: one is made per request, and attrs' frozen __init__

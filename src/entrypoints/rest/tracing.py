@@ -1,26 +1,22 @@
-"""Per-request OpenTelemetry server spans: one middleware (:func:`tracing_middleware`), the
-outermost of an :meth:`~.api.Api.app` application given a ``tracer``.
+"""Per-request OpenTelemetry server spans: :func:`tracing_middleware`, the outermost middleware
+of an :meth:`~.api.Api.app` application given a ``tracer``.
 
-One span per request named ``METHOD /route/{template}`` (the matched route's shape, never the
-concrete path), the W3C ``traceparent`` of the caller honoured, the status and route recorded.
-The query string, headers, cookies and bodies are never recorded: they carry codes, states and
-credentials.
+One span per request named ``METHOD /route/{template}`` (never the concrete path), the caller's
+W3C ``traceparent`` honoured, the status and route recorded. The query string, headers, cookies
+and bodies are never recorded: they carry codes, states and credentials. (The contrib
+aiohttp-server instrumentation halves throughput even with the SDK off.)
 
-The contrib aiohttp-server instrumentation was measured to halve throughput even with the SDK
-off; this costs one span and a handful of attributes (see docs/benchmarks.md).
-
-The SDK's ``Tracer.start_span`` and ``Span`` cost about ten times the rest (sampler chain,
-lock, attribute validation, bounded lists for events and links a server span never has): a
-traced request costs 1.4 times the instructions with them (bench/rest_instructions.py). So for
+The SDK's ``Tracer.start_span`` and ``Span`` are most of what a span costs (sampler chain, lock,
+attribute validation, event and link lists a server span never has; docs/benchmarks.md). So for
 an SDK tracer configured the way it can be reproduced exactly -- ``ParentBased(ALWAYS_ON)``, no
 attribute length limit, only batch or simple processors -- :class:`_SpanRecorder` makes the
 span context as the SDK does and hands the processors the same ``ReadableSpan`` the SDK would.
 Anything else goes through ``Tracer.start_span``; a handler that uses the current span for
 more than its context turns it into the SDK's span from then on.
 
-It uses private names of the pinned OpenTelemetry API and SDK, checked once when the middleware
-is built (:func:`_missing_private_names`): should one differ, every span is the SDK's own (a
-warning says so, once), never a failing request.
+The private names of the pinned API and SDK it uses are checked once when the middleware is
+built (:func:`_missing_private_names`): should one differ, every span is the SDK's own (one
+warning), never a failing request.
 """
 
 from __future__ import annotations
@@ -37,7 +33,7 @@ from aiohttp import web
 from aiohttp.typedefs import Middleware
 from opentelemetry import context, propagate, trace
 from opentelemetry.baggage.propagation import W3CBaggagePropagator
-from opentelemetry.context import Context
+from opentelemetry.context import Context, get_current
 from opentelemetry.propagators.composite import CompositePropagator
 from opentelemetry.sdk import trace as sdk_trace
 from opentelemetry.sdk.resources import SERVICE_NAME, Resource
@@ -69,8 +65,8 @@ def make_tracer_provider(service_name: str, exporter: SpanExporter | None = None
 
 
 def tracing_middleware(tracer: trace.Tracer) -> Middleware:
-    """A middleware that wraps every request in a server span; it starts after routing and
-    records the final status, the error handling's answer included."""
+    """Wrap every request in a server span, from after routing to the final status (the error
+    handling's answer included)."""
     recorder = _SpanRecorder.of(tracer)
     start_span = recorder.start_span if recorder is not None else tracer.start_span
     extract = _extractor()
@@ -95,8 +91,8 @@ def tracing_middleware(tracer: trace.Tracer) -> Middleware:
         }
         if route is not None:
             attributes["http.route"] = route
-        # start_span + attach rather than start_as_current_span: the same span made current the
-        # same way, without two generator-based context managers per request (benchmarks.md).
+        # start_span + attach: what start_as_current_span does, without its two generator-based
+        # context managers per request.
         name = f"{method} {route}" if route is not None else method
         span = start_server_span(name, context=extract(request.headers), attributes=attributes)
         token = attach(with_span(span))
@@ -129,15 +125,11 @@ def _extractor() -> Callable[[Mapping[str, str]], Context]:
         propagator = get_global_textmap()
         if propagator is not checked[0]:
             checked[:] = [propagator, _is_default_propagator(propagator)]
-        if checked[1] and _TRACEPARENT not in headers and _BAGGAGE not in headers:
+        if checked[1] and "traceparent" not in headers and "baggage" not in headers:
             return Context()
         return extract(headers)
 
     return extract_context
-
-
-_TRACEPARENT = "traceparent"
-_BAGGAGE = "baggage"
 
 
 def _is_default_propagator(propagator: object) -> bool:
@@ -160,15 +152,11 @@ def _record_status(span: trace.Span, status: int) -> None:
 # -- the SDK's span, without what a server span does not use ------------------------------------
 
 
-def _current_span_value() -> object:
-    return context.get_current().get(_SPAN_KEY)
-
-
 def _on_end_of(
     processor: BatchSpanProcessor | SimpleSpanProcessor,
 ) -> Callable[[ReadableSpan], object]:
-    """``processor.on_end`` for a sampled span: the batch processor's is its queue's ``emit``
-    (after checking the span is sampled), the simple one's itself."""
+    """``processor.on_end`` for a sampled span: the batch processor's queue's ``emit`` (what its
+    ``on_end`` calls once it has checked the span is sampled), the simple one's own."""
     batch = getattr(processor, "_batch_processor", None)
     emit = getattr(batch, "emit", None)
     if type(processor) is BatchSpanProcessor and callable(emit):
@@ -185,27 +173,12 @@ _SPAN_KEY: str = getattr(_propagation, "_SPAN_KEY", "")
 _SAMPLED = TraceFlags(TraceFlags.SAMPLED)
 _SAMPLED_RANDOM = TraceFlags(TraceFlags.SAMPLED | getattr(TraceFlags, "RANDOM_TRACE_ID", 0))
 
-_READABLE_SPAN_PARAMETERS = {
-    "name",
-    "context",
-    "parent",
-    "resource",
-    "attributes",
-    "kind",
-    "status",
-    "start_time",
-    "end_time",
-    "instrumentation_info",
-    "instrumentation_scope",
-}
-_SDK_SPAN_PARAMETERS = _READABLE_SPAN_PARAMETERS - {"status", "start_time", "end_time"} | {
-    "sampler",
-    "span_processor",
-    "links",
-    "record_exception",
-    "set_status_on_exception",
-    "limits",
-}
+# The keywords the recorded span gives ReadableSpan and the SDK's _Span.
+_SPAN_PARAMETERS = {"name", "context", "parent", "resource", "attributes", "kind"}
+_SPAN_PARAMETERS |= {"instrumentation_info", "instrumentation_scope"}
+_READABLE_SPAN_PARAMETERS = _SPAN_PARAMETERS | {"status", "start_time", "end_time"}
+_SDK_SPAN_PARAMETERS = _SPAN_PARAMETERS | {"sampler", "span_processor", "links", "limits"}
+_SDK_SPAN_PARAMETERS |= {"record_exception", "set_status_on_exception"}
 
 
 def _parameters(function: object) -> set[str]:
@@ -216,8 +189,7 @@ def _parameters(function: object) -> set[str]:
 
 
 def _missing_private_names(tracer: sdk_trace.Tracer) -> str | None:
-    """The first private name the recorded span needs that the installed API and SDK lack, or
-    None."""
+    """The first private name the recorded span needs that the installed API and SDK lack."""
     processor = tracer.span_processor
     limits = getattr(tracer, "_span_limits", None)
     ids = tracer.id_generator
@@ -276,7 +248,6 @@ class _SpanRecorder:
         self.processor = processor
         self.checked: tuple[object, ...] | None = None
         self.max_attributes: int | None = None
-        # What each of the checked processors' on_end amounts to for a sampled span.
         self.on_ends: tuple[Callable[[ReadableSpan], object], ...] = ()
 
     @classmethod
@@ -292,7 +263,7 @@ class _SpanRecorder:
         ):
             return None
         # The SDK's own span metrics (OTEL_PYTHON_SDK_INTERNAL_METRICS_ENABLED) count in
-        # start_span; with them on, every span goes through it.
+        # start_span.
         if type(getattr(tracer, "_tracer_metrics", None)).__name__ != "NoOpTracerMetrics":
             return None
         processor = tracer.span_processor
@@ -333,17 +304,15 @@ class _SpanRecorder:
     ) -> trace.Span:
         tracer = self.tracer
         attributes = attributes if attributes is not None else {}
-        # trace.get_current_span(context).get_span_context(), two Python calls fewer: a
-        # context without a span has the invalid span's context, as good as none here.
-        current = context.get(_SPAN_KEY) if context is not None else _current_span_value()
+        # trace.get_current_span(context).get_span_context(), two Python calls fewer.
+        current = (context if context is not None else get_current()).get(_SPAN_KEY)
         parent = current.get_span_context() if isinstance(current, trace.Span) else None
         if (
             not self._reproducible()
             or (parent is not None and parent.is_valid and not parent.trace_flags.sampled)
             or (self.max_attributes is not None and len(attributes) > self.max_attributes)
         ):
-            # What the SDK's sampler does with a parent that is not sampled, and everything
-            # else this does not reproduce: the SDK itself.
+            # What this does not reproduce (a parent that is not sampled, say): the SDK itself.
             return tracer.start_span(
                 name,
                 context=context,
@@ -430,7 +399,7 @@ class _RecordedSpan(trace.Span):
             and key not in attributes
             and (limit is None or len(attributes) < limit)
         ):
-            # What BoundedAttributes keeps of a plain value without a length limit: the value.
+            # BoundedAttributes keeps a plain value as it is without a length limit.
             attributes[key] = value
         else:
             self._sdk().set_attribute(key, value)
@@ -478,8 +447,7 @@ class _RecordedSpan(trace.Span):
         )
         processor = recorder.processor
         if processor._span_processors is recorder.checked:
-            # The processors as checked (none added since): their on_end without the calls
-            # in between (the span is sampled, as every recorded one is).
+            # No processor added since the check: their on_end for a sampled span, directly.
             for on_end in recorder.on_ends:
                 on_end(readable)
         else:
@@ -495,7 +463,7 @@ class _RecordedSpan(trace.Span):
 
     def update_name(self, name: str) -> None:
         if self._sdk_span is None and self._end_time is None:
-            self._name = name  # what the SDK's span does (its processors see it at the end)
+            self._name = name  # as the SDK's span (its processors see it at the end)
         else:
             self._sdk().update_name(name)
 
