@@ -1,34 +1,25 @@
 """Cross-origin resource sharing (the Fetch standard's CORS protocol) for the operations that
-opt into it.
+opt into it: ``cors=Cors([...])`` lets pages of exactly those origins call them with credentials.
 
-An operation registered with ``cors=Cors([...])`` may be called by pages of exactly those
-origins (scheme, host and port), with credentials (cookies, ``Authorization``):
-
-* every answer of the operation carries ``Vary: Origin`` (caches must not serve one origin's
-  answer to another), and, when the request's ``Origin`` is allowed,
+* Every answer carries ``Vary: Origin`` and, for an allowed ``Origin``,
   ``Access-Control-Allow-Origin`` = that origin (never ``*``: browsers refuse a wildcard with
-  credentials, and a wildcard would hand the answer to every site) and
-  ``Access-Control-Allow-Credentials: true``;
-* a credentialed request (it carries cookies) whose ``Origin`` is neither allowed nor the
-  service's own (``own_origins``; when none is configured, the origin the request was made to)
-  is refused, 403 ``origin_not_allowed`` without CORS headers, before the operation runs:
-  without CORS headers the browser would keep the answer from the page, but the operation
-  would still have run with a cookie the browser attached on another origin's behalf (a
-  "simple" GET or POST needs no preflight). A request without cookies is not refused: a page
-  can send ``Authorization`` to another origin only after a preflight, which a disallowed
-  origin fails, so such a request with a foreign ``Origin`` comes from a client that is no
-  browser page (and one without any credential is refused by the operation's security);
-* ``OPTIONS`` on the operation's path answers the browser's preflight: 204 with the allowed
-  methods, headers and ``Max-Age`` for an allowed origin, 403 without CORS headers for any
-  other. An ``OPTIONS`` that is not a preflight is refused (405) as on any other path.
+  credentials, and it would hand the answer to every site) and
+  ``Access-Control-Allow-Credentials: true``.
+* A request with cookies whose ``Origin`` is neither allowed nor the service's own
+  (``own_origins``; none configured: the origin the request was made to) is refused, 403
+  ``origin_not_allowed`` without CORS headers, before the operation runs: a "simple" GET or
+  POST needs no preflight, so the operation would otherwise run with a cookie the browser
+  attached on another origin's behalf. A request without cookies is not refused: a page can
+  send ``Authorization`` to another origin only after a preflight, which a disallowed origin
+  fails (and one without any credential is refused by the operation's security).
+* ``OPTIONS`` on the operation's path answers the preflight: 204 with the allowed methods,
+  headers and ``Max-Age`` for an allowed origin, 403 without CORS headers for any other. An
+  ``OPTIONS`` that is not a preflight is refused (405) as on any other path.
 
-``Cors(..., credentials=False)`` is for operations that never read the browser's credentials
-(an OAuth endpoint authenticated by what the page itself sends): no
-``Access-Control-Allow-Credentials``, so a browser keeps the answer of a request that carried
-cookies from the page, and no refusal of cookie-bearing requests, whose cookies the operation
-ignores.
-
-Preflights are not operations: they are not in the OpenAPI document.
+``credentials=False`` is for operations that never read the browser's credentials (an OAuth
+endpoint authenticated by what the page itself sends): no ``Access-Control-Allow-Credentials``
+(a browser keeps the answer from a page whose request carried cookies) and no refusal of
+cookie-bearing requests. Preflights are not operations: they are not in the OpenAPI document.
 """
 
 from __future__ import annotations

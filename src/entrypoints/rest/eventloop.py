@@ -11,7 +11,6 @@ import asyncio
 from typing import Literal
 
 EventLoop = Literal["uvloop", "asyncio"]
-EVENT_LOOPS: tuple[EventLoop, ...] = ("uvloop", "asyncio")
 
 
 def uvloop_available() -> bool:

@@ -2,16 +2,10 @@
 
 Every operation is documented from its declaration alone: parameters, request body, the
 success response, the errors the layer itself may answer (400, 401/403, 413/415, 500) and its
-declared extra responses. An operation whose security is optional lists the empty requirement
-``{}`` after its schemes (OpenAPI 3.0's "anonymous allowed").
-
-What the declaration says for people (summary, description, tags, parameter descriptions and
-examples, example error bodies) is carried into the operation, its parameters and its
-responses, never into the schemas: spec 2.9 generates no descriptions and no enums for types,
-and a parameter's examples must not narrow what it accepts (an unknown value still gets the
-operation's own answer). Each error response is named by its status and the error codes of
-its examples; a 400 lists, besides the operation's own, what the layer answers for each
-declared parameter (its missing and invalid bodies, as the validators raise them).
+declared extra responses. What the declaration says for people (summary, description, tags,
+parameter descriptions and examples, example error bodies) goes into the operation, its
+parameters and its responses, never into the schemas: spec 2.9 generates no descriptions and
+no enums for types, and a parameter's examples must not narrow what it accepts.
 """
 
 from __future__ import annotations
@@ -50,8 +44,7 @@ def document(
     operations: Iterable[Operation],
     tags: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
-    """The OpenAPI 3.0 document of an API with these operations (spec 2.9); ``tags``
-    describes the tags the operations use (the top-level ``tags``, in this order)."""
+    """The document of an API with these operations; ``tags`` describes the tags they use."""
     builder = SchemaBuilder()
     error = builder.ref(ErrorBody)
     paths = _built_in_paths(builder.ref(HealthReport))
@@ -207,8 +200,8 @@ def _responses(op: Operation, builder: SchemaBuilder, error: Schema) -> dict[str
 
 
 def _add_examples(responses: dict[str, Any], op: Operation, error: Schema) -> None:
-    """The declared example bodies, and the layer's own 400s for the declared parameters,
-    each on its response (named by its status and codes), added where only examples name it."""
+    """The declared example bodies and the layer's own 400s for the declared parameters, each on
+    its response (named by its status and error codes; added where only examples name it)."""
     examples = {code: dict(named) for code, named in op.examples.items()}
     parameter_errors = _parameter_errors(op.params)
     if parameter_errors:
@@ -233,8 +226,8 @@ def _phrase(status: int) -> str:
 
 
 def _parameter_errors(params: Iterable[Param]) -> dict[str, dict[str, Any]]:
-    """The layer's own 400 bodies for these declared parameters, by example name: built by
-    the same methods the validators raise, so the document cannot drift from the answers."""
+    """The layer's own 400 bodies for these parameters, by example name: built by the methods
+    the validators raise, so the document cannot drift from the answers."""
     found: dict[str, dict[str, Any]] = {}
     for p in params:
         if p.required_enforced and p.location is not Location.PATH:

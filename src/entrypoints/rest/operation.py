@@ -62,8 +62,7 @@ def _examples(
 
 
 class OperationOptions(TypedDict, total=False):
-    """What an operation declares besides its method, path and handler: the keywords of
-    :meth:`~.api.Api.operation`, with :class:`Operation`'s fields' meanings and defaults."""
+    """The keywords of :meth:`~.api.Api.operation`: :class:`Operation`'s other fields."""
 
     params: Iterable[Param]
     request: type | None
@@ -181,7 +180,7 @@ class Invoker:
             if op.raw_body is not None
             else None
         )
-        # Looked up once: __call__ runs on every request (see docs/benchmarks.md).
+        # Looked up once: __call__ runs on every request.
         self._handler = op.handler
         self._security = op.security
         self._optional = op.security_optional
@@ -202,11 +201,9 @@ class Invoker:
             return e.response()
         unstructure = self._unstructure
         if result.__class__ is self._response_type and unstructure is not None:
-            # The common case, inline (without _render's isinstance checks and _respond's call):
-            # a value of the declared response type (so neither a StreamResponse nor a Reply)
-            # with the operation's own status.
+            # The common case inline: a value of the declared type (no Reply, no StreamResponse).
             return web.Response(
-                body=_encode_json(unstructure(result)).encode(),
+                body=json_text(unstructure(result)).encode(),
                 status=self._status,
                 content_type=JSON_CONTENT_TYPE,
             )
@@ -272,7 +269,7 @@ class Invoker:
     def _respond(self, result: Any, status: int, headers: Mapping[str, str] | None) -> web.Response:
         if result is None or self._unstructure is None:
             return web.Response(status=status, headers=headers)
-        payload = _encode_json(self._unstructure(result))
+        payload = json_text(self._unstructure(result))
         return web.Response(
             body=payload.encode(), status=status, headers=headers, content_type=JSON_CONTENT_TYPE
         )
@@ -287,11 +284,6 @@ def _invalid_body(message: str) -> HttpError:
 
 def _unsupported(message: str) -> HttpError:
     return service_error(415, "unsupported_media_type", message)
-
-
-# json.dumps with any option builds a new JSONEncoder per call; the shared one writes the same
-# text (compact, UTF-8 as is) without that per-response cost.
-_encode_json = json_text
 
 
 def _not_json(constant: str) -> Any:

@@ -1,17 +1,11 @@
-"""Security schemes: bearer JWT and API key, each with a pluggable checker (a port).
-
-A scheme reads its credential from the request, hands it to the checker and, on success, yields
-a :class:`Principal` that the operation receives. Failures answer 401 (``unauthorized``) and the
-operation does not run.
+"""Security schemes: bearer JWT and API key, each with a pluggable checker (a port) that turns
+the credential into the :class:`Principal` the operation receives; a failure answers 401.
 
 Every scheme may require scopes (``scheme.with_scopes("a", "b")``): a verified credential whose
 principal carries none of them answers 403 (``insufficient_scope``), whatever the scheme, so a
-session cookie declared as an :class:`ApiKey` is held to the same rule as a bearer token.
-
-An operation lists the schemes it accepts; the first whose credential is present is used. With
-``security_optional=True`` on the operation, a request carrying no credential of any listed
-scheme runs anonymously (``call.principal is None``); a credential that is present but does not
-verify (or lacks the scopes) is refused all the same.
+session cookie declared as an :class:`ApiKey` is held to the same rule as a bearer token. With
+``security_optional=True`` a request without any credential runs anonymously, but one that is
+present and does not verify (or lacks the scopes) is refused all the same.
 """
 
 from __future__ import annotations

@@ -194,33 +194,26 @@ def _missing_private_names(tracer: sdk_trace.Tracer) -> str | None:
     limits = getattr(tracer, "_span_limits", None)
     ids = tracer.id_generator
     sdk_span = getattr(sdk_trace, "_Span", None)
-    checks: tuple[tuple[str, bool], ...] = (
-        ("opentelemetry.trace.propagation._SPAN_KEY", bool(_SPAN_KEY)),
-        ("TraceFlags.RANDOM_TRACE_ID", hasattr(TraceFlags, "RANDOM_TRACE_ID")),
-        ("SpanContext.trace_flags.random_trace_id", hasattr(TraceFlags, "random_trace_id")),
-        ("IdGenerator.is_trace_id_random", callable(getattr(ids, "is_trace_id_random", None))),
-        ("Tracer._is_enabled", callable(getattr(tracer, "_is_enabled", None))),
-        ("Tracer._instrumentation_scope", hasattr(tracer, "_instrumentation_scope")),
-        ("Tracer.instrumentation_info", hasattr(tracer, "instrumentation_info")),
-        (
-            "Tracer._span_limits",
-            hasattr(limits, "max_span_attributes") and hasattr(limits, "max_span_attribute_length"),
+    checks = {
+        "opentelemetry.trace.propagation._SPAN_KEY": bool(_SPAN_KEY),
+        "TraceFlags.RANDOM_TRACE_ID": hasattr(TraceFlags, "RANDOM_TRACE_ID"),
+        "SpanContext.trace_flags.random_trace_id": hasattr(TraceFlags, "random_trace_id"),
+        "IdGenerator.is_trace_id_random": callable(getattr(ids, "is_trace_id_random", None)),
+        "Tracer._is_enabled": callable(getattr(tracer, "_is_enabled", None)),
+        "Tracer._instrumentation_scope": hasattr(tracer, "_instrumentation_scope"),
+        "Tracer.instrumentation_info": hasattr(tracer, "instrumentation_info"),
+        "Tracer._span_limits": hasattr(limits, "max_span_attributes")
+        and hasattr(limits, "max_span_attribute_length"),
+        "SynchronousMultiSpanProcessor._span_processors": isinstance(
+            getattr(processor, "_span_processors", None), tuple
         ),
-        (
-            "SynchronousMultiSpanProcessor._span_processors",
-            isinstance(getattr(processor, "_span_processors", None), tuple),
-        ),
-        ("ReadableSpan()", _parameters(ReadableSpan) >= _READABLE_SPAN_PARAMETERS),
-        (
-            "opentelemetry.sdk.trace._Span()",
+        "ReadableSpan()": _parameters(ReadableSpan) >= _READABLE_SPAN_PARAMETERS,
+        "opentelemetry.sdk.trace._Span()": (
             _parameters(getattr(sdk_span, "__init__", None)) >= _SDK_SPAN_PARAMETERS
-            and _parameters(getattr(sdk_span, "start", None)) >= {"start_time", "parent_context"},
+            and _parameters(getattr(sdk_span, "start", None)) >= {"start_time", "parent_context"}
         ),
-    )
-    for name, present in checks:
-        if not present:
-            return name
-    return None
+    }
+    return next((name for name, present in checks.items() if not present), None)
 
 
 _fallback_logged = False
