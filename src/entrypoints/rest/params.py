@@ -42,7 +42,7 @@ class Pattern:
 
     regex: str
     # What a refused value's answer adds as its ``message``: the values that are accepted, say.
-    message: str | None = attrs.field(default=None, kw_only=True, eq=False)
+    message: str | None = attrs.field(default=None, eq=False)
     compiled: re.Pattern[str] = attrs.field(init=False, eq=False, repr=False)
 
     def __attrs_post_init__(self) -> None:
@@ -59,10 +59,8 @@ _ECMA_DOT = "[^\\n\\r\\u2028\\u2029]"
 
 
 def ecma_regex(source: str) -> re.Pattern[str]:
-    """Compile an ECMA-262 regular expression (OpenAPI's ``pattern``) to an equivalent Python one.
-
-    Python's syntax is close but means more in places, and a validator must not admit what the
-    published pattern refuses:
+    """Compile an ECMA-262 regular expression (OpenAPI's ``pattern``) to an equivalent Python one:
+    a validator must not admit what the published pattern refuses.
 
     * ``$`` (outside a class) matches only at the very end, not also before a final newline
       (so ``^(a|b)$`` refuses ``"a\\n"``): it becomes ``\\Z``;
@@ -72,8 +70,7 @@ def ecma_regex(source: str) -> re.Pattern[str]:
       (``\\n``, ``\\r``, U+2028, U+2029);
     * ``[]`` matches nothing and ``[^]`` any character.
 
-    A construct without a faithful translation (``\\S`` inside a class) raises ValueError, at
-    declaration time rather than as a wrong answer later.
+    A construct without a faithful translation (``\\S`` inside a class) raises ValueError.
     """
     out: list[str] = []
     in_class = False
@@ -130,9 +127,7 @@ required = Required()
 required_by_operation = Required(enforced=False)
 
 
-def pattern(regex: str, message: str | None = None) -> Pattern:
-    """A regular-expression validator; ``message`` is added to the answer to a refused value."""
-    return Pattern(regex, message=message)
+pattern = Pattern
 
 
 @attrs.frozen
@@ -160,10 +155,7 @@ class Param:
 
     @property
     def pattern(self) -> str | None:
-        for v in self.validators:
-            if isinstance(v, Pattern):
-                return v.regex
-        return None
+        return next((v.regex for v in self.validators if isinstance(v, Pattern)), None)
 
     def missing(self) -> HttpError:
         return layer_error(

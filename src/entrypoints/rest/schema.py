@@ -87,9 +87,9 @@ class SchemaBuilder:
         if tp is dt.date:
             return {"type": "string", "format": "date"}
         if isinstance(tp, type) and issubclass(tp, enum.Enum):
-            return _enum_schema(tp)
+            return _values_schema((m.value for m in tp), f"enumeration {tp.__name__}")
         if origin is typing.Literal:
-            return _literal_schema(args)
+            return _values_schema(args, "a literal")
         if isinstance(tp, type) and attrs.has(tp):
             return self.object_schema(tp)
         if origin in (dict, cabc.Mapping, cabc.MutableMapping):
@@ -122,21 +122,10 @@ def _is_union(tp: Any) -> bool:
     return typing.get_origin(tp) in (typing.Union, types.UnionType)
 
 
-def _enum_schema(cls: type[enum.Enum]) -> Schema:
-    # The spec: no enum constraint for string-valued enumerations.
-    values = [m.value for m in cls]
-    if all(isinstance(v, str) for v in values):
-        return {"type": "string"}
-    if all(isinstance(v, int) and not isinstance(v, bool) for v in values):
-        return {"type": "integer"}
-    raise TypeError(f"enumeration {cls.__name__} mixes value types")
-
-
-def _literal_schema(values: tuple[Any, ...]) -> Schema:
-    if all(isinstance(v, str) for v in values):
-        return {"type": "string"}
-    if all(isinstance(v, bool) for v in values):
-        return {"type": "boolean"}
-    if all(isinstance(v, int) for v in values):
-        return {"type": "integer"}
-    raise TypeError(f"literal values of mixed types: {values!r}")
+def _values_schema(values: cabc.Iterable[Any], what: str) -> Schema:
+    """An enumeration's or a literal's values' type (the spec: no enum constraint)."""
+    values = list(values)
+    for kind, name in ((str, "string"), (bool, "boolean"), (int, "integer")):
+        if all(isinstance(v, kind) for v in values):
+            return {"type": name}
+    raise TypeError(f"{what} mixes value types: {values!r}")
