@@ -36,9 +36,8 @@ from .routing import RouteHandler
 
 
 def normalise_origin(value: str) -> str:
-    """``scheme://host[:port]``, lower case, without the scheme's default port: the form a
-    browser sends in ``Origin``. ValueError for anything that is not exactly an origin (a path,
-    query, user-info, a wildcard, a scheme other than http/https)."""
+    """``scheme://host[:port]`` as a browser sends it in ``Origin`` (lower case, no default port);
+    ValueError for anything else (a path, user-info, a wildcard, a scheme but http/https)."""
     text = value.strip()
     parts = urlsplit(text)
     scheme = parts.scheme.lower()
@@ -64,14 +63,9 @@ def _origins(values: Iterable[str]) -> frozenset[str]:
 
 @attrs.frozen
 class Cors:
-    """Which origins may call an operation from a browser, with credentials.
-
-    ``allowed_origins``: exact origins (ValueError at construction for anything else, ``*``
-    included). ``allow_headers``: the request headers a page may send besides the safelisted
-    ones. ``expose_headers``: the response headers a page may read besides the safelisted ones.
-    ``max_age``: how long (seconds) a browser may reuse a preflight's answer.
-    ``credentials``: whether pages may send their cookies (see the module's text).
-    """
+    """Which origins may call an operation from a browser: ``allowed_origins`` are exact origins
+    (``*`` refused); ``allow_headers`` and ``expose_headers`` are besides the safelisted ones;
+    ``max_age`` is how long (seconds) a browser may reuse a preflight's answer."""
 
     allowed_origins: frozenset[str] = attrs.field(converter=_origins)
     allow_headers: tuple[str, ...] = ("Authorization", "Content-Type")
@@ -93,10 +87,8 @@ class Cors:
         return normalised if normalised in self.allowed_origins else None
 
     def refuses(self, request: web.BaseRequest) -> bool:
-        """Whether ``request`` carries the browser's credentials (cookies) for a page of an
-        origin that may not call the operation: its ``Origin`` is neither allowed nor the
-        service's own (``null`` and malformed values included). A request without ``Origin``
-        (not from another origin's page) or without cookies is not."""
+        """Whether ``request`` carries cookies and an ``Origin`` neither allowed nor the service's
+        own (``null`` and malformed values included)."""
         sent = request.headers.get("Origin")
         if not self.credentials or sent is None or hdrs.COOKIE not in request.headers:
             return False
@@ -132,9 +124,8 @@ class Cors:
 
     def wrap(self, handler: RouteHandler) -> RouteHandler:
         """The operation's route handler, refusing other origins' requests (:meth:`refuses`)
-        and marking its requests with :data:`CORS_OPERATION`, so that the response hook adds
-        the headers (:meth:`add_to`) to every answer: successes, errors, even an unexpected
-        500."""
+        and marking its requests (:data:`CORS_OPERATION`) for the response hook, so that every
+        answer has the headers, even an unexpected 500."""
 
         async def handle(request: web.Request) -> web.StreamResponse:
             request[CORS_OPERATION] = self
@@ -173,15 +164,12 @@ class Cors:
 
 
 CORS_OPERATION = web.RequestKey("authgate_cors", Cors)
-"""Set on a request of an operation that opted into CORS: its :class:`Cors`. A response hook
-looks it up, and only such a request costs it anything more."""
+"""Set on a request of an operation that opted into CORS: its :class:`Cors`."""
 _REFUSED = {
     "error": "origin_not_allowed",
     "message": "this operation may be called from a browser only by pages of the service's "
     "own origin or of the configured allowed origins",
 }
-
-
 _PREFLIGHT_REFUSED = service_error(
     403,
     "origin_not_allowed",

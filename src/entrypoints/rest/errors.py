@@ -60,17 +60,11 @@ class HttpError(Exception):
         return json_response(self.body, self.status, self.headers)
 
 
-def layer_error(
-    status: int,
-    text: str,
-    headers: Mapping[str, str] | None = None,
-    *,
-    message: str | None = None,
-) -> HttpError:
+def layer_error(status: int, text: str, message: str | None = None) -> HttpError:
     """A declared parameter missing or invalid: ``{"error": text}`` in the contract's wording
     (spec 2.6, 7.3), with a ``message`` where the parameter declares what it accepts."""
     body = {"error": text} if message is None else {"error": text, "message": message}
-    return HttpError(status, body, headers)
+    return HttpError(status, body)
 
 
 def service_error(

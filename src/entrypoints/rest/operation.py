@@ -18,7 +18,7 @@ from aiohttp.http_exceptions import HttpProcessingError
 
 from .call import Call, Handler, Reply
 from .cors import Cors
-from .errors import JSON_CONTENT_TYPE, HttpError, json_text, service_error, too_large
+from .errors import JSON_CONTENT_TYPE, HttpError, json_response, json_text, service_error, too_large
 from .handler_annotations import check_handler
 from .params import Location, Param, extractor
 from .security import SecurityScheme, authenticate
@@ -36,17 +36,10 @@ class RawResponse:
     media_type: str = "text/html"
 
 
-# The converters of the declaration's collections: copies of what the caller gave.
-def _params(params: Iterable[Param]) -> tuple[Param, ...]:
-    return tuple(params)
-
-
-def _schemes(schemes: Iterable[SecurityScheme]) -> tuple[SecurityScheme, ...]:
-    return tuple(schemes)
-
-
-def _tags(tags: Iterable[str]) -> tuple[str, ...]:
-    return tuple(tags)
+# The converters of the declaration's collections: copies of what the caller gave (the element
+# types are checked where the options are typed, OperationOptions).
+def _tuple(items: Iterable[Any]) -> tuple[Any, ...]:
+    return tuple(items)
 
 
 def _responses(
@@ -88,18 +81,18 @@ class Operation:
     method: str
     path: str
     handler: Handler = attrs.field(eq=False)
-    params: tuple[Param, ...] = attrs.field(default=(), converter=_params)
+    params: tuple[Param, ...] = attrs.field(default=(), converter=_tuple)
     request: type | None = None
     form: type | None = None
     response: type | None = None
     status: int | None = None
-    security: tuple[SecurityScheme, ...] = attrs.field(default=(), converter=_schemes)
+    security: tuple[SecurityScheme, ...] = attrs.field(default=(), converter=_tuple)
     security_optional: bool = False
     responses: Mapping[int, type | str | RawResponse] = attrs.field(
         factory=dict, converter=_responses
     )
     operation_id: str | None = None
-    tags: tuple[str, ...] = attrs.field(default=(), converter=_tags)
+    tags: tuple[str, ...] = attrs.field(default=(), converter=_tuple)
     # Documentation only (the OpenAPI document and /docs): a one-line summary, a longer
     # description, and example error bodies by status and name (the codes it can answer).
     summary: str | None = None
@@ -176,7 +169,7 @@ class Invoker:
             if op.request is not None
             else self._read_form
             if op.form
-            else self._read_raw
+            else web.BaseRequest.read  # a raw body: its bytes
             if op.raw_body is not None
             else None
         )
@@ -195,7 +188,11 @@ class Invoker:
                 else None
             )
             params = self._extract(request)
-            body = await self._reader(request) if self._reader is not None else None
+            body = None
+            if self._reader is not None:
+                if request.content_length is not None and request.content_length > self.max_body:
+                    raise too_large(self.max_body)
+                body = await self._reader(request)
             result = await self._handler(Call(request, params, body, principal))
         except HttpError as e:
             return e.response()
@@ -211,8 +208,6 @@ class Invoker:
 
     async def _read_body(self, request: web.Request) -> Any:
         assert self._structure is not None
-        if request.content_length is not None and request.content_length > self.max_body:
-            raise too_large(self.max_body)
         raw = await request.read()
         if not raw:
             raise _invalid_body("missing request body")
@@ -227,18 +222,11 @@ class Invoker:
         except (cattrs.BaseValidationError, TypeError, ValueError) as e:
             raise _invalid_body(f"invalid request body: {describe_error(e)}") from None
 
-    async def _read_raw(self, request: web.Request) -> bytes:
-        if request.content_length is not None and request.content_length > self.max_body:
-            raise too_large(self.max_body)
-        return await request.read()
-
     async def _read_form(self, request: web.Request) -> Any:
         """A form body (``application/x-www-form-urlencoded`` or multipart) into the form
         type: every field optional, text values only, fields it does not declare ignored
         (providers post more than a client needs, such as Apple's ``id_token``)."""
         assert self.op.form is not None
-        if request.content_length is not None and request.content_length > self.max_body:
-            raise too_large(self.max_body)
         values: dict[str, str] = {}
         if request.body_exists:
             if request.content_type not in _FORM_TYPES:
@@ -269,10 +257,7 @@ class Invoker:
     def _respond(self, result: Any, status: int, headers: Mapping[str, str] | None) -> web.Response:
         if result is None or self._unstructure is None:
             return web.Response(status=status, headers=headers)
-        payload = json_text(self._unstructure(result))
-        return web.Response(
-            body=payload.encode(), status=status, headers=headers, content_type=JSON_CONTENT_TYPE
-        )
+        return json_response(self._unstructure(result), status, headers)
 
 
 _FORM_TYPES = ("application/x-www-form-urlencoded", "multipart/form-data")

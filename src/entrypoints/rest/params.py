@@ -225,25 +225,18 @@ def extractor(declared: Sequence[Param]) -> Callable[[web.Request], Params]:
         cookie_values: dict[str, str] = {}
         for loc, name, checks in steps:
             # Values are kept before they are checked: a failed check discards them all.
-            values: tuple[str, ...]
-            if loc is path_loc:
-                value = request.match_info.get(name)
-                values = () if value is None else (value,)
-                if value is not None:
-                    path_values[name] = value
-            elif loc is query_loc:
-                values = tuple(request.query.getall(name, ()))
-                query_values[name] = values
-            elif loc is header_loc:
-                value = request.headers.get(name)
-                values = () if value is None else (value,)
-                if value is not None:
-                    header_values[name] = value
+            if loc is query_loc:
+                values = query_values[name] = tuple(request.query.getall(name, ()))
             else:
-                value = request.cookies.get(name)
+                if loc is path_loc:
+                    value, kept = request.match_info.get(name), path_values
+                elif loc is header_loc:
+                    value, kept = request.headers.get(name), header_values
+                else:
+                    value, kept = request.cookies.get(name), cookie_values
                 values = () if value is None else (value,)
                 if value is not None:
-                    cookie_values[name] = value
+                    kept[name] = value
             for search, error in checks:
                 if search is None:
                     if not values:

@@ -39,7 +39,7 @@ class Principal:
 
 
 class InvalidCredential(Exception):
-    """Raised by a checker for a credential that does not verify. The text is logged, not sent."""
+    """Raised by a checker for a credential that does not verify (its text is logged, not sent)."""
 
 
 class TokenVerifier(Protocol):
@@ -120,9 +120,8 @@ class BearerJWT:
 
 @attrs.frozen
 class ApiKey:
-    """An API key in a named header (or, with ``in_cookie``, a named cookie: a session
-    cookie is declared this way, its checker verifying the session token); ``scopes``: see the
-    module (an API key has no HTTP challenge, so no ``WWW-Authenticate``)."""
+    """An API key in a named header or, with ``in_cookie``, a named cookie (a session cookie is
+    declared this way); no HTTP challenge, so no ``WWW-Authenticate``."""
 
     name: str
     key_name: str
@@ -170,17 +169,15 @@ class ApiKey:
 SecurityScheme = BearerJWT | ApiKey
 
 AUTHENTICATED = web.RequestKey("authgate_principal", Principal)
-"""The principal a request was authenticated as, by :func:`authenticate` (absent when it was
-not): what runs after the operation (a session cookie's renewal) knows which credential the
-operation accepted, not merely which ones the request carried."""
+"""The principal a request was authenticated as (absent when it was not): what runs after the
+operation knows which credential the operation accepted, not merely which ones it carried."""
 
 
 async def authenticate(
     request: web.Request, schemes: tuple[SecurityScheme, ...], optional: bool = False
 ) -> Principal | None:
-    """Authenticate by the first scheme whose credential is present (and record the principal
-    on the request, :data:`AUTHENTICATED`). With none present: None when ``optional``, else a
-    401 naming every credential the operation accepts."""
+    """Authenticate by the first scheme whose credential is present (recorded as
+    :data:`AUTHENTICATED`); with none: None when ``optional``, else a 401."""
     for scheme in schemes:
         if scheme.present(request):
             principal = await scheme.authenticate(request)
@@ -192,9 +189,8 @@ async def authenticate(
 
 
 def missing_credential(schemes: tuple[SecurityScheme, ...]) -> HttpError:
-    """The 401 of a request that carries none of the credentials ``schemes`` accept: what a
-    person needs to do, and what each credential is (``sign in first: no session cookie or
-    bearer token``), with the challenge of the first scheme that has one."""
+    """The 401 of a request without any credential ``schemes`` accept (``sign in first: no
+    session cookie or bearer token``), with the first challenge of theirs."""
     wanted = " or ".join(scheme.credential for scheme in schemes)
     challenge = next((s.challenge for s in schemes if s.challenge is not None), None)
     return unauthorized(f"sign in first: no {wanted}", challenge)

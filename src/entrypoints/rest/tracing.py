@@ -29,6 +29,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from time import time_ns
 from types import TracebackType
 
+import attrs
 from aiohttp import web
 from aiohttp.typedefs import Middleware
 from opentelemetry import context, propagate, trace
@@ -231,6 +232,7 @@ def _fall_back(reason: str) -> None:
 
 
 _PLAIN_VALUE = (str, int, float, bool)
+_UNSET = Status(StatusCode.UNSET)
 
 
 class _SpanRecorder:
@@ -346,31 +348,22 @@ class _SpanRecorder:
         )
 
 
+@attrs.define(eq=False, repr=False)
 class _RecordedSpan(trace.Span):
     """A sampled span that records attributes and a status and ends as the SDK's span would;
     any other use makes it the SDK's span (:meth:`_sdk`)."""
 
-    def __init__(
-        self,
-        recorder: _SpanRecorder,
-        name: str,
-        span_context: SpanContext,
-        parent: SpanContext | None,
-        kind: SpanKind,
-        attributes: dict[str, types.AttributeValue],
-        sdk_options: tuple[Context | None, bool, bool],
-    ) -> None:
-        self._recorder = recorder
-        self._name = name
-        self._context = span_context
-        self._parent = parent
-        self._kind = kind
-        self._attributes = attributes
-        self._sdk_options = sdk_options
-        self._status = Status(StatusCode.UNSET)
-        self._start_time = time_ns()
-        self._end_time: int | None = None
-        self._sdk_span: sdk_trace.Span | None = None
+    _recorder: _SpanRecorder
+    _name: str
+    _context: SpanContext
+    _parent: SpanContext | None
+    _kind: SpanKind
+    _attributes: dict[str, types.AttributeValue]
+    _sdk_options: tuple[Context | None, bool, bool]
+    _status: Status = attrs.field(init=False, default=_UNSET)  # Status is read-only: shared
+    _start_time: int = attrs.field(init=False, factory=time_ns)
+    _end_time: int | None = attrs.field(init=False, default=None)
+    _sdk_span: sdk_trace.Span | None = attrs.field(init=False, default=None)
 
     def get_span_context(self) -> SpanContext:
         return self._context
