@@ -1,14 +1,10 @@
-"""Register-time agreement between an operation's declared types and its handler's annotations.
-
-An operation declares its request body (``request=``/``form=``) and its response type; the
-handler declares what it takes (``call: Call[X]``) and returns (``-> Y``, ``-> Reply[Y]``). When
-the two disagree, the first request would fail inside the layer (a 500); :func:`check_handler`
-raises :class:`TypeError` at registration instead.
+"""Register-time agreement between an operation's declared types and its handler's annotations:
+where they disagree, the first request would fail inside the layer (a 500), so
+:func:`check_handler` raises :class:`TypeError` at registration instead.
 
 Only what can be known is checked: an annotation that is missing, ``Any``, a type variable or
-cannot be resolved (a class local to a function, under ``from __future__ import annotations``)
-is accepted as is. A handler may return a raw ``web.StreamResponse`` (or a union with one) and
-``None`` (an empty success) whatever its declared response.
+cannot be resolved (a class local to a function) is accepted. A handler may return a raw
+``web.StreamResponse`` and ``None`` (an empty success) whatever its declared response.
 """
 
 from __future__ import annotations

@@ -1,7 +1,6 @@
-"""A registered operation and the per-request path through it.
-
-The path is: security → declared parameters → request body → the operation → its response.
-An :class:`~.errors.HttpError` raised anywhere on it becomes exactly that response.
+"""A registered operation and the per-request path through it: security → declared
+parameters → request body → the operation → its response (an :class:`~.errors.HttpError` raised
+anywhere on it is exactly that response).
 """
 
 from __future__ import annotations

@@ -1,7 +1,5 @@
-"""Declared parameters (path, query, header, cookie) and their validators.
-
-Each parameter carries validators that run in declaration order; the first failure answers 400
-with the spec's wording (7.3) and the operation does not run.
+"""Declared parameters (path, query, header, cookie) and their validators, run in declaration
+order: the first failure answers 400 with the spec's wording (7.3).
 """
 
 from __future__ import annotations

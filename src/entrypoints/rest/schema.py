@@ -1,11 +1,7 @@
-"""JSON Schema (OpenAPI 3.0 dialect) for attrs classes, following the spec's rules (2.9).
-
-- str → string, float → number, int → integer, bool → boolean, datetime → string/date-time;
-- list/sequence → array with items; str-keyed mapping → object with additionalProperties;
-- a nested attrs class is expanded inline (properties + required), except inside a list, where
-  the items refer to ``#/components/schemas/<TypeName>``;
-- a field is required unless it has a default or its type admits None;
-- no enum, description, length or range constraints are generated.
+"""JSON Schema (OpenAPI 3.0 dialect) for attrs classes, following the spec's rules (2.9): a
+nested attrs class is expanded inline, except inside a list, where the items refer to
+``#/components/schemas/<TypeName>``; a field is required unless it has a default or admits None;
+no enum, description, length or range constraints are generated.
 """
 
 from __future__ import annotations

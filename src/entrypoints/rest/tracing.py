@@ -1,21 +1,17 @@
-"""Per-request OpenTelemetry server spans: :func:`tracing_middleware`, the outermost middleware
-of an :meth:`~.api.Api.app` application given a ``tracer``.
-
-One span per request named ``METHOD /route/{template}`` (never the concrete path), the caller's
-W3C ``traceparent`` honoured, the status and route recorded. The query string, headers, cookies
-and bodies are never recorded: they carry codes, states and credentials. (The contrib
-aiohttp-server instrumentation halves throughput even with the SDK off.)
+"""Per-request OpenTelemetry server spans (:func:`tracing_middleware`), named
+``METHOD /route/{template}`` (never the concrete path), the caller's W3C ``traceparent``
+honoured, the status and route recorded; never the query string, headers, cookies or bodies,
+which carry codes, states and credentials. (The contrib aiohttp-server instrumentation halves
+throughput even with the SDK off.)
 
 The SDK's ``Tracer.start_span`` and ``Span`` are most of what a span costs (sampler chain, lock,
-attribute validation, event and link lists a server span never has; docs/benchmarks.md). So for
-an SDK tracer configured the way it can be reproduced exactly -- ``ParentBased(ALWAYS_ON)``, no
-attribute length limit, only batch or simple processors -- :class:`_SpanRecorder` makes the
-span context as the SDK does and hands the processors the same ``ReadableSpan`` the SDK would.
-Anything else goes through ``Tracer.start_span``; a handler that uses the current span for
-more than its context turns it into the SDK's span from then on.
-
-The private names of the pinned API and SDK it uses are checked once when the middleware is
-built (:func:`_missing_private_names`): should one differ, every span is the SDK's own (one
+attribute validation, event and link lists a server span never has; docs/benchmarks.md). For an
+SDK tracer configured the way it can be reproduced exactly -- ``ParentBased(ALWAYS_ON)``, no
+attribute length limit, only batch or simple processors -- :class:`_SpanRecorder` makes the span
+context as the SDK does and hands the processors the same ``ReadableSpan``. Anything else goes
+through ``Tracer.start_span``; a handler that uses the current span for more than its context
+turns it into the SDK's span. The private names of the pinned API and SDK this uses are checked
+once, when the middleware is built: should one differ, every span is the SDK's own (one
 warning), never a failing request.
 """
 
@@ -27,23 +23,19 @@ import logging
 import os
 from collections.abc import Awaitable, Callable, Mapping
 from time import time_ns
-from types import TracebackType
+from typing import Any
 
 import attrs
 from aiohttp import web
 from aiohttp.typedefs import Middleware
 from opentelemetry import context, propagate, trace
 from opentelemetry.baggage.propagation import W3CBaggagePropagator
-from opentelemetry.context import Context, get_current
+from opentelemetry.context import Context
 from opentelemetry.propagators.composite import CompositePropagator
 from opentelemetry.sdk import trace as sdk_trace
 from opentelemetry.sdk.resources import SERVICE_NAME, Resource
 from opentelemetry.sdk.trace import ReadableSpan, SynchronousMultiSpanProcessor, TracerProvider
-from opentelemetry.sdk.trace.export import (
-    BatchSpanProcessor,
-    SimpleSpanProcessor,
-    SpanExporter,
-)
+from opentelemetry.sdk.trace.export import BatchSpanProcessor, SimpleSpanProcessor, SpanExporter
 from opentelemetry.sdk.trace.sampling import ALWAYS_ON, ParentBased
 from opentelemetry.trace import SpanContext, SpanKind, Status, StatusCode, TraceFlags
 from opentelemetry.trace import propagation as _propagation
@@ -69,14 +61,12 @@ def tracing_middleware(tracer: trace.Tracer) -> Middleware:
     """Wrap every request in a server span, from after routing to the final status (the error
     handling's answer included)."""
     recorder = _SpanRecorder.of(tracer)
-    start_span = recorder.start_span if recorder is not None else tracer.start_span
+    start_span: Callable[..., trace.Span] = functools.partial(tracer.start_span, **_SERVER_SPAN)
+    if recorder is not None:
+        start_span = recorder.start_span
     extract = _extractor()
     attach, detach = context.attach, context.detach
     with_span = trace.set_span_in_context
-    # What every server span is; not the SDK's defaults for exceptions: the status is set here.
-    start_server_span = functools.partial(
-        start_span, kind=SpanKind.SERVER, record_exception=False, set_status_on_exception=False
-    )
 
     @web.middleware
     async def trace_request(
@@ -95,7 +85,7 @@ def tracing_middleware(tracer: trace.Tracer) -> Middleware:
         # start_span + attach: what start_as_current_span does, without its two generator-based
         # context managers per request.
         name = f"{method} {route}" if route is not None else method
-        span = start_server_span(name, context=extract(request.headers), attributes=attributes)
+        span = start_span(name, context=extract(request.headers), attributes=attributes)
         token = attach(with_span(span))
         try:
             response = await handler(request)
@@ -113,6 +103,14 @@ def tracing_middleware(tracer: trace.Tracer) -> Middleware:
             span.end()
 
     return trace_request
+
+
+# What every server span is; not the SDK's defaults for exceptions: the status is set here.
+_SERVER_SPAN: dict[str, Any] = {
+    "kind": SpanKind.SERVER,
+    "record_exception": False,
+    "set_status_on_exception": False,
+}
 
 
 def _extractor() -> Callable[[Mapping[str, str]], Context]:
@@ -236,7 +234,7 @@ _UNSET = Status(StatusCode.UNSET)
 
 
 class _SpanRecorder:
-    """Starts spans of an SDK tracer as its ``start_span`` would (see the module's text)."""
+    """Starts server spans of an SDK tracer as its ``start_span`` would (see the module's text)."""
 
     def __init__(self, tracer: sdk_trace.Tracer, processor: SynchronousMultiSpanProcessor) -> None:
         self.tracer = tracer
@@ -289,18 +287,12 @@ class _SpanRecorder:
         return True
 
     def start_span(
-        self,
-        name: str,
-        context: Context | None = None,
-        kind: SpanKind = SpanKind.INTERNAL,
-        attributes: dict[str, types.AttributeValue] | None = None,
-        record_exception: bool = True,
-        set_status_on_exception: bool = True,
+        self, name: str, context: Context, attributes: dict[str, types.AttributeValue]
     ) -> trace.Span:
+        """A server span, as ``tracer.start_span(..., **_SERVER_SPAN)`` would start it."""
         tracer = self.tracer
-        attributes = attributes if attributes is not None else {}
         # trace.get_current_span(context).get_span_context(), two Python calls fewer.
-        current = (context if context is not None else get_current()).get(_SPAN_KEY)
+        current = context.get(_SPAN_KEY)
         parent = current.get_span_context() if isinstance(current, trace.Span) else None
         if (
             not self._reproducible()
@@ -308,25 +300,10 @@ class _SpanRecorder:
             or (self.max_attributes is not None and len(attributes) > self.max_attributes)
         ):
             # What this does not reproduce (a parent that is not sampled, say): the SDK itself.
-            return tracer.start_span(
-                name,
-                context=context,
-                kind=kind,
-                attributes=attributes,
-                record_exception=record_exception,
-                set_status_on_exception=set_status_on_exception,
-            )
+            return tracer.start_span(name, context, attributes=attributes, **_SERVER_SPAN)
         if parent is not None and not parent.is_valid:
             parent = None
-        return _RecordedSpan(
-            self,
-            name,
-            self._child_context(parent),
-            parent,
-            kind,
-            attributes,
-            (context, record_exception, set_status_on_exception),
-        )
+        return _RecordedSpan(self, name, self._child_context(parent), parent, attributes, context)
 
     def _child_context(self, parent: SpanContext | None) -> SpanContext:
         """A sampled span's context as the SDK makes it."""
@@ -357,9 +334,8 @@ class _RecordedSpan(trace.Span):
     _name: str
     _context: SpanContext
     _parent: SpanContext | None
-    _kind: SpanKind
     _attributes: dict[str, types.AttributeValue]
-    _sdk_options: tuple[Context | None, bool, bool]
+    _parent_context: Context
     _status: Status = attrs.field(init=False, default=_UNSET)  # Status is read-only: shared
     _start_time: int = attrs.field(init=False, factory=time_ns)
     _end_time: int | None = attrs.field(init=False, default=None)
@@ -424,7 +400,7 @@ class _RecordedSpan(trace.Span):
             parent=self._parent,
             resource=tracer.resource,
             attributes=self._attributes,
-            kind=self._kind,
+            kind=SpanKind.SERVER,
             status=self._status,
             start_time=self._start_time,
             end_time=self._end_time,
@@ -462,23 +438,10 @@ class _RecordedSpan(trace.Span):
     ) -> None:
         self._sdk().record_exception(exception, attributes, timestamp, escaped)
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc_val: BaseException | None,
-        exc_tb: TracebackType | None,
-    ) -> None:
-        if exc_val is not None and self.is_recording():
-            # The SDK span's own handling of an exception that ends it.
-            self._sdk().__exit__(exc_type, exc_val, exc_tb)
-            return
-        super().__exit__(exc_type, exc_val, exc_tb)
-
     def _sdk(self) -> sdk_trace.Span:
         """The SDK's span with this one's state; from now on it records everything."""
         if self._sdk_span is None:
             tracer = self._recorder.tracer
-            parent_context, record_exception, set_status_on_exception = self._sdk_options
             span = sdk_trace._Span(
                 name=self._name,
                 context=self._context,
@@ -487,16 +450,16 @@ class _RecordedSpan(trace.Span):
                 resource=tracer.resource,
                 attributes=self._attributes,
                 span_processor=self._recorder.processor,
-                kind=self._kind,
+                kind=SpanKind.SERVER,
                 links=(),
                 instrumentation_info=tracer.instrumentation_info,
-                record_exception=record_exception,
-                set_status_on_exception=set_status_on_exception,
+                record_exception=False,
+                set_status_on_exception=False,
                 limits=tracer._span_limits,
                 instrumentation_scope=tracer._instrumentation_scope,
             )
             # start() gives the processors on_start (a no-op for the ones allowed here).
-            span.start(start_time=self._start_time, parent_context=parent_context)
+            span.start(start_time=self._start_time, parent_context=self._parent_context)
             if self._status.status_code is not StatusCode.UNSET:
                 span.set_status(self._status)
             if self._end_time is not None:
