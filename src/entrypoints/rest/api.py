@@ -142,24 +142,17 @@ class Api:
         return document(self.title, self.version, self.operations, self.tags)
 
     def app(
-        self,
-        *,
-        middlewares: Iterable[Any] = (),
-        client_max_size: int | None = None,
-        tracer: trace.Tracer | None = None,
+        self, *, middlewares: Iterable[Any] = (), tracer: trace.Tracer | None = None
     ) -> web.Application:
         """A fresh aiohttp application serving the operations and the built-in endpoints; its
         middlewares, outermost first: the server span with ``tracer``, ``middlewares``, the error
         handling."""
         errors = error_middleware(
-            exception_handler=self.exception_handler,
-            after=self.after_success,
-            record=self.recorder,
+            exception_handler=self.exception_handler, after=self.after_success, record=self.recorder
         )
         tracing = [tracing_middleware(tracer)] if tracer is not None else []
         app = web.Application(
-            middlewares=[*tracing, *middlewares, errors],
-            client_max_size=client_max_size or self.max_body_bytes,
+            middlewares=[*tracing, *middlewares, errors], client_max_size=self.max_body_bytes
         )
         routes, preflights = self._routes()
         # aiohttp names its own and Python's exact versions in a Server header: a free lookup

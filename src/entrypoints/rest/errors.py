@@ -46,10 +46,7 @@ class HttpError(Exception):
     path, it is exactly the response, and not logged as a failure."""
 
     def __init__(
-        self,
-        status: int,
-        body: Mapping[str, Any],
-        headers: Mapping[str, str] | None = None,
+        self, status: int, body: Mapping[str, Any], headers: Mapping[str, str] | None = None
     ) -> None:
         super().__init__(status, dict(body))
         self.status = status

@@ -39,10 +39,7 @@ _PROBES = {
 
 
 def document(
-    title: str,
-    version: str,
-    operations: Iterable[Operation],
-    tags: Mapping[str, str] | None = None,
+    title: str, version: str, operations: Iterable[Operation], tags: Mapping[str, str] | None = None
 ) -> dict[str, Any]:
     """The document of an API with these operations; ``tags`` describes the tags they use."""
     builder = SchemaBuilder()

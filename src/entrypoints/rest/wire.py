@@ -16,12 +16,7 @@ from typing import Any, TypeVar
 
 import attrs
 import cattrs
-from cattrs.cols import (
-    is_mapping,
-    is_sequence,
-    list_structure_factory,
-    mapping_structure_factory,
-)
+from cattrs.cols import is_mapping, is_sequence, list_structure_factory, mapping_structure_factory
 from cattrs.fns import identity
 from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn, override
 
