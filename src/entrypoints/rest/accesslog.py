@@ -177,19 +177,6 @@ def install_service_handler(level: int = logging.INFO) -> None:
         fido2.setLevel(logging.WARNING)
 
 
-def access_message(request: web.BaseRequest, response: web.StreamResponse, seconds: float) -> str:
-    """``REMOTE METHOD PATH STATUS DURATIONms``. The duration is from when the error handling
-    began with the request; else aiohttp's ``seconds`` (whole milliseconds under uvloop)."""
-    started = request.get(REQUEST_STARTED)
-    if started is not None:
-        seconds = time.perf_counter() - started
-    remote = request.remote
-    return (
-        f"{log_safe(remote) if remote is not None else None} {log_safe(request.method)} "
-        f"{log_safe(request.path)} {response.status} {seconds * 1000:.1f}ms"
-    )
-
-
 class AccessLogger(AbstractAccessLogger):
     """One INFO record per request, its message made whole here."""
 
@@ -197,5 +184,14 @@ class AccessLogger(AbstractAccessLogger):
     def enabled(self) -> bool:
         return self.logger.isEnabledFor(logging.INFO)
 
-    def log(self, request: web.BaseRequest, response: web.StreamResponse, time: float) -> None:
-        self.logger.info(access_message(request, response, time))
+    def log(self, request: web.BaseRequest, response: web.StreamResponse, seconds: float) -> None:
+        """``REMOTE METHOD PATH STATUS DURATIONms``, the duration from when the error handling
+        began with the request, else aiohttp's ``seconds`` (whole milliseconds under uvloop)."""
+        started = request.get(REQUEST_STARTED)
+        if started is not None:
+            seconds = time.perf_counter() - started
+        remote = request.remote
+        self.logger.info(
+            f"{log_safe(remote) if remote is not None else None} {log_safe(request.method)} "
+            f"{log_safe(request.path)} {response.status} {seconds * 1000:.1f}ms"
+        )

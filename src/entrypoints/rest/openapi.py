@@ -20,9 +20,6 @@ from .operation import Operation, RawResponse
 from .params import Location, Param
 from .schema import Schema, SchemaBuilder
 
-OPENAPI_VERSION = "3.0.3"
-
-
 SERVICE_TAG = "service"
 _BUILT_IN_TAGS = {SERVICE_TAG: "The service itself: its health probes and this document."}
 _PROBES = {
@@ -59,7 +56,7 @@ def document(
     if schemes:
         components["securitySchemes"] = schemes
     return {
-        "openapi": OPENAPI_VERSION,
+        "openapi": "3.0.3",
         "info": {"title": title, "version": version},
         "tags": _tag_list(tags or {}, used_tags),
         "paths": paths,

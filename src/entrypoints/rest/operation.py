@@ -130,11 +130,8 @@ class Operation:
         """TypeError, naming the operation, if the handler's annotations contradict the
         declared body or response: it would fail on its first request (a 500)."""
         body = bytes if self.raw_body is not None else self.request or self.form
-        check_handler(self.handler, body, self.response, self.describe())
-
-    def describe(self) -> str:
-        """How errors name the operation: ``operation get_user (GET /users/{id})``."""
-        return f"operation {self.name} ({self.method} {self.path})"
+        where = f"operation {self.name} ({self.method} {self.path})"
+        check_handler(self.handler, body, self.response, where)
 
     @property
     def success_status(self) -> int:
