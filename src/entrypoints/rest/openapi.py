@@ -112,12 +112,8 @@ def _tag_list(tags: Mapping[str, str], used: Iterable[str]) -> list[dict[str, st
 
 def _operation_doc(op: Operation, builder: SchemaBuilder, error: Schema) -> dict[str, Any]:
     doc: dict[str, Any] = {"operationId": op.name}
-    if op.summary:
-        doc["summary"] = op.summary
-    if op.description:
-        doc["description"] = op.description
-    if op.tags:
-        doc["tags"] = list(op.tags)
+    described = {"summary": op.summary, "description": op.description, "tags": list(op.tags)}
+    doc.update((key, value) for key, value in described.items() if value)
     if op.params:
         doc["parameters"] = [_param_doc(p) for p in op.params]
     body = _request_body(op, builder)
@@ -164,11 +160,9 @@ def _request_body(op: Operation, builder: SchemaBuilder) -> dict[str, Any] | Non
 def _responses(op: Operation, builder: SchemaBuilder, error: Schema) -> dict[str, Any]:
     """Success, the errors the layer itself may answer, then the declared responses."""
     has_body = op.request is not None or op.form is not None
-    responses: dict[str, Any] = {}
+    responses: dict[str, Any] = {str(op.success_status): {"description": "Success"}}
     if op.response is not None:
         responses[str(op.success_status)] = _json_response("Success", builder.schema(op.response))
-    else:
-        responses[str(op.success_status)] = {"description": "Success"}
     if op.params or has_body:
         responses["400"] = _json_response("Invalid request", error)
     if op.raw_body is not None or has_body:

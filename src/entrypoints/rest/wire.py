@@ -12,15 +12,13 @@ import enum
 import types
 import typing
 from collections.abc import Callable, Sequence
-from typing import Any, TypeVar
+from typing import Any
 
 import attrs
 import cattrs
 from cattrs.cols import is_mapping, is_sequence, list_structure_factory, mapping_structure_factory
 from cattrs.fns import identity
 from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn, override
-
-T = TypeVar("T")
 
 WIRE_NAME = "authgate.wire_name"
 
