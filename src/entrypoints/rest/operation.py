@@ -35,8 +35,7 @@ class RawResponse:
     media_type: str = "text/html"
 
 
-# The converters of the declaration's collections: copies of what the caller gave (the element
-# types are checked where the options are typed, OperationOptions).
+# Copies of the declaration's collections (their element types checked by OperationOptions).
 def _tuple(items: Iterable[Any]) -> tuple[Any, ...]:
     return tuple(items)
 

@@ -189,8 +189,8 @@ cookie = functools.partial(_param, Location.COOKIE)
 """A cookie parameter, read from the Cookie header by cookie name."""
 
 
-# Not frozen, though read-only by intent: one is made per request, and attrs' frozen __init__
-# (an object.__setattr__ per field) cost about 1.5 % of a request's instructions.
+# Not frozen, though read-only by intent: made per request, where a frozen __init__ costs an
+# object.__setattr__ per field (docs/benchmarks.md).
 @attrs.define
 class Params:
     """The validated parameter values of one request, by location and name (read-only)."""

@@ -230,6 +230,7 @@ def _fall_back(reason: str) -> None:
 
 
 _PLAIN_VALUE = (str, int, float, bool)
+_PARENT_BASED_PARTS = ("_root", "_remote_parent_sampled", "_local_parent_sampled")
 _UNSET = Status(StatusCode.UNSET)
 
 
@@ -247,20 +248,14 @@ class _SpanRecorder:
     def of(cls, tracer: trace.Tracer) -> _SpanRecorder | None:
         if not isinstance(tracer, sdk_trace.Tracer):
             return None
-        sampler = tracer.sampler
-        if not (
-            isinstance(sampler, ParentBased)
-            and getattr(sampler, "_root", None) is ALWAYS_ON
-            and getattr(sampler, "_remote_parent_sampled", None) is ALWAYS_ON
-            and getattr(sampler, "_local_parent_sampled", None) is ALWAYS_ON
+        sampler, processor = tracer.sampler, tracer.span_processor
+        if (
+            not isinstance(sampler, ParentBased)
+            or any(getattr(sampler, name, None) is not ALWAYS_ON for name in _PARENT_BASED_PARTS)
+            # The SDK's span metrics (OTEL_PYTHON_SDK_INTERNAL_METRICS_ENABLED) count in start_span.
+            or type(getattr(tracer, "_tracer_metrics", None)).__name__ != "NoOpTracerMetrics"
+            or type(processor) is not SynchronousMultiSpanProcessor
         ):
-            return None
-        # The SDK's own span metrics (OTEL_PYTHON_SDK_INTERNAL_METRICS_ENABLED) count in
-        # start_span.
-        if type(getattr(tracer, "_tracer_metrics", None)).__name__ != "NoOpTracerMetrics":
-            return None
-        processor = tracer.span_processor
-        if type(processor) is not SynchronousMultiSpanProcessor:
             return None
         missing = _missing_private_names(tracer)
         if missing is not None:
