@@ -12,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable
-from typing import Any
 
 import attrs
 from aiohttp import web
@@ -55,21 +54,17 @@ class Probe:
     def add(self, check: HealthCheck) -> None:
         self.checks.append(check)
 
-    async def run(self) -> tuple[bool, dict[str, Any]]:
+    async def respond(self, request: web.Request) -> web.StreamResponse:
+        if self.handler is not None:
+            return await self.handler(request)
         results = await asyncio.gather(*(_run_check(c) for c in self.checks))
         checked = list(zip(self.checks, results, strict=True))
         healthy = all(ok for c, (ok, _) in checked if c.required)
         complete = all(ok for ok, _ in results)
         body = {
             "status": "ok" if complete else "degraded" if healthy else "unavailable",
-            "checks": {c.name: detail for c, (_, detail) in zip(self.checks, results, strict=True)},
+            "checks": {c.name: detail for c, (_, detail) in checked},
         }
-        return healthy, body
-
-    async def respond(self, request: web.Request) -> web.StreamResponse:
-        if self.handler is not None:
-            return await self.handler(request)
-        healthy, body = await self.run()
         return json_response(body, 200 if healthy else 503, {"Cache-Control": "no-store"})
 
 

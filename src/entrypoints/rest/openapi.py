@@ -94,8 +94,7 @@ def _built_in_paths(health: Schema) -> dict[str, dict[str, Any]]:
 
 def _unique_id(base: str, used: set[str]) -> str:
     """operationId must be unique; a handler registered twice gets a numbered suffix."""
-    candidate = base
-    n = 1
+    candidate, n = base, 1
     while candidate in used:
         n += 1
         candidate = f"{base}_{n}"

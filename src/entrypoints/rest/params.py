@@ -24,11 +24,8 @@ class Location(enum.Enum):
 
 @attrs.frozen
 class Required:
-    """The parameter must be present (for a query parameter: at least once).
-
-    ``enforced=False`` documents the parameter as required but leaves the check to the
-    operation, for contracts that fix their own order of checks and error format.
-    """
+    """The parameter must be present (a query parameter at least once); ``enforced=False``
+    leaves the check to operations whose contracts fix their own order of checks and errors."""
 
     enforced: bool = True
 

@@ -56,8 +56,7 @@ class MalformedRequestFilter(logging.Filter):
             remote = record.args[0] if isinstance(record.args, tuple) and record.args else "?"
             record.msg = "malformed HTTP request from %s refused: %s"
             record.args = (remote, type(exc).__name__)
-            record.exc_info = None
-            record.exc_text = None
+            record.exc_info = record.exc_text = None
             record.levelno = logging.INFO
             record.levelname = logging.getLevelName(logging.INFO)
         return True
