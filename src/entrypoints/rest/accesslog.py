@@ -125,8 +125,7 @@ class ServiceFormatter(logging.Formatter):
 
 
 class ServiceLogHandler(logging.handlers.QueueHandler):
-    """Queues the records; a :class:`~logging.handlers.QueueListener`'s thread writes them to
-    ``stream`` in :data:`LOG_FORMAT` from now until :meth:`close`."""
+    """Queues the records for a listener thread that writes them to ``stream`` until closed."""
 
     def __init__(self, stream: TextIO, *, linger: float = LINGER_SECONDS) -> None:
         writer = BurstWriter(stream)
@@ -158,8 +157,7 @@ class ServiceLogHandler(logging.handlers.QueueHandler):
 
 
 def install_service_handler(level: int = logging.INFO) -> None:
-    """Log to stderr through a :class:`ServiceLogHandler` on the root logger, unless it has
-    handlers already (as ``logging.basicConfig``)."""
+    """A :class:`ServiceLogHandler` to stderr on the root logger, unless it has handlers."""
     root = logging.getLogger()
     if root.handlers:
         return

@@ -86,8 +86,7 @@ class Api:
         return hook
 
     def record_requests(self, record: RecordRequest) -> RecordRequest:
-        """Report each request's method, route template (None: no route matched), final status
-        and duration in seconds to ``record``."""
+        """Give ``record`` each request's method, route template (or None), status and seconds."""
         self.recorder = record
         return record
 

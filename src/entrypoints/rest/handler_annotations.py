@@ -119,8 +119,7 @@ def _accepts(annotation: Any, value_type: type | None) -> bool:
 
 
 def _returnable(member: Any, response: type | None, in_reply: bool = False) -> bool:
-    """Whether a handler may return ``member`` (one alternative of its return annotation, or of
-    a :class:`Reply`'s body)."""
+    """Whether a handler may return ``member`` (one alternative of its return or Reply body)."""
     if _loose(member) or member is _NONE:
         return True
     if not in_reply:

@@ -32,9 +32,8 @@ def _escape(match: re.Match[str]) -> str:
 
 def log_safe(value: str) -> str:
     """``value`` with every control character backslash-escaped (``\\n``, ``\\x1b``,
-    ``\\u2028``; a backslash as ``\\\\``), so that it stays on its log line and shows as text.
-
-    Apply it to every request-derived value a log line carries."""
+    ``\\u2028``; a backslash as ``\\\\``), so that it stays on its log line and shows as text:
+    for every request-derived value a log line carries."""
     # Most values have nothing to escape: answer them without building a new string. For ASCII
     # text, isprintable() is false exactly for the C0 controls and DEL; the backslash is the
     # one other character to escape (two C-speed checks instead of a regular expression).

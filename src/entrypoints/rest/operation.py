@@ -28,8 +28,7 @@ _PATH_PARAM = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
 @attrs.frozen
 class RawResponse:
-    """A documented answer that is not JSON (an HTML page the handler makes itself): what it
-    is, and its media type."""
+    """A documented answer that is not JSON (an HTML page the handler makes), its media type."""
 
     description: str
     media_type: str = "text/html"
@@ -126,8 +125,7 @@ class Operation:
         object.__setattr__(self, "method", self.method.upper())
 
     def check_handler(self) -> None:
-        """TypeError, naming the operation, if the handler's annotations contradict the
-        declared body or response: it would fail on its first request (a 500)."""
+        """TypeError if the handler's annotations contradict the declared body or response."""
         body = bytes if self.raw_body is not None else self.request or self.form
         where = f"operation {self.name} ({self.method} {self.path})"
         check_handler(self.handler, body, self.response, where)

@@ -208,8 +208,7 @@ Check = tuple[Callable[[str], object] | None, Callable[[], HttpError]]
 
 
 def extractor(declared: Sequence[Param]) -> Callable[[web.Request], Params]:
-    """Read and validate the declared parameters of a request, in declaration order; the
-    validators are compiled once per operation here."""
+    """Read and validate a request's declared parameters (their validators compiled here)."""
     steps = _plan(declared)
     path_loc, query_loc, header_loc = Location.PATH, Location.QUERY, Location.HEADER
 

@@ -63,8 +63,7 @@ class MalformedRequestFilter(logging.Filter):
 
 
 def configure_logging(level: int = logging.INFO) -> None:
-    """Log to stderr (:func:`~.accesslog.install_service_handler`), aiohttp's malformed-request
-    tracebacks as one INFO line."""
+    """Log to stderr, aiohttp's malformed-request tracebacks as one INFO line."""
     install_service_handler(level)
     logging.getLogger("aiohttp.server").addFilter(MalformedRequestFilter())
 
@@ -122,8 +121,7 @@ def serve(
 
 
 def _stop(settings: ServerSettings, stopping: list[float], signum: signal.Signals) -> None:
-    """The first signal starts the graceful stop (noted in ``stopping``); see
-    :attr:`ServerSettings.repeat_stops_at_once` for a second one."""
+    """The first signal starts the graceful stop (``repeat_stops_at_once``: a second one)."""
     if not stopping:
         stopping.append(time.monotonic())
         log.info(

@@ -58,8 +58,7 @@ def make_tracer_provider(service_name: str, exporter: SpanExporter | None = None
 
 
 def tracing_middleware(tracer: trace.Tracer) -> Middleware:
-    """Wrap every request in a server span, from after routing to the final status (the error
-    handling's answer included)."""
+    """Every request in a server span, from after routing to the final status, errors' too."""
     recorder = _SpanRecorder.of(tracer)
     start_span: Callable[..., trace.Span] = functools.partial(tracer.start_span, **_SERVER_SPAN)
     if recorder is not None:
