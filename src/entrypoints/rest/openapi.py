@@ -22,12 +22,19 @@ from .schema import Schema, SchemaBuilder
 
 SERVICE_TAG = "service"
 _BUILT_IN_TAGS = {SERVICE_TAG: "The service itself: its health probes and this document."}
-_PROBES = {
-    "liveness": (
+_BUILT_IN = {  # path: (operationId, summary, description)
+    "/openapi.json": (
+        "openapi",
+        "This OpenAPI document",
+        "The OpenAPI 3.0 document of every operation of this API.",
+    ),
+    "/health/liveness": (
+        "liveness",
         "Liveness probe",
         "200 while the process serves requests; its checks are the process's own.",
     ),
-    "readiness": (
+    "/health/readiness": (
+        "readiness",
         "Readiness probe",
         "200 when every dependency (the database, a configured Redis, ...) answers; 503 "
         "naming the failing checks otherwise.",
@@ -44,7 +51,7 @@ def document(
     paths = _built_in_paths(builder.ref(HealthReport))
     schemes: dict[str, Schema] = {}
     used_tags: dict[str, None] = {}
-    used_ids = {"openapi", "liveness", "readiness"}
+    used_ids = {operation_id for operation_id, _, _ in _BUILT_IN.values()}
     for op in operations:
         doc = _operation_doc(op, builder, error)
         doc["operationId"] = _unique_id(doc["operationId"], used_ids)
@@ -65,28 +72,19 @@ def document(
 
 
 def _built_in_paths(health: Schema) -> dict[str, dict[str, Any]]:
-    paths: dict[str, dict[str, Any]] = {
-        "/openapi.json": {
+    paths: dict[str, dict[str, Any]] = {}
+    for path, (operation_id, summary, description) in _BUILT_IN.items():
+        responses = {"200": _json_response("OpenAPI document", {"type": "object"})}
+        if operation_id != "openapi":
+            responses = {"200": _json_response("Healthy", health)}
+            responses["503"] = _json_response("Unhealthy", health)
+        paths[path] = {
             "get": {
-                "operationId": "openapi",
-                "summary": "This OpenAPI document",
-                "description": "The OpenAPI 3.0 document of every operation of this API.",
-                "tags": [SERVICE_TAG],
-                "responses": {"200": _json_response("OpenAPI document", {"type": "object"})},
-            }
-        }
-    }
-    for probe, (summary, description) in _PROBES.items():
-        paths[f"/health/{probe}"] = {
-            "get": {
-                "operationId": probe,
+                "operationId": operation_id,
                 "summary": summary,
                 "description": description,
                 "tags": [SERVICE_TAG],
-                "responses": {
-                    "200": _json_response("Healthy", health),
-                    "503": _json_response("Unhealthy", health),
-                },
+                "responses": responses,
             }
         }
     return paths

@@ -115,9 +115,8 @@ class Operation:
         declared = {p.name for p in self.params if p.location is Location.PATH}
         if len(set(in_path)) != len(in_path):
             raise ValueError(f"{self.path}: a path parameter appears twice")
-        undeclared = [n for n in in_path if n not in declared]
         # Path segments that are not declared get a plain (unvalidated) declaration.
-        extra = tuple(Param(Location.PATH, n) for n in undeclared)
+        extra = tuple(Param(Location.PATH, n) for n in in_path if n not in declared)
         object.__setattr__(self, "params", extra + self.params)
         stray = declared - set(in_path)
         if stray:
