@@ -138,8 +138,13 @@ class Cors:
     def preflight(self, methods: Iterable[str]) -> RouteHandler:
         """The ``OPTIONS`` handler of a path whose operations (``methods``) opt into CORS."""
         allowed_methods = sorted({m.upper() for m in methods})
-        joined = ", ".join(allowed_methods)
-        allow_headers = ", ".join(self.allow_headers)
+        granted = {"Access-Control-Allow-Credentials": "true"} if self.credentials else {}
+        granted |= {
+            "Access-Control-Allow-Methods": ", ".join(allowed_methods),
+            "Access-Control-Allow-Headers": ", ".join(self.allow_headers),
+            "Access-Control-Max-Age": str(self.max_age),
+            "Vary": "Origin",
+        }
 
         async def answer(request: web.Request) -> web.StreamResponse:
             sent = request.headers.get("Origin")
@@ -149,16 +154,9 @@ class Cors:
             allowed = self.allows(sent)
             if allowed is None:
                 return _PREFLIGHT_REFUSED.response()
-            headers = {"Access-Control-Allow-Origin": allowed}
-            if self.credentials:
-                headers["Access-Control-Allow-Credentials"] = "true"
-            headers |= {
-                "Access-Control-Allow-Methods": joined,
-                "Access-Control-Allow-Headers": allow_headers,
-                "Access-Control-Max-Age": str(self.max_age),
-                "Vary": "Origin",
-            }
-            return web.Response(status=204, headers=headers)
+            return web.Response(
+                status=204, headers={"Access-Control-Allow-Origin": allowed, **granted}
+            )
 
         return answer
 
