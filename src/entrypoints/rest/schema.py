@@ -19,6 +19,9 @@ from .wire import wire_name
 
 Schema = dict[str, Any]
 
+_TYPES = {bool: "boolean", int: "integer", float: "number", str: "string"}
+_FORMATS = {dt.datetime: "date-time", dt.date: "date"}
+
 
 class SchemaBuilder:
     """Builds schemas and collects the named component schemas they refer to."""
@@ -70,18 +73,10 @@ class SchemaBuilder:
         args = typing.get_args(tp)
         if tp is Any:
             return {}
-        if tp is bool:
-            return {"type": "boolean"}
-        if tp is int:
-            return {"type": "integer"}
-        if tp is float:
-            return {"type": "number"}
-        if tp is str:
-            return {"type": "string"}
-        if tp is dt.datetime:
-            return {"type": "string", "format": "date-time"}
-        if tp is dt.date:
-            return {"type": "string", "format": "date"}
+        if tp in _TYPES:
+            return {"type": _TYPES[tp]}
+        if tp in _FORMATS:
+            return {"type": "string", "format": _FORMATS[tp]}
         if isinstance(tp, type) and issubclass(tp, enum.Enum):
             return _values_schema((m.value for m in tp), f"enumeration {tp.__name__}")
         if origin is typing.Literal:
