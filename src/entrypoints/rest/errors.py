@@ -17,7 +17,7 @@ from aiohttp.typedefs import Middleware
 from opentelemetry import trace
 
 from .logtext import REQUEST_STARTED, log_safe
-from .routing import static_methods
+from .routing import RouteHandler, static_methods
 
 log = logging.getLogger("authgate.rest")
 
@@ -91,8 +91,6 @@ AfterSuccess = Callable[[web.Request, web.StreamResponse], Awaitable[None] | Non
 # when it is not one of the application's: then it is a failure, answered 500 and logged.
 ExceptionHandler = Callable[[web.Request, Exception], web.StreamResponse | None]
 
-Dispatch = Callable[[web.Request], Awaitable[web.StreamResponse]]
-
 
 def error_middleware(
     *,
@@ -106,7 +104,7 @@ def error_middleware(
     clock = time.perf_counter
 
     @web.middleware
-    async def handle(request: web.Request, handler: Dispatch) -> web.StreamResponse:
+    async def handle(request: web.Request, handler: RouteHandler) -> web.StreamResponse:
         started = request[REQUEST_STARTED] = clock()
         status = 500  # an exception that is not an HTTP answer ends as a 500
         try:

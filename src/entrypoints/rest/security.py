@@ -47,7 +47,6 @@ class TokenVerifier(Protocol):
 
     async def verify(self, token: str) -> Principal:
         """Return the principal, or raise :class:`InvalidCredential`."""
-        ...
 
 
 class ApiKeyChecker(Protocol):
@@ -55,7 +54,6 @@ class ApiKeyChecker(Protocol):
 
     async def check(self, key: str) -> Principal:
         """Return the principal, or raise :class:`InvalidCredential`."""
-        ...
 
 
 def unauthorized(message: str, challenge: str | None = "Bearer") -> HttpError:
