@@ -1,18 +1,15 @@
 """The access log (one line per request, cheap enough to leave on) and the service's log handler.
 
-Each access line names the client's address, the method, the path (never the query string: it
-carries codes and states), the status and the duration; no headers, so no credentials. The
-request's values are :func:`~.logtext.log_safe`: a decoded ``%0A`` in a path cannot start a
-forged line. It is an INFO record of the ``authgate.access`` logger, so whatever logging
-configuration applies writes it; in the service's log format (:data:`LOG_FORMAT`) it reads::
+Each access line is an INFO record of the ``authgate.access`` logger naming the client's address,
+the method, the path (never the query string: it carries codes and states), the status and the
+duration; no headers, so no credentials. The request's values are :func:`~.logtext.log_safe`::
 
     2026-11-23 12:00:00,123 INFO authgate.access 127.0.0.1 GET /v1/account/providers 200 1.4ms
 
 The service's handler (:func:`install_service_handler`) is the standard library's pair for
-logging from an event loop: a :class:`~logging.handlers.QueueHandler` only queues each record,
-and a :class:`~logging.handlers.QueueListener`'s thread formats and writes the lines to stderr
-in bursts. The loop pays for the record, not for the time stamp or the write; one queue keeps
-every thread's records in order. ``logging.shutdown`` writes what is queued before it stops.
+logging from an event loop: a :class:`~logging.handlers.QueueHandler` only queues each record
+(in order, whatever the thread), and a :class:`~logging.handlers.QueueListener`'s thread formats
+and writes the lines to stderr in bursts. ``logging.shutdown`` writes what is queued.
 """
 
 from __future__ import annotations
@@ -38,9 +35,8 @@ LINGER_SECONDS = 0.05
 
 class LingeringListener(logging.handlers.QueueListener):
     """A :class:`~logging.handlers.QueueListener` that, woken by a record, waits ``linger``
-    seconds and then writes every record logged meanwhile. Each wake-up costs a futex call, two
-    context switches and the GIL handed over and back (``bench/log_listener_bench.py``: 15.9 µs
-    of CPU per record woken for each, 10.1 µs lingering)."""
+    seconds and then writes every record logged meanwhile: each wake-up costs a futex call, two
+    context switches and the GIL handed over and back (docs/benchmarks.md)."""
 
     def __init__(
         self,
@@ -75,8 +71,7 @@ class LingeringListener(logging.handlers.QueueListener):
 
 class BurstWriter(logging.StreamHandler):  # type: ignore[type-arg]
     """A :class:`logging.StreamHandler` that writes a burst's lines in one write at
-    :meth:`flush` (or every :attr:`MAX_LINES`): a plain one makes a system call per line
-    (about 2 µs of CPU to a file, 5 µs to a pipe, against 0.1 µs a line written 50 together)."""
+    :meth:`flush` (or every :attr:`MAX_LINES`), not a system call per line."""
 
     MAX_LINES = 256
 
@@ -130,8 +125,7 @@ class ServiceFormatter(logging.Formatter):
 
 
 class ServiceLogHandler(logging.handlers.QueueHandler):
-    """Queues the records; a :class:`~logging.handlers.QueueListener`'s thread writes them to
-    ``stream`` in :data:`LOG_FORMAT` from now until :meth:`close`."""
+    """Queues the records for a listener thread that writes them to ``stream`` until closed."""
 
     def __init__(self, stream: TextIO, *, linger: float = LINGER_SECONDS) -> None:
         writer = BurstWriter(stream)
@@ -145,9 +139,8 @@ class ServiceLogHandler(logging.handlers.QueueHandler):
         self._listening = True
 
     def prepare(self, record: logging.LogRecord) -> logging.LogRecord:
-        """The record itself, its message merged with its arguments now (they may change).
-        The base class also formats and copies it, for a queue to another process; in-process
-        that would double what a record costs the event loop."""
+        """The record itself, its message merged with its arguments now (they may change); not
+        formatted and copied as the base class does for another process (twice the cost)."""
         if record.args:
             record.msg = record.getMessage()
             record.args = None
@@ -164,8 +157,7 @@ class ServiceLogHandler(logging.handlers.QueueHandler):
 
 
 def install_service_handler(level: int = logging.INFO) -> None:
-    """Log to stderr through a :class:`ServiceLogHandler` on the root logger, unless it has
-    handlers already (as ``logging.basicConfig``)."""
+    """A :class:`ServiceLogHandler` to stderr on the root logger, unless it has handlers."""
     root = logging.getLogger()
     if root.handlers:
         return
@@ -183,19 +175,6 @@ def install_service_handler(level: int = logging.INFO) -> None:
         fido2.setLevel(logging.WARNING)
 
 
-def access_message(request: web.BaseRequest, response: web.StreamResponse, seconds: float) -> str:
-    """``REMOTE METHOD PATH STATUS DURATIONms``. The duration is from when the error handling
-    began with the request; else aiohttp's ``seconds`` (whole milliseconds under uvloop)."""
-    started = request.get(REQUEST_STARTED)
-    if started is not None:
-        seconds = time.perf_counter() - started
-    remote = request.remote
-    return (
-        f"{log_safe(remote) if remote is not None else None} {log_safe(request.method)} "
-        f"{log_safe(request.path)} {response.status} {seconds * 1000:.1f}ms"
-    )
-
-
 class AccessLogger(AbstractAccessLogger):
     """One INFO record per request, its message made whole here."""
 
@@ -203,5 +182,14 @@ class AccessLogger(AbstractAccessLogger):
     def enabled(self) -> bool:
         return self.logger.isEnabledFor(logging.INFO)
 
-    def log(self, request: web.BaseRequest, response: web.StreamResponse, time: float) -> None:
-        self.logger.info(access_message(request, response, time))
+    def log(self, request: web.BaseRequest, response: web.StreamResponse, seconds: float) -> None:
+        """``REMOTE METHOD PATH STATUS DURATIONms``, the duration from when the error handling
+        began with the request, else aiohttp's ``seconds`` (whole milliseconds under uvloop)."""
+        started = request.get(REQUEST_STARTED)
+        if started is not None:
+            seconds = time.perf_counter() - started
+        remote = request.remote
+        self.logger.info(
+            f"{log_safe(remote) if remote is not None else None} {log_safe(request.method)} "
+            f"{log_safe(request.path)} {response.status} {seconds * 1000:.1f}ms"
+        )

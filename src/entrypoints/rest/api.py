@@ -1,10 +1,4 @@
-"""An API: registered operations, assembled into an aiohttp application.
-
-Registration lives here; the rest of the request's path is one module per concern:
-:mod:`.security` (who calls), :mod:`.params` (declared parameters), :mod:`.operation` (body,
-handler, response), :mod:`.routing` (static-vs-template paths), :mod:`.errors` (every failure as
-JSON), :mod:`.health` (the probes) and :mod:`.openapi` (the document).
-"""
+"""An API: registered operations, assembled into an aiohttp application."""
 
 from __future__ import annotations
 
@@ -79,24 +73,20 @@ class Api:
         self.after_success: AfterSuccess | None = None
         self.recorder: RecordRequest | None = None
 
-    # -- hooks: what an application adds to every request, without middlewares of its own --
-
     def on_exception(self, handler: ExceptionHandler) -> ExceptionHandler:
-        """Answer the exceptions of operations that are not HTTP answers (an application's
-        domain errors) by ``handler``: a response, or None for an unexpected failure (a logged
-        JSON 500). The one place an application maps its errors to HTTP."""
+        """Answer an operation's exception that is not an HTTP answer (a domain error) by
+        ``handler``: a response, or None for an unexpected failure (a logged JSON 500)."""
         self.exception_handler = handler
         return handler
 
     def after_response(self, hook: AfterSuccess) -> AfterSuccess:
-        """Run ``hook`` on every successful answer of the application's handlers, before it is
-        sent (it may add headers or cookies; what it returns, if not None, is awaited)."""
+        """Run ``hook`` on every successful answer before it is sent (it may add headers or
+        cookies; what it returns, if not None, is awaited)."""
         self.after_success = hook
         return hook
 
     def record_requests(self, record: RecordRequest) -> RecordRequest:
-        """Report each request's method, route template (None when no route matched), final
-        status and duration in seconds to ``record`` (metrics)."""
+        """Give ``record`` each request's method, route template (or None), status and seconds."""
         self.recorder = record
         return record
 
@@ -107,16 +97,11 @@ class Api:
     def operation(
         self, method: str, path: str, **options: Unpack[OperationOptions]
     ) -> Callable[[Handler], Handler]:
-        """Register the decorated coroutine as an operation.
+        """Register the decorated coroutine as an operation (:class:`Operation`'s fields).
 
         ``security``: the accepted schemes, the first whose credential is present being used;
         without ``security_optional`` a request with none of them is refused (401), with it the
-        operation runs with ``call.principal`` None. ``cors``: the other origins whose pages
-        may call it from a browser (:mod:`.cors`). ``raw_body``: the operation reads its body
-        itself (``call.body`` is its bytes); maps each documented media type to the type of
-        its schema (None: a string). ``summary``, ``description`` and ``examples`` (example
-        error bodies by status, then by name) document it. Raises TypeError at registration when the
-        handler's annotations contradict ``request``/``form``/``response``.
+        operation runs with ``call.principal`` None.
         """
 
         def register(handler: Handler) -> Handler:
@@ -126,9 +111,8 @@ class Api:
         return register
 
     def add(self, op: Operation) -> None:
-        """Register an operation; a method and path registered twice, or a parameter
-        declared twice, is a ValueError; a handler whose annotations contradict the declared
-        types is a TypeError."""
+        """Register an operation: ValueError for a method and path or a parameter declared
+        twice, TypeError for a handler whose annotations contradict the declared types."""
         for other in self.operations:
             if other.method == op.method and other.path == op.path:
                 raise ValueError(f"{op.method} {op.path} is registered twice")
@@ -157,32 +141,22 @@ class Api:
         return document(self.title, self.version, self.operations, self.tags)
 
     def app(
-        self,
-        *,
-        middlewares: Iterable[Any] = (),
-        client_max_size: int | None = None,
-        tracer: trace.Tracer | None = None,
+        self, *, middlewares: Iterable[Any] = (), tracer: trace.Tracer | None = None
     ) -> web.Application:
-        """A fresh aiohttp application serving the operations and the built-in endpoints.
-
-        Middlewares, outermost first: the server span with ``tracer`` (:mod:`.tracing`),
-        ``middlewares``, then the error handling (:mod:`.errors`). No ``Server`` header.
-        """
+        """A fresh aiohttp application serving the operations and the built-in endpoints; its
+        middlewares, outermost first: the server span with ``tracer``, ``middlewares``, the error
+        handling."""
         errors = error_middleware(
-            exception_handler=self.exception_handler,
-            after=self.after_success,
-            record=self.recorder,
+            exception_handler=self.exception_handler, after=self.after_success, record=self.recorder
         )
         tracing = [tracing_middleware(tracer)] if tracer is not None else []
         app = web.Application(
-            middlewares=[*tracing, *middlewares, errors],
-            client_max_size=client_max_size or self.max_body_bytes,
+            middlewares=[*tracing, *middlewares, errors], client_max_size=self.max_body_bytes
         )
         routes, preflights = self._routes()
         # aiohttp names its own and Python's exact versions in a Server header: a free lookup
-        # of known vulnerabilities for whoever scans the service. Every response the
-        # application answers (operations, router errors, files, pages added later) goes
-        # through this signal; one receiver, not two: each costs a coroutine per response.
+        # of known vulnerabilities for whoever scans the service. Every response goes through
+        # this signal; one receiver, not two: each costs a coroutine per response.
         app.on_response_prepare.append(
             _drop_server_header_add_cors if preflights else _drop_server_header
         )
@@ -193,8 +167,7 @@ class Api:
         return app
 
     def _routes(self) -> tuple[list[Route], list[Route]]:
-        """The operations' routes, and a CORS preflight route per path whose operations
-        declare CORS (for all their methods)."""
+        """The operations' routes, and a CORS preflight route per path with CORS."""
         # The bound coroutine method, not the Invoker: aiohttp wraps (and warns about) any
         # handler that is not a coroutine function.
         routes: list[Route] = []
@@ -212,8 +185,8 @@ class Api:
 
 
 def _document_handler(document: dict[str, Any]) -> RouteHandler:
-    """The handler of ``/openapi.json``. The document is written once: it does not change while
-    the application runs, and its text is a third of the memory its dictionaries would keep."""
+    """The handler of ``/openapi.json``, its text written once: it does not change while the
+    application runs, and its text is a third of the memory its dictionaries would keep."""
     text = json_text(document).encode()
 
     async def openapi_json(_: web.Request) -> web.StreamResponse:

@@ -18,12 +18,11 @@ B = TypeVar("B")
 R = TypeVar("R")
 
 
-# Not frozen, though read-only by intent: one is made per request, and attrs' frozen __init__
-# (an object.__setattr__ per field) cost about 1.5 % of a request's instructions.
+# Not frozen, though read-only by intent: made per request, where a frozen __init__ costs an
+# object.__setattr__ per field (docs/benchmarks.md).
 @attrs.define(slots=True)
 class Call(Generic[B]):
-    """What an operation receives: validated parameters, the typed body and the caller
-    (read-only: a handler reads it)."""
+    """What an operation receives: validated parameters, the typed body and the caller."""
 
     request: web.Request
     params: Params
@@ -52,8 +51,7 @@ class Cookie:
     samesite: str | None = "Lax"
 
     def set_on(self, response: web.StreamResponse) -> None:
-        """Set (or replace) this cookie on ``response``: the ``Set-Cookie`` header aiohttp's
-        ``set_cookie`` would send, added at once."""
+        """Set (or replace) this cookie on ``response`` as aiohttp's ``set_cookie`` would."""
         headers = response.headers
         if hdrs.SET_COOKIE in headers:
             _drop_cookie(headers, self.name)
@@ -106,8 +104,7 @@ _PLAIN = re.compile(r"[!#-+\--:<-~]+")
 
 
 def _drop_cookie(headers: CIMultiDict[str], name: str) -> None:
-    """Remove the ``Set-Cookie`` of ``name`` already on the headers (a cookie set twice is
-    replaced, as aiohttp's ``set_cookie`` replaces it)."""
+    """Remove the ``Set-Cookie`` of ``name`` (replaced, as aiohttp's ``set_cookie`` does)."""
     values = headers.getall(hdrs.SET_COOKIE)
     kept = [v for v in values if v.partition("=")[0] != name]
     if len(kept) != len(values):
@@ -117,8 +114,7 @@ def _drop_cookie(headers: CIMultiDict[str], name: str) -> None:
 
 
 def sets_cookie(response: web.StreamResponse, name: str) -> bool:
-    """Whether ``response`` already sets the cookie ``name`` (:meth:`Cookie.set_on` or
-    aiohttp's ``set_cookie``)."""
+    """Whether ``response`` already sets the cookie ``name`` (either way of setting it)."""
     if any(v.partition("=")[0] == name for v in response.headers.getall(hdrs.SET_COOKIE, ())):
         return True
     return name in response.cookies
@@ -126,10 +122,8 @@ def sets_cookie(response: web.StreamResponse, name: str) -> bool:
 
 @attrs.frozen
 class Reply(Generic[R]):
-    """A response with its own status, headers or cookies (201, 202, …); ``body`` may be None.
-
-    Without ``status`` the operation's own success status applies (200, 204 or its declared one).
-    """
+    """A response with its own status, headers or cookies; ``body`` may be None, and without a
+    ``status`` the operation's own success status applies."""
 
     body: R | None = None
     status: int | None = None

@@ -1,34 +1,25 @@
 """Cross-origin resource sharing (the Fetch standard's CORS protocol) for the operations that
-opt into it.
+opt into it: ``cors=Cors([...])`` lets pages of exactly those origins call them with credentials.
 
-An operation registered with ``cors=Cors([...])`` may be called by pages of exactly those
-origins (scheme, host and port), with credentials (cookies, ``Authorization``):
-
-* every answer of the operation carries ``Vary: Origin`` (caches must not serve one origin's
-  answer to another), and, when the request's ``Origin`` is allowed,
+* Every answer carries ``Vary: Origin`` and, for an allowed ``Origin``,
   ``Access-Control-Allow-Origin`` = that origin (never ``*``: browsers refuse a wildcard with
-  credentials, and a wildcard would hand the answer to every site) and
-  ``Access-Control-Allow-Credentials: true``;
-* a credentialed request (it carries cookies) whose ``Origin`` is neither allowed nor the
-  service's own (``own_origins``; when none is configured, the origin the request was made to)
-  is refused, 403 ``origin_not_allowed`` without CORS headers, before the operation runs:
-  without CORS headers the browser would keep the answer from the page, but the operation
-  would still have run with a cookie the browser attached on another origin's behalf (a
-  "simple" GET or POST needs no preflight). A request without cookies is not refused: a page
-  can send ``Authorization`` to another origin only after a preflight, which a disallowed
-  origin fails, so such a request with a foreign ``Origin`` comes from a client that is no
-  browser page (and one without any credential is refused by the operation's security);
-* ``OPTIONS`` on the operation's path answers the browser's preflight: 204 with the allowed
-  methods, headers and ``Max-Age`` for an allowed origin, 403 without CORS headers for any
-  other. An ``OPTIONS`` that is not a preflight is refused (405) as on any other path.
+  credentials, and it would hand the answer to every site) and
+  ``Access-Control-Allow-Credentials: true``.
+* A request with cookies whose ``Origin`` is neither allowed nor the service's own
+  (``own_origins``; none configured: the origin the request was made to) is refused, 403
+  ``origin_not_allowed`` without CORS headers, before the operation runs: a "simple" GET or
+  POST needs no preflight, so the operation would otherwise run with a cookie the browser
+  attached on another origin's behalf. A request without cookies is not refused: a page can
+  send ``Authorization`` to another origin only after a preflight, which a disallowed origin
+  fails (and one without any credential is refused by the operation's security).
+* ``OPTIONS`` on the operation's path answers the preflight: 204 with the allowed methods,
+  headers and ``Max-Age`` for an allowed origin, 403 without CORS headers for any other. An
+  ``OPTIONS`` that is not a preflight is refused (405) as on any other path.
 
-``Cors(..., credentials=False)`` is for operations that never read the browser's credentials
-(an OAuth endpoint authenticated by what the page itself sends): no
-``Access-Control-Allow-Credentials``, so a browser keeps the answer of a request that carried
-cookies from the page, and no refusal of cookie-bearing requests, whose cookies the operation
-ignores.
-
-Preflights are not operations: they are not in the OpenAPI document.
+``credentials=False`` is for operations that never read the browser's credentials (an OAuth
+endpoint authenticated by what the page itself sends): no ``Access-Control-Allow-Credentials``
+(a browser keeps the answer from a page whose request carried cookies) and no refusal of
+cookie-bearing requests. Preflights are not operations: they are not in the OpenAPI document.
 """
 
 from __future__ import annotations
@@ -45,9 +36,8 @@ from .routing import RouteHandler
 
 
 def normalise_origin(value: str) -> str:
-    """``scheme://host[:port]``, lower case, without the scheme's default port: the form a
-    browser sends in ``Origin``. ValueError for anything that is not exactly an origin (a path,
-    query, user-info, a wildcard, a scheme other than http/https)."""
+    """``scheme://host[:port]`` as a browser sends it in ``Origin`` (lower case, no default port);
+    ValueError for anything else (a path, user-info, a wildcard, a scheme but http/https)."""
     text = value.strip()
     parts = urlsplit(text)
     scheme = parts.scheme.lower()
@@ -73,14 +63,9 @@ def _origins(values: Iterable[str]) -> frozenset[str]:
 
 @attrs.frozen
 class Cors:
-    """Which origins may call an operation from a browser, with credentials.
-
-    ``allowed_origins``: exact origins (ValueError at construction for anything else, ``*``
-    included). ``allow_headers``: the request headers a page may send besides the safelisted
-    ones. ``expose_headers``: the response headers a page may read besides the safelisted ones.
-    ``max_age``: how long (seconds) a browser may reuse a preflight's answer.
-    ``credentials``: whether pages may send their cookies (see the module's text).
-    """
+    """Which origins may call an operation from a browser: ``allowed_origins`` are exact origins
+    (``*`` refused); ``allow_headers`` and ``expose_headers`` are besides the safelisted ones;
+    ``max_age`` is how long (seconds) a browser may reuse a preflight's answer."""
 
     allowed_origins: frozenset[str] = attrs.field(converter=_origins)
     allow_headers: tuple[str, ...] = ("Authorization", "Content-Type")
@@ -102,10 +87,8 @@ class Cors:
         return normalised if normalised in self.allowed_origins else None
 
     def refuses(self, request: web.BaseRequest) -> bool:
-        """Whether ``request`` carries the browser's credentials (cookies) for a page of an
-        origin that may not call the operation: its ``Origin`` is neither allowed nor the
-        service's own (``null`` and malformed values included). A request without ``Origin``
-        (not from another origin's page) or without cookies is not."""
+        """Whether ``request`` carries cookies and an ``Origin`` neither allowed nor the service's
+        own (``null`` and malformed values included)."""
         sent = request.headers.get("Origin")
         if not self.credentials or sent is None or hdrs.COOKIE not in request.headers:
             return False
@@ -141,9 +124,8 @@ class Cors:
 
     def wrap(self, handler: RouteHandler) -> RouteHandler:
         """The operation's route handler, refusing other origins' requests (:meth:`refuses`)
-        and marking its requests with :data:`CORS_OPERATION`, so that the response hook adds
-        the headers (:meth:`add_to`) to every answer: successes, errors, even an unexpected
-        500."""
+        and marking its requests (:data:`CORS_OPERATION`) for the response hook, so that every
+        answer has the headers, even an unexpected 500."""
 
         async def handle(request: web.Request) -> web.StreamResponse:
             request[CORS_OPERATION] = self
@@ -156,8 +138,13 @@ class Cors:
     def preflight(self, methods: Iterable[str]) -> RouteHandler:
         """The ``OPTIONS`` handler of a path whose operations (``methods``) opt into CORS."""
         allowed_methods = sorted({m.upper() for m in methods})
-        joined = ", ".join(allowed_methods)
-        allow_headers = ", ".join(self.allow_headers)
+        granted = {"Access-Control-Allow-Credentials": "true"} if self.credentials else {}
+        granted |= {
+            "Access-Control-Allow-Methods": ", ".join(allowed_methods),
+            "Access-Control-Allow-Headers": ", ".join(self.allow_headers),
+            "Access-Control-Max-Age": str(self.max_age),
+            "Vary": "Origin",
+        }
 
         async def answer(request: web.Request) -> web.StreamResponse:
             sent = request.headers.get("Origin")
@@ -167,30 +154,20 @@ class Cors:
             allowed = self.allows(sent)
             if allowed is None:
                 return _PREFLIGHT_REFUSED.response()
-            headers = {"Access-Control-Allow-Origin": allowed}
-            if self.credentials:
-                headers["Access-Control-Allow-Credentials"] = "true"
-            headers |= {
-                "Access-Control-Allow-Methods": joined,
-                "Access-Control-Allow-Headers": allow_headers,
-                "Access-Control-Max-Age": str(self.max_age),
-                "Vary": "Origin",
-            }
-            return web.Response(status=204, headers=headers)
+            return web.Response(
+                status=204, headers={"Access-Control-Allow-Origin": allowed, **granted}
+            )
 
         return answer
 
 
 CORS_OPERATION = web.RequestKey("authgate_cors", Cors)
-"""Set on a request of an operation that opted into CORS: its :class:`Cors`. A response hook
-looks it up, and only such a request costs it anything more."""
+"""Set on a request of an operation that opted into CORS: its :class:`Cors`."""
 _REFUSED = {
     "error": "origin_not_allowed",
     "message": "this operation may be called from a browser only by pages of the service's "
     "own origin or of the configured allowed origins",
 }
-
-
 _PREFLIGHT_REFUSED = service_error(
     403,
     "origin_not_allowed",

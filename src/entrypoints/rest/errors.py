@@ -17,14 +17,15 @@ from aiohttp.typedefs import Middleware
 from opentelemetry import trace
 
 from .logtext import REQUEST_STARTED, log_safe
-from .routing import static_methods
+from .routing import RouteHandler, static_methods
 
 log = logging.getLogger("authgate.rest")
 
 JSON_CONTENT_TYPE = "application/json"
 
 
-# One encoder for every body: compact, UTF-8 as it is (no \u escapes of non-ASCII text).
+# One encoder for every body (json.dumps with options makes one per call): compact, UTF-8 as it
+# is (no \u escapes of non-ASCII text).
 json_text: Callable[[Any], str] = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
 
 
@@ -41,17 +42,11 @@ def json_response(
 
 
 class HttpError(Exception):
-    """An answer other than success: a status, a JSON body and optional headers.
-
-    Raising it from an operation (or a validator, or a security scheme) stops the request with
-    exactly this response; it is an expected outcome, so it is not logged as a failure.
-    """
+    """An answer other than success (status, JSON body, headers): raised anywhere on a request's
+    path, it is exactly the response, and not logged as a failure."""
 
     def __init__(
-        self,
-        status: int,
-        body: Mapping[str, Any],
-        headers: Mapping[str, str] | None = None,
+        self, status: int, body: Mapping[str, Any], headers: Mapping[str, str] | None = None
     ) -> None:
         super().__init__(status, dict(body))
         self.status = status
@@ -62,27 +57,18 @@ class HttpError(Exception):
         return json_response(self.body, self.status, self.headers)
 
 
-def layer_error(
-    status: int,
-    text: str,
-    headers: Mapping[str, str] | None = None,
-    *,
-    message: str | None = None,
-) -> HttpError:
-    """A parameter validation error of the generic layer: the body is ``{"error": text}``, the
-    contract's wording for a missing or invalid declared parameter (spec 2.6, 7.3), with a
-    ``message`` where the parameter declares what it accepts. Every other error of the layer
-    has the application's shape (:func:`service_error`)."""
+def layer_error(status: int, text: str, message: str | None = None) -> HttpError:
+    """A declared parameter missing or invalid: ``{"error": text}`` in the contract's wording
+    (spec 2.6, 7.3), with a ``message`` where the parameter declares what it accepts."""
     body = {"error": text} if message is None else {"error": text, "message": message}
-    return HttpError(status, body, headers)
+    return HttpError(status, body)
 
 
 def service_error(
     status: int, code: str, message: str, headers: Mapping[str, str] | None = None
 ) -> HttpError:
-    """An error of the generic layer other than a parameter's (a body too large, of the wrong
-    media type or malformed, a refused origin): ``{"error": code, "message": message}``, the
-    shape of the application's own errors, so that a client reads one shape."""
+    """Any other error of the layer (a body too large, malformed, of the wrong media type...):
+    ``{"error": code, "message": message}``, the shape of the application's own errors."""
     return HttpError(status, {"error": code, "message": message}, headers)
 
 
@@ -105,8 +91,6 @@ AfterSuccess = Callable[[web.Request, web.StreamResponse], Awaitable[None] | Non
 # when it is not one of the application's: then it is a failure, answered 500 and logged.
 ExceptionHandler = Callable[[web.Request, Exception], web.StreamResponse | None]
 
-Dispatch = Callable[[web.Request], Awaitable[web.StreamResponse]]
-
 
 def error_middleware(
     *,
@@ -115,13 +99,12 @@ def error_middleware(
     record: RecordRequest | None = None,
 ) -> Middleware:
     """The innermost middleware: every failure of a request (router errors included) answered
-    as JSON. ``exception_handler`` maps an application's domain errors to HTTP in one place;
-    ``after`` runs on a successful answer; ``record`` gets the method, route template, final
-    status and duration, never the concrete path or query."""
+    as JSON; the hooks as :class:`~.api.Api` names them (``record`` never gets the concrete path
+    or query)."""
     clock = time.perf_counter
 
     @web.middleware
-    async def handle(request: web.Request, handler: Dispatch) -> web.StreamResponse:
+    async def handle(request: web.Request, handler: RouteHandler) -> web.StreamResponse:
         started = request[REQUEST_STARTED] = clock()
         status = 500  # an exception that is not an HTTP answer ends as a 500
         try:
@@ -151,9 +134,8 @@ def error_middleware(
 def _failure_answer(
     request: web.Request, e: Exception, exception_handler: ExceptionHandler | None
 ) -> web.StreamResponse:
-    """The answer to an exception from a handler; called inside the ``except`` clause (the
-    logged traceback is the exception's), it re-raises the HTTP exceptions that are not
-    failures (redirects)."""
+    """The answer to a handler's exception, called inside the ``except`` clause (the logged
+    traceback is the exception's); HTTP exceptions that are not failures (redirects) re-raised."""
     if isinstance(e, HttpError):
         return e.response()
     if isinstance(e, web.HTTPRequestEntityTooLarge):

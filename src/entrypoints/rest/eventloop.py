@@ -1,8 +1,5 @@
-"""The event loop the server runs on: uvloop when it is installed, else asyncio's own.
-
-uvloop (libuv under asyncio's interface) makes the loop's share of every request cheaper: its
-transports, timers and scheduling are C. Nothing of ours depends on which loop runs; the choice
-is the operator's (``rest.event_loop``), the default the faster one available.
+"""The event loop the server runs on (``rest.event_loop``): uvloop, whose transports, timers
+and scheduling are C, by default when it is installed, else asyncio's own.
 """
 
 from __future__ import annotations
@@ -11,7 +8,6 @@ import asyncio
 from typing import Literal
 
 EventLoop = Literal["uvloop", "asyncio"]
-EVENT_LOOPS: tuple[EventLoop, ...] = ("uvloop", "asyncio")
 
 
 def uvloop_available() -> bool:

@@ -1,14 +1,10 @@
-"""Register-time agreement between an operation's declared types and its handler's annotations.
-
-An operation declares its request body (``request=``/``form=``) and its response type; the
-handler declares what it takes (``call: Call[X]``) and returns (``-> Y``, ``-> Reply[Y]``). When
-the two disagree, the first request would fail inside the layer (a 500); :func:`check_handler`
-raises :class:`TypeError` at registration instead.
+"""Register-time agreement between an operation's declared types and its handler's annotations:
+where they disagree, the first request would fail inside the layer (a 500), so
+:func:`check_handler` raises :class:`TypeError` at registration instead.
 
 Only what can be known is checked: an annotation that is missing, ``Any``, a type variable or
-cannot be resolved (a class local to a function, under ``from __future__ import annotations``)
-is accepted as is. A handler may return a raw ``web.StreamResponse`` (or a union with one) and
-``None`` (an empty success) whatever its declared response.
+cannot be resolved (a class local to a function) is accepted. A handler may return a raw
+``web.StreamResponse`` and ``None`` (an empty success) whatever its declared response.
 """
 
 from __future__ import annotations
@@ -71,21 +67,14 @@ def _hints(function: Any) -> dict[str, Any]:
     namespace = getattr(function, "__globals__", {})
     hints: dict[str, Any] = {}
     for name, annotation in raw.items():
-        resolved = _resolve(annotation, namespace) if isinstance(annotation, str) else annotation
-        if resolved is not _UNRESOLVED:
-            hints[name] = _NONE if resolved is None else resolved
+        resolved = annotation
+        if isinstance(annotation, str):  # evaluated in its module, as get_type_hints does
+            try:
+                resolved = eval(annotation, namespace)  # noqa: S307 - the module's own text
+            except Exception:  # noqa: S112 - a name local to a function, a typo: unchecked
+                continue
+        hints[name] = _NONE if resolved is None else resolved
     return hints
-
-
-_UNRESOLVED = object()
-
-
-def _resolve(text: str, namespace: dict[str, Any]) -> Any:
-    """An annotation's text evaluated in its module, as typing.get_type_hints does."""
-    try:
-        return eval(text, namespace)  # noqa: S307 - the module's own annotation text
-    except Exception:  # a name local to a function, a typo: nothing to check against
-        return _UNRESOLVED
 
 
 def _members(annotation: Any) -> tuple[Any, ...]:
@@ -129,21 +118,16 @@ def _accepts(annotation: Any, value_type: type | None) -> bool:
     )
 
 
-def _returnable(member: Any, response: type | None) -> bool:
-    """Whether a handler may return ``member`` (one alternative of its return annotation)."""
+def _returnable(member: Any, response: type | None, in_reply: bool = False) -> bool:
+    """Whether a handler may return ``member`` (one alternative of its return or Reply body)."""
     if _loose(member) or member is _NONE:
         return True
-    if isinstance(member, type) and issubclass(member, web.StreamResponse):
-        return True  # a raw response is sent as is
-    if member is Reply or typing.get_origin(member) is Reply:
-        args = typing.get_args(member)
-        return not args or all(_returnable_body(m, response) for m in _members(args[0]))
-    return _returnable_body(member, response)
-
-
-def _returnable_body(member: Any, response: type | None) -> bool:
-    if _loose(member) or member is _NONE:
-        return True
+    if not in_reply:
+        if isinstance(member, type) and issubclass(member, web.StreamResponse):
+            return True  # a raw response is sent as is
+        if member is Reply or typing.get_origin(member) is Reply:
+            args = typing.get_args(member)
+            return not args or all(_returnable(m, response, True) for m in _members(args[0]))
     if response is None:
         return False  # a value with no declared response would be dropped silently
     return _accepts(response, member)

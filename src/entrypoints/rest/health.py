@@ -1,14 +1,10 @@
-"""Liveness and readiness probes made of named checks, each bounded by a timeout.
+"""Liveness and readiness probes made of named checks, each bounded by a timeout (a hung
+dependency must not hang the probe) and run concurrently.
 
-A probe with no checks answers 200. A check fails when it raises, returns False or does not
-finish within its timeout (a hung dependency must not hang the probe); a failure of a required
-check answers 503, one of a check that is not required (a dependency the service runs without,
-degraded) is reported but answers 200 with the status ``degraded``. Checks run concurrently.
-The body names each check and its result:
-``{"status": "ok", "checks": {"database": {"status": "ok"}}}``.
-
-Probes are asked every few seconds: a check that starts failing is logged once, with why, and
-once more when it passes again, not at every probe.
+A check fails when it raises, returns False or times out: a required one makes the probe answer
+503; one that is not (a dependency the service runs without) answers 200 ``degraded``. The body
+names each check's result: ``{"status": "ok", "checks": {"database": {"status": "ok"}}}``. A
+check that starts failing is logged once, and once more when it passes again, not every probe.
 """
 
 from __future__ import annotations
@@ -16,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable
-from typing import Any
 
 import attrs
 from aiohttp import web
@@ -59,21 +54,17 @@ class Probe:
     def add(self, check: HealthCheck) -> None:
         self.checks.append(check)
 
-    async def run(self) -> tuple[bool, dict[str, Any]]:
+    async def respond(self, request: web.Request) -> web.StreamResponse:
+        if self.handler is not None:
+            return await self.handler(request)
         results = await asyncio.gather(*(_run_check(c) for c in self.checks))
         checked = list(zip(self.checks, results, strict=True))
         healthy = all(ok for c, (ok, _) in checked if c.required)
         complete = all(ok for ok, _ in results)
         body = {
             "status": "ok" if complete else "degraded" if healthy else "unavailable",
-            "checks": {c.name: detail for c, (_, detail) in zip(self.checks, results, strict=True)},
+            "checks": {c.name: detail for c, (_, detail) in checked},
         }
-        return healthy, body
-
-    async def respond(self, request: web.Request) -> web.StreamResponse:
-        if self.handler is not None:
-            return await self.handler(request)
-        healthy, body = await self.run()
         return json_response(body, 200 if healthy else 503, {"Cache-Control": "no-store"})
 
 

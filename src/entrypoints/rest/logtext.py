@@ -26,18 +26,14 @@ _NAMED = {"\\": "\\\\", "\n": "\\n", "\r": "\\r", "\t": "\\t"}
 
 def _escape(match: re.Match[str]) -> str:
     char = match.group()
-    named = _NAMED.get(char)
-    if named is not None:
-        return named
     code = ord(char)
-    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+    return _NAMED.get(char) or (f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}")
 
 
 def log_safe(value: str) -> str:
     """``value`` with every control character backslash-escaped (``\\n``, ``\\x1b``,
-    ``\\u2028``; a backslash as ``\\\\``), so that it stays on its log line and shows as text.
-
-    Apply it to every request-derived value a log line carries."""
+    ``\\u2028``; a backslash as ``\\\\``), so that it stays on its log line and shows as text:
+    for every request-derived value a log line carries."""
     # Most values have nothing to escape: answer them without building a new string. For ASCII
     # text, isprintable() is false exactly for the C0 controls and DEL; the backslash is the
     # one other character to escape (two C-speed checks instead of a regular expression).

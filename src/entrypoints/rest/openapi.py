@@ -2,16 +2,10 @@
 
 Every operation is documented from its declaration alone: parameters, request body, the
 success response, the errors the layer itself may answer (400, 401/403, 413/415, 500) and its
-declared extra responses. An operation whose security is optional lists the empty requirement
-``{}`` after its schemes (OpenAPI 3.0's "anonymous allowed").
-
-What the declaration says for people (summary, description, tags, parameter descriptions and
-examples, example error bodies) is carried into the operation, its parameters and its
-responses, never into the schemas: spec 2.9 generates no descriptions and no enums for types,
-and a parameter's examples must not narrow what it accepts (an unknown value still gets the
-operation's own answer). Each error response is named by its status and the error codes of
-its examples; a 400 lists, besides the operation's own, what the layer answers for each
-declared parameter (its missing and invalid bodies, as the validators raise them).
+declared extra responses. What the declaration says for people (summary, description, tags,
+parameter descriptions and examples, example error bodies) goes into the operation, its
+parameters and its responses, never into the schemas: spec 2.9 generates no descriptions and
+no enums for types, and a parameter's examples must not narrow what it accepts.
 """
 
 from __future__ import annotations
@@ -26,17 +20,21 @@ from .operation import Operation, RawResponse
 from .params import Location, Param
 from .schema import Schema, SchemaBuilder
 
-OPENAPI_VERSION = "3.0.3"
-
-
 SERVICE_TAG = "service"
 _BUILT_IN_TAGS = {SERVICE_TAG: "The service itself: its health probes and this document."}
-_PROBES = {
-    "liveness": (
+_BUILT_IN = {  # path: (operationId, summary, description)
+    "/openapi.json": (
+        "openapi",
+        "This OpenAPI document",
+        "The OpenAPI 3.0 document of every operation of this API.",
+    ),
+    "/health/liveness": (
+        "liveness",
         "Liveness probe",
         "200 while the process serves requests; its checks are the process's own.",
     ),
-    "readiness": (
+    "/health/readiness": (
+        "readiness",
         "Readiness probe",
         "200 when every dependency (the database, a configured Redis, ...) answers; 503 "
         "naming the failing checks otherwise.",
@@ -45,19 +43,15 @@ _PROBES = {
 
 
 def document(
-    title: str,
-    version: str,
-    operations: Iterable[Operation],
-    tags: Mapping[str, str] | None = None,
+    title: str, version: str, operations: Iterable[Operation], tags: Mapping[str, str] | None = None
 ) -> dict[str, Any]:
-    """The OpenAPI 3.0 document of an API with these operations (spec 2.9); ``tags``
-    describes the tags the operations use (the top-level ``tags``, in this order)."""
+    """The document of an API with these operations; ``tags`` describes the tags they use."""
     builder = SchemaBuilder()
     error = builder.ref(ErrorBody)
     paths = _built_in_paths(builder.ref(HealthReport))
     schemes: dict[str, Schema] = {}
     used_tags: dict[str, None] = {}
-    used_ids = {"openapi", "liveness", "readiness"}
+    used_ids = {operation_id for operation_id, _, _ in _BUILT_IN.values()}
     for op in operations:
         doc = _operation_doc(op, builder, error)
         doc["operationId"] = _unique_id(doc["operationId"], used_ids)
@@ -69,7 +63,7 @@ def document(
     if schemes:
         components["securitySchemes"] = schemes
     return {
-        "openapi": OPENAPI_VERSION,
+        "openapi": "3.0.3",
         "info": {"title": title, "version": version},
         "tags": _tag_list(tags or {}, used_tags),
         "paths": paths,
@@ -78,28 +72,19 @@ def document(
 
 
 def _built_in_paths(health: Schema) -> dict[str, dict[str, Any]]:
-    paths: dict[str, dict[str, Any]] = {
-        "/openapi.json": {
+    paths: dict[str, dict[str, Any]] = {}
+    for path, (operation_id, summary, description) in _BUILT_IN.items():
+        responses = {"200": _json_response("OpenAPI document", {"type": "object"})}
+        if operation_id != "openapi":
+            responses = {"200": _json_response("Healthy", health)}
+            responses["503"] = _json_response("Unhealthy", health)
+        paths[path] = {
             "get": {
-                "operationId": "openapi",
-                "summary": "This OpenAPI document",
-                "description": "The OpenAPI 3.0 document of every operation of this API.",
-                "tags": [SERVICE_TAG],
-                "responses": {"200": _json_response("OpenAPI document", {"type": "object"})},
-            }
-        }
-    }
-    for probe, (summary, description) in _PROBES.items():
-        paths[f"/health/{probe}"] = {
-            "get": {
-                "operationId": probe,
+                "operationId": operation_id,
                 "summary": summary,
                 "description": description,
                 "tags": [SERVICE_TAG],
-                "responses": {
-                    "200": _json_response("Healthy", health),
-                    "503": _json_response("Unhealthy", health),
-                },
+                "responses": responses,
             }
         }
     return paths
@@ -107,8 +92,7 @@ def _built_in_paths(health: Schema) -> dict[str, dict[str, Any]]:
 
 def _unique_id(base: str, used: set[str]) -> str:
     """operationId must be unique; a handler registered twice gets a numbered suffix."""
-    candidate = base
-    n = 1
+    candidate, n = base, 1
     while candidate in used:
         n += 1
         candidate = f"{base}_{n}"
@@ -125,12 +109,8 @@ def _tag_list(tags: Mapping[str, str], used: Iterable[str]) -> list[dict[str, st
 
 def _operation_doc(op: Operation, builder: SchemaBuilder, error: Schema) -> dict[str, Any]:
     doc: dict[str, Any] = {"operationId": op.name}
-    if op.summary:
-        doc["summary"] = op.summary
-    if op.description:
-        doc["description"] = op.description
-    if op.tags:
-        doc["tags"] = list(op.tags)
+    described = {"summary": op.summary, "description": op.description, "tags": list(op.tags)}
+    doc.update((key, value) for key, value in described.items() if value)
     if op.params:
         doc["parameters"] = [_param_doc(p) for p in op.params]
     body = _request_body(op, builder)
@@ -177,11 +157,9 @@ def _request_body(op: Operation, builder: SchemaBuilder) -> dict[str, Any] | Non
 def _responses(op: Operation, builder: SchemaBuilder, error: Schema) -> dict[str, Any]:
     """Success, the errors the layer itself may answer, then the declared responses."""
     has_body = op.request is not None or op.form is not None
-    responses: dict[str, Any] = {}
+    responses: dict[str, Any] = {str(op.success_status): {"description": "Success"}}
     if op.response is not None:
         responses[str(op.success_status)] = _json_response("Success", builder.schema(op.response))
-    else:
-        responses[str(op.success_status)] = {"description": "Success"}
     if op.params or has_body:
         responses["400"] = _json_response("Invalid request", error)
     if op.raw_body is not None or has_body:
@@ -207,8 +185,8 @@ def _responses(op: Operation, builder: SchemaBuilder, error: Schema) -> dict[str
 
 
 def _add_examples(responses: dict[str, Any], op: Operation, error: Schema) -> None:
-    """The declared example bodies, and the layer's own 400s for the declared parameters,
-    each on its response (named by its status and codes), added where only examples name it."""
+    """The declared example bodies and the layer's own 400s for the declared parameters, each on
+    its response (named by its status and error codes; added where only examples name it)."""
     examples = {code: dict(named) for code, named in op.examples.items()}
     parameter_errors = _parameter_errors(op.params)
     if parameter_errors:
@@ -233,8 +211,8 @@ def _phrase(status: int) -> str:
 
 
 def _parameter_errors(params: Iterable[Param]) -> dict[str, dict[str, Any]]:
-    """The layer's own 400 bodies for these declared parameters, by example name: built by
-    the same methods the validators raise, so the document cannot drift from the answers."""
+    """The layer's own 400 bodies for these parameters, by example name: built by the methods
+    the validators raise, so the document cannot drift from the answers."""
     found: dict[str, dict[str, Any]] = {}
     for p in params:
         if p.required_enforced and p.location is not Location.PATH:

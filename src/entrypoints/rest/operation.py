@@ -1,7 +1,6 @@
-"""A registered operation and the per-request path through it.
-
-The path is: security → declared parameters → request body → the operation → its response.
-An :class:`~.errors.HttpError` raised anywhere on it becomes exactly that response.
+"""A registered operation and the per-request path through it: security → declared
+parameters → request body → the operation → its response (an :class:`~.errors.HttpError` raised
+anywhere on it is exactly that response).
 """
 
 from __future__ import annotations
@@ -18,7 +17,7 @@ from aiohttp.http_exceptions import HttpProcessingError
 
 from .call import Call, Handler, Reply
 from .cors import Cors
-from .errors import JSON_CONTENT_TYPE, HttpError, json_text, service_error, too_large
+from .errors import JSON_CONTENT_TYPE, HttpError, json_response, json_text, service_error, too_large
 from .handler_annotations import check_handler
 from .params import Location, Param, extractor
 from .security import SecurityScheme, authenticate
@@ -29,24 +28,15 @@ _PATH_PARAM = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
 @attrs.frozen
 class RawResponse:
-    """A documented answer that is not JSON (an HTML page the handler makes itself): what it
-    is, and its media type."""
+    """A documented answer that is not JSON (an HTML page the handler makes), its media type."""
 
     description: str
     media_type: str = "text/html"
 
 
-# The converters of the declaration's collections: copies of what the caller gave.
-def _params(params: Iterable[Param]) -> tuple[Param, ...]:
-    return tuple(params)
-
-
-def _schemes(schemes: Iterable[SecurityScheme]) -> tuple[SecurityScheme, ...]:
-    return tuple(schemes)
-
-
-def _tags(tags: Iterable[str]) -> tuple[str, ...]:
-    return tuple(tags)
+# Copies of the declaration's collections (their element types checked by OperationOptions).
+def _tuple(items: Iterable[Any]) -> tuple[Any, ...]:
+    return tuple(items)
 
 
 def _responses(
@@ -62,8 +52,7 @@ def _examples(
 
 
 class OperationOptions(TypedDict, total=False):
-    """What an operation declares besides its method, path and handler: the keywords of
-    :meth:`~.api.Api.operation`, with :class:`Operation`'s fields' meanings and defaults."""
+    """The keywords of :meth:`~.api.Api.operation`: :class:`Operation`'s other fields."""
 
     params: Iterable[Param]
     request: type | None
@@ -89,18 +78,18 @@ class Operation:
     method: str
     path: str
     handler: Handler = attrs.field(eq=False)
-    params: tuple[Param, ...] = attrs.field(default=(), converter=_params)
+    params: tuple[Param, ...] = attrs.field(default=(), converter=_tuple)
     request: type | None = None
     form: type | None = None
     response: type | None = None
     status: int | None = None
-    security: tuple[SecurityScheme, ...] = attrs.field(default=(), converter=_schemes)
+    security: tuple[SecurityScheme, ...] = attrs.field(default=(), converter=_tuple)
     security_optional: bool = False
     responses: Mapping[int, type | str | RawResponse] = attrs.field(
         factory=dict, converter=_responses
     )
     operation_id: str | None = None
-    tags: tuple[str, ...] = attrs.field(default=(), converter=_tags)
+    tags: tuple[str, ...] = attrs.field(default=(), converter=_tuple)
     # Documentation only (the OpenAPI document and /docs): a one-line summary, a longer
     # description, and example error bodies by status and name (the codes it can answer).
     summary: str | None = None
@@ -126,9 +115,8 @@ class Operation:
         declared = {p.name for p in self.params if p.location is Location.PATH}
         if len(set(in_path)) != len(in_path):
             raise ValueError(f"{self.path}: a path parameter appears twice")
-        undeclared = [n for n in in_path if n not in declared]
         # Path segments that are not declared get a plain (unvalidated) declaration.
-        extra = tuple(Param(Location.PATH, n) for n in undeclared)
+        extra = tuple(Param(Location.PATH, n) for n in in_path if n not in declared)
         object.__setattr__(self, "params", extra + self.params)
         stray = declared - set(in_path)
         if stray:
@@ -136,14 +124,10 @@ class Operation:
         object.__setattr__(self, "method", self.method.upper())
 
     def check_handler(self) -> None:
-        """TypeError, naming the operation, if the handler's annotations contradict the
-        declared body or response: it would fail on its first request (a 500)."""
+        """TypeError if the handler's annotations contradict the declared body or response."""
         body = bytes if self.raw_body is not None else self.request or self.form
-        check_handler(self.handler, body, self.response, self.describe())
-
-    def describe(self) -> str:
-        """How errors name the operation: ``operation get_user (GET /users/{id})``."""
-        return f"operation {self.name} ({self.method} {self.path})"
+        where = f"operation {self.name} ({self.method} {self.path})"
+        check_handler(self.handler, body, self.response, where)
 
     @property
     def success_status(self) -> int:
@@ -177,11 +161,11 @@ class Invoker:
             if op.request is not None
             else self._read_form
             if op.form
-            else self._read_raw
+            else web.BaseRequest.read  # a raw body: its bytes
             if op.raw_body is not None
             else None
         )
-        # Looked up once: __call__ runs on every request (see docs/benchmarks.md).
+        # Looked up once: __call__ runs on every request.
         self._handler = op.handler
         self._security = op.security
         self._optional = op.security_optional
@@ -196,17 +180,19 @@ class Invoker:
                 else None
             )
             params = self._extract(request)
-            body = await self._reader(request) if self._reader is not None else None
+            body = None
+            if self._reader is not None:
+                if request.content_length is not None and request.content_length > self.max_body:
+                    raise too_large(self.max_body)
+                body = await self._reader(request)
             result = await self._handler(Call(request, params, body, principal))
         except HttpError as e:
             return e.response()
         unstructure = self._unstructure
         if result.__class__ is self._response_type and unstructure is not None:
-            # The common case, inline (without _render's isinstance checks and _respond's call):
-            # a value of the declared response type (so neither a StreamResponse nor a Reply)
-            # with the operation's own status.
+            # The common case inline: a value of the declared type (no Reply, no StreamResponse).
             return web.Response(
-                body=_encode_json(unstructure(result)).encode(),
+                body=json_text(unstructure(result)).encode(),
                 status=self._status,
                 content_type=JSON_CONTENT_TYPE,
             )
@@ -214,8 +200,6 @@ class Invoker:
 
     async def _read_body(self, request: web.Request) -> Any:
         assert self._structure is not None
-        if request.content_length is not None and request.content_length > self.max_body:
-            raise too_large(self.max_body)
         raw = await request.read()
         if not raw:
             raise _invalid_body("missing request body")
@@ -230,18 +214,11 @@ class Invoker:
         except (cattrs.BaseValidationError, TypeError, ValueError) as e:
             raise _invalid_body(f"invalid request body: {describe_error(e)}") from None
 
-    async def _read_raw(self, request: web.Request) -> bytes:
-        if request.content_length is not None and request.content_length > self.max_body:
-            raise too_large(self.max_body)
-        return await request.read()
-
     async def _read_form(self, request: web.Request) -> Any:
         """A form body (``application/x-www-form-urlencoded`` or multipart) into the form
         type: every field optional, text values only, fields it does not declare ignored
         (providers post more than a client needs, such as Apple's ``id_token``)."""
         assert self.op.form is not None
-        if request.content_length is not None and request.content_length > self.max_body:
-            raise too_large(self.max_body)
         values: dict[str, str] = {}
         if request.body_exists:
             if request.content_type not in _FORM_TYPES:
@@ -272,10 +249,7 @@ class Invoker:
     def _respond(self, result: Any, status: int, headers: Mapping[str, str] | None) -> web.Response:
         if result is None or self._unstructure is None:
             return web.Response(status=status, headers=headers)
-        payload = _encode_json(self._unstructure(result))
-        return web.Response(
-            body=payload.encode(), status=status, headers=headers, content_type=JSON_CONTENT_TYPE
-        )
+        return json_response(self._unstructure(result), status, headers)
 
 
 _FORM_TYPES = ("application/x-www-form-urlencoded", "multipart/form-data")
@@ -287,11 +261,6 @@ def _invalid_body(message: str) -> HttpError:
 
 def _unsupported(message: str) -> HttpError:
     return service_error(415, "unsupported_media_type", message)
-
-
-# json.dumps with any option builds a new JSONEncoder per call; the shared one writes the same
-# text (compact, UTF-8 as is) without that per-response cost.
-_encode_json = json_text
 
 
 def _not_json(constant: str) -> Any:

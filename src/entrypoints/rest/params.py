@@ -1,12 +1,11 @@
-"""Declared parameters (path, query, header, cookie) and their validators.
-
-Each parameter carries validators that run in declaration order; the first failure answers 400
-with the spec's wording (7.3) and the operation does not run.
+"""Declared parameters (path, query, header, cookie) and their validators, run in declaration
+order: the first failure answers 400 with the spec's wording (7.3).
 """
 
 from __future__ import annotations
 
 import enum
+import functools
 import re
 from collections.abc import Callable, Mapping, Sequence
 
@@ -25,11 +24,8 @@ class Location(enum.Enum):
 
 @attrs.frozen
 class Required:
-    """The parameter must be present (for a query parameter: at least once).
-
-    ``enforced=False`` documents the parameter as required but leaves the check to the
-    operation, for contracts that fix their own order of checks and error format.
-    """
+    """The parameter must be present (a query parameter at least once); ``enforced=False``
+    leaves the check to operations whose contracts fix their own order of checks and errors."""
 
     enforced: bool = True
 
@@ -41,7 +37,7 @@ class Pattern:
 
     regex: str
     # What a refused value's answer adds as its ``message``: the values that are accepted, say.
-    message: str | None = attrs.field(default=None, kw_only=True, eq=False)
+    message: str | None = attrs.field(default=None, eq=False)
     compiled: re.Pattern[str] = attrs.field(init=False, eq=False, repr=False)
 
     def __attrs_post_init__(self) -> None:
@@ -58,10 +54,8 @@ _ECMA_DOT = "[^\\n\\r\\u2028\\u2029]"
 
 
 def ecma_regex(source: str) -> re.Pattern[str]:
-    """Compile an ECMA-262 regular expression (OpenAPI's ``pattern``) to an equivalent Python one.
-
-    Python's syntax is close but means more in places, and a validator must not admit what the
-    published pattern refuses:
+    """Compile an ECMA-262 regular expression (OpenAPI's ``pattern``) to an equivalent Python one:
+    a validator must not admit what the published pattern refuses.
 
     * ``$`` (outside a class) matches only at the very end, not also before a final newline
       (so ``^(a|b)$`` refuses ``"a\\n"``): it becomes ``\\Z``;
@@ -71,8 +65,7 @@ def ecma_regex(source: str) -> re.Pattern[str]:
       (``\\n``, ``\\r``, U+2028, U+2029);
     * ``[]`` matches nothing and ``[^]`` any character.
 
-    A construct without a faithful translation (``\\S`` inside a class) raises ValueError, at
-    declaration time rather than as a wrong answer later.
+    A construct without a faithful translation (``\\S`` inside a class) raises ValueError.
     """
     out: list[str] = []
     in_class = False
@@ -129,9 +122,7 @@ required = Required()
 required_by_operation = Required(enforced=False)
 
 
-def pattern(regex: str, message: str | None = None) -> Pattern:
-    """A regular-expression validator; ``message`` is added to the answer to a refused value."""
-    return Pattern(regex, message=message)
+pattern = Pattern
 
 
 @attrs.frozen
@@ -159,10 +150,7 @@ class Param:
 
     @property
     def pattern(self) -> str | None:
-        for v in self.validators:
-            if isinstance(v, Pattern):
-                return v.regex
-        return None
+        return next((v.regex for v in self.validators if isinstance(v, Pattern)), None)
 
     def missing(self) -> HttpError:
         return layer_error(
@@ -178,54 +166,28 @@ class Param:
         )
 
 
-def path(
+def _param(
+    location: Location,
     name: str,
     *validators: Validator,
     description: str | None = None,
     examples: Sequence[str] = (),
 ) -> Param:
-    """A path parameter (always required); the name must appear as ``{name}`` in the path."""
-    return Param(Location.PATH, name, validators, description=description, examples=tuple(examples))
+    return Param(location, name, validators, description=description, examples=tuple(examples))
 
 
-def query(
-    name: str,
-    *validators: Validator,
-    description: str | None = None,
-    examples: Sequence[str] = (),
-) -> Param:
-    """A query parameter; it may repeat, and every value is delivered in order."""
-    return Param(
-        Location.QUERY, name, validators, description=description, examples=tuple(examples)
-    )
+path = functools.partial(_param, Location.PATH)
+"""A path parameter (always required); the name must appear as ``{name}`` in the path."""
+query = functools.partial(_param, Location.QUERY)
+"""A query parameter; it may repeat, and every value is delivered in order."""
+header = functools.partial(_param, Location.HEADER)
+"""A header parameter, matched case-insensitively by name."""
+cookie = functools.partial(_param, Location.COOKIE)
+"""A cookie parameter, read from the Cookie header by cookie name."""
 
 
-def header(
-    name: str,
-    *validators: Validator,
-    description: str | None = None,
-    examples: Sequence[str] = (),
-) -> Param:
-    """A header parameter, matched case-insensitively by name."""
-    return Param(
-        Location.HEADER, name, validators, description=description, examples=tuple(examples)
-    )
-
-
-def cookie(
-    name: str,
-    *validators: Validator,
-    description: str | None = None,
-    examples: Sequence[str] = (),
-) -> Param:
-    """A cookie parameter, read from the Cookie header by cookie name."""
-    return Param(
-        Location.COOKIE, name, validators, description=description, examples=tuple(examples)
-    )
-
-
-# Not frozen, though read-only by intent: one is made per request, and attrs' frozen __init__
-# (an object.__setattr__ per field) cost about 1.5 % of a request's instructions.
+# Not frozen, though read-only by intent: made per request, where a frozen __init__ costs an
+# object.__setattr__ per field (docs/benchmarks.md).
 @attrs.define
 class Params:
     """The validated parameter values of one request, by location and name (read-only)."""
@@ -246,8 +208,7 @@ Check = tuple[Callable[[str], object] | None, Callable[[], HttpError]]
 
 
 def extractor(declared: Sequence[Param]) -> Callable[[web.Request], Params]:
-    """Read and validate the declared parameters of a request, in declaration order; the
-    validators are compiled once per operation here."""
+    """Read and validate a request's declared parameters (their validators compiled here)."""
     steps = _plan(declared)
     path_loc, query_loc, header_loc = Location.PATH, Location.QUERY, Location.HEADER
 
@@ -258,25 +219,18 @@ def extractor(declared: Sequence[Param]) -> Callable[[web.Request], Params]:
         cookie_values: dict[str, str] = {}
         for loc, name, checks in steps:
             # Values are kept before they are checked: a failed check discards them all.
-            values: tuple[str, ...]
-            if loc is path_loc:
-                value = request.match_info.get(name)
-                values = () if value is None else (value,)
-                if value is not None:
-                    path_values[name] = value
-            elif loc is query_loc:
-                values = tuple(request.query.getall(name, ()))
-                query_values[name] = values
-            elif loc is header_loc:
-                value = request.headers.get(name)
-                values = () if value is None else (value,)
-                if value is not None:
-                    header_values[name] = value
+            if loc is query_loc:
+                values = query_values[name] = tuple(request.query.getall(name, ()))
             else:
-                value = request.cookies.get(name)
+                if loc is path_loc:
+                    value, kept = request.match_info.get(name), path_values
+                elif loc is header_loc:
+                    value, kept = request.headers.get(name), header_values
+                else:
+                    value, kept = request.cookies.get(name), cookie_values
                 values = () if value is None else (value,)
                 if value is not None:
-                    cookie_values[name] = value
+                    kept[name] = value
             for search, error in checks:
                 if search is None:
                     if not values:

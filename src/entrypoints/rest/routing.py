@@ -1,11 +1,9 @@
 """Routes on aiohttp with OpenAPI's precedence: a concrete path before a templated one.
 
 aiohttp tries routes in registration order and joins the methods of every route whose path
-matches into a 405's ``Allow``. OpenAPI (and a reader of the document) expects the URL of a
-static path (``/v1/auth/logout``) to be that path's resource alone, not also a value of a
-templated sibling (``/v1/auth/{provider}``): its other methods answer 405 with its own
-``Allow``. :func:`add_routes` arranges that; :func:`static_methods` tells the error middleware
-which ``Allow`` a 405 on a static path must carry.
+matches into a 405's ``Allow``. OpenAPI expects the URL of a static path (``/v1/auth/logout``)
+to be that path's resource alone, not also a value of a templated sibling
+(``/v1/auth/{provider}``): its other methods answer 405 with its own ``Allow``.
 """
 
 from __future__ import annotations

@@ -1,11 +1,7 @@
-"""JSON Schema (OpenAPI 3.0 dialect) for attrs classes, following the spec's rules (2.9).
-
-- str → string, float → number, int → integer, bool → boolean, datetime → string/date-time;
-- list/sequence → array with items; str-keyed mapping → object with additionalProperties;
-- a nested attrs class is expanded inline (properties + required), except inside a list, where
-  the items refer to ``#/components/schemas/<TypeName>``;
-- a field is required unless it has a default or its type admits None;
-- no enum, description, length or range constraints are generated.
+"""JSON Schema (OpenAPI 3.0 dialect) for attrs classes, following the spec's rules (2.9): a
+nested attrs class is expanded inline, except inside a list, where the items refer to
+``#/components/schemas/<TypeName>``; a field is required unless it has a default or admits None;
+no enum, description, length or range constraints are generated.
 """
 
 from __future__ import annotations
@@ -22,6 +18,9 @@ import attrs
 from .wire import wire_name
 
 Schema = dict[str, Any]
+
+_TYPES = {bool: "boolean", int: "integer", float: "number", str: "string"}
+_FORMATS = {dt.datetime: "date-time", dt.date: "date"}
 
 
 class SchemaBuilder:
@@ -74,22 +73,14 @@ class SchemaBuilder:
         args = typing.get_args(tp)
         if tp is Any:
             return {}
-        if tp is bool:
-            return {"type": "boolean"}
-        if tp is int:
-            return {"type": "integer"}
-        if tp is float:
-            return {"type": "number"}
-        if tp is str:
-            return {"type": "string"}
-        if tp is dt.datetime:
-            return {"type": "string", "format": "date-time"}
-        if tp is dt.date:
-            return {"type": "string", "format": "date"}
+        if tp in _TYPES:
+            return {"type": _TYPES[tp]}
+        if tp in _FORMATS:
+            return {"type": "string", "format": _FORMATS[tp]}
         if isinstance(tp, type) and issubclass(tp, enum.Enum):
-            return _enum_schema(tp)
+            return _values_schema((m.value for m in tp), f"enumeration {tp.__name__}")
         if origin is typing.Literal:
-            return _literal_schema(args)
+            return _values_schema(args, "a literal")
         if isinstance(tp, type) and attrs.has(tp):
             return self.object_schema(tp)
         if origin in (dict, cabc.Mapping, cabc.MutableMapping):
@@ -122,21 +113,10 @@ def _is_union(tp: Any) -> bool:
     return typing.get_origin(tp) in (typing.Union, types.UnionType)
 
 
-def _enum_schema(cls: type[enum.Enum]) -> Schema:
-    # The spec: no enum constraint for string-valued enumerations.
-    values = [m.value for m in cls]
-    if all(isinstance(v, str) for v in values):
-        return {"type": "string"}
-    if all(isinstance(v, int) and not isinstance(v, bool) for v in values):
-        return {"type": "integer"}
-    raise TypeError(f"enumeration {cls.__name__} mixes value types")
-
-
-def _literal_schema(values: tuple[Any, ...]) -> Schema:
-    if all(isinstance(v, str) for v in values):
-        return {"type": "string"}
-    if all(isinstance(v, bool) for v in values):
-        return {"type": "boolean"}
-    if all(isinstance(v, int) for v in values):
-        return {"type": "integer"}
-    raise TypeError(f"literal values of mixed types: {values!r}")
+def _values_schema(values: cabc.Iterable[Any], what: str) -> Schema:
+    """An enumeration's or a literal's values' type (the spec: no enum constraint)."""
+    values = list(values)
+    for kind, name in ((str, "string"), (bool, "boolean"), (int, "integer")):
+        if all(isinstance(v, kind) for v in values):
+            return {"type": name}
+    raise TypeError(f"{what} mixes value types: {values!r}")

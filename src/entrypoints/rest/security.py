@@ -1,17 +1,11 @@
-"""Security schemes: bearer JWT and API key, each with a pluggable checker (a port).
-
-A scheme reads its credential from the request, hands it to the checker and, on success, yields
-a :class:`Principal` that the operation receives. Failures answer 401 (``unauthorized``) and the
-operation does not run.
+"""Security schemes: bearer JWT and API key, each with a pluggable checker (a port) that turns
+the credential into the :class:`Principal` the operation receives; a failure answers 401.
 
 Every scheme may require scopes (``scheme.with_scopes("a", "b")``): a verified credential whose
 principal carries none of them answers 403 (``insufficient_scope``), whatever the scheme, so a
-session cookie declared as an :class:`ApiKey` is held to the same rule as a bearer token.
-
-An operation lists the schemes it accepts; the first whose credential is present is used. With
-``security_optional=True`` on the operation, a request carrying no credential of any listed
-scheme runs anonymously (``call.principal is None``); a credential that is present but does not
-verify (or lacks the scopes) is refused all the same.
+session cookie declared as an :class:`ApiKey` is held to the same rule as a bearer token. With
+``security_optional=True`` a request without any credential runs anonymously, but one that is
+present and does not verify (or lacks the scopes) is refused all the same.
 """
 
 from __future__ import annotations
@@ -45,7 +39,7 @@ class Principal:
 
 
 class InvalidCredential(Exception):
-    """Raised by a checker for a credential that does not verify. The text is logged, not sent."""
+    """Raised by a checker for a credential that does not verify (its text is logged, not sent)."""
 
 
 class TokenVerifier(Protocol):
@@ -53,7 +47,6 @@ class TokenVerifier(Protocol):
 
     async def verify(self, token: str) -> Principal:
         """Return the principal, or raise :class:`InvalidCredential`."""
-        ...
 
 
 class ApiKeyChecker(Protocol):
@@ -61,7 +54,6 @@ class ApiKeyChecker(Protocol):
 
     async def check(self, key: str) -> Principal:
         """Return the principal, or raise :class:`InvalidCredential`."""
-        ...
 
 
 def unauthorized(message: str, challenge: str | None = "Bearer") -> HttpError:
@@ -105,10 +97,7 @@ class BearerJWT:
         return "Authorization" in request.headers
 
     async def authenticate(self, request: web.Request) -> Principal:
-        value = request.headers.get("Authorization")
-        if value is None:
-            raise missing_credential((self,))
-        kind, _, token = value.partition(" ")
+        kind, _, token = request.headers["Authorization"].partition(" ")  # present()
         token = token.strip()
         if kind.lower() != "bearer" or not token or " " in token:
             raise unauthorized("malformed Authorization header")
@@ -126,9 +115,8 @@ class BearerJWT:
 
 @attrs.frozen
 class ApiKey:
-    """An API key in a named header (or, with ``in_cookie``, a named cookie: a session
-    cookie is declared this way, its checker verifying the session token); ``scopes``: see the
-    module (an API key has no HTTP challenge, so no ``WWW-Authenticate``)."""
+    """An API key in a named header or, with ``in_cookie``, a named cookie (a session cookie is
+    declared this way); no HTTP challenge, so no ``WWW-Authenticate``."""
 
     name: str
     key_name: str
@@ -176,17 +164,15 @@ class ApiKey:
 SecurityScheme = BearerJWT | ApiKey
 
 AUTHENTICATED = web.RequestKey("authgate_principal", Principal)
-"""The principal a request was authenticated as, by :func:`authenticate` (absent when it was
-not): what runs after the operation (a session cookie's renewal) knows which credential the
-operation accepted, not merely which ones the request carried."""
+"""The principal a request was authenticated as (absent when it was not): what runs after the
+operation knows which credential the operation accepted, not merely which ones it carried."""
 
 
 async def authenticate(
     request: web.Request, schemes: tuple[SecurityScheme, ...], optional: bool = False
 ) -> Principal | None:
-    """Authenticate by the first scheme whose credential is present (and record the principal
-    on the request, :data:`AUTHENTICATED`). With none present: None when ``optional``, else a
-    401 naming every credential the operation accepts."""
+    """Authenticate by the first scheme whose credential is present (recorded as
+    :data:`AUTHENTICATED`); with none: None when ``optional``, else a 401."""
     for scheme in schemes:
         if scheme.present(request):
             principal = await scheme.authenticate(request)
@@ -198,9 +184,8 @@ async def authenticate(
 
 
 def missing_credential(schemes: tuple[SecurityScheme, ...]) -> HttpError:
-    """The 401 of a request that carries none of the credentials ``schemes`` accept: what a
-    person needs to do, and what each credential is (``sign in first: no session cookie or
-    bearer token``), with the challenge of the first scheme that has one."""
+    """The 401 of a request without any credential ``schemes`` accept (``sign in first: no
+    session cookie or bearer token``), with the first challenge of theirs."""
     wanted = " or ".join(scheme.credential for scheme in schemes)
     challenge = next((s.challenge for s in schemes if s.challenge is not None), None)
     return unauthorized(f"sign in first: no {wanted}", challenge)

@@ -1,7 +1,5 @@
-"""Serving an :class:`~.api.Api`: logging, tracing, graceful shutdown on SIGTERM/SIGINT.
-
-It takes only what serving needs (:class:`ServerSettings`), not any application's
-configuration; an application maps its own settings onto it.
+"""Serving an :class:`~.api.Api`: logging, tracing, graceful shutdown on SIGTERM/SIGINT; an
+application maps its own settings onto :class:`ServerSettings`.
 """
 
 from __future__ import annotations
@@ -28,15 +26,11 @@ log = logging.getLogger("authgate")
 class ServerSettings:
     """Where and how to serve.
 
-    ``tracing``: a server span per request, exported as the standard ``OTEL_EXPORTER_OTLP_*``
-    variables say, under ``service_name``. ``access_log``: one line per request
-    (:mod:`.accesslog`). ``shutdown_timeout_seconds``: how long in-flight requests may finish
-    after SIGTERM/SIGINT. ``event_loop``: the loop to serve on (uvloop by default when
-    importable). ``reuse_port``: bind with ``SO_REUSEPORT``, so that worker processes share the
-    port (the kernel spreads the connections). ``name``: how the log lines name this server (a
-    worker says which). ``repeat_stops_at_once``: a second signal ends the graceful stop; a
-    worker leaves that to its parent, since a service manager may signal every process of the
-    service as well as the parent, which passes the signal on.
+    ``tracing``: a server span per request, exported as the ``OTEL_EXPORTER_OTLP_*`` variables
+    say. ``reuse_port``: bind with ``SO_REUSEPORT``, so that worker processes share the port.
+    ``name``: how the log lines name this server. ``repeat_stops_at_once``: a second signal ends
+    the graceful stop; a worker leaves that to its parent, since a service manager may signal
+    every process of the service as well as the parent, which passes the signal on.
     """
 
     port: int
@@ -62,23 +56,20 @@ class MalformedRequestFilter(logging.Filter):
             remote = record.args[0] if isinstance(record.args, tuple) and record.args else "?"
             record.msg = "malformed HTTP request from %s refused: %s"
             record.args = (remote, type(exc).__name__)
-            record.exc_info = None
-            record.exc_text = None
+            record.exc_info = record.exc_text = None
             record.levelno = logging.INFO
             record.levelname = logging.getLevelName(logging.INFO)
         return True
 
 
 def configure_logging(level: int = logging.INFO) -> None:
-    """Log lines to stderr in :data:`~.accesslog.LOG_FORMAT` (unless logging is configured
-    already), and aiohttp's malformed-request tracebacks as one INFO line."""
+    """Log to stderr, aiohttp's malformed-request tracebacks as one INFO line."""
     install_service_handler(level)
     logging.getLogger("aiohttp.server").addFilter(MalformedRequestFilter())
 
 
 def build_app(api: Api, settings: ServerSettings) -> web.Application:
-    """The aiohttp application of an API, with tracing when ``settings.tracing`` (its outermost
-    middleware: :meth:`Api.app`)."""
+    """The aiohttp application of an API, traced when ``settings.tracing``."""
     tracer = None
     if settings.tracing:
         provider = make_tracer_provider(settings.service_name)
@@ -92,13 +83,11 @@ def serve(
     settings: ServerSettings,
     on_ready: Callable[[str], None] | None = None,
 ) -> None:
-    """Serve until SIGINT/SIGTERM; then stop accepting and let in-flight requests finish
-    (the signal and the end of the stop are logged)."""
+    """Serve until SIGINT/SIGTERM, then stop accepting and let in-flight requests finish."""
     address = f"http://{settings.host}:{settings.port}"
     loop = new_event_loop(settings.event_loop)
     stopping: list[float] = []
-    # Our handlers instead of aiohttp's (handle_signals=False below), which do the same but
-    # say nothing; run_app removes them when it closes the loop.
+    # Ours instead of aiohttp's (handle_signals=False), which say nothing.
     for signum in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(signum, _stop, settings, stopping, signum)
 
@@ -132,8 +121,7 @@ def serve(
 
 
 def _stop(settings: ServerSettings, stopping: list[float], signum: signal.Signals) -> None:
-    """A stop signal: the first starts the graceful stop (noted in ``stopping``); a second one
-    ends it at once, unless ``settings`` leaves that to a parent process."""
+    """The first signal starts the graceful stop (``repeat_stops_at_once``: a second one)."""
     if not stopping:
         stopping.append(time.monotonic())
         log.info(
@@ -144,6 +132,6 @@ def _stop(settings: ServerSettings, stopping: list[float], signum: signal.Signal
         )
     elif not settings.repeat_stops_at_once:
         return  # already stopping, within the bound its parent enforces
-    else:  # as aiohttp's own handler: a second signal ends the graceful stop
+    else:  # as aiohttp's own handler
         log.warning("%s stopping at once (%s again)", settings.name, signum.name)
     raise web.GracefulExit()

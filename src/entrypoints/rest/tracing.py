@@ -1,26 +1,18 @@
-"""Per-request OpenTelemetry server spans: one middleware (:func:`tracing_middleware`), the
-outermost of an :meth:`~.api.Api.app` application given a ``tracer``.
+"""Per-request OpenTelemetry server spans (:func:`tracing_middleware`), named
+``METHOD /route/{template}`` (never the concrete path), the caller's W3C ``traceparent``
+honoured, the status and route recorded; never the query string, headers, cookies or bodies,
+which carry codes, states and credentials. (The contrib aiohttp-server instrumentation halves
+throughput even with the SDK off.)
 
-One span per request named ``METHOD /route/{template}`` (the matched route's shape, never the
-concrete path), the W3C ``traceparent`` of the caller honoured, the status and route recorded.
-The query string, headers, cookies and bodies are never recorded: they carry codes, states and
-credentials.
-
-The contrib aiohttp-server instrumentation was measured to halve throughput even with the SDK
-off; this costs one span and a handful of attributes (see docs/benchmarks.md).
-
-The SDK's ``Tracer.start_span`` and ``Span`` cost about ten times the rest (sampler chain,
-lock, attribute validation, bounded lists for events and links a server span never has): a
-traced request costs 1.4 times the instructions with them (bench/rest_instructions.py). So for
-an SDK tracer configured the way it can be reproduced exactly -- ``ParentBased(ALWAYS_ON)``, no
-attribute length limit, only batch or simple processors -- :class:`_SpanRecorder` makes the
-span context as the SDK does and hands the processors the same ``ReadableSpan`` the SDK would.
-Anything else goes through ``Tracer.start_span``; a handler that uses the current span for
-more than its context turns it into the SDK's span from then on.
-
-It uses private names of the pinned OpenTelemetry API and SDK, checked once when the middleware
-is built (:func:`_missing_private_names`): should one differ, every span is the SDK's own (a
-warning says so, once), never a failing request.
+The SDK's ``Tracer.start_span`` and ``Span`` are most of what a span costs (sampler chain, lock,
+attribute validation, event and link lists a server span never has; docs/benchmarks.md). For an
+SDK tracer configured the way it can be reproduced exactly -- ``ParentBased(ALWAYS_ON)``, no
+attribute length limit, only batch or simple processors -- :class:`_SpanRecorder` makes the span
+context as the SDK does and hands the processors the same ``ReadableSpan``. Anything else goes
+through ``Tracer.start_span``; a handler that uses the current span for more than its context
+turns it into the SDK's span. The private names of the pinned API and SDK this uses are checked
+once, when the middleware is built: should one differ, every span is the SDK's own (one
+warning), never a failing request.
 """
 
 from __future__ import annotations
@@ -31,8 +23,9 @@ import logging
 import os
 from collections.abc import Awaitable, Callable, Mapping
 from time import time_ns
-from types import TracebackType
+from typing import Any
 
+import attrs
 from aiohttp import web
 from aiohttp.typedefs import Middleware
 from opentelemetry import context, propagate, trace
@@ -42,11 +35,7 @@ from opentelemetry.propagators.composite import CompositePropagator
 from opentelemetry.sdk import trace as sdk_trace
 from opentelemetry.sdk.resources import SERVICE_NAME, Resource
 from opentelemetry.sdk.trace import ReadableSpan, SynchronousMultiSpanProcessor, TracerProvider
-from opentelemetry.sdk.trace.export import (
-    BatchSpanProcessor,
-    SimpleSpanProcessor,
-    SpanExporter,
-)
+from opentelemetry.sdk.trace.export import BatchSpanProcessor, SimpleSpanProcessor, SpanExporter
 from opentelemetry.sdk.trace.sampling import ALWAYS_ON, ParentBased
 from opentelemetry.trace import SpanContext, SpanKind, Status, StatusCode, TraceFlags
 from opentelemetry.trace import propagation as _propagation
@@ -69,17 +58,14 @@ def make_tracer_provider(service_name: str, exporter: SpanExporter | None = None
 
 
 def tracing_middleware(tracer: trace.Tracer) -> Middleware:
-    """A middleware that wraps every request in a server span; it starts after routing and
-    records the final status, the error handling's answer included."""
+    """Every request in a server span, from after routing to the final status, errors' too."""
     recorder = _SpanRecorder.of(tracer)
-    start_span = recorder.start_span if recorder is not None else tracer.start_span
+    start_span: Callable[..., trace.Span] = functools.partial(tracer.start_span, **_SERVER_SPAN)
+    if recorder is not None:
+        start_span = recorder.start_span
     extract = _extractor()
     attach, detach = context.attach, context.detach
     with_span = trace.set_span_in_context
-    # What every server span is; not the SDK's defaults for exceptions: the status is set here.
-    start_server_span = functools.partial(
-        start_span, kind=SpanKind.SERVER, record_exception=False, set_status_on_exception=False
-    )
 
     @web.middleware
     async def trace_request(
@@ -95,10 +81,10 @@ def tracing_middleware(tracer: trace.Tracer) -> Middleware:
         }
         if route is not None:
             attributes["http.route"] = route
-        # start_span + attach rather than start_as_current_span: the same span made current the
-        # same way, without two generator-based context managers per request (benchmarks.md).
+        # start_span + attach: what start_as_current_span does, without its two generator-based
+        # context managers per request.
         name = f"{method} {route}" if route is not None else method
-        span = start_server_span(name, context=extract(request.headers), attributes=attributes)
+        span = start_span(name, context=extract(request.headers), attributes=attributes)
         token = attach(with_span(span))
         try:
             response = await handler(request)
@@ -118,6 +104,14 @@ def tracing_middleware(tracer: trace.Tracer) -> Middleware:
     return trace_request
 
 
+# What every server span is; not the SDK's defaults for exceptions: the status is set here.
+_SERVER_SPAN: dict[str, Any] = {
+    "kind": SpanKind.SERVER,
+    "record_exception": False,
+    "set_status_on_exception": False,
+}
+
+
 def _extractor() -> Callable[[Mapping[str, str]], Context]:
     """``propagate.extract``, short-cut to an empty context when the propagator is the default
     one and neither ``traceparent`` nor ``baggage`` is present (what it would answer)."""
@@ -129,15 +123,11 @@ def _extractor() -> Callable[[Mapping[str, str]], Context]:
         propagator = get_global_textmap()
         if propagator is not checked[0]:
             checked[:] = [propagator, _is_default_propagator(propagator)]
-        if checked[1] and _TRACEPARENT not in headers and _BAGGAGE not in headers:
+        if checked[1] and "traceparent" not in headers and "baggage" not in headers:
             return Context()
         return extract(headers)
 
     return extract_context
-
-
-_TRACEPARENT = "traceparent"
-_BAGGAGE = "baggage"
 
 
 def _is_default_propagator(propagator: object) -> bool:
@@ -160,15 +150,11 @@ def _record_status(span: trace.Span, status: int) -> None:
 # -- the SDK's span, without what a server span does not use ------------------------------------
 
 
-def _current_span_value() -> object:
-    return context.get_current().get(_SPAN_KEY)
-
-
 def _on_end_of(
     processor: BatchSpanProcessor | SimpleSpanProcessor,
 ) -> Callable[[ReadableSpan], object]:
-    """``processor.on_end`` for a sampled span: the batch processor's is its queue's ``emit``
-    (after checking the span is sampled), the simple one's itself."""
+    """``processor.on_end`` for a sampled span: the batch processor's queue's ``emit`` (what its
+    ``on_end`` calls once it has checked the span is sampled), the simple one's own."""
     batch = getattr(processor, "_batch_processor", None)
     emit = getattr(batch, "emit", None)
     if type(processor) is BatchSpanProcessor and callable(emit):
@@ -185,27 +171,12 @@ _SPAN_KEY: str = getattr(_propagation, "_SPAN_KEY", "")
 _SAMPLED = TraceFlags(TraceFlags.SAMPLED)
 _SAMPLED_RANDOM = TraceFlags(TraceFlags.SAMPLED | getattr(TraceFlags, "RANDOM_TRACE_ID", 0))
 
-_READABLE_SPAN_PARAMETERS = {
-    "name",
-    "context",
-    "parent",
-    "resource",
-    "attributes",
-    "kind",
-    "status",
-    "start_time",
-    "end_time",
-    "instrumentation_info",
-    "instrumentation_scope",
-}
-_SDK_SPAN_PARAMETERS = _READABLE_SPAN_PARAMETERS - {"status", "start_time", "end_time"} | {
-    "sampler",
-    "span_processor",
-    "links",
-    "record_exception",
-    "set_status_on_exception",
-    "limits",
-}
+# The keywords the recorded span gives ReadableSpan and the SDK's _Span.
+_SPAN_PARAMETERS = {"name", "context", "parent", "resource", "attributes", "kind"}
+_SPAN_PARAMETERS |= {"instrumentation_info", "instrumentation_scope"}
+_READABLE_SPAN_PARAMETERS = _SPAN_PARAMETERS | {"status", "start_time", "end_time"}
+_SDK_SPAN_PARAMETERS = _SPAN_PARAMETERS | {"sampler", "span_processor", "links", "limits"}
+_SDK_SPAN_PARAMETERS |= {"record_exception", "set_status_on_exception"}
 
 
 def _parameters(function: object) -> set[str]:
@@ -216,39 +187,31 @@ def _parameters(function: object) -> set[str]:
 
 
 def _missing_private_names(tracer: sdk_trace.Tracer) -> str | None:
-    """The first private name the recorded span needs that the installed API and SDK lack, or
-    None."""
+    """The first private name the recorded span needs that the installed API and SDK lack."""
     processor = tracer.span_processor
     limits = getattr(tracer, "_span_limits", None)
     ids = tracer.id_generator
     sdk_span = getattr(sdk_trace, "_Span", None)
-    checks: tuple[tuple[str, bool], ...] = (
-        ("opentelemetry.trace.propagation._SPAN_KEY", bool(_SPAN_KEY)),
-        ("TraceFlags.RANDOM_TRACE_ID", hasattr(TraceFlags, "RANDOM_TRACE_ID")),
-        ("SpanContext.trace_flags.random_trace_id", hasattr(TraceFlags, "random_trace_id")),
-        ("IdGenerator.is_trace_id_random", callable(getattr(ids, "is_trace_id_random", None))),
-        ("Tracer._is_enabled", callable(getattr(tracer, "_is_enabled", None))),
-        ("Tracer._instrumentation_scope", hasattr(tracer, "_instrumentation_scope")),
-        ("Tracer.instrumentation_info", hasattr(tracer, "instrumentation_info")),
-        (
-            "Tracer._span_limits",
-            hasattr(limits, "max_span_attributes") and hasattr(limits, "max_span_attribute_length"),
+    checks = {
+        "opentelemetry.trace.propagation._SPAN_KEY": bool(_SPAN_KEY),
+        "TraceFlags.RANDOM_TRACE_ID": hasattr(TraceFlags, "RANDOM_TRACE_ID"),
+        "SpanContext.trace_flags.random_trace_id": hasattr(TraceFlags, "random_trace_id"),
+        "IdGenerator.is_trace_id_random": callable(getattr(ids, "is_trace_id_random", None)),
+        "Tracer._is_enabled": callable(getattr(tracer, "_is_enabled", None)),
+        "Tracer._instrumentation_scope": hasattr(tracer, "_instrumentation_scope"),
+        "Tracer.instrumentation_info": hasattr(tracer, "instrumentation_info"),
+        "Tracer._span_limits": hasattr(limits, "max_span_attributes")
+        and hasattr(limits, "max_span_attribute_length"),
+        "SynchronousMultiSpanProcessor._span_processors": isinstance(
+            getattr(processor, "_span_processors", None), tuple
         ),
-        (
-            "SynchronousMultiSpanProcessor._span_processors",
-            isinstance(getattr(processor, "_span_processors", None), tuple),
-        ),
-        ("ReadableSpan()", _parameters(ReadableSpan) >= _READABLE_SPAN_PARAMETERS),
-        (
-            "opentelemetry.sdk.trace._Span()",
+        "ReadableSpan()": _parameters(ReadableSpan) >= _READABLE_SPAN_PARAMETERS,
+        "opentelemetry.sdk.trace._Span()": (
             _parameters(getattr(sdk_span, "__init__", None)) >= _SDK_SPAN_PARAMETERS
-            and _parameters(getattr(sdk_span, "start", None)) >= {"start_time", "parent_context"},
+            and _parameters(getattr(sdk_span, "start", None)) >= {"start_time", "parent_context"}
         ),
-    )
-    for name, present in checks:
-        if not present:
-            return name
-    return None
+    }
+    return next((name for name, present in checks.items() if not present), None)
 
 
 _fallback_logged = False
@@ -266,37 +229,32 @@ def _fall_back(reason: str) -> None:
 
 
 _PLAIN_VALUE = (str, int, float, bool)
+_PARENT_BASED_PARTS = ("_root", "_remote_parent_sampled", "_local_parent_sampled")
+_UNSET = Status(StatusCode.UNSET)
 
 
 class _SpanRecorder:
-    """Starts spans of an SDK tracer as its ``start_span`` would (see the module's text)."""
+    """Starts server spans of an SDK tracer as its ``start_span`` would (see the module's text)."""
 
     def __init__(self, tracer: sdk_trace.Tracer, processor: SynchronousMultiSpanProcessor) -> None:
         self.tracer = tracer
         self.processor = processor
         self.checked: tuple[object, ...] | None = None
         self.max_attributes: int | None = None
-        # What each of the checked processors' on_end amounts to for a sampled span.
         self.on_ends: tuple[Callable[[ReadableSpan], object], ...] = ()
 
     @classmethod
     def of(cls, tracer: trace.Tracer) -> _SpanRecorder | None:
         if not isinstance(tracer, sdk_trace.Tracer):
             return None
-        sampler = tracer.sampler
-        if not (
-            isinstance(sampler, ParentBased)
-            and getattr(sampler, "_root", None) is ALWAYS_ON
-            and getattr(sampler, "_remote_parent_sampled", None) is ALWAYS_ON
-            and getattr(sampler, "_local_parent_sampled", None) is ALWAYS_ON
+        sampler, processor = tracer.sampler, tracer.span_processor
+        if (
+            not isinstance(sampler, ParentBased)
+            or any(getattr(sampler, name, None) is not ALWAYS_ON for name in _PARENT_BASED_PARTS)
+            # The SDK's span metrics (OTEL_PYTHON_SDK_INTERNAL_METRICS_ENABLED) count in start_span.
+            or type(getattr(tracer, "_tracer_metrics", None)).__name__ != "NoOpTracerMetrics"
+            or type(processor) is not SynchronousMultiSpanProcessor
         ):
-            return None
-        # The SDK's own span metrics (OTEL_PYTHON_SDK_INTERNAL_METRICS_ENABLED) count in
-        # start_span; with them on, every span goes through it.
-        if type(getattr(tracer, "_tracer_metrics", None)).__name__ != "NoOpTracerMetrics":
-            return None
-        processor = tracer.span_processor
-        if type(processor) is not SynchronousMultiSpanProcessor:
             return None
         missing = _missing_private_names(tracer)
         if missing is not None:
@@ -323,46 +281,23 @@ class _SpanRecorder:
         return True
 
     def start_span(
-        self,
-        name: str,
-        context: Context | None = None,
-        kind: SpanKind = SpanKind.INTERNAL,
-        attributes: dict[str, types.AttributeValue] | None = None,
-        record_exception: bool = True,
-        set_status_on_exception: bool = True,
+        self, name: str, context: Context, attributes: dict[str, types.AttributeValue]
     ) -> trace.Span:
+        """A server span, as ``tracer.start_span(..., **_SERVER_SPAN)`` would start it."""
         tracer = self.tracer
-        attributes = attributes if attributes is not None else {}
-        # trace.get_current_span(context).get_span_context(), two Python calls fewer: a
-        # context without a span has the invalid span's context, as good as none here.
-        current = context.get(_SPAN_KEY) if context is not None else _current_span_value()
+        # trace.get_current_span(context).get_span_context(), two Python calls fewer.
+        current = context.get(_SPAN_KEY)
         parent = current.get_span_context() if isinstance(current, trace.Span) else None
         if (
             not self._reproducible()
             or (parent is not None and parent.is_valid and not parent.trace_flags.sampled)
             or (self.max_attributes is not None and len(attributes) > self.max_attributes)
         ):
-            # What the SDK's sampler does with a parent that is not sampled, and everything
-            # else this does not reproduce: the SDK itself.
-            return tracer.start_span(
-                name,
-                context=context,
-                kind=kind,
-                attributes=attributes,
-                record_exception=record_exception,
-                set_status_on_exception=set_status_on_exception,
-            )
+            # What this does not reproduce (a parent that is not sampled, say): the SDK itself.
+            return tracer.start_span(name, context, attributes=attributes, **_SERVER_SPAN)
         if parent is not None and not parent.is_valid:
             parent = None
-        return _RecordedSpan(
-            self,
-            name,
-            self._child_context(parent),
-            parent,
-            kind,
-            attributes,
-            (context, record_exception, set_status_on_exception),
-        )
+        return _RecordedSpan(self, name, self._child_context(parent), parent, attributes, context)
 
     def _child_context(self, parent: SpanContext | None) -> SpanContext:
         """A sampled span's context as the SDK makes it."""
@@ -384,31 +319,21 @@ class _SpanRecorder:
         )
 
 
+@attrs.define(eq=False, repr=False)
 class _RecordedSpan(trace.Span):
     """A sampled span that records attributes and a status and ends as the SDK's span would;
     any other use makes it the SDK's span (:meth:`_sdk`)."""
 
-    def __init__(
-        self,
-        recorder: _SpanRecorder,
-        name: str,
-        span_context: SpanContext,
-        parent: SpanContext | None,
-        kind: SpanKind,
-        attributes: dict[str, types.AttributeValue],
-        sdk_options: tuple[Context | None, bool, bool],
-    ) -> None:
-        self._recorder = recorder
-        self._name = name
-        self._context = span_context
-        self._parent = parent
-        self._kind = kind
-        self._attributes = attributes
-        self._sdk_options = sdk_options
-        self._status = Status(StatusCode.UNSET)
-        self._start_time = time_ns()
-        self._end_time: int | None = None
-        self._sdk_span: sdk_trace.Span | None = None
+    _recorder: _SpanRecorder
+    _name: str
+    _context: SpanContext
+    _parent: SpanContext | None
+    _attributes: dict[str, types.AttributeValue]
+    _parent_context: Context
+    _status: Status = attrs.field(init=False, default=_UNSET)  # Status is read-only: shared
+    _start_time: int = attrs.field(init=False, factory=time_ns)
+    _end_time: int | None = attrs.field(init=False, default=None)
+    _sdk_span: sdk_trace.Span | None = attrs.field(init=False, default=None)
 
     def get_span_context(self) -> SpanContext:
         return self._context
@@ -430,7 +355,7 @@ class _RecordedSpan(trace.Span):
             and key not in attributes
             and (limit is None or len(attributes) < limit)
         ):
-            # What BoundedAttributes keeps of a plain value without a length limit: the value.
+            # BoundedAttributes keeps a plain value as it is without a length limit.
             attributes[key] = value
         else:
             self._sdk().set_attribute(key, value)
@@ -469,7 +394,7 @@ class _RecordedSpan(trace.Span):
             parent=self._parent,
             resource=tracer.resource,
             attributes=self._attributes,
-            kind=self._kind,
+            kind=SpanKind.SERVER,
             status=self._status,
             start_time=self._start_time,
             end_time=self._end_time,
@@ -478,8 +403,7 @@ class _RecordedSpan(trace.Span):
         )
         processor = recorder.processor
         if processor._span_processors is recorder.checked:
-            # The processors as checked (none added since): their on_end without the calls
-            # in between (the span is sampled, as every recorded one is).
+            # No processor added since the check: their on_end for a sampled span, directly.
             for on_end in recorder.on_ends:
                 on_end(readable)
         else:
@@ -495,7 +419,7 @@ class _RecordedSpan(trace.Span):
 
     def update_name(self, name: str) -> None:
         if self._sdk_span is None and self._end_time is None:
-            self._name = name  # what the SDK's span does (its processors see it at the end)
+            self._name = name  # as the SDK's span (its processors see it at the end)
         else:
             self._sdk().update_name(name)
 
@@ -508,23 +432,10 @@ class _RecordedSpan(trace.Span):
     ) -> None:
         self._sdk().record_exception(exception, attributes, timestamp, escaped)
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc_val: BaseException | None,
-        exc_tb: TracebackType | None,
-    ) -> None:
-        if exc_val is not None and self.is_recording():
-            # The SDK span's own handling of an exception that ends it.
-            self._sdk().__exit__(exc_type, exc_val, exc_tb)
-            return
-        super().__exit__(exc_type, exc_val, exc_tb)
-
     def _sdk(self) -> sdk_trace.Span:
         """The SDK's span with this one's state; from now on it records everything."""
         if self._sdk_span is None:
             tracer = self._recorder.tracer
-            parent_context, record_exception, set_status_on_exception = self._sdk_options
             span = sdk_trace._Span(
                 name=self._name,
                 context=self._context,
@@ -533,16 +444,16 @@ class _RecordedSpan(trace.Span):
                 resource=tracer.resource,
                 attributes=self._attributes,
                 span_processor=self._recorder.processor,
-                kind=self._kind,
+                kind=SpanKind.SERVER,
                 links=(),
                 instrumentation_info=tracer.instrumentation_info,
-                record_exception=record_exception,
-                set_status_on_exception=set_status_on_exception,
+                record_exception=False,
+                set_status_on_exception=False,
                 limits=tracer._span_limits,
                 instrumentation_scope=tracer._instrumentation_scope,
             )
             # start() gives the processors on_start (a no-op for the ones allowed here).
-            span.start(start_time=self._start_time, parent_context=parent_context)
+            span.start(start_time=self._start_time, parent_context=self._parent_context)
             if self._status.status_code is not StatusCode.UNSET:
                 span.set_status(self._status)
             if self._end_time is not None:

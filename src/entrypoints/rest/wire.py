@@ -12,20 +12,13 @@ import enum
 import types
 import typing
 from collections.abc import Callable, Sequence
-from typing import Any, TypeVar
+from typing import Any
 
 import attrs
 import cattrs
-from cattrs.cols import (
-    is_mapping,
-    is_sequence,
-    list_structure_factory,
-    mapping_structure_factory,
-)
+from cattrs.cols import is_mapping, is_sequence, list_structure_factory, mapping_structure_factory
 from cattrs.fns import identity
 from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn, override
-
-T = TypeVar("T")
 
 WIRE_NAME = "authgate.wire_name"
 
@@ -142,10 +135,8 @@ def _mapping_structure(t: Any, conv: cattrs.Converter) -> Any:
     return _checked(mapping_structure_factory(t, conv), t, dict, "an object")
 
 
-# The hooks cattrs generates keep no copy of their source in ``linecache`` (cattrs keeps one for
-# debuggers by default): a hook is made per wire class, at start or on first use, and that text
-# would stay resident as long as the service runs (0.7 MiB of its idle memory). A traceback
-# through a hook shows its file name and line, not the text.
+# The hooks cattrs generates keep no copy of their source in ``linecache`` (its default, for
+# debuggers): that text would stay resident as long as the service runs (docs/benchmarks.md).
 def _attrs_structure(cls: type[Any], conv: cattrs.Converter) -> Any:
     overrides = {a.name: override(rename=wire_name(a)) for a in attrs.fields(cls)}
     base = make_dict_structure_fn(
