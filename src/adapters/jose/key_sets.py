@@ -33,7 +33,7 @@ import datetime as dt
 import json
 import logging
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Collection, Mapping
 from typing import Any, Protocol
 
 import attrs
@@ -359,6 +359,23 @@ def header_of(token: str, what: str = "ID token") -> dict[str, Any]:
     if len(parts) != 3:
         raise VerificationFailed(f"{what} is not a compact JWS (three parts)")
     return json_object(_b64decode(parts[0], "header", what), what)
+
+
+def signed_header(
+    token: str, algorithms: Collection[str], what: str = "ID token"
+) -> tuple[str, str | None]:
+    """The ``alg`` (one of ``algorithms``) and ``kid`` of a compact JWS's header
+    (VerificationFailed for a header that is not one to verify)."""
+    header = header_of(token, what)
+    alg = header.get("alg")
+    if not isinstance(alg, str) or alg not in algorithms:
+        raise VerificationFailed(f"{what} algorithm {loggable(alg)} is not allowed")
+    if "crit" in header or "b64" in header:
+        raise VerificationFailed(f"{what} header has unsupported critical parameters")
+    kid = header.get("kid")
+    if kid is not None and not isinstance(kid, str):
+        raise VerificationFailed(f"{what} kid is not a string")
+    return alg, kid
 
 
 def _b64decode(segment: str, part: str, what: str = "ID token") -> bytes:

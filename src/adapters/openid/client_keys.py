@@ -21,10 +21,10 @@ from authgate.adapters.http_fetch import FetchError, request_json
 from authgate.adapters.jose.key_sets import (
     KeySetCache,
     KeySetUnavailable,
-    header_of,
     json_object,
     loggable,
     pick_key,
+    signed_header,
     verified_payload,
     verify_signature,
 )
@@ -62,15 +62,7 @@ class RegisteredClientKeys:
 
     async def verified_claims(self, client: Client, assertion: str) -> Mapping[str, Any]:
         try:
-            header = header_of(assertion, WHAT)
-            alg = header.get("alg")
-            if not isinstance(alg, str) or alg not in ASSERTION_ALGORITHMS:
-                raise VerificationFailed(f"{WHAT} algorithm {loggable(alg)} is not allowed")
-            if "crit" in header or "b64" in header:
-                raise VerificationFailed(f"{WHAT} header has unsupported critical parameters")
-            kid = header.get("kid")
-            if kid is not None and not isinstance(kid, str):
-                raise VerificationFailed(f"{WHAT} kid is not a string")
+            alg, kid = signed_header(assertion, ASSERTION_ALGORITHMS, WHAT)
             if client.jwks is not None:
                 key = pick_key(self._inline_keys(client), alg, kid)
                 if key is None:

@@ -18,14 +18,14 @@ import hmac
 import json
 import logging
 from collections.abc import Collection, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from authgate.adapters.http_fetch import FetchError, ProviderHttp, with_query
 from authgate.adapters.jose.key_sets import (
     KeySetCache,
-    header_of,
     json_object,
     loggable,
+    signed_header,
     verified_payload,
 )
 from authgate.adapters.provider.discovery import Endpoints
@@ -34,9 +34,6 @@ from authgate.domain.model import ProviderIdentity, VerifiedIdentity
 from authgate.domain.secrets import appsecret_proof
 from authgate.ports.clock import Clock
 from authgate.ports.provider import ExchangeFailed, VerificationFailed
-
-if TYPE_CHECKING:
-    from authgate.adapters.provider.settings import ProviderSettings
 
 log = logging.getLogger("authgate.identity")
 
@@ -89,22 +86,10 @@ class IdTokenVerifier:
         Raises VerificationFailed for a token that does not verify, and ExchangeFailed when no
         key set could be loaded at all (an outage of the provider, not an attack).
         """
-        header = header_of(token)
-        alg = header.get("alg")
-        if not isinstance(alg, str) or alg not in self._algorithms:
-            raise VerificationFailed(f"ID token algorithm {loggable(alg)} is not allowed")
-        if "crit" in header or "b64" in header:
-            raise VerificationFailed("ID token header has unsupported critical parameters")
-        kid = header.get("kid")
-        if kid is not None and not isinstance(kid, str):
-            raise VerificationFailed("ID token kid is not a string")
-        payload = await self._verified_payload(token, alg, kid)
-        claims = json_object(payload)
+        alg, kid = signed_header(token, self._algorithms)
+        claims = json_object(await verified_payload(self._keys, token, alg, kid))
         self._check_claims(claims, nonce)
         return claims
-
-    async def _verified_payload(self, token: str, alg: str, kid: str | None) -> bytes:
-        return await verified_payload(self._keys, token, alg, kid)
 
     def _check_claims(self, claims: Mapping[str, Any], nonce: str | None) -> None:
         iss = claims.get("iss")
@@ -174,8 +159,6 @@ def audience_list(aud: Any) -> list[str] | None:
         return None
     return audiences
 
-
-log = logging.getLogger("authgate.identity")
 
 # Claims of an ID token or userinfo answer kept as profile data (no token material, no nonce).
 PROFILE_CLAIMS = (
