@@ -1,27 +1,18 @@
 """A public key set (JWKS) fetched from its issuer, cached, and compact JWS verified against it.
 
-* used for ``max_age`` (spec 8: 24 hours) after a successful fetch, then fetched again;
-* fetched again *on demand* (an unknown ``kid``, a signature that does not verify, spec 8:
-  "refreshed when signature validation fails"), at most once per short ``min_refetch`` floor
-  since the last attempt;
-* single flight: concurrent callers needing a fetch share one request.
+The set is used for ``max_age`` (spec 8: 24 hours), then fetched again; it is also fetched on
+demand (an unknown ``kid``, a signature that fails: spec 8) at most once per ``min_refetch``
+floor, concurrent callers sharing one fetch. The last good set is kept when a fetch fails.
 
-What a caller does when the floor blocks its fetch is its own choice (``wait``):
+When the floor blocks a fetch, the caller chooses (``wait``):
 
-* ID tokens come only from the provider's token endpoint, over TLS: an unknown ``kid`` there is
-  a rotation, never an attack. Such a caller *waits* for the floor (at most ``min_refetch``,
-  holding the single flight so that the callers behind it share the fetch), then fetches: a
-  genuine token never fails because a fetch happened a moment ago;
-* event tokens are posted by anyone to public receivers. Such a caller does not wait and gets
-  the cached set marked not fresh (its receiver answers "retry later"); a ``kid`` that a fetch
-  has just proved absent is remembered for ``absent_kid_seconds`` (at most
-  ``absent_kid_limit`` of them) and triggers no fetch in that time. A flood of forged tokens
-  therefore costs the provider one request per floor, whatever their number or ``kid`` values.
-
-Each path has a cache of its own (see the provider adapter), so that forged event tokens spend
-only the events' budget and can neither delay nor fail a sign-in.
-
-The last good set is kept when a fetch fails.
+* ID tokens come only from the provider's token endpoint over TLS, so an unknown ``kid`` is a
+  rotation, never an attack: the caller waits for the floor (holding the single flight) and
+  fetches, so a genuine token never fails for a fetch made a moment ago;
+* event tokens are posted by anyone: the caller gets the cached set, not fresh ("retry
+  later"), and a ``kid`` a fetch proved absent triggers no fetch for ``absent_kid_seconds``
+  (at most ``absent_kid_limit`` remembered). Forged tokens thus cost the provider one request
+  per floor, and with a cache of their own they can neither delay nor fail a sign-in.
 """
 
 from __future__ import annotations
@@ -71,9 +62,8 @@ class KeySetUnavailable(Exception):
 
 @attrs.frozen
 class Lookup:
-    """A key set handed to a caller. ``fresh``: a fetch that began after the caller asked
-    succeeded, so the set is the provider's as of now (a ``kid`` missing from it is missing
-    at the provider, not only in our cache)."""
+    """A key set handed to a caller; ``fresh``: fetched after the caller asked (a ``kid``
+    missing from it is missing at the provider)."""
 
     keys: KeySet
     fresh: bool
