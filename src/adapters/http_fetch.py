@@ -1,9 +1,7 @@
-"""HTTP calls to a provider: bounded in time and size, JSON objects only, log-safe failures.
+"""HTTP calls to a provider: bounded in time and size, JSON only, timed for the metrics port.
 
 Failure texts name what was called and what went wrong, never a URL's query, a body, a code,
 a token or a secret: they end up in logs.
-
-Every call is timed for the metrics port by :class:`ProviderCallTimer`.
 """
 
 from __future__ import annotations
@@ -28,13 +26,10 @@ FORM = "application/x-www-form-urlencoded"
 
 
 def provider_session() -> aiohttp.ClientSession:
-    """The HTTP client session for the providers' endpoints (the caller closes it).
-
-    aiohttp's defaults otherwise: certificates verified, connections kept alive (per host, for
-    the JWKS, token and userinfo endpoints), no environment proxy. No cookie jar: no provider
-    endpoint the service calls needs cookies, and a jar shared by every sign-in would send one
-    user's provider cookies with the next user's token request (and filter them per call).
-    """
+    """The HTTP client session for the providers' endpoints (the caller closes it), on
+    aiohttp's defaults but without a cookie jar: no provider endpoint needs cookies, and a jar
+    shared by every sign-in would send one user's provider cookies with the next user's token
+    request."""
     return aiohttp.ClientSession(cookie_jar=aiohttp.DummyCookieJar())
 
 
@@ -60,12 +55,9 @@ async def request_json(
     params: Mapping[str, str] | None = None,
     data: Mapping[str, str] | None = None,
 ) -> JsonResponse:
-    """Call ``url`` and parse the answer as JSON.
-
-    Raises :class:`FetchError` on a transport failure, a timeout or an oversized body. The
-    status is not checked here (an OAuth error answer is JSON with a 4xx status); a body that
-    is not JSON gives ``body=None``.
-    """
+    """Call ``url`` and parse the answer as JSON (``body=None`` when it is not), whatever the
+    status (an OAuth error answer is JSON with a 4xx status). Raises :class:`FetchError` on a
+    transport failure, a timeout or an oversized body."""
     timeout = _timeout(timeout_seconds)
     sent = {"Accept": "application/json", **headers} if headers else _ACCEPT_JSON.copy()
     body: bytes | None = None
@@ -206,17 +198,6 @@ class ProviderHttp:
     def timed(self, call: ProviderCall) -> ProviderCallTimer:
         """A timer of one call of this provider (a ``with`` block)."""
         return ProviderCallTimer(self.metrics, self.name, call)
-
-
-__all__ = [
-    "FetchError",
-    "JsonResponse",
-    "ProviderCallTimer",
-    "ProviderHttp",
-    "oauth_error_code",
-    "provider_session",
-    "request_json",
-]
 
 
 def with_query(url: str, params: Mapping[str, str]) -> str:

@@ -1,16 +1,13 @@
-"""Verification of the signed event tokens that providers push: OpenID Connect
-logout tokens, Sign in with Apple notifications and Security Event Tokens (RFC 8417).
+"""Verification of the signed event tokens providers push: OpenID Connect logout tokens, Sign
+in with Apple notifications and Security Event Tokens (RFC 8417).
 
-One verifier per provider and shape, on the key-set cache of the provider's events (:mod:`.jwks`
-says why it is not the ID tokens'): the signature with an allowed public-key algorithm, then ``iss``
-exactly, ``aud`` as for ID tokens (OIDC Core 3.1.3.7 step 3, which Back-Channel Logout 1.0 section
-2.6 applies to logout tokens: ours, and no audience we do not trust), ``iat`` neither in the future
-nor older than ``max_age``, ``exp`` (required where the shape requires it), ``jti`` present, and the
-JOSE ``typ`` when given must be one the shape uses. Every failure raises
-:class:`~authgate.ports.provider_events.EventTokenRejected` with its RFC 8935 code and a log-safe
-text (never the token); a key that could not be looked up for the token raises
-:class:`~authgate.ports.provider_events.EventTokenUnavailable` (the provider retries: RFC 8935 makes
-a 400 final, and a delivery refused for a key we could not fetch would be lost).
+The signature (an allowed public-key algorithm, on the events' key-set cache), then ``iss``
+exactly, ``aud`` as for ID tokens (OIDC Core 3.1.3.7 step 3, applied to logout tokens by
+Back-Channel Logout 1.0 section 2.6), ``iat`` neither in the future nor older than ``max_age``,
+``exp`` where required, ``jti``, and the JOSE ``typ`` when given. A failure raises
+:class:`~authgate.ports.provider_events.EventTokenRejected` with its RFC 8935 code; a key that
+could not be looked up raises ``EventTokenUnavailable`` (the provider retries: RFC 8935 makes
+a 400 final). Texts are log-safe (never the token).
 """
 
 from __future__ import annotations
