@@ -1,13 +1,7 @@
-"""The code exchange: the authorization code redeemed at the provider's token endpoint, and
-how authgate authenticates there.
-
-* ``client_secret_post``: client id and secret in the form body (RFC 6749 2.3.1);
-* ``client_secret_basic``: HTTP Basic with the form-urlencoded id and secret;
-* ``apple_client_secret_jwt``: the secret is an ES256 JWT that the client mints from its team
-  id (``iss``), key id (``kid`` header) and private key, with ``sub`` = client id and
-  ``aud`` = the provider's issuer; short-lived, reused until shortly before it expires.
-
-The secret never goes into a URL.
+"""The code exchange at the provider's token endpoint, and how authgate authenticates there:
+``client_secret_post`` (RFC 6749 2.3.1), ``client_secret_basic``, or
+``apple_client_secret_jwt`` (an ES256 JWT minted from the team id, key id and private key,
+reused until shortly before it expires). The secret never goes into a URL.
 """
 
 from __future__ import annotations
@@ -42,9 +36,8 @@ class TokenResponse:
     refresh_token: str | None = attrs.field(default=None, repr=False)
 
     def to_revoke(self) -> ProviderToken:
-        """The token that ends the grant at the provider's revocation endpoint: the refresh
-        token when one was issued (revoking it ends the grant, RFC 7009 2.1), else the
-        access token."""
+        """The token whose revocation ends the grant: the refresh token when one was issued
+        (RFC 7009 2.1), else the access token."""
         if self.refresh_token:
             return ProviderToken(self.refresh_token, "refresh_token")
         return ProviderToken(self.access_token, "access_token")
@@ -189,6 +182,3 @@ class ClientAuthenticator:
             form={"client_id": settings.client_id, "client_secret": settings.client_secret},
             headers={},
         )
-
-
-__all__ = ["AppleClientSecret", "ClientAuthenticator", "ClientCredentials"]

@@ -1,14 +1,10 @@
-"""Verification of an OpenID Connect ID token (OIDC Core 3.1.3.7).
+"""Verification of an OpenID Connect ID token (OIDC Core 3.1.3.7), then the identity a sign-in
+proves (:class:`Identities`).
 
-The signature is checked first, with a key of the provider's key set chosen by ``kid`` and an
-algorithm from the provider's allow-list; then the claims: ``iss`` exactly, ``aud`` containing
-the client id and no other audience that is not trusted, ``azp``, ``exp``/``iat``/``nbf`` with a
-small leeway, ``nonce``, ``sub``.
-Every failure raises :class:`~authgate.ports.provider.VerificationFailed` with a log-safe text
-(never the token). The signature is checked by joserfc, for event tokens too.
-
-Then the identity the sign-in proves (:class:`Identities`): from the verified ID token's claims,
-completed by the userinfo endpoint (OpenID Connect), or from a profile request (plain OAuth 2.0).
+The signature (joserfc), with a key chosen by ``kid`` and an allowed algorithm; then ``iss``
+exactly, ``aud`` with the client id and no untrusted audience, ``azp``, the times with a small
+leeway, ``nonce``, ``sub``. A failure raises
+:class:`~authgate.ports.provider.VerificationFailed` with a log-safe text (never the token).
 """
 
 from __future__ import annotations
@@ -81,11 +77,8 @@ class IdTokenVerifier:
         )
 
     async def verify(self, token: str, *, nonce: str | None) -> dict[str, Any]:
-        """The verified claims of ``token``.
-
-        Raises VerificationFailed for a token that does not verify, and ExchangeFailed when no
-        key set could be loaded at all (an outage of the provider, not an attack).
-        """
+        """The verified claims of ``token``: VerificationFailed when it does not verify,
+        ExchangeFailed when no key set could be loaded (an outage, not an attack)."""
         alg, kid = signed_header(token, self._algorithms)
         claims = json_object(await verified_payload(self._keys, token, alg, kid))
         self._check_claims(claims, nonce)
