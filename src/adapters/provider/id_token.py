@@ -13,7 +13,7 @@ import datetime as dt
 import hmac
 import json
 import logging
-from collections.abc import Collection, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 from authgate.adapters.http_fetch import FetchError, ProviderHttp, with_query
@@ -35,46 +35,17 @@ log = logging.getLogger("authgate.identity")
 
 
 class IdTokenVerifier:
-    """Verifies ID tokens of one provider."""
+    """Verifies ID tokens of one provider (one with an issuer: plain OAuth 2.0 issues none)."""
 
-    def __init__(
-        self,
-        *,
-        keys: KeySetCache,
-        clock: Clock,
-        issuer: str,
-        client_id: str,
-        algorithms: Collection[str],
-        additional_issuers: Collection[str] = (),
-        trusted_audiences: Collection[str] = (),
-        leeway_seconds: float = 60.0,
-    ) -> None:
+    def __init__(self, settings: ProviderSettings, keys: KeySetCache, clock: Clock) -> None:
+        assert settings.issuer is not None
         self._keys = keys
         self._clock = clock
-        self._issuers = frozenset({issuer, *additional_issuers})
-        self._client_id = client_id
-        self._trusted_audiences = frozenset(trusted_audiences)
-        self._algorithms = frozenset(algorithms)
-        self._leeway = leeway_seconds
-
-    @classmethod
-    def for_provider(
-        cls, settings: ProviderSettings, keys: KeySetCache, clock: Clock
-    ) -> IdTokenVerifier | None:
-        """The verifier of a provider's ID tokens; None for a provider without an issuer
-        (plain OAuth 2.0: it issues none)."""
-        if settings.issuer is None:
-            return None
-        return cls(
-            keys=keys,
-            clock=clock,
-            issuer=settings.issuer,
-            client_id=settings.client_id,
-            additional_issuers=settings.additional_issuers,
-            trusted_audiences=settings.trusted_audiences,
-            algorithms=settings.id_token_algorithms,
-            leeway_seconds=settings.leeway_seconds,
-        )
+        self._issuers = frozenset({settings.issuer, *settings.additional_issuers})
+        self._client_id = settings.client_id
+        self._trusted_audiences = frozenset(settings.trusted_audiences)
+        self._algorithms = frozenset(settings.id_token_algorithms)
+        self._leeway = settings.leeway_seconds
 
     async def verify(self, token: str, *, nonce: str | None) -> dict[str, Any]:
         """The verified claims of ``token``: VerificationFailed when it does not verify,

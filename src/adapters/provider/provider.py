@@ -66,7 +66,9 @@ class OAuthIdentityProvider:
         self.event_key_set = KeySetCache.for_provider(
             self._key_set, clock, settings, f"{settings.name} (events)"
         )
-        self._verifier = IdTokenVerifier.for_provider(settings, self.key_set, clock)
+        self._verifier = (
+            IdTokenVerifier(settings, self.key_set, clock) if settings.issuer is not None else None
+        )
 
     async def endpoints(self) -> Endpoints:
         """The endpoints (discovered on first use; ``authgate config check`` reaches them);
