@@ -11,16 +11,13 @@ import json
 import time
 from collections.abc import Callable, Mapping
 from types import TracebackType
-from typing import TYPE_CHECKING, Any
+from typing import Any
 from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
 
 import aiohttp
 import attrs
 
 from authgate.ports.metrics import Metrics, ProviderCall
-
-if TYPE_CHECKING:
-    from authgate.adapters.provider.settings import ProviderSettings
 
 FORM = "application/x-www-form-urlencoded"
 
@@ -159,15 +156,6 @@ class ProviderHttp:
     timeout_seconds: float
     max_bytes: int
     metrics: Metrics
-
-    @classmethod
-    def of(
-        cls, settings: ProviderSettings, session: aiohttp.ClientSession, metrics: Metrics
-    ) -> ProviderHttp:
-        """The calls of the provider ``settings`` configures."""
-        return cls(
-            settings.name, session, settings.timeout_seconds, settings.max_response_bytes, metrics
-        )
 
     async def call(
         self,

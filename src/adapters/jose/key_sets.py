@@ -257,19 +257,25 @@ async def fetch_jwks(http: ProviderHttp, jwks_uri: str) -> KeySet:
     answer = await http.call("GET", jwks_uri, what, KeySetUnavailable)
     if answer.status != 200:
         raise KeySetUnavailable(f"{what} answered HTTP {answer.status}")
-    body = answer.body
-    if not isinstance(body, dict) or not isinstance(body.get("keys"), list):
+    return public_key_set(answer.body, what, _is_public_jwk)
+
+
+def public_key_set(
+    document: Any, what: str, accepted: Callable[[Mapping[str, Any]], bool]
+) -> KeySet:
+    """The keys of a JWK Set ``document`` that are ``accepted`` (KeySetUnavailable)."""
+    if not isinstance(document, dict) or not isinstance(document.get("keys"), list):
         raise KeySetUnavailable(f"{what} is not a JSON Web Key Set")
-    public = [k for k in body["keys"] if isinstance(k, dict) and not _is_private_jwk(k)]
+    public = [k for k in document["keys"] if isinstance(k, dict) and accepted(k)]
     try:
         return KeySet.import_key_set({"keys": public})
     except (JoseError, ValueError, TypeError, KeyError):
         raise KeySetUnavailable(f"{what} holds no usable key") from None
 
 
-def _is_private_jwk(jwk: Mapping[str, Any]) -> bool:
+def _is_public_jwk(jwk: Mapping[str, Any]) -> bool:
     # A published set never holds private parts; symmetric keys ("oct") are never accepted.
-    return jwk.get("kty") == "oct" or any(p in jwk for p in ("d", "p", "q", "k"))
+    return jwk.get("kty") != "oct" and not any(p in jwk for p in ("d", "p", "q", "k"))
 
 
 # Verifying a compact JWS against such a key set: ID tokens, event tokens, clients' assertions.
@@ -348,7 +354,11 @@ def header_of(token: str, what: str = "ID token") -> dict[str, Any]:
     parts = token.split(".")
     if len(parts) != 3:
         raise VerificationFailed(f"{what} is not a compact JWS (three parts)")
-    return json_object(_b64decode(parts[0], "header", what), what)
+    try:
+        raw = base64.urlsafe_b64decode(parts[0] + "=" * (-len(parts[0]) % 4))
+    except (binascii.Error, ValueError):
+        raise VerificationFailed(f"{what} header is not base64url") from None
+    return json_object(raw, what)
 
 
 def signed_header(
@@ -366,13 +376,6 @@ def signed_header(
     if kid is not None and not isinstance(kid, str):
         raise VerificationFailed(f"{what} kid is not a string")
     return alg, kid
-
-
-def _b64decode(segment: str, part: str, what: str = "ID token") -> bytes:
-    try:
-        return base64.urlsafe_b64decode(segment + "=" * (-len(segment) % 4))
-    except (binascii.Error, ValueError):
-        raise VerificationFailed(f"{what} {part} is not base64url") from None
 
 
 def json_object(raw: bytes, what: str = "ID token") -> dict[str, Any]:

@@ -102,23 +102,19 @@ def load_or_create_keys(path: str | Path, create: bool, *, rsa: bool = False) ->
     starting together taking turns so they all load the same keys; without, a missing file or
     RSA key is a :class:`SessionKeyError` that says so."""
     path = Path(path)
-    if not create:
-        if not path.exists():
-            raise missing_key_file(path)
-        warn_if_exposed(path, "the session key file")
-        raw, keys = _read_key_file(path)
-        if rsa and not _has_rsa(raw):
-            raise SessionKeyError(
-                f"session key file {path} holds no RSA key, which signs the OpenID Provider's "
-                "ID and access tokens (clients are registered): `authgate keys rotate` adds "
-                "one, or session.generate_keys: true creates it at start"
-            )
-        return keys
     if path.exists():
         warn_if_exposed(path, "the session key file")
         raw, keys = _read_key_file(path)
         if not rsa or _has_rsa(raw):
             return keys
+        if not create:
+            raise SessionKeyError(
+                f"session key file {path} holds no RSA key, which signs the OpenID Provider's "
+                "ID and access tokens (clients are registered): `authgate keys rotate` adds "
+                "one, or session.generate_keys: true creates it at start"
+            )
+    elif not create:
+        raise missing_key_file(path)
     with _exclusive(path, make_folders=True):
         if not path.exists():
             _create_key_file(path, rsa)

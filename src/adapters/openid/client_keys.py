@@ -14,7 +14,6 @@ from collections.abc import Mapping
 from typing import Any
 
 import aiohttp
-from joserfc.errors import JoseError
 from joserfc.jwk import KeySet
 
 from authgate.adapters.http_fetch import FetchError, request_json
@@ -24,6 +23,7 @@ from authgate.adapters.jose.key_sets import (
     json_object,
     loggable,
     pick_key,
+    public_key_set,
     signed_header,
     verified_payload,
     verify_signature,
@@ -122,20 +122,13 @@ class RegisteredClientKeys:
 
 
 def _public_key_set(document: Any, name: str) -> KeySet:
-    """The public signature keys of a JWK Set (private, symmetric and encryption keys left
-    out: a published set never holds them)."""
-    what = f"{name}: key set"
-    if not isinstance(document, dict) or not isinstance(document.get("keys"), list):
-        raise KeySetUnavailable(f"{what} is not a JSON Web Key Set")
-    public = [
-        k
-        for k in document["keys"]
-        if isinstance(k, dict)
-        and k.get("kty") in ("RSA", "EC", "OKP")
-        and not any(p in k for p in ("d", "p", "q"))
-        and k.get("use", "sig") == "sig"
-    ]
-    try:
-        return KeySet.import_key_set({"keys": public})
-    except (JoseError, ValueError, TypeError, KeyError):
-        raise KeySetUnavailable(f"{what} holds no usable key") from None
+    return public_key_set(document, f"{name}: key set", _is_signature_key)
+
+
+def _is_signature_key(jwk: Mapping[str, Any]) -> bool:
+    # Private, symmetric and encryption keys left out: a published set never holds them.
+    return (
+        jwk.get("kty") in ("RSA", "EC", "OKP")
+        and not any(p in jwk for p in ("d", "p", "q"))
+        and jwk.get("use", "sig") == "sig"
+    )

@@ -108,11 +108,7 @@ class AppleClientSecret:
 
     def __init__(self, settings: ProviderSettings, clock: Clock) -> None:
         assert settings.team_id and settings.key_id and settings.private_key_pem
-        assert settings.issuer is not None
-        self._team_id = settings.team_id
-        self._key_id = settings.key_id
-        self._client_id = settings.client_id
-        self._audience = settings.issuer
+        self._settings = settings
         self._ttl = settings.client_secret_ttl_seconds
         self._clock = clock
         self._key = _load_p256_private_key(settings.private_key_pem, settings.name)
@@ -125,14 +121,15 @@ class AppleClientSecret:
             return self._cached[0]
         iat = math.floor(now)
         exp = iat + math.floor(self._ttl)
+        settings = self._settings
         token = jwt.encode(
-            {"alg": "ES256", "kid": self._key_id},
+            {"alg": "ES256", "kid": settings.key_id},
             {
-                "iss": self._team_id,
+                "iss": settings.team_id,
                 "iat": iat,
                 "exp": exp,
-                "aud": self._audience,
-                "sub": self._client_id,
+                "aud": settings.issuer,
+                "sub": settings.client_id,
             },
             self._key,
             algorithms=["ES256"],

@@ -58,7 +58,13 @@ class OAuthIdentityProvider:
         self.uses_pkce = settings.pkce
         self.proves_login_time = settings.proves_login_time
         self.discovers = explicit_endpoints(settings) is None
-        self._http = ProviderHttp.of(settings, session, metrics or NoMetrics())
+        self._http = ProviderHttp(
+            self.name,
+            session,
+            settings.timeout_seconds,
+            settings.max_response_bytes,
+            metrics or NoMetrics(),
+        )
         self._endpoints = EndpointResolver(settings, self._http, clock)
         self._client_auth = ClientAuthenticator(settings, clock)
         self._identities = Identities(settings, self._http)

@@ -67,17 +67,11 @@ class RateLimitStore:
 
         return LimitsRateLimiter(self, limits_parse(rate.text()), namespace)
 
-    async def hit(self, item: RateLimitItem, namespace: str, key: str) -> RateDecision:
-        """Count one request for ``key`` against ``item`` in ``namespace``."""
-        return await self._decide(item, namespace, key, count=True)
-
-    async def peek(self, item: RateLimitItem, namespace: str, key: str) -> RateDecision:
-        """Whether one more request for ``key`` is within ``item`` now, counting nothing."""
-        return await self._decide(item, namespace, key, count=False)
-
-    async def _decide(
+    async def decide(
         self, item: RateLimitItem, namespace: str, key: str, *, count: bool
     ) -> RateDecision:
+        """Whether one more request for ``key`` is within ``item`` in ``namespace`` now,
+        counting it with ``count``."""
         assert self._strategy is not None  # a Redis store: memory limits count in MovingWindow
         strategy = self._strategy
         try:
@@ -117,10 +111,10 @@ class LimitsRateLimiter:
         self._namespace = namespace
 
     async def hit(self, key: str) -> RateDecision:
-        return await self._store.hit(self._item, self._namespace, key)
+        return await self._store.decide(self._item, self._namespace, key, count=True)
 
     async def peek(self, key: str) -> RateDecision:
-        return await self._store.peek(self._item, self._namespace, key)
+        return await self._store.decide(self._item, self._namespace, key, count=False)
 
 
 class MemoryRateLimiter:
