@@ -22,7 +22,6 @@ from typing import TYPE_CHECKING, Generic, TypeVar
 from authgate.ports.metrics import LimitName, ProviderCall
 
 if TYPE_CHECKING:
-    from opentelemetry.metrics import Meter
     from opentelemetry.sdk.metrics import MeterProvider
     from opentelemetry.sdk.metrics.export import MetricReader
     from prometheus_client import CollectorRegistry
@@ -110,7 +109,14 @@ class ServiceMetrics:
         return made
 
     def _histogram(self, name: str, description: str, labels: tuple[str, ...]) -> Histogram:
-        mirror = None if self._meter is None else _sdk_histogram(self._meter, name, description)
+        mirror = None
+        if self._meter is not None:
+            mirror = self._meter.create_histogram(
+                name,
+                unit="s",
+                description=description,
+                explicit_bucket_boundaries_advisory=SECONDS_BUCKETS,
+            ).record
         made = Histogram(name, description, labels, mirror)
         self._instruments.append(made)
         return made
@@ -293,14 +299,3 @@ def _sdk_provider(service_name: str, otlp: bool, readers: Sequence[MetricReader]
     return MeterProvider(
         metric_readers=all_readers, resource=Resource.create({SERVICE_NAME: service_name})
     )
-
-
-def _sdk_histogram(
-    meter: Meter, name: str, description: str
-) -> Callable[[float, Attributes], None]:
-    return meter.create_histogram(
-        name,
-        unit="s",
-        description=description,
-        explicit_bucket_boundaries_advisory=SECONDS_BUCKETS,
-    ).record
