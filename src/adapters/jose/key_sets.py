@@ -25,7 +25,7 @@ import json
 import logging
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Collection, Mapping
-from typing import Any, Protocol
+from typing import Any
 
 import attrs
 from joserfc import jws
@@ -43,17 +43,6 @@ Sleep = Callable[[float], Awaitable[None]]
 
 ABSENT_KID_LIMIT = 256
 WAIT_STEP_SECONDS = 0.25  # a waiting caller looks at the clock this often
-
-
-class KeySetTuning(Protocol):
-    """The ``jwks_*`` settings of a provider (its ``ProviderSettings``)."""
-
-    @property
-    def jwks_max_age_seconds(self) -> float: ...
-    @property
-    def jwks_min_refetch_seconds(self) -> float: ...
-    @property
-    def jwks_absent_kid_seconds(self) -> float: ...
 
 
 class KeySetUnavailable(Exception):
@@ -100,20 +89,6 @@ class KeySetCache:
         self._absent: OrderedDict[str, dt.datetime] = OrderedDict()
         self._lock = asyncio.Lock()
         self.fetches = 0  # attempts, for observation
-
-    @classmethod
-    def for_provider(
-        cls, fetch: FetchKeySet, clock: Clock, settings: KeySetTuning, name: str
-    ) -> KeySetCache:
-        """A cache with the provider's ``jwks_*`` settings, named ``name`` in its log lines."""
-        return cls(
-            fetch,
-            clock,
-            max_age_seconds=settings.jwks_max_age_seconds,
-            min_refetch_seconds=settings.jwks_min_refetch_seconds,
-            absent_kid_seconds=settings.jwks_absent_kid_seconds,
-            name=name,
-        )
 
     async def get(self) -> KeySet:
         """The current key set, fetched when there is none yet or it is older than max age."""

@@ -4,7 +4,7 @@ the ID token and identity (:mod:`.id_token`), revocation, and event tokens (:mod
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Awaitable, Callable, Collection
 from typing import Any
 
 import aiohttp
@@ -67,10 +67,8 @@ class OAuthIdentityProvider:
         self._endpoints = EndpointResolver(settings, self._http, clock)
         self._client_auth = ClientAuthenticator(settings, clock)
         self._identities = Identities(settings, self._http)
-        self.key_set = KeySetCache.for_provider(self._key_set, clock, settings, settings.name)
-        self.event_key_set = KeySetCache.for_provider(
-            self._key_set, clock, settings, f"{settings.name} (events)"
-        )
+        self.key_set = self._key_set_cache(self._key_set, self.name)
+        self.event_key_set = self._key_set_cache(self._key_set, f"{self.name} (events)")
         self._verifier = (
             IdTokenVerifier(settings, self.key_set, clock) if settings.issuer is not None else None
         )
@@ -253,11 +251,8 @@ class OAuthIdentityProvider:
         configuration document (default ``{issuer}/.well-known/risc-configuration``)."""
         issuer = self.event_issuers()[0]
         url = configuration_url or f"{issuer.rstrip('/')}/.well-known/risc-configuration"
-        keys = KeySetCache.for_provider(
-            lambda: self._security_event_keys(url),
-            self._clock,
-            self._settings,
-            f"{self.name} (security events)",
+        keys = self._key_set_cache(
+            lambda: self._security_event_keys(url), f"{self.name} (security events)"
         )
         return self._event_verifier(
             keys, SECEVENT_TYPES, max_age_seconds, "security event token", audiences
@@ -299,6 +294,17 @@ class OAuthIdentityProvider:
         if not isinstance(jwks_uri, str) or not jwks_uri.startswith(("https://", "http://")):
             raise KeySetUnavailable(f"{what} has no jwks_uri")
         return await fetch_jwks(self._http, jwks_uri)
+
+    def _key_set_cache(self, fetch: Callable[[], Awaitable[KeySet]], name: str) -> KeySetCache:
+        """A cache with the provider's ``jwks_*`` settings, named ``name`` in its log lines."""
+        return KeySetCache(
+            fetch,
+            self._clock,
+            max_age_seconds=self._settings.jwks_max_age_seconds,
+            min_refetch_seconds=self._settings.jwks_min_refetch_seconds,
+            absent_kid_seconds=self._settings.jwks_absent_kid_seconds,
+            name=name,
+        )
 
     async def _key_set(self) -> KeySet:
         """The provider's key set at its (configured or discovered) ``jwks_uri``, timed."""
