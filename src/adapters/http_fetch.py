@@ -49,7 +49,6 @@ async def request_json(
     timeout_seconds: float,
     max_bytes: int,
     headers: Mapping[str, str] | None = None,
-    params: Mapping[str, str] | None = None,
     data: Mapping[str, str] | None = None,
 ) -> JsonResponse:
     """Call ``url`` and parse the answer as JSON (``body=None`` when it is not), whatever the
@@ -66,7 +65,6 @@ async def request_json(
             method,
             url,
             headers=sent,
-            params=params,
             data=body,
             timeout=timeout,
             allow_redirects=False,  # an endpoint that redirects is misconfigured or hijacked

@@ -1,10 +1,8 @@
-"""The keys of ``private_key_jwt`` clients, and the signatures of their assertions (RFC 7523).
+"""The keys of ``private_key_jwt`` clients, and their assertions' signatures (RFC 7523).
 
-A client registers its public keys inline (``jwks``: checked against them, nothing to fetch)
-or at a ``jwks_uri``, cached as a provider's event keys are
-(:class:`~authgate.adapters.jose.key_sets.KeySetCache`, one per client, without waiting for the
-floor): anyone can post an assertion naming a client, so forged ones cost the client's server
-one request per floor at most.
+Keys registered inline (``jwks``) are used as they are; those at a ``jwks_uri`` are cached as a
+provider's event keys are (one cache per client, never waiting for the floor): anyone can post
+an assertion naming a client, so forged ones cost its server one request per floor at most.
 """
 
 from __future__ import annotations
@@ -38,10 +36,9 @@ MAX_KEY_SET_BYTES = 256 * 1024
 
 
 class RegisteredClientKeys:
-    """:class:`~authgate.ports.openid.ClientAssertionSignatures` on the keys the
-    clients registered. ``session`` None: nothing can be fetched (the resources the OpenAPI
-    document is built on, where no request is ever served); a registered ``jwks_uri`` is then
-    unavailable, inline keys still work."""
+    """:class:`~authgate.ports.openid.ClientAssertionSignatures` on the keys the clients
+    registered. ``session`` None: nothing is fetched (as for the OpenAPI document's
+    resources), so only inline keys work."""
 
     def __init__(
         self,

@@ -32,14 +32,9 @@ from authgate.ports.provider_tokens import RevocationFailed, Revoked
 
 
 class OAuthIdentityProvider:
-    """An :class:`~authgate.ports.provider.IdentityProvider` for one configured provider.
-
-    ``session`` is shared and owned by the caller (it closes it); ``clock`` drives every
-    time check (token lifetimes, cache ages, rate limits). ``discovers``: whether the
-    endpoints come from OpenID Connect discovery (configuration does not name every one
-    needed). ``key_set`` holds the ID tokens' keys, ``event_key_set`` the same keys for the
-    pushed event tokens (logout tokens, Apple notifications).
-    """
+    """An :class:`~authgate.ports.provider.IdentityProvider` for one configured provider, on
+    the caller's ``session`` (it closes it). ``discovers``: the endpoints come from discovery.
+    ``key_set`` holds the ID tokens' keys, ``event_key_set`` the same keys for event tokens."""
 
     def __init__(
         self,
