@@ -17,6 +17,7 @@ from __future__ import annotations
 import os
 from bisect import bisect_left
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from itertools import accumulate
 from typing import TYPE_CHECKING, Generic, TypeVar
 
 from authgate.ports.metrics import LimitName, ProviderCall
@@ -265,10 +266,8 @@ class Histogram(_Instrument[list[float]]):
         keys, rows = self._rows(self._points)
         family = HistogramMetricFamily(self.name, self.description, labels=keys, unit="seconds")
         for row, point in zip(rows, self._points.values(), strict=True):
-            cumulative, buckets = 0, []
-            for le, count in zip(_BUCKET_LABELS, point[:-1], strict=True):
-                cumulative += int(count)
-                buckets.append((le, cumulative))
+            cumulative = accumulate(int(count) for count in point[:-1])
+            buckets = list(zip(_BUCKET_LABELS, cumulative, strict=True))
             family.add_metric(row, buckets, sum_value=point[-1])
         return family
 
