@@ -75,7 +75,10 @@ async def request_json(
         raise FetchError(f"{what} did not answer within {timeout_seconds:g} s") from None
     except aiohttp.ClientError as e:
         raise FetchError(f"{what} could not be reached ({type(e).__name__})") from None
-    return JsonResponse(status=status, body=_parse(raw))
+    try:
+        return JsonResponse(status, json.loads(raw))
+    except (ValueError, RecursionError):
+        return JsonResponse(status, None)
 
 
 _ACCEPT_JSON = {"Accept": "application/json"}
@@ -98,13 +101,6 @@ async def _read_bounded(response: aiohttp.ClientResponse, max_bytes: int, what: 
             raise FetchError(f"{what} answered more than {max_bytes} bytes")
         chunks.append(chunk)
     return b"".join(chunks)
-
-
-def _parse(raw: bytes) -> Any:
-    try:
-        return json.loads(raw)
-    except (ValueError, RecursionError):
-        return None
 
 
 def oauth_error_code(body: Any) -> str | None:

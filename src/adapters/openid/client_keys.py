@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from typing import Any
 
 import aiohttp
+import attrs
 from joserfc.jwk import KeySet
 
 from authgate.adapters.http_fetch import FetchError, request_json
@@ -35,27 +36,19 @@ WHAT = "client assertion"
 MAX_KEY_SET_BYTES = 256 * 1024
 
 
+@attrs.define(eq=False)
 class RegisteredClientKeys:
     """:class:`~authgate.ports.openid.ClientAssertionSignatures` on the keys the clients
     registered. ``session`` None: nothing is fetched (as for the OpenAPI document's
     resources), so only inline keys work."""
 
-    def __init__(
-        self,
-        session: aiohttp.ClientSession | None,
-        clock: Clock,
-        *,
-        max_age_seconds: float = 3600.0,
-        min_refetch_seconds: float = 5.0,
-        timeout_seconds: float = 10.0,
-    ) -> None:
-        self._session = session
-        self._clock = clock
-        self._max_age = max_age_seconds
-        self._min_refetch = min_refetch_seconds
-        self._timeout = timeout_seconds
-        self._inline: dict[str, KeySet] = {}
-        self._published: dict[str, KeySetCache] = {}
+    _session: aiohttp.ClientSession | None
+    _clock: Clock
+    _max_age_seconds: float = attrs.field(default=3600.0, kw_only=True)
+    _min_refetch_seconds: float = attrs.field(default=5.0, kw_only=True)
+    _timeout_seconds: float = attrs.field(default=10.0, kw_only=True)
+    _inline: dict[str, KeySet] = attrs.field(factory=dict, init=False)
+    _published: dict[str, KeySetCache] = attrs.field(factory=dict, init=False)
 
     async def verified_claims(self, client: Client, assertion: str) -> Mapping[str, Any]:
         try:
@@ -91,8 +84,8 @@ class RegisteredClientKeys:
             cache = KeySetCache(
                 lambda: self._fetch(url, name),
                 self._clock,
-                max_age_seconds=self._max_age,
-                min_refetch_seconds=self._min_refetch,
+                max_age_seconds=self._max_age_seconds,
+                min_refetch_seconds=self._min_refetch_seconds,
                 name=name,
             )
             self._published[client.client_id] = cache
@@ -108,7 +101,7 @@ class RegisteredClientKeys:
                 "GET",
                 url,
                 what=what,
-                timeout_seconds=self._timeout,
+                timeout_seconds=self._timeout_seconds,
                 max_bytes=MAX_KEY_SET_BYTES,
             )
         except FetchError as e:
