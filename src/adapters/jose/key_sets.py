@@ -58,37 +58,27 @@ class Lookup:
     fresh: bool
 
 
+@attrs.define(eq=False)
 class KeySetCache:
     """The cached key set of one provider (for one kind of token)."""
 
-    def __init__(
-        self,
-        fetch: FetchKeySet,
-        clock: Clock,
-        *,
-        max_age_seconds: float,
-        min_refetch_seconds: float,
-        absent_kid_seconds: float = 300.0,
-        absent_kid_limit: int = ABSENT_KID_LIMIT,
-        name: str = "provider",
-        sleep: Sleep = asyncio.sleep,
-    ) -> None:
-        self._fetch = fetch
-        self._clock = clock
-        self._max_age = max_age_seconds
-        self._min_refetch = min_refetch_seconds
-        self._absent_ttl = absent_kid_seconds
-        self._absent_limit = absent_kid_limit
-        self._name = name
-        self._sleep = sleep
-        self._keys: KeySet | None = None
-        self._fetched_at: dt.datetime | None = None
-        self._attempted_at: dt.datetime | None = None
-        self._succeeded_attempt = 0  # the number (``fetches``) of the last successful attempt
-        # kid -> when a successful fetch showed it is not in the set; oldest first.
-        self._absent: OrderedDict[str, dt.datetime] = OrderedDict()
-        self._lock = asyncio.Lock()
-        self.fetches = 0  # attempts, for observation
+    _fetch: FetchKeySet
+    _clock: Clock
+    _max_age_seconds: float = attrs.field(kw_only=True)
+    _min_refetch_seconds: float = attrs.field(kw_only=True)
+    _absent_kid_seconds: float = attrs.field(default=300.0, kw_only=True)
+    _absent_kid_limit: int = attrs.field(default=ABSENT_KID_LIMIT, kw_only=True)
+    _name: str = attrs.field(default="provider", kw_only=True)
+    _sleep: Sleep = attrs.field(default=asyncio.sleep, kw_only=True)
+    _keys: KeySet | None = attrs.field(default=None, init=False)
+    _fetched_at: dt.datetime | None = attrs.field(default=None, init=False)
+    _attempted_at: dt.datetime | None = attrs.field(default=None, init=False)
+    # the number (``fetches``) of the last successful attempt
+    _succeeded_attempt: int = attrs.field(default=0, init=False)
+    # kid -> when a successful fetch showed it is not in the set; oldest first.
+    _absent: OrderedDict[str, dt.datetime] = attrs.field(factory=OrderedDict, init=False)
+    _lock: asyncio.Lock = attrs.field(factory=asyncio.Lock, init=False)
+    fetches: int = attrs.field(default=0, init=False)  # attempts, for observation
 
     async def get(self) -> KeySet:
         """The current key set, fetched when there is none yet or it is older than max age."""
@@ -165,7 +155,7 @@ class KeySetCache:
 
     def _expired(self) -> bool:
         assert self._fetched_at is not None
-        return self._seconds_since(self._fetched_at) >= self._max_age
+        return self._seconds_since(self._fetched_at) >= self._max_age_seconds
 
     def _seconds_since(self, then: dt.datetime) -> float:
         return (self._clock.now() - then).total_seconds()
@@ -173,7 +163,7 @@ class KeySetCache:
     def _floor_remaining(self) -> float:
         if self._attempted_at is None:
             return 0.0
-        return self._min_refetch - self._seconds_since(self._attempted_at)
+        return self._min_refetch_seconds - self._seconds_since(self._attempted_at)
 
     async def _wait_for_floor(self) -> None:
         """Wait (holding the single flight) until the floor has passed on the clock; bounded
@@ -190,7 +180,7 @@ class KeySetCache:
         proved_at = self._absent.get(kid)
         if proved_at is None:
             return False
-        if self._seconds_since(proved_at) < self._absent_ttl:
+        if self._seconds_since(proved_at) < self._absent_kid_seconds:
             return True
         del self._absent[kid]
         return False
@@ -199,7 +189,7 @@ class KeySetCache:
         assert self._fetched_at is not None
         self._absent[kid] = self._fetched_at
         self._absent.move_to_end(kid)
-        while len(self._absent) > self._absent_limit:  # bounded: forget the oldest
+        while len(self._absent) > self._absent_kid_limit:  # bounded: forget the oldest
             self._absent.popitem(last=False)
 
     async def _fetch_now(self) -> Lookup:
