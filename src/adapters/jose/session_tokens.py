@@ -24,7 +24,6 @@ from authgate.domain.scopes import SESSION_SCOPES
 from authgate.domain.secrets import random_uuid_hex
 from authgate.ports.session_tokens import InvalidSession, ResumedRequest, SessionClaims
 
-SCOPES = SESSION_SCOPES
 LEEWAY_SECONDS = 30
 VERIFIED_CACHE_SIZE = 4096
 VERIFIED_CACHE_SECONDS = 60.0
@@ -125,7 +124,7 @@ class JwtSessionTokens:
             "jti": random_uuid_hex(),
             "sid": sid,
             "auth_time": int((auth_time or now).timestamp()),
-            "scope": " ".join(SCOPES),
+            "scope": " ".join(SESSION_SCOPES),
             "provider": provider,
         }
         if resumes is not None:
@@ -165,7 +164,20 @@ class JwtSessionTokens:
         return claims
 
     def _verify(self, token: str, now: dt.datetime) -> SessionClaims:
-        decoded = self._decoded(token, now)
+        try:
+            decoded = jwt.decode(token, self._keys, algorithms=list(ALGORITHMS.values()))
+            registry = jwt.JWTClaimsRegistry(
+                now=int(now.timestamp()),
+                leeway=LEEWAY_SECONDS,
+                iss={"essential": True, "value": self._issuer},
+                aud={"essential": True, "value": self._audience},
+                sub={"essential": True},
+                exp={"essential": True},
+                iat={"essential": True},
+            )
+            registry.validate(decoded.claims)
+        except (JoseError, ValueError, TypeError, KeyError) as e:
+            raise InvalidSession(f"{type(e).__name__}: {e}") from None
         claims = decoded.claims
         if decoded.header.get("kid") is None:
             raise InvalidSession("token without kid")
@@ -203,24 +215,6 @@ class JwtSessionTokens:
             if started is None
             else dt.datetime.fromtimestamp(started, dt.UTC),
         )
-
-    def _decoded(self, token: str, now: dt.datetime) -> jwt.Token:
-        """The token with its signature and registered claims checked (InvalidSession)."""
-        try:
-            decoded = jwt.decode(token, self._keys, algorithms=list(ALGORITHMS.values()))
-            registry = jwt.JWTClaimsRegistry(
-                now=int(now.timestamp()),
-                leeway=LEEWAY_SECONDS,
-                iss={"essential": True, "value": self._issuer},
-                aud={"essential": True, "value": self._audience},
-                sub={"essential": True},
-                exp={"essential": True},
-                iat={"essential": True},
-            )
-            registry.validate(decoded.claims)
-        except (JoseError, ValueError, TypeError, KeyError) as e:
-            raise InvalidSession(f"{type(e).__name__}: {e}") from None
-        return decoded
 
     def public_jwks(self) -> Mapping[str, Any]:
         return self._jwks

@@ -100,7 +100,7 @@ class ClientCredentials:
     """What the token request carries to authenticate the client."""
 
     form: dict[str, str]
-    headers: dict[str, str]
+    headers: dict[str, str] = attrs.field(factory=dict)
 
 
 class AppleClientSecret:
@@ -164,8 +164,7 @@ class ClientAuthenticator:
         settings = self._settings
         if self._apple is not None:
             return ClientCredentials(
-                form={"client_id": settings.client_id, "client_secret": self._apple.current()},
-                headers={},
+                {"client_id": settings.client_id, "client_secret": self._apple.current()}
             )
         assert settings.client_secret is not None
         if settings.token_endpoint_auth == CLIENT_SECRET_BASIC:
@@ -176,6 +175,5 @@ class ClientAuthenticator:
                 headers={"Authorization": f"Basic {basic}"},
             )
         return ClientCredentials(
-            form={"client_id": settings.client_id, "client_secret": settings.client_secret},
-            headers={},
+            {"client_id": settings.client_id, "client_secret": settings.client_secret}
         )

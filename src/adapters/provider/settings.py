@@ -8,7 +8,7 @@ made. ``private_key_file`` is read into ``private_key_pem`` when the adapter is 
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Literal
+from typing import Literal, get_args
 
 import attrs
 
@@ -141,11 +141,7 @@ class ProviderSettings:
             yield "name: must not be empty"
         if not self.client_id:
             yield "client_id: must not be empty"
-        if self.token_endpoint_auth not in (
-            CLIENT_SECRET_POST,
-            CLIENT_SECRET_BASIC,
-            APPLE_CLIENT_SECRET_JWT,
-        ):
+        if self.token_endpoint_auth not in get_args(TokenEndpointAuth):
             yield f"token_endpoint_auth: unknown method {self.token_endpoint_auth!r}"
         if self.issuer is None:
             if self.authorization_endpoint is None or self.token_endpoint is None:
@@ -178,9 +174,9 @@ class ProviderSettings:
             10 * DEFAULT_SIGNIN_MAX_AGE
         ):
             yield "signin_max_age_seconds: must be between 1 and 3650 days in seconds"
-        if self.revocation_auth not in (None, "client", "none"):
+        if self.revocation_auth not in (None, *get_args(RevocationAuth)):
             yield f"revocation_auth: unknown method {self.revocation_auth!r}"
-        if self.response_mode not in ("query", "form_post"):
+        if self.response_mode not in get_args(ResponseMode):
             yield f"response_mode: unknown mode {self.response_mode!r}"
         for field in (
             "timeout_seconds",
