@@ -257,14 +257,11 @@ async def verified_payload(
     *,
     wait: bool = True,
 ) -> bytes:
-    """The payload of ``token`` once its signature verifies with a key of ``keys`` chosen by
-    ``kid`` and ``alg``, fetching the key set again for an unknown ``kid`` or a failed
-    signature (``wait``: see :class:`KeySetCache`). Shared by ID tokens and event tokens.
-
-    Raises VerificationFailed when the token does not verify with the keys a fetch made for it
-    found, and ExchangeFailed when they could not be looked at (no key set, or an unknown
-    ``kid`` no fetch for this token has looked for yet: "retry later", not "bad token").
-    """
+    """The payload of ``token`` once its signature verifies with the key of ``keys`` for
+    ``kid`` and ``alg``, the set fetched again for an unknown ``kid`` or a failed signature
+    (``wait``: see :class:`KeySetCache`). VerificationFailed when it does not verify with the
+    keys fetched for it; ExchangeFailed ("retry later", not "bad token") when they could not
+    be looked at (no key set, or an unknown ``kid`` no fetch for this token looked for)."""
     try:
         lookup = await keys.current(wait=wait)
     except KeySetUnavailable as e:
