@@ -1,9 +1,6 @@
 """Files holding secrets (the SQLite database, the session keys, a development private key):
-created readable by the owner alone, whatever the process's umask.
-
-The folders the service creates for them are 0700 and the files 0600. A folder or file that
-already exists is left as it is (an operator may have chosen its mode, for a backup group say);
-a secret file that others can read gets one warning at start-up.
+created 0600 in 0700 folders whatever the umask. An existing folder or file is left as it is
+(an operator may have chosen its mode); a secret file others can read gets one warning.
 """
 
 from __future__ import annotations

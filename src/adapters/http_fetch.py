@@ -1,9 +1,7 @@
-"""HTTP calls to a provider: bounded in time and size, JSON objects only, log-safe failures.
+"""HTTP calls to a provider: bounded in time and size, JSON only, timed for the metrics port.
 
 Failure texts name what was called and what went wrong, never a URL's query, a body, a code,
 a token or a secret: they end up in logs.
-
-Every call is timed for the metrics port by :class:`ProviderCallTimer`.
 """
 
 from __future__ import annotations
@@ -13,7 +11,7 @@ import json
 import time
 from collections.abc import Callable, Mapping
 from types import TracebackType
-from typing import TYPE_CHECKING, Any
+from typing import Any
 from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
 
 import aiohttp
@@ -21,20 +19,14 @@ import attrs
 
 from authgate.ports.metrics import Metrics, ProviderCall
 
-if TYPE_CHECKING:
-    from authgate.adapters.provider.settings import ProviderSettings
-
 FORM = "application/x-www-form-urlencoded"
 
 
 def provider_session() -> aiohttp.ClientSession:
-    """The HTTP client session for the providers' endpoints (the caller closes it).
-
-    aiohttp's defaults otherwise: certificates verified, connections kept alive (per host, for
-    the JWKS, token and userinfo endpoints), no environment proxy. No cookie jar: no provider
-    endpoint the service calls needs cookies, and a jar shared by every sign-in would send one
-    user's provider cookies with the next user's token request (and filter them per call).
-    """
+    """The HTTP client session for the providers' endpoints (the caller closes it), on
+    aiohttp's defaults but without a cookie jar: no provider endpoint needs cookies, and a jar
+    shared by every sign-in would send one user's provider cookies with the next user's token
+    request."""
     return aiohttp.ClientSession(cookie_jar=aiohttp.DummyCookieJar())
 
 
@@ -57,15 +49,11 @@ async def request_json(
     timeout_seconds: float,
     max_bytes: int,
     headers: Mapping[str, str] | None = None,
-    params: Mapping[str, str] | None = None,
     data: Mapping[str, str] | None = None,
 ) -> JsonResponse:
-    """Call ``url`` and parse the answer as JSON.
-
-    Raises :class:`FetchError` on a transport failure, a timeout or an oversized body. The
-    status is not checked here (an OAuth error answer is JSON with a 4xx status); a body that
-    is not JSON gives ``body=None``.
-    """
+    """Call ``url`` and parse the answer as JSON (``body=None`` when it is not), whatever the
+    status (an OAuth error answer is JSON with a 4xx status). Raises :class:`FetchError` on a
+    transport failure, a timeout or an oversized body."""
     timeout = _timeout(timeout_seconds)
     sent = {"Accept": "application/json", **headers} if headers else _ACCEPT_JSON.copy()
     body: bytes | None = None
@@ -77,7 +65,6 @@ async def request_json(
             method,
             url,
             headers=sent,
-            params=params,
             data=body,
             timeout=timeout,
             allow_redirects=False,  # an endpoint that redirects is misconfigured or hijacked
@@ -88,7 +75,10 @@ async def request_json(
         raise FetchError(f"{what} did not answer within {timeout_seconds:g} s") from None
     except aiohttp.ClientError as e:
         raise FetchError(f"{what} could not be reached ({type(e).__name__})") from None
-    return JsonResponse(status=status, body=_parse(raw))
+    try:
+        return JsonResponse(status, json.loads(raw))
+    except (ValueError, RecursionError):
+        return JsonResponse(status, None)
 
 
 _ACCEPT_JSON = {"Accept": "application/json"}
@@ -111,13 +101,6 @@ async def _read_bounded(response: aiohttp.ClientResponse, max_bytes: int, what: 
             raise FetchError(f"{what} answered more than {max_bytes} bytes")
         chunks.append(chunk)
     return b"".join(chunks)
-
-
-def _parse(raw: bytes) -> Any:
-    try:
-        return json.loads(raw)
-    except (ValueError, RecursionError):
-        return None
 
 
 def oauth_error_code(body: Any) -> str | None:
@@ -168,15 +151,6 @@ class ProviderHttp:
     max_bytes: int
     metrics: Metrics
 
-    @classmethod
-    def of(
-        cls, settings: ProviderSettings, session: aiohttp.ClientSession, metrics: Metrics
-    ) -> ProviderHttp:
-        """The calls of the provider ``settings`` configures."""
-        return cls(
-            settings.name, session, settings.timeout_seconds, settings.max_response_bytes, metrics
-        )
-
     async def call(
         self,
         method: str,
@@ -206,17 +180,6 @@ class ProviderHttp:
     def timed(self, call: ProviderCall) -> ProviderCallTimer:
         """A timer of one call of this provider (a ``with`` block)."""
         return ProviderCallTimer(self.metrics, self.name, call)
-
-
-__all__ = [
-    "FetchError",
-    "JsonResponse",
-    "ProviderCallTimer",
-    "ProviderHttp",
-    "oauth_error_code",
-    "provider_session",
-    "request_json",
-]
 
 
 def with_query(url: str, params: Mapping[str, str]) -> str:

@@ -1,27 +1,18 @@
 """A public key set (JWKS) fetched from its issuer, cached, and compact JWS verified against it.
 
-* used for ``max_age`` (spec 8: 24 hours) after a successful fetch, then fetched again;
-* fetched again *on demand* (an unknown ``kid``, a signature that does not verify, spec 8:
-  "refreshed when signature validation fails"), at most once per short ``min_refetch`` floor
-  since the last attempt;
-* single flight: concurrent callers needing a fetch share one request.
+The set is used for ``max_age`` (spec 8: 24 hours), then fetched again; it is also fetched on
+demand (an unknown ``kid``, a signature that fails: spec 8) at most once per ``min_refetch``
+floor, concurrent callers sharing one fetch. The last good set is kept when a fetch fails.
 
-What a caller does when the floor blocks its fetch is its own choice (``wait``):
+When the floor blocks a fetch, the caller chooses (``wait``):
 
-* ID tokens come only from the provider's token endpoint, over TLS: an unknown ``kid`` there is
-  a rotation, never an attack. Such a caller *waits* for the floor (at most ``min_refetch``,
-  holding the single flight so that the callers behind it share the fetch), then fetches: a
-  genuine token never fails because a fetch happened a moment ago;
-* event tokens are posted by anyone to public receivers. Such a caller does not wait and gets
-  the cached set marked not fresh (its receiver answers "retry later"); a ``kid`` that a fetch
-  has just proved absent is remembered for ``absent_kid_seconds`` (at most
-  ``absent_kid_limit`` of them) and triggers no fetch in that time. A flood of forged tokens
-  therefore costs the provider one request per floor, whatever their number or ``kid`` values.
-
-Each path has a cache of its own (see the provider adapter), so that forged event tokens spend
-only the events' budget and can neither delay nor fail a sign-in.
-
-The last good set is kept when a fetch fails.
+* ID tokens come only from the provider's token endpoint over TLS, so an unknown ``kid`` is a
+  rotation, never an attack: the caller waits for the floor (holding the single flight) and
+  fetches, so a genuine token never fails for a fetch made a moment ago;
+* event tokens are posted by anyone: the caller gets the cached set, not fresh ("retry
+  later"), and a ``kid`` a fetch proved absent triggers no fetch for ``absent_kid_seconds``
+  (at most ``absent_kid_limit`` remembered). Forged tokens thus cost the provider one request
+  per floor, and with a cache of their own they can neither delay nor fail a sign-in.
 """
 
 from __future__ import annotations
@@ -33,8 +24,8 @@ import datetime as dt
 import json
 import logging
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable, Mapping
-from typing import Any, Protocol
+from collections.abc import Awaitable, Callable, Collection, Mapping
+from typing import Any
 
 import attrs
 from joserfc import jws
@@ -54,76 +45,40 @@ ABSENT_KID_LIMIT = 256
 WAIT_STEP_SECONDS = 0.25  # a waiting caller looks at the clock this often
 
 
-class KeySetTuning(Protocol):
-    """The ``jwks_*`` settings of a provider (its ``ProviderSettings``)."""
-
-    @property
-    def jwks_max_age_seconds(self) -> float: ...
-    @property
-    def jwks_min_refetch_seconds(self) -> float: ...
-    @property
-    def jwks_absent_kid_seconds(self) -> float: ...
-
-
 class KeySetUnavailable(Exception):
     """No key set could be loaded at all; the text is safe to log."""
 
 
 @attrs.frozen
 class Lookup:
-    """A key set handed to a caller. ``fresh``: a fetch that began after the caller asked
-    succeeded, so the set is the provider's as of now (a ``kid`` missing from it is missing
-    at the provider, not only in our cache)."""
+    """A key set handed to a caller; ``fresh``: fetched after the caller asked (a ``kid``
+    missing from it is missing at the provider)."""
 
     keys: KeySet
     fresh: bool
 
 
+@attrs.define(eq=False)
 class KeySetCache:
     """The cached key set of one provider (for one kind of token)."""
 
-    def __init__(
-        self,
-        fetch: FetchKeySet,
-        clock: Clock,
-        *,
-        max_age_seconds: float,
-        min_refetch_seconds: float,
-        absent_kid_seconds: float = 300.0,
-        absent_kid_limit: int = ABSENT_KID_LIMIT,
-        name: str = "provider",
-        sleep: Sleep = asyncio.sleep,
-    ) -> None:
-        self._fetch = fetch
-        self._clock = clock
-        self._max_age = max_age_seconds
-        self._min_refetch = min_refetch_seconds
-        self._absent_ttl = absent_kid_seconds
-        self._absent_limit = absent_kid_limit
-        self._name = name
-        self._sleep = sleep
-        self._keys: KeySet | None = None
-        self._fetched_at: dt.datetime | None = None
-        self._attempted_at: dt.datetime | None = None
-        self._succeeded_attempt = 0  # the number (``fetches``) of the last successful attempt
-        # kid -> when a successful fetch showed it is not in the set; oldest first.
-        self._absent: OrderedDict[str, dt.datetime] = OrderedDict()
-        self._lock = asyncio.Lock()
-        self.fetches = 0  # attempts, for observation
-
-    @classmethod
-    def for_provider(
-        cls, fetch: FetchKeySet, clock: Clock, settings: KeySetTuning, name: str
-    ) -> KeySetCache:
-        """A cache with the provider's ``jwks_*`` settings, named ``name`` in its log lines."""
-        return cls(
-            fetch,
-            clock,
-            max_age_seconds=settings.jwks_max_age_seconds,
-            min_refetch_seconds=settings.jwks_min_refetch_seconds,
-            absent_kid_seconds=settings.jwks_absent_kid_seconds,
-            name=name,
-        )
+    _fetch: FetchKeySet
+    _clock: Clock
+    _max_age_seconds: float = attrs.field(kw_only=True)
+    _min_refetch_seconds: float = attrs.field(kw_only=True)
+    _absent_kid_seconds: float = attrs.field(default=300.0, kw_only=True)
+    _absent_kid_limit: int = attrs.field(default=ABSENT_KID_LIMIT, kw_only=True)
+    _name: str = attrs.field(default="provider", kw_only=True)
+    _sleep: Sleep = attrs.field(default=asyncio.sleep, kw_only=True)
+    _keys: KeySet | None = attrs.field(default=None, init=False)
+    _fetched_at: dt.datetime | None = attrs.field(default=None, init=False)
+    _attempted_at: dt.datetime | None = attrs.field(default=None, init=False)
+    # the number (``fetches``) of the last successful attempt
+    _succeeded_attempt: int = attrs.field(default=0, init=False)
+    # kid -> when a successful fetch showed it is not in the set; oldest first.
+    _absent: OrderedDict[str, dt.datetime] = attrs.field(factory=OrderedDict, init=False)
+    _lock: asyncio.Lock = attrs.field(factory=asyncio.Lock, init=False)
+    fetches: int = attrs.field(default=0, init=False)  # attempts, for observation
 
     async def get(self) -> KeySet:
         """The current key set, fetched when there is none yet or it is older than max age."""
@@ -200,7 +155,7 @@ class KeySetCache:
 
     def _expired(self) -> bool:
         assert self._fetched_at is not None
-        return self._seconds_since(self._fetched_at) >= self._max_age
+        return self._seconds_since(self._fetched_at) >= self._max_age_seconds
 
     def _seconds_since(self, then: dt.datetime) -> float:
         return (self._clock.now() - then).total_seconds()
@@ -208,7 +163,7 @@ class KeySetCache:
     def _floor_remaining(self) -> float:
         if self._attempted_at is None:
             return 0.0
-        return self._min_refetch - self._seconds_since(self._attempted_at)
+        return self._min_refetch_seconds - self._seconds_since(self._attempted_at)
 
     async def _wait_for_floor(self) -> None:
         """Wait (holding the single flight) until the floor has passed on the clock; bounded
@@ -225,7 +180,7 @@ class KeySetCache:
         proved_at = self._absent.get(kid)
         if proved_at is None:
             return False
-        if self._seconds_since(proved_at) < self._absent_ttl:
+        if self._seconds_since(proved_at) < self._absent_kid_seconds:
             return True
         del self._absent[kid]
         return False
@@ -234,7 +189,7 @@ class KeySetCache:
         assert self._fetched_at is not None
         self._absent[kid] = self._fetched_at
         self._absent.move_to_end(kid)
-        while len(self._absent) > self._absent_limit:  # bounded: forget the oldest
+        while len(self._absent) > self._absent_kid_limit:  # bounded: forget the oldest
             self._absent.popitem(last=False)
 
     async def _fetch_now(self) -> Lookup:
@@ -267,19 +222,25 @@ async def fetch_jwks(http: ProviderHttp, jwks_uri: str) -> KeySet:
     answer = await http.call("GET", jwks_uri, what, KeySetUnavailable)
     if answer.status != 200:
         raise KeySetUnavailable(f"{what} answered HTTP {answer.status}")
-    body = answer.body
-    if not isinstance(body, dict) or not isinstance(body.get("keys"), list):
+    return public_key_set(answer.body, what, _is_public_jwk)
+
+
+def public_key_set(
+    document: Any, what: str, accepted: Callable[[Mapping[str, Any]], bool]
+) -> KeySet:
+    """The keys of a JWK Set ``document`` that are ``accepted`` (KeySetUnavailable)."""
+    if not isinstance(document, dict) or not isinstance(document.get("keys"), list):
         raise KeySetUnavailable(f"{what} is not a JSON Web Key Set")
-    public = [k for k in body["keys"] if isinstance(k, dict) and not _is_private_jwk(k)]
+    public = [k for k in document["keys"] if isinstance(k, dict) and accepted(k)]
     try:
         return KeySet.import_key_set({"keys": public})
     except (JoseError, ValueError, TypeError, KeyError):
         raise KeySetUnavailable(f"{what} holds no usable key") from None
 
 
-def _is_private_jwk(jwk: Mapping[str, Any]) -> bool:
+def _is_public_jwk(jwk: Mapping[str, Any]) -> bool:
     # A published set never holds private parts; symmetric keys ("oct") are never accepted.
-    return jwk.get("kty") == "oct" or any(p in jwk for p in ("d", "p", "q", "k"))
+    return jwk.get("kty") != "oct" and not any(p in jwk for p in ("d", "p", "q", "k"))
 
 
 # Verifying a compact JWS against such a key set: ID tokens, event tokens, clients' assertions.
@@ -296,14 +257,11 @@ async def verified_payload(
     *,
     wait: bool = True,
 ) -> bytes:
-    """The payload of ``token`` once its signature verifies with a key of ``keys`` chosen by
-    ``kid`` and ``alg``, fetching the key set again for an unknown ``kid`` or a failed
-    signature (``wait``: see :class:`KeySetCache`). Shared by ID tokens and event tokens.
-
-    Raises VerificationFailed when the token does not verify with the keys a fetch made for it
-    found, and ExchangeFailed when they could not be looked at (no key set, or an unknown
-    ``kid`` no fetch for this token has looked for yet: "retry later", not "bad token").
-    """
+    """The payload of ``token`` once its signature verifies with the key of ``keys`` for
+    ``kid`` and ``alg``, the set fetched again for an unknown ``kid`` or a failed signature
+    (``wait``: see :class:`KeySetCache`). VerificationFailed when it does not verify with the
+    keys fetched for it; ExchangeFailed ("retry later", not "bad token") when they could not
+    be looked at (no key set, or an unknown ``kid`` no fetch for this token looked for)."""
     try:
         lookup = await keys.current(wait=wait)
     except KeySetUnavailable as e:
@@ -358,14 +316,28 @@ def header_of(token: str, what: str = "ID token") -> dict[str, Any]:
     parts = token.split(".")
     if len(parts) != 3:
         raise VerificationFailed(f"{what} is not a compact JWS (three parts)")
-    return json_object(_b64decode(parts[0], "header", what), what)
-
-
-def _b64decode(segment: str, part: str, what: str = "ID token") -> bytes:
     try:
-        return base64.urlsafe_b64decode(segment + "=" * (-len(segment) % 4))
+        raw = base64.urlsafe_b64decode(parts[0] + "=" * (-len(parts[0]) % 4))
     except (binascii.Error, ValueError):
-        raise VerificationFailed(f"{what} {part} is not base64url") from None
+        raise VerificationFailed(f"{what} header is not base64url") from None
+    return json_object(raw, what)
+
+
+def signed_header(
+    token: str, algorithms: Collection[str], what: str = "ID token"
+) -> tuple[str, str | None]:
+    """The ``alg`` (one of ``algorithms``) and ``kid`` of a compact JWS's header
+    (VerificationFailed for a header that is not one to verify)."""
+    header = header_of(token, what)
+    alg = header.get("alg")
+    if not isinstance(alg, str) or alg not in algorithms:
+        raise VerificationFailed(f"{what} algorithm {loggable(alg)} is not allowed")
+    if "crit" in header or "b64" in header:
+        raise VerificationFailed(f"{what} header has unsupported critical parameters")
+    kid = header.get("kid")
+    if kid is not None and not isinstance(kid, str):
+        raise VerificationFailed(f"{what} kid is not a string")
+    return alg, kid
 
 
 def json_object(raw: bytes, what: str = "ID token") -> dict[str, Any]:

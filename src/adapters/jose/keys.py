@@ -1,20 +1,15 @@
-"""The service's key file: a private JWKS (``{"keys": [...]}``) of every key it signs with.
-
-Two kinds of key live in it, and the first key of each kind signs:
+"""The service's key file: a private JWKS of every key it signs with, each with a ``kid`` of
+its own. The first key of each kind signs:
 
 * session keys (EC P-256 for ES256, or OKP Ed25519 for EdDSA): session tokens, and the ID
-  tokens of clients that register ``id_token_signed_response_alg: ES256`` (the first P-256
-  key);
-* RSA keys (RS256, at least 2048 bits): the OpenID Provider's ID tokens by default (OpenID
-  Connect Core section 15.1 makes RS256 the one every provider supports), its access tokens
-  (RFC 9068) and logout tokens. A file needs one only when clients are registered.
+  tokens of clients that register ES256;
+* RSA keys (RS256, at least 2048 bits): the OpenID Provider's ID tokens by default (OIDC Core
+  15.1), access tokens and logout tokens; needed only when clients are registered.
 
-Every key verifies, and every public key is published, so a key is rotated by putting a new one
-first (:func:`rotate_key_file`) and removing the old one once the tokens it signed have expired
-(:func:`prune_key_file`). Each key the service writes carries ``created`` (Unix seconds) besides
-the JWK members: the time it was added, which is also the time the key of its kind before it
-stopped signing. ``created`` stays in the private file; the published JWKS carries only the
-standard members. Every key has a ``kid`` of its own.
+Every key verifies and is published, so a key is rotated by putting a new one first
+(:func:`rotate_key_file`) and removed once the tokens it signed have expired
+(:func:`prune_key_file`). A key the service writes carries ``created`` (Unix seconds, kept out
+of the published JWKS): when it was added, so when its predecessor stopped signing.
 """
 
 from __future__ import annotations
@@ -102,30 +97,24 @@ def public_jwks(keys: KeySet) -> dict[str, Any]:
 
 
 def load_or_create_keys(path: str | Path, create: bool, *, rsa: bool = False) -> KeySet:
-    """Load the private JWKS. ``rsa``: an RSA key is needed (clients are registered).
-
-    With ``create``, what is missing is written: a fresh file (a session key, and an RSA key
-    when needed; mode 0600, its missing folders 0700), or an RSA key added to a file without
-    one. Processes starting together (workers) take turns, so they all load the same keys.
-    Without ``create``, a missing file or RSA key is a :class:`SessionKeyError` that says so."""
+    """Load the private JWKS; ``rsa``: an RSA key is needed (clients are registered). With
+    ``create``, what is missing is written (a fresh 0600 file, or an RSA key added), processes
+    starting together taking turns so they all load the same keys; without, a missing file or
+    RSA key is a :class:`SessionKeyError` that says so."""
     path = Path(path)
-    if not create:
-        if not path.exists():
-            raise missing_key_file(path)
-        warn_if_exposed(path, "the session key file")
-        raw, keys = _read_key_file(path)
-        if rsa and not _has_rsa(raw):
-            raise SessionKeyError(
-                f"session key file {path} holds no RSA key, which signs the OpenID Provider's "
-                "ID and access tokens (clients are registered): `authgate keys rotate` adds "
-                "one, or session.generate_keys: true creates it at start"
-            )
-        return keys
     if path.exists():
         warn_if_exposed(path, "the session key file")
         raw, keys = _read_key_file(path)
         if not rsa or _has_rsa(raw):
             return keys
+        if not create:
+            raise SessionKeyError(
+                f"session key file {path} holds no RSA key, which signs the OpenID Provider's "
+                "ID and access tokens (clients are registered): `authgate keys rotate` adds "
+                "one, or session.generate_keys: true creates it at start"
+            )
+    elif not create:
+        raise missing_key_file(path)
     with _exclusive(path, make_folders=True):
         if not path.exists():
             _create_key_file(path, rsa)
@@ -138,8 +127,7 @@ def load_or_create_keys(path: str | Path, create: bool, *, rsa: bool = False) ->
 
 
 def missing_key_file(path: str | Path) -> SessionKeyError:
-    """The error for a key file that is not there and will not be made: it says how to make
-    one (``serve`` and ``authgate config check`` say the same)."""
+    """The error for a key file that is not there and will not be made, saying how to make one."""
     return SessionKeyError(
         f"session key file {path} does not exist (set session.generate_keys: true to create "
         "one on first start)"
@@ -147,13 +135,10 @@ def missing_key_file(path: str | Path) -> SessionKeyError:
 
 
 def _create_key_file(path: Path, rsa: bool) -> None:
-    # Made before the file, so that it is written at once once created.
-    keys = [new_signing_key().as_dict(private=True)]
+    keys = [new_signing_key().as_dict(private=True)]  # made first: written at once once created
     if rsa:
         keys.append(new_rsa_key().as_dict(private=True))
-    # 0600 in 0700 folders the service creates; None: a process that does not take turns
-    # (an older version) just created it.
-    try:
+    try:  # None: a process that does not take turns (an older version) just created it
         fd = create_private_file(path)
     except OSError as e:
         raise SessionKeyError(f"session key file {path}: {e.strerror or e}") from None
@@ -164,9 +149,8 @@ def _create_key_file(path: Path, rsa: bool) -> None:
 
 @contextlib.contextmanager
 def _exclusive(path: Path, *, make_folders: bool = False) -> Iterator[None]:
-    """Hold an exclusive lock on the key file's folder (made first with ``make_folders``):
-    the processes that would create or change the file do it one after the other. The folder
-    is locked, not a lock file, so that no file is left beside the keys."""
+    """Hold an exclusive lock on the key file's folder (made first with ``make_folders``), so
+    that processes create or change the file in turn; no lock file is left beside the keys."""
     try:
         if make_folders:
             make_private_dirs(path.parent)
@@ -212,8 +196,8 @@ def _read_key_file(path: Path) -> tuple[list[dict[str, Any]], KeySet]:
 
 @attrs.frozen
 class StoredKey:
-    """One key of the file as an operator sees it: its kid, the algorithm it signs with and
-    when it was added (None for a key written before keys were stamped)."""
+    """One key of the file as an operator sees it (``created`` None: written before keys were
+    stamped)."""
 
     kid: str
     created: int | None
@@ -234,9 +218,8 @@ def _kind(raw: Mapping[str, Any]) -> str:
 
 
 def rotate_key_file(path: str | Path, now: dt.datetime, *, rsa: bool = False) -> list[StoredKey]:
-    """Put a new session key first in the existing key file, and a new RSA key when ``rsa``
-    or when the file holds one already, keeping every other key; the keys added. Running
-    instances sign with them once they restart."""
+    """Put a new session key first in the key file, and a new RSA key when ``rsa`` or the file
+    holds one, keeping every other key; the keys added (signing once instances restart)."""
     path = Path(path)
     stamp = int(now.timestamp())
     with _exclusive(path):
@@ -251,10 +234,9 @@ def rotate_key_file(path: str | Path, now: dt.datetime, *, rsa: bool = False) ->
 def prune_key_file(
     path: str | Path, now: dt.datetime, retired_for: dt.timedelta
 ) -> list[StoredKey]:
-    """Remove the keys that stopped signing more than ``retired_for`` ago (their successor's
-    ``created``, not their own age); the keys removed. The signing key of each kind is never
-    removed, nor a key whose successor has no ``created``. The file is replaced only when
-    something is removed."""
+    """Remove the keys that stopped signing (their successor's ``created``) more than
+    ``retired_for`` ago; the keys removed. A signing key, or one whose successor has no
+    ``created``, is never removed."""
     path = Path(path)
     limit = now.timestamp() - retired_for.total_seconds()
     with _exclusive(path):
@@ -278,9 +260,8 @@ def list_key_file(path: str | Path) -> list[StoredKey]:
 
 
 def _write_key_file(path: Path, keys: list[dict[str, Any]]) -> None:
-    """Replace the key file atomically: a new 0600 file beside it, flushed, then renamed over
-    it, so a reader (a starting instance) sees the old file or the new one, never a part."""
-    # mkstemp creates the file 0600 and exclusively, whatever the umask.
+    """Replace the key file atomically (a new file flushed, then renamed over it): a reader
+    sees the old file or the new one, never a part. mkstemp makes it 0600 whatever the umask."""
     fd, temp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "w") as f:
@@ -292,13 +273,9 @@ def _write_key_file(path: Path, keys: list[dict[str, Any]]) -> None:
         with contextlib.suppress(OSError):
             os.unlink(temp)
         raise SessionKeyError(f"session key file {path}: {e.strerror or e}") from None
-    try:  # the rename itself survives a crash once the folder is flushed
+    with contextlib.suppress(OSError):  # the rename survives a crash once the folder is flushed
         dir_fd = os.open(path.parent, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(dir_fd)
-    except OSError:
-        pass
-    finally:
-        os.close(dir_fd)
+        try:
+            os.fsync(dir_fd)
+        finally:
+            os.close(dir_fd)

@@ -1,11 +1,10 @@
-"""Sealing provider tokens: JWE compact, ``dir`` with ``A256GCM`` (joserfc; no new dependency).
+"""Sealing provider tokens: JWE compact, ``dir`` with ``A256GCM``, the ``kid`` in the
+authenticated header.
 
-The protected header names the key (``kid``) and is authenticated with the ciphertext. The
-plaintext binds the token to its identity: ``{"p": provider, "s": subject, "h": hint,
-"t": token}``, checked on opening, so a sealed value copied to another identity's row does not
-open there. The first configured key seals; every configured key opens, so keys rotate by
-putting a new one first and removing an old one once nothing is sealed under it (``authgate
-provider-tokens rekey`` re-seals what remains).
+The plaintext binds the token to its identity (``{"p": provider, "s": subject, "h": hint,
+"t": token}``, checked on opening), so a sealed value copied to another identity's row does
+not open there. The first key seals, every key opens: keys rotate by putting a new one first
+and removing an old one once nothing is sealed under it (``authgate provider-tokens rekey``).
 """
 
 from __future__ import annotations

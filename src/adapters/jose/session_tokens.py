@@ -1,8 +1,5 @@
-"""Session JWTs signed with the service's own keys (ES256 or EdDSA), verified by ``kid``.
-
-The keys come from the service's key file (:mod:`authgate.adapters.jose.keys`): the first
-signs, every one verifies.
-"""
+"""Session JWTs signed with the service's session keys (ES256 or EdDSA; the first signs,
+every one verifies, chosen by ``kid``)."""
 
 from __future__ import annotations
 
@@ -27,7 +24,6 @@ from authgate.domain.scopes import SESSION_SCOPES
 from authgate.domain.secrets import random_uuid_hex
 from authgate.ports.session_tokens import InvalidSession, ResumedRequest, SessionClaims
 
-SCOPES = SESSION_SCOPES
 LEEWAY_SECONDS = 30
 VERIFIED_CACHE_SIZE = 4096
 VERIFIED_CACHE_SECONDS = 60.0
@@ -42,10 +38,9 @@ def _b64url(data: bytes) -> bytes:
 
 
 class CompactSigner:
-    """Signs JWTs with one key as :func:`joserfc.jwt.encode` does, byte for byte (the same
-    header and payload serialisation), at a fraction of its cost: the header is encoded once
-    and the signature comes straight from the ``cryptography`` key (a token is signed at
-    every sign-in; joserfc's registry look-ups and checks per call added up)."""
+    """Signs JWTs with one key as :func:`joserfc.jwt.encode` does, byte for byte, at a
+    fraction of its cost (every sign-in signs one): the header is encoded once and the
+    signature comes straight from the ``cryptography`` key."""
 
     _ES256 = ec.ECDSA(hashes.SHA256())
 
@@ -80,11 +75,8 @@ class CompactSigner:
 
 
 class JwtSessionTokens:
-    """Issues and verifies the ``session`` JWT (ARCHITECTURE: session token).
-
-    ``keys`` is the service's whole key set: its session keys (EC, OKP; the first signs)
-    sign and verify sessions, and every key is published (:meth:`public_jwks`), the OpenID
-    Provider's RSA keys included, as the one key set of the service."""
+    """Issues and verifies the ``session`` JWT. ``keys``: the service's whole key set, all
+    published (:meth:`public_jwks`); its session keys (EC, OKP) sign and verify."""
 
     def __init__(self, keys: KeySet, *, issuer: str, audience: str, ttl: dt.timedelta) -> None:
         self._keys = KeySet([k for k in keys.keys if is_session_key(k)])
@@ -132,7 +124,7 @@ class JwtSessionTokens:
             "jti": random_uuid_hex(),
             "sid": sid,
             "auth_time": int((auth_time or now).timestamp()),
-            "scope": " ".join(SCOPES),
+            "scope": " ".join(SESSION_SCOPES),
             "provider": provider,
         }
         if resumes is not None:
@@ -151,13 +143,10 @@ class JwtSessionTokens:
         )
 
     def verify(self, token: str, now: dt.datetime) -> SessionClaims:
-        """Verify a session token; a token verified recently is answered from a bounded cache.
-
-        The ECDSA verification is the largest cost of an authenticated request, and a client
-        presents the same token every time. An entry serves at most ``VERIFIED_CACHE_SECONDS``
-        and never past ``exp``, so it changes no verdict (a verified token keeps verifying until
-        it expires). It is keyed by the token's SHA-256: thousands of ~700-byte tokens kept
-        fragmented the heap (+20 % resident memory, docs/benchmarks.md)."""
+        """A token verified recently is answered from a bounded cache (the signature is the
+        largest cost of an authenticated request, and a client presents the same token every
+        time): an entry serves ``VERIFIED_CACHE_SECONDS`` at most and never past ``exp``, so it
+        changes no verdict. Keyed by the token's SHA-256 (docs/benchmarks.md: memory)."""
         at = now.timestamp()
         key = hashlib.sha256(token.encode()).digest()
         cached = self._verified.get(key)
@@ -175,7 +164,20 @@ class JwtSessionTokens:
         return claims
 
     def _verify(self, token: str, now: dt.datetime) -> SessionClaims:
-        decoded = self._decoded(token, now)
+        try:
+            decoded = jwt.decode(token, self._keys, algorithms=list(ALGORITHMS.values()))
+            registry = jwt.JWTClaimsRegistry(
+                now=int(now.timestamp()),
+                leeway=LEEWAY_SECONDS,
+                iss={"essential": True, "value": self._issuer},
+                aud={"essential": True, "value": self._audience},
+                sub={"essential": True},
+                exp={"essential": True},
+                iat={"essential": True},
+            )
+            registry.validate(decoded.claims)
+        except (JoseError, ValueError, TypeError, KeyError) as e:
+            raise InvalidSession(f"{type(e).__name__}: {e}") from None
         claims = decoded.claims
         if decoded.header.get("kid") is None:
             raise InvalidSession("token without kid")
@@ -213,25 +215,6 @@ class JwtSessionTokens:
             if started is None
             else dt.datetime.fromtimestamp(started, dt.UTC),
         )
-
-    def _decoded(self, token: str, now: dt.datetime) -> jwt.Token:
-        """The token, its signature verified by one of the keys and its registered claims
-        checked (issuer, audience, times); InvalidSession otherwise."""
-        try:
-            decoded = jwt.decode(token, self._keys, algorithms=list(ALGORITHMS.values()))
-            registry = jwt.JWTClaimsRegistry(
-                now=int(now.timestamp()),
-                leeway=LEEWAY_SECONDS,
-                iss={"essential": True, "value": self._issuer},
-                aud={"essential": True, "value": self._audience},
-                sub={"essential": True},
-                exp={"essential": True},
-                iat={"essential": True},
-            )
-            registry.validate(decoded.claims)
-        except (JoseError, ValueError, TypeError, KeyError) as e:
-            raise InvalidSession(f"{type(e).__name__}: {e}") from None
-        return decoded
 
     def public_jwks(self) -> Mapping[str, Any]:
         return self._jwks

@@ -1,14 +1,10 @@
 """The OpenID Provider's tokens, signed and verified with the service's key set (joserfc).
 
-RS256 with the first RSA key of the key file for ID tokens by default, access tokens
-(RFC 9068) and logout tokens; ES256 with its first P-256 key for the ID tokens of clients
-that register it. Every header names its key's ``kid`` and the token's ``typ``, which is what
-keeps one kind of token from passing for another when presented back: an access token or a
-logout token is never accepted as an ID token, nor an ID token as an access token.
-
-joserfc signs and verifies all of it. An RS256 signature is the bulk of the cost (some
-200 us of a 2048-bit key) and the library adds little to it, unlike the session token's ES256,
-whose signer of its own in the session adapter earns its place.
+RS256 with the first RSA key for ID tokens by default, access tokens (RFC 9068) and logout
+tokens; ES256 with the first P-256 key for the ID tokens of clients that register it. Every
+header names its key's ``kid`` and the token's ``typ``, which keeps one kind of token from
+passing for another when presented back. The RS256 signature is the bulk of the cost, so
+joserfc signs (unlike the session tokens' ES256, which has a signer of its own).
 """
 
 from __future__ import annotations
@@ -37,8 +33,8 @@ class JwtTokenSigner:
     """:class:`~authgate.ports.jose.TokenSigner` on the service's key set."""
 
     def __init__(self, keys: KeySet, *, issuer: str) -> None:
-        """:class:`ValueError` when ``keys`` holds no RSA key (RS256 is the algorithm every
-        provider signs ID tokens with, and access tokens are RS256)."""
+        """:class:`ValueError` when ``keys`` holds no RSA key (RS256 is every provider's ID
+        token algorithm, OIDC Core 15.1, and the access tokens')."""
         rsa: list[Key] = [k for k in keys.keys if isinstance(k, RSAKey)]
         if not rsa:
             raise ValueError("the key set holds no RSA key for ID and access tokens")

@@ -1,22 +1,15 @@
-"""The :class:`~authgate.ports.metrics.Metrics` port: the service's counters and histograms,
-written for Prometheus by ``prometheus_client`` and, when configured, exported by OTLP.
+"""The :class:`~authgate.ports.metrics.Metrics` port, written for Prometheus by
+``prometheus_client`` and, when configured, exported by OTLP.
 
-Counting happens on every request and every sign-in, so it is a dictionary update in plain
-Python (no lock: everything runs on the event loop's thread). Writing happens once per scrape,
-so it is the library's: a collector hands ``prometheus_client`` its own metric families, built
-exactly as the OpenTelemetry SDK's Prometheus exporter builds them (the same names, units,
-labels, the instrumentation scope's labels), and ``generate_latest`` writes the text. Scrapers
-see the same series whichever mode runs.
+Counting, on every request, is a dictionary update in plain Python (no lock: everything runs
+on the event loop's thread). Writing, once per scrape, is the library's: a collector hands it
+metric families built exactly as the OpenTelemetry SDK's Prometheus exporter builds them (the
+same names, units, labels and scope labels), so scrapers see the same series in either mode.
+``prometheus_client`` is imported on the first scrape (docs/benchmarks.md: idle memory).
 
-``prometheus_client`` is imported on the first scrape, not at start-up: with the modules it
-brings (its exposition server's ``wsgiref``, ``http.server``, ``socketserver``, ``gzip``) it is
-about 1 MiB of an idle service's memory that counting never needs, and a service nobody scrapes
-never pays it.
-
-When the standard ``OTEL_EXPORTER_OTLP_ENDPOINT`` or ``OTEL_EXPORTER_OTLP_METRICS_ENDPOINT`` is
-set, every measurement is also recorded on the OpenTelemetry metrics SDK, whose periodic OTLP
-exporter sends it. Every label value is bounded (provider names, codes, route templates), so
-the points and the SDK's attribute dicts are bounded too.
+With the standard ``OTEL_EXPORTER_OTLP_ENDPOINT`` or ``OTEL_EXPORTER_OTLP_METRICS_ENDPOINT``
+set, every measurement is also recorded on the OpenTelemetry SDK, whose OTLP exporter sends it.
+Every label value is bounded (provider names, codes, route templates).
 """
 
 from __future__ import annotations
@@ -24,12 +17,12 @@ from __future__ import annotations
 import os
 from bisect import bisect_left
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from itertools import accumulate
 from typing import TYPE_CHECKING, Generic, TypeVar
 
 from authgate.ports.metrics import LimitName, ProviderCall
 
 if TYPE_CHECKING:
-    from opentelemetry.metrics import Meter
     from opentelemetry.sdk.metrics import MeterProvider
     from opentelemetry.sdk.metrics.export import MetricReader
     from prometheus_client import CollectorRegistry
@@ -117,7 +110,14 @@ class ServiceMetrics:
         return made
 
     def _histogram(self, name: str, description: str, labels: tuple[str, ...]) -> Histogram:
-        mirror = None if self._meter is None else _sdk_histogram(self._meter, name, description)
+        mirror = None
+        if self._meter is not None:
+            mirror = self._meter.create_histogram(
+                name,
+                unit="s",
+                description=description,
+                explicit_bucket_boundaries_advisory=SECONDS_BUCKETS,
+            ).record
         made = Histogram(name, description, labels, mirror)
         self._instruments.append(made)
         return made
@@ -186,10 +186,9 @@ class ServiceMetrics:
 
 
 class _Instrument(Generic[Point]):
-    """What the instruments share: the exporter's names (dots become underscores) and the
-    label set of a family: the union of the points' labels and the scope's, sorted, a label
-    some points lack being empty on them, as the OpenTelemetry exporter makes it. ``mirror``
-    records every measurement on the OpenTelemetry SDK as well."""
+    """The exporter's names (dots become underscores) and label sets (the points' labels and
+    the scope's, sorted, empty where a point lacks one); ``mirror`` records every measurement
+    on the OpenTelemetry SDK as well."""
 
     def __init__(
         self,
@@ -267,10 +266,8 @@ class Histogram(_Instrument[list[float]]):
         keys, rows = self._rows(self._points)
         family = HistogramMetricFamily(self.name, self.description, labels=keys, unit="seconds")
         for row, point in zip(rows, self._points.values(), strict=True):
-            cumulative, buckets = 0, []
-            for le, count in zip(_BUCKET_LABELS, point[:-1], strict=True):
-                cumulative += int(count)
-                buckets.append((le, cumulative))
+            cumulative = accumulate(int(count) for count in point[:-1])
+            buckets = list(zip(_BUCKET_LABELS, cumulative, strict=True))
             family.add_metric(row, buckets, sum_value=point[-1])
         return family
 
@@ -301,14 +298,3 @@ def _sdk_provider(service_name: str, otlp: bool, readers: Sequence[MetricReader]
     return MeterProvider(
         metric_readers=all_readers, resource=Resource.create({SERVICE_NAME: service_name})
     )
-
-
-def _sdk_histogram(
-    meter: Meter, name: str, description: str
-) -> Callable[[float, Attributes], None]:
-    return meter.create_histogram(
-        name,
-        unit="s",
-        description=description,
-        explicit_bucket_boundaries_advisory=SECONDS_BUCKETS,
-    ).record

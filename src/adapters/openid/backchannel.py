@@ -1,10 +1,9 @@
 """The clients' back-channel logout endpoints, over the service's HTTP client session.
 
-A logout token is POSTed as the form field ``logout_token`` (OpenID Connect Back-Channel Logout
-1.0 section 2.5); any 2xx answer confirms it (the specification asks for 200 and tells the
-provider to accept the 204 some frameworks send). No redirect is followed: an endpoint that
-redirects is misconfigured or hijacked, and the token must reach the registered address only.
-Failure texts name the status or the kind of error, never the token.
+A logout token is POSTed as the form field ``logout_token`` (Back-Channel Logout 1.0 section
+2.5); any 2xx confirms it (the specification asks for 200, and some frameworks send 204). No
+redirect is followed: the token must reach the registered address only. Failure texts never
+name the token.
 """
 
 from __future__ import annotations

@@ -1,10 +1,8 @@
-"""The keys of ``private_key_jwt`` clients, and the signatures of their assertions (RFC 7523).
+"""The keys of ``private_key_jwt`` clients, and their assertions' signatures (RFC 7523).
 
-A client registers its public keys inline (``jwks``: checked against them, nothing to fetch)
-or at a ``jwks_uri``, cached as a provider's event keys are
-(:class:`~authgate.adapters.jose.key_sets.KeySetCache`, one per client, without waiting for the
-floor): anyone can post an assertion naming a client, so forged ones cost the client's server
-one request per floor at most.
+Keys registered inline (``jwks``) are used as they are; those at a ``jwks_uri`` are cached as a
+provider's event keys are (one cache per client, never waiting for the floor): anyone can post
+an assertion naming a client, so forged ones cost its server one request per floor at most.
 """
 
 from __future__ import annotations
@@ -14,17 +12,18 @@ from collections.abc import Mapping
 from typing import Any
 
 import aiohttp
-from joserfc.errors import JoseError
+import attrs
 from joserfc.jwk import KeySet
 
 from authgate.adapters.http_fetch import FetchError, request_json
 from authgate.adapters.jose.key_sets import (
     KeySetCache,
     KeySetUnavailable,
-    header_of,
     json_object,
     loggable,
     pick_key,
+    public_key_set,
+    signed_header,
     verified_payload,
     verify_signature,
 )
@@ -37,40 +36,23 @@ WHAT = "client assertion"
 MAX_KEY_SET_BYTES = 256 * 1024
 
 
+@attrs.define(eq=False)
 class RegisteredClientKeys:
-    """:class:`~authgate.ports.openid.ClientAssertionSignatures` on the keys the
-    clients registered. ``session`` None: nothing can be fetched (the resources the OpenAPI
-    document is built on, where no request is ever served); a registered ``jwks_uri`` is then
-    unavailable, inline keys still work."""
+    """:class:`~authgate.ports.openid.ClientAssertionSignatures` on the keys the clients
+    registered. ``session`` None: nothing is fetched (as for the OpenAPI document's
+    resources), so only inline keys work."""
 
-    def __init__(
-        self,
-        session: aiohttp.ClientSession | None,
-        clock: Clock,
-        *,
-        max_age_seconds: float = 3600.0,
-        min_refetch_seconds: float = 5.0,
-        timeout_seconds: float = 10.0,
-    ) -> None:
-        self._session = session
-        self._clock = clock
-        self._max_age = max_age_seconds
-        self._min_refetch = min_refetch_seconds
-        self._timeout = timeout_seconds
-        self._inline: dict[str, KeySet] = {}
-        self._published: dict[str, KeySetCache] = {}
+    _session: aiohttp.ClientSession | None
+    _clock: Clock
+    _max_age_seconds: float = attrs.field(default=3600.0, kw_only=True)
+    _min_refetch_seconds: float = attrs.field(default=5.0, kw_only=True)
+    _timeout_seconds: float = attrs.field(default=10.0, kw_only=True)
+    _inline: dict[str, KeySet] = attrs.field(factory=dict, init=False)
+    _published: dict[str, KeySetCache] = attrs.field(factory=dict, init=False)
 
     async def verified_claims(self, client: Client, assertion: str) -> Mapping[str, Any]:
         try:
-            header = header_of(assertion, WHAT)
-            alg = header.get("alg")
-            if not isinstance(alg, str) or alg not in ASSERTION_ALGORITHMS:
-                raise VerificationFailed(f"{WHAT} algorithm {loggable(alg)} is not allowed")
-            if "crit" in header or "b64" in header:
-                raise VerificationFailed(f"{WHAT} header has unsupported critical parameters")
-            kid = header.get("kid")
-            if kid is not None and not isinstance(kid, str):
-                raise VerificationFailed(f"{WHAT} kid is not a string")
+            alg, kid = signed_header(assertion, ASSERTION_ALGORITHMS, WHAT)
             if client.jwks is not None:
                 key = pick_key(self._inline_keys(client), alg, kid)
                 if key is None:
@@ -102,8 +84,8 @@ class RegisteredClientKeys:
             cache = KeySetCache(
                 lambda: self._fetch(url, name),
                 self._clock,
-                max_age_seconds=self._max_age,
-                min_refetch_seconds=self._min_refetch,
+                max_age_seconds=self._max_age_seconds,
+                min_refetch_seconds=self._min_refetch_seconds,
                 name=name,
             )
             self._published[client.client_id] = cache
@@ -119,7 +101,7 @@ class RegisteredClientKeys:
                 "GET",
                 url,
                 what=what,
-                timeout_seconds=self._timeout,
+                timeout_seconds=self._timeout_seconds,
                 max_bytes=MAX_KEY_SET_BYTES,
             )
         except FetchError as e:
@@ -130,20 +112,13 @@ class RegisteredClientKeys:
 
 
 def _public_key_set(document: Any, name: str) -> KeySet:
-    """The public signature keys of a JWK Set (private, symmetric and encryption keys left
-    out: a published set never holds them)."""
-    what = f"{name}: key set"
-    if not isinstance(document, dict) or not isinstance(document.get("keys"), list):
-        raise KeySetUnavailable(f"{what} is not a JSON Web Key Set")
-    public = [
-        k
-        for k in document["keys"]
-        if isinstance(k, dict)
-        and k.get("kty") in ("RSA", "EC", "OKP")
-        and not any(p in k for p in ("d", "p", "q"))
-        and k.get("use", "sig") == "sig"
-    ]
-    try:
-        return KeySet.import_key_set({"keys": public})
-    except (JoseError, ValueError, TypeError, KeyError):
-        raise KeySetUnavailable(f"{what} holds no usable key") from None
+    return public_key_set(document, f"{name}: key set", _is_signature_key)
+
+
+def _is_signature_key(jwk: Mapping[str, Any]) -> bool:
+    # Private, symmetric and encryption keys left out: a published set never holds them.
+    return (
+        jwk.get("kty") in ("RSA", "EC", "OKP")
+        and not any(p in jwk for p in ("d", "p", "q"))
+        and jwk.get("use", "sig") == "sig"
+    )

@@ -1,13 +1,7 @@
-"""The code exchange: the authorization code redeemed at the provider's token endpoint, and
-how authgate authenticates there.
-
-* ``client_secret_post``: client id and secret in the form body (RFC 6749 2.3.1);
-* ``client_secret_basic``: HTTP Basic with the form-urlencoded id and secret;
-* ``apple_client_secret_jwt``: the secret is an ES256 JWT that the client mints from its team
-  id (``iss``), key id (``kid`` header) and private key, with ``sub`` = client id and
-  ``aud`` = the provider's issuer; short-lived, reused until shortly before it expires.
-
-The secret never goes into a URL.
+"""The code exchange at the provider's token endpoint, and how authgate authenticates there:
+``client_secret_post`` (RFC 6749 2.3.1), ``client_secret_basic``, or
+``apple_client_secret_jwt`` (an ES256 JWT minted from the team id, key id and private key,
+reused until shortly before it expires). The secret never goes into a URL.
 """
 
 from __future__ import annotations
@@ -42,9 +36,8 @@ class TokenResponse:
     refresh_token: str | None = attrs.field(default=None, repr=False)
 
     def to_revoke(self) -> ProviderToken:
-        """The token that ends the grant at the provider's revocation endpoint: the refresh
-        token when one was issued (revoking it ends the grant, RFC 7009 2.1), else the
-        access token."""
+        """The token whose revocation ends the grant: the refresh token when one was issued
+        (RFC 7009 2.1), else the access token."""
         if self.refresh_token:
             return ProviderToken(self.refresh_token, "refresh_token")
         return ProviderToken(self.access_token, "access_token")
@@ -107,7 +100,7 @@ class ClientCredentials:
     """What the token request carries to authenticate the client."""
 
     form: dict[str, str]
-    headers: dict[str, str]
+    headers: dict[str, str] = attrs.field(factory=dict)
 
 
 class AppleClientSecret:
@@ -115,11 +108,7 @@ class AppleClientSecret:
 
     def __init__(self, settings: ProviderSettings, clock: Clock) -> None:
         assert settings.team_id and settings.key_id and settings.private_key_pem
-        assert settings.issuer is not None
-        self._team_id = settings.team_id
-        self._key_id = settings.key_id
-        self._client_id = settings.client_id
-        self._audience = settings.issuer
+        self._settings = settings
         self._ttl = settings.client_secret_ttl_seconds
         self._clock = clock
         self._key = _load_p256_private_key(settings.private_key_pem, settings.name)
@@ -132,14 +121,15 @@ class AppleClientSecret:
             return self._cached[0]
         iat = math.floor(now)
         exp = iat + math.floor(self._ttl)
+        settings = self._settings
         token = jwt.encode(
-            {"alg": "ES256", "kid": self._key_id},
+            {"alg": "ES256", "kid": settings.key_id},
             {
-                "iss": self._team_id,
+                "iss": settings.team_id,
                 "iat": iat,
                 "exp": exp,
-                "aud": self._audience,
-                "sub": self._client_id,
+                "aud": settings.issuer,
+                "sub": settings.client_id,
             },
             self._key,
             algorithms=["ES256"],
@@ -174,8 +164,7 @@ class ClientAuthenticator:
         settings = self._settings
         if self._apple is not None:
             return ClientCredentials(
-                form={"client_id": settings.client_id, "client_secret": self._apple.current()},
-                headers={},
+                {"client_id": settings.client_id, "client_secret": self._apple.current()}
             )
         assert settings.client_secret is not None
         if settings.token_endpoint_auth == CLIENT_SECRET_BASIC:
@@ -186,9 +175,5 @@ class ClientAuthenticator:
                 headers={"Authorization": f"Basic {basic}"},
             )
         return ClientCredentials(
-            form={"client_id": settings.client_id, "client_secret": settings.client_secret},
-            headers={},
+            {"client_id": settings.client_id, "client_secret": settings.client_secret}
         )
-
-
-__all__ = ["AppleClientSecret", "ClientAuthenticator", "ClientCredentials"]

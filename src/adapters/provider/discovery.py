@@ -1,9 +1,6 @@
-"""A provider's endpoints: explicit configuration, completed by OpenID Connect discovery.
-
-Discovery (``{issuer}/.well-known/openid-configuration``) is fetched lazily on first use,
-cached, fetched again after ``discovery_max_age_seconds`` (keeping the last good document when
-that fails), and retried after ``discovery_retry_seconds`` when it failed with nothing cached.
-Concurrent callers share one fetch.
+"""A provider's endpoints: explicit configuration, completed by OpenID Connect discovery,
+fetched on first use, cached for ``discovery_max_age_seconds`` (the last good document kept
+when a fetch fails), retried after ``discovery_retry_seconds``; callers share one fetch.
 """
 
 from __future__ import annotations

@@ -1,16 +1,13 @@
-"""Verification of the signed event tokens that providers push: OpenID Connect
-logout tokens, Sign in with Apple notifications and Security Event Tokens (RFC 8417).
+"""Verification of the signed event tokens providers push: OpenID Connect logout tokens, Sign
+in with Apple notifications and Security Event Tokens (RFC 8417).
 
-One verifier per provider and shape, on the key-set cache of the provider's events (:mod:`.jwks`
-says why it is not the ID tokens'): the signature with an allowed public-key algorithm, then ``iss``
-exactly, ``aud`` as for ID tokens (OIDC Core 3.1.3.7 step 3, which Back-Channel Logout 1.0 section
-2.6 applies to logout tokens: ours, and no audience we do not trust), ``iat`` neither in the future
-nor older than ``max_age``, ``exp`` (required where the shape requires it), ``jti`` present, and the
-JOSE ``typ`` when given must be one the shape uses. Every failure raises
-:class:`~authgate.ports.provider_events.EventTokenRejected` with its RFC 8935 code and a log-safe
-text (never the token); a key that could not be looked up for the token raises
-:class:`~authgate.ports.provider_events.EventTokenUnavailable` (the provider retries: RFC 8935 makes
-a 400 final, and a delivery refused for a key we could not fetch would be lost).
+The signature (an allowed public-key algorithm, on the events' key-set cache), then ``iss``
+exactly, ``aud`` as for ID tokens (OIDC Core 3.1.3.7 step 3, applied to logout tokens by
+Back-Channel Logout 1.0 section 2.6), ``iat`` neither in the future nor older than ``max_age``,
+``exp`` where required, ``jti``, and the JOSE ``typ`` when given. A failure raises
+:class:`~authgate.ports.provider_events.EventTokenRejected` with its RFC 8935 code; a key that
+could not be looked up raises ``EventTokenUnavailable`` (the provider retries: RFC 8935 makes
+a 400 final). Texts are log-safe (never the token).
 """
 
 from __future__ import annotations
@@ -18,6 +15,8 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Collection
 from typing import Any
+
+import attrs
 
 from authgate.adapters.jose.key_sets import (
     KeySetCache,
@@ -49,40 +48,26 @@ SECEVENT_TYPES = frozenset({"jwt", "secevent+jwt"})  # RFC 8417 section 2.3
 APPLE_TYPES = frozenset({"jwt"})
 
 
+def _frozen(values: Collection[str]) -> frozenset[str]:
+    return frozenset(values)
+
+
+@attrs.frozen(kw_only=True)
 class EventTokenVerifierAdapter:
     """:class:`~authgate.ports.provider_events.EventTokenVerifier` for one provider."""
 
-    def __init__(
-        self,
-        *,
-        keys: KeySetCache,
-        clock: Clock,
-        issuers: Collection[str],
-        audiences: Collection[str],
-        algorithms: Collection[str],
-        trusted_audiences: Collection[str] = (),
-        require_exp: bool = False,
-        types: Collection[str],
-        max_age_seconds: float,
-        leeway_seconds: float = 60.0,
-        what: str = "event token",
-    ) -> None:
-        self._keys = keys
-        self._clock = clock
-        self._issuers = frozenset(issuers)
-        self._audiences = frozenset(audiences)
-        self._trusted = frozenset(trusted_audiences)
-        self._require_exp = require_exp
-        self._algorithms = frozenset(algorithms)
-        self._types = frozenset(types)
-        self._max_age = max_age_seconds
-        self._leeway = leeway_seconds
-        self._what = what
-
-    @property
-    def keys(self) -> KeySetCache:
-        """The key set the tokens are verified with (``authgate config check`` fetches it)."""
-        return self._keys
+    keys: KeySetCache
+    """The key set the tokens are verified with (``authgate config check`` fetches it)."""
+    _clock: Clock
+    _issuers: frozenset[str] = attrs.field(converter=_frozen)
+    _audiences: frozenset[str] = attrs.field(converter=_frozen)
+    _algorithms: frozenset[str] = attrs.field(converter=_frozen)
+    _trusted_audiences: frozenset[str] = attrs.field(converter=_frozen, default=())
+    _require_exp: bool = False
+    _types: frozenset[str] = attrs.field(converter=_frozen)
+    _max_age_seconds: float
+    _leeway_seconds: float = 60.0
+    _what: str = "event token"
 
     async def verify(self, token: str) -> VerifiedEventToken:
         try:
@@ -105,7 +90,7 @@ class EventTokenVerifierAdapter:
         if kid is not None and not isinstance(kid, str):
             raise EventTokenRejected(INVALID_REQUEST, f"{self._what} kid is not a string")
         try:
-            payload = await verified_payload(self._keys, token, alg, kid, self._what, wait=False)
+            payload = await verified_payload(self.keys, token, alg, kid, self._what, wait=False)
             claims = json_object(payload, self._what)
         except VerificationFailed as e:
             raise EventTokenRejected(INVALID_KEY, str(e)) from None
@@ -125,7 +110,9 @@ class EventTokenVerifierAdapter:
             raise EventTokenRejected(INVALID_AUDIENCE, f"{what} aud does not name us")
         # As for ID tokens: a token also addressed to a party we do not trust is one that party
         # holds and may replay to us.
-        untrusted = [a for a in audiences if a not in self._audiences and a not in self._trusted]
+        untrusted = [
+            a for a in audiences if a not in self._audiences and a not in self._trusted_audiences
+        ]
         if untrusted:
             raise EventTokenRejected(
                 INVALID_AUDIENCE, f"{what} aud names an untrusted audience {loggable(untrusted[0])}"
@@ -134,22 +121,24 @@ class EventTokenVerifierAdapter:
         iat = _number(claims.get("iat"))
         if iat is None:
             raise EventTokenRejected(INVALID_REQUEST, f"{what} has no numeric iat")
-        if iat > now + self._leeway:
+        if iat > now + self._leeway_seconds:
             raise EventTokenRejected(INVALID_REQUEST, f"{what} iat is in the future")
-        if iat < now - self._max_age - self._leeway:
+        if iat < now - self._max_age_seconds - self._leeway_seconds:
             raise EventTokenRejected(INVALID_REQUEST, f"{what} iat is too old")
         exp = _number(claims.get("exp"))
         if self._require_exp and "exp" not in claims:
             raise EventTokenRejected(INVALID_REQUEST, f"{what} has no exp")
         if "exp" in claims and exp is None:
             raise EventTokenRejected(INVALID_REQUEST, f"{what} exp is not a number")
-        if exp is not None and exp <= now - self._leeway:
+        if exp is not None and exp <= now - self._leeway_seconds:
             raise EventTokenRejected(INVALID_REQUEST, f"{what} has expired")
         jti = claims.get("jti")
         if not isinstance(jti, str) or not jti or len(jti) > MAX_JTI_LENGTH:
             raise EventTokenRejected(INVALID_REQUEST, f"{what} has no usable jti")
         # Remembered for as long as an event with this iat is accepted at all.
-        until = dt.datetime.fromtimestamp(iat + self._max_age + 2 * self._leeway, dt.UTC)
+        until = dt.datetime.fromtimestamp(
+            iat + self._max_age_seconds + 2 * self._leeway_seconds, dt.UTC
+        )
         return EventId(issuer=iss, jti=jti, expires_at=until)
 
 

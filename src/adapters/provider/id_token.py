@@ -1,14 +1,10 @@
-"""Verification of an OpenID Connect ID token (OIDC Core 3.1.3.7).
+"""Verification of an OpenID Connect ID token (OIDC Core 3.1.3.7), then the identity a sign-in
+proves (:class:`Identities`).
 
-The signature is checked first, with a key of the provider's key set chosen by ``kid`` and an
-algorithm from the provider's allow-list; then the claims: ``iss`` exactly, ``aud`` containing
-the client id and no other audience that is not trusted, ``azp``, ``exp``/``iat``/``nbf`` with a
-small leeway, ``nonce``, ``sub``.
-Every failure raises :class:`~authgate.ports.provider.VerificationFailed` with a log-safe text
-(never the token). The signature is checked by joserfc, for event tokens too.
-
-Then the identity the sign-in proves (:class:`Identities`): from the verified ID token's claims,
-completed by the userinfo endpoint (OpenID Connect), or from a profile request (plain OAuth 2.0).
+The signature (joserfc), with a key chosen by ``kid`` and an allowed algorithm; then ``iss``
+exactly, ``aud`` with the client id and no untrusted audience, ``azp``, the times with a small
+leeway, ``nonce``, ``sub``. A failure raises
+:class:`~authgate.ports.provider.VerificationFailed` with a log-safe text (never the token).
 """
 
 from __future__ import annotations
@@ -17,15 +13,15 @@ import datetime as dt
 import hmac
 import json
 import logging
-from collections.abc import Collection, Mapping
-from typing import TYPE_CHECKING, Any
+from collections.abc import Mapping
+from typing import Any
 
 from authgate.adapters.http_fetch import FetchError, ProviderHttp, with_query
 from authgate.adapters.jose.key_sets import (
     KeySetCache,
-    header_of,
     json_object,
     loggable,
+    signed_header,
     verified_payload,
 )
 from authgate.adapters.provider.discovery import Endpoints
@@ -35,76 +31,29 @@ from authgate.domain.secrets import appsecret_proof
 from authgate.ports.clock import Clock
 from authgate.ports.provider import ExchangeFailed, VerificationFailed
 
-if TYPE_CHECKING:
-    from authgate.adapters.provider.settings import ProviderSettings
-
 log = logging.getLogger("authgate.identity")
 
 
 class IdTokenVerifier:
-    """Verifies ID tokens of one provider."""
+    """Verifies ID tokens of one provider (one with an issuer: plain OAuth 2.0 issues none)."""
 
-    def __init__(
-        self,
-        *,
-        keys: KeySetCache,
-        clock: Clock,
-        issuer: str,
-        client_id: str,
-        algorithms: Collection[str],
-        additional_issuers: Collection[str] = (),
-        trusted_audiences: Collection[str] = (),
-        leeway_seconds: float = 60.0,
-    ) -> None:
+    def __init__(self, settings: ProviderSettings, keys: KeySetCache, clock: Clock) -> None:
+        assert settings.issuer is not None
         self._keys = keys
         self._clock = clock
-        self._issuers = frozenset({issuer, *additional_issuers})
-        self._client_id = client_id
-        self._trusted_audiences = frozenset(trusted_audiences)
-        self._algorithms = frozenset(algorithms)
-        self._leeway = leeway_seconds
-
-    @classmethod
-    def for_provider(
-        cls, settings: ProviderSettings, keys: KeySetCache, clock: Clock
-    ) -> IdTokenVerifier | None:
-        """The verifier of a provider's ID tokens; None for a provider without an issuer
-        (plain OAuth 2.0: it issues none)."""
-        if settings.issuer is None:
-            return None
-        return cls(
-            keys=keys,
-            clock=clock,
-            issuer=settings.issuer,
-            client_id=settings.client_id,
-            additional_issuers=settings.additional_issuers,
-            trusted_audiences=settings.trusted_audiences,
-            algorithms=settings.id_token_algorithms,
-            leeway_seconds=settings.leeway_seconds,
-        )
+        self._issuers = frozenset({settings.issuer, *settings.additional_issuers})
+        self._client_id = settings.client_id
+        self._trusted_audiences = frozenset(settings.trusted_audiences)
+        self._algorithms = frozenset(settings.id_token_algorithms)
+        self._leeway = settings.leeway_seconds
 
     async def verify(self, token: str, *, nonce: str | None) -> dict[str, Any]:
-        """The verified claims of ``token``.
-
-        Raises VerificationFailed for a token that does not verify, and ExchangeFailed when no
-        key set could be loaded at all (an outage of the provider, not an attack).
-        """
-        header = header_of(token)
-        alg = header.get("alg")
-        if not isinstance(alg, str) or alg not in self._algorithms:
-            raise VerificationFailed(f"ID token algorithm {loggable(alg)} is not allowed")
-        if "crit" in header or "b64" in header:
-            raise VerificationFailed("ID token header has unsupported critical parameters")
-        kid = header.get("kid")
-        if kid is not None and not isinstance(kid, str):
-            raise VerificationFailed("ID token kid is not a string")
-        payload = await self._verified_payload(token, alg, kid)
-        claims = json_object(payload)
+        """The verified claims of ``token``: VerificationFailed when it does not verify,
+        ExchangeFailed when no key set could be loaded (an outage, not an attack)."""
+        alg, kid = signed_header(token, self._algorithms)
+        claims = json_object(await verified_payload(self._keys, token, alg, kid))
         self._check_claims(claims, nonce)
         return claims
-
-    async def _verified_payload(self, token: str, alg: str, kid: str | None) -> bytes:
-        return await verified_payload(self._keys, token, alg, kid)
 
     def _check_claims(self, claims: Mapping[str, Any], nonce: str | None) -> None:
         iss = claims.get("iss")
@@ -174,8 +123,6 @@ def audience_list(aud: Any) -> list[str] | None:
         return None
     return audiences
 
-
-log = logging.getLogger("authgate.identity")
 
 # Claims of an ID token or userinfo answer kept as profile data (no token material, no nonce).
 PROFILE_CLAIMS = (

@@ -1,15 +1,14 @@
 """The configuration of one identity provider, as the adapter needs it.
 
 The YAML configuration's ``providers.<name>`` is read straight into these settings (the
-composition root's ``ProviderConfig`` adds only what the entry points use) and validated once,
-as they are made. ``private_key_file`` is read into ``private_key_pem`` when the adapter is
-opened (the development Apple key is made after the configuration is read).
+composition root's ``ProviderConfig`` adds what the entry points use), validated as they are
+made. ``private_key_file`` is read into ``private_key_pem`` when the adapter is opened.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Literal
+from typing import Literal, get_args
 
 import attrs
 
@@ -43,18 +42,10 @@ def _strings(value: Iterable[str]) -> tuple[str, ...]:
 
 @attrs.frozen
 class ProviderSettings:
-    """One configured provider.
-
-    The shape follows from the fields:
-
-    * ``issuer`` set: OpenID Connect; an ID token is expected and verified, endpoints not
-      given explicitly come from ``{issuer}/.well-known/openid-configuration``;
-    * ``issuer`` unset: plain OAuth 2.0; the identity comes from ``profile_endpoint`` (called
-      with the access token as bearer and ``appsecret_proof``) or ``userinfo_endpoint``;
-    * ``token_endpoint_auth="apple_client_secret_jwt"``: the client secret is an ES256 JWT
-      minted from ``team_id``, ``key_id`` and ``private_key_pem``; the callback's first-time
-      ``user`` JSON supplies the name.
-    """
+    """One configured provider. ``issuer`` set: OpenID Connect (an ID token is verified,
+    endpoints not given come from discovery); unset: plain OAuth 2.0 (the identity comes from
+    ``profile_endpoint`` or ``userinfo_endpoint``). ``apple_client_secret_jwt``: the client
+    secret is an ES256 JWT minted from ``team_id``, ``key_id`` and ``private_key_pem``."""
 
     name: str
     client_id: str
@@ -85,9 +76,8 @@ class ProviderSettings:
     """Audiences an ID token may name beside the client id (OIDC Core 3.1.3.7 step 3); a token
     with any other extra audience is refused, even when its ``azp`` is the client id."""
     revocation_endpoint: str | None = None
-    """Where the provider's tokens are revoked (RFC 7009; Apple's ``/auth/revoke``, Google's
-    ``revoke``); unset: the discovery document's ``revocation_endpoint``, if any. A provider
-    with neither keeps no token."""
+    """RFC 7009; unset: the discovery document's, if any. A provider with neither keeps no
+    token."""
     revocation_auth: RevocationAuth | None = None
     """How a revocation request authenticates the client: ``client`` as at the token endpoint
     (RFC 7009 2.1; Apple's client-secret JWT), ``none`` the token alone (Google); unset:
@@ -96,25 +86,20 @@ class ProviderSettings:
     """RFC 9207: refuse an authorization response without ``iss`` even when the provider's
     discovery document does not advertise ``authorization_response_iss_parameter_supported``."""
     signin_max_age_seconds: int | None = DEFAULT_SIGNIN_MAX_AGE
-    """``max_age`` sent with every OpenID Connect sign-in: OpenID Connect Core 3.1.2.1 then
-    makes ``auth_time`` a required claim of the ID token, the one statement that proves when
-    the person logged in. A year, so that it practically never makes the provider ask for a
-    login it would not have asked for; None sends none."""
+    """``max_age`` sent with every OpenID Connect sign-in, which makes ``auth_time`` a required
+    claim (OIDC Core 3.1.2.1); a year, so that the provider practically never asks for a login
+    because of it. None sends none."""
     states_auth_time: bool | None = None
-    """Whether this provider signs ``auth_time`` in its ID tokens, so that a sign-in through it
-    can prove a recent login (step-up, an application's ``max_age``). Unset: every OpenID
-    Connect provider but Google, which states it only once its "session age claims" setting
-    is on for the OAuth client (then set true); never a provider without ID tokens."""
+    """Whether the ID tokens carry a signed ``auth_time`` (a sign-in proves a recent login).
+    Unset: every OpenID Connect provider but Google, which states it only with its "session
+    age claims" setting on for the OAuth client (then set true)."""
     # -- tuning (defaults follow the spec; tests shorten them) --------------------------------
     leeway_seconds: float = 60.0
     """Clock skew allowed on ``exp``, ``iat`` and ``nbf``."""
     jwks_max_age_seconds: float = 86400.0
     """How long a fetched key set is used before it is fetched again (spec 8: 24 h)."""
     jwks_min_refetch_seconds: float = 5.0
-    """The floor between key-set fetch attempts: at most one forced fetch (unknown ``kid``,
-    bad signature) per this interval and per cache (ID tokens; pushed event tokens). An ID
-    token waits for it rather than failing; an event token is answered "retry later"; a flood
-    of forged event tokens causes at most one request to the provider per interval."""
+    """The floor between key-set fetch attempts, per cache (see ``jose.key_sets``)."""
     jwks_absent_kid_seconds: float = 300.0
     """A ``kid`` that a fetch proved absent from the key set triggers no fetch for this long."""
     discovery_max_age_seconds: float = 86400.0
@@ -152,29 +137,17 @@ class ProviderSettings:
         return self.token_endpoint_auth == APPLE_CLIENT_SECRET_JWT
 
     def _problems(self) -> Iterable[str]:
-        yield from self._identity_problems()
-        yield from self._secret_problems()
-        yield from self._token_problems()
-        yield from self._tuning_problems()
-
-    def _identity_problems(self) -> Iterable[str]:
         if not self.name:
             yield "name: must not be empty"
         if not self.client_id:
             yield "client_id: must not be empty"
-        if self.token_endpoint_auth not in (
-            CLIENT_SECRET_POST,
-            CLIENT_SECRET_BASIC,
-            APPLE_CLIENT_SECRET_JWT,
-        ):
+        if self.token_endpoint_auth not in get_args(TokenEndpointAuth):
             yield f"token_endpoint_auth: unknown method {self.token_endpoint_auth!r}"
         if self.issuer is None:
             if self.authorization_endpoint is None or self.token_endpoint is None:
                 yield "needs issuer (discovery) or authorization_endpoint and token_endpoint"
             if self.profile_endpoint is None and self.userinfo_endpoint is None:
                 yield "without issuer (no ID token) needs profile_endpoint or userinfo_endpoint"
-
-    def _secret_problems(self) -> Iterable[str]:
         if self.is_apple:
             for field in ("team_id", "key_id"):
                 if not getattr(self, field):
@@ -187,8 +160,6 @@ class ProviderSettings:
             yield "client_secret: required"
         if self.profile_endpoint is not None and not self.client_secret:
             yield "client_secret: required for profile_endpoint (appsecret_proof)"
-
-    def _token_problems(self) -> Iterable[str]:
         if not self.id_token_algorithms:
             yield "id_token_algorithms: must not be empty"
         for alg in self.id_token_algorithms:
@@ -203,12 +174,10 @@ class ProviderSettings:
             10 * DEFAULT_SIGNIN_MAX_AGE
         ):
             yield "signin_max_age_seconds: must be between 1 and 3650 days in seconds"
-        if self.revocation_auth not in (None, "client", "none"):
+        if self.revocation_auth not in (None, *get_args(RevocationAuth)):
             yield f"revocation_auth: unknown method {self.revocation_auth!r}"
-        if self.response_mode not in ("query", "form_post"):
+        if self.response_mode not in get_args(ResponseMode):
             yield f"response_mode: unknown mode {self.response_mode!r}"
-
-    def _tuning_problems(self) -> Iterable[str]:
         for field in (
             "timeout_seconds",
             "jwks_max_age_seconds",

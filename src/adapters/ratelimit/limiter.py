@@ -1,16 +1,11 @@
-"""Moving-window limits ("10 per minute" means at most 10 in any 60 seconds) in one store.
+"""Moving-window limits ("10 per minute": at most 10 in any 60 seconds) in one store.
 
-Every hit tests and counts in one atomic step, so concurrent requests cannot all slip through as
-they do with test-then-hit: on Redis through ``limits``' Lua scripts (imported only then), in
-memory through :class:`MovingWindow`. Several limits share one :class:`RateLimitStore`, each in
-its own namespace: one Redis connection pool, one fail-open policy. When the store is
-unreachable every limit fails open or closed as configured, and the log says so once when it
-becomes unreachable and once when it answers again.
-
-The memory store (:class:`MovingWindow`) keeps, per key, the times of the requests allowed in
-the last window and tests and counts with no ``await`` between: a few dictionary and deque
-operations, where ``limits``' own asynchronous memory store takes a task and a thread hop per
-hit. Keys whose window emptied are swept out every few seconds.
+Every hit tests and counts in one atomic step, so concurrent requests cannot all slip through:
+on Redis through ``limits``' Lua scripts (imported only then), in memory through
+:class:`MovingWindow`, with no ``await`` (``limits``' own memory store takes a task and a
+thread hop per hit). Limits share one :class:`RateLimitStore`, each in its own namespace; when
+Redis is unreachable they fail open or closed as configured, logged once as it becomes
+unreachable and once as it answers again.
 """
 
 from __future__ import annotations
@@ -72,17 +67,11 @@ class RateLimitStore:
 
         return LimitsRateLimiter(self, limits_parse(rate.text()), namespace)
 
-    async def hit(self, item: RateLimitItem, namespace: str, key: str) -> RateDecision:
-        """Count one request for ``key`` against ``item`` in ``namespace``."""
-        return await self._decide(item, namespace, key, count=True)
-
-    async def peek(self, item: RateLimitItem, namespace: str, key: str) -> RateDecision:
-        """Whether one more request for ``key`` is within ``item`` now, counting nothing."""
-        return await self._decide(item, namespace, key, count=False)
-
-    async def _decide(
+    async def decide(
         self, item: RateLimitItem, namespace: str, key: str, *, count: bool
     ) -> RateDecision:
+        """Whether one more request for ``key`` is within ``item`` in ``namespace`` now,
+        counting it with ``count``."""
         assert self._strategy is not None  # a Redis store: memory limits count in MovingWindow
         strategy = self._strategy
         try:
@@ -121,16 +110,11 @@ class LimitsRateLimiter:
         self._item = item
         self._namespace = namespace
 
-    @property
-    def limit(self) -> RateLimitItem:
-        """The limit, as ``limits`` parsed it."""
-        return self._item
-
     async def hit(self, key: str) -> RateDecision:
-        return await self._store.hit(self._item, self._namespace, key)
+        return await self._store.decide(self._item, self._namespace, key, count=True)
 
     async def peek(self, key: str) -> RateDecision:
-        return await self._store.peek(self._item, self._namespace, key)
+        return await self._store.decide(self._item, self._namespace, key, count=False)
 
 
 class MemoryRateLimiter:
@@ -138,13 +122,8 @@ class MemoryRateLimiter:
 
     def __init__(self, window: MovingWindow, rate: Rate, namespace: str) -> None:
         self._window = window
-        self._rate = rate
         self._amount, self._seconds = rate.amount, rate.seconds
         self._prefix = namespace + "/"
-
-    @property
-    def rate(self) -> Rate:
-        return self._rate
 
     async def hit(self, key: str) -> RateDecision:
         return self._window.hit(self._amount, self._seconds, self._prefix + key)

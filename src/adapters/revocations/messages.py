@@ -1,8 +1,11 @@
-"""The message format shared by the networked channels: the session ids, comma-separated
-(ids are hex; a PostgreSQL NOTIFY payload holds up to 8,000 bytes, so long lists are split)."""
+"""What the networked channels share: the message format (the session ids, comma-separated;
+ids are hex, and a PostgreSQL NOTIFY payload holds up to 8,000 bytes, so long lists are split),
+the subscribers and the listening task."""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import logging
 from collections.abc import Iterator, Sequence
 
@@ -33,11 +36,30 @@ def decode(payload: str | bytes) -> list[str]:
     return [sid for sid in text.split(",") if sid]
 
 
-class Subscribers:
-    """The subscribers of a networked channel, each told every revocation heard."""
+class NetworkedChannel:
+    """A :class:`~authgate.ports.revocations.RevocationChannel` that sends each payload with
+    :meth:`_send` and hears them in its :meth:`_listen` task (which sets ``_listening`` once
+    it does)."""
+
+    TASK_NAME = "revocations"
 
     def __init__(self) -> None:
         self._subscribers: list[OnRevoked] = []
+        self._task: asyncio.Task[None] | None = None
+        self._listening = asyncio.Event()
+
+    async def _send(self, payload: str) -> None:
+        raise NotImplementedError
+
+    async def _listen(self) -> None:
+        raise NotImplementedError
+
+    async def publish(self, session_ids: Sequence[str]) -> None:
+        try:
+            for payload in encode(session_ids):
+                await self._send(payload)
+        except Exception as e:  # the cache lifetime bounds what a lost message costs
+            log.warning("could not publish a session revocation (%s: %s)", type(e).__name__, e)
 
     def subscribe(self, on_revoked: OnRevoked) -> None:
         self._subscribers.append(on_revoked)
@@ -48,3 +70,16 @@ class Subscribers:
                 on_revoked(session_ids)
             except Exception:
                 log.exception("a revocation subscriber failed")
+
+    async def start(self) -> None:
+        self._task = asyncio.create_task(self._listen(), name=self.TASK_NAME)
+        # Wait briefly for the subscription, so a revocation right after start-up is heard;
+        # an unreachable server does not hold start-up up.
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._listening.wait(), 2.0)
+
+    async def close(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await self._task

@@ -3,15 +3,11 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
-from collections.abc import Sequence
 
 import redis.asyncio as aioredis
 
-from authgate.ports.revocations import OnRevoked
-
-from .messages import CHANNEL, Subscribers, decode, encode
+from .messages import CHANNEL, NetworkedChannel, decode
 
 log = logging.getLogger("authgate.sessions")
 
@@ -21,34 +17,20 @@ RETRY_FIRST_SECONDS = 0.5
 RETRY_MAX_SECONDS = 30.0
 
 
-class RedisRevocations:
-    """:class:`~authgate.ports.revocations.RevocationChannel` on a Redis server: one
-    subscription task per instance, re-subscribing after a lost connection."""
+class RedisRevocations(NetworkedChannel):
+    """Revocations on a Redis server: one subscription task per instance, re-subscribing
+    after a lost connection."""
+
+    TASK_NAME = "revocations-redis"
 
     def __init__(self, url: str) -> None:
+        super().__init__()
         self._redis = aioredis.Redis.from_url(
             url, socket_timeout=2.0, socket_connect_timeout=1.0, health_check_interval=10
         )
-        self._task: asyncio.Task[None] | None = None
-        self._subscribers = Subscribers()
-        self._subscribed = asyncio.Event()
 
-    async def publish(self, session_ids: Sequence[str]) -> None:
-        try:
-            for payload in encode(session_ids):
-                await self._redis.publish(CHANNEL, payload)
-        except Exception as e:  # the cache lifetime bounds what a lost message costs
-            log.warning("could not publish a session revocation (%s: %s)", type(e).__name__, e)
-
-    def subscribe(self, on_revoked: OnRevoked) -> None:
-        self._subscribers.subscribe(on_revoked)
-
-    async def start(self) -> None:
-        self._task = asyncio.create_task(self._listen(), name="revocations-redis")
-        # Wait briefly for the subscription, so a revocation right after start-up is heard;
-        # an unreachable Redis does not hold start-up up.
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(self._subscribed.wait(), 2.0)
+    async def _send(self, payload: str) -> None:
+        await self._redis.publish(CHANNEL, payload)
 
     async def _listen(self) -> None:
         delay = RETRY_FIRST_SECONDS
@@ -57,7 +39,7 @@ class RedisRevocations:
             try:
                 async with self._redis.pubsub() as pubsub:
                     await pubsub.subscribe(CHANNEL)
-                    self._subscribed.set()
+                    self._listening.set()
                     delay = RETRY_FIRST_SECONDS
                     if lost:
                         lost = False
@@ -67,11 +49,11 @@ class RedisRevocations:
                             ignore_subscribe_messages=True, timeout=5.0
                         )
                         if message is not None and message.get("type") == "message":
-                            self._subscribers.deliver(decode(message["data"]))
+                            self.deliver(decode(message["data"]))
             except asyncio.CancelledError:
                 raise
             except Exception as e:
-                self._subscribed.clear()
+                self._listening.clear()
                 if not lost:
                     lost = True
                     log.warning(
@@ -86,8 +68,5 @@ class RedisRevocations:
                 delay = min(delay * 2, RETRY_MAX_SECONDS)
 
     async def close(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await self._task
+        await super().close()
         await self._redis.aclose()

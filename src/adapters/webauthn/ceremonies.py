@@ -1,11 +1,8 @@
-"""The WebAuthn ceremonies on fido2's ``Fido2Server``: everything of the library but the type
-hints' fast path (:mod:`.fido2_hints`).
+"""The WebAuthn ceremonies on fido2's ``Fido2Server``, imported on the first ceremony.
 
-Imported on the first ceremony (:mod:`.relying_party` says why).
-
-fido2 raises :class:`ValueError` for a check that fails, with its own English text;
-:data:`_REASONS` turns those texts into the answer's reasons. Anything else it raises while
-decoding a response, or while checking one (a member of an odd type), is malformed input.
+fido2 raises :class:`ValueError` for a check that fails, with its own English text, which
+:data:`_REASONS` turns into the answer's reasons. Anything else it raises while decoding or
+checking a response (a member of an odd type) is malformed input.
 """
 
 from __future__ import annotations

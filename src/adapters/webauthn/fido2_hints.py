@@ -1,18 +1,13 @@
 """A fast path beside fido2: its data classes' type hints, read once per class.
 
-Every fido2 WebAuthn data class (``AuthenticationResponse``, ``CollectedClientData``'s
-holders, the options) calls ``typing.get_type_hints`` on its own class each time one is made
-or parsed (``fido2.utils._DataClassMapping``), and fido2's annotations are strings (``from
-__future__ import annotations``): each call compiles and evaluates them again. A passkey
-sign-in makes about six such objects; those calls were over half of the server's CPU for it
-(cProfile: 5 ms a sign-in without this, 1.5 ms with it; bench/passkeys_bench.py measures the
-whole sign-in). A class's hints never change while the process runs, so they are kept per
-class, for fido2's own classes only (a bounded set), and handed out as copies.
+Every fido2 WebAuthn data class calls ``typing.get_type_hints`` on itself each time one is made
+or parsed (``fido2.utils._DataClassMapping``), evaluating its string annotations again: over
+half of a passkey sign-in's server CPU (docs/benchmarks.md). A class's hints never change, so
+they are kept per fido2 class (a bounded set) and handed out as copies.
 
-It replaces one name, ``fido2.utils.get_type_hints``, which fido2 imports from ``typing``:
-pyproject.toml pins fido2 to 2.2, and :func:`memoize_type_hints` checks at start-up that the
-name is still ``typing.get_type_hints``; if it is not (another fido2), the library's own path
-stays, with one warning.
+It replaces ``fido2.utils.get_type_hints``: pyproject.toml pins fido2 to 2.2, and
+:func:`memoize_type_hints` checks at start-up that the name is still ``typing.get_type_hints``;
+if not (another fido2), the library's own path stays, with one warning.
 """
 
 from __future__ import annotations

@@ -1,14 +1,8 @@
-"""The WebAuthn relying party on Yubico's fido2 (docs/passkeys.md, "The library": why that one).
+"""The WebAuthn relying party of passkeys on Yubico's fido2 (docs/passkeys.md: why that one).
 
-:class:`Fido2RelyingParty` is built at start-up with the service; fido2's ceremonies
-(:mod:`.ceremonies`: ``fido2.server``, ``fido2.webauthn`` with its many data classes,
-``fido2.cose``, ``fido2.arkg``) are imported on the first ceremony, not then. Loading them
-at start-up cost 1.8 MiB of idle resident memory (bench/startup_bench.py) in every process,
-including those that never run a ceremony.
-
-What runs at start-up is the check of the type hints' fast path (:mod:`.fido2_hints`), which
-imports ``fido2.utils`` alone: a fido2 that no longer matches it is reported when the service
-starts, not at someone's first passkey.
+fido2's ceremonies (:mod:`.ceremonies`) are imported on the first ceremony, not at start-up
+(docs/benchmarks.md: idle memory). The type hints' fast path (:mod:`.fido2_hints`) is checked
+at start-up, so that a fido2 that no longer matches it is reported then.
 """
 
 from __future__ import annotations
