@@ -6,16 +6,12 @@ import datetime as dt
 
 from authgate.domain.model import SignInEvent
 
-from .journal import Journal, Log
+from .journal import Log, Stored
 
 
-class MemoryEvents:
+class MemoryEvents(Stored):
     def __init__(self, max_events: int = 10_000) -> None:
         self._events: Log[SignInEvent] = Log(max_events)
-
-    def join(self, journal: Journal) -> None:
-        """Note this store's writes within a unit in ``journal`` (the unit of work's)."""
-        journal.watch(self._events)
 
     def snapshot(self) -> list[SignInEvent]:
         """The events held, oldest first."""

@@ -11,7 +11,7 @@ in a store no unit of work watches, nothing is noted.
 from __future__ import annotations
 
 import collections
-from collections.abc import ItemsView, Iterable, Iterator, KeysView, ValuesView
+from collections.abc import Callable, ItemsView, Iterable, Iterator, KeysView, ValuesView
 from typing import Generic, Protocol, TypeVar
 
 K = TypeVar("K")
@@ -191,6 +191,10 @@ class Table(Generic[K, V]):
             count += 1
         return count
 
+    def delete_if(self, condition: Callable[[V], bool]) -> int:
+        """Remove the rows that meet ``condition``; how many."""
+        return self.delete_where([k for k, v in self._rows.items() if condition(v)])
+
 
 class Log(Generic[T]):
     """A bounded deque whose appends within a unit are noted in the journal watching it."""
@@ -257,3 +261,22 @@ class Log(Generic[T]):
 
     def __len__(self) -> int:
         return len(self._items)
+
+
+class Stored:
+    """A memory store whose :class:`Table` and :class:`Log` attributes note a unit's writes."""
+
+    def join(self, journal: Journal) -> None:
+        """Note this store's writes within a unit in ``journal`` (the unit of work's)."""
+        journal.watch(*(part for part in vars(self).values() if isinstance(part, Table | Log)))
+
+
+class OneTable(Stored, Generic[K, V]):
+    """A memory store of one :class:`Table` (``_rows``) of immutable records."""
+
+    def __init__(self) -> None:
+        self._rows: Table[K, V] = Table()
+
+    def snapshot(self) -> dict[K, V]:
+        """The rows held (a shallow copy)."""
+        return self._rows.copy()

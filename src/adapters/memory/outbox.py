@@ -10,7 +10,7 @@ import attrs
 from authgate.domain.openid.logout import PendingLogout
 from authgate.ports.outbox import P
 
-from .journal import Journal, Table
+from .journal import OneTable
 
 
 @attrs.frozen
@@ -27,20 +27,9 @@ def _claimable(row: OutboxRow[Any], now: dt.datetime) -> bool:
     )
 
 
-class MemoryOutbox(Generic[P]):
+class MemoryOutbox(OneTable[str, OutboxRow[P]]):
     """:class:`~authgate.ports.outbox.Outbox` in a dict (one process: the lease only matters to
     a worker that dies, which here takes the rows with it)."""
-
-    def __init__(self) -> None:
-        self._rows: Table[str, OutboxRow[P]] = Table()
-
-    def join(self, journal: Journal) -> None:
-        """Note this store's writes within a unit in ``journal`` (the unit of work's)."""
-        journal.watch(self._rows)
-
-    def snapshot(self) -> dict[str, OutboxRow[P]]:
-        """The rows held (immutable: a shallow copy)."""
-        return self._rows.copy()
 
     async def add(self, pending: P) -> None:
         if pending.id in self._rows:

@@ -6,27 +6,17 @@ import datetime as dt
 
 from authgate.domain.model import EventId
 
-from .journal import Journal, Table
+from .journal import OneTable
 
 
-class MemorySeenEvents:
-    """:class:`~authgate.ports.provider_events.SeenEvents` in a dict (atomic on the loop)."""
-
-    def __init__(self) -> None:
-        self._seen: Table[tuple[str, str], dt.datetime] = Table()
-
-    def join(self, journal: Journal) -> None:
-        """Note this store's writes within a unit in ``journal`` (the unit of work's)."""
-        journal.watch(self._seen)
-
-    def snapshot(self) -> dict[tuple[str, str], dt.datetime]:
-        """The events held, with their expiry."""
-        return self._seen.copy()
+class MemorySeenEvents(OneTable[tuple[str, str], dt.datetime]):
+    """:class:`~authgate.ports.provider_events.SeenEvents` in a dict (atomic on the loop): the
+    events seen, with their expiry."""
 
     async def first_sight(self, event: EventId, now: dt.datetime) -> bool:
-        self._seen.delete_where([k for k, v in self._seen.items() if v <= now])
+        self._rows.delete_if(lambda expires_at: expires_at <= now)
         key = (event.issuer, event.jti)
-        if key in self._seen:
+        if key in self._rows:
             return False
-        self._seen[key] = event.expires_at
+        self._rows[key] = event.expires_at
         return True

@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 from collections.abc import AsyncIterator
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from typing import Any
+
+import attrs
 
 from authgate.adapters.bound_repositories import BoundRepositories, RepositoryMakers
 
@@ -51,9 +55,6 @@ class MemoryUnitOfWork:
         logout_outbox: MemoryLogoutOutbox | None = None,
         passkeys: MemoryPasskeys | None = None,
     ) -> None:
-        self._accounts = accounts
-        self._events = events
-        self._sessions = sessions
         self.seen_events = seen_events or MemorySeenEvents()
         self.provider_tokens = provider_tokens or MemoryProviderTokens()
         self.revocations = revocations or MemoryRevocationOutbox()
@@ -63,30 +64,7 @@ class MemoryUnitOfWork:
         self.session_clients = session_clients or MemorySessionClients()
         self.logout_outbox = logout_outbox or MemoryLogoutOutbox()
         self.passkeys = passkeys or MemoryPasskeys(accounts)
-        # A unit hands out the stores themselves: what it wrote is put back if it raises.
-        self._makers: RepositoryMakers[None] = RepositoryMakers(
-            accounts=lambda _: self._accounts,
-            events=lambda _: self._events,
-            sessions=lambda _: self._sessions,
-            seen_events=lambda _: self.seen_events,
-            provider_tokens=lambda _: self.provider_tokens,
-            revocations=lambda _: self.revocations,
-            authorization_codes=lambda _: self.authorization_codes,
-            refresh_tokens=lambda _: self.refresh_tokens,
-            grants=lambda _: self.grants,
-            session_clients=lambda _: self.session_clients,
-            logout_outbox=lambda _: self.logout_outbox,
-            passkeys=lambda _: self.passkeys,
-        )
-        self._journal = Journal()
-        self._wire(accounts, events, sessions)
-        self._lock = asyncio.Lock()
-
-    def _wire(
-        self, accounts: MemoryAccounts, events: MemoryEvents, sessions: MemorySessionRecords
-    ) -> None:
-        """Join the stores as the SQL schema does (cascades, the session clients' join) and
-        have each note its writes in the units' journal."""
+        # Joined as the SQL schema joins the tables (cascades, the session clients' join).
         for dependent in (
             self.authorization_codes,
             self.refresh_tokens,
@@ -96,21 +74,19 @@ class MemoryUnitOfWork:
             accounts.cascade_to(dependent.drop_account)
         self.session_clients.follow_sessions(sessions)
         sessions.keep_while(self.session_clients.has_session)
-        for store in (
-            accounts,
-            events,
-            sessions,
-            self.seen_events,
-            self.provider_tokens,
-            self.revocations,
-            self.authorization_codes,
-            self.refresh_tokens,
-            self.grants,
-            self.session_clients,
-            self.logout_outbox,
-            self.passkeys,
-        ):
+        given = {"accounts": accounts, "events": events, "sessions": sessions}
+        stores = {
+            f.name: given[f.name] if f.name in given else getattr(self, f.name)
+            for f in attrs.fields(RepositoryMakers)
+        }
+        self._journal = Journal()
+        for store in stores.values():
             store.join(self._journal)
+        # A unit hands out the stores themselves: what it wrote is put back if it raises.
+        self._makers: RepositoryMakers[None] = RepositoryMakers(
+            **{name: functools.partial(_itself, store) for name, store in stores.items()}
+        )
+        self._lock = asyncio.Lock()
 
     @asynccontextmanager
     async def begin(self) -> AsyncIterator[BoundRepositories[None]]:
@@ -128,3 +104,7 @@ class MemoryUnitOfWork:
     def read(self) -> AbstractAsyncContextManager[BoundRepositories[None]]:
         """A unit that only reads is an ordinary one (units run one at a time, in memory)."""
         return self.begin()
+
+
+def _itself(store: Any, _handle: None) -> Any:
+    return store
