@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import collections
 from collections.abc import Callable, ItemsView, Iterable, Iterator, KeysView, ValuesView
-from typing import Generic, Protocol, TypeVar
+from typing import Generic, Protocol, Self, TypeVar
 
 K = TypeVar("K")
 V = TypeVar("V")
@@ -265,6 +265,10 @@ class Log(Generic[T]):
 
 class Stored:
     """A memory store whose :class:`Table` and :class:`Log` attributes note a unit's writes."""
+
+    def bound(self, _handle: object) -> Self:
+        """The store itself: a memory unit of work uses the stores as they are."""
+        return self
 
     def join(self, journal: Journal) -> None:
         """Note this store's writes within a unit in ``journal`` (the unit of work's)."""

@@ -3,14 +3,10 @@
 from __future__ import annotations
 
 import asyncio
-import functools
 from collections.abc import AsyncIterator
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
-from typing import Any
 
-import attrs
-
-from authgate.adapters.bound_repositories import BoundRepositories, RepositoryMakers
+from authgate.adapters.bound_repositories import BoundRepositories
 
 from .accounts import MemoryAccounts
 from .authorization import (
@@ -20,7 +16,7 @@ from .authorization import (
     MemorySessionClients,
 )
 from .events import MemoryEvents
-from .journal import Journal
+from .journal import Journal, Stored
 from .outbox import MemoryLogoutOutbox
 from .passkeys import MemoryPasskeys
 from .provider_tokens import MemoryProviderTokens, MemoryRevocationOutbox
@@ -55,6 +51,10 @@ class MemoryUnitOfWork:
         logout_outbox: MemoryLogoutOutbox | None = None,
         passkeys: MemoryPasskeys | None = None,
     ) -> None:
+        # A unit hands out the stores themselves: what it wrote is put back if it raises.
+        self.accounts = accounts
+        self.events = events
+        self.sessions = sessions
         self.seen_events = seen_events or MemorySeenEvents()
         self.provider_tokens = provider_tokens or MemoryProviderTokens()
         self.revocations = revocations or MemoryRevocationOutbox()
@@ -64,6 +64,10 @@ class MemoryUnitOfWork:
         self.session_clients = session_clients or MemorySessionClients()
         self.logout_outbox = logout_outbox or MemoryLogoutOutbox()
         self.passkeys = passkeys or MemoryPasskeys(accounts)
+        stores: list[Stored] = list(vars(self).values())
+        self._journal = Journal()
+        for store in stores:
+            store.join(self._journal)
         # Joined as the SQL schema joins the tables (cascades, the session clients' join).
         for dependent in (
             self.authorization_codes,
@@ -74,18 +78,6 @@ class MemoryUnitOfWork:
             accounts.cascade_to(dependent.drop_account)
         self.session_clients.follow_sessions(sessions)
         sessions.keep_while(self.session_clients.has_session)
-        given = {"accounts": accounts, "events": events, "sessions": sessions}
-        stores = {
-            f.name: given[f.name] if f.name in given else getattr(self, f.name)
-            for f in attrs.fields(RepositoryMakers)
-        }
-        self._journal = Journal()
-        for store in stores.values():
-            store.join(self._journal)
-        # A unit hands out the stores themselves: what it wrote is put back if it raises.
-        self._makers: RepositoryMakers[None] = RepositoryMakers(
-            **{name: functools.partial(_itself, store) for name, store in stores.items()}
-        )
         self._lock = asyncio.Lock()
 
     @asynccontextmanager
@@ -95,7 +87,7 @@ class MemoryUnitOfWork:
         async with self._lock:
             self._journal.open()
             try:
-                yield BoundRepositories(self._makers, None)
+                yield BoundRepositories(self, None)
             except BaseException:
                 self._journal.rollback()
                 raise
@@ -104,7 +96,3 @@ class MemoryUnitOfWork:
     def read(self) -> AbstractAsyncContextManager[BoundRepositories[None]]:
         """A unit that only reads is an ordinary one (units run one at a time, in memory)."""
         return self.begin()
-
-
-def _itself(store: Any, _handle: None) -> Any:
-    return store

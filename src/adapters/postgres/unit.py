@@ -1,23 +1,16 @@
 """The connection of one unit of work: few round trips, the same all-or-nothing.
 
-A sign-in's unit of work used to cost a round trip per statement plus ``BEGIN`` and
-``COMMIT``: seven for a login. :class:`UnitConnection` keeps the guarantee with fewer:
+* writes whose result nobody reads (:meth:`UnitConnection.write`) wait and go to the server
+  together as one statement (data-modifying ``WITH`` clauses), before the next statement or at
+  the end;
+* the transaction begins at the first statement that needs one: a unit whose reads
+  (:meth:`~UnitConnection.read_row`) all come before its writes needs none, its one combined
+  write being atomic by itself (READ COMMITTED: a plain ``SELECT`` takes no lock).
 
-* its writes whose result nobody reads (the last sign-in time, the session's record, the
-  audit event: :meth:`UnitConnection.write`) wait, and go to the server together as one
-  statement (data-modifying ``WITH`` clauses), before the next statement or at the end;
-* its transaction begins at the first statement that needs one (any statement but a
-  :meth:`~UnitConnection.read_row` or :meth:`~UnitConnection.read_rows` before every
-  write). A unit that only reads and then writes needs none: its one combined write is
-  atomic by itself, and a read before it sees what it would have seen in a transaction
-  (READ COMMITTED: each statement its own snapshot; a plain ``SELECT`` takes no lock).
-
-So a login's unit is two round trips (the identity's state with its account, then the
-writes), and so is a registration's: its new account and identity wait with the other writes,
-and a concurrent registration's lost race fails the whole statement (``IdentityRace``,
-:class:`~authgate.adapters.sql.store.SqlUnitOfWork`). A statement run after waiting writes
-sees them (they are sent first), and a write whose statement already waits is sent after the
-others, so no row is changed twice by one statement.
+So a login's unit, and a registration's, is two round trips; a registration's lost race fails
+the whole statement (``IdentityRace``). A statement run after waiting writes sees them (they
+are sent first); a write whose statement already waits is sent after the others, so no row is
+changed twice by one statement.
 """
 
 from __future__ import annotations
