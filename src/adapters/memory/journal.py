@@ -11,7 +11,7 @@ in a store no unit of work watches, nothing is noted.
 from __future__ import annotations
 
 import collections
-from collections.abc import Callable, ItemsView, Iterable, Iterator, KeysView, ValuesView
+from collections.abc import Callable, Iterable, Iterator
 from typing import Generic, Protocol, Self, TypeVar
 
 K = TypeVar("K")
@@ -80,13 +80,14 @@ class Journal:
                 part.forget()
 
 
-class Table(Generic[K, V]):
-    """A dict whose writes within a unit are noted in the journal watching it. Reads go
-    straight to the dict."""
+class Table(dict[K, V]):
+    """A dict whose writes within a unit are noted in the journal watching it (reads are the
+    dict's own). Its writes are ``[]=``, ``del``, :meth:`pop`, :meth:`setdefault` and
+    :meth:`delete_where` only."""
 
     def __init__(self) -> None:
+        super().__init__()
         self.journal: Journal | None = None
-        self._rows: dict[K, V] = {}
         self._before: dict[K, V | _Missing] | None = None
         self._copy: dict[K, V] | None = None
 
@@ -99,13 +100,13 @@ class Table(Generic[K, V]):
             journal.touched(self)
         before = self._before
         if key not in before:
-            before[key] = self._rows.get(key, _MISSING)
+            before[key] = dict.get(self, key, _MISSING)
         if deleting and before[key] is not _MISSING:
             self._copy = self._as_it_was()
 
     def _as_it_was(self) -> dict[K, V]:
         """The rows as the unit found them, in their order (no row of theirs deleted yet)."""
-        rows = dict(self._rows)
+        rows = dict(self)
         for key, value in (self._before or {}).items():
             if isinstance(value, _Missing):
                 rows.pop(key, None)
@@ -116,72 +117,40 @@ class Table(Generic[K, V]):
     def undo(self) -> None:
         """Put back the rows the unit found (see :class:`Journaled`)."""
         if self._copy is not None:
-            self._rows.clear()
-            self._rows.update(self._copy)
+            dict.clear(self)
+            dict.update(self, self._copy)
         else:
             for key, value in (self._before or {}).items():
                 if isinstance(value, _Missing):
-                    self._rows.pop(key, None)
+                    dict.pop(self, key, None)
                 else:
-                    self._rows[key] = value
+                    dict.__setitem__(self, key, value)
         self.forget()
 
     def forget(self) -> None:
         """Drop what was noted (see :class:`Journaled`)."""
         self._before = self._copy = None
 
-    def __getitem__(self, key: K) -> V:
-        return self._rows[key]
-
-    def __contains__(self, key: object) -> bool:
-        return key in self._rows
-
-    def __len__(self) -> int:
-        return len(self._rows)
-
-    def __iter__(self) -> Iterator[K]:
-        return iter(self._rows)
-
-    def get(self, key: K) -> V | None:
-        """The row of ``key``, or None."""
-        return self._rows.get(key)
-
-    def keys(self) -> KeysView[K]:
-        """The keys, as the dict's view."""
-        return self._rows.keys()
-
-    def values(self) -> ValuesView[V]:
-        """The rows, as the dict's view."""
-        return self._rows.values()
-
-    def items(self) -> ItemsView[K, V]:
-        """The keys and rows, as the dict's view."""
-        return self._rows.items()
-
-    def copy(self) -> dict[K, V]:
-        """A shallow copy of the rows."""
-        return dict(self._rows)
-
     def __setitem__(self, key: K, value: V) -> None:
         self._note(key)
-        self._rows[key] = value
+        dict.__setitem__(self, key, value)
 
     def __delitem__(self, key: K) -> None:
         self._note(key, deleting=True)
-        del self._rows[key]
+        dict.__delitem__(self, key)
 
-    def pop(self, key: K) -> V | None:
+    def pop(self, key: K) -> V | None:  # type: ignore[override]
         """Remove the row of ``key`` and return it (None when there is none)."""
-        if key not in self._rows:
+        if key not in self:
             return None
         self._note(key, deleting=True)
-        return self._rows.pop(key)
+        return dict.pop(self, key)
 
     def setdefault(self, key: K, value: V) -> V:
         """The row of ``key``, ``value`` put there first when there is none."""
-        if key not in self._rows:
+        if key not in self:
             self[key] = value
-        return self._rows[key]
+        return dict.__getitem__(self, key)
 
     def delete_where(self, keys: Iterable[K]) -> int:
         """Remove the rows of ``keys`` (each held); how many."""
@@ -193,7 +162,7 @@ class Table(Generic[K, V]):
 
     def delete_if(self, condition: Callable[[V], bool]) -> int:
         """Remove the rows that meet ``condition``; how many."""
-        return self.delete_where([k for k, v in self._rows.items() if condition(v)])
+        return self.delete_where([k for k, v in self.items() if condition(v)])
 
 
 class Log(Generic[T]):
