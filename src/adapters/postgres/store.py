@@ -23,9 +23,8 @@ log = logging.getLogger("authgate.storage")
 
 class PostgresStore(SqlRepositories):
     """The repositories on one pool (:mod:`authgate.adapters.sql`), with readiness and
-    shutdown. Connection loss needs no handling by callers: an operation during an outage
-    raises (``OSError``, ``asyncpg.PostgresConnectionError``, ``asyncpg.InterfaceError`` or
-    ``TimeoutError``), and the pool serves again once the server is back."""
+    shutdown. An operation during an outage raises (``OSError``, asyncpg's errors or
+    ``TimeoutError``); the pool serves again once the server is back."""
 
     def __init__(
         self,
@@ -36,18 +35,16 @@ class PostgresStore(SqlRepositories):
         purge_interval: dt.timedelta = DEFAULT_PURGE_INTERVAL,
     ) -> None:
         super().__init__(
-            PoolDb(pool), POSTGRES, event_retention=event_retention, purge_interval=purge_interval
+            PoolDb(pool),
+            POSTGRES,
+            event_retention=event_retention,
+            purge_interval=purge_interval,
+            ping_timeout=ping_timeout,
         )
         self.pool = pool
         # A unit that only reads is an ordinary one (.unit: its plain reads take no lock).
         opener = functools.partial(UnitLease, pool)
         self.units = self.unit_of_work(POSTGRES, opener, opener)
-        self._ping_timeout = ping_timeout
-
-    async def ping(self) -> None:
-        """Readiness: a round trip to the server within the ping timeout; raises otherwise."""
-        async with asyncio.timeout(self._ping_timeout), self.pool.acquire() as conn:
-            await conn.fetchval("SELECT 1")
 
     async def housekeeping_idle(self) -> None:
         """Wait for running background purges (tests use it to observe their effect)."""
@@ -77,13 +74,10 @@ async def open_postgres(
     check: bool = True,
     asyncpg_pool: bool = False,
 ) -> PostgresStore:
-    """Open a pool on ``url`` (``postgresql://user:pass@host:port/db``) and the adapters on it.
-
-    ``timeout`` bounds connecting and every command. With ``check`` (the default),
-    :func:`~.migrations.check_schema`. An unreachable server raises
-    :class:`~.errors.DatabaseUnavailable`. ``asyncpg_pool``: on asyncpg's pool instead of ours
-    (:mod:`.pool`).
-    """
+    """The adapters on a pool on ``url`` (``postgresql://user:pass@host:port/db``), the schema
+    checked first (``check``); ``timeout`` bounds connecting and every command;
+    ``asyncpg_pool``: asyncpg's pool instead of ours. Raises
+    :class:`~.errors.DatabaseUnavailable` for an unreachable server."""
     opener = open_asyncpg_pool if asyncpg_pool else open_pool
     try:
         pool = await opener(

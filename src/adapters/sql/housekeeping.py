@@ -1,16 +1,12 @@
-"""Clean-up without a cron: traffic triggers it, at most once per interval.
+"""Clean-up without a cron: writes trigger it, at most once per interval; in the background
+on PostgreSQL (concurrent purges by several instances are harmless), inline on SQLite (a local
+DELETE on an indexed column is cheap). A failed purge is logged and retried after the
+interval; it never fails the operation that triggered it.
 
-On PostgreSQL it runs in the background (each instance on its own schedule; concurrent purges
-by several instances are harmless: whichever deletes an expired row first wins); on SQLite, a
-local DELETE on an indexed column being cheap, inline, after the write that triggered it. A
-failed purge is logged and retried at the next trigger after the interval; it never fails the
-operation that triggered it.
-
-A purge deletes in batches of at most :data:`PURGE_BATCH` rows, each batch one short statement
-committed on its own, until a batch finds fewer: however large the backlog, every statement
-stays far below the statement timeout, what was deleted stays deleted when a later batch fails,
-and other work gets the connection (and SQLite's write lock) between batches. One DELETE of
-everything expired took about a second per million rows on PostgreSQL.
+A purge deletes in batches of at most :data:`PURGE_BATCH` rows, each one short statement
+committed on its own, until a batch finds fewer: every statement stays far below the statement
+timeout, what was deleted stays deleted when a later batch fails, and other work gets the
+connection (and SQLite's write lock) between batches.
 """
 
 from __future__ import annotations
@@ -29,7 +25,7 @@ from .engine import Db, Dialect
 log = logging.getLogger("authgate.storage")
 
 PURGE_BATCH = 1_000
-"""Rows one purge statement deletes at most: 5 to 15 ms on a loaded two-core machine."""
+"""Rows one purge statement deletes at most."""
 
 DEFAULT_PURGE_INTERVAL = dt.timedelta(minutes=5)
 """How often, at most, a repository's writes trigger its purge unless configured."""
@@ -84,8 +80,7 @@ async def delete_batch(
 async def delete_batches(
     db: Db, sql: Dialect, table: Purged, bound: dt.datetime, batch: int = PURGE_BATCH
 ) -> AsyncIterator[int]:
-    """:func:`delete_batch` again and again, each statement on its own, yielding each count,
-    until a batch deletes fewer than ``batch`` rows."""
+    """:func:`delete_batch` until one deletes fewer than ``batch`` rows, yielding each count."""
     while True:
         deleted = await delete_batch(db, sql, table, bound, batch)
         yield deleted
@@ -98,10 +93,8 @@ Job = Callable[[], AsyncIterator[int]]
 
 class PeriodicPurge:
     """Runs a purge when triggered and at least ``interval`` has passed: :meth:`trigger` in a
-    background task, :meth:`run_if_due` in the caller's.
-
-    The job yields the rows each of its batches deleted; a run logs one line with the total,
-    the number of batches and the time taken (also when a batch failed)."""
+    background task, :meth:`run_if_due` in the caller's. The job yields each batch's count; a
+    run logs one line (rows, batches, seconds), also when a batch failed."""
 
     def __init__(self, name: str, job: Job | None, interval: dt.timedelta) -> None:
         self._name = name
@@ -207,9 +200,8 @@ async def total(batches: AsyncIterator[int]) -> int:
 
 
 class Purging(Repository):
-    """A repository whose writes trigger a purge of its expired rows at most once per interval
-    (:class:`PeriodicPurge`, its log naming them ``_purged``): in the background on the
-    store's connections, or inline on the writer's (:attr:`Dialect.purge_inline`); ``bound``
+    """A repository whose writes trigger a purge of its expired rows (``_purged`` in the log)
+    at most once per interval, inline or not as :attr:`Dialect.purge_inline` says; ``bound``
     copies share the schedule."""
 
     _purged: ClassVar[str]
@@ -222,8 +214,7 @@ class Purging(Repository):
         self.housekeeping = PeriodicPurge(self._purged, None, purge_interval)
 
     async def written(self, now: dt.datetime) -> None:
-        """After a row was written at ``now``: the purge of the rows expired by then, when
-        due."""
+        """After a row was written at ``now``: the purge of the rows expired by then, if due."""
         if self._sql.purge_inline:
             await self.housekeeping.run_if_due(lambda: self._expired(now))
         else:

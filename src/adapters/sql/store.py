@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import datetime as dt
 from collections.abc import Callable
 from contextlib import AbstractAsyncContextManager
@@ -31,7 +32,10 @@ class SqlRepositories:
         *,
         event_retention: dt.timedelta = DEFAULT_RETENTION,
         purge_interval: dt.timedelta = DEFAULT_PURGE_INTERVAL,
+        ping_timeout: float = 1.0,
     ) -> None:
+        self._db = db
+        self._ping_timeout = ping_timeout
         self.accounts = SqlAccounts(db, sql)
         self.states = SqlStates(db, sql, purge_interval)
         self.events = SqlEvents(db, sql, event_retention, purge_interval)
@@ -46,6 +50,11 @@ class SqlRepositories:
         self.logout_outbox = SqlLogoutOutbox(db, sql)
         self.passkeys = SqlPasskeys(db, sql)
         self.passkey_challenges = SqlPasskeyChallenges(db, sql, purge_interval)
+
+    async def ping(self) -> None:
+        """Readiness: a round trip to the database within the ping timeout; raises otherwise."""
+        async with asyncio.timeout(self._ping_timeout):
+            await self._db.fetch("SELECT 1")
 
     def purging(self) -> list[Purging]:
         """The repositories with a purge of their own."""

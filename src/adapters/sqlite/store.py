@@ -41,7 +41,13 @@ class SqliteStore(SqlRepositories):
         purge_interval: dt.timedelta = DEFAULT_PURGE_INTERVAL,
         ping_timeout: float = 1.0,
     ) -> None:
-        super().__init__(db, SQLITE, event_retention=event_retention, purge_interval=purge_interval)
+        super().__init__(
+            db,
+            SQLITE,
+            event_retention=event_retention,
+            purge_interval=purge_interval,
+            ping_timeout=ping_timeout,
+        )
         self.path = path
         self.db = db
         # A unit of work: the file's one connection in one BEGIN IMMEDIATE transaction for
@@ -49,12 +55,6 @@ class SqliteStore(SqlRepositories):
         # file, no write lock), writes refused (query_only): a check of a token never waits
         # behind another process's writer.
         self.units = self.unit_of_work(SQLITE, db.unit, db.reading)
-        self._ping_timeout = ping_timeout
-
-    async def ping(self) -> None:
-        """Readiness: the file answers a query within the ping timeout; raises otherwise."""
-        async with asyncio.timeout(self._ping_timeout):
-            await self.db.fetch("SELECT 1")
 
     async def close(self) -> None:
         await self.db.close()
