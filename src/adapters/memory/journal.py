@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import collections
 from collections.abc import Callable, Iterable, Iterator
-from typing import Generic, Protocol, Self, TypeVar
+from typing import Any, Generic, Self, TypeVar
 
 K = TypeVar("K")
 V = TypeVar("V")
@@ -26,36 +26,15 @@ class _Missing:
 _MISSING = _Missing()
 
 
-class Journaled(Protocol):
-    """A part of a store that can put back what a unit changed, or forget it."""
-
-    def undo(self) -> None:
-        """Put back what the table held when the unit began."""
-
-    def forget(self) -> None:
-        """The unit committed: what was noted is dropped."""
-
-
-class Watched(Protocol):
-    """A part of a store that notes its writes in the journal it is given."""
-
-    journal: Journal | None
-
-
 class Journal:
-    """The parts a unit has written so far. :meth:`open` starts a unit's journal;
+    """The tables and logs a unit has written so far. :meth:`open` starts a unit's journal;
     :meth:`rollback` or :meth:`commit` ends it."""
 
     def __init__(self) -> None:
         self.active = False
-        self._touched: list[Journaled] = []
+        self._touched: list[Table[Any, Any] | Log[Any]] = []
 
-    def watch(self, *parts: Watched) -> None:
-        """Have ``parts`` note their writes in this journal."""
-        for part in parts:
-            part.journal = self
-
-    def touched(self, part: Journaled) -> None:
+    def touched(self, part: Table[Any, Any] | Log[Any]) -> None:
         """``part`` was written for the first time in this unit."""
         self._touched.append(part)
 
@@ -115,7 +94,7 @@ class Table(dict[K, V]):
         return rows
 
     def undo(self) -> None:
-        """Put back the rows the unit found (see :class:`Journaled`)."""
+        """Put back the rows the unit found."""
         if self._copy is not None:
             dict.clear(self)
             dict.update(self, self._copy)
@@ -128,7 +107,7 @@ class Table(dict[K, V]):
         self.forget()
 
     def forget(self) -> None:
-        """Drop what was noted (see :class:`Journaled`)."""
+        """The unit committed: drop what was noted."""
         self._before = self._copy = None
 
     def __setitem__(self, key: K, value: V) -> None:
@@ -209,7 +188,7 @@ class Log(Generic[T]):
         return self._evicted + held[: len(held) - self._own]
 
     def undo(self) -> None:
-        """Put back the items the unit found (see :class:`Journaled`)."""
+        """Put back the items the unit found."""
         if self._copy is not None:
             self._items = collections.deque(self._copy, maxlen=self._maxlen)
         else:
@@ -219,7 +198,7 @@ class Log(Generic[T]):
         self.forget()
 
     def forget(self) -> None:
-        """Drop what was noted (see :class:`Journaled`)."""
+        """The unit committed: drop what was noted."""
         self._noted, self._own, self._evicted, self._copy = False, 0, [], None
 
     def __iter__(self) -> Iterator[T]:
@@ -241,7 +220,9 @@ class Stored:
 
     def join(self, journal: Journal) -> None:
         """Note this store's writes within a unit in ``journal`` (the unit of work's)."""
-        journal.watch(*(part for part in vars(self).values() if isinstance(part, Table | Log)))
+        for part in vars(self).values():
+            if isinstance(part, Table | Log):
+                part.journal = journal
 
 
 class OneTable(Stored, Generic[K, V]):

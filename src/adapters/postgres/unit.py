@@ -16,6 +16,7 @@ changed twice by one statement.
 from __future__ import annotations
 
 import contextlib
+import functools
 import re
 from collections.abc import AsyncIterator, Sequence
 from types import TracebackType
@@ -141,23 +142,12 @@ def _combined(writes: Sequence[tuple[str, Sequence[object]]]) -> tuple[str, list
     args: list[object] = []
     for _, values in writes:
         args.extend(values)
-    shape = tuple((query, len(values)) for query, values in writes)
-    text = _COMBINED.get(shape)
-    if text is None:
-        text = _combined_text(shape)
-        if len(_COMBINED) >= _COMBINED_MAX:  # a few shapes in practice; never unbounded
-            _COMBINED.clear()
-        _COMBINED[shape] = text
-    return text, args
+    return _combined_text(tuple((query, len(values)) for query, values in writes)), args
 
 
-# The combined text of each sequence of writes seen, by (query, argument count): a sign-in
-# combines the same few sequences again and again.
-_COMBINED: dict[tuple[tuple[str, int], ...], str] = {}
-_COMBINED_MAX = 256
-
-
-def _combined_text(shape: Sequence[tuple[str, int]]) -> str:
+# By (query, argument count) of each write: a sign-in combines the same few sequences.
+@functools.lru_cache(maxsize=256)
+def _combined_text(shape: tuple[tuple[str, int], ...]) -> str:
     clauses: list[str] = []
     offset = 0
     for query, count in shape:

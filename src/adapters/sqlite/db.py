@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import re
 import sqlite3
 from collections.abc import AsyncIterator, Sequence
@@ -18,15 +19,12 @@ from authgate.adapters.sql.engine import Db
 BUSY_TIMEOUT_MS = 5000
 
 _PARAMETER = re.compile(r"\$(\d+)")
-_SPELLED: dict[str, str] = {}
 
 
+@functools.cache  # the texts are the repositories' few
 def _sqlite(query: str) -> str:
-    """``query`` with SQLite's numbered parameters (the texts are the repositories' few)."""
-    spelled = _SPELLED.get(query)
-    if spelled is None:
-        spelled = _SPELLED[query] = _PARAMETER.sub(r"?\1", query)
-    return spelled
+    """``query`` with SQLite's numbered parameters."""
+    return _PARAMETER.sub(r"?\1", query)
 
 
 class Database(Db):
