@@ -16,7 +16,7 @@ from .dialect import POSTGRES
 from .errors import unavailable
 from .migrations import CONNECT_ERRORS, check_schema
 from .pool import ConnectionPool, open_asyncpg_pool, open_pool
-from .unit import PoolDb, UnitLease
+from .unit import PoolDb, UnitConnection
 
 log = logging.getLogger("authgate.storage")
 
@@ -43,7 +43,7 @@ class PostgresStore(SqlRepositories):
         )
         self.pool = pool
         # A unit that only reads is an ordinary one (.unit: its plain reads take no lock).
-        opener = functools.partial(UnitLease, pool)
+        opener = functools.partial(UnitConnection, pool)
         self.units = self.unit_of_work(POSTGRES, opener, opener)
 
     async def housekeeping_idle(self) -> None:

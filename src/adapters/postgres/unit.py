@@ -39,16 +39,38 @@ def affected(status: str) -> int:
 
 
 class UnitConnection(Db):
-    """A pooled connection of one unit of work (see the module's text), the
-    :class:`~authgate.adapters.sql.engine.Db` of its repositories. The unit of work calls
-    :meth:`finish` when its block ends normally and :meth:`abort` when it raises."""
+    """The ``async with`` of a unit of work on PostgreSQL: a pooled connection for the block
+    (see the module's text), the :class:`~authgate.adapters.sql.engine.Db` of its
+    repositories; the unit is finished when the block ends and aborted when it raises."""
 
     defers_writes = True
 
-    def __init__(self, conn: Leased) -> None:
-        self._conn = conn
+    def __init__(self, pool: ConnectionPool) -> None:
+        self._lease = pool.acquire()
         self._transaction: contextlib.AsyncExitStack | None = None
         self._waiting: list[tuple[str, Sequence[object]]] = []
+
+    async def __aenter__(self) -> Db:
+        self._conn: Leased = await self._lease.__aenter__()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        try:
+            if exc is None:
+                try:
+                    await self.finish()
+                except BaseException as e:
+                    await self.abort(e)
+                    raise
+            else:
+                await self.abort(exc)
+        finally:
+            await self._lease.__aexit__(None, None, None)
 
     # -- statements ----------------------------------------------------------------------
 
@@ -163,39 +185,6 @@ def _renumbered(query: str, offset: int) -> str:
     return _PARAMETER.sub(lambda m: f"${int(m.group(1)) + offset}", query)
 
 
-class UnitLease:
-    """The ``async with`` of a unit of work on PostgreSQL: a pooled connection for the block
-    as a :class:`UnitConnection`, its unit finished when the block ends and aborted when it
-    raises."""
-
-    __slots__ = ("_lease", "_unit")
-
-    def __init__(self, pool: ConnectionPool) -> None:
-        self._lease = pool.acquire()
-
-    async def __aenter__(self) -> Db:
-        self._unit = UnitConnection(await self._lease.__aenter__())
-        return self._unit
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        try:
-            if exc is None:
-                try:
-                    await self._unit.finish()
-                except BaseException as e:
-                    await self._unit.abort(e)
-                    raise
-            else:
-                await self._unit.abort(exc)
-        finally:
-            await self._lease.__aexit__(None, None, None)
-
-
 class PoolDb(Db):
     """The :class:`~authgate.adapters.sql.engine.Db` of the pool: each statement on a pooled
     connection of its own; a transaction on one for its block, as a unit of work's."""
@@ -212,7 +201,7 @@ class PoolDb(Db):
     async def fetchrow(self, query: str, *args: object) -> asyncpg.Record | None:
         return await self.pool.fetchrow(query, *args)
 
-    def transaction(self) -> UnitLease:
-        return UnitLease(self.pool)
+    def transaction(self) -> UnitConnection:
+        return UnitConnection(self.pool)
 
     atomic = transaction

@@ -292,15 +292,12 @@ class SqlRefreshTokens(Purging):
         return await self._revoke("account_id = $2", now, key)
 
     async def for_account(self, account_id: str) -> list[TokenFamily]:
-        key = self._sql.account_key(account_id)
-        if key is None:
-            return []
-        found = await self._db.fetch(
+        return await self._of_account(
+            account_id,
             f"SELECT {_FAMILY_COLUMNS} FROM oauth_token_families "  # noqa: S608
             "WHERE account_id = $1 ORDER BY created_at DESC, family_id DESC",
-            key,
+            self._family,
         )
-        return [self._family(r) for r in found]
 
     async def _expired(self, now: dt.datetime) -> AsyncIterator[int]:
         # The tokens first: a family's expiry covers its tokens', so the families then
@@ -430,15 +427,11 @@ class SqlGrants(Repository):
         )
 
     async def for_account(self, account_id: str) -> list[Grant]:
-        key = self._sql.account_key(account_id)
-        if key is None:
-            return []
-        found = await self._db.fetch(
-            f"SELECT {GRANT_COLUMNS} FROM oauth_grants "  # noqa: S608 - constant columns
-            "WHERE account_id = $1 ORDER BY client_id",
-            key,
+        return await self._of_account(
+            account_id,
+            f"SELECT {GRANT_COLUMNS} FROM oauth_grants WHERE account_id = $1 ORDER BY client_id",  # noqa: S608
+            self._grant,
         )
-        return [self._grant(r) for r in found]
 
     async def remove(self, account_id: str, client_id: str) -> bool:
         key = self._sql.account_key(account_id)
@@ -478,6 +471,11 @@ class SqlGrants(Repository):
 
 SESSION_CLIENT_COLUMNS = "session_id, client_id, account_id, first_at, expires_at"
 """A session client's columns, in the order it is read back."""
+_SESSION_CLIENTS_OF = {
+    column: f"SELECT {SESSION_CLIENT_COLUMNS} FROM oauth_session_clients "  # noqa: S608
+    f"WHERE {column} = $1 ORDER BY first_at, session_id, client_id"
+    for column in ("session_id", "account_id")
+}
 
 
 class SqlSessionClients(Purging):
@@ -500,21 +498,11 @@ class SqlSessionClients(Purging):
         await self.written(client.first_at)
 
     async def for_session(self, session_id: str) -> list[SessionClient]:
-        return await self._select("session_id", session_id)
+        found = await self._db.fetch(_SESSION_CLIENTS_OF["session_id"], session_id)
+        return [self._client(r) for r in found]
 
     async def for_account(self, account_id: str) -> list[SessionClient]:
-        key = self._sql.account_key(account_id)
-        if key is None:
-            return []
-        return await self._select("account_id", key)
-
-    async def _select(self, column: str, value: object) -> list[SessionClient]:
-        found = await self._db.fetch(
-            f"SELECT {SESSION_CLIENT_COLUMNS} FROM oauth_session_clients "  # noqa: S608
-            f"WHERE {column} = $1 ORDER BY first_at, session_id, client_id",
-            value,
-        )
-        return [self._client(r) for r in found]
+        return await self._of_account(account_id, _SESSION_CLIENTS_OF["account_id"], self._client)
 
     async def take_expired(self, now: dt.datetime, limit: int) -> list[SessionClient]:
         # Each is taken once: see the dialect's statement.

@@ -20,7 +20,7 @@ import time
 from collections.abc import AsyncIterator, Callable
 from typing import ClassVar, Literal, Self, TypeVar
 
-from .engine import Db, Dialect
+from .engine import Db, Dialect, Row
 
 log = logging.getLogger("authgate.storage")
 
@@ -192,6 +192,12 @@ class Repository:
         bound = shallow_copy(self)
         bound._db = db
         return bound
+
+    async def _of_account(self, account_id: str, query: str, read: Callable[[Row], _T]) -> list[_T]:
+        """``read`` of each row ``query`` finds for the account (``$1``); none for an id that
+        cannot be an account's."""
+        key = self._sql.account_key(account_id)
+        return [] if key is None else [read(r) for r in await self._db.fetch(query, key)]
 
 
 async def total(batches: AsyncIterator[int]) -> int:

@@ -74,15 +74,11 @@ class SqlPasskeys(Repository):
         return self._passkey(row) if row is not None else None
 
     async def for_account(self, account_id: str) -> list[Passkey]:
-        key = self._sql.account_key(account_id)
-        if key is None:
-            return []
-        found = await self._db.fetch(
-            f"SELECT {_COLUMNS} FROM passkeys "  # noqa: S608 - constant columns
-            "WHERE account_id = $1 ORDER BY created_at, id",
-            key,
+        return await self._of_account(
+            account_id,
+            f"SELECT {_COLUMNS} FROM passkeys WHERE account_id = $1 ORDER BY created_at, id",  # noqa: S608
+            self._passkey,
         )
-        return [self._passkey(r) for r in found]
 
     async def rename(self, account_id: str, passkey_id: str, name: str) -> Passkey | None:
         key = self._sql.account_key(account_id)
