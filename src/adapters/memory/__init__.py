@@ -7,11 +7,9 @@ from .authorization import (
     MemoryRefreshTokens,
     MemorySessionClients,
 )
-from .events import MemoryEvents
-from .outbox import MemoryLogoutOutbox
+from .events import MemoryEvents, MemorySeenEvents
+from .outbox import MemoryLogoutOutbox, MemoryProviderTokens, MemoryRevocationOutbox
 from .passkeys import MemoryPasskeyChallenges, MemoryPasskeys
-from .provider_tokens import MemoryProviderTokens, MemoryRevocationOutbox
-from .seen_events import MemorySeenEvents
 from .sessions import MemorySessionRecords
 from .state import MemoryStates
 from .units import MemoryUnitOfWork

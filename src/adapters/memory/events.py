@@ -1,12 +1,12 @@
-"""Sign-in events in memory (bounded)."""
+"""Sign-in events (bounded) and provider events already seen, in memory."""
 
 from __future__ import annotations
 
 import datetime as dt
 
-from authgate.domain.model import SignInEvent
+from authgate.domain.model import EventId, SignInEvent
 
-from .journal import Log, Stored
+from .journal import Log, OneTable, Stored
 
 
 class MemoryEvents(Stored):
@@ -33,3 +33,16 @@ class MemoryEvents(Stored):
         before = len(self._events)
         self._events.replace([e for e in self._events if e.at >= cutoff])
         return before - len(self._events)
+
+
+class MemorySeenEvents(OneTable[tuple[str, str], dt.datetime]):
+    """:class:`~authgate.ports.provider_events.SeenEvents` in a dict (atomic on the loop): the
+    events seen, with their expiry."""
+
+    async def first_sight(self, event: EventId, now: dt.datetime) -> bool:
+        self._rows.delete_if(lambda expires_at: expires_at <= now)
+        key = (event.issuer, event.jti)
+        if key in self._rows:
+            return False
+        self._rows[key] = event.expires_at
+        return True

@@ -15,12 +15,10 @@ from .authorization import (
     MemoryRefreshTokens,
     MemorySessionClients,
 )
-from .events import MemoryEvents
+from .events import MemoryEvents, MemorySeenEvents
 from .journal import Journal, Stored
-from .outbox import MemoryLogoutOutbox
+from .outbox import MemoryLogoutOutbox, MemoryProviderTokens, MemoryRevocationOutbox
 from .passkeys import MemoryPasskeys
-from .provider_tokens import MemoryProviderTokens, MemoryRevocationOutbox
-from .seen_events import MemorySeenEvents
 from .sessions import MemorySessionRecords
 
 

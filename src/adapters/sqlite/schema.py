@@ -2,7 +2,7 @@
 
 ``PRAGMA user_version`` records how many of :data:`VERSIONS` are applied; each version's
 statements run in one ``BEGIN IMMEDIATE`` transaction that re-reads the version first, so two
-processes opening a new file at once apply it once. Times: :mod:`.dialect`.
+processes opening a new file at once apply it once. Times: :class:`.db.SqliteDialect`.
 """
 
 from __future__ import annotations

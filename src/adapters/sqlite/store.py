@@ -18,8 +18,7 @@ from authgate.adapters.sql.housekeeping import DEFAULT_PURGE_INTERVAL
 from authgate.adapters.sql.store import SqlRepositories, SqlUnitOfWork
 
 from . import schema
-from .db import BUSY_TIMEOUT_MS, Database
-from .dialect import SQLITE
+from .db import BUSY_TIMEOUT_MS, SQLITE, Database
 
 log = logging.getLogger("authgate.storage")
 
