@@ -20,7 +20,7 @@ from authgate.domain.openid.records import (
 )
 from authgate.ports.openid import AlreadyUsed, Redeemed, Reused, Rotated
 
-from .engine import Db, Dialect, Row
+from .engine import Db, Dialect, Row, insert
 from .housekeeping import Purging, Repository, utc
 
 
@@ -46,6 +46,7 @@ _CODE_COLUMNS = (
     "code_hash, client_id, account_id, session_id, redirect_uri, scopes, nonce, "
     "code_challenge, auth_time, created_at, expires_at"
 )
+_INSERT_CODE = insert("oauth_codes", _CODE_COLUMNS)
 
 
 class SqlAuthorizationCodes(Purging):
@@ -57,8 +58,7 @@ class SqlAuthorizationCodes(Purging):
     async def add(self, code: AuthorizationCode) -> None:
         sql = self._sql
         await self._db.write(
-            f"INSERT INTO oauth_codes ({_CODE_COLUMNS}) "  # noqa: S608 - constant columns
-            "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)",
+            _INSERT_CODE,
             code.code_hash,
             code.client_id,
             _key(sql, code.account_id),
@@ -141,14 +141,11 @@ REFRESH_COLUMNS = (
     "t.auth_time, t.created_at, t.expires_at, t.replaced_at, f.revoked_at"
 )
 """A refresh token's columns as read (its family's revocation with it)."""
-_INSERT_FAMILY = (
-    f"INSERT INTO oauth_token_families ({_FAMILY_COLUMNS}) "  # noqa: S608 - constant columns
-    "VALUES ($1, $2, $3, $4, $5, $6, $7)"
-)
-_INSERT_REFRESH = (
-    "INSERT INTO oauth_refresh_tokens (token_hash, family_id, client_id, account_id, "
-    "session_id, scopes, auth_time, created_at, expires_at) "
-    "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)"
+_INSERT_FAMILY = insert("oauth_token_families", _FAMILY_COLUMNS)
+_INSERT_REFRESH = insert(
+    "oauth_refresh_tokens",
+    "token_hash, family_id, client_id, account_id, session_id, scopes, auth_time, created_at, "
+    "expires_at",
 )
 # The presented token marked replaced, only while it is current and its family live (the
 # new token's owners must be its own); its row as REFRESH_COLUMNS reads it.
@@ -407,10 +404,7 @@ class SqlGrants(Repository):
                 grant, scopes=kept.scopes | grant.scopes, last_used_at=max(used) if used else None
             )
         await db.execute(
-            f"INSERT INTO oauth_grants ({GRANT_COLUMNS}) VALUES ($1, $2, $3, $4, $5) "  # noqa: S608
-            "ON CONFLICT (account_id, client_id) DO UPDATE SET scopes = EXCLUDED.scopes, "
-            "granted_at = EXCLUDED.granted_at, last_used_at = EXCLUDED.last_used_at",
-            *self._args(grant),
+            insert("oauth_grants", GRANT_COLUMNS, "account_id, client_id"), *self._args(grant)
         )
         return grant
 
@@ -471,6 +465,10 @@ class SqlGrants(Repository):
 
 SESSION_CLIENT_COLUMNS = "session_id, client_id, account_id, first_at, expires_at"
 """A session client's columns, in the order it is read back."""
+_ADD_SESSION_CLIENT = (
+    insert("oauth_session_clients", SESSION_CLIENT_COLUMNS)
+    + " ON CONFLICT (session_id, client_id) DO NOTHING"
+)
 _SESSION_CLIENTS_OF = {
     column: f"SELECT {SESSION_CLIENT_COLUMNS} FROM oauth_session_clients "  # noqa: S608
     f"WHERE {column} = $1 ORDER BY first_at, session_id, client_id"
@@ -487,8 +485,7 @@ class SqlSessionClients(Purging):
     async def add(self, client: SessionClient) -> None:
         sql = self._sql
         await self._db.write(
-            f"INSERT INTO oauth_session_clients ({SESSION_CLIENT_COLUMNS}) "  # noqa: S608
-            "VALUES ($1, $2, $3, $4, $5) ON CONFLICT (session_id, client_id) DO NOTHING",
+            _ADD_SESSION_CLIENT,
             client.session_id,
             client.client_id,
             _key(sql, client.account_id),

@@ -7,12 +7,13 @@ from collections.abc import AsyncIterator
 
 from authgate.domain.model import EventId, Outcome, SignInEvent
 
-from .engine import Db, Dialect, Row
+from .engine import Db, Dialect, Row, insert
 from .housekeeping import DEFAULT_PURGE_INTERVAL, Purging, Repository, delete_batch, total
 
 DEFAULT_RETENTION = dt.timedelta(days=90)
 
 _EVENT_COLUMNS = "at, provider, outcome, client_address, user_agent, account_id, detail"
+_INSERT_EVENT = insert("sign_in_events", _EVENT_COLUMNS)
 
 
 class SqlEvents(Purging):
@@ -34,8 +35,7 @@ class SqlEvents(Purging):
 
     async def record(self, event: SignInEvent) -> None:
         await self._db.write(
-            f"INSERT INTO sign_in_events ({_EVENT_COLUMNS}) "  # noqa: S608 - constant columns
-            "VALUES ($1, $2, $3, $4, $5, $6, $7)",
+            _INSERT_EVENT,
             self._sql.time(event.at),
             event.provider,
             event.outcome.value,

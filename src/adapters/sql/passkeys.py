@@ -9,7 +9,7 @@ from authgate.ports.accounts import LastIdentityError
 from authgate.ports.passkeys import PasskeyTaken
 
 from .accounts import locked_rows
-from .engine import Row
+from .engine import Row, insert
 from .housekeeping import Repository
 
 _COLUMNS = (
@@ -17,6 +17,7 @@ _COLUMNS = (
     "backup_eligible, backed_up, name, created_at, last_used_at, added_by_session, "
     "added_from_address, added_from_user_agent"
 )
+_INSERT = insert("passkeys", _COLUMNS)
 
 
 class SqlPasskeys(Repository):
@@ -30,8 +31,7 @@ class SqlPasskeys(Repository):
             raise KeyError(passkey.account_id)
         try:
             await self._db.execute(
-                f"INSERT INTO passkeys ({_COLUMNS}) "  # noqa: S608 - constant columns
-                "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)",
+                _INSERT,
                 passkey.id,
                 key,
                 passkey.credential_id,
