@@ -123,8 +123,8 @@ class Dialect:
         at a time makes it needless."""
         return ""
 
-    def batch_delete(self, table: str, column: str, op: str, also: str | None) -> str:
-        """Delete at most ``$2`` rows whose ``column op $1`` (and ``also``), oldest first."""
+    def batch_delete(self, table: str, column: str, condition: str) -> str:
+        """Delete at most ``$2`` rows that meet ``condition``, the oldest by ``column`` first."""
         raise NotImplementedError
 
     def claim(self, table: str, columns: Sequence[str]) -> str:

@@ -18,7 +18,7 @@ import functools
 import logging
 import time
 from collections.abc import AsyncIterator, Callable
-from typing import ClassVar, Literal, Self, TypeVar
+from typing import ClassVar, Literal, Self, TypeVar, get_args
 
 from .engine import Db, Dialect, Row
 
@@ -43,30 +43,21 @@ Purged = Literal[
 ]
 """The tables whose expired rows a purge deletes."""
 
-# What a purge removes from each table: rows expired at, or older than, the bound ($1).
-_EXPIRED: dict[Purged, tuple[str, str, str | None]] = {
-    "sign_in_states": ("expires_at", "<=", None),
+# What a purge removes from each table: rows expired at, or older than, the bound ($1),
+# oldest first by the column the condition starts with.
+_EXPIRED: dict[Purged, str] = dict.fromkeys(get_args(Purged), "expires_at <= $1") | {
+    "sign_in_events": "at < $1",
     # A session that expired unrevoked stays until its clients were taken to be told
     # (``take_expired``): purging it first would lose whom to tell.
-    "sessions": (
-        "expires_at",
-        "<=",
-        "(revoked_at IS NOT NULL OR NOT EXISTS (SELECT 1 FROM oauth_session_clients AS sc "
-        "WHERE sc.session_id = sessions.id))",
-    ),
-    "provider_event_ids": ("expires_at", "<=", None),
-    "sign_in_events": ("at", "<", None),
-    "oauth_codes": ("expires_at", "<=", None),
-    "oauth_refresh_tokens": ("expires_at", "<=", None),
-    "oauth_token_families": ("expires_at", "<=", None),
-    "oauth_session_clients": ("expires_at", "<=", None),
-    "passkey_challenges": ("expires_at", "<=", None),
+    "sessions": "expires_at <= $1 AND (revoked_at IS NOT NULL OR NOT EXISTS "
+    "(SELECT 1 FROM oauth_session_clients AS sc WHERE sc.session_id = sessions.id))",
 }
 
 
 @functools.cache
 def _batch_delete(sql: Dialect, table: Purged) -> str:
-    return sql.batch_delete(table, *_EXPIRED[table])
+    condition = _EXPIRED[table]
+    return sql.batch_delete(table, condition.split()[0], condition)
 
 
 async def delete_batch(

@@ -166,10 +166,9 @@ class SqliteDialect(Dialect):
     def read_strings(self, value: Any) -> list[str]:
         return list(json.loads(value))
 
-    def batch_delete(self, table: str, column: str, op: str, also: str | None) -> str:
+    def batch_delete(self, table: str, column: str, condition: str) -> str:
         # SQLite evaluates an uncorrelated IN sub-select once, before deleting: at most $2 rows
         # per statement, the oldest first through the column's index.
-        condition = f"{column} {op} $1" if also is None else f"{column} {op} $1 AND {also}"
         return (
             f"DELETE FROM {table} WHERE rowid IN (SELECT rowid FROM {table} "  # noqa: S608
             f"WHERE {condition} ORDER BY {column} LIMIT $2)"
