@@ -1,4 +1,6 @@
-"""In-memory adapters: for tests, and for state on a single instance."""
+"""In-memory adapters: for tests, and for state on a single instance. Each method runs without
+an await between its reads and writes, so it is atomic on the event loop, like a transaction;
+the records are immutable, so a failed unit puts back the rows it replaced (``.journal``)."""
 
 from .accounts import MemoryAccounts
 from .authorization import (

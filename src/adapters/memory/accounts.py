@@ -1,5 +1,4 @@
-"""Accounts in memory. Each method runs without an await between its reads and writes, so it
-is atomic on the event loop, like a transaction."""
+"""Accounts in memory."""
 
 from __future__ import annotations
 

@@ -1,7 +1,5 @@
 """Authorization codes, refresh-token families, grants and session clients in memory (tests,
-and a single instance). Each method runs without an await between its reads and writes, so it
-is atomic on the event loop; the records are immutable, so a failed unit puts back the rows
-it replaced (see ``.journal``)."""
+and a single instance)."""
 
 from __future__ import annotations
 

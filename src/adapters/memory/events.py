@@ -36,8 +36,8 @@ class MemoryEvents(Stored):
 
 
 class MemorySeenEvents(OneTable[tuple[str, str], dt.datetime]):
-    """:class:`~authgate.ports.provider_events.SeenEvents` in a dict (atomic on the loop): the
-    events seen, with their expiry."""
+    """:class:`~authgate.ports.provider_events.SeenEvents` in a dict: the events seen, with
+    their expiry."""
 
     async def first_sight(self, event: EventId, now: dt.datetime) -> bool:
         self._rows.delete_if(lambda expires_at: expires_at <= now)

@@ -13,8 +13,7 @@ from .journal import OneTable
 
 
 class MemorySessionRecords(OneTable[str, SessionRecord]):
-    """:class:`~authgate.ports.session_records.SessionRecords` in a dict. Each method runs
-    without an await between its reads and writes, so it is atomic on the event loop."""
+    """:class:`~authgate.ports.session_records.SessionRecords` in a dict."""
 
     def __init__(self) -> None:
         super().__init__()

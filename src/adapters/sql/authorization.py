@@ -431,14 +431,10 @@ class SqlGrants(Repository):
         key = self._sql.account_key(account_id)
         if key is None:
             return False
-        return (
-            await self._db.execute(
-                "DELETE FROM oauth_grants WHERE account_id = $1 AND client_id = $2",
-                key,
-                client_id,
-            )
-            == 1
+        removed = await self._db.execute(
+            "DELETE FROM oauth_grants WHERE account_id = $1 AND client_id = $2", key, client_id
         )
+        return removed == 1
 
     def _args(self, grant: Grant) -> tuple[object, ...]:
         """A grant as the statements' first five parameters, in :data:`GRANT_COLUMNS` order."""
