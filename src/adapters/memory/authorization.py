@@ -4,6 +4,7 @@ and a single instance)."""
 from __future__ import annotations
 
 import datetime as dt
+import operator
 from collections.abc import Iterable
 
 import attrs
@@ -69,13 +70,8 @@ class MemoryAuthorizationCodes(OneTable[str, _Code]):
         return self._rows.delete_if(lambda v: v.code.expires_at <= now)
 
 
-def _same_owner(token: RefreshToken, family: TokenFamily) -> bool:
-    return (token.family_id, token.client_id, token.account_id, token.session_id) == (
-        family.family_id,
-        family.client_id,
-        family.account_id,
-        family.session_id,
-    )
+# A token's family, client, account and session; its family's own.
+_owners = operator.attrgetter("family_id", "client_id", "account_id", "session_id")
 
 
 class MemoryRefreshTokens(Stored):
@@ -106,7 +102,7 @@ class MemoryRefreshTokens(Stored):
         if family.family_id in self._families:
             raise ValueError("a token family with this id exists already")
         if first is not None:
-            if not _same_owner(first, family):
+            if _owners(first) != _owners(family):
                 raise ValueError("the first refresh token belongs to another family")
             if first.token_hash in self._tokens:
                 raise ValueError("a refresh token with this digest is kept already")
@@ -121,7 +117,7 @@ class MemoryRefreshTokens(Stored):
         if token is None:
             return None
         family = self._families[token.family_id]
-        if not _same_owner(new_token, family):
+        if _owners(new_token) != _owners(family):
             raise ValueError("the new refresh token belongs to another family")
         presented = self._read(token)
         if now >= token.expires_at:

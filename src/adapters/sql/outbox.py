@@ -131,6 +131,7 @@ class SqlRevocationOutbox(SqlOutbox[PendingRevocation]):
 
 _TOKEN_COLUMNS = "account_id, provider, subject, key_id, ciphertext, updated_at"  # noqa: S105
 _PUT_TOKEN = insert("provider_tokens", _TOKEN_COLUMNS, "account_id, provider")
+_SELECT = f"SELECT {_TOKEN_COLUMNS} FROM provider_tokens"  # noqa: S608 - constant columns
 
 
 class SqlProviderTokens(Repository):
@@ -160,18 +161,13 @@ class SqlProviderTokens(Repository):
 
     async def for_account(self, account_id: str) -> list[StoredProviderToken]:
         found = await self._db.fetch(
-            f"SELECT {_TOKEN_COLUMNS} FROM provider_tokens "  # noqa: S608 - constant columns
-            "WHERE account_id = $1 ORDER BY provider",
-            account_id,
+            f"{_SELECT} WHERE account_id = $1 ORDER BY provider", account_id
         )
         return [self._stored(r) for r in found]
 
     async def sealed_under_other_keys(self, key_id: str, limit: int) -> list[StoredProviderToken]:
         found = await self._db.fetch(
-            f"SELECT {_TOKEN_COLUMNS} FROM provider_tokens "  # noqa: S608 - constant columns
-            "WHERE key_id <> $1 ORDER BY account_id, provider LIMIT $2",
-            key_id,
-            limit,
+            f"{_SELECT} WHERE key_id <> $1 ORDER BY account_id, provider LIMIT $2", key_id, limit
         )
         return [self._stored(r) for r in found]
 
