@@ -4,13 +4,11 @@ opened and closed as a unit."""
 from __future__ import annotations
 
 import asyncio
-import datetime as dt
 import functools
 import logging
+from typing import Unpack
 
-from authgate.adapters.sql.events import DEFAULT_RETENTION
-from authgate.adapters.sql.housekeeping import DEFAULT_PURGE_INTERVAL
-from authgate.adapters.sql.store import SqlRepositories
+from authgate.adapters.sql.store import SqlRepositories, StoreOptions
 
 from .dialect import POSTGRES
 from .errors import unavailable
@@ -26,21 +24,8 @@ class PostgresStore(SqlRepositories):
     shutdown. An operation during an outage raises (``OSError``, asyncpg's errors or
     ``TimeoutError``); the pool serves again once the server is back."""
 
-    def __init__(
-        self,
-        pool: ConnectionPool,
-        *,
-        ping_timeout: float = 1.0,
-        event_retention: dt.timedelta = DEFAULT_RETENTION,
-        purge_interval: dt.timedelta = DEFAULT_PURGE_INTERVAL,
-    ) -> None:
-        super().__init__(
-            PoolDb(pool),
-            POSTGRES,
-            event_retention=event_retention,
-            purge_interval=purge_interval,
-            ping_timeout=ping_timeout,
-        )
+    def __init__(self, pool: ConnectionPool, **options: Unpack[StoreOptions]) -> None:
+        super().__init__(PoolDb(pool), POSTGRES, **options)
         self.pool = pool
         # A unit that only reads is an ordinary one (.unit: its plain reads take no lock).
         opener = functools.partial(UnitConnection, pool)
@@ -68,11 +53,9 @@ async def open_postgres(
     max_size: int = 10,
     timeout: float = 5.0,  # noqa: ASYNC109 - a setting passed to the pool, not a deadline
     *,
-    ping_timeout: float = 1.0,
-    event_retention: dt.timedelta = DEFAULT_RETENTION,
-    purge_interval: dt.timedelta = DEFAULT_PURGE_INTERVAL,
     check: bool = True,
     asyncpg_pool: bool = False,
+    **options: Unpack[StoreOptions],
 ) -> PostgresStore:
     """The adapters on a pool on ``url`` (``postgresql://user:pass@host:port/db``), the schema
     checked first (``check``); ``timeout`` bounds connecting and every command;
@@ -95,9 +78,4 @@ async def open_postgres(
     except BaseException:
         await pool.close()
         raise
-    return PostgresStore(
-        pool,
-        ping_timeout=ping_timeout,
-        event_retention=event_retention,
-        purge_interval=purge_interval,
-    )
+    return PostgresStore(pool, **options)

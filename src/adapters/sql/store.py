@@ -7,6 +7,7 @@ import datetime as dt
 from collections.abc import Callable
 from contextlib import AbstractAsyncContextManager
 from types import TracebackType
+from typing import TypedDict, Unpack
 
 from authgate.adapters.bound_repositories import BoundRepositories
 from authgate.ports.accounts import IdentityRace
@@ -22,20 +23,22 @@ from .sessions import SqlSessionRecords
 from .state import SqlPasskeyChallenges, SqlStates
 
 
+class StoreOptions(TypedDict, total=False):
+    """What either SQL store is opened with, beyond its database."""
+
+    event_retention: dt.timedelta
+    purge_interval: dt.timedelta
+    ping_timeout: float
+
+
 class SqlRepositories:
     """Every repository of a store on ``db`` (the store's connections) in ``sql``'s dialect."""
 
-    def __init__(
-        self,
-        db: Db,
-        sql: Dialect,
-        *,
-        event_retention: dt.timedelta = DEFAULT_RETENTION,
-        purge_interval: dt.timedelta = DEFAULT_PURGE_INTERVAL,
-        ping_timeout: float = 1.0,
-    ) -> None:
+    def __init__(self, db: Db, sql: Dialect, **options: Unpack[StoreOptions]) -> None:
         self._db = db
-        self._ping_timeout = ping_timeout
+        self._ping_timeout = options.get("ping_timeout", 1.0)
+        event_retention = options.get("event_retention", DEFAULT_RETENTION)
+        purge_interval = options.get("purge_interval", DEFAULT_PURGE_INTERVAL)
         self.accounts = SqlAccounts(db, sql)
         self.states = SqlStates(db, sql, purge_interval)
         self.events = SqlEvents(db, sql, event_retention, purge_interval)
