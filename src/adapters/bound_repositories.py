@@ -7,10 +7,7 @@ it does not use (nor does a reader following it meet them).
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any, Generic, TypeVar
-
-import attrs
 
 from authgate.ports.accounts import AccountRepository
 from authgate.ports.events import SignInEventLog
@@ -31,44 +28,26 @@ Handle = TypeVar("Handle")
 R = TypeVar("R")
 
 
-@attrs.frozen
-class RepositoryMakers(Generic[Handle]):
-    """How a unit-of-work adapter makes each repository from a unit's handle (fixed once per
-    adapter; called at most once each per unit)."""
-
-    accounts: Callable[[Handle], AccountRepository]
-    events: Callable[[Handle], SignInEventLog]
-    sessions: Callable[[Handle], SessionRecords]
-    seen_events: Callable[[Handle], SeenEvents]
-    provider_tokens: Callable[[Handle], ProviderTokenStore]
-    revocations: Callable[[Handle], RevocationOutbox]
-    authorization_codes: Callable[[Handle], AuthorizationCodes]
-    refresh_tokens: Callable[[Handle], RefreshTokens]
-    grants: Callable[[Handle], Grants]
-    session_clients: Callable[[Handle], SessionClients]
-    logout_outbox: Callable[[Handle], LogoutOutbox]
-    passkeys: Callable[[Handle], PasskeyStore]
-
-
 class _Made(Generic[R]):
-    """A repository of a :class:`BoundRepositories`, made on first use by the maker of its
-    name and kept in the instance (which then shadows this descriptor)."""
+    """A repository of a :class:`BoundRepositories`: the adapter's repository of its name
+    ``bound`` to the unit's handle on first use, kept in the instance (which then shadows this
+    descriptor)."""
 
     def __set_name__(self, owner: type, name: str) -> None:
         self._name = name
 
     def __get__(self, bound: BoundRepositories[Any], owner: type | None = None) -> R:
-        made: R = getattr(bound._makers, self._name)(bound._handle)
+        made: R = getattr(bound._repositories, self._name).bound(bound._handle)
         bound.__dict__[self._name] = made
         return made
 
 
 class BoundRepositories(Generic[Handle]):
-    """:class:`~authgate.ports.unit_of_work.Transaction`: repositories bound to one transaction
-    (``handle``), each made on first use."""
+    """:class:`~authgate.ports.unit_of_work.Transaction`: the repositories of ``repositories``
+    (each with a ``bound(handle)``) bound to one transaction (``handle``), each on first use."""
 
-    def __init__(self, makers: RepositoryMakers[Handle], handle: Handle) -> None:
-        self._makers = makers
+    def __init__(self, repositories: object, handle: Handle) -> None:
+        self._repositories = repositories
         self._handle = handle
 
     accounts = _Made[AccountRepository]()

@@ -1,4 +1,6 @@
-"""In-memory adapters: for tests, and for state on a single instance."""
+"""In-memory adapters: for tests, and for state on a single instance. Each method runs without
+an await between its reads and writes, so it is atomic on the event loop, like a transaction;
+the records are immutable, so a failed unit puts back the rows it replaced (``.journal``)."""
 
 from .accounts import MemoryAccounts
 from .authorization import (
@@ -7,11 +9,9 @@ from .authorization import (
     MemoryRefreshTokens,
     MemorySessionClients,
 )
-from .events import MemoryEvents
-from .outbox import MemoryLogoutOutbox
+from .events import MemoryEvents, MemorySeenEvents
+from .outbox import MemoryLogoutOutbox, MemoryProviderTokens, MemoryRevocationOutbox
 from .passkeys import MemoryPasskeyChallenges, MemoryPasskeys
-from .provider_tokens import MemoryProviderTokens, MemoryRevocationOutbox
-from .seen_events import MemorySeenEvents
 from .sessions import MemorySessionRecords
 from .state import MemoryStates
 from .units import MemoryUnitOfWork

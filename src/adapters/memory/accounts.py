@@ -1,21 +1,21 @@
-"""Accounts in memory. Each method runs without an await between its reads and writes, so it
-is atomic on the event loop, like a transaction."""
+"""Accounts in memory."""
 
 from __future__ import annotations
 
 import datetime as dt
 import uuid
 from collections.abc import Callable
+from typing import Any
 
 import attrs
 
 from authgate.domain.model import Account, LinkedIdentity, ProviderIdentity, VerifiedIdentity
 from authgate.ports.accounts import IdentityTaken, LastIdentityError, email_verified_of
 
-from .journal import Journal, Table
+from .journal import Stored, Table
 
 
-class MemoryAccounts:
+class MemoryAccounts(Stored):
     def __init__(self) -> None:
         self._accounts: Table[str, Account] = Table()
         self._identities: Table[ProviderIdentity, LinkedIdentity] = Table()
@@ -35,10 +35,6 @@ class MemoryAccounts:
     def identity_count(self, account_id: str) -> int:
         """How many identities the account holds."""
         return sum(1 for i in self._identities.values() if i.account_id == account_id)
-
-    def join(self, journal: Journal) -> None:
-        """Note this store's writes within a unit in ``journal`` (the unit of work's)."""
-        journal.watch(self._accounts, self._identities)
 
     def snapshot(self) -> tuple[dict[str, Account], dict[ProviderIdentity, LinkedIdentity]]:
         """What the adapter holds (the records are immutable: shallow copies suffice)."""
@@ -66,25 +62,29 @@ class MemoryAccounts:
         existing = self._identities.get(verified.identity)
         if existing is not None:
             return self._accounts[existing.account_id], False
-        email_verified = email_verified_of(verified)
         account = Account(
             id=str(uuid.uuid4()),
             email=verified.email,
             name=verified.name,
             created_at=now,
             last_login_at=None,
-            email_verified=email_verified,
+            email_verified=email_verified_of(verified),
         )
         self._accounts[account.id] = account
+        self._link(account.id, verified, now, primary=True)
+        return account, True
+
+    def _link(
+        self, account_id: str, verified: VerifiedIdentity, now: dt.datetime, *, primary: bool
+    ) -> None:
         self._identities[verified.identity] = LinkedIdentity(
-            account_id=account.id,
+            account_id=account_id,
             identity=verified.identity,
             email=verified.email,
             linked_at=now,
-            is_primary=True,
-            email_verified=email_verified,
+            is_primary=primary,
+            email_verified=email_verified_of(verified),
         )
-        return account, True
 
     async def link_identity(
         self, account_id: str, verified: VerifiedIdentity, now: dt.datetime
@@ -96,21 +96,12 @@ class MemoryAccounts:
             return
         if account_id not in self._accounts:
             raise KeyError(account_id)
-        self._identities[verified.identity] = LinkedIdentity(
-            account_id=account_id,
-            identity=verified.identity,
-            email=verified.email,
-            linked_at=now,
-            is_primary=False,
-            email_verified=email_verified_of(verified),
-        )
+        self._link(account_id, verified, now, primary=False)
 
     async def delete(self, account_id: str) -> bool:
         if self._accounts.pop(account_id) is None:
             return False
-        self._identities.delete_where(
-            k for k, v in self._identities.items() if v.account_id == account_id
-        )
+        self._identities.delete_if(lambda i: i.account_id == account_id)
         for drop in self._dependents:
             drop(account_id)
         return True
@@ -146,15 +137,14 @@ class MemoryAccounts:
         return (linked, account) if linked is not None and account is not None else None
 
     async def set_identity_disabled(self, identity: ProviderIdentity, reason: str | None) -> bool:
-        linked = self._identities.get(identity)
-        if linked is None:
-            return False
-        self._identities[identity] = attrs.evolve(linked, disabled_reason=reason)
-        return True
+        return self._set_identity(identity, disabled_reason=reason)
 
     async def set_identity_email_disabled(self, identity: ProviderIdentity, disabled: bool) -> bool:
+        return self._set_identity(identity, email_disabled=disabled)
+
+    def _set_identity(self, identity: ProviderIdentity, **changes: Any) -> bool:
         linked = self._identities.get(identity)
         if linked is None:
             return False
-        self._identities[identity] = attrs.evolve(linked, email_disabled=disabled)
+        self._identities[identity] = attrs.evolve(linked, **changes)
         return True

@@ -1,11 +1,10 @@
 """Authorization codes, refresh-token families, grants and session clients in memory (tests,
-and a single instance). Each method runs without an await between its reads and writes, so it
-is atomic on the event loop; the records are immutable, so a failed unit puts back the rows
-it replaced (see ``.journal``)."""
+and a single instance)."""
 
 from __future__ import annotations
 
 import datetime as dt
+import operator
 from collections.abc import Iterable
 
 import attrs
@@ -19,7 +18,7 @@ from authgate.domain.openid.records import (
 )
 from authgate.ports.openid import AlreadyUsed, Redeemed, Reused, Rotated
 
-from .journal import Journal, Table
+from .journal import OneTable, Stored, Table
 from .sessions import MemorySessionRecords
 
 
@@ -30,73 +29,52 @@ class _Code:
     family_id: str | None = None
 
 
-class MemoryAuthorizationCodes:
+class MemoryAuthorizationCodes(OneTable[str, _Code]):
     """:class:`~authgate.ports.openid.AuthorizationCodes` in a dict."""
-
-    def __init__(self) -> None:
-        self._codes: Table[str, _Code] = Table()
-
-    def join(self, journal: Journal) -> None:
-        """Note this store's writes within a unit in ``journal`` (the unit of work's)."""
-        journal.watch(self._codes)
-
-    def snapshot(self) -> dict[str, _Code]:
-        """The codes held (immutable: a shallow copy)."""
-        return self._codes.copy()
 
     def drop_account(self, account_id: str) -> None:
         """The account was deleted: its codes go with it (a foreign key in SQL)."""
-        self._codes.delete_where(
-            k for k, v in self._codes.items() if v.code.account_id == account_id
-        )
+        self._rows.delete_if(lambda v: v.code.account_id == account_id)
 
     async def add(self, code: AuthorizationCode) -> None:
-        if code.code_hash in self._codes:
+        if code.code_hash in self._rows:
             raise ValueError("an authorization code with this digest is kept already")
-        self._codes[code.code_hash] = _Code(code)
+        self._rows[code.code_hash] = _Code(code)
 
     async def redeem(self, code_hash: str, now: dt.datetime) -> Redeemed | AlreadyUsed | None:
-        row = self._codes.get(code_hash)
+        row = self._rows.get(code_hash)
         if row is None:
             return None
         if row.redeemed_at is not None:
             return AlreadyUsed(row.code, row.family_id)
         if not row.code.live(now):
             return None
-        self._codes[code_hash] = attrs.evolve(row, redeemed_at=now)
+        self._rows[code_hash] = attrs.evolve(row, redeemed_at=now)
         return Redeemed(row.code)
 
     async def record_issued(self, code_hash: str, family_id: str) -> None:
-        row = self._codes.get(code_hash)
+        row = self._rows.get(code_hash)
         if row is not None:
-            self._codes[code_hash] = attrs.evolve(row, family_id=family_id)
+            self._rows[code_hash] = attrs.evolve(row, family_id=family_id)
 
     async def discard_outstanding(self, account_id: str, client_id: str) -> int:
-        outstanding = [
-            k
-            for k, v in self._codes.items()
-            if v.redeemed_at is None
-            and v.code.account_id == account_id
-            and v.code.client_id == client_id
-        ]
-        return self._codes.delete_where(outstanding)
-
-    async def purge_expired(self, now: dt.datetime) -> int:
-        return self._codes.delete_where(
-            [k for k, v in self._codes.items() if v.code.expires_at <= now]
+        return self._rows.delete_if(
+            lambda v: (
+                v.redeemed_at is None
+                and v.code.account_id == account_id
+                and v.code.client_id == client_id
+            )
         )
 
-
-def _same_owner(token: RefreshToken, family: TokenFamily) -> bool:
-    return (token.family_id, token.client_id, token.account_id, token.session_id) == (
-        family.family_id,
-        family.client_id,
-        family.account_id,
-        family.session_id,
-    )
+    async def purge_expired(self, now: dt.datetime) -> int:
+        return self._rows.delete_if(lambda v: v.code.expires_at <= now)
 
 
-class MemoryRefreshTokens:
+# A token's family, client, account and session; its family's own.
+_owners = operator.attrgetter("family_id", "client_id", "account_id", "session_id")
+
+
+class MemoryRefreshTokens(Stored):
     """:class:`~authgate.ports.openid.RefreshTokens` in two dicts. A token's
     ``revoked_at`` is its family's, read when the token is."""
 
@@ -104,26 +82,18 @@ class MemoryRefreshTokens:
         self._families: Table[str, TokenFamily] = Table()
         self._tokens: Table[str, RefreshToken] = Table()
 
-    def join(self, journal: Journal) -> None:
-        """Note this store's writes within a unit in ``journal`` (the unit of work's)."""
-        journal.watch(self._families, self._tokens)
-
     def snapshot(self) -> tuple[dict[str, TokenFamily], dict[str, RefreshToken]]:
         """The families and tokens held (immutable: shallow copies)."""
         return self._families.copy(), self._tokens.copy()
 
     def drop_account(self, account_id: str) -> None:
         """The account was deleted: its families and tokens go with it."""
-        self._families.delete_where(
-            k for k, f in self._families.items() if f.account_id == account_id
-        )
+        self._families.delete_if(lambda f: f.account_id == account_id)
         self._drop_orphans()
 
     def _drop_orphans(self) -> None:
         """Tokens whose family is gone go too."""
-        self._tokens.delete_where(
-            k for k, t in self._tokens.items() if t.family_id not in self._families
-        )
+        self._tokens.delete_if(lambda t: t.family_id not in self._families)
 
     def _read(self, token: RefreshToken) -> RefreshToken:
         return attrs.evolve(token, revoked_at=self._families[token.family_id].revoked_at)
@@ -132,7 +102,7 @@ class MemoryRefreshTokens:
         if family.family_id in self._families:
             raise ValueError("a token family with this id exists already")
         if first is not None:
-            if not _same_owner(first, family):
+            if _owners(first) != _owners(family):
                 raise ValueError("the first refresh token belongs to another family")
             if first.token_hash in self._tokens:
                 raise ValueError("a refresh token with this digest is kept already")
@@ -147,7 +117,7 @@ class MemoryRefreshTokens:
         if token is None:
             return None
         family = self._families[token.family_id]
-        if not _same_owner(new_token, family):
+        if _owners(new_token) != _owners(family):
             raise ValueError("the new refresh token belongs to another family")
         presented = self._read(token)
         if now >= token.expires_at:
@@ -176,78 +146,59 @@ class MemoryRefreshTokens:
         family = self._families.get(family_id)
         return family is not None and family.live(now)
 
-    def _revoke(self, ids: list[str], now: dt.datetime) -> list[str]:
+    def _revoke(self, now: dt.datetime, **owners: str) -> list[str]:
+        """Revoke the live families whose attributes are ``owners``; their ids."""
+        ids = [
+            k
+            for k, f in self._families.items()
+            if f.live(now) and all(getattr(f, a) == v for a, v in owners.items())
+        ]
         for family_id in ids:
             self._families[family_id] = attrs.evolve(self._families[family_id], revoked_at=now)
         return ids
 
     async def revoke_family(self, family_id: str, now: dt.datetime) -> bool:
         family = self._families.get(family_id)
-        return family is not None and family.live(now) and bool(self._revoke([family_id], now))
+        if family is None or not family.live(now):
+            return False
+        self._families[family_id] = attrs.evolve(family, revoked_at=now)
+        return True
 
     async def revoke_for_session(self, session_id: str, now: dt.datetime) -> list[str]:
-        return self._revoke(
-            [k for k, f in self._families.items() if f.session_id == session_id and f.live(now)],
-            now,
-        )
+        return self._revoke(now, session_id=session_id)
 
     async def revoke_for_client(
         self, account_id: str, client_id: str, now: dt.datetime
     ) -> list[str]:
-        return self._revoke(
-            [
-                k
-                for k, f in self._families.items()
-                if f.account_id == account_id and f.client_id == client_id and f.live(now)
-            ],
-            now,
-        )
+        return self._revoke(now, account_id=account_id, client_id=client_id)
 
     async def revoke_for_account(self, account_id: str, now: dt.datetime) -> list[str]:
-        return self._revoke(
-            [k for k, f in self._families.items() if f.account_id == account_id and f.live(now)],
-            now,
-        )
+        return self._revoke(now, account_id=account_id)
 
     async def for_account(self, account_id: str) -> list[TokenFamily]:
         found = [f for f in self._families.values() if f.account_id == account_id]
         return sorted(found, key=lambda f: (f.created_at, f.family_id), reverse=True)
 
     async def purge_expired(self, now: dt.datetime) -> int:
-        tokens = self._tokens.delete_where(
-            [k for k, t in self._tokens.items() if t.expires_at <= now]
-        )
-        families = self._families.delete_where(
-            [k for k, f in self._families.items() if f.expires_at <= now]
-        )
+        tokens = self._tokens.delete_if(lambda t: t.expires_at <= now)
+        families = self._families.delete_if(lambda f: f.expires_at <= now)
         self._drop_orphans()
         return tokens + families
 
 
-class MemoryGrants:
+class MemoryGrants(OneTable[tuple[str, str], Grant]):
     """:class:`~authgate.ports.openid.Grants` in a dict."""
-
-    def __init__(self) -> None:
-        self._grants: Table[tuple[str, str], Grant] = Table()
-
-    def join(self, journal: Journal) -> None:
-        """Note this store's writes within a unit in ``journal`` (the unit of work's)."""
-        journal.watch(self._grants)
-
-    def snapshot(self) -> dict[tuple[str, str], Grant]:
-        """The grants held (immutable: a shallow copy)."""
-        return self._grants.copy()
 
     def drop_account(self, account_id: str) -> None:
         """The account was deleted: its grants go with it."""
-        self._grants.delete_where(k for k in self._grants if k[0] == account_id)
+        self._rows.delete_if(lambda g: g.account_id == account_id)
 
     async def get(self, account_id: str, client_id: str) -> Grant | None:
-        return self._grants.get((account_id, client_id))
+        return self._rows.get((account_id, client_id))
 
     async def put(self, grant: Grant) -> Grant:
         key = (grant.account_id, grant.client_id)
-        kept = self._grants.get(key)
+        kept = self._rows.get(key)
         if kept is not None:
             used = [t for t in (kept.last_used_at, grant.last_used_at) if t is not None]
             grant = attrs.evolve(
@@ -255,60 +206,50 @@ class MemoryGrants:
                 scopes=kept.scopes | grant.scopes,
                 last_used_at=max(used) if used else None,
             )
-        self._grants[key] = grant
+        self._rows[key] = grant
         return grant
 
     async def consent(self, grant: Grant, seen: dt.datetime | None) -> Grant | None:
-        kept = self._grants.get((grant.account_id, grant.client_id))
+        kept = self._rows.get((grant.account_id, grant.client_id))
         if (kept.granted_at if kept is not None else None) != seen:
             return None
         return await self.put(grant)
 
     async def touch(self, account_id: str, client_id: str, now: dt.datetime) -> None:
-        grant = self._grants.get((account_id, client_id))
+        grant = self._rows.get((account_id, client_id))
         if grant is not None and (grant.last_used_at is None or grant.last_used_at < now):
-            self._grants[(account_id, client_id)] = attrs.evolve(grant, last_used_at=now)
+            self._rows[(account_id, client_id)] = attrs.evolve(grant, last_used_at=now)
 
     async def for_account(self, account_id: str) -> list[Grant]:
-        return [g for k, g in sorted(self._grants.items()) if k[0] == account_id]
+        return [g for k, g in sorted(self._rows.items()) if k[0] == account_id]
 
     async def remove(self, account_id: str, client_id: str) -> bool:
-        return self._grants.pop((account_id, client_id)) is not None
+        return self._rows.pop((account_id, client_id)) is not None
 
 
-class MemorySessionClients:
+class MemorySessionClients(OneTable[tuple[str, str], SessionClient]):
     """:class:`~authgate.ports.openid.SessionClients` in a dict."""
 
     def __init__(self) -> None:
-        self._clients: Table[tuple[str, str], SessionClient] = Table()
+        super().__init__()
         self._sessions: MemorySessionRecords | None = None
-
-    def join(self, journal: Journal) -> None:
-        """Note this store's writes within a unit in ``journal`` (the unit of work's)."""
-        journal.watch(self._clients)
-
-    def snapshot(self) -> dict[tuple[str, str], SessionClient]:
-        """The session clients held (immutable: a shallow copy)."""
-        return self._clients.copy()
 
     def drop_account(self, account_id: str) -> None:
         """The account was deleted: its session clients go with it."""
-        self._clients.delete_where(
-            k for k, c in self._clients.items() if c.account_id == account_id
-        )
+        self._rows.delete_if(lambda c: c.account_id == account_id)
 
     async def add(self, client: SessionClient) -> None:
-        self._clients.setdefault((client.session_id, client.client_id), client)
+        self._rows.setdefault((client.session_id, client.client_id), client)
 
     async def for_session(self, session_id: str) -> list[SessionClient]:
-        return _first_served(c for c in self._clients.values() if c.session_id == session_id)
+        return _first_served(c for c in self._rows.values() if c.session_id == session_id)
 
     async def for_account(self, account_id: str) -> list[SessionClient]:
-        return _first_served(c for c in self._clients.values() if c.account_id == account_id)
+        return _first_served(c for c in self._rows.values() if c.account_id == account_id)
 
     def has_session(self, session_id: str) -> bool:
         """Whether a client of the session is recorded."""
-        return any(sid == session_id for sid, _ in self._clients)
+        return any(sid == session_id for sid, _ in self._rows)
 
     def follow_sessions(self, sessions: MemorySessionRecords) -> None:
         """The session records whose expiry :meth:`take_expired` looks at (the unit of work
@@ -319,19 +260,17 @@ class MemorySessionClients:
         if self._sessions is None:
             return []
         due = []
-        for key, served in self._clients.items():
+        for key, served in self._rows.items():
             record = await self._sessions.get(served.session_id)
             if record is not None and record.revoked_at is None and record.expires_at <= now:
                 due.append((record.expires_at, key))
         due.sort()
-        taken = [self._clients[key] for _, key in due[:limit]]
-        self._clients.delete_where(key for _, key in due[:limit])
+        taken = [self._rows[key] for _, key in due[:limit]]
+        self._rows.delete_where(key for _, key in due[:limit])
         return _first_served(taken)
 
     async def purge_expired(self, now: dt.datetime) -> int:
-        return self._clients.delete_where(
-            [k for k, c in self._clients.items() if c.expires_at <= now]
-        )
+        return self._rows.delete_if(lambda c: c.expires_at <= now)
 
 
 def _first_served(clients: Iterable[SessionClient]) -> list[SessionClient]:

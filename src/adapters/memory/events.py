@@ -1,21 +1,17 @@
-"""Sign-in events in memory (bounded)."""
+"""Sign-in events (bounded) and provider events already seen, in memory."""
 
 from __future__ import annotations
 
 import datetime as dt
 
-from authgate.domain.model import SignInEvent
+from authgate.domain.model import EventId, SignInEvent
 
-from .journal import Journal, Log
+from .journal import Log, OneTable, Stored
 
 
-class MemoryEvents:
+class MemoryEvents(Stored):
     def __init__(self, max_events: int = 10_000) -> None:
         self._events: Log[SignInEvent] = Log(max_events)
-
-    def join(self, journal: Journal) -> None:
-        """Note this store's writes within a unit in ``journal`` (the unit of work's)."""
-        journal.watch(self._events)
 
     def snapshot(self) -> list[SignInEvent]:
         """The events held, oldest first."""
@@ -37,3 +33,16 @@ class MemoryEvents:
         before = len(self._events)
         self._events.replace([e for e in self._events if e.at >= cutoff])
         return before - len(self._events)
+
+
+class MemorySeenEvents(OneTable[tuple[str, str], dt.datetime]):
+    """:class:`~authgate.ports.provider_events.SeenEvents` in a dict: the events seen, with
+    their expiry."""
+
+    async def first_sight(self, event: EventId, now: dt.datetime) -> bool:
+        self._rows.delete_if(lambda expires_at: expires_at <= now)
+        key = (event.issuer, event.jti)
+        if key in self._rows:
+            return False
+        self._rows[key] = event.expires_at
+        return True

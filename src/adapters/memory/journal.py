@@ -11,8 +11,8 @@ in a store no unit of work watches, nothing is noted.
 from __future__ import annotations
 
 import collections
-from collections.abc import ItemsView, Iterable, Iterator, KeysView, ValuesView
-from typing import Generic, Protocol, TypeVar
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any, Generic, Self, TypeVar
 
 K = TypeVar("K")
 V = TypeVar("V")
@@ -26,36 +26,15 @@ class _Missing:
 _MISSING = _Missing()
 
 
-class Journaled(Protocol):
-    """A part of a store that can put back what a unit changed, or forget it."""
-
-    def undo(self) -> None:
-        """Put back what the table held when the unit began."""
-
-    def forget(self) -> None:
-        """The unit committed: what was noted is dropped."""
-
-
-class Watched(Protocol):
-    """A part of a store that notes its writes in the journal it is given."""
-
-    journal: Journal | None
-
-
 class Journal:
-    """The parts a unit has written so far. :meth:`open` starts a unit's journal;
+    """The tables and logs a unit has written so far. :meth:`open` starts a unit's journal;
     :meth:`rollback` or :meth:`commit` ends it."""
 
     def __init__(self) -> None:
         self.active = False
-        self._touched: list[Journaled] = []
+        self._touched: list[Table[Any, Any] | Log[Any]] = []
 
-    def watch(self, *parts: Watched) -> None:
-        """Have ``parts`` note their writes in this journal."""
-        for part in parts:
-            part.journal = self
-
-    def touched(self, part: Journaled) -> None:
+    def touched(self, part: Table[Any, Any] | Log[Any]) -> None:
         """``part`` was written for the first time in this unit."""
         self._touched.append(part)
 
@@ -80,13 +59,14 @@ class Journal:
                 part.forget()
 
 
-class Table(Generic[K, V]):
-    """A dict whose writes within a unit are noted in the journal watching it. Reads go
-    straight to the dict."""
+class Table(dict[K, V]):
+    """A dict whose writes within a unit are noted in the journal watching it (reads are the
+    dict's own). Its writes are ``[]=``, ``del``, :meth:`pop`, :meth:`setdefault` and
+    :meth:`delete_where` only."""
 
     def __init__(self) -> None:
+        super().__init__()
         self.journal: Journal | None = None
-        self._rows: dict[K, V] = {}
         self._before: dict[K, V | _Missing] | None = None
         self._copy: dict[K, V] | None = None
 
@@ -99,13 +79,13 @@ class Table(Generic[K, V]):
             journal.touched(self)
         before = self._before
         if key not in before:
-            before[key] = self._rows.get(key, _MISSING)
+            before[key] = dict.get(self, key, _MISSING)
         if deleting and before[key] is not _MISSING:
             self._copy = self._as_it_was()
 
     def _as_it_was(self) -> dict[K, V]:
         """The rows as the unit found them, in their order (no row of theirs deleted yet)."""
-        rows = dict(self._rows)
+        rows = dict(self)
         for key, value in (self._before or {}).items():
             if isinstance(value, _Missing):
                 rows.pop(key, None)
@@ -114,74 +94,42 @@ class Table(Generic[K, V]):
         return rows
 
     def undo(self) -> None:
-        """Put back the rows the unit found (see :class:`Journaled`)."""
+        """Put back the rows the unit found."""
         if self._copy is not None:
-            self._rows.clear()
-            self._rows.update(self._copy)
+            dict.clear(self)
+            dict.update(self, self._copy)
         else:
             for key, value in (self._before or {}).items():
                 if isinstance(value, _Missing):
-                    self._rows.pop(key, None)
+                    dict.pop(self, key, None)
                 else:
-                    self._rows[key] = value
+                    dict.__setitem__(self, key, value)
         self.forget()
 
     def forget(self) -> None:
-        """Drop what was noted (see :class:`Journaled`)."""
+        """The unit committed: drop what was noted."""
         self._before = self._copy = None
-
-    def __getitem__(self, key: K) -> V:
-        return self._rows[key]
-
-    def __contains__(self, key: object) -> bool:
-        return key in self._rows
-
-    def __len__(self) -> int:
-        return len(self._rows)
-
-    def __iter__(self) -> Iterator[K]:
-        return iter(self._rows)
-
-    def get(self, key: K) -> V | None:
-        """The row of ``key``, or None."""
-        return self._rows.get(key)
-
-    def keys(self) -> KeysView[K]:
-        """The keys, as the dict's view."""
-        return self._rows.keys()
-
-    def values(self) -> ValuesView[V]:
-        """The rows, as the dict's view."""
-        return self._rows.values()
-
-    def items(self) -> ItemsView[K, V]:
-        """The keys and rows, as the dict's view."""
-        return self._rows.items()
-
-    def copy(self) -> dict[K, V]:
-        """A shallow copy of the rows."""
-        return dict(self._rows)
 
     def __setitem__(self, key: K, value: V) -> None:
         self._note(key)
-        self._rows[key] = value
+        dict.__setitem__(self, key, value)
 
     def __delitem__(self, key: K) -> None:
         self._note(key, deleting=True)
-        del self._rows[key]
+        dict.__delitem__(self, key)
 
-    def pop(self, key: K) -> V | None:
+    def pop(self, key: K) -> V | None:  # type: ignore[override]
         """Remove the row of ``key`` and return it (None when there is none)."""
-        if key not in self._rows:
+        if key not in self:
             return None
         self._note(key, deleting=True)
-        return self._rows.pop(key)
+        return dict.pop(self, key)
 
     def setdefault(self, key: K, value: V) -> V:
         """The row of ``key``, ``value`` put there first when there is none."""
-        if key not in self._rows:
+        if key not in self:
             self[key] = value
-        return self._rows[key]
+        return dict.__getitem__(self, key)
 
     def delete_where(self, keys: Iterable[K]) -> int:
         """Remove the rows of ``keys`` (each held); how many."""
@@ -190,6 +138,10 @@ class Table(Generic[K, V]):
             del self[key]
             count += 1
         return count
+
+    def delete_if(self, condition: Callable[[V], bool]) -> int:
+        """Remove the rows that meet ``condition``; how many."""
+        return self.delete_where([k for k, v in self.items() if condition(v)])
 
 
 class Log(Generic[T]):
@@ -236,7 +188,7 @@ class Log(Generic[T]):
         return self._evicted + held[: len(held) - self._own]
 
     def undo(self) -> None:
-        """Put back the items the unit found (see :class:`Journaled`)."""
+        """Put back the items the unit found."""
         if self._copy is not None:
             self._items = collections.deque(self._copy, maxlen=self._maxlen)
         else:
@@ -246,7 +198,7 @@ class Log(Generic[T]):
         self.forget()
 
     def forget(self) -> None:
-        """Drop what was noted (see :class:`Journaled`)."""
+        """The unit committed: drop what was noted."""
         self._noted, self._own, self._evicted, self._copy = False, 0, [], None
 
     def __iter__(self) -> Iterator[T]:
@@ -257,3 +209,28 @@ class Log(Generic[T]):
 
     def __len__(self) -> int:
         return len(self._items)
+
+
+class Stored:
+    """A memory store whose :class:`Table` and :class:`Log` attributes note a unit's writes."""
+
+    def bound(self, _handle: object) -> Self:
+        """The store itself: a memory unit of work uses the stores as they are."""
+        return self
+
+    def join(self, journal: Journal) -> None:
+        """Note this store's writes within a unit in ``journal`` (the unit of work's)."""
+        for part in vars(self).values():
+            if isinstance(part, Table | Log):
+                part.journal = journal
+
+
+class OneTable(Stored, Generic[K, V]):
+    """A memory store of one :class:`Table` (``_rows``) of immutable records."""
+
+    def __init__(self) -> None:
+        self._rows: Table[K, V] = Table()
+
+    def snapshot(self) -> dict[K, V]:
+        """The rows held (a shallow copy)."""
+        return self._rows.copy()

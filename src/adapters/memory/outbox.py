@@ -1,4 +1,5 @@
-"""An outbox in memory (tests, and a single instance), whatever its rows hold."""
+"""The outboxes in memory (tests, and a single instance), whatever their rows hold, and the
+sealed provider tokens."""
 
 from __future__ import annotations
 
@@ -7,10 +8,11 @@ from typing import Any, Generic
 
 import attrs
 
+from authgate.domain.model import PendingRevocation, StoredProviderToken
 from authgate.domain.openid.logout import PendingLogout
 from authgate.ports.outbox import P
 
-from .journal import Journal, Table
+from .journal import OneTable
 
 
 @attrs.frozen
@@ -27,20 +29,9 @@ def _claimable(row: OutboxRow[Any], now: dt.datetime) -> bool:
     )
 
 
-class MemoryOutbox(Generic[P]):
+class MemoryOutbox(OneTable[str, OutboxRow[P]]):
     """:class:`~authgate.ports.outbox.Outbox` in a dict (one process: the lease only matters to
     a worker that dies, which here takes the rows with it)."""
-
-    def __init__(self) -> None:
-        self._rows: Table[str, OutboxRow[P]] = Table()
-
-    def join(self, journal: Journal) -> None:
-        """Note this store's writes within a unit in ``journal`` (the unit of work's)."""
-        journal.watch(self._rows)
-
-    def snapshot(self) -> dict[str, OutboxRow[P]]:
-        """The rows held (immutable: a shallow copy)."""
-        return self._rows.copy()
 
     async def add(self, pending: P) -> None:
         if pending.id in self._rows:
@@ -81,3 +72,37 @@ class MemoryOutbox(Generic[P]):
 
 class MemoryLogoutOutbox(MemoryOutbox[PendingLogout]):
     """:class:`~authgate.ports.openid.LogoutOutbox` in a dict."""
+
+
+class MemoryProviderTokens(OneTable[tuple[str, str], StoredProviderToken]):
+    """:class:`~authgate.ports.provider_tokens.ProviderTokenStore` in a dict."""
+
+    async def put(self, stored: StoredProviderToken) -> None:
+        self._rows[(stored.account_id, stored.identity.provider)] = stored
+
+    async def take(self, account_id: str, provider: str | None = None) -> list[StoredProviderToken]:
+        keys = [
+            k for k in self._rows if k[0] == account_id and (provider is None or k[1] == provider)
+        ]
+        taken = [self._rows[k] for k in sorted(keys)]
+        self._rows.delete_where(keys)
+        return taken
+
+    async def for_account(self, account_id: str) -> list[StoredProviderToken]:
+        return [t for k, t in sorted(self._rows.items()) if k[0] == account_id]
+
+    async def sealed_under_other_keys(self, key_id: str, limit: int) -> list[StoredProviderToken]:
+        found = [t for _, t in sorted(self._rows.items()) if t.sealed.key_id != key_id]
+        return found[:limit]
+
+    async def replace_sealed(self, stored: StoredProviderToken, old_key_id: str) -> bool:
+        key = (stored.account_id, stored.identity.provider)
+        current = self._rows.get(key)
+        if current is None or current.sealed.key_id != old_key_id:
+            return False
+        self._rows[key] = attrs.evolve(current, sealed=stored.sealed)
+        return True
+
+
+class MemoryRevocationOutbox(MemoryOutbox[PendingRevocation]):
+    """:class:`~authgate.ports.provider_tokens.RevocationOutbox` in a dict."""

@@ -1,6 +1,4 @@
-"""Passkeys and their ceremonies' challenges in memory (tests, and a single instance). Each
-method runs without an await between its reads and writes, so it is atomic on the event loop;
-the records are immutable, so a failed unit puts back the rows it replaced (see ``.journal``)."""
+"""Passkeys and their ceremonies' challenges in memory (tests, and a single instance)."""
 
 from __future__ import annotations
 
@@ -13,10 +11,11 @@ from authgate.ports.accounts import LastIdentityError
 from authgate.ports.passkeys import ChallengeStoreFull, PasskeyTaken
 
 from .accounts import MemoryAccounts
-from .journal import Journal, Table
+from .journal import Stored, Table
+from .state import Bounded
 
 
-class MemoryPasskeys:
+class MemoryPasskeys(Stored):
     """:class:`~authgate.ports.passkeys.PasskeyStore` in a dict, beside ``accounts``: an
     account's deletion drops its passkeys, and the last-sign-in-method rule counts the
     account's identities and passkeys together (as the SQL stores do in one transaction)."""
@@ -27,10 +26,6 @@ class MemoryPasskeys:
         self._by_credential: Table[bytes, str] = Table()  # credential id -> passkey id
         accounts.cascade_to(self.drop_account)
         accounts.count_other_methods(self.count)
-
-    def join(self, journal: Journal) -> None:
-        """Note this store's writes within a unit in ``journal`` (the unit of work's)."""
-        journal.watch(self._passkeys, self._by_credential)
 
     def snapshot(self) -> dict[str, Passkey]:
         """The passkeys held (immutable: a shallow copy)."""
@@ -97,24 +92,14 @@ class MemoryPasskeys:
 _Key = tuple[str, Ceremony]
 
 
-class MemoryPasskeyChallenges:
+class MemoryPasskeyChallenges(Bounded[_Key, PasskeyChallenge]):
     """:class:`~authgate.ports.passkeys.PasskeyChallenges` in a dict, bounded by
-    ``max_entries``. Insertion order is expiry order (one lifetime for all; a replaced entry
-    moves to the end), so a full store drops expired entries from the front and then refuses
-    the new one: live challenges are never evicted to make room."""
-
-    def __init__(self, max_entries: int = 100_000) -> None:
-        self._entries: dict[_Key, PasskeyChallenge] = {}
-        self._max = max_entries
+    ``max_entries``."""
 
     async def put(self, challenge: PasskeyChallenge) -> None:
         key = (challenge.binding_hash, challenge.ceremony)
-        replaced = self._entries.pop(key, None)
-        if replaced is None and len(self._entries) >= self._max:
-            self._drop_expired_front(challenge.created_at)
-            if len(self._entries) >= self._max:
-                raise ChallengeStoreFull(f"{self._max} passkey challenges")
-        self._entries[key] = challenge
+        if not self._admit(key, challenge, challenge.created_at):
+            raise ChallengeStoreFull(f"{self._max} passkey challenges")
 
     async def take(
         self, binding_hash: str, ceremony: Ceremony, now: dt.datetime
@@ -123,16 +108,3 @@ class MemoryPasskeyChallenges:
         if challenge is None or challenge.expires_at <= now:
             return None
         return challenge
-
-    async def purge_expired(self, now: dt.datetime) -> int:
-        expired = [k for k, v in self._entries.items() if v.expires_at <= now]
-        for key in expired:
-            del self._entries[key]
-        return len(expired)
-
-    def _drop_expired_front(self, now: dt.datetime) -> None:
-        while self._entries:
-            key = next(iter(self._entries))
-            if self._entries[key].expires_at > now:
-                return
-            del self._entries[key]

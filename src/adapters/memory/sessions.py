@@ -9,61 +9,56 @@ import attrs
 
 from authgate.domain.model import SessionRecord
 
-from .journal import Journal, Table
+from .journal import OneTable
 
 
-class MemorySessionRecords:
-    """:class:`~authgate.ports.session_records.SessionRecords` in a dict. Each method runs
-    without an await between its reads and writes, so it is atomic on the event loop."""
+class MemorySessionRecords(OneTable[str, SessionRecord]):
+    """:class:`~authgate.ports.session_records.SessionRecords` in a dict."""
 
     def __init__(self) -> None:
-        self._records: Table[str, SessionRecord] = Table()
+        super().__init__()
         self._owed: Callable[[str], bool] | None = None
 
-    def join(self, journal: Journal) -> None:
-        """Note this store's writes within a unit in ``journal`` (the unit of work's)."""
-        journal.watch(self._records)
-
-    def snapshot(self) -> dict[str, SessionRecord]:
-        """The records held (immutable: a shallow copy)."""
-        return self._records.copy()
-
     async def add(self, record: SessionRecord) -> None:
-        self._records[record.id] = record
+        self._rows[record.id] = record
 
     async def get(self, session_id: str, *, for_change: bool = False) -> SessionRecord | None:
         # for_change needs nothing more: memory units of work run one at a time.
-        return self._records.get(session_id)
+        return self._rows.get(session_id)
 
     async def is_live(self, session_id: str, now: dt.datetime) -> bool:
-        record = self._records.get(session_id)
+        record = self._rows.get(session_id)
         return record is not None and record.live(now)
 
     async def live_for_account(self, account_id: str, now: dt.datetime) -> list[SessionRecord]:
-        live = [r for r in self._records.values() if r.account_id == account_id and r.live(now)]
+        live = [r for r in self._rows.values() if r.account_id == account_id and r.live(now)]
         return sorted(live, key=lambda r: r.created_at, reverse=True)
 
     async def extend(self, session_id: str, expires_at: dt.datetime, now: dt.datetime) -> bool:
-        record = self._records.get(session_id)
+        record = self._rows.get(session_id)
         if record is None or not record.live(now):
             return False
         later = max(record.expires_at, min(expires_at, record.absolute_expires_at))
-        self._records[session_id] = attrs.evolve(record, expires_at=later)
+        self._rows[session_id] = attrs.evolve(record, expires_at=later)
         return True
 
     async def prove(self, session_id: str, auth_time: dt.datetime, now: dt.datetime) -> bool:
-        record = self._records.get(session_id)
+        record = self._rows.get(session_id)
         if record is None or not record.live(now):
             return False
-        self._records[session_id] = attrs.evolve(record, auth_time=max(record.auth_time, auth_time))
+        self._rows[session_id] = attrs.evolve(record, auth_time=max(record.auth_time, auth_time))
         return True
 
     async def revoke(self, account_id: str, session_id: str, now: dt.datetime) -> bool:
-        record = self._records.get(session_id)
+        record = self._rows.get(session_id)
         if record is None or record.account_id != account_id or not record.live(now):
             return False
-        self._records[session_id] = attrs.evolve(record, revoked_at=now)
+        self._revoke([session_id], now)
         return True
+
+    def _revoke(self, session_ids: list[str], now: dt.datetime) -> None:
+        for sid in session_ids:
+            self._rows[sid] = attrs.evolve(self._rows[sid], revoked_at=now)
 
     async def revoke_all(
         self,
@@ -76,15 +71,14 @@ class MemorySessionRecords:
     ) -> list[str]:
         ended = [
             r.id
-            for r in self._records.values()
+            for r in self._rows.values()
             if r.account_id == account_id
             and r.live(now)
             and r.id != keep
             and (provider is None or r.provider == provider)
             and (passkey_id is None or r.passkey_id == passkey_id)
         ]
-        for sid in ended:
-            self._records[sid] = attrs.evolve(self._records[sid], revoked_at=now)
+        self._revoke(ended, now)
         return ended
 
     async def revoke_provider_session(
@@ -97,18 +91,17 @@ class MemorySessionRecords:
     ) -> list[tuple[str, str]]:
         ended = [
             (r.account_id, r.id)
-            for r in self._records.values()
+            for r in self._rows.values()
             if r.provider == provider
             and r.provider_session == provider_session
             and (account_id is None or r.account_id == account_id)
             and r.live(now)
         ]
-        for _, sid in ended:
-            self._records[sid] = attrs.evolve(self._records[sid], revoked_at=now)
+        self._revoke([sid for _, sid in ended], now)
         return ended
 
     async def for_account(self, account_id: str) -> list[SessionRecord]:
-        found = [r for r in self._records.values() if r.account_id == account_id]
+        found = [r for r in self._rows.values() if r.account_id == account_id]
         return sorted(found, key=lambda r: r.created_at, reverse=True)
 
     def keep_while(self, owed: Callable[[str], bool]) -> None:
@@ -121,7 +114,7 @@ class MemorySessionRecords:
         owed = self._owed
         expired = [
             sid
-            for sid, r in self._records.items()
+            for sid, r in self._rows.items()
             if r.expires_at <= now and (r.revoked_at is not None or owed is None or not owed(sid))
         ]
-        return self._records.delete_where(expired)
+        return self._rows.delete_where(expired)

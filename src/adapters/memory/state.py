@@ -3,35 +3,69 @@
 from __future__ import annotations
 
 import datetime as dt
+from typing import Generic, Protocol, TypeVar
 
 from authgate.domain.model import PendingSignIn
 from authgate.ports.state import StateStoreFull
 
+
+class _Expiring(Protocol):
+    @property
+    def expires_at(self) -> dt.datetime: ...
+
+
+K = TypeVar("K")
+V = TypeVar("V", bound=_Expiring)
+
+
+class Bounded(Generic[K, V]):
+    """Entries in a dict bounded by ``max_entries``. Insertion order is expiry order (one
+    lifetime for all; a replaced entry moves to the end), so a full store drops expired entries
+    from the front and then refuses the new one: live entries (real users' sign-ins) are never
+    evicted to make room, and a flood costs O(1) per refused entry."""
+
+    def __init__(self, max_entries: int = 100_000) -> None:
+        self._entries: dict[K, V] = {}
+        self._max = max_entries
+
+    def _drop(self, key: K) -> V | None:
+        return self._entries.pop(key, None)
+
+    def _admit(self, key: K, value: V, now: dt.datetime) -> bool:
+        """Put ``value`` at ``key``, unless the store is full of live entries (False)."""
+        if self._drop(key) is None and len(self._entries) >= self._max:
+            while self._entries:  # the expired entries at the front go
+                oldest = next(iter(self._entries))
+                if self._entries[oldest].expires_at > now:
+                    break
+                self._drop(oldest)
+            if len(self._entries) >= self._max:
+                return False
+        self._entries[key] = value
+        return True
+
+    async def purge_expired(self, now: dt.datetime) -> int:
+        expired = [k for k, v in self._entries.items() if v.expires_at <= now]
+        for key in expired:
+            self._drop(key)
+        return len(expired)
+
+
 _Key = tuple[str, str, str]  # provider, state, binding hash
 
 
-class MemoryStates:
-    """:class:`~authgate.ports.state.StateStore` in a dict, bounded by ``max_entries``.
-
-    Entries are kept in insertion order, which is expiry order (one lifetime for all), so a
-    full store drops expired entries from the front and then refuses the new one: live sign-ins
-    of real users are never evicted to make room, and a flood costs O(1) per refused entry.
-    """
+class MemoryStates(Bounded[_Key, PendingSignIn]):
+    """:class:`~authgate.ports.state.StateStore` in a dict, bounded by ``max_entries``."""
 
     def __init__(self, max_entries: int = 100_000) -> None:
-        self._entries: dict[_Key, PendingSignIn] = {}
+        super().__init__(max_entries)
         # (provider, state) -> binding hashes, for the take without a binding cookie.
         self._browsers: dict[tuple[str, str], dict[str, None]] = {}
-        self._max = max_entries
 
     async def put(self, pending: PendingSignIn) -> None:
         key = (pending.provider, pending.state, pending.binding_hash)
-        replaced = self._drop(key)
-        if replaced is None and len(self._entries) >= self._max:
-            self._drop_expired_front(pending.created_at)
-            if len(self._entries) >= self._max:
-                raise StateStoreFull(f"{self._max} pending sign-ins")
-        self._entries[key] = pending
+        if not self._admit(key, pending, pending.created_at):
+            raise StateStoreFull(f"{self._max} pending sign-ins")
         self._browsers.setdefault(key[:2], {})[pending.binding_hash] = None
 
     async def take(
@@ -50,12 +84,6 @@ class MemoryStates:
             return None
         return pending
 
-    async def purge_expired(self, now: dt.datetime) -> int:
-        expired = [k for k, v in self._entries.items() if v.expires_at <= now]
-        for k in expired:
-            self._drop(k)
-        return len(expired)
-
     def _drop(self, key: _Key) -> PendingSignIn | None:
         pending = self._entries.pop(key, None)
         if pending is not None:
@@ -64,10 +92,3 @@ class MemoryStates:
             if not browsers:
                 del self._browsers[key[:2]]
         return pending
-
-    def _drop_expired_front(self, now: dt.datetime) -> None:
-        while self._entries:
-            key = next(iter(self._entries))
-            if self._entries[key].expires_at > now:
-                return
-            self._drop(key)

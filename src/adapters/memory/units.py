@@ -6,7 +6,7 @@ import asyncio
 from collections.abc import AsyncIterator
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 
-from authgate.adapters.bound_repositories import BoundRepositories, RepositoryMakers
+from authgate.adapters.bound_repositories import BoundRepositories
 
 from .accounts import MemoryAccounts
 from .authorization import (
@@ -15,12 +15,10 @@ from .authorization import (
     MemoryRefreshTokens,
     MemorySessionClients,
 )
-from .events import MemoryEvents
-from .journal import Journal
-from .outbox import MemoryLogoutOutbox
+from .events import MemoryEvents, MemorySeenEvents
+from .journal import Journal, Stored
+from .outbox import MemoryLogoutOutbox, MemoryProviderTokens, MemoryRevocationOutbox
 from .passkeys import MemoryPasskeys
-from .provider_tokens import MemoryProviderTokens, MemoryRevocationOutbox
-from .seen_events import MemorySeenEvents
 from .sessions import MemorySessionRecords
 
 
@@ -51,9 +49,10 @@ class MemoryUnitOfWork:
         logout_outbox: MemoryLogoutOutbox | None = None,
         passkeys: MemoryPasskeys | None = None,
     ) -> None:
-        self._accounts = accounts
-        self._events = events
-        self._sessions = sessions
+        # A unit hands out the stores themselves: what it wrote is put back if it raises.
+        self.accounts = accounts
+        self.events = events
+        self.sessions = sessions
         self.seen_events = seen_events or MemorySeenEvents()
         self.provider_tokens = provider_tokens or MemoryProviderTokens()
         self.revocations = revocations or MemoryRevocationOutbox()
@@ -63,30 +62,11 @@ class MemoryUnitOfWork:
         self.session_clients = session_clients or MemorySessionClients()
         self.logout_outbox = logout_outbox or MemoryLogoutOutbox()
         self.passkeys = passkeys or MemoryPasskeys(accounts)
-        # A unit hands out the stores themselves: what it wrote is put back if it raises.
-        self._makers: RepositoryMakers[None] = RepositoryMakers(
-            accounts=lambda _: self._accounts,
-            events=lambda _: self._events,
-            sessions=lambda _: self._sessions,
-            seen_events=lambda _: self.seen_events,
-            provider_tokens=lambda _: self.provider_tokens,
-            revocations=lambda _: self.revocations,
-            authorization_codes=lambda _: self.authorization_codes,
-            refresh_tokens=lambda _: self.refresh_tokens,
-            grants=lambda _: self.grants,
-            session_clients=lambda _: self.session_clients,
-            logout_outbox=lambda _: self.logout_outbox,
-            passkeys=lambda _: self.passkeys,
-        )
+        stores: list[Stored] = list(vars(self).values())
         self._journal = Journal()
-        self._wire(accounts, events, sessions)
-        self._lock = asyncio.Lock()
-
-    def _wire(
-        self, accounts: MemoryAccounts, events: MemoryEvents, sessions: MemorySessionRecords
-    ) -> None:
-        """Join the stores as the SQL schema does (cascades, the session clients' join) and
-        have each note its writes in the units' journal."""
+        for store in stores:
+            store.join(self._journal)
+        # Joined as the SQL schema joins the tables (cascades, the session clients' join).
         for dependent in (
             self.authorization_codes,
             self.refresh_tokens,
@@ -96,21 +76,7 @@ class MemoryUnitOfWork:
             accounts.cascade_to(dependent.drop_account)
         self.session_clients.follow_sessions(sessions)
         sessions.keep_while(self.session_clients.has_session)
-        for store in (
-            accounts,
-            events,
-            sessions,
-            self.seen_events,
-            self.provider_tokens,
-            self.revocations,
-            self.authorization_codes,
-            self.refresh_tokens,
-            self.grants,
-            self.session_clients,
-            self.logout_outbox,
-            self.passkeys,
-        ):
-            store.join(self._journal)
+        self._lock = asyncio.Lock()
 
     @asynccontextmanager
     async def begin(self) -> AsyncIterator[BoundRepositories[None]]:
@@ -119,7 +85,7 @@ class MemoryUnitOfWork:
         async with self._lock:
             self._journal.open()
             try:
-                yield BoundRepositories(self._makers, None)
+                yield BoundRepositories(self, None)
             except BaseException:
                 self._journal.rollback()
                 raise

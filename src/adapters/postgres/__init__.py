@@ -1,11 +1,8 @@
 """PostgreSQL (asyncpg): the production store, the SQL repositories (:mod:`authgate.adapters.sql`)
-on a pool of its own.
+on a pool of its own; :func:`open_postgres`, :func:`migrate` and :func:`check_schema`.
 
-Entry points: :func:`open_postgres` (the adapters on one pool), :func:`migrate` and
-:func:`check_schema` (the schema in the package's ``migrations/`` folder).
-
-Only :mod:`.errors` (no asyncpg) is imported with the package; the rest on first use (PEP 562),
-so that a deployment on SQLite can name :func:`redact` without loading asyncpg.
+Only :mod:`.errors` (no asyncpg) is imported with the package, the rest on first use (PEP 562):
+a deployment on SQLite names :func:`redact` without loading asyncpg.
 """
 
 from __future__ import annotations

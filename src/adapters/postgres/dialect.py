@@ -26,45 +26,6 @@ def _parsed_uuid(account_id: str) -> uuid.UUID:
     return uuid.UUID(account_id)
 
 
-def _batch_delete(table: str, column: str, op: str, also: str | None) -> str:
-    # The inner select runs once per statement (an uncorrelated ARRAY(…) is computed before
-    # the DELETE scans anything), so one statement deletes at most $2 rows, the oldest first
-    # through the column's index, found again by their row address. The condition is repeated
-    # outside: a row changed by another transaction since the select (a pending sign-in
-    # replaced by its browser) is checked again in its new version and stays unless still
-    # expired. No row lock up front: it doubled the statement's cost, and a purge meeting
-    # another purge's rows waits for that statement's few milliseconds and finds them gone.
-    condition = f"{column} {op} $1" if also is None else f"{column} {op} $1 AND {also}"
-    return (
-        f"DELETE FROM {table} WHERE ctid = ANY(ARRAY("  # noqa: S608 - names of the package
-        f"SELECT ctid FROM {table} WHERE {condition} ORDER BY {column} LIMIT $2"
-        f")) AND {condition}"
-    )
-
-
-def _claim(table: str, columns: Sequence[str]) -> str:
-    # Bounded by construction, whatever the plan: a MATERIALIZED WITH query runs once per
-    # statement and its rows are kept; a plan that re-scans it (a nested loop re-scans its
-    # inner side for every outer row) re-reads those rows. A sub-select in FROM or IN is re-run
-    # instead, and each re-run skips the rows this statement has already updated and locks the
-    # next ones: a claim of 2 leased 5. So at most $3 distinct ids, each matching one row by
-    # the primary key. MATERIALIZED, as a single-use WITH query may otherwise be folded into
-    # the statement as that very sub-select.
-    returned = ", ".join(f"r.{c}" for c in columns)
-    return f"""
-        WITH due AS MATERIALIZED (
-            SELECT id FROM {table}
-            WHERE next_attempt_at <= $1 AND (leased_until IS NULL OR leased_until <= $1)
-            ORDER BY next_attempt_at, id LIMIT $3
-            FOR UPDATE SKIP LOCKED
-        )
-        UPDATE {table} AS r SET leased_until = $2
-        FROM due
-        WHERE r.id = due.id
-        RETURNING {returned}
-        """  # noqa: S608 - the names of the outbox
-
-
 class PostgresDialect(Dialect):
     """:class:`~authgate.adapters.sql.engine.Dialect` of PostgreSQL (asyncpg)."""
 
@@ -98,11 +59,41 @@ class PostgresDialect(Dialect):
     def lock(self, clause: str) -> str:
         return f" FOR {clause}"
 
-    def batch_delete(self, table: str, column: str, op: str, also: str | None) -> str:
-        return _batch_delete(table, column, op, also)
+    def batch_delete(self, table: str, column: str, condition: str) -> str:
+        # The inner select runs once per statement (an uncorrelated ARRAY(…) is computed before
+        # the DELETE scans anything), so one statement deletes at most $2 rows, the oldest first
+        # through the column's index, found again by their row address. The condition is repeated
+        # outside: a row changed by another transaction since the select (a pending sign-in
+        # replaced by its browser) is checked again in its new version and stays unless still
+        # expired. No row lock up front: it doubled the statement's cost, and a purge meeting
+        # another purge's rows waits for that statement's few milliseconds and finds them gone.
+        return (
+            f"DELETE FROM {table} WHERE ctid = ANY(ARRAY("  # noqa: S608 - names of the package
+            f"SELECT ctid FROM {table} WHERE {condition} ORDER BY {column} LIMIT $2"
+            f")) AND {condition}"
+        )
 
     def claim(self, table: str, columns: Sequence[str]) -> str:
-        return _claim(table, columns)
+        # Bounded by construction, whatever the plan: a MATERIALIZED WITH query runs once per
+        # statement and its rows are kept; a plan that re-scans it (a nested loop re-scans its
+        # inner side for every outer row) re-reads those rows. A sub-select in FROM or IN is re-run
+        # instead, and each re-run skips the rows this statement has already updated and locks the
+        # next ones: a claim of 2 leased 5. So at most $3 distinct ids, each matching one row by
+        # the primary key. MATERIALIZED, as a single-use WITH query may otherwise be folded into
+        # the statement as that very sub-select.
+        returned = ", ".join(f"r.{c}" for c in columns)
+        return f"""
+            WITH due AS MATERIALIZED (
+                SELECT id FROM {table}
+                WHERE next_attempt_at <= $1 AND (leased_until IS NULL OR leased_until <= $1)
+                ORDER BY next_attempt_at, id LIMIT $3
+                FOR UPDATE SKIP LOCKED
+            )
+            UPDATE {table} AS r SET leased_until = $2
+            FROM due
+            WHERE r.id = due.id
+            RETURNING {returned}
+            """  # noqa: S608 - the names of the outbox
 
     # The sessions' expiry index finds the candidates; the rows taken are locked and skipped
     # by a concurrent sweep (another instance), and a row another sweep deleted first is

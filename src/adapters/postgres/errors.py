@@ -29,10 +29,8 @@ class MigrationFailed(PostgresStoreError):
 
 
 class MigrationEdited(PostgresStoreError):
-    """A migration file differs from the text that was applied to the database.
-
-    Applied migrations are history: a change goes in a new file. Restore the file as it was
-    applied (its checksum is the recorded one) to proceed."""
+    """A migration file differs from the text applied to the database: applied migrations are
+    history, a change goes in a new file."""
 
     def __init__(self, file_name: str, recorded: str, actual: str) -> None:
         self.file_name = file_name
@@ -71,10 +69,8 @@ HIDDEN = "***"
 
 def redact(url: str) -> str:
     """The URL with every credential hidden, for messages and logs: the user-info password
-    (``user:***@host``) and the value of every query parameter whose name contains
-    ``password``, ``secret`` or ``token`` (``?password=***``, ``?sslpassword=***``).
-
-    It never raises: a URL too malformed to take apart shows only its scheme."""
+    (``user:***@host``) and the values of query parameters named like a secret
+    (``?sslpassword=***``). Never raises: a URL too malformed to take apart shows its scheme."""
     try:
         parts = urlsplit(url)
     except ValueError:  # an unbalanced IPv6 bracket: no telling where a password ends

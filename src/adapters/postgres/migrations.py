@@ -1,19 +1,14 @@
 """The PostgreSQL schema: ordered SQL files applied once each, and a check that none is pending.
 
-The files are ``NNNN_name.sql`` in one folder: ``migrations/`` at the top of the source tree,
-which the build maps into the package as ``authgate/migrations`` (package data of the wheel and
-the sdist). An installed package reads its own copy; a source checkout (an editable install, a
-``PYTHONPATH``) reads the tree's. Another folder is used when given as the ``directory``
-argument or as ``$AUTHGATE_MIGRATIONS_DIR`` (in that order, before those). A missing folder is a
-clear error.
+The files are ``NNNN_name.sql`` in ``migrations/`` at the top of the source tree, shipped in the
+package as ``authgate/migrations``; the ``directory`` argument or ``$AUTHGATE_MIGRATIONS_DIR``
+(in that order) name another folder.
 
-Each applied file is recorded by name (without ``.sql``) with the SHA-256 of its text in
-``schema_migrations``. ``migrate`` applies the pending files in name order, each in its own
-transaction together with its record, while holding a session-level advisory lock, so that runs
-started at once from several hosts apply every file exactly once (the later runs wait, then find
-nothing to do). ``migrate`` and the start-up check refuse a database where a file that was
-applied has since been edited (:class:`~.errors.MigrationEdited`): the schema it describes is
-not the schema the database has, and re-running it is never what an edit means.
+Each applied file is recorded in ``schema_migrations`` by name with the SHA-256 of its text.
+``migrate`` applies the pending files in name order, each in one transaction with its record,
+under a session-level advisory lock, so that concurrent runs from several hosts apply each file
+once. A database where an applied file has since been edited is refused
+(:class:`~.errors.MigrationEdited`): re-running it is never what an edit means.
 """
 
 from __future__ import annotations
@@ -64,7 +59,7 @@ async def _connect(url: str) -> asyncpg.Connection:
 
 
 def migrations_dir(directory: str | os.PathLike[str] | None = None) -> Path:
-    """The folder holding the SQL migrations (see the module docstring for the search order)."""
+    """The folder holding the SQL migrations (see the module's text)."""
     if directory is not None:
         path = Path(directory)
     elif env := os.environ.get("AUTHGATE_MIGRATIONS_DIR"):
@@ -80,22 +75,15 @@ def migrations_dir(directory: str | os.PathLike[str] | None = None) -> Path:
 
 
 def _shipped() -> Path:
-    """The ``migrations`` folder installed inside the ``authgate`` package, else the one at the
-    top of the source tree this module is in (``src/adapters/postgres/`` -> ``migrations/``).
-    When neither exists, the installed location is named in the error."""
-    packaged = _packaged()
+    """The package's ``migrations`` folder, else the source tree's (``src/adapters/postgres/``
+    -> ``migrations/``); the package's is named in the error when neither exists."""
+    resource = files("authgate") / "migrations"
+    # A real folder unless imported from a zip, which has none to hand over.
+    packaged = Path(os.fspath(resource) if isinstance(resource, os.PathLike) else str(resource))
     if packaged.is_dir():
         return packaged
     checkout = Path(__file__).resolve().parents[3] / "migrations"
     return checkout if checkout.is_dir() else packaged
-
-
-def _packaged() -> Path:
-    resource = files("authgate") / "migrations"
-    # An installed wheel, an editable install and a checkout all hold the package on disk, so
-    # the resource is a real folder; only a zipped import would not be, and has no folder to
-    # hand to the caller (a missing folder, reported by the caller with the way out).
-    return Path(os.fspath(resource)) if isinstance(resource, os.PathLike) else Path(str(resource))
 
 
 def checksum(sql: str) -> str:
@@ -116,14 +104,9 @@ def migration_files(directory: str | os.PathLike[str] | None = None) -> list[Pat
 
 
 async def migrate(url: str, directory: str | os.PathLike[str] | None = None) -> list[str]:
-    """Apply the pending migrations to the database at ``url``; returns the names applied
-    (empty when the schema is current). Safe to run concurrently from several hosts.
-
-    Raises :class:`~.errors.DatabaseUnavailable`, :class:`~.errors.MigrationsNotFound`,
-    :class:`~.errors.MigrationEdited` (nothing is applied then) or
-    :class:`~.errors.MigrationFailed` (all :class:`~.errors.PostgresStoreError`); a
-    connection lost midway raises asyncpg's or OSError's own error (rerun: it resumes).
-    """
+    """Apply the pending migrations to the database at ``url``; the names applied. Raises a
+    :class:`~.errors.PostgresStoreError` (nothing is applied when a file was edited), or
+    asyncpg's or OSError's own error for a connection lost midway (rerun: it resumes)."""
     files = migration_files(directory)
     texts = {path.stem: path.read_text(encoding="utf-8") for path in files}
     conn = await _connect(url)
@@ -178,10 +161,8 @@ async def _ledger(pool_or_url: ConnectionPool | str) -> dict[str, str]:
 
 
 def _refuse_edited(files: list[Path], texts: dict[str, str], done: dict[str, str]) -> None:
-    """Raise :class:`MigrationEdited` for the first applied file whose text changed since.
-
-    A recorded migration without a file here (a newer deployment applied it) is not compared:
-    there is nothing to compare it with, and a database ahead of the code is accepted."""
+    """Raise :class:`MigrationEdited` for the first applied file whose text changed since (a
+    recorded migration without a file here, applied by a newer deployment, is accepted)."""
     for path in files:
         recorded = done.get(path.stem)
         if recorded is not None and recorded != checksum(texts[path.stem]):

@@ -1,39 +1,23 @@
 """The connections of the PostgreSQL adapters: a pool of our own, asyncpg's pool beside it.
 
-Why our own: on the account read (``GET /v1/account/providers``, one lease per request)
-authgate on asyncpg's ``Pool`` spends more per request than on this one, even with asyncpg's
-reset query switched off (:func:`_send_nothing`): 1.18-1.20x the server's instructions per
-request under callgrind (four runs), 1.14-1.19x the server's CPU per request, and 1.11-1.19x
-the CPU of the server and its PostgreSQL backends together (medians of per-round ratios, six
-runs of 10 to 30 alternating rounds on a busy two-core machine), measured side by side by::
+Ours because asyncpg's lease and release cost about as much as the statement (a task per
+release, an idle timer per release, a proxy per call; figures in docs/benchmarks.md,
+``bench/pool_bench.py``); it stays while that bench says it pays. :class:`Pool` keeps what the
+adapters rely on, with asyncpg's public ``Connection`` only:
 
-    .venv/bin/python bench/pool_bench.py --callgrind 2000
+* at most ``max_size`` connections, ``min_size`` opened with the pool; a lease takes the most
+  recently used idle connection (warm statement cache), opens one when there is room, else
+  waits its turn (first come, first served);
+* a closed connection (server gone, terminated) is dropped when met, so the pool serves again
+  after an outage;
+* a connection given back inside a transaction (a block cancelled mid-rollback) is terminated,
+  so nothing half done leaks into the next lease (asyncpg makes the statement after a cancelled
+  one wait for the cancellation);
+* idle connections beyond ``min_size`` unused for ``max_idle_seconds`` are closed, checked when
+  connections are given back (at most once a minute).
 
-Code of our own stays only while it buys at least 10 % on a figure someone asked for; this
-pool stays while that bench says so. The difference is asyncpg's lease and release: each
-release runs in a task of its own (``asyncio.shield``), arms and later cancels a timer for the
-idle-connection lifetime, and every lease goes through a proxy object. A sign-in leases three
-times. :class:`Pool` keeps what the adapters rely on and nothing else, with asyncpg's public
-``Connection`` only:
-
-* at most ``max_size`` connections, ``min_size`` of them opened with the pool; a lease takes
-  the most recently used idle connection (its statement cache is warm), opens one when none
-  is idle and there is room, and otherwise waits its turn (first come, first served);
-* a connection that was closed (its server went away, it was terminated) is dropped when
-  met and replaced by a new one at the next lease, so the same pool serves again after an
-  outage;
-* a connection given back inside a transaction (a block cancelled in the middle of its
-  rollback) is terminated rather than reused: nothing half done can leak into the next
-  lease; a statement cancelled in flight needs nothing, asyncpg makes the next statement
-  wait for the cancellation;
-* idle connections beyond ``min_size`` unused for ``max_idle_seconds`` are closed, checked
-  when connections are given back (at most once a minute), as asyncpg's pool does with a
-  timer per connection.
-
-The library's path is kept working beside it: :func:`open_asyncpg_pool` opens asyncpg's pool
-with the same settings, ``open_postgres(..., asyncpg_pool=True)`` puts the adapters on it, and
-the PostgreSQL adapter tests run on both pools. The day this pool stops paying for itself,
-that path becomes the only one.
+:func:`open_asyncpg_pool` opens asyncpg's pool with the same settings
+(``open_postgres(..., asyncpg_pool=True)``); the adapter tests run on both pools.
 """
 
 from __future__ import annotations

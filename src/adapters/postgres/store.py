@@ -4,50 +4,32 @@ opened and closed as a unit."""
 from __future__ import annotations
 
 import asyncio
-import datetime as dt
 import functools
 import logging
+from typing import Unpack
 
-from authgate.adapters.sql.events import DEFAULT_RETENTION
-from authgate.adapters.sql.housekeeping import DEFAULT_PURGE_INTERVAL
-from authgate.adapters.sql.store import SqlRepositories
+from authgate.adapters.sql.store import SqlRepositories, StoreOptions
 
 from .dialect import POSTGRES
 from .errors import unavailable
 from .migrations import CONNECT_ERRORS, check_schema
 from .pool import ConnectionPool, open_asyncpg_pool, open_pool
-from .unit import PoolDb, UnitLease
+from .unit import PoolDb, UnitConnection
 
 log = logging.getLogger("authgate.storage")
 
 
 class PostgresStore(SqlRepositories):
     """The repositories on one pool (:mod:`authgate.adapters.sql`), with readiness and
-    shutdown. Connection loss needs no handling by callers: an operation during an outage
-    raises (``OSError``, ``asyncpg.PostgresConnectionError``, ``asyncpg.InterfaceError`` or
-    ``TimeoutError``), and the pool serves again once the server is back."""
+    shutdown. An operation during an outage raises (``OSError``, asyncpg's errors or
+    ``TimeoutError``); the pool serves again once the server is back."""
 
-    def __init__(
-        self,
-        pool: ConnectionPool,
-        *,
-        ping_timeout: float = 1.0,
-        event_retention: dt.timedelta = DEFAULT_RETENTION,
-        purge_interval: dt.timedelta = DEFAULT_PURGE_INTERVAL,
-    ) -> None:
-        super().__init__(
-            PoolDb(pool), POSTGRES, event_retention=event_retention, purge_interval=purge_interval
-        )
+    def __init__(self, pool: ConnectionPool, **options: Unpack[StoreOptions]) -> None:
+        super().__init__(PoolDb(pool), POSTGRES, **options)
         self.pool = pool
         # A unit that only reads is an ordinary one (.unit: its plain reads take no lock).
-        opener = functools.partial(UnitLease, pool)
+        opener = functools.partial(UnitConnection, pool)
         self.units = self.unit_of_work(POSTGRES, opener, opener)
-        self._ping_timeout = ping_timeout
-
-    async def ping(self) -> None:
-        """Readiness: a round trip to the server within the ping timeout; raises otherwise."""
-        async with asyncio.timeout(self._ping_timeout), self.pool.acquire() as conn:
-            await conn.fetchval("SELECT 1")
 
     async def housekeeping_idle(self) -> None:
         """Wait for running background purges (tests use it to observe their effect)."""
@@ -71,19 +53,14 @@ async def open_postgres(
     max_size: int = 10,
     timeout: float = 5.0,  # noqa: ASYNC109 - a setting passed to the pool, not a deadline
     *,
-    ping_timeout: float = 1.0,
-    event_retention: dt.timedelta = DEFAULT_RETENTION,
-    purge_interval: dt.timedelta = DEFAULT_PURGE_INTERVAL,
     check: bool = True,
     asyncpg_pool: bool = False,
+    **options: Unpack[StoreOptions],
 ) -> PostgresStore:
-    """Open a pool on ``url`` (``postgresql://user:pass@host:port/db``) and the adapters on it.
-
-    ``timeout`` bounds connecting and every command. With ``check`` (the default),
-    :func:`~.migrations.check_schema`. An unreachable server raises
-    :class:`~.errors.DatabaseUnavailable`. ``asyncpg_pool``: on asyncpg's pool instead of ours
-    (:mod:`.pool`).
-    """
+    """The adapters on a pool on ``url`` (``postgresql://user:pass@host:port/db``), the schema
+    checked first (``check``); ``timeout`` bounds connecting and every command;
+    ``asyncpg_pool``: asyncpg's pool instead of ours. Raises
+    :class:`~.errors.DatabaseUnavailable` for an unreachable server."""
     opener = open_asyncpg_pool if asyncpg_pool else open_pool
     try:
         pool = await opener(
@@ -101,9 +78,4 @@ async def open_postgres(
     except BaseException:
         await pool.close()
         raise
-    return PostgresStore(
-        pool,
-        ping_timeout=ping_timeout,
-        event_retention=event_retention,
-        purge_interval=purge_interval,
-    )
+    return PostgresStore(pool, **options)

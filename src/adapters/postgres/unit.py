@@ -1,28 +1,22 @@
 """The connection of one unit of work: few round trips, the same all-or-nothing.
 
-A sign-in's unit of work used to cost a round trip per statement plus ``BEGIN`` and
-``COMMIT``: seven for a login. :class:`UnitConnection` keeps the guarantee with fewer:
+* writes whose result nobody reads (:meth:`UnitConnection.write`) wait and go to the server
+  together as one statement (data-modifying ``WITH`` clauses), before the next statement or at
+  the end;
+* the transaction begins at the first statement that needs one: a unit whose reads
+  (:meth:`~UnitConnection.read_row`) all come before its writes needs none, its one combined
+  write being atomic by itself (READ COMMITTED: a plain ``SELECT`` takes no lock).
 
-* its writes whose result nobody reads (the last sign-in time, the session's record, the
-  audit event: :meth:`UnitConnection.write`) wait, and go to the server together as one
-  statement (data-modifying ``WITH`` clauses), before the next statement or at the end;
-* its transaction begins at the first statement that needs one (any statement but a
-  :meth:`~UnitConnection.read_row` or :meth:`~UnitConnection.read_rows` before every
-  write). A unit that only reads and then writes needs none: its one combined write is
-  atomic by itself, and a read before it sees what it would have seen in a transaction
-  (READ COMMITTED: each statement its own snapshot; a plain ``SELECT`` takes no lock).
-
-So a login's unit is two round trips (the identity's state with its account, then the
-writes), and so is a registration's: its new account and identity wait with the other writes,
-and a concurrent registration's lost race fails the whole statement (``IdentityRace``,
-:class:`~authgate.adapters.sql.store.SqlUnitOfWork`). A statement run after waiting writes
-sees them (they are sent first), and a write whose statement already waits is sent after the
-others, so no row is changed twice by one statement.
+So a login's unit, and a registration's, is two round trips; a registration's lost race fails
+the whole statement (``IdentityRace``). A statement run after waiting writes sees them (they
+are sent first); a write whose statement already waits is sent after the others, so no row is
+changed twice by one statement.
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import re
 from collections.abc import AsyncIterator, Sequence
 from types import TracebackType
@@ -45,16 +39,38 @@ def affected(status: str) -> int:
 
 
 class UnitConnection(Db):
-    """A pooled connection of one unit of work (see the module's text), the
-    :class:`~authgate.adapters.sql.engine.Db` of its repositories. The unit of work calls
-    :meth:`finish` when its block ends normally and :meth:`abort` when it raises."""
+    """The ``async with`` of a unit of work on PostgreSQL: a pooled connection for the block
+    (see the module's text), the :class:`~authgate.adapters.sql.engine.Db` of its
+    repositories; the unit is finished when the block ends and aborted when it raises."""
 
     defers_writes = True
 
-    def __init__(self, conn: Leased) -> None:
-        self._conn = conn
+    def __init__(self, pool: ConnectionPool) -> None:
+        self._lease = pool.acquire()
         self._transaction: contextlib.AsyncExitStack | None = None
         self._waiting: list[tuple[str, Sequence[object]]] = []
+
+    async def __aenter__(self) -> Db:
+        self._conn: Leased = await self._lease.__aenter__()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        try:
+            if exc is None:
+                try:
+                    await self.finish()
+                except BaseException as e:
+                    await self.abort(e)
+                    raise
+            else:
+                await self.abort(exc)
+        finally:
+            await self._lease.__aexit__(None, None, None)
 
     # -- statements ----------------------------------------------------------------------
 
@@ -148,23 +164,12 @@ def _combined(writes: Sequence[tuple[str, Sequence[object]]]) -> tuple[str, list
     args: list[object] = []
     for _, values in writes:
         args.extend(values)
-    shape = tuple((query, len(values)) for query, values in writes)
-    text = _COMBINED.get(shape)
-    if text is None:
-        text = _combined_text(shape)
-        if len(_COMBINED) >= _COMBINED_MAX:  # a few shapes in practice; never unbounded
-            _COMBINED.clear()
-        _COMBINED[shape] = text
-    return text, args
+    return _combined_text(tuple((query, len(values)) for query, values in writes)), args
 
 
-# The combined text of each sequence of writes seen, by (query, argument count): a sign-in
-# combines the same few sequences again and again.
-_COMBINED: dict[tuple[tuple[str, int], ...], str] = {}
-_COMBINED_MAX = 256
-
-
-def _combined_text(shape: Sequence[tuple[str, int]]) -> str:
+# By (query, argument count) of each write: a sign-in combines the same few sequences.
+@functools.lru_cache(maxsize=256)
+def _combined_text(shape: tuple[tuple[str, int], ...]) -> str:
     clauses: list[str] = []
     offset = 0
     for query, count in shape:
@@ -178,39 +183,6 @@ def _combined_text(shape: Sequence[tuple[str, int]]) -> str:
 
 def _renumbered(query: str, offset: int) -> str:
     return _PARAMETER.sub(lambda m: f"${int(m.group(1)) + offset}", query)
-
-
-class UnitLease:
-    """The ``async with`` of a unit of work on PostgreSQL: a pooled connection for the block
-    as a :class:`UnitConnection`, its unit finished when the block ends and aborted when it
-    raises."""
-
-    __slots__ = ("_lease", "_unit")
-
-    def __init__(self, pool: ConnectionPool) -> None:
-        self._lease = pool.acquire()
-
-    async def __aenter__(self) -> Db:
-        self._unit = UnitConnection(await self._lease.__aenter__())
-        return self._unit
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        try:
-            if exc is None:
-                try:
-                    await self._unit.finish()
-                except BaseException as e:
-                    await self._unit.abort(e)
-                    raise
-            else:
-                await self._unit.abort(exc)
-        finally:
-            await self._lease.__aexit__(None, None, None)
 
 
 class PoolDb(Db):
@@ -229,7 +201,7 @@ class PoolDb(Db):
     async def fetchrow(self, query: str, *args: object) -> asyncpg.Record | None:
         return await self.pool.fetchrow(query, *args)
 
-    def transaction(self) -> UnitLease:
-        return UnitLease(self.pool)
+    def transaction(self) -> UnitConnection:
+        return UnitConnection(self.pool)
 
     atomic = transaction

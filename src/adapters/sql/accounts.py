@@ -19,22 +19,19 @@ from .engine import Db, Dialect, Row
 from .housekeeping import Repository, utc
 
 _ACCOUNT = "a.id, a.email, a.name, a.created_at, a.last_login_at, a.email_verified"
-_ACCOUNT_BY_IDENTITY = f"""
-    SELECT {_ACCOUNT}
-    FROM identities i JOIN accounts a ON a.id = i.account_id
-    WHERE i.provider = $1 AND i.subject = $2
-"""  # noqa: S608 - constant columns
 _IDENTITY = (
     "account_id, provider, subject, email, linked_at, is_primary, email_verified, "
     "disabled_reason, email_disabled"
 )
+_OF_IDENTITY = (
+    "FROM identities i JOIN accounts a ON a.id = i.account_id "
+    "WHERE i.provider = $1 AND i.subject = $2"
+)
+_ACCOUNT_BY_IDENTITY = f"SELECT {_ACCOUNT} {_OF_IDENTITY}"
 # The identity and its account in one row.
-_WITH_IDENTITY = f"""
-    SELECT i.account_id, i.provider, i.subject, i.email, i.linked_at, i.is_primary,
-        i.email_verified, i.disabled_reason, i.email_disabled, {_ACCOUNT}
-    FROM identities i JOIN accounts a ON a.id = i.account_id
-    WHERE i.provider = $1 AND i.subject = $2
-"""  # noqa: S608 - constant columns
+_WITH_IDENTITY = (
+    f"SELECT {', '.join(f'i.{c}' for c in _IDENTITY.split(', '))}, {_ACCOUNT} {_OF_IDENTITY}"
+)
 _INSERT_ACCOUNT = """
     INSERT INTO accounts (id, email, name, profile, created_at, email_verified, last_login_at)
     VALUES ($1, $2, $3, $4, $5, $6, $7)

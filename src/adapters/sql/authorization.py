@@ -20,7 +20,7 @@ from authgate.domain.openid.records import (
 )
 from authgate.ports.openid import AlreadyUsed, Redeemed, Reused, Rotated
 
-from .engine import Db, Dialect, Row
+from .engine import Db, Dialect, Row, insert
 from .housekeeping import Purging, Repository, utc
 
 
@@ -46,6 +46,7 @@ _CODE_COLUMNS = (
     "code_hash, client_id, account_id, session_id, redirect_uri, scopes, nonce, "
     "code_challenge, auth_time, created_at, expires_at"
 )
+_INSERT_CODE = insert("oauth_codes", _CODE_COLUMNS)
 
 
 class SqlAuthorizationCodes(Purging):
@@ -57,8 +58,7 @@ class SqlAuthorizationCodes(Purging):
     async def add(self, code: AuthorizationCode) -> None:
         sql = self._sql
         await self._db.write(
-            f"INSERT INTO oauth_codes ({_CODE_COLUMNS}) "  # noqa: S608 - constant columns
-            "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)",
+            _INSERT_CODE,
             code.code_hash,
             code.client_id,
             _key(sql, code.account_id),
@@ -141,14 +141,11 @@ REFRESH_COLUMNS = (
     "t.auth_time, t.created_at, t.expires_at, t.replaced_at, f.revoked_at"
 )
 """A refresh token's columns as read (its family's revocation with it)."""
-_INSERT_FAMILY = (
-    f"INSERT INTO oauth_token_families ({_FAMILY_COLUMNS}) "  # noqa: S608 - constant columns
-    "VALUES ($1, $2, $3, $4, $5, $6, $7)"
-)
-_INSERT_REFRESH = (
-    "INSERT INTO oauth_refresh_tokens (token_hash, family_id, client_id, account_id, "
-    "session_id, scopes, auth_time, created_at, expires_at) "
-    "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)"
+_INSERT_FAMILY = insert("oauth_token_families", _FAMILY_COLUMNS)
+_INSERT_REFRESH = insert(
+    "oauth_refresh_tokens",
+    "token_hash, family_id, client_id, account_id, session_id, scopes, auth_time, created_at, "
+    "expires_at",
 )
 # The presented token marked replaced, only while it is current and its family live (the
 # new token's owners must be its own); its row as REFRESH_COLUMNS reads it.
@@ -292,15 +289,12 @@ class SqlRefreshTokens(Purging):
         return await self._revoke("account_id = $2", now, key)
 
     async def for_account(self, account_id: str) -> list[TokenFamily]:
-        key = self._sql.account_key(account_id)
-        if key is None:
-            return []
-        found = await self._db.fetch(
+        return await self._of_account(
+            account_id,
             f"SELECT {_FAMILY_COLUMNS} FROM oauth_token_families "  # noqa: S608
             "WHERE account_id = $1 ORDER BY created_at DESC, family_id DESC",
-            key,
+            self._family,
         )
-        return [self._family(r) for r in found]
 
     async def _expired(self, now: dt.datetime) -> AsyncIterator[int]:
         # The tokens first: a family's expiry covers its tokens', so the families then
@@ -410,10 +404,7 @@ class SqlGrants(Repository):
                 grant, scopes=kept.scopes | grant.scopes, last_used_at=max(used) if used else None
             )
         await db.execute(
-            f"INSERT INTO oauth_grants ({GRANT_COLUMNS}) VALUES ($1, $2, $3, $4, $5) "  # noqa: S608
-            "ON CONFLICT (account_id, client_id) DO UPDATE SET scopes = EXCLUDED.scopes, "
-            "granted_at = EXCLUDED.granted_at, last_used_at = EXCLUDED.last_used_at",
-            *self._args(grant),
+            insert("oauth_grants", GRANT_COLUMNS, "account_id, client_id"), *self._args(grant)
         )
         return grant
 
@@ -430,28 +421,20 @@ class SqlGrants(Repository):
         )
 
     async def for_account(self, account_id: str) -> list[Grant]:
-        key = self._sql.account_key(account_id)
-        if key is None:
-            return []
-        found = await self._db.fetch(
-            f"SELECT {GRANT_COLUMNS} FROM oauth_grants "  # noqa: S608 - constant columns
-            "WHERE account_id = $1 ORDER BY client_id",
-            key,
+        return await self._of_account(
+            account_id,
+            f"SELECT {GRANT_COLUMNS} FROM oauth_grants WHERE account_id = $1 ORDER BY client_id",  # noqa: S608
+            self._grant,
         )
-        return [self._grant(r) for r in found]
 
     async def remove(self, account_id: str, client_id: str) -> bool:
         key = self._sql.account_key(account_id)
         if key is None:
             return False
-        return (
-            await self._db.execute(
-                "DELETE FROM oauth_grants WHERE account_id = $1 AND client_id = $2",
-                key,
-                client_id,
-            )
-            == 1
+        removed = await self._db.execute(
+            "DELETE FROM oauth_grants WHERE account_id = $1 AND client_id = $2", key, client_id
         )
+        return removed == 1
 
     def _args(self, grant: Grant) -> tuple[object, ...]:
         """A grant as the statements' first five parameters, in :data:`GRANT_COLUMNS` order."""
@@ -478,6 +461,15 @@ class SqlGrants(Repository):
 
 SESSION_CLIENT_COLUMNS = "session_id, client_id, account_id, first_at, expires_at"
 """A session client's columns, in the order it is read back."""
+_ADD_SESSION_CLIENT = (
+    insert("oauth_session_clients", SESSION_CLIENT_COLUMNS)
+    + " ON CONFLICT (session_id, client_id) DO NOTHING"
+)
+_SESSION_CLIENTS_OF = {
+    column: f"SELECT {SESSION_CLIENT_COLUMNS} FROM oauth_session_clients "  # noqa: S608
+    f"WHERE {column} = $1 ORDER BY first_at, session_id, client_id"
+    for column in ("session_id", "account_id")
+}
 
 
 class SqlSessionClients(Purging):
@@ -489,8 +481,7 @@ class SqlSessionClients(Purging):
     async def add(self, client: SessionClient) -> None:
         sql = self._sql
         await self._db.write(
-            f"INSERT INTO oauth_session_clients ({SESSION_CLIENT_COLUMNS}) "  # noqa: S608
-            "VALUES ($1, $2, $3, $4, $5) ON CONFLICT (session_id, client_id) DO NOTHING",
+            _ADD_SESSION_CLIENT,
             client.session_id,
             client.client_id,
             _key(sql, client.account_id),
@@ -500,21 +491,11 @@ class SqlSessionClients(Purging):
         await self.written(client.first_at)
 
     async def for_session(self, session_id: str) -> list[SessionClient]:
-        return await self._select("session_id", session_id)
+        found = await self._db.fetch(_SESSION_CLIENTS_OF["session_id"], session_id)
+        return [self._client(r) for r in found]
 
     async def for_account(self, account_id: str) -> list[SessionClient]:
-        key = self._sql.account_key(account_id)
-        if key is None:
-            return []
-        return await self._select("account_id", key)
-
-    async def _select(self, column: str, value: object) -> list[SessionClient]:
-        found = await self._db.fetch(
-            f"SELECT {SESSION_CLIENT_COLUMNS} FROM oauth_session_clients "  # noqa: S608
-            f"WHERE {column} = $1 ORDER BY first_at, session_id, client_id",
-            value,
-        )
-        return [self._client(r) for r in found]
+        return await self._of_account(account_id, _SESSION_CLIENTS_OF["account_id"], self._client)
 
     async def take_expired(self, now: dt.datetime, limit: int) -> list[SessionClient]:
         # Each is taken once: see the dialect's statement.

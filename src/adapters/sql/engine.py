@@ -5,9 +5,23 @@ spelling of the engine's SQL (:class:`Dialect`), each engine's subclasses (see t
 from __future__ import annotations
 
 import datetime as dt
+import functools
 from collections.abc import Sequence
 from contextlib import AbstractAsyncContextManager
 from typing import Any, Protocol
+
+
+@functools.cache
+def insert(table: str, columns: str, upsert_key: str | None = None) -> str:
+    """An INSERT into ``table`` of ``columns`` (``$1``... in their order); with ``upsert_key``,
+    a row of the same key takes the other columns' new values instead."""
+    names = columns.split(", ")
+    marks = ", ".join(f"${i}" for i in range(1, len(names) + 1))
+    text = f"INSERT INTO {table} ({columns}) VALUES ({marks})"  # noqa: S608 - our names
+    if upsert_key is None:
+        return text
+    new = ", ".join(f"{c} = EXCLUDED.{c}" for c in names if c not in upsert_key.split(", "))
+    return f"{text} ON CONFLICT ({upsert_key}) DO UPDATE SET {new}"
 
 
 class Row(Protocol):
@@ -109,8 +123,8 @@ class Dialect:
         at a time makes it needless."""
         return ""
 
-    def batch_delete(self, table: str, column: str, op: str, also: str | None) -> str:
-        """Delete at most ``$2`` rows whose ``column op $1`` (and ``also``), oldest first."""
+    def batch_delete(self, table: str, column: str, condition: str) -> str:
+        """Delete at most ``$2`` rows that meet ``condition``, the oldest by ``column`` first."""
         raise NotImplementedError
 
     def claim(self, table: str, columns: Sequence[str]) -> str:

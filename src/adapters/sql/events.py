@@ -7,12 +7,14 @@ from collections.abc import AsyncIterator
 
 from authgate.domain.model import EventId, Outcome, SignInEvent
 
-from .engine import Db, Dialect, Row
+from .engine import Db, Dialect, Row, insert
 from .housekeeping import DEFAULT_PURGE_INTERVAL, Purging, Repository, delete_batch, total
 
 DEFAULT_RETENTION = dt.timedelta(days=90)
 
 _EVENT_COLUMNS = "at, provider, outcome, client_address, user_agent, account_id, detail"
+_INSERT_EVENT = insert("sign_in_events", _EVENT_COLUMNS)
+_SELECT = f"SELECT {_EVENT_COLUMNS} FROM sign_in_events"  # noqa: S608 - constant columns
 
 
 class SqlEvents(Purging):
@@ -34,8 +36,7 @@ class SqlEvents(Purging):
 
     async def record(self, event: SignInEvent) -> None:
         await self._db.write(
-            f"INSERT INTO sign_in_events ({_EVENT_COLUMNS}) "  # noqa: S608 - constant columns
-            "VALUES ($1, $2, $3, $4, $5, $6, $7)",
+            _INSERT_EVENT,
             self._sql.time(event.at),
             event.provider,
             event.outcome.value,
@@ -47,17 +48,12 @@ class SqlEvents(Purging):
         await self.written(event.at)
 
     async def recent(self, limit: int = 100) -> list[SignInEvent]:
-        found = await self._db.fetch(
-            f"SELECT {_EVENT_COLUMNS} FROM sign_in_events "  # noqa: S608 - constant columns
-            "ORDER BY at DESC, id DESC LIMIT $1",
-            max(limit, 0),
-        )
+        found = await self._db.fetch(f"{_SELECT} ORDER BY at DESC, id DESC LIMIT $1", max(limit, 0))
         return [self._event(r) for r in found]
 
     async def for_account(self, account_id: str, limit: int = 1000) -> list[SignInEvent]:
         found = await self._db.fetch(
-            f"SELECT {_EVENT_COLUMNS} FROM sign_in_events "  # noqa: S608 - constant columns
-            "WHERE account_id = $1 ORDER BY at DESC, id DESC LIMIT $2",
+            f"{_SELECT} WHERE account_id = $1 ORDER BY at DESC, id DESC LIMIT $2",
             account_id,
             max(limit, 0),
         )

@@ -1,16 +1,12 @@
-"""Clean-up without a cron: traffic triggers it, at most once per interval.
+"""Clean-up without a cron: writes trigger it, at most once per interval; in the background
+on PostgreSQL (concurrent purges by several instances are harmless), inline on SQLite (a local
+DELETE on an indexed column is cheap). A failed purge is logged and retried after the
+interval; it never fails the operation that triggered it.
 
-On PostgreSQL it runs in the background (each instance on its own schedule; concurrent purges
-by several instances are harmless: whichever deletes an expired row first wins); on SQLite, a
-local DELETE on an indexed column being cheap, inline, after the write that triggered it. A
-failed purge is logged and retried at the next trigger after the interval; it never fails the
-operation that triggered it.
-
-A purge deletes in batches of at most :data:`PURGE_BATCH` rows, each batch one short statement
-committed on its own, until a batch finds fewer: however large the backlog, every statement
-stays far below the statement timeout, what was deleted stays deleted when a later batch fails,
-and other work gets the connection (and SQLite's write lock) between batches. One DELETE of
-everything expired took about a second per million rows on PostgreSQL.
+A purge deletes in batches of at most :data:`PURGE_BATCH` rows, each one short statement
+committed on its own, until a batch finds fewer: every statement stays far below the statement
+timeout, what was deleted stays deleted when a later batch fails, and other work gets the
+connection (and SQLite's write lock) between batches.
 """
 
 from __future__ import annotations
@@ -22,14 +18,14 @@ import functools
 import logging
 import time
 from collections.abc import AsyncIterator, Callable
-from typing import ClassVar, Literal, Self, TypeVar
+from typing import ClassVar, Literal, Self, TypeVar, get_args
 
-from .engine import Db, Dialect
+from .engine import Db, Dialect, Row
 
 log = logging.getLogger("authgate.storage")
 
 PURGE_BATCH = 1_000
-"""Rows one purge statement deletes at most: 5 to 15 ms on a loaded two-core machine."""
+"""Rows one purge statement deletes at most."""
 
 DEFAULT_PURGE_INTERVAL = dt.timedelta(minutes=5)
 """How often, at most, a repository's writes trigger its purge unless configured."""
@@ -47,30 +43,21 @@ Purged = Literal[
 ]
 """The tables whose expired rows a purge deletes."""
 
-# What a purge removes from each table: rows expired at, or older than, the bound ($1).
-_EXPIRED: dict[Purged, tuple[str, str, str | None]] = {
-    "sign_in_states": ("expires_at", "<=", None),
+# What a purge removes from each table: rows expired at, or older than, the bound ($1),
+# oldest first by the column the condition starts with.
+_EXPIRED: dict[Purged, str] = dict.fromkeys(get_args(Purged), "expires_at <= $1") | {
+    "sign_in_events": "at < $1",
     # A session that expired unrevoked stays until its clients were taken to be told
     # (``take_expired``): purging it first would lose whom to tell.
-    "sessions": (
-        "expires_at",
-        "<=",
-        "(revoked_at IS NOT NULL OR NOT EXISTS (SELECT 1 FROM oauth_session_clients AS sc "
-        "WHERE sc.session_id = sessions.id))",
-    ),
-    "provider_event_ids": ("expires_at", "<=", None),
-    "sign_in_events": ("at", "<", None),
-    "oauth_codes": ("expires_at", "<=", None),
-    "oauth_refresh_tokens": ("expires_at", "<=", None),
-    "oauth_token_families": ("expires_at", "<=", None),
-    "oauth_session_clients": ("expires_at", "<=", None),
-    "passkey_challenges": ("expires_at", "<=", None),
+    "sessions": "expires_at <= $1 AND (revoked_at IS NOT NULL OR NOT EXISTS "
+    "(SELECT 1 FROM oauth_session_clients AS sc WHERE sc.session_id = sessions.id))",
 }
 
 
 @functools.cache
 def _batch_delete(sql: Dialect, table: Purged) -> str:
-    return sql.batch_delete(table, *_EXPIRED[table])
+    condition = _EXPIRED[table]
+    return sql.batch_delete(table, condition.split()[0], condition)
 
 
 async def delete_batch(
@@ -84,8 +71,7 @@ async def delete_batch(
 async def delete_batches(
     db: Db, sql: Dialect, table: Purged, bound: dt.datetime, batch: int = PURGE_BATCH
 ) -> AsyncIterator[int]:
-    """:func:`delete_batch` again and again, each statement on its own, yielding each count,
-    until a batch deletes fewer than ``batch`` rows."""
+    """:func:`delete_batch` until one deletes fewer than ``batch`` rows, yielding each count."""
     while True:
         deleted = await delete_batch(db, sql, table, bound, batch)
         yield deleted
@@ -98,10 +84,8 @@ Job = Callable[[], AsyncIterator[int]]
 
 class PeriodicPurge:
     """Runs a purge when triggered and at least ``interval`` has passed: :meth:`trigger` in a
-    background task, :meth:`run_if_due` in the caller's.
-
-    The job yields the rows each of its batches deleted; a run logs one line with the total,
-    the number of batches and the time taken (also when a batch failed)."""
+    background task, :meth:`run_if_due` in the caller's. The job yields each batch's count; a
+    run logs one line (rows, batches, seconds), also when a batch failed."""
 
     def __init__(self, name: str, job: Job | None, interval: dt.timedelta) -> None:
         self._name = name
@@ -200,6 +184,12 @@ class Repository:
         bound._db = db
         return bound
 
+    async def _of_account(self, account_id: str, query: str, read: Callable[[Row], _T]) -> list[_T]:
+        """``read`` of each row ``query`` finds for the account (``$1``); none for an id that
+        cannot be an account's."""
+        key = self._sql.account_key(account_id)
+        return [] if key is None else [read(r) for r in await self._db.fetch(query, key)]
+
 
 async def total(batches: AsyncIterator[int]) -> int:
     """The rows a purge deleted in all its batches."""
@@ -207,9 +197,8 @@ async def total(batches: AsyncIterator[int]) -> int:
 
 
 class Purging(Repository):
-    """A repository whose writes trigger a purge of its expired rows at most once per interval
-    (:class:`PeriodicPurge`, its log naming them ``_purged``): in the background on the
-    store's connections, or inline on the writer's (:attr:`Dialect.purge_inline`); ``bound``
+    """A repository whose writes trigger a purge of its expired rows (``_purged`` in the log)
+    at most once per interval, inline or not as :attr:`Dialect.purge_inline` says; ``bound``
     copies share the schedule."""
 
     _purged: ClassVar[str]
@@ -222,8 +211,7 @@ class Purging(Repository):
         self.housekeeping = PeriodicPurge(self._purged, None, purge_interval)
 
     async def written(self, now: dt.datetime) -> None:
-        """After a row was written at ``now``: the purge of the rows expired by then, when
-        due."""
+        """After a row was written at ``now``: the purge of the rows expired by then, if due."""
         if self._sql.purge_inline:
             await self.housekeeping.run_if_due(lambda: self._expired(now))
         else:

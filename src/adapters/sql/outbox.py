@@ -15,7 +15,7 @@ from authgate.domain.model import (
 from authgate.domain.openid.logout import PendingLogout
 from authgate.ports.outbox import P
 
-from .engine import Row
+from .engine import Row, insert
 from .housekeeping import Repository
 
 _SCHEDULE = ("created_at", "next_attempt_at", "attempts")
@@ -46,12 +46,7 @@ class SqlOutbox(Repository, Generic[P]):
         raise NotImplementedError
 
     async def add(self, pending: P) -> None:
-        marks = ", ".join(f"${i}" for i in range(1, len(self._columns) + 1))
-        await self._db.write(
-            f"INSERT INTO {self._table} ({', '.join(self._columns)}) "  # noqa: S608
-            f"VALUES ({marks})",
-            *self._values(pending),
-        )
+        await self._db.write(insert(self._table, ", ".join(self._columns)), *self._values(pending))
 
     async def due(self, now: dt.datetime) -> bool:
         found = await self._db.fetchrow(
@@ -135,6 +130,8 @@ class SqlRevocationOutbox(SqlOutbox[PendingRevocation]):
 
 
 _TOKEN_COLUMNS = "account_id, provider, subject, key_id, ciphertext, updated_at"  # noqa: S105
+_PUT_TOKEN = insert("provider_tokens", _TOKEN_COLUMNS, "account_id, provider")
+_SELECT = f"SELECT {_TOKEN_COLUMNS} FROM provider_tokens"  # noqa: S608 - constant columns
 
 
 class SqlProviderTokens(Repository):
@@ -144,12 +141,7 @@ class SqlProviderTokens(Repository):
     async def put(self, stored: StoredProviderToken) -> None:
         # In a sign-in's unit of work it is sent with the unit's other writes.
         await self._db.write(
-            f"INSERT INTO provider_tokens ({_TOKEN_COLUMNS}) "  # noqa: S608 - constant columns
-            """VALUES ($1, $2, $3, $4, $5, $6)
-            ON CONFLICT (account_id, provider) DO UPDATE SET subject = EXCLUDED.subject,
-                key_id = EXCLUDED.key_id, ciphertext = EXCLUDED.ciphertext,
-                updated_at = EXCLUDED.updated_at
-            """,
+            _PUT_TOKEN,
             stored.account_id,
             stored.identity.provider,
             stored.identity.subject,
@@ -169,18 +161,13 @@ class SqlProviderTokens(Repository):
 
     async def for_account(self, account_id: str) -> list[StoredProviderToken]:
         found = await self._db.fetch(
-            f"SELECT {_TOKEN_COLUMNS} FROM provider_tokens "  # noqa: S608 - constant columns
-            "WHERE account_id = $1 ORDER BY provider",
-            account_id,
+            f"{_SELECT} WHERE account_id = $1 ORDER BY provider", account_id
         )
         return [self._stored(r) for r in found]
 
     async def sealed_under_other_keys(self, key_id: str, limit: int) -> list[StoredProviderToken]:
         found = await self._db.fetch(
-            f"SELECT {_TOKEN_COLUMNS} FROM provider_tokens "  # noqa: S608 - constant columns
-            "WHERE key_id <> $1 ORDER BY account_id, provider LIMIT $2",
-            key_id,
-            limit,
+            f"{_SELECT} WHERE key_id <> $1 ORDER BY account_id, provider LIMIT $2", key_id, limit
         )
         return [self._stored(r) for r in found]
 

@@ -9,7 +9,7 @@ from authgate.ports.accounts import LastIdentityError
 from authgate.ports.passkeys import PasskeyTaken
 
 from .accounts import locked_rows
-from .engine import Row
+from .engine import Row, insert
 from .housekeeping import Repository
 
 _COLUMNS = (
@@ -17,6 +17,7 @@ _COLUMNS = (
     "backup_eligible, backed_up, name, created_at, last_used_at, added_by_session, "
     "added_from_address, added_from_user_agent"
 )
+_INSERT = insert("passkeys", _COLUMNS)
 
 
 class SqlPasskeys(Repository):
@@ -30,8 +31,7 @@ class SqlPasskeys(Repository):
             raise KeyError(passkey.account_id)
         try:
             await self._db.execute(
-                f"INSERT INTO passkeys ({_COLUMNS}) "  # noqa: S608 - constant columns
-                "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)",
+                _INSERT,
                 passkey.id,
                 key,
                 passkey.credential_id,
@@ -74,15 +74,11 @@ class SqlPasskeys(Repository):
         return self._passkey(row) if row is not None else None
 
     async def for_account(self, account_id: str) -> list[Passkey]:
-        key = self._sql.account_key(account_id)
-        if key is None:
-            return []
-        found = await self._db.fetch(
-            f"SELECT {_COLUMNS} FROM passkeys "  # noqa: S608 - constant columns
-            "WHERE account_id = $1 ORDER BY created_at, id",
-            key,
+        return await self._of_account(
+            account_id,
+            f"SELECT {_COLUMNS} FROM passkeys WHERE account_id = $1 ORDER BY created_at, id",  # noqa: S608
+            self._passkey,
         )
-        return [self._passkey(r) for r in found]
 
     async def rename(self, account_id: str, passkey_id: str, name: str) -> Passkey | None:
         key = self._sql.account_key(account_id)

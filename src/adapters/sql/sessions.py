@@ -7,14 +7,15 @@ from collections.abc import AsyncIterator
 
 from authgate.domain.model import SessionRecord
 
-from .engine import Row
+from .engine import Row, insert
 from .housekeeping import Purging
 
-_SELECT = """
-    SELECT id, account_id, provider, created_at, expires_at, absolute_expires_at, auth_time,
-        client_address, user_agent, provider_session, revoked_at, passkey_id
-    FROM sessions
-"""
+_COLUMNS = (
+    "id, account_id, provider, created_at, expires_at, absolute_expires_at, auth_time, "
+    "client_address, user_agent, provider_session, revoked_at, passkey_id"
+)
+_SELECT = f"SELECT {_COLUMNS} FROM sessions "  # noqa: S608 - constant columns
+_INSERT = insert("sessions", _COLUMNS)
 _LIVE = "revoked_at IS NULL AND expires_at > "
 
 
@@ -27,12 +28,7 @@ class SqlSessionRecords(Purging):
     async def add(self, record: SessionRecord) -> None:
         time = self._sql.time
         await self._db.write(
-            """
-            INSERT INTO sessions (id, account_id, provider, created_at, expires_at,
-                absolute_expires_at, auth_time, client_address, user_agent, provider_session,
-                revoked_at, passkey_id)
-            VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
-            """,
+            _INSERT,
             record.id,
             record.account_id,
             record.provider,

@@ -10,11 +10,18 @@ from authgate.domain.model import Intent, PendingSignIn
 from authgate.domain.passkeys import Ceremony, PasskeyChallenge
 from authgate.domain.secrets import state_lookup
 
+from .engine import insert
 from .housekeeping import Purging
 
 _PENDING = (
     "provider, redirect_uri, intent, code_verifier, nonce, binding_hash, created_at, "
     "expires_at, return_to, account_id, session_id"
+)
+_PUT_PENDING = insert("sign_in_states", f"lookup, {_PENDING}", "lookup, binding_hash")
+_PUT_CHALLENGE = insert(
+    "passkey_challenges",
+    "binding_hash, ceremony, challenge, account_id, session_id, created_at, expires_at",
+    "binding_hash, ceremony",
 )
 
 
@@ -30,17 +37,7 @@ class SqlStates(Purging):
         # The same browser starting the same provider with the same state again replaces its
         # own earlier entry; nobody else's row can have this key.
         await self._db.execute(
-            """
-            INSERT INTO sign_in_states (lookup, provider, redirect_uri, intent, code_verifier,
-                nonce, binding_hash, created_at, expires_at, return_to, account_id, session_id)
-            VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
-            ON CONFLICT (lookup, binding_hash) DO UPDATE SET
-                provider = EXCLUDED.provider, redirect_uri = EXCLUDED.redirect_uri,
-                intent = EXCLUDED.intent, code_verifier = EXCLUDED.code_verifier,
-                nonce = EXCLUDED.nonce, created_at = EXCLUDED.created_at,
-                expires_at = EXCLUDED.expires_at, return_to = EXCLUDED.return_to,
-                account_id = EXCLUDED.account_id, session_id = EXCLUDED.session_id
-            """,
+            _PUT_PENDING,
             state_lookup(pending.provider, pending.state),
             pending.provider,
             pending.redirect_uri,
@@ -110,15 +107,7 @@ class SqlPasskeyChallenges(Purging):
 
     async def put(self, challenge: PasskeyChallenge) -> None:
         await self._db.execute(
-            """
-            INSERT INTO passkey_challenges (binding_hash, ceremony, challenge, account_id,
-                session_id, created_at, expires_at)
-            VALUES ($1, $2, $3, $4, $5, $6, $7)
-            ON CONFLICT (binding_hash, ceremony) DO UPDATE SET
-                challenge = EXCLUDED.challenge, account_id = EXCLUDED.account_id,
-                session_id = EXCLUDED.session_id, created_at = EXCLUDED.created_at,
-                expires_at = EXCLUDED.expires_at
-            """,
+            _PUT_CHALLENGE,
             challenge.binding_hash,
             challenge.ceremony.value,
             challenge.challenge,

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
 import datetime as dt
 from collections.abc import Callable
 from contextlib import AbstractAsyncContextManager
 from types import TracebackType
+from typing import TypedDict, Unpack
 
-from authgate.adapters.bound_repositories import BoundRepositories, RepositoryMakers
+from authgate.adapters.bound_repositories import BoundRepositories
 from authgate.ports.accounts import IdentityRace
 
 from .accounts import SqlAccounts
@@ -21,17 +23,22 @@ from .sessions import SqlSessionRecords
 from .state import SqlPasskeyChallenges, SqlStates
 
 
+class StoreOptions(TypedDict, total=False):
+    """What either SQL store is opened with, beyond its database."""
+
+    event_retention: dt.timedelta
+    purge_interval: dt.timedelta
+    ping_timeout: float
+
+
 class SqlRepositories:
     """Every repository of a store on ``db`` (the store's connections) in ``sql``'s dialect."""
 
-    def __init__(
-        self,
-        db: Db,
-        sql: Dialect,
-        *,
-        event_retention: dt.timedelta = DEFAULT_RETENTION,
-        purge_interval: dt.timedelta = DEFAULT_PURGE_INTERVAL,
-    ) -> None:
+    def __init__(self, db: Db, sql: Dialect, **options: Unpack[StoreOptions]) -> None:
+        self._db = db
+        self._ping_timeout = options.get("ping_timeout", 1.0)
+        event_retention = options.get("event_retention", DEFAULT_RETENTION)
+        purge_interval = options.get("purge_interval", DEFAULT_PURGE_INTERVAL)
         self.accounts = SqlAccounts(db, sql)
         self.states = SqlStates(db, sql, purge_interval)
         self.events = SqlEvents(db, sql, event_retention, purge_interval)
@@ -47,38 +54,18 @@ class SqlRepositories:
         self.passkeys = SqlPasskeys(db, sql)
         self.passkey_challenges = SqlPasskeyChallenges(db, sql, purge_interval)
 
+    async def ping(self) -> None:
+        """Readiness: a round trip to the database within the ping timeout; raises otherwise."""
+        async with asyncio.timeout(self._ping_timeout):
+            await self._db.fetch("SELECT 1")
+
     def purging(self) -> list[Purging]:
         """The repositories with a purge of their own."""
-        return [
-            self.states,
-            self.events,
-            self.sessions,
-            self.authorization_codes,
-            self.refresh_tokens,
-            self.session_clients,
-            self.passkey_challenges,
-        ]
-
-    def makers(self) -> RepositoryMakers[Db]:
-        """How a unit of work makes each repository from its connection."""
-        return RepositoryMakers(
-            accounts=self.accounts.bound,
-            events=self.events.bound,
-            sessions=self.sessions.bound,
-            seen_events=self.seen_events.bound,
-            provider_tokens=self.provider_tokens.bound,
-            revocations=self.revocations.bound,
-            authorization_codes=self.authorization_codes.bound,
-            refresh_tokens=self.refresh_tokens.bound,
-            grants=self.grants.bound,
-            session_clients=self.session_clients.bound,
-            logout_outbox=self.logout_outbox.bound,
-            passkeys=self.passkeys.bound,
-        )
+        return [r for r in vars(self).values() if isinstance(r, Purging)]
 
     def unit_of_work(self, sql: Dialect, begin: Opener, read: Opener) -> SqlUnitOfWork:
         """The unit of work of these repositories on the engine's units."""
-        return SqlUnitOfWork(self.makers(), sql, begin, read)
+        return SqlUnitOfWork(self, sql, begin, read)
 
 
 Opener = Callable[[], AbstractAsyncContextManager[Db]]
@@ -92,18 +79,18 @@ class SqlUnitOfWork:
     engine's)."""
 
     def __init__(
-        self, makers: RepositoryMakers[Db], sql: Dialect, begin: Opener, read: Opener
+        self, repositories: SqlRepositories, sql: Dialect, begin: Opener, read: Opener
     ) -> None:
-        self._makers = makers
+        self._repositories = repositories
         self._sql = sql
         self._begin = begin
         self._read = read
 
     def begin(self) -> AbstractAsyncContextManager[BoundRepositories[Db]]:
-        return _Unit(self._begin(), self._makers, self._sql)
+        return _Unit(self._begin(), self._repositories, self._sql)
 
     def read(self) -> AbstractAsyncContextManager[BoundRepositories[Db]]:
-        return _Unit(self._read(), self._makers, self._sql)
+        return _Unit(self._read(), self._repositories, self._sql)
 
 
 class _Unit:
@@ -111,22 +98,22 @@ class _Unit:
     connection. A second insert of an identity's key, in a unit that created an account, is
     the lost race of two registrations (:class:`~authgate.ports.accounts.IdentityRace`)."""
 
-    __slots__ = ("_connection", "_makers", "_repositories", "_sql")
+    __slots__ = ("_bound", "_connection", "_repositories", "_sql")
 
     def __init__(
         self,
         connection: AbstractAsyncContextManager[Db],
-        makers: RepositoryMakers[Db],
+        repositories: SqlRepositories,
         sql: Dialect,
     ) -> None:
         self._connection = connection
-        self._makers = makers
+        self._repositories = repositories
         self._sql = sql
 
     async def __aenter__(self) -> BoundRepositories[Db]:
         db = await self._connection.__aenter__()
-        self._repositories = BoundRepositories(self._makers, db)
-        return self._repositories
+        self._bound = BoundRepositories(self._repositories, db)
+        return self._bound
 
     async def __aexit__(
         self,
@@ -143,7 +130,7 @@ class _Unit:
             self._raise_race(exc)
 
     def _raise_race(self, e: BaseException) -> None:
-        accounts = self._repositories.__dict__.get("accounts")  # made only if it was used
+        accounts = self._bound.__dict__.get("accounts")  # made only if it was used
         if (
             isinstance(accounts, SqlAccounts)
             and accounts.created_in_unit

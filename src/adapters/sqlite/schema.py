@@ -2,7 +2,7 @@
 
 ``PRAGMA user_version`` records how many of :data:`VERSIONS` are applied; each version's
 statements run in one ``BEGIN IMMEDIATE`` transaction that re-reads the version first, so two
-processes opening a new file at once apply it once. Times: :mod:`.dialect`.
+processes opening a new file at once apply it once. Times: :class:`.db.SqliteDialect`.
 """
 
 from __future__ import annotations
@@ -35,22 +35,6 @@ VERSIONS: list[list[str]] = [
         """,
         "CREATE INDEX identities_account_idx ON identities (account_id, linked_at)",
         """
-        CREATE TABLE sign_in_states (
-            state         TEXT PRIMARY KEY,
-            provider      TEXT NOT NULL,
-            redirect_uri  TEXT NOT NULL,
-            intent        TEXT NOT NULL,
-            code_verifier TEXT,
-            nonce         TEXT,
-            binding_hash  TEXT NOT NULL,
-            created_at    TEXT NOT NULL,
-            expires_at    TEXT NOT NULL,
-            return_to     TEXT,
-            account_id    TEXT
-        )
-        """,
-        "CREATE INDEX sign_in_states_expires_idx ON sign_in_states (expires_at)",
-        """
         CREATE TABLE sign_in_events (
             id             INTEGER PRIMARY KEY AUTOINCREMENT,
             at             TEXT NOT NULL,
@@ -72,9 +56,10 @@ VERSIONS: list[list[str]] = [
     ],
     # 3: pending sign-ins keyed by provider, state and browser (the binding hash), and the state
     # kept only as a hash: a caller-chosen value no longer collides with another browser's.
-    # Pending sign-ins live ten minutes; those in flight at the upgrade are dropped.
+    # Pending sign-ins live ten minutes; those in flight at the upgrade are dropped (version 1
+    # made the table keyed by the state; a new file has none to drop).
     [
-        "DROP TABLE sign_in_states",
+        "DROP TABLE IF EXISTS sign_in_states",
         """
         CREATE TABLE sign_in_states (
             lookup        TEXT NOT NULL,

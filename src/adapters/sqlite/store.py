@@ -3,23 +3,20 @@
 from __future__ import annotations
 
 import asyncio
-import datetime as dt
 import logging
 import os
 import random
 import sqlite3
 import time
+from typing import Unpack
 
 import aiosqlite
 
 from authgate.adapters.files import create_private_file, warn_if_exposed
-from authgate.adapters.sql.events import DEFAULT_RETENTION
-from authgate.adapters.sql.housekeeping import DEFAULT_PURGE_INTERVAL
-from authgate.adapters.sql.store import SqlRepositories, SqlUnitOfWork
+from authgate.adapters.sql.store import SqlRepositories, SqlUnitOfWork, StoreOptions
 
 from . import schema
-from .db import BUSY_TIMEOUT_MS, Database
-from .dialect import SQLITE
+from .db import BUSY_TIMEOUT_MS, SQLITE, Database
 
 log = logging.getLogger("authgate.storage")
 
@@ -32,16 +29,8 @@ class SqliteStore(SqlRepositories):
     """The repositories (:mod:`authgate.adapters.sql`) on one SQLite connection (``db``: the
     connection and its lock, for diagnostics and tests)."""
 
-    def __init__(
-        self,
-        db: Database,
-        *,
-        path: str,
-        event_retention: dt.timedelta = DEFAULT_RETENTION,
-        purge_interval: dt.timedelta = DEFAULT_PURGE_INTERVAL,
-        ping_timeout: float = 1.0,
-    ) -> None:
-        super().__init__(db, SQLITE, event_retention=event_retention, purge_interval=purge_interval)
+    def __init__(self, db: Database, *, path: str, **options: Unpack[StoreOptions]) -> None:
+        super().__init__(db, SQLITE, **options)
         self.path = path
         self.db = db
         # A unit of work: the file's one connection in one BEGIN IMMEDIATE transaction for
@@ -49,12 +38,6 @@ class SqliteStore(SqlRepositories):
         # file, no write lock), writes refused (query_only): a check of a token never waits
         # behind another process's writer.
         self.units = self.unit_of_work(SQLITE, db.unit, db.reading)
-        self._ping_timeout = ping_timeout
-
-    async def ping(self) -> None:
-        """Readiness: the file answers a query within the ping timeout; raises otherwise."""
-        async with asyncio.timeout(self._ping_timeout):
-            await self.db.fetch("SELECT 1")
 
     async def close(self) -> None:
         await self.db.close()
@@ -79,13 +62,7 @@ async def _use_wal(conn: aiosqlite.Connection) -> None:
         await asyncio.sleep(0.005 + random.random() * 0.02)  # noqa: S311 - jitter, not a secret
 
 
-async def open_sqlite(
-    path: str | os.PathLike[str],
-    *,
-    event_retention: dt.timedelta = DEFAULT_RETENTION,
-    purge_interval: dt.timedelta = DEFAULT_PURGE_INTERVAL,
-    ping_timeout: float = 1.0,
-) -> SqliteStore:
+async def open_sqlite(path: str | os.PathLike[str], **options: Unpack[StoreOptions]) -> SqliteStore:
     """Open (creating it 0600 and its parent folders 0700 on first start) the SQLite file at
     ``path``, bring its schema up to date and return the adapters on it. ``":memory:"`` gives a
     private in-memory database. Raises :class:`SqliteUnavailable` with a one-line reason."""
@@ -116,10 +93,4 @@ async def open_sqlite(
         raise
     if applied:
         log.info("SQLite database %s: schema version %d applied", where, applied[-1])
-    return SqliteStore(
-        Database(conn),
-        path=where,
-        event_retention=event_retention,
-        purge_interval=purge_interval,
-        ping_timeout=ping_timeout,
-    )
+    return SqliteStore(Database(conn), path=where, **options)
