@@ -1,4 +1,4 @@
-"""Passkeys and their ceremonies' challenges in memory (tests, and a single instance)."""
+"""Passkeys in memory (tests, and a single instance)."""
 
 from __future__ import annotations
 
@@ -6,13 +6,12 @@ import datetime as dt
 
 import attrs
 
-from authgate.domain.passkeys import Ceremony, Passkey, PasskeyChallenge, counter_advances
+from authgate.domain.passkeys import Passkey, counter_advances
 from authgate.ports.accounts import LastIdentityError
-from authgate.ports.passkeys import ChallengeStoreFull, PasskeyTaken
+from authgate.ports.passkeys import PasskeyTaken
 
 from .accounts import MemoryAccounts
 from .journal import Stored, Table
-from .state import Bounded
 
 
 class MemoryPasskeys(Stored):
@@ -87,24 +86,3 @@ class MemoryPasskeys(Stored):
         del self._by_credential[self._passkeys[passkey_id].credential_id]
         del self._passkeys[passkey_id]
         return True
-
-
-_Key = tuple[str, Ceremony]
-
-
-class MemoryPasskeyChallenges(Bounded[_Key, PasskeyChallenge]):
-    """:class:`~authgate.ports.passkeys.PasskeyChallenges` in a dict, bounded by
-    ``max_entries``."""
-
-    async def put(self, challenge: PasskeyChallenge) -> None:
-        key = (challenge.binding_hash, challenge.ceremony)
-        if not self._admit(key, challenge, challenge.created_at):
-            raise ChallengeStoreFull(f"{self._max} passkey challenges")
-
-    async def take(
-        self, binding_hash: str, ceremony: Ceremony, now: dt.datetime
-    ) -> PasskeyChallenge | None:
-        challenge = self._entries.pop((binding_hash, ceremony), None)
-        if challenge is None or challenge.expires_at <= now:
-            return None
-        return challenge

@@ -1,4 +1,5 @@
-"""Pending sign-ins in memory (single instance only: a second instance cannot see them)."""
+"""Pending sign-ins and passkey challenges in memory (single instance only: a second instance
+cannot see them)."""
 
 from __future__ import annotations
 
@@ -6,6 +7,8 @@ import datetime as dt
 from typing import Generic, Protocol, TypeVar
 
 from authgate.domain.model import PendingSignIn
+from authgate.domain.passkeys import Ceremony, PasskeyChallenge
+from authgate.ports.passkeys import ChallengeStoreFull
 from authgate.ports.state import StateStoreFull
 
 
@@ -92,3 +95,24 @@ class MemoryStates(Bounded[_Key, PendingSignIn]):
             if not browsers:
                 del self._browsers[key[:2]]
         return pending
+
+
+_ChallengeKey = tuple[str, Ceremony]
+
+
+class MemoryPasskeyChallenges(Bounded[_ChallengeKey, PasskeyChallenge]):
+    """:class:`~authgate.ports.passkeys.PasskeyChallenges` in a dict, bounded by
+    ``max_entries``."""
+
+    async def put(self, challenge: PasskeyChallenge) -> None:
+        key = (challenge.binding_hash, challenge.ceremony)
+        if not self._admit(key, challenge, challenge.created_at):
+            raise ChallengeStoreFull(f"{self._max} passkey challenges")
+
+    async def take(
+        self, binding_hash: str, ceremony: Ceremony, now: dt.datetime
+    ) -> PasskeyChallenge | None:
+        challenge = self._entries.pop((binding_hash, ceremony), None)
+        if challenge is None or challenge.expires_at <= now:
+            return None
+        return challenge

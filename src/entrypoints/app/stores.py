@@ -17,16 +17,8 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from authgate.adapters.memory import (
-    MemoryAccounts,
-    MemoryEvents,
-    MemoryPasskeyChallenges,
-    MemoryProviderTokens,
-    MemoryRevocationOutbox,
-    MemorySessionRecords,
-    MemoryStates,
-    MemoryUnitOfWork,
-)
+from authgate.adapters import memory
+from authgate.adapters.memory import MemoryPasskeyChallenges, MemoryStates
 from authgate.adapters.postgres import PostgresStoreError, redact
 from authgate.adapters.ratelimit import NoRateLimit, RateLimitStore
 from authgate.adapters.revocations import LocalRevocations
@@ -60,10 +52,10 @@ class Stores:
     events: SignInEventLog
     units: UnitOfWork
     session_records: SessionRecords
-    provider_tokens: ProviderTokenStore = attrs.field(factory=MemoryProviderTokens)
-    revocation_outbox: RevocationOutbox = attrs.field(factory=MemoryRevocationOutbox)
+    provider_tokens: ProviderTokenStore
+    revocation_outbox: RevocationOutbox
+    passkey_challenges: PasskeyChallenges
     passkeys: PasskeyStore | None = None
-    passkey_challenges: PasskeyChallenges = attrs.field(factory=MemoryPasskeyChallenges)
     readiness: list[HealthCheck] = attrs.field(factory=list)
     pool: Pool | None = None  # PostgreSQL's, for LISTEN/NOTIFY
     limits: RateLimitStore = attrs.field(factory=lambda: RateLimitStore("memory://"))
@@ -96,9 +88,14 @@ async def open_stores(config: Config, closers: Closers) -> Stores:
 def memory_stores(
     states: StateStore | None = None, challenges: PasskeyChallenges | None = None
 ) -> Stores:
-    """Stores that open nothing (a memory database)."""
-    accounts, events, sessions = MemoryAccounts(), MemoryEvents(), MemorySessionRecords()
-    units = MemoryUnitOfWork(accounts, events, sessions)
+    """Stores that open nothing (a memory database); the memory repositories are loaded here,
+    on first use, so a service on SQLite or PostgreSQL never loads them."""
+    accounts, events, sessions = (
+        memory.MemoryAccounts(),
+        memory.MemoryEvents(),
+        memory.MemorySessionRecords(),
+    )
+    units = memory.MemoryUnitOfWork(accounts, events, sessions)
     return Stores(
         accounts=accounts,
         states=states or MemoryStates(),
