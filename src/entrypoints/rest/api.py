@@ -160,7 +160,7 @@ class Api:
         app.on_response_prepare.append(
             _drop_server_header_add_cors if preflights else _drop_server_header
         )
-        app.router.add_get("/openapi.json", _document_handler(self.openapi()))
+        app.router.add_get("/openapi.json", _document_handler(self.openapi))
         app.router.add_get("/health/liveness", self.liveness.respond)
         app.router.add_get("/health/readiness", self.readiness.respond)
         add_routes(app, [*routes, *preflights])
@@ -184,14 +184,17 @@ class Api:
         return routes, preflights
 
 
-def _document_handler(document: dict[str, Any]) -> RouteHandler:
-    """The handler of ``/openapi.json``, its text written once: it does not change while the
-    application runs, and its text is a third of the memory its dictionaries would keep."""
-    text = json_text(document).encode()
+def _document_handler(make: Callable[[], dict[str, Any]]) -> RouteHandler:
+    """The handler of ``/openapi.json``, its text written at the first request and kept: it does
+    not change while the application runs (made at start, its dictionaries' memory would stay
+    in the idle process's heap)."""
+    text: list[bytes] = []
 
     async def openapi_json(_: web.Request) -> web.StreamResponse:
+        if not text:
+            text.append(json_text(make()).encode())
         # Public, but it changes with each release and configuration: always ask again.
-        return web.Response(body=text, content_type=JSON_CONTENT_TYPE, headers=_REVALIDATE)
+        return web.Response(body=text[0], content_type=JSON_CONTENT_TYPE, headers=_REVALIDATE)
 
     return openapi_json
 
