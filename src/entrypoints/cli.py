@@ -203,6 +203,8 @@ def _run(args: argparse.Namespace, config: Config) -> int:
     if command not in ("serve", "migrate"):
         return _operate(command, args, config)
     configure_logging()
+    # fido2 writes an INFO line at every passkey ceremony; the sign-in's audit line says it.
+    logging.getLogger("fido2").setLevel(logging.WARNING)
     if command == "migrate":
         return stores.migrate(config)
     return _serve(args, config)

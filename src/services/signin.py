@@ -130,10 +130,6 @@ class SignInService:
         default=None, converter=or_no_provider_tokens
     )
 
-    def login_url(self) -> str:
-        """The application's login page, where failed callbacks send the browser."""
-        return self.policy.login_url
-
     def provider(self, name: str) -> IdentityProvider:
         try:
             return self.providers[name]

@@ -125,6 +125,17 @@ class AuthorizationRequest:
         out += [(name, value) for name, value in optional if value is not None]
         return out
 
+    def refuse(self, client: Client, error: str, description: str) -> AuthorizationRefused:
+        """The refusal answered at this request's ``redirect_uri``, ``state`` and mode."""
+        return AuthorizationRefused(
+            error,
+            description,
+            client=client,
+            redirect_uri=self.redirect_uri,
+            state=self.state,
+            response_mode=self.response_mode,
+        )
+
     @property
     def resume_key(self) -> str:
         """The :func:`resume_key` of the query that resumes it."""

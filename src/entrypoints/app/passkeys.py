@@ -51,12 +51,12 @@ def build(
 def mount(api: Api, config: Config, service: PasskeyService, stores: Stores, edge: Edge) -> None:
     """The ceremonies, per client address in a budget of their own (a sign-in spends two)."""
     PasskeyOperations(
-        service,
         edge.bearer,
         edge.cookie,
         edge.guard,
         edge.client_address,
-        stores.limiter(config.ratelimit.passkeys, "authgate-passkeys"),
+        edge.cors,
+        service=service,
+        limiter=stores.limiter(config.ratelimit.passkeys, "authgate-passkeys"),
         binding_max_age=config.state.ttl_seconds,
-        cors=edge.cors,
     ).register(api)

@@ -139,7 +139,7 @@ def mount(
         edge.cors,
     ).register(api)
     AccountOperations(
-        face.account, edge.bearer, edge.cookie, edge.guard, edge.client_address, edge.cors
+        edge.bearer, edge.cookie, edge.guard, edge.client_address, edge.cors, service=face.account
     ).register(api)
     JwksOperations(shared.session_tokens).register(api)
 

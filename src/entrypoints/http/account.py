@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import base64
 
+import attrs
+
 from authgate.domain import errors
 from authgate.domain.model import UNPROVEN_AUTH_TIME, LinkedIdentity
 from authgate.entrypoints.http.common import docs
@@ -32,10 +34,9 @@ from authgate.entrypoints.http.common.bodies import (
     app_errors,
     from_record,
 )
-from authgate.entrypoints.http.common.caller import ClientAddress
 from authgate.entrypoints.http.common.operations import Late, flag, operation
-from authgate.entrypoints.http.common.session_auth import SameOriginGuard, session_id_of
-from authgate.entrypoints.rest import ApiKey, BearerJWT, Call, Cors, Param, Reply, path, pattern
+from authgate.entrypoints.http.common.session_auth import session_id_of
+from authgate.entrypoints.rest import Call, Param, Reply, path, pattern
 from authgate.services.account import AccountExport, AccountService, AccountView
 
 
@@ -57,22 +58,16 @@ def account_details(view: AccountView) -> AccountDetails:
     )
 
 
+@attrs.define(slots=False, eq=False)
 class AccountOperations(AccountArea):
     """Registers the account operations on an API."""
 
-    def __init__(
-        self,
-        service: AccountService,
-        bearer: BearerJWT,
-        cookie: ApiKey,
-        guard: SameOriginGuard,
-        client_address: ClientAddress,
-        cors: Cors | None = None,
-    ) -> None:
-        super().__init__(bearer, cookie, guard, client_address, cors)
-        self.service = service
-        self.configured = list(service.providers)  # the configuration's
-        self.example_provider = self.configured[0] if self.configured else "google"
+    service: AccountService = attrs.field(kw_only=True)
+
+    @property
+    def configured(self) -> list[str]:
+        """The configuration's providers."""
+        return list(self.service.providers)
 
     def linked_provider_param(self) -> Param:
         """``{provider}``: one the configuration names."""
@@ -87,12 +82,13 @@ class AccountOperations(AccountArea):
 
     def unlink_refusals(self) -> tuple[Exception, ...]:
         """What unlinking the example provider can answer."""
+        example = self.configured[0] if self.configured else "google"
         return (
             docs.unknown_provider(self.configured),
             *docs.CHANGE_REFUSALS,
-            errors.IdentityNotLinked(self.example_provider),
+            errors.IdentityNotLinked(example),
             errors.AccountGone(),
-            errors.LastIdentity(self.example_provider),
+            errors.LastIdentity(example),
         )
 
     # Browser pages, whose session cookie is HttpOnly, read the same list from GET /v1/account.

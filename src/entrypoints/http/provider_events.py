@@ -18,7 +18,7 @@ from authgate.entrypoints.http.common.bodies import FORM, app_errors
 from authgate.entrypoints.http.common.caller import ClientAddress, admit
 from authgate.entrypoints.http.common.errors import OIDC_LOGOUT, event_refusal_body, http_error
 from authgate.entrypoints.rest import Api, Call
-from authgate.ports.metrics import Metrics, NoMetrics
+from authgate.ports.metrics import Metrics
 from authgate.ports.provider_events import (
     INVALID_REQUEST,
     EventTokenRejected,
@@ -91,10 +91,6 @@ DESCRIPTIONS = {
 Handler = Callable[[Call[bytes]], Awaitable[web.StreamResponse]]
 
 
-def _or_no_metrics(metrics: Metrics | None) -> Metrics:
-    return metrics or NoMetrics()
-
-
 @attrs.define(slots=False, eq=False)
 class ProviderEventOperations:
     """Registers one receiver operation per route."""
@@ -103,7 +99,7 @@ class ProviderEventOperations:
     routes: list[ReceiverRoute]
     limiter: RateLimiter
     client_address: ClientAddress
-    metrics: Metrics = attrs.field(default=None, converter=_or_no_metrics)
+    metrics: Metrics
 
     def register(self, api: Api) -> None:
         docs.describe_tags(api, docs.PROVIDER_EVENTS)

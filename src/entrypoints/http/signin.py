@@ -317,7 +317,7 @@ class SignInOperations(Operations):
                 client=self.client_address.client(request, address),
             )
         except errors.SignInError as e:
-            return callback_answer(e, self.service.login_url(), accepts_only_json(request))
+            return callback_answer(e, self.service.policy.login_url, accepts_only_json(request))
         response = web.Response(
             status=302, headers={"Location": signed_in.destination, **CALLBACK_HEADERS}
         )

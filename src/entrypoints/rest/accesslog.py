@@ -169,10 +169,6 @@ def install_service_handler(level: int = logging.INFO) -> None:
     logging.logProcesses = False
     logging.logMultiprocessing = False
     logging._srcfile = None
-    # fido2 writes an INFO line at every passkey ceremony; the sign-in's audit line says it.
-    fido2 = logging.getLogger("fido2")
-    if fido2.level == logging.NOTSET:
-        fido2.setLevel(logging.WARNING)
 
 
 class AccessLogger(AbstractAccessLogger):

@@ -17,6 +17,8 @@ from .errors import (
     AfterSuccess,
     ExceptionHandler,
     RecordRequest,
+    RouteHandler,
+    add_routes,
     error_middleware,
     json_text,
 )
@@ -24,7 +26,6 @@ from .health import Probe
 from .openapi import document
 from .operation import Invoker, Operation, OperationOptions
 from .params import Location, Param, header, pattern, required
-from .routing import RouteHandler, add_routes
 from .tracing import tracing_middleware
 from .wire import make_converter
 

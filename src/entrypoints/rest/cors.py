@@ -31,8 +31,7 @@ import attrs
 from aiohttp import hdrs, web
 from multidict import CIMultiDict
 
-from .errors import HttpError, service_error
-from .routing import RouteHandler
+from .errors import HttpError, RouteHandler, service_error
 
 
 def normalise_origin(value: str) -> str:

@@ -1,14 +1,15 @@
 """Errors an operation (or the layer itself) answers with, their JSON rendering, and the
 middleware that turns every failure of a request (router errors included) into such JSON and
 runs the application's hooks (:meth:`~.api.Api.on_exception`, :meth:`~.api.Api.after_response`,
-:meth:`~.api.Api.record_requests`)."""
+:meth:`~.api.Api.record_requests`); and the routes (:func:`add_routes`)."""
 
 from __future__ import annotations
 
 import json
 import logging
+import re
 import time
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import Any
 
 import attrs
@@ -17,11 +18,12 @@ from aiohttp.typedefs import Middleware
 from opentelemetry import trace
 
 from .logtext import REQUEST_STARTED, log_safe
-from .routing import RouteHandler, static_methods
 
 log = logging.getLogger("authgate.rest")
 
 JSON_CONTENT_TYPE = "application/json"
+
+RouteHandler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 
 # One encoder for every body (json.dumps with options makes one per call): compact, UTF-8 as it
@@ -189,3 +191,56 @@ _BODY_HEADERS = frozenset({"content-type", "content-length", "content-encoding"}
 def _trace_suffix() -> str:
     ctx = trace.get_current_span().get_span_context()
     return f" (trace_id={ctx.trace_id:032x})" if ctx.is_valid else ""
+
+
+# Routes on aiohttp with OpenAPI's precedence: a concrete path before a templated one.
+#
+# aiohttp tries routes in registration order and joins the methods of every route whose path
+# matches into a 405's ``Allow``. OpenAPI expects the URL of a static path (``/v1/auth/logout``)
+# to be that path's resource alone, not also a value of a templated sibling
+# (``/v1/auth/{provider}``): its other methods answer 405 with its own ``Allow``.
+_STATIC_METHODS = web.AppKey("authgate_static_methods", dict[str, set[str]])
+
+
+def add_routes(app: web.Application, routes: Iterable[tuple[str, str, RouteHandler]]) -> None:
+    """Add ``(method, path template, handler)`` routes; static paths take precedence."""
+    # Static paths first: aiohttp tries resources in registration order, so a method a static
+    # path serves (OPTIONS included) is never caught by a templated sibling registered earlier.
+    routes = sorted(routes, key=lambda route: "{" in route[1])
+    static: dict[str, set[str]] = {}
+    for method, path, _ in routes:
+        # OPTIONS routes only answer CORS preflights (a plain OPTIONS is refused), so OPTIONS
+        # is no method of the resource's Allow.
+        if "{" not in path and method.upper() != "OPTIONS":
+            static.setdefault(path, set()).add(method.upper())
+    app[_STATIC_METHODS] = static
+    for method, path, handler in routes:
+        shadowed = {p: m for p, m in static.items() if _template_matches(path, p)}
+        # No route name: a handler may serve several paths (one per version prefix) and
+        # aiohttp refuses duplicate names.
+        app.router.add_route(method, path, _off_static(handler, shadowed) if shadowed else handler)
+
+
+def static_methods(request: web.Request) -> set[str] | None:
+    """The methods of the static path the request names, or None if it names none."""
+    return request.app.get(_STATIC_METHODS, {}).get(request.path)
+
+
+def _template_matches(template: str, path: str) -> bool:
+    """Whether a concrete path is also a value of a path template (``{x}`` = one segment)."""
+    if "{" not in template:
+        return False
+    pattern = re.sub(r"\\\{[^/]*?\\\}", "[^/]+", re.escape(template))
+    return re.fullmatch(pattern, path) is not None
+
+
+def _off_static(handler: RouteHandler, static: Mapping[str, set[str]]) -> RouteHandler:
+    """A templated route's handler that leaves the URLs of static paths alone."""
+
+    async def handle(request: web.Request) -> web.StreamResponse:
+        allowed = static.get(request.path)
+        if allowed is not None:
+            raise web.HTTPMethodNotAllowed(request.method, allowed)
+        return await handler(request)
+
+    return handle

@@ -24,7 +24,6 @@ from authgate.domain.openid.authorization_request import (
     PROMPT_CONSENT,
     PROMPT_LOGIN,
     PROMPT_NONE,
-    AuthorizationRefused,
     AuthorizationRequest,
     parse_authorization_request,
 )
@@ -126,15 +125,15 @@ class AuthorizationService:
                 if silent or resumed_at is not None:
                     # Silent, or the sign-in this request started signed in someone else.
                     why = "another account is signed in"
-                    raise _refused(request, client, "login_required", why)
+                    raise request.refuse(client, "login_required", why)
                 session = None
         if session is None or not self._fresh_enough(request, session, resumed_at, now):
             if silent:
                 why = "no sign-in recent enough" if session else "nobody is signed in"
-                raise _refused(request, client, "login_required", why)
+                raise request.refuse(client, "login_required", why)
             if resumed_at is not None:
                 why = "the sign-in did not prove a login recent enough for this request"
-                raise _refused(request, client, "login_required", why)
+                raise request.refuse(client, "login_required", why)
             return SignInNeeded(request, client, fresh=request.needs_fresh_login)
         async with self.units.begin() as tx:
             if not client.first_party:
@@ -144,7 +143,7 @@ class AuthorizationService:
                 if new or PROMPT_CONSENT in request.prompt:
                     if silent:
                         why = "the person has not consented"
-                        raise _refused(request, client, "consent_required", why)
+                        raise request.refuse(client, "consent_required", why)
                     seen = grant.granted_at if grant is not None else None
                     return ConsentNeeded(request, client, session, new, seen)
             code = await self._issue_code(tx, request, client, session, now)
@@ -164,7 +163,7 @@ class AuthorizationService:
         the grant is as the page found it (``seen``), else :class:`ConsentAnswered`; declined,
         ``access_denied``."""
         if not approved:
-            raise _refused(request, client, "access_denied", "the person declined")
+            raise request.refuse(client, "access_denied", "the person declined")
         now = self.clock.now()
         async with self.units.begin() as tx:
             grant = Grant(session.account_id, client.client_id, request.scopes, granted_at=now)
@@ -215,10 +214,10 @@ class AuthorizationService:
             verified = self.signer.verify_id_token(request.id_token_hint)
         except InvalidToken:
             why = "id_token_hint is not an ID token this provider issued"
-            raise _refused(request, client, "invalid_request", why) from None
+            raise request.refuse(client, "invalid_request", why) from None
         if client.client_id not in verified.audiences:
             why = "id_token_hint was issued to another client"
-            raise _refused(request, client, "invalid_request", why)
+            raise request.refuse(client, "invalid_request", why)
         return verified.subject
 
     async def _issue_code(
@@ -246,16 +245,3 @@ class AuthorizationService:
             )
         )
         return code
-
-
-def _refused(
-    request: AuthorizationRequest, client: Client, error: str, description: str
-) -> AuthorizationRefused:
-    return AuthorizationRefused(
-        error,
-        description,
-        client=client,
-        redirect_uri=request.redirect_uri,
-        state=request.state,
-        response_mode=request.response_mode,
-    )

@@ -23,7 +23,6 @@ from aiohttp import web
 
 from authgate.domain.openid.authorization_request import (
     PROVIDER_PARAMETER,
-    AuthorizationRefused,
 )
 from authgate.entrypoints.http.common.caller import ClientAddress
 from authgate.entrypoints.http.common.operations import operation
@@ -280,13 +279,10 @@ class AuthorizeOperations(ProviderOperations):
         if request.provider is not None and request.provider in names:
             return see(start(request.provider, "login"), status=302)
         if needed.fresh and not names and not self.passkeys:
-            raise AuthorizationRefused(
+            raise request.refuse(
+                needed.client,
                 "login_required",
                 "no configured way of signing in can prove a recent login",
-                client=needed.client,
-                redirect_uri=request.redirect_uri,
-                state=request.state,
-                response_mode=request.response_mode,
             )
         choices = [
             ProviderChoice(name, start(name, "login"), start(name, "register")) for name in names
