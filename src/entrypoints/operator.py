@@ -74,10 +74,13 @@ def _fail(command: str, message: str, status: int) -> int:
 Command = Callable[[Resources, SignIn], Awaitable[int]]
 
 
-async def _with_resources(config: Config, command: Command) -> int:
+async def _with_resources(config: Config, name: str, command: Command) -> int:
+    """``command`` on the opened resources; :class:`NotFound` is its exit status 1."""
     resources = await open_resources(config)
     try:
         return await command(resources, signin_face(config, resources)[0])
+    except NotFound as e:
+        return _fail(name, str(e), 1)
     finally:
         await resources.close()
 
@@ -115,10 +118,7 @@ async def show_account(config: Config, ref: str) -> int:
     """``accounts show``: the account as JSON (never a token); 1 when nothing matches."""
 
     async def command(resources: Resources, _: SignIn) -> int:
-        try:
-            account = await _find_account(resources, ref)
-        except NotFound as e:
-            return _fail("accounts show", str(e), 1)
+        account = await _find_account(resources, ref)
         identities = await resources.stores.accounts.list_identities(account.id)
         now = resources.shared.clock.now()
         live = await resources.stores.session_records.live_for_account(account.id, now)
@@ -160,7 +160,7 @@ async def show_account(config: Config, ref: str) -> int:
         print(json.dumps(document, indent=2))
         return 0
 
-    return await _with_resources(config, command)
+    return await _with_resources(config, "accounts show", command)
 
 
 async def delete_account(config: Config, ref: str) -> int:
@@ -170,27 +170,21 @@ async def delete_account(config: Config, ref: str) -> int:
 
     async def command(resources: Resources, services: SignIn) -> int:
         now = resources.shared.clock.now()
-        try:
-            account_id = (await _find_account(resources, ref)).id
-        except NotFound as e:
-            return _fail(name, str(e), 1)
-        try:
-            async with resources.stores.units.begin() as tx:
-                ended = await services.sessions.revoke_all_in(tx, account_id, now)
-                # The running instances' workers revoke the provider tokens.
-                await enqueue_token_revocations(tx, account_id, now)
-                if not await tx.accounts.delete(account_id):
-                    raise NotFound(f"no account {account_id}")  # deleted meanwhile: roll back
-                await tx.events.record(
-                    audit_event(now, OPERATOR, Outcome.ACCOUNT_DELETED, _client(name), account_id)
-                )
-        except NotFound as e:
-            return _fail(name, str(e), 1)
+        account_id = (await _find_account(resources, ref)).id
+        async with resources.stores.units.begin() as tx:
+            ended = await services.sessions.revoke_all_in(tx, account_id, now)
+            # The running instances' workers revoke the provider tokens.
+            await enqueue_token_revocations(tx, account_id, now)
+            if not await tx.accounts.delete(account_id):
+                raise NotFound(f"no account {account_id}")  # deleted meanwhile: roll back
+            await tx.events.record(
+                audit_event(now, OPERATOR, Outcome.ACCOUNT_DELETED, _client(name), account_id)
+            )
         await services.sessions.announce(ended)
         print(f"authgate: deleted account {account_id} ({len(ended)} session(s) ended)")
         return 0
 
-    return await _with_resources(config, command)
+    return await _with_resources(config, name, command)
 
 
 # -- sessions -------------------------------------------------------------------------------
@@ -202,17 +196,14 @@ async def revoke_sessions(config: Config, ref: str) -> int:
     name = "sessions revoke"
 
     async def command(resources: Resources, services: SignIn) -> int:
-        try:
-            account_id = (await _find_account(resources, ref)).id
-        except NotFound as e:
-            return _fail(name, str(e), 1)
+        account_id = (await _find_account(resources, ref)).id
         ended = await services.sessions.revoke_all(
             account_id, client=_client(name), provider=OPERATOR
         )
         print(f"authgate: ended {len(ended)} session(s) of account {account_id}")
         return 0
 
-    return await _with_resources(config, command)
+    return await _with_resources(config, name, command)
 
 
 # -- keys -----------------------------------------------------------------------------------
@@ -288,7 +279,7 @@ async def rekey_provider_tokens(config: Config) -> int:
             )
         return 0
 
-    return await _with_resources(config, command)
+    return await _with_resources(config, name, command)
 
 
 # -- config check ---------------------------------------------------------------------------
