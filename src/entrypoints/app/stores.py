@@ -175,16 +175,36 @@ async def _open_database(config: Config, closers: Closers) -> Stores:
     memory_challenges = MemoryPasskeyChallenges(config.passkeys.memory_max_challenges)
     if url.startswith("memory://"):
         return memory_stores(memory_states, memory_challenges)
+    db = config.database
+    retention = dt.timedelta(days=db.event_retention_days)
     store: PostgresStore | SqliteStore
-    if url.startswith(("postgresql://", "postgres://")):
-        store = await _open_postgres(config)
-    elif url.startswith("sqlite:///"):
-        store = await _open_sqlite(config)
-    else:
-        raise StartupError(
-            f"database.url: unsupported database {redact(url)!r} "
-            "(postgresql://…, sqlite:///path or memory://)"
-        )
+    try:
+        if url.startswith(("postgresql://", "postgres://")):
+            from authgate.adapters.postgres import open_postgres  # asyncpg: only for PostgreSQL
+
+            store = await open_postgres(
+                url,
+                db.pool_min_size,
+                db.pool_max_size,
+                db.timeout_seconds,
+                ping_timeout=db.readiness_timeout_seconds,
+                event_retention=retention,
+            )
+        elif url.startswith("sqlite:///"):
+            # sqlite:///relative/path, sqlite:////absolute/path (SQLAlchemy's convention)
+            store = await open_sqlite(
+                url.removeprefix("sqlite:///"),
+                ping_timeout=db.readiness_timeout_seconds,
+                event_retention=retention,
+            )
+        else:
+            raise StartupError(
+                f"database.url: unsupported database {redact(url)!r} "
+                "(postgresql://…, sqlite:///path or memory://)"
+            )
+    except (PostgresStoreError, SqliteUnavailable, SchemaTooNew) as e:
+        # each is one line without a credential
+        raise StartupError(f"database: {e}") from None
     closers.append(store.close)
 
     async def ping() -> None:
@@ -206,37 +226,6 @@ async def _open_database(config: Config, closers: Closers) -> Stores:
         ],
         pool=None if isinstance(store, SqliteStore) else store.pool,
     )
-
-
-async def _open_postgres(config: Config) -> PostgresStore:
-    db = config.database
-    from authgate.adapters.postgres import open_postgres  # asyncpg: only for PostgreSQL
-
-    try:
-        return await open_postgres(
-            db.url,
-            db.pool_min_size,
-            db.pool_max_size,
-            db.timeout_seconds,
-            ping_timeout=db.readiness_timeout_seconds,
-            event_retention=dt.timedelta(days=db.event_retention_days),
-        )
-    except PostgresStoreError as e:  # each is one line without a credential
-        raise StartupError(f"database: {e}") from None
-
-
-async def _open_sqlite(config: Config) -> SqliteStore:
-    db = config.database
-    # sqlite:///relative/path, sqlite:////absolute/path (SQLAlchemy's convention)
-    path = db.url.removeprefix("sqlite:///")
-    try:
-        return await open_sqlite(
-            path,
-            ping_timeout=db.readiness_timeout_seconds,
-            event_retention=dt.timedelta(days=db.event_retention_days),
-        )
-    except (SqliteUnavailable, SchemaTooNew) as e:
-        raise StartupError(f"database: {e}") from None
 
 
 def migrate(config: Config) -> int:
