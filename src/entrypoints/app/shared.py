@@ -11,7 +11,6 @@ import asyncio
 import datetime as dt
 import logging
 import os
-from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
 
 import aiohttp
@@ -68,15 +67,28 @@ class Shared:
 
 def open_shared(config: Config, clock: Clock | None, closers: Closers) -> Shared:
     """The key set (made on a first start when ``session.generate_keys`` allows), the session
-    tokens, the HTTP client and the metrics; each closer is added to ``closers``."""
-    keys = _key_set(config)
+    tokens, the HTTP client and the metrics; each closer is added to ``closers``. The key
+    set holds the session key, and an RSA key when clients are registered (their ID and
+    access tokens)."""
+    session = config.session
+    try:
+        keys = load_or_create_keys(
+            session.keys_file, session.generate_keys, rsa=bool(config.clients)
+        )
+    except SessionKeyError as e:
+        raise StartupError(str(e)) from None
     http = provider_session()
     closers.append(http.close)
     metrics = _metrics(config, closers)
     return Shared(
         clock=clock or SystemClock(),
         keys=keys,
-        session_tokens=_session_tokens(config, keys),
+        session_tokens=JwtSessionTokens(
+            keys,
+            issuer=session.issuer,
+            audience=session.audience,
+            ttl=dt.timedelta(seconds=session.ttl_seconds),
+        ),
         http=http,
         metrics=metrics or NoMetrics(),
         served=metrics,
@@ -91,27 +103,6 @@ def unopened_shared(config: Config) -> Shared:
         keys, issuer="document", audience="document", ttl=dt.timedelta(seconds=1)
     )
     return Shared(clock=SystemClock(), keys=keys, session_tokens=tokens, http=None)
-
-
-def _key_set(config: Config) -> KeySet:
-    """The service's one key set: the session key, and an RSA key when clients are
-    registered (their ID and access tokens)."""
-    try:
-        return load_or_create_keys(
-            config.session.keys_file, config.session.generate_keys, rsa=bool(config.clients)
-        )
-    except SessionKeyError as e:
-        raise StartupError(str(e)) from None
-
-
-def _session_tokens(config: Config, keys: KeySet) -> JwtSessionTokens:
-    """The session tokens, signed with the key set's session key."""
-    return JwtSessionTokens(
-        keys,
-        issuer=config.session.issuer,
-        audience=config.session.audience,
-        ttl=dt.timedelta(seconds=config.session.ttl_seconds),
-    )
 
 
 def sealer(config: Config) -> TokenSealer | None:
@@ -198,18 +189,7 @@ async def mount_metrics(app: web.Application, config: Config, shared: Shared) ->
         app.router.add_get("/metrics", scrape)
         log.info("metrics at /metrics on the API's listener (metrics.port is null)")
         return
-    runner = await _listen_alone(scrape, config.metrics.host, config.metrics.port)
-
-    async def stop(_: web.Application) -> None:
-        await runner.cleanup()
-
-    app.on_cleanup.append(stop)
-
-
-async def _listen_alone(
-    scrape: Callable[[web.Request], Awaitable[web.Response]], host: str, port: int
-) -> web.AppRunner:
-    """A listener of its own, so that the scrape port stays off the public network."""
+    host, port = config.metrics.host, config.metrics.port
     scrape_app = web.Application()
     scrape_app.router.add_get("/metrics", scrape)
     runner = web.AppRunner(scrape_app, access_log=None, handle_signals=False)
@@ -225,4 +205,4 @@ async def _listen_alone(
             "metrics.port, or metrics.enabled: false)"
         ) from None
     log.info("metrics at http://%s:%s/metrics", f"[{host}]" if ":" in host else host, port)
-    return runner
+    app.on_cleanup.append(lambda _: runner.cleanup())
