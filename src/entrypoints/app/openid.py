@@ -126,14 +126,38 @@ class OpenId:
         sessions: SessionService,
         providers: dict[str, IdentityProvider],
     ) -> None:
-        """Discovery, the code flow, logout, the tokens' resource endpoints and the apps. Only
-        a confidential client that authenticated is counted by its client_id alone: anyone can
-        name a public client, so its budget is counted by client and client address, and
-        everything else by the client address, so that junk from one address never refuses
-        another address's requests."""
-        rates, clients = config.ratelimit, self.parts.clients
+        """Discovery, the code flow (authorize with its sign-in and consent pages, and token),
+        logout, the tokens' resource endpoints and the apps, each limit in a namespace of its
+        own. Only a confidential client that authenticated is counted by its client_id alone:
+        anyone can name a public client, so its budget is counted by client and client
+        address, and everything else by the client address, so that junk from one address
+        never refuses another address's requests."""
+        rates, clients, issuer = config.ratelimit, self.parts.clients, self.parts.signer.issuer
         DiscoveryOperations(provider_metadata(openid_issuer(config))).register(api)
-        _mount_code_flow(api, config, self, stores, edge, sessions, providers)
+        AuthorizeOperations(
+            self.authorization,
+            sessions,
+            edge.guard,
+            SignInStart(issuer, _callbacks(config, issuer, providers), proving=proving(providers)),
+            # Only where a browser would run the ceremony: the page's origin (the issuer's) is
+            # one of the passkey origins (and so under the RP ID).
+            passkeys=config.passkeys.enabled and origin(issuer) in passkey_origins(config),
+            limiter=stores.limiter(rates.authorize, "authgate-authorize"),
+            client_address=edge.client_address,
+        ).register(api)
+        cors = public_client_cors(clients)
+        TokenOperations(
+            self.tokens,
+            self.client_auth,
+            TokenLimits(
+                client=stores.limiter(rates.token, "authgate-token"),
+                public_client=stores.limiter(rates.token, "authgate-token-public"),
+                address=stores.limiter(rates.token_address, "authgate-token-address"),
+                failures=stores.limiter(rates.token_failures, "authgate-token-failures"),
+            ),
+            edge.client_address,
+            cors=cors,
+        ).register(api)
         LogoutOperations(
             self.end_session,
             sessions,
@@ -141,7 +165,6 @@ class OpenId:
             edge.guard,
             stores.limiter(rates.logout, "authgate-logout"),
         ).register(api)
-        cors = public_client_cors(clients)
         UserInfoOperations(
             self.access,
             clients,
@@ -174,43 +197,6 @@ def open_parts(config: Config, shared: Shared) -> OpenIdParts:
             http, timeout_seconds=config.logout_tokens.timeout_seconds
         ),
     )
-
-
-def _mount_code_flow(
-    api: Api,
-    config: Config,
-    face: OpenId,
-    stores: Stores,
-    edge: Edge,
-    sessions: SessionService,
-    providers: dict[str, IdentityProvider],
-) -> None:
-    """Authorize (with its sign-in and consent pages) and token, behind their limits, each
-    in a namespace of its own (a public client's budget apart from the confidential ones')."""
-    issuer, rates = face.parts.signer.issuer, config.ratelimit
-    AuthorizeOperations(
-        face.authorization,
-        sessions,
-        edge.guard,
-        SignInStart(issuer, _callbacks(config, issuer, providers), proving=proving(providers)),
-        # Only where a browser would run the ceremony: the page's origin (the issuer's) is one
-        # of the passkey origins (and so under the RP ID).
-        passkeys=config.passkeys.enabled and origin(issuer) in passkey_origins(config),
-        limiter=stores.limiter(rates.authorize, "authgate-authorize"),
-        client_address=edge.client_address,
-    ).register(api)
-    TokenOperations(
-        face.tokens,
-        face.client_auth,
-        TokenLimits(
-            client=stores.limiter(rates.token, "authgate-token"),
-            public_client=stores.limiter(rates.token, "authgate-token-public"),
-            address=stores.limiter(rates.token_address, "authgate-token-address"),
-            failures=stores.limiter(rates.token_failures, "authgate-token-failures"),
-        ),
-        edge.client_address,
-        cors=public_client_cors(face.parts.clients),
-    ).register(api)
 
 
 def _callbacks(

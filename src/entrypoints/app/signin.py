@@ -88,8 +88,9 @@ def build(
     providers: dict[str, IdentityProvider],
     endings: SessionEndings | None,
 ) -> SignIn:
-    """Sessions (whose ends tell ``endings``), sign-in, the account and the providers' tokens
-    with their revocation worker (built, not started: the application starts it)."""
+    """Sessions as ``session`` configures them (their ends tell ``endings``), sign-in, the
+    account and the providers' tokens with their revocation worker (built, not started: the
+    application starts it)."""
     worker = RevocationWorker(
         outbox=stores.revocation_outbox,
         units=stores.units,
@@ -99,7 +100,24 @@ def build(
         policy=outbox_policy(RevocationPolicy, config.provider_tokens),
     )
     provider_tokens = ProviderTokenService(shared.sealer, worker)
-    sessions = _sessions(config, stores, shared, providers, endings)
+    session = config.session
+    sessions = SessionService(
+        tokens=shared.session_tokens,
+        records=stores.session_records,
+        units=stores.units,
+        channel=stores.revocations,
+        clock=shared.clock,
+        policy=SessionPolicy(
+            ttl=dt.timedelta(seconds=session.ttl_seconds),
+            absolute_max=dt.timedelta(seconds=session.absolute_max_seconds),
+            reauthenticate_after=dt.timedelta(seconds=session.reauthenticate_after_seconds),
+            live_cache=dt.timedelta(seconds=session.revocation_cache_seconds),
+            sliding=session.sliding,
+            proving_providers=proving(providers),
+        ),
+        metrics=shared.metrics,
+        endings=endings,
+    )
     signin = SignInService(
         providers=providers,
         accounts=stores.accounts,
@@ -147,34 +165,6 @@ def mount(
 def proving(providers: dict[str, IdentityProvider]) -> frozenset[str]:
     """The providers whose sign-ins prove when the person logged in."""
     return frozenset(name for name, p in providers.items() if p.proves_login_time)
-
-
-def _sessions(
-    config: Config,
-    stores: Stores,
-    shared: Shared,
-    providers: dict[str, IdentityProvider],
-    endings: SessionEndings | None,
-) -> SessionService:
-    """Sessions as ``session`` configures them (lifetimes, sliding, the revocation cache)."""
-    session = config.session
-    return SessionService(
-        tokens=shared.session_tokens,
-        records=stores.session_records,
-        units=stores.units,
-        channel=stores.revocations,
-        clock=shared.clock,
-        policy=SessionPolicy(
-            ttl=dt.timedelta(seconds=session.ttl_seconds),
-            absolute_max=dt.timedelta(seconds=session.absolute_max_seconds),
-            reauthenticate_after=dt.timedelta(seconds=session.reauthenticate_after_seconds),
-            live_cache=dt.timedelta(seconds=session.revocation_cache_seconds),
-            sliding=session.sliding,
-            proving_providers=proving(providers),
-        ),
-        metrics=shared.metrics,
-        endings=endings,
-    )
 
 
 def _signin_policy(config: Config, providers: dict[str, IdentityProvider]) -> SignInPolicy:
