@@ -711,21 +711,10 @@ def _is_literal(kind: Any) -> bool:
 _converter.register_structure_hook_func(_is_literal, _literal)
 
 # Not YAML keys: the name is the key under providers, the key is read from private_key_file
-# when the adapter is opened, and the adapter's tuning keeps its defaults (tests shorten it).
-_NOT_KEYS = frozenset(
-    {
-        "name",
-        "private_key_pem",
-        "leeway_seconds",
-        "jwks_max_age_seconds",
-        "jwks_min_refetch_seconds",
-        "jwks_absent_kid_seconds",
-        "discovery_max_age_seconds",
-        "discovery_retry_seconds",
-        "client_secret_ttl_seconds",
-        "max_response_bytes",
-    }
-)
+# when the adapter is opened, and the adapter's tuning (its last fields, from leeway_seconds)
+# keeps its defaults (tests shorten it).
+_SETTINGS = [a.name for a in attrs.fields(ProviderSettings)]
+_NOT_KEYS = frozenset({"name", "private_key_pem", *_SETTINGS[_SETTINGS.index("leeway_seconds") :]})
 
 
 def _providers(value: Any, _: type) -> dict[str, ProviderConfig]:
@@ -783,7 +772,6 @@ def _check(config: Config) -> None:
     _check_development(config)
     _check_origins(config)
     _check_providers(config)
-    _check_receivers(config)
     _check_clients(config)
 
 
@@ -860,13 +848,11 @@ def _check_origins(config: Config) -> None:
 
 
 def _check_providers(config: Config) -> None:
-    """What the entry points add to each provider's own settings (checked as they are made)."""
+    """What the entry points add to each provider's own settings (checked as they are made):
+    its name, and its event receivers."""
     for name in config.providers:
         if not re.fullmatch(r"[a-z][a-z0-9_-]*", name):
             raise ConfigError(f"providers.{name}: identifiers are lower-case letters and digits")
-
-
-def _check_receivers(config: Config) -> None:
     seen: set[str] = set()
     for name, kind, path in receiver_paths(config):
         if config.providers[name].issuer is None:
@@ -909,25 +895,16 @@ def _check_client(config: Config, client_id: str, c: ClientConfig) -> None:
         # A token for this client would then carry the audience of session tokens.
         raise ConfigError(f"{key}: a client_id must differ from session.audience")
     _check_client_authentication(key, c)
-    _check_client_urls(key, c)
+    for setting in ("redirect_uris", "post_logout_redirect_uris"):
+        for uri in getattr(c, setting):
+            problem = redirect_uri_problem(uri, native=c.client_type == "public")
+            if problem is not None:
+                raise ConfigError(f"{key}.{setting}: {uri!r} {problem}")
     if c.introspection and c.client_type == "public":
         raise ConfigError(
             f"{key}.introspection: only a confidential client may introspect (a public one "
             "cannot authenticate)"
         )
-    _check_client_origins(key, c)
-
-
-def _check_client_urls(key: str, c: ClientConfig) -> None:
-    native = c.client_type == "public"
-    for setting in ("redirect_uris", "post_logout_redirect_uris"):
-        for uri in getattr(c, setting):
-            problem = redirect_uri_problem(uri, native=native)
-            if problem is not None:
-                raise ConfigError(f"{key}.{setting}: {uri!r} {problem}")
-
-
-def _check_client_origins(key: str, c: ClientConfig) -> None:
     if c.allowed_origins and c.client_type == "confidential":
         raise ConfigError(
             f"{key}.allowed_origins: only public clients are called from browsers; a "
