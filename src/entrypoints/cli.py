@@ -141,9 +141,7 @@ ACCOUNT_HELP = (
 
 
 def _operator_commands(commands: Any) -> None:
-    """``accounts show|delete``, ``sessions revoke``, ``keys rotate|prune``,
-    ``provider-tokens rekey``, ``config check``: each becomes the command name
-    ``"<group> <action>"``."""
+    """The operator's commands, each named ``"<group> <action>"``."""
     accounts = _group(
         commands,
         "accounts",

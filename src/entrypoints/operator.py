@@ -1,10 +1,7 @@
-"""The operator's commands: ``accounts show|delete``, ``sessions revoke``, ``keys rotate|prune``,
-``provider-tokens rekey``, ``config check``.
-
-They act on what a running service uses (its database, its session key file, its providers),
-opened from the same configuration by the composition root. Account changes go through a unit
-of work with their audit event (provider ``operator``, client ``cli``) and are then announced
-on the revocation channel, so running instances drop the ended sessions from their caches.
+"""The operator's commands, on what a running service uses (its database, its session key
+file, its providers), opened from the same configuration by the composition root. Account
+changes go through a unit of work with their audit event and are then announced on the
+revocation channel, so running instances drop the ended sessions from their caches.
 
 Each command prints its result on standard output; a failure is one line on standard error and
 an exit status: 1 when the thing asked for does not exist (or a check failed), 2 when the
@@ -320,7 +317,11 @@ async def check_config(config: Config) -> int:
                 results.append(False)
                 continue
             results.append(await _check_provider(name, providers[name], settings))
-        results.append(_check_provider_tokens(config))
+        keys = config.provider_tokens.keys  # their form was checked with the configuration
+        if not keys:
+            print("provider tokens: none kept (provider_tokens.keys is empty; nothing is revoked)")
+        else:
+            print(f"provider tokens: ok ({len(keys)} key(s), sealing with {keys[0].id})")
         for route in receiver_routes(config):
             if route.shape is not Shape.RISC:
                 continue
@@ -392,15 +393,6 @@ async def _check_security_events(
         print(f"{prefix}FAILED {reason} (configuration document {_shown(url)})")
         return False
     print(f"{prefix}ok ({len(keys.keys)} keys)")
-    return True
-
-
-def _check_provider_tokens(config: Config) -> bool:
-    keys = config.provider_tokens.keys  # their form was checked with the configuration
-    if not keys:
-        print("provider tokens: none kept (provider_tokens.keys is empty; nothing is revoked)")
-    else:
-        print(f"provider tokens: ok ({len(keys)} key(s), sealing with {keys[0].id})")
     return True
 
 

@@ -1,11 +1,6 @@
 """What the service adds for people trying it: the development identity provider (``/dev/idp``,
 only with ``dev.identity_provider: true``, which the configuration refuses outside development),
 the demo page (``/demo``, in development only) and the API documentation page (``/docs``).
-
-The application's assembly (:func:`~authgate.entrypoints.app.build.create_app`) has
-:func:`prepare` run as the resources are opened (the development Apple key file must exist
-before the Apple adapter reads it) and calls :func:`mount` once the application is built. This
-module imports no other module of the composition root but its configuration.
 """
 
 from __future__ import annotations
@@ -42,7 +37,8 @@ def check(config: Config) -> None:
 
 
 def prepare(config: Config) -> None:
-    """Create the development provider's Apple key file(s) when missing."""
+    """Create the development provider's Apple key file(s) when missing: run as the resources
+    are opened, since the Apple adapter reads its key file as it is made."""
     if not (config.dev.identity_provider and enabled(config)):
         return
     from authgate.entrypoints import devidp  # development only: not imported in production

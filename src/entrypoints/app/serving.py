@@ -55,12 +55,10 @@ def check_listeners(
     worker: int | None = None,
     variable_of: Callable[[str], str | None] = lambda _: None,
 ) -> None:
-    """Refuse, as a :class:`StartupError` of one line, an address the service cannot listen
-    on (``rest.port``, and ``metrics.port`` when metrics have a listener of their own), before
-    the application is built: the error comes first, not after lines that say where the
-    service would be (the demo page's address). It names the setting to change, or the
-    environment variable it is read from (``variable_of``: ``PORT`` in the default
-    configuration). The listeners themselves are bound later; this only tries."""
+    """Refuse, as a :class:`StartupError` naming the setting or the environment variable it
+    is read from (``variable_of``), an address ``rest.port`` or ``metrics.port`` cannot listen
+    on, before the application is built: the error then comes before the lines that say where
+    the service would be. The listeners themselves are bound later; this only tries."""
     listeners = [("rest.port", config.rest.host, config.rest.port, worker is not None, "")]
     if config.metrics.enabled and config.metrics.port is not None:
         also = ", or metrics.enabled: false"
