@@ -37,7 +37,7 @@ class SqliteStore(SqlRepositories):
         # the block; a unit that only reads in a deferred transaction (a snapshot of the
         # file, no write lock), writes refused (query_only): a check of a token never waits
         # behind another process's writer.
-        self.units = self.unit_of_work(SQLITE, db.unit, db.reading)
+        self.units = SqlUnitOfWork(self, SQLITE, db.unit, db.reading)
 
     async def close(self) -> None:
         await self.db.close()
