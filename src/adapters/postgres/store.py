@@ -8,7 +8,7 @@ import functools
 import logging
 from typing import Unpack
 
-from authgate.adapters.sql.store import SqlRepositories, StoreOptions
+from authgate.adapters.sql.store import SqlRepositories, SqlUnitOfWork, StoreOptions
 
 from .dialect import POSTGRES
 from .errors import unavailable
@@ -29,7 +29,7 @@ class PostgresStore(SqlRepositories):
         self.pool = pool
         # A unit that only reads is an ordinary one (.unit: its plain reads take no lock).
         opener = functools.partial(UnitConnection, pool)
-        self.units = self.unit_of_work(POSTGRES, opener, opener)
+        self.units = SqlUnitOfWork(self, POSTGRES, opener, opener)
 
     async def housekeeping_idle(self) -> None:
         """Wait for running background purges (tests use it to observe their effect)."""

@@ -82,24 +82,21 @@ class RateLimitStore:
                 stats = await strategy.get_window_stats(item, namespace, key)
                 decision = RateDecision(False, max(1, math.ceil(stats.reset_time - time.time())))
         except Exception as e:
-            self._log_failure(e)
-            if self._fail_open:
-                return RateDecision(True)
-            return RateDecision(False, 1)
+            if not self._unreachable:  # one line per outage, not one per request
+                self._unreachable = True
+                log.error(
+                    "rate-limit store unreachable (%s: %s); failing %s",
+                    type(e).__name__,
+                    e,
+                    "open: requests are not limited"
+                    if self._fail_open
+                    else "closed: answering 429",
+                )
+            return RateDecision(True) if self._fail_open else RateDecision(False, 1)
         if self._unreachable:
             self._unreachable = False
             log.warning("rate-limit store reachable again: requests are limited again")
         return decision
-
-    def _log_failure(self, e: Exception) -> None:
-        if not self._unreachable:  # one line per outage, not one per request
-            self._unreachable = True
-            log.error(
-                "rate-limit store unreachable (%s: %s); failing %s",
-                type(e).__name__,
-                e,
-                "open: requests are not limited" if self._fail_open else "closed: answering 429",
-            )
 
 
 class LimitsRateLimiter:

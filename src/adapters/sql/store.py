@@ -63,10 +63,6 @@ class SqlRepositories:
         """The repositories with a purge of their own."""
         return [r for r in vars(self).values() if isinstance(r, Purging)]
 
-    def unit_of_work(self, sql: Dialect, begin: Opener, read: Opener) -> SqlUnitOfWork:
-        """The unit of work of these repositories on the engine's units."""
-        return SqlUnitOfWork(self, sql, begin, read)
-
 
 Opener = Callable[[], AbstractAsyncContextManager[Db]]
 """How an engine opens a unit: the connection for an ``async with`` that finishes the unit

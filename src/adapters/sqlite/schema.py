@@ -7,7 +7,7 @@ processes opening a new file at once apply it once. Times: :class:`.db.SqliteDia
 
 from __future__ import annotations
 
-import aiosqlite
+from .db import Database
 
 VERSIONS: list[list[str]] = [
     [
@@ -303,14 +303,12 @@ class SchemaTooNew(Exception):
     """The file was written by a newer version of the service."""
 
 
-async def apply(conn: aiosqlite.Connection) -> list[int]:
+async def apply(db: Database) -> list[int]:
     """Bring the schema up to date; returns the versions applied."""
     applied: list[int] = []
     while True:
-        await conn.execute("BEGIN IMMEDIATE")
-        try:
-            async with conn.execute("PRAGMA user_version") as cursor:
-                row = await cursor.fetchone()
+        async with db.transaction() as held:
+            row = await held.fetchrow("PRAGMA user_version")
             current = int(row[0]) if row else 0
             if current > len(VERSIONS):
                 raise SchemaTooNew(
@@ -318,14 +316,9 @@ async def apply(conn: aiosqlite.Connection) -> list[int]:
                     f"authgate knows up to {len(VERSIONS)}"
                 )
             if current == len(VERSIONS):
-                await conn.execute("COMMIT")
                 return applied
             for statement in VERSIONS[current]:
-                await conn.execute(statement)
+                await db.conn.execute(statement)
             # PRAGMA takes no bound parameter; the value is our own integer.
-            await conn.execute(f"PRAGMA user_version = {current + 1:d}")
-            await conn.execute("COMMIT")
-            applied.append(current + 1)
-        except BaseException:
-            await conn.execute("ROLLBACK")
-            raise
+            await db.conn.execute(f"PRAGMA user_version = {current + 1:d}")
+        applied.append(current + 1)

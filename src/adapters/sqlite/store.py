@@ -37,7 +37,7 @@ class SqliteStore(SqlRepositories):
         # the block; a unit that only reads in a deferred transaction (a snapshot of the
         # file, no write lock), writes refused (query_only): a check of a token never waits
         # behind another process's writer.
-        self.units = self.unit_of_work(SQLITE, db.unit, db.reading)
+        self.units = SqlUnitOfWork(self, SQLITE, db.unit, db.reading)
 
     async def close(self) -> None:
         await self.db.close()
@@ -85,7 +85,7 @@ async def open_sqlite(path: str | os.PathLike[str], **options: Unpack[StoreOptio
         await _use_wal(conn)
         await conn.execute("PRAGMA synchronous = NORMAL")  # durable with WAL except power loss
         await conn.execute("PRAGMA foreign_keys = ON")
-        applied = await schema.apply(conn)
+        applied = await schema.apply(db := Database(conn))
     except BaseException as e:
         await conn.close()
         if isinstance(e, sqlite3.Error | schema.SchemaTooNew):
@@ -93,4 +93,4 @@ async def open_sqlite(path: str | os.PathLike[str], **options: Unpack[StoreOptio
         raise
     if applied:
         log.info("SQLite database %s: schema version %d applied", where, applied[-1])
-    return SqliteStore(Database(conn), path=where, **options)
+    return SqliteStore(db, path=where, **options)

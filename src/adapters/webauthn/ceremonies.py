@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, cast
+from typing import Any, TypeVar, cast
 
 import attrs
 from fido2 import cbor
@@ -33,6 +33,8 @@ from fido2.webauthn import (
 from authgate.domain.passkeys import NewCredential, Passkey, PasskeyUser, VerifiedAssertion
 from authgate.ports.webauthn import ReadAssertion, ResponseMalformed, ResponseNotVerified
 
+T = TypeVar("T")
+
 _KNOWN_TRANSPORTS = frozenset(t.value for t in AuthenticatorTransport)
 
 # fido2's refusals (ValueError texts) and what the answer says of each.
@@ -47,8 +49,6 @@ _REASONS = (
     ("Invalid signature", "the signature does not verify"),
     ("Unknown credential", "the response names another credential"),
 )
-
-_WRONG_TYPE = "a member has the wrong type"
 
 CREDENTIAL_ID_MAX = 1023
 """The longest credential id a relying party keeps (WebAuthn 7.1: longer ones are refused)."""
@@ -113,12 +113,7 @@ class Fido2Ceremonies:
             challenge=challenge,
         )
         _refuse_cross_origin(registration.response.client_data.cross_origin)
-        try:
-            auth_data = self._server.register_complete(state, registration)
-        except ValueError as e:
-            raise ResponseNotVerified(_reason(e)) from e
-        except Exception as e:  # a member of an odd type met in the checks: malformed
-            raise ResponseMalformed(_WRONG_TYPE) from e
+        auth_data = _checked(lambda: self._server.register_complete(state, registration))
         credential = auth_data.credential_data
         assert credential is not None  # checked above
         # The steps of WebAuthn's registration (7.1) that fido2 leaves to its caller.
@@ -165,12 +160,7 @@ class Fido2Ceremonies:
             user_verification=UserVerificationRequirement.REQUIRED, challenge=challenge
         )
         _refuse_cross_origin(read.response.client_data.cross_origin)
-        try:
-            self._server.authenticate_complete(state, [_attested(passkey)], read)
-        except ValueError as e:
-            raise ResponseNotVerified(_reason(e)) from e
-        except Exception as e:  # a member of an odd type met in the checks: malformed
-            raise ResponseMalformed(_WRONG_TYPE) from e
+        _checked(lambda: self._server.authenticate_complete(state, [_attested(passkey)], read))
         auth_data = read.response.authenticator_data
         # The steps of WebAuthn's authentication (7.2) that fido2 leaves to its caller.
         _refuse_backup_state_without_eligibility(auth_data)
@@ -217,9 +207,13 @@ def _transports(response: Mapping[str, Any]) -> tuple[str, ...]:
     return tuple(dict.fromkeys(known))[:8]
 
 
-def _reason(e: ValueError) -> str:
-    text = str(e)
-    for marker, reason in _REASONS:
-        if marker in text:
-            return reason
-    return "the response failed verification"
+def _checked(complete: Callable[[], T]) -> T:
+    """fido2's completion of a ceremony (module text: what its errors mean)."""
+    try:
+        return complete()
+    except ValueError as e:
+        text = str(e)
+        reason = next((r for marker, r in _REASONS if marker in text), None)
+        raise ResponseNotVerified(reason or "the response failed verification") from e
+    except Exception as e:  # a member of an odd type met in the checks: malformed
+        raise ResponseMalformed("a member has the wrong type") from e
