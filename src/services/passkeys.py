@@ -161,8 +161,6 @@ class PasskeyService:
         issued to the caller's session; the session ends nothing."""
         await self._require_recent_sign_in(caller)
         kept_name = DEFAULT_NAME if name is None else clean_name(name)
-        if kept_name is None:
-            raise errors.InvalidPasskeyName(64)
         now = self.clock.now()
         challenge = await self._take(binding, Ceremony.REGISTRATION, now)
         if challenge.account_id != caller.account_id or challenge.session_id != caller.session_id:
@@ -359,10 +357,7 @@ class PasskeyService:
         return await self.passkeys.for_account(account_id)
 
     async def rename(self, caller: Caller, passkey_id: str, name: str) -> Passkey:
-        cleaned = clean_name(name)
-        if cleaned is None:
-            raise errors.InvalidPasskeyName(64)
-        renamed = await self.passkeys.rename(caller.account_id, passkey_id, cleaned)
+        renamed = await self.passkeys.rename(caller.account_id, passkey_id, clean_name(name))
         if renamed is None:
             raise errors.PasskeyNotFound()
         return renamed
