@@ -31,7 +31,7 @@ from authgate.ports.provider_tokens import (
     TokenUnreadable,
 )
 from authgate.ports.unit_of_work import Transaction, UnitOfWork
-from authgate.services.audit import audit_event
+from authgate.services.audit import record_audit
 from authgate.services.outbox import OutboxPolicy, OutboxWorker
 
 log = logging.getLogger("authgate.provider_tokens")
@@ -180,9 +180,8 @@ class RevocationWorker(OutboxWorker[PendingRevocation]):
         )
         async with self.units.begin() as tx:
             await tx.revocations.complete(pending.id)
-            await tx.events.record(
-                audit_event(self.clock.now(), provider, outcome, None, pending.account_id, detail)
-            )
+            at = self.clock.now()
+            await record_audit(tx, at, provider, outcome, None, pending.account_id, detail)
         if done:
             log.info(
                 "provider token of account %s revoked at %s (%s)",

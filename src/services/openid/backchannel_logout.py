@@ -24,7 +24,7 @@ from authgate.ports.clock import Clock
 from authgate.ports.jose import TokenSigner
 from authgate.ports.openid import LogoutDeliveryFailed, LogoutTokenSender
 from authgate.ports.unit_of_work import Transaction, UnitOfWork
-from authgate.services.audit import audit_event
+from authgate.services.audit import record_audit
 from authgate.services.outbox import OutboxInUnits, OutboxPolicy, OutboxWorker
 
 log = logging.getLogger("authgate.openid_logout")
@@ -191,11 +191,8 @@ class LogoutTokenWorker(OutboxWorker[PendingLogout]):
         text = f"session {pending.session_id}: {detail}"
         async with self.units.begin() as tx:
             await tx.logout_outbox.complete(pending.id)
-            await tx.events.record(
-                audit_event(
-                    self.clock.now(), pending.client_id, outcome, None, pending.account_id, text
-                )
-            )
+            at = self.clock.now()
+            await record_audit(tx, at, pending.client_id, outcome, None, pending.account_id, text)
         if not done:
             security_log.error(
                 "security event: back-channel logout of session %s of account %s at client %s "
