@@ -1,9 +1,6 @@
-"""Passkeys: adding one to the signed-in account, signing in with one, managing them.
-
-The relying party (:class:`~authgate.ports.webauthn.WebAuthnRelyingParty`) makes the options
-and verifies the browser's responses; this service keeps the challenge (single use, bound to
-the browser's binding cookie and to the ceremony), the credentials and the rules around them,
-and signs in as a provider's sign-in does.
+"""Passkeys: adding one to the signed-in account, signing in with one (as a provider's sign-in
+does), managing them. The ceremonies are the relying party's
+(:class:`~authgate.ports.webauthn.WebAuthnRelyingParty`); the rest is this service's.
 """
 
 from __future__ import annotations
@@ -279,10 +276,7 @@ class PasskeyService:
 
     async def _refused(self, e: errors.SignInError, client: ClientInfo) -> None:
         account_id: str | None = getattr(e, "account_id", None)
-        reason = (
-            Outcome.PASSKEY_COUNTER_REGRESSED.value if isinstance(e, _Cloned) else error_kind(e)
-        )
-        self.metrics.sign_in(PASSKEY_PROVIDER, Outcome.FAILED.value, reason)
+        reason = error_kind(e)
         if isinstance(e, _Cloned):
             security_log.warning(
                 "security event: passkey %s of account %s signed with counter %d after %d: "
@@ -293,11 +287,13 @@ class PasskeyService:
                 e.passkey.sign_count,
             )
             outcome = Outcome.PASSKEY_COUNTER_REGRESSED
+            reason = outcome.value
             detail = f"passkey {e.passkey.id}: counter {e.counter} after {e.passkey.sign_count}"
         elif isinstance(e, errors.InvalidPasskeyChallenge):
             outcome, detail = Outcome.INVALID_STATE, e.detail
         else:
             outcome, detail = Outcome.FAILED, error_detail(e)
+        self.metrics.sign_in(PASSKEY_PROVIDER, Outcome.FAILED.value, reason)
         event = audit_event(self.clock.now(), PASSKEY_PROVIDER, outcome, client, account_id, detail)
         await record_refusal(self.events, event, log, "a passkey sign-in event")
 
