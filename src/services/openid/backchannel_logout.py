@@ -1,11 +1,8 @@
 """Back-channel logout (OpenID Connect Back-Channel Logout 1.0) for authgate as an OpenID
-Provider (docs/openid-provider.md, "To the applications: back-channel logout").
-
-Whatever ends an authgate session ends it through the sessions service, which calls
-:meth:`BackchannelLogout.ended` in the same unit of work: the session's token families are
-revoked and each of its clients with a ``backchannel_logout_uri`` gets an outbox row. Nothing
-revokes a session that expires, so the worker ends those (:meth:`LogoutTokenWorker.end_expired`).
-:class:`LogoutTokenWorker` (an outbox worker) POSTs a newly signed logout token for each row.
+Provider (docs/openid-provider.md, "To the applications: back-channel logout"): what ends with
+a session (:class:`BackchannelLogout`, called by the sessions service in the unit of work that
+ends it), and the outbox worker that tells the clients and ends the sessions that expire, which
+nothing revokes (:class:`LogoutTokenWorker`).
 """
 
 from __future__ import annotations
