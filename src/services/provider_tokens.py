@@ -1,8 +1,6 @@
-"""Provider tokens: kept sealed at sign-in (:meth:`ProviderTokenService.keep`), revoked at the
-provider after an unlink or an account deletion committed. :func:`enqueue_token_revocations`
-moves the sealed tokens into the revocation outbox in the unit of work of the change, so the
-revocation happens if and only if the change committed; :class:`RevocationWorker` (an outbox
-worker, :mod:`authgate.services.outbox`) sends each to its provider, audited.
+"""Provider tokens: kept sealed at sign-in (:meth:`ProviderTokenService.keep`), queued in the
+unit of work of an unlink or an account deletion (:func:`enqueue_token_revocations`: revoked if
+and only if the change commits), and revoked at the provider by :class:`RevocationWorker`.
 """
 
 from __future__ import annotations
