@@ -56,11 +56,7 @@ class InvalidProvider(SignInError):
     wire = Wire(400, "invalid_provider")
 
     def __init__(self, given: str, supported: Sequence[str]) -> None:
-        self.given = given
-        self.supported = tuple(supported)
-        super().__init__(
-            f"unsupported provider '{given}'; valid providers: {', '.join(self.supported)}"
-        )
+        super().__init__(f"unsupported provider '{given}'; valid providers: {', '.join(supported)}")
 
 
 class MissingParameter(SignInError):
@@ -172,7 +168,6 @@ class LastIdentity(SignInError):
     wire = Wire(409, "last_provider")
 
     def __init__(self, provider: str) -> None:
-        self.provider = provider
         super().__init__(
             f"'{provider}' is the account's only linked provider; link another one before "
             "removing it"
@@ -183,7 +178,6 @@ class IdentityNotLinked(SignInError):
     wire = Wire(404, "provider_not_linked")
 
     def __init__(self, provider: str) -> None:
-        self.provider = provider
         super().__init__(f"provider '{provider}' is not linked to this account")
 
 

@@ -8,6 +8,8 @@ import enum
 
 import attrs
 
+from authgate.domain.errors import InvalidPasskeyName
+
 # How long a challenge may be answered: the ceremony's timeout, and the most kept.
 CHALLENGE_LIFETIME = dt.timedelta(minutes=5)
 NAME_MAX = 64  # characters of a passkey's name
@@ -100,12 +102,12 @@ def counter_advances(stored: int, seen: int) -> bool:
     return seen > stored or seen == stored == 0
 
 
-def clean_name(name: str) -> str | None:
-    """The name as kept (stripped), or None when it is empty, too long or holds a control
-    character."""
+def clean_name(name: str) -> str:
+    """The name as kept (stripped); :class:`InvalidPasskeyName` when it is empty, too long or
+    holds a control character."""
     text = name.strip()
     if not text or len(text) > NAME_MAX:
-        return None
+        raise InvalidPasskeyName(NAME_MAX)
     if any(ord(c) < 0x20 or 0x7F <= ord(c) < 0xA0 or c in "\u2028\u2029" for c in text):
-        return None
+        raise InvalidPasskeyName(NAME_MAX)
     return text

@@ -20,26 +20,13 @@ class VerificationFailed(Exception):
 class IdentityProvider(Protocol):
     """One configured provider."""
 
-    @property
-    def name(self) -> str: ...
-
-    @property
-    def client_id(self) -> str: ...
-
-    @property
-    def scopes(self) -> tuple[str, ...]: ...
-
-    @property
-    def uses_nonce(self) -> bool:
-        """Whether the provider returns an ID token carrying the nonce (OIDC)."""
-
-    @property
-    def uses_pkce(self) -> bool: ...
-
-    @property
-    def proves_login_time(self) -> bool:
-        """Whether a sign-in proves when the person logged in
-        (:mod:`authgate.domain.login_proof`)."""
+    name: str
+    client_id: str
+    scopes: tuple[str, ...]
+    uses_nonce: bool  # the provider returns an ID token carrying the nonce (OIDC)
+    uses_pkce: bool
+    # Whether a sign-in proves when the person logged in (:mod:`authgate.domain.login_proof`).
+    proves_login_time: bool
 
     async def authorization_url(
         self,

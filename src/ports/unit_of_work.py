@@ -24,43 +24,20 @@ from authgate.ports.session_records import SessionRecords
 class Transaction(Protocol):
     """The repositories of one open transaction."""
 
-    @property
-    def accounts(self) -> AccountRepository: ...
-
-    @property
-    def events(self) -> SignInEventLog: ...
-
-    @property
-    def sessions(self) -> SessionRecords: ...
-
-    @property
-    def seen_events(self) -> SeenEvents:
-        """Provider events already acted on, in the transaction of what the event changes: a
-        failed change leaves the event to be delivered again."""
-
-    @property
-    def provider_tokens(self) -> ProviderTokenStore: ...
-
-    @property
-    def revocations(self) -> RevocationOutbox: ...
-
-    @property
-    def authorization_codes(self) -> AuthorizationCodes: ...
-
-    @property
-    def refresh_tokens(self) -> RefreshTokens: ...
-
-    @property
-    def grants(self) -> Grants: ...
-
-    @property
-    def session_clients(self) -> SessionClients: ...
-
-    @property
-    def logout_outbox(self) -> LogoutOutbox: ...
-
-    @property
-    def passkeys(self) -> PasskeyStore: ...
+    accounts: AccountRepository
+    events: SignInEventLog
+    sessions: SessionRecords
+    # Provider events already acted on, in the transaction of what the event changes: a
+    # failed change leaves the event to be delivered again.
+    seen_events: SeenEvents
+    provider_tokens: ProviderTokenStore
+    revocations: RevocationOutbox
+    authorization_codes: AuthorizationCodes
+    refresh_tokens: RefreshTokens
+    grants: Grants
+    session_clients: SessionClients
+    logout_outbox: LogoutOutbox
+    passkeys: PasskeyStore
 
 
 class UnitOfWork(Protocol):

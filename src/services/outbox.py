@@ -1,10 +1,7 @@
-"""The worker of an outbox (:class:`~authgate.ports.outbox.Outbox`), whatever its rows hold.
-
-One task per running instance claims due rows with a lease, tries each once and then completes
-it (done, or given up) or puts it back for later: a failure is retried with exponential backoff
-up to a cap, and given up once the row is older than the maximum age; a lease that runs out
-makes delivery at least once. A subclass says what an attempt is (:meth:`OutboxWorker.attempt`)
-and how a row ends (:meth:`OutboxWorker.finish`).
+"""The worker of an outbox (:class:`~authgate.ports.outbox.Outbox`), whatever its rows hold:
+one task per running instance tries each row it claims once, then completes it or puts it back
+for later (:meth:`OutboxPolicy.next_attempt`). A subclass says what an attempt is
+(:meth:`OutboxWorker.attempt`) and how a row ends (:meth:`OutboxWorker.finish`).
 """
 
 from __future__ import annotations

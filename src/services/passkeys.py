@@ -1,9 +1,6 @@
-"""Passkeys: adding one to the signed-in account, signing in with one, managing them.
-
-The relying party (:class:`~authgate.ports.webauthn.WebAuthnRelyingParty`) makes the options
-and verifies the browser's responses; this service keeps the challenge (single use, bound to
-the browser's binding cookie and to the ceremony), the credentials and the rules around them,
-and signs in as a provider's sign-in does.
+"""Passkeys: adding one to the signed-in account, signing in with one (as a provider's sign-in
+does), managing them. The ceremonies are the relying party's
+(:class:`~authgate.ports.webauthn.WebAuthnRelyingParty`); the rest is this service's.
 """
 
 from __future__ import annotations
@@ -161,8 +158,6 @@ class PasskeyService:
         issued to the caller's session; the session ends nothing."""
         await self._require_recent_sign_in(caller)
         kept_name = DEFAULT_NAME if name is None else clean_name(name)
-        if kept_name is None:
-            raise errors.InvalidPasskeyName(64)
         now = self.clock.now()
         challenge = await self._take(binding, Ceremony.REGISTRATION, now)
         if challenge.account_id != caller.account_id or challenge.session_id != caller.session_id:
@@ -281,10 +276,7 @@ class PasskeyService:
 
     async def _refused(self, e: errors.SignInError, client: ClientInfo) -> None:
         account_id: str | None = getattr(e, "account_id", None)
-        reason = (
-            Outcome.PASSKEY_COUNTER_REGRESSED.value if isinstance(e, _Cloned) else error_kind(e)
-        )
-        self.metrics.sign_in(PASSKEY_PROVIDER, Outcome.FAILED.value, reason)
+        reason = error_kind(e)
         if isinstance(e, _Cloned):
             security_log.warning(
                 "security event: passkey %s of account %s signed with counter %d after %d: "
@@ -295,11 +287,13 @@ class PasskeyService:
                 e.passkey.sign_count,
             )
             outcome = Outcome.PASSKEY_COUNTER_REGRESSED
+            reason = outcome.value
             detail = f"passkey {e.passkey.id}: counter {e.counter} after {e.passkey.sign_count}"
         elif isinstance(e, errors.InvalidPasskeyChallenge):
             outcome, detail = Outcome.INVALID_STATE, e.detail
         else:
             outcome, detail = Outcome.FAILED, error_detail(e)
+        self.metrics.sign_in(PASSKEY_PROVIDER, Outcome.FAILED.value, reason)
         event = audit_event(self.clock.now(), PASSKEY_PROVIDER, outcome, client, account_id, detail)
         await record_refusal(self.events, event, log, "a passkey sign-in event")
 
@@ -359,10 +353,7 @@ class PasskeyService:
         return await self.passkeys.for_account(account_id)
 
     async def rename(self, caller: Caller, passkey_id: str, name: str) -> Passkey:
-        cleaned = clean_name(name)
-        if cleaned is None:
-            raise errors.InvalidPasskeyName(64)
-        renamed = await self.passkeys.rename(caller.account_id, passkey_id, cleaned)
+        renamed = await self.passkeys.rename(caller.account_id, passkey_id, clean_name(name))
         if renamed is None:
             raise errors.PasskeyNotFound()
         return renamed

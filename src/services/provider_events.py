@@ -19,7 +19,6 @@ import attrs
 from authgate.domain.model import ClientInfo, Outcome, ProviderIdentity
 from authgate.domain.provider_events import (
     Action,
-    Audit,
     Decision,
     Ending,
     KeptToken,
@@ -172,7 +171,8 @@ class ProviderEventService:
         if decision.unrecognised:
             log.info("provider event: %s sent an event type we do not act on", provider)
         if decision.needs_account and holder is None:
-            await self._audit(tx, now, provider, client, [decision.unknown_subject()])
+            a = decision.unknown_subject()
+            await record_audit(tx, now, provider, a.outcome, client, a.account_id, a.detail)
             return [], 0
         account_id = holder.id if holder else None
         if identity is not None and holder is not None:
@@ -189,20 +189,9 @@ class ProviderEventService:
                 account_id or "(unknown subject)",
             )
         counts = {a: len(sids) for a, sids in ended.items()}
-        audits = decision.audits(account_id, counts, dropped)
-        await self._audit(tx, now, provider, client, audits)
-        return [sid for sids in ended.values() for sid in sids], queued
-
-    async def _audit(
-        self,
-        tx: Transaction,
-        now: dt.datetime,
-        provider: str,
-        client: ClientInfo,
-        audits: Collection[Audit],
-    ) -> None:
-        for a in audits:
+        for a in decision.audits(account_id, counts, dropped):
             await record_audit(tx, now, provider, a.outcome, client, a.account_id, a.detail)
+        return [sid for sids in ended.values() for sid in sids], queued
 
 
 async def _change_identity(tx: Transaction, identity: ProviderIdentity, decision: Decision) -> None:

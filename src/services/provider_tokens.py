@@ -1,8 +1,6 @@
-"""Provider tokens: kept sealed at sign-in (:meth:`ProviderTokenService.keep`), revoked at the
-provider after an unlink or an account deletion committed. :func:`enqueue_token_revocations`
-moves the sealed tokens into the revocation outbox in the unit of work of the change, so the
-revocation happens if and only if the change committed; :class:`RevocationWorker` (an outbox
-worker, :mod:`authgate.services.outbox`) sends each to its provider, audited.
+"""Provider tokens: kept sealed at sign-in (:meth:`ProviderTokenService.keep`), queued in the
+unit of work of an unlink or an account deletion (:func:`enqueue_token_revocations`: revoked if
+and only if the change commits), and revoked at the provider by :class:`RevocationWorker`.
 """
 
 from __future__ import annotations
@@ -31,7 +29,7 @@ from authgate.ports.provider_tokens import (
     TokenUnreadable,
 )
 from authgate.ports.unit_of_work import Transaction, UnitOfWork
-from authgate.services.audit import audit_event
+from authgate.services.audit import record_audit
 from authgate.services.outbox import OutboxPolicy, OutboxWorker
 
 log = logging.getLogger("authgate.provider_tokens")
@@ -180,9 +178,8 @@ class RevocationWorker(OutboxWorker[PendingRevocation]):
         )
         async with self.units.begin() as tx:
             await tx.revocations.complete(pending.id)
-            await tx.events.record(
-                audit_event(self.clock.now(), provider, outcome, None, pending.account_id, detail)
-            )
+            at = self.clock.now()
+            await record_audit(tx, at, provider, outcome, None, pending.account_id, detail)
         if done:
             log.info(
                 "provider token of account %s revoked at %s (%s)",

@@ -196,11 +196,7 @@ class SessionService:
 
     async def _is_live(self, session_id: str, now: dt.datetime) -> bool:
         started = time.monotonic()
-        until = self._live.get(session_id)
-        if until is not None:
-            if started < until:
-                return True
-            del self._live[session_id]
+        self._live.pop(session_id, None)  # expired, if there: both callers looked
         live = await self.records.is_live(session_id, now)
         revoked_until = self._revoked.get(session_id)
         if live and (revoked_until is None or revoked_until < started):

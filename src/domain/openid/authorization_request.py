@@ -127,14 +127,8 @@ class AuthorizationRequest:
 
     def refuse(self, client: Client, error: str, description: str) -> AuthorizationRefused:
         """The refusal answered at this request's ``redirect_uri``, ``state`` and mode."""
-        return AuthorizationRefused(
-            error,
-            description,
-            client=client,
-            redirect_uri=self.redirect_uri,
-            state=self.state,
-            response_mode=self.response_mode,
-        )
+        to = _AnswerTo(client, self.redirect_uri, self.state, self.response_mode)
+        return to.refuse(error, description)
 
     @property
     def resume_key(self) -> str:

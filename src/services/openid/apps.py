@@ -20,7 +20,7 @@ from authgate.domain.model import Caller, Outcome
 from authgate.domain.openid.clients import ClientRegistry
 from authgate.domain.openid.records import Grant, TokenFamily
 from authgate.ports.unit_of_work import UnitOfWork
-from authgate.services.audit import audit_event
+from authgate.services.audit import record_audit
 from authgate.services.sessions import SessionService
 
 
@@ -101,9 +101,6 @@ class AccountApps:
             detail = f"client {client_id}: {len(revoked)} token families revoked"
             if discarded:
                 detail += f", {discarded} unused codes spent"
-            await tx.events.record(
-                audit_event(
-                    now, caller.provider, Outcome.APP_WITHDRAWN, caller.client, account_id, detail
-                )
-            )
+            outcome = Outcome.APP_WITHDRAWN
+            await record_audit(tx, now, caller.provider, outcome, caller.client, account_id, detail)
         return revoked

@@ -1,11 +1,8 @@
 """Back-channel logout (OpenID Connect Back-Channel Logout 1.0) for authgate as an OpenID
-Provider (docs/openid-provider.md, "To the applications: back-channel logout").
-
-Whatever ends an authgate session ends it through the sessions service, which calls
-:meth:`BackchannelLogout.ended` in the same unit of work: the session's token families are
-revoked and each of its clients with a ``backchannel_logout_uri`` gets an outbox row. Nothing
-revokes a session that expires, so the worker ends those (:meth:`LogoutTokenWorker.end_expired`).
-:class:`LogoutTokenWorker` (an outbox worker) POSTs a newly signed logout token for each row.
+Provider (docs/openid-provider.md, "To the applications: back-channel logout"): what ends with
+a session (:class:`BackchannelLogout`, called by the sessions service in the unit of work that
+ends it), and the outbox worker that tells the clients and ends the sessions that expire, which
+nothing revokes (:class:`LogoutTokenWorker`).
 """
 
 from __future__ import annotations
@@ -24,7 +21,7 @@ from authgate.ports.clock import Clock
 from authgate.ports.jose import TokenSigner
 from authgate.ports.openid import LogoutDeliveryFailed, LogoutTokenSender
 from authgate.ports.unit_of_work import Transaction, UnitOfWork
-from authgate.services.audit import audit_event
+from authgate.services.audit import record_audit
 from authgate.services.outbox import OutboxInUnits, OutboxPolicy, OutboxWorker
 
 log = logging.getLogger("authgate.openid_logout")
@@ -191,11 +188,8 @@ class LogoutTokenWorker(OutboxWorker[PendingLogout]):
         text = f"session {pending.session_id}: {detail}"
         async with self.units.begin() as tx:
             await tx.logout_outbox.complete(pending.id)
-            await tx.events.record(
-                audit_event(
-                    self.clock.now(), pending.client_id, outcome, None, pending.account_id, text
-                )
-            )
+            at = self.clock.now()
+            await record_audit(tx, at, pending.client_id, outcome, None, pending.account_id, text)
         if not done:
             security_log.error(
                 "security event: back-channel logout of session %s of account %s at client %s "

@@ -3,10 +3,8 @@
 A code is redeemed once, within its minute, by the client it was issued to, with the same
 ``redirect_uri`` and the PKCE verifier of its challenge, while its authgate session is live
 and, for a client that needs consent, while the person's grant to it covers the code's scopes
-(consent withdrawn after the code was issued spends it).
-Its redemption, the token family it starts (with the first refresh token, when one is issued),
-the record of what it issued, the session's client (who is told when the session ends) and the
-grant's last use commit together. A second presentation of the code revokes that family (RFC
+(consent withdrawn after the code was issued spends it). What a redemption writes commits
+together (:func:`_start_family`); presenting the code again revokes the family it started (RFC
 6749 section 4.1.2): whoever holds a copy of the code gets nothing that still works.
 """
 
