@@ -193,12 +193,9 @@ def _trace_suffix() -> str:
     return f" (trace_id={ctx.trace_id:032x})" if ctx.is_valid else ""
 
 
-# Routes on aiohttp with OpenAPI's precedence: a concrete path before a templated one.
-#
-# aiohttp tries routes in registration order and joins the methods of every route whose path
-# matches into a 405's ``Allow``. OpenAPI expects the URL of a static path (``/v1/auth/logout``)
-# to be that path's resource alone, not also a value of a templated sibling
-# (``/v1/auth/{provider}``): its other methods answer 405 with its own ``Allow``.
+# Routes with OpenAPI's precedence: the URL of a static path (``/v1/auth/logout``) is that
+# path's resource alone, not also a value of a templated sibling (``/v1/auth/{provider}``), so
+# its other methods answer 405 with its own ``Allow`` (aiohttp's joins every match's methods).
 _STATIC_METHODS = web.AppKey("authgate_static_methods", dict[str, set[str]])
 
 
