@@ -19,7 +19,7 @@ from aiohttp.http_exceptions import HttpProcessingError
 
 from .call import Call, Handler, Reply
 from .cors import Cors
-from .errors import JSON_CONTENT_TYPE, HttpError, json_response, json_text, service_error, too_large
+from .errors import JSON_CONTENT_TYPE, HttpError, json_response, json_text, layer_error, too_large
 from .params import Location, Param, extractor
 from .security import SecurityScheme, authenticate
 from .wire import describe_error, is_union, wire_name
@@ -257,11 +257,11 @@ _FORM_TYPES = ("application/x-www-form-urlencoded", "multipart/form-data")
 
 
 def _invalid_body(message: str) -> HttpError:
-    return service_error(400, "invalid_body", message)
+    return layer_error(400, "invalid_body", message)
 
 
 def _unsupported(message: str) -> HttpError:
-    return service_error(415, "unsupported_media_type", message)
+    return layer_error(415, "unsupported_media_type", message)
 
 
 def _not_json(constant: str) -> Any:
