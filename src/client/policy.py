@@ -16,19 +16,20 @@ log = logging.getLogger("authgate.client")
 
 
 class Refusal(Exception):
-    """The answer that refuses a request: status, JSON body and headers (never cached)."""
+    """The answer that refuses a request: status, JSON body (authgate's error object) and
+    headers (never cached)."""
 
-    def __init__(self, status: int, body: Mapping[str, str], headers: Mapping[str, str]) -> None:
-        super().__init__(status, body.get("error"))
+    def __init__(
+        self, status: int, error: str, message: str, headers: Mapping[str, str] | None = None
+    ) -> None:
+        super().__init__(status, error)
         self.status = status
-        self.body = dict(body)
-        self.headers = {**headers, "Cache-Control": "no-store"}
+        self.body = {"error": error, "message": message}
+        self.headers = {**(headers or {}), "Cache-Control": "no-store"}
 
 
 def unauthorized(message: str, challenge: str = "Bearer") -> Refusal:
-    return Refusal(
-        401, {"error": "unauthorized", "message": message}, {"WWW-Authenticate": challenge}
-    )
+    return Refusal(401, "unauthorized", message, {"WWW-Authenticate": challenge})
 
 
 @dataclasses.dataclass(frozen=True)
@@ -69,22 +70,15 @@ class SessionPolicy:
         ):
             raise Refusal(
                 403,
-                {
-                    "error": "cross_site_request",
-                    "message": "a request authenticated by the session cookie must come from "
-                    "this site's own pages (Origin / Sec-Fetch-Site); other clients use the "
-                    "bearer token",
-                },
-                {},
+                "cross_site_request",
+                "a request authenticated by the session cookie must come from this site's own "
+                "pages (Origin / Sec-Fetch-Site); other clients use the bearer token",
             )
         if not session.has_scopes(self.required_scopes):
             raise Refusal(
                 403,
-                {
-                    "error": "insufficient_scope",
-                    "message": "the session lacks the required scope: "
-                    + ", ".join(sorted(self.required_scopes)),
-                },
+                "insufficient_scope",
+                "the session lacks the required scope: " + ", ".join(sorted(self.required_scopes)),
                 {"WWW-Authenticate": 'Bearer error="insufficient_scope"'},
             )
         return session
@@ -105,9 +99,7 @@ class SessionPolicy:
             log.warning("session not verifiable: %s", e)
             raise Refusal(
                 503,
-                {
-                    "error": "temporarily_unavailable",
-                    "message": "the session cannot be verified right now",
-                },
+                "temporarily_unavailable",
+                "the session cannot be verified right now",
                 {"Retry-After": "5"},
             ) from None

@@ -1,12 +1,7 @@
-"""The development OpenID Connect provider mounted under ``/dev/idp``.
-
-It stands in for Google, Facebook and Apple during development so that a newcomer can sign in
-with no credentials, while the service's real identity-provider adapters do the talking:
+"""The development OpenID Connect provider mounted under ``/dev/idp`` (see the package):
 discovery, the authorization page, the token endpoint (client authentication per shape, PKCE
 S256), the key set, userinfo, and a Graph-style profile endpoint that checks
-``appsecret_proof``. Nothing here is for production: the configuration refuses it there.
-
-No code, token, secret or key is ever logged.
+``appsecret_proof``. No code, token, secret or key is ever logged.
 """
 
 from __future__ import annotations
@@ -47,6 +42,7 @@ from authgate.entrypoints.devidp.pages import (
     form_post_page,
 )
 from authgate.entrypoints.devidp.users import USERS_BY_KEY, TestUser, subject_for
+from authgate.entrypoints.http.common.errors import CALLBACK_HEADERS, OAUTH_NO_STORE
 
 log = logging.getLogger("authgate.devidp")
 
@@ -69,7 +65,6 @@ PROFILE_FIELDS = ("id", "name", "email", "first_name", "last_name")
 TOKEN_CLAIMS = ("iss", "aud", "sub", "iat", "exp", "auth_time", "nonce")
 USER_CLAIMS = ("email", "email_verified", "name", "given_name", "family_name")  # by scope
 _CODE_CHALLENGE = re.compile(r"^[A-Za-z0-9_-]{43}$")
-TOKEN_HEADERS = {"Cache-Control": "no-store", "Pragma": "no-cache"}
 
 
 @attrs.frozen
@@ -326,7 +321,7 @@ class DevIdentityProvider:
         try:
             return await self._token(request)
         except _TokenError as e:
-            headers = dict(TOKEN_HEADERS)
+            headers = dict(OAUTH_NO_STORE)
             if e.status == 401:
                 headers["WWW-Authenticate"] = 'Basic realm="dev-idp"'
             return web.json_response(e.body, status=e.status, headers=headers)
@@ -365,7 +360,7 @@ class DevIdentityProvider:
         if client.issues_id_token:
             body["id_token"] = self.id_token(client, user, grant)
             body["scope"] = " ".join(grant.scopes)
-        return web.json_response(body, headers=TOKEN_HEADERS)
+        return web.json_response(body, headers=OAUTH_NO_STORE)
 
     def _authenticate_client(self, request: web.Request, fields: Mapping[str, str]) -> DevClient:
         """Client authentication (RFC 6749 2.3): one method, the one the client's shape uses."""
@@ -482,17 +477,14 @@ class DevIdentityProvider:
         ``appsecret_proof`` (HMAC-SHA256 of the token keyed by the app secret) are required."""
         found = self._bearer(request)
         if found is None or found[2].shape != "profile":
-            return _graph_error(400, "Invalid OAuth access token.", "OAuthException", 190)
+            return _graph_error("Invalid OAuth access token.", "OAuthException", 190)
         token, grant, client = found
         assert client.client_secret is not None
         proof = request.query.get("appsecret_proof", "")
         expected = appsecret_proof(client.client_secret, token)
         if not hmac.compare_digest(proof.encode(), expected.encode()):
             return _graph_error(
-                400,
-                "Invalid appsecret_proof provided in the API argument",
-                "GraphMethodException",
-                100,
+                "Invalid appsecret_proof provided in the API argument", "GraphMethodException", 100
             )
         user = USERS_BY_KEY[grant.user_key]
         values = {
@@ -516,14 +508,7 @@ def _answer(back: _Return, fields: Mapping[str, str]) -> web.Response:
         return form_post_page(back.redirect_uri, answer)
     separator = "&" if "?" in back.redirect_uri else "?"
     location = back.redirect_uri + separator + urlencode(answer)
-    return web.Response(
-        status=302,
-        headers={
-            "Location": location,
-            "Cache-Control": "no-store",
-            "Referrer-Policy": "no-referrer",
-        },
-    )
+    return web.Response(status=302, headers={"Location": location, **CALLBACK_HEADERS})
 
 
 def _denial(client: DevClient) -> dict[str, str]:
@@ -560,7 +545,7 @@ def _standard_claims(user: TestUser, scopes: Iterable[str]) -> dict[str, Any]:
     return claims
 
 
-def _graph_error(status: int, message: str, kind: str, code: int) -> web.Response:
+def _graph_error(message: str, kind: str, code: int) -> web.Response:
     return web.json_response(
-        {"error": {"message": message, "type": kind, "code": code}}, status=status
+        {"error": {"message": message, "type": kind, "code": code}}, status=400
     )

@@ -5,8 +5,8 @@ that the delivery is retried (RFC 8935 makes a 400 final)."""
 
 from __future__ import annotations
 
+import functools
 import json
-from collections.abc import Awaitable, Callable
 from typing import Any
 from urllib.parse import parse_qs
 
@@ -88,8 +88,6 @@ DESCRIPTIONS = {
     Shape.RISC: "Security Event Token (RFC 8417) pushed per RFC 8935 (Cross-Account Protection)",
 }
 
-Handler = Callable[[Call[bytes]], Awaitable[web.StreamResponse]]
-
 
 @attrs.define(slots=False, eq=False)
 class ProviderEventOperations:
@@ -123,14 +121,7 @@ class ProviderEventOperations:
                 description=f"{DESCRIPTIONS[route.shape]}, from provider {route.provider}. "
                 "The token is the proof (no session authentication); rate-limited per client.",
                 examples=_examples(route.shape),
-            )(self._handler(route))
-
-    def _handler(self, route: ReceiverRoute) -> Handler:
-        async def receive(call: Call[bytes]) -> web.StreamResponse:
-            return await self._receive(route, call)
-
-        receive.__name__ = f"receive_{route.shape.value}_{route.provider}"
-        return receive
+            )(functools.partial(self._receive, route))
 
     async def _receive(self, route: ReceiverRoute, call: Call[bytes]) -> web.StreamResponse:
         request = call.request

@@ -31,7 +31,7 @@ import attrs
 from aiohttp import hdrs, web
 from multidict import CIMultiDict
 
-from .errors import HttpError, RouteHandler, service_error
+from .errors import HttpError, RouteHandler, layer_error
 
 
 def normalise_origin(value: str) -> str:
@@ -167,7 +167,7 @@ _REFUSED = {
     "message": "this operation may be called from a browser only by pages of the service's "
     "own origin or of the configured allowed origins",
 }
-_PREFLIGHT_REFUSED = service_error(
+_PREFLIGHT_REFUSED = layer_error(
     403,
     "origin_not_allowed",
     "pages of this origin may not call this operation from a browser",

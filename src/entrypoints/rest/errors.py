@@ -59,19 +59,15 @@ class HttpError(Exception):
         return json_response(self.body, self.status, self.headers)
 
 
-def layer_error(status: int, text: str, message: str | None = None) -> HttpError:
-    """A declared parameter missing or invalid: ``{"error": text}`` in the contract's wording
-    (spec 2.6, 7.3), with a ``message`` where the parameter declares what it accepts."""
-    body = {"error": text} if message is None else {"error": text, "message": message}
-    return HttpError(status, body)
-
-
-def service_error(
-    status: int, code: str, message: str, headers: Mapping[str, str] | None = None
+def layer_error(
+    status: int, text: str, message: str | None = None, headers: Mapping[str, str] | None = None
 ) -> HttpError:
-    """Any other error of the layer (a body too large, malformed, of the wrong media type...):
-    ``{"error": code, "message": message}``, the shape of the application's own errors."""
-    return HttpError(status, {"error": code, "message": message}, headers)
+    """An error of the layer: ``{"error": text}``, with a ``message`` when given. A declared
+    parameter missing or invalid is in the contract's wording (spec 2.6, 7.3), its message what
+    the parameter accepts; any other (a body too large, malformed, of the wrong media type...)
+    has a code and a message, the shape of the application's own errors."""
+    body = {"error": text} if message is None else {"error": text, "message": message}
+    return HttpError(status, body, headers)
 
 
 @attrs.frozen
@@ -169,7 +165,7 @@ def _failure_answer(
 
 def too_large(limit: int) -> HttpError:
     """413: a body past the operation's (or the application's) limit."""
-    return service_error(413, "payload_too_large", f"request body larger than {limit} bytes")
+    return layer_error(413, "payload_too_large", f"request body larger than {limit} bytes")
 
 
 _ROUTER_ERRORS = {
@@ -193,12 +189,9 @@ def _trace_suffix() -> str:
     return f" (trace_id={ctx.trace_id:032x})" if ctx.is_valid else ""
 
 
-# Routes on aiohttp with OpenAPI's precedence: a concrete path before a templated one.
-#
-# aiohttp tries routes in registration order and joins the methods of every route whose path
-# matches into a 405's ``Allow``. OpenAPI expects the URL of a static path (``/v1/auth/logout``)
-# to be that path's resource alone, not also a value of a templated sibling
-# (``/v1/auth/{provider}``): its other methods answer 405 with its own ``Allow``.
+# Routes with OpenAPI's precedence: the URL of a static path (``/v1/auth/logout``) is that
+# path's resource alone, not also a value of a templated sibling (``/v1/auth/{provider}``), so
+# its other methods answer 405 with its own ``Allow`` (aiohttp's joins every match's methods).
 _STATIC_METHODS = web.AppKey("authgate_static_methods", dict[str, set[str]])
 
 

@@ -8,7 +8,6 @@ from __future__ import annotations
 import inspect
 import json
 import re
-import types
 import typing
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import Any, TypedDict
@@ -20,10 +19,10 @@ from aiohttp.http_exceptions import HttpProcessingError
 
 from .call import Call, Handler, Reply
 from .cors import Cors
-from .errors import JSON_CONTENT_TYPE, HttpError, json_response, json_text, service_error, too_large
+from .errors import JSON_CONTENT_TYPE, HttpError, json_response, json_text, layer_error, too_large
 from .params import Location, Param, extractor
 from .security import SecurityScheme, authenticate
-from .wire import describe_error, wire_name
+from .wire import describe_error, is_union, wire_name
 
 _PATH_PARAM = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
@@ -258,11 +257,11 @@ _FORM_TYPES = ("application/x-www-form-urlencoded", "multipart/form-data")
 
 
 def _invalid_body(message: str) -> HttpError:
-    return service_error(400, "invalid_body", message)
+    return layer_error(400, "invalid_body", message)
 
 
 def _unsupported(message: str) -> HttpError:
-    return service_error(415, "unsupported_media_type", message)
+    return layer_error(415, "unsupported_media_type", message)
 
 
 def _not_json(constant: str) -> Any:
@@ -276,13 +275,6 @@ def _is_json(content_type: str) -> bool:
     )
 
 
-# Register-time agreement between an operation's declared types and its handler's annotations:
-# where they disagree, the first request would fail inside the layer (a 500), so
-# check_handler raises TypeError at registration instead.
-#
-# Only what can be known is checked: an annotation that is missing, ``Any``, a type variable or
-# cannot be resolved (a class local to a function) is accepted. A handler may return a raw
-# ``web.StreamResponse`` and ``None`` (an empty success) whatever its declared response.
 _NONE = type(None)
 _LOOSE: tuple[Any, ...] = (Any, object)
 
@@ -290,8 +282,12 @@ _LOOSE: tuple[Any, ...] = (Any, object)
 def check_handler(
     handler: Callable[..., Any], body: type | None, response: type | None, where: str
 ) -> None:
-    """Raise TypeError (naming ``where``) if ``handler``'s annotations contradict the
-    declared request ``body`` type or ``response`` type (None: no body, no response body)."""
+    """Raise TypeError (naming ``where``) at registration if ``handler``'s annotations
+    contradict the declared request ``body`` type or ``response`` type (None: no body, no
+    response body), where the first request would fail inside the layer (a 500). Only what can
+    be known is checked: an annotation that is missing, ``Any``, a type variable or unresolvable
+    (a class local to a function) is accepted; a raw ``web.StreamResponse`` and ``None`` (an
+    empty success) may be returned whatever the declared response."""
     # A callable object is checked by its __call__ (a bound method: no self to skip).
     target: Any = handler
     if not inspect.isroutine(target):
@@ -342,7 +338,7 @@ def _hints(function: Any) -> dict[str, Any]:
 
 
 def _members(annotation: Any) -> tuple[Any, ...]:
-    if typing.get_origin(annotation) in (typing.Union, types.UnionType):
+    if is_union(annotation):
         return typing.get_args(annotation)
     return (annotation,)
 

@@ -9,13 +9,12 @@ from __future__ import annotations
 import collections.abc as cabc
 import datetime as dt
 import enum
-import types
 import typing
 from typing import Any
 
 import attrs
 
-from .wire import wire_name
+from .wire import is_union, wire_name
 
 Schema = dict[str, Any]
 
@@ -97,20 +96,16 @@ class SchemaBuilder:
 
 
 def _admits_none(tp: Any) -> bool:
-    return tp is None or (_is_union(tp) and type(None) in typing.get_args(tp))
+    return tp is None or (is_union(tp) and type(None) in typing.get_args(tp))
 
 
 def _strip_none(tp: Any) -> Any:
-    if _is_union(tp):
+    if is_union(tp):
         rest = [a for a in typing.get_args(tp) if a is not type(None)]
         if len(rest) == 1:
             return rest[0]
         raise TypeError(f"unions other than X | None cannot be described: {tp!r}")
     return tp
-
-
-def _is_union(tp: Any) -> bool:
-    return typing.get_origin(tp) in (typing.Union, types.UnionType)
 
 
 def _values_schema(values: cabc.Iterable[Any], what: str) -> Schema:

@@ -62,19 +62,18 @@ def unauthorized(message: str, challenge: str | None = "Bearer") -> HttpError:
     return HttpError(401, {"error": "unauthorized", "message": message}, headers)
 
 
+def insufficient_scope(any_of: frozenset[str], challenge: str | None = None) -> HttpError:
+    """The 403 of a credential whose principal carries none of ``any_of``."""
+    message = "the token lacks the required scope: one of " + ", ".join(sorted(any_of))
+    headers = {"WWW-Authenticate": challenge} if challenge else None
+    return HttpError(403, {"error": "insufficient_scope", "message": message}, headers)
+
+
 def _require_scopes(
     principal: Principal, any_of: frozenset[str], challenge: str | None
 ) -> Principal:
     if any_of and not (principal.scopes & any_of):
-        raise HttpError(
-            403,
-            {
-                "error": "insufficient_scope",
-                "message": "the token lacks the required scope: one of "
-                + ", ".join(sorted(any_of)),
-            },
-            {"WWW-Authenticate": challenge} if challenge else None,
-        )
+        raise insufficient_scope(any_of, challenge)
     return principal
 
 

@@ -4,15 +4,11 @@ honoured, the status and route recorded; never the query string, headers, cookie
 which carry codes, states and credentials. (The contrib aiohttp-server instrumentation halves
 throughput even with the SDK off.)
 
-The SDK's ``Tracer.start_span`` and ``Span`` are most of what a span costs (sampler chain, lock,
-attribute validation, event and link lists a server span never has; docs/benchmarks.md). For an
-SDK tracer configured the way it can be reproduced exactly -- ``ParentBased(ALWAYS_ON)``, no
-attribute length limit, only batch or simple processors -- :class:`_SpanRecorder` makes the span
-context as the SDK does and hands the processors the same ``ReadableSpan``. Anything else goes
-through ``Tracer.start_span``; a handler that uses the current span for more than its context
-turns it into the SDK's span. The private names of the pinned API and SDK this uses are checked
-once, when the middleware is built: should one differ, every span is the SDK's own (one
-warning), never a failing request.
+For an SDK tracer configured the way it can be reproduced exactly (``ParentBased(ALWAYS_ON)``,
+no attribute length limit, only batch or simple processors), :class:`_SpanRecorder` makes the
+SDK's span without its per-span machinery; anything else, or a private name of the pinned API
+and SDK missing when the middleware is built, means the SDK's own span (docs/benchmarks.md,
+"Server spans without the SDK's per-span machinery").
 """
 
 from __future__ import annotations

@@ -172,14 +172,15 @@ def _optional_unstructure(t: Any, conv: cattrs.Converter) -> Any:
     return conv.gen_unstructure_optional(t)
 
 
+def is_union(t: Any) -> bool:
+    """Whether ``t`` is ``X | Y`` (``Union[X, Y]``, ``Optional[X]``)."""
+    return typing.get_origin(t) in (typing.Union, types.UnionType)
+
+
 def _is_optional(t: Any) -> bool:
     """Whether ``t`` is ``X | None`` (``Optional[X]``) of one type ``X``."""
     args = typing.get_args(t)
-    return (
-        typing.get_origin(t) in (typing.Union, types.UnionType)
-        and len(args) == 2
-        and type(None) in args
-    )
+    return is_union(t) and len(args) == 2 and type(None) in args
 
 
 def describe_error(exc: BaseException) -> str:

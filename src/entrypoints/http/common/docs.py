@@ -11,7 +11,7 @@ from authgate.domain.scopes import ACCOUNT_MANAGE, READ_SCOPES
 from authgate.entrypoints.http.common.errors import app_error, http_error
 from authgate.entrypoints.http.common.session_auth import cross_site_refusal
 from authgate.entrypoints.rest import Api, HttpError
-from authgate.entrypoints.rest.security import unauthorized
+from authgate.entrypoints.rest.security import insufficient_scope, unauthorized
 
 SIGN_IN = "sign-in"
 ACCOUNT = "account"
@@ -60,22 +60,13 @@ CROSS_SITE = cross_site_refusal()
 STEP_UP = errors.ReauthenticationRequired(300)
 
 
-def insufficient_scope(*scopes: str) -> HttpError:
-    """The layer's 403 for a token without any of ``scopes``."""
-    return app_error(
-        403,
-        "insufficient_scope",
-        "the token lacks the required scope: one of " + ", ".join(sorted(scopes)),
-    )
-
-
 def rate_limited_example(message: str) -> HttpError:
     """The 429 of a rate limit that answers ``message``."""
     return app_error(429, "rate_limited", message)
 
 
-READ_SCOPE = insufficient_scope(*READ_SCOPES)
-MANAGE_SCOPE = insufficient_scope(ACCOUNT_MANAGE)
+READ_SCOPE = insufficient_scope(frozenset(READ_SCOPES))
+MANAGE_SCOPE = insufficient_scope(frozenset({ACCOUNT_MANAGE}))
 # What a read of the caller's account refuses: no credential, or one without a read scope.
 READ_REFUSALS = (NO_CREDENTIAL, READ_SCOPE)
 # What a change to the caller's account refuses before its own rules: no credential, a stale

@@ -6,7 +6,6 @@ from __future__ import annotations
 import attrs
 
 from authgate.domain import errors
-from authgate.domain.scopes import ACCOUNT_MANAGE
 from authgate.entrypoints.http.common import docs
 from authgate.entrypoints.http.common.account_area import MANAGE, NO_STORE, READ, AccountArea
 from authgate.entrypoints.http.common.bodies import AppInfo, AppList, app_errors, from_record
@@ -64,13 +63,7 @@ class AppOperations(AccountArea):
         description="Withdraws the caller's consent to an application, spends the codes it has "
         "not redeemed yet and revokes its refresh and access tokens at once; its next sign-in "
         "asks for consent again. Needs a recent sign-in.",
-        refusals=(
-            docs.NO_CREDENTIAL,
-            docs.STEP_UP,
-            docs.insufficient_scope(ACCOUNT_MANAGE),
-            docs.CROSS_SITE,
-            errors.AppNotFound("example"),
-        ),
+        refusals=(*docs.CHANGE_REFUSALS, errors.AppNotFound("example")),
     )
     async def withdraw(self, call: Call[None]) -> Reply[None]:
         caller = self._caller(call, change=True)

@@ -21,9 +21,7 @@ from urllib.parse import quote, urlencode
 import attrs
 from aiohttp import web
 
-from authgate.domain.openid.authorization_request import (
-    PROVIDER_PARAMETER,
-)
+from authgate.domain.openid.authorization_request import PROVIDER_PARAMETER
 from authgate.entrypoints.http.common.caller import ClientAddress
 from authgate.entrypoints.http.common.operations import operation
 from authgate.entrypoints.http.common.session_auth import SESSION_COOKIE, SameOriginGuard

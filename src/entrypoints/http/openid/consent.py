@@ -92,9 +92,7 @@ class ConsentOperations(ProviderOperations):
             fields=[*parameters, ("issued", issued), ("granted", granted), ("csrf", token)],
             redirect_uri=needed.request.redirect_uri,
         )
-        Cookie(
-            CONSENT_COOKIE, key, max_age=CONSENT_TTL_SECONDS, path="/", samesite="Strict"
-        ).set_on(response)
+        Cookie(CONSENT_COOKIE, key, max_age=CONSENT_TTL_SECONDS, samesite="Strict").set_on(response)
         return response
 
     @operation(

@@ -25,10 +25,10 @@ from typing import Any
 import attrs
 from aiohttp import web
 
-from authgate.domain.model import ClientInfo
 from authgate.domain.secrets import new_secret
 from authgate.entrypoints.http.common.binding import signed_out_cookies
 from authgate.entrypoints.http.common.caller import ClientAddress
+from authgate.entrypoints.http.common.errors import CALLBACK_HEADERS
 from authgate.entrypoints.http.common.operations import operation
 from authgate.entrypoints.http.common.session_auth import SESSION_COOKIE, SameOriginGuard
 from authgate.entrypoints.http.openid.discovery import END_SESSION_PATH, ProviderOperations
@@ -266,14 +266,16 @@ class LogoutOperations(ProviderOperations):
         """End the session when the decision says so, go back or show the signed-out page, and
         clear the cookies either way."""
         if decision.verdict is Verdict.END and token is not None:
-            client = ClientInfo(self.client_address.of(request), request.headers.get("User-Agent"))
+            client = self.client_address.client(request)
             detail = "end-session endpoint"
             if decision.client is not None:
                 detail += f"; client {decision.client.client_id}"
             with contextlib.suppress(InvalidSession):  # ended meanwhile: the purpose is achieved
                 await self.sessions.sign_out(token, client=client, detail=detail)
-        if decision.redirect is not None:
-            response = redirect_response(decision.redirect, status=status)
+        if decision.redirect is not None:  # 302 after a GET, 303 after a form post
+            response = web.Response(
+                status=status, headers={"Location": decision.redirect, **CALLBACK_HEADERS}
+            )
         else:
             response = signed_out_page(problem=decision.problem)
         for cookie in signed_out_cookies():
@@ -346,15 +348,3 @@ def signed_out_page(*, problem: str | None = None) -> web.Response:
         "<p>Your authgate session in this browser has ended. You can close this window.</p>\n"
     )
     return _page("Signed out", body, status=200)
-
-
-def redirect_response(location: str, *, status: int) -> web.Response:
-    """Back to the client: 302 after a GET, 303 after a form post (the browser then GETs)."""
-    return web.Response(
-        status=status,
-        headers={
-            "Location": location,
-            "Cache-Control": "no-store",
-            "Referrer-Policy": "no-referrer",
-        },
-    )

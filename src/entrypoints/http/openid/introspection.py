@@ -53,8 +53,7 @@ def introspection_of(described: TokenDescription | None) -> TokenIntrospection:
     """The RFC 7662 answer for what :meth:`TokenAccess.describe` found."""
     if described is None:
         return INACTIVE
-    auth_time = described.auth_time
-    issued_at = described.issued_at
+    auth_time, issued_at = described.auth_time, described.issued_at
     return TokenIntrospection(
         active=True,
         scope=" ".join(described.scopes),

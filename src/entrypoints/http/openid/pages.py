@@ -136,7 +136,6 @@ SCOPE_WORDS = {
     "email": "See your email address and whether it is verified",
     "offline_access": "Stay connected while you are away (refresh its access without asking you)",
 }
-PROVIDER_LABELS = {"google": "Google", "facebook": "Facebook", "apple": "Apple"}
 
 
 def _hash_source(text: str) -> str:
@@ -149,35 +148,9 @@ _SCRIPT_SOURCE = _hash_source(FORM_POST_SCRIPT)
 _PASSKEY_SCRIPT_SOURCE = _hash_source(PASSKEY_SCRIPT)
 
 
-def page_headers(
-    form_action: str = "'self'",
-    *,
-    script: bool = False,
-    referrer: str = "same-origin",
-    passkey: bool = False,
-) -> dict[str, str]:
-    """The headers of every page: its policy (``form_action``: where its forms may post, and
-    where a redirect after such a post may lead) and how much of its address it passes on.
-    ``passkey``: the sign-in page's passkey script may run and call the service itself."""
-    csp = (
-        f"default-src 'none'; style-src {_STYLE_SOURCE}; "
-        + (f"script-src {_SCRIPT_SOURCE}; " if script else "")
-        + (f"script-src {_PASSKEY_SCRIPT_SOURCE}; connect-src 'self'; " if passkey else "")
-        + f"form-action {form_action}; base-uri 'none'; frame-ancestors 'none'"
-    )
-    return {
-        "Content-Security-Policy": csp,
-        "X-Frame-Options": "DENY",
-        "X-Content-Type-Options": "nosniff",
-        "Referrer-Policy": referrer,
-        "Cache-Control": "no-store",
-        "Pragma": "no-cache",
-    }
-
-
 def provider_label(name: str) -> str:
     """How a configured provider is named on a page."""
-    return PROVIDER_LABELS.get(name, name.replace("_", " ").replace("-", " ").title())
+    return name.replace("_", " ").replace("-", " ").title()
 
 
 def html_page(
@@ -190,8 +163,10 @@ def html_page(
     script: bool = False,
     passkey: bool = False,
 ) -> web.Response:
-    """A page of the provider with ``body`` (already escaped) and the shared headers;
-    ``script``, ``passkey``: with the form_post or the passkey script."""
+    """A page of the provider with ``body`` (already escaped) and the headers of every page: its
+    policy (``form_action``: where its forms may post, and where a redirect after such a post
+    may lead) and how much of its address it passes on. ``script``: with the form_post script;
+    ``passkey``: with the sign-in page's passkey script, which may call the service itself."""
     tail = f"<script>{FORM_POST_SCRIPT}</script>" if script else ""
     if passkey:
         tail += f"<script>{PASSKEY_SCRIPT}</script>"
@@ -203,7 +178,20 @@ def html_page(
         f"<title>{escape(title)}</title><style>{STYLE}</style></head>"
         f"<body>{HEADER}<main>{body}</main>{tail}</body></html>\n"
     )
-    headers = page_headers(form_action, script=script, referrer=referrer, passkey=passkey)
+    csp = (
+        f"default-src 'none'; style-src {_STYLE_SOURCE}; "
+        + (f"script-src {_SCRIPT_SOURCE}; " if script else "")
+        + (f"script-src {_PASSKEY_SCRIPT_SOURCE}; connect-src 'self'; " if passkey else "")
+        + f"form-action {form_action}; base-uri 'none'; frame-ancestors 'none'"
+    )
+    headers = {
+        "Content-Security-Policy": csp,
+        "X-Frame-Options": "DENY",
+        "X-Content-Type-Options": "nosniff",
+        "Referrer-Policy": referrer,
+        "Cache-Control": "no-store",
+        "Pragma": "no-cache",
+    }
     return web.Response(
         status=status, text=html, content_type="text/html", charset="utf-8", headers=headers
     )
@@ -342,21 +330,6 @@ def error_page(description: str, *, status: int = 400) -> web.Response:
     return html_page("Sign-in request refused", body, status=status, form_action="'none'")
 
 
-def too_many_requests_page(retry_after_seconds: int) -> web.Response:
-    """429 with ``Retry-After``: no form, no link, no address passed on (it may carry an ID
-    token)."""
-    body = (
-        "<h1>Too many requests</h1>"
-        f"<p>Too many requests came from your network. Try again in {retry_after_seconds} "
-        "seconds.</p>"
-    )
-    response = html_page(
-        "Too many requests", body, status=429, form_action="'none'", referrer="no-referrer"
-    )
-    response.headers["Retry-After"] = str(retry_after_seconds)
-    return response
-
-
 def any_address(address: ClientAddress | None) -> ClientAddress:
     """``address``, or without one the peer's address (no trusted proxy)."""
     return address if address is not None else ClientAddress(())
@@ -365,12 +338,24 @@ def any_address(address: ClientAddress | None) -> ClientAddress:
 async def over_limit_page(
     limiter: RateLimiter | None, client_address: ClientAddress, request: web.Request
 ) -> web.StreamResponse | None:
-    """Spends one of the client address's requests: the 429 page when none is left, else
-    None."""
+    """Spends one of the client address's requests: None while some are left, else the 429
+    page with ``Retry-After``: no form, no link, no address passed on (it may carry an ID
+    token)."""
     if limiter is None:
         return None
     decision = await limiter.hit(client_address.limit_key(client_address.of(request)))
-    return None if decision.allowed else too_many_requests_page(decision.retry_after_seconds)
+    if decision.allowed:
+        return None
+    seconds = decision.retry_after_seconds
+    body = (
+        "<h1>Too many requests</h1>"
+        f"<p>Too many requests came from your network. Try again in {seconds} seconds.</p>"
+    )
+    page = html_page(
+        "Too many requests", body, status=429, form_action="'none'", referrer="no-referrer"
+    )
+    page.headers["Retry-After"] = str(seconds)
+    return page
 
 
 def form_action_source(uri: str) -> str:
