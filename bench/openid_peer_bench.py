@@ -40,7 +40,7 @@ PostgreSQL backends on its database; "server alone" beside it. The works are mea
 ``--rounds`` rounds, the servers' order reversed every other round; the ratio authgate ÷
 oidc-provider is taken per round and the median reported.
 
-    .venv/bin/python bench/openid_peer_bench.py            # the recorded run (~6 minutes)
+    .venv/bin/python bench/openid_peer_bench.py            # the recorded run (~8 minutes)
     .venv/bin/python bench/openid_peer_bench.py --quick    # a smoke run
 
 Needs Node.js 20+ and bench/peers/oidc_provider/node_modules (``scripts/interop-deps``).
@@ -434,6 +434,8 @@ def figures(count: int, seconds: float, latencies: list[float], meter: Meter) ->
         "per_second": round(count / seconds, 1),
         "server_cpu_seconds": round(meter.server, 3),
         "database_cpu_seconds": round(meter.database, 3),
+        # below 1: the load generator, not the server, set the pace
+        "server_cpu_share": round(meter.server / seconds, 2),
         "per_cpu_second": round(count / total, 1) if total else None,
         "per_server_alone_cpu_second": round(count / meter.server, 1) if meter.server else None,
         "p50_ms": round(ordered[len(ordered) // 2] * 1000, 2) if ordered else None,
@@ -641,6 +643,7 @@ async def rounds(
         "per_server_alone_cpu_second",
         "server_cpu_seconds",
         "database_cpu_seconds",
+        "server_cpu_share",
         "p50_ms",
     )
     out: dict[str, Any] = {
@@ -679,7 +682,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--admin-url", default=DEFAULT_ADMIN_URL)
     parser.add_argument("--seconds", type=float, default=4.0, help="measured, per figure")
-    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--workers", type=int, default=8, help="concurrent flows/refreshes")
     parser.add_argument("--connections", type=int, default=16, help="userinfo, introspection")
     parser.add_argument("--quick", action="store_true", help="0.5 s figures, 1 round")
