@@ -42,6 +42,7 @@ oidc-provider is taken per round and the median reported.
 
     .venv/bin/python bench/openid_peer_bench.py            # the recorded run (~8 minutes)
     .venv/bin/python bench/openid_peer_bench.py --quick    # a smoke run
+    .venv/bin/python bench/openid_peer_bench.py --profile  # and py-spy over authgate's flows
 
 Needs Node.js 20+ and bench/peers/oidc_provider/node_modules (``scripts/interop-deps``).
 """
@@ -59,6 +60,7 @@ import statistics
 import subprocess
 import sys
 import time
+from collections import Counter
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -71,6 +73,7 @@ import aiohttp
 import asyncpg
 from yarl import URL
 
+from bench import profiling
 from bench.harness import (
     ServiceProcess,
     SignInDriver,
@@ -465,10 +468,23 @@ def stateful(side: Side, kind: str, workers: int) -> Measure:
     return measure
 
 
-def replayed(side: Side, request: bytes, connections: int) -> Measure:
-    """A measure of one request sent again and again (bench/httpload.py)."""
+# authgate's access tokens live 5 minutes, and a run lasts longer: the token a userinfo or
+# introspection figure replays is made again (by a code flow, outside the measured period)
+# once it is this old.
+TOKEN_AGE_SECONDS = 120.0
+
+
+def replayed(
+    side: Side, request: bytes, connections: int, remake: Callable[[], Awaitable[bytes]] | None
+) -> Measure:
+    """A measure of one request sent again and again (bench/httpload.py); ``remake`` makes it
+    again with a fresh token."""
+    made = time.monotonic()
 
     async def measure(seconds: float) -> dict[str, Any]:
+        nonlocal request, made
+        if remake is not None and time.monotonic() - made > TOKEN_AGE_SECONDS:
+            request, made = await remake(), time.monotonic()
         async with Meter(side) as meter:
             result = await closed_loop(side.port, request, connections=connections, seconds=seconds)
         if result.errors:
@@ -476,6 +492,13 @@ def replayed(side: Side, request: bytes, connections: int) -> Measure:
         return figures(result.count, result.seconds, result.latencies, meter)
 
     return measure
+
+
+def fresh_access(side: Side, request: Callable[[str], bytes]) -> Callable[[], Awaitable[bytes]]:
+    async def remake() -> bytes:
+        return request(str((await side.flow(USERINFO_SCOPE))["access_token"]))
+
+    return remake
 
 
 async def read_cases(
@@ -499,12 +522,17 @@ async def read_cases(
             "introspection_access_token": side.introspection_request(access),
             "introspection_refresh_token": side.introspection_request(refresh),
         }
+        remakes = {
+            "userinfo": fresh_access(side, side.userinfo_request),
+            "introspection_access_token": fresh_access(side, side.introspection_request),
+            "introspection_refresh_token": None,  # refresh tokens live for days
+        }
         for work, request in requests.items():
             status, answer = await side.send(request)
             if status != 200 or (work != "userinfo" and answer.get("active") is not True):
                 raise RuntimeError(f"{name} {work}: {status} {answer}")
             answers[f"{work} {name}"] = answer
-            cases[work][name] = replayed(side, request, connections)
+            cases[work][name] = replayed(side, request, connections, remakes[work])
     for work in cases:
         names = {side: sorted(answers[f"{work} {side}"]) for side in cases[work]}
         claims = {tuple(n) for n in names.values()}
@@ -609,6 +637,12 @@ async def measured(args: argparse.Namespace, folder: Path, urls: dict[str, str])
                 for name, side in sides.items()
             }
             report.update(await rounds(cases, urls, args))
+            if args.profile:
+                report["profile"] = {
+                    f"{kind} {name}": await profile(sides[name], kind, folder, args.workers)
+                    for name in (AUTHGATE_MEMORY, AUTHGATE_PG)
+                    for kind in ("code_flow", "refresh")
+                }
         finally:
             for side in sides.values():
                 if side.pages is not None and side.resource is None:
@@ -674,6 +708,57 @@ async def rounds(
     return out
 
 
+# Where authgate's CPU goes, inclusive: a sample counts for every needle on its stack.
+PROFILE_NEEDLES = {
+    "RS256 signing (joserfc _RSAAlgModel.sign)": "_RSAAlgModel.sign",
+    "joserfc + cryptography": ("joserfc/", "cryptography/"),
+    "memory store (adapters/memory)": "adapters/memory/",
+    "PostgreSQL adapters + asyncpg": ("adapters/postgres/", "adapters/sql/", "asyncpg/"),
+    "asyncpg": "asyncpg/",
+    "the provider's services (services/openid)": "services/openid/",
+    "sessions (services/sessions)": "services/sessions",
+    "logging": "logging/",
+    "HTTP entrypoints (entrypoints/http)": "entrypoints/http/",
+    "REST layer (entrypoints/rest)": "entrypoints/rest/",
+    "copy / deepcopy": "copy.py",
+}
+
+
+async def profile(side: Side, kind: str, folder: Path, workers: int) -> dict[str, Any]:
+    """py-spy over 8 s of ``kind`` on one of authgate's sides (it slows the server). The access
+    log's writer thread waiting for records (py-spy samples it as on-CPU) is left out, as
+    bench/profiling.py leaves out idle pool threads; its share of the raw samples is reported."""
+    folded = folder / f"{kind}-{side.name.replace(' ', '-')}.folded"
+    spy = profiling.record(side.pid, 8, folded)
+    await stateful(side, kind, workers)(9.0)
+    await asyncio.to_thread(spy.wait)
+    raw = [
+        (stack, int(count))
+        for stack, _, count in (line.rpartition(" ") for line in folded.read_text().splitlines())
+        if count.isdigit()
+    ]
+    waiting = ("LingeringListener.dequeue", *profiling.IDLE)
+    samples = [(st, c) for st, c in raw if not st.rsplit(";", 1)[-1].startswith(waiting)]
+    total = sum(count for _, count in samples) or 1
+    inclusive = {}
+    for label, needles in PROFILE_NEEDLES.items():
+        wanted = (needles,) if isinstance(needles, str) else needles
+        hit = sum(c for stack, c in samples if any(n in stack for n in wanted))
+        inclusive[label] = round(hit / total, 3)
+    categories: Counter[str] = Counter()
+    leaves: Counter[str] = Counter()
+    for stack, count in samples:
+        categories[profiling.category(stack)] += count
+        leaves[stack.rsplit(";", 1)[-1]] += count
+    return {
+        "samples": total,
+        "log_writer_waiting_share_of_raw": round(1 - total / (sum(c for _, c in raw) or 1), 3),
+        "inclusive": inclusive,
+        "shares": {name: round(n / total, 3) for name, n in categories.most_common()},
+        "top_self": [(frame, round(n / total, 3)) for frame, n in leaves.most_common(12)],
+    }
+
+
 def load_average() -> list[float]:
     return [round(x, 2) for x in os.getloadavg()]
 
@@ -686,7 +771,11 @@ def main() -> int:
     parser.add_argument("--workers", type=int, default=8, help="concurrent flows/refreshes")
     parser.add_argument("--connections", type=int, default=16, help="userinfo, introspection")
     parser.add_argument("--quick", action="store_true", help="0.5 s figures, 1 round")
+    parser.add_argument("--profile", action="store_true", help="py-spy over authgate's flows")
     args = parser.parse_args()
+    if args.profile and not profiling.available():
+        print("py-spy is not installed: scripts/bootstrap dev", file=sys.stderr)
+        return 2
     if args.quick:
         args.seconds, args.rounds, args.workers = 0.5, 1, 2
     why_not = missing_node()
