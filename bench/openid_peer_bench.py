@@ -40,7 +40,7 @@ PostgreSQL backends on its database; "server alone" beside it. The works are mea
 ``--rounds`` rounds, the servers' order reversed every other round; the ratio authgate ÷
 oidc-provider is taken per round and the median reported.
 
-    .venv/bin/python bench/openid_peer_bench.py            # the recorded run (~8 minutes)
+    .venv/bin/python bench/openid_peer_bench.py            # ~10 minutes
     .venv/bin/python bench/openid_peer_bench.py --quick    # a smoke run
     .venv/bin/python bench/openid_peer_bench.py --profile  # and py-spy over authgate's flows
 
