@@ -69,6 +69,11 @@ BAD: dict[str, tuple[bytes | None, str]] = {
         "database.pool_max_size: must be at least 1",
     ),
     "not-a-mapping": (b"- rest\n", "the file must be a YAML mapping with at least rest and otel"),
+    # The provider adapter's tuning keeps its defaults: no configuration key sets it.
+    "provider-tuning": (
+        (GOOD + "providers:\n  google:\n    client_id: c\n    leeway_seconds: 600\n").encode(),
+        "providers.google.leeway_seconds: unknown key",
+    ),
 }
 
 

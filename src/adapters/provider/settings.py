@@ -29,6 +29,8 @@ ALLOWED_ID_TOKEN_ALGORITHMS = frozenset(
     {"RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "ES512", "EdDSA"}
 )
 
+TUNING = {"tuning": True}  # a field's metadata: the adapter's tuning, not a configuration key
+
 
 class ProviderSettingsError(ValueError):
     """The provider settings are inconsistent; the text names the provider and the field."""
@@ -93,21 +95,21 @@ class ProviderSettings:
     """Whether the ID tokens carry a signed ``auth_time`` (a sign-in proves a recent login).
     Unset: every OpenID Connect provider but Google, which states it only with its "session
     age claims" setting on for the OAuth client (then set true)."""
-    # -- tuning (defaults follow the spec; tests shorten them) --------------------------------
-    leeway_seconds: float = 60.0
+    # -- tuning (defaults follow the spec; tests shorten them): no configuration key ----------
+    leeway_seconds: float = attrs.field(default=60.0, metadata=TUNING)
     """Clock skew allowed on ``exp``, ``iat`` and ``nbf``."""
-    jwks_max_age_seconds: float = 86400.0
+    jwks_max_age_seconds: float = attrs.field(default=86400.0, metadata=TUNING)
     """How long a fetched key set is used before it is fetched again (spec 8: 24 h)."""
-    jwks_min_refetch_seconds: float = 5.0
+    jwks_min_refetch_seconds: float = attrs.field(default=5.0, metadata=TUNING)
     """The floor between key-set fetch attempts, per cache (see ``jose.key_sets``)."""
-    jwks_absent_kid_seconds: float = 300.0
+    jwks_absent_kid_seconds: float = attrs.field(default=300.0, metadata=TUNING)
     """A ``kid`` that a fetch proved absent from the key set triggers no fetch for this long."""
-    discovery_max_age_seconds: float = 86400.0
-    discovery_retry_seconds: float = 5.0
+    discovery_max_age_seconds: float = attrs.field(default=86400.0, metadata=TUNING)
+    discovery_retry_seconds: float = attrs.field(default=5.0, metadata=TUNING)
     """After a failed discovery, callers within this interval fail at once without a fetch."""
-    client_secret_ttl_seconds: float = 300.0
+    client_secret_ttl_seconds: float = attrs.field(default=300.0, metadata=TUNING)
     """Lifetime of the minted Apple client-secret JWT (reused until a minute before expiry)."""
-    max_response_bytes: int = 1 << 20
+    max_response_bytes: int = attrs.field(default=1 << 20, metadata=TUNING)
 
     def __attrs_post_init__(self) -> None:
         problems = list(self._problems())

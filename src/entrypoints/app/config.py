@@ -711,10 +711,9 @@ def _is_literal(kind: Any) -> bool:
 _converter.register_structure_hook_func(_is_literal, _literal)
 
 # Not YAML keys: the name is the key under providers, the key is read from private_key_file
-# when the adapter is opened, and the adapter's tuning (its last fields, from leeway_seconds)
-# keeps its defaults (tests shorten it).
-_SETTINGS = [a.name for a in attrs.fields(ProviderSettings)]
-_NOT_KEYS = frozenset({"name", "private_key_pem", *_SETTINGS[_SETTINGS.index("leeway_seconds") :]})
+# when the adapter is opened, and the adapter's tuning keeps its defaults (tests shorten it).
+_TUNING = (a.name for a in attrs.fields(ProviderSettings) if a.metadata.get("tuning"))
+_NOT_KEYS = frozenset({"name", "private_key_pem", *_TUNING})
 
 
 def _providers(value: Any, _: type) -> dict[str, ProviderConfig]:
