@@ -359,7 +359,7 @@ def _served_here(config: Config) -> dict[str, str] | None:
     from authgate.entrypoints.devidp.clients import is_dev_provider
 
     try:
-        issuer = devidp.dev_issuer(config)
+        issuer = development.dev_issuer(config)
     except devidp.ClientSetupError as e:
         print(f"development identity provider: FAILED {e}")
         return None

@@ -569,7 +569,7 @@ async def test_issuer_override_must_end_with_the_mount_path(make_dev_service: An
 
 
 def test_issuer_follows_rest_host_and_port(tmp_path: Path) -> None:
-    from authgate.entrypoints.devidp import dev_issuer
+    from authgate.entrypoints.app.development import dev_issuer
     from tests.devidp.support import dev_config_data, to_config
 
     data = dev_config_data(tmp_path, 9090)

@@ -15,14 +15,14 @@ the code with PKCE at ``/oauth2/token`` as a public client, and logs out through
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Mapping
+from typing import Any, Protocol
 from urllib.parse import urlsplit
 
 from aiohttp import web
 
 from authgate.domain.login_proof import proves_login_time
 from authgate.domain.redirects import origin
-from authgate.entrypoints.app.config import Config, ProviderConfig, callback_urls_of, passkey_rp_id
 from authgate.entrypoints.demo.assets import (
     html_page,
     json_document,
@@ -42,7 +42,18 @@ CSP = (
 )
 
 
-def _kind(provider: ProviderConfig) -> str:
+class Provider(Protocol):
+    """What the page shows of a provider (its ``ProviderSettings`` have it)."""
+
+    @property
+    def issuer(self) -> str | None: ...
+    @property
+    def token_endpoint_auth(self) -> str: ...
+    @property
+    def states_auth_time(self) -> bool | None: ...
+
+
+def _kind(provider: Provider) -> str:
     if provider.token_endpoint_auth == "apple_client_secret_jwt":  # noqa: S105
         return "signed-JWT client secret, answer by form_post"
     if provider.issuer is None:
@@ -50,7 +61,13 @@ def _kind(provider: ProviderConfig) -> str:
     return "OpenID Connect, ID token"
 
 
-def demo_settings(config: Config, api_base: str = "") -> dict[str, Any]:
+def demo_settings(
+    pages: dict[str, str],
+    providers: Mapping[str, tuple[Provider, list[str]]],
+    passkey_rp_id: str | None,
+    apps: bool,
+    api_base: str = "",
+) -> dict[str, Any]:
     """What the page needs to know: its pages, where the API is (``apiBase``: "" for the
     service serving the page itself, else the service's origin when the page is served as
     the application on another origin) and, per provider, its allowed callbacks."""
@@ -58,14 +75,10 @@ def demo_settings(config: Config, api_base: str = "") -> dict[str, Any]:
         "base": DEMO_PATH,
         "apiBase": api_base,
         # Whether the service lists the person's applications (/v1/account/apps).
-        "apps": bool(config.clients),
+        "apps": apps,
         # Passkeys: on, and the RP ID (browsers run the ceremonies only on pages under it).
-        "passkeys": {"rpId": passkey_rp_id(config)} if config.passkeys.enabled else None,
-        "pages": {
-            "login": config.app.login_path,
-            "onboarding": config.app.onboarding_path,
-            "dashboard": config.app.dashboard_path,
-        },
+        "passkeys": {"rpId": passkey_rp_id} if passkey_rp_id is not None else None,
+        "pages": pages,
         "providers": [
             {
                 "id": name,
@@ -73,33 +86,36 @@ def demo_settings(config: Config, api_base: str = "") -> dict[str, Any]:
                 "kind": _kind(provider),
                 # Whether a sign-in through it proves a recent login (step-up offers it).
                 "provesLogin": proves_login_time(provider.issuer, provider.states_auth_time),
-                "callbackUrls": callback_urls_of(config, name),
+                "callbackUrls": callback_urls,
             }
-            for name, provider in config.providers.items()
+            for name, (provider, callback_urls) in providers.items()
         ],
     }
 
 
-def mount_demo(app: web.Application, config: Config) -> None:
-    """Add ``/demo``, its pages, assets and settings to ``app``."""
+def mount_demo(
+    app: web.Application,
+    app_url: str,
+    settings: dict[str, Any],
+    app_settings: dict[str, Any] | None,
+) -> None:
+    """Add ``/demo``, its pages, assets and settings (and the second application's) to ``app``."""
     assets = {name: read_static(name) for name in ("demo.js", "favicon.svg")}
     assets["demo.css"] = stylesheet()
     # Cookies belong to one host name: when app.url names this demo on another host
     # (127.0.0.1 vs localhost), continue there, where the callbacks will send the browser.
-    app_on_demo = urlsplit(config.app.url).path.rstrip("/") == DEMO_PATH
-    page = html_page(read_static("demo.html"), CSP, origin(config.app.url) if app_on_demo else None)
+    app_on_demo = urlsplit(app_url).path.rstrip("/") == DEMO_PATH
+    page = html_page(read_static("demo.html"), CSP, origin(app_url) if app_on_demo else None)
     app.router.add_get(DEMO_PATH, page)
     app.router.add_get(f"{DEMO_PATH}/", page)
-    pages = {config.app.login_path, config.app.onboarding_path, config.app.dashboard_path}
-    for path in sorted(pages):
+    for path in sorted(set(settings["pages"].values())):
         app.router.add_get(DEMO_PATH + "/" + path.strip("/"), page)
-    app.router.add_get(f"{DEMO_PATH}/config.json", json_document(demo_settings(config)))
+    app.router.add_get(f"{DEMO_PATH}/config.json", json_document(settings))
     for name, body in assets.items():
         app.router.add_get(f"{DEMO_PATH}/assets/{name}", static_file(name, body))
     # Pages without an icon of their own (the development provider's) get the browser's
     # default request for one answered, not a 404 in the console.
     app.router.add_get("/favicon.ico", static_file("favicon.svg", assets["favicon.svg"]))
-    app_settings = demo_app_settings(config)
     if app_settings is not None:
         _mount_demo_app(app, app_settings)
 
@@ -108,17 +124,17 @@ def _registered(uris: list[str], path: str) -> str | None:
     return next((u for u in uris if urlsplit(u).path == path), None)
 
 
-def demo_app_settings(config: Config) -> dict[str, Any] | None:
-    """The second application's settings: its client id and the registered addresses it uses
-    (None when ``demo-app`` does not register the demo's callback)."""
-    client = config.clients.get(DEMO_CLIENT_ID)
-    if client is None:
-        return None
-    redirect = _registered(client.redirect_uris, DEMO_APP_CALLBACK)
+def demo_app_settings(
+    redirect_uris: list[str], post_logout_redirect_uris: list[str], allowed_scopes: list[str]
+) -> dict[str, Any] | None:
+    """The second application's settings, from the client ``demo-app``'s registration: its
+    client id and the registered addresses it uses (None when it does not register the demo's
+    callback)."""
+    redirect = _registered(redirect_uris, DEMO_APP_CALLBACK)
     if redirect is None:
         return None
-    after_logout = _registered(client.post_logout_redirect_uris, DEMO_APP_PATH)
-    scopes = [s for s in ("openid", "profile", "email") if s in client.allowed_scopes]
+    after_logout = _registered(post_logout_redirect_uris, DEMO_APP_PATH)
+    scopes = [s for s in ("openid", "profile", "email") if s in allowed_scopes]
     return {
         "clientId": DEMO_CLIENT_ID,
         "redirectUri": redirect,

@@ -7,13 +7,11 @@ counterpart's shape, so a sign-in on a fresh clone exercises the real adapters e
 
 from __future__ import annotations
 
-from urllib.parse import urlsplit
-
-from authgate.entrypoints.app.config import Config, local_url
 from authgate.entrypoints.devidp.clients import (
     APPLE_CLIENT_SECRET_JWT,
     ClientSetupError,
-    clients_from_config,
+    Providers,
+    dev_clients,
     is_dev_provider,
 )
 from authgate.entrypoints.devidp.grants import GrantStore
@@ -27,29 +25,16 @@ __all__ = [
     "DevIdentityProvider",
     "GrantStore",
     "create_missing_apple_keys",
-    "dev_issuer",
-    "from_config",
+    "dev_clients",
 ]
 
 
-def dev_issuer(config: Config) -> str:
-    """The provider's issuer: ``dev.issuer``, else ``http://{rest.host}:{rest.port}/dev/idp``."""
-    if config.dev.issuer is not None:
-        issuer = config.dev.issuer.rstrip("/")
-        parts = urlsplit(issuer)
-        if parts.scheme not in ("http", "https") or not parts.netloc or parts.path != BASE_PATH:
-            raise ClientSetupError(f"dev.issuer: must be an http(s) URL ending with {BASE_PATH}")
-        return issuer
-    return local_url(config) + BASE_PATH
-
-
-def create_missing_apple_keys(config: Config) -> list[str]:
+def create_missing_apple_keys(providers: Providers, issuer: str) -> list[str]:
     """Create the development Apple key file of every Apple-shaped provider that points at the
     development provider and whose ``private_key_file`` does not exist yet. Returns the paths
     created."""
-    issuer = dev_issuer(config)
     created = []
-    for provider in config.providers.values():
+    for provider, _ in providers.values():
         if (
             provider.token_endpoint_auth == APPLE_CLIENT_SECRET_JWT
             and provider.private_key_file is not None
@@ -58,9 +43,3 @@ def create_missing_apple_keys(config: Config) -> list[str]:
         ):
             created.append(provider.private_key_file)
     return created
-
-
-def from_config(config: Config) -> DevIdentityProvider:
-    """The provider with its clients read from the configuration."""
-    issuer = dev_issuer(config)
-    return DevIdentityProvider(issuer, clients_from_config(config, issuer))

@@ -1,4 +1,4 @@
-"""The clients registered at the development identity provider, read from the configuration.
+"""The clients registered at the development identity provider, made from the configured providers.
 
 Every configured provider whose issuer (or authorization endpoint) lies under the development
 provider's base address is one of its clients, in the shape its configuration implies:
@@ -13,6 +13,7 @@ provider's base address is one of its clients, in the shape its configuration im
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Literal
 
@@ -20,10 +21,12 @@ import attrs
 from joserfc.errors import JoseError
 from joserfc.jwk import ECKey
 
-from authgate.entrypoints.app.config import Config, ProviderConfig, callback_urls_of
+from authgate.adapters.provider.settings import ProviderSettings
 from authgate.entrypoints.http.openid.pages import provider_label
 
 Shape = Literal["oidc", "profile", "apple"]
+# The configured providers: name -> (its settings, its callback URLs).
+Providers = Mapping[str, tuple[ProviderSettings, list[str]]]
 
 # Token-endpoint client authentication methods (method names, not secrets).
 CLIENT_SECRET_POST = "client_secret_post"  # noqa: S105
@@ -57,7 +60,7 @@ class DevClient:
         return provider_label(self.provider)
 
 
-def is_dev_provider(provider: ProviderConfig, issuer: str) -> bool:
+def is_dev_provider(provider: ProviderSettings, issuer: str) -> bool:
     """Whether the configured provider points at the development provider."""
     if provider.issuer is not None:
         return provider.issuer.rstrip("/") == issuer.rstrip("/")
@@ -65,7 +68,7 @@ def is_dev_provider(provider: ProviderConfig, issuer: str) -> bool:
     return endpoint.startswith(issuer.rstrip("/") + "/")
 
 
-def shape_of(provider: ProviderConfig) -> Shape:
+def shape_of(provider: ProviderSettings) -> Shape:
     if provider.token_endpoint_auth == APPLE_CLIENT_SECRET_JWT:
         return "apple"
     if provider.issuer is None:
@@ -73,15 +76,15 @@ def shape_of(provider: ProviderConfig) -> Shape:
     return "oidc"
 
 
-def clients_from_config(config: Config, issuer: str) -> dict[str, DevClient]:
+def dev_clients(providers: Providers, issuer: str) -> dict[str, DevClient]:
     """The development provider's clients by client id."""
-    check_client_ids(config, issuer)
+    check_client_ids(providers, issuer)
     clients: dict[str, DevClient] = {}
-    for name, provider in config.providers.items():
+    for name, (provider, callback_urls) in providers.items():
         if not is_dev_provider(provider, issuer):
             continue
         shape = shape_of(provider)
-        redirect_uris = frozenset(callback_urls_of(config, name))
+        redirect_uris = frozenset(callback_urls)
         public_key = None
         if shape == "apple":
             assert provider.private_key_file is not None  # the configuration checks it
@@ -99,11 +102,11 @@ def clients_from_config(config: Config, issuer: str) -> dict[str, DevClient]:
     return clients
 
 
-def check_client_ids(config: Config, issuer: str) -> None:
+def check_client_ids(providers: Providers, issuer: str) -> None:
     """Refuse two providers of the development provider with one client id (it tells its
     clients apart by it); reads no file, so that ``authgate config check`` runs it too."""
     seen: set[str] = set()
-    for name, provider in config.providers.items():
+    for name, (provider, _) in providers.items():
         if not is_dev_provider(provider, issuer):
             continue
         if provider.client_id in seen:
