@@ -54,6 +54,15 @@ class Reused:
     presented: RefreshToken
 
 
+class ClientSource(Protocol):
+    """Clients known beyond the configuration file (dynamic registrations, client ID metadata
+    documents), each found by its ``client_id``."""
+
+    async def find(self, client_id: str) -> Client | None:
+        """The client ``client_id`` names, or None when this source does not know it."""
+        ...
+
+
 class AuthorizationCodes(Protocol):
     """Authorization codes by their digest, each redeemed at most once, by any instance."""
 

@@ -21,6 +21,7 @@ from authgate.domain.openid.clients import Client, ClientRegistry, SecretDigest
 from authgate.entrypoints.http.common.errors import answer_error
 from authgate.entrypoints.rest import Api, Call, Reply
 from authgate.services.openid.client_authentication import JWT_BEARER, ClientAuthentication
+from authgate.services.openid.client_directory import ClientDirectory
 from tests.services.fakes import FixedClock
 from tests.support.stores import MemoryStore
 
@@ -54,7 +55,7 @@ async def client(aiohttp_client: Any) -> Any:
     clock = FixedClock(dt.datetime.now(dt.UTC))
     session = aiohttp.ClientSession()
     auth = ClientAuthentication(
-        registry,
+        ClientDirectory(registry),
         RegisteredClientKeys(session, clock, timeout_seconds=2),
         units,
         clock,

@@ -36,6 +36,7 @@ from authgate.services.openid.backchannel_logout import (
     LogoutPolicy,
     LogoutTokenWorker,
 )
+from authgate.services.openid.client_directory import ClientDirectory
 from authgate.services.openid.end_session import RpInitiatedLogout
 from authgate.services.openid.grants import TokenService
 from authgate.services.openid.issuing import IssuedTokens
@@ -233,10 +234,11 @@ class OpenIdProvider:
         registry: ClientRegistry | None = None,
     ) -> OpenIdProvider:
         registered = registry if registry is not None else clients()
+        directory = ClientDirectory(registered)
         signer, sender = FakeSigner(), FakeLogoutSender()
         units = store.units
         worker = LogoutTokenWorker(
-            clients=registered,
+            clients=directory,
             units=units,
             signer=signer,
             sender=sender,
@@ -252,14 +254,14 @@ class OpenIdProvider:
             registered,
             signer,
             sender,
-            AuthorizationService(clients=registered, signer=signer, units=units, clock=clock),
+            AuthorizationService(clients=directory, signer=signer, units=units, clock=clock),
             TokenService(signer=signer, units=units, clock=clock),
             TokenAccess(
-                signer=signer, clients=registered, sessions=sessions, units=units, clock=clock
+                signer=signer, clients=directory, sessions=sessions, units=units, clock=clock
             ),
-            AccountApps(clients=registered, units=units, sessions=sessions),
+            AccountApps(clients=directory, units=units, sessions=sessions),
             logout,
-            RpInitiatedLogout(registered, signer),
+            RpInitiatedLogout(directory, signer),
         )
 
     @property
@@ -286,7 +288,7 @@ class OpenIdProvider:
             "state": "state-of-the-client",
             **params,
         }
-        request, _ = parse_authorization_request({k: [v] for k, v in query.items()}, self.clients)
+        request, _ = parse_authorization_request({k: [v] for k, v in query.items()}, client)
         return request
 
     async def session(self, flow: SignIns, subject: str = "alice") -> SessionClaims:

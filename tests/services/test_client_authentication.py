@@ -29,6 +29,7 @@ from authgate.adapters.openid import RegisteredClientKeys
 from authgate.domain.openid.clients import Client, ClientRegistry, SecretDigest
 from authgate.domain.openid.refusals import InvalidClient, OAuthInvalidRequest, OAuthUnavailable
 from authgate.services.openid.client_authentication import JWT_BEARER, ClientAuthentication
+from authgate.services.openid.client_directory import ClientDirectory
 from tests.services.fakes import FixedClock
 from tests.support.stores import KINDS, Store, open_store
 
@@ -106,25 +107,31 @@ async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator
 
 @pytest.fixture
 async def setup(key_server: KeyServer, store: Store) -> AsyncIterator[Setup]:
-    clients = ClientRegistry(
-        [
-            confidential(
-                "basic-app",
-                "client_secret_basic",
-                secrets=(SecretDigest.of(SECRET), SecretDigest.of(OLD_SECRET)),
-            ),
-            confidential("special-app", "client_secret_basic", secrets=(SecretDigest.of(SPECIAL),)),
-            confidential("post-app", "client_secret_post", secrets=(SecretDigest.of(POST_SECRET),)),
-            confidential("jwt-inline", "private_key_jwt", jwks=jwks_json(INLINE_KEY)),
-            confidential("jwt-published", "private_key_jwt", jwks_uri=key_server.url),
-            Client(
-                client_id="spa",
-                name="SPA",
-                client_type="public",
-                token_endpoint_auth_method="none",
-                redirect_uris=("https://spa.example.com/cb",),
-            ),
-        ]
+    clients = ClientDirectory(
+        ClientRegistry(
+            [
+                confidential(
+                    "basic-app",
+                    "client_secret_basic",
+                    secrets=(SecretDigest.of(SECRET), SecretDigest.of(OLD_SECRET)),
+                ),
+                confidential(
+                    "special-app", "client_secret_basic", secrets=(SecretDigest.of(SPECIAL),)
+                ),
+                confidential(
+                    "post-app", "client_secret_post", secrets=(SecretDigest.of(POST_SECRET),)
+                ),
+                confidential("jwt-inline", "private_key_jwt", jwks=jwks_json(INLINE_KEY)),
+                confidential("jwt-published", "private_key_jwt", jwks_uri=key_server.url),
+                Client(
+                    client_id="spa",
+                    name="SPA",
+                    client_type="public",
+                    token_endpoint_auth_method="none",
+                    redirect_uris=("https://spa.example.com/cb",),
+                ),
+            ]
+        )
     )
     clock = FixedClock(dt.datetime.now(dt.UTC).replace(microsecond=0))
     async with aiohttp.ClientSession() as session:

@@ -15,6 +15,7 @@ from authgate.services.openid.access import (
     TokenAccess,
     TokenInactive,
 )
+from authgate.services.openid.client_directory import ClientDirectory
 from authgate.services.openid.issuing import IssuedTokens
 from authgate.services.sessions import SessionService
 from tests.services.conftest import CLIENT, SignIns
@@ -74,7 +75,7 @@ async def test_an_access_token_of_a_client_no_longer_registered_is_inactive(
     without_first = [c for c in clients() if c.client_id != FIRST]
     access = TokenAccess(
         signer=op.signer,
-        clients=ClientRegistry(without_first),
+        clients=ClientDirectory(ClientRegistry(without_first)),
         sessions=op.sessions,
         units=store.units,
         clock=clock,

@@ -13,6 +13,7 @@ from authgate.domain.openid.clients import ClientRegistry
 from authgate.domain.openid.refusals import InvalidGrant
 from authgate.ports.session_tokens import SessionClaims
 from authgate.services.openid.apps import AccountApp, AccountApps
+from authgate.services.openid.client_directory import ClientDirectory
 from authgate.services.sessions import SessionService
 from tests.services.conftest import CLIENT, SignIns
 from tests.services.fakes import START, FixedClock
@@ -94,7 +95,7 @@ async def test_a_client_no_longer_registered_is_listed_without_a_name(
     session = await op.session(flow)
     await op.code(session, WEB)
     registry = ClientRegistry([c for c in clients() if c.client_id != WEB])
-    apps = AccountApps(clients=registry, units=store.units, sessions=op.sessions)
+    apps = AccountApps(clients=ClientDirectory(registry), units=store.units, sessions=op.sessions)
     [web] = await apps.for_account(session.account_id)
     assert (web.client_id, web.name, web.granted) == (WEB, None, True)
 

@@ -14,6 +14,7 @@ from authgate.domain.openid.clients import Client, ClientRegistry
 from authgate.domain.openid.logout import BACKCHANNEL_LOGOUT_EVENT, PendingLogout
 from authgate.ports.session_tokens import SessionClaims
 from authgate.services.openid.backchannel_logout import owe_logouts
+from authgate.services.openid.client_directory import ClientDirectory
 from authgate.services.sessions import SessionService
 from tests.services.conftest import CLIENT, SignIns
 from tests.services.fakes import FixedClock
@@ -189,7 +190,12 @@ async def test_owe_logouts_skips_unknown_and_silent_clients(
 ) -> None:
     async with op.store.units.begin() as tx:
         queued = await owe_logouts(
-            tx, op.clients, "account-1", "session-1", [WEB, FIRST, "gone"], clock.now()
+            tx,
+            ClientDirectory(op.clients),
+            "account-1",
+            "session-1",
+            [WEB, FIRST, "gone"],
+            clock.now(),
         )
     assert queued == 1
     assert [p.client_id for p in await pending(op)] == [WEB]

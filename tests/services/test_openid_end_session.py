@@ -36,7 +36,7 @@ def hint(op: OpenIdProvider, *, session_id: str = "session-1", audience: str = W
     return op.signer.hint("account-1", audience, sid=session_id)
 
 
-def decide(
+async def decide(
     op: OpenIdProvider,
     browser: BrowserSession | None = BROWSER,
     *,
@@ -44,64 +44,70 @@ def decide(
     confirmed: bool = False,
     **request: str,
 ) -> EndSessionDecision:
-    return op.end_session.decide(
+    return await op.end_session.decide(
         EndSessionRequest(**request), browser, session_visible=visible, confirmed=confirmed
     )
 
 
-def test_a_hint_of_this_very_session_ends_it_at_once_and_goes_back(op: OpenIdProvider) -> None:
-    decision = decide(
+async def test_a_hint_of_this_very_session_ends_it_at_once_and_goes_back(
+    op: OpenIdProvider,
+) -> None:
+    decision = await decide(
         op, id_token_hint=hint(op), post_logout_redirect_uri=WEB_AFTER_LOGOUT, state="s-1"
     )
     assert decision == EndSessionDecision(Verdict.END, BACK, op.client(WEB))
 
 
-def test_a_hint_of_another_session_asks_the_person_first(op: OpenIdProvider) -> None:
-    decision = decide(op, id_token_hint=hint(op, session_id="session-0"))
+async def test_a_hint_of_another_session_asks_the_person_first(op: OpenIdProvider) -> None:
+    decision = await decide(op, id_token_hint=hint(op, session_id="session-0"))
     assert decision == EndSessionDecision(Verdict.CONFIRM, None, op.client(WEB))
 
 
-def test_without_a_hint_the_person_confirms(op: OpenIdProvider) -> None:
-    assert decide(op) == EndSessionDecision(Verdict.CONFIRM)
-    assert decide(op, client_id=WEB, post_logout_redirect_uri=WEB_AFTER_LOGOUT) == (
+async def test_without_a_hint_the_person_confirms(op: OpenIdProvider) -> None:
+    assert await decide(op) == EndSessionDecision(Verdict.CONFIRM)
+    assert await decide(op, client_id=WEB, post_logout_redirect_uri=WEB_AFTER_LOGOUT) == (
         EndSessionDecision(Verdict.CONFIRM, WEB_AFTER_LOGOUT, op.client(WEB))
     )
 
 
-def test_no_session_seen_is_nothing_to_end_only_when_the_cookie_would_be_sent(
+async def test_no_session_seen_is_nothing_to_end_only_when_the_cookie_would_be_sent(
     op: OpenIdProvider,
 ) -> None:
-    assert decide(op, None, id_token_hint=hint(op)).verdict is Verdict.NOTHING_TO_END
+    assert (await decide(op, None, id_token_hint=hint(op))).verdict is Verdict.NOTHING_TO_END
     # A cross-site POST carries no SameSite=Lax cookie: no session seen proves nothing.
-    assert decide(op, None, visible=False, id_token_hint=hint(op)).verdict is Verdict.CONFIRM
+    assert (
+        await decide(op, None, visible=False, id_token_hint=hint(op))
+    ).verdict is Verdict.CONFIRM
 
 
-def test_a_confirmed_request_ends_the_session_and_goes_back_if_valid(op: OpenIdProvider) -> None:
-    decision = decide(
+async def test_a_confirmed_request_ends_the_session_and_goes_back_if_valid(
+    op: OpenIdProvider,
+) -> None:
+    decision = await decide(
         op, confirmed=True, client_id=WEB, post_logout_redirect_uri=WEB_AFTER_LOGOUT, state="s-1"
     )
     assert decision == EndSessionDecision(Verdict.END, BACK, op.client(WEB))
-    assert decide(op, None, confirmed=True).verdict is Verdict.NOTHING_TO_END
+    assert (await decide(op, None, confirmed=True)).verdict is Verdict.NOTHING_TO_END
 
 
 @pytest.mark.parametrize("token", ["id.forged.signature", "not-a-token"])
-def test_a_hint_the_provider_did_not_sign_is_a_problem_never_a_redirect(
+async def test_a_hint_the_provider_did_not_sign_is_a_problem_never_a_redirect(
     op: OpenIdProvider, token: str
 ) -> None:
-    decision = decide(op, id_token_hint=token, post_logout_redirect_uri=WEB_AFTER_LOGOUT)
+    decision = await decide(op, id_token_hint=token, post_logout_redirect_uri=WEB_AFTER_LOGOUT)
     assert decision == EndSessionDecision(Verdict.CONFIRM, None, None, BAD_HINT)
-    assert decide(op, None, id_token_hint=token) == EndSessionDecision(
+    assert await decide(op, None, id_token_hint=token) == EndSessionDecision(
         Verdict.NOTHING_TO_END, None, None, BAD_HINT
     )
 
 
-def test_a_token_whose_audience_is_no_client_is_a_bad_hint(op: OpenIdProvider) -> None:
+async def test_a_token_whose_audience_is_no_client_is_a_bad_hint(op: OpenIdProvider) -> None:
     session_like = op.signer.hint("account-1", "authgate-sessions", sid="session-1")
-    assert decide(op, id_token_hint=session_like).problem == BAD_HINT
+    assert (await decide(op, id_token_hint=session_like)).problem == BAD_HINT
 
 
-def test_an_unknown_client_is_a_problem(op: OpenIdProvider) -> None:
-    decision = decide(op, client_id="nobody", post_logout_redirect_uri=WEB_AFTER_LOGOUT)
+async def test_an_unknown_client_is_a_problem(op: OpenIdProvider) -> None:
+    decision = await decide(op, client_id="nobody", post_logout_redirect_uri=WEB_AFTER_LOGOUT)
     assert decision == EndSessionDecision(
         Verdict.CONFIRM,
         None,
@@ -110,24 +116,24 @@ def test_an_unknown_client_is_a_problem(op: OpenIdProvider) -> None:
     )
 
 
-def test_a_client_id_other_than_the_hints_is_a_problem(op: OpenIdProvider) -> None:
-    decision = decide(op, id_token_hint=hint(op), client_id=FIRST)
+async def test_a_client_id_other_than_the_hints_is_a_problem(op: OpenIdProvider) -> None:
+    decision = await decide(op, id_token_hint=hint(op), client_id=FIRST)
     assert decision.verdict is Verdict.CONFIRM and decision.client is None
     assert decision.problem == "The sign-out request names two different applications."
 
 
-def test_a_redirect_without_a_client_is_a_problem(op: OpenIdProvider) -> None:
-    decision = decide(op, post_logout_redirect_uri=WEB_AFTER_LOGOUT)
+async def test_a_redirect_without_a_client_is_a_problem(op: OpenIdProvider) -> None:
+    decision = await decide(op, post_logout_redirect_uri=WEB_AFTER_LOGOUT)
     assert (decision.redirect, decision.problem) == (
         None,
         "The sign-out request does not say which application sent it.",
     )
 
 
-def test_an_unregistered_redirect_is_a_problem_and_the_client_is_named(
+async def test_an_unregistered_redirect_is_a_problem_and_the_client_is_named(
     op: OpenIdProvider,
 ) -> None:
-    decision = decide(
+    decision = await decide(
         op, id_token_hint=hint(op), post_logout_redirect_uri=WEB_AFTER_LOGOUT + "?x=1"
     )
     assert decision == EndSessionDecision(
@@ -138,9 +144,9 @@ def test_an_unregistered_redirect_is_a_problem_and_the_client_is_named(
     )
 
 
-def test_a_hint_of_several_audiences_names_its_authorized_party(op: OpenIdProvider) -> None:
+async def test_a_hint_of_several_audiences_names_its_authorized_party(op: OpenIdProvider) -> None:
     token = op.signer.hint("account-1", [FIRST, WEB], sid="session-1", azp=WEB)
-    decision = decide(op, id_token_hint=token, post_logout_redirect_uri=WEB_AFTER_LOGOUT)
+    decision = await decide(op, id_token_hint=token, post_logout_redirect_uri=WEB_AFTER_LOGOUT)
     assert decision == EndSessionDecision(Verdict.END, WEB_AFTER_LOGOUT, op.client(WEB))
     without_azp = op.signer.hint("account-1", [FIRST, WEB], sid="session-1")
-    assert decide(op, id_token_hint=without_azp).client is None
+    assert (await decide(op, id_token_hint=without_azp)).client is None

@@ -18,7 +18,7 @@ from urllib.parse import parse_qsl, urlencode, urlsplit
 
 import attrs
 
-from authgate.domain.openid.clients import SUPPORTED_SCOPES, Client, ClientRegistry
+from authgate.domain.openid.clients import AUTHORIZATION_CODE_GRANT, SUPPORTED_SCOPES, Client
 from authgate.domain.text import has_control_characters
 
 RESPONSE_MODES = ("query", "form_post")
@@ -136,16 +136,28 @@ class AuthorizationRequest:
         return resume_key(urlencode(self.parameters()))
 
 
+def requested_client_id(params: Mapping[str, Sequence[str]]) -> str:
+    """The ``client_id`` an authorization request names, once; raises
+    :class:`NotRedirectable`."""
+    client_id = _single(params, "client_id")
+    if not client_id:
+        raise NotRedirectable("the request names no client (client_id is missing)")
+    return client_id
+
+
 def parse_authorization_request(
     params: Mapping[str, Sequence[str]],
-    clients: ClientRegistry,
+    client: Client | None,
 ) -> tuple[AuthorizationRequest, Client]:
-    """Read an authorization request (each parameter with all its values, in order); raises
-    :class:`NotRedirectable` or :class:`AuthorizationRefused`."""
-    client, redirect_uri = _redirectable(params, clients)
+    """Read an authorization request (each parameter with all its values, in order) of
+    ``client``, the client its :func:`requested_client_id` names (None: none is registered);
+    raises :class:`NotRedirectable` or :class:`AuthorizationRefused`."""
+    client, redirect_uri = _redirectable(params, client)
     to = _answer_to(params, client, redirect_uri)
     first = _single_values(params, to)
     _check_response_type(first, to)
+    if AUTHORIZATION_CODE_GRANT not in client.grant_types:
+        raise to.refuse("unauthorized_client", "the client may not use the authorization code flow")
     # Each parameter's check, in the order a request's faults are reported.
     request = AuthorizationRequest(
         client_id=client.client_id,
@@ -187,24 +199,19 @@ class _AnswerTo:
         )
 
 
-def _redirectable(
-    params: Mapping[str, Sequence[str]], clients: ClientRegistry
-) -> tuple[Client, str]:
+def _single(params: Mapping[str, Sequence[str]], name: str) -> str | None:
+    values = params.get(name, ())
+    if len(values) > 1:
+        raise NotRedirectable(f"{name} is given more than once")
+    return values[0] if values else None
+
+
+def _redirectable(params: Mapping[str, Sequence[str]], client: Client | None) -> tuple[Client, str]:
     """The registered client and one of its redirect URIs; :class:`NotRedirectable` else."""
-
-    def single(name: str) -> str | None:
-        values = params.get(name, ())
-        if len(values) > 1:
-            raise NotRedirectable(f"{name} is given more than once")
-        return values[0] if values else None
-
-    client_id = single("client_id")
-    if not client_id:
-        raise NotRedirectable("the request names no client (client_id is missing)")
-    client = clients.get(client_id)
+    client_id = requested_client_id(params)
     if client is None:
         raise NotRedirectable(f"the client {_shown(client_id)} is not registered with this service")
-    redirect_uri = single("redirect_uri")
+    redirect_uri = _single(params, "redirect_uri")
     if not redirect_uri:
         raise NotRedirectable(f"the request of the client {_shown(client_id)} has no redirect_uri")
     if not client.redirect_uri_registered(redirect_uri):

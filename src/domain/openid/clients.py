@@ -18,6 +18,10 @@ from authgate.domain.openid.records import CODE_MAX_LIFETIME
 from authgate.domain.redirects import origin
 
 ClientType = Literal["confidential", "public"]
+# Where a client's registration comes from: the configuration file, a dynamic registration
+# kept in the database (RFC 7591), or a client ID metadata document fetched from its
+# client_id URL.
+ClientOrigin = Literal["configuration", "registration", "metadata_document"]
 AuthMethod = Literal["client_secret_basic", "client_secret_post", "private_key_jwt", "none"]
 IdTokenAlgorithm = Literal["RS256", "ES256"]
 
@@ -28,6 +32,22 @@ ID_TOKEN_ALGORITHMS: tuple[IdTokenAlgorithm, ...] = get_args(IdTokenAlgorithm)
 # (never none, never an HMAC, which would make a public key a shared secret).
 ASSERTION_ALGORITHMS = ("RS256", "PS256", "ES256", "EdDSA")
 SUPPORTED_SCOPES = ("openid", "profile", "email", "offline_access")
+AUTHORIZATION_CODE_GRANT = "authorization_code"
+REFRESH_TOKEN_GRANT = "refresh_token"  # noqa: S105 - a grant type
+CLIENT_CREDENTIALS_GRANT = "client_credentials"
+DEVICE_CODE_GRANT = "urn:ietf:params:oauth:grant-type:device_code"
+# What a client may use unless its registration says otherwise: the code flow and its
+# refresh tokens, as before grant types were declared.
+DEFAULT_GRANT_TYPES = frozenset({AUTHORIZATION_CODE_GRANT, REFRESH_TOKEN_GRANT})
+GRANT_TYPES = (
+    AUTHORIZATION_CODE_GRANT,
+    REFRESH_TOKEN_GRANT,
+    CLIENT_CREDENTIALS_GRANT,
+    DEVICE_CODE_GRANT,
+)
+# The grants that need no browser redirect back to the client.
+_WITHOUT_REDIRECT = frozenset({CLIENT_CREDENTIALS_GRANT, DEVICE_CODE_GRANT, REFRESH_TOKEN_GRANT})
+MAX_RESOURCE_LENGTH = 2048
 MAX_CODE_LIFETIME = CODE_MAX_LIFETIME
 # A client secret is a long random value, not a password (see SecretDigest).
 MIN_SECRET_LENGTH = 32
@@ -91,6 +111,15 @@ class Client:
     introspection: bool = False  # may call the introspection endpoint (RFC 7662)
     # The browser origins that may call the token, userinfo and revocation endpoints (CORS).
     allowed_origins: frozenset[str] = frozenset()
+    # The grant types the client may use at the token endpoint (RFC 7591 ``grant_types``);
+    # without authorization_code it has no business at the authorization endpoint either.
+    grant_types: frozenset[str] = DEFAULT_GRANT_TYPES
+    # The resource servers (RFC 8707 resource indicators, absolute URIs) its access tokens
+    # may be issued for; a request naming another is refused with invalid_target.
+    resources: frozenset[str] = frozenset()
+    logo_uri: str | None = None
+    client_uri: str | None = None
+    origin: ClientOrigin = "configuration"
 
     @property
     def is_public(self) -> bool:
@@ -177,6 +206,42 @@ def redirect_uri_problem(uri: str, *, native: bool) -> str | None:
             "(a reverse domain name such as com.example.app:/callback)"
         )
     return None
+
+
+def resource_problem(uri: str) -> str | None:
+    """Why ``uri`` cannot be a resource indicator, or None when it can: an absolute URI
+    without a fragment (RFC 8707 section 2), of reasonable length, without white space."""
+    if not uri or len(uri) > MAX_RESOURCE_LENGTH:
+        return f"must be an absolute URI of at most {MAX_RESOURCE_LENGTH} characters"
+    if any(c.isspace() or not c.isprintable() for c in uri):
+        return "must be a URI without white space"
+    if "#" in uri:
+        return "must not have a fragment"
+    parts = urlsplit(uri)
+    if not parts.scheme or not (parts.netloc or parts.path):
+        return "must be an absolute URI (with a scheme, such as https://api.example.com)"
+    return None
+
+
+def grant_types_problem(grant_types: Iterable[str], client_type: ClientType) -> str | None:
+    """Why a client of ``client_type`` cannot have ``grant_types``, or None when it can: known
+    grant types only, at least one, client credentials only for a confidential client (a
+    public one cannot authenticate, so anyone could ask as it), a refresh token only beside
+    a grant that issues one."""
+    types = set(grant_types)
+    unknown = sorted(types.difference(GRANT_TYPES))
+    if unknown:
+        return f"{unknown[0]!r} is not a grant type of the provider ({', '.join(GRANT_TYPES)})"
+    if not types or types == {REFRESH_TOKEN_GRANT}:
+        return "needs authorization_code, client_credentials or the device code grant"
+    if CLIENT_CREDENTIALS_GRANT in types and client_type == "public":
+        return "client_credentials is for confidential clients (a public one cannot authenticate)"
+    return None
+
+
+def needs_redirect_uris(grant_types: Iterable[str]) -> bool:
+    """Whether a client with ``grant_types`` redirects a browser back (the code flow)."""
+    return not _WITHOUT_REDIRECT.issuperset(grant_types)
 
 
 def origins_of(uris: Iterable[str]) -> frozenset[str]:

@@ -93,6 +93,20 @@ class ClientNotAllowed(OAuthError):
     status = 403
 
 
+class UnauthorizedClient(OAuthError):
+    """The client authenticated but may not use this grant type (RFC 6749 section 5.2): its
+    registration does not list it."""
+
+    error = "unauthorized_client"
+
+
+class InvalidTarget(OAuthError):
+    """A ``resource`` the client may not have tokens for, or one that is not an absolute URI
+    without a fragment (RFC 8707 section 2), or wider than what the grant gave."""
+
+    error = "invalid_target"
+
+
 class OAuthRateLimited(OAuthError):
     """The client is over its rate limit."""
 

@@ -31,6 +31,7 @@ from joserfc.jwk import KeySet
 from authgate.adapters.provider.settings import ProviderSettings
 from authgate.domain.openid.clients import (
     AUTH_METHODS,
+    DEFAULT_GRANT_TYPES,
     MAX_CODE_LIFETIME,
     MIN_SECRET_LENGTH,
     SECRET_METHODS,
@@ -40,8 +41,11 @@ from authgate.domain.openid.clients import (
     ClientRegistry,
     IdTokenAlgorithm,
     SecretDigest,
+    grant_types_problem,
+    needs_redirect_uris,
     origins_of,
     redirect_uri_problem,
+    resource_problem,
 )
 from authgate.domain.rates import parse_many
 from authgate.entrypoints.rest.cors import normalise_origin
@@ -442,8 +446,8 @@ class ClientConfig:
             lambda n: bool(n.strip()) and len(n) <= 100 and n.isprintable(),
         )
     )
-    redirect_uris: list[str] = attrs.field(validator=_rule("at least one redirect URI", bool))
     client_type: Literal["confidential", "public"] = wire_field("type")
+    redirect_uris: list[str] = attrs.field(factory=list)
     token_endpoint_auth_method: AuthMethod | None = None
     secrets: list[SecretDigest] = attrs.field(factory=list, repr=False)
     jwks_uri: str | None = None
@@ -470,6 +474,10 @@ class ClientConfig:
     id_token_signed_response_alg: IdTokenAlgorithm = "RS256"  # noqa: S105 - an algorithm
     introspection: bool = False
     allowed_origins: list[str] | None = None
+    # RFC 7591's names: what the client may use at the token endpoint, and the resource
+    # servers (RFC 8707) its access tokens may be issued for.
+    grant_types: list[str] = attrs.field(factory=lambda: sorted(DEFAULT_GRANT_TYPES))
+    resources: list[str] = attrs.field(factory=list)
 
     @property
     def auth_method(self) -> AuthMethod:
@@ -592,6 +600,8 @@ def _client(client_id: str, c: ClientConfig) -> Client:
         id_token_signed_response_alg=c.id_token_signed_response_alg,
         introspection=c.introspection,
         allowed_origins=origins,
+        grant_types=frozenset(c.grant_types),
+        resources=frozenset(c.resources),
     )
 
 
@@ -894,6 +904,15 @@ def _check_client(config: Config, client_id: str, c: ClientConfig) -> None:
         # A token for this client would then carry the audience of session tokens.
         raise ConfigError(f"{key}: a client_id must differ from session.audience")
     _check_client_authentication(key, c)
+    problem = grant_types_problem(c.grant_types, c.client_type)
+    if problem is not None:
+        raise ConfigError(f"{key}.grant_types: {problem}")
+    if needs_redirect_uris(c.grant_types) and not c.redirect_uris:
+        raise ConfigError(f"{key}.redirect_uris: at least one redirect URI")
+    for resource in c.resources:
+        problem = resource_problem(resource)
+        if problem is not None:
+            raise ConfigError(f"{key}.resources: {resource!r} {problem}")
     for setting in ("redirect_uris", "post_logout_redirect_uris"):
         for uri in getattr(c, setting):
             problem = redirect_uri_problem(uri, native=c.client_type == "public")

@@ -11,7 +11,6 @@ import attrs
 
 from authgate.adapters.jose import JwtTokenSigner
 from authgate.adapters.openid import HttpLogoutTokenSender, RegisteredClientKeys
-from authgate.domain.openid.clients import ClientRegistry
 from authgate.domain.redirects import origin
 from authgate.entrypoints.app.config import (
     Config,
@@ -47,6 +46,7 @@ from authgate.services.openid.backchannel_logout import (
     LogoutTokenWorker,
 )
 from authgate.services.openid.client_authentication import ClientAuthentication
+from authgate.services.openid.client_directory import ClientDirectory
 from authgate.services.openid.end_session import RpInitiatedLogout
 from authgate.services.openid.grants import TokenService
 from authgate.services.sessions import SessionService
@@ -58,7 +58,7 @@ class OpenIdParts:
     access and logout tokens, the keys ``private_key_jwt`` clients sign their assertions
     with, and the clients' back-channel logout endpoints."""
 
-    clients: ClientRegistry
+    clients: ClientDirectory
     signer: JwtTokenSigner
     client_keys: RegisteredClientKeys
     logout_sender: HttpLogoutTokenSender
@@ -145,7 +145,7 @@ class OpenId:
             limiter=stores.limiter(rates.authorize, "authgate-authorize"),
             client_address=edge.client_address,
         ).register(api)
-        cors = public_client_cors(clients)
+        cors = public_client_cors(clients.configured)
         TokenOperations(
             self.tokens,
             self.client_auth,
@@ -167,7 +167,6 @@ class OpenId:
         ).register(api)
         UserInfoOperations(
             self.access,
-            clients,
             cors,
             stores.limiter(rates.userinfo, "authgate-userinfo"),
             edge.client_address,
@@ -190,7 +189,7 @@ def open_parts(config: Config, shared: Shared) -> OpenIdParts:
             )
     http: aiohttp.ClientSession | None = shared.http
     return OpenIdParts(
-        clients=client_registry(config),
+        clients=ClientDirectory(client_registry(config)),
         signer=signer,
         client_keys=RegisteredClientKeys(http, shared.clock),
         logout_sender=HttpLogoutTokenSender(

@@ -20,12 +20,13 @@ import logging
 import attrs
 
 from authgate.domain.model import Account
-from authgate.domain.openid.clients import Client, ClientRegistry
+from authgate.domain.openid.clients import Client
 from authgate.domain.openid.records import AccessTokenClaims, RefreshToken, token_digest
 from authgate.ports.clock import Clock
 from authgate.ports.jose import InvalidToken, TokenSigner
 from authgate.ports.session_tokens import InvalidSession
 from authgate.ports.unit_of_work import UnitOfWork
+from authgate.services.openid.client_directory import ClientDirectory
 from authgate.services.sessions import SessionService
 
 log = logging.getLogger("authgate.openid")
@@ -43,10 +44,11 @@ class TokenInactive(Exception):
 
 @attrs.frozen
 class ActiveAccessToken:
-    """An active access token and the account it speaks for."""
+    """An active access token, the account it speaks for and the client it was issued to."""
 
     claims: AccessTokenClaims
     account: Account
+    client: Client
 
 
 @attrs.frozen
@@ -80,7 +82,7 @@ class TokenAccess:
     revokes their families (revocation)."""
 
     _signer: TokenSigner
-    _clients: ClientRegistry
+    _clients: ClientDirectory
     _sessions: SessionService
     _units: UnitOfWork
     _clock: Clock
@@ -94,8 +96,8 @@ class TokenAccess:
         claims = self._access_claims(token, now)
         if claims is None:
             raise TokenInactive("not an access token of this provider, or expired")
-        account = await self._check_access(claims, now)
-        return ActiveAccessToken(claims, account)
+        client, account = await self._check_access(claims, now)
+        return ActiveAccessToken(claims, account, client)
 
     def _access_claims(self, token: str, now: dt.datetime) -> AccessTokenClaims | None:
         """The claims of an unexpired access token this provider signed; None otherwise."""
@@ -106,7 +108,9 @@ class TokenAccess:
             log.debug("not an access token: %s", e)
             return None
 
-    async def _check_access(self, claims: AccessTokenClaims, now: dt.datetime) -> Account:
+    async def _check_access(
+        self, claims: AccessTokenClaims, now: dt.datetime
+    ) -> tuple[Client, Account]:
         return await self._check_grant(
             claims.client_id, claims.session_id, claims.family_id, claims.subject, now
         )
@@ -118,10 +122,11 @@ class TokenAccess:
         family_id: str,
         account_id: str,
         now: dt.datetime,
-    ) -> Account:
+    ) -> tuple[Client, Account]:
         """The account a token speaks for, once the checks of the module's text pass (access
         and refresh tokens alike); raises :class:`TokenInactive`."""
-        if client_id not in self._clients:
+        client = await self._clients.find(client_id)
+        if client is None:
             raise TokenInactive(f"client {client_id!r} is no longer registered")
         if not await self._sessions.is_live(session_id):
             raise TokenInactive("its session has ended")
@@ -131,7 +136,7 @@ class TokenAccess:
             account = await tx.accounts.get(account_id)
         if account is None:
             raise TokenInactive("its account no longer exists")
-        return account
+        return client, account
 
     # -- refresh tokens ---------------------------------------------------------------------
 

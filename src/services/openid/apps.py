@@ -17,10 +17,10 @@ import attrs
 
 from authgate.domain import errors
 from authgate.domain.model import Caller, Outcome
-from authgate.domain.openid.clients import ClientRegistry
 from authgate.domain.openid.records import Grant, TokenFamily
 from authgate.ports.unit_of_work import UnitOfWork
 from authgate.services.audit import record_audit
+from authgate.services.openid.client_directory import ClientDirectory
 from authgate.services.sessions import SessionService
 
 
@@ -46,7 +46,7 @@ class AccountApp:
 class AccountApps:
     """Lists the caller's applications and withdraws consent to one."""
 
-    _clients: ClientRegistry
+    _clients: ClientDirectory
     _units: UnitOfWork
     _sessions: SessionService
 
@@ -66,7 +66,7 @@ class AccountApps:
         by_client: dict[str, Grant] = {g.client_id: g for g in grants}
         apps = []
         for client_id in sorted(by_client.keys() | live.keys()):
-            client = self._clients.get(client_id)
+            client = await self._clients.find(client_id)
             name = client.name if client is not None else None
             working = live.get(client_id, [])
             grant = by_client.get(client_id)

@@ -26,14 +26,16 @@ from authgate.domain.openid.authorization_request import (
     PROMPT_NONE,
     AuthorizationRequest,
     parse_authorization_request,
+    requested_client_id,
 )
-from authgate.domain.openid.clients import Client, ClientRegistry
+from authgate.domain.openid.clients import Client
 from authgate.domain.openid.records import CODE_MAX_LIFETIME, AuthorizationCode, Grant, token_digest
 from authgate.domain.secrets import new_secret
 from authgate.ports.clock import Clock
 from authgate.ports.jose import InvalidToken, TokenSigner
 from authgate.ports.session_tokens import SessionClaims
 from authgate.ports.unit_of_work import Transaction, UnitOfWork
+from authgate.services.openid.client_directory import ClientDirectory
 
 
 @attrs.frozen
@@ -92,7 +94,7 @@ Outcome = SignInNeeded | ConsentNeeded | CodeIssued
 class AuthorizationService:
     """Decides authorization requests and issues their codes."""
 
-    clients: ClientRegistry
+    clients: ClientDirectory
     signer: TokenSigner
     units: UnitOfWork
     clock: Clock
@@ -103,11 +105,14 @@ class AuthorizationService:
         """The issuer every authorization response names (``iss``, RFC 9207)."""
         return self.signer.issuer
 
-    def parse(self, params: Mapping[str, Sequence[str]]) -> tuple[AuthorizationRequest, Client]:
+    async def parse(
+        self, params: Mapping[str, Sequence[str]]
+    ) -> tuple[AuthorizationRequest, Client]:
         """The request its parameters make; raises
         :class:`~authgate.domain.openid.authorization_request.NotRedirectable` or
         :class:`~authgate.domain.openid.authorization_request.AuthorizationRefused`."""
-        return parse_authorization_request(params, self.clients)
+        client = await self.clients.find(requested_client_id(params))
+        return parse_authorization_request(params, client)
 
     async def authorize(
         self, request: AuthorizationRequest, client: Client, session: SessionClaims | None

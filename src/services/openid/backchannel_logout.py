@@ -14,7 +14,6 @@ from collections.abc import Mapping, Sequence
 import attrs
 
 from authgate.domain.model import Outcome
-from authgate.domain.openid.clients import ClientRegistry
 from authgate.domain.openid.logout import PendingLogout, logout_token_claims
 from authgate.domain.secrets import random_uuid_hex
 from authgate.ports.clock import Clock
@@ -22,6 +21,7 @@ from authgate.ports.jose import TokenSigner
 from authgate.ports.openid import LogoutDeliveryFailed, LogoutTokenSender
 from authgate.ports.unit_of_work import Transaction, UnitOfWork
 from authgate.services.audit import record_audit
+from authgate.services.openid.client_directory import ClientDirectory
 from authgate.services.outbox import OutboxInUnits, OutboxPolicy, OutboxWorker
 
 log = logging.getLogger("authgate.openid_logout")
@@ -49,8 +49,11 @@ class BackchannelLogout:
     def __init__(self, worker: LogoutTokenWorker) -> None:
         self.worker = worker
         self.clients = worker.clients
-        # Reading the session's clients is needed only when one of them may be told.
-        self._any_listener = any(c.backchannel_logout_uri for c in self.clients)
+        # Reading the session's clients is needed only when one of them may be told: any
+        # client beyond the configuration may have registered a logout URI.
+        self._any_listener = not self.clients.only_configured or any(
+            c.backchannel_logout_uri for c in self.clients.configured
+        )
 
     async def ended(
         self, tx: Transaction, ended: Mapping[str, Sequence[str]], now: dt.datetime
@@ -78,7 +81,7 @@ class BackchannelLogout:
 
 async def owe_logouts(
     tx: Transaction,
-    clients: ClientRegistry,
+    clients: ClientDirectory,
     account_id: str,
     session_id: str,
     client_ids: Sequence[str],
@@ -89,7 +92,7 @@ async def owe_logouts(
     many."""
     queued = 0
     for client_id in client_ids:
-        client = clients.get(client_id)
+        client = await clients.find(client_id)
         if client is None or client.backchannel_logout_uri is None:
             continue
         await tx.logout_outbox.add(
@@ -116,7 +119,7 @@ class LogoutTokenWorker(OutboxWorker[PendingLogout]):
     def __init__(
         self,
         *,
-        clients: ClientRegistry,
+        clients: ClientDirectory,
         units: UnitOfWork,
         signer: TokenSigner,
         sender: LogoutTokenSender,
@@ -165,7 +168,7 @@ class LogoutTokenWorker(OutboxWorker[PendingLogout]):
                 return taken_in_all
 
     async def attempt(self, pending: PendingLogout) -> None:
-        client = self.clients.get(pending.client_id)
+        client = await self.clients.find(pending.client_id)
         uri = client.backchannel_logout_uri if client is not None else None
         if uri is None:
             reason = "the client is no longer registered with a backchannel_logout_uri"

@@ -29,7 +29,7 @@ from urllib.parse import unquote_plus
 import attrs
 
 from authgate.domain.model import EventId
-from authgate.domain.openid.clients import AuthMethod, Client, ClientRegistry
+from authgate.domain.openid.clients import AuthMethod, Client
 from authgate.domain.openid.refusals import InvalidClient, OAuthInvalidRequest, OAuthUnavailable
 from authgate.ports.clock import Clock
 from authgate.ports.openid import (
@@ -38,6 +38,7 @@ from authgate.ports.openid import (
     ClientKeysUnavailable,
 )
 from authgate.ports.unit_of_work import UnitOfWork
+from authgate.services.openid.client_directory import ClientDirectory
 
 log = logging.getLogger("authgate.security")
 
@@ -56,7 +57,7 @@ ASSERTION_ISSUER_PREFIX = "client:"
 class ClientAuthentication:
     """Authenticates the client of a request."""
 
-    _clients: ClientRegistry
+    _clients: ClientDirectory
     _assertions: ClientAssertionSignatures
     _units: UnitOfWork
     _clock: Clock
@@ -82,17 +83,17 @@ class ClientAuthentication:
                 f"client authentication: several methods at once ({', '.join(presented)})",
             )
         if authorization is not None:
-            return self._basic(authorization, form)
+            return await self._basic(authorization, form)
         if presented == ["private_key_jwt"]:
             return await self._assertion(form)
         method = presented[0] if presented else "none"  # client_secret_post or none
-        client = self._named_client(form)
+        client = await self._named_client(form)
         self._check_method(client, method)
         if method == "client_secret_post" and not client.secret_matches(form["client_secret"]):
             raise _refused(InvalidClient(f"client {_shown(client.client_id)}: wrong secret"))
         return client
 
-    def _basic(self, authorization: str, form: Mapping[str, str]) -> Client:
+    async def _basic(self, authorization: str, form: Mapping[str, str]) -> Client:
         def refuse(detail: str) -> InvalidClient:
             return _refused(InvalidClient(detail, challenge=BASIC))
 
@@ -106,7 +107,10 @@ class ClientAuthentication:
         raw_id, colon, raw_secret = text.partition(":")
         if not colon:
             raise refuse("Basic credentials without a colon")
-        client = self._clients.get(unquote_plus(raw_id)) or self._clients.get(raw_id)
+        decoded = unquote_plus(raw_id)
+        client = await self._clients.find(decoded)
+        if client is None and decoded != raw_id:
+            client = await self._clients.find(raw_id)
         if client is None:
             raise refuse(f"Basic credentials of an unknown client {_shown(raw_id)}")
         named = form.get("client_id")
@@ -136,7 +140,7 @@ class ClientAuthentication:
         if named is not None and subject is not None and named != subject:
             raise _refused(InvalidClient(f"client_id {_shown(named)} is not the assertion's"))
         client_id = named if named is not None else subject
-        client = self._clients.get(client_id) if client_id is not None else None
+        client = await self._clients.find(client_id) if client_id is not None else None
         if client is None:
             raise _refused(InvalidClient(f"client assertion of unknown {_shown(client_id)}"))
         self._check_method(client, "private_key_jwt")
@@ -204,11 +208,11 @@ class ClientAuthentication:
             return "aud must be the issuer"
         return None
 
-    def _named_client(self, form: Mapping[str, str]) -> Client:
+    async def _named_client(self, form: Mapping[str, str]) -> Client:
         client_id = form.get("client_id")
         if not client_id:
             raise _refused(InvalidClient("no client authentication and no client_id"))
-        client = self._clients.get(client_id)
+        client = await self._clients.find(client_id)
         if client is None:
             raise _refused(InvalidClient(f"unknown client {_shown(client_id)}"))
         return client

@@ -9,9 +9,10 @@ import logging
 
 import attrs
 
-from authgate.domain.openid.clients import Client, ClientRegistry
+from authgate.domain.openid.clients import Client
 from authgate.domain.openid.logout import post_logout_redirect
 from authgate.ports.jose import InvalidToken, TokenSigner, VerifiedIdToken
+from authgate.services.openid.client_directory import ClientDirectory
 
 log = logging.getLogger("authgate.openid_logout")
 
@@ -64,10 +65,10 @@ _Checked = tuple[VerifiedIdToken | None, Client | None, str | None, str | None]
 class RpInitiatedLogout:
     """Decides what a request to the end-session endpoint earns (RP-Initiated Logout 1.0)."""
 
-    clients: ClientRegistry
+    clients: ClientDirectory
     signer: TokenSigner
 
-    def decide(
+    async def decide(
         self,
         request: EndSessionRequest,
         browser: BrowserSession | None,
@@ -86,7 +87,7 @@ class RpInitiatedLogout:
         client only when the request is valid throughout: a hint the provider signed for a
         registered client (or that client's ``client_id``), the same client in both when
         both are sent, and one of its registered ``post_logout_redirect_uris`` exactly."""
-        hint, client, redirect, problem = self._check(request)  # with a problem, no redirect
+        hint, client, redirect, problem = await self._check(request)  # with a problem, no redirect
         if confirmed:
             verdict = Verdict.END if browser is not None else Verdict.NOTHING_TO_END
         elif (
@@ -102,7 +103,7 @@ class RpInitiatedLogout:
             verdict = Verdict.CONFIRM
         return EndSessionDecision(verdict, redirect, client, problem)
 
-    def _check(self, request: EndSessionRequest) -> _Checked:
+    async def _check(self, request: EndSessionRequest) -> _Checked:
         hint: VerifiedIdToken | None = None
         client: Client | None = None
         if request.id_token_hint is not None:
@@ -111,18 +112,18 @@ class RpInitiatedLogout:
             except InvalidToken as e:
                 log.info("end-session request with an id_token_hint refused: %s", e)
                 return None, None, None, _BAD_HINT
-            if not any(a in self.clients for a in hint.audiences):
+            if not [a for a in hint.audiences if await self.clients.find(a) is not None]:
                 # The service's session tokens are signed by the same keys: their audience is
                 # never a client's.
                 return None, None, None, _BAD_HINT
         if request.client_id is not None:
-            client = self.clients.get(request.client_id)
+            client = await self.clients.find(request.client_id)
             if client is None:
                 return hint, None, None, _UNKNOWN_CLIENT
             if hint is not None and client.client_id not in hint.audiences:
                 return hint, None, None, _CLIENT_MISMATCH
         elif hint is not None:
-            client = self._client_of(hint)
+            client = await self._client_of(hint)
         uri = request.post_logout_redirect_uri
         if uri is None:
             return hint, client, None, None
@@ -132,15 +133,15 @@ class RpInitiatedLogout:
             return hint, client, None, _UNREGISTERED_URI
         return hint, client, post_logout_redirect(uri, request.state), None
 
-    def _client_of(self, hint: VerifiedIdToken) -> Client | None:
+    async def _client_of(self, hint: VerifiedIdToken) -> Client | None:
         """The client an ID token was issued to: its one audience, or its ``azp`` among
         several."""
         audiences = hint.audiences
         if len(audiences) == 1:
-            return self.clients.get(audiences[0])
+            return await self.clients.find(audiences[0])
         azp = hint.claims.get("azp")
         if isinstance(azp, str) and azp in audiences:
-            return self.clients.get(azp)
+            return await self.clients.find(azp)
         return None
 
 

@@ -250,7 +250,7 @@ class AuthorizeOperations(ProviderOperations):
     async def _outcome(
         self, http: web.Request, params: Mapping[str, Sequence[str]]
     ) -> web.StreamResponse:
-        request, client = self.service.parse(params)
+        request, client = await self.service.parse(params)
         session = await browser_session(self.sessions, http)
         outcome = await self.service.authorize(request, client, session)
         if isinstance(outcome, CodeIssued):

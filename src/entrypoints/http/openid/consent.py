@@ -125,7 +125,7 @@ class ConsentOperations(ProviderOperations):
     async def _consent(
         self, http: web.Request, params: Mapping[str, Sequence[str]]
     ) -> web.StreamResponse:
-        request, client = self.service.parse(params)
+        request, client = await self.service.parse(params)
         if not self.guard.allows(http):
             return error_page("The consent form did not come from this site.", status=403)
         session = await browser_session(self.sessions, http)

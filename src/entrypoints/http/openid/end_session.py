@@ -167,7 +167,9 @@ class LogoutOperations(ProviderOperations):
         form = call.body
         asked = _request_of(call.params.first if form is None else functools.partial(getattr, form))
         browser, token = await self._browser_session(request)
-        decision = self.decisions.decide(asked, browser, session_visible=_cookies_visible(request))
+        decision = await self.decisions.decide(
+            asked, browser, session_visible=_cookies_visible(request)
+        )
         if decision.verdict is Verdict.CONFIRM:
             return self._confirmation(asked, decision, _ACTION_FROM_ENDPOINT)
         return await self._finish(request, decision, token, status=303 if call.body else 302)
@@ -209,7 +211,7 @@ class LogoutOperations(ProviderOperations):
         )
         browser, token = await self._browser_session(request)
         if not genuine:
-            decision = self.decisions.decide(asked, browser, session_visible=False)
+            decision = await self.decisions.decide(asked, browser, session_visible=False)
             return self._confirmation(
                 asked,
                 attrs.evolve(
@@ -220,7 +222,7 @@ class LogoutOperations(ProviderOperations):
                 _ACTION_FROM_CONFIRMATION,
                 status=403,
             )
-        decision = self.decisions.decide(asked, browser, session_visible=True, confirmed=True)
+        decision = await self.decisions.decide(asked, browser, session_visible=True, confirmed=True)
         response = await self._finish(request, decision, token, status=303)
         Cookie(CSRF_COOKIE, "", max_age=0, samesite="Strict").set_on(response)
         return response

@@ -11,7 +11,6 @@ import attrs
 from aiohttp import web
 
 from authgate.domain.model import Account
-from authgate.domain.openid.clients import ClientRegistry
 from authgate.domain.openid.refusals import (
     BearerInvalidRequest,
     BearerRateLimited,
@@ -104,7 +103,6 @@ class UserInfoOperations(ProviderOperations):
     """The userinfo endpoint (``GET`` and ``POST``)."""
 
     access: TokenAccess
-    clients: ClientRegistry
     cors: PublicClientCors
     limiter: RateLimiter | None = None  # ratelimit.userinfo, per client address
     client_address: ClientAddress = attrs.field(default=None, converter=any_address)
@@ -141,9 +139,7 @@ class UserInfoOperations(ProviderOperations):
             active = await self.access.access_token(token)
         except TokenInactive as e:
             raise InvalidAccessToken(str(e)) from None
-        client = self.clients.get(active.claims.client_id)
-        if client is not None:
-            admit_client(request, client)
+        admit_client(request, active.client)
         if OPENID not in active.claims.scopes:
             raise InsufficientScope(OPENID)
         return Reply(userinfo_claims(active.account, active.claims.scopes), headers=OAUTH_NO_STORE)

@@ -8,7 +8,11 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 
 from authgate.domain.openid.clients import Client
-from authgate.domain.openid.refusals import OAuthInvalidRequest, UnsupportedGrantType
+from authgate.domain.openid.refusals import (
+    OAuthInvalidRequest,
+    UnauthorizedClient,
+    UnsupportedGrantType,
+)
 from authgate.ports.clock import Clock
 from authgate.ports.jose import TokenSigner
 from authgate.ports.unit_of_work import UnitOfWork
@@ -48,5 +52,10 @@ class TokenService:
             raise UnsupportedGrantType(
                 "grant_type must be " + " or ".join(self.handlers),
                 f"unsupported grant_type {grant_type[:40]!r}",
+            )
+        if grant_type not in client.grant_types:
+            raise UnauthorizedClient(
+                f"the client may not use the grant type {grant_type}",
+                f"client {client.client_id!r}: grant_type {grant_type} is not registered",
             )
         return await handler(client, form)
