@@ -208,3 +208,21 @@ async def test_request_objects_are_said_to_be_unsupported(op: Op) -> None:
     assert document["request_parameter_supported"] is False
     assert document["request_uri_parameter_supported"] is False
     assert document["claims_parameter_supported"] is False
+
+
+async def test_rfc8414_authorization_server_metadata_is_the_discovery_document(op: Op) -> None:
+    """An OAuth client (an MCP client, say) finds the same issuer, grants, endpoints and
+    methods under RFC 8414's well-known name, with the same caching."""
+    response = await op.client.get("/.well-known/oauth-authorization-server")
+    assert response.status == 200
+    assert response.content_type == "application/json"
+    assert response.headers["Cache-Control"] == "public, max-age=300"
+    document = await response.json()
+    assert document == await discovery(op)
+    # RFC 8414 section 2: issuer, the two endpoints and response types are required; section
+    # 3.3: the issuer is the one the metadata was asked of.
+    assert document["issuer"] == ISSUER
+    for name in ("authorization_endpoint", "token_endpoint", "response_types_supported"):
+        assert document[name]
+    assert document["code_challenge_methods_supported"] == ["S256"]
+    assert set(document["grant_types_supported"]) >= {"authorization_code", "refresh_token"}

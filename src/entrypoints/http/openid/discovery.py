@@ -1,6 +1,9 @@
-"""``GET /.well-known/openid-configuration``: what the OpenID Provider supports, and where; a pure
-function of the configuration (:func:`provider_metadata`). Request objects and the ``claims``
-parameter are said to be unsupported (OpenID Connect Discovery section 3)."""
+"""``GET /.well-known/openid-configuration`` and ``GET /.well-known/oauth-authorization-server``:
+what the provider supports, and where; a pure function of the configuration
+(:func:`provider_metadata`). One document answers both: RFC 8414 section 2 takes OpenID Connect
+Discovery's names, so an OAuth client (an MCP client, say) and an OpenID Connect one read the
+same grants, endpoints and methods. Request objects and the ``claims`` parameter are said to be
+unsupported (OpenID Connect Discovery section 3)."""
 
 from __future__ import annotations
 
@@ -22,6 +25,7 @@ from authgate.entrypoints.rest.wire import make_converter
 from authgate.services.openid.grants import GRANTS
 
 DISCOVERY_PATH = "/.well-known/openid-configuration"
+AUTHORIZATION_SERVER_PATH = "/.well-known/oauth-authorization-server"
 JWKS_PATH = "/.well-known/jwks.json"
 AUTHORIZE_PATH = "/oauth2/authorize"
 TOKEN_PATH = "/oauth2/token"  # noqa: S105 - a path
@@ -109,4 +113,16 @@ class DiscoveryOperations(ProviderOperations):
         "(OpenID Connect Discovery 1.0); cacheable for five minutes.",
     )
     async def discovery(self, call: Call[None]) -> Reply[ProviderMetadata]:
+        return Reply(self.metadata, headers=DISCOVERY_CACHING)
+
+    @operation(
+        "GET",
+        AUTHORIZATION_SERVER_PATH,
+        response=ProviderMetadata,
+        operation_id="oauth_authorization_server",
+        summary="OAuth 2.0 authorization server metadata",
+        description="The discovery document under RFC 8414's name: every grant, endpoint and "
+        "client authentication method of the provider; cacheable for five minutes.",
+    )
+    async def authorization_server(self, call: Call[None]) -> Reply[ProviderMetadata]:
         return Reply(self.metadata, headers=DISCOVERY_CACHING)
