@@ -296,6 +296,22 @@ VERSIONS: list[list[str]] = [
         "ALTER TABLE passkeys ADD COLUMN added_from_user_agent TEXT",
         "ALTER TABLE sessions ADD COLUMN passkey_id TEXT",
     ],
+    # 12: resource indicators kept with codes and token families, and the revoked access
+    # tokens of clients' own (client_credentials), as PostgreSQL's 0012. Resources are one
+    # text of space-separated URIs, as scopes (a resource URI never holds a space).
+    [
+        "ALTER TABLE oauth_codes ADD COLUMN resources TEXT NOT NULL DEFAULT ''",
+        "ALTER TABLE oauth_token_families ADD COLUMN resources TEXT NOT NULL DEFAULT ''",
+        """
+        CREATE TABLE oauth_revoked_tokens (
+            token_id   TEXT PRIMARY KEY,
+            client_id  TEXT NOT NULL,
+            expires_at TEXT NOT NULL,
+            revoked_at TEXT NOT NULL
+        )
+        """,
+        "CREATE INDEX oauth_revoked_tokens_expires_idx ON oauth_revoked_tokens (expires_at)",
+    ],
 ]
 
 

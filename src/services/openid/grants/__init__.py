@@ -21,12 +21,17 @@ from authgate.services.openid.grants.authorization_code import (
     AuthorizationCodeGrant,
 )
 from authgate.services.openid.grants.base import Grant, GrantContext
+from authgate.services.openid.grants.client_credentials import (
+    CLIENT_CREDENTIALS,
+    ClientCredentialsGrant,
+)
 from authgate.services.openid.grants.refresh_token import REFRESH_TOKEN, RefreshTokenGrant
 from authgate.services.openid.issuing import IssuedTokens, TokenIssuer
 
 GRANTS: Mapping[str, Callable[[GrantContext], Grant]] = {
     AUTHORIZATION_CODE: AuthorizationCodeGrant,
     REFRESH_TOKEN: RefreshTokenGrant,
+    CLIENT_CREDENTIALS: ClientCredentialsGrant,
 }
 """The grants the token endpoint serves, by ``grant_type``."""
 
@@ -34,7 +39,7 @@ __all__ = ["GRANTS", "IssuedTokens", "TokenService"]
 
 
 class TokenService:
-    """Spends codes and refresh tokens for the clients that
+    """Spends codes and refresh tokens, and issues clients their own tokens, for the clients that
     :class:`~authgate.services.openid.client_authentication.ClientAuthentication` authenticated."""
 
     def __init__(self, *, signer: TokenSigner, units: UnitOfWork, clock: Clock) -> None:
