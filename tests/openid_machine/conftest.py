@@ -29,6 +29,7 @@ SSF = "https://ssf.example.com/events"
 OTHER_API = "https://other.example.com/api"
 SIGNER_KEY = ECKey.generate_key("P-256", parameters={"kid": "signer-1"})
 RESOURCE_REDIRECT = "https://tools.example.com/cb"
+PARTNER_REDIRECT = "https://partner.example.com/cb"
 
 MACHINE_CLIENTS: dict[str, Any] = {
     **CLIENTS,
@@ -70,6 +71,14 @@ MACHINE_CLIENTS: dict[str, Any] = {
         "allowed_scopes": ["openid", "profile", "email", "offline_access", "mcp:tools"],
         "resources": [MCP, SSF, OTHER_API],
     },
+    # another party's application for a resource server: the person consents
+    "partner": {
+        "name": "Partner",
+        "type": "confidential",
+        "secrets": [SECRET],
+        "redirect_uris": [PARTNER_REDIRECT],
+        "resources": [MCP],
+    },
     # a resource server that introspects the tokens it is sent
     "rs": {
         "name": "Resource server",
@@ -83,6 +92,7 @@ SECRETS = {
     "robot": ROBOT_SECRET,
     "poster": POSTER_SECRET,
     "tools": SECRET,
+    "partner": SECRET,
     "web": SECRET,
     "rs": RS_SECRET,
 }

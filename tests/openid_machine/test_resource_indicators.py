@@ -17,6 +17,7 @@ from tests.support.jwt import claims_of
 from .conftest import (
     MCP,
     OTHER_API,
+    PARTNER_REDIRECT,
     RESOURCE_REDIRECT,
     SSF,
     basic,
@@ -37,12 +38,14 @@ def tools_request(scope: str = OFFLINE) -> Request:
 async def authorize(op: Op, request: Request, resources: tuple[str, ...]) -> ClientResponse:
     """The browser at the authorization endpoint with ``request`` and its resources."""
     params = [*request.params().items(), *(("resource", r) for r in resources)]
-    return await op.client.get(
+    response = await op.client.get(
         "/oauth2/authorize",
         params=params,
         headers={"Accept": "text/html", **op.cookie_header()},
         allow_redirects=False,
     )
+    op.keep_cookies(response)
+    return response
 
 
 async def code_for(op: Op, request: Request, resources: tuple[str, ...]) -> Answer:
@@ -204,3 +207,24 @@ async def test_revoking_a_resource_token_ends_its_family(machine: Op) -> None:
     assert answer.status == 200
     assert await introspect(op, body["access_token"]) == {"active": False}
     await refused(await refresh(op, body["refresh_token"]), "invalid_grant")
+
+
+async def test_the_resources_survive_the_consent_page(machine: Op) -> None:
+    """Another party's application: the consent page carries the request, resources included,
+    and the approved code is for them."""
+    op = machine
+    await op.sign_in()
+    request = Request(client_id="partner", redirect_uri=PARTNER_REDIRECT, scope="openid email")
+    page = await authorize(op, request, (MCP,))
+    answer = await op.answer(await op.consent(page))
+    assert answer.redirect_uri == PARTNER_REDIRECT
+    fields = [
+        ("grant_type", "authorization_code"),
+        ("code", answer.code),
+        ("redirect_uri", request.redirect_uri),
+        ("code_verifier", request.pkce.verifier),
+    ]
+    body = await issued(await token_request(op, "partner", fields))
+    assert aud(body["access_token"]) == MCP
+    claims = await op.verify_id_token(body["id_token"], client_id="partner", nonce=request.nonce)
+    assert claims["aud"] == "partner"
