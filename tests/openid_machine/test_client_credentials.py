@@ -277,3 +277,20 @@ async def test_repeating_a_field_but_resource_is_invalid_request(memory_machine:
         [("grant_type", "client_credentials"), ("resource", MCP), ("resource", SSF)],
     )
     await issued(answer)
+
+
+def test_a_resource_may_not_be_the_session_audience(tmp_path: Path) -> None:
+    """An access token for it would carry the audience of authgate's session tokens."""
+    client = {
+        "name": "M",
+        "type": "confidential",
+        "secrets": ["s" * 40],
+        "grant_types": ["client_credentials"],
+        "resources": ["https://sessions.example.com/"],
+    }
+    settings = {"rest": {"public_url": ISSUER}, "clients": {"m": client}}
+    load_config(tmp_path, settings)
+    with pytest.raises(ConfigError, match=r"session\.audience"):
+        load_config(
+            tmp_path, {**settings, "session": {"audience": "https://sessions.example.com/"}}
+        )

@@ -917,6 +917,9 @@ def _check_client(config: Config, client_id: str, c: ClientConfig) -> None:
         problem = resource_problem(resource)
         if problem is not None:
             raise ConfigError(f"{key}.resources: {resource!r} {problem}")
+        if resource == config.session.audience:
+            # An access token for it would then carry the audience of session tokens.
+            raise ConfigError(f"{key}.resources: {resource!r} is session.audience")
     for setting in ("redirect_uris", "post_logout_redirect_uris"):
         for uri in getattr(c, setting):
             problem = redirect_uri_problem(uri, native=c.client_type == "public")

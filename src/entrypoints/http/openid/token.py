@@ -18,10 +18,12 @@ from authgate.domain.openid.refusals import (
     InvalidClient,
     InvalidGrant,
     InvalidScope,
+    InvalidTarget,
     OAuthError,
     OAuthInvalidRequest,
     OAuthRateLimited,
     OAuthUnavailable,
+    UnauthorizedClient,
     UnsupportedGrantType,
 )
 from authgate.entrypoints.http.common import docs
@@ -77,6 +79,8 @@ EXAMPLES = docs.error_examples(
     oauth_example(InvalidGrant("the code was used already")),
     oauth_example(UnsupportedGrantType("grant_type must be authorization_code or refresh_token")),
     oauth_example(InvalidScope("the scope may only narrow what was granted")),
+    oauth_example(InvalidTarget("a resource may only narrow what was granted")),
+    oauth_example(UnauthorizedClient("the client may not use the grant type client_credentials")),
     oauth_example(InvalidClient("example")),
     HttpError(429, {"error": "temporarily_unavailable", "error_description": TOO_MANY}),
     oauth_example(OAuthUnavailable("the client's keys cannot be fetched; retry later")),
