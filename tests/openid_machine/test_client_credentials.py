@@ -294,3 +294,29 @@ def test_a_resource_may_not_be_the_session_audience(tmp_path: Path) -> None:
         load_config(
             tmp_path, {**settings, "session": {"audience": "https://sessions.example.com/"}}
         )
+
+
+async def test_a_token_dies_with_its_clients_grant(
+    make_service: MakeService, fake_idp: FakeIdP, idp_clock: SettableClock, tmp_path: Path
+) -> None:
+    """The service restarted on the same database and keys, the client no longer registered
+    with client_credentials, or no longer registered at all: its tokens are inactive."""
+    url = f"sqlite:///{tmp_path / 'authgate.db'}"
+    before = Op(
+        await make_service(machine_config(fake_idp, url), clock=idp_clock), fake_idp, idp_clock
+    )
+    robot = (await issued(await client_token(before)))["access_token"]
+    poster = (await issued(await client_token(before, "poster")))["access_token"]
+    assert (await introspect(before, robot))["active"] is True
+
+    config = machine_config(fake_idp, url)
+    clients = dict(config["clients"])
+    clients["robot"] = {**clients["robot"], "grant_types": ["authorization_code"]}
+    clients["robot"]["redirect_uris"] = ["https://robot.example.com/cb"]
+    clients["robot"]["allowed_scopes"] = ["openid", "mcp:tools"]
+    del clients["poster"]
+    after = Op(
+        await make_service({**config, "clients": clients}, clock=idp_clock), fake_idp, idp_clock
+    )
+    assert await introspect(after, robot) == {"active": False}
+    assert await introspect(after, poster) == {"active": False}
