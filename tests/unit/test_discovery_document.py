@@ -115,7 +115,11 @@ def test_claims_supported_is_an_array_of_what_tokens_carry(document: dict[str, A
 
 
 def test_grant_types_are_a_non_empty_array(document: dict[str, Any]) -> None:
-    assert document["grant_types_supported"] == ["authorization_code", "refresh_token"]
+    assert document["grant_types_supported"] == [
+        "authorization_code",
+        "refresh_token",
+        "client_credentials",
+    ]
     assert "implicit" not in document["grant_types_supported"]
 
 

@@ -55,7 +55,7 @@ class TokenService:
         handler = self.handlers.get(grant_type)
         if handler is None:
             raise UnsupportedGrantType(
-                "grant_type must be " + " or ".join(self.handlers),
+                "grant_type must be " + _one_of(list(self.handlers)),
                 f"unsupported grant_type {grant_type[:40]!r}",
             )
         if grant_type not in client.grant_types:
@@ -64,3 +64,8 @@ class TokenService:
                 f"client {client.client_id!r}: grant_type {grant_type} is not registered",
             )
         return await handler(client, form)
+
+
+def _one_of(names: list[str]) -> str:
+    """``a``, ``a or b``, ``a, b or c``."""
+    return " or ".join(filter(None, (", ".join(names[:-1]), names[-1])))
