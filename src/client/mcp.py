@@ -11,11 +11,15 @@ challenge, a missing scope with 403. ``mcp`` is imported when a function here is
 
 from __future__ import annotations
 
+import contextvars
+import json
 import logging
-from collections.abc import Iterable
+from collections.abc import Awaitable, Callable, Iterable, MutableMapping
 from typing import TYPE_CHECKING, Any
 
 from .access import AccessTokenVerifier, InsufficientScope, InvalidToken
+from .introspection import IntrospectionUnavailable
+from .keys import KeySetUnavailable
 from .resource import ProtectedResource
 
 if TYPE_CHECKING:
@@ -23,6 +27,19 @@ if TYPE_CHECKING:
     from mcp.server.auth.settings import AuthSettings
 
 log = logging.getLogger("authgate.client")
+
+# ASGI, spelt out (the package does not depend on an ASGI framework's types).
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+
+# Set by unavailable_as_503 for each request it serves: the reason authgate could not be asked,
+# once McpTokenVerifier found so.
+_unavailable: contextvars.ContextVar[list[str] | None] = contextvars.ContextVar(
+    "authgate_unavailable", default=None
+)
 
 
 class McpTokenVerifier:
@@ -35,7 +52,9 @@ class McpTokenVerifier:
     authgate unreachable (its keys, or with introspection its answer) raises
     :class:`~authgate.client.KeySetUnavailable` or
     :class:`~authgate.client.IntrospectionUnavailable` rather than refusing the token: the
-    client's token may well be good, and a 401 would send it through authorization again."""
+    client's token may well be good, and a 401 would send it through authorization again. The
+    SDK's application answers that with a 500; wrapped in :func:`unavailable_as_503`, with a
+    503 and ``Retry-After``."""
 
     def __init__(self, verifier: AccessTokenVerifier) -> None:
         self.verifier = verifier
@@ -50,6 +69,12 @@ class McpTokenVerifier:
             return None
         except InsufficientScope:  # pragma: no cover - no scope is required here
             return None
+        except (KeySetUnavailable, IntrospectionUnavailable) as e:
+            log.warning("access token not verifiable: %s", e)
+            noted = _unavailable.get()
+            if noted is not None:
+                noted.append(str(e))
+            raise
         return McpAccessToken(
             token=verified.token,
             client_id=verified.client_id,
@@ -83,4 +108,56 @@ def auth_settings(
     return AuthSettings(**(settings | more))
 
 
-__all__ = ["McpTokenVerifier", "auth_settings"]
+def unavailable_as_503(app: ASGIApp) -> ASGIApp:
+    """The ASGI application ``app`` (the SDK's ``streamable_http_app()``), answering a request
+    whose token :class:`McpTokenVerifier` could not verify because authgate was unreachable
+    with 503 ``temporarily_unavailable`` and ``Retry-After: 5`` instead of the 500 the SDK's
+    Starlette application would send (the token is checked in its authentication middleware,
+    outside any exception handler)."""
+
+    async def guarded(scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await app(scope, receive, send)
+            return
+        noted: list[str] = []
+        reset = _unavailable.set(noted)
+        started = False
+
+        async def forward(message: Message) -> None:
+            nonlocal started
+            if noted and not started:
+                return  # the 500 of the unavailability: answered below instead
+            started = started or message["type"] == "http.response.start"
+            await send(message)
+
+        try:
+            await app(scope, receive, forward)
+        except (KeySetUnavailable, IntrospectionUnavailable):
+            if not noted or started:
+                raise
+            body = json.dumps(
+                {
+                    "error": "temporarily_unavailable",
+                    "error_description": "the access token cannot be verified right now",
+                }
+            ).encode()
+            await send(
+                {
+                    "type": "http.response.start",
+                    "status": 503,
+                    "headers": [
+                        (b"content-type", b"application/json"),
+                        (b"content-length", str(len(body)).encode()),
+                        (b"retry-after", b"5"),
+                        (b"cache-control", b"no-store"),
+                    ],
+                }
+            )
+            await send({"type": "http.response.body", "body": body})
+        finally:
+            _unavailable.reset(reset)
+
+    return guarded
+
+
+__all__ = ["McpTokenVerifier", "auth_settings", "unavailable_as_503"]

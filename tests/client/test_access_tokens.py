@@ -5,6 +5,8 @@ loopback serves the keys of the tokens the tests sign themselves to break one ru
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import time
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
@@ -231,3 +233,26 @@ def test_a_resource_identifier_is_an_https_url() -> None:
     for bad in ("api", "http://api.example.com/x", "https://api.example.com/x?y=1", "https://a#f"):
         with pytest.raises(ValueError, match="resource"):
             ProtectedResource(bad, "https://auth.example.com")
+
+
+def test_the_package_works_without_mcp_fastapi_or_starlette() -> None:
+    # They are imported by the functions that use them only: a service without them can use
+    # the resource server's verifier and the aiohttp adapter.
+    code = (
+        "import sys\n"
+        "for name in ('mcp', 'fastapi', 'starlette', 'pydantic'):\n"
+        "    sys.modules[name] = None\n"
+        "import authgate.client, authgate.client.aiohttp, authgate.client.fastapi\n"
+        "import authgate.client.mcp\n"
+        "r = authgate.client.ProtectedResource('https://api.example/mcp', 'https://auth.example')\n"
+        "authgate.client.AccessTokenVerifier(r)\n"
+        "try:\n"
+        "    authgate.client.mcp.auth_settings(r)\n"
+        "except ImportError:\n"
+        "    print('mcp needed only here')\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "mcp needed only here"

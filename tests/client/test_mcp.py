@@ -7,6 +7,7 @@ the metadata names authgate as the authorization server)."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
@@ -18,7 +19,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.server.mcpserver import MCPServer
 
 from authgate.client import AccessTokenVerifier, ProtectedResource
-from authgate.client.mcp import McpTokenVerifier, auth_settings
+from authgate.client.mcp import McpTokenVerifier, auth_settings, unavailable_as_503
 from tests.client.resource_support import access_token, authgate_for, issuer_of
 from tests.client.support import Authgate
 from tests.support.ports import free_port
@@ -55,11 +56,12 @@ def mcp_server(verifier: AccessTokenVerifier) -> MCPServer[Any]:
     return server
 
 
-@pytest.fixture
-async def mcp_url(service: Authgate) -> AsyncIterator[str]:
-    resource = ProtectedResource(RESOURCE, issuer_of(service), scopes_supported=["profile"])
-    async with AccessTokenVerifier(resource) as verifier:
-        app = mcp_server(verifier).streamable_http_app()
+@contextlib.asynccontextmanager
+async def serving(issuer: str) -> AsyncIterator[str]:
+    """The MCP server on :data:`PORT`, trusting the authgate at ``issuer``: its URL."""
+    resource = ProtectedResource(RESOURCE, issuer, scopes_supported=["profile"])
+    async with AccessTokenVerifier(resource, timeout_seconds=2) as verifier:
+        app = unavailable_as_503(mcp_server(verifier).streamable_http_app())
         config = uvicorn.Config(app, host="127.0.0.1", port=PORT, log_level="warning")
         server = uvicorn.Server(config)
         task = asyncio.create_task(server.serve())
@@ -74,14 +76,20 @@ async def mcp_url(service: Authgate) -> AsyncIterator[str]:
             await task
 
 
+@pytest.fixture
+async def mcp_url(service: Authgate) -> AsyncIterator[str]:
+    async with serving(issuer_of(service)) as url:
+        yield url
+
+
 class Recorder:
-    """The status and ``WWW-Authenticate`` of every answer the MCP client receives."""
+    """The status and headers of every answer the MCP client receives."""
 
     def __init__(self) -> None:
-        self.answers: list[tuple[int, str | None]] = []
+        self.answers: list[tuple[int, httpx2.Headers]] = []
 
     async def __call__(self, response: httpx2.Response) -> None:
-        self.answers.append((response.status_code, response.headers.get("WWW-Authenticate")))
+        self.answers.append((response.status_code, response.headers))
 
 
 async def call_add(url: str, token: str | None, recorder: Recorder) -> Any:
@@ -104,7 +112,7 @@ async def test_a_token_for_this_server_calls_the_tool(mcp_url: str, service: Aut
     assert all(status < 400 for status, _ in recorder.answers), recorder.answers
 
 
-async def refused(url: str, token: str | None) -> tuple[int, str | None]:
+async def refused(url: str, token: str | None) -> tuple[int, httpx2.Headers]:
     recorder = Recorder()
     with pytest.raises(ExceptionGroup) as failed:
         await asyncio.wait_for(call_add(url, token, recorder), 30)
@@ -115,7 +123,8 @@ async def refused(url: str, token: str | None) -> tuple[int, str | None]:
 
 
 async def test_a_token_for_another_resource_is_refused(mcp_url: str, service: Authgate) -> None:
-    status, challenge = await refused(mcp_url, await access_token(service, "other"))
+    status, headers = await refused(mcp_url, await access_token(service, "other"))
+    challenge = headers.get("WWW-Authenticate")
     assert status == 401
     assert challenge is not None
     assert challenge.startswith('Bearer error="invalid_token"')
@@ -125,7 +134,8 @@ async def test_a_token_for_another_resource_is_refused(mcp_url: str, service: Au
 async def test_no_token_is_refused_and_the_metadata_names_authgate(
     mcp_url: str, service: Authgate
 ) -> None:
-    status, challenge = await refused(mcp_url, None)
+    status, headers = await refused(mcp_url, None)
+    challenge = headers.get("WWW-Authenticate")
     assert status == 401
     assert challenge is not None and f'resource_metadata="{METADATA_URL}"' in challenge
     async with httpx2.AsyncClient() as http:
@@ -133,3 +143,11 @@ async def test_no_token_is_refused_and_the_metadata_names_authgate(
     assert metadata["resource"] == RESOURCE
     assert metadata["authorization_servers"] == [issuer_of(service)]
     assert metadata["scopes_supported"] == ["profile"]
+
+
+async def test_authgate_unreachable_is_503(service: Authgate) -> None:
+    token = await access_token(service, RESOURCE)
+    async with serving(f"http://127.0.0.1:{free_port()}") as url:
+        status, headers = await refused(url, token)
+    assert (status, headers["Retry-After"]) == (503, "5")
+    assert "WWW-Authenticate" not in headers
