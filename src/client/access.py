@@ -132,7 +132,13 @@ class AccessTokenVerifier(HttpUser):
         self._discovery_failed_at: float | None = None
 
     def _key_cache(self, url: str) -> JwksCache:
-        return JwksCache(url, self._client, key_types=ACCESS_TOKEN_KEY_TYPES, **self._cache)
+        return JwksCache(
+            url,
+            self._client,
+            key_types=ACCESS_TOKEN_KEY_TYPES,
+            label="access token keys",
+            **self._cache,
+        )
 
     async def close(self) -> None:
         """Close the HTTP session the verifier created (not one passed in), and its

@@ -1,4 +1,6 @@
-"""authgate's public session keys (``GET /.well-known/jwks.json``), fetched and cached.
+"""authgate's public keys (``GET /.well-known/jwks.json``), fetched and cached: the session
+keys for :class:`~authgate.client.SessionVerifier`, the access token keys for
+:class:`~authgate.client.AccessTokenVerifier`.
 
 * used for ``max_age_seconds`` after a successful fetch, then fetched again, so a key that
   authgate stops publishing stops verifying within that time;
@@ -48,7 +50,7 @@ def key_type(key: Key) -> tuple[str, str]:
 
 class JwksCache:
     """The cached public key set at ``url``; ``key_types``: the key types kept of it
-    (:func:`parse_jwks`)."""
+    (:func:`parse_jwks`); ``label``: what the keys are, in messages."""
 
     def __init__(
         self,
@@ -59,9 +61,11 @@ class JwksCache:
         min_refetch_seconds: float,
         timeout_seconds: float,
         key_types: Mapping[tuple[str, str], str] = KEY_TYPES,
+        label: str = "session keys",
     ) -> None:
         self._url = url
         self._key_types = key_types
+        self._label = label  # what the keys are, in messages
         self._http = http
         self._max_age = max_age_seconds
         self._min_refetch = min_refetch_seconds
@@ -92,7 +96,7 @@ class JwksCache:
             if self._generation != generation:  # fetched (or tried) while we waited
                 if self._keys is not None:
                     return self._keys
-                raise KeySetUnavailable(f"session keys at {self._url}: unavailable")
+                raise KeySetUnavailable(f"{self._label} at {self._url}: unavailable")
             now = time.monotonic()
             fresh = self._keys is not None and now - self._fetched_at < self._max_age
             if not forced and fresh:
@@ -110,7 +114,7 @@ class JwksCache:
             if recently:
                 if self._keys is not None:
                     return self._keys
-                raise KeySetUnavailable(f"session keys at {self._url}: fetch failed recently")
+                raise KeySetUnavailable(f"{self._label} at {self._url}: fetch failed recently")
             return await self._fetch_now()
 
     async def _fetch_now(self) -> KeySet:
@@ -126,7 +130,7 @@ class JwksCache:
             raise
         self._generation += 1
         self._keys, self._fetched_at = keys, self._attempted_at
-        log.info("session keys fetched from %s (%d keys)", self._url, len(keys.keys))
+        log.info("%s fetched from %s (%d keys)", self._label, self._url, len(keys.keys))
         return keys
 
     async def _fetch(self) -> KeySet:
@@ -135,14 +139,14 @@ class JwksCache:
                 self._url, timeout=self._timeout, allow_redirects=False
             ) as response:
                 if response.status != 200:
-                    raise KeySetUnavailable(f"session keys at {self._url}: HTTP {response.status}")
+                    raise KeySetUnavailable(f"{self._label} at {self._url}: HTTP {response.status}")
                 body = await response.content.read(MAX_JWKS_BYTES + 1)
         except (aiohttp.ClientError, TimeoutError) as e:
             raise KeySetUnavailable(
-                f"session keys at {self._url}: {type(e).__name__}: {e}"
+                f"{self._label} at {self._url}: {type(e).__name__}: {e}"
             ) from None
         if len(body) > MAX_JWKS_BYTES:
-            raise KeySetUnavailable(f"session keys at {self._url}: answer too large")
+            raise KeySetUnavailable(f"{self._label} at {self._url}: answer too large")
         return parse_jwks(body, self._url, self._key_types)
 
 
@@ -155,10 +159,10 @@ def parse_jwks(
     try:
         document = json.loads(body)
     except ValueError:
-        raise KeySetUnavailable(f"session keys at {url}: not JSON") from None
+        raise KeySetUnavailable(f"keys at {url}: not JSON") from None
     entries = document.get("keys") if isinstance(document, Mapping) else None
     if not isinstance(entries, list):
-        raise KeySetUnavailable(f"session keys at {url}: no keys list")
+        raise KeySetUnavailable(f"keys at {url}: no keys list")
     usable: list[Key] = []
     for entry in entries:
         if not isinstance(entry, Mapping):
@@ -176,5 +180,5 @@ def parse_jwks(
         try:
             usable.extend(KeySet.import_key_set({"keys": [public]}).keys)
         except (JoseError, ValueError, TypeError, KeyError) as e:
-            log.warning("session keys at %s: key %.80r skipped: %s", url, kid, e)
+            log.warning("keys at %s: key %.80r skipped: %s", url, kid, e)
     return KeySet(usable)

@@ -115,15 +115,18 @@ async def revoke(authgate: Authgate, client_id: str, token: str) -> None:
 
 
 class Issuer:
-    """A stand-in authorization server on a loopback port: its OpenID Provider metadata and a
+    """A stand-in authorization server on a loopback port: its OpenID Provider metadata, a
     JWKS with an RSA and a P-256 key, whose private halves sign the tokens :meth:`mint`
-    makes."""
+    makes, and an introspection endpoint answering :attr:`introspection_answer`."""
 
     def __init__(self) -> None:
         self.port = free_port()
         self.rsa = RSAKey.generate_key(2048, parameters={"kid": "rsa-1"})
         self.ec = ECKey.generate_key("P-256", parameters={"kid": "ec-1"})
         self.requests: list[str] = []
+        # What its introspection endpoint answers, and the Authorization headers it was sent.
+        self.introspection_answer: dict[str, Any] = {"active": False}
+        self.introspected_by: list[str | None] = []
         self._stop: Callable[[], Awaitable[None]] | None = None
 
     @property
@@ -140,7 +143,13 @@ class Issuer:
             keys = [k.as_dict(private=False) for k in (self.rsa, self.ec)]
             return web.json_response({"keys": keys})
 
+        async def introspect(request: web.Request) -> web.Response:
+            self.introspected_by.append(request.headers.get("Authorization"))
+            assert "token" in await request.post()
+            return web.json_response(self.introspection_answer)
+
         app = web.Application()
+        app.router.add_post("/introspect", introspect)
         app.router.add_get("/.well-known/openid-configuration", metadata)
         app.router.add_get("/jwks", jwks)
         runner = web.AppRunner(app)

@@ -29,6 +29,7 @@ from tests.client.resource_support import (
     Issuer,
     access_token,
     authgate_for,
+    basic,
     hmac_signed,
     issuer_of,
     revoke,
@@ -148,6 +149,32 @@ async def test_the_stand_in_issuers_own_tokens_verify(issuer: Issuer) -> None:
             verified = await verifier.verify(token, {"profile"})
             assert (verified.subject, verified.client_id) == ("acc-minted", "some-app")
     assert issuer.requests == ["/.well-known/openid-configuration", "/jwks"]
+
+
+async def test_the_introspection_answers_active_and_aud_are_checked(issuer: Issuer) -> None:
+    introspection = Introspection(
+        issuer.base + "/introspect", client_id=RESOURCE, client_secret=SECRET, cache_seconds=0
+    )
+    token = issuer.mint(RESOURCE)
+    async with verifier_of(issuer.base, introspection=introspection) as verifier:
+        for answer in (
+            {"active": True, "aud": RESOURCE},
+            {"active": True, "aud": ["https://other.example/api", RESOURCE]},
+        ):
+            issuer.introspection_answer = answer
+            assert (await verifier.verify(token)).subject == "acc-minted", answer
+        # "Not active" last: it is kept until the token would expire (it never comes back).
+        for answer, description in (
+            ({"active": True, "aud": "https://other.example/api"}, "not for this resource"),
+            ({"active": True, "aud": [RESOURCE + "x"]}, "not for this resource"),
+            ({"active": False}, "the access token is not active"),
+        ):
+            issuer.introspection_answer = answer
+            with pytest.raises(InvalidToken) as refused:
+                await verifier.verify(token)
+            assert description in refused.value.description, answer
+    assert len(issuer.introspected_by) == 5
+    assert set(issuer.introspected_by) == {basic(RESOURCE)["Authorization"]}
 
 
 def broken_tokens(issuer: Issuer) -> dict[str, tuple[str, str]]:
