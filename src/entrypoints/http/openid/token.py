@@ -51,6 +51,7 @@ class TokenForm:
     client_secret: str | None = None
     client_assertion_type: str | None = None
     client_assertion: str | None = None
+    device_code: str | None = None  # RFC 8628 section 3.4
 
 
 @attrs.frozen
