@@ -159,9 +159,7 @@ async def memory_device(
     idp_clock: SettableClock,  # noqa: F811
 ) -> Device:
     """The provider on memory, with tight page limits (what no store decides)."""
-    config = device_config(
-        fake_idp, ratelimit={"device": "20/minute", "device_failures": "3/hour"}
-    )
+    config = device_config(fake_idp, ratelimit={"device": "20/minute", "device_failures": "3/hour"})
     client = await make_service(config, clock=idp_clock)
     return Device(client, fake_idp, idp_clock)
 
