@@ -96,6 +96,9 @@ async def test_the_pages_carry_the_provider_pages_headers(memory_device: Device)
         assert response.headers["X-Frame-Options"] == "DENY"
         assert response.headers["Cache-Control"] == "no-store"
         assert response.headers["X-Content-Type-Options"] == "nosniff"
+    # A browser sends the form's Origin only under a policy that passes it on to the same
+    # origin (no-referrer makes it "null", which the same-origin guard refuses).
+    assert page.headers["Referrer-Policy"] == "same-origin"
     cookie = page.cookies["__Host-authgate_device"]
     assert cookie["samesite"] == "Strict" and cookie["secure"] and cookie["httponly"]
 

@@ -380,7 +380,9 @@ def approval_page(
         '<p class="note">Only allow a device you started this on yourself: if someone sent '
         "you this code, deny.</p>"
     )
-    return html_page(f"Connect {found.client.name}?", body, referrer="no-referrer")
+    # The provider pages' same-origin referrer policy: under no-referrer a browser posts the
+    # form with "Origin: null", which the same-origin guard refuses.
+    return html_page(f"Connect {found.client.name}?", body)
 
 
 def done_page(client_name: str, *, approved: bool) -> web.Response:
