@@ -156,3 +156,26 @@ async def test_a_client_without_the_grant_type_is_refused(device: Device) -> Non
     unknown = await device.request("nobody")
     assert unknown.status == 401
     assert (await unknown.json())["error"] == "invalid_client"
+
+
+async def test_approval_is_consent_listed_among_the_persons_applications(device: Device) -> None:
+    started = await device.start("cli", "openid profile")
+    await device.approve(started["user_code"])
+    assert device.session is not None
+    listed = await device.client.get(
+        "/v1/account/apps", headers={"Authorization": f"Bearer {device.session}"}
+    )
+    assert listed.status == 200, await listed.text()
+    apps = (await listed.json())["apps"]
+    assert [(a["clientId"], sorted(a["scopes"])) for a in apps] == [("cli", ["openid", "profile"])]
+
+
+async def test_a_request_approved_in_a_session_that_ended_gets_nothing(device: Device) -> None:
+    started = await device.start()
+    await device.approve(started["user_code"])
+    assert device.session is not None
+    out = await device.client.post(
+        "/v1/auth/logout", headers={"Authorization": f"Bearer {device.session}"}
+    )
+    assert out.status == 204
+    assert await device.poll_error(started["device_code"]) == "invalid_grant"

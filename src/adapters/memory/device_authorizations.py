@@ -28,6 +28,8 @@ class MemoryDeviceAuthorizations(OneTable[str, DeviceAuthorization]):
     async def add(self, authorization: DeviceAuthorization) -> None:
         if authorization.device_code_hash in self._rows:
             raise ValueError("a device authorization with this digest is kept already")
+        # The expired ones go as new ones come (rows live minutes; they are few).
+        self._rows.delete_if(lambda a: a.expires_at <= authorization.created_at)
         self._rows[authorization.device_code_hash] = authorization
 
     async def pending(self, user_code_hash: str, now: dt.datetime) -> DeviceAuthorization | None:
