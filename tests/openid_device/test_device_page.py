@@ -5,8 +5,10 @@ provider pages' headers, and discovery names the endpoint and the grant."""
 
 from __future__ import annotations
 
+from tests.app.conftest import MakeService
+from tests.fakeidp import FakeIdP, SettableClock
 from tests.openid.harness import SAME_ORIGIN, parse_page
-from tests.openid_device.conftest import DEVICE_GRANT, ISSUER, Device
+from tests.openid_device.conftest import DEVICE_GRANT, ISSUER, Device, device_config
 
 
 async def test_wrong_codes_are_counted_then_refused(memory_device: Device) -> None:
@@ -121,3 +123,24 @@ async def test_discovery_names_the_endpoint_and_the_grant(memory_device: Device)
         document = await (await memory_device.client.get(path)).json()
         assert document["device_authorization_endpoint"] == ISSUER + "/oauth2/device_authorization"
         assert DEVICE_GRANT in document["grant_types_supported"]
+
+
+async def test_polls_before_the_answer_are_no_failures_of_the_address(
+    make_service: MakeService, fake_idp: FakeIdP, idp_clock: SettableClock
+) -> None:
+    # Three failed token requests a minute here: devices waiting behind one address (an
+    # office's command-line tools) poll far more than that, and fail nothing.
+    config = device_config(fake_idp, ratelimit={"token_failures": "3/minute"})
+    device = Device(await make_service(config, clock=idp_clock), fake_idp, idp_clock)
+    started = [await device.start() for _ in range(3)]
+    for _ in range(3):
+        for each in started:
+            assert await device.poll_error(each["device_code"]) == "authorization_pending"
+        for each in started:  # too soon: slow_down, no failure either
+            assert await device.poll_error(each["device_code"]) == "slow_down"
+        idp_clock.advance(60)
+    # A real failure still counts: three unknown device codes spend the budget.
+    for _ in range(3):
+        assert await device.poll_error("unknown-" + "x" * 40) == "invalid_grant"
+    refused = await device.poll(started[0]["device_code"])
+    assert refused.status == 429
