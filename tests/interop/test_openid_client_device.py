@@ -3,10 +3,11 @@ wrote: openid-client's ``initiateDeviceAuthorization`` and ``pollDeviceAuthoriza
 (tests/interop/openid_client/device.js) against a real ``authgate serve``, on SQLite and on
 PostgreSQL. Authlib has no device-flow helper, so openid-client is the library here.
 
-The library asks, then polls (waiting the interval, through ``authorization_pending``) while
-the test's browser opens authgate's verification page at the address the library got, signs
-the person up through the fake identity provider and approves with the page's form; the
-library validates the ID token it then gets. A second request is denied: the library reports
+The library asks, then polls (waiting the interval, through ``authorization_pending``: the
+person takes longer than its first polls) while the test's browser opens authgate's
+verification page at the address the library got, signs the person up through the fake
+identity provider and approves with the page's form; the library validates the ID token it
+then gets. A second request is denied: the library reports
 ``access_denied``."""
 
 from __future__ import annotations
@@ -85,6 +86,9 @@ async def run_device(provider: Provider) -> tuple[dict[str, Any], list[str]]:
             said = json.loads(line)
             if "device" in said:
                 asked = said["device"]
+                # The person takes a while: the library's first polls (every second here) are
+                # answered authorization_pending, which it must read and keep polling through.
+                await asyncio.sleep(2.5)
                 pages.append(await person_answers(provider, asked["complete"], asked["decision"]))
             elif "done" in said:
                 report: dict[str, Any] = said["done"]
