@@ -1,7 +1,8 @@
 """Interop of the device authorization grant (RFC 8628) with a client library nobody here
 wrote: openid-client's ``initiateDeviceAuthorization`` and ``pollDeviceAuthorizationGrant``
 (tests/interop/openid_client/device.js) against a real ``authgate serve``, on SQLite and on
-PostgreSQL. Authlib has no device-flow helper, so openid-client is the library here.
+PostgreSQL. Authlib's RFC 8628 module is for authorization servers and its clients have no
+device-flow helper, so openid-client is the library here.
 
 The library asks, then polls (waiting the interval, through ``authorization_pending``: the
 person takes longer than its first polls) while the test's browser opens authgate's
