@@ -33,6 +33,7 @@ USERINFO_PATH = "/oauth2/userinfo"
 REVOCATION_PATH = "/oauth2/revoke"
 INTROSPECTION_PATH = "/oauth2/introspect"
 END_SESSION_PATH = "/oauth2/logout"
+DEVICE_AUTHORIZATION_PATH = "/oauth2/device_authorization"
 
 
 class ProviderOperations(Operations):
@@ -85,6 +86,7 @@ def provider_metadata(issuer: str) -> ProviderMetadata:
         request_parameter_supported=False,
         request_uri_parameter_supported=False,
         claims_parameter_supported=False,
+        device_authorization_endpoint=issuer + DEVICE_AUTHORIZATION_PATH,
     )
 
 
