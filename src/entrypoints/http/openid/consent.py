@@ -13,12 +13,13 @@ import hashlib
 import hmac
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from urllib.parse import urlencode
+from urllib.parse import urlencode, urlsplit
 
 import attrs
 from aiohttp import web
 
 from authgate.domain.openid.authorization_request import AuthorizationRequest
+from authgate.domain.openid.clients import Client
 from authgate.domain.secrets import new_secret
 from authgate.entrypoints.http.common.operations import operation
 from authgate.entrypoints.http.common.session_auth import SameOriginGuard
@@ -91,6 +92,7 @@ class ConsentOperations(ProviderOperations):
             action=self.answers.issuer + CONSENT_PATH,
             fields=[*parameters, ("issued", issued), ("granted", granted), ("csrf", token)],
             redirect_uri=needed.request.redirect_uri,
+            described_by=document_host(needed.client),
         )
         Cookie(CONSENT_COOKIE, key, max_age=CONSENT_TTL_SECONDS, samesite="Strict").set_on(response)
         return response
@@ -166,6 +168,14 @@ class ConsentOperations(ProviderOperations):
             return False
         expected = _consent_token(key, session.session_id, issued, granted, request.parameters())
         return hmac.compare_digest(expected.encode(), presented.encode())
+
+
+def document_host(client: Client) -> str | None:
+    """The host (and port, when one is given) serving the metadata document that describes
+    ``client``; None for a client registered otherwise."""
+    if client.origin != "metadata_document":
+        return None
+    return urlsplit(client.client_id).netloc.lower() or None
 
 
 def _consent_token(
