@@ -15,6 +15,7 @@ document registers no client, and its reason is logged."""
 from __future__ import annotations
 
 import asyncio
+import collections
 import datetime as dt
 import email.utils
 import json
@@ -288,24 +289,33 @@ class _Entry:
 
 @attrs.define
 class _Budget:
-    """Fetches allowed in the current minute, per host and in all (this process's)."""
+    """Fetches allowed in the last minute, per host and in all (this process's): a sliding
+    window, so no minute's turn lets a burst through twice."""
 
     per_host: int
     total: int
-    _minute: int = -1
-    _hosts: dict[str, int] = attrs.field(factory=dict)
-    _all: int = 0
+    _hosts: dict[str, collections.deque[float]] = attrs.field(factory=dict)
+    _all: collections.deque[float] = attrs.field(factory=collections.deque)
 
     def take(self, host: str) -> bool:
-        minute = int(time.monotonic() // 60)
-        if minute != self._minute:
-            self._minute, self._hosts, self._all = minute, {}, 0
-        used = self._hosts.get(host, 0)
-        if used >= self.per_host or self._all >= self.total:
+        now = time.monotonic()
+        since = now - 60
+        _drop_before(self._all, since)
+        if len(self._hosts) > MAX_CACHED:
+            for name in [h for h, times in self._hosts.items() if not times or times[-1] < since]:
+                del self._hosts[name]
+        times = self._hosts.setdefault(host, collections.deque())
+        _drop_before(times, since)
+        if len(times) >= self.per_host or len(self._all) >= self.total:
             return False
-        self._hosts[host] = used + 1
-        self._all += 1
+        times.append(now)
+        self._all.append(now)
         return True
+
+
+def _drop_before(times: collections.deque[float], since: float) -> None:
+    while times and times[0] < since:
+        times.popleft()
 
 
 class MetadataDocuments:
