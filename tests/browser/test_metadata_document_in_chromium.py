@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any, ClassVar
-from urllib.parse import parse_qsl, urlencode, urlsplit
+from urllib.parse import parse_qsl, urlencode
 
 import pytest
 from playwright.sync_api import Browser, expect
@@ -31,7 +31,8 @@ SITE_PORT = free_port()
 SITE = f"http://127.0.0.1:{SITE_PORT}"
 CLIENT_ID = f"{SITE}/oauth/client.json"
 REDIRECT = f"{SITE}/callback"
-HEADING = f"Allow Tool Runner ({SITE.removeprefix('http://')}) to use your account?"
+NETLOC = f"127.0.0.1:{SITE_PORT}"
+HEADING = f"Allow Tool Runner ({NETLOC}) to use your account?"
 
 
 class _Site(BaseHTTPRequestHandler):
@@ -111,12 +112,13 @@ def test_the_consent_page_names_the_documents_host(
         steps = Steps(page, service, artifacts)
         page.goto(authorize_url(service))
         expect(page.get_by_role("heading", level=1)).to_have_text("Sign in")
+        expect(page.get_by_text(f"to continue to Tool Runner ({NETLOC})")).to_be_visible()
         page.get_by_role("link", name="Create an account with Google").click()
         steps.at_provider("Google")
         steps.choose_user("Ada Lovelace")
         expect(page.get_by_role("heading", level=1)).to_have_text(HEADING)
         described = page.locator("p.described")
-        expect(described).to_contain_text(f"describes itself from {urlsplit(SITE).netloc}")
+        expect(described).to_contain_text(f"describes itself from {NETLOC}")
         expect(described).to_be_visible()
         steps.shot("metadata-document-consent")
         page.get_by_role("button", name="Allow").click()

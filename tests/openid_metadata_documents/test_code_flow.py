@@ -23,7 +23,8 @@ async def test_code_flow_of_a_document_client(
     request = native(url)
 
     signin = await op.authorize(request)
-    assert "Tool &lt;Runner&gt;" in await signin.text()
+    # the sign-in page too names the host beside the name the document gives
+    assert f"Tool &lt;Runner&gt; ({site.host})" in await signin.text()
     page = await op.sign_in_from_page(signin, intent="Create an account")
     assert page.status == 200, await page.text()
     html = await page.text()

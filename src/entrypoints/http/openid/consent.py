@@ -13,13 +13,12 @@ import hashlib
 import hmac
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from urllib.parse import urlencode, urlsplit
+from urllib.parse import urlencode
 
 import attrs
 from aiohttp import web
 
 from authgate.domain.openid.authorization_request import AuthorizationRequest
-from authgate.domain.openid.clients import Client
 from authgate.domain.secrets import new_secret
 from authgate.entrypoints.http.common.operations import operation
 from authgate.entrypoints.http.common.session_auth import SameOriginGuard
@@ -32,7 +31,7 @@ from authgate.entrypoints.http.openid.flow import (
     one,
     see,
 )
-from authgate.entrypoints.http.openid.pages import consent_page, error_page
+from authgate.entrypoints.http.openid.pages import consent_page, document_host, error_page
 from authgate.entrypoints.rest import Call, Cookie
 from authgate.ports.session_tokens import SessionClaims
 from authgate.services.openid.authorization import (
@@ -168,14 +167,6 @@ class ConsentOperations(ProviderOperations):
             return False
         expected = _consent_token(key, session.session_id, issued, granted, request.parameters())
         return hmac.compare_digest(expected.encode(), presented.encode())
-
-
-def document_host(client: Client) -> str | None:
-    """The host (and port, when one is given) serving the metadata document that describes
-    ``client``; None for a client registered otherwise."""
-    if client.origin != "metadata_document":
-        return None
-    return urlsplit(client.client_id).netloc.lower() or None
 
 
 def _consent_token(

@@ -17,6 +17,7 @@ from urllib.parse import urlsplit
 import attrs
 from aiohttp import web
 
+from authgate.domain.openid.clients import Client
 from authgate.domain.redirects import origin
 from authgate.entrypoints.http.common.caller import ClientAddress
 from authgate.entrypoints.http.common.look import LOOK
@@ -223,6 +224,21 @@ class PasskeyChoice:
 
     api: str
     return_to: str
+
+
+def document_host(client: Client) -> str | None:
+    """The host (and port, when the URL names one) serving the metadata document that
+    describes ``client``; None for a client registered otherwise."""
+    if client.origin != "metadata_document":
+        return None
+    return urlsplit(client.client_id).netloc.lower() or None
+
+
+def shown_name(client: Client) -> str:
+    """The client's name as the pages show it: a name from a metadata document is only what
+    that document says, so the host serving it goes beside it."""
+    host = document_host(client)
+    return client.name if host is None else f"{client.name} ({host})"
 
 
 def sign_in_page(
