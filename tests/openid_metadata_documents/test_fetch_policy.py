@@ -189,6 +189,9 @@ async def test_production_refuses_documents_on_loopback(
         f"https://127.0.0.1:{port}/clients/tool.json": "127.0.0.1 is a loopback address",
         f"https://[::1]:{port}/clients/tool.json": "::1 is a loopback address",
         f"https://[::ffff:127.0.0.1]:{port}/clients/tool.json": "carries 127.0.0.1",
+        # legacy numeric forms of 127.0.0.1: the HTTP client refuses them before any lookup
+        f"https://2130706433:{port}/clients/tool.json": "(InvalidUrlClientError)",
+        f"https://127.1:{port}/clients/tool.json": "(InvalidUrlClientError)",
         # plain http
         site.url("/clients/tool.json"): "must be an https URL",
     }
