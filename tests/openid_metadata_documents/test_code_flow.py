@@ -83,3 +83,19 @@ async def test_discovery_says_documents_are_read(make_op: MakeOp, op: Op) -> Non
         assert (
             "client_id_metadata_document_supported" not in await (await op.client.get(path)).json()
         )
+
+
+async def test_signing_out_fetches_nothing(make_op: MakeOp, site: DocumentSite) -> None:
+    """Such a client takes no back-channel logout: a session's end does not look it up (a
+    fetch there would happen inside the unit of work that ends the session)."""
+    op = await make_op(min_cache_seconds=1)
+    url = site.document("/clients/tool.json", headers={"Cache-Control": "max-age=10"})
+    await op.sign_in()
+    request = native(url)
+    answer = await op.answer(await op.consent(await op.authorize(request)))
+    await op.tokens(request, answer, client_id=url, secret=None)
+    assert site.hits["/clients/tool.json"] == 1
+    op.clock.advance(11)  # the document is due to be fetched again
+    out = await op.client.post("/v1/auth/logout", headers={"Authorization": f"Bearer {op.session}"})
+    assert out.status == 204
+    assert site.hits["/clients/tool.json"] == 1

@@ -66,10 +66,14 @@ class OpenIdParts:
     logout_sender: HttpLogoutTokenSender
 
     def backchannel(self, config: Config, stores: Stores, shared: Shared) -> BackchannelLogout:
-        """The back-channel fan-out when a session ends (built before the sessions it hears)."""
+        """The back-channel fan-out when a session ends (built before the sessions it hears).
+        A client described by a metadata document takes no back-channel logout, so the
+        fan-out never looks such a client up: that could fetch its document inside the unit
+        of work that ends the session."""
+        sources = [s for s in self.clients.sources if not isinstance(s, MetadataDocuments)]
         return BackchannelLogout(
             LogoutTokenWorker(
-                clients=self.clients,
+                clients=ClientDirectory(self.clients.configured, sources),
                 units=stores.units,
                 signer=self.signer,
                 sender=self.logout_sender,
