@@ -83,3 +83,12 @@ async def test_concurrent_requests_share_one_fetch(make_op: MakeOp, site: Docume
     answers = await asyncio.gather(*(op.authorize(native(url)) for _ in range(8)))
     assert [a.status for a in answers] == [200] * 8
     assert site.hits[PATH] == 1
+
+
+async def test_no_failure_caching_when_set_to_zero(make_op: MakeOp, site: DocumentSite) -> None:
+    """``failure_cache_seconds: 0``: a refused document is fetched again at the next request,
+    as the draft asks (the per-host budget still bounds the fetches)."""
+    op = await make_op(failure_cache_seconds=0)
+    url = site.document(PATH, client_id="https://elsewhere.example/x.json")
+    assert await statuses(op, url, 2) == [400, 400]
+    assert site.hits[PATH] == 2

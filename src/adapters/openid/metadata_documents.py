@@ -69,7 +69,7 @@ class DocumentPolicy:
     timeout_seconds: float = 3.0
     min_cache_seconds: int = 60
     max_cache_seconds: int = 86400
-    failure_cache_seconds: int = 30
+    failure_cache_seconds: int = 10
     fetches_per_minute: int = 10  # from one host
     total_fetches_per_minute: int = 300
 

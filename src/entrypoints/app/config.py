@@ -519,7 +519,7 @@ class ClientMetadataDocumentsConfig:
     )
     min_cache_seconds: int = _setting(60, _between(0, 86400))
     max_cache_seconds: int = _setting(86400, _between(1, 7 * 86400))
-    failure_cache_seconds: int = _setting(30, _between(0, 3600))
+    failure_cache_seconds: int = _setting(10, _between(0, 600))
     fetches_per_minute: int = _setting(10, _between(1, 10000))
     total_fetches_per_minute: int = _setting(300, _between(1, 100000))
 
