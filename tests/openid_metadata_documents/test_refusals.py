@@ -75,6 +75,15 @@ async def test_a_bad_document_registers_no_client(
     assert reason in logged(caplog, url)
 
 
+async def test_an_error_status_registers_no_client(
+    make_op: MakeOp, site: DocumentSite, caplog: pytest.LogCaptureFixture
+) -> None:
+    op = await make_op()
+    url = site.url("/clients/missing.json")  # the site answers 404
+    await refused(await op.authorize(native(url)))
+    assert "answered HTTP 404" in logged(caplog, url)
+
+
 async def test_not_json_registers_no_client(
     make_op: MakeOp, site: DocumentSite, caplog: pytest.LogCaptureFixture
 ) -> None:

@@ -386,6 +386,14 @@ class MetadataDocuments:
                 self.policy.timeout_seconds,
             )
             client, seconds = None, self.policy.failure_cache_seconds
+        except (OSError, ValueError) as e:
+            # Whatever else the fetch raised refuses this client, never every waiter's request.
+            log.warning(
+                "client %s refused: its metadata document could not be read (%s)",
+                _short(url),
+                type(e).__name__,
+            )
+            client, seconds = None, self.policy.failure_cache_seconds
         entry = _Entry(client, self._clock.now() + dt.timedelta(seconds=seconds))
         self._keep(url, entry)
         return entry
