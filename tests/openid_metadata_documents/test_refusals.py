@@ -124,13 +124,13 @@ async def test_a_slow_document_is_refused_within_the_time_limit(
     make_op: MakeOp, site: DocumentSite, caplog: pytest.LogCaptureFixture
 ) -> None:
     op = await make_op(timeout_seconds=0.5)
-    late = site.serve("/clients/late.json", slow(5, document_of(site.url("/clients/late.json"))))
+    late = site.serve("/clients/late.json", slow(10, document_of(site.url("/clients/late.json"))))
 
     async def trickle(request: web.Request) -> web.StreamResponse:
         response = web.StreamResponse(headers={"Content-Type": "application/json"})
         await response.prepare(request)
         try:
-            for _ in range(50):
+            for _ in range(100):
                 await response.write(b" ")
                 await asyncio.sleep(0.1)
         except (ConnectionResetError, RuntimeError):
@@ -141,7 +141,8 @@ async def test_a_slow_document_is_refused_within_the_time_limit(
     for url in (late, trickled):
         started = time.monotonic()
         await refused(await op.authorize(native(url)))
-        assert time.monotonic() - started < 2.5  # the limit (0.5 s) and some slack, not 5 s
+        # the limit (0.5 s) and slack for a loaded machine, not the 10 s the site would take
+        assert time.monotonic() - started < 5
         assert "did not arrive within 0.5 s" in logged(caplog, url)
 
 
