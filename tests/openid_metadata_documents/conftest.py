@@ -4,7 +4,6 @@ serves the documents (each route counts its requests), as a client's own site wo
 from __future__ import annotations
 
 import asyncio
-import json
 from collections import Counter
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -149,7 +148,3 @@ def raw(text: str, **headers: str) -> Handler:
         return web.Response(text=text, content_type="application/json", headers=headers)
 
     return answer
-
-
-def dumps(value: Any) -> str:
-    return json.dumps(value)
