@@ -15,6 +15,7 @@ from .authorization import (
     MemoryRefreshTokens,
     MemorySessionClients,
 )
+from .device_authorizations import MemoryDeviceAuthorizations
 from .events import MemoryEvents, MemorySeenEvents
 from .journal import Journal, Stored
 from .outbox import MemoryLogoutOutbox, MemoryProviderTokens, MemoryRevocationOutbox
@@ -48,6 +49,7 @@ class MemoryUnitOfWork:
         session_clients: MemorySessionClients | None = None,
         logout_outbox: MemoryLogoutOutbox | None = None,
         passkeys: MemoryPasskeys | None = None,
+        device_authorizations: MemoryDeviceAuthorizations | None = None,
     ) -> None:
         # A unit hands out the stores themselves: what it wrote is put back if it raises.
         self.accounts = accounts
@@ -62,6 +64,7 @@ class MemoryUnitOfWork:
         self.session_clients = session_clients or MemorySessionClients()
         self.logout_outbox = logout_outbox or MemoryLogoutOutbox()
         self.passkeys = passkeys or MemoryPasskeys(accounts)
+        self.device_authorizations = device_authorizations or MemoryDeviceAuthorizations()
         stores: list[Stored] = list(vars(self).values())
         self._journal = Journal()
         for store in stores:
@@ -72,6 +75,7 @@ class MemoryUnitOfWork:
             self.refresh_tokens,
             self.grants,
             self.session_clients,
+            self.device_authorizations,
         ):
             accounts.cascade_to(dependent.drop_account)
         self.session_clients.follow_sessions(sessions)

@@ -72,7 +72,8 @@ async def open_resources(
             prepare(config)
         assert common.http is not None
         providers = signin.open_providers(config, common.http, common.clock, common.metrics)
-        return Resources(opened, common, providers, _openid_parts(config, common), closers)
+        openid = _openid_parts(config, common, closers)
+        return Resources(opened, common, providers, openid, closers)
     except BaseException:
         for close in reversed(closers):
             await close()
@@ -86,12 +87,14 @@ def unopened_resources(config: Config) -> Resources:
     return Resources(stores.memory_stores(), common, {}, _openid_parts(config, common))
 
 
-def _openid_parts(config: Config, common: Shared) -> OpenIdParts | None:
+def _openid_parts(
+    config: Config, common: Shared, closers: Closers | None = None
+) -> OpenIdParts | None:
     if not config.clients:
         return None
     from authgate.entrypoints.app import openid  # the provider face: only with clients
 
-    return openid.open_parts(config, common)
+    return openid.open_parts(config, common, closers)
 
 
 def build_api(config: Config, resources: Resources) -> tuple[Api, list[OutboxWorker[Any]]]:
@@ -109,7 +112,7 @@ def build_api(config: Config, resources: Resources) -> tuple[Api, list[OutboxWor
         service = passkeys.build(config, opened, opened.passkeys, common, face)
         passkeys.mount(api, config, service, opened, edge)
     if resources.openid is not None and logout is not None:  # the provider face's own parts
-        provider = resources.openid.build(logout, opened, common, face.sessions)
+        provider = resources.openid.build(logout, opened, common, face.sessions, config)
         provider.mount(api, config, opened, edge, face.sessions, providers)
         workers.append(logout.worker)
     if receiver_paths(config):

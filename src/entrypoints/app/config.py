@@ -275,6 +275,10 @@ class RateLimitConfig:
     logout: str | None = _setting("60/minute", _OPTIONAL_RATE)
     introspection: str | None = _setting(None, _OPTIONAL_RATE)
     passkeys: str = _setting("20/minute", _RATE)
+    # The device verification page (RFC 8628), per client address: every request naming a user
+    # code, and every device authorization request; and the codes that found nothing.
+    device: str | None = _setting("60/minute", _OPTIONAL_RATE)
+    device_failures: str | None = _setting("20/hour", _OPTIONAL_RATE)
     trusted_proxies: list[str] = attrs.field(
         factory=list,
         validator=attrs.validators.deep_iterable(
@@ -350,6 +354,17 @@ class LogoutTokensConfig:
     lease_seconds: float = 60.0
     poll_seconds: float = _setting(5.0, _POLL)
     timeout_seconds: float = _setting(10.0, _POSITIVE)
+
+
+@attrs.frozen
+class DeviceConfig:
+    """The device authorization grant (RFC 8628, docs/openid-provider.md "Devices and
+    command-line tools"): how long a device's request waits for the person
+    (``expires_in_seconds``) and the seconds a device waits between polls
+    (``interval_seconds``, grown by five at each ``slow_down``)."""
+
+    expires_in_seconds: int = _setting(600, _between(60, 1800))
+    interval_seconds: int = _setting(5, _between(1, 60))
 
 
 @attrs.frozen
@@ -489,6 +504,43 @@ class ClientConfig:
         return "none" if self.client_type == "public" else "client_secret_basic"
 
 
+_HOST_NAME = re.compile(r"[a-z0-9]([a-z0-9-]*[a-z0-9])?(\.[a-z0-9]([a-z0-9-]*[a-z0-9])?)*")
+
+
+@attrs.frozen
+class ClientMetadataDocumentsConfig:
+    """Clients described by a client ID metadata document (``client_metadata_documents``):
+    a ``client_id`` that is an https URL names a JSON document the provider fetches
+    (docs/openid-provider.md, "Clients described by a metadata document"). Off by default;
+    when on, the hosts it may fetch from are listed (``allowed_hosts``, exact host names) or
+    ``allow_any_host`` says any public host will do. Each fetch is bounded by ``max_bytes``
+    and ``timeout_seconds``; a document is kept as its HTTP caching headers say, between
+    ``min_cache_seconds`` and ``max_cache_seconds``, a refused one ``failure_cache_seconds``;
+    at most ``fetches_per_minute`` fetches a minute from any one host, and
+    ``total_fetches_per_minute`` from all of them."""
+
+    enabled: bool = False
+    allowed_hosts: list[str] = attrs.field(
+        factory=list,
+        validator=attrs.validators.deep_iterable(
+            _rule(
+                "{!r} is not a lower-case host name (such as app.example.com)",
+                lambda h: isinstance(h, str) and bool(_HOST_NAME.fullmatch(h)) and len(h) <= 253,
+            )
+        ),
+    )
+    allow_any_host: bool = False
+    max_bytes: int = _setting(5 * 1024, _between(256, 64 * 1024))
+    timeout_seconds: float = _setting(
+        3.0, _rule("must be between 0.1 and 10", lambda v: 0.1 <= v <= 10)
+    )
+    min_cache_seconds: int = _setting(60, _between(0, 86400))
+    max_cache_seconds: int = _setting(86400, _between(1, 7 * 86400))
+    failure_cache_seconds: int = _setting(0, _between(0, 600))
+    fetches_per_minute: int = _setting(10, _between(1, 10000))
+    total_fetches_per_minute: int = _setting(300, _between(1, 100000))
+
+
 @attrs.frozen
 class Config:
     rest: RestConfig
@@ -507,7 +559,9 @@ class Config:
     # The applications that sign in through authgate as their OpenID Provider, by client_id.
     clients: dict[str, ClientConfig] = attrs.field(factory=dict)
     logout_tokens: LogoutTokensConfig = LogoutTokensConfig()
+    device: DeviceConfig = DeviceConfig()
     passkeys: PasskeysConfig = PasskeysConfig()
+    client_metadata_documents: ClientMetadataDocumentsConfig = ClientMetadataDocumentsConfig()
 
 
 def callback_urls_of(config: Config, provider: str) -> list[str]:
@@ -784,6 +838,7 @@ def _check(config: Config) -> None:
     _check_origins(config)
     _check_providers(config)
     _check_clients(config)
+    _check_metadata_documents(config)
 
 
 def _check_rest(config: Config) -> None:
@@ -896,6 +951,27 @@ def _check_clients(config: Config) -> None:
             )
     for client_id, client in config.clients.items():
         _check_client(config, client_id, client)
+
+
+def _check_metadata_documents(config: Config) -> None:
+    documents = config.client_metadata_documents
+    key = "client_metadata_documents"
+    if documents.allow_any_host and documents.allowed_hosts:
+        raise ConfigError(f"{key}: allowed_hosts or allow_any_host, not both")
+    if not documents.enabled:
+        return
+    if not documents.allowed_hosts and not documents.allow_any_host:
+        raise ConfigError(
+            f"{key}: enabled needs allowed_hosts (the hosts whose documents may describe "
+            "clients) or allow_any_host: true"
+        )
+    if documents.max_cache_seconds < documents.min_cache_seconds:
+        raise ConfigError(f"{key}.max_cache_seconds: must be at least min_cache_seconds")
+    if not config.clients:
+        # The OpenID Provider's endpoints are mounted only with a configured client.
+        raise ConfigError(
+            f"{key}: the OpenID Provider needs at least one client under clients: to be on"
+        )
 
 
 def _check_client(config: Config, client_id: str, c: ClientConfig) -> None:

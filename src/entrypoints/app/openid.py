@@ -6,11 +6,14 @@ introspection, revocation, end-session and the account's apps."""
 
 from __future__ import annotations
 
+import datetime as dt
+
 import aiohttp
 import attrs
 
 from authgate.adapters.jose import JwtTokenSigner
 from authgate.adapters.openid import HttpLogoutTokenSender, RegisteredClientKeys
+from authgate.adapters.openid.metadata_documents import DocumentPolicy, MetadataDocuments
 from authgate.domain.redirects import origin
 from authgate.entrypoints.app.config import (
     Config,
@@ -22,10 +25,11 @@ from authgate.entrypoints.app.config import (
 )
 from authgate.entrypoints.app.shared import Edge, Shared
 from authgate.entrypoints.app.signin import outbox_policy, proving
-from authgate.entrypoints.app.stores import Stores
+from authgate.entrypoints.app.stores import Closers, Stores
 from authgate.entrypoints.http.openid.apps import AppOperations
 from authgate.entrypoints.http.openid.authorize import AuthorizeOperations, SignInStart
 from authgate.entrypoints.http.openid.cors import public_client_cors
+from authgate.entrypoints.http.openid.device import DeviceLimits, DeviceOperations
 from authgate.entrypoints.http.openid.discovery import (
     DiscoveryOperations,
     provider_metadata,
@@ -36,6 +40,7 @@ from authgate.entrypoints.http.openid.revocation import RevocationOperations
 from authgate.entrypoints.http.openid.token import TokenLimits, TokenOperations
 from authgate.entrypoints.http.openid.userinfo import UserInfoOperations
 from authgate.entrypoints.rest import Api
+from authgate.ports.openid import ClientSource
 from authgate.ports.provider import IdentityProvider
 from authgate.services.openid.access import TokenAccess
 from authgate.services.openid.apps import AccountApps
@@ -47,6 +52,7 @@ from authgate.services.openid.backchannel_logout import (
 )
 from authgate.services.openid.client_authentication import ClientAuthentication
 from authgate.services.openid.client_directory import ClientDirectory
+from authgate.services.openid.device import DeviceAuthorizationService, DevicePolicy
 from authgate.services.openid.end_session import RpInitiatedLogout
 from authgate.services.openid.grants import TokenService
 from authgate.services.sessions import SessionService
@@ -64,10 +70,14 @@ class OpenIdParts:
     logout_sender: HttpLogoutTokenSender
 
     def backchannel(self, config: Config, stores: Stores, shared: Shared) -> BackchannelLogout:
-        """The back-channel fan-out when a session ends (built before the sessions it hears)."""
+        """The back-channel fan-out when a session ends (built before the sessions it hears).
+        A client described by a metadata document takes no back-channel logout, so the
+        fan-out never looks such a client up: that could fetch its document inside the unit
+        of work that ends the session."""
+        sources = [s for s in self.clients.sources if not isinstance(s, MetadataDocuments)]
         return BackchannelLogout(
             LogoutTokenWorker(
-                clients=self.clients,
+                clients=ClientDirectory(self.clients.configured, sources),
                 units=stores.units,
                 signer=self.signer,
                 sender=self.logout_sender,
@@ -82,6 +92,7 @@ class OpenIdParts:
         stores: Stores,
         shared: Shared,
         sessions: SessionService,
+        config: Config,
     ) -> OpenId:
         """The provider's use cases on its parts, the stores and the sessions' own check."""
         signer, clients, units, clock = self.signer, self.clients, stores.units, shared.clock
@@ -101,6 +112,9 @@ class OpenIdParts:
                 signer=signer, clients=clients, sessions=sessions, units=units, clock=clock
             ),
             apps=AccountApps(clients=clients, units=units, sessions=sessions),
+            device=DeviceAuthorizationService(
+                clients=clients, units=units, clock=clock, policy=_device_policy(config)
+            ),
         )
 
 
@@ -116,6 +130,7 @@ class OpenId:
     end_session: RpInitiatedLogout
     access: TokenAccess  # whether a token is active: userinfo, introspection, revocation
     apps: AccountApps  # the person's applications (their grants)
+    device: DeviceAuthorizationService  # the device authorization grant (RFC 8628)
 
     def mount(
         self,
@@ -133,15 +148,21 @@ class OpenId:
         address, and everything else by the client address, so that junk from one address
         never refuses another address's requests."""
         rates, clients, issuer = config.ratelimit, self.parts.clients, self.parts.signer.issuer
-        DiscoveryOperations(provider_metadata(openid_issuer(config))).register(api)
+        documents = config.client_metadata_documents.enabled
+        metadata = provider_metadata(openid_issuer(config), metadata_documents=documents)
+        DiscoveryOperations(metadata).register(api)
+        sign_in = SignInStart(
+            issuer, _callbacks(config, issuer, providers), proving=proving(providers)
+        )
+        # Only where a browser would run the ceremony: the page's origin (the issuer's) is one
+        # of the passkey origins (and so under the RP ID).
+        passkeys = config.passkeys.enabled and origin(issuer) in passkey_origins(config)
         AuthorizeOperations(
             self.authorization,
             sessions,
             edge.guard,
-            SignInStart(issuer, _callbacks(config, issuer, providers), proving=proving(providers)),
-            # Only where a browser would run the ceremony: the page's origin (the issuer's) is
-            # one of the passkey origins (and so under the RP ID).
-            passkeys=config.passkeys.enabled and origin(issuer) in passkey_origins(config),
+            sign_in,
+            passkeys=passkeys,
             limiter=stores.limiter(rates.authorize, "authgate-authorize"),
             client_address=edge.client_address,
         ).register(api)
@@ -177,10 +198,25 @@ class OpenId:
         AppOperations(
             edge.bearer, edge.cookie, edge.guard, edge.client_address, edge.cors, service=self.apps
         ).register(api)
+        DeviceOperations(
+            self.device,
+            self.client_auth,
+            sessions,
+            edge.guard,
+            sign_in,
+            DeviceLimits(
+                requests=stores.limiter(rates.device, "authgate-device"),
+                failures=stores.limiter(rates.device_failures, "authgate-device-failures"),
+            ),
+            edge.client_address,
+            passkeys=passkeys,
+        ).register(api)
 
 
-def open_parts(config: Config, shared: Shared) -> OpenIdParts:
-    """The provider's parts on the shared key set and HTTP client (None: fetches nothing)."""
+def open_parts(config: Config, shared: Shared, closers: Closers | None = None) -> OpenIdParts:
+    """The provider's parts on the shared key set and HTTP client (None: fetches nothing);
+    with ``closers`` (an opened service), the client ID metadata documents' own HTTP client
+    when they are enabled, its closer added there."""
     signer = JwtTokenSigner(shared.keys, issuer=openid_issuer(config))
     for client in config.clients.values():
         if client.id_token_signed_response_alg == "ES256" and not signer.supports("ES256"):  # noqa: S105
@@ -189,13 +225,46 @@ def open_parts(config: Config, shared: Shared) -> OpenIdParts:
             )
     http: aiohttp.ClientSession | None = shared.http
     return OpenIdParts(
-        clients=ClientDirectory(client_registry(config)),
+        clients=ClientDirectory(client_registry(config), _sources(config, shared, closers)),
         signer=signer,
         client_keys=RegisteredClientKeys(http, shared.clock),
         logout_sender=HttpLogoutTokenSender(
             http, timeout_seconds=config.logout_tokens.timeout_seconds
         ),
     )
+
+
+def _device_policy(config: Config) -> DevicePolicy:
+    """The device grant's lifetime and polling interval (``device:``)."""
+    return DevicePolicy(
+        lifetime=dt.timedelta(seconds=config.device.expires_in_seconds),
+        interval=config.device.interval_seconds,
+    )
+
+
+def _sources(config: Config, shared: Shared, closers: Closers | None) -> list[ClientSource]:
+    """The clients beyond the configuration's: those described by a metadata document, when
+    enabled (and the service fetches at all)."""
+    documents = config.client_metadata_documents
+    if not documents.enabled or shared.http is None or closers is None:
+        return []
+    source = MetadataDocuments(
+        DocumentPolicy(
+            production=config.environment == "production",
+            allowed_hosts=frozenset(documents.allowed_hosts),
+            allow_any_host=documents.allow_any_host,
+            max_bytes=documents.max_bytes,
+            timeout_seconds=documents.timeout_seconds,
+            min_cache_seconds=documents.min_cache_seconds,
+            max_cache_seconds=documents.max_cache_seconds,
+            failure_cache_seconds=documents.failure_cache_seconds,
+            fetches_per_minute=documents.fetches_per_minute,
+            total_fetches_per_minute=documents.total_fetches_per_minute,
+        ),
+        shared.clock,
+    )
+    closers.append(source.close)
+    return [source]
 
 
 def _callbacks(

@@ -257,6 +257,11 @@ class ProviderMetadata:
     request_parameter_supported: bool
     request_uri_parameter_supported: bool
     claims_parameter_supported: bool
+    # RFC 8628 section 4.
+    device_authorization_endpoint: str | None = None
+    # The OAuth working group's client ID metadata document draft: present (true) only when a
+    # client_id may be the https URL of a document describing the client.
+    client_id_metadata_document_supported: bool | None = None
 
 
 @attrs.frozen

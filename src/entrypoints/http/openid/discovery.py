@@ -33,6 +33,7 @@ USERINFO_PATH = "/oauth2/userinfo"
 REVOCATION_PATH = "/oauth2/revoke"
 INTROSPECTION_PATH = "/oauth2/introspect"
 END_SESSION_PATH = "/oauth2/logout"
+DEVICE_AUTHORIZATION_PATH = "/oauth2/device_authorization"
 
 
 class ProviderOperations(Operations):
@@ -50,8 +51,10 @@ PROMPTS = ("none", "login", "consent")
 DISCOVERY_CACHING = {"Cache-Control": "public, max-age=300"}
 
 
-def provider_metadata(issuer: str) -> ProviderMetadata:
-    """The discovery document of the provider whose issuer identifier is ``issuer``."""
+def provider_metadata(issuer: str, *, metadata_documents: bool = False) -> ProviderMetadata:
+    """The discovery document of the provider whose issuer identifier is ``issuer``;
+    ``metadata_documents``: whether a client_id may be the URL of a client ID metadata
+    document (said only when it may)."""
     # Revocation and introspection authenticate the client as the token endpoint does;
     # introspection is for confidential clients only, so never without authentication.
     authenticated: list[str] = [m for m in AUTH_METHODS if m != "none"]
@@ -85,6 +88,8 @@ def provider_metadata(issuer: str) -> ProviderMetadata:
         request_parameter_supported=False,
         request_uri_parameter_supported=False,
         claims_parameter_supported=False,
+        device_authorization_endpoint=issuer + DEVICE_AUTHORIZATION_PATH,
+        client_id_metadata_document_supported=True if metadata_documents else None,
     )
 
 

@@ -25,6 +25,7 @@ from authgate.services.openid.grants.client_credentials import (
     CLIENT_CREDENTIALS,
     ClientCredentialsGrant,
 )
+from authgate.services.openid.grants.device_code import DEVICE_CODE, DeviceCodeGrant
 from authgate.services.openid.grants.refresh_token import REFRESH_TOKEN, RefreshTokenGrant
 from authgate.services.openid.issuing import IssuedTokens, TokenIssuer
 
@@ -32,6 +33,7 @@ GRANTS: Mapping[str, Callable[[GrantContext], Grant]] = {
     AUTHORIZATION_CODE: AuthorizationCodeGrant,
     REFRESH_TOKEN: RefreshTokenGrant,
     CLIENT_CREDENTIALS: ClientCredentialsGrant,
+    DEVICE_CODE: DeviceCodeGrant,
 }
 """The grants the token endpoint serves, by ``grant_type``."""
 
