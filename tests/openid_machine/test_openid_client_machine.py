@@ -61,6 +61,7 @@ async def machine_report(op: Op) -> dict[str, Any]:
     return report
 
 
+@pytest.mark.slow  # it runs a Node.js process, as the interop folder's tests do
 @pytest.mark.usefixtures("openid_client_installed")
 async def test_openid_client_gets_client_credentials_tokens(machine: Op) -> None:
     report = await machine_report(machine)
