@@ -24,7 +24,6 @@ from authgate.services.openid.grants.base import (
     MAX_PARAMETER_LENGTH,
     GrantContext,
     requested_resources,
-    security_log,
 )
 from authgate.services.openid.issuing import IssuedTokens
 
@@ -54,9 +53,6 @@ class ClientCredentialsGrant:
         scopes = client_scopes(client, form.get("scope"))
         resources = requested_resources(client, form)
         now = self.context.clock.now()
-        security_log.info(
-            "client %s issued itself an access token (client_credentials)", client.client_id
-        )
         return self.context.issuer.client_tokens(client, scopes, resources, now)
 
 
