@@ -228,3 +228,30 @@ async def test_the_resources_survive_the_consent_page(machine: Op) -> None:
     assert aud(body["access_token"]) == MCP
     claims = await op.verify_id_token(body["id_token"], client_id="partner", nonce=request.nonce)
     assert claims["aud"] == "partner"
+
+
+async def test_an_apis_scope_the_client_is_allowed_rides_the_code_flow(machine: Op) -> None:
+    """A person's application for an MCP server asks for the server's scope: kept when the
+    client's allowed_scopes name it, ignored otherwise (as any scope not served)."""
+    op = machine
+    await op.sign_in()
+    request = tools_request(scope="openid mcp:tools ssf.manage offline_access")
+    body = await issued(await redeem(op, request, await code_for(op, request, (MCP,))))
+    assert body["scope"] == "openid mcp:tools offline_access"
+    claims = claims_of(body["access_token"])
+    assert claims["scope"] == "openid mcp:tools offline_access" and claims["aud"] == MCP
+    narrowed = await token_request(
+        op,
+        "tools",
+        [
+            ("grant_type", "refresh_token"),
+            ("refresh_token", body["refresh_token"]),
+            ("scope", "mcp:tools"),
+        ],
+    )
+    assert claims_of((await issued(narrowed))["access_token"])["scope"] == "mcp:tools"
+    # another client that is not allowed the scope: ignored, the rest goes on
+    await op.sign_in()
+    other = Request(scope="openid mcp:tools")
+    answer = await op.code(other)
+    assert (await op.tokens(other, answer))["scope"] == "openid"
