@@ -22,6 +22,7 @@ from authgate.ports.passkeys import PasskeyStore
 from authgate.ports.provider_events import SeenEvents
 from authgate.ports.provider_tokens import ProviderTokenStore, RevocationOutbox
 from authgate.ports.session_records import SessionRecords
+from authgate.ports.stored_clients import StoredClients
 
 Handle = TypeVar("Handle")
 """What a unit's repositories are bound to (a connection, a database handle)."""
@@ -62,3 +63,4 @@ class BoundRepositories(Generic[Handle]):
     session_clients = _Made[SessionClients]()
     logout_outbox = _Made[LogoutOutbox]()
     passkeys = _Made[PasskeyStore]()
+    stored_clients = _Made[StoredClients]()

@@ -19,6 +19,7 @@ from authgate.ports.passkeys import PasskeyStore
 from authgate.ports.provider_events import SeenEvents
 from authgate.ports.provider_tokens import ProviderTokenStore, RevocationOutbox
 from authgate.ports.session_records import SessionRecords
+from authgate.ports.stored_clients import StoredClients
 
 
 class Transaction(Protocol):
@@ -38,6 +39,7 @@ class Transaction(Protocol):
     session_clients: SessionClients
     logout_outbox: LogoutOutbox
     passkeys: PasskeyStore
+    stored_clients: StoredClients
 
 
 class UnitOfWork(Protocol):

@@ -15,6 +15,7 @@ from .authorization import (
     MemoryRefreshTokens,
     MemorySessionClients,
 )
+from .clients import MemoryStoredClients
 from .events import MemoryEvents, MemorySeenEvents
 from .journal import Journal, Stored
 from .outbox import MemoryLogoutOutbox, MemoryProviderTokens, MemoryRevocationOutbox
@@ -48,6 +49,7 @@ class MemoryUnitOfWork:
         session_clients: MemorySessionClients | None = None,
         logout_outbox: MemoryLogoutOutbox | None = None,
         passkeys: MemoryPasskeys | None = None,
+        stored_clients: MemoryStoredClients | None = None,
     ) -> None:
         # A unit hands out the stores themselves: what it wrote is put back if it raises.
         self.accounts = accounts
@@ -62,6 +64,7 @@ class MemoryUnitOfWork:
         self.session_clients = session_clients or MemorySessionClients()
         self.logout_outbox = logout_outbox or MemoryLogoutOutbox()
         self.passkeys = passkeys or MemoryPasskeys(accounts)
+        self.stored_clients = stored_clients or MemoryStoredClients()
         stores: list[Stored] = list(vars(self).values())
         self._journal = Journal()
         for store in stores:

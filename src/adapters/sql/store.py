@@ -14,6 +14,7 @@ from authgate.ports.accounts import IdentityRace
 
 from .accounts import SqlAccounts
 from .authorization import SqlAuthorizationCodes, SqlGrants, SqlRefreshTokens, SqlSessionClients
+from .clients import SqlStoredClients
 from .engine import Db, Dialect
 from .events import DEFAULT_RETENTION, SqlEvents, SqlSeenEvents
 from .housekeeping import DEFAULT_PURGE_INTERVAL, Purging
@@ -52,6 +53,7 @@ class SqlRepositories:
         self.session_clients = SqlSessionClients(db, sql, purge_interval)
         self.logout_outbox = SqlLogoutOutbox(db, sql)
         self.passkeys = SqlPasskeys(db, sql)
+        self.stored_clients = SqlStoredClients(db, sql)
         self.passkey_challenges = SqlPasskeyChallenges(db, sql, purge_interval)
 
     async def ping(self) -> None:

@@ -296,6 +296,28 @@ VERSIONS: list[list[str]] = [
         "ALTER TABLE passkeys ADD COLUMN added_from_user_agent TEXT",
         "ALTER TABLE sessions ADD COLUMN passkey_id TEXT",
     ],
+    # 12: stored clients and initial access tokens, as PostgreSQL's 0013.
+    [
+        """
+        CREATE TABLE oauth_clients (
+            client_id               TEXT PRIMARY KEY,
+            origin                  TEXT NOT NULL,
+            metadata                TEXT NOT NULL,
+            secrets                 TEXT NOT NULL,
+            registration_token_hash TEXT,
+            created_at              TEXT NOT NULL,
+            updated_at              TEXT NOT NULL
+        )
+        """,
+        """
+        CREATE TABLE oauth_initial_tokens (
+            token_hash TEXT PRIMARY KEY,
+            created_at TEXT NOT NULL,
+            expires_at TEXT NOT NULL,
+            spent_at   TEXT
+        )
+        """,
+    ],
 ]
 
 

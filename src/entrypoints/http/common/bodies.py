@@ -257,6 +257,8 @@ class ProviderMetadata:
     request_parameter_supported: bool
     request_uri_parameter_supported: bool
     claims_parameter_supported: bool
+    # RFC 7591's endpoint, only while dynamic client registration is enabled.
+    registration_endpoint: str | None = None
 
 
 @attrs.frozen

@@ -33,6 +33,7 @@ USERINFO_PATH = "/oauth2/userinfo"
 REVOCATION_PATH = "/oauth2/revoke"
 INTROSPECTION_PATH = "/oauth2/introspect"
 END_SESSION_PATH = "/oauth2/logout"
+REGISTRATION_PATH = "/oauth2/register"
 
 
 class ProviderOperations(Operations):
@@ -50,8 +51,9 @@ PROMPTS = ("none", "login", "consent")
 DISCOVERY_CACHING = {"Cache-Control": "public, max-age=300"}
 
 
-def provider_metadata(issuer: str) -> ProviderMetadata:
-    """The discovery document of the provider whose issuer identifier is ``issuer``."""
+def provider_metadata(issuer: str, *, registration: bool = False) -> ProviderMetadata:
+    """The discovery document of the provider whose issuer identifier is ``issuer``; with
+    ``registration``, its registration endpoint (RFC 7591) too."""
     # Revocation and introspection authenticate the client as the token endpoint does;
     # introspection is for confidential clients only, so never without authentication.
     authenticated: list[str] = [m for m in AUTH_METHODS if m != "none"]
@@ -85,6 +87,7 @@ def provider_metadata(issuer: str) -> ProviderMetadata:
         request_parameter_supported=False,
         request_uri_parameter_supported=False,
         claims_parameter_supported=False,
+        registration_endpoint=issuer + REGISTRATION_PATH if registration else None,
     )
 
 
