@@ -8,7 +8,9 @@ from typing import Any
 
 import pytest
 import yaml
+from openapi_spec_validator import validate
 
+from authgate.entrypoints.app import build
 from authgate.entrypoints.app.config import ConfigError, parse, provider_on
 
 BASE: dict[str, Any] = {
@@ -69,3 +71,16 @@ def test_production_registration_needs_the_https_issuer() -> None:
 def test_the_rate_limit_of_registrations_is_checked_like_the_others() -> None:
     with pytest.raises(ConfigError, match=r"ratelimit\.registration"):
         parse(yaml.safe_dump({**BASE, "ratelimit": {"registration": "lots"}}))
+
+
+def test_the_openapi_document_describes_the_registration_endpoints() -> None:
+    config = config_with({"enabled": True})
+    document = build.document(config)
+    validate(document)
+    paths = document["paths"]
+    assert set(paths["/oauth2/register"]) == {"post"}
+    assert set(paths["/oauth2/register/{client_id}"]) == {"get", "put", "delete"}
+    register = paths["/oauth2/register"]["post"]
+    assert "201" in register["responses"] and "401" in register["responses"]
+    off = build.document(parse(yaml.safe_dump(BASE)))
+    assert "/oauth2/register" not in off["paths"]
