@@ -379,17 +379,19 @@ class _Reader:
         return url
 
     def _called_url(self, name: str) -> str | None:
-        """A URL the service itself calls (a key set, a logout endpoint): https, and only
-        where the policy allows (never a registrant's: the service would call a host it
-        chose, inside the network perhaps)."""
+        """A URL the service itself calls (a key set, a logout endpoint): https, or http on
+        loopback, and only where the policy allows (never a registrant's: the service would
+        call a host it chose, inside the network perhaps)."""
         url = self._text(name)
         if url is None:
             return None
         if not self.policy.urls_called:
             raise InvalidClientMetadata(f"{name} {self._not_offered}: the operator adds it")
-        if self._web_url(name) is None:  # pragma: no cover - read above
-            return None
-        return url
+        parts = urlsplit(url)
+        loopback = parts.scheme == "http" and redirect_uri_problem(url, native=False) is None
+        if loopback and "#" not in url and len(url) <= MAX_URI_LENGTH:
+            return url  # a service on the same machine
+        return self._web_url(name)
 
     def _keys(self, method: AuthMethod) -> tuple[str | None, Mapping[str, Any] | None]:
         jwks_uri = self._called_url("jwks_uri")

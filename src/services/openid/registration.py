@@ -63,7 +63,10 @@ class StoredClientSource:
 
     async def find(self, client_id: str) -> Client | None:
         async with self._units.read() as tx:
-            stored = await tx.stored_clients.get(client_id)
+            return await self.find_in(tx, client_id)
+
+    async def find_in(self, tx: Transaction, client_id: str) -> Client | None:
+        stored = await tx.stored_clients.get(client_id)
         return stored.client() if stored is not None else None
 
 
@@ -109,9 +112,9 @@ class ClientRegistration:
     async def register(self, document: object, initial_token: str | None) -> Registered:
         """Keep a new client from its metadata (RFC 7591 section 3.1): with an initial access
         token unless registration is open, spent here."""
-        metadata = read_metadata(document, self.policy)
         if not self.open and initial_token is None:
             raise NoAccessToken()
+        metadata = read_metadata(document, self.policy)
         now = self.clock.now()
         secret, digests = _new_secrets(metadata)
         token = secrets.token_urlsafe(_TOKEN_BYTES)
