@@ -340,3 +340,18 @@ async def test_a_configured_client_id_cannot_be_taken(registrar: Registrar) -> N
     assert opened is not None
     found = await opened.clients.find("web")
     assert found is not None and found.origin == "configuration"
+
+
+async def test_an_open_registration_ignores_other_authorization_schemes(
+    start_registrar: Any,
+) -> None:
+    registrar = await start_registrar(registration={"policy": "open"})
+    answer = await registrar.op.client.post(
+        "/oauth2/register", json=NATIVE, headers={"Authorization": "Basic eDp5"}
+    )
+    assert answer.status == 201, await answer.text()
+    guarded = await start_registrar()
+    refused = await guarded.op.client.post(
+        "/oauth2/register", json=NATIVE, headers={"Authorization": "Basic eDp5"}
+    )
+    assert refused.status == 401

@@ -146,7 +146,9 @@ class RegistrationOperations(ProviderOperations):
         await self._within_limit(call.request)
         document = _document(call)
         header = call.request.headers.get("Authorization")
-        token = bearer_token(header, {}) if header is not None else None
+        bearer = header is not None and header.strip()[:7].lower() == "bearer "
+        # Another scheme is no initial access token (an open registration ignores it).
+        token = bearer_token(header, {}) if bearer else None
         registered = await self.registration.register(document, token)
         return self._answer(registered, 201)
 
