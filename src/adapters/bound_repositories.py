@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any, Generic, TypeVar
 
 from authgate.ports.accounts import AccountRepository
+from authgate.ports.device_authorizations import DeviceAuthorizations
 from authgate.ports.events import SignInEventLog
 from authgate.ports.openid import (
     AuthorizationCodes,
@@ -63,4 +64,5 @@ class BoundRepositories(Generic[Handle]):
     session_clients = _Made[SessionClients]()
     logout_outbox = _Made[LogoutOutbox]()
     passkeys = _Made[PasskeyStore]()
+    device_authorizations = _Made[DeviceAuthorizations]()
     stored_clients = _Made[StoredClients]()

@@ -19,6 +19,7 @@ import hashlib
 import json
 import logging
 import time
+from collections.abc import Mapping
 from typing import Any
 from urllib.parse import quote
 
@@ -30,6 +31,8 @@ log = logging.getLogger("authgate.client")
 
 INTROSPECTION_PATH = "/oauth2/introspect"
 MAX_ANSWER_BYTES = 64 * 1024
+# An active token's description, or None for "not active".
+Answer = Mapping[str, Any] | None
 
 
 class IntrospectionUnavailable(Exception):
@@ -74,11 +77,12 @@ class Introspection(HttpUser):
         self._timeout = aiohttp.ClientTimeout(total=timeout_seconds)
         self._fail_open = fail_open
         super().__init__(http)
-        # SHA-256 of the token -> (active, monotonic time until which the answer holds)
-        self._answers: collections.OrderedDict[bytes, tuple[bool, float]] = (
+        # SHA-256 of the token -> (the answer of an active token, None for "not active";
+        # monotonic time until which the answer holds)
+        self._answers: collections.OrderedDict[bytes, tuple[Answer, float]] = (
             collections.OrderedDict()
         )
-        self._asking: dict[bytes, asyncio.Future[bool]] = {}
+        self._asking: dict[bytes, asyncio.Future[Answer]] = {}
         self.requests = 0  # answers fetched from authgate, for observation
 
     @classmethod
@@ -91,6 +95,14 @@ class Introspection(HttpUser):
         ``expires_in_seconds``: how long until the token expires, which bounds how long a
         "not active" answer is kept. Raises :class:`IntrospectionUnavailable` (unless
         ``fail_open``)."""
+        return await self.answer(token, expires_in_seconds) is not None
+
+    async def answer(
+        self, token: str, expires_in_seconds: float | None = None
+    ) -> Mapping[str, Any] | None:
+        """authgate's description of ``token`` when it is active (``active``, ``aud``,
+        ``scope``...), None when it is not; cached as :meth:`active` is. With ``fail_open``
+        and authgate unreachable, ``{"active": True}`` alone (nothing more is known)."""
         key = hashlib.sha256(token.encode()).digest()
         now = time.monotonic()
         cached = self._answers.get(key)
@@ -102,7 +114,7 @@ class Introspection(HttpUser):
         asking = self._asking.get(key)
         if asking is not None:  # single flight: the same question is already on its way
             return await asyncio.shield(asking)
-        future: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
+        future: asyncio.Future[Answer] = asyncio.get_running_loop().create_future()
         self._asking[key] = future
         try:
             answer = await self._ask(token)
@@ -111,8 +123,9 @@ class Introspection(HttpUser):
                 _fail(future, e)
                 raise
             log.warning("%s; trusting the verified token (fail_open)", e)
-            future.set_result(True)
-            return True
+            trusted = {"active": True}
+            future.set_result(trusted)
+            return trusted
         except BaseException:
             # This caller was cancelled: the others waiting for its answer are not.
             _fail(future, IntrospectionUnavailable(f"introspection at {self.url}: cancelled"))
@@ -120,19 +133,19 @@ class Introspection(HttpUser):
         finally:
             del self._asking[key]
         keep = self._cache_seconds
-        if not answer:
+        if answer is None:
             keep = max(keep, expires_in_seconds or 0.0)
         self._remember(key, answer, time.monotonic() + keep)
         future.set_result(answer)
         return answer
 
-    def _remember(self, key: bytes, answer: bool, until: float) -> None:
+    def _remember(self, key: bytes, answer: Answer, until: float) -> None:
         self._answers[key] = (answer, until)
         self._answers.move_to_end(key)
         while len(self._answers) > self._max_entries:
             self._answers.popitem(last=False)
 
-    async def _ask(self, token: str) -> bool:
+    async def _ask(self, token: str) -> Answer:
         self.requests += 1
         try:
             async with self._client().post(
@@ -153,15 +166,16 @@ class Introspection(HttpUser):
         if len(body) > MAX_ANSWER_BYTES:
             raise IntrospectionUnavailable(f"introspection at {self.url}: answer too large")
         try:
-            active = json.loads(body).get("active")
-        except (ValueError, AttributeError):
-            active = None
+            document = json.loads(body)
+        except ValueError:
+            document = None
+        active = document.get("active") if isinstance(document, dict) else None
         if not isinstance(active, bool):
             raise IntrospectionUnavailable(f"introspection at {self.url}: no boolean active")
-        return active
+        return document if active else None
 
 
-def _fail(future: asyncio.Future[bool], error: IntrospectionUnavailable) -> None:
+def _fail(future: asyncio.Future[Answer], error: IntrospectionUnavailable) -> None:
     """Hand ``error`` to whoever waits on ``future`` (marked retrieved: nobody need wait)."""
     future.set_exception(error)
     future.exception()

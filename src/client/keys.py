@@ -1,4 +1,6 @@
-"""authgate's public session keys (``GET /.well-known/jwks.json``), fetched and cached.
+"""authgate's public keys (``GET /.well-known/jwks.json``), fetched and cached: the session
+keys for :class:`~authgate.client.SessionVerifier`, the access token keys for
+:class:`~authgate.client.AccessTokenVerifier`.
 
 * used for ``max_age_seconds`` after a successful fetch, then fetched again, so a key that
   authgate stops publishing stops verifying within that time;
@@ -25,8 +27,14 @@ from joserfc.jwk import Key, KeySet
 log = logging.getLogger("authgate.client")
 
 # Key types authgate signs sessions with (ES256 on P-256, EdDSA on Ed25519); others are ignored.
+# A key type is (kty, crv), crv "" for a type without curves.
 KEY_TYPES = {("EC", "P-256"): "ES256", ("OKP", "Ed25519"): "EdDSA"}
+# Key types authgate's access tokens (RFC 9068) may be signed with: RS256 (what authgate signs
+# them with today) and ES256.
+ACCESS_TOKEN_KEY_TYPES = {("RSA", ""): "RS256", ("EC", "P-256"): "ES256"}
 MAX_JWKS_BYTES = 256 * 1024
+# RFC 7518 section 6: the private members of EC, OKP and RSA keys.
+PRIVATE_MEMBERS = frozenset({"d", "p", "q", "dp", "dq", "qi", "oth"})
 
 
 class KeySetUnavailable(Exception):
@@ -34,8 +42,15 @@ class KeySetUnavailable(Exception):
     earlier set to fall back on). The text is safe to log."""
 
 
+def key_type(key: Key) -> tuple[str, str]:
+    """The (kty, crv) pair of ``key`` as :data:`KEY_TYPES` names it."""
+    crv = key.get("crv")
+    return key.key_type, crv if isinstance(crv, str) else ""
+
+
 class JwksCache:
-    """The cached public key set at ``url``."""
+    """The cached public key set at ``url``; ``key_types``: the key types kept of it
+    (:func:`parse_jwks`); ``label``: what the keys are, in messages."""
 
     def __init__(
         self,
@@ -45,8 +60,12 @@ class JwksCache:
         max_age_seconds: float,
         min_refetch_seconds: float,
         timeout_seconds: float,
+        key_types: Mapping[tuple[str, str], str] = KEY_TYPES,
+        label: str = "session keys",
     ) -> None:
         self._url = url
+        self._key_types = key_types
+        self._label = label  # what the keys are, in messages
         self._http = http
         self._max_age = max_age_seconds
         self._min_refetch = min_refetch_seconds
@@ -77,7 +96,7 @@ class JwksCache:
             if self._generation != generation:  # fetched (or tried) while we waited
                 if self._keys is not None:
                     return self._keys
-                raise KeySetUnavailable(f"session keys at {self._url}: unavailable")
+                raise KeySetUnavailable(f"{self._label} at {self._url}: unavailable")
             now = time.monotonic()
             fresh = self._keys is not None and now - self._fetched_at < self._max_age
             if not forced and fresh:
@@ -95,7 +114,7 @@ class JwksCache:
             if recently:
                 if self._keys is not None:
                     return self._keys
-                raise KeySetUnavailable(f"session keys at {self._url}: fetch failed recently")
+                raise KeySetUnavailable(f"{self._label} at {self._url}: fetch failed recently")
             return await self._fetch_now()
 
     async def _fetch_now(self) -> KeySet:
@@ -111,7 +130,7 @@ class JwksCache:
             raise
         self._generation += 1
         self._keys, self._fetched_at = keys, self._attempted_at
-        log.info("session keys fetched from %s (%d keys)", self._url, len(keys.keys))
+        log.info("%s fetched from %s (%d keys)", self._label, self._url, len(keys.keys))
         return keys
 
     async def _fetch(self) -> KeySet:
@@ -120,44 +139,46 @@ class JwksCache:
                 self._url, timeout=self._timeout, allow_redirects=False
             ) as response:
                 if response.status != 200:
-                    raise KeySetUnavailable(f"session keys at {self._url}: HTTP {response.status}")
+                    raise KeySetUnavailable(f"{self._label} at {self._url}: HTTP {response.status}")
                 body = await response.content.read(MAX_JWKS_BYTES + 1)
         except (aiohttp.ClientError, TimeoutError) as e:
             raise KeySetUnavailable(
-                f"session keys at {self._url}: {type(e).__name__}: {e}"
+                f"{self._label} at {self._url}: {type(e).__name__}: {e}"
             ) from None
         if len(body) > MAX_JWKS_BYTES:
-            raise KeySetUnavailable(f"session keys at {self._url}: answer too large")
-        return parse_jwks(body, self._url)
+            raise KeySetUnavailable(f"{self._label} at {self._url}: answer too large")
+        return parse_jwks(body, self._url, self._key_types)
 
 
-def parse_jwks(body: bytes, url: str) -> KeySet:
-    """The usable signature keys of a JWKS document: public EC P-256 and OKP Ed25519 keys with
-    a ``kid``; anything else in the set is skipped (a future key type must not break the
-    keys that work)."""
+def parse_jwks(
+    body: bytes, url: str, key_types: Mapping[tuple[str, str], str] = KEY_TYPES
+) -> KeySet:
+    """The usable signature keys of a JWKS document: public keys of ``key_types`` (by default
+    EC P-256 and OKP Ed25519) with a ``kid``; anything else in the set is skipped (a future key
+    type must not break the keys that work)."""
     try:
         document = json.loads(body)
     except ValueError:
-        raise KeySetUnavailable(f"session keys at {url}: not JSON") from None
+        raise KeySetUnavailable(f"keys at {url}: not JSON") from None
     entries = document.get("keys") if isinstance(document, Mapping) else None
     if not isinstance(entries, list):
-        raise KeySetUnavailable(f"session keys at {url}: no keys list")
+        raise KeySetUnavailable(f"keys at {url}: no keys list")
     usable: list[Key] = []
     for entry in entries:
         if not isinstance(entry, Mapping):
             continue
-        kid, kind = entry.get("kid"), (str(entry.get("kty")), str(entry.get("crv")))
-        if not isinstance(kid, str) or not kid or kind not in KEY_TYPES:
+        kid, kind = entry.get("kid"), (str(entry.get("kty")), str(entry.get("crv", "")))
+        if not isinstance(kid, str) or not kid or kind not in key_types:
             continue
         if entry.get("use", "sig") != "sig":
             continue
         alg = entry.get("alg")
-        if alg is not None and alg != KEY_TYPES[kind]:
+        if alg is not None and alg != key_types[kind]:
             continue
-        # The public members only: a private "d" published by mistake is not ours to use.
-        public: dict[str, Any] = {k: v for k, v in entry.items() if k != "d"}
+        # The public members only: a private half published by mistake is not ours to use.
+        public: dict[str, Any] = {k: v for k, v in entry.items() if k not in PRIVATE_MEMBERS}
         try:
             usable.extend(KeySet.import_key_set({"keys": [public]}).keys)
         except (JoseError, ValueError, TypeError, KeyError) as e:
-            log.warning("session keys at %s: key %.80r skipped: %s", url, kid, e)
+            log.warning("keys at %s: key %.80r skipped: %s", url, kid, e)
     return KeySet(usable)

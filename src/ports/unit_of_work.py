@@ -7,6 +7,7 @@ from contextlib import AbstractAsyncContextManager
 from typing import Protocol
 
 from authgate.ports.accounts import AccountRepository
+from authgate.ports.device_authorizations import DeviceAuthorizations
 from authgate.ports.events import SignInEventLog
 from authgate.ports.openid import (
     AuthorizationCodes,
@@ -39,6 +40,7 @@ class Transaction(Protocol):
     session_clients: SessionClients
     logout_outbox: LogoutOutbox
     passkeys: PasskeyStore
+    device_authorizations: DeviceAuthorizations
     stored_clients: StoredClients
 
 

@@ -40,6 +40,8 @@ POST_NAME = "Third-party app"
 PUBLIC_CLIENT = "public-app"  # a public client: no secret, PKCE alone
 ES256_CLIENT = "es256-app"  # ID tokens signed ES256
 ES256_SECRET = "es256-app-secret-of-more-than-thirty-two-characters"
+DEVICE_CLIENT = "device-app"  # a command-line tool: the device authorization grant (RFC 8628)
+DEVICE_NAME = "Command-line tool"
 
 
 def clients() -> dict[str, Any]:
@@ -81,6 +83,12 @@ def clients() -> dict[str, Any]:
             "name": "ES256 app",
             "secrets": [ES256_SECRET],
             "id_token_signed_response_alg": "ES256",
+        },
+        DEVICE_CLIENT: {
+            "type": "public",
+            "name": DEVICE_NAME,
+            "grant_types": ["urn:ietf:params:oauth:grant-type:device_code", "refresh_token"],
+            "first_party": True,
         },
     }
 
@@ -208,7 +216,12 @@ async def provider(tmp_path: Path, database_url: str) -> AsyncIterator[Provider]
             fake,
             port=port,
             database_url=database_url,
-            overrides={"rest": {"public_url": f"http://127.0.0.1:{port}"}, "clients": clients()},
+            overrides={
+                "rest": {"public_url": f"http://127.0.0.1:{port}"},
+                "clients": clients(),
+                # Devices poll every second here (five by default): the tests wait less.
+                "device": {"interval_seconds": 1},
+            },
         )
         authgate = ServiceProcess(write_config(tmp_path, config))
         await authgate.start()

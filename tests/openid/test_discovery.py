@@ -29,6 +29,7 @@ URL_MEMBERS = {
     "revocation_endpoint",
     "introspection_endpoint",
     "end_session_endpoint",
+    "device_authorization_endpoint",  # RFC 8628 section 4
     "service_documentation",
     "op_policy_uri",
     "op_tos_uri",

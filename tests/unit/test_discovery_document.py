@@ -90,6 +90,7 @@ def test_the_endpoints_are_https_urls_under_the_issuer(document: dict[str, Any])
         "revocation_endpoint",
         "introspection_endpoint",
         "end_session_endpoint",
+        "device_authorization_endpoint",
     }
     for name, url in [*endpoints.items(), ("jwks_uri", document["jwks_uri"])]:
         assert is_https_url(url), name
@@ -115,7 +116,11 @@ def test_claims_supported_is_an_array_of_what_tokens_carry(document: dict[str, A
 
 
 def test_grant_types_are_a_non_empty_array(document: dict[str, Any]) -> None:
-    assert document["grant_types_supported"] == ["authorization_code", "refresh_token"]
+    assert document["grant_types_supported"] == [
+        "authorization_code",
+        "refresh_token",
+        "urn:ietf:params:oauth:grant-type:device_code",
+    ]
     assert "implicit" not in document["grant_types_supported"]
 
 

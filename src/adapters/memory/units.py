@@ -16,6 +16,7 @@ from .authorization import (
     MemorySessionClients,
 )
 from .clients import MemoryStoredClients
+from .device_authorizations import MemoryDeviceAuthorizations
 from .events import MemoryEvents, MemorySeenEvents
 from .journal import Journal, Stored
 from .outbox import MemoryLogoutOutbox, MemoryProviderTokens, MemoryRevocationOutbox
@@ -49,6 +50,7 @@ class MemoryUnitOfWork:
         session_clients: MemorySessionClients | None = None,
         logout_outbox: MemoryLogoutOutbox | None = None,
         passkeys: MemoryPasskeys | None = None,
+        device_authorizations: MemoryDeviceAuthorizations | None = None,
         stored_clients: MemoryStoredClients | None = None,
     ) -> None:
         # A unit hands out the stores themselves: what it wrote is put back if it raises.
@@ -64,6 +66,7 @@ class MemoryUnitOfWork:
         self.session_clients = session_clients or MemorySessionClients()
         self.logout_outbox = logout_outbox or MemoryLogoutOutbox()
         self.passkeys = passkeys or MemoryPasskeys(accounts)
+        self.device_authorizations = device_authorizations or MemoryDeviceAuthorizations()
         self.stored_clients = stored_clients or MemoryStoredClients()
         stores: list[Stored] = list(vars(self).values())
         self._journal = Journal()
@@ -75,6 +78,7 @@ class MemoryUnitOfWork:
             self.refresh_tokens,
             self.grants,
             self.session_clients,
+            self.device_authorizations,
         ):
             accounts.cascade_to(dependent.drop_account)
         self.session_clients.follow_sessions(sessions)

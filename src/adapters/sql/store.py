@@ -15,6 +15,7 @@ from authgate.ports.accounts import IdentityRace
 from .accounts import SqlAccounts
 from .authorization import SqlAuthorizationCodes, SqlGrants, SqlRefreshTokens, SqlSessionClients
 from .clients import SqlStoredClients
+from .device_authorizations import SqlDeviceAuthorizations
 from .engine import Db, Dialect
 from .events import DEFAULT_RETENTION, SqlEvents, SqlSeenEvents
 from .housekeeping import DEFAULT_PURGE_INTERVAL, Purging
@@ -55,6 +56,7 @@ class SqlRepositories:
         self.passkeys = SqlPasskeys(db, sql)
         self.stored_clients = SqlStoredClients(db, sql)
         self.passkey_challenges = SqlPasskeyChallenges(db, sql, purge_interval)
+        self.device_authorizations = SqlDeviceAuthorizations(db, sql, purge_interval)
 
     async def ping(self) -> None:
         """Readiness: a round trip to the database within the ping timeout; raises otherwise."""

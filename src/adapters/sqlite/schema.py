@@ -296,7 +296,33 @@ VERSIONS: list[list[str]] = [
         "ALTER TABLE passkeys ADD COLUMN added_from_user_agent TEXT",
         "ALTER TABLE sessions ADD COLUMN passkey_id TEXT",
     ],
-    # 12: stored clients and initial access tokens, as PostgreSQL's 0013.
+    # The device authorizations (RFC 8628), as PostgreSQL's 0014_device_authorizations.
+    [
+        """
+        CREATE TABLE oauth_device_authorizations (
+            device_code_hash TEXT PRIMARY KEY,
+            user_code_hash   TEXT NOT NULL,
+            client_id        TEXT NOT NULL,
+            scopes           TEXT NOT NULL,
+            status           TEXT NOT NULL,
+            created_at       TEXT NOT NULL,
+            expires_at       TEXT NOT NULL,
+            poll_interval    INTEGER NOT NULL,
+            last_polled_at   TEXT,
+            account_id       TEXT REFERENCES accounts (id) ON DELETE CASCADE,
+            session_id       TEXT,
+            auth_time        TEXT
+        )
+        """,
+        "CREATE INDEX oauth_device_authorizations_user_code_idx "
+        "ON oauth_device_authorizations (user_code_hash)",
+        "CREATE INDEX oauth_device_authorizations_expires_idx "
+        "ON oauth_device_authorizations (expires_at)",
+        "CREATE INDEX oauth_device_authorizations_account_idx "
+        "ON oauth_device_authorizations (account_id)",
+    ],
+    # 13: stored clients and initial access tokens, as PostgreSQL's 0013 (numbered before
+    # 0014, merged after it: PostgreSQL applies each pending file, SQLite each version in turn).
     [
         """
         CREATE TABLE oauth_clients (

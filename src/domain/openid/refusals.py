@@ -107,6 +107,33 @@ class InvalidTarget(OAuthError):
     error = "invalid_target"
 
 
+class AuthorizationPending(OAuthError):
+    """A device polls before the person approved or denied its request (RFC 8628 section
+    3.5): it keeps polling at its interval."""
+
+    error = "authorization_pending"
+
+
+class SlowDown(OAuthError):
+    """A device polls faster than its interval (RFC 8628 section 3.5): the interval grew by
+    five seconds."""
+
+    error = "slow_down"
+
+
+class AccessDenied(OAuthError):
+    """The person denied the device's request (RFC 8628 section 3.5)."""
+
+    error = "access_denied"
+
+
+class ExpiredToken(OAuthError):
+    """The device code expired before the person approved it (RFC 8628 section 3.5): the
+    device starts again."""
+
+    error = "expired_token"
+
+
 class OAuthRateLimited(OAuthError):
     """The client is over its rate limit."""
 

@@ -110,7 +110,7 @@ def build_api(config: Config, resources: Resources) -> tuple[Api, list[OutboxWor
         service = passkeys.build(config, opened, opened.passkeys, common, face)
         passkeys.mount(api, config, service, opened, edge)
     if resources.openid is not None and logout is not None:  # the provider face's own parts
-        provider = resources.openid.build(logout, opened, common, face.sessions)
+        provider = resources.openid.build(logout, opened, common, face.sessions, config)
         provider.mount(api, config, opened, edge, face.sessions, providers)
         workers.append(logout.worker)
     if receiver_paths(config):

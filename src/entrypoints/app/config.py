@@ -279,6 +279,10 @@ class RateLimitConfig:
     # Dynamic client registration (POST /oauth2/register and its management), per address.
     registration: str | None = _setting("20/hour", _OPTIONAL_RATE)
     passkeys: str = _setting("20/minute", _RATE)
+    # The device verification page (RFC 8628), per client address: every request naming a user
+    # code, and every device authorization request; and the codes that found nothing.
+    device: str | None = _setting("60/minute", _OPTIONAL_RATE)
+    device_failures: str | None = _setting("20/hour", _OPTIONAL_RATE)
     trusted_proxies: list[str] = attrs.field(
         factory=list,
         validator=attrs.validators.deep_iterable(
@@ -354,6 +358,17 @@ class LogoutTokensConfig:
     lease_seconds: float = 60.0
     poll_seconds: float = _setting(5.0, _POLL)
     timeout_seconds: float = _setting(10.0, _POSITIVE)
+
+
+@attrs.frozen
+class DeviceConfig:
+    """The device authorization grant (RFC 8628, docs/openid-provider.md "Devices and
+    command-line tools"): how long a device's request waits for the person
+    (``expires_in_seconds``) and the seconds a device waits between polls
+    (``interval_seconds``, grown by five at each ``slow_down``)."""
+
+    expires_in_seconds: int = _setting(600, _between(60, 1800))
+    interval_seconds: int = _setting(5, _between(1, 60))
 
 
 @attrs.frozen
@@ -531,6 +546,7 @@ class Config:
     # The applications that sign in through authgate as their OpenID Provider, by client_id.
     clients: dict[str, ClientConfig] = attrs.field(factory=dict)
     logout_tokens: LogoutTokensConfig = LogoutTokensConfig()
+    device: DeviceConfig = DeviceConfig()
     passkeys: PasskeysConfig = PasskeysConfig()
     registration: RegistrationConfig = RegistrationConfig()
 

@@ -6,6 +6,8 @@ introspection, revocation, end-session and the account's apps."""
 
 from __future__ import annotations
 
+import datetime as dt
+
 import aiohttp
 import attrs
 
@@ -28,6 +30,7 @@ from authgate.entrypoints.app.stores import Stores
 from authgate.entrypoints.http.openid.apps import AppOperations
 from authgate.entrypoints.http.openid.authorize import AuthorizeOperations, SignInStart
 from authgate.entrypoints.http.openid.cors import public_client_cors
+from authgate.entrypoints.http.openid.device import DeviceLimits, DeviceOperations
 from authgate.entrypoints.http.openid.discovery import (
     DiscoveryOperations,
     provider_metadata,
@@ -50,6 +53,7 @@ from authgate.services.openid.backchannel_logout import (
 )
 from authgate.services.openid.client_authentication import ClientAuthentication
 from authgate.services.openid.client_directory import ClientDirectory
+from authgate.services.openid.device import DeviceAuthorizationService, DevicePolicy
 from authgate.services.openid.end_session import RpInitiatedLogout
 from authgate.services.openid.grants import TokenService
 from authgate.services.openid.registration import (
@@ -94,6 +98,7 @@ class OpenIdParts:
         stores: Stores,
         shared: Shared,
         sessions: SessionService,
+        config: Config,
     ) -> OpenId:
         """The provider's use cases on its parts, the stores and the sessions' own check."""
         signer, clients, units, clock = self.signer, self.clients, stores.units, shared.clock
@@ -113,6 +118,9 @@ class OpenIdParts:
                 signer=signer, clients=clients, sessions=sessions, units=units, clock=clock
             ),
             apps=AccountApps(clients=clients, units=units, sessions=sessions),
+            device=DeviceAuthorizationService(
+                clients=clients, units=units, clock=clock, policy=_device_policy(config)
+            ),
             registration=None
             if self.registration_policy is None
             else ClientRegistration(
@@ -137,6 +145,7 @@ class OpenId:
     end_session: RpInitiatedLogout
     access: TokenAccess  # whether a token is active: userinfo, introspection, revocation
     apps: AccountApps  # the person's applications (their grants)
+    device: DeviceAuthorizationService  # the device authorization grant (RFC 8628)
     registration: ClientRegistration | None = None  # RFC 7591/7592, when enabled
 
     def mount(
@@ -166,14 +175,18 @@ class OpenId:
                 stores.limiter(rates.registration, "authgate-registration"),
                 edge.client_address,
             ).register(api)
+        sign_in = SignInStart(
+            issuer, _callbacks(config, issuer, providers), proving=proving(providers)
+        )
+        # Only where a browser would run the ceremony: the page's origin (the issuer's) is one
+        # of the passkey origins (and so under the RP ID).
+        passkeys = config.passkeys.enabled and origin(issuer) in passkey_origins(config)
         AuthorizeOperations(
             self.authorization,
             sessions,
             edge.guard,
-            SignInStart(issuer, _callbacks(config, issuer, providers), proving=proving(providers)),
-            # Only where a browser would run the ceremony: the page's origin (the issuer's) is
-            # one of the passkey origins (and so under the RP ID).
-            passkeys=config.passkeys.enabled and origin(issuer) in passkey_origins(config),
+            sign_in,
+            passkeys=passkeys,
             limiter=stores.limiter(rates.authorize, "authgate-authorize"),
             client_address=edge.client_address,
         ).register(api)
@@ -209,6 +222,19 @@ class OpenId:
         AppOperations(
             edge.bearer, edge.cookie, edge.guard, edge.client_address, edge.cors, service=self.apps
         ).register(api)
+        DeviceOperations(
+            self.device,
+            self.client_auth,
+            sessions,
+            edge.guard,
+            sign_in,
+            DeviceLimits(
+                requests=stores.limiter(rates.device, "authgate-device"),
+                failures=stores.limiter(rates.device_failures, "authgate-device-failures"),
+            ),
+            edge.client_address,
+            passkeys=passkeys,
+        ).register(api)
 
 
 def registration_policy(config: Config) -> RegistrationPolicy:
@@ -243,6 +269,14 @@ def open_parts(config: Config, shared: Shared, stores: Stores) -> OpenIdParts:
         registration_policy=registration_policy(config) if config.registration.enabled else None,
         registration_open=config.registration.policy == "open",
         reserved_client_ids=reserved_client_ids(config),
+    )
+
+
+def _device_policy(config: Config) -> DevicePolicy:
+    """The device grant's lifetime and polling interval (``device:``)."""
+    return DevicePolicy(
+        lifetime=dt.timedelta(seconds=config.device.expires_in_seconds),
+        interval=config.device.interval_seconds,
     )
 
 

@@ -184,12 +184,16 @@ def _signin_policy(config: Config, providers: dict[str, IdentityProvider]) -> Si
 
 def _resume_urls(config: Config) -> frozenset[str]:
     """Where a sign-in made for an application's authorization request may send the browser
-    back: the request itself, on the issuer's authorization endpoint (none without clients)."""
+    back: the request itself, on the issuer's authorization endpoint, or the device
+    verification page (none without clients)."""
     if not provider_on(config):
         return frozenset()
-    from authgate.entrypoints.http.openid.discovery import AUTHORIZE_PATH  # only with clients
+    from authgate.entrypoints.http.openid.device import DEVICE_PATH  # only with clients
+    from authgate.entrypoints.http.openid.discovery import AUTHORIZE_PATH
 
-    return frozenset({openid_issuer(config) + AUTHORIZE_PATH})
+    issuer = openid_issuer(config)
+    # The device verification page resumes the same way (the code the person typed).
+    return frozenset({issuer + AUTHORIZE_PATH, issuer + DEVICE_PATH})
 
 
 _Policy = TypeVar("_Policy", bound=OutboxPolicy)

@@ -257,6 +257,8 @@ class ProviderMetadata:
     request_parameter_supported: bool
     request_uri_parameter_supported: bool
     claims_parameter_supported: bool
+    # RFC 8628 section 4.
+    device_authorization_endpoint: str | None = None
     # RFC 7591's endpoint, only while dynamic client registration is enabled.
     registration_endpoint: str | None = None
 

@@ -33,6 +33,7 @@ USERINFO_PATH = "/oauth2/userinfo"
 REVOCATION_PATH = "/oauth2/revoke"
 INTROSPECTION_PATH = "/oauth2/introspect"
 END_SESSION_PATH = "/oauth2/logout"
+DEVICE_AUTHORIZATION_PATH = "/oauth2/device_authorization"
 REGISTRATION_PATH = "/oauth2/register"
 
 
@@ -87,6 +88,7 @@ def provider_metadata(issuer: str, *, registration: bool = False) -> ProviderMet
         request_parameter_supported=False,
         request_uri_parameter_supported=False,
         claims_parameter_supported=False,
+        device_authorization_endpoint=issuer + DEVICE_AUTHORIZATION_PATH,
         registration_endpoint=issuer + REGISTRATION_PATH if registration else None,
     )
 

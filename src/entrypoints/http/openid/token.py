@@ -13,6 +13,7 @@ from aiohttp import web
 
 from authgate.domain.openid.clients import Client
 from authgate.domain.openid.refusals import (
+    AuthorizationPending,
     InvalidClient,
     InvalidGrant,
     InvalidScope,
@@ -20,6 +21,7 @@ from authgate.domain.openid.refusals import (
     OAuthInvalidRequest,
     OAuthRateLimited,
     OAuthUnavailable,
+    SlowDown,
     UnsupportedGrantType,
 )
 from authgate.entrypoints.http.common import docs
@@ -51,6 +53,7 @@ class TokenForm:
     client_secret: str | None = None
     client_assertion_type: str | None = None
     client_assertion: str | None = None
+    device_code: str | None = None  # RFC 8628 section 3.4
 
 
 @attrs.frozen
@@ -156,7 +159,9 @@ def _within(decision: RateDecision) -> None:
 
 def _a_failure(e: OAuthError, client: Client | None) -> bool:
     """Whether a refusal spends the address's failure budget: the caller's fault (not a
-    limit, not our outage), and not of a confidential client that authenticated."""
-    if isinstance(e, OAuthRateLimited | OAuthUnavailable):
+    limit, not our outage, not a device's poll before the person answered: RFC 8628's
+    protocol, however many devices wait behind one address), and not of a confidential
+    client that authenticated."""
+    if isinstance(e, OAuthRateLimited | OAuthUnavailable | AuthorizationPending | SlowDown):
         return False
     return client is None or client.is_public

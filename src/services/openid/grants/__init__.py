@@ -21,12 +21,14 @@ from authgate.services.openid.grants.authorization_code import (
     AuthorizationCodeGrant,
 )
 from authgate.services.openid.grants.base import Grant, GrantContext
+from authgate.services.openid.grants.device_code import DEVICE_CODE, DeviceCodeGrant
 from authgate.services.openid.grants.refresh_token import REFRESH_TOKEN, RefreshTokenGrant
 from authgate.services.openid.issuing import IssuedTokens, TokenIssuer
 
 GRANTS: Mapping[str, Callable[[GrantContext], Grant]] = {
     AUTHORIZATION_CODE: AuthorizationCodeGrant,
     REFRESH_TOKEN: RefreshTokenGrant,
+    DEVICE_CODE: DeviceCodeGrant,
 }
 """The grants the token endpoint serves, by ``grant_type``."""
 
