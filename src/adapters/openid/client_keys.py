@@ -47,7 +47,7 @@ class RegisteredClientKeys:
     _max_age_seconds: float = attrs.field(default=3600.0, kw_only=True)
     _min_refetch_seconds: float = attrs.field(default=5.0, kw_only=True)
     _timeout_seconds: float = attrs.field(default=10.0, kw_only=True)
-    _inline: dict[str, KeySet] = attrs.field(factory=dict, init=False)
+    _inline: dict[str, tuple[str, KeySet]] = attrs.field(factory=dict, init=False)
     _published: dict[str, KeySetCache] = attrs.field(factory=dict, init=False)
 
     async def verified_claims(self, client: Client, assertion: str) -> Mapping[str, Any]:
@@ -68,12 +68,14 @@ class RegisteredClientKeys:
             raise ClientKeysUnavailable(f"client {loggable(client.client_id)}: {e}") from None
 
     def _inline_keys(self, client: Client) -> KeySet:
-        keys = self._inline.get(client.client_id)
-        if keys is None:
-            assert client.jwks is not None
+        # Kept with the JSON they came from: a client described by a metadata document (or
+        # registered at run time) may change its keys while the service runs.
+        assert client.jwks is not None
+        kept = self._inline.get(client.client_id)
+        if kept is None or kept[0] != client.jwks:
             keys = _public_key_set(json.loads(client.jwks), f"client {client.client_id}")
-            self._inline[client.client_id] = keys
-        return keys
+            kept = self._inline[client.client_id] = (client.jwks, keys)
+        return kept[1]
 
     def _published_keys(self, client: Client) -> KeySetCache:
         cache = self._published.get(client.client_id)

@@ -72,7 +72,7 @@ async def open_resources(
             prepare(config)
         assert common.http is not None
         providers = signin.open_providers(config, common.http, common.clock, common.metrics)
-        parts = _openid_parts(config, common, opened)
+        parts = _openid_parts(config, common, opened, closers)
         return Resources(opened, common, providers, parts, closers)
     except BaseException:
         for close in reversed(closers):
@@ -87,12 +87,14 @@ def unopened_resources(config: Config) -> Resources:
     return Resources(opened, common, {}, _openid_parts(config, common, opened))
 
 
-def _openid_parts(config: Config, common: Shared, opened: Stores) -> OpenIdParts | None:
+def _openid_parts(
+    config: Config, common: Shared, opened: Stores, closers: Closers | None = None
+) -> OpenIdParts | None:
     if not provider_on(config):
         return None
     from authgate.entrypoints.app import openid  # the provider face: only with clients
 
-    return openid.open_parts(config, common, opened)
+    return openid.open_parts(config, common, opened, closers)
 
 
 def build_api(config: Config, resources: Resources) -> tuple[Api, list[OutboxWorker[Any]]]:

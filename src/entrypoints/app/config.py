@@ -507,6 +507,43 @@ class ClientConfig:
         return "none" if self.client_type == "public" else "client_secret_basic"
 
 
+_HOST_NAME = re.compile(r"[a-z0-9]([a-z0-9-]*[a-z0-9])?(\.[a-z0-9]([a-z0-9-]*[a-z0-9])?)*")
+
+
+@attrs.frozen
+class ClientMetadataDocumentsConfig:
+    """Clients described by a client ID metadata document (``client_metadata_documents``):
+    a ``client_id`` that is an https URL names a JSON document the provider fetches
+    (docs/openid-provider.md, "Clients described by a metadata document"). Off by default;
+    when on, the hosts it may fetch from are listed (``allowed_hosts``, exact host names) or
+    ``allow_any_host`` says any public host will do. Each fetch is bounded by ``max_bytes``
+    and ``timeout_seconds``; a document is kept as its HTTP caching headers say, between
+    ``min_cache_seconds`` and ``max_cache_seconds``, a refused one ``failure_cache_seconds``;
+    at most ``fetches_per_minute`` fetches a minute from any one host, and
+    ``total_fetches_per_minute`` from all of them."""
+
+    enabled: bool = False
+    allowed_hosts: list[str] = attrs.field(
+        factory=list,
+        validator=attrs.validators.deep_iterable(
+            _rule(
+                "{!r} is not a lower-case host name (such as app.example.com)",
+                lambda h: isinstance(h, str) and bool(_HOST_NAME.fullmatch(h)) and len(h) <= 253,
+            )
+        ),
+    )
+    allow_any_host: bool = False
+    max_bytes: int = _setting(5 * 1024, _between(256, 64 * 1024))
+    timeout_seconds: float = _setting(
+        3.0, _rule("must be between 0.1 and 10", lambda v: 0.1 <= v <= 10)
+    )
+    min_cache_seconds: int = _setting(60, _between(0, 86400))
+    max_cache_seconds: int = _setting(86400, _between(1, 7 * 86400))
+    failure_cache_seconds: int = _setting(0, _between(0, 600))
+    fetches_per_minute: int = _setting(10, _between(1, 10000))
+    total_fetches_per_minute: int = _setting(300, _between(1, 100000))
+
+
 @attrs.frozen
 class RegistrationConfig:
     """Dynamic client registration (RFC 7591, managed by RFC 7592), off unless ``enabled``.
@@ -548,6 +585,7 @@ class Config:
     logout_tokens: LogoutTokensConfig = LogoutTokensConfig()
     device: DeviceConfig = DeviceConfig()
     passkeys: PasskeysConfig = PasskeysConfig()
+    client_metadata_documents: ClientMetadataDocumentsConfig = ClientMetadataDocumentsConfig()
     registration: RegistrationConfig = RegistrationConfig()
 
 
@@ -837,6 +875,7 @@ def _check(config: Config) -> None:
     _check_origins(config)
     _check_providers(config)
     _check_clients(config)
+    _check_metadata_documents(config)
 
 
 def _check_rest(config: Config) -> None:
@@ -982,6 +1021,29 @@ def _check_registration(config: Config) -> None:
         problem = resource_problem(resource)
         if problem is not None:
             raise ConfigError(f"registration.resources: {resource!r} {problem}")
+
+
+def _check_metadata_documents(config: Config) -> None:
+    documents = config.client_metadata_documents
+    key = "client_metadata_documents"
+    if documents.allow_any_host and documents.allowed_hosts:
+        raise ConfigError(f"{key}: allowed_hosts or allow_any_host, not both")
+    if not documents.enabled:
+        return
+    if not documents.allowed_hosts and not documents.allow_any_host:
+        raise ConfigError(
+            f"{key}: enabled needs allowed_hosts (the hosts whose documents may describe "
+            "clients) or allow_any_host: true"
+        )
+    if documents.max_cache_seconds < documents.min_cache_seconds:
+        raise ConfigError(f"{key}.max_cache_seconds: must be at least min_cache_seconds")
+    if not provider_on(config):
+        # The OpenID Provider's endpoints are mounted only with a configured client, or with
+        # registration enabled.
+        raise ConfigError(
+            f"{key}: the OpenID Provider needs at least one client under clients: to be on "
+            "(or registration.enabled)"
+        )
 
 
 def _check_client(config: Config, client_id: str, c: ClientConfig) -> None:

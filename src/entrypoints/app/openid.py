@@ -13,6 +13,7 @@ import attrs
 
 from authgate.adapters.jose import JwtTokenSigner
 from authgate.adapters.openid import HttpLogoutTokenSender, RegisteredClientKeys
+from authgate.adapters.openid.metadata_documents import DocumentPolicy, MetadataDocuments
 from authgate.domain.openid.registration import RegistrationPolicy
 from authgate.domain.redirects import origin
 from authgate.entrypoints.app.config import (
@@ -26,7 +27,7 @@ from authgate.entrypoints.app.config import (
 )
 from authgate.entrypoints.app.shared import Edge, Shared
 from authgate.entrypoints.app.signin import outbox_policy, proving
-from authgate.entrypoints.app.stores import Stores
+from authgate.entrypoints.app.stores import Closers, Stores
 from authgate.entrypoints.http.openid.apps import AppOperations
 from authgate.entrypoints.http.openid.authorize import AuthorizeOperations, SignInStart
 from authgate.entrypoints.http.openid.cors import public_client_cors
@@ -42,6 +43,7 @@ from authgate.entrypoints.http.openid.revocation import RevocationOperations
 from authgate.entrypoints.http.openid.token import TokenLimits, TokenOperations
 from authgate.entrypoints.http.openid.userinfo import UserInfoOperations
 from authgate.entrypoints.rest import Api
+from authgate.ports.openid import ClientSource
 from authgate.ports.provider import IdentityProvider
 from authgate.services.openid.access import TokenAccess
 from authgate.services.openid.apps import AccountApps
@@ -80,10 +82,14 @@ class OpenIdParts:
     reserved_client_ids: frozenset[str] = frozenset()
 
     def backchannel(self, config: Config, stores: Stores, shared: Shared) -> BackchannelLogout:
-        """The back-channel fan-out when a session ends (built before the sessions it hears)."""
+        """The back-channel fan-out when a session ends (built before the sessions it hears).
+        A client described by a metadata document takes no back-channel logout, so the
+        fan-out never looks such a client up: that could fetch its document inside the unit
+        of work that ends the session."""
+        sources = [s for s in self.clients.sources if not isinstance(s, MetadataDocuments)]
         return BackchannelLogout(
             LogoutTokenWorker(
-                clients=self.clients,
+                clients=ClientDirectory(self.clients.configured, sources),
                 units=stores.units,
                 signer=self.signer,
                 sender=self.logout_sender,
@@ -164,8 +170,11 @@ class OpenId:
         address, and everything else by the client address, so that junk from one address
         never refuses another address's requests."""
         rates, clients, issuer = config.ratelimit, self.parts.clients, self.parts.signer.issuer
+        documents = config.client_metadata_documents.enabled
         registering = config.registration.enabled
-        metadata = provider_metadata(openid_issuer(config), registration=registering)
+        metadata = provider_metadata(
+            openid_issuer(config), metadata_documents=documents, registration=registering
+        )
         DiscoveryOperations(metadata).register(api)
         if registering:
             assert self.registration is not None
@@ -248,8 +257,12 @@ def registration_policy(config: Config) -> RegistrationPolicy:
     )
 
 
-def open_parts(config: Config, shared: Shared, stores: Stores) -> OpenIdParts:
-    """The provider's parts on the shared key set and HTTP client (None: fetches nothing)."""
+def open_parts(
+    config: Config, shared: Shared, stores: Stores, closers: Closers | None = None
+) -> OpenIdParts:
+    """The provider's parts on the shared key set and HTTP client (None: fetches nothing);
+    with ``closers`` (an opened service), the client ID metadata documents' own HTTP client
+    when they are enabled, its closer added there."""
     signer = JwtTokenSigner(shared.keys, issuer=openid_issuer(config))
     for client in config.clients.values():
         if client.id_token_signed_response_alg == "ES256" and not signer.supports("ES256"):  # noqa: S105
@@ -260,7 +273,10 @@ def open_parts(config: Config, shared: Shared, stores: Stores) -> OpenIdParts:
     return OpenIdParts(
         # The stored clients (registered at run time, or added by the operator) after the
         # configured ones, always: the operator may add clients while registration is off.
-        clients=ClientDirectory(client_registry(config), [StoredClientSource(stores.units)]),
+        clients=ClientDirectory(
+            client_registry(config),
+            [StoredClientSource(stores.units), *_sources(config, shared, closers)],
+        ),
         signer=signer,
         client_keys=RegisteredClientKeys(http, shared.clock),
         logout_sender=HttpLogoutTokenSender(
@@ -278,6 +294,31 @@ def _device_policy(config: Config) -> DevicePolicy:
         lifetime=dt.timedelta(seconds=config.device.expires_in_seconds),
         interval=config.device.interval_seconds,
     )
+
+
+def _sources(config: Config, shared: Shared, closers: Closers | None) -> list[ClientSource]:
+    """The clients beyond the configuration's: those described by a metadata document, when
+    enabled (and the service fetches at all)."""
+    documents = config.client_metadata_documents
+    if not documents.enabled or shared.http is None or closers is None:
+        return []
+    source = MetadataDocuments(
+        DocumentPolicy(
+            production=config.environment == "production",
+            allowed_hosts=frozenset(documents.allowed_hosts),
+            allow_any_host=documents.allow_any_host,
+            max_bytes=documents.max_bytes,
+            timeout_seconds=documents.timeout_seconds,
+            min_cache_seconds=documents.min_cache_seconds,
+            max_cache_seconds=documents.max_cache_seconds,
+            failure_cache_seconds=documents.failure_cache_seconds,
+            fetches_per_minute=documents.fetches_per_minute,
+            total_fetches_per_minute=documents.total_fetches_per_minute,
+        ),
+        shared.clock,
+    )
+    closers.append(source.close)
+    return [source]
 
 
 def _callbacks(

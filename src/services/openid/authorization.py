@@ -145,7 +145,10 @@ class AuthorizationService:
                 grant = await tx.grants.get(session.account_id, client.client_id)
                 granted = grant.scopes if grant is not None else frozenset()
                 new = tuple(s for s in request.scopes if s not in granted)
-                if new or PROMPT_CONSENT in request.prompt:
+                # A client described by a metadata document is asked about every time: the
+                # document, or the domain serving it, may have changed hands since.
+                every_time = client.origin == "metadata_document"
+                if new or every_time or PROMPT_CONSENT in request.prompt:
                     if silent:
                         why = "the person has not consented"
                         raise request.refuse(client, "consent_required", why)

@@ -39,6 +39,7 @@ from authgate.entrypoints.http.openid.pages import (
     ProviderChoice,
     any_address,
     over_limit_page,
+    shown_name,
     sign_in_page,
 )
 from authgate.entrypoints.rest import Api, Call, Param, query, required_by_operation
@@ -286,4 +287,4 @@ class AuthorizeOperations(ProviderOperations):
             ProviderChoice(name, start(name, "login"), start(name, "register")) for name in names
         ]
         passkey = PasskeyChoice(self.issuer, resume) if self.passkeys else None
-        return sign_in_page(needed.client.name, choices, fresh=needed.fresh, passkey=passkey)
+        return sign_in_page(shown_name(needed.client), choices, fresh=needed.fresh, passkey=passkey)

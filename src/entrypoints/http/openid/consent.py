@@ -31,7 +31,7 @@ from authgate.entrypoints.http.openid.flow import (
     one,
     see,
 )
-from authgate.entrypoints.http.openid.pages import consent_page, error_page
+from authgate.entrypoints.http.openid.pages import consent_page, document_host, error_page
 from authgate.entrypoints.rest import Call, Cookie
 from authgate.ports.session_tokens import SessionClaims
 from authgate.services.openid.authorization import (
@@ -91,6 +91,7 @@ class ConsentOperations(ProviderOperations):
             action=self.answers.issuer + CONSENT_PATH,
             fields=[*parameters, ("issued", issued), ("granted", granted), ("csrf", token)],
             redirect_uri=needed.request.redirect_uri,
+            described_by=document_host(needed.client),
         )
         Cookie(CONSENT_COOKIE, key, max_age=CONSENT_TTL_SECONDS, samesite="Strict").set_on(response)
         return response

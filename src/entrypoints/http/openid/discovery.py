@@ -52,9 +52,13 @@ PROMPTS = ("none", "login", "consent")
 DISCOVERY_CACHING = {"Cache-Control": "public, max-age=300"}
 
 
-def provider_metadata(issuer: str, *, registration: bool = False) -> ProviderMetadata:
-    """The discovery document of the provider whose issuer identifier is ``issuer``; with
-    ``registration``, its registration endpoint (RFC 7591) too."""
+def provider_metadata(
+    issuer: str, *, metadata_documents: bool = False, registration: bool = False
+) -> ProviderMetadata:
+    """The discovery document of the provider whose issuer identifier is ``issuer``;
+    ``metadata_documents``: whether a client_id may be the URL of a client ID metadata
+    document (said only when it may); with ``registration``, its registration endpoint (RFC
+    7591) too."""
     # Revocation and introspection authenticate the client as the token endpoint does;
     # introspection is for confidential clients only, so never without authentication.
     authenticated: list[str] = [m for m in AUTH_METHODS if m != "none"]
@@ -89,6 +93,7 @@ def provider_metadata(issuer: str, *, registration: bool = False) -> ProviderMet
         request_uri_parameter_supported=False,
         claims_parameter_supported=False,
         device_authorization_endpoint=issuer + DEVICE_AUTHORIZATION_PATH,
+        client_id_metadata_document_supported=True if metadata_documents else None,
         registration_endpoint=issuer + REGISTRATION_PATH if registration else None,
     )
 

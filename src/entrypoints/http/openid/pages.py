@@ -17,6 +17,7 @@ from urllib.parse import urlsplit
 import attrs
 from aiohttp import web
 
+from authgate.domain.openid.clients import Client
 from authgate.domain.redirects import origin
 from authgate.entrypoints.http.common.caller import ClientAddress
 from authgate.entrypoints.http.common.look import LOOK
@@ -35,6 +36,8 @@ li + li { margin-top: .5rem; }
 .actions button { flex: 1; }
 .field label { display: block; margin-bottom: .25rem; }
 .field input { width: 100%; }
+.host { font-weight: 600; overflow-wrap: anywhere; }
+.described { border-left: 3px solid currentColor; padding-left: .75rem; }
 """
 )
 
@@ -223,6 +226,21 @@ class PasskeyChoice:
     return_to: str
 
 
+def document_host(client: Client) -> str | None:
+    """The host (and port, when the URL names one) serving the metadata document that
+    describes ``client``; None for a client registered otherwise."""
+    if client.origin != "metadata_document":
+        return None
+    return urlsplit(client.client_id).netloc.lower() or None
+
+
+def shown_name(client: Client) -> str:
+    """The client's name as the pages show it: a name from a metadata document is only what
+    that document says, so the host serving it goes beside it."""
+    host = document_host(client)
+    return client.name if host is None else f"{client.name} ({host})"
+
+
 def sign_in_page(
     client_name: str,
     choices: Sequence[ProviderChoice],
@@ -280,11 +298,23 @@ def consent_page(
     action: str,
     fields: Iterable[tuple[str, str]],
     redirect_uri: str,
+    described_by: str | None = None,
 ) -> web.Response:
     """The consent page: what the client asks for, in words, and a form that approves or
     declines. Browsers hold the redirect after the post to ``form-action`` too, so the policy
-    admits the client's ``redirect_uri``: else the browser never reaches the application."""
+    admits the client's ``redirect_uri``: else the browser never reaches the application.
+    ``described_by``: the host whose metadata document names the client (its name is only
+    what that document says), shown beside the name."""
     app = escape(client_name)
+    if described_by is not None:
+        app += f' <span class="host">({escape(described_by)})</span>'
+    source = (
+        ""
+        if described_by is None
+        else f'<p class="described">This application describes itself from '
+        f"<strong>{escape(described_by)}</strong>; authgate has not checked who runs it. "
+        "Allow it only if you trust that site.</p>"
+    )
     # On a wider request than was consented to before, what is new is marked.
     widening = len(new_scopes) < len(scopes)
     items = "".join(
@@ -295,6 +325,7 @@ def consent_page(
     )
     body = (
         f"<h1>Allow {app} to use your account?</h1>"
+        f"{source}"
         f'<p><strong>{app}</strong> would like to:</p><ul class="scopes">{items}</ul>'
         f'<form method="post" action="{escape(action)}">{hidden_fields(fields)}'
         '<div class="actions">'
@@ -304,7 +335,8 @@ def consent_page(
         '<p class="note">You can withdraw this later from your account\'s applications.</p>'
     )
     form_action = f"'self' {form_action_source(redirect_uri)}"
-    return html_page(f"Allow {client_name}?", body, form_action=form_action)
+    title = client_name if described_by is None else f"{client_name} ({described_by})"
+    return html_page(f"Allow {title}?", body, form_action=form_action)
 
 
 def form_post_page(redirect_uri: str, fields: Iterable[tuple[str, str]]) -> web.Response:
