@@ -321,6 +321,29 @@ VERSIONS: list[list[str]] = [
         "CREATE INDEX oauth_device_authorizations_account_idx "
         "ON oauth_device_authorizations (account_id)",
     ],
+    # 13: stored clients and initial access tokens, as PostgreSQL's 0013 (numbered before
+    # 0014, merged after it: PostgreSQL applies each pending file, SQLite each version in turn).
+    [
+        """
+        CREATE TABLE oauth_clients (
+            client_id               TEXT PRIMARY KEY,
+            origin                  TEXT NOT NULL,
+            metadata                TEXT NOT NULL,
+            secrets                 TEXT NOT NULL,
+            registration_token_hash TEXT,
+            created_at              TEXT NOT NULL,
+            updated_at              TEXT NOT NULL
+        )
+        """,
+        """
+        CREATE TABLE oauth_initial_tokens (
+            token_hash TEXT PRIMARY KEY,
+            created_at TEXT NOT NULL,
+            expires_at TEXT NOT NULL,
+            spent_at   TEXT
+        )
+        """,
+    ],
 ]
 
 
