@@ -23,6 +23,7 @@ from authgate.ports.passkeys import PasskeyStore
 from authgate.ports.provider_events import SeenEvents
 from authgate.ports.provider_tokens import ProviderTokenStore, RevocationOutbox
 from authgate.ports.session_records import SessionRecords
+from authgate.ports.stored_clients import StoredClients
 
 Handle = TypeVar("Handle")
 """What a unit's repositories are bound to (a connection, a database handle)."""
@@ -64,3 +65,4 @@ class BoundRepositories(Generic[Handle]):
     logout_outbox = _Made[LogoutOutbox]()
     passkeys = _Made[PasskeyStore]()
     device_authorizations = _Made[DeviceAuthorizations]()
+    stored_clients = _Made[StoredClients]()

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import datetime as dt
 import gc
 import json
 import linecache
@@ -13,7 +14,10 @@ import os
 import select
 import signal
 import sys
+from pathlib import Path
 from typing import Any, NoReturn
+
+import yaml
 
 from authgate import __version__
 from authgate.entrypoints.app import build, stores
@@ -176,6 +180,7 @@ def _operator_commands(commands: Any) -> None:
         rekey="re-seal every kept provider token under the first key of "
         "provider_tokens.keys, so that the older keys can be removed",
     )
+    _client_commands(commands)
     _group(
         commands,
         "config",
@@ -184,6 +189,86 @@ def _operator_commands(commands: Any) -> None:
         "key set; one line per check (exit 0: all pass, 1: a check failed, 2: unusable "
         "configuration)",
     )
+
+
+def _client_commands(commands: Any) -> None:
+    """``clients``: the OpenID Provider's clients beyond the configuration file."""
+    clients = _group(
+        commands,
+        "clients",
+        "the OpenID Provider's clients kept in the database (added here, or registered at "
+        "run time)",
+        list="list every client: client_id, origin (configuration, operator, registration), "
+        "type and name, tab-separated",
+        show="print a client's metadata as JSON (exit 1: no such client)",
+        add="add a client from RFC 7591 metadata (a JSON or YAML file, or options); prints "
+        "its client_id and, for a confidential client, its secret, shown this once",
+        remove="remove a stored client: its tokens are revoked and its grants removed (a "
+        "client of the configuration is read-only)",
+        token="print a new initial access token for one dynamic registration",  # noqa: S106
+    )
+    for action in ("show", "remove"):
+        clients[action].add_argument("client_id", metavar="CLIENT_ID")
+    add = clients["add"]
+    add.add_argument("--file", metavar="FILE", help="RFC 7591 client metadata, JSON or YAML")
+    add.add_argument("--client-id", metavar="ID", help="the client_id (default: a random one)")
+    add.add_argument("--name", help="client_name")
+    add.add_argument(
+        "--redirect-uri", action="append", metavar="URI", help="a redirect URI (repeatable)"
+    )
+    add.add_argument(
+        "--public",
+        action="store_true",
+        help="a public client (token_endpoint_auth_method none, with PKCE); default: a "
+        "confidential one with a generated secret (client_secret_basic)",
+    )
+    add.add_argument(
+        "--grant-type", action="append", metavar="TYPE", help="a grant type (repeatable)"
+    )
+    add.add_argument("--scope", help="the scopes it may ask for, space-separated")
+    clients["token"].add_argument(
+        "--expires-in",
+        type=_duration,
+        metavar="DURATION",
+        help="how long the token lasts: seconds, or 30m, 12h, 7d (default: "
+        "registration.initial_token_seconds)",
+    )
+
+
+def _duration(text: str) -> dt.timedelta:
+    units = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+    number, unit = (text[:-1], text[-1]) if text[-1:] in units else (text, "s")
+    try:
+        seconds = int(number) * units[unit]
+    except ValueError:
+        seconds = 0
+    if seconds < 1:
+        raise argparse.ArgumentTypeError(f"a duration such as 3600, 30m, 12h or 7d, not {text!r}")
+    return dt.timedelta(seconds=seconds)
+
+
+def _client_document(args: argparse.Namespace) -> dict[str, Any]:
+    """The metadata of ``clients add``: the file's, then the options over it."""
+    document: dict[str, Any] = {}
+    if args.file is not None:
+        try:
+            loaded = yaml.safe_load(Path(args.file).read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, yaml.YAMLError) as e:
+            raise StartupError(f"clients add: cannot read {args.file}: {e}") from None
+        if not isinstance(loaded, dict):
+            raise StartupError(f"clients add: {args.file} must hold a JSON or YAML object")
+        document.update(loaded)
+    if args.name is not None:
+        document["client_name"] = args.name
+    if args.redirect_uri:
+        document["redirect_uris"] = args.redirect_uri
+    if args.public:
+        document["token_endpoint_auth_method"] = "none"  # noqa: S105 - a method
+    if args.grant_type:
+        document["grant_types"] = args.grant_type
+    if args.scope is not None:
+        document["scope"] = args.scope
+    return document
 
 
 def _group(commands: Any, name: str, help: str, **actions: str) -> dict[str, Any]:
@@ -248,6 +333,13 @@ def _operate(command: str, args: argparse.Namespace, config: Config) -> int:
         "sessions revoke": lambda: asyncio.run(operator.revoke_sessions(config, args.account)),
         "provider-tokens rekey": lambda: asyncio.run(operator.rekey_provider_tokens(config)),
         "config check": lambda: asyncio.run(operator.check_config(config)),
+        "clients list": lambda: asyncio.run(operator.list_clients(config)),
+        "clients show": lambda: asyncio.run(operator.show_client(config, args.client_id)),
+        "clients add": lambda: asyncio.run(
+            operator.add_client(config, _client_document(args), args.client_id)
+        ),
+        "clients remove": lambda: asyncio.run(operator.remove_client(config, args.client_id)),
+        "clients token": lambda: asyncio.run(operator.new_initial_token(config, args.expires_in)),
     }
     return run[command]()
 

@@ -39,15 +39,24 @@ from authgate.adapters.provider.discovery import WELL_KNOWN
 from authgate.adapters.provider.provider import OAuthIdentityProvider
 from authgate.domain.errors import ProviderUnavailable
 from authgate.domain.model import Account, ClientInfo, Outcome, ProviderIdentity
+from authgate.domain.openid.registration import InvalidClientMetadata
 from authgate.entrypoints.app import development
 from authgate.entrypoints.app.build import Resources, check, open_resources, signin_face
-from authgate.entrypoints.app.config import Config, ProviderConfig, StartupError
+from authgate.entrypoints.app.config import (
+    Config,
+    ProviderConfig,
+    StartupError,
+    client_registry,
+    provider_on,
+    reserved_client_ids,
+)
 from authgate.entrypoints.app.provider_events import receiver_routes
 from authgate.entrypoints.app.signin import SignIn, open_providers
 from authgate.entrypoints.app.stores import reach_database, reach_redis
 from authgate.ports.provider import IdentityProvider
 from authgate.ports.provider_tokens import TokenUnreadable
 from authgate.services.audit import audit_event
+from authgate.services.openid.registration import ClientAdministration, ClientIdTaken
 from authgate.services.provider_events import Shape
 from authgate.services.provider_tokens import enqueue_token_revocations
 
@@ -212,7 +221,7 @@ def rotate_keys(config: Config) -> int:
     cannot be read or written."""
     path = config.session.keys_file
     try:
-        added = rotate_key_file(path, dt.datetime.now(dt.UTC), rsa=bool(config.clients))
+        added = rotate_key_file(path, dt.datetime.now(dt.UTC), rsa=provider_on(config))
         for key in added:
             print(f"authgate: added {_key_kind(key)} {key.kid}; it signs once the service restarts")
         kids = [k.kid for k in list_key_file(path)]
@@ -411,7 +420,7 @@ def _check_keys(config: Config) -> bool:
         return False
     session = next(k for k in keys if k.algorithm != "RS256")
     rsa = next((k for k in keys if k.algorithm == "RS256"), None)
-    if rsa is None and config.clients and not config.session.generate_keys:
+    if rsa is None and provider_on(config) and not config.session.generate_keys:
         print(
             f"session keys: FAILED {path} holds no RSA key for the OpenID Provider's tokens "
             "(`authgate keys rotate` adds one)"
@@ -420,7 +429,7 @@ def _check_keys(config: Config) -> bool:
     signing = f"signing with {session.kid}"
     if rsa is not None:
         signing += f", RS256 with {rsa.kid}"
-    elif config.clients:
+    elif provider_on(config):
         signing += ", an RS256 key is added at start"
     print(f"session keys: ok ({len(keys)} key(s), {signing})")
     return True
@@ -506,3 +515,138 @@ def _shown(url: str) -> str:
         return "(an unparsable URL)"
     host = parts.netloc.rpartition("@")[2]
     return urlunsplit((parts.scheme, host, parts.path, "", ""))
+
+
+# -- clients --------------------------------------------------------------------------------
+
+
+def _administration(config: Config, resources: Resources) -> ClientAdministration:
+    return ClientAdministration(
+        units=resources.stores.units,
+        clock=resources.shared.clock,
+        reserved=reserved_client_ids(config),
+    )
+
+
+def _provider_off_note(config: Config) -> None:
+    if not provider_on(config):
+        print(
+            "authgate: note: the OpenID Provider is off in this configuration (no clients: "
+            "and registration.enabled false); stored clients are served once it is on",
+            file=sys.stderr,
+        )
+
+
+async def list_clients(config: Config) -> int:
+    """``clients list``: one line per client, tab-separated: client_id, origin
+    (configuration, operator or registration), type, name. The configuration's first."""
+
+    async def command(resources: Resources, _: SignIn) -> int:
+        for client in client_registry(config):
+            print(f"{client.client_id}\tconfiguration\t{client.client_type}\t{client.name}")
+        for stored in await _administration(config, resources).all():
+            c = stored.client()
+            print(f"{c.client_id}\t{stored.origin}\t{c.client_type}\t{c.name}")
+        return 0
+
+    return await _with_resources(config, "clients list", command)
+
+
+async def show_client(config: Config, client_id: str) -> int:
+    """``clients show``: the client's metadata as JSON (never a secret); 1 when unknown."""
+
+    async def command(resources: Resources, _: SignIn) -> int:
+        configured = client_registry(config).get(client_id)
+        if configured is not None:
+            document: dict[str, Any] = {
+                "client_id": client_id,
+                "origin": "configuration",
+                "client_name": configured.name,
+                "client_type": configured.client_type,
+                "token_endpoint_auth_method": configured.token_endpoint_auth_method,
+                "redirect_uris": list(configured.redirect_uris),
+                "grant_types": sorted(configured.grant_types),
+                "scope": " ".join(sorted(configured.allowed_scopes)),
+            }
+        else:
+            stored = await _administration(config, resources).get(client_id)
+            if stored is None:
+                raise NotFound(f"no client {client_id}")
+            document = {
+                "client_id": client_id,
+                "origin": stored.origin,
+                "client_type": stored.client().client_type,
+                "created_at": _time(stored.created_at),
+                "updated_at": _time(stored.updated_at),
+                **stored.metadata.document(),
+            }
+        print(json.dumps(document, indent=2))
+        return 0
+
+    return await _with_resources(config, "clients show", command)
+
+
+async def add_client(config: Config, document: dict[str, Any], client_id: str | None) -> int:
+    """``clients add``: keeps the client and prints its client information as JSON, its
+    secret (a confidential client's) shown this once. 1 when the metadata is refused or the
+    client_id is taken."""
+    name = "clients add"
+
+    async def command(resources: Resources, _: SignIn) -> int:
+        try:
+            added = await _administration(config, resources).add(document, client_id)
+        except InvalidClientMetadata as e:
+            return _fail(name, f"{e.error}: {e.description}", 1)
+        except ClientIdTaken as e:
+            return _fail(name, str(e), 1)
+        shown: dict[str, Any] = {"client_id": added.client.client_id}
+        if added.secret is not None:
+            shown["client_secret"] = added.secret
+        print(json.dumps({**shown, **added.client.metadata.document()}, indent=2))
+        if added.secret is not None:
+            print("authgate: the client secret is shown this once; keep it now", file=sys.stderr)
+        _provider_off_note(config)
+        return 0
+
+    return await _with_resources(config, name, command)
+
+
+async def remove_client(config: Config, client_id: str) -> int:
+    """``clients remove``: the stored client goes, its token families are revoked and its
+    grants removed in one unit of work. 1 for a client of the configuration or none."""
+    name = "clients remove"
+
+    async def command(resources: Resources, _: SignIn) -> int:
+        if client_id in config.clients:
+            return _fail(
+                name,
+                f"{client_id} is a client of the configuration (read-only); remove it from "
+                "the file",
+                1,
+            )
+        revoked = await _administration(config, resources).remove(client_id)
+        if revoked is None:
+            raise NotFound(f"no stored client {client_id}")
+        print(f"authgate: removed client {client_id} ({len(revoked)} token family(ies) revoked)")
+        return 0
+
+    return await _with_resources(config, name, command)
+
+
+async def new_initial_token(config: Config, expires_in: dt.timedelta | None) -> int:
+    """``clients token``: a new initial access token for one registration, printed alone on
+    standard output (its expiry on standard error)."""
+
+    async def command(resources: Resources, _: SignIn) -> int:
+        lifetime = expires_in or dt.timedelta(seconds=config.registration.initial_token_seconds)
+        token, kept = await _administration(config, resources).initial_token(lifetime)
+        print(token)
+        print(
+            f"authgate: good for one registration until {_time(kept.expires_at)}",
+            file=sys.stderr,
+        )
+        if not config.registration.enabled:
+            print("authgate: note: registration.enabled is false", file=sys.stderr)
+        return 0
+
+    return await _with_resources(config, "clients token", command)

@@ -136,6 +136,10 @@ class RefreshTokens(Protocol):
     async def revoke_for_account(self, account_id: str, now: dt.datetime) -> list[str]:
         """Revoke every live family of the account; their ids."""
 
+    async def revoke_all_of_client(self, client_id: str, now: dt.datetime) -> list[str]:
+        """Revoke every live family of the client, whatever the account (the client was
+        removed); their ids."""
+
     async def for_account(self, account_id: str) -> list[TokenFamily]:
         """Every family of the account, revoked and expired ones included, newest first."""
 
@@ -165,6 +169,9 @@ class Grants(Protocol):
 
     async def remove(self, account_id: str, client_id: str) -> bool:
         """Withdraw the consent; False when there was none."""
+
+    async def remove_all_of_client(self, client_id: str) -> int:
+        """Remove every account's grant to the client (the client was removed); how many."""
 
 
 class SessionClients(Protocol):

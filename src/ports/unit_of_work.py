@@ -20,6 +20,7 @@ from authgate.ports.passkeys import PasskeyStore
 from authgate.ports.provider_events import SeenEvents
 from authgate.ports.provider_tokens import ProviderTokenStore, RevocationOutbox
 from authgate.ports.session_records import SessionRecords
+from authgate.ports.stored_clients import StoredClients
 
 
 class Transaction(Protocol):
@@ -40,6 +41,7 @@ class Transaction(Protocol):
     logout_outbox: LogoutOutbox
     passkeys: PasskeyStore
     device_authorizations: DeviceAuthorizations
+    stored_clients: StoredClients
 
 
 class UnitOfWork(Protocol):

@@ -191,6 +191,9 @@ class MemoryRefreshTokens(Stored):
     async def revoke_for_account(self, account_id: str, now: dt.datetime) -> list[str]:
         return self._revoke(now, account_id=account_id)
 
+    async def revoke_all_of_client(self, client_id: str, now: dt.datetime) -> list[str]:
+        return self._revoke(now, client_id=client_id)
+
     async def for_account(self, account_id: str) -> list[TokenFamily]:
         found = [f for f in self._families.values() if f.account_id == account_id]
         return sorted(found, key=lambda f: (f.created_at, f.family_id), reverse=True)
@@ -242,6 +245,9 @@ class MemoryGrants(OneTable[tuple[str, str], Grant]):
 
     async def remove(self, account_id: str, client_id: str) -> bool:
         return self._rows.pop((account_id, client_id)) is not None
+
+    async def remove_all_of_client(self, client_id: str) -> int:
+        return self._rows.delete_if(lambda g: g.client_id == client_id)
 
 
 class MemorySessionClients(OneTable[tuple[str, str], SessionClient]):

@@ -15,6 +15,7 @@ from .authorization import (
     MemoryRefreshTokens,
     MemorySessionClients,
 )
+from .clients import MemoryStoredClients
 from .device_authorizations import MemoryDeviceAuthorizations
 from .events import MemoryEvents, MemorySeenEvents
 from .journal import Journal, Stored
@@ -50,6 +51,7 @@ class MemoryUnitOfWork:
         logout_outbox: MemoryLogoutOutbox | None = None,
         passkeys: MemoryPasskeys | None = None,
         device_authorizations: MemoryDeviceAuthorizations | None = None,
+        stored_clients: MemoryStoredClients | None = None,
     ) -> None:
         # A unit hands out the stores themselves: what it wrote is put back if it raises.
         self.accounts = accounts
@@ -65,6 +67,7 @@ class MemoryUnitOfWork:
         self.logout_outbox = logout_outbox or MemoryLogoutOutbox()
         self.passkeys = passkeys or MemoryPasskeys(accounts)
         self.device_authorizations = device_authorizations or MemoryDeviceAuthorizations()
+        self.stored_clients = stored_clients or MemoryStoredClients()
         stores: list[Stored] = list(vars(self).values())
         self._journal = Journal()
         for store in stores:

@@ -317,6 +317,9 @@ class SqlRefreshTokens(Purging):
             return []
         return await self._revoke("account_id = $2", now, key)
 
+    async def revoke_all_of_client(self, client_id: str, now: dt.datetime) -> list[str]:
+        return await self._revoke("client_id = $2", now, client_id)
+
     async def for_account(self, account_id: str) -> list[TokenFamily]:
         return await self._of_account(
             account_id,
@@ -468,6 +471,9 @@ class SqlGrants(Repository):
             "DELETE FROM oauth_grants WHERE account_id = $1 AND client_id = $2", key, client_id
         )
         return removed == 1
+
+    async def remove_all_of_client(self, client_id: str) -> int:
+        return await self._db.execute("DELETE FROM oauth_grants WHERE client_id = $1", client_id)
 
     def _args(self, grant: Grant) -> tuple[object, ...]:
         """A grant as the statements' first five parameters, in :data:`GRANT_COLUMNS` order."""

@@ -14,6 +14,7 @@ from authgate.ports.accounts import IdentityRace
 
 from .accounts import SqlAccounts
 from .authorization import SqlAuthorizationCodes, SqlGrants, SqlRefreshTokens, SqlSessionClients
+from .clients import SqlStoredClients
 from .device_authorizations import SqlDeviceAuthorizations
 from .engine import Db, Dialect
 from .events import DEFAULT_RETENTION, SqlEvents, SqlSeenEvents
@@ -53,6 +54,7 @@ class SqlRepositories:
         self.session_clients = SqlSessionClients(db, sql, purge_interval)
         self.logout_outbox = SqlLogoutOutbox(db, sql)
         self.passkeys = SqlPasskeys(db, sql)
+        self.stored_clients = SqlStoredClients(db, sql)
         self.passkey_challenges = SqlPasskeyChallenges(db, sql, purge_interval)
         self.device_authorizations = SqlDeviceAuthorizations(db, sql, purge_interval)
 

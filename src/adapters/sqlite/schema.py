@@ -321,9 +321,33 @@ VERSIONS: list[list[str]] = [
         "CREATE INDEX oauth_device_authorizations_account_idx "
         "ON oauth_device_authorizations (account_id)",
     ],
-    # 13: resource indicators kept with codes and token families, and the revoked access
-    # tokens of clients' own (client_credentials), as PostgreSQL's 0012. Resources are one
-    # text of space-separated URIs, as scopes (a resource URI never holds a space).
+    # 13: stored clients and initial access tokens, as PostgreSQL's 0013 (numbered before
+    # 0014, merged after it: PostgreSQL applies each pending file, SQLite each version in turn).
+    [
+        """
+        CREATE TABLE oauth_clients (
+            client_id               TEXT PRIMARY KEY,
+            origin                  TEXT NOT NULL,
+            metadata                TEXT NOT NULL,
+            secrets                 TEXT NOT NULL,
+            registration_token_hash TEXT,
+            created_at              TEXT NOT NULL,
+            updated_at              TEXT NOT NULL
+        )
+        """,
+        """
+        CREATE TABLE oauth_initial_tokens (
+            token_hash TEXT PRIMARY KEY,
+            created_at TEXT NOT NULL,
+            expires_at TEXT NOT NULL,
+            spent_at   TEXT
+        )
+        """,
+    ],
+    # 14: resource indicators kept with codes and token families, and the revoked access
+    # tokens of clients' own (client_credentials), as PostgreSQL's 0012 (numbered before 0013
+    # and 0014, merged after them). Resources are one text of space-separated URIs, as scopes
+    # (a resource URI never holds a space).
     [
         "ALTER TABLE oauth_codes ADD COLUMN resources TEXT NOT NULL DEFAULT ''",
         "ALTER TABLE oauth_token_families ADD COLUMN resources TEXT NOT NULL DEFAULT ''",

@@ -17,7 +17,7 @@ from aiohttp import web
 
 from authgate import __version__
 from authgate.entrypoints.app import development, shared, signin, stores
-from authgate.entrypoints.app.config import Config, receiver_paths
+from authgate.entrypoints.app.config import Config, provider_on, receiver_paths
 from authgate.entrypoints.app.shared import Shared
 from authgate.entrypoints.app.stores import Closers, Stores
 from authgate.entrypoints.http.common.errors import answer_error
@@ -72,8 +72,8 @@ async def open_resources(
             prepare(config)
         assert common.http is not None
         providers = signin.open_providers(config, common.http, common.clock, common.metrics)
-        openid = _openid_parts(config, common, closers)
-        return Resources(opened, common, providers, openid, closers)
+        parts = _openid_parts(config, common, opened, closers)
+        return Resources(opened, common, providers, parts, closers)
     except BaseException:
         for close in reversed(closers):
             await close()
@@ -83,18 +83,18 @@ async def open_resources(
 def unopened_resources(config: Config) -> Resources:
     """Resources that open nothing (memory stores, ephemeral keys, no provider): enough to
     register the operations on, for the OpenAPI document."""
-    common = shared.unopened_shared(config)
-    return Resources(stores.memory_stores(), common, {}, _openid_parts(config, common))
+    common, opened = shared.unopened_shared(config), stores.memory_stores()
+    return Resources(opened, common, {}, _openid_parts(config, common, opened))
 
 
 def _openid_parts(
-    config: Config, common: Shared, closers: Closers | None = None
+    config: Config, common: Shared, opened: Stores, closers: Closers | None = None
 ) -> OpenIdParts | None:
-    if not config.clients:
+    if not provider_on(config):
         return None
     from authgate.entrypoints.app import openid  # the provider face: only with clients
 
-    return openid.open_parts(config, common, closers)
+    return openid.open_parts(config, common, opened, closers)
 
 
 def build_api(config: Config, resources: Resources) -> tuple[Api, list[OutboxWorker[Any]]]:

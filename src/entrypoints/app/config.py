@@ -32,9 +32,12 @@ from authgate.adapters.provider.settings import ProviderSettings
 from authgate.domain.openid.clients import (
     AUTH_METHODS,
     AUTHORIZATION_CODE_GRANT,
+    CLIENT_CREDENTIALS_GRANT,
     DEFAULT_GRANT_TYPES,
+    GRANT_TYPES,
     MAX_CODE_LIFETIME,
     MIN_SECRET_LENGTH,
+    REFRESH_TOKEN_GRANT,
     SECRET_METHODS,
     SUPPORTED_SCOPES,
     AuthMethod,
@@ -274,6 +277,8 @@ class RateLimitConfig:
     userinfo: str | None = _setting("6000/minute", _OPTIONAL_RATE)
     logout: str | None = _setting("60/minute", _OPTIONAL_RATE)
     introspection: str | None = _setting(None, _OPTIONAL_RATE)
+    # Dynamic client registration (POST /oauth2/register and its management), per address.
+    registration: str | None = _setting("20/hour", _OPTIONAL_RATE)
     passkeys: str = _setting("20/minute", _RATE)
     # The device verification page (RFC 8628), per client address: every request naming a user
     # code, and every device authorization request; and the codes that found nothing.
@@ -542,6 +547,27 @@ class ClientMetadataDocumentsConfig:
 
 
 @attrs.frozen
+class RegistrationConfig:
+    """Dynamic client registration (RFC 7591, managed by RFC 7592), off unless ``enabled``.
+
+    ``policy``: ``initial_access_token`` (a registration presents a token from ``authgate
+    clients token``, good for one registration) or ``open`` (anyone may register). What a
+    registrant may ask for: ``grant_types`` (client_credentials only when listed here),
+    ``scopes``, whether it may be a ``confidential_clients`` (one with a secret or keys; public
+    clients always may), and the ``resources`` (RFC 8707) it may name.
+    ``initial_token_seconds``: how long a token of ``authgate clients token`` lasts unless
+    its ``--expires-in`` says."""
+
+    enabled: bool = False
+    policy: Literal["initial_access_token", "open"] = "initial_access_token"
+    grant_types: list[str] = attrs.field(factory=lambda: sorted(DEFAULT_GRANT_TYPES))
+    scopes: list[str] = attrs.field(factory=lambda: list(SUPPORTED_SCOPES))
+    confidential_clients: bool = True
+    resources: list[str] = attrs.field(factory=list)
+    initial_token_seconds: int = _setting(86400, _between(60, 365 * 86400))
+
+
+@attrs.frozen
 class Config:
     rest: RestConfig
     otel: OtelConfig
@@ -562,6 +588,19 @@ class Config:
     device: DeviceConfig = DeviceConfig()
     passkeys: PasskeysConfig = PasskeysConfig()
     client_metadata_documents: ClientMetadataDocumentsConfig = ClientMetadataDocumentsConfig()
+    registration: RegistrationConfig = RegistrationConfig()
+
+
+def provider_on(config: Config) -> bool:
+    """Whether authgate is an OpenID Provider: clients are configured, or clients may register
+    at run time. Clients the operator added (``authgate clients add``) are served then."""
+    return bool(config.clients) or config.registration.enabled
+
+
+def reserved_client_ids(config: Config) -> frozenset[str]:
+    """The client_ids no stored client may take: the configured clients' (which win in every
+    lookup anyway) and the session tokens' audience."""
+    return frozenset({*config.clients, config.session.audience})
 
 
 def callback_urls_of(config: Config, provider: str) -> list[str]:
@@ -940,7 +979,8 @@ _CLIENT_ID = re.compile(r"[\x21-\x7e]{1,255}")  # RFC 6749 appendix A.1, without
 
 
 def _check_clients(config: Config) -> None:
-    if not config.clients:
+    _check_registration(config)
+    if not provider_on(config):
         return
     if config.environment == "production":
         public_url = config.rest.public_url
@@ -951,6 +991,38 @@ def _check_clients(config: Config) -> None:
             )
     for client_id, client in config.clients.items():
         _check_client(config, client_id, client)
+
+
+def _check_registration(config: Config) -> None:
+    r = config.registration
+    for grant_type in r.grant_types:
+        if grant_type not in GRANT_TYPES:
+            raise ConfigError(
+                f"registration.grant_types: {grant_type!r} is not a grant type of the provider "
+                f"({', '.join(GRANT_TYPES)})"
+            )
+    if not set(r.grant_types) - {REFRESH_TOKEN_GRANT}:
+        raise ConfigError(
+            "registration.grant_types: needs authorization_code, client_credentials or the "
+            "device code grant"
+        )
+    if CLIENT_CREDENTIALS_GRANT in r.grant_types and not r.confidential_clients:
+        raise ConfigError(
+            "registration.grant_types: client_credentials is for confidential clients, which "
+            "registration.confidential_clients: false refuses"
+        )
+    for scope in r.scopes:
+        if scope not in SUPPORTED_SCOPES:
+            raise ConfigError(
+                f"registration.scopes: {scope!r} is not a scope of the provider "
+                f"({', '.join(SUPPORTED_SCOPES)})"
+            )
+    if not r.scopes:
+        raise ConfigError("registration.scopes: at least one scope")
+    for resource in r.resources:
+        problem = resource_problem(resource)
+        if problem is not None:
+            raise ConfigError(f"registration.resources: {resource!r} {problem}")
 
 
 def _check_metadata_documents(config: Config) -> None:
@@ -967,10 +1039,12 @@ def _check_metadata_documents(config: Config) -> None:
         )
     if documents.max_cache_seconds < documents.min_cache_seconds:
         raise ConfigError(f"{key}.max_cache_seconds: must be at least min_cache_seconds")
-    if not config.clients:
-        # The OpenID Provider's endpoints are mounted only with a configured client.
+    if not provider_on(config):
+        # The OpenID Provider's endpoints are mounted only with a configured client, or with
+        # registration enabled.
         raise ConfigError(
-            f"{key}: the OpenID Provider needs at least one client under clients: to be on"
+            f"{key}: the OpenID Provider needs at least one client under clients: to be on "
+            "(or registration.enabled)"
         )
 
 

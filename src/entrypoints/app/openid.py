@@ -14,6 +14,7 @@ import attrs
 from authgate.adapters.jose import JwtTokenSigner
 from authgate.adapters.openid import HttpLogoutTokenSender, RegisteredClientKeys
 from authgate.adapters.openid.metadata_documents import DocumentPolicy, MetadataDocuments
+from authgate.domain.openid.registration import RegistrationPolicy
 from authgate.domain.redirects import origin
 from authgate.entrypoints.app.config import (
     Config,
@@ -22,6 +23,7 @@ from authgate.entrypoints.app.config import (
     client_registry,
     openid_issuer,
     passkey_origins,
+    reserved_client_ids,
 )
 from authgate.entrypoints.app.shared import Edge, Shared
 from authgate.entrypoints.app.signin import outbox_policy, proving
@@ -36,6 +38,7 @@ from authgate.entrypoints.http.openid.discovery import (
 )
 from authgate.entrypoints.http.openid.end_session import LogoutOperations
 from authgate.entrypoints.http.openid.introspection import IntrospectionOperations
+from authgate.entrypoints.http.openid.registration import RegistrationOperations
 from authgate.entrypoints.http.openid.revocation import RevocationOperations
 from authgate.entrypoints.http.openid.token import TokenLimits, TokenOperations
 from authgate.entrypoints.http.openid.userinfo import UserInfoOperations
@@ -55,6 +58,10 @@ from authgate.services.openid.client_directory import ClientDirectory
 from authgate.services.openid.device import DeviceAuthorizationService, DevicePolicy
 from authgate.services.openid.end_session import RpInitiatedLogout
 from authgate.services.openid.grants import TokenService
+from authgate.services.openid.registration import (
+    ClientRegistration,
+    StoredClientSource,
+)
 from authgate.services.sessions import SessionService
 
 
@@ -68,6 +75,11 @@ class OpenIdParts:
     signer: JwtTokenSigner
     client_keys: RegisteredClientKeys
     logout_sender: HttpLogoutTokenSender
+    # What dynamic registration allows (None: registration is off), and the client_ids no
+    # stored client may take.
+    registration_policy: RegistrationPolicy | None = None
+    registration_open: bool = False
+    reserved_client_ids: frozenset[str] = frozenset()
 
     def backchannel(self, config: Config, stores: Stores, shared: Shared) -> BackchannelLogout:
         """The back-channel fan-out when a session ends (built before the sessions it hears).
@@ -115,6 +127,15 @@ class OpenIdParts:
             device=DeviceAuthorizationService(
                 clients=clients, units=units, clock=clock, policy=_device_policy(config)
             ),
+            registration=None
+            if self.registration_policy is None
+            else ClientRegistration(
+                units=units,
+                clock=clock,
+                policy=self.registration_policy,
+                open=self.registration_open,
+                reserved=self.reserved_client_ids,
+            ),
         )
 
 
@@ -131,6 +152,7 @@ class OpenId:
     access: TokenAccess  # whether a token is active: userinfo, introspection, revocation
     apps: AccountApps  # the person's applications (their grants)
     device: DeviceAuthorizationService  # the device authorization grant (RFC 8628)
+    registration: ClientRegistration | None = None  # RFC 7591/7592, when enabled
 
     def mount(
         self,
@@ -149,8 +171,19 @@ class OpenId:
         never refuses another address's requests."""
         rates, clients, issuer = config.ratelimit, self.parts.clients, self.parts.signer.issuer
         documents = config.client_metadata_documents.enabled
-        metadata = provider_metadata(openid_issuer(config), metadata_documents=documents)
+        registering = config.registration.enabled
+        metadata = provider_metadata(
+            openid_issuer(config), metadata_documents=documents, registration=registering
+        )
         DiscoveryOperations(metadata).register(api)
+        if registering:
+            assert self.registration is not None
+            RegistrationOperations(
+                self.registration,
+                issuer,
+                stores.limiter(rates.registration, "authgate-registration"),
+                edge.client_address,
+            ).register(api)
         sign_in = SignInStart(
             issuer, _callbacks(config, issuer, providers), proving=proving(providers)
         )
@@ -213,7 +246,20 @@ class OpenId:
         ).register(api)
 
 
-def open_parts(config: Config, shared: Shared, closers: Closers | None = None) -> OpenIdParts:
+def registration_policy(config: Config) -> RegistrationPolicy:
+    """What a registrant may ask for (``registration``)."""
+    r = config.registration
+    return RegistrationPolicy(
+        grant_types=frozenset(r.grant_types),
+        scopes=frozenset(r.scopes),
+        confidential_clients=r.confidential_clients,
+        resources=frozenset(r.resources),
+    )
+
+
+def open_parts(
+    config: Config, shared: Shared, stores: Stores, closers: Closers | None = None
+) -> OpenIdParts:
     """The provider's parts on the shared key set and HTTP client (None: fetches nothing);
     with ``closers`` (an opened service), the client ID metadata documents' own HTTP client
     when they are enabled, its closer added there."""
@@ -225,12 +271,20 @@ def open_parts(config: Config, shared: Shared, closers: Closers | None = None) -
             )
     http: aiohttp.ClientSession | None = shared.http
     return OpenIdParts(
-        clients=ClientDirectory(client_registry(config), _sources(config, shared, closers)),
+        # The stored clients (registered at run time, or added by the operator) after the
+        # configured ones, always: the operator may add clients while registration is off.
+        clients=ClientDirectory(
+            client_registry(config),
+            [StoredClientSource(stores.units), *_sources(config, shared, closers)],
+        ),
         signer=signer,
         client_keys=RegisteredClientKeys(http, shared.clock),
         logout_sender=HttpLogoutTokenSender(
             http, timeout_seconds=config.logout_tokens.timeout_seconds
         ),
+        registration_policy=registration_policy(config) if config.registration.enabled else None,
+        registration_open=config.registration.policy == "open",
+        reserved_client_ids=reserved_client_ids(config),
     )
 
 

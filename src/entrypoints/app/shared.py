@@ -31,7 +31,7 @@ from authgate.adapters.jose import (
 )
 from authgate.domain.redirects import origin
 from authgate.domain.scopes import ACCOUNT_MANAGE
-from authgate.entrypoints.app.config import Config, StartupError
+from authgate.entrypoints.app.config import Config, StartupError, provider_on
 from authgate.entrypoints.app.stores import Closers
 from authgate.entrypoints.http.common.caller import ClientAddress
 from authgate.entrypoints.http.common.session_auth import (
@@ -73,7 +73,7 @@ def open_shared(config: Config, clock: Clock | None, closers: Closers) -> Shared
     session = config.session
     try:
         keys = load_or_create_keys(
-            session.keys_file, session.generate_keys, rsa=bool(config.clients)
+            session.keys_file, session.generate_keys, rsa=provider_on(config)
         )
     except SessionKeyError as e:
         raise StartupError(str(e)) from None
@@ -98,7 +98,7 @@ def open_shared(config: Config, clock: Clock | None, closers: Closers) -> Shared
 
 def unopened_shared(config: Config) -> Shared:
     """Shared parts that open nothing (ephemeral keys, no HTTP client): for the document."""
-    keys = ephemeral_keys(rsa=bool(config.clients))
+    keys = ephemeral_keys(rsa=provider_on(config))
     tokens = JwtSessionTokens(
         keys, issuer="document", audience="document", ttl=dt.timedelta(seconds=1)
     )

@@ -20,6 +20,7 @@ from authgate.entrypoints.app.config import (
     StartupError,
     callback_urls_of,
     openid_issuer,
+    provider_on,
 )
 from authgate.entrypoints.app.shared import Edge, Shared
 from authgate.entrypoints.app.stores import Stores
@@ -185,7 +186,7 @@ def _resume_urls(config: Config) -> frozenset[str]:
     """Where a sign-in made for an application's authorization request may send the browser
     back: the request itself, on the issuer's authorization endpoint, or the device
     verification page (none without clients)."""
-    if not config.clients:
+    if not provider_on(config):
         return frozenset()
     from authgate.entrypoints.http.openid.device import DEVICE_PATH  # only with clients
     from authgate.entrypoints.http.openid.discovery import AUTHORIZE_PATH

@@ -92,7 +92,7 @@ async def owe_logouts(
     many."""
     queued = 0
     for client_id in client_ids:
-        client = await clients.find(client_id)
+        client = await clients.find_in(tx, client_id)
         if client is None or client.backchannel_logout_uri is None:
             continue
         await tx.logout_outbox.add(

@@ -6,9 +6,24 @@ a client's origin never changes what an endpoint checks."""
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Protocol, runtime_checkable
 
 from authgate.domain.openid.clients import Client, ClientRegistry
 from authgate.ports.openid import ClientSource
+from authgate.ports.unit_of_work import Transaction
+
+
+@runtime_checkable
+class ClientSourceInUnit(Protocol):
+    """A client source that reads the database, and can read it in a unit of work its caller
+    holds: a second unit opened meanwhile would wait for the caller's (in memory, or behind
+    SQLite's one writer) for ever."""
+
+    async def find(self, client_id: str) -> Client | None: ...
+
+    async def find_in(self, tx: Transaction, client_id: str) -> Client | None:
+        """The client ``client_id`` names, read in ``tx``; None when this source does not
+        know it."""
 
 
 class ClientDirectory:
@@ -25,6 +40,21 @@ class ClientDirectory:
             return client
         for source in self.sources:
             client = await source.find(client_id)
+            if client is not None:
+                return client
+        return None
+
+    async def find_in(self, tx: Transaction, client_id: str) -> Client | None:
+        """:meth:`find` for a caller that holds the unit of work ``tx``: a source that reads
+        the database reads it in ``tx`` rather than in a unit of its own."""
+        client = self.configured.get(client_id)
+        if client is not None:
+            return client
+        for source in self.sources:
+            if isinstance(source, ClientSourceInUnit):
+                client = await source.find_in(tx, client_id)
+            else:
+                client = await source.find(client_id)
             if client is not None:
                 return client
         return None

@@ -262,6 +262,8 @@ class ProviderMetadata:
     # The OAuth working group's client ID metadata document draft: present (true) only when a
     # client_id may be the https URL of a document describing the client.
     client_id_metadata_document_supported: bool | None = None
+    # RFC 7591's endpoint, only while dynamic client registration is enabled.
+    registration_endpoint: str | None = None
 
 
 @attrs.frozen

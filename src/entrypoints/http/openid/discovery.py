@@ -34,6 +34,7 @@ REVOCATION_PATH = "/oauth2/revoke"
 INTROSPECTION_PATH = "/oauth2/introspect"
 END_SESSION_PATH = "/oauth2/logout"
 DEVICE_AUTHORIZATION_PATH = "/oauth2/device_authorization"
+REGISTRATION_PATH = "/oauth2/register"
 
 
 class ProviderOperations(Operations):
@@ -51,10 +52,13 @@ PROMPTS = ("none", "login", "consent")
 DISCOVERY_CACHING = {"Cache-Control": "public, max-age=300"}
 
 
-def provider_metadata(issuer: str, *, metadata_documents: bool = False) -> ProviderMetadata:
+def provider_metadata(
+    issuer: str, *, metadata_documents: bool = False, registration: bool = False
+) -> ProviderMetadata:
     """The discovery document of the provider whose issuer identifier is ``issuer``;
     ``metadata_documents``: whether a client_id may be the URL of a client ID metadata
-    document (said only when it may)."""
+    document (said only when it may); with ``registration``, its registration endpoint (RFC
+    7591) too."""
     # Revocation and introspection authenticate the client as the token endpoint does;
     # introspection is for confidential clients only, so never without authentication.
     authenticated: list[str] = [m for m in AUTH_METHODS if m != "none"]
@@ -90,6 +94,7 @@ def provider_metadata(issuer: str, *, metadata_documents: bool = False) -> Provi
         claims_parameter_supported=False,
         device_authorization_endpoint=issuer + DEVICE_AUTHORIZATION_PATH,
         client_id_metadata_document_supported=True if metadata_documents else None,
+        registration_endpoint=issuer + REGISTRATION_PATH if registration else None,
     )
 
 
