@@ -590,9 +590,14 @@ class Config:
 
 
 def provider_on(config: Config) -> bool:
-    """Whether authgate is an OpenID Provider: clients are configured, or clients may register
-    at run time. Clients the operator added (``authgate clients add``) are served then."""
-    return bool(config.clients) or config.registration.enabled
+    """Whether authgate is an OpenID Provider: clients are configured, clients may register at
+    run time, or clients may be described by metadata documents. Clients the operator added
+    (``authgate clients add``) are served then."""
+    return (
+        bool(config.clients)
+        or config.registration.enabled
+        or config.client_metadata_documents.enabled
+    )
 
 
 def reserved_client_ids(config: Config) -> frozenset[str]:
@@ -1037,13 +1042,6 @@ def _check_metadata_documents(config: Config) -> None:
         )
     if documents.max_cache_seconds < documents.min_cache_seconds:
         raise ConfigError(f"{key}.max_cache_seconds: must be at least min_cache_seconds")
-    if not provider_on(config):
-        # The OpenID Provider's endpoints are mounted only with a configured client, or with
-        # registration enabled.
-        raise ConfigError(
-            f"{key}: the OpenID Provider needs at least one client under clients: to be on "
-            "(or registration.enabled)"
-        )
 
 
 def _check_client(config: Config, client_id: str, c: ClientConfig) -> None:
