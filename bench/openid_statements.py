@@ -72,27 +72,31 @@ def counting(count_file: str, argv: list[str]) -> int:
     sent: list[str] = []
     background: list[str] = []
     prepared = [0]
-    connect = asyncpg.connect
-    get_statement = asyncpg.Connection._get_statement
-    handle = web.Application._handle
+    # asyncpg's and aiohttp's internals, patched in this process only (typed as Any)
+    driver: Any = asyncpg
+    connection_class: Any = asyncpg.Connection
+    application_class: Any = web.Application
+    connect = driver.connect
+    get_statement = connection_class._get_statement
+    handle = application_class._handle
 
     def log(record: Any) -> None:
         # asyncpg calls a query logger with call_soon, in a copy of the statement's context
         (sent if IN_REQUEST.get() else background).append(record.query)
 
-    async def noted(*args: Any, **kwargs: Any) -> asyncpg.Connection:
+    async def noted(*args: Any, **kwargs: Any) -> Any:
         conn = await connect(*args, **kwargs)
         conn.add_query_logger(log)
         return conn
 
-    async def preparing(self: asyncpg.Connection, *args: Any, **kwargs: Any) -> Any:
+    async def preparing(self: Any, *args: Any, **kwargs: Any) -> Any:
         cached = len(self._stmt_cache)
         statement = await get_statement(self, *args, **kwargs)
         if len(self._stmt_cache) > cached and IN_REQUEST.get():  # prepared: a round trip
             prepared[0] += 1
         return statement
 
-    async def handling(self: web.Application, request: web.Request) -> web.StreamResponse:
+    async def handling(self: web.Application, request: web.Request) -> Any:
         IN_REQUEST.set(True)  # in this request's task (and what it starts) only
         return await handle(self, request)
 
@@ -105,9 +109,9 @@ def counting(count_file: str, argv: list[str]) -> int:
         counts = {"statements": sent, "prepared": prepared[0], "background": background}
         Path(count_file).write_text(json.dumps(counts))
 
-    asyncpg.connect = noted  # what the pool calls to open a connection
-    asyncpg.Connection._get_statement = preparing  # type: ignore[method-assign]
-    web.Application._handle = handling  # type: ignore[method-assign]
+    driver.connect = noted  # what the pool calls to open a connection
+    connection_class._get_statement = preparing
+    application_class._handle = handling
     signal.signal(signal.SIGUSR1, start)
     signal.signal(signal.SIGUSR2, write)
     from authgate.entrypoints.cli import main
