@@ -130,15 +130,6 @@ class Cors:
         if self.refuses(request):
             raise HttpError(403, _REFUSED)
 
-    def wrap(self, handler: RouteHandler) -> RouteHandler:
-        """``handler`` behind :meth:`admit`."""
-
-        async def handle(request: web.Request) -> web.StreamResponse:
-            self.admit(request)
-            return await handler(request)
-
-        return handle
-
     def preflight(self, methods: Iterable[str]) -> RouteHandler:
         """The ``OPTIONS`` handler of a path whose operations (``methods``) opt into CORS."""
         allowed_methods = sorted({m.upper() for m in methods})
