@@ -56,6 +56,7 @@ from bench.harness import (
     temp_folder,
     write_config,
 )
+from bench.raw_pool import BASELINES as RAW_POOLS
 from tests.fakeidp import FakeIdP, FakeUser
 
 DEFAULT_ADMIN_URL = "postgresql://postgres@127.0.0.1:5432/postgres"
@@ -81,7 +82,8 @@ class Settings:
     database_url: str | None = None  # an already migrated database (tests)
     pin: bool = True
     profile_to: Path | None = None  # py-spy samples of the measured period (bench/profiling)
-    # "authgate", or "raw": bench/raw_signin_server.py on the same config (sign-ins only)
+    # "authgate", or "raw" / "raw-asyncpg": bench/raw_signin_server.py on the same config
+    # (sign-ins only) on authgate's pool / asyncpg's (bench/raw_pool.py)
     server: str = "authgate"
 
 
@@ -317,8 +319,9 @@ async def _run(settings: Settings, folder: Path) -> dict[str, Any]:
             await asyncio.to_thread(migrate, config_file)
         pin = 0 if settings.pin and (os.cpu_count() or 1) > 1 else None
         command = None
-        if settings.server == "raw":
+        if settings.server in RAW_POOLS:
             command = [sys.executable, str(RAW_SIGNIN_SERVER), "--config", str(config_file)]
+            command += ["--pool", RAW_POOLS[settings.server]]
         async with (
             ServiceProcess(config_file, taskset_cpu=pin, command=command) as service,
             SignInDriver(fake, connections=settings.concurrency * 2) as driver,

@@ -12,12 +12,14 @@ first-party confidential client (``web``: no consent page, HTTP Basic at the tok
   chain carries on with the token it got back). Target: >= 1,500 per server CPU second.
 * ``introspection``: an introspecting client asks ``/oauth2/introspect`` about one access
   token, against bench/raw_introspection_server.py (aiohttp + asyncpg: the signature checked,
-  the same two rows read, the same answer; its pool's reset query off). Target: authgate/raw
-  >= 0.8 in requests per server CPU second, measured side by side in alternating rounds, each
-  server started for them (not the instance that served the flows and refreshes). The raw
-  handler writes no access log; authgate writes one line per request by default, so a second
-  authgate instance on the same database and keys, with ``rest.access_log: false``, runs in
-  the same rounds: the like-for-like figure beside the default one.
+  the same two rows read, the same answer) twice (bench/raw_pool.py): ``raw`` on authgate's
+  own pool, the fair floor, and ``raw-asyncpg`` on asyncpg's pool (its reset query off); the
+  ratio to each is reported. Target: authgate/raw >= 0.8 in requests per server CPU second,
+  measured side by side in alternating rounds, each server started for them (not the
+  instance that served the flows and refreshes). The raw handler writes no access log;
+  authgate writes one line per request by default, so a second authgate instance on the same
+  database and keys, with ``rest.access_log: false``, runs in the same rounds: the
+  like-for-like figure beside the default one.
 
 "Per server CPU second" counts the server process's CPU (user + system, /proc) and that of
 the PostgreSQL backends serving the run's database, over the measured period, as
@@ -71,6 +73,7 @@ from bench.harness import (
 )
 from bench.httpload import closed_loop
 from bench.load import DEFAULT_ADMIN_URL, backend_cpu, backend_cpu_between, cpu_split, pinned_to
+from bench.raw_pool import BASELINES as RAW_POOLS
 
 ISSUER = "https://api.example.com"
 SECRET = "bench-web-secret-of-more-than-thirty-two-characters"
@@ -483,22 +486,19 @@ async def introspection(
     async with http.get(f"{authgate.url}/.well-known/jwks.json") as response:
         jwks = folder / "jwks.json"
         jwks.write_bytes(await response.read())
-    raw_port = free_port()
-    raw = ServiceProcess(
-        authgate.config_file,
-        taskset_cpu=0,
-        port=raw_port,
-        command=[
-            sys.executable,
-            str(Path(__file__).with_name("raw_introspection_server.py")),
-            str(raw_port),
-            url,
-            str(jwks),
-            "rs",
-            INTROSPECTOR_SECRET,
-            loop,
-        ],
-    )
+    raws = {
+        baseline: ServiceProcess(
+            authgate.config_file,
+            taskset_cpu=0,
+            port=raw_port,
+            command=[
+                *(sys.executable, str(Path(__file__).with_name("raw_introspection_server.py"))),
+                *(str(raw_port), url, str(jwks), "rs", INTROSPECTOR_SECRET, loop, pool),
+            ],
+        )
+        for baseline, pool in RAW_POOLS.items()
+        for raw_port in [free_port()]
+    }
     # Both authgate instances start for these rounds, as the raw handler does: the one that
     # served the flows and refreshes carries their state (a larger heap, fuller caches and
     # limiter windows), which the fresh raw server would not have to carry. Their files are
@@ -516,8 +516,8 @@ async def introspection(
         )
         for n, o in instances.items()
     )
-    async with raw, fresh, quiet:
-        servers = {"authgate": fresh, NO_LOG: quiet, "raw": raw}
+    async with raws["raw"], raws["raw-asyncpg"], fresh, quiet:
+        servers = {"authgate": fresh, NO_LOG: quiet, **raws}
         answers = {k: await introspected(http, s.port, access) for k, s in servers.items()}
         if not answers["authgate"].get("active") or any(
             answer != answers["raw"] for answer in answers.values()
@@ -536,10 +536,10 @@ async def introspection(
                     )
                 )
 
-    def ratios(kind: str, key: str = "per_cpu_second") -> list[float]:
+    def ratios(kind: str, key: str = "per_cpu_second", baseline: str = "raw") -> list[float]:
         return [
             round(a[key] / b[key], 3)
-            for a, b in zip(samples[kind], samples["raw"], strict=True)
+            for a, b in zip(samples[kind], samples[baseline], strict=True)
             if a[key] and b[key]
         ]
 
@@ -557,6 +557,14 @@ async def introspection(
         ),
         "round_ratios_without_access_log": ratios(NO_LOG),
         "authgate without access log/raw": statistics.median(ratios(NO_LOG)),
+        "round_ratios_to_raw_asyncpg": ratios("authgate", baseline="raw-asyncpg"),
+        "authgate/raw-asyncpg": statistics.median(ratios("authgate", baseline="raw-asyncpg")),
+        "authgate/raw-asyncpg server alone": statistics.median(
+            ratios("authgate", "per_server_alone_cpu_second", "raw-asyncpg")
+        ),
+        "authgate without access log/raw-asyncpg": statistics.median(
+            ratios(NO_LOG, baseline="raw-asyncpg")
+        ),
     }
 
 
@@ -586,7 +594,9 @@ def main() -> int:
         f"{REFRESH_TARGET:g}); introspection authgate/raw {report['introspection']['authgate/raw']}"
         f" (target {INTROSPECTION_TARGET:g}; rounds {report['introspection']['round_ratios']}),"
         f" {report['introspection']['authgate without access log/raw']} with authgate's access"
-        " log off, as the raw handler's;"
+        " log off, as the raw handler's (the raw handler on authgate's pool; on asyncpg's:"
+        f" {report['introspection']['authgate/raw-asyncpg']},"
+        f" {report['introspection']['authgate without access log/raw-asyncpg']});"
         f" two RS256 signatures alone allow at most "
         f"{report['signature_ceiling']['token_responses_per_cpu_second_at_most']} token "
         "responses per CPU second",

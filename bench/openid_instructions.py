@@ -8,15 +8,18 @@ warms up; ``callgrind_control`` switches it on, zeroes and dumps the counters ar
   driven as bench/openid_bench.py drives them;
 * ``refresh``: refresh-token rotations;
 * ``introspection``: introspections of one access token, and the same batch against
-  bench/raw_introspection_server.py (the raw aiohttp + asyncpg handler) under callgrind too:
-  "raw / authgate" is its instructions per request over authgate's; and against authgate with
-  ``rest.access_log: false`` (the raw handler writes no log): "raw / authgate, access log off".
+  bench/raw_introspection_server.py (the raw aiohttp + asyncpg handler) under callgrind too,
+  twice (bench/raw_pool.py): ``raw`` on authgate's own pool (the fair floor) and
+  ``raw-asyncpg`` on asyncpg's pool. "raw / authgate" is raw's instructions per request over
+  authgate's ("raw-asyncpg / authgate" likewise); and against authgate with
+  ``rest.access_log: false`` (the raw handler writes no log): "..., access log off".
 
 Counted: the server process's own user-space instructions (every thread), not the kernel's, not
 PostgreSQL's; RSA under valgrind's emulated CPU counts more than it costs natively.
 
     .venv/bin/python bench/openid_instructions.py                 # 200 of each
     .venv/bin/python bench/openid_instructions.py --operations 50 # a smoke run
+    .venv/bin/python bench/openid_instructions.py --quick         # introspection, 50 each
     .venv/bin/python bench/openid_instructions.py --only introspection
 
 Needs valgrind (``apt-get install valgrind``) and PostgreSQL.
@@ -63,6 +66,7 @@ from bench.openid_bench import (
     introspection_request,
     seed,
 )
+from bench.raw_pool import BASELINES as RAW_POOLS
 
 
 def under_callgrind(folder: Path, kind: str, command: list[str], port: int) -> ServiceProcess:
@@ -171,20 +175,15 @@ async def run(admin_url: str, operations: int, only: list[str]) -> dict[str, Any
             servers = {
                 "authgate": (command, port),
                 NO_LOG: (authgate_command("serve", "--config", str(no_log_config)), port),
-                "raw": (
+            }
+            for baseline, pool in RAW_POOLS.items():
+                servers[baseline] = (
                     [
-                        sys.executable,
-                        str(raw),
-                        str(raw_port),
-                        url,
-                        str(jwks),
-                        "rs",
-                        INTROSPECTOR_SECRET,
-                        default_event_loop(),
+                        *(sys.executable, str(raw), str(raw_port), url, str(jwks)),
+                        *("rs", INTROSPECTOR_SECRET, default_event_loop(), pool),
                     ],
                     raw_port,
-                ),
-            }
+                )
             counts: dict[str, Any] = {}
             answers = {}
             for kind, (cmd, p) in servers.items():
@@ -201,19 +200,15 @@ async def run(admin_url: str, operations: int, only: list[str]) -> dict[str, Any
                 answer != answers["raw"] for answer in answers.values()
             ):
                 raise RuntimeError(f"the servers answer differently: {answers}")
-            report["introspection"] = {
-                "servers": counts,
-                "raw/authgate": round(
-                    counts["raw"]["instructions_per_request"]
-                    / counts["authgate"]["instructions_per_request"],
-                    3,
-                ),
-                "raw/authgate, access log off": round(
-                    counts["raw"]["instructions_per_request"]
-                    / counts[NO_LOG]["instructions_per_request"],
-                    3,
-                ),
-            }
+            report["introspection"] = {"servers": counts}
+            for baseline in RAW_POOLS:
+                floor = counts[baseline]["instructions_per_request"]
+                report["introspection"][f"{baseline}/authgate"] = round(
+                    floor / counts["authgate"]["instructions_per_request"], 3
+                )
+                report["introspection"][f"{baseline}/authgate, access log off"] = round(
+                    floor / counts[NO_LOG]["instructions_per_request"], 3
+                )
     finally:
         admin = await asyncpg.connect(admin_url)
         await admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
@@ -228,7 +223,12 @@ def main() -> int:
     parser.add_argument("--operations", type=int, default=200)
     kinds = ("code_flow", "refresh", "introspection")
     parser.add_argument("--only", choices=kinds, action="append", help="repeatable; all by default")
+    parser.add_argument(
+        "--quick", action="store_true", help="introspection only, 50 each (a smoke run)"
+    )
     args = parser.parse_args()
+    if args.quick:
+        args.operations, args.only = 50, args.only or ["introspection"]
     if shutil.which("valgrind") is None or shutil.which("callgrind_control") is None:
         print("valgrind is not installed (apt-get install valgrind)", file=sys.stderr)
         return 2

@@ -25,6 +25,11 @@ within a day: compare the two phases of one run, not runs of different days.
 
     .venv/bin/python bench/passkeys_bench.py                       # the recorded run
     .venv/bin/python bench/passkeys_bench.py --seconds 2 --users 5  # a smoke run
+    .venv/bin/python bench/passkeys_bench.py --quick                # the same smoke run
+
+The raw floor (bench/raw_passkeys_server.py) runs twice after authgate, on the same database
+and passkeys (bench/raw_pool.py): on authgate's own pool (``raw_floor``, the fair floor) and on
+asyncpg's pool (``raw_floor_asyncpg``); authgate's ratio to each is reported.
 """
 
 from __future__ import annotations
@@ -55,6 +60,8 @@ from bench.harness import (
     write_config,
 )
 from bench.load import DEFAULT_ADMIN_URL, pinned_to
+from bench.raw_pool import BASELINES as RAW_POOLS
+from bench.raw_pool import DEFAULT_POOL
 from tests.fakeidp import FakeIdP, FakeUser
 from tests.support.webauthn import SoftAuthenticator
 
@@ -121,11 +128,14 @@ def passkeys_config(folder: Path, fake: FakeIdP, database_url: str) -> dict[str,
     )
 
 
-def floor_server(folder: Path, config: dict[str, Any]) -> tuple[Path, list[str]]:
-    """The floor's configuration file (the service's, on a port of its own) and its command."""
+def floor_server(
+    folder: Path, config: dict[str, Any], pool: str = DEFAULT_POOL
+) -> tuple[Path, list[str]]:
+    """The floor's configuration file (the service's, on a port of its own) and its command,
+    on the pool ``pool`` (bench/raw_pool.py)."""
     raw = {**config, "rest": {**config["rest"], "port": free_port()}}
-    raw_file = write_config(folder, raw, "raw.yaml")
-    return raw_file, [sys.executable, str(RAW_SERVER), "--config", str(raw_file)]
+    raw_file = write_config(folder, raw, f"raw-{pool}.yaml")
+    return raw_file, [sys.executable, str(RAW_SERVER), "--config", str(raw_file), "--pool", pool]
 
 
 async def with_passkeys(
@@ -214,10 +224,10 @@ async def bench(args: argparse.Namespace) -> dict[str, Any]:
                     await warm()
                 passkeys = await measured(service, args.seconds, args.concurrency, with_passkey)
                 provider = await measured(service, args.seconds, args.concurrency, with_provider)
-            raw = None
-            if not args.no_raw:
+            raws: dict[str, dict[str, Any] | None] = dict.fromkeys(RAW_POOLS)
+            for baseline, pool in ({} if args.no_raw else RAW_POOLS).items():
                 # The floor on the same database and passkeys, pinned as authgate was.
-                raw_file, command = floor_server(folder, config)
+                raw_file, command = floor_server(folder, config, pool)
                 async with (
                     ServiceProcess(raw_file, taskset_cpu=0, command=command) as floor,
                     aiohttp.ClientSession(cookie_jar=aiohttp.DummyCookieJar()) as http,
@@ -227,7 +237,7 @@ async def bench(args: argparse.Namespace) -> dict[str, Any]:
                         return await passkey_sign_in(http, floor.url, random.choice(authenticators))
 
                     await on_floor()
-                    raw = await measured(floor, args.seconds, args.concurrency, on_floor)
+                    raws[baseline] = await measured(floor, args.seconds, args.concurrency, on_floor)
     finally:
         await drop_database(args.admin_url, url)
     ratio = None
@@ -236,8 +246,12 @@ async def bench(args: argparse.Namespace) -> dict[str, Any]:
             passkeys["sign_ins_per_server_cpu_second"] / provider["sign_ins_per_server_cpu_second"],
             2,
         )
-    floor = raw["sign_ins_per_server_cpu_second"] if raw else None
     ours = passkeys["sign_ins_per_server_cpu_second"]
+
+    def over(raw: dict[str, Any] | None) -> float | None:
+        floor = raw["sign_ins_per_server_cpu_second"] if raw else None
+        return round(ours / floor, 3) if ours and floor else None
+
     return {
         "database": "postgres",
         "users": args.users,
@@ -245,8 +259,10 @@ async def bench(args: argparse.Namespace) -> dict[str, Any]:
         "passkeys": passkeys,
         "provider": provider,
         "passkey_over_provider": ratio,
-        "raw_floor": raw,
-        "passkey_over_raw_floor": round(ours / floor, 3) if ours and floor else None,
+        "raw_floor": raws["raw"],  # on authgate's own pool
+        "passkey_over_raw_floor": over(raws["raw"]),
+        "raw_floor_asyncpg": raws["raw-asyncpg"],  # on asyncpg's pool
+        "passkey_over_raw_floor_asyncpg": over(raws["raw-asyncpg"]),
         "target_passkey_sign_ins_per_server_cpu_second": TARGET,
     }
 
@@ -258,7 +274,10 @@ def main() -> int:
     parser.add_argument("--concurrency", type=int, default=16)
     parser.add_argument("--admin-url", default=DEFAULT_ADMIN_URL)
     parser.add_argument("--no-raw", action="store_true", help="skip the raw floor")
+    parser.add_argument("--quick", action="store_true", help="--seconds 2 --users 5")
     args = parser.parse_args()
+    if args.quick:
+        args.seconds, args.users = 2.0, 5
     with pinned_to(1):
         report = asyncio.run(bench(args))
     print(json.dumps(report, indent=2))
@@ -269,15 +288,17 @@ def main() -> int:
         f"passkey/provider {report['passkey_over_provider']}",
         file=sys.stderr,
     )
-    raw = report["raw_floor"]
-    if raw is not None:
-        print(
-            f"raw floor (aiohttp + asyncpg + fido2, hand-written): "
-            f"{raw['sign_ins_per_server_cpu_second']} per server CPU second; "
-            f"authgate/floor {report['passkey_over_raw_floor']}",
-            file=sys.stderr,
-        )
-    failed = p["errors"] or v["errors"] or (raw is not None and raw["errors"])
+    failed = p["errors"] or v["errors"]
+    for key, pool in (("raw_floor", "authgate"), ("raw_floor_asyncpg", "asyncpg")):
+        raw = report[key]
+        if raw is not None:
+            print(
+                f"raw floor (aiohttp + asyncpg + fido2, hand-written) on {pool}'s pool: "
+                f"{raw['sign_ins_per_server_cpu_second']} per server CPU second; "
+                f"authgate/floor {report['passkey_over_' + key]}",
+                file=sys.stderr,
+            )
+            failed = failed or raw["errors"]
     return 0 if not failed and p["sign_ins"] > 0 else 1
 
 

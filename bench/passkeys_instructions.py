@@ -11,11 +11,13 @@ and the session) on 4 concurrent loops. Every answer is checked (200 with a sess
 
 Counted: the server process's own user-space instructions (every thread), not the kernel's,
 not PostgreSQL's, not the load generator's; ES256 under valgrind's emulated CPU counts more
-than it costs natively. "floor / authgate" is the floor's instructions per sign-in over
-authgate's.
+than it costs natively. The floor runs twice (bench/raw_pool.py): ``floor`` on authgate's own
+pool (the fair floor) and ``floor-asyncpg`` on asyncpg's pool. "floor / authgate" is the
+floor's instructions per sign-in over authgate's ("floor-asyncpg / authgate" likewise).
 
     .venv/bin/python bench/passkeys_instructions.py                  # 200 sign-ins each
     .venv/bin/python bench/passkeys_instructions.py --operations 30  # a smoke run
+    .venv/bin/python bench/passkeys_instructions.py --quick          # 30 sign-ins, 2 users
 
 Needs valgrind (``apt-get install valgrind``) and PostgreSQL.
 """
@@ -121,25 +123,21 @@ async def run(admin_url: str, operations: int, users: int) -> dict[str, Any]:
                 authenticators,
             )
             print("authgate", authgate, file=sys.stderr, flush=True)
-            raw_file, command = floor_server(folder, config)
-            floor = await counted(
-                command,
-                raw_file,
-                folder / "floor.callgrind",
-                operations,
-                authenticators,
-            )
-            print("floor", floor, file=sys.stderr, flush=True)
+            floors = {}
+            for name, pool in (("floor", "authgate"), ("floor-asyncpg", "asyncpg")):
+                raw_file, command = floor_server(folder, config, pool)
+                floors[name] = await counted(
+                    command, raw_file, folder / f"{name}.callgrind", operations, authenticators
+                )
+                print(name, floors[name], file=sys.stderr, flush=True)
     finally:
         await drop_database(admin_url, url)
         shutil.rmtree(folder, ignore_errors=True)
-    ours, theirs = authgate["instructions_per_sign_in"], floor["instructions_per_sign_in"]
-    return {
-        "operations": operations,
-        "authgate": authgate,
-        "floor": floor,
-        "floor/authgate": round(theirs / ours, 3),
-    }
+    ours = authgate["instructions_per_sign_in"]
+    report: dict[str, Any] = {"operations": operations, "authgate": authgate, **floors}
+    for name, floor in floors.items():
+        report[f"{name}/authgate"] = round(floor["instructions_per_sign_in"] / ours, 3)
+    return report
 
 
 def main() -> int:
@@ -147,7 +145,10 @@ def main() -> int:
     parser.add_argument("--operations", type=int, default=200)
     parser.add_argument("--users", type=int, default=10)
     parser.add_argument("--admin-url", default=DEFAULT_ADMIN_URL)
+    parser.add_argument("--quick", action="store_true", help="--operations 30 --users 2")
     args = parser.parse_args()
+    if args.quick:
+        args.operations, args.users = 30, 2
     if shutil.which(VALGRIND[0]) is None:
         print("valgrind is not installed", file=sys.stderr)
         return 2

@@ -8,16 +8,21 @@ providers:
                (revocation; its cache), scope check, the PostgreSQL adapter's
                ``list_identities``, attrs/cattrs response, metrics, access log
     authgate-nolog   the same with ``rest.access_log: false``
-    raw        bench/raw_providers_server.py: the same query on a pool of the same size and the
-               same JSON, with no authentication, validation, error handling or access log
+    raw        bench/raw_providers_server.py: the same query on authgate's own pool of the same
+               size (bench/raw_pool.py) and the same JSON, with no authentication, validation,
+               error handling or access log: the fair floor
+    raw-asyncpg  the same handler on asyncpg's pool (no reset query at release), as a
+               hand-written aiohttp + asyncpg service would run it
 
-All three run on the same event loop, ``rest.event_loop``'s default (uvloop when installed).
+Each authgate server's ratio is given to both raw servers ("authgate/raw",
+"authgate/raw-asyncpg"). All four run on the same event loop, ``rest.event_loop``'s default
+(uvloop when installed).
 Each server runs alone pinned to CPU 0 while the load generator (bench/httpload.py: keep-alive
 connections, closed loop) runs pinned to CPU 1; PostgreSQL serves both the same way. Rounds
 alternate the order; the median round is reported with p50/p99 latency and the server's CPU
 share (a server well under 100 % of its core was not the bottleneck), and the server's CPU
 time per request (``cpu_us``; "by CPU" compares those, which a busy machine skews less than
-throughput). Before measuring, the three must answer the read with the same bytes. Target:
+throughput). Before measuring, the four must answer the read with the same bytes. Target:
 authgate/raw >= 0.8 with the access log on (the default).
 
     .venv/bin/python bench/providers_bench.py            # the recorded run (~1 minute)
@@ -58,6 +63,7 @@ from bench.harness import (
 )
 from bench.httpload import LoadResult, closed_loop, request_bytes
 from bench.load import DEFAULT_ADMIN_URL, pinned_to
+from bench.raw_pool import BASELINES as RAW_POOLS
 
 TARGET = 0.8
 PATH = "/v1/account/providers"
@@ -150,7 +156,6 @@ async def run(
         config_file = write_config(folder, service_config(folder, None, database_url=url))
         await asyncio.to_thread(migrate, config_file)
         account = await seed(url)
-        raw_port = free_port()
         authgate = ServiceProcess(config_file, taskset_cpu=0)
         quiet_file = write_config(
             folder,
@@ -160,30 +165,33 @@ async def run(
             "quiet.yaml",
         )
         quiet = ServiceProcess(quiet_file, taskset_cpu=0)
-        raw = ServiceProcess(
-            config_file,
-            taskset_cpu=0,
-            port=raw_port,
-            command=[
-                sys.executable,
-                str(Path(__file__).with_name("raw_providers_server.py")),
-                str(raw_port),
-                url,
-                account,
-                loop,
-            ],
-        )
-        samples: dict[str, list[dict[str, Any]]] = {"authgate": [], "authgate-nolog": [], "raw": []}
-        async with authgate, quiet, raw:
+        raws = {
+            baseline: ServiceProcess(
+                config_file,
+                taskset_cpu=0,
+                port=raw_port,
+                command=[
+                    *(sys.executable, str(Path(__file__).with_name("raw_providers_server.py"))),
+                    *(str(raw_port), url, account, loop, pool),
+                ],
+            )
+            for baseline, pool in RAW_POOLS.items()
+            for raw_port in [free_port()]
+        }
+        samples: dict[str, list[dict[str, Any]]] = {
+            kind: [] for kind in ("authgate", "authgate-nolog", *RAW_POOLS)
+        }
+        async with authgate, quiet, raws["raw"], raws["raw-asyncpg"]:
             token = await mint_session(folder / "session-keys.json", account, database_url=url)
             bearer = {"Authorization": f"Bearer {token}"}
+            servers = {"authgate": authgate, "authgate-nolog": quiet, **raws}
             requests = {
-                "authgate": request_bytes(PATH, authgate.port, bearer),
-                "authgate-nolog": request_bytes(PATH, quiet.port, bearer),
-                "raw": request_bytes(PATH, raw.port),
+                kind: request_bytes(PATH, server.port, {} if kind in RAW_POOLS else bearer)
+                for kind, server in servers.items()
             }
-            servers = {"authgate": authgate, "authgate-nolog": quiet, "raw": raw}
-            await same_answers(servers, {"authgate": bearer, "authgate-nolog": bearer, "raw": {}})
+            await same_answers(
+                servers, {kind: {} if kind in RAW_POOLS else bearer for kind in servers}
+            )
             for kind in servers:  # warm both up (pools, caches)
                 await measure(servers[kind], requests[kind], warmup, connections)
             for r in range(rounds):
@@ -231,16 +239,18 @@ async def run(
         ],
     }
     ratio = median("authgate", "per_second") / median("raw", "per_second")
-    report["authgate/raw"] = round(ratio, 3)
-    report["authgate-nolog/raw"] = round(
-        median("authgate-nolog", "per_second") / median("raw", "per_second"), 3
-    )
+    for baseline in RAW_POOLS:
+        for kind in ("authgate", "authgate-nolog"):
+            report[f"{kind}/{baseline}"] = round(
+                median(kind, "per_second") / median(baseline, "per_second"), 3
+            )
     # The same comparison by the server's CPU per request (raw's / authgate's): the ratio the
     # throughputs would have if each server had its core to itself.
-    report["authgate/raw by CPU"] = round(median("raw", "cpu_us") / median("authgate", "cpu_us"), 3)
-    report["authgate-nolog/raw by CPU"] = round(
-        median("raw", "cpu_us") / median("authgate-nolog", "cpu_us"), 3
-    )
+    for baseline in RAW_POOLS:
+        for kind in ("authgate", "authgate-nolog"):
+            report[f"{kind}/{baseline} by CPU"] = round(
+                median(baseline, "cpu_us") / median(kind, "cpu_us"), 3
+            )
     report["target"] = TARGET
     report["met"] = ratio >= TARGET
     if profile_report is not None:

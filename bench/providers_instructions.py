@@ -15,6 +15,11 @@ the common kernel and database work weigh on both.
 
     .venv/bin/python bench/providers_instructions.py                # 1,000 requests each
     .venv/bin/python bench/providers_instructions.py --requests 200 authgate raw
+    .venv/bin/python bench/providers_instructions.py --quick        # 200 requests, 3 servers
+
+The raw handler runs twice (bench/raw_pool.py): ``raw`` on authgate's own pool, the fair floor,
+and ``raw-asyncpg`` on asyncpg's pool; the report gives every authgate server's ratio to each
+("authgate/raw", "authgate/raw-asyncpg": raw's instructions per request over authgate's).
 
 Needs valgrind (``apt-get install valgrind``) and the PostgreSQL of bench/providers_bench.py.
 """
@@ -51,14 +56,17 @@ from bench.harness import (
 from bench.httpload import closed_loop, request_bytes
 from bench.load import DEFAULT_ADMIN_URL
 from bench.providers_bench import PATH, seed
+from bench.raw_pool import BASELINES as RAW_POOLS
 
 # name -> overrides of the configuration (None: the raw handler)
 SERVERS: dict[str, dict[str, Any] | None] = {
     "authgate": {},
     "authgate-nolog": {"rest": {"access_log": False}},
     "authgate-nometrics": {"metrics": {"enabled": False}},
-    "raw": None,
+    "raw": None,  # the raw handler on authgate's pool
+    "raw-asyncpg": None,  # the raw handler on asyncpg's pool
 }
+QUICK = ["authgate", "raw", "raw-asyncpg"]
 
 
 async def count(
@@ -97,7 +105,10 @@ async def run(admin_url: str, kinds: list[str], requests: int) -> dict[str, Any]
             overrides = SERVERS[kind]
             if overrides is None:
                 raw = Path(__file__).with_name("raw_providers_server.py")
-                command = [sys.executable, str(raw), str(port), url, account, default_event_loop()]
+                command = [
+                    *(sys.executable, str(raw), str(port), url, account),
+                    *(default_event_loop(), RAW_POOLS[kind]),
+                ]
                 request = request_bytes(PATH, port)
             else:
                 config = service_config(
@@ -118,11 +129,13 @@ async def run(admin_url: str, kinds: list[str], requests: int) -> dict[str, Any]
         await admin.close()
         shutil.rmtree(folder, ignore_errors=True)
     report: dict[str, Any] = {"requests": requests, "servers": counts}
-    if "raw" in counts:
-        raw = counts["raw"]["instructions_per_request"]
-        for kind in counts:
-            if kind != "raw":
-                report[f"{kind}/raw"] = round(raw / counts[kind]["instructions_per_request"], 3)
+    for baseline in RAW_POOLS:
+        if baseline in counts:
+            raw = counts[baseline]["instructions_per_request"]
+            for kind in counts:
+                if kind not in RAW_POOLS:
+                    ratio = raw / counts[kind]["instructions_per_request"]
+                    report[f"{kind}/{baseline}"] = round(ratio, 3)
     return report
 
 
@@ -131,7 +144,13 @@ def main() -> int:
     parser.add_argument("servers", nargs="*", help=f"any of {', '.join(SERVERS)} (default: all)")
     parser.add_argument("--admin-url", default=DEFAULT_ADMIN_URL)
     parser.add_argument("--requests", type=int, default=1000)
+    parser.add_argument(
+        "--quick", action="store_true", help=f"200 requests; servers {', '.join(QUICK)}"
+    )
     args = parser.parse_args()
+    if args.quick:
+        args.requests = 200
+        args.servers = args.servers or QUICK
     if shutil.which("valgrind") is None or shutil.which("callgrind_control") is None:
         print("valgrind is not installed (apt-get install valgrind)", file=sys.stderr)
         return 2

@@ -1,15 +1,15 @@
 """The baseline of bench/openid_bench.py's introspection: a raw aiohttp + asyncpg handler.
 
-    python bench/raw_introspection_server.py PORT DATABASE_URL JWKS_FILE CLIENT SECRET [LOOP]
+    python bench/raw_introspection_server.py PORT DATABASE_URL JWKS_FILE CLIENT SECRET [LOOP] [POOL]
 
 ``POST /oauth2/introspect`` with HTTP Basic client authentication (a salted SHA-256 digest
 compared in constant time, as authgate keeps client secrets) and ``token`` in a form body: the
 access token's RS256 signature checked against the provider's public key (the key set file
 authgate publishes), its expiry, then the same two rows authgate reads for an access token
-whose session it found live a moment ago (its token family live, its account), on asyncpg's
-pool of the same size with its reset query off (authgate's pool has none), and the RFC 7662
-answer. No rate limit, no validation of the form beyond ``token``, no error handling, no
-access log, no metrics.
+whose session it found live a moment ago (its token family live, its account), on the pool
+POOL (bench/raw_pool.py: authgate's own, the default, or asyncpg's of the same size with its
+reset query off), and the RFC 7662 answer. No rate limit, no validation of the form beyond
+``token``, no error handling, no access log, no metrics.
 """
 
 from __future__ import annotations
@@ -27,11 +27,11 @@ from urllib.parse import parse_qs
 if __package__ in (None, ""):  # run as a script: make the repository importable
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-import asyncpg
 from aiohttp import web
 from joserfc import jwt
 from joserfc.jwk import KeySet
 
+from bench.raw_pool import DEFAULT_POOL, open_raw_pool
 from bench.raw_providers_server import encode, new_event_loop
 
 FAMILY = (
@@ -43,12 +43,14 @@ ACCOUNT = (
 )
 
 
-async def _no_reset(_conn: asyncpg.Connection) -> None:
-    """No reset statement when a connection goes back to the pool."""
-
-
 def main(
-    port: int, database_url: str, jwks_file: str, client: str, secret: str, loop: str = "asyncio"
+    port: int,
+    database_url: str,
+    jwks_file: str,
+    client: str,
+    secret: str,
+    loop: str = "asyncio",
+    pool: str = DEFAULT_POOL,
 ) -> None:
     with open(jwks_file) as f:
         keys = KeySet.import_key_set(json.load(f))
@@ -56,9 +58,7 @@ def main(
     digest = hashlib.sha256(salt + secret.encode()).digest()
 
     async def open_pool(app: web.Application) -> None:
-        app["pool"] = await asyncpg.create_pool(
-            database_url, min_size=1, max_size=10, reset=_no_reset
-        )
+        app["pool"] = await open_raw_pool(pool, database_url)
 
     async def close_pool(app: web.Application) -> None:
         await app["pool"].close()
@@ -123,4 +123,4 @@ async def liveness(_: web.Request) -> web.Response:
 
 
 if __name__ == "__main__":
-    main(int(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5], *sys.argv[6:7])
+    main(int(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5], *sys.argv[6:8])

@@ -1,6 +1,6 @@
 """The raw floor of bench/passkeys_bench.py: passkey sign-ins with no framework.
 
-    python bench/raw_passkeys_server.py --config FILE
+    python bench/raw_passkeys_server.py --config FILE [--pool authgate|asyncpg]
 
 A hand-written aiohttp + asyncpg + fido2 server, reading the YAML that bench/harness.py's
 ``service_config`` writes (with ``passkeys``), on authgate's own schema and rows (``authgate
@@ -50,7 +50,6 @@ from typing import Any
 if __package__ in (None, ""):  # run as a script: make the repository importable
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-import asyncpg
 from aiohttp import web
 from fido2 import cbor
 from fido2.cose import CoseKey
@@ -64,10 +63,10 @@ from fido2.webauthn import (
 )
 
 from authgate.adapters.webauthn.fido2_hints import memoize_type_hints
+from bench.raw_pool import DEFAULT_POOL, open_raw_pool
 from bench.raw_signin_server import (
     BINDING_COOKIE,
     SessionSigner,
-    _no_reset,
     application,
     run_from_command_line,
 )
@@ -115,7 +114,7 @@ class Refused(Exception):
 
 
 class RawPasskeys:
-    def __init__(self, config: dict[str, Any]) -> None:
+    def __init__(self, config: dict[str, Any], pool: str = DEFAULT_POOL) -> None:
         passkeys = config["passkeys"]
         self.origins = frozenset(passkeys["origins"])
         rp_name = passkeys.get("rp_name", "authgate")
@@ -129,11 +128,10 @@ class RawPasskeys:
         self.sessions = SessionSigner(config["session"], PROVIDER)
         self.database_url: str = config["database"]["url"]
         self.pool_max = int(config["database"].get("pool_max_size", 10))
+        self.pool_kind = pool
 
     async def open(self, app: web.Application) -> None:
-        self.pool = await asyncpg.create_pool(
-            self.database_url, min_size=1, max_size=self.pool_max, reset=_no_reset
-        )
+        self.pool = await open_raw_pool(self.pool_kind, self.database_url, max_size=self.pool_max)
 
     async def close(self, app: web.Application) -> None:
         await self.pool.close()
@@ -230,8 +228,8 @@ def _hash(binding: str) -> str:
     return hashlib.sha256(binding.encode()).hexdigest()
 
 
-def build(config: dict[str, Any]) -> web.Application:
-    server = RawPasskeys(config)
+def build(config: dict[str, Any], pool: str = DEFAULT_POOL) -> web.Application:
+    server = RawPasskeys(config, pool)
     app = application(server)
     app.router.add_post("/v1/passkeys/authentication/options", server.options)
     app.router.add_post("/v1/passkeys/authentication", server.authenticate)

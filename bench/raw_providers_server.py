@@ -1,12 +1,14 @@
 """The baseline of bench/providers_bench.py: a raw aiohttp + asyncpg handler.
 
-    python bench/raw_providers_server.py PORT DATABASE_URL ACCOUNT_ID [uvloop|asyncio]
+    python bench/raw_providers_server.py PORT DATABASE_URL ACCOUNT_ID [LOOP] [POOL]
+
+LOOP: ``uvloop`` or ``asyncio`` (the default); POOL: ``authgate`` (the default) or ``asyncpg``.
 
 ``GET /v1/account/providers`` runs the same query as the PostgreSQL adapter's
 ``list_identities`` for a fixed account (the same statement, prepared by asyncpg's statement
-cache as the adapter's is), on asyncpg's pool of the same size without its reset query (as
-authgate's pool), and answers the same JSON, byte for
-byte (bench/providers_bench.py checks it before measuring); no authentication, no parameter
+cache as the adapter's is), on the pool named last (bench/raw_pool.py: authgate's own, the
+default, or asyncpg's of the same size without its reset query), and answers the same JSON,
+byte for byte (bench/providers_bench.py checks it before measuring); no authentication, no parameter
 handling, no validation, no error handling, no access log, no metrics. It runs on the event
 loop named (bench/providers_bench.py names authgate's own, ``rest.event_loop``'s default:
 uvloop when installed).
@@ -18,9 +20,14 @@ import asyncio
 import json
 import sys
 import uuid
+from pathlib import Path
 
-import asyncpg
+if __package__ in (None, ""):  # run as a script: make the repository importable
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
 from aiohttp import web
+
+from bench.raw_pool import DEFAULT_POOL, open_raw_pool
 
 QUERY = (
     """
@@ -44,20 +51,17 @@ def new_event_loop(name: str) -> asyncio.AbstractEventLoop:
     return asyncio.new_event_loop()
 
 
-async def _no_reset(_conn: asyncpg.Connection) -> None:
-    """No reset statement when a connection goes back to the pool."""
-
-
-def main(port: int, database_url: str, account_id: str, loop: str = "asyncio") -> None:
+def main(
+    port: int,
+    database_url: str,
+    account_id: str,
+    loop: str = "asyncio",
+    pool: str = DEFAULT_POOL,
+) -> None:
     key = uuid.UUID(account_id)
 
     async def open_pool(app: web.Application) -> None:
-        # asyncpg's pool with its reset query at release switched off, as authgate's own pool
-        # has none (nothing to undo after a read): otherwise the baseline pays a round trip
-        # per request that authgate does not.
-        app["pool"] = await asyncpg.create_pool(
-            database_url, min_size=1, max_size=10, reset=_no_reset
-        )
+        app["pool"] = await open_raw_pool(pool, database_url)
 
     async def close_pool(app: web.Application) -> None:
         await app["pool"].close()
@@ -97,4 +101,4 @@ async def liveness(_: web.Request) -> web.Response:
 
 
 if __name__ == "__main__":
-    main(int(sys.argv[1]), sys.argv[2], sys.argv[3], *sys.argv[4:5])
+    main(int(sys.argv[1]), sys.argv[2], sys.argv[3], *sys.argv[4:6])

@@ -1,6 +1,6 @@
 """The raw floor of bench/signin_bench.py: complete sign-ins with no framework.
 
-    python bench/raw_signin_server.py --config FILE
+    python bench/raw_signin_server.py --config FILE [--pool authgate|asyncpg]
 
 A hand-written aiohttp + asyncpg server for provider ``google`` (OpenID Connect), reading the
 YAML that bench/harness.py's ``service_config`` writes, on authgate's own schema (``authgate
@@ -41,20 +41,26 @@ import hashlib
 import hmac
 import json
 import secrets
+import sys
 import time
 import uuid
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode
 
+if __package__ in (None, ""):  # run as a script: make the repository importable
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
 import aiohttp
-import asyncpg
 import uvloop
 import yaml
 from aiohttp import web
 from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.asymmetric import ec, padding, rsa
 from cryptography.hazmat.primitives.asymmetric.utils import decode_dss_signature
+
+from bench.raw_pool import DEFAULT_POOL, POOLS, open_raw_pool
 
 PROVIDER = "google"
 BINDING_COOKIE = "__Host-authgate_binding"
@@ -117,7 +123,7 @@ class Refused(Exception):
 
 
 class RawSignIn:
-    def __init__(self, config: dict[str, Any]) -> None:
+    def __init__(self, config: dict[str, Any], pool: str = DEFAULT_POOL) -> None:
         google = config["providers"][PROVIDER]
         self.client_id: str = google["client_id"]
         self.client_secret: str = google["client_secret"]
@@ -131,12 +137,11 @@ class RawSignIn:
         self.state_ttl = int(config.get("state", {}).get("ttl_seconds", 600))
         self.database_url: str = config["database"]["url"]
         self.pool_max = int(config["database"].get("pool_max_size", 10))
+        self.pool_kind = pool
         self.keys: dict[str, rsa.RSAPublicKey] = {}
 
     async def open(self, app: web.Application) -> None:
-        self.pool = await asyncpg.create_pool(
-            self.database_url, min_size=1, max_size=self.pool_max, reset=_no_reset
-        )
+        self.pool = await open_raw_pool(self.pool_kind, self.database_url, max_size=self.pool_max)
         self.http = aiohttp.ClientSession()
         url = self.issuer.rstrip("/") + "/.well-known/openid-configuration"
         async with self.http.get(url) as response:
@@ -355,10 +360,6 @@ def serve(app: web.Application, config: dict[str, Any]) -> None:
     )
 
 
-async def _no_reset(_conn: asyncpg.Connection) -> None:
-    """No reset round trip at release (authgate's pool skips it too: nothing to undo)."""
-
-
 async def liveness(_: web.Request) -> web.Response:
     return web.Response(text="ok")
 
@@ -373,18 +374,22 @@ def application(server: Any) -> web.Application:
     return app
 
 
-def run_from_command_line(doc: str, build: Callable[[dict[str, Any]], web.Application]) -> None:
-    """``--config FILE``: the application ``build`` makes of the YAML, served (:func:`serve`)."""
+def run_from_command_line(
+    doc: str, build: Callable[[dict[str, Any], str], web.Application]
+) -> None:
+    """``--config FILE [--pool KIND]``: the application ``build`` makes of the YAML on that
+    pool (bench/raw_pool.py), served (:func:`serve`)."""
     parser = argparse.ArgumentParser(description=doc.split("\n\n")[0])
     parser.add_argument("--config", required=True)
+    parser.add_argument("--pool", choices=POOLS, default=DEFAULT_POOL)
     args = parser.parse_args()
     with open(args.config) as f:
         config = yaml.safe_load(f)
-    serve(build(config), config)
+    serve(build(config, args.pool), config)
 
 
-def build(config: dict[str, Any]) -> web.Application:
-    server = RawSignIn(config)
+def build(config: dict[str, Any], pool: str = DEFAULT_POOL) -> web.Application:
+    server = RawSignIn(config, pool)
     app = application(server)
     app.router.add_get("/v1/auth/{provider}", server.start)
     app.router.add_get("/v1/auth/{provider}/callback", server.callback)

@@ -16,12 +16,13 @@ Two phases, each on a fresh database and server, so that each kind is measured a
 The raw floor: each phase runs twice, on a fresh database each time with the same settings
 and pinning, first against authgate, then against bench/raw_signin_server.py (a hand-written
 aiohttp + asyncpg server doing the same protocol work per sign-in with no framework; its
-docstring lists what it skips). Each phase reports both servers and the ratio authgate/raw of
-sign-ins per server CPU second, so a figure measured on this shared machine (whose speed
-varies within a day) comes with the floor measured in the same run (``--no-raw``: authgate
-alone). After each run the rows written are counted: one session and one event per sign-in,
-one account and one identity per registration, no pending sign-in left; a mismatch is an
-error.
+docstring lists what it skips), on authgate's own pool (bench/raw_pool.py), then the same
+floor on asyncpg's pool (``raw-asyncpg``). Each phase reports the three servers and the ratios
+authgate/raw and authgate/raw-asyncpg of sign-ins per server CPU second, so a figure measured
+on this shared machine (whose speed varies within a day) comes with the floor measured in the
+same run (``--no-raw``: authgate alone). After each run the rows written are counted: one
+session and one event per sign-in, one account and one identity per registration, no pending
+sign-in left; a mismatch is an error.
 
 "Per CPU second" is sign-ins per second of the CPU time (user + system, /proc/PID/stat) of the
 server and of the PostgreSQL backends serving the run's database, over the measured period: a
@@ -34,6 +35,7 @@ categories (bench/profiling.py).
 
     .venv/bin/python bench/signin_bench.py --profile     # the recorded run (~2 min)
     .venv/bin/python bench/signin_bench.py --seconds 3 --users 50   # a smoke run
+    .venv/bin/python bench/signin_bench.py --quick                  # the same smoke run
     .venv/bin/python bench/signin_bench.py --seconds 15             # with the raw floor
     .venv/bin/python bench/signin_bench.py --seconds 10 --rounds 3  # alternating, medians
 """
@@ -53,6 +55,7 @@ if __package__ in (None, ""):  # run as a script: make the repository importable
 from bench import profiling
 from bench.harness import temp_folder
 from bench.load import DEFAULT_ADMIN_URL, Settings, run
+from bench.raw_pool import BASELINES as RAW_POOLS
 
 # authgate's sign-ins per CPU second (server and PostgreSQL) over the raw floor's, each kind
 RATIO_TARGET = 0.95
@@ -157,9 +160,10 @@ def alternating(name: str, args: argparse.Namespace, folder: Path) -> dict[str, 
     floor first in odd ones), each on a fresh database and server: the machine's speed drifts
     over minutes here, and this spreads the drift over both. The phase's figures are
     authgate's median run with the floor's median run, the ratio the median of the rounds'."""
-    runs: dict[str, list[dict[str, Any]]] = {"authgate": [], "raw": []}
+    servers = ("authgate", *RAW_POOLS)
+    runs: dict[str, list[dict[str, Any]]] = {server: [] for server in servers}
     for number in range(args.rounds):
-        order = ("authgate", "raw") if number % 2 == 0 else ("raw", "authgate")
+        order = servers if number % 2 == 0 else tuple(reversed(servers))
         for server in order:
             sub = folder / f"round-{number}"
             sub.mkdir(exist_ok=True)
@@ -170,8 +174,10 @@ def alternating(name: str, args: argparse.Namespace, folder: Path) -> dict[str, 
         if a["sign_ins_per_cpu_second"] and r["sign_ins_per_cpu_second"]
     )
     merged = with_raw_floor(_median_run(runs["authgate"]), _median_run(runs["raw"]))
+    merged = with_raw_floor(merged, _median_run(runs["raw-asyncpg"]), "raw-asyncpg")
     merged["errors"] = sum(run["errors"] for run in runs["authgate"])
-    merged["raw"]["errors"] = sum(run["errors"] for run in runs["raw"])
+    for baseline in RAW_POOLS:
+        merged[baseline]["errors"] = sum(run["errors"] for run in runs[baseline])
     merged["ratio_to_raw"] = ratios[len(ratios) // 2] if ratios else None
     merged["rounds"] = [
         {"authgate": a["sign_ins_per_cpu_second"], "raw": r["sign_ins_per_cpu_second"]}
@@ -186,17 +192,22 @@ def _median_run(runs: list[dict[str, Any]]) -> dict[str, Any]:
     return dict(ranked[len(ranked) // 2])
 
 
-def with_raw_floor(authgate: dict[str, Any], raw: dict[str, Any]) -> dict[str, Any]:
-    """authgate's phase with the raw floor's figures and the ratios authgate/raw (per CPU
-    second of the server and PostgreSQL, the headline, and of the server alone)."""
+def with_raw_floor(
+    authgate: dict[str, Any], raw: dict[str, Any], baseline: str = "raw"
+) -> dict[str, Any]:
+    """authgate's phase with the raw floor's figures under ``baseline`` (``raw`` on authgate's
+    pool, ``raw-asyncpg`` on asyncpg's) and the ratios authgate/floor (per CPU second of the
+    server and PostgreSQL, the headline, and of the server alone): ``ratio_to_raw``, or
+    ``ratio_to_raw_asyncpg``."""
     ours, floor = authgate["sign_ins_per_cpu_second"], raw["sign_ins_per_cpu_second"]
     ours_alone = authgate["sign_ins_per_server_cpu_second"]
     floor_alone = raw["sign_ins_per_server_cpu_second"]
+    key = "ratio_to_" + baseline.replace("-", "_")
     return {
         **authgate,
-        "raw": raw,
-        "ratio_to_raw": round(ours / floor, 3) if ours and floor else None,
-        "ratio_to_raw_server_cpu": (
+        baseline: raw,
+        key: round(ours / floor, 3) if ours and floor else None,
+        f"{key}_server_cpu": (
             round(ours_alone / floor_alone, 3) if ours_alone and floor_alone else None
         ),
     }
@@ -245,7 +256,10 @@ def main() -> int:
         help="runs per server and phase, authgate and the raw floor alternating (the order "
         "swapped every round); the medians are reported",
     )
+    parser.add_argument("--quick", action="store_true", help="--seconds 3 --users 50")
     args = parser.parse_args()
+    if args.quick:
+        args.seconds, args.users = 3.0, 50
     if args.rounds < 1 or (args.rounds > 1 and (args.no_raw or args.profile)):
         parser.error("--rounds takes a positive number, and more than one needs the raw floor")
     if args.profile and not profiling.available():
@@ -260,8 +274,9 @@ def main() -> int:
             continue
         out[name] = asyncio.run(phase(name, args, folder))
         if not args.no_raw:
-            raw = asyncio.run(phase(name, args, folder, server="raw"))
-            out[name] = with_raw_floor(out[name], raw)
+            for baseline in RAW_POOLS:
+                raw = asyncio.run(phase(name, args, folder, server=baseline))
+                out[name] = with_raw_floor(out[name], raw, baseline)
     print(json.dumps(out, indent=2))
     for name in phases:
         ours = out[name]
@@ -279,18 +294,22 @@ def main() -> int:
                 + f"; ratios {ours['round_ratios']} (median {ours['ratio_to_raw']})",
                 file=sys.stderr,
             )
-        if "raw" in ours:
-            raw = ours["raw"]
+        for baseline, pool in RAW_POOLS.items():
+            if baseline not in ours:
+                continue
+            raw, key = ours[baseline], "ratio_to_" + baseline.replace("-", "_")
             print(
-                f"{'  raw floor':14} {raw['sign_ins_per_cpu_second']} per CPU second (server "
-                f"alone {raw['sign_ins_per_server_cpu_second']}), callback p50 "
+                f"{'  raw floor':14} on {pool}'s pool {raw['sign_ins_per_cpu_second']} per CPU "
+                f"second (server alone {raw['sign_ins_per_server_cpu_second']}), callback p50 "
                 f"{raw['callback_p50_ms']} ms p99 {raw['callback_p99_ms']} ms, errors "
-                f"{raw['errors']}, {_cpu_text(raw)}; authgate/raw {ours['ratio_to_raw']} "
-                f"(target {RATIO_TARGET:g}; server alone {ours.get('ratio_to_raw_server_cpu')})",
+                f"{raw['errors']}, {_cpu_text(raw)}; authgate/{baseline} {ours[key]} "
+                f"(target {RATIO_TARGET:g}; server alone {ours.get(key + '_server_cpu')})",
                 file=sys.stderr,
             )
     failed = [
-        n for n in phases if out[n]["errors"] or ("raw" in out[n] and out[n]["raw"]["errors"])
+        n
+        for n in phases
+        if out[n]["errors"] or any(b in out[n] and out[n][b]["errors"] for b in RAW_POOLS)
     ]
     return 1 if failed else 0
 

@@ -16,10 +16,14 @@ writes, on PostgreSQL. ``registrations``: every measured sign-in registers a new
 It counts the server process's own user-space instructions (every thread): not the kernel's
 work for its sockets, not PostgreSQL's, and not what a CPU does per instruction
 (cryptography's instructions weigh differently under valgrind's emulated CPU). Compare
-builds of the same server with it; the ratio to raw is indicative.
+builds of the same server with it; the ratio to raw is indicative. The raw floor runs twice
+(bench/raw_pool.py): ``raw`` on authgate's own pool, the fair floor, and ``raw-asyncpg`` on
+asyncpg's pool; "authgate/raw" and "authgate/raw-asyncpg" are each floor's instructions per
+sign-in over authgate's.
 
     .venv/bin/python bench/signin_instructions.py                   # 300 sign-ins per count
     .venv/bin/python bench/signin_instructions.py --sign-ins 100 authgate
+    .venv/bin/python bench/signin_instructions.py --quick           # 50 logins per server
 
 Needs valgrind (``apt-get install valgrind``) and PostgreSQL (``--admin-url``).
 """
@@ -48,9 +52,10 @@ from bench.harness import (
     write_config,
 )
 from bench.load import DEFAULT_ADMIN_URL, RAW_SIGNIN_SERVER, Settings, Workload, database
+from bench.raw_pool import BASELINES as RAW_POOLS
 from tests.fakeidp import FakeIdP
 
-SERVERS = ("authgate", "raw")
+SERVERS = ("authgate", *RAW_POOLS)
 PHASES = ("registrations", "logins")
 WARMUP = 60  # sign-ins before counting: pools, statement caches, the JWKS, registered users
 CONCURRENCY = 4
@@ -91,9 +96,11 @@ async def count(
             await asyncio.to_thread(migrate, config_file)
         served = (
             [sys.executable, str(RAW_SIGNIN_SERVER), "--config", str(config_file)]
-            if kind == "raw"
+            if kind in RAW_POOLS
             else authgate_command("serve", "--config", str(config_file))
         )
+        if kind in RAW_POOLS:
+            served += ["--pool", RAW_POOLS[kind]]
         out = folder / f"{kind}.callgrind"
         server = ServiceProcess(
             config_file,
@@ -135,12 +142,13 @@ async def run(
         for kind in kinds:
             counts[kind] = await count(kind, phase, admin_url, sign_ins, keep)
             print(phase, kind, counts[kind], file=sys.stderr, flush=True)
-        if "raw" in counts and "authgate" in counts:
-            counts["authgate/raw"] = round(
-                counts["raw"]["instructions_per_sign_in"]
-                / counts["authgate"]["instructions_per_sign_in"],
-                3,
-            )
+        for baseline in RAW_POOLS:
+            if baseline in counts and "authgate" in counts:
+                counts[f"authgate/{baseline}"] = round(
+                    counts[baseline]["instructions_per_sign_in"]
+                    / counts["authgate"]["instructions_per_sign_in"],
+                    3,
+                )
         report[phase] = counts
     return report
 
@@ -152,7 +160,10 @@ def main() -> int:
     parser.add_argument("--admin-url", default=DEFAULT_ADMIN_URL)
     parser.add_argument("--sign-ins", type=int, default=300)
     parser.add_argument("--keep", action="store_true", help="keep the callgrind dumps (printed)")
+    parser.add_argument("--quick", action="store_true", help="50 logins per server")
     args = parser.parse_args()
+    if args.quick:
+        args.sign_ins, args.phase = 50, args.phase or ["logins"]
     if shutil.which("valgrind") is None or shutil.which("callgrind_control") is None:
         print("valgrind is not installed (apt-get install valgrind)", file=sys.stderr)
         return 2

@@ -22,10 +22,11 @@ def test_quick_run_completes_and_reports_every_figure(postgres_server: Any) -> N
         assert figures["count"] > 0, report
         assert figures["per_cpu_second"] > 0, report
         assert figures["database_cpu_seconds"] >= 0, report
-    for server in ("authgate", "authgate, access log off", "raw"):
+    for server in ("authgate", "authgate, access log off", "raw", "raw-asyncpg"):
         assert report["introspection"]["servers"][server]["per_second"] > 0, report
     assert len(report["introspection"]["round_ratios"]) == 2, report
     assert len(report["introspection"]["round_ratios_without_access_log"]) == 2, report
     assert report["introspection"]["authgate/raw"] > 0, report
     assert report["introspection"]["authgate without access log/raw"] > 0, report
+    assert report["introspection"]["authgate/raw-asyncpg"] > 0, report
     assert set(report["met"]) == {"code_flow", "refresh", "introspection"}

@@ -33,14 +33,17 @@ def test_a_short_run_measures_passkey_and_provider_sign_ins_and_the_floor(
     )
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
     report = json.loads(run.stdout)
-    for phase in (report["passkeys"], report["provider"], report["raw_floor"]):
+    phases = ("passkeys", "provider", "raw_floor", "raw_floor_asyncpg")
+    for phase in (report[name] for name in phases):
         assert phase["errors"] == 0, phase
         assert phase["sign_ins"] > 0, phase
         assert phase["sign_ins_per_server_cpu_second"] > 0, phase
     assert report["passkey_over_provider"] > 0
     assert report["passkey_over_raw_floor"] > 0
+    assert report["passkey_over_raw_floor_asyncpg"] > 0
     assert "passkey sign-ins:" in run.stderr and "per server CPU second" in run.stderr
     assert "raw floor" in run.stderr and "authgate/floor" in run.stderr
+    assert "on asyncpg's pool" in run.stderr and "on authgate's pool" in run.stderr
 
 
 @pytest.mark.skipif(shutil.which("valgrind") is None, reason="valgrind is not installed")
@@ -52,7 +55,8 @@ def test_a_short_run_counts_the_instructions_of_authgate_and_the_floor(
         *("--operations", "10", "--users", "2", "--admin-url", postgres_server.admin_url),
         timeout=600,
     )
-    for server in ("authgate", "floor"):
+    for server in ("authgate", "floor", "floor-asyncpg"):
         assert report[server]["sign_ins"] == 10, report
         assert report[server]["instructions_per_sign_in"] > 100_000, report
     assert 0 < report["floor/authgate"] < 2
+    assert 0 < report["floor-asyncpg/authgate"] < 2

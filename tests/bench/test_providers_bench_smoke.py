@@ -15,10 +15,16 @@ from tests.bench.support import report_of
 
 def test_quick_run_completes_and_reports_the_ratios(postgres_server: Any) -> None:
     report = report_of("providers_bench.py", "--quick", "--admin-url", postgres_server.admin_url)
-    for server in ("authgate", "authgate-nolog", "raw"):
+    for server in ("authgate", "authgate-nolog", "raw", "raw-asyncpg"):
         figures = report["servers"][server]
         assert figures["per_second"] > 0, report
         assert figures["cpu_us"] > 0, report
-    for ratio in ("authgate/raw", "authgate-nolog/raw", "authgate/raw by CPU"):
+    for ratio in (
+        "authgate/raw",
+        "authgate-nolog/raw",
+        "authgate/raw by CPU",
+        "authgate/raw-asyncpg",
+        "authgate/raw-asyncpg by CPU",
+    ):
         assert report[ratio] > 0, report
     assert report["target"] == 0.8

@@ -36,7 +36,11 @@ def test_a_short_run_measures_registrations_and_logins_apart(
     report = json.loads(run.stdout)
     assert report["database"] == "postgres"
     for name, kind in (("registrations", "register"), ("logins", "login")):
-        for server, phase in (("authgate", report[name]), ("raw", report[name]["raw"])):
+        for server, phase in (
+            ("authgate", report[name]),
+            ("raw", report[name]["raw"]),
+            ("raw-asyncpg", report[name]["raw-asyncpg"]),
+        ):
             assert phase["errors"] == 0, (server, phase)
             assert phase["sign_ins"] > 0, (server, phase)
             # the phase measured its own kind alone
@@ -50,8 +54,10 @@ def test_a_short_run_measures_registrations_and_logins_apart(
             split = phase["server_cpu_user_seconds"] + phase["server_cpu_system_seconds"]
             assert abs(split - phase["server_cpu_seconds"]) <= 0.05, (server, phase)
         assert report[name]["ratio_to_raw"] > 0
+        assert report[name]["ratio_to_raw_asyncpg"] > 0
     assert "per CPU second (server and PostgreSQL" in run.stderr and "target 0.95" in run.stderr
-    assert run.stderr.count("raw floor") == 2 and "authgate/raw" in run.stderr
+    # per phase, the floor on authgate's pool and on asyncpg's
+    assert run.stderr.count("raw floor") == 4 and "authgate/raw-asyncpg" in run.stderr
 
 
 def test_alternating_rounds_report_medians_and_every_rounds_ratio(

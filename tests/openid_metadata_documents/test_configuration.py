@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from authgate.entrypoints.app.config import ConfigError
+from authgate.entrypoints.app.config import ConfigError, provider_on
 from tests.app.conftest import load_config
 from tests.openid.harness import CLIENTS, ISSUER
 
@@ -56,9 +56,12 @@ def test_start_up_refuses(tmp_path: Path, documents: dict[str, Any], message: st
     assert message in str(raised.value)
 
 
-def test_needs_the_openid_provider_on(tmp_path: Path) -> None:
-    with pytest.raises(ConfigError, match="at least one client under clients"):
-        config(tmp_path, clients=None, enabled=True, allow_any_host=True)
+def test_turns_the_openid_provider_on_without_configured_clients(tmp_path: Path) -> None:
+    """Agents' clients may all be described by documents: no configured client is needed."""
+    loaded = config(tmp_path, clients=None, enabled=True, allow_any_host=True)
+    assert not loaded.clients
+    assert provider_on(loaded)
+    assert not provider_on(config(tmp_path, clients=None))
 
 
 def test_a_valid_section(tmp_path: Path) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import logging
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -176,6 +177,29 @@ def test_the_time_stamp_is_the_standard_formatters() -> None:
     for created in times:
         record = record_at(created)
         assert ours.format(record) == standard.format(record), created
+
+
+def test_a_plain_line_made_directly_reads_as_the_standard_formatters() -> None:
+    # A record without exception or stack text is formatted without the base class's steps;
+    # one with either goes through them: both must read as logging.Formatter(LOG_FORMAT)
+    # writes them, and leave the record's message and time stamp as it would.
+    try:
+        raise ValueError("boom")
+    except ValueError:
+        failure = logging.LogRecord(
+            "t", logging.ERROR, __file__, 1, "failed %s", ("here",), sys.exc_info()
+        )
+    plain = logging.LogRecord("t.x", logging.WARNING, __file__, 1, "a %s of %d", ("line", 2), None)
+    stacked = logging.LogRecord("t", logging.INFO, __file__, 1, "with stack", None, None)
+    stacked.stack_info = "Stack (most recent call last):\n  here"
+    for record in (plain, failure, stacked):
+        ours, theirs = (
+            logging.makeLogRecord(record.__dict__),
+            logging.makeLogRecord(record.__dict__),
+        )
+        assert ServiceFormatter().format(ours) == logging.Formatter(LOG_FORMAT).format(theirs)
+        assert (ours.message, ours.asctime) == (theirs.message, theirs.asctime)
+    assert ServiceFormatter().format(plain).endswith(" WARNING t.x a line of 2")
 
 
 def test_a_burst_is_written_when_it_ends_in_one_write() -> None:

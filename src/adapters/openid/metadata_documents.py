@@ -72,6 +72,10 @@ class DocumentPolicy:
     failure_cache_seconds: int = 0
     fetches_per_minute: int = 10  # from one host
     total_fetches_per_minute: int = 300
+    # What such a client may have beyond OpenID Connect's scopes: the APIs' scopes (an MCP
+    # server's, say) and the resource servers (RFC 8707) its access tokens may be for.
+    scopes: frozenset[str] = frozenset()
+    resources: frozenset[str] = frozenset()
 
     def url_problem(self, url: str) -> str | None:
         """Why ``url`` cannot be a client ID metadata document's URL, or None when it can be
@@ -124,10 +128,17 @@ class DocumentRefused(Exception):
     """The document cannot describe a client; the text says why and is safe to log."""
 
 
-def client_of(url: str, document: Any) -> tuple[Client, str | None]:
+def client_of(
+    url: str,
+    document: Any,
+    *,
+    api_scopes: frozenset[str] = frozenset(),
+    resources: frozenset[str] = frozenset(),
+) -> tuple[Client, str | None]:
     """The client the document at ``url`` describes, and its ``jwks_uri`` when its keys are
     published there (fetched under the same policy, then kept with the client); raises
-    :class:`DocumentRefused`."""
+    :class:`DocumentRefused`. Its scopes are those its ``scope`` names among OpenID Connect's
+    and ``api_scopes`` (all of them without ``scope``); its resources are ``resources``."""
     if not isinstance(document, dict):
         raise DocumentRefused("is not a JSON object")
     if document.get("client_id") != url:
@@ -178,14 +189,15 @@ def client_of(url: str, document: Any) -> tuple[Client, str | None]:
     inline = None
     if jwks is not None:
         inline = json.dumps(_key_set(jwks))
-    scopes = frozenset(SUPPORTED_SCOPES)
+    offered = frozenset(SUPPORTED_SCOPES) | api_scopes
+    scopes = offered
     if "scope" in document:
         asked = document["scope"]
         if not isinstance(asked, str):
             raise DocumentRefused("scope must be a string of space-separated scopes")
-        scopes = frozenset(s for s in asked.split() if s in SUPPORTED_SCOPES)
+        scopes = frozenset(s for s in asked.split() if s in offered)
         if not scopes:
-            raise DocumentRefused(f"scope names none of {', '.join(SUPPORTED_SCOPES)}")
+            raise DocumentRefused(f"scope names none of {', '.join(sorted(offered))}")
     host = urlsplit(url).netloc.lower()
     name = document.get("client_name", host)
     if not isinstance(name, str) or not name.strip() or len(name) > 100 or not name.isprintable():
@@ -207,6 +219,7 @@ def client_of(url: str, document: Any) -> tuple[Client, str | None]:
         allowed_scopes=scopes,
         first_party=False,
         grant_types=grant_types,
+        resources=resources,
         logo_uri=pages["logo_uri"],
         client_uri=pages["client_uri"],
         origin="metadata_document",
@@ -410,7 +423,9 @@ class MetadataDocuments:
 
     async def _fetch_client(self, url: str) -> tuple[Client, int]:
         document, headers = await self._get_json(url, self.policy.max_bytes)
-        client, jwks_uri = client_of(url, document)
+        client, jwks_uri = client_of(
+            url, document, api_scopes=self.policy.scopes, resources=self.policy.resources
+        )
         if jwks_uri is not None:
             problem = self.policy.fetch_problem(jwks_uri)
             if problem is not None:

@@ -544,6 +544,10 @@ class ClientMetadataDocumentsConfig:
     failure_cache_seconds: int = _setting(0, _between(0, 600))
     fetches_per_minute: int = _setting(10, _between(1, 10000))
     total_fetches_per_minute: int = _setting(300, _between(1, 100000))
+    # What such clients may have beyond OpenID Connect's scopes: APIs' scopes (an MCP
+    # server's) and the resource servers (RFC 8707) their access tokens may be issued for.
+    scopes: list[str] = attrs.field(factory=list)
+    resources: list[str] = attrs.field(factory=list)
 
 
 @attrs.frozen
@@ -592,9 +596,14 @@ class Config:
 
 
 def provider_on(config: Config) -> bool:
-    """Whether authgate is an OpenID Provider: clients are configured, or clients may register
-    at run time. Clients the operator added (``authgate clients add``) are served then."""
-    return bool(config.clients) or config.registration.enabled
+    """Whether authgate is an OpenID Provider: clients are configured, clients may register at
+    run time, or clients may be described by metadata documents. Clients the operator added
+    (``authgate clients add``) are served then."""
+    return (
+        bool(config.clients)
+        or config.registration.enabled
+        or config.client_metadata_documents.enabled
+    )
 
 
 def reserved_client_ids(config: Config) -> frozenset[str]:
@@ -1039,13 +1048,13 @@ def _check_metadata_documents(config: Config) -> None:
         )
     if documents.max_cache_seconds < documents.min_cache_seconds:
         raise ConfigError(f"{key}.max_cache_seconds: must be at least min_cache_seconds")
-    if not provider_on(config):
-        # The OpenID Provider's endpoints are mounted only with a configured client, or with
-        # registration enabled.
-        raise ConfigError(
-            f"{key}: the OpenID Provider needs at least one client under clients: to be on "
-            "(or registration.enabled)"
-        )
+    for scope in documents.scopes:
+        if not _SCOPE_TOKEN.fullmatch(scope):
+            raise ConfigError(f"{key}.scopes: {scope!r} is not a scope token")
+    for resource in documents.resources:
+        problem = resource_problem(resource)
+        if problem is not None:
+            raise ConfigError(f"{key}.resources: {resource!r} {problem}")
 
 
 def _check_client(config: Config, client_id: str, c: ClientConfig) -> None:

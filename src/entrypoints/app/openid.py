@@ -314,6 +314,8 @@ def _sources(config: Config, shared: Shared, closers: Closers | None) -> list[Cl
             failure_cache_seconds=documents.failure_cache_seconds,
             fetches_per_minute=documents.fetches_per_minute,
             total_fetches_per_minute=documents.total_fetches_per_minute,
+            scopes=frozenset(documents.scopes),
+            resources=frozenset(documents.resources),
         ),
         shared.clock,
     )

@@ -121,18 +121,14 @@ class Cors:
         _add_vary(response.headers, "Origin")
         response.headers.update(self.response_headers(request))
 
-    def wrap(self, handler: RouteHandler) -> RouteHandler:
-        """The operation's route handler, refusing other origins' requests (:meth:`refuses`)
-        and marking its requests (:data:`CORS_OPERATION`) for the response hook, so that every
-        answer has the headers, even an unexpected 500."""
-
-        async def handle(request: web.Request) -> web.StreamResponse:
-            request[CORS_OPERATION] = self
-            if self.refuses(request):
-                raise HttpError(403, _REFUSED)
-            return await handler(request)
-
-        return handle
+    def admit(self, request: web.Request) -> None:
+        """Before the operation's handler: marks the request (:data:`CORS_OPERATION`) for the
+        response hook, so that every answer has the headers, even an unexpected 500, and
+        refuses other origins' requests (:meth:`refuses`) with a 403. The operation's
+        :class:`~.operation.Invoker` calls it (no coroutine of its own per request)."""
+        request[CORS_OPERATION] = self
+        if self.refuses(request):
+            raise HttpError(403, _REFUSED)
 
     def preflight(self, methods: Iterable[str]) -> RouteHandler:
         """The ``OPTIONS`` handler of a path whose operations (``methods``) opt into CORS."""

@@ -172,8 +172,11 @@ class Invoker:
         self._optional = op.security_optional
         self._extract = extractor(op.params)
         self._response_type = op.response
+        self._cors = op.cors
 
     async def __call__(self, request: web.Request) -> web.StreamResponse:
+        if self._cors is not None:
+            self._cors.admit(request)  # its refusal answered by the error handling, as before
         try:
             principal = (
                 await authenticate(request, self._security, self._optional)

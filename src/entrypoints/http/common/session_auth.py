@@ -37,6 +37,9 @@ class SessionVerifier:
             claims = await self._sessions.verify(token)
         except InvalidSession as e:
             raise InvalidCredential(str(e)) from None
+        return self._principal_of(claims, scheme)
+
+    def _principal_of(self, claims: SessionClaims, scheme: str) -> Principal:
         key = (id(claims), scheme)
         known = self._principals.get(key)
         if known is not None and known[0] is claims:
@@ -48,7 +51,13 @@ class SessionVerifier:
         return principal
 
     async def verify(self, token: str) -> Principal:
-        return await self.principal(token, "bearer")
+        """The bearer scheme's verifier: :meth:`principal` written out, one coroutine fewer
+        on every bearer request."""
+        try:
+            claims = await self._sessions.verify(token)
+        except InvalidSession as e:
+            raise InvalidCredential(str(e)) from None
+        return self._principal_of(claims, "bearer")
 
     async def check(self, key: str) -> Principal:
         """The :class:`~authgate.entrypoints.rest.ApiKeyChecker` of the cookie scheme."""
