@@ -116,6 +116,15 @@ class RefreshTokens(Protocol):
     async def revoke_family(self, family_id: str, now: dt.datetime) -> bool:
         """Revoke one family; False when it was not live."""
 
+    async def revoke_token(
+        self, token_id: str, client_id: str, expires_at: dt.datetime, now: dt.datetime
+    ) -> bool:
+        """Revoke one access token that has no family (a client's own), by its ``jti``, kept
+        revoked until ``expires_at``; False when it was revoked already or has expired."""
+
+    async def is_token_revoked(self, token_id: str) -> bool:
+        """Whether the access token ``token_id`` (a ``jti``) was revoked (one indexed read)."""
+
     async def revoke_for_session(self, session_id: str, now: dt.datetime) -> list[str]:
         """Revoke every live family of the (ended) authgate session; their ids."""
 
@@ -135,7 +144,8 @@ class RefreshTokens(Protocol):
         """Every family of the account, revoked and expired ones included, newest first."""
 
     async def purge_expired(self, now: dt.datetime) -> int:
-        """Drop the refresh tokens, then the families, expired at ``now``; how many of both."""
+        """Drop the refresh tokens, then the families, then the revoked access tokens, expired
+        at ``now``; how many of all."""
 
 
 class Grants(Protocol):

@@ -244,14 +244,14 @@ BAD: dict[str, tuple[str, str]] = {
         "clients.web.backchannel_logout_uri: 'https://app.example.com/logout#f' must not have "
         "a fragment",
     ),
-    "unknown-scope": (
-        config_text(web={"allowed_scopes": ["openid", "address"]}),
-        "clients.web.allowed_scopes: 'address' is not a scope of the provider (openid, "
-        "profile, email, offline_access)",
+    "not-a-scope-token": (
+        config_text(web={"allowed_scopes": ["openid", "two words"]}),
+        "clients.web.allowed_scopes: 'two words' is not a scope token (RFC 6749 section 3.3: "
+        "printable ASCII, no space, quote or backslash)",
     ),
     "no-openid-scope": (
         config_text(web={"allowed_scopes": ["profile"]}),
-        "clients.web.allowed_scopes: must include openid",
+        "clients.web.allowed_scopes: must include openid (the code flow needs it)",
     ),
     "long-code": (
         config_text(web={"code_seconds": 61}),

@@ -252,7 +252,9 @@ async def test_concurrent_refreshes_have_one_winner_and_end_the_family(
     [
         ({}, "invalid_request"),
         ({"grant_type": "password", "username": "a", "password": "b"}, "unsupported_grant_type"),
-        ({"grant_type": "client_credentials"}, "unsupported_grant_type"),
+        # a grant of the provider, but not one this client is registered for
+        ({"grant_type": "client_credentials"}, "unauthorized_client"),
+        ({"grant_type": "urn:ietf:params:oauth:grant-type:jwt-bearer"}, "unsupported_grant_type"),
         ({"grant_type": "authorization_code"}, "invalid_request"),
         ({"grant_type": "refresh_token"}, "invalid_request"),
         (

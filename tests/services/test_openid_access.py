@@ -130,7 +130,7 @@ async def test_introspection_describes_each_kind_of_active_token(
         ACCESS_TOKEN,
         account_id,
         FIRST,
-        FIRST,
+        (FIRST,),
     )
     assert (access.issuer, access.session_id, access.issued_at) == (ISSUER, session_id, clock.now())
     assert access.token_id == op.signer.access_tokens[issued.access_token]["jti"]

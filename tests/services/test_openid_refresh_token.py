@@ -179,8 +179,13 @@ async def test_a_refresh_without_its_token_is_an_invalid_request(op: OpenIdProvi
 # -- the choice of grant ------------------------------------------------------------------------
 
 
-def test_the_grants_served_are_the_code_and_the_refresh_token() -> None:
-    assert list(GRANTS) == ["authorization_code", "refresh_token"]
+def test_the_grants_served() -> None:
+    assert list(GRANTS) == [
+        "authorization_code",
+        "refresh_token",
+        "client_credentials",
+        "urn:ietf:params:oauth:grant-type:device_code",
+    ]
 
 
 async def test_a_request_without_a_grant_type_is_an_invalid_request(
@@ -199,7 +204,10 @@ async def test_an_unsupported_grant_type_is_refused_as_before(op: OpenIdProvider
     with pytest.raises(UnsupportedGrantType) as refusal:
         await op.tokens.grant(op.client(FIRST), {"grant_type": "client_credentials" + "x" * 50})
     assert refusal.value.error == "unsupported_grant_type"
-    assert refusal.value.description == "grant_type must be authorization_code or refresh_token"
+    assert refusal.value.description == (
+        "grant_type must be authorization_code, refresh_token, client_credentials or "
+        "urn:ietf:params:oauth:grant-type:device_code"
+    )
     assert refusal.value.detail == "unsupported grant_type " + repr(
         ("client_credentials" + "x" * 50)[:40]
     )

@@ -119,6 +119,7 @@ def test_grant_types_are_a_non_empty_array(document: dict[str, Any]) -> None:
     assert document["grant_types_supported"] == [
         "authorization_code",
         "refresh_token",
+        "client_credentials",
         "urn:ietf:params:oauth:grant-type:device_code",
     ]
     assert "implicit" not in document["grant_types_supported"]

@@ -75,12 +75,14 @@ _owners = operator.attrgetter("family_id", "client_id", "account_id", "session_i
 
 
 class MemoryRefreshTokens(Stored):
-    """:class:`~authgate.ports.openid.RefreshTokens` in two dicts. A token's
-    ``revoked_at`` is its family's, read when the token is."""
+    """:class:`~authgate.ports.openid.RefreshTokens` in three dicts. A token's
+    ``revoked_at`` and ``resources`` are its family's, read when the token is; the revoked
+    access tokens of clients' own are kept by ``jti`` with their expiry."""
 
     def __init__(self) -> None:
         self._families: Table[str, TokenFamily] = Table()
         self._tokens: Table[str, RefreshToken] = Table()
+        self._revoked: Table[str, dt.datetime] = Table()
 
     def snapshot(self) -> tuple[dict[str, TokenFamily], dict[str, RefreshToken]]:
         """The families and tokens held (immutable: shallow copies)."""
@@ -96,7 +98,8 @@ class MemoryRefreshTokens(Stored):
         self._tokens.delete_if(lambda t: t.family_id not in self._families)
 
     def _read(self, token: RefreshToken) -> RefreshToken:
-        return attrs.evolve(token, revoked_at=self._families[token.family_id].revoked_at)
+        family = self._families[token.family_id]
+        return attrs.evolve(token, revoked_at=family.revoked_at, resources=family.resources)
 
     async def start_family(self, family: TokenFamily, first: RefreshToken | None = None) -> None:
         if family.family_id in self._families:
@@ -107,7 +110,9 @@ class MemoryRefreshTokens(Stored):
             if first.token_hash in self._tokens:
                 raise ValueError("a refresh token with this digest is kept already")
             family = attrs.evolve(family, expires_at=max(family.expires_at, first.expires_at))
-            self._tokens[first.token_hash] = attrs.evolve(first, replaced_at=None, revoked_at=None)
+            self._tokens[first.token_hash] = attrs.evolve(
+                first, replaced_at=None, revoked_at=None, resources=()
+            )
         self._families[family.family_id] = family
 
     async def rotate(
@@ -132,7 +137,7 @@ class MemoryRefreshTokens(Stored):
             raise ValueError("a refresh token with this digest is kept already")
         current = attrs.evolve(new_token, replaced_at=None, revoked_at=None)
         self._tokens[presented_hash] = attrs.evolve(token, replaced_at=now)
-        self._tokens[current.token_hash] = current
+        self._tokens[current.token_hash] = attrs.evolve(current, resources=())
         self._families[family.family_id] = attrs.evolve(
             family, expires_at=max(family.expires_at, current.expires_at)
         )
@@ -164,6 +169,17 @@ class MemoryRefreshTokens(Stored):
         self._families[family_id] = attrs.evolve(family, revoked_at=now)
         return True
 
+    async def revoke_token(
+        self, token_id: str, client_id: str, expires_at: dt.datetime, now: dt.datetime
+    ) -> bool:
+        if token_id in self._revoked or expires_at <= now:
+            return False
+        self._revoked[token_id] = expires_at
+        return True
+
+    async def is_token_revoked(self, token_id: str) -> bool:
+        return token_id in self._revoked
+
     async def revoke_for_session(self, session_id: str, now: dt.datetime) -> list[str]:
         return self._revoke(now, session_id=session_id)
 
@@ -186,7 +202,8 @@ class MemoryRefreshTokens(Stored):
         tokens = self._tokens.delete_if(lambda t: t.expires_at <= now)
         families = self._families.delete_if(lambda f: f.expires_at <= now)
         self._drop_orphans()
-        return tokens + families
+        revoked = self._revoked.delete_if(lambda expires_at: expires_at <= now)
+        return tokens + families + revoked
 
 
 class MemoryGrants(OneTable[tuple[str, str], Grant]):

@@ -1,4 +1,5 @@
-"""Authorization codes, token families with their refresh tokens, grants and session clients.
+"""Authorization codes, token families with their refresh tokens, the revoked access tokens
+of clients' own, grants and session clients.
 
 The writes whose result nobody reads wait, in a unit of work that lets them, for the unit's
 other writes, so a token response's unit costs the code's redemption and one combined write.
@@ -44,7 +45,7 @@ def _read_opt(sql: Dialect, value: object) -> dt.datetime | None:
 
 _CODE_COLUMNS = (
     "code_hash, client_id, account_id, session_id, redirect_uri, scopes, nonce, "
-    "code_challenge, auth_time, created_at, expires_at"
+    "code_challenge, auth_time, created_at, expires_at, resources"
 )
 _INSERT_CODE = insert("oauth_codes", _CODE_COLUMNS)
 
@@ -70,6 +71,7 @@ class SqlAuthorizationCodes(Purging):
             sql.time(code.auth_time),
             sql.time(code.created_at),
             sql.time(code.expires_at),
+            sql.scopes(code.resources),
         )
         await self.written(code.created_at)
 
@@ -90,9 +92,9 @@ class SqlAuthorizationCodes(Purging):
             "FROM oauth_codes WHERE code_hash = $1",
             code_hash,
         )
-        if kept is None or kept[11] is None:
+        if kept is None or kept[12] is None:
             return None
-        return AlreadyUsed(self._code(kept), kept[12])
+        return AlreadyUsed(self._code(kept), kept[13])
 
     async def record_issued(self, code_hash: str, family_id: str) -> None:
         await self._db.write(
@@ -130,17 +132,20 @@ class SqlAuthorizationCodes(Purging):
             auth_time=read(r[8]),
             created_at=read(r[9]),
             expires_at=read(r[10]),
+            resources=self._sql.read_scopes(r[11]),
         )
 
 
 # -- token families and refresh tokens ----------------------------------------------------
 
-_FAMILY_COLUMNS = "family_id, client_id, account_id, session_id, created_at, expires_at, revoked_at"
+_FAMILY_COLUMNS = (
+    "family_id, client_id, account_id, session_id, created_at, expires_at, revoked_at, resources"
+)
 REFRESH_COLUMNS = (
     "t.token_hash, t.family_id, t.client_id, t.account_id, t.session_id, t.scopes, "
-    "t.auth_time, t.created_at, t.expires_at, t.replaced_at, f.revoked_at"
+    "t.auth_time, t.created_at, t.expires_at, t.replaced_at, f.revoked_at, f.resources"
 )
-"""A refresh token's columns as read (its family's revocation with it)."""
+"""A refresh token's columns as read (its family's revocation and resources with it)."""
 _INSERT_FAMILY = insert("oauth_token_families", _FAMILY_COLUMNS)
 _INSERT_REFRESH = insert(
     "oauth_refresh_tokens",
@@ -155,8 +160,13 @@ _REPLACE = """
         AND session_id = $7 AND replaced_at IS NULL AND expires_at > $3
         AND family_id IN (SELECT family_id FROM oauth_token_families WHERE revoked_at IS NULL)
     RETURNING token_hash, family_id, client_id, account_id, session_id, scopes, auth_time,
-        created_at, expires_at, replaced_at, NULL
+        created_at, expires_at, replaced_at, NULL,
+        (SELECT f.resources FROM oauth_token_families AS f WHERE f.family_id = $2)
 """
+_REVOKE_TOKEN = (
+    insert("oauth_revoked_tokens", "token_id, client_id, expires_at, revoked_at")
+    + " ON CONFLICT (token_id) DO NOTHING"
+)
 
 
 def _owners(token: RefreshToken) -> tuple[str, str, str, str]:
@@ -184,6 +194,7 @@ class SqlRefreshTokens(Purging):
             sql.time(family.created_at),
             sql.time(expires_at),
             _opt_time(sql, family.revoked_at),
+            sql.scopes(family.resources),
         ]
         if first is None:
             await self._db.write(_INSERT_FAMILY, *family_values)
@@ -259,6 +270,24 @@ class SqlRefreshTokens(Purging):
         )
         return row is not None
 
+    async def revoke_token(
+        self, token_id: str, client_id: str, expires_at: dt.datetime, now: dt.datetime
+    ) -> bool:
+        if expires_at <= utc(now):
+            return False
+        sql = self._sql
+        revoked = await self._db.execute(
+            _REVOKE_TOKEN, token_id, client_id, sql.time(expires_at), sql.time(now)
+        )
+        await self.written(now)
+        return revoked == 1
+
+    async def is_token_revoked(self, token_id: str) -> bool:
+        row = await self._db.read_row(
+            "SELECT true FROM oauth_revoked_tokens WHERE token_id = $1", token_id
+        )
+        return row is not None
+
     async def _revoke(self, where: str, now: dt.datetime, *args: object) -> list[str]:
         found = await self._db.fetch(
             f"UPDATE oauth_token_families SET revoked_at = $1 WHERE {where} "  # noqa: S608
@@ -306,6 +335,8 @@ class SqlRefreshTokens(Purging):
             yield deleted
         async for deleted in self._batches("oauth_token_families", now):
             yield deleted
+        async for deleted in self._batches("oauth_revoked_tokens", now):
+            yield deleted
 
     def _token_values(self, token: RefreshToken) -> list[object]:
         sql = self._sql
@@ -331,6 +362,7 @@ class SqlRefreshTokens(Purging):
             created_at=sql.read_time(r[4]),
             expires_at=sql.read_time(r[5]),
             revoked_at=_read_opt(sql, r[6]),
+            resources=sql.read_scopes(r[7]),
         )
 
     def _token(self, r: Row) -> RefreshToken:
@@ -347,6 +379,7 @@ class SqlRefreshTokens(Purging):
             expires_at=sql.read_time(r[8]),
             replaced_at=_read_opt(sql, r[9]),
             revoked_at=_read_opt(sql, r[10]),
+            resources=sql.read_scopes(r[11]) if r[11] is not None else (),
         )
 
 

@@ -40,6 +40,7 @@ Purged = Literal[
     "oauth_token_families",
     "oauth_session_clients",
     "passkey_challenges",
+    "oauth_revoked_tokens",
 ]
 """The tables whose expired rows a purge deletes."""
 

@@ -344,6 +344,23 @@ VERSIONS: list[list[str]] = [
         )
         """,
     ],
+    # 14: resource indicators kept with codes and token families, and the revoked access
+    # tokens of clients' own (client_credentials), as PostgreSQL's 0012 (numbered before 0013
+    # and 0014, merged after them). Resources are one text of space-separated URIs, as scopes
+    # (a resource URI never holds a space).
+    [
+        "ALTER TABLE oauth_codes ADD COLUMN resources TEXT NOT NULL DEFAULT ''",
+        "ALTER TABLE oauth_token_families ADD COLUMN resources TEXT NOT NULL DEFAULT ''",
+        """
+        CREATE TABLE oauth_revoked_tokens (
+            token_id   TEXT PRIMARY KEY,
+            client_id  TEXT NOT NULL,
+            expires_at TEXT NOT NULL,
+            revoked_at TEXT NOT NULL
+        )
+        """,
+        "CREATE INDEX oauth_revoked_tokens_expires_idx ON oauth_revoked_tokens (expires_at)",
+    ],
 ]
 
 

@@ -3,7 +3,9 @@ parameters, with the checks that need no store. An unknown client or unregistere
 ``redirect_uri`` is :class:`NotRedirectable` (an error page: a redirect would make an open
 redirector); any other fault is :class:`AuthorizationRefused` (RFC 6749 section 4.1.2.1).
 
-Only the code flow is served, with PKCE ``S256`` for every client. ``display``, ``ui_locales``,
+Only the code flow is served, with PKCE ``S256`` for every client. ``resource`` (RFC 8707) may
+be repeated: each must be one of the client's registered resources (else ``invalid_target``);
+the code remembers them, and its access tokens are for them. ``display``, ``ui_locales``,
 ``acr_values`` and other unknown parameters are ignored (as Core 3.1.2.1 allows); ``request``
 and ``request_uri`` are refused, never silently ignored.
 """
@@ -18,13 +20,21 @@ from urllib.parse import parse_qsl, urlencode, urlsplit
 
 import attrs
 
-from authgate.domain.openid.clients import AUTHORIZATION_CODE_GRANT, SUPPORTED_SCOPES, Client
+from authgate.domain.openid.clients import (
+    AUTHORIZATION_CODE_GRANT,
+    SUPPORTED_SCOPES,
+    Client,
+    resource_problem,
+)
 from authgate.domain.text import has_control_characters
 
 RESPONSE_MODES = ("query", "form_post")
 PROMPT_NONE, PROMPT_LOGIN, PROMPT_CONSENT = "none", "login", "consent"
 OPENID = "openid"
 OFFLINE_ACCESS = "offline_access"
+# RFC 8707's parameter, the one that may be repeated (one per resource server).
+RESOURCE = "resource"
+INVALID_TARGET = "invalid_target"
 # authgate's own parameter: ``provider`` sends the browser straight to one configured identity
 # provider instead of authgate's sign-in page.
 PROVIDER_PARAMETER = "provider"
@@ -96,6 +106,7 @@ class AuthorizationRequest:
     login_hint: str | None = None
     id_token_hint: str | None = None
     provider: str | None = None
+    resources: tuple[str, ...] = ()
 
     @property
     def needs_fresh_login(self) -> bool:
@@ -123,6 +134,7 @@ class AuthorizationRequest:
             ("login_hint", self.login_hint),
         )
         out += [(name, value) for name, value in optional if value is not None]
+        out += [(RESOURCE, resource) for resource in self.resources]
         return out
 
     def refuse(self, client: Client, error: str, description: str) -> AuthorizationRefused:
@@ -172,6 +184,7 @@ def parse_authorization_request(
         state=to.state,
         login_hint=_login_hint(first),
         provider=_provider(first),
+        resources=_resources(params, client, to),
     )
     return request, client
 
@@ -273,16 +286,43 @@ def _check_response_type(first: Mapping[str, str], to: _AnswerTo) -> None:
 
 def _scopes(first: Mapping[str, str], client: Client, to: _AnswerTo) -> tuple[str, ...]:
     """The scopes asked that the provider serves, each once, in order: ``openid`` among them
-    and each allowed to the client. Others (address, an application's own) are ignored, as
-    OpenID Connect Core 3.1.2.1 asks."""
+    and each allowed to the client. The OpenID Connect scopes, and an API's own that the
+    client's ``allowed_scopes`` name (``mcp:tools``: the access token carries it to the
+    resource server); others (address, a scope the client is not registered for) are
+    ignored, as OpenID Connect Core 3.1.2.1 asks."""
     asked = dict.fromkeys(first.get("scope", "").split())
-    scopes = tuple(s for s in asked if s in SUPPORTED_SCOPES)
+    scopes = tuple(s for s in asked if s in SUPPORTED_SCOPES or s in client.allowed_scopes)
     if OPENID not in scopes:
         raise to.refuse("invalid_scope", "scope must include openid")
     refused = [s for s in scopes if s not in client.allowed_scopes]
     if refused:
         raise to.refuse("invalid_scope", "scope not allowed for this client: " + " ".join(refused))
     return scopes
+
+
+def _resources(
+    params: Mapping[str, Sequence[str]], client: Client, to: _AnswerTo
+) -> tuple[str, ...]:
+    """The resource servers asked for (RFC 8707), each once, in order; ``invalid_target``
+    for one the client is not registered for."""
+    resources = tuple(dict.fromkeys(params.get(RESOURCE, ())))
+    problem = resources_problem(client, resources)
+    if problem is not None:
+        raise to.refuse(INVALID_TARGET, problem)
+    return resources
+
+
+def resources_problem(client: Client, resources: Sequence[str]) -> str | None:
+    """Why ``client`` may not have access tokens for ``resources`` (RFC 8707 resource
+    indicators), or None when it may: each an absolute URI without a fragment, registered in
+    the client's ``resources``."""
+    for resource in resources:
+        problem = resource_problem(resource)
+        if problem is not None:
+            return f"the resource {_shown(resource)} {problem}"
+        if resource not in client.resources:
+            return f"the resource {_shown(resource)} is not registered for this client"
+    return None
 
 
 def _code_challenge(first: Mapping[str, str], to: _AnswerTo) -> str:

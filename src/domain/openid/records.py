@@ -57,7 +57,9 @@ def _scope_set(scopes: Iterable[str]) -> frozenset[str]:
 class AuthorizationCode:
     """An issued authorization code, by its digest, bound to the client, the request's
     ``redirect_uri`` and PKCE ``code_challenge``. ``session_id`` is the authgate session it
-    was issued in (the ID token's ``sid``); ``auth_time`` when the person last authenticated."""
+    was issued in (the ID token's ``sid``); ``auth_time`` when the person last authenticated;
+    ``resources`` the resource servers (RFC 8707) the request named, which the token request
+    may narrow, never widen."""
 
     code_hash: str
     client_id: str
@@ -70,6 +72,7 @@ class AuthorizationCode:
     auth_time: dt.datetime
     created_at: dt.datetime
     expires_at: dt.datetime
+    resources: tuple[str, ...] = attrs.field(default=(), converter=_scope_tuple)
 
     def __attrs_post_init__(self) -> None:
         lifetime = self.expires_at - self.created_at
@@ -86,7 +89,9 @@ class TokenFamily:
     """Everything issued from one redeemed authorization code: its refresh tokens and the
     access tokens naming it, all ended at once by revoking it (a code presented twice, a
     replaced refresh token presented again (RFC 9700 section 4.14), the session ending,
-    consent withdrawn). ``expires_at`` moves later as refresh tokens rotate."""
+    consent withdrawn). ``expires_at`` moves later as refresh tokens rotate. ``resources``:
+    the resource servers (RFC 8707) its code was granted for, which a refresh may narrow,
+    never widen."""
 
     family_id: str
     client_id: str
@@ -95,6 +100,7 @@ class TokenFamily:
     created_at: dt.datetime
     expires_at: dt.datetime
     revoked_at: dt.datetime | None = None
+    resources: tuple[str, ...] = attrs.field(default=(), converter=_scope_tuple)
 
     def live(self, now: dt.datetime) -> bool:
         """Neither revoked nor expired at ``now``."""
@@ -104,7 +110,8 @@ class TokenFamily:
 @attrs.frozen
 class RefreshToken:
     """An issued refresh token, by its digest, in a :class:`TokenFamily`. ``replaced_at``:
-    when it was rotated; ``revoked_at``: when its family was revoked."""
+    when it was rotated; ``revoked_at``: when its family was revoked; ``resources``: its
+    family's (read with it, never stored with the token)."""
 
     token_hash: str
     family_id: str
@@ -117,6 +124,7 @@ class RefreshToken:
     expires_at: dt.datetime
     replaced_at: dt.datetime | None = None
     revoked_at: dt.datetime | None = None
+    resources: tuple[str, ...] = attrs.field(default=(), converter=_scope_tuple)
 
     def current(self, now: dt.datetime) -> bool:
         """Usable at ``now``: not replaced, not revoked, not expired."""
@@ -156,32 +164,62 @@ class SessionClient:
 
 @attrs.frozen
 class AccessTokenClaims:
-    """What an access token (an RFC 9068 JWT, ``typ: at+jwt``) says. ``family_id`` (claim
-    ``fam``) names its :class:`TokenFamily`: revoking that makes the token inactive at once,
-    though its signature still verifies. Its audience is the client (never
-    ``session.audience``, so a session token and an access token cannot pass for each other)."""
+    """What an access token (an RFC 9068 JWT, ``typ: at+jwt``) says.
+
+    A person's token (issued from a code or a refresh token) names its :class:`TokenFamily`
+    (claim ``fam``) and authgate session (``sid``): revoking the family makes the token
+    inactive at once, though its signature still verifies. A client's own token (the
+    ``client_credentials`` grant) has neither: its ``sub`` is the ``client_id`` (RFC 9068
+    section 2.2), and its revocation is kept by its ``jti`` until it expires.
+
+    ``audience``: the resource servers (RFC 8707) the token was issued for; empty, the token's
+    audience is the client itself (never ``session.audience``, so a session token and an
+    access token cannot pass for each other)."""
 
     issuer: str
-    subject: str  # the account id
+    subject: str  # the account id; the client_id for a client's own token
     client_id: str
     scopes: tuple[str, ...]
-    session_id: str
-    family_id: str
+    session_id: str | None
+    family_id: str | None
     token_id: str  # jti
     issued_at: dt.datetime
     expires_at: dt.datetime
     auth_time: dt.datetime | None = None
+    audience: tuple[str, ...] = ()
+
+    def __attrs_post_init__(self) -> None:
+        if (self.session_id is None) != (self.family_id is None):
+            raise ValueError("an access token has both sid and fam (a person's), or neither")
+        if self.for_client and self.subject != self.client_id:
+            raise ValueError("a client's own access token has the client_id as its subject")
+
+    @property
+    def for_client(self) -> bool:
+        """Whether this is a client's own token (no person: ``client_credentials``)."""
+        return self.family_id is None
+
+    @property
+    def audiences(self) -> tuple[str, ...]:
+        """Whom the token is for: its resource servers, or else its client."""
+        return self.audience or (self.client_id,)
 
     def claims(self) -> dict[str, object]:
-        """The JWT claims (times as integer seconds since the epoch)."""
+        """The JWT claims (times as integer seconds since the epoch); ``aud`` a string for
+        one audience, a list for several (RFC 9068 section 2.2)."""
+        audiences = self.audiences
         out: dict[str, object] = {
             "iss": self.issuer,
             "sub": self.subject,
-            "aud": self.client_id,
+            "aud": audiences[0] if len(audiences) == 1 else list(audiences),
             "client_id": self.client_id,
             "scope": " ".join(self.scopes),
-            "sid": self.session_id,
-            "fam": self.family_id,
+        }
+        if self.session_id is not None:
+            out["sid"] = self.session_id
+        if self.family_id is not None:
+            out["fam"] = self.family_id
+        out |= {
             "jti": self.token_id,
             "iat": int(self.issued_at.timestamp()),
             "exp": int(self.expires_at.timestamp()),
@@ -200,21 +238,34 @@ class AccessTokenClaims:
                 raise ValueError(f"access token without a valid {name}")
             return value
 
+        def optional_text(name: str) -> str | None:
+            return text(name) if name in claims else None
+
         def when(name: str) -> dt.datetime:
             value = claims.get(name)
             if isinstance(value, bool) or not isinstance(value, int):
                 raise ValueError(f"access token without a valid {name}")
             return dt.datetime.fromtimestamp(value, dt.UTC)
 
+        client_id = text("client_id")
+        aud = claims.get("aud")
+        audience = (aud,) if isinstance(aud, str) else aud
+        if (
+            not isinstance(audience, list | tuple)
+            or not audience
+            or not all(isinstance(a, str) and a for a in audience)
+        ):
+            raise ValueError("access token without a valid aud")
         return cls(
             issuer=text("iss"),
             subject=text("sub"),
-            client_id=text("client_id"),
+            client_id=client_id,
             scopes=tuple(str(claims.get("scope", "")).split()),
-            session_id=text("sid"),
-            family_id=text("fam"),
+            session_id=optional_text("sid"),
+            family_id=optional_text("fam"),
             token_id=text("jti"),
             issued_at=when("iat"),
             expires_at=when("exp"),
             auth_time=when("auth_time") if "auth_time" in claims else None,
+            audience=() if tuple(audience) == (client_id,) else tuple(audience),
         )

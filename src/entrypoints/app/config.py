@@ -31,6 +31,7 @@ from joserfc.jwk import KeySet
 from authgate.adapters.provider.settings import ProviderSettings
 from authgate.domain.openid.clients import (
     AUTH_METHODS,
+    AUTHORIZATION_CODE_GRANT,
     CLIENT_CREDENTIALS_GRANT,
     DEFAULT_GRANT_TYPES,
     GRANT_TYPES,
@@ -476,15 +477,16 @@ class ClientConfig:
     backchannel_logout_uri: str | None = _setting(None, _valid(_server_url_problem))
     allowed_scopes: list[str] = attrs.field(
         factory=lambda: list(SUPPORTED_SCOPES),
-        validator=[
-            attrs.validators.deep_iterable(
-                _rule(
-                    f"{{!r}} is not a scope of the provider ({', '.join(SUPPORTED_SCOPES)})",
-                    lambda s: bool(_SCOPE_TOKEN.fullmatch(s)) and s in SUPPORTED_SCOPES,
-                )
-            ),
-            _rule("must include openid", lambda scopes: "openid" in scopes),
-        ],
+        # Any RFC 6749 scope token: the OpenID Connect ones for the code flow (which then
+        # needs openid: see _check_client), an API's own (mcp:tools) for the client's own
+        # tokens (client_credentials).
+        validator=attrs.validators.deep_iterable(
+            _rule(
+                "{!r} is not a scope token (RFC 6749 section 3.3: printable ASCII, no space, "
+                "quote or backslash)",
+                lambda s: bool(_SCOPE_TOKEN.fullmatch(s)) and len(s) <= 200,
+            )
+        ),
     )
     first_party: bool = False
     access_token_seconds: int = _setting(300, _between(1, 86400))
@@ -1068,10 +1070,15 @@ def _check_client(config: Config, client_id: str, c: ClientConfig) -> None:
         raise ConfigError(f"{key}.grant_types: {problem}")
     if needs_redirect_uris(c.grant_types) and not c.redirect_uris:
         raise ConfigError(f"{key}.redirect_uris: at least one redirect URI")
+    if AUTHORIZATION_CODE_GRANT in c.grant_types and "openid" not in c.allowed_scopes:
+        raise ConfigError(f"{key}.allowed_scopes: must include openid (the code flow needs it)")
     for resource in c.resources:
         problem = resource_problem(resource)
         if problem is not None:
             raise ConfigError(f"{key}.resources: {resource!r} {problem}")
+        if resource == config.session.audience:
+            # An access token for it would then carry the audience of session tokens.
+            raise ConfigError(f"{key}.resources: {resource!r} is session.audience")
     for setting in ("redirect_uris", "post_logout_redirect_uris"):
         for uri in getattr(c, setting):
             problem = redirect_uri_problem(uri, native=c.client_type == "public")

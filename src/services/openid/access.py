@@ -9,6 +9,11 @@ A session token is active while it verifies and its session and account stand: i
 describes it so that ``authgate.client`` learns of a revocation at once. The checks read
 through :meth:`~authgate.ports.unit_of_work.UnitOfWork.read` (on SQLite: no write lock).
 
+A client's own access token (the ``client_credentials`` grant: no person, no session, no
+family) is active while its client is still registered with that grant and its ``jti`` was not
+revoked (a revocation is kept until the token expires). It speaks for no person: userinfo
+refuses it (:meth:`TokenAccess.access_token` is a person's token only).
+
 Why a token is inactive is logged, never answered: an inactive token is only inactive.
 """
 
@@ -20,7 +25,7 @@ import logging
 import attrs
 
 from authgate.domain.model import Account
-from authgate.domain.openid.clients import Client
+from authgate.domain.openid.clients import CLIENT_CREDENTIALS_GRANT, Client
 from authgate.domain.openid.records import AccessTokenClaims, RefreshToken, token_digest
 from authgate.ports.clock import Clock
 from authgate.ports.jose import InvalidToken, TokenSigner
@@ -55,13 +60,13 @@ class ActiveAccessToken:
 class TokenDescription:
     """What introspection says of an active token (RFC 7662 section 2.2). ``token_type`` is
     :data:`ACCESS_TOKEN`, :data:`REFRESH_TOKEN` or :data:`SESSION_TOKEN`; a session token has
-    no client, and a refresh token no ``jti``."""
+    no client, a refresh token no ``jti``, a client's own access token no session."""
 
     token_type: str
     subject: str
     scopes: tuple[str, ...]
     issuer: str
-    audience: str
+    audience: tuple[str, ...]
     expires_at: dt.datetime
     issued_at: dt.datetime | None = None
     client_id: str | None = None
@@ -90,12 +95,14 @@ class TokenAccess:
     # -- access tokens ----------------------------------------------------------------------
 
     async def access_token(self, token: str) -> ActiveAccessToken:
-        """The active access token ``token`` is, with its account; raises
-        :class:`TokenInactive`."""
+        """The active access token of a person ``token`` is, with its account; raises
+        :class:`TokenInactive` (a client's own token too: it speaks for no person)."""
         now = self._clock.now()
         claims = self._access_claims(token, now)
         if claims is None:
             raise TokenInactive("not an access token of this provider, or expired")
+        if claims.for_client:
+            raise TokenInactive("a client's own token (client_credentials): no person")
         client, account = await self._check_access(claims, now)
         return ActiveAccessToken(claims, account, client)
 
@@ -111,9 +118,23 @@ class TokenAccess:
     async def _check_access(
         self, claims: AccessTokenClaims, now: dt.datetime
     ) -> tuple[Client, Account]:
+        assert claims.session_id is not None and claims.family_id is not None  # a person's
         return await self._check_grant(
             claims.client_id, claims.session_id, claims.family_id, claims.subject, now
         )
+
+    async def _check_client_token(self, claims: AccessTokenClaims) -> Client:
+        """The client a client's own token was issued to, while the token is active; raises
+        :class:`TokenInactive`."""
+        client = await self._clients.find(claims.client_id)
+        if client is None:
+            raise TokenInactive(f"client {claims.client_id!r} is no longer registered")
+        if CLIENT_CREDENTIALS_GRANT not in client.grant_types:
+            raise TokenInactive(f"client {claims.client_id!r} may no longer use its own tokens")
+        async with self._units.read() as tx:
+            if await tx.refresh_tokens.is_token_revoked(claims.token_id):
+                raise TokenInactive("it was revoked")
+        return client
 
     async def _check_grant(
         self,
@@ -173,7 +194,7 @@ class TokenAccess:
                     subject=found.account_id,
                     scopes=found.scopes,
                     issuer=self._signer.issuer,
-                    audience=found.client_id,
+                    audience=(found.client_id,),
                     issued_at=found.created_at,
                     expires_at=found.expires_at,
                     client_id=found.client_id,
@@ -183,13 +204,16 @@ class TokenAccess:
             now = self._clock.now()
             claims = self._access_claims(token, now)
             if claims is not None:
-                await self._check_access(claims, now)
+                if claims.for_client:
+                    await self._check_client_token(claims)
+                else:
+                    await self._check_access(claims, now)
                 return TokenDescription(
                     token_type=ACCESS_TOKEN,
                     subject=claims.subject,
                     scopes=claims.scopes,
                     issuer=claims.issuer,
-                    audience=claims.client_id,
+                    audience=claims.audiences,
                     issued_at=claims.issued_at,
                     expires_at=claims.expires_at,
                     client_id=claims.client_id,
@@ -218,7 +242,7 @@ class TokenAccess:
             subject=session.account_id,
             scopes=tuple(sorted(session.scopes)),
             issuer=str(claims.get("iss", "")),
-            audience=str(claims.get("aud", "")),
+            audience=(str(claims.get("aud", "")),),
             issued_at=session.issued_at,
             expires_at=session.expires_at,
             session_id=session.session_id or None,
@@ -230,8 +254,9 @@ class TokenAccess:
 
     async def revoke(self, client: Client, token: str) -> bool:
         """RFC 7009: when ``token`` is a refresh token or an unexpired access token issued to
-        ``client``, revoke its whole family; whatever else it is (another client's, unknown,
-        malformed) changes nothing. Whether a live family was revoked."""
+        ``client``, revoke its whole family (a client's own access token: that token, kept
+        revoked until it expires); whatever else it is (another client's, unknown, malformed)
+        changes nothing. Whether something live was revoked."""
         now = self._clock.now()
         found: AccessTokenClaims | RefreshToken | None
         if _looks_like_jwt(token):
@@ -241,13 +266,27 @@ class TokenAccess:
         if found is None or found.client_id != client.client_id:
             log.info("revocation by client %r: not one of its tokens", client.client_id)
             return False
+        family_id = found.family_id
+        if family_id is None:  # a client's own access token: no family
+            assert isinstance(found, AccessTokenClaims)
+            async with self._units.begin() as tx:
+                revoked = await tx.refresh_tokens.revoke_token(
+                    found.token_id, found.client_id, found.expires_at, now
+                )
+            log.info(
+                "revocation by client %r: its own access token %s (%s)",
+                client.client_id,
+                found.token_id,
+                "revoked" if revoked else "revoked before",
+            )
+            return revoked
         async with self._units.begin() as tx:
-            revoked = await tx.refresh_tokens.revoke_family(found.family_id, now)
+            revoked = await tx.refresh_tokens.revoke_family(family_id, now)
         log.info(
             "revocation by client %r: %s's family %s (%s)",
             client.client_id,
             kind,
-            found.family_id,
+            family_id,
             "revoked" if revoked else "revoked before",
         )
         return revoked

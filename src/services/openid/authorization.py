@@ -250,6 +250,7 @@ class AuthorizationService:
                 auth_time=session.auth_time or UNPROVEN_AUTH_TIME,
                 created_at=now,
                 expires_at=now + min(client.code_lifetime, CODE_MAX_LIFETIME),
+                resources=request.resources,
             )
         )
         return code

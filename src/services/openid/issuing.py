@@ -1,10 +1,13 @@
-"""The tokens both grants issue, built and signed here: an RFC 9068 access token, named by its
-token family so that revoking the family ends it; an ID token signed with the client's
+"""The tokens the grants issue, built and signed here: an RFC 9068 access token, named by its
+token family so that revoking the family ends it, its ``aud`` the resource servers (RFC 8707)
+asked for or else the client; an ID token signed with the client's
 algorithm, without the profile and email claims, which the userinfo endpoint serves (OpenID
 Connect Core section 5.4; the conformance suite warns when an ID token carries them in the
 code flow), a refreshed one with the ``iss``, ``sub``, ``aud``, ``azp`` and ``auth_time`` of
 the first; and, only when the person granted ``offline_access`` (OpenID Connect Core section
-11), the record of a refresh token, kept as its digest only.
+11), the record of a refresh token, kept as its digest only. A client's own token (the
+``client_credentials`` grant: :meth:`TokenIssuer.client_tokens`) is an access token alone,
+its ``sub`` the client (RFC 9068 section 2.2), without a family, a session or an ID token.
 """
 
 from __future__ import annotations
@@ -27,7 +30,7 @@ class IssuedTokens:
 
     access_token: str = attrs.field(repr=False)
     expires_in: int
-    id_token: str = attrs.field(repr=False)
+    id_token: str | None = attrs.field(repr=False)  # none for a client's own token
     scopes: tuple[str, ...]
     refresh_token: str | None = attrs.field(default=None, repr=False)
 
@@ -35,7 +38,8 @@ class IssuedTokens:
 @attrs.frozen
 class Issuance:
     """What one response issues tokens for: the client, the family, the account, the session,
-    the scopes, when the person authenticated in it and the request's nonce (a code's only)."""
+    the scopes, when the person authenticated in it, the request's nonce (a code's only) and
+    the resource servers the access token is for (none: the client itself)."""
 
     client: Client
     family_id: str
@@ -44,6 +48,7 @@ class Issuance:
     scopes: tuple[str, ...]
     auth_time: dt.datetime
     nonce: str | None = None
+    resources: tuple[str, ...] = ()
 
     @property
     def proven(self) -> bool:
@@ -94,6 +99,7 @@ def access_token_claims(issuance: Issuance, now: dt.datetime) -> dict[str, objec
         issued_at=now,
         expires_at=now + client.access_token_lifetime,
         auth_time=issuance.auth_time if issuance.proven else None,
+        audience=issuance.resources,
     ).claims()
     del claims["iss"]
     return claims
@@ -140,4 +146,33 @@ class TokenIssuer:
             id_token=id_token,
             scopes=issuance.scopes,
             refresh_token=refresh_token,
+        )
+
+    def client_tokens(
+        self,
+        client: Client,
+        scopes: tuple[str, ...],
+        resources: tuple[str, ...],
+        now: dt.datetime,
+    ) -> IssuedTokens:
+        """The token response of the ``client_credentials`` grant: an access token for
+        ``client`` itself, no ID token, no refresh token (RFC 6749 section 4.4.3)."""
+        claims = AccessTokenClaims(
+            issuer="",
+            subject=client.client_id,
+            client_id=client.client_id,
+            scopes=scopes,
+            session_id=None,
+            family_id=None,
+            token_id=random_uuid_hex(),
+            issued_at=now,
+            expires_at=now + client.access_token_lifetime,
+            audience=resources,
+        ).claims()
+        del claims["iss"]
+        return IssuedTokens(
+            access_token=self.signer.access_token(claims),
+            expires_in=int(client.access_token_lifetime.total_seconds()),
+            id_token=None,
+            scopes=scopes,
         )

@@ -281,6 +281,15 @@ MAX_FORM_FIELDS = 32
 def oauth_form(content_type: str, body: bytes) -> dict[str, str]:
     """An OAuth request's form fields: one sent twice is ``invalid_request`` (RFC 6749 section
     3.2), one without a value is left out (section 3.1)."""
+    form, _ = oauth_form_repeating(content_type, body, "")
+    return form
+
+
+def oauth_form_repeating(
+    content_type: str, body: bytes, repeatable: str
+) -> tuple[dict[str, str], list[str]]:
+    """:func:`oauth_form`, but the field ``repeatable`` (RFC 8707's ``resource``) may be sent
+    several times: its values apart, in order."""
     if content_type != FORM:
         raise OAuthInvalidRequest(f"the request body must be {FORM}")
     try:
@@ -289,8 +298,12 @@ def oauth_form(content_type: str, body: bytes) -> dict[str, str]:
     except (UnicodeDecodeError, ValueError):
         raise OAuthInvalidRequest("the form is malformed or has too many fields") from None
     form: dict[str, str] = {}
+    repeated: list[str] = []
     for name, value in pairs:
+        if name == repeatable:
+            repeated.append(value)
+            continue
         if name in form:
             raise OAuthInvalidRequest(f"{name} is given more than once")
         form[name] = value
-    return form
+    return form, repeated

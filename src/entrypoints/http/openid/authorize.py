@@ -124,6 +124,12 @@ AUTHORIZE_PARAMS: tuple[Param, ...] = (
         description="authgate's own: a configured identity provider to sign in with "
         "straight away, instead of authgate's sign-in page.",
     ),
+    query(
+        "resource",
+        description="RFC 8707, repeatable: a resource server the access tokens are for, one "
+        "of the client's registered resources (else invalid_target); the token request may "
+        "narrow them.",
+    ),
     query("request", description="Request objects are not supported: request_not_supported."),
     query(
         "request_uri",
@@ -178,6 +184,7 @@ class AuthorizeForm:
     login_hint: str | None = None
     id_token_hint: str | None = None
     provider: str | None = None
+    resource: str | None = None  # RFC 8707; may be repeated
 
 
 @attrs.define(slots=False, eq=False)

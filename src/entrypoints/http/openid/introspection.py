@@ -5,6 +5,7 @@ only; anything not active is exactly ``{"active": false}``. Counted per client a
 from __future__ import annotations
 
 import logging
+from typing import Any
 
 import attrs
 
@@ -39,7 +40,9 @@ class TokenIntrospection:
     exp: int | None = None
     iat: int | None = None
     iss: str | None = None
-    aud: str | None = None
+    # A string for one audience, a list of strings for several (RFC 7662, RFC 9068); Any, as
+    # the document's schema rules describe no other union.
+    aud: Any = None
     jti: str | None = None
     sid: str | None = None
     token_type: str | None = None
@@ -54,6 +57,7 @@ def introspection_of(described: TokenDescription | None) -> TokenIntrospection:
     if described is None:
         return INACTIVE
     auth_time, issued_at = described.auth_time, described.issued_at
+    audience = described.audience
     return TokenIntrospection(
         active=True,
         scope=" ".join(described.scopes),
@@ -62,7 +66,7 @@ def introspection_of(described: TokenDescription | None) -> TokenIntrospection:
         exp=int(described.expires_at.timestamp()),
         iat=int(issued_at.timestamp()) if issued_at is not None else None,
         iss=described.issuer,
-        aud=described.audience,
+        aud=audience[0] if len(audience) == 1 else list(audience),
         jti=described.token_id,
         sid=described.session_id,
         token_type=described.token_type,

@@ -1,5 +1,7 @@
 """``POST /oauth2/token`` (RFC 6749 section 3.2, OpenID Connect Core 1.0 section 3.1.3): the
-``authorization_code`` and ``refresh_token`` grants.
+grants of :data:`~authgate.services.openid.grants.GRANTS` (``authorization_code``,
+``refresh_token``, ``client_credentials``). Each field once, but ``resource`` (RFC 8707), which
+may be repeated.
 
 The form is read here so that every fault is an RFC 6749 section 5.2 error. Budgets
 (``ratelimit.token*``, 429 ``temporarily_unavailable``): every request spends its address's, an
@@ -17,15 +19,17 @@ from authgate.domain.openid.refusals import (
     InvalidClient,
     InvalidGrant,
     InvalidScope,
+    InvalidTarget,
     OAuthError,
     OAuthInvalidRequest,
     OAuthRateLimited,
     OAuthUnavailable,
     SlowDown,
+    UnauthorizedClient,
     UnsupportedGrantType,
 )
 from authgate.entrypoints.http.common import docs
-from authgate.entrypoints.http.common.bodies import FORM, OAuthErrorBody, oauth_form
+from authgate.entrypoints.http.common.bodies import FORM, OAuthErrorBody, oauth_form_repeating
 from authgate.entrypoints.http.common.caller import ClientAddress
 from authgate.entrypoints.http.common.errors import OAUTH_NO_STORE, oauth_example
 from authgate.entrypoints.http.common.operations import operation
@@ -35,13 +39,15 @@ from authgate.entrypoints.rest import Call, Cors, HttpError, Reply
 from authgate.ports.ratelimit import RateDecision, RateLimiter
 from authgate.services.openid.client_authentication import ClientAuthentication
 from authgate.services.openid.grants import TokenService
+from authgate.services.openid.grants.base import TokenForm as GrantForm
 
 TOO_MANY = "too many token requests from this client; retry later"
 
 
 @attrs.frozen
 class TokenForm:
-    """The token request's fields (RFC 6749 4.1.3 and 6, RFC 7636, RFC 7523)."""
+    """The token request's fields (RFC 6749 4.1.3, 4.4 and 6, RFC 7636, RFC 7523, RFC 8707:
+    ``resource`` may be repeated)."""
 
     grant_type: str
     code: str | None = None
@@ -53,19 +59,21 @@ class TokenForm:
     client_secret: str | None = None
     client_assertion_type: str | None = None
     client_assertion: str | None = None
+    resource: str | None = None
     device_code: str | None = None  # RFC 8628 section 3.4
 
 
 @attrs.frozen
 class TokenResponse:
-    """RFC 6749 section 5.1 with OpenID Connect's ``id_token``; ``refresh_token`` only when
-    one is issued (``offline_access`` granted)."""
+    """RFC 6749 section 5.1 with OpenID Connect's ``id_token`` (none for a client's own
+    token: ``client_credentials``); ``refresh_token`` only when one is issued
+    (``offline_access`` granted)."""
 
     access_token: str
     token_type: str
     expires_in: int
-    id_token: str
     scope: str
+    id_token: str | None = None
     refresh_token: str | None = None
 
 
@@ -74,6 +82,8 @@ EXAMPLES = docs.error_examples(
     oauth_example(InvalidGrant("the code was used already")),
     oauth_example(UnsupportedGrantType("grant_type must be authorization_code or refresh_token")),
     oauth_example(InvalidScope("the scope may only narrow what was granted")),
+    oauth_example(InvalidTarget("a resource may only narrow what was granted")),
+    oauth_example(UnauthorizedClient("the client may not use the grant type client_credentials")),
     oauth_example(InvalidClient("example")),
     HttpError(429, {"error": "temporarily_unavailable", "error_description": TOO_MANY}),
     oauth_example(OAuthUnavailable("the client's keys cannot be fetched; retry later")),
@@ -110,8 +120,10 @@ class TokenOperations(ProviderOperations):
         responses={status: OAuthErrorBody for status in (400, 401, 429, 503)},
         operation_id="token",
         summary="Token endpoint (OAuth 2.0 / OpenID Connect)",
-        description="grant_type=authorization_code (code, redirect_uri, code_verifier) or "
-        "refresh_token (refresh_token, optional narrower scope), from a client "
+        description="grant_type=authorization_code (code, redirect_uri, code_verifier), "
+        "refresh_token (refresh_token, optional narrower scope) or client_credentials "
+        "(optional scope: a confidential client's own token, no ID token), each with optional "
+        "resource (RFC 8707, repeatable: the token's audience), from a client "
         "authenticated as it registered (client_secret_basic, client_secret_post, "
         "private_key_jwt, or client_id alone for a public client). A code is single use: "
         "presented again it revokes what it issued. Refresh tokens rotate at every use; "
@@ -125,7 +137,8 @@ class TokenOperations(ProviderOperations):
         _within(await self.limits.address.hit(address))
         client: Client | None = None
         try:
-            form = oauth_form(request.content_type, call.body)
+            fields, resources = oauth_form_repeating(request.content_type, call.body, "resource")
+            form = GrantForm(fields, resources)
             client = await self.client_auth.authenticate(request.headers.get("Authorization"), form)
             # From here on, the answer is readable by the pages of this client's own origins.
             admit_client(request, client)

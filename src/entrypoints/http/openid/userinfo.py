@@ -1,6 +1,11 @@
 """``GET``/``POST /oauth2/userinfo`` (OpenID Connect Core section 5.3): the access token as
 ``Authorization: Bearer`` or the form's ``access_token`` (RFC 6750 section 2), never both;
-refusals are RFC 6750's. Counted per client address against ``ratelimit.userinfo`` first."""
+refusals are RFC 6750's. Counted per client address against ``ratelimit.userinfo`` first.
+
+Only a person's token whose audience includes its client is served: a client's own token
+(``client_credentials``) speaks for nobody, and a token issued for resource servers (RFC 8707
+``resource``) is for those servers, not for userinfo; both are ``invalid_token``. A client
+that needs userinfo too gets its token from an authorization request without ``resource``."""
 
 from __future__ import annotations
 
@@ -139,6 +144,8 @@ class UserInfoOperations(ProviderOperations):
             active = await self.access.access_token(token)
         except TokenInactive as e:
             raise InvalidAccessToken(str(e)) from None
+        if active.client.client_id not in active.claims.audiences:
+            raise InvalidAccessToken("the token is for resource servers, not for userinfo")
         admit_client(request, active.client)
         if OPENID not in active.claims.scopes:
             raise InsufficientScope(OPENID)

@@ -21,6 +21,10 @@ from authgate.services.openid.grants.authorization_code import (
     AuthorizationCodeGrant,
 )
 from authgate.services.openid.grants.base import Grant, GrantContext
+from authgate.services.openid.grants.client_credentials import (
+    CLIENT_CREDENTIALS,
+    ClientCredentialsGrant,
+)
 from authgate.services.openid.grants.device_code import DEVICE_CODE, DeviceCodeGrant
 from authgate.services.openid.grants.refresh_token import REFRESH_TOKEN, RefreshTokenGrant
 from authgate.services.openid.issuing import IssuedTokens, TokenIssuer
@@ -28,6 +32,7 @@ from authgate.services.openid.issuing import IssuedTokens, TokenIssuer
 GRANTS: Mapping[str, Callable[[GrantContext], Grant]] = {
     AUTHORIZATION_CODE: AuthorizationCodeGrant,
     REFRESH_TOKEN: RefreshTokenGrant,
+    CLIENT_CREDENTIALS: ClientCredentialsGrant,
     DEVICE_CODE: DeviceCodeGrant,
 }
 """The grants the token endpoint serves, by ``grant_type``."""
@@ -36,7 +41,7 @@ __all__ = ["GRANTS", "IssuedTokens", "TokenService"]
 
 
 class TokenService:
-    """Spends codes and refresh tokens for the clients that
+    """Spends codes and refresh tokens, and issues clients their own tokens, for the clients that
     :class:`~authgate.services.openid.client_authentication.ClientAuthentication` authenticated."""
 
     def __init__(self, *, signer: TokenSigner, units: UnitOfWork, clock: Clock) -> None:
@@ -52,7 +57,7 @@ class TokenService:
         handler = self.handlers.get(grant_type)
         if handler is None:
             raise UnsupportedGrantType(
-                "grant_type must be " + " or ".join(self.handlers),
+                "grant_type must be " + _one_of(list(self.handlers)),
                 f"unsupported grant_type {grant_type[:40]!r}",
             )
         if grant_type not in client.grant_types:
@@ -61,3 +66,8 @@ class TokenService:
                 f"client {client.client_id!r}: grant_type {grant_type} is not registered",
             )
         return await handler(client, form)
+
+
+def _one_of(names: list[str]) -> str:
+    """``a``, ``a or b``, ``a, b or c``."""
+    return " or ".join(filter(None, (", ".join(names[:-1]), names[-1])))

@@ -6,12 +6,18 @@ and, for a client that needs consent, while the person's grant to it covers the 
 (consent withdrawn after the code was issued spends it). What a redemption writes commits
 together (:func:`_start_family`); presenting the code again revokes the family it started (RFC
 6749 section 4.1.2): whoever holds a copy of the code gets nothing that still works.
+
+The resource servers the authorization request named (RFC 8707) go to the family; the token
+request's ``resource`` may narrow them for this access token, never widen them (a code that
+named none gets tokens for the client itself only): ``invalid_target``, the code not spent.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Mapping
+
+import attrs
 
 from authgate.domain.model import SessionRecord
 from authgate.domain.openid.clients import Client
@@ -27,7 +33,13 @@ from authgate.domain.openid.refusals import InvalidGrant
 from authgate.domain.secrets import random_uuid_hex
 from authgate.ports.openid import AlreadyUsed
 from authgate.ports.unit_of_work import Transaction
-from authgate.services.openid.grants.base import GrantContext, required, security_log
+from authgate.services.openid.grants.base import (
+    GrantContext,
+    narrowed_resources,
+    requested_resources,
+    required,
+    security_log,
+)
 from authgate.services.openid.issuing import Issuance, IssuedTokens, first_refresh_token
 
 AUTHORIZATION_CODE = "authorization_code"
@@ -48,14 +60,19 @@ class AuthorizationCodeGrant:
         """The tokens the code in ``form`` earns ``client``; raises
         :class:`~authgate.domain.openid.refusals.InvalidGrant`."""
         code, redirect_uri = required(form, "code"), required(form, "redirect_uri")
+        requested_resources(client, form)  # registered ones only, before the code is spent
         now = self.context.clock.now()
         async with self.context.units.begin() as tx:
             redeemed = await _redeem(tx, client, code, redirect_uri, form.get("code_verifier"), now)
+            if not isinstance(redeemed, InvalidGrant):
+                # Raised within the unit: a resource the code was not granted leaves it unspent.
+                resources = narrowed_resources(client, form, redeemed[0].resources)
         # Raised once committed: the code stays used, a replay's revocation stays made.
         if isinstance(redeemed, InvalidGrant):
             raise redeemed
         issuance, refresh_token = redeemed
-        return self.context.issuer.tokens(issuance, now, refresh_token)
+        narrowed = attrs.evolve(issuance, resources=resources)
+        return self.context.issuer.tokens(narrowed, now, refresh_token)
 
 
 async def _redeem(
@@ -115,6 +132,7 @@ async def _start_family(
         scopes=code.scopes,
         auth_time=code.auth_time,
         nonce=code.nonce,
+        resources=code.resources,
     )
     refresh_token, first = first_refresh_token(issuance, now)
     family = TokenFamily(
@@ -124,6 +142,7 @@ async def _start_family(
         session_id=issuance.session_id,
         created_at=now,
         expires_at=now + client.access_token_lifetime,
+        resources=code.resources,
     )
     await tx.refresh_tokens.start_family(family, first)
     await tx.authorization_codes.record_issued(code.code_hash, issuance.family_id)

@@ -3,7 +3,9 @@
 A refresh token is rotated at every use (RFC 9700 section 4.14): the presented one is replaced
 by a new one in its family; presenting a replaced one revokes the whole family. It is bound to
 its client, and a refreshed access token may narrow the scope, never widen it (the new refresh
-token keeps the original scope, RFC 6749 section 6). It dies with its authgate session.
+token keeps the original scope, RFC 6749 section 6). It dies with its authgate session. The
+same goes for the resource servers (RFC 8707) its family was granted: ``resource`` may narrow
+them for the new access token, never widen them (``invalid_target``).
 """
 
 from __future__ import annotations
@@ -19,7 +21,13 @@ from authgate.domain.openid.refusals import InvalidGrant, InvalidScope
 from authgate.domain.secrets import new_secret
 from authgate.ports.openid import Reused, Rotated
 from authgate.ports.unit_of_work import Transaction
-from authgate.services.openid.grants.base import GrantContext, required, security_log
+from authgate.services.openid.grants.base import (
+    GrantContext,
+    narrowed_resources,
+    requested_resources,
+    required,
+    security_log,
+)
 from authgate.services.openid.issuing import Issuance, IssuedTokens, refresh_record
 
 REFRESH_TOKEN = "refresh_token"  # noqa: S105 - a grant type
@@ -41,10 +49,12 @@ class RefreshTokenGrant:
         presented_hash = token_digest(required(form, "refresh_token"))
         scope = form.get("scope")
         scopes = tuple(dict.fromkeys(scope.split())) if scope is not None else None
+        requested_resources(client, form)  # registered ones only, before anything is spent
         now = self.context.clock.now()
         new_token = new_secret()
         async with self.context.units.begin() as tx:
             presented = await _presented(tx, client, presented_hash, scopes, now)
+            resources = narrowed_resources(client, form, presented.resources)
             issuance = Issuance(
                 client=client,
                 family_id=presented.family_id,
@@ -52,6 +62,7 @@ class RefreshTokenGrant:
                 session_id=presented.session_id,
                 scopes=presented.scopes,
                 auth_time=presented.auth_time,
+                resources=resources,
             )
             replacement = refresh_record(new_token, issuance, presented.scopes, now)
             refusal = await _rotate(tx, presented_hash, replacement, client, now)
