@@ -127,12 +127,13 @@ class Provider:
         *,
         user: FakeUser = PERSON,
         intent: str = "Create an account",
+        back_to: str = REDIRECT_URI,
     ) -> str:
         """The browser opens the authorization ``url`` and does what the pages ask (authgate's
         sign-in page: "{intent} with Google"; the fake provider signs ``user`` in; a consent
         page is approved) until authgate sends it to the registered redirect URI by a
         redirect: that URL (code, state, iss)."""
-        back = await self.through(browser, url, user=user, intent=intent)
+        back = await self.through(browser, url, user=user, intent=intent, back_to=back_to)
         assert back.form is None, back
         return back.url
 
@@ -144,15 +145,16 @@ class Provider:
         user: FakeUser = PERSON,
         intent: str = "Create an account",
         decision: str = "approve",
+        back_to: str = REDIRECT_URI,
     ) -> Back:
         """:meth:`authorize`, also for a ``form_post`` answer (the form the browser posts to
-        the redirect URI); the consent page is answered with ``decision``."""
+        the redirect URI ``back_to``); the consent page is answered with ``decision``."""
         pages: list[str] = []
         answer = await browser.authgate("GET", url, headers={"Accept": "text/html"})
         for _ in range(12):
             if answer.status in (302, 303) and answer.location is not None:
                 target = urljoin(answer.url, answer.location)
-                if target.startswith(REDIRECT_URI):
+                if target.startswith(back_to):
                     return Back(target, None, tuple(pages))
                 if target.startswith(self.fake.base_url):
                     answer = await self._back_from_provider(browser, target, user)
@@ -161,7 +163,7 @@ class Provider:
             elif answer.status == 200:
                 page = parse_page(answer.text)
                 form = page.forms[0] if page.forms else None
-                if form is not None and form["action"].startswith(REDIRECT_URI):
+                if form is not None and form["action"].startswith(back_to):
                     # the form_post page: its script posts the form to the application
                     return Back(form["action"], dict(form["fields"]), tuple(pages))
                 if form is not None and any(n == "decision" for n, _ in form["buttons"]):
@@ -207,8 +209,16 @@ class Provider:
 
 
 @contextlib.asynccontextmanager
-async def provider(tmp_path: Path, database_url: str) -> AsyncIterator[Provider]:
-    """authgate serving the applications of :func:`clients` at ``http://127.0.0.1:PORT``."""
+async def provider(
+    tmp_path: Path,
+    database_url: str,
+    *,
+    overrides: dict[str, Any] | None = None,
+    env: dict[str, str] | None = None,
+) -> AsyncIterator[Provider]:
+    """authgate serving the applications of :func:`clients` at ``http://127.0.0.1:PORT``;
+    ``overrides``: top-level configuration keys to set besides (``clients`` replaces them);
+    ``env``: the process's environment."""
     port = free_port()
     async with FakeIdP() as fake:
         config = service_config(
@@ -221,9 +231,10 @@ async def provider(tmp_path: Path, database_url: str) -> AsyncIterator[Provider]
                 "clients": clients(),
                 # Devices poll every second here (five by default): the tests wait less.
                 "device": {"interval_seconds": 1},
+                **(overrides or {}),
             },
         )
-        authgate = ServiceProcess(write_config(tmp_path, config))
+        authgate = ServiceProcess(write_config(tmp_path, config), env=env)
         await authgate.start()
         try:
             yield Provider(authgate, fake)

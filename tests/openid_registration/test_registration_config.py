@@ -44,7 +44,10 @@ def test_registration_is_off_by_default_and_asks_for_initial_access_tokens() -> 
             {"grant_types": ["client_credentials"], "confidential_clients": False},
             "registration.grant_types: client_credentials is for confidential clients",
         ),
-        ({"scopes": ["openid", "admin"]}, "registration.scopes: 'admin' is not a scope"),
+        (
+            {"scopes": ["openid", "tools read"]},
+            "registration.scopes: 'tools read' is not a scope token",
+        ),
         ({"scopes": []}, "registration.scopes: at least one scope"),
         ({"resources": ["https://api.example.com#x"]}, "registration.resources: "),
         ({"initial_token_seconds": 5}, "registration.initial_token_seconds: must be between"),

@@ -285,15 +285,19 @@ def _check_response_type(first: Mapping[str, str], to: _AnswerTo) -> None:
 
 
 def _scopes(first: Mapping[str, str], client: Client, to: _AnswerTo) -> tuple[str, ...]:
-    """The scopes asked that the provider serves, each once, in order: ``openid`` among them
-    and each allowed to the client. The OpenID Connect scopes, and an API's own that the
-    client's ``allowed_scopes`` name (``mcp:tools``: the access token carries it to the
-    resource server); others (address, a scope the client is not registered for) are
-    ignored, as OpenID Connect Core 3.1.2.1 asks."""
+    """The scopes asked that the provider serves, each once, in order, each allowed to the
+    client. The OpenID Connect scopes, and an API's own that the client's ``allowed_scopes``
+    name (``mcp:tools``: the access token carries it to the resource server); others
+    (address, a scope the client is not registered for) are ignored, as OpenID Connect Core
+    3.1.2.1 asks. With ``openid``, an OpenID Connect request (an ID token); without it, a
+    plain OAuth 2.0 request for an API's scopes (an MCP client's, RFC 6749 section 4.1),
+    which must then name at least one of them."""
     asked = dict.fromkeys(first.get("scope", "").split())
     scopes = tuple(s for s in asked if s in SUPPORTED_SCOPES or s in client.allowed_scopes)
-    if OPENID not in scopes:
-        raise to.refuse("invalid_scope", "scope must include openid")
+    if OPENID not in scopes and not any(s not in SUPPORTED_SCOPES for s in scopes):
+        raise to.refuse(
+            "invalid_scope", "scope must include openid, or an API's scope the client may have"
+        )
     refused = [s for s in scopes if s not in client.allowed_scopes]
     if refused:
         raise to.refuse("invalid_scope", "scope not allowed for this client: " + " ".join(refused))

@@ -48,6 +48,7 @@ GRANT_TYPES = (
 # The grants that need no browser redirect back to the client.
 _WITHOUT_REDIRECT = frozenset({CLIENT_CREDENTIALS_GRANT, DEVICE_CODE_GRANT, REFRESH_TOKEN_GRANT})
 MAX_RESOURCE_LENGTH = 2048
+SCOPE_TOKEN = re.compile(r"[\x21\x23-\x5b\x5d-\x7e]+")  # RFC 6749 section 3.3
 MAX_CODE_LIFETIME = CODE_MAX_LIFETIME
 # A client secret is a long random value, not a password (see SecretDigest).
 MIN_SECRET_LENGTH = 32

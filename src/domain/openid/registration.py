@@ -22,6 +22,7 @@ from authgate.domain.openid.clients import (
     AUTH_METHODS,
     AUTHORIZATION_CODE_GRANT,
     GRANT_TYPES,
+    SCOPE_TOKEN,
     SECRET_METHODS,
     SUPPORTED_SCOPES,
     AuthMethod,
@@ -68,6 +69,7 @@ class RegistrationPolicy:
     confidential_clients: bool = True
     resources: frozenset[str] = frozenset()
     any_resource: bool = False
+    any_scope: bool = False  # an API's own too, beyond ``scopes`` (the operator's)
     urls_called: bool = False  # jwks_uri and backchannel_logout_uri
 
 
@@ -75,6 +77,7 @@ OPERATOR_POLICY = RegistrationPolicy(
     grant_types=frozenset(GRANT_TYPES),
     scopes=frozenset(SUPPORTED_SCOPES),
     any_resource=True,
+    any_scope=True,
     urls_called=True,
 )
 
@@ -343,17 +346,23 @@ class _Reader:
     def _scope(self) -> tuple[str, ...]:
         text = self._get("scope", str, "a string of space-separated scopes")
         if text is None:
-            return tuple(s for s in SUPPORTED_SCOPES if s in self.policy.scopes)
-        scopes = list(dict.fromkeys(text.split()))
-        for scope in scopes:
-            if scope not in self.policy.scopes:
-                raise InvalidClientMetadata(
-                    f"scope: {scope!r} is not one a registered client may have "
-                    f"({', '.join(sorted(self.policy.scopes))})"
-                )
+            oidc = [s for s in SUPPORTED_SCOPES if s in self.policy.scopes]
+            return (*oidc, *sorted(self.policy.scopes.difference(SUPPORTED_SCOPES)))
+        # RFC 7591 section 3.2.1 lets the server replace what it will not grant: the scopes the
+        # policy allows are kept and the answer says so (an MCP client asking offline_access
+        # of a policy without it still registers); none of them is a refusal.
+        asked = list(dict.fromkeys(text.split()))
+        scopes = tuple(
+            s
+            for s in asked
+            if s in self.policy.scopes or (self.policy.any_scope and SCOPE_TOKEN.fullmatch(s))
+        )
         if not scopes:
-            raise InvalidClientMetadata("scope: at least one scope")
-        return tuple(scopes)
+            raise InvalidClientMetadata(
+                f"scope: names none a registered client may have "
+                f"({', '.join(sorted(self.policy.scopes))})"
+            )
+        return scopes
 
     def _name(self) -> str | None:
         name = self._text("client_name")
@@ -409,6 +418,11 @@ class _Reader:
         return jwks_uri, jwks
 
     def _resources(self) -> tuple[str, ...]:
+        """The resource servers named, each offered; without ``resources`` (which RFC 7591
+        does not define, so an MCP client never sends it), every one the policy offers, as
+        its scopes are: the client then asks for one by ``resource`` (RFC 8707)."""
+        if "resources" not in self.document:
+            return tuple(sorted(self.policy.resources))
         resources = self._strings("resources") or []
         for resource in resources:
             problem = resource_problem(resource)

@@ -1021,11 +1021,9 @@ def _check_registration(config: Config) -> None:
             "registration.confidential_clients: false refuses"
         )
     for scope in r.scopes:
-        if scope not in SUPPORTED_SCOPES:
-            raise ConfigError(
-                f"registration.scopes: {scope!r} is not a scope of the provider "
-                f"({', '.join(SUPPORTED_SCOPES)})"
-            )
+        # OpenID Connect's, or an API's own (an MCP server's mcp:tools, say).
+        if not _SCOPE_TOKEN.fullmatch(scope):
+            raise ConfigError(f"registration.scopes: {scope!r} is not a scope token")
     if not r.scopes:
         raise ConfigError("registration.scopes: at least one scope")
     for resource in r.resources:

@@ -17,8 +17,8 @@ import datetime as dt
 import attrs
 
 from authgate.domain.model import UNPROVEN_AUTH_TIME
-from authgate.domain.openid.authorization_request import OFFLINE_ACCESS
-from authgate.domain.openid.clients import Client
+from authgate.domain.openid.authorization_request import OFFLINE_ACCESS, OPENID
+from authgate.domain.openid.clients import REFRESH_TOKEN_GRANT, Client
 from authgate.domain.openid.records import AccessTokenClaims, RefreshToken, token_digest
 from authgate.domain.secrets import new_secret, random_uuid_hex
 from authgate.ports.jose import TokenSigner
@@ -76,9 +76,14 @@ def refresh_record(
 def first_refresh_token(
     issuance: Issuance, now: dt.datetime
 ) -> tuple[str | None, RefreshToken | None]:
-    """The refresh token a redeemed code starts its family with, and its record: none without
-    ``offline_access``."""
-    if OFFLINE_ACCESS not in issuance.scopes:
+    """The refresh token a redeemed code starts its family with, and its record. With
+    ``openid``, only for ``offline_access`` (OpenID Connect Core section 11); a plain OAuth
+    request's (an API's scopes alone) whenever the client may use refresh tokens, as OAuth
+    2.0 has it (RFC 6749 section 1.5): an agent keeps its access without asking again."""
+    oauth_only = OPENID not in issuance.scopes
+    if OFFLINE_ACCESS not in issuance.scopes and not (
+        oauth_only and REFRESH_TOKEN_GRANT in issuance.client.grant_types
+    ):
         return None, None
     token = new_secret()
     return token, refresh_record(token, issuance, issuance.scopes, now)
@@ -135,11 +140,13 @@ class TokenIssuer:
         """The token response for ``issuance`` at ``now``, with ``refresh_token`` if any."""
         client = issuance.client
         access_token = self.signer.access_token(access_token_claims(issuance, now))
-        id_token = self.signer.id_token(
-            id_token_claims(issuance, now),
-            algorithm=client.id_token_signed_response_alg,
-            access_token=access_token,
-        )
+        id_token = None
+        if OPENID in issuance.scopes:  # else a plain OAuth request: no ID token
+            id_token = self.signer.id_token(
+                id_token_claims(issuance, now),
+                algorithm=client.id_token_signed_response_alg,
+                access_token=access_token,
+            )
         return IssuedTokens(
             access_token=access_token,
             expires_in=int(client.access_token_lifetime.total_seconds()),

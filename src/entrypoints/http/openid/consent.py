@@ -92,6 +92,7 @@ class ConsentOperations(ProviderOperations):
             fields=[*parameters, ("issued", issued), ("granted", granted), ("csrf", token)],
             redirect_uri=needed.request.redirect_uri,
             described_by=document_host(needed.client),
+            resources=needed.request.resources,
         )
         Cookie(CONSENT_COOKIE, key, max_age=CONSENT_TTL_SECONDS, samesite="Strict").set_on(response)
         return response

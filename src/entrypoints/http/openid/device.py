@@ -47,13 +47,13 @@ from authgate.entrypoints.http.openid.discovery import (
 )
 from authgate.entrypoints.http.openid.flow import browser_session, form_fields, lists, one, see
 from authgate.entrypoints.http.openid.pages import (
-    SCOPE_WORDS,
     PasskeyChoice,
     ProviderChoice,
     error_page,
     hidden_fields,
     html_page,
     over_limit_page,
+    scope_words,
     sign_in_page,
 )
 from authgate.entrypoints.rest import Call, Cookie, Reply, query
@@ -366,7 +366,7 @@ def approval_page(
     with the device's) and what it asks for, in words."""
     app = escape(found.client.name)
     code = escape(shown_user_code(found.user_code))
-    items = "".join(f"<li>{escape(SCOPE_WORDS.get(s, s))}</li>" for s in found.authorization.scopes)
+    items = "".join(f"<li>{escape(scope_words(s))}</li>" for s in found.authorization.scopes)
     body = (
         f"<h1>Connect {app}?</h1>"
         f"<p>A device asks to use your account through <strong>{app}</strong> with the code "

@@ -141,6 +141,12 @@ SCOPE_WORDS = {
 }
 
 
+def scope_words(scope: str) -> str:
+    """What a scope lets the application do, in words: OpenID Connect's own, and an API's by
+    its name (what it means is the API's to say)."""
+    return SCOPE_WORDS.get(scope, f"Use the permission \u201c{scope}\u201d")
+
+
 def _hash_source(text: str) -> str:
     digest = hashlib.sha256(text.encode()).digest()
     return "'sha256-" + base64.b64encode(digest).decode("ascii") + "'"
@@ -299,10 +305,12 @@ def consent_page(
     fields: Iterable[tuple[str, str]],
     redirect_uri: str,
     described_by: str | None = None,
+    resources: Sequence[str] = (),
 ) -> web.Response:
-    """The consent page: what the client asks for, in words, and a form that approves or
-    declines. Browsers hold the redirect after the post to ``form-action`` too, so the policy
-    admits the client's ``redirect_uri``: else the browser never reaches the application.
+    """The consent page: what the client asks for, in words (and the services, RFC 8707
+    ``resources``, its access would be for), and a form that approves or declines. Browsers
+    hold the redirect after the post to ``form-action`` too, so the policy admits the
+    client's ``redirect_uri``: else the browser never reaches the application.
     ``described_by``: the host whose metadata document names the client (its name is only
     what that document says), shown beside the name."""
     app = escape(client_name)
@@ -318,15 +326,19 @@ def consent_page(
     # On a wider request than was consented to before, what is new is marked.
     widening = len(new_scopes) < len(scopes)
     items = "".join(
-        f"<li>{escape(SCOPE_WORDS.get(s, s))}"
+        f"<li>{escape(scope_words(s))}"
         + (' <span class="note">(new)</span>' if widening and s in new_scopes else "")
         + "</li>"
         for s in scopes
     )
+    services = "".join(f"<li>{escape(r)}</li>" for r in resources)
+    if services:
+        services = f'<p>Its access would be for:</p><ul class="resources">{services}</ul>'
+
     body = (
         f"<h1>Allow {app} to use your account?</h1>"
         f"{source}"
-        f'<p><strong>{app}</strong> would like to:</p><ul class="scopes">{items}</ul>'
+        f'<p><strong>{app}</strong> would like to:</p><ul class="scopes">{items}</ul>{services}'
         f'<form method="post" action="{escape(action)}">{hidden_fields(fields)}'
         '<div class="actions">'
         '<button type="submit" name="decision" value="approve">Allow</button>'
