@@ -33,6 +33,14 @@ pages), then the measured work reuses that session:
   oidc-provider refuses to introspect its JWT access tokens.
 * ``introspection of a refresh token``: the same work on both sides: an opaque token looked up
   in the store (and the session, grant or family, and account it names).
+* ``client credentials``: the confidential client ``svc`` (HTTP Basic) asks for ``scope=api``
+  with ``resource=`` the API: an RS256 JWT access token for the client itself, signed once and
+  stored by neither (the same work); oidc-provider also without ``resource``, its default: an
+  opaque token it stores.
+
+The machine's own limit beside them, measured in the same run on the load generator's CPU:
+RS256 and ES256 signatures per CPU second (joserfc), and what that alone allows: a code flow
+signs two tokens, a client-credentials token one.
 
 Each server's answers are compared first (same status, same claim names). Figures are per CPU
 second: the server process's CPU (user + system from /proc, all its threads) plus that of the
@@ -51,6 +59,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import base64
 import contextlib
 import json
 import os
@@ -100,6 +109,16 @@ from tests.fakeidp import FakeIdP
 
 PEER_DIR = Path(__file__).resolve().parent / "peers" / "oidc_provider"
 RESOURCE = "https://api.example.com/rs"
+SERVICE_SECRET = "a-service-secret-of-at-least-thirty-two-characters"
+# The client-credentials client, on authgate's side (the peer's is in server.js).
+SERVICE_CLIENT: dict[str, Any] = {
+    "name": "Service",
+    "type": "confidential",
+    "secrets": [SERVICE_SECRET],
+    "grant_types": ["client_credentials"],
+    "allowed_scopes": ["api"],
+    "resources": [RESOURCE],
+}
 USERINFO_SCOPE = "openid email profile"
 AUTHGATE_MEMORY = "authgate memory"
 AUTHGATE_PG = "authgate PostgreSQL"
@@ -107,21 +126,33 @@ OP_MAP = "oidc-provider Map"
 OP_PG = "oidc-provider PostgreSQL"
 JWT = ", JWT access tokens"  # the oidc-provider variant asked for resource=RESOURCE
 # The ratios reported: (work, authgate side, oidc-provider side).
-PAIRS = [
-    (work, a, o)
-    for work in ("code_flow", "refresh")
-    for a, o in (
-        (AUTHGATE_MEMORY, OP_MAP + JWT),
-        (AUTHGATE_MEMORY, OP_MAP),
-        (AUTHGATE_PG, OP_PG + JWT),
-        (AUTHGATE_PG, OP_PG),
-        (AUTHGATE_PG, OP_MAP + JWT),
-    )
-] + [
-    (work, a, o)
-    for work in ("userinfo", "introspection_access_token", "introspection_refresh_token")
-    for a, o in ((AUTHGATE_MEMORY, OP_MAP), (AUTHGATE_PG, OP_PG))
-]
+PAIRS = (
+    [
+        (work, a, o)
+        for work in ("code_flow", "refresh")
+        for a, o in (
+            (AUTHGATE_MEMORY, OP_MAP + JWT),
+            (AUTHGATE_MEMORY, OP_MAP),
+            (AUTHGATE_PG, OP_PG + JWT),
+            (AUTHGATE_PG, OP_PG),
+            (AUTHGATE_PG, OP_MAP + JWT),
+        )
+    ]
+    + [
+        (work, a, o)
+        for work in ("userinfo", "introspection_access_token", "introspection_refresh_token")
+        for a, o in ((AUTHGATE_MEMORY, OP_MAP), (AUTHGATE_PG, OP_PG))
+    ]
+    + [
+        ("client_credentials", a, o)
+        for a, o in (
+            (AUTHGATE_MEMORY, OP_MAP + JWT),
+            (AUTHGATE_MEMORY, OP_MAP),
+            (AUTHGATE_PG, OP_PG + JWT),
+            (AUTHGATE_PG, OP_PG),
+        )
+    ]
+)
 WORK_DONE = {
     "code_flow": "authorize with a live session and grant -> code -> token (ID token RS256; "
     "authgate's access token an RS256 JWT; oidc-provider's opaque and stored, or with "
@@ -135,7 +166,12 @@ WORK_DONE = {
     "introspection_refresh_token": "the same work: an opaque refresh token looked up in the "
     "store, with what it names (authgate: session, family, account; oidc-provider: session, "
     "grant)",
+    "client_credentials": "a token for the client svc itself (HTTP Basic, scope api, resource "
+    f"the API): an RS256 JWT, stored by neither; oidc-provider without '{JWT.strip(', ')}' "
+    "issues its default, an opaque token it stores",
 }
+# What one unit of each work signs (RS256): the ceiling the signature rate alone allows.
+SIGNATURES = {"code_flow": 2, "refresh": 2, "client_credentials": 1}
 
 
 def missing_node() -> str | None:
@@ -161,6 +197,7 @@ class NodePeer:
             "OP_STORE": store,
             "WEB_SECRET": SECRET,
             "INTROSPECTOR_SECRET": INTROSPECTOR_SECRET,
+            "SERVICE_SECRET": SERVICE_SECRET,
             "REDIRECT_URI": REDIRECT,
             "RESOURCE": RESOURCE,
             **({"DATABASE_URL": database_url} if database_url else {}),
@@ -326,6 +363,24 @@ class Side:
     def userinfo_request(self, access_token: str) -> bytes:
         path = urlsplit(self.endpoints["userinfo_endpoint"]).path
         return request_bytes(path, self.port, {"Authorization": f"Bearer {access_token}"})
+
+    def client_credentials_request(self) -> bytes:
+        """The token request of ``svc`` for itself (``resource`` when the side names one:
+        authgate's always does, its client may have tokens only for the API)."""
+        path = urlsplit(self.endpoints["token_endpoint"]).path
+        form = {"grant_type": "client_credentials", "scope": "api"}
+        if self.resource or self.name.startswith("authgate"):
+            form["resource"] = RESOURCE
+        body = urlencode(form).encode()
+        head = [
+            f"POST {path} HTTP/1.1",
+            f"Host: 127.0.0.1:{self.port}",
+            "Accept: application/json",
+            "Content-Type: application/x-www-form-urlencoded",
+            f"Authorization: {basic('svc', SERVICE_SECRET)}",
+            f"Content-Length: {len(body)}",
+        ]
+        return ("\r\n".join(head) + "\r\n\r\n").encode() + body
 
     def introspection_request(self, token: str) -> bytes:
         path = urlsplit(self.endpoints["introspection_endpoint"]).path
@@ -547,6 +602,89 @@ async def read_cases(
     return cases
 
 
+async def client_credentials_cases(
+    sides: dict[str, Side], connections: int, shown: dict[str, list[str]]
+) -> dict[str, Measure]:
+    """The client-credentials token request of every side, its answer checked first: 200, a
+    Bearer token; where a JWT, an RFC 9068 one for ``svc`` itself, audience the API."""
+    cases: dict[str, Measure] = {}
+    for name, side in sides.items():
+        request = side.client_credentials_request()
+        status, answer = await side.send(request)
+        if status != 200 or answer.get("token_type", "").lower() != "bearer":
+            raise RuntimeError(f"{name} client credentials: {status} {answer}")
+        token = str(answer["access_token"])
+        if name.startswith("authgate") or side.resource:
+            header, claims = (jwt_part(token, i) for i in (0, 1))
+            if (header.get("typ"), header.get("alg")) != ("at+jwt", "RS256"):
+                raise RuntimeError(f"{name} client credentials: header {header}")
+            if claims.get("aud") not in (RESOURCE, [RESOURCE]) or claims.get("client_id") != "svc":
+                raise RuntimeError(f"{name} client credentials: claims {claims}")
+            shown[f"client_credentials {name}"] = sorted(claims)
+        else:
+            shown[f"client_credentials {name}"] = ["(opaque)"]
+        cases[name] = replayed(side, request, connections, None)
+    return cases
+
+
+def jwt_part(token: str, index: int) -> dict[str, Any]:
+    part = token.split(".")[index]
+    decoded = json.loads(base64.urlsafe_b64decode(part + "=" * (-len(part) % 4)))
+    assert isinstance(decoded, dict)
+    return decoded
+
+
+def signature_rates(signatures: int = 300) -> dict[str, float]:
+    """RS256 (2048-bit) and ES256 signatures per CPU second on this machine (joserfc, an access
+    token's claims), on the load generator's CPU (time.process_time)."""
+    from joserfc import jwt
+    from joserfc.jwk import ECKey, RSAKey
+
+    claims = {
+        "iss": ISSUER,
+        "sub": "svc",
+        "aud": RESOURCE,
+        "client_id": "svc",
+        "scope": "api",
+        "iat": 1_800_000_000,
+        "exp": 1_800_000_300,
+        "jti": "0" * 32,
+    }
+    rates = {}
+    for alg, key in (
+        ("RS256", RSAKey.generate_key(2048, parameters={"kid": "bench"})),
+        ("ES256", ECKey.generate_key("P-256", parameters={"kid": "bench"})),
+    ):
+        header = {"alg": alg, "kid": "bench", "typ": "at+jwt"}
+        jwt.encode(header, claims, key)  # warm
+        began = time.process_time()
+        for _ in range(signatures):
+            jwt.encode(header, claims, key)
+        rates[alg] = round(signatures / (time.process_time() - began), 1)
+    return rates
+
+
+def against_signatures(report: dict[str, Any]) -> dict[str, Any]:
+    """Each authgate side's figure as a fraction of what the RS256 signature rate alone allows
+    (rate ÷ signatures a unit), and what one unit would cost with ES256 access tokens instead:
+    the same figure's CPU per unit, less one RS256 signature, plus one ES256 signature."""
+    rates = report["signature_rates"]
+    rs, es = 1 / rates["RS256"], 1 / rates["ES256"]
+    out: dict[str, Any] = {}
+    for work, signed in SIGNATURES.items():
+        for name in (AUTHGATE_MEMORY, AUTHGATE_PG):
+            figure = report["figures"].get(work, {}).get(name, {}).get("per_cpu_second")
+            if not figure:
+                continue
+            per_unit = 1 / figure
+            out[f"{work}: {name}"] = {
+                "of_the_signature_ceiling": round(figure / (rates["RS256"] / signed), 3),
+                "signatures_share_of_cpu": round(signed * rs / per_unit, 3),
+                "per_cpu_second_with_es256_access_tokens": round(1 / (per_unit - rs + es), 1),
+            }
+    return out
+
+
 async def run_peers(args: argparse.Namespace) -> dict[str, Any]:
     folder = temp_folder("authgate-bench-openid-peer-")
     admin_url = args.admin_url
@@ -574,7 +712,7 @@ async def servers(
 ) -> AsyncIterator[tuple[ServiceProcess, ServiceProcess, NodePeer, NodePeer]]:
     overrides = {
         "rest": {"public_url": ISSUER},
-        "clients": CLIENTS,
+        "clients": {**CLIENTS, "svc": SERVICE_CLIENT},
         # One address sends everything: limits out of reach (the limiters still run).
         "ratelimit": {
             key: "1000000000/minute"
@@ -630,13 +768,18 @@ async def measured(args: argparse.Namespace, folder: Path, urls: dict[str, str])
             }
             report["answers"] = {}
             cases.update(await read_cases(sides, args.connections, report["answers"]))
+            cases["client_credentials"] = await client_credentials_cases(
+                sides, args.connections, report["answers"]
+            )
             for side in sides.values():
                 side.renew_cookie()
             report["servers"] = {
                 name: {"pid": side.pid, "database": bool(side.database_url)}
                 for name, side in sides.items()
             }
+            report["signature_rates"] = signature_rates()
             report.update(await rounds(cases, urls, args))
+            report["against_signatures"] = against_signatures(report)
             if args.profile:
                 report["profile"] = {
                     f"{kind} {name}": await profile(sides[name], kind, folder, args.workers)

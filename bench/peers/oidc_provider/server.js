@@ -6,12 +6,12 @@
 //     OP_STORE       "map" (adapters.js's MapAdapter) or "postgres" (its PgAdapter)
 //     DATABASE_URL   the PostgreSQL database (OP_STORE=postgres); tables made if missing
 //     POOL_MAX       pg's pool size (default 10, authgate's database.pool_max_size default)
-//     WEB_SECRET, INTROSPECTOR_SECRET   the two clients' secrets
+//     WEB_SECRET, INTROSPECTOR_SECRET, SERVICE_SECRET   the three clients' secrets
 //     REDIRECT_URI   the web client's redirect URI
 //     RESOURCE       the resource indicator of the API whose access tokens are JWTs
 //
 // Clients: `web` (confidential, client_secret_basic, code + refresh_token), `rs` (confidential,
-// may only introspect). RS256 with a fresh 2048-bit key for ID tokens and JWT access tokens.
+// may only introspect), `svc` (confidential, client_secret_basic, client credentials only). RS256 with a fresh 2048-bit key for ID tokens and JWT access tokens.
 // Access tokens are opaque (oidc-provider's default: stored, looked up by userinfo and
 // introspection) unless the request names RESOURCE (features.resourceIndicators): then an RFC
 // 9068 JWT (accessTokenFormat 'jwt', not stored), like authgate's. Refresh tokens rotate at every
@@ -74,6 +74,14 @@ const configuration = {
       id_token_signed_response_alg: 'RS256',
     },
     {
+      client_id: 'svc',
+      client_secret: required('SERVICE_SECRET'),
+      redirect_uris: [],
+      grant_types: ['client_credentials'],
+      response_types: [],
+      token_endpoint_auth_method: 'client_secret_basic',
+    },
+    {
       client_id: 'rs',
       client_secret: required('INTROSPECTOR_SECRET'),
       redirect_uris: [],
@@ -92,6 +100,7 @@ const configuration = {
   scopes: ['openid', 'offline_access', 'api'],
   features: {
     devInteractions: { enabled: true },
+    clientCredentials: { enabled: true },
     introspection: { enabled: true },
     resourceIndicators: {
       enabled: true,
