@@ -7,7 +7,9 @@ PKCE and ``resource`` (RFC 8707) through authgate's sign-in and consent pages, t
 tool. The token names the server as its audience: another MCP server refuses it.
 
 A real ``authgate serve`` with no client in its configuration file (an agents-only provider),
-on SQLite and PostgreSQL; the MCP server on uvicorn, protected by ``authgate.client``.
+configured by docs/openid-provider.md's "Protect an MCP server in minutes" block (the MCP
+servers' loopback addresses put in), on SQLite and PostgreSQL; the MCP server on uvicorn,
+protected by ``authgate.client``.
 """
 
 from __future__ import annotations
@@ -15,11 +17,14 @@ from __future__ import annotations
 import base64
 import json
 import os
+import re
+import textwrap
 from pathlib import Path
 from typing import Any
 
 import httpx2
 import pytest
+import yaml
 from mcp import ClientSession
 from mcp.client.auth import OAuthClientProvider
 from mcp.client.streamable_http import streamable_http_client
@@ -42,6 +47,23 @@ from tests.interop.provider_face import Provider, provider
 from tests.support.ports import free_port
 
 CALLBACK = f"http://127.0.0.1:{free_port()}/callback"  # where the browser stops: never served
+PAGE = Path(__file__).parents[2] / "docs" / "openid-provider.md"
+SECTION = "## Protect an MCP server in minutes"
+DOCUMENTED_SERVER = "https://mcp.example.com/mcp"
+
+
+def documented(mcp_url: str, other_url: str) -> dict[str, Any]:
+    """The page's configuration block, the MCP server's address put in (and a second MCP
+    server's beside it, for the token it must refuse), no client under ``clients:``."""
+    text = PAGE.read_text()
+    section = text[text.index(SECTION) :]
+    section = section[: section.index("\n## ", len(SECTION))]
+    [block] = re.findall(r'```yaml title="config.yaml"\n(.*?)```', section, re.S)
+    config: dict[str, Any] = yaml.safe_load(textwrap.dedent(block))
+    for part in ("client_metadata_documents", "registration"):
+        assert config[part]["resources"] == [DOCUMENTED_SERVER], config[part]
+        config[part]["resources"] = [mcp_url, other_url]
+    return {"clients": {}, **config}
 
 
 @pytest.fixture(params=["sqlite", "postgres"])
@@ -180,15 +202,7 @@ async def test_an_agent_described_by_its_metadata_document_calls_a_tool(
             "response_types": ["code"],
             "token_endpoint_auth_method": "none",
         }
-        overrides = {
-            "clients": {},
-            "client_metadata_documents": {
-                "enabled": True,
-                "allowed_hosts": ["localhost"],
-                "scopes": [SCOPE],
-                "resources": [mcp_url, other_url],
-            },
-        }
+        overrides = documented(mcp_url, other_url)
         env = {**os.environ, "SSL_CERT_FILE": str(ca_file)}
         async with (
             provider(tmp_path, database_url, overrides=overrides, env=env) as op,
@@ -213,15 +227,7 @@ async def test_an_agent_registers_itself_and_calls_a_tool(
     mcp_port, other_port = free_port(), free_port()
     mcp_url = f"http://127.0.0.1:{mcp_port}/mcp"
     other_url = f"http://127.0.0.1:{other_port}/mcp"
-    overrides = {
-        "clients": {},
-        "registration": {
-            "enabled": True,
-            "policy": "open",
-            "scopes": ["openid", "offline_access", SCOPE],
-            "resources": [mcp_url, other_url],
-        },
-    }
+    overrides = documented(mcp_url, other_url)
     async with (
         provider(tmp_path, database_url, overrides=overrides) as op,
         serving_mcp(mcp_port, op.issuer),
