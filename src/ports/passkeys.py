@@ -27,6 +27,10 @@ class PasskeyStore(Protocol):
     async def find_by_credential(self, credential_id: bytes) -> Passkey | None:
         """The passkey with this credential id, whichever account holds it."""
 
+    async def find_for_sign_in(self, credential_id: bytes) -> tuple[Passkey, bool] | None:
+        """:meth:`find_by_credential` and, in the same read, whether the passkey's account holds
+        an identity a provider reported disabled (a sign-in's one look-up)."""
+
     async def get(self, account_id: str, passkey_id: str) -> Passkey | None:
         """The account's passkey of that id; None for another account's."""
 

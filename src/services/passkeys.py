@@ -306,9 +306,10 @@ class PasskeyService:
     ) -> Passkey:
         """Inside ``tx``: the passkey that signed ``assertion``, verified against the
         challenge, its account not disabled, and its use (the new counter) recorded."""
-        passkey = await tx.passkeys.find_by_credential(assertion.credential_id)
-        if passkey is None:
+        found = await tx.passkeys.find_for_sign_in(assertion.credential_id)
+        if found is None:
             raise errors.UnknownPasskey()
+        passkey, account_disabled = found
         _check_user_handle(assertion, passkey)
         try:
             verified = self.relying_party.verify_assertion(assertion, challenge.challenge, passkey)
@@ -319,7 +320,8 @@ class PasskeyService:
         counter = verified.sign_count
         if not counter_advances(passkey.sign_count, counter):
             raise _Cloned(passkey, counter)
-        await _refuse_disabled(tx, passkey)
+        if account_disabled:  # read with the passkey; the identity named is read now
+            await _refuse_disabled(tx, passkey)
         # The check above read the counter; this write decides, atomically: of concurrent
         # sign-ins with one counter value (a clone racing the original), one records it.
         if not await tx.passkeys.record_use(passkey.id, counter, verified.backed_up, now):

@@ -18,6 +18,14 @@ _COLUMNS = (
     "added_from_address, added_from_user_agent"
 )
 _INSERT = insert("passkeys", _COLUMNS)
+# A sign-in's look-up: the passkey and whether its account has a disabled identity, one
+# statement where two reads were (docs/benchmarks.md: passkeys against the floor).
+_FOR_SIGN_IN = (
+    f"SELECT {', '.join(f'p.{c}' for c in _COLUMNS.split(', '))}, "  # noqa: S608
+    "EXISTS (SELECT 1 FROM identities i WHERE i.account_id = p.account_id "
+    "AND i.disabled_reason IS NOT NULL) "
+    "FROM passkeys p WHERE p.credential_id = $1"
+)
 
 
 class SqlPasskeys(Repository):
@@ -61,6 +69,10 @@ class SqlPasskeys(Repository):
             credential_id,
         )
         return self._passkey(row) if row is not None else None
+
+    async def find_for_sign_in(self, credential_id: bytes) -> tuple[Passkey, bool] | None:
+        row = await self._db.read_row(_FOR_SIGN_IN, credential_id)
+        return (self._passkey(row), bool(row[15])) if row is not None else None
 
     async def get(self, account_id: str, passkey_id: str) -> Passkey | None:
         key = self._sql.account_key(account_id)

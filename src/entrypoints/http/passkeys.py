@@ -5,6 +5,7 @@ is counted against ``ratelimit.passkeys`` first; a challenge belongs to the brow
 from __future__ import annotations
 
 import datetime as dt
+import functools
 from collections.abc import Mapping
 from typing import Any
 
@@ -181,9 +182,15 @@ class PasskeyRename:
     name: str
 
 
+@functools.cache
+def _wire_names(body: type) -> tuple[tuple[str, str], ...]:
+    """``body``'s (attribute, wire name) pairs, read once per class (every ceremony uses them)."""
+    return tuple((a.name, wire_name(a)) for a in attrs.fields(body))
+
+
 def _of(body: type[B], members: Mapping[str, Any]) -> B:
     """``body`` from the JSON members of the same wire names (any other left out)."""
-    return body(**{a.name: members.get(wire_name(a)) for a in attrs.fields(body)})
+    return body(**{name: members.get(wire) for name, wire in _wire_names(body)})
 
 
 def _descriptors(listed: Any) -> list[CredentialDescriptor]:
@@ -212,7 +219,7 @@ def request_options(o: dict[str, Any]) -> RequestOptions:
 def response_json(body: RegistrationCredential | AuthenticationCredential) -> dict[str, Any]:
     """The credential as the browser sent it (its JSON members), for the library."""
     answer = body.response
-    members = {wire_name(a): getattr(answer, a.name) for a in attrs.fields(type(answer))}
+    members = {wire: getattr(answer, name) for name, wire in _wire_names(type(answer))}
     sent: dict[str, Any] = {"id": body.id, "rawId": body.raw_id, "type": body.type}
     sent["response"] = {k: v for k, v in members.items() if v is not None}
     sent["clientExtensionResults"] = body.client_extension_results or {}
