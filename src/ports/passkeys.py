@@ -17,6 +17,11 @@ class ChallengeStoreFull(Exception):
     """The store holds as many challenges as it may; nothing was stored."""
 
 
+class PasskeyUseNotRecorded(Exception):
+    """Raised by a unit of work that sends its writes together, at its end: the passkey's use
+    (:meth:`PasskeyStore.record_use`) changed no row, so nothing of the unit was written."""
+
+
 class PasskeyStore(Protocol):
     """Every method is atomic on its own (one statement or transaction in SQL adapters)."""
 
@@ -46,7 +51,9 @@ class PasskeyStore(Protocol):
         """A verified sign-in with the passkey: its counter, backup state and last use, written
         in one conditional statement only if the kept counter allows ``sign_count``
         (:func:`~authgate.domain.passkeys.counter_advances`), so of concurrent sign-ins with
-        one counter exactly one records it. False, nothing written, otherwise."""
+        one counter exactly one records it. False, nothing written, otherwise; in a unit of
+        work that sends its writes together (PostgreSQL's), True, and the unit raises
+        :class:`PasskeyUseNotRecorded` at its end, nothing of it written."""
 
     async def delete(self, account_id: str, passkey_id: str) -> bool:
         """Remove the account's passkey; False when there is none,

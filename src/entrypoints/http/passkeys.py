@@ -5,7 +5,6 @@ is counted against ``ratelimit.passkeys`` first; a challenge belongs to the brow
 from __future__ import annotations
 
 import datetime as dt
-import functools
 from collections.abc import Mapping
 from typing import Any
 
@@ -182,10 +181,15 @@ class PasskeyRename:
     name: str
 
 
-@functools.cache
+_WIRE_NAMES: dict[type, tuple[tuple[str, str], ...]] = {}
+
+
 def _wire_names(body: type) -> tuple[tuple[str, str], ...]:
     """``body``'s (attribute, wire name) pairs, read once per class (every ceremony uses them)."""
-    return tuple((a.name, wire_name(a)) for a in attrs.fields(body))
+    names = _WIRE_NAMES.get(body)
+    if names is None:
+        names = _WIRE_NAMES[body] = tuple((a.name, wire_name(a)) for a in attrs.fields(body))
+    return names
 
 
 def _of(body: type[B], members: Mapping[str, Any]) -> B:
