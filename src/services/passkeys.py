@@ -6,6 +6,7 @@ does), managing them. The ceremonies are the relying party's
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import logging
 import os
 import time
@@ -32,7 +33,7 @@ from authgate.domain.passkeys import (
     clean_name,
     counter_advances,
 )
-from authgate.domain.redirects import safe_return_to
+from authgate.domain.redirects import is_resume_url, safe_return_to
 from authgate.domain.secrets import binding_hash
 from authgate.domain.text import printable
 from authgate.ports.accounts import AccountRepository, LastIdentityError
@@ -116,6 +117,13 @@ class PasskeyService:
     policy: PasskeyPolicy
     signin: SignInPolicy
     metrics: Metrics = attrs.field(default=None, converter=or_no_metrics)
+
+    @functools.cached_property
+    def _dashboard_resumes(self) -> bool:
+        """Whether the dashboard, where a sign-in without ``returnTo`` goes, is an
+        application's authorization request (never, as configured: read once, not per
+        sign-in)."""
+        return is_resume_url(self.signin.dashboard_url, self.signin.resume_urls)
 
     # -- adding a passkey -----------------------------------------------------------------
 
@@ -226,15 +234,18 @@ class PasskeyService:
             except ResponseMalformed as e:
                 raise errors.InvalidPasskeyResponse(e.detail) from e
             policy = self.signin
-            destination = policy.destination(
-                safe_return_to(return_to, policy.app_url, policy.resume_urls)
-            )
+            safe = safe_return_to(return_to, policy.app_url, policy.resume_urls)
+            destination = policy.destination(safe)
             counter: int | None = None
             try:
                 async with self.units.begin() as tx:
                     passkey, counter = await self._use(tx, assertion, challenge, now)
                     await tx.accounts.record_login(passkey.account_id, now)
-                    resumes = resumed_request(destination, challenge.created_at, policy)
+                    resumes = (
+                        resumed_request(destination, challenge.created_at, policy)
+                        if safe is not None or self._dashboard_resumes
+                        else None  # the dashboard, which resumes no request
+                    )
                     started_by = await self._browsers_session(
                         tx, held_session, passkey.account_id, now
                     )

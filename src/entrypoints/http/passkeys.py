@@ -262,9 +262,10 @@ class PasskeyOperations(AccountArea):
     limiter: RateLimiter = attrs.field(kw_only=True)
     binding_max_age: int = attrs.field(kw_only=True)
 
-    async def _limit(self, request: web.Request) -> None:
-        """Before any work: each options request stores a challenge."""
-        key = self.client_address.limit_key(self.client_address.of(request))
+    async def _limit(self, request: web.Request, address: str | None = None) -> None:
+        """Before any work: each options request stores a challenge. ``address``: the
+        client's, when read already."""
+        key = self.client_address.limit_key(address or self.client_address.of(request))
         await admit(self.limiter, key, self.service.metrics, "passkeys", TOO_MANY)
 
     @operation(
@@ -369,11 +370,12 @@ class PasskeyOperations(AccountArea):
     )
     async def authenticate(self, call: Call[AuthenticationCredential]) -> Reply[PasskeySignIn]:
         request = call.request
-        await self._limit(request)
+        address = self.client_address.of(request)
+        await self._limit(request, address)
         signed_in = await self.service.authenticate(
             request.cookies.get(BINDING_COOKIE),
             response_json(call.body),
-            self.client_address.client(request),
+            self.client_address.client(request, address),
             call.body.return_to,
             held_session=request.cookies.get(SESSION_COOKIE),
         )
