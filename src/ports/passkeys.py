@@ -17,6 +17,11 @@ class ChallengeStoreFull(Exception):
     """The store holds as many challenges as it may; nothing was stored."""
 
 
+class PasskeyUseNotRecorded(Exception):
+    """Raised by a unit of work that sends its writes together, at its end: the passkey's use
+    (:meth:`PasskeyStore.record_use`) changed no row, so nothing of the unit was written."""
+
+
 class PasskeyStore(Protocol):
     """Every method is atomic on its own (one statement or transaction in SQL adapters)."""
 
@@ -26,6 +31,10 @@ class PasskeyStore(Protocol):
 
     async def find_by_credential(self, credential_id: bytes) -> Passkey | None:
         """The passkey with this credential id, whichever account holds it."""
+
+    async def find_for_sign_in(self, credential_id: bytes) -> tuple[Passkey, bool] | None:
+        """:meth:`find_by_credential` and, in the same read, whether the passkey's account holds
+        an identity a provider reported disabled (a sign-in's one look-up)."""
 
     async def get(self, account_id: str, passkey_id: str) -> Passkey | None:
         """The account's passkey of that id; None for another account's."""
@@ -42,7 +51,9 @@ class PasskeyStore(Protocol):
         """A verified sign-in with the passkey: its counter, backup state and last use, written
         in one conditional statement only if the kept counter allows ``sign_count``
         (:func:`~authgate.domain.passkeys.counter_advances`), so of concurrent sign-ins with
-        one counter exactly one records it. False, nothing written, otherwise."""
+        one counter exactly one records it. False, nothing written, otherwise; in a unit of
+        work that sends its writes together (PostgreSQL's), True, and the unit raises
+        :class:`PasskeyUseNotRecorded` at its end, nothing of it written."""
 
     async def delete(self, account_id: str, passkey_id: str) -> bool:
         """Remove the account's passkey; False when there is none,

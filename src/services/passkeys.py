@@ -6,6 +6,7 @@ does), managing them. The ceremonies are the relying party's
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import logging
 import os
 import time
@@ -32,7 +33,7 @@ from authgate.domain.passkeys import (
     clean_name,
     counter_advances,
 )
-from authgate.domain.redirects import safe_return_to
+from authgate.domain.redirects import is_resume_url, safe_return_to
 from authgate.domain.secrets import binding_hash
 from authgate.domain.text import printable
 from authgate.ports.accounts import AccountRepository, LastIdentityError
@@ -44,6 +45,7 @@ from authgate.ports.passkeys import (
     PasskeyChallenges,
     PasskeyStore,
     PasskeyTaken,
+    PasskeyUseNotRecorded,
 )
 from authgate.ports.session_tokens import InvalidSession
 from authgate.ports.unit_of_work import Transaction, UnitOfWork
@@ -115,6 +117,13 @@ class PasskeyService:
     policy: PasskeyPolicy
     signin: SignInPolicy
     metrics: Metrics = attrs.field(default=None, converter=or_no_metrics)
+
+    @functools.cached_property
+    def _dashboard_resumes(self) -> bool:
+        """Whether the dashboard, where a sign-in without ``returnTo`` goes, is an
+        application's authorization request (never, as configured: read once, not per
+        sign-in)."""
+        return is_resume_url(self.signin.dashboard_url, self.signin.resume_urls)
 
     # -- adding a passkey -----------------------------------------------------------------
 
@@ -225,38 +234,48 @@ class PasskeyService:
             except ResponseMalformed as e:
                 raise errors.InvalidPasskeyResponse(e.detail) from e
             policy = self.signin
-            destination = policy.destination(
-                safe_return_to(return_to, policy.app_url, policy.resume_urls)
-            )
-            async with self.units.begin() as tx:
-                passkey = await self._use(tx, assertion, challenge, now)
-                await tx.accounts.record_login(passkey.account_id, now)
-                resumes = resumed_request(destination, challenge.created_at, policy)
-                started_by = await self._browsers_session(tx, held_session, passkey.account_id, now)
-                if started_by is not None:
-                    # A step-up in a browser signed in to the same account: one browser, one
-                    # session, with the newer proof of login.
-                    session = await self.sessions.prove(tx, started_by, now, resumes=resumes)
-                else:
-                    session = await self.sessions.issue(
-                        tx,
-                        passkey.account_id,
-                        PASSKEY_PROVIDER,
-                        client,
-                        auth_time=now,
-                        resumes=resumes,
-                        passkey_id=passkey.id,
+            safe = safe_return_to(return_to, policy.app_url, policy.resume_urls)
+            destination = policy.destination(safe)
+            counter: int | None = None
+            try:
+                async with self.units.begin() as tx:
+                    passkey, counter = await self._use(tx, assertion, challenge, now)
+                    await tx.accounts.record_login(passkey.account_id, now)
+                    resumes = (
+                        resumed_request(destination, challenge.created_at, policy)
+                        if safe is not None or self._dashboard_resumes
+                        else None  # the dashboard, which resumes no request
                     )
-                event = await record_audit(
-                    tx,
-                    now,
-                    PASSKEY_PROVIDER,
-                    Outcome.SIGNED_IN,
-                    client,
-                    passkey.account_id,
-                    passkey.id,
-                    logged=False,
-                )
+                    started_by = await self._browsers_session(
+                        tx, held_session, passkey.account_id, now
+                    )
+                    if started_by is not None:
+                        # A step-up in a browser signed in to the same account: one browser, one
+                        # session, with the newer proof of login.
+                        session = await self.sessions.prove(tx, started_by, now, resumes=resumes)
+                    else:
+                        session = await self.sessions.issue(
+                            tx,
+                            passkey.account_id,
+                            PASSKEY_PROVIDER,
+                            client,
+                            auth_time=now,
+                            resumes=resumes,
+                            passkey_id=passkey.id,
+                        )
+                    event = await record_audit(
+                        tx,
+                        now,
+                        PASSKEY_PROVIDER,
+                        Outcome.SIGNED_IN,
+                        client,
+                        passkey.account_id,
+                        passkey.id,
+                        logged=False,
+                    )
+            except PasskeyUseNotRecorded:  # found at the unit's end: nothing of it written
+                assert counter is not None  # the use was asked for
+                raise await self._use_not_recorded(assertion, counter) from None
             log_event(event)
             signed_in = PasskeySignedIn(
                 account_id=passkey.account_id,
@@ -303,12 +322,14 @@ class PasskeyService:
         assertion: ReadAssertion,
         challenge: PasskeyChallenge,
         now: dt.datetime,
-    ) -> Passkey:
+    ) -> tuple[Passkey, int]:
         """Inside ``tx``: the passkey that signed ``assertion``, verified against the
-        challenge, its account not disabled, and its use (the new counter) recorded."""
-        passkey = await tx.passkeys.find_by_credential(assertion.credential_id)
-        if passkey is None:
+        challenge, its account not disabled, and its use (the new counter, returned) recorded
+        (or, in a unit that sends its writes together, to be checked at its end)."""
+        found = await tx.passkeys.find_for_sign_in(assertion.credential_id)
+        if found is None:
             raise errors.UnknownPasskey()
+        passkey, account_disabled = found
         _check_user_handle(assertion, passkey)
         try:
             verified = self.relying_party.verify_assertion(assertion, challenge.challenge, passkey)
@@ -319,15 +340,23 @@ class PasskeyService:
         counter = verified.sign_count
         if not counter_advances(passkey.sign_count, counter):
             raise _Cloned(passkey, counter)
-        await _refuse_disabled(tx, passkey)
+        if account_disabled:  # read with the passkey; the identity named is read now
+            await _refuse_disabled(tx, passkey)
         # The check above read the counter; this write decides, atomically: of concurrent
         # sign-ins with one counter value (a clone racing the original), one records it.
         if not await tx.passkeys.record_use(passkey.id, counter, verified.backed_up, now):
-            current = await tx.passkeys.find_by_credential(assertion.credential_id)
-            if current is None:
-                raise errors.UnknownPasskey()
-            raise _Cloned(current, counter)
-        return passkey
+            raise await self._use_not_recorded(assertion, counter, tx.passkeys)
+        return passkey, counter
+
+    async def _use_not_recorded(
+        self, assertion: ReadAssertion, counter: int, passkeys: PasskeyStore | None = None
+    ) -> errors.SignInError:
+        """The refusal of a sign-in whose use of the passkey was not recorded: its counter
+        did not advance past the one now kept (a clone), or the passkey is gone."""
+        current = await (passkeys or self.passkeys).find_by_credential(assertion.credential_id)
+        if current is None:
+            return errors.UnknownPasskey()
+        return _Cloned(current, counter)
 
     async def _browsers_session(
         self, tx: Transaction, token: str | None, account_id: str, now: dt.datetime

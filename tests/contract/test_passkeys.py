@@ -15,7 +15,7 @@ import pytest
 from authgate.adapters.memory import MemoryPasskeyChallenges
 from authgate.domain.passkeys import Ceremony, Passkey, PasskeyChallenge
 from authgate.ports.accounts import LastIdentityError
-from authgate.ports.passkeys import ChallengeStoreFull, PasskeyTaken
+from authgate.ports.passkeys import ChallengeStoreFull, PasskeyTaken, PasskeyUseNotRecorded
 from tests.support.records import T0, at, verified
 from tests.support.stores import Store
 
@@ -185,6 +185,21 @@ async def test_a_unit_writes_a_passkey_use(store: Store) -> None:
     assert stored is not None and (stored.sign_count, stored.last_used_at) == (3, at(30))
 
 
+async def test_a_sign_in_reads_the_passkey_and_whether_its_account_is_disabled(
+    store: Store,
+) -> None:
+    owner = await account(store)
+    kept = passkey(owner)
+    await store.passkeys.add(kept)
+    assert await store.passkeys.find_for_sign_in(kept.credential_id) == (kept, False)
+    assert await store.passkeys.find_for_sign_in(b"\x09" * 32) is None
+    identity = verified("google", "1").identity
+    assert await store.accounts.set_identity_disabled(identity, "account-disabled")
+    assert await store.passkeys.find_for_sign_in(kept.credential_id) == (kept, True)
+    assert await store.accounts.set_identity_disabled(identity, None)
+    assert await store.passkeys.find_for_sign_in(kept.credential_id) == (kept, False)
+
+
 async def test_a_use_is_recorded_only_while_the_counter_advances(store: Store) -> None:
     owner = await account(store)
     kept = passkey(owner)
@@ -207,9 +222,13 @@ async def test_concurrent_uses_with_one_counter_value_record_it_once(store: Stor
     await store.passkeys.add(kept)
 
     async def use(n: int) -> bool:
-        async with store.units.begin() as tx:
-            await tx.passkeys.find_by_credential(kept.credential_id)  # as a sign-in reads it
-            return await tx.passkeys.record_use(kept.id, 5, False, at(n))
+        # False now, or (a unit that sends its writes together) PasskeyUseNotRecorded at its end
+        try:
+            async with store.units.begin() as tx:
+                await tx.passkeys.find_for_sign_in(kept.credential_id)  # as a sign-in reads it
+                return await tx.passkeys.record_use(kept.id, 5, False, at(n))
+        except PasskeyUseNotRecorded:
+            return False
 
     outcomes = await asyncio.gather(*(use(n) for n in range(8)))
     assert outcomes.count(True) == 1, outcomes

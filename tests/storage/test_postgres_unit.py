@@ -17,6 +17,7 @@ import pytest
 from authgate.adapters.postgres import PostgresStore, open_postgres
 from authgate.domain.model import Outcome, SessionRecord
 from authgate.ports.accounts import IdentityRace
+from authgate.ports.passkeys import PasskeyUseNotRecorded
 from tests.contract.test_passkeys import passkey
 from tests.support.records import T0, at, event, verified
 
@@ -58,34 +59,86 @@ async def test_a_login_is_two_statements_without_begin_or_commit(
     assert [e.account_id for e in await pg.events.recent()] == [account.id]
 
 
-async def test_a_passkey_sign_in_reads_outside_a_transaction_then_decides_its_counter_in_one(
+async def test_a_passkey_sign_in_is_two_statements_without_begin_or_commit(
     pg: PostgresStore, sent: list[str]
 ) -> None:
-    # What a passkey sign-in's unit does: the passkey, the account's identities (a disabled
-    # one refuses the sign-in), both read outside a transaction; then the counter's
-    # conditional update, whose outcome decides the sign-in, so it is sent at once and opens
-    # the transaction; the other writes follow as one statement, and the unit commits.
+    # What a passkey sign-in's unit does: the passkey with whether its account has a disabled
+    # identity, read in one statement; then the counter's conditional update, whose outcome
+    # decides the sign-in, waits with the other writes: one statement that fails unless the
+    # update changed its row (the next test).
     account, _ = await pg.accounts.create_with_identity(verified(subject="known"), T0)
     key = passkey(account.id)
     await pg.passkeys.add(key)
     await asyncio.sleep(0)
     sent.clear()
     async with pg.units.begin() as tx:
-        found = await tx.passkeys.find_by_credential(key.credential_id)
-        assert found is not None
-        identities = await tx.accounts.list_identities(found.account_id)
-        assert [i.identity for i in identities] == [verified(subject="known").identity]
-        assert await tx.passkeys.record_use(found.id, 7, True, at(5))
-        await tx.accounts.record_login(found.account_id, at(5))
-        await tx.sessions.add(session("s-1", found.account_id))
-        await tx.events.record(event(5, Outcome.SIGNED_IN, account_id=found.account_id))
+        found = await tx.passkeys.find_for_sign_in(key.credential_id)
+        assert found == (key, False)
+        assert await tx.passkeys.record_use(key.id, 7, True, at(5))
+        await tx.accounts.record_login(key.account_id, at(5))
+        await tx.sessions.add(session("s-1", key.account_id))
+        await tx.events.record(event(5, Outcome.SIGNED_IN, account_id=key.account_id))
     await asyncio.sleep(0)
     kinds = [s.split()[0].rstrip(";") for s in sent]
-    assert kinds == ["SELECT", "SELECT", "BEGIN", "UPDATE", "WITH", "COMMIT"], sent
-    assert sent[3].startswith("UPDATE passkeys"), sent[3]
+    assert kinds == ["SELECT", "WITH"], sent
+    assert sent[1].startswith("WITH w0 AS (UPDATE passkeys"), sent[1]
+    assert sent[1].endswith("SELECT 1 / (SELECT count(*) FROM w0)"), sent[1]
     used = await pg.passkeys.get(account.id, key.id)
     assert used is not None and used.sign_count == 7 and used.last_used_at == at(5)
     assert await pg.sessions.get("s-1") is not None
+    stored = await pg.accounts.get(account.id)
+    assert stored is not None and stored.last_login_at == at(5)
+
+
+@pytest.mark.parametrize("gone", [False, True], ids=["counter behind", "passkey removed"])
+async def test_a_passkey_use_not_recorded_fails_the_unit_and_writes_nothing(
+    pg: PostgresStore, clean_postgres_url: str, asyncpg_pool: bool, gone: bool
+) -> None:
+    account, _ = await pg.accounts.create_with_identity(verified(subject="known"), T0)
+    key = passkey(account.id, sign_count=7)
+    await pg.passkeys.add(key)
+    other = await open_postgres(clean_postgres_url, 1, 1, 5.0, asyncpg_pool=asyncpg_pool)
+    try:
+        with pytest.raises(PasskeyUseNotRecorded):
+            async with pg.units.begin() as tx:
+                assert await tx.passkeys.find_for_sign_in(key.credential_id) == (key, False)
+                if gone:  # removed by another instance between the read and the unit's writes
+                    await other.passkeys.add(passkey(account.id, 2))
+                    assert await other.passkeys.delete(account.id, key.id)
+                assert await tx.passkeys.record_use(key.id, 8 if gone else 7, True, at(5))
+                await tx.accounts.record_login(key.account_id, at(5))
+                await tx.sessions.add(session("s-1", key.account_id))
+                await tx.events.record(event(5, Outcome.SIGNED_IN, account_id=key.account_id))
+    finally:
+        await other.close()
+    assert await pg.sessions.get("s-1") is None
+    assert await pg.events.recent() == []
+    stored = await pg.accounts.get(account.id)
+    assert stored is not None and stored.last_login_at is None
+    assert await pg.passkeys.get(account.id, key.id) == (None if gone else key)
+
+
+async def test_a_passkey_use_waits_for_the_transaction_a_later_statement_opens(
+    pg: PostgresStore, sent: list[str]
+) -> None:
+    # A locking read after the use (a step-up's session) begins the transaction: the waiting
+    # writes go first, in it, and a use not recorded fails the unit there.
+    account, _ = await pg.accounts.create_with_identity(verified(subject="known"), T0)
+    key = passkey(account.id, sign_count=7)
+    await pg.passkeys.add(key)
+    await pg.sessions.add(session("s-0", account.id))
+    with pytest.raises(PasskeyUseNotRecorded):
+        async with pg.units.begin() as tx:
+            assert await tx.passkeys.record_use(key.id, 7, True, at(5))
+            await tx.accounts.record_login(key.account_id, at(5))
+            await tx.sessions.get("s-0", for_change=True)
+    stored = await pg.accounts.get(account.id)
+    assert stored is not None and stored.last_login_at is None
+    async with pg.units.begin() as tx:
+        assert await tx.passkeys.record_use(key.id, 8, True, at(6))
+        assert await tx.sessions.get("s-0", for_change=True) is not None
+    used = await pg.passkeys.get(account.id, key.id)
+    assert used is not None and used.sign_count == 8
 
 
 async def test_a_registration_is_two_statements_without_begin_or_commit(

@@ -51,6 +51,13 @@ class MemoryPasskeys(Stored):
         passkey_id = self._by_credential.get(credential_id)
         return self._passkeys.get(passkey_id) if passkey_id is not None else None
 
+    async def find_for_sign_in(self, credential_id: bytes) -> tuple[Passkey, bool] | None:
+        passkey = await self.find_by_credential(credential_id)
+        if passkey is None:
+            return None
+        identities = await self._accounts.list_identities(passkey.account_id)
+        return passkey, any(i.disabled_reason is not None for i in identities)
+
     async def get(self, account_id: str, passkey_id: str) -> Passkey | None:
         passkey = self._passkeys.get(passkey_id)
         return passkey if passkey is not None and passkey.account_id == account_id else None

@@ -7,6 +7,10 @@
   (:meth:`~UnitConnection.read_row`) all come before its writes needs none, its one combined
   write being atomic by itself (READ COMMITTED: a plain ``SELECT`` takes no lock).
 
+A write that must change a row (:meth:`UnitConnection.write_required`, a passkey's counter)
+waits with the others too: their statement then ends in a ``SELECT`` that divides by the rows
+it changed, so that none fails the whole statement (a division by zero), nothing written.
+
 So a login's unit, and a registration's, is two round trips; a registration's lost race fails
 the whole statement (``IdentityRace``). A statement run after waiting writes sees them (they
 are sent first); a write whose statement already waits is sent after the others, so no row is
@@ -49,6 +53,8 @@ class UnitConnection(Db):
         self._lease = pool.acquire()
         self._transaction: contextlib.AsyncExitStack | None = None
         self._waiting: list[tuple[str, Sequence[object]]] = []
+        # The waiting write that must change a row (its arguments) and the error if it does not.
+        self._required: tuple[Sequence[object], Exception] | None = None
 
     async def __aenter__(self) -> Db:
         self._conn: Leased = await self._lease.__aenter__()
@@ -84,6 +90,16 @@ class UnitConnection(Db):
         if any(waiting == query for waiting, _ in self._waiting):
             await self._ready()  # the same statement twice: the first goes first
         self._waiting.append((query, args))
+
+    async def write_required(self, query: str, args: list[object], missing: Exception) -> bool:
+        """A write that must change a row: it waits with the others, and the statement that
+        sends them fails, nothing written, with ``missing`` raised if it changed none. One
+        such write per statement: a second one sends the waiting writes first."""
+        if self._required is not None:
+            await self._ready()
+        await self.write_amendable(query, args)
+        self._required = (args, missing)
+        return True
 
     def is_waiting(self, args: Sequence[object]) -> bool:
         return any(waiting is args for _, waiting in self._waiting)
@@ -138,6 +154,7 @@ class UnitConnection(Db):
     async def abort(self, error: BaseException) -> None:
         """Drop the waiting writes and roll back what was sent."""
         self._waiting.clear()
+        self._required = None
         transaction, self._transaction = self._transaction, None
         if transaction is not None:
             await transaction.__aexit__(type(error), error, error.__traceback__)  # ROLLBACK
@@ -153,28 +170,45 @@ class UnitConnection(Db):
 
     async def _send_waiting(self) -> None:
         if self._waiting:
-            query, args = _combined(self._waiting)
+            required, self._required = self._required, None
+            guard = None
+            if required is not None:
+                guard = next(i for i, (_, a) in enumerate(self._waiting) if a is required[0])
+            query, args = _combined(self._waiting, guard)
             self._waiting.clear()  # sent or failed: never twice
-            await self._conn.execute(query, *args)
+            try:
+                await self._conn.execute(query, *args)
+            except asyncpg.DivisionByZeroError as e:
+                if required is None:
+                    raise
+                raise required[1] from e
 
 
-def _combined(writes: Sequence[tuple[str, Sequence[object]]]) -> tuple[str, list[object]]:
+def _combined(
+    writes: Sequence[tuple[str, Sequence[object]]], guard: int | None = None
+) -> tuple[str, list[object]]:
     """One statement for ``writes``: each but the last a data-modifying WITH clause, their
-    parameters renumbered. All of them run, in one snapshot, or none does."""
+    parameters renumbered. All of them run, in one snapshot, or none does. With ``guard``
+    (the index of a write that must change a row) every write is a clause and the statement
+    ends in a ``SELECT`` that divides by that write's rows."""
     args: list[object] = []
     for _, values in writes:
         args.extend(values)
-    return _combined_text(tuple((query, len(values)) for query, values in writes)), args
+    return _combined_text(tuple((query, len(values)) for query, values in writes), guard), args
 
 
 # By (query, argument count) of each write: a sign-in combines the same few sequences.
 @functools.lru_cache(maxsize=256)
-def _combined_text(shape: tuple[tuple[str, int], ...]) -> str:
+def _combined_text(shape: tuple[tuple[str, int], ...], guard: int | None = None) -> str:
     clauses: list[str] = []
     offset = 0
     for query, count in shape:
         clauses.append(_renumbered(query.strip(), offset))
         offset += count
+    if guard is not None:
+        clauses[guard] += " RETURNING 1"
+        named = ", ".join(f"w{i} AS ({q})" for i, q in enumerate(clauses))
+        return f"WITH {named} SELECT 1 / (SELECT count(*) FROM w{guard})"  # noqa: S608
     *first, last = clauses
     if first:
         last = "WITH " + ", ".join(f"w{i} AS ({q})" for i, q in enumerate(first)) + " " + last

@@ -67,6 +67,13 @@ class Db:
         """:meth:`write`, with arguments the caller may change while it waits."""
         await self.execute(query, *args)
 
+    async def write_required(self, query: str, args: list[object], missing: Exception) -> bool:
+        """A write that must change a row for the unit to stand (an UPDATE without
+        ``RETURNING``); whether it did. A unit of work that sends its writes together
+        (``defers_writes``) answers True and checks it when it sends them: the statement then
+        fails, nothing of it written, and the unit raises ``missing``."""
+        return await self.execute(query, *args) > 0
+
     def is_waiting(self, args: list[object]) -> bool:
         """Whether the write of ``args`` (:meth:`write_amendable`) waits still."""
         return False

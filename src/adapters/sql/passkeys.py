@@ -6,7 +6,7 @@ import datetime as dt
 
 from authgate.domain.passkeys import Passkey
 from authgate.ports.accounts import LastIdentityError
-from authgate.ports.passkeys import PasskeyTaken
+from authgate.ports.passkeys import PasskeyTaken, PasskeyUseNotRecorded
 
 from .accounts import locked_rows
 from .engine import Row, insert
@@ -18,6 +18,18 @@ _COLUMNS = (
     "added_from_address, added_from_user_agent"
 )
 _INSERT = insert("passkeys", _COLUMNS)
+_RECORD_USE = (
+    "UPDATE passkeys SET sign_count = $2, backed_up = $3, last_used_at = $4 "
+    "WHERE id = $1 AND (sign_count < $2 OR (sign_count = 0 AND $2 = 0))"
+)
+# A sign-in's look-up: the passkey and whether its account has a disabled identity, one
+# statement where two reads were (docs/benchmarks.md: passkeys against the floor).
+_FOR_SIGN_IN = (
+    f"SELECT {', '.join(f'p.{c}' for c in _COLUMNS.split(', '))}, "  # noqa: S608
+    "EXISTS (SELECT 1 FROM identities i WHERE i.account_id = p.account_id "
+    "AND i.disabled_reason IS NOT NULL) "
+    "FROM passkeys p WHERE p.credential_id = $1"
+)
 
 
 class SqlPasskeys(Repository):
@@ -62,6 +74,10 @@ class SqlPasskeys(Repository):
         )
         return self._passkey(row) if row is not None else None
 
+    async def find_for_sign_in(self, credential_id: bytes) -> tuple[Passkey, bool] | None:
+        row = await self._db.read_row(_FOR_SIGN_IN, credential_id)
+        return (self._passkey(row), bool(row[15])) if row is not None else None
+
     async def get(self, account_id: str, passkey_id: str) -> Passkey | None:
         key = self._sql.account_key(account_id)
         if key is None:
@@ -96,19 +112,16 @@ class SqlPasskeys(Repository):
     async def record_use(
         self, passkey_id: str, sign_count: int, backed_up: bool, now: dt.datetime
     ) -> bool:
-        # Sent at once (its outcome decides the sign-in), in the unit's transaction. A
-        # concurrent sign-in's UPDATE of the row waits for this one's commit and then checks
-        # the condition again on the row as committed (READ COMMITTED): one of them wins.
-        # The condition is counter_advances (authgate.domain.passkeys).
-        changed = await self._db.execute(
-            "UPDATE passkeys SET sign_count = $2, backed_up = $3, last_used_at = $4 "
-            "WHERE id = $1 AND (sign_count < $2 OR (sign_count = 0 AND $2 = 0))",
-            passkey_id,
-            sign_count,
-            backed_up,
-            self._sql.time(now),
+        # Its outcome decides the sign-in: run now, or (PostgreSQL's unit of work) sent with
+        # the unit's other writes in one statement that fails, nothing written, if it changed
+        # no row. A concurrent sign-in's UPDATE of the row waits for this one's commit and then
+        # checks the condition again on the row as committed (READ COMMITTED): one of them
+        # wins. The condition is counter_advances (authgate.domain.passkeys).
+        return await self._db.write_required(
+            _RECORD_USE,
+            [passkey_id, sign_count, backed_up, self._sql.time(now)],
+            PasskeyUseNotRecorded(passkey_id),
         )
-        return changed == 1
 
     async def delete(self, account_id: str, passkey_id: str) -> bool:
         key = self._sql.account_key(account_id)

@@ -181,9 +181,20 @@ class PasskeyRename:
     name: str
 
 
+_WIRE_NAMES: dict[type, tuple[tuple[str, str], ...]] = {}
+
+
+def _wire_names(body: type) -> tuple[tuple[str, str], ...]:
+    """``body``'s (attribute, wire name) pairs, read once per class (every ceremony uses them)."""
+    names = _WIRE_NAMES.get(body)
+    if names is None:
+        names = _WIRE_NAMES[body] = tuple((a.name, wire_name(a)) for a in attrs.fields(body))
+    return names
+
+
 def _of(body: type[B], members: Mapping[str, Any]) -> B:
     """``body`` from the JSON members of the same wire names (any other left out)."""
-    return body(**{a.name: members.get(wire_name(a)) for a in attrs.fields(body)})
+    return body(**{name: members.get(wire) for name, wire in _wire_names(body)})
 
 
 def _descriptors(listed: Any) -> list[CredentialDescriptor]:
@@ -212,7 +223,7 @@ def request_options(o: dict[str, Any]) -> RequestOptions:
 def response_json(body: RegistrationCredential | AuthenticationCredential) -> dict[str, Any]:
     """The credential as the browser sent it (its JSON members), for the library."""
     answer = body.response
-    members = {wire_name(a): getattr(answer, a.name) for a in attrs.fields(type(answer))}
+    members = {wire: getattr(answer, name) for name, wire in _wire_names(type(answer))}
     sent: dict[str, Any] = {"id": body.id, "rawId": body.raw_id, "type": body.type}
     sent["response"] = {k: v for k, v in members.items() if v is not None}
     sent["clientExtensionResults"] = body.client_extension_results or {}
@@ -251,9 +262,10 @@ class PasskeyOperations(AccountArea):
     limiter: RateLimiter = attrs.field(kw_only=True)
     binding_max_age: int = attrs.field(kw_only=True)
 
-    async def _limit(self, request: web.Request) -> None:
-        """Before any work: each options request stores a challenge."""
-        key = self.client_address.limit_key(self.client_address.of(request))
+    async def _limit(self, request: web.Request, address: str | None = None) -> None:
+        """Before any work: each options request stores a challenge. ``address``: the
+        client's, when read already."""
+        key = self.client_address.limit_key(address or self.client_address.of(request))
         await admit(self.limiter, key, self.service.metrics, "passkeys", TOO_MANY)
 
     @operation(
@@ -358,11 +370,12 @@ class PasskeyOperations(AccountArea):
     )
     async def authenticate(self, call: Call[AuthenticationCredential]) -> Reply[PasskeySignIn]:
         request = call.request
-        await self._limit(request)
+        address = self.client_address.of(request)
+        await self._limit(request, address)
         signed_in = await self.service.authenticate(
             request.cookies.get(BINDING_COOKIE),
             response_json(call.body),
-            self.client_address.client(request),
+            self.client_address.client(request, address),
             call.body.return_to,
             held_session=request.cookies.get(SESSION_COOKIE),
         )
