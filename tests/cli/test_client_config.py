@@ -82,7 +82,7 @@ BAD: dict[str, tuple[str, str]] = {
     "bad-method": (
         config_text(web={"token_endpoint_auth_method": "client_secret_jwt"}),
         "clients.web.token_endpoint_auth_method: must be one of client_secret_basic, "
-        "client_secret_post, private_key_jwt, none",
+        "client_secret_post, none, private_key_jwt",
     ),
     "short-secret": (
         config_text(web={"secrets": ["password1"]}),
@@ -271,7 +271,7 @@ BAD: dict[str, tuple[str, str]] = {
     ),
     "id-token-alg": (
         config_text(web={"id_token_signed_response_alg": "none"}),
-        "clients.web.id_token_signed_response_alg: must be one of RS256, ES256",
+        "clients.web.id_token_signed_response_alg: must be one of ES256, RS256",
     ),
     "public-introspection": (
         config_text(native={"introspection": True}),

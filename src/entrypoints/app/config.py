@@ -810,10 +810,12 @@ _converter.register_structure_hook(SecretDigest, _client_secret)
 
 
 def _literal(value: Any, choices: Any) -> Any:
-    """One of a fixed set of values, or a message that lists them."""
+    """One of a fixed set of values, or a message that lists them, sorted: typing caches a
+    ``Literal[...] | None`` by its set of values, so the declared order may be another
+    module's (the MCP SDK declares the same four authentication methods in another order)."""
     allowed = get_args(choices)
     if not isinstance(value, str | int) or isinstance(value, bool) or value not in allowed:
-        raise ValueError(f"must be one of {', '.join(str(a) for a in allowed)}")
+        raise ValueError(f"must be one of {', '.join(sorted(str(a) for a in allowed))}")
     return value
 
 
