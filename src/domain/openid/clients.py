@@ -8,8 +8,8 @@ import hashlib
 import hmac
 import os
 import re
-from collections.abc import Iterable, Iterator
-from typing import Literal, get_args
+from collections.abc import Iterable, Iterator, Mapping
+from typing import Any, Literal, get_args
 from urllib.parse import urlsplit
 
 import attrs
@@ -243,6 +243,22 @@ def grant_types_problem(grant_types: Iterable[str], client_type: ClientType) -> 
 def needs_redirect_uris(grant_types: Iterable[str]) -> bool:
     """Whether a client with ``grant_types`` redirects a browser back (the code flow)."""
     return not _WITHOUT_REDIRECT.issuperset(grant_types)
+
+
+def public_jwks_problem(jwks: Mapping[str, Any]) -> str | None:
+    """Why ``jwks`` is not a set of public signature keys by its shape, or None (a key that
+    cannot be read fails the client's assertions)."""
+    keys = jwks.get("keys")
+    if not isinstance(keys, list) or not keys:
+        return "must be a JWK Set ({keys: [...]}) with at least one key"
+    for jwk in keys:
+        if not isinstance(jwk, dict) or jwk.get("kty") not in ("RSA", "EC", "OKP"):
+            return "every key must be an RSA, EC or OKP public key"
+        if any(member in jwk for member in ("d", "p", "q")):
+            return "must hold public keys only (a private member is there)"
+        if jwk.get("use", "sig") != "sig":
+            return "every key must be a signature key (use: sig)"
+    return None
 
 
 def origins_of(uris: Iterable[str]) -> frozenset[str]:

@@ -30,6 +30,7 @@ from authgate.domain.openid.clients import (
     SecretDigest,
     grant_types_problem,
     needs_redirect_uris,
+    public_jwks_problem,
     redirect_uri_problem,
     resource_problem,
 )
@@ -431,19 +432,3 @@ class _Reader:
             if not (self.policy.any_resource or resource in self.policy.resources):
                 raise InvalidClientMetadata(f"resources: {resource!r} {self._not_offered}")
         return tuple(dict.fromkeys(resources))
-
-
-def public_jwks_problem(jwks: Mapping[str, Any]) -> str | None:
-    """Why ``jwks`` is not a set of public signature keys by its shape, or None (a key that
-    cannot be read fails the client's assertions)."""
-    keys = jwks.get("keys")
-    if not isinstance(keys, list) or not keys:
-        return "must be a JWK Set ({keys: [...]}) with at least one key"
-    for jwk in keys:
-        if not isinstance(jwk, dict) or jwk.get("kty") not in ("RSA", "EC", "OKP"):
-            return "every key must be an RSA, EC or OKP public key"
-        if any(member in jwk for member in ("d", "p", "q")):
-            return "must hold public keys only (a private member is there)"
-        if jwk.get("use", "sig") != "sig":
-            return "every key must be a signature key (use: sig)"
-    return None

@@ -48,6 +48,7 @@ from authgate.domain.openid.clients import (
     grant_types_problem,
     needs_redirect_uris,
     origins_of,
+    public_jwks_problem,
     redirect_uri_problem,
     resource_problem,
 )
@@ -433,17 +434,10 @@ def _server_url_problem(url: str) -> str | None:
 
 
 def _public_jwks_problem(jwks: dict[str, Any]) -> str | None:
-    """Why ``jwks`` is not a set of public signature keys, or None."""
-    keys = jwks.get("keys")
-    if not isinstance(keys, list) or not keys:
-        return "must be a JWK Set ({keys: [...]}) with at least one key"
-    for jwk in keys:
-        if not isinstance(jwk, dict) or jwk.get("kty") not in ("RSA", "EC", "OKP"):
-            return "every key must be an RSA, EC or OKP public key"
-        if any(member in jwk for member in ("d", "p", "q")):
-            return "must hold public keys only (a private member is there)"
-        if jwk.get("use", "sig") != "sig":
-            return "every key must be a signature key (use: sig)"
+    """Why ``jwks`` is not a set of public signature keys joserfc can read, or None."""
+    problem = public_jwks_problem(jwks)
+    if problem is not None:
+        return problem
     try:
         KeySet.import_key_set(jwks)  # type: ignore[arg-type]
     except (JoseError, ValueError, TypeError, KeyError) as e:
