@@ -138,6 +138,15 @@ class Agent:
         await self.browser.close()
 
 
+async def apps_of(agent: Agent) -> dict[str, str | None]:
+    """The person's applications page, as their browser reads it: client id and name."""
+    answer = await agent.browser.authgate(
+        "GET", "/v1/account/apps", headers={"Accept": "application/json"}
+    )
+    assert answer.status == 200, answer.text
+    return {app["clientId"]: app["name"] for app in json.loads(answer.text)["apps"]}
+
+
 def claims(token: str) -> dict[str, Any]:
     payload = token.split(".")[1]
     decoded = json.loads(base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4)))
@@ -212,6 +221,8 @@ async def test_an_agent_described_by_its_metadata_document_calls_a_tool(
             agent = Agent(op, mcp_url, document_url=host.client_id)
             try:
                 said = await proved(op, agent, mcp_url, other_url)
+                # The person's applications page lists the agent, whatever its origin.
+                assert await apps_of(agent) == {host.client_id: "Test agent"}
             finally:
                 await agent.close()
             assert said["client_id"] == host.client_id
@@ -236,6 +247,7 @@ async def test_an_agent_registers_itself_and_calls_a_tool(
         agent = Agent(op, mcp_url)
         try:
             said = await proved(op, agent, mcp_url, other_url)
+            assert await apps_of(agent) == {said["client_id"]: "Test agent"}
         finally:
             await agent.close()
         assert agent.storage.client_info is not None
