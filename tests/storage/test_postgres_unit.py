@@ -17,6 +17,7 @@ import pytest
 from authgate.adapters.postgres import PostgresStore, open_postgres
 from authgate.domain.model import Outcome, SessionRecord
 from authgate.ports.accounts import IdentityRace
+from authgate.ports.openid import Reused
 from authgate.ports.passkeys import PasskeyUseNotRecorded
 from tests.contract.test_passkeys import passkey
 from tests.support.oauth_records import family, grant, refresh
@@ -325,3 +326,36 @@ async def test_a_refresh_of_a_replaced_token_fails_the_unit_and_writes_nothing(
     untouched = await pg.grants.get(account.id, "web")
     assert untouched is not None and untouched.last_used_at is None
     assert await pg.refresh_tokens.is_family_live("fam-1", at(5))  # rotate revokes, not this
+
+
+async def test_a_replayed_refresh_token_still_revokes_its_family_in_seven_statements(
+    pg: PostgresStore, sent: list[str]
+) -> None:
+    # The grant's rare path: the combined write fails (the token was replaced already), then
+    # rotate, in a unit of its own, tells the reuse and revokes the family: seven statements,
+    # as many as before the common path was folded.
+    account, _ = await pg.accounts.create_with_identity(verified(subject="known"), T0)
+    await pg.sessions.add(session("sid-1", account.id))
+    await pg.refresh_tokens.start_family(family(account.id), refresh(account.id, "rt-1"))
+    await pg.grants.put(grant(account.id))
+    await pg.refresh_tokens.rotate("rt-1", refresh(account.id, "rt-2"), at(1))
+    await pg.refresh_tokens.housekeeping.wait()
+    await pg.sessions.housekeeping.wait()
+    await asyncio.sleep(0)
+    sent.clear()
+
+    class Stale(Exception):
+        pass
+
+    new = refresh(account.id, "rt-x", created_at=at(5))
+    with pytest.raises(Stale):
+        async with pg.units.begin() as tx:
+            assert await tx.refresh_tokens.presented("rt-1", at(5)) is not None
+            assert await tx.refresh_tokens.replace("rt-1", new, at(5), Stale())
+            await tx.grants.touch(account.id, "web", at(5))
+    async with pg.units.begin() as tx:
+        assert isinstance(await tx.refresh_tokens.rotate("rt-1", new, at(5)), Reused)
+    await asyncio.sleep(0)
+    kinds = [s.split()[0].rstrip(";") for s in sent]
+    assert kinds == ["SELECT", "WITH", "BEGIN", "WITH", "SELECT", "UPDATE", "COMMIT"], sent
+    assert not await pg.refresh_tokens.is_family_live("fam-1", at(6))
