@@ -107,6 +107,22 @@ class RefreshTokens(Protocol):
         rotations of one token exactly one rotates, the others are reuse (a legitimate client
         never sends one token twice at once). Otherwise None, and nothing changes."""
 
+    async def presented(
+        self, token_hash: str, now: dt.datetime
+    ) -> tuple[RefreshToken, bool] | None:
+        """:meth:`get`, with whether the token's authgate session is live at ``now`` (as
+        :meth:`~authgate.ports.session_records.SessionRecords.is_live` says), in one read."""
+
+    async def replace(
+        self, presented_hash: str, new_token: RefreshToken, now: dt.datetime, stale: Exception
+    ) -> bool:
+        """:meth:`rotate`'s first half: the presented token marked replaced by ``new_token``
+        (of its family) and ``new_token`` stored, only while the presented one is current in
+        a live family; False when it is not, nothing written (:meth:`rotate` then tells reuse
+        from the rest). A unit of work that sends its writes together may answer True and
+        learn the outcome at its end: the unit then fails with ``stale``, nothing of it
+        written. Of concurrent replacements of one token exactly one succeeds."""
+
     async def get(self, token_hash: str) -> RefreshToken | None:
         """The token, replaced or revoked ones included; None for an unknown digest."""
 

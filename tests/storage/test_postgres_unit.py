@@ -17,8 +17,10 @@ import pytest
 from authgate.adapters.postgres import PostgresStore, open_postgres
 from authgate.domain.model import Outcome, SessionRecord
 from authgate.ports.accounts import IdentityRace
+from authgate.ports.openid import Reused
 from authgate.ports.passkeys import PasskeyUseNotRecorded
 from tests.contract.test_passkeys import passkey
+from tests.support.oauth_records import family, grant, refresh
 from tests.support.records import T0, at, event, verified
 
 
@@ -265,3 +267,95 @@ async def test_a_unit_that_raises_before_its_end_writes_nothing(pg: PostgresStor
     stored = await pg.accounts.get(account.id)
     assert stored is not None and stored.last_login_at is None
     assert await pg.events.recent() == []
+
+
+async def test_a_refresh_is_two_statements_without_begin_or_commit(
+    pg: PostgresStore, sent: list[str]
+) -> None:
+    # What the refresh_token grant's unit does: the presented token, its family and its
+    # session's liveness in one read; then its replacement (the token marked replaced, the
+    # family's expiry, the new token) waits with the grant's touch: one statement that fails
+    # unless the marking changed the row (the next test). It was six statements, BEGIN and
+    # COMMIT included: the token's read, the session's, the rotation's statement and the
+    # touch's each a round trip of their own.
+    account, _ = await pg.accounts.create_with_identity(verified(subject="known"), T0)
+    await pg.sessions.add(session("sid-1", account.id))
+    await pg.refresh_tokens.start_family(family(account.id), refresh(account.id, "rt-1"))
+    await pg.grants.put(grant(account.id))
+    # The purges those writes started run in the background: over before the count.
+    await pg.refresh_tokens.housekeeping.wait()
+    await pg.sessions.housekeeping.wait()
+    await asyncio.sleep(0)
+    sent.clear()
+    new = refresh(account.id, "rt-2", created_at=at(5))
+    async with pg.units.begin() as tx:
+        found = await tx.refresh_tokens.presented("rt-1", at(5))
+        assert found is not None and found[1]
+        assert await tx.refresh_tokens.replace("rt-1", new, at(5), RuntimeError("stale"))
+        await tx.grants.touch(account.id, "web", at(5))
+    await asyncio.sleep(0)
+    kinds = [s.split()[0].rstrip(";") for s in sent]
+    assert kinds == ["SELECT", "WITH"], sent
+    assert sent[1].startswith("WITH w0 AS (UPDATE oauth_refresh_tokens"), sent[1]
+    assert sent[1].endswith("SELECT 1 / (SELECT count(*) FROM w0)"), sent[1]
+    old = await pg.refresh_tokens.get("rt-1")
+    assert old is not None and old.replaced_at == at(5)
+    assert await pg.refresh_tokens.get("rt-2") == new
+    touched = await pg.grants.get(account.id, "web")
+    assert touched is not None and touched.last_used_at == at(5)
+
+
+async def test_a_refresh_of_a_replaced_token_fails_the_unit_and_writes_nothing(
+    pg: PostgresStore,
+) -> None:
+    account, _ = await pg.accounts.create_with_identity(verified(subject="known"), T0)
+    await pg.refresh_tokens.start_family(family(account.id), refresh(account.id, "rt-1"))
+    await pg.grants.put(grant(account.id))
+    await pg.refresh_tokens.rotate("rt-1", refresh(account.id, "rt-2"), at(1))
+
+    class Stale(Exception):
+        pass
+
+    with pytest.raises(Stale):
+        async with pg.units.begin() as tx:
+            assert await tx.refresh_tokens.replace(
+                "rt-1", refresh(account.id, "rt-x"), at(5), Stale()
+            )
+            await tx.grants.touch(account.id, "web", at(5))
+    assert await pg.refresh_tokens.get("rt-x") is None
+    untouched = await pg.grants.get(account.id, "web")
+    assert untouched is not None and untouched.last_used_at is None
+    assert await pg.refresh_tokens.is_family_live("fam-1", at(5))  # rotate revokes, not this
+
+
+async def test_a_replayed_refresh_token_still_revokes_its_family_in_seven_statements(
+    pg: PostgresStore, sent: list[str]
+) -> None:
+    # The grant's rare path: the combined write fails (the token was replaced already), then
+    # rotate, in a unit of its own, tells the reuse and revokes the family: seven statements,
+    # as many as before the common path was folded.
+    account, _ = await pg.accounts.create_with_identity(verified(subject="known"), T0)
+    await pg.sessions.add(session("sid-1", account.id))
+    await pg.refresh_tokens.start_family(family(account.id), refresh(account.id, "rt-1"))
+    await pg.grants.put(grant(account.id))
+    await pg.refresh_tokens.rotate("rt-1", refresh(account.id, "rt-2"), at(1))
+    await pg.refresh_tokens.housekeeping.wait()
+    await pg.sessions.housekeeping.wait()
+    await asyncio.sleep(0)
+    sent.clear()
+
+    class Stale(Exception):
+        pass
+
+    new = refresh(account.id, "rt-x", created_at=at(5))
+    with pytest.raises(Stale):
+        async with pg.units.begin() as tx:
+            assert await tx.refresh_tokens.presented("rt-1", at(5)) is not None
+            assert await tx.refresh_tokens.replace("rt-1", new, at(5), Stale())
+            await tx.grants.touch(account.id, "web", at(5))
+    async with pg.units.begin() as tx:
+        assert isinstance(await tx.refresh_tokens.rotate("rt-1", new, at(5)), Reused)
+    await asyncio.sleep(0)
+    kinds = [s.split()[0].rstrip(";") for s in sent]
+    assert kinds == ["SELECT", "WITH", "BEGIN", "WITH", "SELECT", "UPDATE", "COMMIT"], sent
+    assert not await pg.refresh_tokens.is_family_live("fam-1", at(6))

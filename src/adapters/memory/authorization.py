@@ -83,6 +83,7 @@ class MemoryRefreshTokens(Stored):
         self._families: Table[str, TokenFamily] = Table()
         self._tokens: Table[str, RefreshToken] = Table()
         self._revoked: Table[str, dt.datetime] = Table()
+        self._sessions: MemorySessionRecords | None = None
 
     def snapshot(self) -> tuple[dict[str, TokenFamily], dict[str, RefreshToken]]:
         """The families and tokens held (immutable: shallow copies)."""
@@ -142,6 +143,28 @@ class MemoryRefreshTokens(Stored):
             family, expires_at=max(family.expires_at, current.expires_at)
         )
         return Rotated(attrs.evolve(presented, replaced_at=now), current)
+
+    async def replace(
+        self, presented_hash: str, new_token: RefreshToken, now: dt.datetime, stale: Exception
+    ) -> bool:
+        token = self._tokens.get(presented_hash)
+        if token is None or token.replaced_at is not None:
+            return False  # nothing written: rotate() tells reuse from the rest
+        return isinstance(await self.rotate(presented_hash, new_token, now), Rotated)
+
+    def follow_sessions(self, sessions: MemorySessionRecords) -> None:
+        """The session records :meth:`presented` asks (the unit of work joins them, as the
+        SQL stores join their tables)."""
+        self._sessions = sessions
+
+    async def presented(
+        self, token_hash: str, now: dt.datetime
+    ) -> tuple[RefreshToken, bool] | None:
+        token = await self.get(token_hash)
+        if token is None:
+            return None
+        live = self._sessions is not None and await self._sessions.is_live(token.session_id, now)
+        return token, live
 
     async def get(self, token_hash: str) -> RefreshToken | None:
         token = self._tokens.get(token_hash)

@@ -82,6 +82,7 @@ class MemoryUnitOfWork:
         ):
             accounts.cascade_to(dependent.drop_account)
         self.session_clients.follow_sessions(sessions)
+        self.refresh_tokens.follow_sessions(sessions)
         sessions.keep_while(self.session_clients.has_session)
         self._lock = asyncio.Lock()
 

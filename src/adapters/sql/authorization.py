@@ -163,6 +163,22 @@ _REPLACE = """
         created_at, expires_at, replaced_at, NULL,
         (SELECT f.resources FROM oauth_token_families AS f WHERE f.family_id = $2)
 """
+# The same marking as one of a unit's waiting writes (``Db.write_required``: the unit fails,
+# nothing written, unless it changed the row), its family's expiry and the new token waiting
+# with it: the rotation then costs the unit no statement of its own.
+_MARK_REPLACED = """
+    UPDATE oauth_refresh_tokens AS t SET replaced_at = $3
+    FROM oauth_token_families AS f
+    WHERE t.token_hash = $1 AND f.family_id = t.family_id AND t.family_id = $2
+        AND t.client_id = $4 AND t.account_id = $5 AND t.session_id = $6
+        AND t.replaced_at IS NULL AND t.expires_at > $3 AND f.revoked_at IS NULL
+"""
+_SELECT_PRESENTED = (
+    f"SELECT {REFRESH_COLUMNS}, EXISTS (SELECT 1 FROM sessions AS s "  # noqa: S608
+    "WHERE s.id = t.session_id AND s.revoked_at IS NULL AND s.expires_at > $2) "
+    "FROM oauth_refresh_tokens AS t "
+    "JOIN oauth_token_families AS f ON f.family_id = t.family_id WHERE t.token_hash = $1"
+)
 _REVOKE_TOKEN = (
     insert("oauth_revoked_tokens", "token_id, client_id, expires_at, revoked_at")
     + " ON CONFLICT (token_id) DO NOTHING"
@@ -232,6 +248,32 @@ class SqlRefreshTokens(Purging):
             self._sql.time(now),
         )
         return Reused(presented)
+
+    async def replace(
+        self, presented_hash: str, new_token: RefreshToken, now: dt.datetime, stale: Exception
+    ) -> bool:
+        at = self._sql.time(now)
+        if not self._db.defers_writes:
+            replaced = await self._replace(presented_hash, new_token, at) is not None
+        else:
+            values = self._token_values(new_token)
+            mark: list[object] = [presented_hash, values[1], at, *values[2:5]]
+            replaced = await self._db.write_required(_MARK_REPLACED, mark, stale)
+            await self._db.write(
+                f"UPDATE oauth_token_families SET expires_at = {self._sql.greatest}"  # noqa: S608
+                "(expires_at, $2) WHERE family_id = $1",
+                new_token.family_id,
+                values[-1],
+            )
+            await self._db.write(_INSERT_REFRESH, *values)
+        await self.written(now)
+        return replaced
+
+    async def presented(
+        self, token_hash: str, now: dt.datetime
+    ) -> tuple[RefreshToken, bool] | None:
+        row = await self._db.read_row(_SELECT_PRESENTED, token_hash, self._sql.time(now))
+        return (self._token(row), bool(row[12])) if row is not None else None
 
     async def _replace(self, presented_hash: str, new: RefreshToken, at: object) -> Row | None:
         """The presented token replaced by ``new``, the family's expiry moved to the new

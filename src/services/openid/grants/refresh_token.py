@@ -52,25 +52,44 @@ class RefreshTokenGrant:
         requested_resources(client, form)  # registered ones only, before anything is spent
         now = self.context.clock.now()
         new_token = new_secret()
-        async with self.context.units.begin() as tx:
-            presented = await _presented(tx, client, presented_hash, scopes, now)
-            resources = narrowed_resources(client, form, presented.resources)
-            issuance = Issuance(
-                client=client,
-                family_id=presented.family_id,
-                account_id=presented.account_id,
-                session_id=presented.session_id,
-                scopes=presented.scopes,
-                auth_time=presented.auth_time,
-                resources=resources,
-            )
-            replacement = refresh_record(new_token, issuance, presented.scopes, now)
-            refusal = await _rotate(tx, presented_hash, replacement, client, now)
-        # Raised once committed: a reuse's revocation of the family stays made.
-        if refusal is not None:
-            raise refusal
+        stale = _Stale()
+        try:
+            # The common case in one read and one write: the token with its session's
+            # liveness, then its replacement, which a unit of work that sends its writes
+            # together sends with the grant's touch (failing with ``stale``, nothing written,
+            # when the token was no longer current).
+            async with self.context.units.begin() as tx:
+                presented = await _presented(tx, client, presented_hash, scopes, now)
+                resources = narrowed_resources(client, form, presented.resources)
+                issuance = Issuance(
+                    client=client,
+                    family_id=presented.family_id,
+                    account_id=presented.account_id,
+                    session_id=presented.session_id,
+                    scopes=presented.scopes,
+                    auth_time=presented.auth_time,
+                    resources=resources,
+                )
+                replacement = refresh_record(new_token, issuance, presented.scopes, now)
+                replaced = await tx.refresh_tokens.replace(presented_hash, replacement, now, stale)
+                if replaced:
+                    await tx.grants.touch(replacement.account_id, client.client_id, now)
+        except _Stale:
+            replaced = False
+        if not replaced:
+            # Not current (any more): replaced already, revoked or expired; telling which, and
+            # revoking the family of a replaced one, is the rare path's own unit.
+            async with self.context.units.begin() as tx:
+                refusal = await _rotate(tx, presented_hash, replacement, client, now)
+            # Raised once committed: a reuse's revocation of the family stays made.
+            if refusal is not None:
+                raise refusal
         narrowed = attrs.evolve(issuance, scopes=scopes) if scopes is not None else issuance
         return self.context.issuer.tokens(narrowed, now, new_token)
+
+
+class _Stale(Exception):
+    """The presented token was no longer current when the unit sent its replacement."""
 
 
 async def _presented(
@@ -82,7 +101,8 @@ async def _presented(
 ) -> RefreshToken:
     """The presented refresh token, once it is the client's, its session live and ``scopes``
     within its own; raises (nothing written)."""
-    presented = await tx.refresh_tokens.get(presented_hash)
+    found = await tx.refresh_tokens.presented(presented_hash, now)
+    presented, session_live = found if found is not None else (None, False)
     if presented is None or presented.client_id != client.client_id:
         # Another client's token is refused without touching it: it is not this client's to
         # spend or to revoke.
@@ -92,7 +112,7 @@ async def _presented(
             if presented is None
             else f"refresh token of client {presented.client_id} presented by another",
         )
-    if not await tx.sessions.is_live(presented.session_id, now):
+    if not session_live:
         # The token dies with its authgate session, at once: also while the session's expiry
         # has not yet been acted on (its family revoked, its clients told).
         raise InvalidGrant(_UNUSABLE, "refresh token's session ended")
@@ -108,9 +128,10 @@ async def _rotate(
     client: Client,
     now: dt.datetime,
 ) -> InvalidGrant | None:
-    """In ``tx``: replace the presented token by ``replacement``; the refusal to raise once
-    committed when it was replaced before (its family is then revoked) or is no longer
-    current."""
+    """In ``tx``, once :meth:`~authgate.ports.openid.RefreshTokens.replace` found the
+    presented token not current: the refusal to raise once committed when it was replaced
+    before (its family is then revoked) or is no longer current; None when it rotated after
+    all (nothing that stopped it changes back, so only in theory)."""
     rotated = await tx.refresh_tokens.rotate(presented_hash, replacement, now)
     if isinstance(rotated, Rotated):
         await tx.grants.touch(replacement.account_id, client.client_id, now)
